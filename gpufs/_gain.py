@@ -82,3 +82,65 @@ def bin_of(x, cuts, f, n_cuts_f):
         else:
             hi = mid
     return lo
+
+
+def make_scan_feature(candidate):
+    """``scan_feature`` bound to a compiled ``candidate`` (a jitted function can only call
+    jitted functions, so each backend passes its own compilation of ``candidate``)."""
+
+    def scan_feature(hist, k, f, nb, G_q, H_q, G, H, g_scale, h_scale, reg_lambda,
+                     gain_divisor, min_child_weight, pen):
+        """The best split of feature ``f`` at histogram slot ``k``: the one bin scan.
+
+        ``hist`` is int64 (n_slots, n_features, 256, 2), fixed-point (G, H) sums per bin;
+        ``nb`` the feature's number of value bins; (G_q, H_q) and (G, H) the node's sums in
+        fixed point and as float64. Returns ``(score, gain, bin, missing_left, g_left_q,
+        h_left_q)``; score is -inf when the feature has no valid candidate.
+
+        Candidates, in scan order: for t = 0 .. nb - 2, "bins <= t left, missing right",
+        then (when the node has missing values on f) "bins <= t and missing left"; last, when
+        the node has missing values, t = nb - 1 with missing right: every value left, the
+        missing rows right (a split on missingness, possible even for a one-bin feature).
+        The strictly best score wins, so ties go to the first candidate in this order; the
+        callers scan features in increasing order with the same strict ``>``, so over a node
+        ties go to the lowest (feature, bin), missing right first.
+        """
+        gn_q = hist[k, f, MISSING_BIN, 0]
+        hn_q = hist[k, f, MISSING_BIN, 1]
+        has_missing = gn_q != 0 or hn_q != 0
+        n_thr = nb if has_missing else nb - 1
+        b_score = -math.inf
+        b_gain = 0.0
+        b_bin = 0
+        b_ml = 0
+        b_gl = gn_q - gn_q  # int64 zero on every device
+        b_hl = b_gl
+        gl_q = b_gl
+        hl_q = b_gl
+        for t in range(n_thr):
+            gl_q += hist[k, f, t, 0]
+            hl_q += hist[k, f, t, 1]
+            gain, score = candidate(gl_q, hl_q, H_q, G, H, g_scale, h_scale, reg_lambda,
+                                    gain_divisor, min_child_weight, pen)
+            if score > b_score:
+                b_score = score
+                b_gain = gain
+                b_bin = t
+                b_ml = 0
+                b_gl = gl_q
+                b_hl = hl_q
+            if has_missing and t != nb - 1:
+                cg = gl_q + gn_q
+                ch = hl_q + hn_q
+                gain, score = candidate(cg, ch, H_q, G, H, g_scale, h_scale, reg_lambda,
+                                        gain_divisor, min_child_weight, pen)
+                if score > b_score:
+                    b_score = score
+                    b_gain = gain
+                    b_bin = t
+                    b_ml = 1
+                    b_gl = cg
+                    b_hl = ch
+        return b_score, b_gain, b_bin, b_ml, b_gl, b_hl
+
+    return scan_feature

@@ -106,6 +106,16 @@ class BinMapper:
             return float("inf")
         return float(cuts[bin_threshold])
 
+    def threshold_values(self, features, bins) -> np.ndarray:
+        """``threshold_value`` of many splits at once: float64 (n_splits,)."""
+        features = np.asarray(features, np.int64)
+        bins = np.asarray(bins, np.int64)
+        n_cuts = self.n_bins_[features].astype(np.int64) - 1
+        inner = bins < n_cuts
+        out = np.full(features.shape[0], np.inf)
+        out[inner] = self.cuts_padded_[features[inner], bins[inner]]
+        return out
+
     def to_dict(self) -> dict:
         return {"max_bins": self.max_bins, "subsample": self.subsample,
                 "random_state": self.random_state, "cuts": [c.tolist() for c in self.cuts_]}
