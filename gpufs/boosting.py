@@ -91,6 +91,7 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
     if eval_data is not None:
         Xb_val, y_val, w_val = eval_data
         raw_val = xp.tile(xp.asarray(base), (Xb_val.shape[0], 1))
+    data = backend.prepare_binned(Xb)
     record = SelectionRecord()
     best_val, best_round, rounds_since_best = np.inf, 0, 0
     divisor = penalties.scaling == "root_sse"
@@ -107,7 +108,7 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
             prep = prepare_gradients(backend, G[k], Hs[k], w, unit_hessian=not params.hessian,
                                      divisor=divisor)
             tree_index = ensemble.n_trees
-            grown = grow_tree_packed(backend, Xb, prep.gh, prep.G_q, prep.H_q, prep.g_scale,
+            grown = grow_tree_packed(backend, data, prep.gh, prep.G_q, prep.H_q, prep.g_scale,
                                      prep.h_scale, n_bins, bin_mapper, penalties, params.tree,
                                      tree_index, gain_divisor=prep.gain_divisor)
             grown.add_to(raw[:, k])

@@ -88,7 +88,8 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
-    Xb : uint8 (n_samples, n_features) on the backend's device
+    Xb : uint8 (n_samples, n_features) on the backend's device, or
+        ``backend.prepare_binned(Xb)`` (prepare it once when growing many trees)
     gh : int64 (n_samples, 2) fixed-point (gradient, hessian), sample weights applied
     root_g_q, root_h_q : int, the exact sums of the two columns of ``gh``
     g_scale, h_scale : the power-of-two scales of ``gh``'s columns

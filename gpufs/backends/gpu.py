@@ -523,6 +523,10 @@ class GPUBackend:
         sums[7] = int(gh[:, 1].sum())
         return gh, sums
 
+    def prepare_binned(self, Xb):
+        """The binned matrix as the kernels read it: the device array itself."""
+        return Xb
+
     def start_tree(self, Xb, gh, root_g, root_h, max_depth, feats):
         """Tree state with every row in the root and the root's histogram."""
         from types import SimpleNamespace
