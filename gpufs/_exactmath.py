@@ -56,8 +56,8 @@ The objectives' per-row formulas (``objectives.py`` documents the losses):
   softmax_loss_row(raw, i, y)  log(s) + (m - raw[i, y])  (both terms >= 0)
 
 Caching note: the kernels that call these functions are cached on disk by numba, keyed on
-their own source files only: after editing this file, delete ``gpufs/backends/__pycache__``
-and ``cuda_kernels/__pycache__``.
+their own source files only; the content of this file is therefore part of the cache folder's
+name (``gpufs._numba_setup``), so an edit here recompiles every kernel.
 """
 from __future__ import annotations
 

@@ -187,7 +187,7 @@ def _scan_nonfinite(a):
 
 
 def _nonfinite(arr, xp):
-    if xp is np:
+    if xp is np and arr.dtype in (np.float32, np.float64):
         return _scan_nonfinite(arr)
     finite = xp.isfinite(arr)
     if bool(finite.all()):
