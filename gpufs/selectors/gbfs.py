@@ -8,6 +8,7 @@ implemented in ``gpufs.penalties``; the trees in ``gpufs.grower``.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -26,6 +27,7 @@ from ..objectives import make_objective
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
 from ._base import BaseEstimator, GPUFSSelectorMixin, check_number, input_device
+from ._k_search import gbfs_mu_search
 
 
 def _jsonable_param(value):
@@ -151,8 +153,6 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         Xb = self.bin_mapper_.transform(X, backend)
         if eval_data is not None:
             eval_data = (self.bin_mapper_.transform(eval_data[0], backend),) + eval_data[1:]
-        penalties = PenaltyState(self.mu, costs, groups, self.penalty_scaling,
-                                 self.n_features_to_select)
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
@@ -161,6 +161,22 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
+        k = self.n_features_to_select
+        mu, self.mu_search_ = float(self.mu), None
+        if k is not None:
+            search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
+                                    self.penalty_scaling, self.bin_mapper_, params, k, mu)
+            self.mu_search_ = search.as_records()
+            mu = search.mu
+            if mu is None:
+                mu = 0.0
+                warnings.warn(
+                    f"only {search.n_features_max} features have any positive gain, fewer "
+                    f"than n_features_to_select={k}; selected those {search.n_features_max}. "
+                    "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
+                    "min_child_weight let more features in.", UserWarning, stacklevel=2)
+        self.mu_ = mu
+        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
         ensemble, record, n_rounds = fit_boosting(
             backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params, eval_data)
         self._finish(ensemble, record, n_rounds, penalties, device)
@@ -273,7 +289,11 @@ _PARAMS_DOC = """
     feature_groups : array-like (n_features,) of int, default=None
         Group ("bag") label per feature; all features of a group become free together.
     n_features_to_select : int, default=None
-        Stop admitting new features once this many are used.
+        Select exactly this many features (fewer, with a warning, only when fewer have any
+        positive gain). ``mu`` is then searched: the fit runs at the largest price at which
+        this many features enter within the first half of the rounds (bisection on log mu,
+        starting from ``mu``, on data binned once), and stops admitting features once they
+        are in. None: ``mu`` alone decides how many features enter.
     n_estimators, learning_rate, max_depth : boosting rounds, shrinkage, tree depth.
     max_bins : int in [2, 255], default=255
         Value bins per feature (one more bin always holds NaN).
@@ -303,6 +323,9 @@ _PARAMS_DOC = """
     support_ : bool (n_features,)
     first_use_tree_ : int64 (n_features,), index of the tree that first used each feature, -1
     feature_importances_ : float64 (n_features,), total split gain, normalized
+    mu_ : float, the price the final fit ran at (``mu`` unless it was searched)
+    mu_search_ : list of dict or None, the search's probes in order (mu, reached,
+        n_features, n_trees, seconds); None without ``n_features_to_select``
     selection_record_ : dict of per-tree lists: tree_column, features_added, train_loss,
         val_loss (NaN without validation data)
     ensemble_ : gpufs.tree.TreeEnsemble
