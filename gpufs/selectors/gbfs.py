@@ -8,6 +8,7 @@ implemented in ``gpufs.penalties``; the trees in ``gpufs.grower``.
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 
 import numpy as np
@@ -148,11 +149,13 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         if self.n_iter_no_change is not None and eval_data is None:
             raise ValueError("n_iter_no_change needs validation data: pass eval_set=(X_val, "
                              "y_val) to fit or set validation_fraction.")
+        t0 = time.perf_counter()
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
             X if w is None or bool((w > 0).all()) else X[w > 0])
         Xb = self.bin_mapper_.transform(X, backend)
         if eval_data is not None:
             eval_data = (self.bin_mapper_.transform(eval_data[0], backend),) + eval_data[1:]
+        times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
@@ -164,9 +167,11 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         k = self.n_features_to_select
         mu, self.mu_search_ = float(self.mu), None
         if k is not None:
+            t0 = time.perf_counter()
             search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
                                     self.penalty_scaling, self.bin_mapper_, params, k, mu)
             self.mu_search_ = search.as_records()
+            times["mu_search"] = time.perf_counter() - t0
             mu = search.mu
             if mu is None:
                 mu = 0.0
@@ -177,8 +182,11 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
                     "min_child_weight let more features in.", UserWarning, stacklevel=2)
         self.mu_ = mu
         penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
+        t0 = time.perf_counter()
         ensemble, record, n_rounds = fit_boosting(
             backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params, eval_data)
+        times["boost"] = time.perf_counter() - t0
+        self.fit_times_ = times
         self._finish(ensemble, record, n_rounds, penalties, device)
         return self
 
@@ -326,6 +334,8 @@ _PARAMS_DOC = """
     mu_ : float, the price the final fit ran at (``mu`` unless it was searched)
     mu_search_ : list of dict or None, the search's probes in order (mu, reached,
         n_features, n_trees, seconds); None without ``n_features_to_select``
+    fit_times_ : dict of wall seconds of the fit's phases: bin, mu_search (0 without
+        ``n_features_to_select``), boost (the final fit)
     selection_record_ : dict of per-tree lists: tree_column, features_added, train_loss,
         val_loss (NaN without validation data)
     ensemble_ : gpufs.tree.TreeEnsemble
