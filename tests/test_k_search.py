@@ -139,3 +139,51 @@ def test_search_beats_the_greedy_budget_on_ames_housing():
         return rf.fit(Xtr[cols], ytr).score(Xte[cols], yte)
 
     assert refit_r2(chosen) > refit_r2(greedy_names) + 0.05
+
+
+def test_gbfs_fraction_of_columns():
+    X, y = _planted(4)                       # 10 columns
+    est = GBFSRegressor(n_features_to_select=0.3, n_estimators=15, device="cpu",
+                        random_state=0).fit(X, y)
+    assert len(est.selected_features_) == 3
+    with pytest.raises(ValueError, match="n_features_to_select must be <= 1"):
+        GBFSRegressor(n_features_to_select=1.5).fit(X, y)
+
+
+def test_gbfs_exact_k_survives_early_stopping():
+    # Noisy target, large steps: the validation loss is best after a few rounds, long before
+    # the fourth feature enters; the model keeps the rounds up to that feature's entry.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8))
+    y = X[:, 0] + 2 * rng.normal(size=200)
+    est = GBFSRegressor(n_features_to_select=4, n_estimators=40, learning_rate=0.5,
+                        validation_fraction=0.3, n_iter_no_change=3, random_state=0,
+                        device="cpu").fit(X, y)
+    val = np.asarray(est.selection_record_["val_loss"])
+    best_round = int(np.argmin(val)) + 1
+    last_entry = int(est.first_use_tree_[est.selected_features_].max())
+    assert len(est.selected_features_) == 4
+    assert best_round < last_entry + 1 == est.n_estimators_
+
+
+def test_gbfs_zero_features_warns_what_to_change():
+    X, y = _planted(0)
+    with pytest.warns(UserWarning, match=r"no feature was selected: at mu=0.99 .* Lower mu, or "
+                                         r"set n_features_to_select"):
+        est = GBFSRegressor(mu=0.99, n_estimators=5, device="cpu").fit(X, y)
+    assert est.selected_features_.size == 0
+
+
+def test_gbfs_selection_path_has_names_entry_trees_and_losses():
+    pd = pytest.importorskip("pandas")
+    X, y = _planted(1)
+    X = pd.DataFrame(X, columns=[f"col_{j}" for j in range(X.shape[1])])
+    est = GBFSRegressor(n_features_to_select=3, n_estimators=20, validation_fraction=0.2,
+                        device="cpu", random_state=0).fit(X, y)
+    p = est.selection_path_
+    assert p["k"] == [1, 2, 3]
+    assert p["features"] == est.selected_features_.tolist()
+    assert p["names"] == [f"col_{j}" for j in est.selected_features_]
+    assert p["entry_tree"] == est.first_use_tree_[est.selected_features_].tolist()
+    assert len(p["train_loss"]) == len(p["val_loss"]) == 3
+    assert p["train_loss"][-1] == est.selection_record_["train_loss"][-1]
