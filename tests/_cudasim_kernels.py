@@ -326,6 +326,19 @@ def test_out_of_memory_message(gpu):
     assert isinstance(err.value, MemoryError)
 
 
+def test_out_of_memory_in_a_fit_names_the_array():
+    """A tree too deep for the memory: the workspace's histogram buffers fail to allocate, and
+    the error names them, their size and what to do (every workspace array goes through the
+    wrapper)."""
+    gpu = GPUBackend()
+    with pytest.raises(GPUOutOfMemoryError) as err:
+        gpu.start_tree(np.zeros((100, 4), np.uint8), np.zeros((100, 2), np.int64), 0, 0, 30,
+                       np.arange(4, dtype=np.int32))
+    msg = str(err.value)
+    assert "a tree level's histograms" in msg and "needed 8.00 TiB" in msg
+    assert "fewer rows" in msg and "smaller max_depth" in msg and "more memory" in msg
+
+
 def test_bad_geometry():
     with pytest.raises(ValueError, match="power of two"):
         GPUBackend(part_threads=3)

@@ -234,21 +234,31 @@ class GPUBackend:
 
     def _alloc(self, shape, dtype, what, zero=False):
         """``xp.empty`` / ``xp.zeros`` that turns out-of-memory into a GPUOutOfMemoryError."""
-        try:
+        with self._oom(what, shape, dtype):
             return (self.xp.zeros if zero else self.xp.empty)(shape, dtype=dtype)
+
+    @contextlib.contextmanager
+    def _oom(self, what, shape, dtype):
+        """Turn an out-of-memory error inside the block into a GPUOutOfMemoryError naming
+        ``what`` (the array, shaped ``shape`` of ``dtype``), its size, and what to do."""
+        try:
+            yield
         except GPUOutOfMemoryError:
             raise
         except MemoryError as e:  # cupy's OutOfMemoryError and rmm's bad_alloc are MemoryErrors
-            need = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
-            free, total = self._memory_info()
-            raise GPUOutOfMemoryError(
-                f"gpufs ran out of GPU memory allocating {what} {tuple(shape)} "
-                f"({np.dtype(dtype).name}): needed {_fmt_bytes(need)}, free "
-                f"{_fmt_bytes(free)} of {_fmt_bytes(total)} on the device. The binned matrix "
-                f"takes n_rows x n_features bytes and each tree level's histograms take "
-                f"n_nodes x n_features x 4 KiB; use fewer rows or features (subsample rows, "
-                f"pre-filter columns), a smaller max_depth, free other GPU memory, or fit "
-                f"with device='cpu'.") from e
+            raise GPUOutOfMemoryError(self._oom_message(what, shape, dtype)) from e
+
+    def _oom_message(self, what, shape, dtype):
+        need = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+        free, total = self._memory_info()
+        return (f"gpufs ran out of GPU memory allocating {what} {tuple(shape)} "
+                f"({np.dtype(dtype).name}): needed {_fmt_bytes(need)}, free {_fmt_bytes(free)} "
+                f"of {_fmt_bytes(total)} on the device. A fit holds the binned matrix twice "
+                f"(n_rows x n_features bytes by row and by column), 16 bytes of fixed-point "
+                f"gradients per row, and the histograms of two tree levels (2 x "
+                f"2**(max_depth - 1) x n_features x 4 KiB). To fit: use fewer rows (subsample "
+                f"them, or fit on a smaller batch), fewer features or a smaller max_depth, free "
+                f"other GPU memory or use a GPU with more memory, or fit with device='cpu'.")
 
     def _rows_per_task(self, total_rows):
         """Rows per task so the root's launch has a few blocks per SM, but never tiny tasks."""
@@ -258,11 +268,12 @@ class GPUBackend:
         return max(1, min(self.max_blocks, -(-int(n_items) // threads)))
 
     def _float_input(self, X):
-        X = self.xp.asarray(X)
-        if X.dtype != np.float32 and X.dtype != np.float64:
-            X = X.astype(np.float64)  # float32 stays float32: the kernels widen it exactly
-        if not self._cupy:
-            X = np.ascontiguousarray(X)  # the simulator copies arrays, and only contiguous ones
+        with self._oom("the input matrix on the device", np.shape(X), np.float64):
+            X = self.xp.asarray(X)
+            if X.dtype != np.float32 and X.dtype != np.float64:
+                X = X.astype(np.float64)  # float32 stays float32: the kernels widen it exactly
+            if not self._cupy:
+                X = np.ascontiguousarray(X)  # the simulator copies arrays, and only contiguous
         return X
 
     # --- the backend interface ------------------------------------------------------------
@@ -281,10 +292,11 @@ class GPUBackend:
 
     def _rows_input(self, raw, y):
         xp = self.xp
-        raw = xp.ascontiguousarray(xp.asarray(raw, dtype=np.float64))
-        y = xp.asarray(y)
-        if not self._cupy:
-            y = np.ascontiguousarray(y)  # the simulator copies arrays, and only contiguous ones
+        with self._oom("the raw scores and targets", np.shape(raw), np.float64):
+            raw = xp.ascontiguousarray(xp.asarray(raw, dtype=np.float64))
+            y = xp.asarray(y)
+            if not self._cupy:
+                y = np.ascontiguousarray(y)  # the simulator copies arrays, only contiguous ones
         return raw, y
 
     def gradients(self, objective, raw, y):
@@ -356,7 +368,7 @@ class GPUBackend:
             return w
         empty = self._scratch.get("no_weights")
         if empty is None:
-            empty = self._scratch["no_weights"] = self.xp.empty(0, np.float64)
+            empty = self._scratch["no_weights"] = self._alloc((0,), np.float64, "no weights")
         return empty
 
     def gradient_extremes(self, g, h, w, unit_hessian, divisor):
@@ -404,7 +416,7 @@ class GPUBackend:
         with self._phase("prepare_binned"):
             by_col = self._alloc((Xb.shape[1], Xb.shape[0]), X_BINNED_DTYPE,
                                  "the binned matrix by column")
-            by_col[...] = xp.asarray(by_row).T
+            by_col[...] = xp.asarray(by_row).T  # an elementwise copy: no temporary
         data = DeviceBinnedMatrix(by_row, by_col, self._view(by_row), self._view(by_col))
         self._scratch["binned"] = data
         return data
@@ -785,10 +797,11 @@ class _Workspace:
         self._itab_shapes = [(name, shape(S, self.n_nodes)) for name, shape in _ITAB]
         size = sum(int(np.prod(s)) for _, s in self._itab_shapes)
         alloc = be._alloc
-        self.itab = alloc((size,), np.int64, "the tree's node and task tables")
-        self.rows2 = alloc((2, n), np.int32, "the row-index buffers")
+        # The histograms first: they are the largest, so an out-of-memory error names them.
         self.hist = [alloc((S, d, N_HIST_BINS, 2), HIST_DTYPE, f"a tree level's histograms "
                            f"({S} nodes)") for _ in range(2 if hist else 0)]
+        self.itab = alloc((size,), np.int64, "the tree's node and task tables")
+        self.rows2 = alloc((2, n), np.int32, "the row-index buffers")
         self.pf_f = alloc((2, S, dd), np.float64, "the split search's per-feature results")
         self.pf_i = alloc((4, S, dd), np.int64, "the split search's per-feature results")
         self.dec_f = alloc((2, S), np.float64, "the level's decision scratch")
