@@ -206,11 +206,65 @@ def check_regression_target(y):
     return y
 
 
+def _label_types(y_host):
+    """The kinds of Python values among object labels: a subset of {"number", "string",
+    "bool", other type names}."""
+    kinds = set()
+    for v in y_host.ravel():
+        if isinstance(v, (bool, np.bool_)):
+            kinds.add("bool")
+        elif isinstance(v, (numbers.Number, np.number)):
+            kinds.add("number")
+        elif isinstance(v, (str, bytes, np.str_)):
+            kinds.add("string")
+        else:
+            kinds.add(type(v).__name__)
+    return kinds
+
+
+def check_classification_labels(y):
+    """Raise a ValueError unless ``y`` holds class labels.
+
+    Rejects NaN / infinity, labels of mixed types (strings and numbers, say, which cannot be
+    ordered), and targets scikit-learn does not call class labels ("Unknown label type:
+    continuous", ...).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        numpy or cupy.
+    """
+    from sklearn.utils.multiclass import check_classification_targets
+
+    xp = get_namespace("gpu") if is_cupy_array(y) else np
+    if y.dtype.kind == "f" and not bool(xp.isfinite(y).all()):
+        raise ValueError("Input y contains NaN or infinity; every label must be finite.")
+    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    if y_host.dtype.kind == "O":
+        kinds = _label_types(y_host)
+        if len(kinds) > 1:
+            raise ValueError(f"y has labels of mixed types ({', '.join(sorted(kinds))}); a "
+                             "classifier needs labels of one type: convert them first, for "
+                             "example with y.astype(str).")
+    check_classification_targets(y_host)
+
+
 def encode_classes(y):
     """Encode labels to 0..K-1.
 
-    Returns ``(classes (K,), y_encoded (n,) int32 on y's device)``. ``classes`` is a host numpy
-    array (labels are few and are needed on the host for ``predict``).
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels, numpy or cupy.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        Sorted labels, a host numpy array (labels are few and are needed on the host for
+        ``predict``).
+    codes : ndarray of shape (n_samples,), int32
+        On y's device.
+
     Raises when there is only one class.
     """
     if is_cupy_array(y):
@@ -232,6 +286,38 @@ def encode_classes(y):
             f"y has only 1 class ({classes[0].tolist()!r}); a classifier needs at least 2 "
             "classes.")
     return classes, enc
+
+
+def encode_known_classes(y, classes, what="eval_set"):
+    """Codes of ``y`` among the fitted ``classes`` (a validation set's labels).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels, numpy or cupy.
+    classes : ndarray of shape (n_classes,)
+        The sorted labels seen in training.
+    what : str
+        The data's name in the error message.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), int32, on y's device.
+
+    Raises a ValueError naming the labels not seen in training.
+    """
+    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    try:
+        idx = np.searchsorted(classes, y_host)
+    except TypeError as exc:
+        raise ValueError(f"{what} has labels of another type than y's: {exc}") from exc
+    idx = np.clip(idx, 0, len(classes) - 1)
+    known = classes[idx] == y_host
+    if not np.all(known):
+        unknown = np.unique(y_host[~known])
+        raise ValueError(f"{what} has labels not seen in y: {unknown[:5].tolist()}.")
+    codes = idx.astype(np.int32)
+    return get_namespace("gpu").asarray(codes) if is_cupy_array(y) else codes
 
 
 def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):

@@ -82,10 +82,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 
+from ._params import int_range, real_range
 from ._types import RAW_DTYPE
 from .grower import TreeParams, grow_tree
 from .penalties import PenaltyState
@@ -247,57 +249,44 @@ def _pad_tree(tree: Tree, depth: int) -> Tree:
     return out
 
 
+#: The constraints of every ``ForestParams`` field (scikit-learn's parameter validation); the
+#: ControlBurn estimators take theirs from here.
+FOREST_PARAMETER_CONSTRAINTS = {
+    "method": [StrOptions(set(METHODS))],
+    "tree_type": [StrOptions(set(TREE_TYPES))],
+    "max_depth": [int_range(1, MAX_FOREST_DEPTH)],
+    "n_tail": [int_range(1)],
+    "tol": [real_range(0)],
+    "max_trees_per_round": [int_range(1)],
+    "min_rounds": [int_range(1)],
+    "max_features": [None, int_range(1), real_range(0, 1, closed="right"),
+                     StrOptions({"sqrt", "log2"})],
+    "sparse_mu": [real_range(0)],
+    "min_child_weight": [real_range(0)],
+    "verbose": ["verbose"],
+}
+
+
 def _n_subset(max_features, d):
-    """Features per tree for ``max_features`` (None -> all)."""
+    """Features per tree for a valid ``max_features`` (None -> all)."""
     if max_features is None:
         return d
-    if isinstance(max_features, str):
-        if max_features == "sqrt":
-            return max(1, int(math.sqrt(d)))
-        if max_features == "log2":
-            return max(1, int(math.log2(d))) if d > 1 else 1
-        raise ValueError(f"max_features must be None, an int, a float in (0, 1], 'sqrt' or "
-                         f"'log2', got {max_features!r}.")
-    if isinstance(max_features, bool):
-        raise ValueError(f"max_features must be None, an int, a float in (0, 1], 'sqrt' or "
-                         f"'log2', got {max_features!r}.")
+    if max_features == "sqrt":
+        return max(1, int(math.sqrt(d)))
+    if max_features == "log2":
+        return max(1, int(math.log2(d))) if d > 1 else 1
     if isinstance(max_features, numbers.Integral):
-        if max_features < 1:
-            raise ValueError(f"max_features must be >= 1 when an int, got {max_features}.")
         return min(int(max_features), d)
-    if isinstance(max_features, numbers.Real):
-        if not 0 < max_features <= 1:
-            raise ValueError(f"max_features must be in (0, 1] when a float, got {max_features}.")
-        return max(1, int(max_features * d))
-    raise ValueError(f"max_features must be None, an int, a float in (0, 1], 'sqrt' or 'log2', "
-                     f"got {max_features!r}.")
+    return max(1, int(max_features * d))
 
 
 def check_forest_params(p: ForestParams) -> None:
-    """Clear errors for bad forest settings."""
-    def integer(name, v, low, high=None):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low or (
-                high is not None and v > high):
-            rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-            raise ValueError(f"{name} must be an integer {rng}, got {v!r}.")
-
-    if p.method not in METHODS:
-        raise ValueError(f"forest must be one of {METHODS}, got {p.method!r}.")
-    if p.tree_type not in TREE_TYPES:
-        raise ValueError(f"tree_type must be one of {TREE_TYPES}, got {p.tree_type!r}.")
-    integer("max_depth", p.max_depth, 1, MAX_FOREST_DEPTH)
-    integer("n_tail", p.n_tail, 1)
-    integer("max_trees_per_round", p.max_trees_per_round, 1)
-    integer("min_rounds", p.min_rounds, 1)
-    for name in ("tol", "sparse_mu", "min_child_weight"):
-        v = getattr(p, name)
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) \
-                or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+    """Raise ``InvalidParameterError`` (a ValueError naming the field) for bad settings."""
+    validate_parameter_constraints(FOREST_PARAMETER_CONSTRAINTS, asdict(p),
+                                   caller_name="ForestParams")
     if p.tree_type == "single" and p.max_features is not None:
         raise ValueError("max_features does not apply to tree_type='single' (every tree already "
                          "uses one feature); leave it None.")
-    _n_subset(p.max_features, 1)
 
 
 def _progress(verbose, desc):

@@ -35,24 +35,23 @@ Selection rules as implemented
 """
 from __future__ import annotations
 
-import numbers
 import time
 import warnings
 
 import numpy as np
-from sklearn.base import ClassifierMixin, RegressorMixin, clone
-from sklearn.utils import check_random_state
+from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from .. import lasso as _lasso
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
-from .._input import (check_costs, check_groups, check_regression_target, check_sample_weight,
-                      check_X, check_y, encode_classes, _as_array)
-from ..backends import get_backend
+from .._device import get_namespace, is_cupy_array, to_host
+from .._input import check_costs, check_groups, check_X, _as_array
+from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..binning import BinMapper
-from ..forest import ForestParams, check_forest_params, grow_forest
-from ._base import BaseEstimator, GPUFSSelectorMixin, check_number, input_device
+from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
+                      check_forest_params, grow_forest)
+from ._base import ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -71,10 +70,35 @@ _COVERAGE_REMEDY = (
     "more rounds of deeper trees.")
 
 
-class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
+class _BaseControlBurn(SelectorBase):
     """Shared machinery; see ControlBurnClassifier for the parameters."""
 
     _task = None
+    _parameter_constraints: dict = {
+        "n_features_to_select": [int_range(1), None],
+        "alpha": [real_range(0), None],
+        "forest_method": _FOREST["method"],
+        "tree_type": _FOREST["tree_type"],
+        "max_depth": _FOREST["max_depth"],
+        "max_features": _FOREST["max_features"],
+        "sparse_mu": _FOREST["sparse_mu"],
+        "n_tail": _FOREST["n_tail"],
+        "tol": _FOREST["tol"],
+        "max_trees_per_round": _FOREST["max_trees_per_round"],
+        "min_rounds": _FOREST["min_rounds"],
+        "max_bins": [int_range(2, 255)],
+        "min_child_weight": _FOREST["min_child_weight"],
+        "feature_costs": ["array-like", None],
+        "feature_groups": ["array-like", None],
+        "group_costs": ["array-like", dict, None],
+        "sketch": [StrOptions(set(_lasso.SKETCHES)), None],
+        "sketch_size": [int_range(1), None],
+        "path_k_max": [int_range(1), None],
+        "refit_estimator": [HasMethods(["fit", "predict"]), None],
+        "device": DEVICE_CONSTRAINT,
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
 
     def __init__(self, *, n_features_to_select=None, alpha=None, forest_method="bagboost",
                  tree_type="full", max_depth=10, max_features=None, sparse_mu=0.01, n_tail=5,
@@ -116,29 +140,16 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
             verbose=bool(self.verbose))
 
     def _check_params(self):
-        check_number("n_features_to_select", self.n_features_to_select, low=1, integer=True,
-                      allow_none=True)
-        check_number("alpha", self.alpha, low=0, allow_none=True)
+        """The rules between parameters (each one alone is checked by its constraint)."""
         if self.alpha is not None and self.n_features_to_select is not None:
             raise ValueError("give either n_features_to_select (bisection on lambda to exactly "
                              "k features) or alpha (a fixed lambda), not both.")
-        check_number("max_bins", self.max_bins, low=2, high=255, integer=True)
-        check_number("path_k_max", self.path_k_max, low=1, integer=True, allow_none=True)
-        if self.sketch is not None and self.sketch not in _lasso.SKETCHES:
-            raise ValueError(f"sketch must be None or one of {_lasso.SKETCHES}, "
-                             f"got {self.sketch!r}.")
-        check_number("sketch_size", self.sketch_size, low=1, integer=True, allow_none=True)
         if self.feature_costs is not None and self.group_costs is not None:
             raise ValueError("give either feature_costs or group_costs (with feature_groups), not "
                              "both: a group's cost defaults to the sum of its features' costs.")
         if self.group_costs is not None and self.feature_groups is None:
             raise ValueError("group_costs needs feature_groups (the group label of every "
                              "feature).")
-        if not isinstance(self.verbose, (bool, np.bool_, numbers.Integral)):
-            raise ValueError(f"verbose must be True or False, got {self.verbose!r}.")
-        if self.refit_estimator is not None and not hasattr(self.refit_estimator, "fit"):
-            raise ValueError("refit_estimator must be a scikit-learn estimator (with fit), got "
-                             f"{self.refit_estimator!r}.")
         check_forest_params(self._forest_params())
 
     def _group_costs(self, groups_raw, n_features):
@@ -171,33 +182,38 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         return inv.astype(np.int64), gc
 
     # --- fit ----------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
         """Grow the forest, select features with the tree-weight lasso, refit on them.
 
         Parameters
         ----------
-        X : array-like (n_samples, n_features): numpy, pandas, cupy, cudf, polars, pyarrow.
-            NaN marks a missing value.
-        y : array-like (n_samples,)
-        sample_weight : array-like (n_samples,) or None; used by the forest (bootstrap rows
-            weigh this much), the lasso (row weights) and the refit (when it accepts them).
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas, cupy, cudf, polars or pyarrow. NaN marks a missing value.
+        y : array-like of shape (n_samples,)
+            Target values (regression) or class labels (classification).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, used by the forest (bootstrap rows weigh this much), the lasso (row
+            weights) and the refit (when it accepts them).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
         """
         self._check_params()
-        device = resolve_device(self.device)
-        backend = get_backend(device)
-        X = check_X(self, X, device=device, reset=True)
-        n, d = X.shape
-        y_in = check_y(y, n, device=device)
-        w = check_sample_weight(sample_weight, n, device=device)
+        data = self._prepare_fit(X, y, sample_weight)
+        device, backend, X, w, seed = (data.device, data.backend, data.X, data.sample_weight,
+                                       data.seed)
+        d = X.shape[1]
         costs = check_costs(self.feature_costs, d)
         groups_lasso, group_costs = self._group_costs(self.feature_groups, d)
         groups_forest = check_groups(self.feature_groups, d)
-        y_enc, n_classes = self._encode_y(y_in)
+        y_enc = data.y
+        n_classes = len(self.classes_) if self._task == "classification" else 0
         if self.sketch not in (None, "rows") and n_classes == 2:
             raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "
                              "binary classifier solves a logistic lasso: use sketch='rows'.")
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max))
 
         times = {}
         t0 = time.perf_counter()
@@ -217,7 +233,7 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         forest.drop_predictions()
         self.forest_ = forest
         t0 = time.perf_counter()
-        self._refit(X, y_in, w, seed)
+        self._refit(X, data.y_input, w, seed)
         times["refit"] = _lap(t0, device)
         self.fit_times_ = times
         return self
@@ -261,7 +277,7 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         self.intercept_ = 0.0
         self.lambda_ = None
         self.selection_exact_ = True
-        self.selection_path_ = None
+        self.k_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
             return
@@ -308,7 +324,7 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
                 sel = _lasso.select_k(A, y_l, masks, k, strict=True, **kw)
                 extra = []
             except _lasso.UnreachableKError as exc:
-                sel, extra = self._complete(A, y_l, masks, k, u, kw, importance, exc)
+                sel, extra = self._complete(k, importance, exc)
             feats, weights, lam, icpt = sel.features, sel.weights, sel.lam, sel.intercept
         w_host = np.asarray(to_host(weights), dtype=np.float64)
         self.tree_weights_[trees] = w_host
@@ -321,45 +337,43 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
             path = _lasso.selection_path(A, y_l, masks, k_max, **kw)
-            self.selection_path_ = {
+            self.k_path_ = {
                 "k": list(path.ks),
                 "features": {k: path.selections[k].features.tolist() for k in path.ks},
                 "lambda": {k: float(path.selections[k].lam) for k in path.ks},
                 "unreachable": dict(path.unreachable),
                 "lambda_max": float(path.lambda_max),
             }
+        self.selection_path_ = [self._step(f, "lambda", self._entry_lambda(f))
+                                for f in self.selected_features_]
 
-    def _complete(self, A, y_l, masks, k, u, kw, importance, exc):
-        """No lambda gives exactly k: fill the best solution below k from the one above."""
+    def _entry_lambda(self, feature):
+        """The largest lambda on the k path whose selection holds ``feature`` (the lambda of
+        the selection without a path)."""
+        if self.k_path_ is not None:
+            for k in self.k_path_["k"]:
+                if feature in self.k_path_["features"][k]:
+                    return self.k_path_["lambda"][k]
+        return self.lambda_
+
+    def _complete(self, k, importance, exc):
+        """No lambda gives exactly k: the nearest solution below k, completed with the most
+        important new features of the nearest solution above (the search found both)."""
         below, above = exc.below, exc.above
-        if below is None:
-            below = _lasso.select_k(A, y_l, masks, k, strict=False, **kw)
-        base = set(below.features.tolist())
-        if above is not None:
-            w_above, f_above = above.weights, above.features
-        else:
-            prob = _lasso.TreeLasso(A, y_l, u, loss=kw["loss"],
-                                    sample_weight=kw["sample_weight"],
-                                    fit_intercept=kw["fit_intercept"], sketch=kw["sketch"],
-                                    sketch_size=kw["sketch_size"],
-                                    random_state=kw["random_state"])
-            res, step = below, 1e-6
-            for _ in range(60):
-                # Step down from the bracket in growing geometric steps, warm-started.
-                lam = below.lam * (1.0 - step) if step < 1.0 else 0.0
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    res = prob.solve(lam, warm_start=res)
-                f_above = _lasso.selected_features(res.weights, masks)
-                if f_above.size > len(base) or lam == 0.0:
-                    break
-                step = min(1.0, step * 4.0)
-            w_above = res.weights
-        imp_above = importance(w_above)
-        new = [f for f in np.asarray(f_above).tolist() if f not in base]
-        new.sort(key=lambda f: (-imp_above[f], f))
-        extra = new[: k - len(base)]
         self.selection_exact_ = False
+        if below is None:
+            # The free (zero-cost) features alone are more than k: all of them, and no more.
+            warnings.warn(f"no lambda selects exactly {k} features ({exc}); selected the "
+                          f"{above.k} features of the sparsest solution.", UserWarning,
+                          stacklevel=4)
+            return above, []
+        base = set(below.features.tolist())
+        extra = []
+        if above is not None:
+            imp_above = importance(above.weights)
+            new = [f for f in np.asarray(above.features).tolist() if f not in base]
+            new.sort(key=lambda f: (-imp_above[f], f))
+            extra = new[: k - len(base)]
         warnings.warn(f"no lambda selects exactly {k} features ({exc}); took the "
                       f"{len(base)} features of the nearest solution below and completed them "
                       f"with {extra}, the most important new features of the next solution.",
@@ -367,10 +381,8 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         return below, extra
 
     def _set_selection(self, selected, importances):
-        d = self.n_features_in_
-        self.selected_features_ = np.asarray(selected, dtype=np.int64)
-        self.support_ = np.zeros(d, dtype=bool)
-        self.support_[self.selected_features_] = True
+        self._set_support(selected)
+        self.selection_path_ = []
         imp = np.where(self.support_, np.maximum(np.asarray(importances, float), 0.0), 0.0)
         tot = imp.sum()
         self.feature_importances_ = imp / tot if tot > 0 else imp
@@ -475,7 +487,7 @@ _PARAMS_DOC = """
         takes "rows".
     sketch_size : int, default=None
     path_k_max : int, default=None
-        Also compute the selection for every k = 1..path_k_max (``selection_path_``).
+        Also compute the selection for every k = 1..path_k_max (``k_path_``).
     refit_estimator : estimator, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
@@ -499,7 +511,10 @@ _PARAMS_DOC = """
     intercept_ : the lasso's intercept
     lambda_ : the lambda of the selection
     selection_exact_ : False when no lambda gave exactly k (see the module docstring)
-    selection_path_ : dict with "k", "features" (k -> indices), "lambda" (k -> lambda),
+    selection_path_ : list of SelectionStep
+        One record per selected feature, in the order of ``selected_features_``: the lambda at
+        which it entered (the largest lambda of ``k_path_`` that selects it, else ``lambda_``).
+    k_path_ : dict with "k", "features" (k -> indices), "lambda" (k -> lambda),
         "unreachable" (k -> why), "lambda_max"; None without ``path_k_max``
     refit_estimator_ : the fitted refit model
     fit_times_ : dict of wall seconds of the fit's phases: bin, forest, select, refit
@@ -507,36 +522,17 @@ _PARAMS_DOC = """
 """
 
 
-class ControlBurnRegressor(RegressorMixin, _BaseControlBurn):
+class ControlBurnRegressor(RegressorTargetMixin, RegressorMixin, _BaseControlBurn):
     __doc__ = ("ControlBurn feature selection for regression (squared-error forest and lasso).\n"
                + _PARAMS_DOC)
     _task = "regression"
 
-    def _encode_y(self, y):
-        return check_regression_target(y), 0
 
-
-class ControlBurnClassifier(ClassifierMixin, _BaseControlBurn):
+class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControlBurn):
     __doc__ = ("ControlBurn feature selection for classification (logistic lasso for two "
                "classes; multiclass: see the module docstring).\n" + _PARAMS_DOC
                + "    classes_ : labels\n")
     _task = "classification"
-
-    def _encode_y(self, y):
-        if y.dtype.kind == "f":
-            xp = get_namespace("gpu") if is_cupy_array(y) else np
-            if not bool(xp.isfinite(y).all()):
-                raise ValueError("Input y contains NaN or infinity; every label must be finite.")
-        from sklearn.utils.multiclass import type_of_target
-
-        kind = type_of_target(to_host(y))
-        if kind not in ("binary", "multiclass"):
-            raise ValueError(f"Unknown label type: y is {kind!r}; a classifier needs binary or "
-                             "multiclass labels (for a continuous target use "
-                             "ControlBurnRegressor).")
-        classes, enc = encode_classes(y)
-        self.classes_ = classes
-        return enc, len(classes)
 
     @available_if(_refit_has("predict_proba"))
     def predict_proba(self, X):
