@@ -1,4 +1,5 @@
-"""The one door for user data: X, y, sample weights, feature costs and groups.
+"""The one door for user data: X, y (targets and class labels), sample weights, feature costs
+and groups.
 
 Owns: accepting numpy, pandas, cupy, cudf, polars and pyarrow inputs; remembering feature names;
 checking dtypes, shapes and values; and saying clearly what is wrong. Nothing here modifies the
@@ -161,9 +162,21 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype=np.float64,
 
 
 def check_y(y, n_samples: int, *, device: str = "cpu"):
-    """Validate a 1-D target of length ``n_samples``: finite, numeric or label-like.
+    """Validate a 1-D target of length ``n_samples``: finite when numeric.
 
-    Returns a 1-D numpy or cupy array (not yet encoded); labels may be of any dtype.
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        numpy, pandas, cupy, cudf, polars or pyarrow; a column vector is raveled with a
+        DataConversionWarning.
+    n_samples : int
+        Rows of X.
+    device : {"cpu", "gpu"}, default="cpu"
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,)
+        numpy or cupy, not yet encoded; labels may be of any dtype.
     """
     if y is None:
         raise ValueError("y is None; this estimator needs a target y to fit. "
@@ -192,7 +205,19 @@ def check_y(y, n_samples: int, *, device: str = "cpu"):
 
 
 def check_regression_target(y):
-    """y as float64 (numpy or cupy); rejects non-numeric targets."""
+    """A regression target as float64.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        numpy or cupy.
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,), float64, on y's device.
+
+    Raises a ValueError for non-numeric or non-finite targets.
+    """
     kind = y.dtype.kind
     if kind not in "biuf":
         try:
@@ -321,7 +346,19 @@ def encode_known_classes(y, classes, what="eval_set"):
 
 
 def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
-    """None -> None; otherwise a float64 (n_samples,) array, finite and >= 0, not all zero."""
+    """Validate sample weights.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), float or None
+        A number means that weight for every row.
+    n_samples : int
+    device : {"cpu", "gpu"}, default="cpu"
+
+    Returns
+    -------
+    None, or ndarray of shape (n_samples,), float64, finite and >= 0, not all zero.
+    """
     if sample_weight is None:
         return None
     if isinstance(sample_weight, numbers.Number):
@@ -345,7 +382,17 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
 
 
 def check_costs(costs, n_features: int):
-    """Per-feature costs: None -> ones; otherwise a finite, non-negative float64 (n_features,)."""
+    """Validate per-feature costs.
+
+    Parameters
+    ----------
+    costs : array-like of shape (n_features,) or None
+    n_features : int
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64, finite and >= 0 (ones for None).
+    """
     if costs is None:
         return np.ones(n_features, dtype=np.float64)
     c = np.array(_as_array(costs, "cpu", "feature_costs"), dtype=np.float64, copy=True)
@@ -362,10 +409,19 @@ def check_costs(costs, n_features: int):
 
 
 def check_groups(groups, n_features: int):
-    """Feature groups ("bags"): None -> each feature its own group.
+    """Validate feature groups ("bags").
 
-    Accepts a length-``n_features`` sequence of integer group labels. Returns int32
-    (n_features,) with groups renumbered 0..G-1 in order of first appearance.
+    Parameters
+    ----------
+    groups : array-like of shape (n_features,) of int, or None
+        Integer group labels (integer-valued floats are accepted); None: each feature its own
+        group.
+    n_features : int
+
+    Returns
+    -------
+    ndarray of shape (n_features,), int32
+        Groups renumbered 0..G-1 in order of first appearance.
     """
     if groups is None:
         return np.arange(n_features, dtype=np.int32)

@@ -1,15 +1,17 @@
-"""ControlBurn (paper 004): ``ControlBurnClassifier`` and ``ControlBurnRegressor``.
+"""ControlBurn feature selection: ``ControlBurnClassifier`` and ``ControlBurnRegressor``.
 
-Owns the scikit-learn face of ControlBurn: parameter checks, the pipeline (input door -> bins ->
+Implements Liu, Xie, Udell, "ControlBurn: Feature Selection by Sparse Forests", KDD 2021.
+Owns the scikit-learn face of ControlBurn: the pipeline (input door -> bins ->
 feature-diverse forest (``gpufs.forest``) -> non-negative weighted lasso over tree weights with
 bisection on lambda to exactly k features (``gpufs.lasso``) -> refit on the selected features),
-and prediction through the refit model, on whichever device the input lives.
+and prediction through the refit model, on whichever device the input lives. Parameters,
+target encoding and names come from the shared selector base (``selectors._base``).
 
 Selection rules as implemented
 ------------------------------
 * Trees that split on nothing (a bootstrap with one distinct target, say) use no feature; they
   are left out of the lasso (they would be free constant columns, i.e. intercept).
-* Loss of Problem 2: squared error for regression, logistic for two classes (``y`` in {0, 1},
+* The lasso's loss: squared error for regression, logistic for two classes (``y`` in {0, 1},
   free intercept). Multiclass (K > 2) is a documented choice: ONE squared-loss problem on the
   one-hot class indicators (the Brier score), stacked in K blocks of rows; tree t (grown for
   class c) predicts only in block c, and the per-class intercepts are removed exactly by
@@ -240,7 +242,7 @@ class _BaseControlBurn(SelectorBase):
 
     # --- selection ------------------------------------------------------------------------
     def _lasso_problem(self, forest, y_enc, w, n_classes):
-        """(A, y, sample_weight, loss, fit_intercept, tree indices) of Problem 2."""
+        """(A, y, sample_weight, loss, fit_intercept, tree indices) of the tree-weight lasso."""
         xp = get_namespace(self.device_)
         masks = forest.feature_masks
         trees = np.flatnonzero(masks.any(axis=1))
@@ -431,7 +433,17 @@ class _BaseControlBurn(SelectorBase):
         return Xs
 
     def predict(self, X):
-        """Predictions of the refit model on the selected features."""
+        """Predictions of the refit model on the selected features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            All the features seen in ``fit``; only the selected ones are used.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
         Xs = self._refit_X(X)
         return self.refit_estimator_.predict(Xs)
 
@@ -450,49 +462,59 @@ _PARAMS_DOC = """
     Parameters
     ----------
     n_features_to_select : int >= 1, default=None
-        Select exactly this many features: lambda is bisected (paper 4.2.1) until the lasso's
-        solution uses k features. None: half of the features (at most the forest's coverage).
+        Select exactly this many features: lambda is bisected (ControlBurn, section 4.2.1)
+        until the lasso's solution uses k features. None: half of the features (at most the
+        forest's coverage).
     alpha : float >= 0, default=None
-        Solve Problem 2 at this lambda instead (the selection is then whatever it gives).
+        Solve the lasso at this lambda instead (the selection is then whatever it gives).
     forest_method : {"bagboost", "bag"}, default="bagboost"
-        Incremental depth bag-boosting (Algorithm 2, OOB stopping) or incremental depth
-        bagging (Algorithm 1); see ``gpufs.forest``.
+        Incremental depth bag-boosting with out-of-bag stopping, or incremental depth bagging
+        (ControlBurn's Algorithms 2 and 1); see ``gpufs.forest``.
     tree_type : {"full", "sparse", "single"}, default="full"
         Plain trees, feature-sparse trees (a GBFS penalty ``sparse_mu`` inside each tree) or
         single-feature trees (the EBM variant).
     max_depth : int in [1, 16], default=10
-        d_max: the deepest trees (bag: last depth; bagboost: most rounds).
+        The deepest trees (bag: the last depth; bagboost: the most rounds).
     max_features : None, int, float in (0, 1], "sqrt" or "log2", default=None
-        Features each tree may split on, drawn at random per tree (coverage remedy).
+        Features each tree may split on, drawn at random per tree (a coverage remedy).
     sparse_mu : float >= 0, default=0.01
         Price of a feature new to the tree, as a fraction of the root's best gain
         (``tree_type="sparse"``).
-    n_tail, tol : int, float, default=5, 1e-3
+    n_tail : int >= 1, default=5
         The convergence rule: a round ends when the last ``n_tail`` relative train losses lie
         within ``tol`` of each other.
-    max_trees_per_round : int, default=100
-        Cap on bag members per round / depth.
-    min_rounds : int, default=1
-        bagboost: rounds grown before a non-positive OOB improvement may stop it.
+    tol : float >= 0, default=1e-3
+        Width of the convergence rule's tube.
+    max_trees_per_round : int >= 1, default=100
+        Cap on bag members per round (bagboost) or depth (bag).
+    min_rounds : int >= 1, default=1
+        bagboost: rounds grown before a non-positive out-of-bag improvement may stop it.
     max_bins : int in [2, 255], default=255
-    min_child_weight : float, default=1.0
+        Value bins per feature (one more bin holds NaN).
+    min_child_weight : float >= 0, default=1.0
         Least in-bag weight (weights scaled to mean 1) in a child.
-    feature_costs : array-like (n_features,) >= 0, default=None (all 1)
-    feature_groups : array-like (n_features,) of int labels, default=None
-        A tree pays once per group it uses.
-    group_costs : array-like (n_groups,) in sorted label order, or dict label -> cost
-        Cost of each group (default: the sum of its features' costs, or 1).
-    sketch : {None, "gaussian", "count", "rows"}, default=None
-        Row sketching of the lasso (paper 3.3.3); the binary classifier (logistic loss) only
-        takes "rows".
-    sketch_size : int, default=None
-    path_k_max : int, default=None
+    feature_costs : array-like of shape (n_features,), default=None
+        Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
+        it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
+        at every lambda and counts toward ``n_features_to_select``.
+    feature_groups : array-like of shape (n_features,) of int, default=None
+        Group label of each feature; a tree pays once per group it uses.
+    group_costs : array-like of shape (n_groups,) or dict, default=None
+        Cost of each group, in sorted label order (or a dict label -> cost); default: the sum
+        of its features' costs, or 1.
+    sketch : {"gaussian", "count", "rows"} or None, default=None
+        Row sketching of the lasso (ControlBurn, section 3.3.3); the binary classifier
+        (logistic loss) only takes "rows".
+    sketch_size : int >= 1, default=None
+        Rows of the sketch (default: min(n_samples, max(10 (n_trees + 1), 1000))).
+    path_k_max : int >= 1, default=None
         Also compute the selection for every k = 1..path_k_max (``k_path_``).
-    refit_estimator : estimator, default=None
+    refit_estimator : estimator with fit and predict, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
     device : {"auto", "cpu", "gpu"}, default="auto"
-    random_state : int, RandomState or None
+        Where ``fit`` runs ("auto": the GPU when one is usable).
+    random_state : int, RandomState instance or None, default=None
         Seeds the binning subsample, the bootstraps, the per-tree feature subsets, the sketch
         and the refit.
     verbose : bool, default=False
@@ -500,25 +522,47 @@ _PARAMS_DOC = """
 
     Attributes
     ----------
-    selected_features_ : int64 (k,), selected feature indices, most important first
-    selected_feature_names_ : their names
-    support_ : bool (n_features,)
-    feature_importances_ : float64 (n_features,)
-    forest_ : gpufs.forest.Forest (trees, feature masks, per-round losses, OOB improvements)
-    forest_coverage_ : int, features used by at least one tree; forest_features_ : their indices
-    n_trees_ : trees grown
-    tree_weights_ : float64 (n_trees_,), the lasso's tree weights (>= 0)
-    intercept_ : the lasso's intercept
-    lambda_ : the lambda of the selection
-    selection_exact_ : False when no lambda gave exactly k (see the module docstring)
+    selected_features_ : ndarray of shape (n_selected,), int64
+        Selected feature indices, most important first.
+    selected_feature_names_ : ndarray of shape (n_selected,), object
+        Their names.
+    support_ : ndarray of shape (n_features_in_,), bool
+        Mask of the selected features.
+    feature_importances_ : ndarray of shape (n_features_in_,), float64
+        Sum over trees of weight x std of the tree's predictions x the tree's share of gain
+        on the feature, normalized to sum 1 (0 off the selection).
+    forest_ : gpufs.forest.Forest
+        The trees, their feature masks, per-round losses and out-of-bag improvements.
+    forest_coverage_ : int
+        Number of features used by at least one tree.
+    forest_features_ : ndarray of shape (forest_coverage_,), int64
+        Their indices.
+    n_trees_ : int
+        Trees grown.
+    tree_weights_ : ndarray of shape (n_trees_,), float64
+        The lasso's tree weights (>= 0).
+    intercept_ : float
+        The lasso's intercept.
+    lambda_ : float
+        The lambda of the selection.
+    selection_exact_ : bool
+        False when no lambda gave exactly k (see the module docstring).
     selection_path_ : list of SelectionStep
         One record per selected feature, in the order of ``selected_features_``: the lambda at
         which it entered (the largest lambda of ``k_path_`` that selects it, else ``lambda_``).
-    k_path_ : dict with "k", "features" (k -> indices), "lambda" (k -> lambda),
-        "unreachable" (k -> why), "lambda_max"; None without ``path_k_max``
-    refit_estimator_ : the fitted refit model
-    fit_times_ : dict of wall seconds of the fit's phases: bin, forest, select, refit
-    device_ : the device the model was fitted on
+    k_path_ : dict or None
+        With ``path_k_max``: "k" (the reached k), "features" (k -> indices), "lambda"
+        (k -> lambda), "unreachable" (k -> why) and "lambda_max".
+    refit_estimator_ : estimator
+        The fitted refit model.
+    fit_times_ : dict
+        Wall seconds of the fit's phases: bin, forest, select, refit.
+    device_ : str
+        "cpu" or "gpu", where the model was fitted.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,), object
+        Column names, when the input had string column names.
 """
 
 
@@ -531,17 +575,35 @@ class ControlBurnRegressor(RegressorTargetMixin, RegressorMixin, _BaseControlBur
 class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControlBurn):
     __doc__ = ("ControlBurn feature selection for classification (logistic lasso for two "
                "classes; multiclass: see the module docstring).\n" + _PARAMS_DOC
-               + "    classes_ : labels\n")
+               + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
     _task = "classification"
 
     @available_if(_refit_has("predict_proba"))
     def predict_proba(self, X):
-        """Class probabilities (n_samples, n_classes) of the refit model."""
+        """Class probabilities of the refit model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
         Xs = self._refit_X(X)
         return self.refit_estimator_.predict_proba(Xs)
 
     @available_if(_refit_has("decision_function"))
     def decision_function(self, X):
-        """Decision function of the refit model."""
+        """Decision function of the refit model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
         Xs = self._refit_X(X)
         return self.refit_estimator_.decision_function(Xs)
