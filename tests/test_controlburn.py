@@ -73,7 +73,7 @@ def test_default_forest_finds_the_informative_features():
     assert (est.tree_weights_ >= 0).all() and (est.tree_weights_ > 0).any()
     assert est.feature_importances_.sum() == pytest.approx(1.0)
     assert (est.feature_importances_[~est.support_] == 0).all()
-    p = est.k_path_
+    p = est.selection_path_
     # k = 2 is unreachable here: one lambda step brings x1 and x2 in together
     assert p["k"] == [1, 3, 4] and sorted(p["unreachable"]) == [2]
     assert "jumps from 1" in p["unreachable"][2]
@@ -83,12 +83,6 @@ def test_default_forest_finds_the_informative_features():
     assert lams == sorted(lams, reverse=True) and max(lams) < p["lambda_max"]
     assert p["features"][3] == sorted(est.selected_features_.tolist())
     assert est.selection_exact_
-    # the selection path: each feature at the largest lambda that selects it
-    steps = est.selection_path_
-    assert [s.feature for s in steps] == est.selected_features_.tolist()
-    assert [s.name for s in steps] == ["x0", "x1", "x2"]
-    assert {s.stage for s in steps} == {"lambda"}
-    assert [s.position for s in steps] == [p["lambda"][1], p["lambda"][3], p["lambda"][3]]
     Xt = est.transform(X)
     np.testing.assert_array_equal(Xt, X[:, np.sort(est.selected_features_)])
 

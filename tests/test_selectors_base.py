@@ -7,9 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpufs import (ControlBurnRegressor, GBFSClassifier, GBFSRegressor, StagewiseClassifier,
-                   StagewiseRegressor)
-from gpufs.selectors._base import EarlyStopping, SelectionStep, validation_split
+from gpufs import GBFSClassifier, GBFSRegressor, StagewiseClassifier, StagewiseRegressor
+from gpufs.selectors._base import EarlyStopping, validation_split
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(300, 5))
@@ -64,13 +63,9 @@ def test_every_family_holds_out_the_same_stratified_rows(cls):
     assert np.bincount(Y_CLS[va]).tolist() == np.round(
         np.bincount(Y_CLS) * n_val / X.shape[0]).astype(int).tolist()
     assert len(est.evals_result_) == 1 and np.all(np.isfinite(est.evals_result_[0]))
-    if cls is StagewiseClassifier:
-        np.testing.assert_allclose(est.evals_result_[0][-1],
-                                   -np.mean(np.log(est.predict_proba(X[va])[
-                                       np.arange(va.size), Y_CLS[va]])), rtol=1e-9)
-    else:
-        p = est.predict_proba(X[va])[np.arange(va.size), Y_CLS[va]]
-        np.testing.assert_allclose(est.evals_result_[0][-1], -np.mean(np.log(p)), rtol=1e-9)
+    # the last validation loss is the fitted model's log loss on exactly these rows
+    p = est.predict_proba(X[va])[np.arange(va.size), Y_CLS[va]]
+    np.testing.assert_allclose(est.evals_result_[0][-1], -np.mean(np.log(p)), rtol=1e-9)
 
 
 # --- EarlyStopping ----------------------------------------------------------------------------
@@ -143,34 +138,24 @@ def test_stagewise_eval_set_list():
 
 # --- selection path and names -----------------------------------------------------------------
 
-def test_selection_steps_follow_the_selection_with_names():
+def test_selection_paths_follow_the_selection_with_names():
     df = pd.DataFrame(X, columns=["a", "b", "c", "d", "e"])
     g = GBFSRegressor(n_estimators=10, device="cpu").fit(df, Y_REG, eval_set=(df[:50],
                                                                                Y_REG[:50]))
     s = StagewiseRegressor(2, device="cpu").fit(df, Y_REG)
     for est in (g, s):
-        steps = est.selection_path_
-        assert [st.feature for st in steps] == est.selected_features_.tolist()
-        assert [st.name for st in steps] == list(est.selected_feature_names_)
-        assert all(isinstance(st, SelectionStep) for st in steps)
-    assert [st.position for st in g.selection_path_] == [
-        float(g.first_use_tree_[f]) for f in g.selected_features_]
-    for st in g.selection_path_:
-        t = int(st.position)
-        assert st.train_loss == g.selection_record_["train_loss"][t]
-        assert st.validation_loss == g.selection_record_["val_loss"][t]
-    assert [st.position for st in s.selection_path_] == [1.0, 2.0]
-    assert [st.train_loss for st in s.selection_path_] == s.cost_history_[1:].tolist()
-    assert all(math.isnan(st.validation_loss) for st in s.selection_path_)
-    d = s.selection_path_[0].as_dict()
-    assert d["name"] == "a" and d["stage"] == "round" and d["position"] == 1.0
-
-
-def test_controlburn_selection_path_with_alpha():
-    est = ControlBurnRegressor(alpha=0.05, max_depth=2, max_trees_per_round=5,
-                               random_state=0, device="cpu").fit(X, Y_REG)
-    assert [st.feature for st in est.selection_path_] == est.selected_features_.tolist()
-    assert {st.position for st in est.selection_path_} == {0.05}
+        p = est.selection_path_
+        assert p["features"] == est.selected_features_.tolist()
+        assert p["names"] == list(est.selected_feature_names_)
+        assert p["k"] == list(range(1, len(p["features"]) + 1))
+    assert g.selection_path_["entry_tree"] == [
+        int(g.first_use_tree_[f]) for f in g.selected_features_]
+    assert len(g.selection_path_["val_loss"]) == len(g.selected_features_)
+    assert s.selection_path_["entry_round"] == [1, 2]
+    assert s.selection_path_["train_loss"] == s.cost_history_[1:].tolist()
+    assert s.selection_path_["val_loss"] is None
+    v = StagewiseRegressor(2, device="cpu").fit(df, Y_REG, eval_set=(df[:50], Y_REG[:50]))
+    assert v.selection_path_["val_loss"] == v.validation_cost_history_[1:].tolist()
 
 
 def test_n_iter_no_change_without_validation_is_an_error_in_every_family():

@@ -19,8 +19,9 @@ Owns the estimator contract that does not depend on the method:
   ``transform`` / ``get_support`` / ``get_feature_names_out`` on numpy, pandas, cupy and cudf
   inputs (:class:`GPUFSSelectorMixin`), and :func:`input_device` (predictions run where the
   input lives: cupy in, cupy out);
-* **the selection path**: ``selection_path_``, a list of :class:`SelectionStep` records (which
-  feature entered, where, and the losses after it).
+* **the selection path**: ``selection_path_``, a dict in the form ``gpufs.path`` describes
+  (the features in the order they entered, where each entered, and the training and
+  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`.
 """
 from __future__ import annotations
 
@@ -41,49 +42,13 @@ from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..backends import get_backend
 
 __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
-           "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectionStep",
-           "SelectorBase", "input_device", "int_range", "real_range", "validation_split"]
+           "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
+           "input_device", "int_range", "real_range", "validation_split"]
 
 
 # --------------------------------------------------------------------------------------------
 # Records
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SelectionStep:
-    """One feature entering a selection: an entry of ``selection_path_``.
-
-    Attributes
-    ----------
-    feature : int
-        Column index in the training data.
-    name : str
-        Its name (``feature_names_in_``, else ``x<index>``).
-    stage : {"tree", "round", "lambda"}
-        What ``position`` counts: the boosting tree that first split on the feature (GBFS),
-        the stagewise round that added it, or the lasso penalty at which it entered
-        (ControlBurn).
-    position : float
-        Tree index, round number (1 = the first feature) or lambda.
-    train_loss : float
-        Training loss of the model right after the feature entered (NaN when not known).
-    validation_loss : float
-        Loss on the watched validation set at the same point (NaN without validation data).
-    """
-
-    feature: int
-    name: str
-    stage: str
-    position: float
-    train_loss: float = math.nan
-    validation_loss: float = math.nan
-
-    def as_dict(self) -> dict:
-        """The step as a plain dict (JSON-ready)."""
-        return {"feature": int(self.feature), "name": str(self.name), "stage": self.stage,
-                "position": float(self.position), "train_loss": float(self.train_loss),
-                "validation_loss": float(self.validation_loss)}
 
 
 @dataclass
@@ -194,7 +159,7 @@ def validation_split(n_samples, validation_fraction, seed, stratify=None):
     strat = None if stratify is None else to_host(stratify)
     if strat is not None and np.bincount(strat.astype(np.int64)).min(initial=2) < 2:
         warnings.warn("validation_fraction: a class has a single row, so the validation split "
-                      "is not stratified by class.", UserWarning, stacklevel=3)
+                      "is not stratified by class.", UserWarning, stacklevel=5)
         strat = None
     try:
         tr, va = train_test_split(idx, test_size=n_val, random_state=seed, stratify=strat)
@@ -204,7 +169,7 @@ def validation_split(n_samples, validation_fraction, seed, stratify=None):
         # Fewer validation rows than classes: a stratified split cannot hold every class.
         warnings.warn("validation_fraction: too few validation rows to hold every class, so "
                       "the validation split is not stratified by class.", UserWarning,
-                      stacklevel=3)
+                      stacklevel=5)
         tr, va = train_test_split(idx, test_size=n_val, random_state=seed)
     return np.sort(tr), np.sort(va)
 
@@ -283,10 +248,8 @@ class GPUFSSelectorMixin(SelectorMixin):
         check_is_fitted(self, "support_")
         gpu_input = input_device(X) == "gpu"
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
-        dtype = X.dtype if getattr(X, "dtype", None) is not None and X.dtype.kind == "f" \
-            else np.float64
         checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False,
-                          allow_nan=allow_nan, dtype=dtype)
+                          allow_nan=allow_nan)
         idx = np.flatnonzero(self.support_)
         if type(X).__module__.split(".")[0] == "cudf":
             return X[[X.columns[i] for i in idx]]
@@ -329,9 +292,10 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
     _parameter_constraints: dict = {}
 
     # --- the input door -----------------------------------------------------------------
-    def _prepare_fit(self, X, y, sample_weight, *, dtype=np.float64, allow_nan=True):
+    def _prepare_fit(self, X, y, sample_weight, *, dtype="float", allow_nan=True):
         """Check the training data on the fitting device and encode the target.
 
+        ``dtype`` is ``check_X``'s: "float" keeps float32 and float64 data as they are.
         Returns a :class:`FitData`. Sets ``n_features_in_`` and ``feature_names_in_``.
         """
         device = resolve_device(self.device)
@@ -347,7 +311,7 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
                        y_input=y_input, sample_weight=w, seed=seed)
 
     # --- validation data ----------------------------------------------------------------
-    def _eval_sets(self, eval_set, sample_weight_eval_set, data, *, dtype=np.float64,
+    def _eval_sets(self, eval_set, sample_weight_eval_set, data, *, dtype="float",
                    allow_nan=True):
         """The checked validation pairs: a list of ``(X, y_encoded, sample_weight)``.
 
@@ -402,11 +366,16 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         self.support_ = np.zeros(self.n_features_in_, dtype=bool)
         self.support_[self.selected_features_] = True
 
-    def _step(self, feature, stage, position, train_loss=math.nan, validation_loss=math.nan):
-        """A :class:`SelectionStep` for ``feature`` with its name."""
-        return SelectionStep(feature=int(feature), name=str(self._feature_names()[feature]),
-                             stage=stage, position=float(position),
-                             train_loss=float(train_loss), validation_loss=float(validation_loss))
+    def _set_selection_path(self, path, **entry):
+        """Set ``selection_path_`` from a ``gpufs.path.SelectionPath``: "k" (1, 2, ...),
+        "features" (indices in the order they entered), "names", the ``entry`` lists given
+        (where each feature entered: "entry_tree", "entry_round", ...), and "train_loss" /
+        "val_loss" (None without validation data) once each had entered."""
+        self.selection_path_ = {"k": list(path.n_features),
+                                "features": self.selected_features_.tolist(),
+                                "names": list(path.features), **entry,
+                                "train_loss": list(path.train_loss),
+                                "val_loss": None if path.val_loss is None else list(path.val_loss)}
 
 
 def _deprecated_validation_keywords(X_val, y_val, sample_weight_val, eval_set,
@@ -417,7 +386,7 @@ def _deprecated_validation_keywords(X_val, y_val, sample_weight_val, eval_set,
         return eval_set, sample_weight_eval_set
     warnings.warn("X_val, y_val and sample_weight_val are deprecated and will be removed: pass "
                   "eval_set=(X_val, y_val) and sample_weight_eval_set=[sample_weight_val] "
-                  "instead.", FutureWarning, stacklevel=3)
+                  "instead.", FutureWarning, stacklevel=4)
     if eval_set is not None:
         raise ValueError("give either eval_set or the deprecated X_val/y_val, not both.")
     if X_val is None or y_val is None:

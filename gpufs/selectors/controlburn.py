@@ -279,7 +279,7 @@ class _BaseControlBurn(SelectorBase):
         self.intercept_ = 0.0
         self.lambda_ = None
         self.selection_exact_ = True
-        self.k_path_ = None
+        self.selection_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
             return
@@ -320,7 +320,7 @@ class _BaseControlBurn(SelectorBase):
                     warnings.warn(
                         f"the forest uses only {n_cov} of the {d} features, fewer than "
                         f"n_features_to_select={k}; selecting all {n_cov} covered features. "
-                        + _COVERAGE_REMEDY, UserWarning, stacklevel=3)
+                        + _COVERAGE_REMEDY, UserWarning, stacklevel=4)
                     k = n_cov
             try:
                 sel = _lasso.select_k(A, y_l, masks, k, strict=True, **kw)
@@ -339,24 +339,13 @@ class _BaseControlBurn(SelectorBase):
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
             path = _lasso.selection_path(A, y_l, masks, k_max, **kw)
-            self.k_path_ = {
+            self.selection_path_ = {
                 "k": list(path.ks),
                 "features": {k: path.selections[k].features.tolist() for k in path.ks},
                 "lambda": {k: float(path.selections[k].lam) for k in path.ks},
                 "unreachable": dict(path.unreachable),
                 "lambda_max": float(path.lambda_max),
             }
-        self.selection_path_ = [self._step(f, "lambda", self._entry_lambda(f))
-                                for f in self.selected_features_]
-
-    def _entry_lambda(self, feature):
-        """The largest lambda on the k path whose selection holds ``feature`` (the lambda of
-        the selection without a path)."""
-        if self.k_path_ is not None:
-            for k in self.k_path_["k"]:
-                if feature in self.k_path_["features"][k]:
-                    return self.k_path_["lambda"][k]
-        return self.lambda_
 
     def _complete(self, k, importance, exc):
         """No lambda gives exactly k: the nearest solution below k, completed with the most
@@ -367,7 +356,7 @@ class _BaseControlBurn(SelectorBase):
             # The free (zero-cost) features alone are more than k: all of them, and no more.
             warnings.warn(f"no lambda selects exactly {k} features ({exc}); selected the "
                           f"{above.k} features of the sparsest solution.", UserWarning,
-                          stacklevel=4)
+                          stacklevel=5)
             return above, []
         base = set(below.features.tolist())
         extra = []
@@ -379,12 +368,11 @@ class _BaseControlBurn(SelectorBase):
         warnings.warn(f"no lambda selects exactly {k} features ({exc}); took the "
                       f"{len(base)} features of the nearest solution below and completed them "
                       f"with {extra}, the most important new features of the next solution.",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=5)
         return below, extra
 
     def _set_selection(self, selected, importances):
         self._set_support(selected)
-        self.selection_path_ = []
         imp = np.where(self.support_, np.maximum(np.asarray(importances, float), 0.0), 0.0)
         tot = imp.sum()
         self.feature_importances_ = imp / tot if tot > 0 else imp
@@ -508,7 +496,7 @@ _PARAMS_DOC = """
     sketch_size : int >= 1, default=None
         Rows of the sketch (default: min(n_samples, max(10 (n_trees + 1), 1000))).
     path_k_max : int >= 1, default=None
-        Also compute the selection for every k = 1..path_k_max (``k_path_``).
+        Also compute the selection for every k = 1..path_k_max (``selection_path_``).
     refit_estimator : estimator with fit and predict, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
@@ -547,12 +535,9 @@ _PARAMS_DOC = """
         The lambda of the selection.
     selection_exact_ : bool
         False when no lambda gave exactly k (see the module docstring).
-    selection_path_ : list of SelectionStep
-        One record per selected feature, in the order of ``selected_features_``: the lambda at
-        which it entered (the largest lambda of ``k_path_`` that selects it, else ``lambda_``).
-    k_path_ : dict or None
+    selection_path_ : dict or None
         With ``path_k_max``: "k" (the reached k), "features" (k -> indices), "lambda"
-        (k -> lambda), "unreachable" (k -> why) and "lambda_max".
+        (k -> lambda), "unreachable" (k -> why) and "lambda_max"; None without it.
     refit_estimator_ : estimator
         The fitted refit model.
     fit_times_ : dict

@@ -12,6 +12,8 @@ penalty rule is documented and implemented in ``gpufs.penalties``, the trees in
 from __future__ import annotations
 
 import numbers
+import time
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
@@ -25,10 +27,12 @@ from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
 from ..grower import TreeParams
 from ..objectives import make_objective
+from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, input_device, int_range, real_range)
+from ._k_search import gbfs_mu_search
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
 
@@ -47,6 +51,15 @@ def _jsonable_param(value):
     return np.asarray(to_host(value)).tolist()
 
 
+def _resolve_k(n_features_to_select, n_features):
+    """The number of features asked for: an int as is, a fraction in (0, 1] of the columns
+    (at least 1, as scikit-learn's RFE rounds it), or None."""
+    k = n_features_to_select
+    if k is None or isinstance(k, numbers.Integral):
+        return k
+    return max(1, int(k * n_features))
+
+
 class _BaseGBFS(SelectorBase):
     """Shared fit/predict machinery; see GBFSClassifier for the parameters."""
 
@@ -55,7 +68,7 @@ class _BaseGBFS(SelectorBase):
         "penalty_scaling": [StrOptions(set(PENALTY_SCALINGS))],
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
-        "n_features_to_select": [int_range(1), None],
+        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
         "n_estimators": [int_range(1)],
         "learning_rate": [real_range(0, closed="neither")],
         "max_depth": [int_range(1, 16)],
@@ -138,12 +151,12 @@ class _BaseGBFS(SelectorBase):
             X, y, w = X[tr], y[tr], (None if w is None else w[tr])
 
         # Rows of weight 0 are not part of the training data: they must not place cut points.
+        t0 = time.perf_counter()
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
             X if w is None or bool((w > 0).all()) else X[w > 0])
         Xb = self.bin_mapper_.transform(X, backend)
         evals = [(self.bin_mapper_.transform(Xv, backend), yv, wv) for Xv, yv, wv in evals]
-        penalties = PenaltyState(self.mu, costs, groups, self.penalty_scaling,
-                                 self.n_features_to_select)
+        times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
@@ -152,11 +165,51 @@ class _BaseGBFS(SelectorBase):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
+        k = _resolve_k(self.n_features_to_select, d)
+        mu, self.mu_search_ = float(self.mu), None
+        if k is not None:
+            t0 = time.perf_counter()
+            search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
+                                    self.penalty_scaling, self.bin_mapper_, params, k, mu)
+            self.mu_search_ = search.as_records()
+            times["mu_search"] = time.perf_counter() - t0
+            mu = search.mu
+            if mu is None:
+                mu = 0.0
+                warnings.warn(
+                    f"only {search.n_features_max} features have any positive gain, fewer "
+                    f"than n_features_to_select={k}; selected those {search.n_features_max}. "
+                    "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
+                    "min_child_weight let more features in.", UserWarning, stacklevel=3)
+        self.mu_ = mu
+        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
+        # With k, early stopping must not end the fit before the k-th feature enters: all
+        # rounds are grown, and the model is cut back to its best validation round, but not
+        # to before the round where the k-th feature entered.
+        keep_k = k is not None and params.n_iter_no_change is not None
+        if keep_k:
+            params = BoostingParams(n_estimators=params.n_estimators, tree=params.tree,
+                                    hessian=params.hessian, n_iter_no_change=None,
+                                    verbose=params.verbose)
+        t0 = time.perf_counter()
         ensemble, record, n_rounds = fit_boosting(
             backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params,
             evals[-1] if evals else None)
+        times["boost"] = time.perf_counter() - t0
+        self.fit_times_ = times
+        if keep_k:
+            K = ensemble.n_outputs
+            best = int(np.argmin(np.asarray(record.val_loss[::K]))) + 1
+            entered = (int(penalties.first_use_tree[penalties.order[k - 1]]) // K + 1
+                       if len(penalties.order) >= k else n_rounds)
+            n_rounds = max(best, entered)
         self._finish(ensemble, record, n_rounds, penalties, data.device)
         self.evals_result_ = self._eval_losses(evals, backend)
+        if self.selected_features_.size == 0 and k is None:
+            warnings.warn(
+                f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
+                f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
+                "features you want.", UserWarning, stacklevel=3)
         return self
 
     def _finish(self, ensemble, record, n_rounds, penalties, device):
@@ -174,10 +227,6 @@ class _BaseGBFS(SelectorBase):
         self._set_support([f for f in penalties.order if first[f] < n_trees])
         self.first_use_tree_ = np.where(first < n_trees, first, -1)
         self.selection_record_ = {k: v[:n_trees] for k, v in record.as_dict().items()}
-        rec = self.selection_record_
-        self.selection_path_ = [
-            self._step(f, "tree", first[f], rec["train_loss"][first[f]],
-                       rec["val_loss"][first[f]]) for f in self.selected_features_]
         gains = np.zeros(ensemble.n_features)
         if ensemble.n_trees:
             s = ensemble.stacked()
@@ -186,6 +235,8 @@ class _BaseGBFS(SelectorBase):
         total = gains.sum()
         self.feature_importances_ = gains / total if total > 0 else gains
         self.device_ = device
+        path = selection_path(self)
+        self._set_selection_path(path, entry_tree=path.extra["entry_tree"])
 
     def _eval_losses(self, evals, backend):
         """Loss of every validation pair after each kept round, a list of float64 arrays of
@@ -288,8 +339,13 @@ _PARAMS_DOC = """
         None: every feature costs 1.
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
-    n_features_to_select : int >= 1, default=None
-        Stop admitting new features once this many are used.
+    n_features_to_select : int >= 1 or float in (0, 1], default=None
+        Select exactly this many features (a float: that fraction of the columns, at least
+        one) (fewer, with a warning, only when fewer have any positive gain). ``mu`` is then
+        searched: the fit runs at the largest price at which this many features enter within
+        the first half of the rounds (bisection on log mu, starting from ``mu``, on data
+        binned once), and stops admitting features once they are in. None: ``mu`` alone
+        decides how many features enter.
     n_estimators : int >= 1, default=100
         Boosting rounds (one tree per round, one per class per round for more than two
         classes).
@@ -313,7 +369,9 @@ _PARAMS_DOC = """
         validation loss and early stopping. Cannot be combined with ``eval_set``.
     n_iter_no_change : int >= 1, default=None
         Stop when the validation loss has not improved for this many rounds; the model is cut
-        back to its best round. Needs ``eval_set`` or ``validation_fraction``.
+        back to its best round. Needs ``eval_set`` or ``validation_fraction``. With
+        ``n_features_to_select``, every round is grown and the model is cut back to its best
+        validation round, but never to before the k-th feature entered.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` runs ("auto": the GPU when one is usable). Predictions run where their
         input lives.
@@ -328,15 +386,25 @@ _PARAMS_DOC = """
         Feature indices in order of first use.
     selected_feature_names_ : ndarray of shape (n_selected,), object
         Their names.
-    selection_path_ : list of SelectionStep
-        One record per selected feature, in order: the tree that first split on it and the
-        training and validation loss after that tree.
+    selection_path_ : dict
+        The features in the order they entered: "k" (1, 2, ...), "features" (indices),
+        "names" (column names, or x0, x1, ...), "entry_tree" (the tree where each entered),
+        "train_loss" and "val_loss" (None without validation data) after the last tree grown
+        with that many features (``gpufs.path``).
     support_ : ndarray of shape (n_features_in_,), bool
         Mask of the selected features.
     first_use_tree_ : ndarray of shape (n_features_in_,), int64
         Index of the tree that first used each feature, -1 for unused features.
     feature_importances_ : ndarray of shape (n_features_in_,), float64
         Total split gain per feature, normalized to sum 1.
+    mu_ : float
+        The price the final fit ran at (``mu`` unless it was searched).
+    mu_search_ : list of dict or None
+        The search's probes in order (mu, reached, n_features, n_trees, seconds); None
+        without ``n_features_to_select``.
+    fit_times_ : dict
+        Wall seconds of the fit's phases: bin, mu_search (0 without
+        ``n_features_to_select``), boost (the final fit).
     selection_record_ : dict of lists of length n_trees
         Per tree: ``tree_column``, ``features_added``, ``train_loss``, ``val_loss`` (NaN
         without validation data).

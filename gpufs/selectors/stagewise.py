@@ -80,6 +80,7 @@ from .._device import get_namespace, namespace_of, to_host
 from .._input import check_X
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..objectives import log_odds, sigmoid, softplus
+from ..path import selection_path
 from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
                     _deprecated_validation_keywords, input_device)
 
@@ -444,7 +445,7 @@ class _StagewiseBase(SelectorBase):
         elif (isinstance(self.n_features_to_select, numbers.Integral)
               and len(selected) < max_rounds and self.tol is None):
             warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
-                          "be selected: the others are constant.", UserWarning, stacklevel=3)
+                          "be selected: the others are constant.", UserWarning, stacklevel=4)
 
         self.device_ = device
         self.mean_ = to_host(mean).astype(np.float64)
@@ -454,14 +455,12 @@ class _StagewiseBase(SelectorBase):
         self.cost_history_ = np.asarray(costs, dtype=np.float64)
         self.evals_result_ = [np.asarray(ec, dtype=np.float64) for ec in eval_costs]
         self.validation_cost_history_ = self.evals_result_[-1] if evals else None
-        self.selection_path_ = [
-            self._step(f, "round", m + 1, costs[m + 1],
-                       self.validation_cost_history_[m + 1] if evals else np.nan)
-            for m, f in enumerate(self.selected_features_)]
         bias_h = to_host(bias).astype(np.float64)
         coef = coef_std * inv[None, :]
         intercept = bias_h - coef @ self.mean_
         self._set_coefficients(coef_std, bias_h, coef, intercept, np.stack(weights_hist))
+        self._set_selection_path(selection_path(self),
+                                 entry_round=list(range(1, len(selected) + 1)))
         return self
 
     # -- prediction ---------------------------------------------------------------------------
@@ -539,9 +538,10 @@ _COMMON_ATTRIBUTES = """
         Feature indices in the order they were selected.
     selected_feature_names_ : ndarray of shape (n_selected,), object
         Their names.
-    selection_path_ : list of SelectionStep
-        One record per selected feature: the round that added it and the training and
-        validation cost after that round.
+    selection_path_ : dict
+        The features in the order they entered: "k" (1, 2, ...), "features" (indices),
+        "names", "entry_round" (the round that added each), "train_loss" and "val_loss" (the
+        costs after that round; None without validation data), as ``gpufs.path`` reads them.
     support_ : ndarray of shape (n_features_in_,), bool
         Mask of the selected features.
     mean_, std_ : ndarray of shape (n_features_in_,), float64
