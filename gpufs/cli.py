@@ -54,9 +54,33 @@ _USER_ERRORS = (UserError, ValueError, TypeError, OSError, ImportError, MemoryEr
 
 # --- tables ---------------------------------------------------------------------------------
 def table_format(path: str) -> tuple[str, str | None]:
-    """("csv" | "tsv" | "parquet", compression or None) from a file name's extension.
+    """The format of a table file from its name's extension.
 
     CSV and TSV may be compressed (``.csv.gz``, ``.tsv.zst``, ...); Parquet compresses inside.
+
+    Parameters
+    ----------
+    path : str
+        A file name; only its extensions are read.
+
+    Returns
+    -------
+    format : {"csv", "tsv", "parquet"}
+    compression : {"gzip", "bz2", "xz", "zstd", "zip"} or None
+
+    Raises
+    ------
+    UserError
+        For any other extension.
+
+    Examples
+    --------
+    >>> table_format("data.csv")
+    ('csv', None)
+    >>> table_format("runs/2024.TSV.gz")
+    ('tsv', 'gzip')
+    >>> table_format("features.parquet")
+    ('parquet', None)
     """
     name = os.path.basename(path).lower()
     root, ext = os.path.splitext(name)
@@ -591,7 +615,25 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the ``gpufs`` command line; returns the exit status."""
+    """Run the ``gpufs`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    status : int
+        0 on success, 2 for a user error, 130 when interrupted, 1 for an internal error.
+
+    Examples
+    --------
+    A user error prints one ``error: ...`` line on stderr and returns 2:
+
+    >>> main(["select", "no-such-table.csv", "--target", "label"])
+    2
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _build_parser().parse_args(argv)
     args.argv = argv
