@@ -9,6 +9,7 @@ import glob
 import importlib
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 
@@ -34,6 +35,12 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
              glob.glob(str(tmp_path / "html" / "**" / "*.html"), recursive=True)}
     expected = {os.path.relpath(p, DOCS)[:-4] + ".html" for p in PAGES}
     assert expected <= built
+    # Readers get papers by author, title and venue, never an internal file name or note.
+    internal = re.compile(r"paper \d{3}\b|DESIGN\.md|shared/papers")
+    for page in sorted(built):
+        with open(tmp_path / "html" / page, encoding="utf-8") as fh:
+            found = internal.findall(fh.read())
+        assert not found, f"{page} cites {sorted(set(found))}"
 
 
 @pytest.mark.parametrize("page", [os.path.relpath(p, DOCS) for p in PAGES])
