@@ -20,6 +20,8 @@ Rules:
   prints one ``error: ...`` line on stderr and exits with status 2; ``--debug`` shows the
   traceback instead. Anything else is a bug: one line that says so, status 1.
 * A progress bar (tqdm) is shown only when stdout and stderr are both terminals.
+* Warnings raised during the fit are printed as one ``warning: ...`` line each (and listed in
+  the report).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import stat
 import sys
 import tempfile
 import time
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -395,8 +398,16 @@ def _select(args) -> int:
     task = _task(y, args.task)
 
     est = _estimator(args, task)
-    est.fit(X, y)
+    if args.save_model is not None and not hasattr(est, "save_model"):
+        raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out "
+                        "--save-model")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
     t_fit = time.perf_counter()
+    notes = list(dict.fromkeys(_one_line(w.message) for w in caught))
+    for note in notes:  # one line each, like the errors, instead of Python's warning format
+        sys.stderr.write(f"warning: {note}\n")
 
     names = _selected_names(est)
     scores, meaning = _feature_scores(est, args.method)
@@ -441,6 +452,7 @@ def _select(args) -> int:
                          for r, (f, n) in enumerate(zip(sel, names), 1)],
             "score_meaning": meaning,
             "train_score": {"metric": train_metric, "value": _jsonable(est.score(X, y))},
+            "warnings": notes,
             "timings_s": {"read": t_read - t_start, "fit": t_fit - t_read,
                           "write": t_write - t_fit},
             "outputs": {"table": args.output, "model": args.save_model},
@@ -455,9 +467,6 @@ def _select(args) -> int:
 
 def _save_model(est, path: str, force: bool) -> None:
     """``est.save_model`` into a temporary file, renamed into place like every output."""
-    if not hasattr(est, "save_model"):
-        raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out "
-                        "--save-model")
     tmp = _temporary_beside(path)
     try:
         est.save_model(tmp)

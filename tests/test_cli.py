@@ -95,7 +95,7 @@ def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tm
     assert all(0.0 < s["score"] <= 1.0 for s in report["selected"])
     assert report["penalty"] == {"name": "mu", "value": 0.05}
     assert report["input"]["dropped"] == ["id", "note"] and report["input"]["rows"] == 600
-    assert report["train_score"]["metric"] == "accuracy"
+    assert report["train_score"]["metric"] == "accuracy" and report["warnings"] == []
     assert 0.8 < report["train_score"]["value"] <= 1.0
     timings = report["timings_s"]
     assert {"read", "fit", "write", "total"} <= set(timings)
@@ -141,6 +141,28 @@ def test_a_regression_target_is_detected(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("regression, stagewise: selected 1 of 6 columns")
     assert _ranked(proc.stdout) == ["c1"]
+
+
+def test_warnings_of_the_fit_are_one_line_each_and_in_the_report(tmp_path, monkeypatch, capsys):
+    import warnings
+
+    from gpufs import GBFSClassifier
+
+    fit = GBFSClassifier.fit
+
+    def fit_that_warns(self, X, y):
+        warnings.warn("something to know\n  about this fit", UserWarning)
+        warnings.warn("something to know\n  about this fit", UserWarning)  # shown once
+        return fit(self, X, y)
+
+    monkeypatch.setattr(GBFSClassifier, "fit", fit_that_warns)
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--trees", "5",
+                 "--device", "cpu", "--report", "r.json"]) == 0
+    assert capsys.readouterr().err == "warning: something to know about this fit\n"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["warnings"] == ["something to know about this fit"]
 
 
 # --- user errors: one line, status 2; --debug shows the traceback ---------------------------
