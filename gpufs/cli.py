@@ -412,13 +412,14 @@ def _select(args) -> int:
     names = _selected_names(est)
     scores, meaning = _feature_scores(est, args.method)
     sel = [int(f) for f in est.selected_features_]
-    penalty = {"gbfs": ("mu", getattr(est, "mu", None)),
+    penalty = {"gbfs": ("mu", getattr(est, "mu_", None)),  # the mu the final fit ran at
                "controlburn": ("lambda", getattr(est, "lambda_", None)),
                "stagewise": (None, None)}[args.method]
     header = f"{task}, {args.method}: selected {len(sel)} of {X.shape[1]} columns"
     if penalty[0] is not None and penalty[1] is not None:
         header += f" ({penalty[0]}={penalty[1]:.6g})"
-    print(header + ", in order of selection:")
+    order = "most important first" if args.method == "controlburn" else "in order of selection"
+    print(f"{header}, {order}:")
     for rank, (f, name) in enumerate(zip(sel, names), 1):
         print(f"  {rank:3d}. {name}  (score {scores[f]:.4f})")
 
@@ -450,6 +451,8 @@ def _select(args) -> int:
             "n_features_in": int(X.shape[1]),
             "selected": [{"rank": r, "name": n, "index": f, "score": _jsonable(scores[f])}
                          for r, (f, n) in enumerate(zip(sel, names), 1)],
+            "first_use_tree": (None if getattr(est, "first_use_tree_", None) is None else
+                               [int(est.first_use_tree_[f]) for f in sel]),
             "score_meaning": meaning,
             "train_score": {"metric": train_metric, "value": _jsonable(est.score(X, y))},
             "warnings": notes,
@@ -516,6 +519,9 @@ def _explain(args) -> int:
                 "learning_rate", "alpha"):
         if key in params:
             print(f"  {key} = {params[key]}")
+    mu_used = getattr(est, "mu_", None)
+    if mu_used is not None:
+        print(f"  mu_ = {mu_used:.6g}  (the mu the final fit ran at)")
     lam = getattr(est, "lambda_", None)
     if lam is not None:
         print(f"  lambda = {lam:.6g}")
@@ -593,7 +599,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sel.add_argument("table", help="input table: .csv, .tsv (optionally compressed) or .parquet")
     sel.add_argument("--target", required=True, help="the column to predict")
     sel.add_argument("-k", type=_positive_int, default=None,
-                     help="number of features to select (gbfs: at most k)")
+                     help="number of features to select")
     sel.add_argument("--method", choices=METHODS, default="gbfs",
                      help="gbfs (boosted trees, default), controlburn (sparse forest) or "
                           "stagewise (linear)")

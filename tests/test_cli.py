@@ -93,7 +93,9 @@ def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tm
     assert [s["name"] for s in report["selected"]] == names
     assert [s["rank"] for s in report["selected"]] == [1, 2]
     assert all(0.0 < s["score"] <= 1.0 for s in report["selected"])
-    assert report["penalty"] == {"name": "mu", "value": 0.05}
+    # -k: GBFS searched mu for exactly k features; the report gives the mu the final fit used
+    assert report["penalty"]["name"] == "mu" and report["penalty"]["value"] > 0
+    assert {"mu_search", "boost"} <= set(report["timings_s"]["fit_phases"])
     assert report["input"]["dropped"] == ["id", "note"] and report["input"]["rows"] == 600
     assert report["train_score"]["metric"] == "accuracy" and report["warnings"] == []
     assert 0.8 < report["train_score"]["value"] <= 1.0
@@ -105,7 +107,9 @@ def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tm
     assert explained.returncode == 0, explained.stderr
     assert "GBFSClassifier, 6 features in, 2 selected" in explained.stdout
     assert _ranked(explained.stdout.split("selection record")[0]) == names
-    assert re.search(r"^\s+0\s+\S+\s+-\s+c\d, c\d$", explained.stdout, re.M)  # tree 0 added both
+    record = explained.stdout.split("selection record")[1]
+    for name, tree in zip(names, report["first_use_tree"]):  # the tree that added each feature
+        assert re.search(rf"^\s+{tree}\s+\S+\s+-\s+.*\b{name}\b", record, re.M), record
 
 
 @pytest.mark.parametrize("method", ["controlburn", "stagewise"])
