@@ -37,15 +37,39 @@ from ._version import __version__
 _CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
 
 
-def default_cache_dir() -> str:
-    """The folder gpufs gives numba for its cache: ``<user cache dir>/gpufs/numba/<version>``.
+#: Modules whose functions are compiled *into* kernels defined in other files. numba's cache
+#: checks only the time stamp of a kernel's own file, so an edit of these files would leave
+#: stale kernels behind; their content hash is part of the cache folder's name instead.
+_INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py")
 
-    One folder per gpufs version, so an upgrade never loads kernels compiled from other
-    sources; within one version numba's own index checks each source file's time stamp.
+
+def _inlined_sources_digest() -> str:
+    import hashlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for name in _INLINED_SOURCES:
+        try:
+            with open(os.path.join(here, name), "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:12]
+
+
+def default_cache_dir() -> str:
+    """The folder gpufs gives numba for its cache:
+    ``<user cache dir>/gpufs/numba/<version>-<digest>``.
+
+    One folder per gpufs version and per content of the modules compiled into other files'
+    kernels (``_INLINED_SOURCES``), so neither an upgrade nor an edit of the shared rules ever
+    loads kernels compiled from other sources; for everything else numba's own index checks
+    each source file's time stamp.
     """
     from platformdirs import user_cache_dir
 
-    return os.path.join(user_cache_dir("gpufs", appauthor=False), "numba", __version__)
+    return os.path.join(user_cache_dir("gpufs", appauthor=False), "numba",
+                        f"{__version__}-{_inlined_sources_digest()}")
 
 
 def configure_numba_cache() -> str:
