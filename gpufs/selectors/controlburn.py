@@ -514,20 +514,20 @@ _PARAMS_DOC = """
         Selected feature indices, most important first.
     selected_feature_names_ : ndarray of shape (n_selected,), object
         Their names.
-    support_ : ndarray of shape (n_features_in_,), bool
+    support_ : ndarray of shape (n_features,), bool
         Mask of the selected features.
-    feature_importances_ : ndarray of shape (n_features_in_,), float64
+    feature_importances_ : ndarray of shape (n_features,), float64
         Sum over trees of weight x std of the tree's predictions x the tree's share of gain
         on the feature, normalized to sum 1 (0 off the selection).
     forest_ : gpufs.forest.Forest
         The trees, their feature masks, per-round losses and out-of-bag improvements.
     forest_coverage_ : int
         Number of features used by at least one tree.
-    forest_features_ : ndarray of shape (forest_coverage_,), int64
+    forest_features_ : ndarray of shape (n_covered,), int64
         Their indices.
     n_trees_ : int
         Trees grown.
-    tree_weights_ : ndarray of shape (n_trees_,), float64
+    tree_weights_ : ndarray of shape (n_trees,), float64
         The lasso's tree weights (>= 0).
     intercept_ : float
         The lasso's intercept.
@@ -546,7 +546,7 @@ _PARAMS_DOC = """
         "cpu" or "gpu", where the model was fitted.
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,), object
+    feature_names_in_ : ndarray of shape (n_features,), object
         Column names, when the input had string column names.
 """
 

@@ -240,7 +240,7 @@ class _BaseGBFS(SelectorBase):
 
     def _eval_losses(self, evals, backend):
         """Loss of every validation pair after each kept round, a list of float64 arrays of
-        shape (n_estimators_,). The watched (last) pair's losses are the selection record's;
+        shape (n_rounds,). The watched (last) pair's losses are the selection record's;
         the others are computed here, round by round, from the binned validation data."""
         K = self.ensemble_.n_outputs
         out = []
@@ -391,11 +391,11 @@ _PARAMS_DOC = """
         "names" (column names, or x0, x1, ...), "entry_tree" (the tree where each entered),
         "train_loss" and "val_loss" (None without validation data) after the last tree grown
         with that many features (``gpufs.path``).
-    support_ : ndarray of shape (n_features_in_,), bool
+    support_ : ndarray of shape (n_features,), bool
         Mask of the selected features.
-    first_use_tree_ : ndarray of shape (n_features_in_,), int64
+    first_use_tree_ : ndarray of shape (n_features,), int64
         Index of the tree that first used each feature, -1 for unused features.
-    feature_importances_ : ndarray of shape (n_features_in_,), float64
+    feature_importances_ : ndarray of shape (n_features,), float64
         Total split gain per feature, normalized to sum 1.
     mu_ : float
         The price the final fit ran at (``mu`` unless it was searched).
@@ -408,7 +408,7 @@ _PARAMS_DOC = """
     selection_record_ : dict of lists of length n_trees
         Per tree: ``tree_column``, ``features_added``, ``train_loss``, ``val_loss`` (NaN
         without validation data).
-    evals_result_ : list of ndarray of shape (n_estimators_,), float64
+    evals_result_ : list of ndarray of shape (n_rounds,), float64
         Loss of every ``eval_set`` pair (or of the ``validation_fraction`` rows) after each
         round; empty without validation data.
     ensemble_ : gpufs.tree.TreeEnsemble
@@ -419,7 +419,7 @@ _PARAMS_DOC = """
         Rounds kept (fewer than ``n_estimators`` after early stopping).
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,), object
+    feature_names_in_ : ndarray of shape (n_features,), object
         Column names, when the input had string column names.
     device_ : str
         "cpu" or "gpu", where the model was fitted.

@@ -542,9 +542,9 @@ _COMMON_ATTRIBUTES = """
         The features in the order they entered: "k" (1, 2, ...), "features" (indices),
         "names", "entry_round" (the round that added each), "train_loss" and "val_loss" (the
         costs after that round; None without validation data), as ``gpufs.path`` reads them.
-    support_ : ndarray of shape (n_features_in_,), bool
+    support_ : ndarray of shape (n_features,), bool
         Mask of the selected features.
-    mean_, std_ : ndarray of shape (n_features_in_,), float64
+    mean_, std_ : ndarray of shape (n_features,), float64
         Standardization; ``std_ == 0`` marks a constant (never selectable) feature.
     cost_history_ : ndarray of shape (n_selected + 1,), float64
         Training cost after each round; entry 0 is the bias alone.
@@ -556,7 +556,7 @@ _COMMON_ATTRIBUTES = """
         "cpu" or "gpu", where fit ran.
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,), object
+    feature_names_in_ : ndarray of shape (n_features,), object
         Column names, when the input had string column names."""
 
 
@@ -575,15 +575,15 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features_in_,), float64
+    coef_ : ndarray of shape (n_features,), float64
         Weights in raw-input units (zero for unselected features).
     intercept_ : float
         Intercept in raw-input units: ``predict(X) = X @ coef_ + intercept_``.
-    standardized_coef_ : ndarray of shape (n_features_in_,), float64
+    standardized_coef_ : ndarray of shape (n_features,), float64
         Weights on the standardized features (what the rounds fit).
     bias_ : float
         Round-0 bias (weighted mean of y).
-    weights_history_ : ndarray of shape (n_selected + 1, n_features_in_), float64
+    weights_history_ : ndarray of shape (n_selected + 1, n_features), float64
         Standardized weights after each round (row 0: all zero).""" + _COMMON_ATTRIBUTES + """
 
     Examples
@@ -679,8 +679,8 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels.
-    coef_ : ndarray of shape (1, n_features_in_) for two classes, else (n_classes,
-        n_features_in_), float64
+    coef_ : ndarray of shape (1, n_features) for two classes, else (n_classes,
+        n_features), float64
         Weights in raw-input units.
     intercept_ : ndarray of shape (1,) or (n_classes,), float64
         Intercepts in raw-input units.
@@ -688,7 +688,7 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
         Weights on the standardized features.
     bias_ : ndarray of shape (1,) or (n_classes,), float64
         Round-0 biases.
-    weights_history_ : ndarray of shape (n_selected + 1, n_models, n_features_in_), float64
+    weights_history_ : ndarray of shape (n_selected + 1, n_models, n_features), float64
         Standardized weights after each round; n_models = 1 for two classes, n_classes
         otherwise.""" + _COMMON_ATTRIBUTES + """
     """
