@@ -73,6 +73,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from .. import model_io
 from .._device import get_namespace, is_cupy_array, resolve_device, to_host
 from .._input import (check_regression_target, check_sample_weight, check_X, check_y,
                       encode_classes)
@@ -534,6 +535,10 @@ class _StagewiseBase(SelectorMixin, BaseEstimator):
         if sel.size:
             out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
         return out, xp
+
+    # --- persistence: the model file format and its checks live in gpufs.model_io -------
+    save_model = model_io.estimator_save_model
+    load_model = classmethod(model_io.estimator_load_model)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
