@@ -117,9 +117,9 @@ class BinMapper:
     def from_dict(cls, d: dict) -> "BinMapper":
         """A fitted mapper from ``to_dict``'s form, validated first (ValueError naming the
         field otherwise)."""
-        from .model_io import read_bins
+        from .model_io import plain, read_bins
 
-        return cls._from_validated(*read_bins(d))
+        return cls._from_validated(*read_bins(plain(d)))
 
     @classmethod
     def _from_validated(cls, max_bins, subsample, random_state, cuts) -> "BinMapper":

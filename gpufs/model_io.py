@@ -79,8 +79,9 @@ and base score can overflow.
 
 Caps (module constants): file size ``MAX_FILE_BYTES`` (``load_model(max_bytes=...)`` raises
 it for a trusted, larger file), JSON lists and objects ``MAX_CONTAINERS``, tree depth
-``MAX_DEPTH``, nodes of all trees ``MAX_NODES``, features ``MAX_FEATURES`` (``MAX_BINNED_FEATURES`` for models with cut points, which occupy
-2 KiB per feature in memory), classes ``MAX_CLASSES``, nesting of free-form records
+``MAX_DEPTH``, nodes of all trees ``MAX_NODES``, features ``MAX_FEATURES``
+(``MAX_BINNED_FEATURES`` for models with cut points, which occupy 2 KiB per feature in
+memory), classes ``MAX_CLASSES``, nesting of free-form records
 ``MAX_NESTING``.
 
 Format 1 (``"gpufs.TreeEnsemble/1"``, written by gpufs 0.1.0, GBFS only) is migrated on load:
@@ -190,6 +191,24 @@ def loads(text):
 def dumps(doc) -> str:
     """Strict JSON text (no NaN / Infinity tokens) of a document built by this module."""
     return json.dumps(doc, allow_nan=False, separators=(",", ":"))
+
+
+def _numpy_default(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"{type(o).__name__} has no JSON form")
+
+
+def plain(d):
+    """A dict built in Python (numpy arrays and scalars allowed, non-finite floats as the
+    strings of the format) as the parsed JSON it stands for, so the file checks apply."""
+    try:
+        text = json.dumps(d, default=_numpy_default, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ModelFileError(f"not a JSON-able model dict: {exc}") from None
+    return loads(text)
 
 
 def _read_text(path, max_bytes):
@@ -1402,4 +1421,5 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_BINNED_FEATURES", "MAX_CLASSES", "MA
            "ModelFileError",
            "bins_to_dict", "dumps", "ensemble_from_dict", "ensemble_to_dict",
            "estimator_load_model", "estimator_save_model",
-           "from_document", "load_model", "loads", "read_bins", "save_model", "to_document"]
+           "from_document", "load_model", "loads", "plain", "read_bins", "save_model",
+           "to_document"]

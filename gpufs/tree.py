@@ -146,9 +146,9 @@ class TreeEnsemble:
     def from_dict(cls, d: dict) -> "TreeEnsemble":
         """An ensemble from ``to_dict``'s form, validated completely first (a ValueError
         naming the field otherwise), so the arrays are safe for the compiled kernels."""
-        from .model_io import ensemble_from_dict
+        from .model_io import ensemble_from_dict, plain
 
-        return ensemble_from_dict(d)
+        return ensemble_from_dict(plain(d))
 
     def to_json(self) -> str:
         """Strict JSON text; Python's float repr round-trips exactly, so a loaded ensemble
