@@ -21,8 +21,8 @@ arrays, which is how CI checks them against the CPU kernels.
 
 Caching note: numba's on-disk cache is keyed on this package's source files only. The gain
 formula is compiled in from ``gpufs._gain`` and the objectives' math from ``gpufs._exactmath``;
-after editing either file, delete ``cuda_kernels/__pycache__`` (and
-``gpufs/backends/__pycache__`` for the CPU kernels).
+their content is part of the cache folder's name (``gpufs._numba_setup``), so editing them
+recompiles these kernels.
 """
 from .binning import bin_transform_kernel
 from .histogram import FEATURE_WORDS, MAX_TILE_FEATURES, histogram_kernel

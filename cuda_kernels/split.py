@@ -93,6 +93,9 @@ def split_per_feature_kernel(hist, node_gh, n_bins, penalty, allowed, g_scale, h
     G = G_q / g_scale
     H = H_q / h_scale
     pen = penalty[f]
+    parent = (G * G) / (H + reg_lambda)  # _gain.parent_term
+    g_inv = 1.0 / g_scale  # exact: the scales are powers of two
+    h_inv = 1.0 / h_scale
 
     # This thread's thresholds: [t0, t1) within 0 .. n_thr - 1.
     per = (n_thr + nt - 1) // nt
@@ -140,7 +143,7 @@ def split_per_feature_kernel(hist, node_gh, n_bins, penalty, allowed, g_scale, h
                     break
                 cg = gl_q + gn_q
                 ch = hl_q + hn_q
-            gain, score = candidate(cg, ch, H_q, G, H, g_scale, h_scale, reg_lambda,
+            gain, score = candidate(cg, ch, H_q, G, H, parent, g_inv, h_inv, reg_lambda,
                                     gain_divisor, min_child_weight, pen)
             if score > b_score:
                 b_score = score

@@ -1,13 +1,14 @@
 """gpufs: feature selection with boosted and bagged trees on NVIDIA GPUs, and on the CPU.
 
-Public API only; nothing here imports cupy.
+Public API only; nothing here imports cupy. ``_numba_setup`` comes first: it configures numba
+(where compiled kernels are cached) before any gpufs module imports numba.
 """
+from . import _numba_setup  # noqa: F401  (must precede every import of numba)
+from ._version import __version__
 from .selectors.controlburn import ControlBurnClassifier, ControlBurnRegressor
 from .selectors.gbfs import GBFSClassifier, GBFSRegressor
 from .selectors.stagewise import StagewiseClassifier, StagewiseRegressor
 from .tree import TreeEnsemble
 
-__version__ = "0.1.0"
-
-__all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor", "StagewiseClassifier", "StagewiseRegressor",
-           "TreeEnsemble", "__version__"]
+__all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",
+           "StagewiseClassifier", "StagewiseRegressor", "TreeEnsemble", "__version__"]

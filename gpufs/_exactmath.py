@@ -56,8 +56,8 @@ The objectives' per-row formulas (``objectives.py`` documents the losses):
   softmax_loss_row(raw, i, y)  log(s) + (m - raw[i, y])  (both terms >= 0)
 
 Caching note: the kernels that call these functions are cached on disk by numba, keyed on
-their own source files only: after editing this file, delete ``gpufs/backends/__pycache__``
-and ``cuda_kernels/__pycache__``.
+their own source files only; the content of this file is therefore part of the cache folder's
+name (``gpufs._numba_setup``), so an edit here recompiles every kernel.
 """
 from __future__ import annotations
 
@@ -104,7 +104,9 @@ def make_exact_math(mul, add, jit):
     -------
     SimpleNamespace with pow2, scale2, exp, log, log1p, softplus, sigmoid, sigmoid_pq,
     logistic_grad_hess, logistic_loss, squared_error_loss, softmax_grad_hess_row,
-    softmax_loss_row. Kernels refer to them through module-level names (numba resolves
+    softmax_loss_row, and the fused logistic_grad_hess_loss / softmax_grad_hess_loss_row
+    (gradients and loss of a row from one set of exponentials, bit-identical to the separate
+    functions). Kernels refer to them through module-level names (numba resolves
     globals, not attributes of arbitrary objects).
     """
     inf = math.inf
@@ -303,12 +305,51 @@ def make_exact_math(mul, add, jit):
         m, s = row_max_sumexp(raw, i)
         return add(log(s), add(m, -raw[i, y]))
 
+    @jit
+    def logistic_grad_hess_loss(z, y):
+        """(g, h, loss) of one row: ``logistic_grad_hess`` and ``logistic_loss`` bit for bit,
+        sharing their one exponential e^-|z| (both compute exactly that value)."""
+        if z != z or (y != 0.0 and y != 1.0):
+            g, h = logistic_grad_hess(z, y)
+            return g, h, logistic_loss(z, y)
+        if z >= 0.0:
+            e = exp(-z)
+            d = add(1.0, e)
+            p = 1.0 / d
+            q = e / d
+        else:
+            e = exp(z)
+            d = add(1.0, e)
+            p = e / d
+            q = 1.0 / d
+        g = add(mul(p, add(1.0, -y)), -mul(q, y))
+        # softplus(z) for y = 0 and softplus(-z) for y = 1, as ``softplus`` computes them
+        x = z if y == 0.0 else -z
+        if x > 0.0:
+            loss = add(x, log1p(e))
+        else:
+            loss = log1p(e)
+        return g, mul(p, q), loss
+
+    @jit
+    def softmax_grad_hess_loss_row(raw, i, y, g, h):
+        """``softmax_grad_hess_row`` and returns ``softmax_loss_row``, bit for bit, from one
+        pass over the row's exponentials."""
+        m, s = row_max_sumexp(raw, i)
+        for k in range(raw.shape[1]):
+            p = exp(add(raw[i, k], -m)) / s
+            t = 1.0 if k == y else 0.0
+            g[k, i] = add(p, -t)
+            h[k, i] = mul(p, add(1.0, -p))
+        return add(log(s), add(m, -raw[i, y]))
+
     return SimpleNamespace(
         pow2=pow2, scale2=scale2, exp=exp, normalize=normalize, log=log, log1p=log1p,
         softplus=softplus, sigmoid=sigmoid, sigmoid_pq=sigmoid_pq,
         logistic_grad_hess=logistic_grad_hess, logistic_loss=logistic_loss,
         squared_error_loss=squared_error_loss, softmax_grad_hess_row=softmax_grad_hess_row,
-        softmax_loss_row=softmax_loss_row)
+        softmax_loss_row=softmax_loss_row, logistic_grad_hess_loss=logistic_grad_hess_loss,
+        softmax_grad_hess_loss_row=softmax_grad_hess_loss_row)
 
 
 def py_mul(a, b):

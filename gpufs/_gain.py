@@ -15,13 +15,21 @@ import math
 from ._types import MISSING_BIN
 
 
-def candidate(g_left_q, h_left_q, h_parent_q, g_parent, h_parent, g_scale, h_scale,
+def parent_term(g_parent, h_parent, reg_lambda):
+    """G^2 / (H + lambda): the parent's part of every candidate's gain (computed once per
+    node; the same operations as inside the gain, so the same bits)."""
+    return (g_parent * g_parent) / (h_parent + reg_lambda)
+
+
+def candidate(g_left_q, h_left_q, h_parent_q, g_parent, h_parent, parent, g_inv, h_inv,
               reg_lambda, gain_divisor, min_child_weight, penalty):
     """Gain and penalized score of one split candidate; score is -inf when it is not valid.
 
     Inputs: the candidate's left sums (G_L, H_L) and the node's H, in fixed point (int64);
-    the node's (G, H) as float64; the fixed-point scales; ``gain_divisor`` (1 for GBFS, the
-    root's largest gain for A-GBM) and ``penalty`` (the penalty vector's entry for the
+    the node's (G, H) as float64 and ``parent = parent_term(G, H, lambda)``; ``g_inv`` and
+    ``h_inv``, the reciprocals of the power-of-two fixed-point scales (exact, so multiplying
+    by them rounds exactly as dividing by the scales would); ``gain_divisor`` (1 for GBFS,
+    the root's largest gain for A-GBM) and ``penalty`` (the penalty vector's entry for the
     candidate's feature, 0 when free).
 
     Valid: both children hold hessian > 0 and >= ``min_child_weight``. Then
@@ -29,21 +37,27 @@ def candidate(g_left_q, h_left_q, h_parent_q, g_parent, h_parent, g_scale, h_sca
       score = gain / gain_divisor - penalty
     The split searches of both backends call this one function and keep the best score with
     a strict ``>``, so an invalid candidate (-inf) is never chosen.
+
+    Fused multiply-adds: ``G_L = g_left_q * g_inv`` and ``H_L`` are exact products (a power
+    of two times an integer-valued double), so a GPU contracting ``G - G_L`` or ``H_L + l``
+    into an FMA rounds exactly as the CPU's separate operations do.
     """
     # No helper calls: both backends compile this function as it stands, and a jitted
     # function cannot call a plain Python one.
     if h_left_q <= 0 or h_parent_q - h_left_q <= 0:
         return 0.0, -math.inf
-    h_left = h_left_q / h_scale
-    if h_left < min_child_weight or (h_parent_q - h_left_q) / h_scale < min_child_weight:
+    h_left = h_left_q * h_inv
+    if h_left < min_child_weight or (h_parent_q - h_left_q) * h_inv < min_child_weight:
         return 0.0, -math.inf
-    g_left = g_left_q / g_scale
+    g_left = g_left_q * g_inv
     g_right = g_parent - g_left
     h_right = h_parent - h_left
     twice = ((g_left * g_left) / (h_left + reg_lambda)
              + (g_right * g_right) / (h_right + reg_lambda)
-             - (g_parent * g_parent) / (h_parent + reg_lambda))
+             - parent)
     gain = twice / 2.0
+    if gain_divisor == 1.0:  # x / 1 == x exactly: skip the division
+        return gain, gain - penalty
     return gain, gain / gain_divisor - penalty
 
 
@@ -82,3 +96,72 @@ def bin_of(x, cuts, f, n_cuts_f):
         else:
             hi = mid
     return lo
+
+
+def make_scan_feature(candidate):
+    """``scan_feature`` bound to a compiled ``candidate`` (a jitted function can only call
+    jitted functions, so each backend passes its own compilation of ``candidate``)."""
+
+    def scan_feature(hist, k, f, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
+                     gain_divisor, min_child_weight, pen):
+        """The best split of feature ``f`` at histogram slot ``k``: the one bin scan.
+
+        ``hist`` is int64 (n_slots, n_features, 256, 2), fixed-point (G, H) sums per bin;
+        ``nb`` the feature's number of value bins; (G_q, H_q) and (G, H) the node's sums in
+        fixed point and as float64; ``g_inv`` / ``h_inv`` the reciprocal fixed-point scales. Returns ``(score, gain, bin, missing_left, g_left_q,
+        h_left_q)``; score is -inf when the feature has no valid candidate.
+
+        Candidates, in scan order: for t = 0 .. nb - 2, "bins <= t left, missing right",
+        then (when the node has missing values on f) "bins <= t and missing left"; last, when
+        the node has missing values, t = nb - 1 with missing right: every value left, the
+        missing rows right (a split on missingness, possible even for a one-bin feature).
+        The strictly best score wins, so ties go to the first candidate in this order; the
+        callers scan features in increasing order with the same strict ``>``, so over a node
+        ties go to the lowest (feature, bin), missing right first.
+        """
+        gn_q = hist[k, f, MISSING_BIN, 0]
+        hn_q = hist[k, f, MISSING_BIN, 1]
+        has_missing = gn_q != 0 or hn_q != 0
+        parent = (G * G) / (H + reg_lambda)  # ``parent_term``, inlined: no helper calls
+        n_thr = nb if has_missing else nb - 1
+        b_score = -math.inf
+        b_gain = 0.0
+        b_bin = 0
+        b_ml = 0
+        b_gl = gn_q - gn_q  # int64 zero on every device
+        b_hl = b_gl
+        gl_q = b_gl
+        hl_q = b_gl
+        for t in range(n_thr):
+            bg = hist[k, f, t, 0]
+            bh = hist[k, f, t, 1]
+            if t > 0 and bg == 0 and bh == 0:
+                # An empty bin leaves the left sums, hence both candidates, equal to those of
+                # threshold t - 1, which scored first: they cannot win a strict ``>``.
+                continue
+            gl_q += bg
+            hl_q += bh
+            gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
+                                    reg_lambda, gain_divisor, min_child_weight, pen)
+            if score > b_score:
+                b_score = score
+                b_gain = gain
+                b_bin = t
+                b_ml = 0
+                b_gl = gl_q
+                b_hl = hl_q
+            if has_missing and t != nb - 1:
+                cg = gl_q + gn_q
+                ch = hl_q + hn_q
+                gain, score = candidate(cg, ch, H_q, G, H, parent, g_inv, h_inv,
+                                        reg_lambda, gain_divisor, min_child_weight, pen)
+                if score > b_score:
+                    b_score = score
+                    b_gain = gain
+                    b_bin = t
+                    b_ml = 1
+                    b_gl = cg
+                    b_hl = ch
+        return b_score, b_gain, b_bin, b_ml, b_gl, b_hl
+
+    return scan_feature

@@ -23,6 +23,9 @@ import numpy as np
 from ._device import is_cupy_array, namespace_of, to_host
 from ._types import CUT_DTYPE, MAX_VALUE_BINS
 
+#: Columns whose subsample is sorted at once in ``BinMapper.fit``.
+_COLUMN_BLOCK = 16
+
 
 class BinMapper:
     """Learns cut points on X and maps float features to uint8 bins.
@@ -52,16 +55,31 @@ class BinMapper:
         self.random_state = random_state
 
     def fit(self, X):
-        """X: float (n_samples, n_features), numpy or cupy, NaN for missing."""
+        """X: float (n_samples, n_features), numpy or cupy, NaN for missing.
+
+        Columns are processed in blocks (``_COLUMN_BLOCK`` at a time), so the float64 sorted
+        copy of the subsample never holds more than a block: the memory of a fit is not
+        doubled by its binning."""
         xp = namespace_of(X)
         n, d = X.shape
+        idx = None
         if self.subsample is not None and n > self.subsample:
             rng = np.random.RandomState(self.random_state)
-            idx = np.sort(rng.choice(n, self.subsample, replace=False))
-            sample = X[xp.asarray(idx)]
-        else:
-            sample = X
-        sample = xp.asarray(sample, dtype=np.float64)
+            idx = xp.asarray(np.sort(rng.choice(n, self.subsample, replace=False)))
+        self.cuts_ = []
+        for lo in range(0, d, _COLUMN_BLOCK):
+            block = X[:, lo:lo + _COLUMN_BLOCK]
+            sample = block if idx is None else block[idx]
+            self.cuts_ += self._fit_block(xp, xp.asarray(sample, dtype=np.float64))
+        self.n_bins_ = np.array([c.shape[0] + 1 for c in self.cuts_], dtype=np.int32)
+        self.cuts_padded_ = np.full((d, MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
+        for f, c in enumerate(self.cuts_):
+            self.cuts_padded_[f, : c.shape[0]] = c
+        return self
+
+    def _fit_block(self, xp, sample):
+        """Cut points of the columns of ``sample`` (float64 rows of the subsample)."""
+        d = sample.shape[1]
         sorted_ = xp.sort(sample, axis=0)  # NaN sorts last in numpy and cupy
         n_valid = (~xp.isnan(sample)).sum(axis=0).astype(np.int64)
         i = xp.arange(self.max_bins, dtype=np.int64)[:, None]
@@ -72,21 +90,17 @@ class BinMapper:
         new_value = (sorted_[1:] != sorted_[:-1]) & (rows_[1:] < n_valid[None, :])
         n_distinct = to_host(new_value.sum(axis=0) + (n_valid > 0))
         n_valid = to_host(n_valid)
-        self.cuts_ = []
+        cuts = []
         for f in range(d):
             if n_valid[f] == 0:
-                self.cuts_.append(np.empty(0, CUT_DTYPE))
+                cuts.append(np.empty(0, CUT_DTYPE))
                 continue
             if n_distinct[f] <= self.max_bins:
                 u = np.unique(to_host(sorted_[: int(n_valid[f]), f]))
             else:
                 u = np.unique(picked[:, f])
-            self.cuts_.append((0.5 * u[:-1] + 0.5 * u[1:]).astype(CUT_DTYPE))
-        self.n_bins_ = np.array([c.shape[0] + 1 for c in self.cuts_], dtype=np.int32)
-        self.cuts_padded_ = np.full((d, MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
-        for f, c in enumerate(self.cuts_):
-            self.cuts_padded_[f, : c.shape[0]] = c
-        return self
+            cuts.append((0.5 * u[:-1] + 0.5 * u[1:]).astype(CUT_DTYPE))
+        return cuts
 
     def transform(self, X, backend):
         """Bins of X (uint8, same shape) on X's device, computed by ``backend``."""
@@ -105,6 +119,16 @@ class BinMapper:
         if bin_threshold >= cuts.shape[0]:
             return float("inf")
         return float(cuts[bin_threshold])
+
+    def threshold_values(self, features, bins) -> np.ndarray:
+        """``threshold_value`` of many splits at once: float64 (n_splits,)."""
+        features = np.asarray(features, np.int64)
+        bins = np.asarray(bins, np.int64)
+        n_cuts = self.n_bins_[features].astype(np.int64) - 1
+        inner = bins < n_cuts
+        out = np.full(features.shape[0], np.inf)
+        out[inner] = self.cuts_padded_[features[inner], bins[inner]]
+        return out
 
     # --- persistence (the format and its checks live in gpufs.model_io) -------------------
     def to_dict(self) -> dict:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._threading import thread_limit
 from .binning import BinMapper
-from .grower import TreeParams, grow_tree
-from .quantize import fixed_point_scale, quantize
+from .grower import TreeParams, grow_tree_packed
+from .quantize import exact_mean, prepare_gradients
 from .tree import TreeEnsemble
 
 
@@ -29,6 +30,7 @@ class BoostingParams:
     hessian: bool = True
     n_iter_no_change: int | None = None
     verbose: bool = False
+    n_jobs: int | None = None
 
 
 @dataclass
@@ -64,7 +66,7 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     Xb : uint8 (n_samples, n_features) on the backend's device
     y : (n_samples,) float64 targets or int32 class codes, same device
     w : (n_samples,) float64 sample weights or None
-    objective : ``objectives.*`` instance
+    objective : ``objectives.*`` instance; its ``name`` picks the backend's gradient kernel
     penalties : ``penalties.PenaltyState`` (Omega grows in place)
     eval_data : optional (Xb_val, y_val, w_val) on the same device
 
@@ -72,6 +74,12 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     -------
     (TreeEnsemble, SelectionRecord, best_n_rounds)
     """
+    with thread_limit(params.n_jobs):
+        return _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params,
+                             eval_data)
+
+
+def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, eval_data):
     xp = backend.xp
     n, d = Xb.shape
     n_bins = xp.asarray(bin_mapper.n_bins_)
@@ -83,41 +91,35 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     if eval_data is not None:
         Xb_val, y_val, w_val = eval_data
         raw_val = xp.tile(xp.asarray(base), (Xb_val.shape[0], 1))
+    data = backend.prepare_binned(Xb)
     record = SelectionRecord()
     best_val, best_round, rounds_since_best = np.inf, 0, 0
+    divisor = penalties.scaling == "root_sse"
     bar = _progress(params.n_estimators, params.verbose, "gpufs boosting")
+    loss = np.nan
     for it in range(params.n_estimators):
-        grads = []
-        # all columns' gradients from the raw scores at the round's start
-        G, Hs = objective.gradients(raw, y, backend=backend)
+        # One pass over the rows: every column's gradients at the round's start, and the loss
+        # of those raw scores -- the train loss after the previous round.
+        G, Hs, terms = backend.round_gradients(objective.name, raw, y)
+        if it > 0:
+            loss = exact_mean(terms, w)
+            record.train_loss.extend([loss] * K)
         for k in range(K):
-            g, h = G[k], Hs[k]
-            if not params.hessian:
-                h = xp.ones_like(g)
-            if w is not None:
-                g, h = g * w, h * w
-            grads.append((g, h))
-        for k, (g, h) in enumerate(grads):
-            g_scale, h_scale = fixed_point_scale(g, n), fixed_point_scale(h, n)
-            gq, hq = quantize(g, g_scale), quantize(h, h_scale)
+            prep = prepare_gradients(backend, G[k], Hs[k], w, unit_hessian=not params.hessian,
+                                     divisor=divisor)
             tree_index = ensemble.n_trees
-            grown = grow_tree(backend, Xb, gq, hq, g_scale, h_scale, n_bins, bin_mapper,
-                              penalties, params.tree, tree_index,
-                              gain_divisor=penalties.gain_divisor(g, h))
-            col = raw[:, k]
-            backend.update_raw(col, grown.rows, grown.node_start, grown.node_count,
-                               grown.leaf_nodes, grown.leaf_values)
+            grown = grow_tree_packed(backend, data, prep.gh, prep.G_q, prep.H_q, prep.g_scale,
+                                     prep.h_scale, n_bins, bin_mapper, penalties, params.tree,
+                                     tree_index, gain_divisor=prep.gain_divisor)
+            grown.add_to(raw[:, k])
             ensemble.append(grown.tree, k)
             record.tree_column.append(k)
             record.features_added.append(grown.new_features)
-        loss = objective.loss(raw, y, w, backend=backend)
         val = np.nan
         if raw_val is not None:
             ensemble.predict_binned(Xb_val, backend, start=ensemble.n_trees - K, out=raw_val)
             val = objective.loss(raw_val, y_val, w_val, backend=backend)
-        for _ in range(K):
-            record.train_loss.append(loss)
-            record.val_loss.append(val)
+        record.val_loss.extend([val] * K)
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.4g}", features=len(penalties.order))
@@ -128,6 +130,8 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
                 rounds_since_best += 1
                 if rounds_since_best >= params.n_iter_no_change:
                     break
+    if ensemble.n_trees:
+        record.train_loss.extend([objective.loss(raw, y, w, backend=backend)] * K)
     if bar is not None:
         bar.close()
     n_rounds = ensemble.n_trees // K

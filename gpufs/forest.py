@@ -468,8 +468,7 @@ def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params
         grown = grow_tree(backend, Xb_, gq, hq, g_scale, h_scale, nb_, bm_, pen, tp,
                           len(trees), gain_divisor=divisor)
         pred = xp.zeros(m, dtype=RAW_DTYPE)
-        backend.update_raw(pred, grown.rows, grown.node_start, grown.node_count,
-                           grown.leaf_nodes, grown.leaf_values)
+        grown.add_to(pred)
         tree = grown.tree
         if feature_map is not None:
             f = tree.arrays["feature"]

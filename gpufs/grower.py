@@ -1,10 +1,16 @@
-"""Depth-wise growth of one tree on binned data, through a backend.
+"""Depth-wise growth of one tree on binned data: a loop over levels, one backend call each.
 
-Owns the level loop: histograms -> penalized split search -> decisions (with the feature
-budget) -> partition -> child histograms (the smaller child built, its sibling by
-subtraction) -> leaf values. It never branches on the device: every array operation is a
-backend kernel or an operation of the backend's array namespace, and the only device -> host
-traffic per level is the best split of each node (a few numbers per node).
+Owns the tree loop and the bookkeeping a user sees; the backend owns the work. Per level,
+``backend.level_step`` runs the whole level in one compiled call on the CPU (or a fixed
+sequence of kernels and one small device -> host copy on the GPU): penalized split search of
+every node, the decisions (``gpufs._level``: feature budget, Omega-only fallback, leaf or
+split), the partition of the rows, the children's sums, and the next level's histograms (the
+smaller child of each split built, its sibling by exact subtraction). No Python runs per node
+and nothing here branches on the device.
+
+The grower keeps: the ``Tree`` arrays (filled from each level's decisions), the penalty state
+(``gpufs.penalties``: Omega grows between levels), and the leaf values, computed at the end
+from the nodes' exact fixed-point sums with the one leaf formula (``_gain.leaf_value``).
 """
 from __future__ import annotations
 
@@ -12,9 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _gain
-from ._device import to_host
-from ._types import N_HIST_BINS, ROW_INDEX_DTYPE
+from .quantize import fixed_point_scale, quantize
 from .tree import Tree, n_nodes_for_depth
 
 
@@ -29,150 +33,148 @@ class TreeParams:
     min_split_gain: float = 0.0
 
 
-@dataclass
-class GrownTree:
-    """A tree and where its rows ended up (for the raw-prediction update without traversal).
+@dataclass(frozen=True)
+class SplitParams:
+    """Everything the split search of one tree needs besides the histograms (host scalars
+    and the per-feature bin counts on the backend's device)."""
 
-    ``rows`` (n_samples,) int32 on the device, partitioned so that leaf node i holds
-    ``rows[node_start[i] : node_start[i] + node_count[i]]``; ``leaf_nodes`` / ``leaf_values``
-    are host arrays.
+    n_bins: object
+    g_scale: float
+    h_scale: float
+    reg_lambda: float
+    gain_divisor: float
+    min_child_weight: float
+    min_split_gain: float
+
+
+@dataclass
+class LevelResult:
+    """One level's decisions, host arrays over the level's nodes (in node order).
+
+    ``feature`` int32 (-1: the node is a leaf), ``bin`` int32, ``missing_left`` bool,
+    ``gain`` float64; ``admitted`` int64, the features that entered Omega, in order.
     """
 
+    nodes: np.ndarray
+    feature: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    gain: np.ndarray
+    admitted: np.ndarray
+
+
+@dataclass
+class GrownTree:
+    """A tree and where its rows ended up (the backend's tree state), so the raw scores are
+    updated from the partition without traversing the tree (``add_to``)."""
+
     tree: Tree
-    rows: object
-    node_start: np.ndarray
-    node_count: np.ndarray
+    state: object
+    backend: object
     leaf_nodes: np.ndarray
     leaf_values: np.ndarray
     new_features: list
 
+    def add_to(self, raw_column):
+        """raw_column[row] += value of the row's leaf, in place (n_samples,) float64."""
+        self.backend.update_raw(raw_column, self.state, self.leaf_nodes, self.leaf_values)
 
-def _host(d: dict) -> dict:
-    return {k: to_host(v) for k, v in d.items()}
+
+def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bins,
+                     bin_mapper, penalties, params: TreeParams, tree_index: int,
+                     gain_divisor: float = 1.0) -> GrownTree:
+    """Grow one tree from packed fixed-point gradients.
+
+    Parameters
+    ----------
+    backend : CPUBackend or GPUBackend
+    Xb : uint8 (n_samples, n_features) on the backend's device, or
+        ``backend.prepare_binned(Xb)`` (prepare it once when growing many trees)
+    gh : int64 (n_samples, 2) fixed-point (gradient, hessian), sample weights applied
+    root_g_q, root_h_q : int, the exact sums of the two columns of ``gh``
+    g_scale, h_scale : the power-of-two scales of ``gh``'s columns
+    n_bins : int32 (n_features,) value bins per feature, on the backend's device
+    bin_mapper : ``binning.BinMapper`` (raw-value thresholds of the splits)
+    penalties : ``penalties.PenaltyState``, updated in place as features are first used
+    tree_index : index of this tree in the ensemble (recorded as the first use of new features)
+    gain_divisor : the A-GBM divisor of this tree's gradients (1.0 for plain GBFS)
+    """
+    depth_max = params.max_depth
+    d = Xb.shape[1]
+    tree = Tree.empty(depth_max)
+    split = SplitParams(n_bins=n_bins, g_scale=float(g_scale), h_scale=float(h_scale),
+                        reg_lambda=float(params.reg_lambda), gain_divisor=float(gain_divisor),
+                        min_child_weight=float(params.min_child_weight),
+                        min_split_gain=float(params.min_split_gain))
+    feats = penalties.candidate_features(d)
+    state = backend.start_tree(Xb, gh, int(root_g_q), int(root_h_q), depth_max, feats)
+    reached = [np.zeros(1, np.int64)]
+    leaves = []
+    new_features: list[int] = []
+    for depth in range(depth_max):
+        budget = penalties.budget_left()
+        res = backend.level_step(state, penalties.penalty_vector(), penalties.allowed_mask(),
+                                 penalties.used, -1 if budget is None else budget, split,
+                                 depth + 1 < depth_max)
+        split_mask = res.feature >= 0
+        nodes = res.nodes[split_mask]
+        leaves.append(res.nodes[~split_mask])
+        new_features += penalties.admit(res.admitted, tree_index)
+        if nodes.shape[0] == 0:
+            break
+        f = res.feature[split_mask]
+        b = res.bin[split_mask]
+        tree.feature[nodes] = f
+        tree.bin_threshold[nodes] = b
+        tree.threshold[nodes] = _thresholds(bin_mapper, f, b)
+        tree.missing_left[nodes] = res.missing_left[split_mask]
+        tree.gain[nodes] = res.gain[split_mask]
+        children = np.empty(2 * nodes.shape[0], np.int64)
+        children[0::2] = 2 * nodes + 1
+        children[1::2] = 2 * nodes + 2
+        reached.append(children)
+        if depth + 1 == depth_max:
+            leaves.append(children)
+
+    reached = np.concatenate(reached)
+    node_g, node_h, node_count = backend.node_sums(state)
+    G = node_g[reached] / g_scale
+    H = node_h[reached] / h_scale
+    # ``_gain.leaf_value``'s formula on arrays: the same IEEE operations per node.
+    tree.value[reached] = (-G / (H + params.reg_lambda)) * params.learning_rate
+    tree.cover[reached] = H
+    tree.count[reached] = node_count[reached]
+    leaf_nodes = np.sort(np.concatenate(leaves))
+    return GrownTree(tree=tree, state=state, backend=backend, leaf_nodes=leaf_nodes,
+                     leaf_values=tree.value[leaf_nodes].copy(), new_features=new_features)
 
 
 def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_mapper,
               penalties, params: TreeParams, tree_index: int,
               gain_divisor: float = 1.0) -> GrownTree:
-    """Grow one tree.
-
-    Parameters
-    ----------
-    backend : CPUBackend or GPUBackend
-    Xb : uint8 (n_samples, n_features) on the backend's device
-    gq, hq : int64 (n_samples,) fixed-point gradients / hessians (sample weights applied)
-    g_scale, h_scale : the power-of-two scales of gq and hq (``quantize.fixed_point_scale``)
-    n_bins : int32 (n_features,) value bins per feature, on the backend's device
-    bin_mapper : ``binning.BinMapper`` (for raw-value thresholds)
-    penalties : ``penalties.PenaltyState``, updated in place as features are first used
-    tree_index : index of this tree in the ensemble (recorded as the first use of new features)
-    gain_divisor : ``penalties.gain_divisor(g, h)`` of this tree's gradients
-    """
+    """Grow one tree from separate fixed-point gradients ``gq`` and hessians ``hq`` (int64
+    (n_samples,) each); see ``grow_tree_packed`` for the rest."""
     xp = backend.xp
-    n, d = Xb.shape
-    depth_max = params.max_depth
-    n_nodes = n_nodes_for_depth(depth_max)
-    tree = Tree.empty(depth_max)
-    rows = xp.arange(n, dtype=ROW_INDEX_DTYPE)
-    node_start = np.zeros(n_nodes, dtype=np.int64)
-    node_count = np.zeros(n_nodes, dtype=np.int64)
-    node_g = np.zeros(n_nodes, dtype=np.int64)
-    node_h = np.zeros(n_nodes, dtype=np.int64)
-    node_count[0] = n
-    node_g[0] = int(gq.sum())
-    node_h[0] = int(hq.sum())
+    gh = xp.stack([gq, hq], axis=1)
+    return grow_tree_packed(backend, Xb, gh, int(gq.sum()), int(hq.sum()), g_scale, h_scale,
+                            n_bins, bin_mapper, penalties, params, tree_index, gain_divisor)
 
-    reached = [0]
-    leaves = []
-    new_features: list[int] = []
-    active = [0]
-    hist = backend.histograms(Xb, gq, hq, rows, node_start, node_count, np.array([0]))
-    for depth in range(depth_max):
-        act = np.asarray(active, dtype=np.int64)
-        penalty = penalties.penalty_vector()
-        allowed = penalties.allowed_mask()
-        cand = _host(backend.find_splits(
-            hist, node_g[act], node_h[act], n_bins, penalty, allowed, g_scale, h_scale,
-            params.reg_lambda, gain_divisor, params.min_child_weight))
-        fallback = None  # best split on Omega only, computed when the budget needs it
-        budget = penalties.budget_left()
-        admitted: list[int] = []
-        split_slots, split_choice = [], []
-        for slot, node in enumerate(active):
-            choice = cand
-            f = int(cand["feature"][slot])
-            if f >= 0 and budget is not None and not penalties.used[f] and f not in admitted \
-                    and len(admitted) >= budget:
-                if fallback is None:
-                    fallback = _host(backend.find_splits(
-                        hist, node_g[act], node_h[act], n_bins, penalty,
-                        penalties.used.copy(), g_scale, h_scale, params.reg_lambda,
-                        gain_divisor, params.min_child_weight))
-                choice = fallback
-                f = int(fallback["feature"][slot])
-            if f < 0 or not (choice["score"][slot] > params.min_split_gain):
-                leaves.append(node)
-                continue
-            if not penalties.used[f] and f not in admitted:
-                admitted.append(f)
-            split_slots.append(slot)
-            split_choice.append(choice)
-        new_features += penalties.admit(admitted, tree_index)
-        if not split_slots:
-            break
 
-        split_nodes = np.array([active[s] for s in split_slots], dtype=np.int64)
-        sf = np.array([c["feature"][s] for s, c in zip(split_slots, split_choice)], np.int64)
-        sb = np.array([c["bin"][s] for s, c in zip(split_slots, split_choice)], np.int64)
-        sm = np.array([c["missing_left"][s] for s, c in zip(split_slots, split_choice)], bool)
-        sg = np.array([c["gain"][s] for s, c in zip(split_slots, split_choice)], np.float64)
-        gl = np.array([c["g_left"][s] for s, c in zip(split_slots, split_choice)], np.int64)
-        hl = np.array([c["h_left"][s] for s, c in zip(split_slots, split_choice)], np.int64)
-        tree.feature[split_nodes] = sf
-        tree.bin_threshold[split_nodes] = sb
-        tree.threshold[split_nodes] = [bin_mapper.threshold_value(f, b) for f, b in zip(sf, sb)]
-        tree.missing_left[split_nodes] = sm
-        tree.gain[split_nodes] = sg
+def grow_tree_from_gradients(backend, Xb, g, h, n_bins, bin_mapper, penalties,
+                             params: TreeParams, tree_index: int, *, divisor: bool = False):
+    """Quantize float64 gradients ``g`` and hessians ``h`` (n_samples,) and grow a tree;
+    ``divisor`` asks for the A-GBM divisor of these gradients (else 1)."""
+    n = int(g.shape[0])
+    g_scale, h_scale = fixed_point_scale(g, n), fixed_point_scale(h, n)
+    div = penalties.gain_divisor(g, h) if divisor else 1.0
+    return grow_tree(backend, Xb, quantize(g, g_scale), quantize(h, h_scale), g_scale, h_scale,
+                     n_bins, bin_mapper, penalties, params, tree_index, gain_divisor=div)
 
-        left_count = to_host(backend.partition(Xb, rows, node_start, node_count, split_nodes,
-                                               sf, sb, sm))
-        lefts, rights = 2 * split_nodes + 1, 2 * split_nodes + 2
-        node_start[lefts] = node_start[split_nodes]
-        node_count[lefts] = left_count
-        node_start[rights] = node_start[split_nodes] + left_count
-        node_count[rights] = node_count[split_nodes] - left_count
-        node_g[lefts], node_h[lefts] = gl, hl
-        node_g[rights] = node_g[split_nodes] - gl
-        node_h[rights] = node_h[split_nodes] - hl
-        next_active = np.empty(2 * len(split_nodes), dtype=np.int64)
-        next_active[0::2], next_active[1::2] = lefts, rights
-        reached += next_active.tolist()
 
-        if depth + 1 < depth_max:
-            # Build the child with fewer rows; the sibling is parent - child, exactly.
-            left_smaller = node_count[lefts] <= node_count[rights]
-            build = np.where(left_smaller, lefts, rights)
-            built = backend.histograms(Xb, gq, hq, rows, node_start, node_count, build)
-            parent_slots = xp.asarray(np.asarray(split_slots, dtype=np.int64))
-            k = len(split_nodes)
-            nxt = xp.empty((2 * k, d, N_HIST_BINS, 2), dtype=hist.dtype)
-            build_slot = 2 * np.arange(k) + np.where(left_smaller, 0, 1)
-            sib_slot = 2 * np.arange(k) + np.where(left_smaller, 1, 0)
-            nxt[xp.asarray(build_slot)] = built
-            nxt[xp.asarray(sib_slot)] = hist[parent_slots] - built
-            hist = nxt
-        else:
-            leaves += next_active.tolist()
-        active = next_active.tolist()
-
-    reached = np.asarray(reached, dtype=np.int64)
-    G = node_g[reached] / g_scale
-    H = node_h[reached] / h_scale
-    tree.value[reached] = [_gain.leaf_value(g, h, params.reg_lambda, params.learning_rate)
-                           for g, h in zip(G, H)]
-    tree.cover[reached] = H
-    tree.count[reached] = node_count[reached]
-    leaf_nodes = np.asarray(sorted(leaves), dtype=np.int64)
-    return GrownTree(tree=tree, rows=rows, node_start=node_start, node_count=node_count,
-                     leaf_nodes=leaf_nodes, leaf_values=tree.value[leaf_nodes].copy(),
-                     new_features=new_features)
+def _thresholds(bin_mapper, features, bins):
+    """Raw-value thresholds of splits (``BinMapper.threshold_values``; mappers without the
+    vectorized form answer one split at a time)."""
+    vectorized = getattr(bin_mapper, "threshold_values", None)
+    if vectorized is not None:
+        return vectorized(features, bins)
+    return [bin_mapper.threshold_value(int(f), int(b)) for f, b in zip(features, bins)]

@@ -450,10 +450,11 @@ def _index_list(v, at, n_features, max_length=None):
 
 
 def _free_form(v, at, depth=0):
-    """A record that only describes the fit (``selection_path``, ``fit_times``).
+    """A record that only describes the fit (``selection_path``, ``fit_times``, ...).
 
-    Encoded by :func:`_free_form_out`: objects are ``{"items": [[key, value], ...]}`` (keys
-    are strings or integers), lists are lists, floats may be non-finite strings.
+    Encoded by :func:`_free_form_out`: a mapping is ``{"items": [[key, value], ...]}`` (keys
+    are strings or integers), a non-finite float ``{"float": "NaN"}`` (or "Infinity",
+    "-Infinity"), lists are lists; strings, numbers, booleans and null are themselves.
     """
     if depth > MAX_NESTING:
         at.fail(f"nested deeper than {MAX_NESTING} levels.")
@@ -461,11 +462,15 @@ def _free_form(v, at, depth=0):
     if v is None or t in (bool, int):
         return v
     if t is str:
-        return _NONFINITE[v] if v in _NONFINITE else _str(v, at)
+        return _str(v, at)
     if t is float:
         return _float(v, at)
     if t is list:
+        _list(v, at, max_length=MAX_NODES)
         return [_free_form(x, at[i], depth + 1) for i, x in enumerate(v)]
+    if t is dict and "float" in v:
+        _obj(v, at, ["float"])
+        return _float(v["float"], at["float"], nonfinite=tuple(_NONFINITE))
     if t is dict:
         _obj(v, at, ["items"])
         out = {}
@@ -482,6 +487,7 @@ def _free_form(v, at, depth=0):
 
 
 def _free_form_out(v, name, depth=0):
+    """The JSON form of a record read back by :func:`_free_form` (tuples become lists)."""
     if depth > MAX_NESTING:
         raise ValueError(f"cannot save {name}: nested deeper than {MAX_NESTING} levels.")
     if isinstance(v, np.ndarray):
@@ -489,11 +495,9 @@ def _free_form_out(v, name, depth=0):
     if isinstance(v, np.generic):
         v = v.item()
     if v is None or isinstance(v, (bool, int, str)):
-        if isinstance(v, str) and v in _NONFINITE:
-            raise ValueError(f"cannot save {name}: the string {v!r} is reserved.")
         return v
     if isinstance(v, float):
-        return _float_out(v)
+        return v if math.isfinite(v) else {"float": _float_out(v)}
     if isinstance(v, (list, tuple)):
         return [_free_form_out(x, name, depth + 1) for x in v]
     if isinstance(v, dict):
@@ -957,7 +961,8 @@ def _device_of(v, at):
 class _GBFS:
     binned = True
     keys = ["device", "ensemble", "bins", "n_estimators", "selected_features", "first_use_tree",
-            "feature_importances", "selection_record"]
+            "feature_importances", "selection_record", "mu", "mu_search", "fit_times",
+            "selection_path"]
 
     @staticmethod
     def write(est):
@@ -976,6 +981,10 @@ class _GBFS:
                 "train_loss": _floats_out(rec["train_loss"]),
                 "val_loss": _floats_out(rec["val_loss"]),
             },
+            "mu": _float_out(est.mu_),
+            "mu_search": _free_form_out(est.mu_search_, "mu_search_"),
+            "fit_times": _free_form_out(est.fit_times_, "fit_times_"),
+            "selection_path": _free_form_out(est.selection_path_, "selection_path_"),
         }
 
     @staticmethod
@@ -1032,6 +1041,13 @@ class _GBFS:
         est.feature_importances_ = imp
         est.selection_record_ = {"tree_column": rcol.tolist(),
                                  "features_added": features_added, **losses}
+        est.mu_ = _float(f["mu"], at["mu"], lo=0.0)
+        # what the fit reports about itself (informational: type-checked, not provable)
+        est.mu_search_ = _free_form(f["mu_search"], at["mu_search"])
+        for key in ("fit_times", "selection_path"):
+            value = _free_form(f[key], at[key])
+            if value is not None:           # absent from files of the first format
+                setattr(est, key + "_", value)
         est._objective = (make_objective("classification", len(est.classes_))
                           if hasattr(est, "classes_") else make_objective("regression"))
 
@@ -1284,6 +1300,8 @@ def _migrate_format1(p):
                                "booleans.")
         classes = _classes_out(np.asarray(values))
     rec = _untoken(p["selection_record"])
+    # gpufs 0.1.0 fitted at the mu it was given (no search)
+    params_mu = p["params"].get("mu") if type(p["params"]) is dict else None
     base = _list(_untoken(e["base_score"]), at["ensemble"]["base_score"])
     cols = _list(e["tree_column"], at["ensemble"]["tree_column"])
     return {
@@ -1301,6 +1319,7 @@ def _migrate_format1(p):
             "first_use_tree": p["first_use_tree"],
             "feature_importances": _untoken(p["feature_importances"]),
             "selection_record": rec,
+            "mu": params_mu, "mu_search": None, "fit_times": None, "selection_path": None,
         },
     }
 

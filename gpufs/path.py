@@ -1,21 +1,151 @@
-"""Selection paths: refit a selector over a sweep of its sparsity knob.
+"""Selection paths: error against the number of selected features, for every gpufs family.
 
-Owns ``mu_path`` (the error-vs-number-of-features curve of GBFS paper 000, Figure 3): for each
-mu, fit a clone, record the selected features and a validation score; and ``plot_path``.
+Owns the one description of a path (``SelectionPath``: the features in the order they entered,
+and the training / validation loss once each had entered), how it is read from each fitted
+family (``selection_path``), and ``mu_path``, which refits a GBFS estimator over a sweep of
+``mu`` (the error-vs-features curve of Xu, Huang, Weinberger, Zheng, "Gradient Boosted Feature
+Selection", KDD 2014, Figure 3). Drawing is ``gpufs.plotting.plot_selection_path``.
+
+What "the loss with j features" is, per family:
+  * GBFS: the loss after the last tree grown while the ensemble used j features (just before
+    the (j+1)-th entered, or after the final tree), from ``selection_record_``; features
+    that entered in the same tree share that tree's loss (no model had only some of them).
+  * Stagewise: the cost after round j (``cost_history_[j]``, round 0 is the bias alone).
+  * ControlBurn: the lasso's training loss of the selection with j features, from
+    ``selection_path_`` (needs ``path_k_max``).
+  * ``mu_path``: one point per mu, the fitted model's validation score.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 from sklearn.base import clone
+
+__all__ = ["PathPoint", "SelectionPath", "feature_names", "mu_path", "plot_path",
+           "points_path", "selection_path"]
+
+
+def feature_names(estimator) -> list:
+    """Column names of a fitted estimator: ``feature_names_in_`` when the input had them,
+    else ``x0, x1, ...`` (scikit-learn's convention)."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None:
+        return [str(n) for n in names]
+    return [f"x{j}" for j in range(int(estimator.n_features_in_))]
+
+
+@dataclass
+class SelectionPath:
+    """Error against the number of selected features.
+
+    Attributes
+    ----------
+    n_features : list of int, the number of features at each point
+    features : list of str, the feature that entered at each point (names when the input
+        had column names), or "" where the point is not one entry (a ``mu_path`` point)
+    train_loss : list of float (NaN where unknown)
+    val_loss : list of float, or None without validation data
+    label : str, the legend entry
+    loss_name : str, the y-axis label
+    """
+
+    n_features: list
+    features: list
+    train_loss: list
+    val_loss: list | None = None
+    label: str = ""
+    loss_name: str = "loss"
+    extra: dict = field(default_factory=dict)
+
+
+def _gbfs_path(est):
+    rec = est.selection_record_
+    names = feature_names(est)
+    added = rec["features_added"]
+    train, val = np.asarray(rec["train_loss"], float), np.asarray(rec["val_loss"], float)
+    entry_trees = [t for t, fs in enumerate(added) for _ in fs]
+    order = [f for fs in added for f in fs]
+    n_trees = len(added)
+    ks, feats, tl, vl = [], [], [], []
+    for j, (t, f) in enumerate(zip(entry_trees, order)):
+        # the model with j+1 features: up to the tree before the next entry
+        last = (entry_trees[j + 1] - 1) if j + 1 < len(order) else n_trees - 1
+        last = max(last, t)
+        ks.append(j + 1)
+        feats.append(names[f])
+        tl.append(float(train[last]))
+        vl.append(float(val[last]))
+    has_val = bool(len(vl)) and not np.all(np.isnan(vl))
+    return SelectionPath(ks, feats, tl, vl if has_val else None, label=type(est).__name__,
+                         loss_name="boosting loss",
+                         extra={"entry_tree": entry_trees})
+
+
+def _stagewise_path(est):
+    names = feature_names(est)
+    sel = [int(j) for j in est.selected_features_]
+    cost = np.asarray(est.cost_history_, float)
+    val = getattr(est, "validation_cost_history_", None)
+    return SelectionPath(list(range(1, len(sel) + 1)), [names[j] for j in sel],
+                         cost[1:len(sel) + 1].tolist(),
+                         None if val is None else np.asarray(val, float)[1:len(sel) + 1].tolist(),
+                         label=type(est).__name__, loss_name="cost",
+                         extra={"cost_without_features": float(cost[0])})
+
+
+def _controlburn_path(est):
+    path = est.selection_path_
+    if path is None or "train_loss" not in path:
+        raise ValueError(
+            f"{type(est).__name__} has no losses on its selection path: fit it with "
+            "path_k_max set (and a gpufs version that records the lasso's loss per k).")
+    names = feature_names(est)
+    ks = sorted(int(k) for k in path["train_loss"])
+    prev, feats = set(), []
+    for k in ks:
+        cur = [int(f) for f in path["features"][k]]
+        new = [f for f in cur if f not in prev]
+        feats.append(", ".join(names[f] for f in new))
+        prev = set(cur)
+    val = path.get("val_loss")
+    return SelectionPath(ks, feats, [float(path["train_loss"][k]) for k in ks],
+                         None if val is None else [float(val[k]) for k in ks],
+                         label=type(est).__name__, loss_name="lasso training loss")
+
+
+def selection_path(estimator) -> SelectionPath:
+    """The selection path of a fitted GBFS, stagewise or ControlBurn estimator.
+
+    Parameters
+    ----------
+    estimator : fitted ``GBFSClassifier``, ``GBFSRegressor``, ``StagewiseClassifier``,
+        ``StagewiseRegressor``, ``ControlBurnClassifier`` or ``ControlBurnRegressor``
+
+    Returns
+    -------
+    SelectionPath
+    """
+    if hasattr(estimator, "selection_record_"):
+        return _gbfs_path(estimator)
+    if hasattr(estimator, "cost_history_"):
+        return _stagewise_path(estimator)
+    if hasattr(estimator, "forest_"):
+        return _controlburn_path(estimator)
+    raise ValueError(f"selection_path needs a fitted gpufs selector; got "
+                     f"{type(estimator).__name__} (is it fitted?).")
 
 
 @dataclass
 class PathPoint:
+    """One fit of ``mu_path``: its mu, the selected features (indices and names, in order of
+    selection), how many, and the validation score."""
+
     mu: float
     selected_features: list
     n_selected: int
     val_score: float
+    selected_names: list = field(default_factory=list)
 
 
 def mu_path(estimator, X, y, mus, X_val=None, y_val=None, scoring=None):
@@ -25,6 +155,8 @@ def mu_path(estimator, X, y, mus, X_val=None, y_val=None, scoring=None):
     ----------
     estimator : a GBFS estimator (any estimator with a ``mu`` parameter and
         ``selected_features_``)
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
     mus : iterable of float
     X_val, y_val : validation data (default: the training data, which overstates the score)
     scoring : None (the estimator's ``score``) or a callable ``scoring(est, X, y)``
@@ -40,26 +172,23 @@ def mu_path(estimator, X, y, mus, X_val=None, y_val=None, scoring=None):
         est = clone(estimator).set_params(mu=float(mu)).fit(X, y)
         score = est.score(X_val, y_val) if scoring is None else scoring(est, X_val, y_val)
         sel = [int(f) for f in est.selected_features_]
-        points.append(PathPoint(float(mu), sel, len(sel), float(score)))
+        names = feature_names(est)
+        points.append(PathPoint(float(mu), sel, len(sel), float(score),
+                                [names[f] for f in sel]))
     return points
 
 
+def points_path(points, label="mu path") -> SelectionPath:
+    """A ``mu_path`` result as a SelectionPath of validation scores (sorted by size)."""
+    pts = sorted(points, key=lambda p: (p.n_selected, -p.mu))
+    return SelectionPath([p.n_selected for p in pts], ["" for _ in pts],
+                         [float("nan")] * len(pts), [p.val_score for p in pts], label=label,
+                         loss_name="validation score",
+                         extra={"mu": [p.mu for p in pts]})
+
+
 def plot_path(points, ax=None, label=None):
-    """Validation score against the number of selected features (matplotlib Axes)."""
-    import matplotlib.pyplot as plt
+    """Draw a ``mu_path`` result: ``gpufs.plotting.plot_selection_path`` of its points."""
+    from .plotting import plot_selection_path
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.5))
-    pts = sorted(points, key=lambda p: p.n_selected)
-    ax.plot([p.n_selected for p in pts], [p.val_score for p in pts], "o-", label=label)
-    for p in pts:
-        ax.annotate(f"mu={p.mu:g}", (p.n_selected, p.val_score), fontsize=7,
-                    textcoords="offset points", xytext=(3, 3))
-    ax.set_xlabel("number of selected features")
-    ax.set_ylabel("validation score")
-    if label:
-        ax.legend()
-    return ax
-
-
-__all__ = ["PathPoint", "mu_path", "plot_path"]
+    return plot_selection_path(points_path(points, label or "mu path"), ax=ax)

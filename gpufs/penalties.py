@@ -75,6 +75,12 @@ class PenaltyState:
             return self.used.copy()
         return np.ones_like(self.used)
 
+    def candidate_features(self, n_features: int) -> np.ndarray:
+        """int32 sorted: the features whose histograms can matter in the next tree, those a
+        split may use now or that are in Omega (the fallback's set): only Omega's once the
+        budget is spent."""
+        return np.flatnonzero(self.allowed_mask() | self.used).astype(np.int32)
+
     def admit(self, features, tree_index: int) -> list[int]:
         """Put features into Omega (in the given order); returns those that were new."""
         new = []

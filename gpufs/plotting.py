@@ -7,14 +7,93 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_stagewise"]
+__all__ = ["plot_selection_path", "plot_stagewise"]
 
 
 def _feature_labels(estimator):
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is not None:
-        return [str(n) for n in names]
-    return [f"x{j}" for j in range(estimator.n_features_in_)]
+    from .path import feature_names
+
+    return feature_names(estimator)
+
+
+def _short(name, width=18):
+    """A tick label that fits: long names keep their start and their end (where column
+    families usually differ) around an ellipsis."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "\N{HORIZONTAL ELLIPSIS}" + name[-(width - 1 - head):]
+
+
+def plot_selection_path(*paths, ax=None, validation=True, label_features=True):
+    """Error against the number of selected features, for any gpufs family.
+
+    The curve of Xu et al., "Gradient Boosted Feature Selection" (KDD 2014), Figure 3, and of
+    ControlBurn's k-path (Liu, Xie, Udell, KDD 2021): one line per path, training loss solid
+    and validation loss dashed in the same colour. With one path, each x tick also names the
+    feature that entered there (names when the input had column names).
+
+    Parameters
+    ----------
+    *paths : fitted gpufs selectors, ``gpufs.path.SelectionPath`` objects, or ``mu_path``
+        results (lists of ``PathPoint``), in any mix; at least one.
+    ax : matplotlib Axes or None
+        None: a new figure with ``constrained_layout`` (labels are sized to fit).
+    validation : bool, default=True
+        Draw the validation loss where the path has one.
+    label_features : bool, default=True
+        With a single path, write the entering feature under each tick.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    from .path import PathPoint, SelectionPath, points_path, selection_path
+
+    if not paths:
+        raise ValueError("plot_selection_path needs at least one path or fitted selector.")
+    resolved = []
+    for p in paths:
+        if isinstance(p, SelectionPath):
+            resolved.append(p)
+        elif isinstance(p, (list, tuple)) and p and all(isinstance(q, PathPoint) for q in p):
+            resolved.append(points_path(list(p)))
+        else:
+            resolved.append(selection_path(p))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.2), constrained_layout=True)
+    for i, p in enumerate(resolved):
+        color = f"C{i}"
+        train = np.asarray(p.train_loss, float)
+        if np.isfinite(train).any():
+            ax.plot(p.n_features, train, "o-", color=color,
+                    label=f"{p.label} (train)" if p.val_loss is not None else p.label)
+        if validation and p.val_loss is not None:
+            ax.plot(p.n_features, p.val_loss, "s--", color=color,
+                    label=f"{p.label} (validation)" if np.isfinite(train).any() else p.label)
+        for n, mu, v in zip(p.n_features, p.extra.get("mu", []), p.val_loss or []):
+            ax.annotate(f"mu={mu:g}", (n, v), fontsize=7, textcoords="offset points",
+                        xytext=(3, 3))
+    ks = sorted({int(n) for p in resolved for n in p.n_features})
+    ax.set_xticks(ks)
+    ax.margins(x=0.1)               # room for the mu annotations at the ends
+    one = resolved[0]
+    if label_features and len(resolved) == 1 and any(one.features):
+        by_k = dict(zip(one.n_features, one.features))
+        many = len(ks) > 6
+        ax.set_xticklabels([f"{k}" + (f"\n+{_short(by_k[k])}" if by_k.get(k) else "")
+                            if not many else (f"{k} +{_short(by_k[k])}" if by_k.get(k) else
+                                              f"{k}") for k in ks],
+                           rotation=45 if many else 0, ha="right" if many else "center",
+                           fontsize=8)
+    ax.set_xlabel("number of selected features" + (" (+ feature that entered)"
+                  if label_features and len(resolved) == 1 and any(one.features) else ""))
+    names = {p.loss_name for p in resolved}
+    ax.set_ylabel(names.pop() if len(names) == 1 else "loss")
+    ax.legend(fontsize=8)
+    return ax
 
 
 def plot_stagewise(estimator, ax=None):

@@ -26,14 +26,20 @@ def _row_bits(n_rows: int) -> int:
     return max(1, math.ceil(math.log2(n_rows + 1)))
 
 
-def fixed_point_scale(a, n_rows: int) -> float:
-    """Power-of-two scale for the values of ``a`` (numpy or cupy), given the row count."""
-    xp = namespace_of(a)
-    max_abs = float(xp.abs(a).max()) if a.size else 0.0
+def scale_for(max_abs: float, n_rows: int) -> float:
+    """The power-of-two fixed-point scale for values of largest magnitude ``max_abs``: the
+    largest 2**k with n_rows * max_abs * 2**k < 2**62 (1.0 for 0, inf or NaN)."""
     if max_abs == 0.0 or not math.isfinite(max_abs):
         return 1.0
     _, exp_max = math.frexp(max_abs)  # max_abs < 2**exp_max
     return math.ldexp(1.0, _HEADROOM_BITS - _row_bits(n_rows) - exp_max)
+
+
+def fixed_point_scale(a, n_rows: int) -> float:
+    """Power-of-two scale for the values of ``a`` (numpy or cupy), given the row count."""
+    xp = namespace_of(a)
+    max_abs = float(xp.abs(a).max()) if a.size else 0.0
+    return scale_for(max_abs, n_rows)
 
 
 def quantize(a, scale: float):
@@ -68,16 +74,29 @@ def exact_sum(a) -> float:
         return math.inf if pos else -math.inf
     if max_abs == 0.0:
         return 0.0
+    f1, f2, low_scale, e, low_bits = _sum_factors(max_abs, n)
+    x = (a * f1) * f2
+    hi = xp.rint(x)
+    lo = xp.rint((x - hi) * low_scale)
+    return _combine(int(hi.astype(QGRAD_DTYPE).sum()), int(lo.astype(QGRAD_DTYPE).sum()), e,
+                    low_bits)
+
+
+def _sum_factors(max_abs: float, n: int):
+    """``exact_sum``'s scaling for n finite values of largest magnitude max_abs > 0: the two
+    exact power-of-two factors of 2**e (2**e alone may not be a finite double), the low word's
+    scale 2**L, and e, L."""
     _, exp_max = math.frexp(max_abs)
     row_bits = _row_bits(n)
     e = _HEADROOM_BITS - row_bits - exp_max
     low_bits = _HEADROOM_BITS - row_bits
-    e1 = e // 2  # two exact power-of-two factors: 2**e alone may not be a finite double
-    x = (a * math.ldexp(1.0, e1)) * math.ldexp(1.0, e - e1)
-    hi = xp.rint(x)
-    lo = xp.rint((x - hi) * math.ldexp(1.0, low_bits))
-    total = (int(hi.astype(QGRAD_DTYPE).sum()) << low_bits) + int(lo.astype(QGRAD_DTYPE).sum())
-    return _int_times_pow2(total, -(e + low_bits))
+    e1 = e // 2
+    return math.ldexp(1.0, e1), math.ldexp(1.0, e - e1), math.ldexp(1.0, low_bits), e, low_bits
+
+
+def _combine(hi_sum: int, lo_sum: int, e: int, low_bits: int) -> float:
+    """(sum(hi) * 2**L + sum(lo)) / 2**(e + L), correctly rounded."""
+    return _int_times_pow2((hi_sum << low_bits) + lo_sum, -(e + low_bits))
 
 
 def _int_times_pow2(total: int, k: int) -> float:
@@ -100,3 +119,61 @@ def exact_mean(a, w=None) -> float:
     if w is None:
         return exact_sum(a) / n
     return exact_sum(a * w) / exact_sum(w)
+
+
+class PreparedGradients:
+    """One tree's fixed-point gradients and the exact sums that steer its growth.
+
+    Attributes
+    ----------
+    gh : int64 (n_samples, 2) on the backend's device: rint(g w * g_scale), rint(h w * h_scale)
+    g_scale, h_scale : float, the power-of-two scales (``fixed_point_scale`` of g w and h w)
+    G_q, H_q : int, the exact sums of the two columns of ``gh`` (the root's sums)
+    gain_divisor : float, the A-GBM divisor 0.5 * (sum g^2/h - G^2/H) over rows with h > 0
+        (``penalties.PenaltyState.gain_divisor``'s value), or 1.0 when not asked for
+    """
+
+    __slots__ = ("gh", "g_scale", "h_scale", "G_q", "H_q", "gain_divisor")
+
+
+def prepare_gradients(backend, g, h, w=None, *, unit_hessian=False, divisor=False):
+    """Weights, fixed point and the exact root sums of one tree, in two passes over the rows.
+
+    ``g``, ``h`` (n_samples,) float64 gradients and hessians (``h`` ignored with
+    ``unit_hessian``: every hessian 1), ``w`` (n_samples,) sample weights or None, on the
+    backend's device. The results are exactly what the array-by-array route gives --
+    ``quantize(g * w, fixed_point_scale(g * w, n))`` and likewise for h, and
+    ``PenaltyState.gain_divisor(g * w, h * w)`` -- computed by the backend's fused kernels: one
+    pass for the largest magnitudes (the scales), one for the fixed-point values and the
+    two-word sums of ``exact_sum``.
+    """
+    n = int(g.shape[0])
+    out = PreparedGradients()
+    mg, mh, mq = backend.gradient_extremes(g, h, w, unit_hessian, divisor)
+    out.g_scale = scale_for(mg, n)
+    out.h_scale = scale_for(mh, n)
+    finite = math.isfinite(mg) and math.isfinite(mh) and math.isfinite(mq)
+    factors = [_sum_factors(m, n) if finite and m > 0 else (1.0, 1.0, 1.0, 0, 0)
+               for m in (mg, mh, mq)]
+    gh, sums = backend.quantize_gradients(
+        g, h, w, unit_hessian, out.g_scale, out.h_scale, [f[0] for f in factors],
+        [f[1] for f in factors], [f[2] for f in factors], divisor)
+    out.gh = gh
+    out.G_q, out.H_q = int(sums[6]), int(sums[7])
+    out.gain_divisor = 1.0
+    if divisor:
+        if finite:
+            G, H, total = (_combine(int(sums[2 * i]), int(sums[2 * i + 1]), f[3], f[4])
+                           if m > 0 else 0.0
+                           for i, (m, f) in enumerate(zip((mg, mh, mq), factors)))
+        else:  # inf / NaN gradients: the array route says what a float sum gives
+            xp = namespace_of(g)
+            gw = g if w is None else g * w
+            hw = xp.ones_like(g) if unit_hessian else h
+            hw = hw if w is None else hw * w
+            pos = hw > 0
+            G, H = exact_sum(gw), exact_sum(hw)
+            total = exact_sum(xp.where(pos, gw * gw / xp.where(pos, hw, 1.0), 0.0))
+        div = 0.5 * (total - G * G / H) if H > 0 else 0.0
+        out.gain_divisor = div if div > 0 else 1.0
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpufs._device import to_host
+from gpufs.backends import cpu as cpu_kernels
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
 from gpufs.boosting import BoostingParams, fit_boosting
@@ -102,7 +103,7 @@ def check_bin_transform(gpu, X):
 
 def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build):
     xp = gpu.xp
-    want = CPU.histograms(Xb, gq, hq, rows, node_start, node_count, build)
+    want = CPU.histograms(Xb, np.stack([gq, hq], axis=1), rows, node_start, node_count, build)
     got = gpu.histograms(xp.asarray(Xb), xp.asarray(gq), xp.asarray(hq), xp.asarray(rows),
                          node_start, node_count, build)
     assert_same(want, got, "histograms")
@@ -138,8 +139,12 @@ def check_update_raw(gpu, rows, node_start, node_count, leaf_nodes, leaf_values,
     raw_cpu = raw.copy()
     raw_gpu = xp.asarray(raw)
     col = n_outputs - 1  # with n_outputs > 1 the column is a strided view
-    CPU.update_raw(raw_cpu[:, col], rows, node_start, node_count, leaf_nodes, leaf_values)
-    gpu.update_raw(raw_gpu[:, col], xp.asarray(rows), node_start, node_count, leaf_nodes,
+    cpu_col = np.ascontiguousarray(raw_cpu[:, col])
+    cpu_kernels._update_raw_ser(cpu_col, rows, node_start, node_count,
+                                np.asarray(leaf_nodes, np.int64),
+                                np.asarray(leaf_values, np.float64))
+    raw_cpu[:, col] = cpu_col
+    gpu._update_raw_rows(raw_gpu[:, col], xp.asarray(rows), node_start, node_count, leaf_nodes,
                    leaf_values)
     assert_same(raw_cpu, raw_gpu, "raw after update")
 
@@ -229,8 +234,10 @@ def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None)
         out.append((grown, pen))
     (a, pa), (b, pb) = out
     assert_same_tree(a.tree, b.tree)
-    assert_same(a.rows, b.rows, "rows")
-    for k in ("node_start", "node_count", "leaf_nodes", "leaf_values"):
+    assert_same(a.state.rows, b.state.rows, "rows")
+    for k in ("node_start", "node_count"):
+        assert_same(getattr(a.state, k), getattr(b.state, k), k)
+    for k in ("leaf_nodes", "leaf_values"):
         assert_same(getattr(a, k), getattr(b, k), k)
     assert a.new_features == b.new_features
     assert pa.order == pb.order

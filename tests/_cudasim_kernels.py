@@ -73,7 +73,7 @@ def _level(y, Xb, counts=(20, 1, 25, 18)):
     gq, hq, gs, hs = grads(y)
     rows, ns, nc = segments(int(sum(counts)), list(counts))
     nodes = np.array([3, 4, 5, 6])
-    hist = CPU.histograms(Xb, gq, hq, rows, ns, nc, nodes)
+    hist = CPU.histograms(Xb, np.stack([gq, hq], axis=1), rows, ns, nc, nodes)
     node_g = hist[:, 0, :, 0].sum(axis=1)  # every feature's histogram sums to the node total
     node_h = hist[:, 0, :, 1].sum(axis=1)
     return hist, node_g, node_h, gs, hs

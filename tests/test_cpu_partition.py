@@ -15,9 +15,7 @@ def _stable_partition(Xb, rows, start, count, f, thr, ml):
 
 
 @pytest.mark.parametrize("min_rows, threads", [(1 << 30, 1), (4, 2), (3, 7), (1, 64)])
-def test_chunked_partition_is_the_stable_partition(monkeypatch, min_rows, threads):
-    monkeypatch.setattr(cpu, "_MIN_ROWS_PER_TASK", min_rows)
-    monkeypatch.setattr(cpu.numba, "get_num_threads", lambda: threads)
+def test_chunked_partition_is_the_stable_partition(min_rows, threads):
     rng = np.random.default_rng(3)
     n, d = 500, 4
     Xb = rng.integers(0, 20, size=(n, d)).astype(np.uint8)
@@ -35,7 +33,7 @@ def test_chunked_partition_is_the_stable_partition(monkeypatch, min_rows, thread
         part, nl = _stable_partition(Xb, rows, lo, c, feature[s], bins[s], ml[s])
         expect[lo:lo + c] = part
         expect_left.append(nl)
-    got_left = cpu.CPUBackend().partition(Xb, rows, node_start, node_count, split_nodes,
+    got_left = cpu.CPUBackend(n_threads=threads, rows_per_task=min_rows).partition(Xb, rows, node_start, node_count, split_nodes,
                                           feature, bins, ml)
     np.testing.assert_array_equal(rows, expect)
     np.testing.assert_array_equal(got_left, expect_left)

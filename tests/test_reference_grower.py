@@ -13,6 +13,8 @@ from _reference import (RefOmega, ref_histogram, ref_root_divisor,
                         reference_grow_tree)
 
 BACKEND = CPUBackend()
+#: Parallel drivers on tiny tasks: chunked histograms, partitions and reductions.
+CHUNKY = CPUBackend(n_threads=3, rows_per_task=5, parallel_min_work=0)
 
 
 def _stub_mapper(n_bins):
@@ -71,7 +73,8 @@ def _random_penalty(rng, d, *, penalty, costs, groups, budget):
     return mu, c, grp, k, used0
 
 
-def _run_both(Xb, g, h, n_bins, mu, costs, groups, k, used0, params, scaling="none"):
+def _run_both(Xb, g, h, n_bins, mu, costs, groups, k, used0, params, scaling="none",
+              backend=BACKEND):
     gq, hq, gs, hs = _quantized(g, h)
     ps = PenaltyState(mu, costs, np.unique(groups, return_inverse=True)[1].astype(np.int32),
                       scaling, k)
@@ -83,7 +86,7 @@ def _run_both(Xb, g, h, n_bins, mu, costs, groups, k, used0, params, scaling="no
     div = ps.gain_divisor(g, h)
     if scaling == "root_sse":
         np.testing.assert_allclose(div, ref_root_divisor(g, h), rtol=1e-12)
-    grown = grow_tree(BACKEND, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins), ps, params,
+    grown = grow_tree(backend, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins), ps, params,
                       tree_index=7, gain_divisor=div)
     ref = reference_grow_tree(Xb, gq, hq, gs, hs, n_bins, ro, max_depth=params.max_depth,
                               reg_lambda=params.reg_lambda,
@@ -115,8 +118,8 @@ def _assert_same_tree(grown, ref, ps, ro, where, n_bins):
     np.testing.assert_array_equal(t.count, ref["count"], err_msg=where)
     # rows of every leaf are exactly the oracle's rows
     for node in grown.leaf_nodes:
-        lo, c = grown.node_start[node], grown.node_count[node]
-        np.testing.assert_array_equal(np.sort(grown.rows[lo:lo + c]),
+        lo, c = grown.state.node_start[node], grown.state.node_count[node]
+        np.testing.assert_array_equal(np.sort(grown.state.rows[lo:lo + c]),
                                       np.sort(ref["node_rows"][int(node)]), err_msg=where)
     assert sorted(int(x) for x in grown.leaf_nodes) == sorted(
         nd for nd in ref["node_rows"] if ref["feature"][nd] < 0), where
@@ -168,7 +171,7 @@ def test_grower_matches_reference(name, nan, hessian, penalty, costs, groups, bu
                                 params.min_split_gain)
         scaling = "root_sse" if penalty and rng.random() < 0.3 else "none"
         grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, mu, c, grp, k, used0, params,
-                                       scaling)
+                                       scaling, backend=CHUNKY if case % 2 else BACKEND)
         _assert_same_tree(grown, ref, ps, ro, f"{name} case {case}", n_bins)
         n_missingness += int(((ref["feature"] >= 0) & top_bin(ref, n_bins)).sum())
         n_splits += int((ref["feature"] >= 0).sum())
@@ -230,8 +233,8 @@ def test_split_on_missingness_like_the_reference():
     # features 0 and 2 split the root identically: the lower feature wins the tie
     assert t.feature[0] == 0 and t.bin_threshold[0] == 0 and not t.missing_left[0]
     assert t.threshold[0] == np.inf
-    lo, c = grown.node_start[1], grown.node_count[1]
-    assert not miss[grown.rows[lo:lo + c]].any() and c == (~miss).sum()
+    lo, c = grown.state.node_start[1], grown.state.node_count[1]
+    assert not miss[grown.state.rows[lo:lo + c]].any() and c == (~miss).sum()
     # with feature 0 expensive and feature 2 free, feature 2 takes it at its top bin (5)
     grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, 1e6, np.ones(4), np.arange(4), None,
                                    np.array([False, False, True, False]), params)
@@ -259,7 +262,7 @@ def test_histogram_sums_to_node_total_and_matches_reference(seed):
     rows = np.arange(n, dtype=np.int32)
     start = np.zeros(1, np.int64)
     count = np.array([n], np.int64)
-    hist = BACKEND.histograms(Xb, gq, hq, rows, start, count, np.array([0]))
+    hist = BACKEND.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([0]))
     assert hist.shape == (1, d, 256, 2) and hist.dtype == np.int64
     for f in range(d):
         assert hist[0, f, :, 0].sum() == gq.sum()
@@ -275,7 +278,7 @@ def test_children_sum_to_parent_and_subtraction_is_exact(seed):
     start = np.zeros(3, np.int64)
     count = np.zeros(3, np.int64)
     count[0] = n
-    parent = BACKEND.histograms(Xb, gq, hq, rows, start, count, np.array([0]))[0]
+    parent = BACKEND.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([0]))[0]
     left_n = BACKEND.partition(Xb, rows, start, count, np.array([0]), np.array([1]),
                                np.array([5]), np.array([True]))[0]
     expect_left = np.flatnonzero((Xb[:, 1] <= 5) | (Xb[:, 1] == 255))
@@ -283,7 +286,7 @@ def test_children_sum_to_parent_and_subtraction_is_exact(seed):
     np.testing.assert_array_equal(np.sort(rows[:left_n]), expect_left)
     start[1], count[1] = 0, left_n
     start[2], count[2] = left_n, n - left_n
-    both = BACKEND.histograms(Xb, gq, hq, rows, start, count, np.array([1, 2]))
+    both = BACKEND.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([1, 2]))
     np.testing.assert_array_equal(both[0] + both[1], parent)
     # built child + subtracted sibling == directly computed sibling
     sibling = parent - both[0]
@@ -291,16 +294,20 @@ def test_children_sum_to_parent_and_subtraction_is_exact(seed):
     np.testing.assert_array_equal(both[1], sibling)
 
 
-def test_histograms_many_tasks_match_reference(monkeypatch):
+def _gh(gq, hq):
+    return np.ascontiguousarray(np.stack([gq, hq], axis=1))
+
+
+def test_histograms_many_tasks_match_reference():
     """Nodes split over several private per-thread histograms still sum exactly."""
     import gpufs.backends.cpu as cpu
 
-    monkeypatch.setattr(cpu, "_MIN_ROWS_PER_TASK", 7)
+    chunky = cpu.CPUBackend(n_threads=3, rows_per_task=7, parallel_min_work=0)
     Xb, gq, hq = _hist_case(5, n=200)
     rows = np.random.default_rng(0).permutation(200).astype(np.int32)
     start = np.array([0, 0, 90], np.int64)
     count = np.array([200, 90, 110], np.int64)
-    hist = BACKEND.histograms(Xb, gq, hq, rows, start, count, np.array([2, 1]))
+    hist = chunky.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([2, 1]))
     np.testing.assert_array_equal(hist[0], ref_histogram(Xb, gq, hq, rows[90:]))
     np.testing.assert_array_equal(hist[1], ref_histogram(Xb, gq, hq, rows[:90]))
 
@@ -309,9 +316,9 @@ def test_histograms_row_order_invariant():
     Xb, gq, hq = _hist_case(7)
     n = Xb.shape[0]
     perm = np.random.default_rng(1).permutation(n)
-    a = BACKEND.histograms(Xb, gq, hq, np.arange(n, dtype=np.int32), np.zeros(1, np.int64),
+    a = BACKEND.histograms(Xb, _gh(gq, hq), np.arange(n, dtype=np.int32), np.zeros(1, np.int64),
                            np.array([n], np.int64), np.array([0]))
-    b = BACKEND.histograms(Xb[perm], gq[perm], hq[perm], np.arange(n, dtype=np.int32),
+    b = BACKEND.histograms(Xb[perm], _gh(gq[perm], hq[perm]), np.arange(n, dtype=np.int32),
                            np.zeros(1, np.int64), np.array([n], np.int64), np.array([0]))
     np.testing.assert_array_equal(a, b)
 

@@ -7,6 +7,10 @@ implemented in ``gpufs.penalties``; the trees in ``gpufs.grower``.
 """
 from __future__ import annotations
 
+import numbers
+import time
+import warnings
+
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
@@ -22,9 +26,20 @@ from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
 from ..grower import TreeParams
 from ..objectives import make_objective
+from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
 from ._base import BaseEstimator, GPUFSSelectorMixin, check_number, input_device
+from ._k_search import gbfs_mu_search
+
+
+def _resolve_k(n_features_to_select, n_features):
+    """The number of features asked for: an int as is, a fraction in (0, 1] of the columns
+    (at least 1, as scikit-learn's RFE rounds it), or None."""
+    k = n_features_to_select
+    if k is None or isinstance(k, numbers.Integral):
+        return k
+    return max(1, int(k * n_features))
 
 
 class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
@@ -63,8 +78,11 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         if self.penalty_scaling not in PENALTY_SCALINGS:
             raise ValueError(f"penalty_scaling must be one of {PENALTY_SCALINGS}, "
                              f"got {self.penalty_scaling!r}.")
-        check_number("n_features_to_select", self.n_features_to_select, low=1, integer=True,
-                      allow_none=True)
+        k = self.n_features_to_select
+        if isinstance(k, numbers.Real) and not isinstance(k, (bool, numbers.Integral)):
+            check_number("n_features_to_select", k, low=0, high=1, low_open=True)
+        else:
+            check_number("n_features_to_select", k, low=1, integer=True, allow_none=True)
         check_number("n_estimators", self.n_estimators, low=1, integer=True)
         check_number("learning_rate", self.learning_rate, low=0, low_open=True)
         check_number("max_depth", self.max_depth, low=1, high=16, integer=True)
@@ -131,13 +149,13 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         if self.n_iter_no_change is not None and eval_data is None:
             raise ValueError("n_iter_no_change needs validation data: pass eval_set=(X_val, "
                              "y_val) to fit or set validation_fraction.")
+        t0 = time.perf_counter()
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
             X if w is None or bool((w > 0).all()) else X[w > 0])
         Xb = self.bin_mapper_.transform(X, backend)
         if eval_data is not None:
             eval_data = (self.bin_mapper_.transform(eval_data[0], backend),) + eval_data[1:]
-        penalties = PenaltyState(self.mu, costs, groups, self.penalty_scaling,
-                                 self.n_features_to_select)
+        times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
@@ -146,9 +164,49 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
+        k = _resolve_k(self.n_features_to_select, d)
+        mu, self.mu_search_ = float(self.mu), None
+        if k is not None:
+            t0 = time.perf_counter()
+            search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
+                                    self.penalty_scaling, self.bin_mapper_, params, k, mu)
+            self.mu_search_ = search.as_records()
+            times["mu_search"] = time.perf_counter() - t0
+            mu = search.mu
+            if mu is None:
+                mu = 0.0
+                warnings.warn(
+                    f"only {search.n_features_max} features have any positive gain, fewer "
+                    f"than n_features_to_select={k}; selected those {search.n_features_max}. "
+                    "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
+                    "min_child_weight let more features in.", UserWarning, stacklevel=2)
+        self.mu_ = mu
+        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
+        # With k, early stopping must not end the fit before the k-th feature enters: all
+        # rounds are grown, and the model is cut back to its best validation round, but not
+        # to before the round where the k-th feature entered.
+        keep_k = k is not None and params.n_iter_no_change is not None
+        if keep_k:
+            params = BoostingParams(n_estimators=params.n_estimators, tree=params.tree,
+                                    hessian=params.hessian, n_iter_no_change=None,
+                                    verbose=params.verbose)
+        t0 = time.perf_counter()
         ensemble, record, n_rounds = fit_boosting(
             backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params, eval_data)
+        times["boost"] = time.perf_counter() - t0
+        self.fit_times_ = times
+        if keep_k:
+            K = ensemble.n_outputs
+            best = int(np.argmin(np.asarray(record.val_loss[::K]))) + 1
+            entered = (int(penalties.first_use_tree[penalties.order[k - 1]]) // K + 1
+                       if len(penalties.order) >= k else n_rounds)
+            n_rounds = max(best, entered)
         self._finish(ensemble, record, n_rounds, penalties, device)
+        if self.selected_features_.size == 0 and k is None:
+            warnings.warn(
+                f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
+                f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
+                "features you want.", UserWarning, stacklevel=2)
         return self
 
     def _finish(self, ensemble, record, n_rounds, penalties, device):
@@ -177,6 +235,11 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         total = gains.sum()
         self.feature_importances_ = gains / total if total > 0 else gains
         self.device_ = device
+        path = selection_path(self)
+        self.selection_path_ = {
+            "k": path.n_features, "features": self.selected_features_.tolist(),
+            "names": path.features, "entry_tree": path.extra["entry_tree"],
+            "train_loss": path.train_loss, "val_loss": path.val_loss}
 
     # --- predict ------------------------------------------------------------------------
     def _raw_predict(self, X):
@@ -206,8 +269,13 @@ _PARAMS_DOC = """
     feature_costs : array-like (n_features,) >= 0, default=None (all 1)
     feature_groups : array-like (n_features,) of int, default=None
         Group ("bag") label per feature; all features of a group become free together.
-    n_features_to_select : int, default=None
-        Stop admitting new features once this many are used.
+    n_features_to_select : int or float in (0, 1], default=None
+        Select exactly this many features (a float: that fraction of the columns, at least
+        one) (fewer, with a warning, only when fewer have any
+        positive gain). ``mu`` is then searched: the fit runs at the largest price at which
+        this many features enter within the first half of the rounds (bisection on log mu,
+        starting from ``mu``, on data binned once), and stops admitting features once they
+        are in. None: ``mu`` alone decides how many features enter.
     n_estimators, learning_rate, max_depth : boosting rounds, shrinkage, tree depth.
     max_bins : int in [2, 255], default=255
         Value bins per feature (one more bin always holds NaN).
@@ -224,7 +292,9 @@ _PARAMS_DOC = """
         Hold out this fraction for the validation loss (and early stopping).
     n_iter_no_change : int, default=None
         Stop when the validation loss has not improved for this many rounds; the model is cut
-        back to its best round.
+        back to its best round. With ``n_features_to_select``, every round is grown and the
+        model is cut back to its best validation round, but never to before the k-th feature
+        entered.
     device : {"auto", "cpu", "gpu"}, default="auto"
     random_state : int, RandomState or None
     verbose : bool, default=False
@@ -237,6 +307,15 @@ _PARAMS_DOC = """
     support_ : bool (n_features,)
     first_use_tree_ : int64 (n_features,), index of the tree that first used each feature, -1
     feature_importances_ : float64 (n_features,), total split gain, normalized
+    mu_ : float, the price the final fit ran at (``mu`` unless it was searched)
+    mu_search_ : list of dict or None, the search's probes in order (mu, reached,
+        n_features, n_trees, seconds); None without ``n_features_to_select``
+    fit_times_ : dict of wall seconds of the fit's phases: bin, mu_search (0 without
+        ``n_features_to_select``), boost (the final fit)
+    selection_path_ : dict, the features in the order they entered: "k" (1, 2, ...),
+        "features" (indices), "names" (column names, or x0, x1, ...), "entry_tree" (the tree
+        where each entered), "train_loss" and "val_loss" (None without validation data)
+        after the last tree grown with that many features (``gpufs.path``)
     selection_record_ : dict of per-tree lists: tree_column, features_added, train_loss,
         val_loss (NaN without validation data)
     ensemble_ : gpufs.tree.TreeEnsemble

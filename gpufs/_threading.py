@@ -1,0 +1,134 @@
+"""The threads gpufs's CPU kernels run on: numba's threading layer and ``n_jobs``.
+
+Owns the choice of numba's threading layer (made once, before the first parallel kernel runs)
+and the per-fit thread limit that implements the estimators' ``n_jobs``.
+
+Why TBB. gpufs runs in notebooks, Dask workers, joblib pools and forked processes, on
+machines where other processes are busy. Measured on a 2-core box (``bench/bench_threads.py``
+has the cases): GNU OpenMP (numba's ``omp`` layer) kills a ``fork()`` child that runs a
+parallel kernel after its parent did ("fork() called from a process already using GNU
+OpenMP, this is unsafe"); numba's ``workqueue`` layer aborts the process when two Python
+threads run parallel kernels at once; and OpenMP's default busy-waiting made a small fit 10-30
+times slower beside two CPU-bound processes. Intel TBB (the ``tbb`` wheel, a dependency of
+gpufs) is both fork-safe and thread-safe in numba, its workers sleep instead of spinning, and
+with one task per chunk (``numba.set_parallel_chunksize(1)``) a worker the OS parks does not
+hold a loop back: the other threads steal its tasks.
+
+The ``tbb`` wheel installs ``libtbb.so.12`` into ``<prefix>/lib``, which is not on the dynamic
+loader's path of a virtual environment, so numba cannot load its TBB layer by itself; it is
+loaded here by its full path first. When TBB cannot be loaded (a platform without the wheel),
+gpufs falls back to numba's default choice with OpenMP set to wait passively
+(``OMP_WAIT_POLICY=passive``, set before OpenMP starts) and says so with a warning once; the
+``omp`` layer is then not fork-safe. A user's ``NUMBA_THREADING_LAYER`` is always respected.
+
+Small work never reaches the thread pool at all: the kernels run serially below a work
+threshold (``backends/cpu.py``), which is what keeps small fits fast on a busy machine.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
+import threading
+import warnings
+
+_configured = False
+_lock = threading.Lock()
+
+
+def _tbb_library_candidates():
+    """Paths where the ``tbb`` wheel may have put ``libtbb.so.12`` / ``libtbb.12.dylib``."""
+    names = ("libtbb.so.12", "libtbb.12.dylib", "tbb12.dll")
+    paths = []
+    try:
+        from importlib import metadata
+
+        for f in metadata.files("tbb") or ():
+            if os.path.basename(str(f)) in names:
+                paths.append(str(f.locate()))
+    except Exception:
+        pass
+    for prefix in {sys.prefix, sys.base_prefix, os.path.expanduser("~/.local")}:
+        for name in names:
+            paths.append(os.path.join(prefix, "lib", name))
+    return paths
+
+
+def _load_tbb() -> bool:
+    for path in _tbb_library_candidates():
+        if os.path.exists(path):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                return True
+            except OSError:
+                continue
+    return False
+
+
+def configure() -> str:
+    """Choose numba's threading layer (once per process); returns what was asked for.
+
+    Must run before numba starts its thread pool (the first parallel kernel), which is when
+    numba reads ``numba.config.THREADING_LAYER``; importing numba earlier is fine.
+    """
+    global _configured
+    with _lock:
+        if _configured:
+            return _requested()
+        _configured = True
+        import numba
+
+        if os.environ.get("NUMBA_THREADING_LAYER"):
+            return _requested()
+        if _load_tbb():
+            numba.config.THREADING_LAYER = "tbb"
+        else:
+            os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+            warnings.warn(
+                "gpufs could not load Intel TBB (pip install tbb); numba falls back to its "
+                "default threading layer. With OpenMP, a fork() child of a process that "
+                "already fitted cannot fit in parallel.", RuntimeWarning, stacklevel=2)
+        return _requested()
+
+
+def _requested() -> str:
+    import numba
+
+    return str(numba.config.THREADING_LAYER)
+
+
+def effective_n_jobs(n_jobs) -> int:
+    """Threads for ``n_jobs``: None or -1 = every thread numba may use (all usable cores),
+    -k = all but k - 1, a positive k = min(k, that). 0 is an error."""
+    import numba
+
+    n_max = int(numba.config.NUMBA_NUM_THREADS)
+    if n_jobs is None:
+        return n_max
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None or -1 for all cores, or a "
+                         "positive number of threads.")
+    if n_jobs < 0:
+        return max(1, n_max + 1 + n_jobs)
+    return min(n_jobs, n_max)
+
+
+@contextlib.contextmanager
+def thread_limit(n_jobs):
+    """Run the block's numba kernels on at most ``effective_n_jobs(n_jobs)`` threads, one task
+    per chunk (numba's settings are per calling thread: other threads are not affected)."""
+    import numba
+
+    configure()
+    n = effective_n_jobs(n_jobs)
+    old_n = numba.get_num_threads()
+    old_chunk = numba.get_parallel_chunksize()
+    numba.set_num_threads(n)
+    numba.set_parallel_chunksize(1)
+    try:
+        yield n
+    finally:
+        numba.set_num_threads(old_n)
+        numba.set_parallel_chunksize(old_chunk)

