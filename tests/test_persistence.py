@@ -50,6 +50,8 @@ CASES = {
     "gbfs_binary_val": (lambda: GBFSClassifier(
         n_estimators=12, mu=0.0, learning_rate=0.3, validation_fraction=0.2,
         n_iter_no_change=3, device="cpu"), "binary", True),
+    "gbfs_binary_k_search": (lambda: GBFSClassifier(n_features_to_select=2, n_estimators=8,
+                                                    device="cpu"), "binary", True),
     "gbfs_multiclass": (lambda: GBFSClassifier(n_estimators=4, max_depth=3, device="cpu"),
                         "multiclass", True),
     "stagewise_regressor": (lambda: StagewiseRegressor(n_features_to_select=3, device="cpu"),
@@ -95,7 +97,7 @@ _SELECTION_ATTRS = ("selected_features_", "support_", "first_use_tree_", "featur
                     "standardized_coef_", "bias_", "mean_", "std_", "weights_history_",
                     "cost_history_", "validation_cost_history_", "tree_weights_",
                     "forest_features_", "forest_coverage_", "n_trees_", "lambda_",
-                    "selection_exact_", "device_", "selected_feature_names_")
+                    "selection_exact_", "device_", "selected_feature_names_", "mu_")
 
 
 def _assert_same_model(a, b, X):
@@ -108,7 +110,7 @@ def _assert_same_model(a, b, X):
         assert hasattr(a, attr) == hasattr(b, attr), attr
         if hasattr(a, attr) and getattr(a, attr) is not None:
             np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr), err_msg=attr)
-    for attr in ("selection_record_", "selection_path_", "fit_times_"):
+    for attr in ("selection_record_", "selection_path_", "fit_times_", "mu_search_"):
         assert json.dumps(getattr(a, attr, None)) == json.dumps(getattr(b, attr, None)), attr
     if hasattr(a, "classes_"):
         np.testing.assert_array_equal(a.classes_, b.classes_)
