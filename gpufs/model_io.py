@@ -166,7 +166,7 @@ def _no_duplicate_keys(pairs):
         seen = set()
         for k, _ in pairs:
             if k in seen:
-                raise ModelFileError(f"key {k!r} appears twice in one object; strict JSON "
+                raise ModelFileError(f"key {_short(k)} appears twice in one object; strict JSON "
                                      "readers disagree on which one counts.")
             seen.add(k)
     return out
@@ -279,6 +279,12 @@ class _At:
         raise ModelFileError(f"{self.path or 'the file'}: {msg}")
 
 
+def _short(x):
+    """repr of a value read from the file, cut to a length fit for an error message."""
+    r = repr(x)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
 def _kind(v):
     if isinstance(v, _Token):
         return f"the non-standard JSON token {v.name}"
@@ -297,7 +303,8 @@ def _obj(v, at, required, optional=()):
     allowed = set(required) | set(optional)
     extra = [k for k in v if k not in allowed]
     if extra:
-        at.fail(f"unexpected key {extra[0]!r} (a file of another format version, or edited).")
+        at.fail(f"unexpected key {_short(extra[0])} (a file of another format version, or "
+                "edited).")
     return v
 
 
@@ -305,9 +312,9 @@ def _int(v, at, lo=None, hi=None):
     if type(v) is not int:
         at.fail(f"expected an integer, got {_kind(v)}.")
     if lo is not None and v < lo:
-        at.fail(f"{v} is below the smallest allowed value {lo}.")
+        at.fail(f"{_short(v)} is below the smallest allowed value {lo}.")
     if hi is not None and v > hi:
-        at.fail(f"{v} is above the largest allowed value {hi}.")
+        at.fail(f"{_short(v)} is above the largest allowed value {hi}.")
     return v
 
 
@@ -341,7 +348,7 @@ def _str(v, at, choices=None):
     if len(v) > MAX_STRING:
         at.fail(f"string longer than {MAX_STRING} characters.")
     if choices is not None and v not in choices:
-        at.fail(f"{v!r} is not one of {sorted(choices)}.")
+        at.fail(f"{_short(v)} is not one of {sorted(choices)}.")
     return v
 
 
@@ -394,7 +401,7 @@ def _int_array(v, at, shape, lo, hi, dtype=np.int64):
         a = np.array(flat, dtype=np.int64)
     except OverflowError:
         i = next(i for i, x in enumerate(flat) if not -2**63 <= x < 2**63)
-        where(i).fail(f"{flat[i]} is out of the allowed range [{lo}, {hi}].")
+        where(i).fail(f"{_short(flat[i])} is out of the allowed range [{lo}, {hi}].")
     bad = np.flatnonzero((a < lo) | (a > hi))
     if bad.size:
         where(int(bad[0])).fail(f"{int(a[bad[0]])} is out of the allowed range [{lo}, {hi}].")
@@ -480,7 +487,7 @@ def _free_form(v, at, depth=0):
             if type(key) not in (str, int):
                 at["items"][i][0].fail(f"expected a string or integer key, got {_kind(key)}.")
             if key in out:
-                at["items"][i][0].fail(f"key {key!r} appears twice.")
+                at["items"][i][0].fail(f"key {_short(key)} appears twice.")
             out[key] = _free_form(pair[1], at["items"][i][1], depth + 1)
         return out
     at.fail(f"unexpected {_kind(v)}.")
@@ -582,10 +589,11 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     if tagged:
         if type(d) is not dict or d.get("format") != ENSEMBLE_FORMAT:
             found = d.get("format") if type(d) is dict else None
-            at.fail(f"not a gpufs ensemble (format={found!r}, expected {ENSEMBLE_FORMAT!r}).")
+            at.fail(f"not a gpufs ensemble (format={_short(found)}, expected "
+                    f"{ENSEMBLE_FORMAT!r}).")
         _obj(d, at, keys + ["format", "format_version"])
         if d["format_version"] != FORMAT_VERSION:
-            at["format_version"].fail(f"version {d['format_version']!r} is not "
+            at["format_version"].fail(f"version {_short(d['format_version'])} is not "
                                       f"{FORMAT_VERSION}.")
     else:
         _obj(d, at, keys)
@@ -801,7 +809,7 @@ def _decode_param(v, at, nested=False):
                 _list(pair, at["dict"][i], 2)
                 key = _decode_scalar(pair[0], at["dict"][i][0])
                 if key in out:
-                    at["dict"][i][0].fail(f"key {key!r} appears twice.")
+                    at["dict"][i][0].fail(f"key {_short(key)} appears twice.")
                 out[key] = _decode_scalar(pair[1], at["dict"][i][1])
             return out
         if nested:
@@ -819,7 +827,7 @@ def _decode_params(d, at, cls, nested=False):
     known = cls().get_params(deep=False)
     extra = [k for k in d if k not in known]
     if extra:
-        at.fail(f"{cls.__name__} has no parameter {extra[0]!r}.")
+        at.fail(f"{cls.__name__} has no parameter {_short(extra[0])}.")
     # a parameter missing from the file keeps its default (files of older versions)
     return {k: _decode_param(v, at[k], nested) for k, v in d.items()}
 
@@ -846,7 +854,7 @@ def _read_classes(d, at):
     _obj(d, at, ["dtype", "values"])
     dtype = _str(d["dtype"], at["dtype"])
     if not _CLASS_DTYPE.match(dtype):
-        at["dtype"].fail(f"{dtype!r} is not a label dtype gpufs writes.")
+        at["dtype"].fail(f"{_short(dtype)} is not a label dtype gpufs writes.")
     values = _list(d["values"], at["values"], max_length=MAX_CLASSES)
     if len(values) < 2:
         at["values"].fail("a classifier has at least 2 classes.")
@@ -1353,11 +1361,11 @@ def from_document(doc, expected=None):
         return _read_body(body, at, expected)
     fmt = doc.get("format")
     if fmt != FORMAT:
-        at.fail(f"not a gpufs model file (format={fmt!r}, expected {FORMAT!r}).")
+        at.fail(f"not a gpufs model file (format={_short(fmt)}, expected {FORMAT!r}).")
     _obj(doc, at, ["format", "format_version", "gpufs_version"] + _BODY_KEYS)
     version = doc["format_version"]
     if version != FORMAT_VERSION:
-        at["format_version"].fail(f"format version {version!r}; this gpufs reads version "
+        at["format_version"].fail(f"format version {_short(version)}; this gpufs reads version "
                                   f"{FORMAT_VERSION} (and migrates the first format).")
     _str(doc["gpufs_version"], at["gpufs_version"])
     return _read_body(doc, at, expected)
