@@ -498,9 +498,10 @@ _PARAMS_DOC = """
     support_ : bool (n_features,)
     feature_importances_ : float64 (n_features,)
     forest_ : gpufs.forest.Forest (trees, feature masks, per-round losses, OOB improvements)
-    forest_coverage_ : int, features used by at least one tree; forest_features_ : their indices
-    n_trees_ : trees grown
-    tree_weights_ : float64 (n_trees_,), the lasso's tree weights (>= 0)
+    forest_coverage_ : int, features used by at least one tree; ``forest_features_``: their
+        indices
+    n_trees_ : int, trees grown
+    tree_weights_ : float64 (``n_trees_``,), the lasso's tree weights (>= 0)
     intercept_ : the lasso's intercept
     lambda_ : the lambda of the selection
     selection_exact_ : False when no lambda gave exactly k (see the module docstring)

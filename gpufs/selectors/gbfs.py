@@ -262,10 +262,11 @@ _PARAMS_DOC = """
         scores ``gain / divisor - mu * cost[f]``; once used (or once any feature of its group
         is used) the feature is free.
     penalty_scaling : {"root_sse", "none"}, default="root_sse"
-        "root_sse" (A-GBM, paper 002): gains are divided by the largest gain any split of the
-        tree's root could reach, so ``mu`` is a fraction in [0, 1] of the residual error and
-        means the same at every round and data size. "none" (GBFS, paper 000): ``mu`` is in
-        the units of the raw loss reduction.
+        "root_sse" (A-GBM; Han, Rao, Sorokina, Subbian, AISTATS 2020): gains are divided by
+        the largest gain any split of the tree's root could reach, so ``mu`` is a fraction in
+        [0, 1] of the residual error and means the same at every round and data size. "none"
+        (GBFS; Xu, Huang, Weinberger, Zheng, KDD 2014): ``mu`` is in the units of the raw loss
+        reduction.
     feature_costs : array-like (n_features,) >= 0, default=None (all 1)
     feature_groups : array-like (n_features,) of int, default=None
         Group ("bag") label per feature; all features of a group become free together.

@@ -578,21 +578,21 @@ class StagewiseRegressor(RegressorMixin, _StagewiseBase):
     ----------
     selected_features_ : ndarray (n_selected,) of int
         Feature indices in the order they were selected.
-    coef_ : ndarray (n_features_in_,) float64
+    coef_ : ndarray (``n_features_in_``,) float64
         Weights in raw-input units (zero for unselected features).
     intercept_ : float
         Intercept in raw-input units: ``predict(X) = X @ coef_ + intercept_``.
-    standardized_coef_ : ndarray (n_features_in_,) float64
+    standardized_coef_ : ndarray (``n_features_in_``,) float64
         Weights on the standardized features (what the rounds fit).
     bias_ : float
         Round-0 bias (weighted mean of y).
-    mean_, std_ : ndarray (n_features_in_,) float64
+    mean_, std_ : ndarray (``n_features_in_``,) float64
         Standardization; ``std_ == 0`` marks a constant (never selectable) feature.
     cost_history_ : ndarray (n_selected + 1,) float64
         Training cost (weighted mean squared error) after each round; entry 0 is the bias alone.
     validation_cost_history_ : ndarray (n_selected + 1,) or None
         The same on the validation set, when one was used.
-    weights_history_ : ndarray (n_selected + 1, n_features_in_) float64
+    weights_history_ : ndarray (n_selected + 1, ``n_features_in_``) float64
         Standardized weights after each round (row 0: all zero). A weight never changes once
         set, so row m is row m-1 plus the weight of the m-th selected feature.
     device_ : str
@@ -679,11 +679,11 @@ class StagewiseClassifier(ClassifierMixin, _StagewiseBase):
     ----------
     classes_ : ndarray (n_classes,)
     selected_features_ : ndarray (n_selected,) of int, in order of selection.
-    coef_ : ndarray (1, n_features_in_) for two classes, (n_classes, n_features_in_) otherwise,
-        raw-input units. intercept_ : ndarray (1,) or (n_classes,).
-    standardized_coef_ : same shape as ``coef_``, on standardized features; bias_ : round-0 bias.
+    coef_ : ndarray (1, ``n_features_in_``) for two classes, (n_classes, ``n_features_in_``) otherwise,
+        raw-input units. ``intercept_``: ndarray (1,) or (n_classes,).
+    standardized_coef_ : same shape as ``coef_``, on standardized features; ``bias_``: round-0 bias.
     mean_, std_, cost_history_, validation_cost_history_, device_ : as in the regressor.
-    weights_history_ : ndarray (n_selected + 1, n_models, n_features_in_), n_models = 1 for two
+    weights_history_ : ndarray (n_selected + 1, n_models, ``n_features_in_``), n_models = 1 for two
         classes, n_classes otherwise.
     """
 
