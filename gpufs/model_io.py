@@ -41,7 +41,7 @@ Format, version 2
 -----------------
 ::
 
-    {"format": "gpufs.model", "format_version": 2, "gpufs_version": "0.1.0",
+    {"format": "gpufs.model", "format_version": 2, "gpufs_version": "<the writer>",
      "estimator": "GBFSClassifier",          # the class; load_model checks it
      "params": {...},                         # get_params(); see _encode_param
      "n_features_in": 30, "feature_names_in": null | [str, ...],
