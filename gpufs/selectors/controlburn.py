@@ -47,6 +47,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from .. import lasso as _lasso
+from .. import model_io
 from .._device import get_namespace, is_cupy_array, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
@@ -434,6 +435,10 @@ class _BaseControlBurn(SelectorBase):
         """
         Xs = self._refit_X(X)
         return self.refit_estimator_.predict(Xs)
+
+    # --- persistence: the model file format and its checks live in gpufs.model_io -------
+    save_model = model_io.estimator_save_model
+    load_model = classmethod(model_io.estimator_load_model)
 
 
 def _refit_has(method):

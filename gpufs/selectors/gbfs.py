@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._device import get_namespace, is_cupy_array, to_host
 from .._input import check_costs, check_groups, check_X
+from .. import model_io
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
@@ -35,20 +36,6 @@ from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMix
 from ._k_search import gbfs_mu_search
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
-
-
-def _jsonable_param(value):
-    """A constructor parameter as JSON: numpy scalars and array-likes (costs, groups) as plain
-    numbers and lists; a RandomState / Generator, which JSON cannot hold, as None."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (np.random.RandomState, np.random.Generator)):
-        return None
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, numbers.Number):
-        return value
-    return np.asarray(to_host(value)).tolist()
 
 
 def _resolve_k(n_features_to_select, n_features):
@@ -266,60 +253,9 @@ class _BaseGBFS(SelectorBase):
         X = check_X(self, X, device=device, reset=False)
         return self.ensemble_.predict_raw(X, backend)
 
-    # --- persistence (bodies: gpufs.model_io) --------------------------------------------------------------------
-    def save_model(self, path):
-        """Write the fitted model (ensemble, bins, selection) as JSON."""
-        import json
-
-        check_is_fitted(self, "ensemble_")
-        payload = {
-            "estimator": type(self).__name__,
-            "params": {k: _jsonable_param(v) for k, v in self.get_params().items()},
-            "ensemble": self.ensemble_.to_dict(),
-            "bin_mapper": self.bin_mapper_.to_dict(),
-            "selected_features": self.selected_features_.tolist(),
-            "first_use_tree": self.first_use_tree_.tolist(),
-            "feature_importances": self.feature_importances_.tolist(),
-            "selection_record": self.selection_record_,
-            "n_features_in": int(self.n_features_in_),
-            "feature_names_in": (None if getattr(self, "feature_names_in_", None) is None
-                                 else [str(c) for c in self.feature_names_in_]),
-            "n_estimators_": int(self.n_estimators_),
-            "classes": (None if not hasattr(self, "classes_")
-                        else np.asarray(self.classes_).tolist()),
-        }
-        with open(path, "w") as fh:
-            json.dump(payload, fh)
-
-    @classmethod
-    def load_model(cls, path):
-        """A fitted estimator from ``save_model``'s JSON."""
-        import json
-
-        with open(path) as fh:
-            p = json.load(fh)
-        if p.get("estimator") != cls.__name__:
-            raise ValueError(f"{path} holds a {p.get('estimator')}, not a {cls.__name__}.")
-        est = cls(**p["params"])
-        est.ensemble_ = TreeEnsemble.from_dict(p["ensemble"])
-        est.bin_mapper_ = BinMapper.from_dict(p["bin_mapper"])
-        est.selected_features_ = np.asarray(p["selected_features"], dtype=np.int64)
-        est.first_use_tree_ = np.asarray(p["first_use_tree"], dtype=np.int64)
-        est.feature_importances_ = np.asarray(p["feature_importances"], dtype=np.float64)
-        est.selection_record_ = p["selection_record"]
-        est.n_features_in_ = p["n_features_in"]
-        if p["feature_names_in"] is not None:
-            est.feature_names_in_ = np.asarray(p["feature_names_in"], dtype=object)
-        est.n_estimators_ = p["n_estimators_"]
-        est.support_ = np.zeros(est.n_features_in_, dtype=bool)
-        est.support_[est.selected_features_] = True
-        est.device_ = "cpu"
-        if p["classes"] is not None:
-            est.classes_ = np.asarray(p["classes"])
-            est._objective = make_objective("classification", len(est.classes_))
-        else:
-            est._objective = make_objective("regression")
-        return est
+    # --- persistence: the model file format and its checks live in gpufs.model_io -------
+    save_model = model_io.estimator_save_model
+    load_model = classmethod(model_io.estimator_load_model)
 
 
 _PARAMS_DOC = """
