@@ -1136,10 +1136,15 @@ class _Stagewise:
             vch = _float_array(vch, at["validation_cost_history"], (k + 1,), lo=0.0)
         est.mean_, est.std_ = mean, std
         est.selected_features_ = sel.astype(np.intp)
+        est.support_ = np.zeros(d, dtype=bool)
+        est.support_[sel] = True
         est.cost_history_, est.validation_cost_history_ = cost, vch
         est.standardized_coef_, est.bias_ = a, bias
         est.coef_, est.intercept_ = coef, intercept
         est.weights_history_ = hist
+        # selection_path_ is derived from the selection and the costs: no field of its own
+        from .path import selection_path
+        est._set_selection_path(selection_path(est), entry_round=list(range(1, k + 1)))
 
 
 class _ControlBurn:

@@ -226,8 +226,12 @@ class GPUFSSelectorMixin(SelectorMixin):
     """SelectorMixin whose ``transform`` keeps numpy/cupy/pandas/cudf as they came in."""
 
     def _get_support_mask(self):
-        check_is_fitted(self, "support_")
-        return self.support_
+        check_is_fitted(self, "selected_features_")
+        support = getattr(self, "support_", None)
+        if support is None:  # a model loaded from a file keeps only the selection
+            support = np.zeros(self.n_features_in_, dtype=bool)
+            support[np.asarray(self.selected_features_, dtype=np.int64)] = True
+        return support
 
     def transform(self, X):
         """The selected columns of X.
@@ -245,12 +249,12 @@ class GPUFSSelectorMixin(SelectorMixin):
             order (as ``get_support`` reports them); ``selected_features_`` gives the order of
             selection.
         """
-        check_is_fitted(self, "support_")
+        check_is_fitted(self, "selected_features_")
         gpu_input = input_device(X) == "gpu"
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
         checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False,
                           allow_nan=allow_nan)
-        idx = np.flatnonzero(self.support_)
+        idx = np.flatnonzero(self._get_support_mask())
         if type(X).__module__.split(".")[0] == "cudf":
             return X[[X.columns[i] for i in idx]]
         if is_cupy_array(X):
@@ -265,7 +269,7 @@ class GPUFSSelectorMixin(SelectorMixin):
     @property
     def selected_feature_names_(self):
         """Names of ``selected_features_`` (from ``feature_names_in_``, else x0, x1, ...)."""
-        check_is_fitted(self, "support_")
+        check_is_fitted(self, "selected_features_")
         return self._feature_names()[self.selected_features_]
 
     def _feature_names(self):
