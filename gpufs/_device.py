@@ -54,8 +54,8 @@ def resolve_device(device) -> str:
     if device == "gpu" and not gpu_available():
         raise RuntimeError(
             "device='gpu' was requested but no CUDA GPU is usable: cupy is not installed or sees "
-            "no device. Install the GPU extra (pip install 'gpufs[gpu]') on a machine with an "
-            "NVIDIA GPU, or use device='cpu' / device='auto'."
+            "no device. Install the GPU extra (pip install '.[gpu]' in the gpufs checkout) on a "
+            "machine with an NVIDIA GPU, or use device='cpu' / device='auto'."
         )
     return device
 

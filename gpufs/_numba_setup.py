@@ -10,8 +10,9 @@ that folder is writable. For an installed package that folder is inside ``site-p
 cache outlives ``pip uninstall`` (pip does not know those files), and the ``gpufs/`` folder it
 leaves behind is picked up by the import system as a namespace package ahead of a later
 editable install, so ``import gpufs`` breaks. gpufs therefore points numba's cache at a user
-cache folder, ``<user cache dir>/gpufs/numba/<gpufs version>`` (``~/.cache/gpufs/numba/0.1.0``
-on Linux, following ``XDG_CACHE_HOME``), through numba's own ``NUMBA_CACHE_DIR`` setting.
+cache folder, ``<user cache dir>/gpufs/numba/<gpufs version>-<digest>``
+(``~/.cache/gpufs/numba/...`` on Linux, following ``XDG_CACHE_HOME``; ``default_cache_dir``
+says what the digest covers), through numba's own ``NUMBA_CACHE_DIR`` setting.
 
 Precedence: a ``NUMBA_CACHE_DIR`` the user set in the environment wins; so does a cache folder
 set in an already-imported numba's config (``numba.config.CACHE_DIR = ...``). Otherwise gpufs

@@ -130,14 +130,26 @@ class BinMapper:
         out[inner] = self.cuts_padded_[features[inner], bins[inner]]
         return out
 
+    # --- persistence (the format and its checks live in gpufs.model_io) -------------------
     def to_dict(self) -> dict:
-        return {"max_bins": self.max_bins, "subsample": self.subsample,
-                "random_state": self.random_state, "cuts": [c.tolist() for c in self.cuts_]}
+        """The JSON form of the fitted cut points (see ``gpufs.model_io``)."""
+        from .model_io import bins_to_dict
+
+        return bins_to_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "BinMapper":
-        m = cls(d["max_bins"], d["subsample"], d["random_state"])
-        m.cuts_ = [np.asarray(c, dtype=CUT_DTYPE) for c in d["cuts"]]
+        """A fitted mapper from ``to_dict``'s form, validated first (ValueError naming the
+        field otherwise)."""
+        from .model_io import plain, read_bins
+
+        return cls._from_validated(*read_bins(plain(d)))
+
+    @classmethod
+    def _from_validated(cls, max_bins, subsample, random_state, cuts) -> "BinMapper":
+        """A fitted mapper from checked cut points (float64 arrays, non-decreasing)."""
+        m = cls(max_bins, subsample, random_state)
+        m.cuts_ = [np.asarray(c, dtype=CUT_DTYPE) for c in cuts]
         m.n_bins_ = np.array([c.shape[0] + 1 for c in m.cuts_], dtype=np.int32)
         m.cuts_padded_ = np.full((len(m.cuts_), MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
         for f, c in enumerate(m.cuts_):

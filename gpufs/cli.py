@@ -1,21 +1,253 @@
-"""The ``gpufs`` command line.
+"""The ``gpufs`` command line (also ``python -m gpufs``).
 
-Owns two commands:
-  gpufs demo     GBFS on scikit-learn's breast-cancer data (ships with scikit-learn): prints
-                 the selected features in order of selection and the test accuracy.
-  gpufs select   GBFS on a CSV file: prints the selected columns in order, optionally writes
-                 the selected columns to a new CSV and the model to JSON.
+Owns three commands and the rules every one of them follows:
+
+  gpufs demo      GBFS on scikit-learn's breast-cancer data (it ships with scikit-learn): the
+                  selected features in order of selection and the test accuracy.
+  gpufs select    one of the selectors (GBFS, ControlBurn, forward stagewise) on a CSV, TSV or
+                  Parquet table: prints the selected columns in order, optionally writes them
+                  (with the target) to a new table, a JSON report and the model.
+  gpufs explain   prints the selection record of a saved model.
+
+Rules:
+
+* It never destroys data. It refuses to write over its input (the same file after resolving
+  links, hard links included) and over any existing file unless ``--force``; every output is
+  written to a temporary file in the target folder and renamed into place, so an interrupted
+  run leaves either the old file or the whole new one, never half a file. Outputs are checked
+  before the fit, so a long fit never ends in a refusal.
+* A user error (bad file, missing column, bad option, unusable device, bad hyperparameter)
+  prints one ``error: ...`` line on stderr and exits with status 2; ``--debug`` shows the
+  traceback instead. Anything else is a bug: one line that says so, status 1.
+* A progress bar (tqdm) is shown only when stdout and stderr are both terminals.
+* Warnings raised during the fit are printed as one ``warning: ...`` line each (and listed in
+  the report).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import stat
 import sys
+import tempfile
 import time
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
+from ._version import __version__
+
+#: what ``--method`` names, and the penalty each reports (GBFS's mu, ControlBurn's lambda)
+METHODS = ("gbfs", "controlburn", "stagewise")
+
+_COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
+_TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 
 
+class UserError(Exception):
+    """A mistake in the command (not a bug): reported as one ``error:`` line, exit status 2."""
+
+
+#: exceptions that mean "the input or the options are wrong": the estimators raise ValueError
+#: and TypeError for bad data and hyperparameters, files raise OSError.
+_USER_ERRORS = (UserError, ValueError, TypeError, OSError, ImportError, MemoryError)
+
+
+# --- tables ---------------------------------------------------------------------------------
+def table_format(path: str) -> tuple[str, str | None]:
+    """The format of a table file from its name's extension.
+
+    CSV and TSV may be compressed (``.csv.gz``, ``.tsv.zst``, ...); Parquet compresses inside.
+
+    Parameters
+    ----------
+    path : str
+        A file name; only its extensions are read.
+
+    Returns
+    -------
+    format : {"csv", "tsv", "parquet"}
+    compression : {"gzip", "bz2", "xz", "zstd", "zip"} or None
+
+    Raises
+    ------
+    UserError
+        For any other extension.
+
+    Examples
+    --------
+    >>> table_format("data.csv")
+    ('csv', None)
+    >>> table_format("runs/2024.TSV.gz")
+    ('tsv', 'gzip')
+    >>> table_format("features.parquet")
+    ('parquet', None)
+    """
+    name = os.path.basename(path).lower()
+    root, ext = os.path.splitext(name)
+    compression = _COMPRESSIONS.get(ext)
+    if compression is not None:
+        root, ext = os.path.splitext(root)
+    fmt = _TABLE_FORMATS.get(ext)
+    if fmt is None or (fmt == "parquet" and compression is not None):
+        raise UserError(f"{path}: unknown table format; use a .csv, .tsv (optionally .gz, .bz2, "
+                        ".xz, .zst or .zip) or .parquet file name")
+    return fmt, compression
+
+
+def _pandas():
+    try:
+        import pandas as pd
+    except ImportError:
+        raise UserError("gpufs select reads and writes tables with pandas: "
+                        "pip install pandas pyarrow (or the checkout's '.[cli]' extra)") from None
+    return pd
+
+
+def read_table(path: str):
+    """The table at ``path`` as a pandas DataFrame (Parquet through pyarrow)."""
+    pd = _pandas()
+    fmt, compression = table_format(path)
+    if not os.path.exists(path):
+        raise UserError(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a folder, not a table")
+    try:
+        if fmt == "parquet":
+            _need_pyarrow()
+            return pd.read_parquet(path, engine="pyarrow")
+        return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", compression=compression)
+    except (UserError, OSError):
+        raise
+    except Exception as exc:  # parsers raise their own types (ParserError, ArrowInvalid, ...)
+        raise UserError(f"could not read {path} as {fmt}: {_one_line(exc)}") from exc
+
+
+def _need_pyarrow():
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise UserError("Parquet files need pyarrow: pip install pyarrow "
+                        "(or the checkout's '.[cli]' extra)") from None
+
+
+def _write_table(df, path: str, fh) -> None:
+    fmt, compression = table_format(path)
+    if fmt == "parquet":
+        _need_pyarrow()
+        df.to_parquet(fh, engine="pyarrow", index=False)
+    else:
+        df.to_csv(fh, sep="\t" if fmt == "tsv" else ",", index=False,
+                  compression=compression or None)
+
+
+# --- never destroy data ---------------------------------------------------------------------
+def _same_file(a: str, b: str) -> bool:
+    """True when a and b name one file: the same path after resolving links, or hard links."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def check_outputs(outputs: dict, inputs: list, force: bool) -> None:
+    """Refuse, before any work, every output that would destroy data or cannot be written.
+
+    ``outputs`` maps an option name (``--output``) to its path (or None); ``inputs`` are the
+    files read. An output may not be an input, another output, or an existing file (unless
+    ``force``), and its folder must exist.
+    """
+    seen = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        for src in inputs:
+            if _same_file(path, src):
+                raise UserError(f"{option} {path} is the input file {src}; refusing to write "
+                                "over the input (choose another output path)")
+        for other_option, other in seen.items():
+            if _same_file(path, other):
+                raise UserError(f"{option} and {other_option} name the same file {path}")
+        seen[option] = path
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UserError(f"{option} {path}: the folder {folder} does not exist")
+        if os.path.isdir(path):
+            raise UserError(f"{option} {path} is a folder")
+        if os.path.lexists(path) and not force:
+            raise UserError(f"{option} {path} exists; refusing to replace it (pass --force to "
+                            "overwrite)")
+
+
+def _temporary_beside(path: str) -> str:
+    """A new empty file in ``path``'s folder (same file system, so a rename is atomic)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".part")
+    os.close(fd)
+    return tmp
+
+
+def _publish(tmp: str, path: str, force: bool) -> None:
+    """Move the finished ``tmp`` to ``path`` in one step.
+
+    Without ``force`` it refuses to replace a file that appeared since the checks (a hard link
+    is made, which fails on an existing name). A new file gets the permissions the process's
+    umask gives; a replaced file keeps its own.
+    """
+    if os.path.exists(path):
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(tmp, mode)
+    if force:
+        os.replace(tmp, path)
+        return
+    appeared = UserError(f"{path} appeared while gpufs was running; refusing to replace it "
+                         "(pass --force to overwrite)")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise appeared from None
+    except OSError:  # a file system without hard links: check, then rename
+        if os.path.lexists(path):
+            raise appeared from None
+        os.replace(tmp, path)
+    else:
+        os.unlink(tmp)
+
+
+@contextmanager
+def atomic_output(path: str, force: bool, binary: bool = True):
+    """Yield a handle to a temporary file in ``path``'s folder; when the block ends without an
+    error, the file is synced and renamed to ``path``. On any error or interrupt the temporary
+    file is removed and ``path`` is untouched.
+    """
+    tmp = _temporary_beside(path)
+    try:
+        with open(tmp, "wb" if binary else "w") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        _publish(tmp, path, force)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def write_json(obj, path: str, force: bool) -> None:
+    """Strict JSON (no NaN or Infinity tokens) written through ``atomic_output``."""
+    text = json.dumps(obj, indent=2, allow_nan=False) + "\n"
+    with atomic_output(path, force, binary=False) as fh:
+        fh.write(text)
+
+
+# --- demo -----------------------------------------------------------------------------------
 def _demo(args) -> int:
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import train_test_split
@@ -28,7 +260,7 @@ def _demo(args) -> int:
     print(f"breast cancer: {X.shape[0]} rows, {X.shape[1]} features; device={args.device}")
     t0 = time.perf_counter()
     model = GBFSClassifier(mu=args.mu, n_estimators=args.trees, max_depth=args.depth,
-                           device=args.device, random_state=0, verbose=args.verbose)
+                           device=args.device, random_state=0, verbose=_progress(args))
     model.fit(X_tr, y_tr)
     secs = time.perf_counter() - t0
     sel = model.selected_features_
@@ -39,62 +271,404 @@ def _demo(args) -> int:
     return 0
 
 
+def _progress(args) -> bool:
+    """A progress bar only on a terminal: never in logs, pipes or CI."""
+    return (not args.no_progress) and sys.stdout.isatty() and sys.stderr.isatty()
+
+
+# --- select ---------------------------------------------------------------------------------
+def _task(y, task: str) -> str:
+    """classification or regression: strings, booleans and categories are labels; numbers are
+    labels when scikit-learn sees discrete classes and there are at most 20 of them."""
+    if task != "auto":
+        return task
+    from sklearn.utils.multiclass import type_of_target
+
+    if y.dtype.kind in "ObUS" or str(y.dtype) in ("category", "string", "str"):
+        return "classification"
+    kind = type_of_target(y.to_numpy())
+    return "classification" if kind in ("binary", "multiclass") and y.nunique() <= 20 \
+        else "regression"
+
+
+def _estimator(args, task: str):
+    from . import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
+                   StagewiseClassifier, StagewiseRegressor)
+
+    classification = task == "classification"
+    common = dict(n_features_to_select=args.k, device=args.device,
+                  random_state=args.random_state, verbose=_progress(args))
+    if args.method == "gbfs":
+        cls = GBFSClassifier if classification else GBFSRegressor
+        return cls(mu=0.05 if args.mu is None else args.mu,
+                   n_estimators=100 if args.trees is None else args.trees,
+                   max_depth=4 if args.depth is None else args.depth, **common)
+    if args.method == "controlburn":
+        cls = ControlBurnClassifier if classification else ControlBurnRegressor
+        return cls(alpha=args.alpha, **common)
+    cls = StagewiseClassifier if classification else StagewiseRegressor
+    return cls(**common)
+
+
+def _check_method_options(args) -> None:
+    only = {"--mu": ("mu", "gbfs"), "--trees": ("trees", "gbfs"), "--depth": ("depth", "gbfs"),
+            "--alpha": ("alpha", "controlburn")}
+    for flag, (dest, method) in only.items():
+        if getattr(args, dest) is not None and args.method != method:
+            raise UserError(f"{flag} applies to --method {method} only (not {args.method})")
+    if args.alpha is not None and args.k is not None:
+        raise UserError("give either -k (select exactly k features) or --alpha (the lasso's "
+                        "lambda), not both")
+
+
+def _drop_list(values) -> list:
+    """--drop a --drop b,c -> [a, b, c]."""
+    return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
+
+
+def _jsonable(value):
+    """Plain JSON values for a report: numpy scalars and arrays to Python, NaN/inf to None."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return repr(value)
+
+
+def _feature_scores(est, method: str):
+    """(score per feature, what the score means) for the report and the printout."""
+    if method == "stagewise":
+        coef = np.atleast_2d(np.asarray(est.standardized_coef_, dtype=np.float64))
+        return np.abs(coef).sum(axis=0), "|weight| on the standardized feature (summed over " \
+                                         "classes)"
+    meaning = ("share of the ensemble's total split gain" if method == "gbfs" else
+               "share of the forest's lasso-weighted importance")
+    return np.asarray(est.feature_importances_, dtype=np.float64), meaning
+
+
+def _selected_names(est):
+    names = getattr(est, "feature_names_in_", None)
+    if names is None:
+        names = [f"x{i}" for i in range(est.n_features_in_)]
+    return [str(names[f]) for f in est.selected_features_]
+
+
 def _select(args) -> int:
-    try:
-        import pandas as pd
-    except ImportError:
-        print("error: gpufs select reads CSV files with pandas: pip install pandas",
-              file=sys.stderr)
-        return 2
+    t_start = time.perf_counter()
+    _check_method_options(args)
+    outputs = {"--output": args.output, "--report": args.report, "--save-model": args.save_model}
+    if args.output is not None:
+        table_format(args.output)
+    check_outputs(outputs, [args.table], args.force)
+    from ._device import resolve_device
 
-    from . import GBFSClassifier, GBFSRegressor
+    try:  # an unusable --device gpu fails now, not after the read
+        resolve_device(args.device)
+    except RuntimeError as exc:
+        raise UserError(str(exc)) from exc
 
-    df = pd.read_csv(args.csv)
+    df = read_table(args.table)
+    t_read = time.perf_counter()
     if args.target not in df.columns:
-        print(f"error: target column {args.target!r} is not in {args.csv}", file=sys.stderr)
-        return 2
-    y = df.pop(args.target)
-    task = args.task
-    if task == "auto":
-        task = "classification" if (y.dtype.kind in "Obu" or y.nunique() <= 20) else "regression"
-    cls = GBFSClassifier if task == "classification" else GBFSRegressor
-    model = cls(mu=args.mu, n_estimators=args.trees, max_depth=args.depth, device=args.device,
-                n_features_to_select=args.k, random_state=0, verbose=args.verbose).fit(df, y)
-    print(f"{task}: selected {len(model.selected_features_)} of {df.shape[1]} columns:")
-    for name in model.selected_feature_names_:
-        print(f"  {name}")
-    if args.output:
-        out = df[list(model.selected_feature_names_)].copy()
+        raise UserError(f"target column {args.target!r} is not in {args.table} (columns: "
+                        f"{_short_list(df.columns)})")
+    drop = _drop_list(args.drop)
+    missing = [c for c in drop if c not in df.columns]
+    if missing:
+        raise UserError(f"--drop: no column {_short_list(missing)} in {args.table}")
+    if args.target in drop:
+        raise UserError(f"--drop names the target column {args.target!r}")
+    y = df[args.target]
+    X = df.drop(columns=[args.target, *drop])
+    if X.shape[1] == 0:
+        raise UserError(f"{args.table} has no feature columns left besides the target")
+    not_numeric = [c for c in X.columns if X[c].dtype.kind not in "biuf"]
+    if not_numeric:
+        raise UserError(f"feature columns must be numeric; not numeric: "
+                        f"{_short_list(not_numeric)} (leave them out with --drop)")
+    if y.isna().any():
+        raise UserError(f"target column {args.target!r} has {int(y.isna().sum())} missing "
+                        "values; remove those rows first")
+    task = _task(y, args.task)
+
+    est = _estimator(args, task)
+    if args.save_model is not None and not hasattr(est, "save_model"):
+        raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out "
+                        "--save-model")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    t_fit = time.perf_counter()
+    notes = list(dict.fromkeys(_one_line(w.message) for w in caught))
+    for note in notes:  # one line each, like the errors, instead of Python's warning format
+        sys.stderr.write(f"warning: {note}\n")
+
+    names = _selected_names(est)
+    scores, meaning = _feature_scores(est, args.method)
+    sel = [int(f) for f in est.selected_features_]
+    penalty = {"gbfs": ("mu", getattr(est, "mu_", None)),  # the mu the final fit ran at
+               "controlburn": ("lambda", getattr(est, "lambda_", None)),
+               "stagewise": (None, None)}[args.method]
+    header = f"{task}, {args.method}: selected {len(sel)} of {X.shape[1]} columns"
+    if penalty[0] is not None and penalty[1] is not None:
+        header += f" ({penalty[0]}={penalty[1]:.6g})"
+    order = "most important first" if args.method == "controlburn" else "in order of selection"
+    print(f"{header}, {order}:")
+    for rank, (f, name) in enumerate(zip(sel, names), 1):
+        print(f"  {rank:3d}. {name}  (score {scores[f]:.4f})")
+
+    if args.output is not None:
+        out = X[names].copy()
         out[args.target] = y
-        out.to_csv(args.output, index=False)
-    if args.save_model:
-        model.save_model(args.save_model)
+        with atomic_output(args.output, args.force) as fh:
+            _write_table(out, args.output, fh)
+        print(f"wrote {len(names)} selected columns and {args.target!r} to {args.output}")
+    if args.save_model is not None:
+        _save_model(est, args.save_model, args.force)
+        print(f"wrote the model to {args.save_model}")
+    t_write = time.perf_counter()
+
+    if args.report is not None:
+        train_metric = "accuracy" if task == "classification" else "r2"
+        report = {
+            "gpufs_version": __version__,
+            "command": ["gpufs", *args.argv],
+            "input": {"path": os.path.abspath(args.table), "rows": int(df.shape[0]),
+                      "columns": int(df.shape[1]), "target": args.target, "dropped": drop},
+            "task": task,
+            "method": args.method,
+            "estimator": type(est).__name__,
+            "params": _jsonable(est.get_params()),
+            "device": est.device_,
+            "penalty": None if penalty[0] is None else {"name": penalty[0],
+                                                         "value": _jsonable(penalty[1])},
+            "n_features_in": int(X.shape[1]),
+            "selected": [{"rank": r, "name": n, "index": f, "score": _jsonable(scores[f])}
+                         for r, (f, n) in enumerate(zip(sel, names), 1)],
+            "first_use_tree": (None if getattr(est, "first_use_tree_", None) is None else
+                               [int(est.first_use_tree_[f]) for f in sel]),
+            "score_meaning": meaning,
+            "train_score": {"metric": train_metric, "value": _jsonable(est.score(X, y))},
+            "warnings": notes,
+            "timings_s": {"read": t_read - t_start, "fit": t_fit - t_read,
+                          "write": t_write - t_fit},
+            "outputs": {"table": args.output, "model": args.save_model},
+        }
+        if getattr(est, "fit_times_", None):
+            report["timings_s"]["fit_phases"] = _jsonable(est.fit_times_)
+        report["timings_s"]["total"] = time.perf_counter() - t_start
+        write_json(_jsonable(report), args.report, args.force)
+        print(f"wrote the report to {args.report}")
     return 0
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="gpufs", description="Feature selection with boosted trees.")
-    sub = ap.add_subparsers(dest="command", required=True)
+def _save_model(est, path: str, force: bool) -> None:
+    """``est.save_model`` into a temporary file, renamed into place like every output."""
+    tmp = _temporary_beside(path)
+    try:
+        est.save_model(tmp)
+        _publish(tmp, path, force)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
-    def common(p, mu):
-        p.add_argument("--mu", type=float, default=mu, help="price of a feature's first use")
-        p.add_argument("--trees", type=int, default=100)
-        p.add_argument("--depth", type=int, default=4)
-        p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
-        p.add_argument("--verbose", action="store_true", help="show a progress bar")
 
-    demo = sub.add_parser("demo", help="GBFS on the breast-cancer data set")
-    common(demo, 0.1)
-    sel = sub.add_parser("select", help="GBFS on a CSV file")
-    sel.add_argument("csv")
-    sel.add_argument("--target", required=True)
+def _short_list(items, limit=10) -> str:
+    items = [str(i) for i in items]
+    shown = ", ".join(repr(i) for i in items[:limit])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+# --- explain --------------------------------------------------------------------------------
+def load_model(path: str):
+    """A fitted gpufs estimator from a model file, through the validated loader
+    (``gpufs.model_io.load_model``: every field is checked before any array is used)."""
+    from .model_io import load_model as load_validated
+
+    if not os.path.exists(path):
+        raise UserError(f"no such file: {path}")
+    return load_validated(path)
+
+
+def _explain(args) -> int:
+    est = load_model(args.model)
+    names = _selected_names(est)
+    print(f"{args.model}: {type(est).__name__}, {est.n_features_in_} features in, "
+          f"{len(names)} selected")
+    params = est.get_params()
+    for key in ("mu", "penalty_scaling", "n_features_to_select", "n_estimators", "max_depth",
+                "learning_rate", "alpha"):
+        if key in params:
+            print(f"  {key} = {params[key]}")
+    mu_used = getattr(est, "mu_", None)
+    if mu_used is not None:
+        print(f"  mu_ = {mu_used:.6g}  (the mu the final fit ran at)")
+    lam = getattr(est, "lambda_", None)
+    if lam is not None:
+        print(f"  lambda = {lam:.6g}")
+    first = getattr(est, "first_use_tree_", None)
+    print("selected features, in order of selection:")
+    for rank, (f, name) in enumerate(zip(est.selected_features_, names), 1):
+        where = f"  (first used by tree {first[f]})" if first is not None else ""
+        print(f"  {rank:3d}. {name}{where}")
+    costs = getattr(est, "cost_history_", None)
+    if costs is not None:  # stagewise: the cost after each round
+        print("cost after each round (round 0: the bias alone):")
+        for r, c in enumerate(costs):
+            entered = f"  +{names[r - 1]}" if 0 < r <= len(names) else ""
+            print(f"  {r:5d}  {c:.6f}{entered}")
+    record = getattr(est, "selection_record_", None)
+    if record:
+        n_trees = len(record["train_loss"])
+        val = np.asarray(record.get("val_loss", [np.nan] * n_trees), dtype=np.float64)
+        print(f"selection record ({n_trees} trees; trees that added features):")
+        print("   tree  train loss    val loss  features added")
+        names_in = getattr(est, "feature_names_in_", None)
+        for t in range(n_trees):
+            added = list(record["features_added"][t])
+            if not added:
+                continue
+            added_names = [str(names_in[f]) if names_in is not None else f"x{f}" for f in added]
+            v = "-" if np.isnan(val[t]) else f"{val[t]:.6f}"
+            print(f"  {t:5d}  {record['train_loss'][t]:10.6f}  {v:>10}  "
+                  f"{', '.join(added_names)}")
+        print(f"  final  {record['train_loss'][-1]:10.6f}  "
+              f"{'-' if np.isnan(val[-1]) else f'{val[-1]:.6f}':>10}")
+    return 0
+
+
+# --- the parser -----------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one ``error:`` line (status 2)."""
+
+    def error(self, message):
+        sys.stderr.write(f"error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the full traceback of an error")
+    ap = _Parser(prog="gpufs", description="Feature selection with boosted and bagged trees, "
+                 "on NVIDIA GPUs and on the CPU.")
+    ap.add_argument("--version", action="version", version=f"gpufs {__version__}")
+    ap.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def device_and_progress(p):
+        p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
+                       help="where to fit (auto: the GPU when cupy sees one)")
+        p.add_argument("--no-progress", action="store_true",
+                       help="no progress bar even on a terminal")
+
+    demo = sub.add_parser("demo", parents=[shared], help="GBFS on the breast-cancer data set")
+    demo.add_argument("--mu", type=float, default=0.1, help="price of a feature's first use")
+    demo.add_argument("--trees", type=_positive_int, default=100)
+    demo.add_argument("--depth", type=_positive_int, default=4)
+    device_and_progress(demo)
+
+    sel = sub.add_parser(
+        "select", parents=[shared], help="select features from a CSV, TSV or Parquet table",
+        description="Select features from a table and write the selected columns, a report "
+                    "and the model. Never writes over the input or an existing file (unless "
+                    "--force).")
+    sel.add_argument("table", help="input table: .csv, .tsv (optionally compressed) or .parquet")
+    sel.add_argument("--target", required=True, help="the column to predict")
+    sel.add_argument("-k", type=_positive_int, default=None,
+                     help="number of features to select")
+    sel.add_argument("--method", choices=METHODS, default="gbfs",
+                     help="gbfs (boosted trees, default), controlburn (sparse forest) or "
+                          "stagewise (linear)")
     sel.add_argument("--task", default="auto", choices=["auto", "classification", "regression"])
-    sel.add_argument("-k", type=int, default=None, help="stop after k features")
-    sel.add_argument("--output", help="write the selected columns (and target) here")
+    sel.add_argument("--drop", action="append", metavar="COLUMNS",
+                     help="columns to leave out (repeat, or separate with commas)")
+    sel.add_argument("--output", help="write the selected columns and the target here "
+                                      "(format from the extension)")
+    sel.add_argument("--report", help="write a JSON report here")
     sel.add_argument("--save-model", help="write the fitted model as JSON here")
-    common(sel, 0.05)
-    args = ap.parse_args(argv)
-    return _demo(args) if args.command == "demo" else _select(args)
+    sel.add_argument("--force", action="store_true", help="replace existing output files")
+    sel.add_argument("--random-state", type=int, default=0)
+    sel.add_argument("--mu", type=float, default=None,
+                     help="gbfs: price of a feature's first use (default 0.05)")
+    sel.add_argument("--trees", type=_positive_int, default=None,
+                     help="gbfs: boosting rounds (default 100)")
+    sel.add_argument("--depth", type=_positive_int, default=None,
+                     help="gbfs: tree depth (default 4)")
+    sel.add_argument("--alpha", type=float, default=None,
+                     help="controlburn: solve the lasso at this lambda instead of bisecting "
+                          "to k features")
+    device_and_progress(sel)
+
+    exp = sub.add_parser("explain", parents=[shared],
+                         help="print the selection record of a saved model")
+    exp.add_argument("model", help="a model file written by --save-model or save_model()")
+    return ap
+
+
+def main(argv=None) -> int:
+    """Run the ``gpufs`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    status : int
+        0 on success, 2 for a user error, 130 when interrupted, 1 for an internal error.
+
+    Examples
+    --------
+    A user error prints one ``error: ...`` line on stderr and returns 2:
+
+    >>> main(["select", "no-such-table.csv", "--target", "label"])
+    2
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _build_parser().parse_args(argv)
+    args.argv = argv
+    run = {"demo": _demo, "select": _select, "explain": _explain}[args.command]
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except _USER_ERRORS as exc:
+        if args.debug:
+            raise
+        sys.stderr.write(f"error: {_one_line(exc)}\n")
+        return 2
+    except Exception as exc:
+        if args.debug:
+            raise
+        sys.stderr.write(f"error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
+                         "rerun with --debug for the traceback and report it\n")
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The tree and ensemble data model shared by the CPU and the GPU.
 
 Owns the struct-of-arrays representation (DESIGN.md section 3), prediction entry points,
-host/device moves, and JSON save/load.
+host/device moves, and the JSON entry points (the format itself: ``gpufs.model_io``).
 
 A tree of depth D is a complete binary tree of ``n_nodes = 2**(D+1) - 1`` nodes; node i has
 children 2i+1 and 2i+2. Per node:
@@ -18,7 +18,6 @@ An ensemble stacks these as (n_trees, n_nodes) arrays; ``tree_column[t]`` is the
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -136,37 +135,34 @@ class TreeEnsemble:
         return backend.predict_binned(Xb, a["feature"], a["bin_threshold"], a["missing_left"],
                                       a["value"], a["tree_column"], out)
 
-    # --- persistence: always through host arrays -------------------------------------------
+    # --- persistence: always through host arrays (format and checks: gpufs.model_io) ---------
     def to_dict(self) -> dict:
-        s = self.stacked()
-        return {
-            "format": "gpufs.TreeEnsemble/1",
-            "max_depth": self.max_depth,
-            "n_features": self.n_features,
-            "base_score": np.asarray(self.base_score, dtype=np.float64).tolist(),
-            "tree_column": s["tree_column"].tolist(),
-            "trees": {k: s[k].tolist() for k in TREE_FIELDS},
-        }
+        """The JSON form of the ensemble (strict JSON: +inf thresholds as "Infinity")."""
+        from .model_io import ensemble_to_dict
+
+        return ensemble_to_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "TreeEnsemble":
-        if d.get("format") != "gpufs.TreeEnsemble/1":
-            raise ValueError(f"not a gpufs ensemble (format={d.get('format')!r})")
-        ens = cls(max_depth=int(d["max_depth"]), n_features=int(d["n_features"]),
-                  base_score=np.asarray(d["base_score"], dtype=np.float64))
-        cols = d["tree_column"]
-        for t in range(len(cols)):
-            arrays = {k: np.asarray(d["trees"][k][t], dtype=dt) for k, dt in TREE_FIELDS.items()}
-            ens.append(Tree(arrays), cols[t])
-        return ens
+        """An ensemble from ``to_dict``'s form, validated completely first (a ValueError
+        naming the field otherwise), so the arrays are safe for the compiled kernels."""
+        from .model_io import ensemble_from_dict, plain
+
+        return ensemble_from_dict(plain(d))
 
     def to_json(self) -> str:
-        # Python's float repr round-trips exactly, so a loaded model predicts bit-identically.
-        return json.dumps(self.to_dict())
+        """Strict JSON text; Python's float repr round-trips exactly, so a loaded ensemble
+        predicts bit-identically."""
+        from .model_io import dumps
+
+        return dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, s: str) -> "TreeEnsemble":
-        return cls.from_dict(json.loads(s))
+        """An ensemble from ``to_json``'s text (strict JSON, validated)."""
+        from .model_io import loads
+
+        return cls.from_dict(loads(s))
 
     def __getstate__(self):
         state = dict(self.__dict__)

@@ -1,13 +1,56 @@
-"""The ``gpufs`` command line: the README's demo and CSV selection."""
+"""The ``gpufs`` command line: the demo, ``select`` on CSV and Parquet with each method,
+``explain``, and the rules that it never destroys data and reports user errors in one line.
+
+The end-to-end cases run ``python -m gpufs`` in a subprocess, as a user would; the refusal
+rules, which never reach a fit, call ``gpufs.cli.main`` in this process.
+"""
 import json
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+from gpufs import __version__
 from gpufs.cli import main
 
+pd = pytest.importorskip("pandas")
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _gpufs(*args, cwd, timeout=300):
+    """Run ``python -m gpufs ARGS`` in a fresh interpreter; pipes, so stdout is not a TTY."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "gpufs", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _planted(n=600, seed=0):
+    """Six numeric columns, an id and a text column; the label depends on c2 and c4 only."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.normal(size=(n, 6)), columns=[f"c{i}" for i in range(6)])
+    df["label"] = (2.0 * df["c2"] - 1.5 * df["c4"] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    df["id"] = np.arange(n)
+    df["note"] = "free text"
+    return df
+
+
+def _ranked(stdout):
+    """The selected names, in the printed order ("  1. name  (score ...)")."""
+    return [m.group(1) for m in re.finditer(r"^\s*\d+\. (\S+)", stdout, re.M)]
+
+
+def _one_error_line(stderr):
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+# --- demo and version -----------------------------------------------------------------------
 def test_demo_prints_the_selection_in_order_and_the_test_accuracy(capsys):
     assert main(["demo", "--trees", "20", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
@@ -19,25 +62,286 @@ def test_demo_prints_the_selection_in_order_and_the_test_accuracy(capsys):
     assert 0.85 < acc <= 1.0
 
 
-def test_select_on_a_csv_finds_the_planted_columns(tmp_path, capsys):
-    pd = pytest.importorskip("pandas")
-    rng = np.random.default_rng(0)
-    df = pd.DataFrame(rng.normal(size=(600, 6)), columns=[f"c{i}" for i in range(6)])
-    df["label"] = (df["c2"] + df["c4"] ** 2 > 1).astype(int)
-    src, out_csv, model = tmp_path / "in.csv", tmp_path / "out.csv", tmp_path / "m.json"
-    df.to_csv(src, index=False)
-    assert main(["select", str(src), "--target", "label", "--device", "cpu", "--trees", "30",
-                 "--mu", "0.1", "--output", str(out_csv), "--save-model", str(model)]) == 0
-    printed = capsys.readouterr().out
-    assert "classification: selected" in printed
-    kept = pd.read_csv(out_csv)
-    assert {"c2", "c4", "label"} <= set(kept.columns) and len(kept.columns) < 7
-    assert json.loads(model.read_text())["estimator"] == "GBFSClassifier"
+def test_version_comes_from_the_package_metadata(tmp_path):
+    from importlib.metadata import version
+
+    assert __version__ == version("gpufs")
+    proc = _gpufs("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"gpufs {__version__}"
 
 
-def test_select_names_a_missing_target(tmp_path, capsys):
-    pd = pytest.importorskip("pandas")
-    src = tmp_path / "in.csv"
-    pd.DataFrame({"a": [1.0, 2.0]}).to_csv(src, index=False)
-    assert main(["select", str(src), "--target", "nope"]) == 2
-    assert "target column 'nope' is not in" in capsys.readouterr().err
+# --- select, end to end ---------------------------------------------------------------------
+def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tmp_path):
+    df = _planted()
+    df.to_csv(tmp_path / "in.csv", index=False)
+    proc = _gpufs("select", "in.csv", "--target", "label", "--drop", "id", "--drop", "note",
+                  "-k", "2", "--trees", "30", "--device", "cpu", "--output", "sel.csv",
+                  "--report", "report.json", "--save-model", "model.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # not a terminal: no progress bar, no warnings
+    names = _ranked(proc.stdout)
+    assert sorted(names) == ["c2", "c4"]
+
+    out = pd.read_csv(tmp_path / "sel.csv")
+    assert list(out.columns) == names + ["label"]  # selection order, then the target
+    pd.testing.assert_frame_equal(out, df[names + ["label"]])
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["gpufs_version"] == __version__
+    assert report["method"] == "gbfs" and report["estimator"] == "GBFSClassifier"
+    assert report["task"] == "classification" and report["device"] == "cpu"
+    assert [s["name"] for s in report["selected"]] == names
+    assert [s["rank"] for s in report["selected"]] == [1, 2]
+    assert all(0.0 < s["score"] <= 1.0 for s in report["selected"])
+    # -k: GBFS searched mu for exactly k features; the report gives the mu the final fit used
+    assert report["penalty"]["name"] == "mu" and report["penalty"]["value"] > 0
+    assert {"mu_search", "boost"} <= set(report["timings_s"]["fit_phases"])
+    assert report["input"]["dropped"] == ["id", "note"] and report["input"]["rows"] == 600
+    assert report["train_score"]["metric"] == "accuracy" and report["warnings"] == []
+    assert 0.8 < report["train_score"]["value"] <= 1.0
+    timings = report["timings_s"]
+    assert {"read", "fit", "write", "total"} <= set(timings)
+    assert timings["total"] >= timings["fit"] > 0
+
+    explained = _gpufs("explain", "model.json", cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    assert "GBFSClassifier, 6 features in, 2 selected" in explained.stdout
+    assert _ranked(explained.stdout.split("selection record")[0]) == names
+    record = explained.stdout.split("selection record")[1]
+    for name, tree in zip(names, report["first_use_tree"]):  # the tree that added each feature
+        assert re.search(rf"^\s+{tree}\s+\S+\s+-\s+.*\b{name}\b", record, re.M), record
+
+
+@pytest.mark.parametrize("method", ["controlburn", "stagewise"])
+def test_select_parquet_with_the_other_methods(tmp_path, method):
+    pytest.importorskip("pyarrow")
+    df = _planted(seed=1).drop(columns=["note"])
+    df.to_parquet(tmp_path / "in.parquet", index=False)
+    proc = _gpufs("select", "in.parquet", "--target", "label", "--drop", "id", "-k", "2",
+                  "--method", method, "--device", "cpu", "--output", "sel.parquet",
+                  "--report", "report.json", "--save-model", "model.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    names = _ranked(proc.stdout)
+    assert sorted(names) == ["c2", "c4"]
+    out = pd.read_parquet(tmp_path / "sel.parquet")
+    pd.testing.assert_frame_equal(out, df[names + ["label"]])
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["method"] == method and [s["name"] for s in report["selected"]] == names
+    explained = _gpufs("explain", "model.json", cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    assert _ranked(explained.stdout)[:2] == names
+    if method == "controlburn":
+        assert report["penalty"]["name"] == "lambda" and report["penalty"]["value"] > 0
+        assert f"lambda = {report['penalty']['value']:.6g}" in explained.stdout
+        assert set(report["timings_s"]["fit_phases"]) >= {"forest", "select"}
+    else:
+        assert report["penalty"] is None
+        assert all(s["score"] > 0 for s in report["selected"])
+
+
+def test_a_regression_target_is_detected(tmp_path):
+    pytest.importorskip("pyarrow")
+    df = _planted(seed=2).drop(columns=["note", "label", "id"])
+    df["price"] = 3.0 * df["c1"] + 0.1 * np.random.default_rng(0).normal(size=len(df))
+    df.to_parquet(tmp_path / "in.parquet", index=False)
+    proc = _gpufs("select", "in.parquet", "--target", "price", "-k", "1",
+                  "--method", "stagewise", "--device", "cpu", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("regression, stagewise: selected 1 of 6 columns")
+    assert _ranked(proc.stdout) == ["c1"]
+
+
+def test_warnings_of_the_fit_are_one_line_each_and_in_the_report(tmp_path, monkeypatch, capsys):
+    import warnings
+
+    from gpufs import GBFSClassifier
+
+    fit = GBFSClassifier.fit
+
+    def fit_that_warns(self, X, y):
+        warnings.warn("something to know\n  about this fit", UserWarning)
+        warnings.warn("something to know\n  about this fit", UserWarning)  # shown once
+        return fit(self, X, y)
+
+    monkeypatch.setattr(GBFSClassifier, "fit", fit_that_warns)
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--trees", "5",
+                 "--device", "cpu", "--report", "r.json"]) == 0
+    assert capsys.readouterr().err == "warning: something to know about this fit\n"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["warnings"] == ["something to know about this fit"]
+
+
+# --- user errors: one line, status 2; --debug shows the traceback ---------------------------
+def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp_path):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    proc = _gpufs("select", "in.csv", "--target", "nope", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "target column 'nope' is not in in.csv" in _one_error_line(proc.stderr)
+    proc = _gpufs("select", "in.csv", "--target", "nope", "--debug", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr and "UserError" in proc.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["select", "missing.csv", "--target", "label"], "no such file: missing.csv"),
+    (["select", "in.csv", "--target", "label"], "not numeric: 'note'"),
+    (["select", "in.csv", "--target", "label", "--drop", "zzz"], "--drop: no column 'zzz'"),
+    (["select", "in.csv", "--target", "label", "--drop", "label"], "names the target column"),
+    (["select", "in.csv", "--target", "label", "--method", "stagewise", "--mu", "0.1"],
+     "--mu applies to --method gbfs only"),
+    (["select", "in.csv", "--target", "label", "--method", "controlburn", "-k", "2",
+      "--alpha", "0.1"], "either -k"),
+    (["select", "in.csv", "--target", "label", "--output", "out.xlsx"], "unknown table format"),
+    (["select", "in.csv", "--target", "label", "-k", "0"], "expected a positive integer"),
+    (["select", "in.csv"], "required: --target"),
+    (["select", "in.csv", "--target", "label", "--drop", "note,id", "--mu", "-1"], "mu"),
+    (["explain", "in.csv"], "not valid JSON"),
+    (["explain", "missing.json"], "no such file: missing.json"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_user_errors(tmp_path, monkeypatch, capsys, argv, message):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        status = exc.code
+    assert status == 2
+    assert message in _one_error_line(capsys.readouterr().err)
+
+
+def test_device_gpu_without_a_gpu_is_a_user_error(tmp_path, monkeypatch, capsys):
+    from gpufs._device import gpu_available
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU")
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "in.csv", "--target", "label", "--device", "gpu"]) == 2
+    assert "no CUDA GPU is usable" in _one_error_line(capsys.readouterr().err)
+
+
+# --- never destroy data ---------------------------------------------------------------------
+def _refused(tmp_path, monkeypatch, capsys, *extra):
+    monkeypatch.chdir(tmp_path)
+    status = main(["select", "in.csv", "--target", "label", "--drop", "id,note", *extra])
+    return status, capsys.readouterr().err
+
+
+def test_refuses_to_write_over_the_input_by_any_name(tmp_path, monkeypatch, capsys):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    before = (tmp_path / "in.csv").read_bytes()
+    os.symlink(tmp_path / "in.csv", tmp_path / "link.csv")
+    os.link(tmp_path / "in.csv", tmp_path / "hard.csv")
+    (tmp_path / "sub").mkdir()
+    for out in ["in.csv", "./sub/../in.csv", str(tmp_path / "in.csv"), "link.csv", "hard.csv"]:
+        status, err = _refused(tmp_path, monkeypatch, capsys, "--output", out, "--force")
+        assert status == 2, out
+        assert "refusing to write over the input" in _one_error_line(err)
+    for option in ["--report", "--save-model"]:
+        status, err = _refused(tmp_path, monkeypatch, capsys, option, "link.csv", "--force")
+        assert status == 2 and "refusing to write over the input" in err
+    assert (tmp_path / "in.csv").read_bytes() == before
+
+
+def test_refuses_an_existing_output_without_force(tmp_path, monkeypatch, capsys):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    for option, name in [("--output", "sel.csv"), ("--report", "r.json"),
+                         ("--save-model", "m.json")]:
+        (tmp_path / name).write_text("keep me")
+        status, err = _refused(tmp_path, monkeypatch, capsys, option, name)
+        assert status == 2
+        assert f"{option} {name} exists; refusing to replace it" in _one_error_line(err)
+        assert (tmp_path / name).read_text() == "keep me"
+
+
+def test_refuses_two_outputs_with_one_name_and_a_missing_folder(tmp_path, monkeypatch, capsys):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "a.csv", "--report",
+                           "a.csv")
+    assert status == 2 and "name the same file" in _one_error_line(err)
+    status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "no/such/dir/a.csv")
+    assert status == 2 and "does not exist" in _one_error_line(err)
+    assert sorted(os.listdir(tmp_path)) == ["in.csv"]
+
+
+def test_force_replaces_an_existing_output_whole(tmp_path, monkeypatch, capsys):
+    df = _planted()
+    df.to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "sel.csv").write_text("old\n")
+    os.chmod(tmp_path / "sel.csv", 0o640)
+    status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "sel.csv", "--force",
+                           "--trees", "10", "--device", "cpu")
+    assert status == 0, err
+    out = pd.read_csv(tmp_path / "sel.csv")
+    assert list(out.columns)[-1] == "label" and len(out) == len(df)
+    assert oct(os.stat(tmp_path / "sel.csv").st_mode & 0o777) == oct(0o640)
+    assert sorted(os.listdir(tmp_path)) == ["in.csv", "sel.csv"]  # no temporary file left
+
+
+def test_an_interrupted_write_leaves_no_half_file(tmp_path, monkeypatch, capsys):
+    import gpufs.cli as cli
+
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "old.csv").write_text("the previous result\n")
+
+    def write_half_then_interrupt(df, path, fh):
+        fh.write(b"c2,c4,label\n0.1,0.2,")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_write_table", write_half_then_interrupt)
+    for out, extra in [("new.csv", []), ("old.csv", ["--force"])]:
+        status, err = _refused(tmp_path, monkeypatch, capsys, "--output", out, "--trees", "5",
+                               "--device", "cpu", *extra)
+        assert status == 130 and _one_error_line(err) == "error: interrupted"
+    assert sorted(os.listdir(tmp_path)) == ["in.csv", "old.csv"]  # no new.csv, no *.part
+    assert (tmp_path / "old.csv").read_text() == "the previous result\n"
+
+
+# --- the progress bar: on a terminal only ---------------------------------------------------
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal(tmp_path):
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    # a terminal of 24 x 100 characters (a new pseudo-terminal has size 0, where tqdm draws
+    # an empty bar)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "gpufs", "demo", "--trees", "5",
+                             "--device", "cpu"], cwd=tmp_path, env=env,
+                            stdout=follower, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=300) == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    assert "test accuracy" in screen
+    assert "gpufs boosting" in screen and "5/5" in screen, screen
+
+
+@pytest.mark.parametrize("stdout_tty, stderr_tty, no_progress, shown", [
+    (True, True, False, True), (True, True, True, False),
+    (False, True, False, False), (True, False, False, False)])
+def test_progress_needs_both_streams_on_a_terminal_and_no_flag(monkeypatch, stdout_tty,
+                                                               stderr_tty, no_progress, shown):
+    import argparse
+
+    import gpufs.cli as cli
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: stdout_tty)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: stderr_tty)
+    assert cli._progress(argparse.Namespace(no_progress=no_progress)) is shown

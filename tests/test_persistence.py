@@ -1,96 +1,178 @@
-"""save_model / load_model (JSON) and pickle give models that predict bit-identically."""
+"""Model files (gpufs.model_io): every family round-trips bit-identically through strict JSON;
+hostile or broken files are refused with one ValueError naming the field; the first format is
+migrated; pickle still works."""
+import copy
 import json
+import math
+import os
 import pickle
+import tracemalloc
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from gpufs import GBFSClassifier, GBFSRegressor, TreeEnsemble
+from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
+                   StagewiseClassifier, StagewiseRegressor, TreeEnsemble, model_io)
 from gpufs.backends.cpu import CPUBackend
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-def _data(kind, seed=0, n=300):
+
+def _data(kind, seed=0, n=300, nan=True):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5)) * [1, 10, 0.1, 1e6, 1]
-    X[rng.random(X.shape) < 0.1] = np.nan
+    if nan:
+        X[rng.random(X.shape) < 0.1] = np.nan
+        # a feature that is 1.0 or missing: its only split is "missing vs everything", the
+        # top-bin split whose threshold is +inf
+        X[:, 4] = np.where(rng.random(n) < 0.4, np.nan, 1.0)
     z = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) / 10 + 0.3 * rng.normal(size=n)
+    z += 1.5 * np.isnan(X[:, 4]) if nan else 0.0
     if kind == "regressor":
         return X, z
     if kind == "binary":
-        return X, np.where(z > 0, "pos", "neg")
-    return X, np.digitize(z, [-0.7, 0.0, 0.7])  # 4 classes
+        return X, np.where(z > 0.5, "pos", "neg")
+    return X, np.digitize(z, [-0.7, 0.0, 0.7, 1.5])  # 5 classes
 
 
-@pytest.fixture(scope="module", params=["regressor", "binary", "multiclass"])
+def _strict_loads(text):
+    def no_constant(name):
+        raise AssertionError(f"non-standard JSON token {name}")
+
+    return json.loads(text, parse_constant=no_constant)
+
+
+CASES = {
+    "gbfs_regressor": (lambda: GBFSRegressor(
+        n_estimators=12, mu=0.02, learning_rate=0.3, feature_costs=[1, 2, 1, 1, 3],
+        feature_groups=[0, 0, 1, 2, 2], device="cpu"), "regressor", True),
+    "gbfs_binary_val": (lambda: GBFSClassifier(
+        n_estimators=12, mu=0.0, learning_rate=0.3, validation_fraction=0.2,
+        n_iter_no_change=3, device="cpu"), "binary", True),
+    "gbfs_binary_k_search": (lambda: GBFSClassifier(n_features_to_select=2, n_estimators=8,
+                                                    device="cpu"), "binary", True),
+    "gbfs_multiclass": (lambda: GBFSClassifier(n_estimators=4, max_depth=3, device="cpu"),
+                        "multiclass", True),
+    "stagewise_regressor": (lambda: StagewiseRegressor(n_features_to_select=3, device="cpu"),
+                            "regressor", False),
+    "stagewise_binary_val": (lambda: StagewiseClassifier(
+        n_features_to_select=4, validation_fraction=0.3, n_iter_no_change=1, random_state=0,
+        device="cpu"), "binary", False),
+    "stagewise_multiclass": (lambda: StagewiseClassifier(n_features_to_select=3, device="cpu"),
+                             "multiclass", False),
+    "controlburn_regressor": (lambda: ControlBurnRegressor(
+        n_features_to_select=2, max_depth=2, max_trees_per_round=5, path_k_max=3,
+        random_state=0, device="cpu"), "regressor", True),
+    "controlburn_binary_custom_gbfs_refit": (lambda: ControlBurnClassifier(
+        n_features_to_select=2, max_depth=2, max_trees_per_round=5, random_state=0,
+        refit_estimator=GBFSClassifier(mu=0.0, n_estimators=7, max_depth=2),
+        device="cpu"), "binary", True),
+    "controlburn_multiclass": (lambda: ControlBurnClassifier(
+        n_features_to_select=3, max_depth=2, max_trees_per_round=4, random_state=0,
+        refit_estimator=GBFSClassifier(n_estimators=3, max_depth=2), device="cpu"),
+        "multiclass", True),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
 def fitted(request):
-    kind = request.param
-    X, y = _data(kind)
-    cls = GBFSRegressor if kind == "regressor" else GBFSClassifier
-    est = cls(n_estimators=12, mu=0.02, learning_rate=0.3, feature_costs=[1, 2, 1, 1, 3],
-              feature_groups=[0, 0, 1, 2, 2], device="cpu").fit(X, y)
-    Xnew, _ = _data(kind, seed=1)
-    return kind, cls, est, Xnew
+    make, kind, nan = CASES[request.param]
+    X, y = _data(kind, nan=nan)
+    est = make().fit(X, y)
+    Xnew, _ = _data(kind, seed=1, nan=nan)
+    return request.param, type(est), est, Xnew
 
 
 def _outputs(est, X):
     out = {"predict": est.predict(X), "transform": est.transform(X)}
-    if hasattr(est, "predict_proba"):
-        out["predict_proba"] = est.predict_proba(X)
-        out["decision_function"] = est.decision_function(X)
+    for m in ("predict_proba", "decision_function"):
+        if hasattr(est, m):
+            out[m] = getattr(est, m)(X)
     return out
+
+
+_SELECTION_ATTRS = ("selected_features_", "support_", "first_use_tree_", "feature_importances_",
+                    "n_features_in_", "n_estimators_", "coef_", "intercept_",
+                    "standardized_coef_", "bias_", "mean_", "std_", "weights_history_",
+                    "cost_history_", "validation_cost_history_", "tree_weights_",
+                    "forest_features_", "forest_coverage_", "n_trees_", "lambda_",
+                    "selection_exact_", "device_", "selected_feature_names_", "mu_")
 
 
 def _assert_same_model(a, b, X):
     oa, ob = _outputs(a, X), _outputs(b, X)
     assert oa.keys() == ob.keys()
     for k in oa:
-        assert np.array_equal(oa[k], ob[k], equal_nan=oa[k].dtype.kind == "f"), k
         assert oa[k].dtype == ob[k].dtype, k
-    for attr in ("selected_features_", "support_", "first_use_tree_", "feature_importances_",
-                 "n_features_in_", "n_estimators_"):
-        np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr), err_msg=attr)
-    assert json.dumps(a.selection_record_) == json.dumps(b.selection_record_)
+        assert np.array_equal(oa[k], ob[k], equal_nan=oa[k].dtype.kind == "f"), k
+    for attr in _SELECTION_ATTRS:
+        assert hasattr(a, attr) == hasattr(b, attr), attr
+        if hasattr(a, attr) and getattr(a, attr) is not None:
+            np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr), err_msg=attr)
+    for attr in ("selection_record_", "selection_path_", "fit_times_", "mu_search_"):
+        assert json.dumps(getattr(a, attr, None)) == json.dumps(getattr(b, attr, None)), attr
     if hasattr(a, "classes_"):
         np.testing.assert_array_equal(a.classes_, b.classes_)
         assert a.classes_.dtype == b.classes_.dtype
-    pa, pb = a.get_params(), b.get_params()
+    pa, pb = a.get_params(deep=False), b.get_params(deep=False)
     assert pa.keys() == pb.keys()
     for k in pa:  # costs and groups included: a refit of the loaded model is the same model
-        if pa[k] is None or pb[k] is None:
+        if hasattr(pa[k], "get_params"):
+            assert repr(pa[k]) == repr(pb[k]), k
+        elif pa[k] is None or pb[k] is None:
             assert pa[k] is None and pb[k] is None, k
         else:
             np.testing.assert_array_equal(pa[k], pb[k], err_msg=k)
 
 
 def test_json_round_trip(fitted, tmp_path):
-    kind, cls, est, Xnew = fitted
+    name, cls, est, Xnew = fitted
     path = tmp_path / "model.json"
     est.save_model(path)
-    json.loads(path.read_text())  # plain JSON
+    text = path.read_text()
+    doc = _strict_loads(text)          # strict JSON: no NaN / Infinity tokens
+    assert doc["format"] == "gpufs.model" and doc["format_version"] == 2
+    assert doc["estimator"] == cls.__name__
     loaded = cls.load_model(path)
     assert type(loaded) is cls
     _assert_same_model(est, loaded, Xnew)
-    # the rows NaN-routed by the learned default directions agree too
-    assert np.isnan(Xnew).any()
-    # and saving the loaded model again gives the same file
+    # saving the loaded model again writes the same file, byte for byte
     path2 = tmp_path / "again.json"
     loaded.save_model(path2)
-    assert json.loads(path.read_text())["ensemble"] == json.loads(path2.read_text())["ensemble"]
+    assert path2.read_text() == text
+    assert sorted(os.listdir(tmp_path)) == ["again.json", "model.json"]  # no temporary left
+
+
+def test_non_finite_values_are_written_as_strings(tmp_path):
+    """The top-bin split's +inf threshold and the NaN validation losses are explicit strings."""
+    X, y = _data("binary")
+    est = GBFSClassifier(n_estimators=6, mu=0.0, device="cpu").fit(X, y)
+    s = est.ensemble_.stacked()
+    assert np.isinf(s["threshold"][s["feature"] >= 0]).any()     # the case is exercised
+    est.save_model(tmp_path / "m.json")
+    doc = _strict_loads((tmp_path / "m.json").read_text())
+    assert "Infinity" in sum(doc["fitted"]["ensemble"]["trees"]["threshold"], [])
+    assert set(doc["fitted"]["selection_record"]["val_loss"]) == {"NaN"}
+    loaded = GBFSClassifier.load_model(tmp_path / "m.json")
+    assert np.isnan(loaded.selection_record_["val_loss"]).all()
+    assert np.array_equal(loaded.predict_proba(X), est.predict_proba(X))
 
 
 def test_pickle_round_trip(fitted):
-    kind, cls, est, Xnew = fitted
-    loaded = pickle.loads(pickle.dumps(est))
-    _assert_same_model(est, loaded, Xnew)
+    name, cls, est, Xnew = fitted
+    _assert_same_model(est, pickle.loads(pickle.dumps(est)), Xnew)
 
 
-def test_tree_ensemble_json_round_trip(fitted):
-    kind, cls, est, Xnew = fitted
+def test_tree_ensemble_json_round_trip():
+    X, y = _data("multiclass")
+    est = GBFSClassifier(n_estimators=5, device="cpu").fit(X, y)
     ens = est.ensemble_
-    back = TreeEnsemble.from_json(ens.to_json())
-    assert back.n_trees == ens.n_trees and back.max_depth == ens.max_depth
-    assert back.n_features == ens.n_features
+    text = ens.to_json()
+    _strict_loads(text)
+    back = TreeEnsemble.from_json(text)
+    assert (back.n_trees, back.max_depth, back.n_features) == (ens.n_trees, ens.max_depth,
+                                                               ens.n_features)
     np.testing.assert_array_equal(back.base_score, ens.base_score)
     sa, sb = ens.stacked(), back.stacked()
     assert sa.keys() == sb.keys()
@@ -98,42 +180,99 @@ def test_tree_ensemble_json_round_trip(fitted):
         np.testing.assert_array_equal(sa[k], sb[k], err_msg=k)
         assert sa[k].dtype == sb[k].dtype, k
     be = CPUBackend()
-    Xb = est.bin_mapper_.transform(Xnew, be)
-    assert np.array_equal(ens.predict_raw(Xnew, be), back.predict_raw(Xnew, be))
+    Xb = est.bin_mapper_.transform(X, be)
+    assert np.array_equal(ens.predict_raw(X, be), back.predict_raw(X, be))
     assert np.array_equal(ens.predict_binned(Xb, be), back.predict_binned(Xb, be))
+    with pytest.raises(ValueError, match="not a gpufs ensemble"):
+        TreeEnsemble.from_dict({"format": "something else"})
+    bad = json.loads(text)
+    bad["trees"]["feature"][0][0] = 99
+    with pytest.raises(ValueError, match=r"^ensemble\.trees\.feature\[0\]\[0\]: 99 is out"):
+        TreeEnsemble.from_dict(bad)
 
 
-def test_pandas_names_survive(tmp_path):
-    X, y = _data("regressor")
+def test_pandas_names_and_string_classes_survive(tmp_path):
+    X, y = _data("binary", nan=False)
     df = pd.DataFrame(X, columns=["alpha", "beta", "gamma", "delta", "eps"])
-    est = GBFSRegressor(n_estimators=5, device="cpu").fit(df, y)
-    path = tmp_path / "m.json"
-    est.save_model(path)
-    for loaded in (GBFSRegressor.load_model(path), pickle.loads(pickle.dumps(est))):
+    for est in (GBFSClassifier(n_estimators=5, device="cpu"),
+                StagewiseClassifier(n_features_to_select=2, device="cpu"),
+                ControlBurnClassifier(n_features_to_select=2, max_depth=2,
+                                      max_trees_per_round=4, random_state=0, device="cpu")):
+        est.fit(df, pd.Series(y, dtype=object))      # object labels stay object
+        assert est.classes_.dtype == object
+        path = tmp_path / "m.json"
+        est.save_model(path)
+        loaded = type(est).load_model(path)
         np.testing.assert_array_equal(loaded.feature_names_in_, df.columns)
-        np.testing.assert_array_equal(loaded.selected_feature_names_,
-                                      est.selected_feature_names_)
+        np.testing.assert_array_equal(loaded.selected_features_, est.selected_features_)
+        assert loaded.classes_.dtype == object
         assert np.array_equal(loaded.predict(df), est.predict(df))
+        assert loaded.predict(df).dtype == est.predict(df).dtype
 
 
-def test_load_model_of_the_wrong_kind(tmp_path):
+def test_controlburn_with_no_selection_saves_its_constant_model(tmp_path):
+    """A forest that splits on nothing selects nothing: the refit is a constant model."""
+    rng = np.random.RandomState(0)
+    X = np.ones((50, 3))
+    for est, y in ((ControlBurnRegressor(max_depth=2, random_state=0, device="cpu"),
+                    rng.randn(50)),
+                   (ControlBurnClassifier(max_depth=2, random_state=0, device="cpu"),
+                    np.array(["a", "b"] * 25))):
+        est.fit(X, y)
+        assert est.selected_features_.size == 0
+        est.save_model(tmp_path / "m.json")
+        loaded = type(est).load_model(tmp_path / "m.json")
+        _assert_same_model(est, loaded, X)
+
+
+def test_custom_refit_estimator_is_refused_with_the_pickle_advice(tmp_path):
+    from sklearn.linear_model import LinearRegression
+
+    X, y = _data("regressor", nan=False)
+    est = ControlBurnRegressor(n_features_to_select=2, max_depth=2, max_trees_per_round=4,
+                               refit_estimator=LinearRegression(), random_state=0,
+                               device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match=r"refit_estimator=LinearRegression.*pickle.*SECURITY"):
+        est.save_model(tmp_path / "m.json")
+    assert not os.listdir(tmp_path)                  # nothing half-written
+    pickle.loads(pickle.dumps(est)).predict(X)       # the advice works
+
+
+def test_first_format_is_migrated():
+    """A file written by gpufs 0.1.0 (NaN and Infinity tokens) loads and predicts as then."""
+    with open(os.path.join(HERE, "data", "gbfs_format1_expected.json")) as fh:
+        expected = json.load(fh)
+    X = np.array([[np.nan if v is None else v for v in row] for row in expected["X"]])
+    path = os.path.join(HERE, "data", "gbfs_format1.json")
+    with open(path) as fh:
+        text = fh.read()
+    assert "NaN" in text and "Infinity" in text          # the old, non-strict file
+    est = GBFSClassifier.load_model(path)
+    assert np.array_equal(est.predict_proba(X), np.array(expected["predict_proba"]))
+    assert est.predict(X).tolist() == expected["predict"]
+    # migrated through the same checks: a broken old file is refused like a new one
+    broken = json.loads(text, parse_constant=lambda c: {"NaN": math.nan}.get(c, math.inf))
+    broken["ensemble"]["trees"]["feature"][0][0] = 7
+    with pytest.raises(ValueError, match=r"fitted\.ensemble\.trees\.feature\[0\]\[0\]"):
+        model_io.from_document(broken)
+
+
+def test_wrong_class_and_not_fitted(tmp_path):
+    from sklearn.exceptions import NotFittedError
+
     X, y = _data("regressor")
     path = tmp_path / "m.json"
     GBFSRegressor(n_estimators=2, device="cpu").fit(X, y).save_model(path)
     with pytest.raises(ValueError, match="holds a GBFSRegressor, not a GBFSClassifier"):
         GBFSClassifier.load_model(path)
-    with pytest.raises(ValueError, match="not a gpufs ensemble"):
-        TreeEnsemble.from_dict({"format": "something else"})
+    with pytest.raises(ValueError, match="holds a GBFSRegressor, not a StagewiseRegressor"):
+        StagewiseRegressor.load_model(path)
+    for est in (GBFSRegressor(), StagewiseRegressor(), ControlBurnRegressor()):
+        with pytest.raises(NotFittedError):
+            est.save_model(tmp_path / "n.json")
 
 
-def test_save_before_fit(tmp_path):
-    from sklearn.exceptions import NotFittedError
-
-    with pytest.raises(NotFittedError):
-        GBFSRegressor().save_model(tmp_path / "m.json")
-
-
-def test_save_params_json_cannot_hold_directly(tmp_path):
+def test_params_json_cannot_hold_directly(tmp_path):
     """numpy scalars, a pandas Series of costs and a RandomState still save and load."""
     X, y = _data("binary")
     est = GBFSClassifier(n_estimators=np.int64(4), mu=np.float32(0.05),
@@ -146,3 +285,186 @@ def test_save_params_json_cannot_hold_directly(tmp_path):
     assert loaded.get_params()["random_state"] is None
     assert loaded.get_params()["feature_costs"] == [1.0, 2.0, 1.0, 1.0, 1.0]
     assert np.array_equal(loaded.predict_proba(X), est.predict_proba(X))
+
+
+def test_equal_adjacent_cut_points_load():
+    """Binning can give two equal cut points (three adjacent floats): such a model is valid."""
+    x = np.array([np.nextafter(1.0, 0.0), 1.0, 1.0 + 2 ** -52] * 20)
+    X = np.column_stack([x, np.arange(60.0)])
+    est = GBFSRegressor(n_estimators=3, device="cpu").fit(X, np.arange(60.0))
+    assert np.any(np.diff(est.bin_mapper_.cuts_[0]) == 0)
+    loaded = model_io.from_document(json.loads(model_io.dumps(model_io.to_document(est))))
+    assert np.array_equal(loaded.predict(X), est.predict(X))
+
+
+# --- refusals: one ValueError naming the field ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gbfs_doc():
+    X, y = _data("multiclass")
+    est = GBFSClassifier(n_estimators=3, max_depth=3, device="cpu").fit(X, y)
+    return model_io.to_document(est)
+
+
+def _trees(doc):
+    return doc["fitted"]["ensemble"]["trees"]
+
+
+def _splits(doc):
+    """(tree, node) of every split."""
+    return [(t, i) for t, row in enumerate(_trees(doc)["feature"])
+            for i, v in enumerate(row) if v >= 0]
+
+
+def _set(field, value, pick=0):
+    """Set a tree array's entry at the pick-th split."""
+    def mutate(doc):
+        t, i = _splits(doc)[pick]
+        _trees(doc)[field][t][i] = value
+    return mutate
+
+
+def _set_path(value, *path):
+    def mutate(doc):
+        node = doc
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    return mutate
+
+
+def _use_unused_node(doc):
+    """Give a node below a leaf a leaf value."""
+    f = _trees(doc)["feature"]
+    t, i = next((t, 2 * i + 1) for t, row in enumerate(f) for i, v in enumerate(row)
+                if v < 0 and 2 * i + 1 < len(row))
+    _trees(doc)["value"][t][i] = 1.0
+
+
+def _split_on_one_bin_feature(doc):
+    """Move a split whose bin threshold is >= 1 onto feature 4, which has one bin."""
+    t, i = next((t, i) for t, i in _splits(doc) if _trees(doc)["bin_threshold"][t][i] >= 1)
+    _trees(doc)["feature"][t][i] = 4
+
+
+def _overflowing_values(doc):
+    k = doc["fitted"]["ensemble"]["n_outputs"]
+    _trees(doc)["value"][0][0] = 1.7e308
+    _trees(doc)["value"][k][0] = 1.7e308          # the same output column
+
+
+REFUSALS = [
+    # (description, mutation, message regex)
+    ("feature index out of range", _set("feature", 120),
+     r"^fitted\.ensemble\.trees\.feature\[\d+\]\[\d+\]: 120 is out of the allowed range "
+     r"\[-1, 4\]"),
+    ("bin threshold past the feature's bins", _split_on_one_bin_feature,
+     r"^fitted\.ensemble\.trees\.bin_threshold\[\d+\]\[\d+\]: bin threshold \d+ >= n_bins 1 "
+     r"of feature 4"),
+    ("threshold off its cut point", _set("threshold", 0.123),
+     r"^fitted\.ensemble\.trees\.threshold\[\d+\]\[\d+\]: threshold 0\.123 is not the cut "
+     r"point"),
+    ("a split on the last level", _set_path(0, "fitted", "ensemble", "trees", "feature", 0, 14),
+     r"feature\[0\]\[14\]: a split on the last level of a depth-3 tree"),
+    ("a node below a leaf in use", _use_unused_node, r"is below a leaf \(unused\) but holds 1\.0"),
+    ("count not the sum of the children's", _set("count", 10 ** 6),
+     r"^fitted\.ensemble\.trees\.count\[\d+\]\[\d+\]: node \d+ of tree \d+ holds 1000000 rows"),
+    ("NaN leaf value", _set_path("NaN", "fitted", "ensemble", "trees", "value", 0, 0),
+     r"^fitted\.ensemble\.trees\.value\[0\]\[0\]: expected a number"),
+    ("leaf values that overflow", _overflowing_values,
+     r"^fitted\.ensemble\.trees\.value: leaf values so large that a prediction would overflow"),
+    ("depth over the cap", _set_path(40, "fitted", "ensemble", "max_depth"),
+     r"^fitted\.ensemble\.max_depth: 40 is above the largest allowed value 16"),
+    ("declared trees != trees", _set_path(10 ** 9, "fitted", "ensemble", "n_trees"),
+     r"^fitted\.ensemble\.n_trees: 1000000000 is above the largest allowed value"),
+    ("tree column out of range", _set_path(9, "fitted", "ensemble", "tree_column", 0),
+     r"^fitted\.ensemble\.tree_column\[0\]: 9 is out of the allowed range \[0, 4\]"),
+    ("decreasing cut points", _set_path(1e300, "fitted", "bins", "cuts", 0, 0),
+     r"^fitted\.bins\.cuts\[0\]\[1\]: cut points must be in increasing order"),
+    ("n_features_in disagrees", _set_path(6, "n_features_in"),
+     r"^fitted\.bins\.cuts: expected 6 entries, got 5"),
+    ("unsorted classes", _set_path(99, "classes", "values", 0),
+     r"^classes\.values: labels must be distinct and sorted"),
+    ("selected feature without first use", _set_path([0, 1, 2, 3, 4], "fitted",
+                                                     "selected_features"),
+     r"^fitted\.selected_features: the selected features are not the features with a first-use"),
+    ("unknown estimator", _set_path("os.system", "estimator"),
+     r"^estimator: 'os\.system' is not one of"),
+    ("newer format", _set_path(3, "format_version"), r"^format_version: format version 3"),
+    ("unknown parameter", _set_path(1, "params", "__init__"),
+     r"^params: GBFSClassifier has no parameter '__init__'"),
+    ("a list where a number goes", _set_path([1.0], "fitted", "ensemble", "base_score", 0),
+     r"^fitted\.ensemble\.base_score\[0\]: expected a number, got a list"),
+    ("huge integer", _set_path(2 ** 70, "fitted", "first_use_tree", 0),
+     r"^fitted\.first_use_tree\[0\]: 1180591620717411303424 is out of the allowed range"),
+    ("missing key", lambda doc: doc["fitted"].pop("bins"), r"^fitted: missing key 'bins'"),
+    ("extra key", _set_path([], "fitted", "ensemble", "trees", "extra"),
+     r"^fitted\.ensemble\.trees: unexpected key 'extra'"),
+]
+
+
+@pytest.mark.parametrize("what,mutate,match", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_refused_with_the_field_named(gbfs_doc, what, mutate, match):
+    doc = copy.deepcopy(gbfs_doc)
+    model_io.from_document(copy.deepcopy(doc))        # the unmutated document loads
+    mutate(doc)
+    with pytest.raises(model_io.ModelFileError, match=match):
+        model_io.from_document(json.loads(json.dumps(doc)))
+
+
+@pytest.mark.parametrize("text,match", [
+    ('{"a": NaN}', r"expected a JSON object|not a gpufs model"),
+    ('{"format": "gpufs.model", "format": "x"}', r"key 'format' appears twice"),
+    ("[" * 100_000 + "]" * 100_000, r"nested too deeply"),
+    ('{"format": ', r"not valid JSON"),
+    ("1" * 5000, r"not valid JSON"),
+])
+def test_text_that_is_not_strict_json(tmp_path, text, match):
+    path = tmp_path / "m.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        GBFSRegressor.load_model(path)
+
+
+def test_nan_token_is_named(gbfs_doc, tmp_path):
+    doc = copy.deepcopy(gbfs_doc)
+    doc["fitted"]["ensemble"]["base_score"][0] = "__here__"
+    text = model_io.dumps(doc).replace('"__here__"', "NaN")
+    path = tmp_path / "m.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"base_score\[0\]: expected a number, got the "
+                                         r"non-standard JSON token NaN"):
+        GBFSClassifier.load_model(path)
+    path.write_bytes(b"\xff\xfe" + text.encode())
+    with pytest.raises(ValueError, match="not UTF-8"):
+        GBFSClassifier.load_model(path)
+
+
+def test_size_caps(gbfs_doc, tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text(model_io.dumps(gbfs_doc))
+    with pytest.raises(ValueError, match="larger than max_bytes=1000"):
+        GBFSClassifier.load_model(path, max_bytes=1000)
+    assert GBFSClassifier.load_model(path, max_bytes=os.path.getsize(path)).n_features_in_ == 5
+
+
+def test_a_small_file_cannot_allocate_much(gbfs_doc, tmp_path):
+    """The issue's case: a 4 MB file of a million empty cut lists made the loader allocate
+    2.4 GiB (the padded cut matrix). Now it is refused, and the whole load stays small."""
+    doc = copy.deepcopy(gbfs_doc)
+    doc["n_features_in"] = 10 ** 6
+    doc["fitted"]["bins"]["cuts"] = [[]] * 10 ** 6
+    doc["fitted"]["ensemble"]["n_features"] = 10 ** 6
+    path = tmp_path / "m.json"
+    path.write_text(model_io.dumps(doc))
+    size = os.path.getsize(path)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"n_features_in: 1000000 is above the largest"):
+            GBFSClassifier.load_model(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # json.loads makes one list object (about 64 bytes) per "[]," (3 bytes); nothing else of
+    # that size is allocated
+    assert peak < 32 * size, (peak, size)

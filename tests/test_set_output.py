@@ -1,0 +1,44 @@
+"""``set_output(transform="pandas")`` on every selector: ``transform`` returns a DataFrame with
+the selected columns' names and the input's index, as scikit-learn transformers do; "default"
+gives the ndarray back."""
+import numpy as np
+import pytest
+from sklearn.base import is_classifier
+
+from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
+                   StagewiseClassifier, StagewiseRegressor)
+
+pd = pytest.importorskip("pandas")
+
+SELECTORS = [
+    GBFSClassifier(n_features_to_select=2, n_estimators=20, device="cpu", random_state=0),
+    GBFSRegressor(n_features_to_select=2, n_estimators=20, device="cpu", random_state=0),
+    ControlBurnClassifier(n_features_to_select=2, max_depth=3, device="cpu", random_state=0),
+    ControlBurnRegressor(n_features_to_select=2, max_depth=3, device="cpu", random_state=0),
+    StagewiseClassifier(n_features_to_select=2, device="cpu"),
+    StagewiseRegressor(n_features_to_select=2, device="cpu"),
+]
+
+
+def _data(classification):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 5)), columns=["a", "b", "c", "d", "e"],
+                     index=pd.RangeIndex(1000, 1300, name="row"))
+    signal = 2.0 * X["b"] - 1.5 * X["d"]
+    y = (signal > 0).astype(int) if classification else signal + 0.1 * rng.normal(size=300)
+    return X, y
+
+
+@pytest.mark.parametrize("selector", SELECTORS, ids=lambda s: type(s).__name__)
+def test_transform_returns_a_named_dataframe_after_set_output(selector):
+    X, y = _data(is_classifier(selector))
+    sel = selector.set_output(transform="pandas").fit(X, y)
+    out = sel.transform(X)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["b", "d"] == list(sel.get_feature_names_out())
+    assert out.index.equals(X.index)
+    np.testing.assert_array_equal(out.to_numpy(), X[["b", "d"]].to_numpy())
+
+    plain = sel.set_output(transform="default").transform(X)
+    assert isinstance(plain, np.ndarray)
+    np.testing.assert_array_equal(plain, X[["b", "d"]].to_numpy())
