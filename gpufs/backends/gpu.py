@@ -103,6 +103,8 @@ class GPUBackend:
         Accumulate synchronized wall time per phase in ``self.timings`` (seconds) and launch
         counts in ``self.launches``. Default: the environment variable ``GPUFS_PROFILE=1``.
         Synchronizing around every phase costs time: leave it off for end-to-end timings.
+        (Set the attribute ``kernel_events = True`` for device time per kernel instead:
+        ``kernel_times()``.)
     hist_threads, tile_features, part_threads, min_rows_per_task, max_blocks : launch sizes
         (defaults for a real GPU; tiny ones under the simulator). ``part_threads`` must be a
         power of two <= 1024; ``tile_features`` <= ``cuda_kernels.MAX_TILE_FEATURES`` and
@@ -134,6 +136,7 @@ class GPUBackend:
         self.max_blocks = max_blocks or (2 if small else 32 * self._sm_count)
         self._check_geometry()
         self.profile = (os.environ.get("GPUFS_PROFILE") == "1") if profile is None else profile
+        self.kernel_events = False  # CUDA events around every launch (``kernel_times``)
         self.reset_timings()
         self._reduce_threads = 16 if small else self.kernels.REDUCE_BLOCK
         self._uploads = {}  # name -> (host copy, device array): re-upload only on change
@@ -154,6 +157,9 @@ class GPUBackend:
         self.timings = {}
         self.launches = {}
         self.transfers = 0  # device -> host copies (``_to_host``)
+        self.hist_bytes = 0  # bytes the histogram launches had to read (rows x (d + 20))
+        self.wrapped = {}  # phase -> arrays wrapped at launch (not passed as a kept view)
+        self._events = []
         self._used_max = 0
 
     def synchronize(self):
@@ -199,7 +205,30 @@ class GPUBackend:
 
     def _launch(self, phase, kernel, grid, block, *args, shared=0):
         self.launches[phase] = self.launches.get(phase, 0) + 1
-        kernel[grid, block, self._stream(), shared](*[self._arg(a) for a in args])
+        arrays = sum(isinstance(a, np.ndarray) or is_cupy_array(a) for a in args)
+        if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
+            self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays
+        args = [self._arg(a) for a in args]
+        if self.kernel_events and self._cupy:
+            start, end = self.xp.cuda.Event(), self.xp.cuda.Event()
+            start.record()
+            kernel[grid, block, self._stream(), shared](*args)
+            end.record()
+            self._events.append((getattr(kernel, "__name__", phase), start, end))
+            return
+        kernel[grid, block, self._stream(), shared](*args)
+
+    def kernel_times(self):
+        """Device milliseconds per kernel, summed over the launches since ``reset_timings``,
+        from the CUDA events recorded around each launch when ``kernel_events`` is true
+        (events do not synchronize the host; this waits for them)."""
+        out = {}
+        if not self._events:
+            return out
+        self._events[-1][2].synchronize()
+        for name, start, end in self._events:
+            out[name] = out.get(name, 0.0) + self.xp.cuda.get_elapsed_time(start, end)
+        return out
 
     def _to_host(self, a):
         """Device -> host copy (the per-level sync), counted, timed as its own phase."""
@@ -459,6 +488,7 @@ class GPUBackend:
                              self._grid_1d(n, 256 if self._cupy else 32),
                              256 if self._cupy else 32, ws.v["rows0"])
             if st.n_feats and n:
+                self.hist_bytes += n * (st.n_feats + 20)
                 ws.zero_hist(ws.hist_index, 1)
                 self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=ws.tasks_for(n),
                                 n_feats=st.n_feats, out=ws.hist_index)
@@ -496,7 +526,8 @@ class GPUBackend:
             hist = ws.hist_index ^ cur
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
                          threads, ws.v[f"hist{hist}"], ws.v["nodes"], ws.v[f"active{a}"], k,
-                         ws.v["feats2"], st.fcur, ws.v["ctrl"], split.n_bins, pen, alw, usd,
+                         ws.v["feats2"], st.fcur, ws.v["ctrl"], ws.view_of(split.n_bins), pen,
+                         alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
                          float(split.gain_divisor), float(split.min_child_weight),
                          ws.v["pf_f"], ws.v["pf_i"])
@@ -520,7 +551,11 @@ class GPUBackend:
                                  ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
                                  ws.v["ctrl"], ws.v["feats2"], st.fcur ^ 1)
         out = self._to_host(ws.out[: ws.field_base + 7 * k])  # the level's one copy
-        return st.apply_level(out, LevelResult)
+        res = st.apply_level(out, LevelResult)
+        if build_next and st.n_active:
+            c = st.node_count[st.active]
+            self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
+        return res
 
     def _partition(self, ws, cur, n_tasks, lc_base, n_split_max):
         if n_tasks == 0:
@@ -835,6 +870,15 @@ class _Workspace:
         self.field_base = 3 + dd  # the level's results: header, admitted, then fields
         self._params_host = None
         self._feats_host = None
+        self._kept = {}
+
+    def view_of(self, a):
+        """The kernels' view of a caller's array that every level passes (the bin counts),
+        made on first use and kept with the array."""
+        kept = self._kept.get(id(a))
+        if kept is None or kept[0] is not a:
+            kept = self._kept[id(a)] = (a, self.be._view(self.be.xp.asarray(a)))
+        return kept[1]
 
     def tasks_for(self, counts):
         """Tasks of segments of ``counts`` rows (ceil(count / rows_per_task))."""
