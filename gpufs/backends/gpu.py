@@ -18,10 +18,11 @@ they change, and the leaf values at the end.
 
 A level is a fixed sequence of launches, every one sized by an upper bound the host knows from
 its node counts (blocks past the device's exact counts return at once):
-  search (one thread per (node, feature): ``_gain``'s bin scan), decide (one block: the shared
-  ``_level`` rule), partition count / plan / scatter (block-level scans), and when the next
-  level is searched: a memset, the smaller children's histograms, their siblings by
-  subtraction. ``launches`` counts them per phase; the simulator suite asserts the budget.
+  search (one thread per (node, feature): a sibling's histogram by subtraction, then
+  ``_gain``'s bin scan), decide (one block: the shared ``_level`` rule), partition count /
+  plan / scatter (block-level scans), and when the next level is searched: a memset and the
+  smaller children's histograms. Six launches per level; ``launches`` counts them per phase
+  and the simulator suite asserts the budget.
 
 Simulator: under ``NUMBA_ENABLE_CUDASIM=1`` there is no cupy; ``GPUBackend()`` then runs the same
 kernels on numpy arrays (``xp = numpy``), with tiny launch sizes so the simulator (one Python
@@ -438,16 +439,17 @@ class GPUBackend:
         if isinstance(Xb, DeviceBinnedMatrix):
             return Xb
         last = self._scratch.get("binned")
-        if last is not None and last.by_row is Xb:
+        if last is not None and self._scratch.get("binned_from") is Xb:
             return last
         xp = self.xp
-        by_row = Xb if self._cupy else np.ascontiguousarray(Xb, dtype=X_BINNED_DTYPE)
-        with self._phase("prepare_binned"):
+        with self._phase("prepare_binned"), self._oom("the binned matrix", Xb.shape,
+                                                     X_BINNED_DTYPE):
+            by_row = xp.ascontiguousarray(Xb, dtype=X_BINNED_DTYPE)  # no copy when it is
             by_col = self._alloc((Xb.shape[1], Xb.shape[0]), X_BINNED_DTYPE,
                                  "the binned matrix by column")
             by_col[...] = xp.asarray(by_row).T  # an elementwise copy: no temporary
         data = DeviceBinnedMatrix(by_row, by_col, self._view(by_row), self._view(by_col))
-        self._scratch["binned"] = data
+        self._scratch["binned"], self._scratch["binned_from"] = data, Xb
         return data
 
     def _view(self, a):
@@ -507,9 +509,10 @@ class GPUBackend:
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
 
-        Kernels, all on device arrays: search (one thread per (node, feature)), decide (one
-        block: the shared ``gpufs._level`` rule), partition count / plan / scatter, and when
-        ``build_next`` the smaller children's histograms and their siblings by subtraction.
+        Kernels, all on device arrays: search (one thread per (node, feature); siblings'
+        histograms derived there by subtraction), decide (one block: the shared
+        ``gpufs._level`` rule), partition count / plan / scatter, and when ``build_next`` the
+        smaller children's histograms.
         Grids are sized by upper bounds the host knows (its copy of the node counts); the
         exact counts stay on the device. Then one device -> host copy brings the level's
         decisions, left counts and children's sums. Returns a ``grower.LevelResult``.
@@ -525,9 +528,9 @@ class GPUBackend:
             cur, a = st.level & 1, st.level & 1
             hist = ws.hist_index ^ cur
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
-                         threads, ws.v[f"hist{hist}"], ws.v["nodes"], ws.v[f"active{a}"], k,
-                         ws.v["feats2"], st.fcur, ws.v["ctrl"], ws.view_of(split.n_bins), pen,
-                         alw, usd,
+                         threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
+                         st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
+                         st.fcur, ws.v["ctrl"], ws.view_of(split.n_bins), pen, alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
                          float(split.gain_divisor), float(split.min_child_weight),
                          ws.v["pf_f"], ws.v["pf_i"])
@@ -545,11 +548,6 @@ class GPUBackend:
                 ws.zero_hist(hist ^ 1, 2 * k)
                 self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
                                 n_feats=st.n_feats, out=hist ^ 1)
-                if st.n_feats:
-                    self._launch("subtract", self.kernels.subtract_kernel,
-                                 (k, min(st.n_feats, 65535)), 64 if self._cupy else 8,
-                                 ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
-                                 ws.v["ctrl"], ws.v["feats2"], st.fcur ^ 1)
         out = self._to_host(ws.out[: ws.field_base + 7 * k])  # the level's one copy
         res = st.apply_level(out, LevelResult)
         if build_next and st.n_active:
@@ -658,8 +656,9 @@ class GPUBackend:
         pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_))
         threads = 128 if self._cupy else 16
         if k and d:
+            hist_v = self._view(xp.ascontiguousarray(hist))
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
-                         threads, self._view(xp.ascontiguousarray(hist)), ws.v["nodes"],
+                         threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
                          ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"],
                          self._view(xp.asarray(n_bins, np.int32)), pen, alw, usd,
                          float(g_scale), float(h_scale), float(reg_lambda),
