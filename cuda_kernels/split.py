@@ -72,11 +72,11 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
             if derive and bld[3, s] == k:
                 # The sibling of a built child: parent - built, exact in int64, written out
                 # (the next level subtracts from it) and then scanned by this same thread.
-                p = bld[4, s]
-                b = bld[2, s]
+                parent = bld[4, s]
+                built = bld[2, s]
                 for w in range(N_HIST_BINS):
-                    hist[k, f, w, 0] = prev[p, f, w, 0] - hist[b, f, w, 0]
-                    hist[k, f, w, 1] = prev[p, f, w, 1] - hist[b, f, w, 1]
+                    hist[k, f, w, 0] = prev[parent, f, w, 0] - hist[built, f, w, 0]
+                    hist[k, f, w, 1] = prev[parent, f, w, 1] - hist[built, f, w, 1]
             if allowed[f] or used[f]:
                 node = active[k]
                 G_q = nodes[2, node]

@@ -253,6 +253,17 @@ def test_fit_boosting_budget_spent_inside_a_tree(gpu, data):
     assert len(pen.order) == 1
 
 
+def test_fit_boosting_many_tasks_per_node():
+    """Tiny tasks (4 rows), odd tiles and blocks: every level cuts its nodes into many tasks,
+    the plan block scans more tasks than it has threads, feature tiles do not divide d."""
+    gpu = GPUBackend(min_rows_per_task=4, hist_threads=8, tile_features=3, part_threads=4)
+    X, y = make_data(96, 8, seed=9)
+    _, _, pen = check_fit_boosting(gpu, X, y, mu=0.2, n_estimators=2, max_depth=4, k=3,
+                                   groups=[0, 1, 2, 0, 3, 4, 5, 6])
+    assert gpu.launches["partition"] >= 3 * 4  # at least one tree reached depth 4
+    assert 0 < len(pen.order) <= 3
+
+
 def test_fit_boosting_root_sse(gpu, data):
     X, y, _, _ = data
     check_fit_boosting(gpu, X, y, mu=0.05, n_estimators=2, scaling="root_sse", hessian=False,
