@@ -876,6 +876,8 @@ class _Workspace:
         made on first use and kept with the array."""
         kept = self._kept.get(id(a))
         if kept is None or kept[0] is not a:
+            if len(self._kept) >= 8:  # callers that pass a new array per tree: keep a few
+                self._kept.clear()
             kept = self._kept[id(a)] = (a, self.be._view(self.be.xp.asarray(a)))
         return kept[1]
 
