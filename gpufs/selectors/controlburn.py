@@ -45,8 +45,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
+from .. import _scales, model_io
 from .. import lasso as _lasso
-from .. import model_io
 from .._device import get_namespace, is_cupy_array, resolve_device, to_host
 from .._input import (check_costs, check_groups, check_regression_target, check_sample_weight,
                       check_X, check_y, encode_classes, _as_array)
@@ -194,6 +194,7 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         groups_lasso, group_costs = self._group_costs(self.feature_groups, d)
         groups_forest = check_groups(self.feature_groups, d)
         y_enc, n_classes = self._encode_y(y_in)
+        _scales.check_target_scale(self, y_enc, w)
         if self.sketch not in (None, "rows") and n_classes == 2:
             raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "
                              "binary classifier solves a logistic lasso: use sketch='rows'.")

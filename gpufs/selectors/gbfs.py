@@ -17,10 +17,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _scales, model_io
 from .._device import get_namespace, is_cupy_array, resolve_device, to_host
 from .._input import (check_costs, check_groups, check_regression_target, check_sample_weight,
                       check_X, check_y, encode_classes)
-from .. import model_io
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
@@ -110,6 +110,11 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
             NaN marks a missing value.
         y : array-like (n_samples,)
         sample_weight : array-like (n_samples,) or None
+            Weights multiply every row's gradient and hessian, so they set the scale that
+            ``reg_lambda`` and ``min_child_weight`` are compared with; the defaults suit
+            weights of mean about 1. Weights times c with reg_lambda and min_child_weight
+            times c give the same model. A scale that leaves no split possible, or lets
+            reg_lambda swamp the leaves, is warned about; one that would overflow is refused.
         eval_set : optional (X_val, y_val) for the validation loss in the selection record
             (and early stopping with ``n_iter_no_change``). Overrides ``validation_fraction``.
         """
@@ -123,6 +128,7 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         costs = check_costs(self.feature_costs, d)
         groups = check_groups(self.feature_groups, d)
         y = self._encode_y(y)
+        _scales.check_boosting_scales(self, y, w)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
 
@@ -281,9 +287,10 @@ _PARAMS_DOC = """
     max_bins : int in [2, 255], default=255
         Value bins per feature (one more bin always holds NaN).
     reg_lambda : float, default=1.0
-        L2 term in the gain and leaf values.
+        L2 term in the gain and leaf values, added to a node's hessian sum (which sample
+        weights scale: see ``sample_weight`` in ``fit``).
     min_child_weight : float, default=1e-3
-        Smallest sum of hessians in a child.
+        Smallest sum of hessians (times sample weights) in a child.
     min_split_gain : float, default=0.0
         A split is made only if its penalized score exceeds this.
     hessian : bool, default=True

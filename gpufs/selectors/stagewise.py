@@ -73,7 +73,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .. import model_io
+from .. import _scales, model_io
 from .._device import get_namespace, is_cupy_array, resolve_device, to_host
 from .._input import (check_regression_target, check_sample_weight, check_X, check_y,
                       encode_classes)
@@ -363,6 +363,7 @@ class _StagewiseBase(SelectorMixin, BaseEstimator):
         ya = check_y(y, n, device=device)
         Y = self._encode_target(ya, xp)                  # (n, K) float64 on device
         sw = check_sample_weight(sample_weight, n, device=device)
+        _scales.check_target_scale(self, ya, sw)
         w = xp.ones(n, dtype=xp.float64) if sw is None else xp.asarray(sw, dtype=xp.float64)
 
         # Validation rows: explicit set, or a held-out fraction expressed as zero training
