@@ -492,21 +492,13 @@ def _one_line(exc: BaseException) -> str:
 
 # --- explain --------------------------------------------------------------------------------
 def load_model(path: str):
-    """A fitted gpufs estimator from a model file written by ``save_model``."""
-    import gpufs
+    """A fitted gpufs estimator from a model file, through the validated loader
+    (``gpufs.model_io.load_model``: every field is checked before any array is used)."""
+    from .model_io import load_model as load_validated
 
     if not os.path.exists(path):
         raise UserError(f"no such file: {path}")
-    with open(path) as fh:
-        try:
-            head = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path} is not a gpufs model file (not JSON: {exc})") from None
-    name = head.get("estimator") if isinstance(head, dict) else None
-    cls = getattr(gpufs, name, None) if isinstance(name, str) and name in gpufs.__all__ else None
-    if cls is None or not hasattr(cls, "load_model"):
-        raise UserError(f"{path} is not a gpufs model file (estimator {name!r})")
-    return cls.load_model(path)
+    return load_validated(path)
 
 
 def _explain(args) -> int:
@@ -530,6 +522,12 @@ def _explain(args) -> int:
     for rank, (f, name) in enumerate(zip(est.selected_features_, names), 1):
         where = f"  (first used by tree {first[f]})" if first is not None else ""
         print(f"  {rank:3d}. {name}{where}")
+    costs = getattr(est, "cost_history_", None)
+    if costs is not None:  # stagewise: the cost after each round
+        print("cost after each round (round 0: the bias alone):")
+        for r, c in enumerate(costs):
+            entered = f"  +{names[r - 1]}" if 0 < r <= len(names) else ""
+            print(f"  {r:5d}  {c:.6f}{entered}")
     record = getattr(est, "selection_record_", None)
     if record:
         n_trees = len(record["train_loss"])

@@ -119,7 +119,7 @@ def test_select_parquet_with_the_other_methods(tmp_path, method):
     df.to_parquet(tmp_path / "in.parquet", index=False)
     proc = _gpufs("select", "in.parquet", "--target", "label", "--drop", "id", "-k", "2",
                   "--method", method, "--device", "cpu", "--output", "sel.parquet",
-                  "--report", "report.json", cwd=tmp_path)
+                  "--report", "report.json", "--save-model", "model.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     names = _ranked(proc.stdout)
     assert sorted(names) == ["c2", "c4"]
@@ -127,8 +127,12 @@ def test_select_parquet_with_the_other_methods(tmp_path, method):
     pd.testing.assert_frame_equal(out, df[names + ["label"]])
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["method"] == method and [s["name"] for s in report["selected"]] == names
+    explained = _gpufs("explain", "model.json", cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    assert _ranked(explained.stdout)[:2] == names
     if method == "controlburn":
         assert report["penalty"]["name"] == "lambda" and report["penalty"]["value"] > 0
+        assert f"lambda = {report['penalty']['value']:.6g}" in explained.stdout
         assert set(report["timings_s"]["fit_phases"]) >= {"forest", "select"}
     else:
         assert report["penalty"] is None
@@ -193,7 +197,8 @@ def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp
     (["select", "in.csv", "--target", "label", "-k", "0"], "expected a positive integer"),
     (["select", "in.csv"], "required: --target"),
     (["select", "in.csv", "--target", "label", "--drop", "note,id", "--mu", "-1"], "mu"),
-    (["explain", "in.csv"], "is not a gpufs model file"),
+    (["explain", "in.csv"], "not valid JSON"),
+    (["explain", "missing.json"], "no such file: missing.json"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_user_errors(tmp_path, monkeypatch, capsys, argv, message):
