@@ -147,8 +147,9 @@ _BOUNDARY = [0, -1, 1, 2, 3, 15, 16, 17, 31, 32, 127, 128, 253, 254, 255, 256, 6
              math.nan, math.inf, -math.inf]
 _TYPES = [None, True, False, "x", "NaN", "Infinity", "-Infinity", "", [], {}, [[]], {"a": 1},
           1.5, "0"]
-#: Replaced by deep nesting after serialization (json.dumps itself would recurse).
-_DEEP = "__gpufs_fuzz_deep_%d__"
+#: Replaced after serialization by text that is cheap to write and expensive to build as
+#: Python objects: deep nesting (json.dumps itself would recurse) and long lists of lists.
+_MARK = "__gpufs_fuzz_%d__"
 
 
 def _containers(doc, path=()):
@@ -178,8 +179,13 @@ def _relative(v):
     return [v + 1, v - 1, -v, v * 2, v * 1e6, v / 3, int(v) // 2 if abs(v) < 1e18 else 0]
 
 
-def _mutate_once(doc, src, n_deep):
-    """Apply one structural mutation in place; returns the list of deep markers added."""
+def _pick_value(src, values):
+    """A fresh copy: a value inserted into one mutant must not be shared with later ones."""
+    return copy.deepcopy(src.pick(values))
+
+
+def _mutate_once(doc, src, n_marks):
+    """Apply one structural mutation in place; returns the (marker, text) pairs added."""
     conts = _containers(doc)
     path, c = src.pick(conts)
     keys = _keys(c)
@@ -210,18 +216,25 @@ def _mutate_once(doc, src, n_deep):
         elif op == "reverse":
             c.reverse()
         elif op == "insert_junk":
-            c.insert(src.int(0, n), src.pick(_TYPES + _BOUNDARY))
+            c.insert(src.int(0, n), _pick_value(src, _TYPES + _BOUNDARY))
         elif op == "inflate":
             # Few bytes per element, each of which a loader might turn into a large array.
-            c[:] = [src.pick([[], 0, -1, [0]])] * src.pick([10_000, 100_000, 1_000_000])
+            count = src.pick([10_000, 100_000, 1_000_000])
+            item = src.pick(["[]", "0", "-1", "[0]"])
+            if item in ("0", "-1"):
+                c[:] = [int(item)] * count
+            else:
+                marker = _MARK % n_marks
+                c[:] = [marker]
+                return [(marker, ",".join([item] * count))]
         return []
     if kind == "key" and isinstance(c, dict):
         op = src.pick(["delete", "extra", "rename"])
         if op == "delete" and keys:
             del c[src.pick(keys)]
         elif op == "extra":
-            c[src.pick(["extra", "format_version", "n_trees", "__class__"])] = src.pick(
-                _TYPES + _BOUNDARY)
+            c[src.pick(["extra", "format_version", "n_trees", "__class__"])] = _pick_value(
+                src, _TYPES + _BOUNDARY)
         elif op == "rename" and keys:
             k = src.pick(keys)
             c[k + "_"] = c.pop(k)
@@ -230,13 +243,14 @@ def _mutate_once(doc, src, n_deep):
         return []
     k = src.pick(keys)
     if kind == "number":
-        c[k] = src.pick(_BOUNDARY + _relative(c[k]))
+        c[k] = _pick_value(src, _BOUNDARY + _relative(c[k]))
     elif kind == "type":
-        c[k] = src.pick(_TYPES + [str(c[k]), [c[k]], {"v": c[k]}])
+        c[k] = _pick_value(src, _TYPES + [str(c[k])[:1000], [c[k]], {"v": c[k]}])
     elif kind == "deep":
-        marker = _DEEP % n_deep
+        marker = _MARK % n_marks
         c[k] = marker
-        return [(marker, src.pick([50, 1000, 100_000]))]
+        depth = src.pick([50, 1000, 100_000])
+        return [(marker, "[" * depth + "]" * depth)]
     return []
 
 
@@ -265,13 +279,13 @@ def _mutate_text(text, src):
 def mutant(base_doc, src) -> bytes:
     """A mutated model file (bytes) from the parsed saved model ``base_doc``."""
     doc = copy.deepcopy(base_doc)
-    deep = []
+    marks = []
     for _ in range(src.int(1, 3)):
-        deep += _mutate_once(doc, src, len(deep))
+        marks += _mutate_once(doc, src, len(marks))
     text = json.dumps(doc)                        # NaN / Infinity tokens allowed on purpose
-    for marker, depth in deep:
-        # one deep nesting per marker; copies made by a later "grow" become plain numbers
-        text = text.replace(json.dumps(marker), "[" * depth + "]" * depth, 1)
+    for marker, replacement in marks:
+        # replaced once; copies made by a later "grow" or "dup" become plain numbers
+        text = text.replace(json.dumps(marker), replacement, 1)
         text = text.replace(json.dumps(marker), "0")
     if src.int(0, 5) == 0:
         return _mutate_text(text, src)
