@@ -1,4 +1,5 @@
-"""The one door for user data: X, y, sample weights, feature costs and groups.
+"""The one door for user data: X, y (targets and class labels), sample weights, feature costs
+and groups.
 
 Owns: accepting numpy, pandas, cupy, cudf, polars and pyarrow inputs; remembering feature names;
 checking dtypes, shapes and values; and saying clearly what is wrong. Nothing here modifies the
@@ -196,9 +197,21 @@ def _nonfinite(arr, xp):
 
 
 def check_y(y, n_samples: int, *, device: str = "cpu"):
-    """Validate a 1-D target of length ``n_samples``: finite, numeric or label-like.
+    """Validate a 1-D target of length ``n_samples``: finite when numeric.
 
-    Returns a 1-D numpy or cupy array (not yet encoded); labels may be of any dtype.
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        numpy, pandas, cupy, cudf, polars or pyarrow; a column vector is raveled with a
+        DataConversionWarning.
+    n_samples : int
+        Rows of X.
+    device : {"cpu", "gpu"}, default="cpu"
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,)
+        numpy or cupy, not yet encoded; labels may be of any dtype.
     """
     if y is None:
         raise ValueError("y is None; this estimator needs a target y to fit. "
@@ -227,7 +240,19 @@ def check_y(y, n_samples: int, *, device: str = "cpu"):
 
 
 def check_regression_target(y):
-    """y as float64 (numpy or cupy); rejects non-numeric targets."""
+    """A regression target as float64.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        numpy or cupy.
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,), float64, on y's device.
+
+    Raises a ValueError for non-numeric or non-finite targets.
+    """
     kind = y.dtype.kind
     if kind not in "biuf":
         try:
@@ -241,11 +266,65 @@ def check_regression_target(y):
     return y
 
 
+def _label_types(y_host):
+    """The kinds of Python values among object labels: a subset of {"number", "string",
+    "bool", other type names}."""
+    kinds = set()
+    for v in y_host.ravel():
+        if isinstance(v, (bool, np.bool_)):
+            kinds.add("bool")
+        elif isinstance(v, (numbers.Number, np.number)):
+            kinds.add("number")
+        elif isinstance(v, (str, bytes, np.str_)):
+            kinds.add("string")
+        else:
+            kinds.add(type(v).__name__)
+    return kinds
+
+
+def check_classification_labels(y):
+    """Raise a ValueError unless ``y`` holds class labels.
+
+    Rejects NaN / infinity, labels of mixed types (strings and numbers, say, which cannot be
+    ordered), and targets scikit-learn does not call class labels ("Unknown label type:
+    continuous", ...).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        numpy or cupy.
+    """
+    from sklearn.utils.multiclass import check_classification_targets
+
+    xp = get_namespace("gpu") if is_cupy_array(y) else np
+    if y.dtype.kind == "f" and not bool(xp.isfinite(y).all()):
+        raise ValueError("Input y contains NaN or infinity; every label must be finite.")
+    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    if y_host.dtype.kind == "O":
+        kinds = _label_types(y_host)
+        if len(kinds) > 1:
+            raise ValueError(f"y has labels of mixed types ({', '.join(sorted(kinds))}); a "
+                             "classifier needs labels of one type: convert them first, for "
+                             "example with y.astype(str).")
+    check_classification_targets(y_host)
+
+
 def encode_classes(y):
     """Encode labels to 0..K-1.
 
-    Returns ``(classes (K,), y_encoded (n,) int32 on y's device)``. ``classes`` is a host numpy
-    array (labels are few and are needed on the host for ``predict``).
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels, numpy or cupy.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        Sorted labels, a host numpy array (labels are few and are needed on the host for
+        ``predict``).
+    codes : ndarray of shape (n_samples,), int32
+        On y's device.
+
     Raises when there is only one class.
     """
     if is_cupy_array(y):
@@ -269,8 +348,52 @@ def encode_classes(y):
     return classes, enc
 
 
+def encode_known_classes(y, classes, what="eval_set"):
+    """Codes of ``y`` among the fitted ``classes`` (a validation set's labels).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels, numpy or cupy.
+    classes : ndarray of shape (n_classes,)
+        The sorted labels seen in training.
+    what : str
+        The data's name in the error message.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), int32, on y's device.
+
+    Raises a ValueError naming the labels not seen in training.
+    """
+    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    try:
+        idx = np.searchsorted(classes, y_host)
+    except TypeError as exc:
+        raise ValueError(f"{what} has labels of another type than y's: {exc}") from exc
+    idx = np.clip(idx, 0, len(classes) - 1)
+    known = classes[idx] == y_host
+    if not np.all(known):
+        unknown = np.unique(y_host[~known])
+        raise ValueError(f"{what} has labels not seen in y: {unknown[:5].tolist()}.")
+    codes = idx.astype(np.int32)
+    return get_namespace("gpu").asarray(codes) if is_cupy_array(y) else codes
+
+
 def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
-    """None -> None; otherwise a float64 (n_samples,) array, finite and >= 0, not all zero."""
+    """Validate sample weights.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), float or None
+        A number means that weight for every row.
+    n_samples : int
+    device : {"cpu", "gpu"}, default="cpu"
+
+    Returns
+    -------
+    None, or ndarray of shape (n_samples,), float64, finite and >= 0, not all zero.
+    """
     if sample_weight is None:
         return None
     if isinstance(sample_weight, numbers.Number):
@@ -294,7 +417,17 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
 
 
 def check_costs(costs, n_features: int):
-    """Per-feature costs: None -> ones; otherwise a finite, non-negative float64 (n_features,)."""
+    """Validate per-feature costs.
+
+    Parameters
+    ----------
+    costs : array-like of shape (n_features,) or None
+    n_features : int
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64, finite and >= 0 (ones for None).
+    """
     if costs is None:
         return np.ones(n_features, dtype=np.float64)
     c = np.array(_as_array(costs, "cpu", "feature_costs"), dtype=np.float64, copy=True)
@@ -311,10 +444,19 @@ def check_costs(costs, n_features: int):
 
 
 def check_groups(groups, n_features: int):
-    """Feature groups ("bags"): None -> each feature its own group.
+    """Validate feature groups ("bags").
 
-    Accepts a length-``n_features`` sequence of integer group labels. Returns int32
-    (n_features,) with groups renumbered 0..G-1 in order of first appearance.
+    Parameters
+    ----------
+    groups : array-like of shape (n_features,) of int, or None
+        Integer group labels (integer-valued floats are accepted); None: each feature its own
+        group.
+    n_features : int
+
+    Returns
+    -------
+    ndarray of shape (n_features,), int32
+        Groups renumbered 0..G-1 in order of first appearance.
     """
     if groups is None:
         return np.arange(n_features, dtype=np.int32)

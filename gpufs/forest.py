@@ -82,10 +82,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 
+from ._params import int_range, real_range
 from ._types import RAW_DTYPE
 from .grower import TreeParams, grow_tree
 from .penalties import PenaltyState
@@ -211,66 +213,6 @@ class Forest:
 
 
 # --------------------------------------------------------------------------------------------
-# Losses (relative to the base prediction) and pseudo-residuals
-# --------------------------------------------------------------------------------------------
-
-
-class _Loss:
-    """The forest's view of a loss: base score, mean loss (optionally on a subset of rows) and
-    the negative gradient, all through ``gpufs.objectives`` and the backend's kernels, so the
-    forest sees bit-for-bit the same numbers on both devices (one formula, exact sums).
-
-    kind: "squared" (targets Y (m, K) float, one squared-error output per column), "logistic"
-    (y (m,) 0/1) or "softmax" (class codes).
-    """
-
-    def __init__(self, xp, kind, y, w, n_outputs, backend):
-        self.xp, self.kind, self.K, self.backend = xp, kind, n_outputs, backend
-        self.w = w  # (m,) float64 mean-1 weights or None
-        if kind == "squared":
-            Y = y.reshape(-1, 1) if y.ndim == 1 else y
-            self.Y = xp.asarray(Y, dtype=RAW_DTYPE)
-            self.objective = SquaredError()
-        elif kind == "logistic":
-            self.y = y
-            self.objective = Logistic()
-        else:
-            self.y = y
-            self.objective = Softmax(n_outputs)
-
-    def base(self):
-        if self.kind == "squared":
-            return np.concatenate([self.objective.init_score(self.Y[:, k], self.w)
-                                   for k in range(self.K)])
-        return np.asarray(self.objective.init_score(self.y, self.w), dtype=np.float64)
-
-    def loss(self, raw, rows=None):
-        """Weighted mean loss over all rows, or over the rows of the bool mask ``rows`` (then
-        ``raw`` holds only those rows)."""
-        w = self.w if (rows is None or self.w is None) else self.w[rows]
-        if raw.shape[0] == 0:
-            return 0.0
-        if self.kind == "squared":
-            Y = self.Y if rows is None else self.Y[rows]
-            terms = None
-            for k in range(self.K):  # sum of the columns' squared errors, column by column
-                t = self.backend.loss_terms(self.objective.name,
-                                            self.xp.ascontiguousarray(raw[:, k:k + 1]),
-                                            self.xp.ascontiguousarray(Y[:, k]))
-                terms = t if terms is None else terms + t
-            return exact_mean(terms, w)
-        y = self.y if rows is None else self.y[rows]
-        return self.objective.loss(raw, y, w, self.backend)
-
-    def residual(self, raw):
-        """(m, K) negative gradient of the loss at raw."""
-        if self.kind == "squared":
-            return self.Y - raw
-        g, _ = self.objective.gradients(raw, self.y, self.backend)  # (K, m)
-        return -g.T
-
-
-# --------------------------------------------------------------------------------------------
 # Per-tree helpers
 # --------------------------------------------------------------------------------------------
 
@@ -307,57 +249,44 @@ def _pad_tree(tree: Tree, depth: int) -> Tree:
     return out
 
 
+#: The constraints of every ``ForestParams`` field (scikit-learn's parameter validation); the
+#: ControlBurn estimators take theirs from here.
+FOREST_PARAMETER_CONSTRAINTS = {
+    "method": [StrOptions(set(METHODS))],
+    "tree_type": [StrOptions(set(TREE_TYPES))],
+    "max_depth": [int_range(1, MAX_FOREST_DEPTH)],
+    "n_tail": [int_range(1)],
+    "tol": [real_range(0)],
+    "max_trees_per_round": [int_range(1)],
+    "min_rounds": [int_range(1)],
+    "max_features": [None, int_range(1), real_range(0, 1, closed="right"),
+                     StrOptions({"sqrt", "log2"})],
+    "sparse_mu": [real_range(0)],
+    "min_child_weight": [real_range(0)],
+    "verbose": ["verbose"],
+}
+
+
 def _n_subset(max_features, d):
-    """Features per tree for ``max_features`` (None -> all)."""
+    """Features per tree for a valid ``max_features`` (None -> all)."""
     if max_features is None:
         return d
-    if isinstance(max_features, str):
-        if max_features == "sqrt":
-            return max(1, int(math.sqrt(d)))
-        if max_features == "log2":
-            return max(1, int(math.log2(d))) if d > 1 else 1
-        raise ValueError(f"max_features must be None, an int, a float in (0, 1], 'sqrt' or "
-                         f"'log2', got {max_features!r}.")
-    if isinstance(max_features, bool):
-        raise ValueError(f"max_features must be None, an int, a float in (0, 1], 'sqrt' or "
-                         f"'log2', got {max_features!r}.")
+    if max_features == "sqrt":
+        return max(1, int(math.sqrt(d)))
+    if max_features == "log2":
+        return max(1, int(math.log2(d))) if d > 1 else 1
     if isinstance(max_features, numbers.Integral):
-        if max_features < 1:
-            raise ValueError(f"max_features must be >= 1 when an int, got {max_features}.")
         return min(int(max_features), d)
-    if isinstance(max_features, numbers.Real):
-        if not 0 < max_features <= 1:
-            raise ValueError(f"max_features must be in (0, 1] when a float, got {max_features}.")
-        return max(1, int(max_features * d))
-    raise ValueError(f"max_features must be None, an int, a float in (0, 1], 'sqrt' or 'log2', "
-                     f"got {max_features!r}.")
+    return max(1, int(max_features * d))
 
 
 def check_forest_params(p: ForestParams) -> None:
-    """Clear errors for bad forest settings."""
-    def integer(name, v, low, high=None):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low or (
-                high is not None and v > high):
-            rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-            raise ValueError(f"{name} must be an integer {rng}, got {v!r}.")
-
-    if p.method not in METHODS:
-        raise ValueError(f"forest must be one of {METHODS}, got {p.method!r}.")
-    if p.tree_type not in TREE_TYPES:
-        raise ValueError(f"tree_type must be one of {TREE_TYPES}, got {p.tree_type!r}.")
-    integer("max_depth", p.max_depth, 1, MAX_FOREST_DEPTH)
-    integer("n_tail", p.n_tail, 1)
-    integer("max_trees_per_round", p.max_trees_per_round, 1)
-    integer("min_rounds", p.min_rounds, 1)
-    for name in ("tol", "sparse_mu", "min_child_weight"):
-        v = getattr(p, name)
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) \
-                or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}.")
+    """Raise ``InvalidParameterError`` (a ValueError naming the field) for bad settings."""
+    validate_parameter_constraints(FOREST_PARAMETER_CONSTRAINTS, asdict(p),
+                                   caller_name="ForestParams")
     if p.tree_type == "single" and p.max_features is not None:
         raise ValueError("max_features does not apply to tree_type='single' (every tree already "
                          "uses one feature); leave it None.")
-    _n_subset(p.max_features, 1)
 
 
 def _progress(verbose, desc):
@@ -371,6 +300,24 @@ def _progress(verbose, desc):
 # --------------------------------------------------------------------------------------------
 # The forest
 # --------------------------------------------------------------------------------------------
+
+
+def _objective_and_target(xp, task, method, y, n_classes):
+    """(objective, target, n_outputs) of the forest: squared error for regression and for
+    bagging's class indicators, logistic / softmax for bag-boosting classifiers."""
+    if task == "regression":
+        return SquaredError(), xp.asarray(y, dtype=RAW_DTYPE), 1
+    if task != "classification":
+        raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
+    codes = xp.asarray(y).astype(np.int64)
+    if method == "bag":
+        if n_classes == 2:
+            return SquaredError(), codes.astype(RAW_DTYPE), 1
+        K = int(n_classes)
+        return SquaredError(K), (codes[:, None] == xp.arange(K)[None, :]).astype(RAW_DTYPE), K
+    if n_classes == 2:
+        return Logistic(), codes.astype(RAW_DTYPE), 1
+    return Softmax(n_classes), codes, int(n_classes)
 
 
 def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params: ForestParams,
@@ -406,30 +353,23 @@ def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params
         w = xp.asarray(w, dtype=np.float64) * (m / wsum)
 
     # Targets and loss.
-    if task == "regression":
-        K, kind, target = 1, "squared", xp.asarray(y, dtype=RAW_DTYPE)
-    elif task == "classification":
-        codes = xp.asarray(y).astype(np.int64)
-        if params.method == "bag":
-            K = 1 if n_classes == 2 else int(n_classes)
-            kind = "squared"
-            if K == 1:
-                target = codes.astype(RAW_DTYPE)
-            else:
-                target = (codes[:, None] == xp.arange(K)[None, :]).astype(RAW_DTYPE)
-        elif n_classes == 2:
-            K, kind, target = 1, "logistic", codes.astype(RAW_DTYPE)
-        else:
-            K, kind, target = int(n_classes), "softmax", codes
-    else:
-        raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
-    loss = _Loss(xp, kind, target, w, K, backend)
-    base = loss.base()
+    objective, target, K = _objective_and_target(xp, task, params.method, y, n_classes)
+
+    def mean_loss(raw, rows=None):
+        """Weighted mean loss over all rows, or over the bool mask ``rows`` (``raw`` then
+        holds only those rows)."""
+        if raw.shape[0] == 0:
+            return 0.0
+        if rows is None:
+            return objective.loss(raw, target, w, backend)
+        return objective.loss(raw, target[rows], None if w is None else w[rows], backend)
+
+    base = np.asarray(objective.init_score(target, w), dtype=np.float64)
     base_raw = xp.tile(xp.asarray(base, dtype=RAW_DTYPE), (m, 1))
-    base_loss = loss.loss(base_raw)
+    base_loss = mean_loss(base_raw)
 
     def rel(raw):
-        v = loss.loss(raw)
+        v = mean_loss(raw)
         return v / base_loss if base_loss > 0 else 0.0
 
     single = params.tree_type == "single"
@@ -480,7 +420,7 @@ def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params
     n_members_total = 0
     depth, rnd = 1, 0
     while True:
-        resid = loss.residual(raw)  # bag: raw stays at base, so this is y - base
+        resid = objective.negative_gradient(raw, target, backend)  # bag: y - base
         round_sum = xp.zeros((m, K), dtype=RAW_DTYPE)
         oob_sum = xp.zeros((m, K), dtype=RAW_DTYPE)
         oob_n = xp.zeros(m, dtype=RAW_DTYPE)
@@ -544,8 +484,8 @@ def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params
             if bool(has_oob.any()):
                 oob_mean = oob_sum[has_oob] / oob_n[has_oob][:, None]
                 cur = raw[has_oob]
-                before = _sub_loss(loss, cur, has_oob)
-                after = _sub_loss(loss, cur + oob_mean, has_oob)
+                before = mean_loss(cur, has_oob)
+                after = mean_loss(cur + oob_mean, has_oob)
                 delta = before - after
             else:
                 delta = float("nan")
@@ -579,11 +519,6 @@ def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params
                   round_stop=round_stop, oob_improvement=oob_impr, stop_reason=stop_reason,
                   base_score=np.asarray(base, np.float64), train_raw=train_raw,
                   method=params.method)
-
-
-def _sub_loss(loss: _Loss, raw_sub, rows):
-    """Weighted mean loss of the rows ``rows`` (bool mask) at raw_sub (raw of those rows)."""
-    return loss.loss(raw_sub, rows)
 
 
 def _record(trees, tree_cols, tree_depth, tree_round, tree_member, masks, A_cols, tree, column,

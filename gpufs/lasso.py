@@ -94,6 +94,7 @@ from typing import Any
 import numpy as np
 
 from ._device import namespace_of, to_host
+from .objectives import log_odds, sigmoid, softplus
 
 __all__ = [
     "LassoResult",
@@ -133,7 +134,9 @@ class UnreachableKError(ValueError):
     """No lambda gives exactly k selected features (the count jumps over k).
 
     ``below`` / ``above``: the Selections found with the most features below k and the fewest
-    above k (None when there is none), so a caller can fall back without solving again.
+    above k (None when there is none: ``below`` is None when the zero-cost trees alone select
+    more than k features; ``above`` is None when not even lambda = 0 passes k), so a caller can
+    fall back without solving again.
     """
 
     def __init__(self, message, below=None, above=None):
@@ -462,20 +465,13 @@ class _DirectLogistic:
         z = self.A @ w
         return z + b if self.has_b else z
 
-    def _sigmoid(self, z):
-        xp = self.xp
-        # exp(-|z|) never overflows; both branches are exact to rounding.
-        ez = xp.exp(-xp.abs(z))
-        return xp.where(z >= 0, 1.0 / (1.0 + ez), ez / (1.0 + ez))
-
     def grad(self, z):
-        e = self.r * (self._sigmoid(z) - self.y) / self.W
+        e = self.r * (sigmoid(z) - self.y) / self.W
         gb = e.sum() if self.has_b else None
         return self.A.T @ e, gb
 
     def value(self, w, z):
-        xp = self.xp
-        return float((self.r * (xp.logaddexp(0.0, z) - self.y * z)).sum() / self.W)
+        return float((self.r * (softplus(z) - self.y * z)).sum() / self.W)
 
     def _with_ones(self, M):
         if not self.has_b:
@@ -483,7 +479,7 @@ class _DirectLogistic:
         return self.xp.concatenate([M, self.xp.ones((M.shape[0], 1))], axis=1)
 
     def hess_sub(self, S, z):
-        p = self._sigmoid(z)
+        p = sigmoid(z)
         K, _, _ = _gram(self.xp, self._with_ones(self.A[:, S]), None, self.r * p * (1.0 - p), None)
         return K / self.W
 
@@ -748,8 +744,7 @@ class TreeLasso:
                 r_s, idx = r_h, slice(None)
             self._model = _DirectLogistic(xp, As, ys, rs, Ws, self.fit_intercept)
             if self.fit_intercept:
-                p = float((r_s * y_h[idx]).sum()) / float(r_s.sum())
-                self._b0 = math.log(p / (1.0 - p))
+                self._b0 = log_odds(float((r_s * y_h[idx]).sum()) / float(r_s.sum()))
             else:
                 self._b0 = 0.0
 
@@ -787,7 +782,7 @@ class TreeLasso:
             e = z - self.y
             loss = (self.r * e * e).sum() / self.W
         else:
-            loss = (self.r * (xp.logaddexp(0.0, z) - self.y * z)).sum() / self.W
+            loss = (self.r * (softplus(z) - self.y * z)).sum() / self.W
         return float(loss + lam * (self.u @ w))
 
     def _residual(self, lam, u, w, gw, gb, lip):
@@ -1147,14 +1142,17 @@ class _Search:
                           "be off near a support change. Raise max_iter.", ConvergenceWarning,
                           stacklevel=3)
 
-    def eval(self, lam):
+    def eval(self, lam, cold=False):
         if lam in self.points:
             return self.points[lam]
         warm = None
-        if self.points:
-            # Nearest in log-lambda (ties: the larger, sparser one); lam == 0 is never asked.
-            near = min(self.points,
-                       key=lambda x: (abs(math.log(x / lam)) if x > 0 else math.inf, -x))
+        if self.points and not cold:
+            if lam > 0:
+                # Nearest in log-lambda (ties: the larger, sparser one).
+                near = min(self.points,
+                           key=lambda x: (abs(math.log(x / lam)) if x > 0 else math.inf, -x))
+            else:
+                near = min(self.points)  # lambda = 0: start from the densest solution
             warm = self.points[near][0]
         with warnings.catch_warnings():
             # One summary warning is issued by the caller instead of one per solve.
@@ -1167,8 +1165,8 @@ class _Search:
         self.n_solves += 1
         return self.points[lam]
 
-    def k(self, lam):
-        return int(self.eval(lam)[1].size)
+    def k(self, lam, cold=False):
+        return int(self.eval(lam, cold)[1].size)
 
     def sorted_points(self):
         """[(lam, k)] descending in lam."""
@@ -1283,15 +1281,35 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
 
 
 def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict):
+    # At lambda_max (0 when no tree is penalized) only the zero-cost trees keep weight.
+    lam = max(lmax, 0.0)
+    k_free = search.k(lam)
+    if k_free == k:
+        return search.selection(lam)
+    if k_free > k and lmax > 0:
+        # A tree at the boundary may keep a weight within the solver's tolerance exactly at
+        # lambda_max: above it only the zero-cost trees are left (solved from w = 0, so no
+        # such weight is carried over by the warm start).
+        lam = 2.0 * lmax
+        k_free = search.k(lam, cold=True)
+        if k_free == k:
+            return search.selection(lam)
+    if k_free > k:
+        # Free features (cost 0) are selected at every lambda: fewer than k_free is impossible.
+        sparsest = search.selection(lam, exact=False)
+        if strict:
+            raise UnreachableKError(
+                f"k={k} is unreachable: the zero-cost (free) trees alone select {k_free} "
+                "features, at every lambda", below=None, above=sparsest)
+        return sparsest
     if lmax <= 0:
-        why = "lambda_max is 0: the trees cannot improve on the intercept, no feature is selected"
-        search.eval(0.0)
+        why = ("lambda_max is 0: no tree with a positive cost can improve the fit, so no more "
+               f"than the {k_free} features of the zero-cost trees are ever selected")
         below = search.selection(0.0, exact=False)
         if strict:
             raise UnreachableKError(f"k={k} is unreachable: {why}", below=below)
         return below
-    # The paper's descent: halve lambda until at least k features are selected.
-    lam = lmax
+    # The descent: halve lambda until at least k features are selected.
     while True:
         kk = search.k(lam)
         if kk == k:
@@ -1305,12 +1323,15 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
     # The most features below k (fewest above), among equal counts the largest lambda.
     pts = search.sorted_points()
     below = max((kk, lam) for lam, kk in pts if kk < k)[1]
-    above = [(kk, -lam) for lam, kk in pts if kk > k]
     below = search.selection(below, exact=False)
-    if strict:
-        above = search.selection(-min(above)[1], exact=False) if above else None
-        raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
-    return below
+    if not strict:
+        return below
+    if not any(kk > k for _, kk in pts) and 0.0 not in search.points:
+        search.eval(0.0)  # the densest solution: the one place left where k may be passed
+        pts = search.sorted_points()
+    above = [(kk, -lam) for lam, kk in pts if kk > k]
+    above = search.selection(-min(above)[1], exact=False) if above else None
+    raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
 
 
 def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, groups=None,

@@ -22,6 +22,16 @@ What is guaranteed identical on the CPU and the GPU (given the same inputs), and
 
 The backend that runs the kernels is the ``backend`` argument (``fit_boosting`` passes its
 own); without one, the CPU backend for numpy arrays and the GPU backend for cupy arrays.
+
+Array-namespace functions
+-------------------------
+:func:`sigmoid`, :func:`softplus`, :func:`softmax` and :func:`log_odds` are the one
+implementation of these functions for everything that is not fitted by the exact kernels:
+predicted probabilities, the linear models of forward stagewise selection, and the tree-weight
+lasso of ControlBurn. They run in the namespace of their argument (numpy or cupy) and never
+overflow. Probabilities that enter a logarithm are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]``
+(:data:`PROB_CLIP`), the one clipping rule of the package: a class with no weight gets a large,
+finite log-odds instead of an infinite one.
 """
 from __future__ import annotations
 
@@ -32,7 +42,105 @@ import numpy as np
 from ._device import is_cupy_array, namespace_of, to_host
 from .quantize import exact_mean
 
+__all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds", "make_objective",
+           "sigmoid", "softmax", "softplus"]
+
+#: Probabilities are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]`` before a logarithm is taken.
+PROB_CLIP = 1e-12
+
 _DEFAULT_BACKENDS: dict = {}
+
+
+# --------------------------------------------------------------------------------------------
+# Array-namespace functions (numpy or cupy, whichever the argument lives in)
+# --------------------------------------------------------------------------------------------
+
+
+def sigmoid(z):
+    """The logistic function ``1 / (1 + exp(-z))``, elementwise, without overflow.
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,) or any shape, float64
+        numpy or cupy array.
+
+    Returns
+    -------
+    p : ndarray of the same shape, float64, in [0, 1], in the namespace of ``z``.
+    """
+    xp = namespace_of(z)
+    # exp(-|z|) never overflows; both branches are exact to rounding.
+    ez = xp.exp(-xp.abs(z))
+    return xp.where(z >= 0, 1.0 / (1.0 + ez), ez / (1.0 + ez))
+
+
+def softplus(z, out=None):
+    """``log(1 + exp(z))``, elementwise, without overflow.
+
+    Computed as ``max(z, 0) + log1p(exp(-|z|))``: the value of ``logaddexp(0, z)`` at a fraction
+    of its cost in numpy.
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,) or any shape, float64
+        numpy or cupy array.
+    out : ndarray of the same shape as ``z``, or None
+        Where to write the result; ``out=z`` overwrites ``z`` (no temporary of its size
+        besides one work array).
+
+    Returns
+    -------
+    ndarray of the same shape, float64, in the namespace of ``z`` (``out`` when given).
+    """
+    xp = namespace_of(z)
+    a = xp.abs(z)
+    xp.negative(a, out=a)
+    xp.exp(a, out=a)
+    xp.log1p(a, out=a)
+    if out is None:
+        out = xp.maximum(z, 0.0)
+    else:
+        xp.maximum(z, 0.0, out=out)
+    out += a
+    return out
+
+
+def softmax(raw):
+    """Row-wise softmax ``exp(raw_k) / sum_j exp(raw_j)``, shifted by the row maximum.
+
+    Parameters
+    ----------
+    raw : ndarray of shape (n_samples, n_classes), float64
+        numpy or cupy array.
+
+    Returns
+    -------
+    proba : ndarray of shape (n_samples, n_classes), float64; rows sum to 1.
+    """
+    xp = namespace_of(raw)
+    z = raw - raw.max(axis=1, keepdims=True)
+    e = xp.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def log_odds(p):
+    """``log(p / (1 - p))`` of a probability clipped to ``[PROB_CLIP, 1 - PROB_CLIP]``.
+
+    Parameters
+    ----------
+    p : float or ndarray of shape (n,), float64
+        Probabilities (numpy, cupy or a Python float).
+
+    Returns
+    -------
+    float64 scalar or ndarray of the same shape, finite.
+    """
+    if isinstance(p, (int, float, np.floating)):
+        q = min(max(float(p), PROB_CLIP), 1 - PROB_CLIP)
+        return float(np.log(q / (1 - q)))
+    xp = namespace_of(p)
+    q = xp.clip(p, PROB_CLIP, 1 - PROB_CLIP)
+    return xp.log(q / (1 - q))
 
 
 def _backend_for(a, backend):
@@ -62,55 +170,108 @@ def _exact_weighted_mean(a, w):
 
 
 class _Objective:
-    """Shared plumbing: column access to ``gradients`` and the exact mean loss."""
+    """Shared plumbing: column access to ``gradients``, the negative gradient and the exact
+    mean loss."""
 
     name = ""
 
     def gradients(self, raw, y, backend=None):
-        """(g, h), each (n_outputs, n_samples) float64: row k is output column k (before
-        sample weights)."""
+        """Gradients and hessians of the per-row loss in ``raw``, before sample weights.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,)
+            Targets (float64) or class codes (int).
+        backend : CPUBackend, GPUBackend or None
+            Runs the exact kernel; None: the default backend of ``raw``'s device.
+
+        Returns
+        -------
+        g, h : ndarray of shape (n_outputs, n_samples), float64
+            Row k belongs to output column k.
+        """
         return _backend_for(raw, backend).gradients(self.name, raw, y)
 
     def grad_hess(self, raw, y, k, backend=None):
-        """(g, h) for output column k, each (n_samples,) float64 (before sample weights)."""
+        """Gradient and hessian of output column ``k``: two ndarrays of shape (n_samples,)."""
         g, h = self.gradients(raw, y, backend)
         return g[k], h[k]
 
+    def negative_gradient(self, raw, y, backend=None):
+        """Pseudo-residuals ``-dL/draw``, ndarray of shape (n_samples, n_outputs), float64."""
+        g, _ = self.gradients(raw, y, backend)
+        return -g.T
+
     def loss(self, raw, y, w, backend=None):
-        """Mean (weighted by ``w``) per-row loss, a host float; see the module docstring."""
+        """Mean per-row loss, weighted by ``w``, as a host float (see the module docstring).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,)
+        w : ndarray of shape (n_samples,), float64, or None
+        backend : CPUBackend, GPUBackend or None
+        """
         terms = _backend_for(raw, backend).loss_terms(self.name, raw, y)
         return exact_mean(terms, w)
 
 
 class SquaredError(_Objective):
-    """0.5 * (raw - y)^2; g = raw - y, h = 1. ``loss`` reports the mean of (raw - y)^2."""
+    """Squared error ``0.5 * (raw - y)^2`` of one or several targets.
+
+    ``g = raw - y``, ``h = 1``; :meth:`loss` reports the mean of ``(raw - y)^2`` summed over
+    the targets. With several targets (``y`` of shape (n_samples, n_targets), as the
+    ControlBurn forest fits class indicators) every column is an independent output.
+
+    Parameters
+    ----------
+    n_targets : int, default=1
+        Number of target columns (outputs).
+    """
 
     name = "squared_error"
 
+    def __init__(self, n_targets=1):
+        self.n_targets = int(n_targets)
+
     def n_outputs(self, n_classes):
-        return 1
+        return self.n_targets
 
     def init_score(self, y, w):
-        return np.array([_exact_weighted_mean(y, w)])
+        """Weighted mean of every target column, ndarray of shape (n_targets,), float64."""
+        if y.ndim == 1:
+            return np.array([_exact_weighted_mean(y, w)])
+        return np.array([_exact_weighted_mean(y[:, k], w) for k in range(y.shape[1])])
 
     def gradients(self, raw, y, backend=None):
         xp = namespace_of(raw)
-        g = (raw[:, 0] - y)[None, :]  # one IEEE subtraction per row: the same on any device
+        if y.ndim == 1:
+            g = (raw[:, 0] - y)[None, :]  # one IEEE subtraction per row: the same on any device
+        else:
+            g = (raw - y).T
         return g, xp.ones_like(g)
 
+    def negative_gradient(self, raw, y, backend=None):
+        # y - raw is bit for bit -(raw - y): IEEE subtraction is exactly antisymmetric.
+        return (y.reshape(-1, 1) if y.ndim == 1 else y) - raw
 
-def _sigmoid(xp, z):
-    # Split by sign so exp never overflows.
-    out = xp.empty_like(z)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + xp.exp(-z[pos]))
-    ez = xp.exp(z[~pos])
-    out[~pos] = ez / (1.0 + ez)
-    return out
+    def loss(self, raw, y, w, backend=None):
+        if y.ndim == 1:
+            return super().loss(raw, y, w, backend)
+        xp = namespace_of(raw)
+        be = _backend_for(raw, backend)
+        terms = None
+        for k in range(y.shape[1]):  # the targets' squared errors, summed column by column
+            t = be.loss_terms(self.name, xp.ascontiguousarray(raw[:, k:k + 1]),
+                              xp.ascontiguousarray(y[:, k]))
+            terms = t if terms is None else terms + t
+        return exact_mean(terms, w)
 
 
 class Logistic(_Objective):
-    """Binary log loss on the logit: log(1 + e^raw) - y raw; g = p - y, h = p (1 - p)."""
+    """Binary log loss on the logit: ``log(1 + e^raw) - y raw``; ``g = p - y``,
+    ``h = p (1 - p)``; ``y`` in {0, 1}."""
 
     name = "logistic"
 
@@ -118,20 +279,26 @@ class Logistic(_Objective):
         return 1
 
     def init_score(self, y, w):
-        p = min(max(_exact_weighted_mean(y, w), 1e-12), 1 - 1e-12)
-        return np.array([np.log(p / (1 - p))])
+        """The log-odds of the weighted mean of ``y``, ndarray of shape (1,), float64."""
+        return np.array([log_odds(_exact_weighted_mean(y, w))])
 
     def proba(self, raw):
+        """Class probabilities, ndarray of shape (n_samples, 2), from ``raw`` (n_samples, 1)."""
         xp = namespace_of(raw)
-        p1 = _sigmoid(xp, raw[:, 0])
+        p1 = sigmoid(raw[:, 0])
         return xp.stack([1.0 - p1, p1], axis=1)
 
 
 class Softmax(_Objective):
     """Multiclass log loss; one output (and one tree per round) per class.
 
-    p_k = e^(raw_k - max raw) / sum_j e^(raw_j - max raw) (classes summed in order);
-    g_k = p_k - [y == k], h_k = p_k (1 - p_k); loss -log p_y.
+    ``p_k = e^(raw_k - max raw) / sum_j e^(raw_j - max raw)`` (classes summed in order);
+    ``g_k = p_k - [y == k]``, ``h_k = p_k (1 - p_k)``; loss ``-log p_y``.
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes (outputs); ``y`` holds class codes 0..n_classes-1.
     """
 
     name = "softmax"
@@ -143,11 +310,12 @@ class Softmax(_Objective):
         return self.n_classes
 
     def init_score(self, y, w):
+        """Centred log class frequencies, ndarray of shape (n_classes,), float64."""
         y, w = to_host(y), to_host(w)
         counts = np.zeros(self.n_classes)
         for c in range(self.n_classes):
             counts[c] = _exact_weighted_mean((y == c).astype(np.float64), w)
-        counts = np.clip(counts, 1e-12, None)
+        counts = np.clip(counts, PROB_CLIP, None)
         logp = np.log(counts)
         return logp - logp.mean()
 
@@ -162,14 +330,23 @@ class Softmax(_Objective):
         return super().loss(raw, self._codes(y), w, backend)
 
     def proba(self, raw):
-        xp = namespace_of(raw)
-        z = raw - raw.max(axis=1, keepdims=True)
-        e = xp.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
+        """Class probabilities, ndarray of shape (n_samples, n_classes)."""
+        return softmax(raw)
 
 
 def make_objective(task: str, n_classes: int = 0):
-    """'regression' -> SquaredError; 'classification' -> Logistic (2 classes) or Softmax."""
+    """The boosting objective of a task.
+
+    Parameters
+    ----------
+    task : {"regression", "classification"}
+    n_classes : int, default=0
+        Number of classes (classification).
+
+    Returns
+    -------
+    SquaredError for regression; Logistic for two classes; Softmax(n_classes) otherwise.
+    """
     if task == "regression":
         return SquaredError()
     if n_classes == 2:

@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from gpufs import GBFSClassifier, GBFSRegressor
+from gpufs import (ControlBurnClassifier, GBFSClassifier, GBFSRegressor,
+                   StagewiseClassifier)
 from gpufs._device import gpu_available
 
 RNG = np.random.default_rng(0)
@@ -43,6 +44,23 @@ def test_single_class():
 def test_continuous_target_for_classifier():
     with pytest.raises(ValueError, match="Unknown label type: continuous"):
         GBFSClassifier(device="cpu").fit(X, Y_REG)
+
+
+@pytest.mark.parametrize("cls", [GBFSClassifier, StagewiseClassifier, ControlBurnClassifier])
+@pytest.mark.parametrize("labels,kinds", [
+    (np.array(["a", 1] * 20, dtype=object), "number, string"),
+    (pd.Series(["a", 2.5] * 20), "number, string"),
+    (np.array([None, 1] * 20, dtype=object), "NoneType, number"),
+])
+def test_mixed_label_types(cls, labels, kinds):
+    with pytest.raises(ValueError, match=rf"y has labels of mixed types \({kinds}\); a "
+                                         r"classifier needs labels of one type"):
+        cls(device="cpu").fit(X, labels)
+
+
+def test_eval_set_labels_of_another_type():
+    with pytest.raises(ValueError, match=r"eval_set has labels not seen in y: \['a'\]"):
+        GBFSClassifier(device="cpu").fit(X, Y_CLS, eval_set=(X[:10], np.array(["a"] * 10)))
 
 
 def test_non_numeric_regression_target():
@@ -179,41 +197,12 @@ def test_bad_sample_weight(w, match):
         GBFSRegressor(device="cpu").fit(X, Y_REG, sample_weight=w)
 
 
-# --- hyperparameters ---------------------------------------------------------------------------
+# --- hyperparameters (each one alone: tests/test_params.py) ---------------------------------
 
-@pytest.mark.parametrize("params,match", [
-    (dict(mu=-0.1), r"mu must be >= 0, got -0.1"),
-    (dict(mu="a lot"), r"mu must be a number, got 'a lot'"),
-    (dict(max_bins=1), r"max_bins must be >= 2, got 1"),
-    (dict(max_bins=300), r"max_bins must be <= 255, got 300"),
-    (dict(max_bins=2.5), r"max_bins must be an integer"),
-    (dict(n_estimators=0), r"n_estimators must be >= 1, got 0"),
-    (dict(n_estimators=True), r"n_estimators must be an integer, got True"),
-    (dict(learning_rate=0), r"learning_rate must be > 0, got 0"),
-    (dict(max_depth=0), r"max_depth must be >= 1, got 0"),
-    (dict(max_depth=17), r"max_depth must be <= 16, got 17"),
-    (dict(reg_lambda=-1), r"reg_lambda must be >= 0"),
-    (dict(min_child_weight=-1), r"min_child_weight must be >= 0"),
-    (dict(min_split_gain=-1), r"min_split_gain must be >= 0"),
-    (dict(n_features_to_select=0), r"n_features_to_select must be >= 1, got 0"),
-    (dict(validation_fraction=1.0), r"validation_fraction must be < 1"),
-    (dict(validation_fraction=0.0), r"validation_fraction must be > 0"),
-    (dict(n_iter_no_change=0), r"n_iter_no_change must be >= 1"),
-    (dict(hessian="yes"), r"hessian must be True or False"),
-    (dict(penalty_scaling="foo"), r"penalty_scaling must be one of \('none', 'root_sse'\), "
-                                  r"got 'foo'"),
-    (dict(device="tpu"), r"device must be one of \('auto', 'cpu', 'gpu'\), got 'tpu'"),
-])
-@pytest.mark.parametrize("cls", [GBFSRegressor, GBFSClassifier])
-def test_bad_hyperparameters(cls, params, match):
-    kw = {"device": "cpu", **params}
-    with pytest.raises(ValueError, match=match):
-        cls(**kw).fit(X, Y_CLS)
-
-
-def test_validation_fraction_too_small():
-    with pytest.raises(ValueError, match=r"validation_fraction=0.001 leaves 0 validation"):
-        GBFSRegressor(validation_fraction=0.001, device="cpu").fit(X, Y_REG)
+def test_validation_fraction_leaving_no_training_rows():
+    with pytest.raises(ValueError, match=r"validation_fraction=0.99 leaves 40 validation and 0 "
+                                         r"training rows out of 40"):
+        GBFSRegressor(validation_fraction=0.99, device="cpu").fit(X, Y_REG)
 
 
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
@@ -262,8 +251,20 @@ def test_eval_set_unseen_labels():
 
 
 def test_eval_set_malformed():
-    with pytest.raises(ValueError, match=r"eval_set must be a pair \(X_val, y_val\)"):
+    with pytest.raises(ValueError, match=r"eval_set must be a pair \(X_val, y_val\) or a "
+                                         r"non-empty list of such pairs"):
         GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=[X[:10]])
+    with pytest.raises(ValueError, match=r"eval_set must be a pair"):
+        GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=[])
+    with pytest.raises(ValueError, match=r"sample_weight_eval_set must be a list with one entry"):
+        GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=(X[:10], Y_REG[:10]),
+                                        sample_weight_eval_set=[None, None])
+    with pytest.raises(ValueError, match=r"eval_set\[1\] has labels not seen in y: \[5\]"):
+        GBFSClassifier(device="cpu").fit(X, Y_CLS, eval_set=[(X[:10], Y_CLS[:10]),
+                                                             (X[:10], np.full(10, 5))])
+    with pytest.raises(ValueError, match="either validation_fraction or eval_set"):
+        GBFSRegressor(validation_fraction=0.2, device="cpu").fit(
+            X, Y_REG, eval_set=(X[:10], Y_REG[:10]))
     with pytest.raises(ValueError, match="X has 3 features"):
         GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=(X[:10, :3], Y_REG[:10]))
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):

@@ -74,12 +74,15 @@ def test_default_forest_finds_the_informative_features():
     assert est.feature_importances_.sum() == pytest.approx(1.0)
     assert (est.feature_importances_[~est.support_] == 0).all()
     p = est.selection_path_
+    # k = 2 is unreachable here: one lambda step brings x1 and x2 in together
+    assert p["k"] == [1, 3, 4] and sorted(p["unreachable"]) == [2]
+    assert "jumps from 1" in p["unreachable"][2]
     for k in p["k"]:
         assert len(p["features"][k]) == k
     lams = [p["lambda"][k] for k in p["k"]]
     assert lams == sorted(lams, reverse=True) and max(lams) < p["lambda_max"]
-    assert set(p["k"]) | set(p["unreachable"]) == {1, 2, 3, 4}
-    assert p["features"][3] == sorted(est.selected_features_.tolist()) or 3 not in p["k"]
+    assert p["features"][3] == sorted(est.selected_features_.tolist())
+    assert est.selection_exact_
     Xt = est.transform(X)
     np.testing.assert_array_equal(Xt, X[:, np.sort(est.selected_features_)])
 
@@ -92,6 +95,26 @@ def test_alpha_gives_the_lasso_solution_at_that_lambda():
     est = ControlBurnRegressor(alpha=1e-6, **SMALL_R, random_state=0).fit(X, y)
     assert est.selected_features_.size == est.forest_coverage_
     assert est.lambda_ == 1e-6
+
+
+# --- zero costs: free features ---------------------------------------------------------------
+
+
+def test_zero_feature_costs_make_free_features():
+    X, y = regression_data(m=300)
+    costs = np.ones(X.shape[1])
+    costs[[0, 1]] = 0.0                                   # the two strongest features are free
+    est = ControlBurnRegressor(n_features_to_select=3, feature_costs=costs, **SMALL_R,
+                               random_state=0).fit(X, y)
+    assert est.selection_exact_ and est.selected_features_.size == 3
+    assert {0, 1} <= set(est.selected_features_.tolist())
+    # every feature free: lambda cannot remove any, so k cannot be reached; fit says so
+    with pytest.warns(UserWarning, match=r"no lambda selects exactly 2 features .*zero-cost "
+                                         r"\(free\) trees alone select"):
+        est = ControlBurnRegressor(n_features_to_select=2, feature_costs=np.zeros(X.shape[1]),
+                                   **SMALL_R, random_state=0).fit(X, y)
+    assert not est.selection_exact_ and est.selected_features_.size > 2
+    assert est.predict(X).shape == (300,)
 
 
 # --- coverage ---------------------------------------------------------------------------------
@@ -215,26 +238,29 @@ def test_refit_estimator_and_pandas():
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(n_features_to_select=0), "n_features_to_select must be >= 1"),
-    (dict(n_features_to_select=2.5), "n_features_to_select must be an integer"),
+    (dict(n_features_to_select=0), r"'n_features_to_select' parameter of ControlBurnRegressor "
+                                   r"must be an int in the range \[1, inf\) or None. Got 0"),
+    (dict(n_features_to_select=2.5), r"'n_features_to_select' parameter"),
     (dict(n_features_to_select=2, alpha=0.1), "either n_features_to_select"),
-    (dict(alpha=-1.0), "alpha must be >= 0"),
-    (dict(forest_method="boost"), "forest must be one of"),
-    (dict(tree_type="deep"), "tree_type must be one of"),
-    (dict(max_depth=0), "max_depth must be an integer in"),
-    (dict(max_features=0), "max_features must be >= 1"),
-    (dict(max_features="most"), "max_features must be None"),
+    (dict(alpha=-1.0), r"'alpha' parameter of ControlBurnRegressor must be a float in the range "
+                       r"\[0.0, inf\) or None. Got -1.0"),
+    (dict(forest_method="boost"), r"'forest_method' parameter .* must be a str among"),
+    (dict(tree_type="deep"), r"'tree_type' parameter .* must be a str among"),
+    (dict(max_depth=0), r"'max_depth' parameter .* must be an int in the range \[1, 16\]"),
+    (dict(max_features=0), r"'max_features' parameter"),
+    (dict(max_features="most"), r"'max_features' parameter"),
     (dict(tree_type="single", max_features=2), "does not apply"),
-    (dict(sketch="fourier"), "sketch must be None or one of"),
+    (dict(sketch="fourier"), r"'sketch' parameter"),
     (dict(group_costs=[1, 2]), "group_costs needs feature_groups"),
     (dict(feature_groups=[0] * 8, group_costs=[1], feature_costs=np.ones(8)), "not both"),
     (dict(feature_costs=np.ones(3)), "one entry per feature"),
     (dict(feature_costs=-np.ones(8)), "must be >= 0"),
     (dict(feature_groups=[0, 1]), "one group label per feature"),
     (dict(feature_groups=[0] * 8, group_costs=[1, 2]), "one cost per group"),
-    (dict(max_bins=1), "max_bins must be >= 2"),
-    (dict(refit_estimator="rf"), "refit_estimator must be a scikit-learn estimator"),
-    (dict(device="tpu"), "device must be one of"),
+    (dict(max_bins=1), r"'max_bins' parameter .* must be an int in the range \[2, 255\]"),
+    (dict(refit_estimator="rf"), r"'refit_estimator' parameter .* must be an object "
+                                 r"implementing 'fit' and 'predict'"),
+    (dict(device="tpu"), r"'device' parameter .* must be a str among"),
 ])
 def test_bad_parameters(kw, match):
     X, y = regression_data(m=60)

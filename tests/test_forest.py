@@ -255,15 +255,17 @@ def test_forest_is_deterministic_and_seed_dependent():
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(method="boost"), "forest must be one of"),
-    (dict(tree_type="deep"), "tree_type must be one of"),
-    (dict(max_depth=0), "max_depth must be an integer in"),
-    (dict(max_depth=17), "max_depth must be an integer in"),
-    (dict(n_tail=0), "n_tail must be an integer"),
-    (dict(tol=-1.0), "tol must be a finite number"),
-    (dict(max_features=0), "max_features must be >= 1"),
-    (dict(max_features=1.5), "max_features must be in"),
-    (dict(max_features="most"), "max_features must be None"),
+    (dict(method="boost"), "The 'method' parameter of ForestParams must be a str among"),
+    (dict(tree_type="deep"), "The 'tree_type' parameter of ForestParams must be a str among"),
+    (dict(max_depth=0), r"The 'max_depth' parameter of ForestParams must be an int in the "
+                        r"range \[1, 16\]"),
+    (dict(max_depth=17), r"'max_depth' parameter of ForestParams .* Got 17"),
+    (dict(n_tail=0), "The 'n_tail' parameter of ForestParams must be an int"),
+    (dict(tol=-1.0), "The 'tol' parameter of ForestParams must be a float"),
+    (dict(tol=float("nan")), "The 'tol' parameter of ForestParams must be a float"),
+    (dict(max_features=0), "The 'max_features' parameter of ForestParams"),
+    (dict(max_features=1.5), "The 'max_features' parameter of ForestParams"),
+    (dict(max_features="most"), "The 'max_features' parameter of ForestParams"),
     (dict(tree_type="single", max_features=2), "does not apply to tree_type='single'"),
 ])
 def test_bad_forest_params(kw, match):

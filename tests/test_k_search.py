@@ -146,7 +146,9 @@ def test_gbfs_fraction_of_columns():
     est = GBFSRegressor(n_features_to_select=0.3, n_estimators=15, device="cpu",
                         random_state=0).fit(X, y)
     assert len(est.selected_features_) == 3
-    with pytest.raises(ValueError, match="n_features_to_select must be <= 1"):
+    with pytest.raises(ValueError, match=r"'n_features_to_select' parameter of GBFSRegressor "
+                                         r"must be an int in the range \[1, inf\), a float in "
+                                         r"the range \(0.0, 1.0\] or None. Got 1.5"):
         GBFSRegressor(n_features_to_select=1.5).fit(X, y)
 
 

@@ -219,6 +219,30 @@ def test_unreachable_k_is_reported():
     assert "jumps from 0" in path.unreachable[1]
 
 
+def test_zero_cost_trees_are_free_features():
+    """A feature of cost 0 is free: its tree is never penalized, so it is selected at every
+    lambda and counts toward k."""
+    A, y, masks = _one_feature_per_tree(n=6)
+    costs = np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])       # feature 3 is free
+    for k in range(1, 7):
+        sel = select_k(A, y, masks, k, feature_costs=costs)
+        assert sel.k == k and 3 in sel.features.tolist()
+    # two free features: k = 1 cannot be reached, and says why
+    costs[0] = 0.0
+    with pytest.raises(UnreachableKError, match=r"k=1 is unreachable: the zero-cost \(free\) "
+                                                r"trees alone select 2 features") as info:
+        select_k(A, y, masks, 1, feature_costs=costs)
+    assert info.value.below is None and info.value.above.features.tolist() == [0, 3]
+    sparsest = select_k(A, y, masks, 1, feature_costs=costs, strict=False)
+    assert not sparsest.exact and sparsest.features.tolist() == [0, 3]
+    assert select_k(A, y, masks, 2, feature_costs=costs).features.tolist() == [0, 3]
+    # every tree free: lambda has no effect, every useful tree is kept
+    with pytest.raises(UnreachableKError, match="zero-cost"):
+        select_k(A, y, masks, 2, feature_costs=np.zeros(6))
+    path = selection_path(A, y, masks, 6, feature_costs=costs)
+    assert path.ks == [2, 3, 4, 5, 6] and sorted(path.unreachable) == [1]
+
+
 def test_path_reports_ks_beyond_the_end():
     A, y, masks = _one_feature_per_tree(n=5)
     A[:, 4] = np.random.default_rng(1).normal(size=A.shape[0])  # pure noise tree

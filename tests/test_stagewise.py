@@ -156,7 +156,10 @@ def test_closed_form_least_squares_against_minimize_scalar():
     r -= (w @ r) / W
     mu, sd, inv = sw._standardize_stats(X, w, W, np, "cpu")
     assert sd[4] == 0 and inv[4] == 0
-    a, cost = sw._ls_candidates(X, w, W, r, mu, inv, np)
+    a, cost = sw.LeastSquaresStage().candidates(X, np.zeros((n, 1)), r[:, None], w, W, mu,
+                                                inv, inv > 0, np, "cpu")
+    assert a.shape == cost.shape == (1, d)
+    a, cost = a[0], cost[0]
     mu_ref, sd_ref = std_cols(X, w)
     for j in range(d):
         if j == 4:
@@ -183,7 +186,7 @@ def test_newton_logistic_against_minimize_scalar(K):
     Y[:, 0] = np.where(X[:, 0] + X[:, 1] + rng.logistic(size=n) > 0, 1.0, -1.0)
     mu, sd, inv = sw._standardize_stats(X, w, W, np, "cpu")
     active = inv > 0
-    a, cost = sw._logistic_candidates(X, F, Y, w, W, mu, inv, active, 50, 1e-12, np, "cpu")
+    a, cost = sw.LogisticStage(50, 1e-12).candidates(X, F, Y, w, W, mu, inv, active, np, "cpu")
     assert a.shape == cost.shape == (K, d)
     mu_ref, sd_ref = std_cols(X, w)
     for k in range(K):
@@ -309,8 +312,14 @@ def test_validation_fraction_early_stopping_cuts_back_to_best():
 def test_explicit_validation_set_and_fraction_count():
     X, y, _ = planted_linear(n=800, seed=4)
     m = StagewiseRegressor(device="cpu", n_iter_no_change=2).fit(
-        X[:600], y[:600], X_val=X[600:], y_val=y[600:])
+        X[:600], y[:600], eval_set=(X[600:], y[600:]))
     assert m.selected_features_[:3].tolist() == [3, 11, 7]
+    # the deprecated keywords still work, with a FutureWarning, and give the same model
+    with pytest.warns(FutureWarning, match="X_val, y_val and sample_weight_val are deprecated"):
+        old = StagewiseRegressor(device="cpu", n_iter_no_change=2).fit(
+            X[:600], y[:600], X_val=X[600:], y_val=y[600:])
+    np.testing.assert_array_equal(old.selected_features_, m.selected_features_)
+    np.testing.assert_array_equal(old.validation_cost_history_, m.validation_cost_history_)
     assert m.validation_cost_history_[len(m.selected_features_)] == m.validation_cost_history_.min()
     m = StagewiseRegressor(0.25, device="cpu").fit(X, y)
     assert len(m.selected_features_) == 5
@@ -460,30 +469,10 @@ XB = np.random.default_rng(0).standard_normal((30, 4))
 YB = XB[:, 0] + 1.0
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"n_features_to_select": -1}, "n_features_to_select must be a positive int"),
-    ({"n_features_to_select": 0}, "n_features_to_select must be a positive int"),
-    ({"n_features_to_select": 9}, "larger than the number of features in X \\(4\\)"),
-    ({"n_features_to_select": 1.5}, "must be in \\(0, 1\\]"),
-    ({"n_features_to_select": "all"}, "n_features_to_select must be"),
-    ({"tol": -0.1}, "tol must be None or a finite number >= 0"),
-    ({"validation_fraction": 1.0}, "validation_fraction must be None or a float in \\(0, 1\\)"),
-    ({"n_iter_no_change": 0}, "n_iter_no_change must be an int >= 1"),
-    ({"dtype": "float16"}, "dtype must be one of"),
-    ({"device": "tpu"}, "device must be one of"),
-])
-def test_bad_hyperparameters(params, match):
-    with pytest.raises(ValueError, match=match):
-        StagewiseRegressor(**params).fit(XB, YB)
-
-
-@pytest.mark.parametrize("params, match", [
-    ({"max_newton_iter": 0}, "max_newton_iter must be an int >= 1"),
-    ({"newton_tol": 0.0}, "newton_tol must be a finite number > 0"),
-])
-def test_bad_classifier_hyperparameters(params, match):
-    with pytest.raises(ValueError, match=match):
-        StagewiseClassifier(**params, device="cpu").fit(XB, YB > 1)
+def test_n_features_to_select_larger_than_the_data():
+    with pytest.raises(ValueError, match="n_features_to_select=9 is larger than the number of "
+                                         "features in X \\(4\\)"):
+        StagewiseRegressor(9, device="cpu").fit(XB, YB)
 
 
 def test_bad_inputs():
@@ -510,11 +499,14 @@ def test_bad_inputs():
         R.fit(pd.DataFrame({"a": XB[:, 0], "c": ["x"] * 30}), YB)
     with pytest.raises(ValueError, match="sample_weight has negative values"):
         R.fit(XB, YB, sample_weight=-np.ones(30))
-    with pytest.raises(ValueError, match="X_val and y_val must be given together"):
+    with pytest.raises(ValueError, match="X_val and y_val must be given together"), \
+            pytest.warns(FutureWarning):
         R.fit(XB, YB, X_val=XB)
-    with pytest.raises(ValueError, match="either validation_fraction or X_val"):
-        StagewiseRegressor(validation_fraction=0.2, device="cpu").fit(XB, YB, X_val=XB,
-                                                                      y_val=YB)
+    with pytest.raises(ValueError, match="either validation_fraction or eval_set"):
+        StagewiseRegressor(validation_fraction=0.2, device="cpu").fit(XB, YB,
+                                                                      eval_set=(XB, YB))
+    with pytest.raises(ValueError, match="n_iter_no_change needs validation data"):
+        StagewiseRegressor(n_iter_no_change=2, device="cpu").fit(XB, YB)
     R.fit(XB, YB)
     with pytest.raises(ValueError, match="X has 3 features, but StagewiseRegressor is "
                                          "expecting 4 features"):
@@ -526,8 +518,8 @@ def test_bad_inputs():
         C.fit(XB, np.zeros(30))
     with pytest.raises(ValueError, match="Unknown label type"):
         C.fit(XB, YB)
-    with pytest.raises(ValueError, match="y_val has labels not seen in y"):
-        C.fit(XB, YB > 1, X_val=XB, y_val=np.full(30, 5))
+    with pytest.raises(ValueError, match="eval_set has labels not seen in y"):
+        C.fit(XB, YB > 1, eval_set=(XB, np.full(30, 5)))
 
 
 @pytest.mark.skipif(gpu_available(), reason="checks the no-GPU message")

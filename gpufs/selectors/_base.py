@@ -1,47 +1,264 @@
-"""What every gpufs selector shares: the device, transform that keeps the input's type,
-and scikit-learn tags.
+"""What every gpufs selector shares: one base class for GBFS, stagewise and ControlBurn.
 
-Owns the selector half of the estimator contract: ``transform`` / ``get_support`` /
-``get_feature_names_out`` on numpy, pandas, cupy and cudf inputs, and ``input_device``
-(predictions run where the input lives). ``transform`` returns cupy for cupy and a cudf frame
-for cudf (GPU data stays on the GPU); for numpy and pandas it follows scikit-learn: an ndarray,
-or a DataFrame with the selected names after ``set_output(transform="pandas")``.
+Owns the estimator contract that does not depend on the method:
+
+* **parameters**: each estimator declares ``_parameter_constraints`` (scikit-learn's
+  ``Interval`` / ``StrOptions`` / ``HasMethods`` machinery, checked by ``_fit_context`` at the
+  start of ``fit``); ``gpufs._params`` builds the numeric ranges, which reject booleans, NaN
+  and infinities and name the parameter in their message;
+* **the input door**: :meth:`SelectorBase._prepare_fit` reads X, y and sample weights through
+  :mod:`gpufs._input` on the fitting device and encodes the target (labels to class codes for
+  classifiers, with :class:`ClassifierTargetMixin`; a float target for regressors, with
+  :class:`RegressorTargetMixin`);
+* **validation data**, the same rule in every family: ``eval_set`` (one ``(X, y)`` pair or a
+  list of pairs, as in LightGBM and XGBoost; early stopping watches the last pair) or
+  ``validation_fraction`` (held-out rows drawn by :func:`validation_split`, stratified by class
+  for classifiers); ``n_iter_no_change`` stops when the watched validation loss has not improved
+  for that many rounds (:class:`EarlyStopping`);
+* **names and the selector interface**: ``feature_names_in_``, ``selected_feature_names_``,
+  ``transform`` / ``get_support`` / ``get_feature_names_out`` on numpy, pandas, cupy and cudf
+  inputs (:class:`GPUFSSelectorMixin`), and :func:`input_device` (predictions run where the
+  input lives: cupy in, cupy out);
+* **the selection path**: ``selection_path_``, a dict in the form ``gpufs.path`` describes
+  (the features in the order they entered, where each entered, and the training and
+  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`.
 """
 from __future__ import annotations
 
-import numbers
+import math
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._device import is_cupy_array
-from .._input import _is_dataframe, check_X
+from .._device import get_namespace, is_cupy_array, resolve_device, to_host
+from .._input import (_is_dataframe, check_classification_labels, check_regression_target,
+                      check_sample_weight, check_X, check_y, encode_classes, encode_known_classes)
+from .._params import DEVICE_CONSTRAINT, int_range, real_range
+from ..backends import get_backend
+
+__all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
+           "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
+           "input_device", "int_range", "real_range", "validation_split"]
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FitData:
+    """The checked training data of one ``fit`` (see :meth:`SelectorBase._prepare_fit`).
+
+    Attributes
+    ----------
+    device : {"cpu", "gpu"}
+    backend : CPUBackend or GPUBackend
+    xp : module
+        numpy or cupy, the backend's array namespace.
+    X : ndarray of shape (n_samples, n_features)
+        On ``device``, dtype as asked.
+    y : ndarray of shape (n_samples,)
+        Encoded target: float64 for regressors, int32 class codes 0..n_classes-1 for
+        classifiers, on ``device``.
+    y_input : ndarray of shape (n_samples,)
+        The target as given (checked, not encoded), on ``device``.
+    sample_weight : ndarray of shape (n_samples,), float64, or None
+    seed : int
+        Drawn once per fit from ``random_state``; seeds everything random in the fit.
+    """
+
+    device: str
+    backend: object
+    xp: object
+    X: object
+    y: object
+    y_input: object
+    sample_weight: object
+    seed: int
+
+
+# --------------------------------------------------------------------------------------------
+# Target encoding
+# --------------------------------------------------------------------------------------------
+
+
+class RegressorTargetMixin:
+    """Target encoding of regressors: a finite float64 target."""
+
+    _stratify_validation = False
+
+    def _encode_target(self, y):
+        """y (n_samples,) -> float64 (n_samples,) on y's device."""
+        return check_regression_target(y)
+
+    def _encode_validation_target(self, y, what):
+        return check_regression_target(y)
+
+
+class ClassifierTargetMixin:
+    """Target encoding of classifiers: labels -> ``classes_`` and codes 0..n_classes-1."""
+
+    _stratify_validation = True
+
+    def _encode_target(self, y):
+        """Labels (n_samples,) -> int32 codes on y's device; sets ``classes_``.
+
+        Rejects NaN / infinity, labels of mixed types and continuous targets with a message
+        that says so, and a single class.
+        """
+        check_classification_labels(y)
+        classes, codes = encode_classes(y)
+        self.classes_ = classes
+        return codes
+
+    def _encode_validation_target(self, y, what):
+        """Labels of a validation set -> codes of ``classes_``; unseen labels are an error."""
+        return encode_known_classes(y, self.classes_, what)
+
+
+# --------------------------------------------------------------------------------------------
+# Validation data and early stopping
+# --------------------------------------------------------------------------------------------
+
+
+def validation_split(n_samples, validation_fraction, seed, stratify=None):
+    """Held-out rows for ``validation_fraction``: the one rule of every gpufs estimator.
+
+    ``ceil(validation_fraction * n_samples)`` rows are drawn by scikit-learn's
+    ``train_test_split`` with ``random_state=seed``, stratified by ``stratify`` (class codes,
+    for classifiers) when every class has at least two rows; otherwise (a class with a single
+    row) the split is not stratified and a UserWarning says so.
+
+    Parameters
+    ----------
+    n_samples : int
+    validation_fraction : float in (0, 1)
+    seed : int
+    stratify : ndarray of shape (n_samples,) or None
+        Class codes (host or device).
+
+    Returns
+    -------
+    train, validation : ndarray of shape (n_train,) and (n_val,), int64
+        Sorted host row indices.
+    """
+    from sklearn.model_selection import train_test_split
+
+    n_val = math.ceil(validation_fraction * n_samples)
+    if n_val < 1 or n_samples - n_val < 1:
+        raise ValueError(f"validation_fraction={validation_fraction} leaves {n_val} validation "
+                         f"and {n_samples - n_val} training rows out of {n_samples}; both need "
+                         "at least one row.")
+    idx = np.arange(n_samples)
+    strat = None if stratify is None else to_host(stratify)
+    if strat is not None and np.bincount(strat.astype(np.int64)).min(initial=2) < 2:
+        warnings.warn("validation_fraction: a class has a single row, so the validation split "
+                      "is not stratified by class.", UserWarning, stacklevel=5)
+        strat = None
+    try:
+        tr, va = train_test_split(idx, test_size=n_val, random_state=seed, stratify=strat)
+    except ValueError:
+        if strat is None:
+            raise
+        # Fewer validation rows than classes: a stratified split cannot hold every class.
+        warnings.warn("validation_fraction: too few validation rows to hold every class, so "
+                      "the validation split is not stratified by class.", UserWarning,
+                      stacklevel=5)
+        tr, va = train_test_split(idx, test_size=n_val, random_state=seed)
+    return np.sort(tr), np.sort(va)
+
+
+class EarlyStopping:
+    """Stop when the watched validation loss has not improved for ``patience`` rounds.
+
+    A round improves when its loss is below the best so far by more than ``tol``. The model
+    is then cut back to the best round (``best_round``; 0 means the model before any round).
+
+    Parameters
+    ----------
+    patience : int or None
+        ``n_iter_no_change``; None never stops.
+    tol : float, default=0.0
+        Least improvement that counts.
+    """
+
+    def __init__(self, patience, tol=0.0):
+        self.patience = patience
+        self.tol = float(tol)
+        self.best_loss = math.inf
+        self.best_round = 0
+        self._rounds = 0
+        self._since_best = 0
+
+    def start(self, loss):
+        """Record the loss of the model before any round (round 0)."""
+        self.best_loss, self.best_round = float(loss), 0
+
+    def update(self, loss) -> bool:
+        """Record the loss after the next round; True when training should stop."""
+        self._rounds += 1
+        if loss < self.best_loss - self.tol:
+            self.best_loss, self.best_round, self._since_best = float(loss), self._rounds, 0
+        else:
+            self._since_best += 1
+        return self.patience is not None and self._since_best >= self.patience
+
+
+# --------------------------------------------------------------------------------------------
+# The selector interface
+# --------------------------------------------------------------------------------------------
+
+
+def input_device(X) -> str:
+    """Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu"."""
+    if is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf":
+        return "gpu"
+    return "cpu"
 
 
 class GPUFSSelectorMixin(SelectorMixin):
     """SelectorMixin whose ``transform`` keeps numpy/cupy/pandas/cudf as they came in."""
 
     def _get_support_mask(self):
-        check_is_fitted(self, "support_")
-        return self.support_
+        check_is_fitted(self, "selected_features_")
+        support = getattr(self, "support_", None)
+        if support is None:  # a model loaded from a file keeps only the selection
+            support = np.zeros(self.n_features_in_, dtype=bool)
+            support[np.asarray(self.selected_features_, dtype=np.int64)] = True
+        return support
 
     def transform(self, X):
-        """The selected columns of X: cupy for cupy, cudf for cudf, else an ndarray (or a
-        DataFrame under scikit-learn's ``set_output(transform="pandas")``).
+        """The selected columns of X.
 
-        Columns keep their original order (as ``get_support`` reports them); use
-        ``selected_features_`` for the order of selection.
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas, cupy, cudf, polars or pyarrow.
+
+        Returns
+        -------
+        X_selected : array of shape (n_samples, n_selected_features)
+            cupy for cupy input, a cudf frame for cudf, else an ndarray (or a DataFrame under
+            scikit-learn's ``set_output(transform="pandas")``). Columns keep their original
+            order (as ``get_support`` reports them); ``selected_features_`` gives the order of
+            selection.
         """
-        check_is_fitted(self, "support_")
-        gpu_input = is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf"
-        checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False)
-        idx = np.flatnonzero(self.support_)
+        check_is_fitted(self, "selected_features_")
+        gpu_input = input_device(X) == "gpu"
+        allow_nan = self.__sklearn_tags__().input_tags.allow_nan
+        checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False,
+                          allow_nan=allow_nan)
+        idx = np.flatnonzero(self._get_support_mask())
         if type(X).__module__.split(".")[0] == "cudf":
             return X[[X.columns[i] for i in idx]]
         if is_cupy_array(X):
-            return X[:, idx]
+            return X[:, get_namespace("gpu").asarray(idx)]
         if _is_dataframe(X):
             return checked[:, idx]
         arr = np.asarray(X)
@@ -52,14 +269,14 @@ class GPUFSSelectorMixin(SelectorMixin):
     @property
     def selected_feature_names_(self):
         """Names of ``selected_features_`` (from ``feature_names_in_``, else x0, x1, ...)."""
-        check_is_fitted(self, "support_")
+        check_is_fitted(self, "selected_features_")
+        return self._feature_names()[self.selected_features_]
+
+    def _feature_names(self):
         names = getattr(self, "feature_names_in_", None)
         if names is None:
             names = np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object)
-        return np.asarray(names, dtype=object)[self.selected_features_]
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"allow_nan": True}
+        return np.asarray(names, dtype=object)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -67,29 +284,115 @@ class GPUFSSelectorMixin(SelectorMixin):
         return tags
 
 
-def check_number(name, value, *, low=None, high=None, integer=False, low_open=False,
-                  allow_none=False):
-    """Raise a ValueError naming the hyperparameter unless ``value`` is a number (an integer
-    with ``integer``) within [low, high] (``low_open``: strictly above low); None passes with
-    ``allow_none``."""
-    if value is None and allow_none:
-        return
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise ValueError(f"{name} must be {'an integer' if integer else 'a number'}, "
-                         f"got {value!r}.")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}.")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value!r}.")
+class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
+    """Base class of every gpufs selector (see the module docstring).
+
+    Subclasses declare ``_parameter_constraints``, decorate ``fit`` with scikit-learn's
+    ``_fit_context`` and combine this class with :class:`ClassifierTargetMixin` or
+    :class:`RegressorTargetMixin`. A fitted selector sets ``support_``,
+    ``selected_features_`` (in the order of selection) and ``selection_path_``.
+    """
+
+    _parameter_constraints: dict = {}
+
+    # --- the input door -----------------------------------------------------------------
+    def _prepare_fit(self, X, y, sample_weight, *, dtype="float", allow_nan=True):
+        """Check the training data on the fitting device and encode the target.
+
+        ``dtype`` is ``check_X``'s: "float" keeps float32 and float64 data as they are.
+        Returns a :class:`FitData`. Sets ``n_features_in_`` and ``feature_names_in_``.
+        """
+        device = resolve_device(self.device)
+        backend = get_backend(device)
+        Xc = check_X(self, X, device=device, reset=True, dtype=dtype, allow_nan=allow_nan)
+        n = Xc.shape[0]
+        y_input = check_y(y, n, device=device)
+        yc = self._encode_target(y_input)
+        w = check_sample_weight(sample_weight, n, device=device)
+        rng = check_random_state(getattr(self, "random_state", None))
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        return FitData(device=device, backend=backend, xp=backend.xp, X=Xc, y=yc,
+                       y_input=y_input, sample_weight=w, seed=seed)
+
+    # --- validation data ----------------------------------------------------------------
+    def _eval_sets(self, eval_set, sample_weight_eval_set, data, *, dtype="float",
+                   allow_nan=True):
+        """The checked validation pairs: a list of ``(X, y_encoded, sample_weight)``.
+
+        ``eval_set`` is a ``(X, y)`` tuple or a list of such pairs;
+        ``sample_weight_eval_set`` is None or a list with one weight array (or None) per pair.
+        """
+        if eval_set is None:
+            if sample_weight_eval_set is not None:
+                raise ValueError("sample_weight_eval_set was given without eval_set.")
+            return []
+        pairs = [eval_set] if isinstance(eval_set, tuple) else eval_set
+        if not isinstance(pairs, list) or not pairs or not all(
+                isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+            raise ValueError("eval_set must be a pair (X_val, y_val) or a non-empty list of "
+                             "such pairs.")
+        weights = sample_weight_eval_set
+        if weights is None:
+            weights = [None] * len(pairs)
+        elif not isinstance(weights, (list, tuple)) or len(weights) != len(pairs):
+            raise ValueError(f"sample_weight_eval_set must be a list with one entry (an array "
+                             f"or None) per eval_set pair: {len(pairs)} expected.")
+        out = []
+        for i, ((Xv, yv), wv) in enumerate(zip(pairs, weights)):
+            what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
+            Xc = check_X(self, Xv, device=data.device, reset=False, dtype=dtype,
+                         allow_nan=allow_nan)
+            yc = self._encode_validation_target(check_y(yv, Xc.shape[0], device=data.device),
+                                                what)
+            wc = check_sample_weight(wv, Xc.shape[0], device=data.device)
+            out.append((Xc, yc, wc))
+        return out
+
+    def _validation_rows(self, data):
+        """``(train, validation)`` host row indices for ``validation_fraction``."""
+        strat = data.y if self._stratify_validation else None
+        return validation_split(data.X.shape[0], self.validation_fraction, data.seed, strat)
+
+    def _check_validation_params(self, eval_set):
+        """The rules shared by every family for ``eval_set``, ``validation_fraction`` and
+        ``n_iter_no_change``."""
+        if eval_set is not None and self.validation_fraction is not None:
+            raise ValueError("give either validation_fraction or eval_set to fit, not both.")
+        if (self.n_iter_no_change is not None and eval_set is None
+                and self.validation_fraction is None):
+            raise ValueError("n_iter_no_change needs validation data: pass eval_set=(X_val, "
+                             "y_val) to fit or set validation_fraction.")
+
+    # --- results ------------------------------------------------------------------------
+    def _set_support(self, selected):
+        """Set ``selected_features_`` (int64, in order of selection) and ``support_``."""
+        self.selected_features_ = np.asarray(selected, dtype=np.int64)
+        self.support_ = np.zeros(self.n_features_in_, dtype=bool)
+        self.support_[self.selected_features_] = True
+
+    def _set_selection_path(self, path, **entry):
+        """Set ``selection_path_`` from a ``gpufs.path.SelectionPath``: "k" (1, 2, ...),
+        "features" (indices in the order they entered), "names", the ``entry`` lists given
+        (where each feature entered: "entry_tree", "entry_round", ...), and "train_loss" /
+        "val_loss" (None without validation data) once each had entered."""
+        self.selection_path_ = {"k": list(path.n_features),
+                                "features": self.selected_features_.tolist(),
+                                "names": list(path.features), **entry,
+                                "train_loss": list(path.train_loss),
+                                "val_loss": None if path.val_loss is None else list(path.val_loss)}
 
 
-
-def input_device(X) -> str:
-    """Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu"."""
-    if is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf":
-        return "gpu"
-    return "cpu"
-
-
-__all__ = ["BaseEstimator", "GPUFSSelectorMixin", "check_number", "input_device"]
+def _deprecated_validation_keywords(X_val, y_val, sample_weight_val, eval_set,
+                                    sample_weight_eval_set):
+    """Map the old ``X_val=`` / ``y_val=`` / ``sample_weight_val=`` keywords to ``eval_set``
+    with a FutureWarning."""
+    if X_val is None and y_val is None and sample_weight_val is None:
+        return eval_set, sample_weight_eval_set
+    warnings.warn("X_val, y_val and sample_weight_val are deprecated and will be removed: pass "
+                  "eval_set=(X_val, y_val) and sample_weight_eval_set=[sample_weight_val] "
+                  "instead.", FutureWarning, stacklevel=4)
+    if eval_set is not None:
+        raise ValueError("give either eval_set or the deprecated X_val/y_val, not both.")
+    if X_val is None or y_val is None:
+        raise ValueError("X_val and y_val must be given together.")
+    return (X_val, y_val), (None if sample_weight_val is None else [sample_weight_val])

@@ -1,15 +1,17 @@
-"""ControlBurn (paper 004): ``ControlBurnClassifier`` and ``ControlBurnRegressor``.
+"""ControlBurn feature selection: ``ControlBurnClassifier`` and ``ControlBurnRegressor``.
 
-Owns the scikit-learn face of ControlBurn: parameter checks, the pipeline (input door -> bins ->
+Implements Liu, Xie, Udell, "ControlBurn: Feature Selection by Sparse Forests", KDD 2021.
+Owns the scikit-learn face of ControlBurn: the pipeline (input door -> bins ->
 feature-diverse forest (``gpufs.forest``) -> non-negative weighted lasso over tree weights with
 bisection on lambda to exactly k features (``gpufs.lasso``) -> refit on the selected features),
-and prediction through the refit model, on whichever device the input lives.
+and prediction through the refit model, on whichever device the input lives. Parameters,
+target encoding and names come from the shared selector base (``selectors._base``).
 
 Selection rules as implemented
 ------------------------------
 * Trees that split on nothing (a bootstrap with one distinct target, say) use no feature; they
   are left out of the lasso (they would be free constant columns, i.e. intercept).
-* Loss of Problem 2: squared error for regression, logistic for two classes (``y`` in {0, 1},
+* The lasso's loss: squared error for regression, logistic for two classes (``y`` in {0, 1},
   free intercept). Multiclass (K > 2) is a documented choice: ONE squared-loss problem on the
   one-hot class indicators (the Brier score), stacked in K blocks of rows; tree t (grown for
   class c) predicts only in block c, and the per-class intercepts are removed exactly by
@@ -35,25 +37,24 @@ Selection rules as implemented
 """
 from __future__ import annotations
 
-import numbers
 import time
 import warnings
 
 import numpy as np
-from sklearn.base import ClassifierMixin, RegressorMixin, clone
-from sklearn.utils import check_random_state
+from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from .. import _scales, model_io
 from .. import lasso as _lasso
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
-from .._input import (check_costs, check_groups, check_regression_target, check_sample_weight,
-                      check_X, check_y, encode_classes, _as_array)
-from ..backends import get_backend
+from .._device import get_namespace, is_cupy_array, to_host
+from .._input import check_costs, check_groups, check_X, _as_array
+from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..binning import BinMapper
-from ..forest import ForestParams, check_forest_params, grow_forest
-from ._base import BaseEstimator, GPUFSSelectorMixin, check_number, input_device
+from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
+                      check_forest_params, grow_forest)
+from ._base import ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -72,10 +73,35 @@ _COVERAGE_REMEDY = (
     "more rounds of deeper trees.")
 
 
-class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
+class _BaseControlBurn(SelectorBase):
     """Shared machinery; see ControlBurnClassifier for the parameters."""
 
     _task = None
+    _parameter_constraints: dict = {
+        "n_features_to_select": [int_range(1), None],
+        "alpha": [real_range(0), None],
+        "forest_method": _FOREST["method"],
+        "tree_type": _FOREST["tree_type"],
+        "max_depth": _FOREST["max_depth"],
+        "max_features": _FOREST["max_features"],
+        "sparse_mu": _FOREST["sparse_mu"],
+        "n_tail": _FOREST["n_tail"],
+        "tol": _FOREST["tol"],
+        "max_trees_per_round": _FOREST["max_trees_per_round"],
+        "min_rounds": _FOREST["min_rounds"],
+        "max_bins": [int_range(2, 255)],
+        "min_child_weight": _FOREST["min_child_weight"],
+        "feature_costs": ["array-like", None],
+        "feature_groups": ["array-like", None],
+        "group_costs": ["array-like", dict, None],
+        "sketch": [StrOptions(set(_lasso.SKETCHES)), None],
+        "sketch_size": [int_range(1), None],
+        "path_k_max": [int_range(1), None],
+        "refit_estimator": [HasMethods(["fit", "predict"]), None],
+        "device": DEVICE_CONSTRAINT,
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
 
     def __init__(self, *, n_features_to_select=None, alpha=None, forest_method="bagboost",
                  tree_type="full", max_depth=10, max_features=None, sparse_mu=0.01, n_tail=5,
@@ -117,29 +143,16 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
             verbose=bool(self.verbose))
 
     def _check_params(self):
-        check_number("n_features_to_select", self.n_features_to_select, low=1, integer=True,
-                      allow_none=True)
-        check_number("alpha", self.alpha, low=0, allow_none=True)
+        """The rules between parameters (each one alone is checked by its constraint)."""
         if self.alpha is not None and self.n_features_to_select is not None:
             raise ValueError("give either n_features_to_select (bisection on lambda to exactly "
                              "k features) or alpha (a fixed lambda), not both.")
-        check_number("max_bins", self.max_bins, low=2, high=255, integer=True)
-        check_number("path_k_max", self.path_k_max, low=1, integer=True, allow_none=True)
-        if self.sketch is not None and self.sketch not in _lasso.SKETCHES:
-            raise ValueError(f"sketch must be None or one of {_lasso.SKETCHES}, "
-                             f"got {self.sketch!r}.")
-        check_number("sketch_size", self.sketch_size, low=1, integer=True, allow_none=True)
         if self.feature_costs is not None and self.group_costs is not None:
             raise ValueError("give either feature_costs or group_costs (with feature_groups), not "
                              "both: a group's cost defaults to the sum of its features' costs.")
         if self.group_costs is not None and self.feature_groups is None:
             raise ValueError("group_costs needs feature_groups (the group label of every "
                              "feature).")
-        if not isinstance(self.verbose, (bool, np.bool_, numbers.Integral)):
-            raise ValueError(f"verbose must be True or False, got {self.verbose!r}.")
-        if self.refit_estimator is not None and not hasattr(self.refit_estimator, "fit"):
-            raise ValueError("refit_estimator must be a scikit-learn estimator (with fit), got "
-                             f"{self.refit_estimator!r}.")
         check_forest_params(self._forest_params())
 
     def _group_costs(self, groups_raw, n_features):
@@ -172,34 +185,39 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         return inv.astype(np.int64), gc
 
     # --- fit ----------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
         """Grow the forest, select features with the tree-weight lasso, refit on them.
 
         Parameters
         ----------
-        X : array-like (n_samples, n_features): numpy, pandas, cupy, cudf, polars, pyarrow.
-            NaN marks a missing value.
-        y : array-like (n_samples,)
-        sample_weight : array-like (n_samples,) or None; used by the forest (bootstrap rows
-            weigh this much), the lasso (row weights) and the refit (when it accepts them).
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas, cupy, cudf, polars or pyarrow. NaN marks a missing value.
+        y : array-like of shape (n_samples,)
+            Target values (regression) or class labels (classification).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, used by the forest (bootstrap rows weigh this much), the lasso (row
+            weights) and the refit (when it accepts them).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
         """
         self._check_params()
-        device = resolve_device(self.device)
-        backend = get_backend(device)
-        X = check_X(self, X, device=device, reset=True)
-        n, d = X.shape
-        y_in = check_y(y, n, device=device)
-        w = check_sample_weight(sample_weight, n, device=device)
+        data = self._prepare_fit(X, y, sample_weight)
+        device, backend, X, w, seed = (data.device, data.backend, data.X, data.sample_weight,
+                                       data.seed)
+        d = X.shape[1]
         costs = check_costs(self.feature_costs, d)
         groups_lasso, group_costs = self._group_costs(self.feature_groups, d)
         groups_forest = check_groups(self.feature_groups, d)
-        y_enc, n_classes = self._encode_y(y_in)
+        y_enc = data.y
         _scales.check_target_scale(self, y_enc, w)
+        n_classes = len(self.classes_) if self._task == "classification" else 0
         if self.sketch not in (None, "rows") and n_classes == 2:
             raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "
                              "binary classifier solves a logistic lasso: use sketch='rows'.")
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max))
 
         times = {}
         t0 = time.perf_counter()
@@ -219,14 +237,14 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         forest.drop_predictions()
         self.forest_ = forest
         t0 = time.perf_counter()
-        self._refit(X, y_in, w, seed)
+        self._refit(X, data.y_input, w, seed)
         times["refit"] = _lap(t0, device)
         self.fit_times_ = times
         return self
 
     # --- selection ------------------------------------------------------------------------
     def _lasso_problem(self, forest, y_enc, w, n_classes):
-        """(A, y, sample_weight, loss, fit_intercept, tree indices) of Problem 2."""
+        """(A, y, sample_weight, loss, fit_intercept, tree indices) of the tree-weight lasso."""
         xp = get_namespace(self.device_)
         masks = forest.feature_masks
         trees = np.flatnonzero(masks.any(axis=1))
@@ -304,13 +322,13 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
                     warnings.warn(
                         f"the forest uses only {n_cov} of the {d} features, fewer than "
                         f"n_features_to_select={k}; selecting all {n_cov} covered features. "
-                        + _COVERAGE_REMEDY, UserWarning, stacklevel=3)
+                        + _COVERAGE_REMEDY, UserWarning, stacklevel=4)
                     k = n_cov
             try:
                 sel = _lasso.select_k(A, y_l, masks, k, strict=True, **kw)
                 extra = []
             except _lasso.UnreachableKError as exc:
-                sel, extra = self._complete(A, y_l, masks, k, u, kw, importance, exc)
+                sel, extra = self._complete(k, importance, exc)
             feats, weights, lam, icpt = sel.features, sel.weights, sel.lam, sel.intercept
         w_host = np.asarray(to_host(weights), dtype=np.float64)
         self.tree_weights_[trees] = w_host
@@ -331,48 +349,32 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
                 "lambda_max": float(path.lambda_max),
             }
 
-    def _complete(self, A, y_l, masks, k, u, kw, importance, exc):
-        """No lambda gives exactly k: fill the best solution below k from the one above."""
+    def _complete(self, k, importance, exc):
+        """No lambda gives exactly k: the nearest solution below k, completed with the most
+        important new features of the nearest solution above (the search found both)."""
         below, above = exc.below, exc.above
-        if below is None:
-            below = _lasso.select_k(A, y_l, masks, k, strict=False, **kw)
-        base = set(below.features.tolist())
-        if above is not None:
-            w_above, f_above = above.weights, above.features
-        else:
-            prob = _lasso.TreeLasso(A, y_l, u, loss=kw["loss"],
-                                    sample_weight=kw["sample_weight"],
-                                    fit_intercept=kw["fit_intercept"], sketch=kw["sketch"],
-                                    sketch_size=kw["sketch_size"],
-                                    random_state=kw["random_state"])
-            res, step = below, 1e-6
-            for _ in range(60):
-                # Step down from the bracket in growing geometric steps, warm-started.
-                lam = below.lam * (1.0 - step) if step < 1.0 else 0.0
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    res = prob.solve(lam, warm_start=res)
-                f_above = _lasso.selected_features(res.weights, masks)
-                if f_above.size > len(base) or lam == 0.0:
-                    break
-                step = min(1.0, step * 4.0)
-            w_above = res.weights
-        imp_above = importance(w_above)
-        new = [f for f in np.asarray(f_above).tolist() if f not in base]
-        new.sort(key=lambda f: (-imp_above[f], f))
-        extra = new[: k - len(base)]
         self.selection_exact_ = False
+        if below is None:
+            # The free (zero-cost) features alone are more than k: all of them, and no more.
+            warnings.warn(f"no lambda selects exactly {k} features ({exc}); selected the "
+                          f"{above.k} features of the sparsest solution.", UserWarning,
+                          stacklevel=5)
+            return above, []
+        base = set(below.features.tolist())
+        extra = []
+        if above is not None:
+            imp_above = importance(above.weights)
+            new = [f for f in np.asarray(above.features).tolist() if f not in base]
+            new.sort(key=lambda f: (-imp_above[f], f))
+            extra = new[: k - len(base)]
         warnings.warn(f"no lambda selects exactly {k} features ({exc}); took the "
                       f"{len(base)} features of the nearest solution below and completed them "
                       f"with {extra}, the most important new features of the next solution.",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=5)
         return below, extra
 
     def _set_selection(self, selected, importances):
-        d = self.n_features_in_
-        self.selected_features_ = np.asarray(selected, dtype=np.int64)
-        self.support_ = np.zeros(d, dtype=bool)
-        self.support_[self.selected_features_] = True
+        self._set_support(selected)
         imp = np.where(self.support_, np.maximum(np.asarray(importances, float), 0.0), 0.0)
         tot = imp.sum()
         self.feature_importances_ = imp / tot if tot > 0 else imp
@@ -421,7 +423,17 @@ class _BaseControlBurn(GPUFSSelectorMixin, BaseEstimator):
         return Xs
 
     def predict(self, X):
-        """Predictions of the refit model on the selected features."""
+        """Predictions of the refit model on the selected features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            All the features seen in ``fit``; only the selected ones are used.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
         Xs = self._refit_X(X)
         return self.refit_estimator_.predict(Xs)
 
@@ -444,49 +456,59 @@ _PARAMS_DOC = """
     Parameters
     ----------
     n_features_to_select : int >= 1, default=None
-        Select exactly this many features: lambda is bisected (paper 4.2.1) until the lasso's
-        solution uses k features. None: half of the features (at most the forest's coverage).
+        Select exactly this many features: lambda is bisected (ControlBurn, section 4.2.1)
+        until the lasso's solution uses k features. None: half of the features (at most the
+        forest's coverage).
     alpha : float >= 0, default=None
-        Solve Problem 2 at this lambda instead (the selection is then whatever it gives).
+        Solve the lasso at this lambda instead (the selection is then whatever it gives).
     forest_method : {"bagboost", "bag"}, default="bagboost"
-        Incremental depth bag-boosting (Algorithm 2, OOB stopping) or incremental depth
-        bagging (Algorithm 1); see ``gpufs.forest``.
+        Incremental depth bag-boosting with out-of-bag stopping, or incremental depth bagging
+        (ControlBurn's Algorithms 2 and 1); see ``gpufs.forest``.
     tree_type : {"full", "sparse", "single"}, default="full"
         Plain trees, feature-sparse trees (a GBFS penalty ``sparse_mu`` inside each tree) or
         single-feature trees (the EBM variant).
     max_depth : int in [1, 16], default=10
-        d_max: the deepest trees (bag: last depth; bagboost: most rounds).
+        The deepest trees (bag: the last depth; bagboost: the most rounds).
     max_features : None, int, float in (0, 1], "sqrt" or "log2", default=None
-        Features each tree may split on, drawn at random per tree (coverage remedy).
+        Features each tree may split on, drawn at random per tree (a coverage remedy).
     sparse_mu : float >= 0, default=0.01
         Price of a feature new to the tree, as a fraction of the root's best gain
         (``tree_type="sparse"``).
-    n_tail, tol : int, float, default=5, 1e-3
+    n_tail : int >= 1, default=5
         The convergence rule: a round ends when the last ``n_tail`` relative train losses lie
         within ``tol`` of each other.
-    max_trees_per_round : int, default=100
-        Cap on bag members per round / depth.
-    min_rounds : int, default=1
-        bagboost: rounds grown before a non-positive OOB improvement may stop it.
+    tol : float >= 0, default=1e-3
+        Width of the convergence rule's tube.
+    max_trees_per_round : int >= 1, default=100
+        Cap on bag members per round (bagboost) or depth (bag).
+    min_rounds : int >= 1, default=1
+        bagboost: rounds grown before a non-positive out-of-bag improvement may stop it.
     max_bins : int in [2, 255], default=255
-    min_child_weight : float, default=1.0
+        Value bins per feature (one more bin holds NaN).
+    min_child_weight : float >= 0, default=1.0
         Least in-bag weight (weights scaled to mean 1) in a child.
-    feature_costs : array-like (n_features,) >= 0, default=None (all 1)
-    feature_groups : array-like (n_features,) of int labels, default=None
-        A tree pays once per group it uses.
-    group_costs : array-like (n_groups,) in sorted label order, or dict label -> cost
-        Cost of each group (default: the sum of its features' costs, or 1).
-    sketch : {None, "gaussian", "count", "rows"}, default=None
-        Row sketching of the lasso (paper 3.3.3); the binary classifier (logistic loss) only
-        takes "rows".
-    sketch_size : int, default=None
-    path_k_max : int, default=None
+    feature_costs : array-like of shape (n_features,), default=None
+        Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
+        it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
+        at every lambda and counts toward ``n_features_to_select``.
+    feature_groups : array-like of shape (n_features,) of int, default=None
+        Group label of each feature; a tree pays once per group it uses.
+    group_costs : array-like of shape (n_groups,) or dict, default=None
+        Cost of each group, in sorted label order (or a dict label -> cost); default: the sum
+        of its features' costs, or 1.
+    sketch : {"gaussian", "count", "rows"} or None, default=None
+        Row sketching of the lasso (ControlBurn, section 3.3.3); the binary classifier
+        (logistic loss) only takes "rows".
+    sketch_size : int >= 1, default=None
+        Rows of the sketch (default: min(n_samples, max(10 (n_trees + 1), 1000))).
+    path_k_max : int >= 1, default=None
         Also compute the selection for every k = 1..path_k_max (``selection_path_``).
-    refit_estimator : estimator, default=None
+    refit_estimator : estimator with fit and predict, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
     device : {"auto", "cpu", "gpu"}, default="auto"
-    random_state : int, RandomState or None
+        Where ``fit`` runs ("auto": the GPU when one is usable).
+    random_state : int, RandomState instance or None, default=None
         Seeds the binning subsample, the bootstraps, the per-tree feature subsets, the sketch
         and the refit.
     verbose : bool, default=False
@@ -494,65 +516,85 @@ _PARAMS_DOC = """
 
     Attributes
     ----------
-    selected_features_ : int64 (k,), selected feature indices, most important first
-    selected_feature_names_ : their names
-    support_ : bool (n_features,)
-    feature_importances_ : float64 (n_features,)
-    forest_ : gpufs.forest.Forest (trees, feature masks, per-round losses, OOB improvements)
-    forest_coverage_ : int, features used by at least one tree; ``forest_features_``: their
-        indices
-    n_trees_ : int, trees grown
-    tree_weights_ : float64 (``n_trees_``,), the lasso's tree weights (>= 0)
-    intercept_ : the lasso's intercept
-    lambda_ : the lambda of the selection
-    selection_exact_ : False when no lambda gave exactly k (see the module docstring)
-    selection_path_ : dict with "k", "features" (k -> indices), "lambda" (k -> lambda),
-        "unreachable" (k -> why), "lambda_max"; None without ``path_k_max``
-    refit_estimator_ : the fitted refit model
-    fit_times_ : dict of wall seconds of the fit's phases: bin, forest, select, refit
-    device_ : the device the model was fitted on
+    selected_features_ : ndarray of shape (n_selected,), int64
+        Selected feature indices, most important first.
+    selected_feature_names_ : ndarray of shape (n_selected,), object
+        Their names.
+    support_ : ndarray of shape (n_features,), bool
+        Mask of the selected features.
+    feature_importances_ : ndarray of shape (n_features,), float64
+        Sum over trees of weight x std of the tree's predictions x the tree's share of gain
+        on the feature, normalized to sum 1 (0 off the selection).
+    forest_ : gpufs.forest.Forest
+        The trees, their feature masks, per-round losses and out-of-bag improvements.
+    forest_coverage_ : int
+        Number of features used by at least one tree.
+    forest_features_ : ndarray of shape (n_covered,), int64
+        Their indices.
+    n_trees_ : int
+        Trees grown.
+    tree_weights_ : ndarray of shape (n_trees,), float64
+        The lasso's tree weights (>= 0).
+    intercept_ : float
+        The lasso's intercept.
+    lambda_ : float
+        The lambda of the selection.
+    selection_exact_ : bool
+        False when no lambda gave exactly k (see the module docstring).
+    selection_path_ : dict or None
+        With ``path_k_max``: "k" (the reached k), "features" (k -> indices), "lambda"
+        (k -> lambda), "unreachable" (k -> why) and "lambda_max"; None without it.
+    refit_estimator_ : estimator
+        The fitted refit model.
+    fit_times_ : dict
+        Wall seconds of the fit's phases: bin, forest, select, refit.
+    device_ : str
+        "cpu" or "gpu", where the model was fitted.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features,), object
+        Column names, when the input had string column names.
 """
 
 
-class ControlBurnRegressor(RegressorMixin, _BaseControlBurn):
+class ControlBurnRegressor(RegressorTargetMixin, RegressorMixin, _BaseControlBurn):
     __doc__ = ("ControlBurn feature selection for regression (squared-error forest and lasso).\n"
                + _PARAMS_DOC)
     _task = "regression"
 
-    def _encode_y(self, y):
-        return check_regression_target(y), 0
 
-
-class ControlBurnClassifier(ClassifierMixin, _BaseControlBurn):
+class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControlBurn):
     __doc__ = ("ControlBurn feature selection for classification (logistic lasso for two "
                "classes; multiclass: see the module docstring).\n" + _PARAMS_DOC
-               + "    classes_ : labels\n")
+               + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
     _task = "classification"
-
-    def _encode_y(self, y):
-        if y.dtype.kind == "f":
-            xp = get_namespace("gpu") if is_cupy_array(y) else np
-            if not bool(xp.isfinite(y).all()):
-                raise ValueError("Input y contains NaN or infinity; every label must be finite.")
-        from sklearn.utils.multiclass import type_of_target
-
-        kind = type_of_target(to_host(y))
-        if kind not in ("binary", "multiclass"):
-            raise ValueError(f"Unknown label type: y is {kind!r}; a classifier needs binary or "
-                             "multiclass labels (for a continuous target use "
-                             "ControlBurnRegressor).")
-        classes, enc = encode_classes(y)
-        self.classes_ = classes
-        return enc, len(classes)
 
     @available_if(_refit_has("predict_proba"))
     def predict_proba(self, X):
-        """Class probabilities (n_samples, n_classes) of the refit model."""
+        """Class probabilities of the refit model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
         Xs = self._refit_X(X)
         return self.refit_estimator_.predict_proba(Xs)
 
     @available_if(_refit_has("decision_function"))
     def decision_function(self, X):
-        """Decision function of the refit model."""
+        """Decision function of the refit model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
         Xs = self._refit_X(X)
         return self.refit_estimator_.decision_function(Xs)

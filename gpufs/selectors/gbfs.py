@@ -1,9 +1,13 @@
 """Gradient Boosted Feature Selection: ``GBFSClassifier`` and ``GBFSRegressor``.
 
-Owns the scikit-learn face of GBFS (paper 000) and A-GBM (paper 002): parameter checks, the
-fit pipeline (input door -> bins -> boosting with the penalty -> selection record), and
-prediction on whichever device the input lives on. The penalty rule itself is documented and
-implemented in ``gpufs.penalties``; the trees in ``gpufs.grower``.
+Owns the scikit-learn face of gradient boosted feature selection (Xu, Huang, Weinberger,
+Zheng, "Gradient Boosted Feature Selection", KDD 2014) and of its root-SSE scaled variant A-GBM
+(Han, Rao, Sorokina, Subbian, "Scalable Feature Selection for (Multitask) Gradient Boosted
+Trees", AISTATS 2020): the fit pipeline (input door -> bins -> boosting with the penalty ->
+selection record) and prediction on whichever device the input lives on. Parameters, target
+encoding and validation data come from the shared selector base (``selectors._base``); the
+penalty rule is documented and implemented in ``gpufs.penalties``, the trees in
+``gpufs.grower`` and the rounds in ``gpufs.boosting``.
 """
 from __future__ import annotations
 
@@ -12,15 +16,13 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._device import get_namespace, is_cupy_array, to_host
 from .. import _scales, model_io
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
-from .._input import (check_costs, check_groups, check_regression_target, check_sample_weight,
-                      check_X, check_y, encode_classes)
+from .._input import check_costs, check_groups, check_X
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
@@ -29,8 +31,11 @@ from ..objectives import make_objective
 from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
-from ._base import BaseEstimator, GPUFSSelectorMixin, check_number, input_device
+from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
+                    SelectorBase, input_device, int_range, real_range)
 from ._k_search import gbfs_mu_search
+
+__all__ = ["GBFSClassifier", "GBFSRegressor"]
 
 
 def _resolve_k(n_features_to_select, n_features):
@@ -42,10 +47,29 @@ def _resolve_k(n_features_to_select, n_features):
     return max(1, int(k * n_features))
 
 
-class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
+class _BaseGBFS(SelectorBase):
     """Shared fit/predict machinery; see GBFSClassifier for the parameters."""
 
-    _task = None
+    _parameter_constraints: dict = {
+        "mu": [real_range(0)],
+        "penalty_scaling": [StrOptions(set(PENALTY_SCALINGS))],
+        "feature_costs": ["array-like", None],
+        "feature_groups": ["array-like", None],
+        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
+        "n_estimators": [int_range(1)],
+        "learning_rate": [real_range(0, closed="neither")],
+        "max_depth": [int_range(1, 16)],
+        "max_bins": [int_range(2, 255)],
+        "reg_lambda": [real_range(0)],
+        "min_child_weight": [real_range(0)],
+        "min_split_gain": [real_range(0)],
+        "hessian": ["boolean"],
+        "validation_fraction": [real_range(0, 1, closed="neither"), None],
+        "n_iter_no_change": [int_range(1), None],
+        "device": DEVICE_CONSTRAINT,
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, n_features_to_select=None, n_estimators=100,
@@ -72,95 +96,59 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # --- checks -------------------------------------------------------------------------
-    def _check_params(self):
-        check_number("mu", self.mu, low=0)
-        if self.penalty_scaling not in PENALTY_SCALINGS:
-            raise ValueError(f"penalty_scaling must be one of {PENALTY_SCALINGS}, "
-                             f"got {self.penalty_scaling!r}.")
-        k = self.n_features_to_select
-        if isinstance(k, numbers.Real) and not isinstance(k, (bool, numbers.Integral)):
-            check_number("n_features_to_select", k, low=0, high=1, low_open=True)
-        else:
-            check_number("n_features_to_select", k, low=1, integer=True, allow_none=True)
-        check_number("n_estimators", self.n_estimators, low=1, integer=True)
-        check_number("learning_rate", self.learning_rate, low=0, low_open=True)
-        check_number("max_depth", self.max_depth, low=1, high=16, integer=True)
-        check_number("max_bins", self.max_bins, low=2, high=255, integer=True)
-        check_number("reg_lambda", self.reg_lambda, low=0)
-        check_number("min_child_weight", self.min_child_weight, low=0)
-        check_number("min_split_gain", self.min_split_gain, low=0)
-        check_number("validation_fraction", self.validation_fraction, low=0, high=1,
-                      low_open=True, allow_none=True)
-        if self.validation_fraction is not None and self.validation_fraction >= 1:
-            raise ValueError("validation_fraction must be < 1, got "
-                             f"{self.validation_fraction!r}.")
-        check_number("n_iter_no_change", self.n_iter_no_change, low=1, integer=True,
-                      allow_none=True)
-        if not isinstance(self.hessian, (bool, np.bool_)):
-            raise ValueError(f"hessian must be True or False, got {self.hessian!r}.")
-
     # --- fit ----------------------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None, eval_set=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None):
         """Fit the penalized boosted ensemble and record the features it selects.
 
         Parameters
         ----------
-        X : array-like (n_samples, n_features): numpy, pandas, cupy, cudf, polars, pyarrow.
-            NaN marks a missing value.
-        y : array-like (n_samples,)
-        sample_weight : array-like (n_samples,) or None
-            Weights multiply every row's gradient and hessian, so they set the scale that
-            ``reg_lambda`` and ``min_child_weight`` are compared with; the defaults suit
-            weights of mean about 1. Weights times c with reg_lambda and min_child_weight
-            times c give the same model. A scale that leaves no split possible, or lets
-            reg_lambda swamp the leaves, is warned about; one that would overflow is refused.
-        eval_set : optional (X_val, y_val) for the validation loss in the selection record
-            (and early stopping with ``n_iter_no_change``). Overrides ``validation_fraction``.
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas, cupy, cudf, polars or pyarrow. NaN marks a missing value.
+        y : array-like of shape (n_samples,)
+            Target values (regression) or class labels (classification).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights; rows of weight 0 place no bin edges. Weights multiply
+            every row's gradient and hessian, so they set the scale ``reg_lambda`` and
+            ``min_child_weight`` are compared with (the defaults suit weights of mean about
+            1): weights times c with reg_lambda and min_child_weight times c give the same
+            model. A scale that leaves no split possible or lets reg_lambda swamp the leaves
+            warns; one that would overflow the gain sums is refused.
+        eval_set : tuple (X_val, y_val) or list of such tuples, default=None
+            Validation data. Every pair's loss after each round is kept in
+            ``evals_result_``; the LAST pair is the one the selection record's validation
+            loss and early stopping (``n_iter_no_change``) watch, as in XGBoost. Cannot be
+            combined with ``validation_fraction``.
+        sample_weight_eval_set : list of array-like of shape (n_val_samples,), default=None
+            One weight array (or None) per ``eval_set`` pair.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
         """
-        self._check_params()
-        device = resolve_device(self.device)
-        backend = get_backend(device)
-        X = check_X(self, X, device=device, reset=True)
-        n, d = X.shape
-        y = check_y(y, n, device=device)
-        w = check_sample_weight(sample_weight, n, device=device)
+        self._check_validation_params(eval_set)
+        data = self._prepare_fit(X, y, sample_weight)
+        d = data.X.shape[1]
+        backend, xp = data.backend, data.xp
         costs = check_costs(self.feature_costs, d)
         groups = check_groups(self.feature_groups, d)
-        y = self._encode_y(y)
+        self._objective = self._make_objective()
+        X, y, w = data.X, self._boosting_target(data.y), data.sample_weight
         _scales.check_boosting_scales(self, y, w)
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max))
-
-        eval_data = None
-        if eval_set is not None:
-            if not isinstance(eval_set, (tuple, list)) or len(eval_set) != 2:
-                raise ValueError("eval_set must be a pair (X_val, y_val).")
-            Xv = check_X(self, eval_set[0], device=device, reset=False)
-            yv = self._encode_y_val(check_y(eval_set[1], Xv.shape[0], device=device))
-            eval_data = (Xv, yv, None)
-        elif self.validation_fraction is not None:
-            n_val = int(round(self.validation_fraction * n))
-            if n_val < 1 or n - n_val < 1:
-                raise ValueError(f"validation_fraction={self.validation_fraction} leaves "
-                                 f"{n_val} validation and {n - n_val} training rows out of "
-                                 f"{n}; both need at least one row.")
-            perm = np.random.RandomState(seed).permutation(n)
-            xp = backend.xp
-            tr, va = xp.asarray(np.sort(perm[n_val:])), xp.asarray(np.sort(perm[:n_val]))
-            eval_data = (X[va], y[va], None if w is None else w[va])
+        evals = [(Xv, self._boosting_target(yv), wv)
+                 for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data)]
+        if self.validation_fraction is not None:
+            tr, va = (xp.asarray(r) for r in self._validation_rows(data))
+            evals = [(X[va], y[va], None if w is None else w[va])]
             X, y, w = X[tr], y[tr], (None if w is None else w[tr])
 
         # Rows of weight 0 are not part of the training data: they must not place cut points.
-        if self.n_iter_no_change is not None and eval_data is None:
-            raise ValueError("n_iter_no_change needs validation data: pass eval_set=(X_val, "
-                             "y_val) to fit or set validation_fraction.")
         t0 = time.perf_counter()
-        self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
+        self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
             X if w is None or bool((w > 0).all()) else X[w > 0])
         Xb = self.bin_mapper_.transform(X, backend)
-        if eval_data is not None:
-            eval_data = (self.bin_mapper_.transform(eval_data[0], backend),) + eval_data[1:]
+        evals = [(self.bin_mapper_.transform(Xv, backend), yv, wv) for Xv, yv, wv in evals]
         times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
         params = BoostingParams(
             n_estimators=self.n_estimators,
@@ -185,7 +173,7 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
                     f"only {search.n_features_max} features have any positive gain, fewer "
                     f"than n_features_to_select={k}; selected those {search.n_features_max}. "
                     "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
-                    "min_child_weight let more features in.", UserWarning, stacklevel=2)
+                    "min_child_weight let more features in.", UserWarning, stacklevel=3)
         self.mu_ = mu
         penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
         # With k, early stopping must not end the fit before the k-th feature enters: all
@@ -198,7 +186,8 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
                                     verbose=params.verbose)
         t0 = time.perf_counter()
         ensemble, record, n_rounds = fit_boosting(
-            backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params, eval_data)
+            backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params,
+            evals[-1] if evals else None)
         times["boost"] = time.perf_counter() - t0
         self.fit_times_ = times
         if keep_k:
@@ -207,12 +196,13 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
             entered = (int(penalties.first_use_tree[penalties.order[k - 1]]) // K + 1
                        if len(penalties.order) >= k else n_rounds)
             n_rounds = max(best, entered)
-        self._finish(ensemble, record, n_rounds, penalties, device)
+        self._finish(ensemble, record, n_rounds, penalties, data.device)
+        self.evals_result_ = self._eval_losses(evals, backend)
         if self.selected_features_.size == 0 and k is None:
             warnings.warn(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
-                "features you want.", UserWarning, stacklevel=2)
+                "features you want.", UserWarning, stacklevel=3)
         return self
 
     def _finish(self, ensemble, record, n_rounds, penalties, device):
@@ -227,11 +217,8 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         self.ensemble_ = ensemble
         self.n_estimators_ = n_rounds
         first = penalties.first_use_tree
-        self.selected_features_ = np.array(
-            [f for f in penalties.order if first[f] < n_trees], dtype=np.int64)
+        self._set_support([f for f in penalties.order if first[f] < n_trees])
         self.first_use_tree_ = np.where(first < n_trees, first, -1)
-        self.support_ = np.zeros(ensemble.n_features, dtype=bool)
-        self.support_[self.selected_features_] = True
         self.selection_record_ = {k: v[:n_trees] for k, v in record.as_dict().items()}
         gains = np.zeros(ensemble.n_features)
         if ensemble.n_trees:
@@ -242,10 +229,27 @@ class _BaseGBFS(GPUFSSelectorMixin, BaseEstimator):
         self.feature_importances_ = gains / total if total > 0 else gains
         self.device_ = device
         path = selection_path(self)
-        self.selection_path_ = {
-            "k": path.n_features, "features": self.selected_features_.tolist(),
-            "names": path.features, "entry_tree": path.extra["entry_tree"],
-            "train_loss": path.train_loss, "val_loss": path.val_loss}
+        self._set_selection_path(path, entry_tree=path.extra["entry_tree"])
+
+    def _eval_losses(self, evals, backend):
+        """Loss of every validation pair after each kept round, a list of float64 arrays of
+        shape (n_rounds,). The watched (last) pair's losses are the selection record's;
+        the others are computed here, round by round, from the binned validation data."""
+        K = self.ensemble_.n_outputs
+        out = []
+        for i, (Xbv, yv, wv) in enumerate(evals):
+            if i == len(evals) - 1:
+                out.append(np.asarray(self.selection_record_["val_loss"][::K], dtype=np.float64))
+                continue
+            raw = backend.xp.tile(backend.xp.asarray(self.ensemble_.base_score),
+                                  (Xbv.shape[0], 1))
+            losses = []
+            for r in range(self.n_estimators_):
+                self.ensemble_.predict_binned(Xbv, backend, start=r * K, stop=(r + 1) * K,
+                                              out=raw)
+                losses.append(self._objective.loss(raw, yv, wv, backend=backend))
+            out.append(np.asarray(losses, dtype=np.float64))
+        return out
 
     # --- predict ------------------------------------------------------------------------
     def _raw_predict(self, X):
@@ -268,126 +272,195 @@ _PARAMS_DOC = """
         scores ``gain / divisor - mu * cost[f]``; once used (or once any feature of its group
         is used) the feature is free.
     penalty_scaling : {"root_sse", "none"}, default="root_sse"
-        "root_sse" (A-GBM; Han, Rao, Sorokina, Subbian, AISTATS 2020): gains are divided by
-        the largest gain any split of the tree's root could reach, so ``mu`` is a fraction in
-        [0, 1] of the residual error and means the same at every round and data size. "none"
-        (GBFS; Xu, Huang, Weinberger, Zheng, KDD 2014): ``mu`` is in the units of the raw loss
-        reduction.
-    feature_costs : array-like (n_features,) >= 0, default=None (all 1)
-    feature_groups : array-like (n_features,) of int, default=None
-        Group ("bag") label per feature; all features of a group become free together.
-    n_features_to_select : int or float in (0, 1], default=None
+        "root_sse" (A-GBM of Han et al., AISTATS 2020): gains are divided by the largest gain
+        any split of the tree's root could reach, so ``mu`` is a fraction in [0, 1] of the
+        residual error and means the same at every round and data size. "none" (GBFS of Xu
+        et al., KDD 2014): ``mu`` is in the units of the raw loss reduction.
+    feature_costs : array-like of shape (n_features,), default=None
+        Non-negative cost of each feature (the first use of feature f pays ``mu * cost[f]``);
+        None: every feature costs 1.
+    feature_groups : array-like of shape (n_features,) of int, default=None
+        Group ("bag") label of each feature; all features of a group become free together.
+    n_features_to_select : int >= 1 or float in (0, 1], default=None
         Select exactly this many features (a float: that fraction of the columns, at least
-        one) (fewer, with a warning, only when fewer have any
-        positive gain). ``mu`` is then searched: the fit runs at the largest price at which
-        this many features enter within the first half of the rounds (bisection on log mu,
-        starting from ``mu``, on data binned once), and stops admitting features once they
-        are in. None: ``mu`` alone decides how many features enter.
-    n_estimators, learning_rate, max_depth : boosting rounds, shrinkage, tree depth.
+        one) (fewer, with a warning, only when fewer have any positive gain). ``mu`` is then
+        searched: the fit runs at the largest price at which this many features enter within
+        the first half of the rounds (bisection on log mu, starting from ``mu``, on data
+        binned once), and stops admitting features once they are in. None: ``mu`` alone
+        decides how many features enter.
+    n_estimators : int >= 1, default=100
+        Boosting rounds (one tree per round, one per class per round for more than two
+        classes).
+    learning_rate : float > 0, default=0.1
+        Shrinkage of every leaf value.
+    max_depth : int in [1, 16], default=4
+        Depth of every tree.
     max_bins : int in [2, 255], default=255
         Value bins per feature (one more bin always holds NaN).
-    reg_lambda : float, default=1.0
-        L2 term in the gain and leaf values, added to a node's hessian sum (which sample
+    reg_lambda : float >= 0, default=1.0
+        L2 term in the gain and the leaf values, added to a node's hessian sum (which sample
         weights scale: see ``sample_weight`` in ``fit``).
-    min_child_weight : float, default=1e-3
+    min_child_weight : float >= 0, default=1e-3
         Smallest sum of hessians (times sample weights) in a child.
-    min_split_gain : float, default=0.0
+    min_split_gain : float >= 0, default=0.0
         A split is made only if its penalized score exceeds this.
     hessian : bool, default=True
         False uses unit hessians (the papers' setting: trees fit the negative gradient by
         least squares).
     validation_fraction : float in (0, 1), default=None
-        Hold out this fraction for the validation loss (and early stopping).
-    n_iter_no_change : int, default=None
+        Hold out this fraction of the rows (stratified by class for the classifier) for the
+        validation loss and early stopping. Cannot be combined with ``eval_set``.
+    n_iter_no_change : int >= 1, default=None
         Stop when the validation loss has not improved for this many rounds; the model is cut
-        back to its best round. With ``n_features_to_select``, every round is grown and the
-        model is cut back to its best validation round, but never to before the k-th feature
-        entered.
+        back to its best round. Needs ``eval_set`` or ``validation_fraction``. With
+        ``n_features_to_select``, every round is grown and the model is cut back to its best
+        validation round, but never to before the k-th feature entered.
     device : {"auto", "cpu", "gpu"}, default="auto"
-    random_state : int, RandomState or None
+        Where ``fit`` runs ("auto": the GPU when one is usable). Predictions run where their
+        input lives.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the binning subsample and the ``validation_fraction`` split.
     verbose : bool, default=False
         Show a progress bar.
 
     Attributes
     ----------
-    selected_features_ : int64 (n_selected,), feature indices in order of first use
-    selected_feature_names_ : their names
-    support_ : bool (n_features,)
-    first_use_tree_ : int64 (n_features,), index of the tree that first used each feature, -1
-    feature_importances_ : float64 (n_features,), total split gain, normalized
-    mu_ : float, the price the final fit ran at (``mu`` unless it was searched)
-    mu_search_ : list of dict or None, the search's probes in order (mu, reached,
-        n_features, n_trees, seconds); None without ``n_features_to_select``
-    fit_times_ : dict of wall seconds of the fit's phases: bin, mu_search (0 without
-        ``n_features_to_select``), boost (the final fit)
-    selection_path_ : dict, the features in the order they entered: "k" (1, 2, ...),
-        "features" (indices), "names" (column names, or x0, x1, ...), "entry_tree" (the tree
-        where each entered), "train_loss" and "val_loss" (None without validation data)
-        after the last tree grown with that many features (``gpufs.path``)
-    selection_record_ : dict of per-tree lists: tree_column, features_added, train_loss,
-        val_loss (NaN without validation data)
+    selected_features_ : ndarray of shape (n_selected,), int64
+        Feature indices in order of first use.
+    selected_feature_names_ : ndarray of shape (n_selected,), object
+        Their names.
+    selection_path_ : dict
+        The features in the order they entered: "k" (1, 2, ...), "features" (indices),
+        "names" (column names, or x0, x1, ...), "entry_tree" (the tree where each entered),
+        "train_loss" and "val_loss" (None without validation data) after the last tree grown
+        with that many features (``gpufs.path``).
+    support_ : ndarray of shape (n_features,), bool
+        Mask of the selected features.
+    first_use_tree_ : ndarray of shape (n_features,), int64
+        Index of the tree that first used each feature, -1 for unused features.
+    feature_importances_ : ndarray of shape (n_features,), float64
+        Total split gain per feature, normalized to sum 1.
+    mu_ : float
+        The price the final fit ran at (``mu`` unless it was searched).
+    mu_search_ : list of dict or None
+        The search's probes in order (mu, reached, n_features, n_trees, seconds); None
+        without ``n_features_to_select``.
+    fit_times_ : dict
+        Wall seconds of the fit's phases: bin, mu_search (0 without
+        ``n_features_to_select``), boost (the final fit).
+    selection_record_ : dict of lists of length n_trees
+        Per tree: ``tree_column``, ``features_added``, ``train_loss``, ``val_loss`` (NaN
+        without validation data).
+    evals_result_ : list of ndarray of shape (n_rounds,), float64
+        Loss of every ``eval_set`` pair (or of the ``validation_fraction`` rows) after each
+        round; empty without validation data.
     ensemble_ : gpufs.tree.TreeEnsemble
-    n_estimators_ : rounds kept
-    device_ : the device the model was fitted on
+        The fitted trees.
+    bin_mapper_ : gpufs.binning.BinMapper
+        The cut points of every feature.
+    n_estimators_ : int
+        Rounds kept (fewer than ``n_estimators`` after early stopping).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features,), object
+        Column names, when the input had string column names.
+    device_ : str
+        "cpu" or "gpu", where the model was fitted.
 """
 
 
-class GBFSRegressor(RegressorMixin, _BaseGBFS):
+class GBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseGBFS):
     __doc__ = ("Gradient Boosted Feature Selection for regression (squared error).\n"
-               + _PARAMS_DOC)
+               + _PARAMS_DOC + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpufs import GBFSRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 5))
+    >>> y = 2 * X[:, 0] - X[:, 3] + 0.1 * rng.normal(size=200)
+    >>> est = GBFSRegressor(n_estimators=20, device="cpu", random_state=0).fit(X, y)
+    >>> sorted(est.selected_features_.tolist())
+    [0, 3]
+""")
 
-    def _encode_y(self, y):
-        y = check_regression_target(y)
-        self._objective = make_objective("regression")
+    def _make_objective(self):
+        return make_objective("regression")
+
+    def _boosting_target(self, y):
         return y
 
-    def _encode_y_val(self, y):
-        return check_regression_target(y)
-
     def predict(self, X):
-        """Predictions (n_samples,), cupy for cupy input."""
+        """Predicted values.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,), float64
+            cupy for cupy input.
+        """
         return self._raw_predict(X)[:, 0]
 
 
-class GBFSClassifier(ClassifierMixin, _BaseGBFS):
+class GBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseGBFS):
     __doc__ = ("Gradient Boosted Feature Selection for classification (binary log loss, or "
                "softmax with one tree per class per round and one shared set of used "
-               "features).\n" + _PARAMS_DOC + "    classes_ : labels\n")
+               "features).\n" + _PARAMS_DOC + """    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+""")
 
-    def _encode_y(self, y):
-        if y.dtype.kind == "f":
-            xp = get_namespace("gpu") if is_cupy_array(y) else np
-            if not bool(xp.isfinite(y).all()):
-                raise ValueError("Input y contains NaN or infinity; every label must be finite.")
-        # "Unknown label type: continuous ..." for a regression target (and other non-labels)
-        check_classification_targets(to_host(y))
-        classes, enc = encode_classes(y)
-        self.classes_ = classes
-        self._objective = make_objective("classification", len(classes))
-        return enc.astype(np.float64) if len(classes) == 2 else enc
+    def _make_objective(self):
+        return make_objective("classification", len(self.classes_))
 
-    def _encode_y_val(self, y):
-        y_host = to_host(y)
-        idx = np.searchsorted(self.classes_, y_host)
-        idx = np.clip(idx, 0, len(self.classes_) - 1)
-        if not np.all(self.classes_[idx] == y_host):
-            unknown = np.setdiff1d(np.unique(y_host), self.classes_)
-            raise ValueError(f"eval_set has labels not seen in y: {unknown[:5].tolist()}.")
-        enc = idx.astype(np.float64 if len(self.classes_) == 2 else np.int32)
-        return get_namespace("gpu").asarray(enc) if is_cupy_array(y) else enc
+    def _boosting_target(self, codes):
+        # The logistic kernels read a float 0/1 target; softmax reads the int32 codes.
+        return codes.astype(np.float64) if len(self.classes_) == 2 else codes
 
     def decision_function(self, X):
-        """Raw scores: (n_samples,) logits for two classes, (n_samples, n_classes) otherwise."""
+        """Raw scores.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes (the logit of ``classes_[1]``),
+            else (n_samples, n_classes); float64, cupy for cupy input.
+        """
         raw = self._raw_predict(X)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
     def predict_proba(self, X):
-        """Class probabilities (n_samples, n_classes), cupy for cupy input."""
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), float64
+            cupy for cupy input.
+        """
         raw = self._raw_predict(X)  # checks fitted first
         return self._objective.proba(raw)
 
     def predict(self, X):
-        """Predicted labels (n_samples,); cupy for cupy input when labels are numeric."""
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Labels from ``classes_``; cupy for cupy input when the labels are numeric.
+        """
         proba = self.predict_proba(X)
         idx = proba.argmax(axis=1)
         if is_cupy_array(idx):

@@ -1,10 +1,14 @@
-"""Forward stagewise selection (linear boosting), paper 003 (Machine Learning Refined, sec. 9.6).
+"""Forward stagewise feature selection (linear boosting): ``StagewiseRegressor`` and
+``StagewiseClassifier``.
 
-Owns: ``StagewiseRegressor`` (least squares) and ``StagewiseClassifier`` (logistic / two-class
-softmax cost, multiclass one-vs-rest), their per-round candidate solvers, and the stopping rules.
+Implements the feature selection by boosting of Watt, Borhani, Katsaggelos, "Machine Learning
+Refined", 2nd ed., section 9.6. Owns the two estimators, their per-round candidate solvers (one
+loss object per cost: :class:`LeastSquaresStage` and :class:`LogisticStage`) and the fit loop.
+Parameters, target encoding, validation data and early stopping come from the shared selector
+base (``selectors._base``); sigmoid and softplus from ``gpufs.objectives``.
 
-The algorithm, as the paper describes it
-----------------------------------------
+The algorithm
+-------------
 1. Standard-normalize every feature: ``z_j = (x_j - mean_j) / std_j`` (weighted by
    ``sample_weight`` when given, population std, ddof=0). The mean and std are kept in the model,
    so ``predict`` works on raw inputs (``coef_`` / ``intercept_`` are in raw-input units).
@@ -14,9 +18,8 @@ The algorithm, as the paper describes it
    the weighted class frequency). The bias is not tuned again.
 3. Each round m = 1, 2, ... fits ONE weight for every feature not yet selected, with every other
    weight fixed, and keeps the feature whose one-weight model has the lowest cost. Its weight is
-   then frozen. A feature is selected at most once (the issue's rule "every unused feature"; the
-   paper's wording for feature selection), so round m adds the m-th selected feature and the
-   model after m rounds has exactly m non-zero weights.
+   then frozen. A feature is selected at most once, so round m adds the m-th selected feature
+   and the model after m rounds has exactly m non-zero weights.
 
    * Least squares: the one-weight problem ``min_a (1/W) sum_p w_p (r_p - a z_jp)^2`` (r the
      residual) has the closed form ``a_j = (z_j' W r) / (z_j' W z_j) = (z_j' W r) / W`` (the
@@ -40,16 +43,18 @@ The algorithm, as the paper describes it
      therefore means exactly that many features for the whole classifier. Two-class problems use
      a single logistic model for ``classes_[1]``.
 
-All candidates are solved at once with array operations on ``xp`` (numpy on the CPU, cupy on the
-GPU); there is no Python loop over features (only over row chunks and over classes).
+All candidates are solved at once with array operations on the backend's array namespace (numpy
+on the CPU, cupy on the GPU); there is no Python loop over features (only over row chunks and
+over classes).
 
 Stopping
 --------
 At most ``n_features_to_select`` rounds; earlier when no candidate is left (all non-constant
 features used), when a round lowers the training cost by less than ``tol`` (that feature is then
-NOT added), or, with a validation set (``X_val``/``y_val`` in ``fit`` or ``validation_fraction``),
-when the validation cost has not improved for ``n_iter_no_change`` rounds; the model is then cut
-back to the round with the lowest validation cost.
+NOT added), or, with ``n_iter_no_change`` and validation data (``eval_set`` or
+``validation_fraction``), when the validation cost of the watched set has not improved for
+``n_iter_no_change`` rounds; the model is then cut back to the round with the lowest validation
+cost. ``validation_fraction`` rows are held out by zero training weight, so X is not copied.
 
 Dtypes and memory
 -----------------
@@ -67,18 +72,20 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import DataConversionWarning
-from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
-from .._input import (check_regression_target, check_sample_weight, check_X, check_y,
-                      encode_classes)
+from .._device import get_namespace, namespace_of, to_host
+from .._input import check_X
+from .._params import DEVICE_CONSTRAINT, int_range, real_range
+from ..objectives import log_odds, sigmoid, softplus
+from ..path import selection_path
+from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
+                    _deprecated_validation_keywords, input_device)
 
-__all__ = ["StagewiseRegressor", "StagewiseClassifier"]
+__all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "StagewiseRegressor"]
 
 #: Elements (rows x features) of each row chunk in the chunked sweeps, per device. A handful of
 #: float64 temporaries of this size are alive at once. CPU: 1 MB each, so the dozen elementwise
@@ -87,14 +94,10 @@ __all__ = ["StagewiseRegressor", "StagewiseClassifier"]
 _CHUNK_ELEMENTS = {"cpu": 1 << 17, "gpu": 1 << 25}
 #: Largest Newton step on one standardized weight (logit units per standard deviation).
 _MAX_NEWTON_STEP = 10.0
-#: Class frequencies are clipped to [eps, 1 - eps] before taking the log-odds for the bias, so a
-#: class with zero total weight gets a large finite bias instead of -inf.
-_PROB_CLIP = 1e-15
-_VALID_DTYPES = ("float64", "float32")
 
 
 # --------------------------------------------------------------------------------------------
-# Building blocks shared by both estimators (all take and return arrays of namespace xp)
+# Building blocks (all take and return arrays of namespace xp)
 # --------------------------------------------------------------------------------------------
 
 def _row_chunks(n_rows: int, n_cols: int, device: str):
@@ -139,120 +142,10 @@ def _standardize_stats(X, w, W, xp, device):
     return mean, std, inv_std
 
 
-def _ls_candidates(X, w, W, r, mean, inv_std, xp):
-    """All one-weight least-squares fits against residual ``r``, in closed form.
-
-    X (n, d) raw; w (n,) float64 weights summing to W; r (n,) float64 residual y - model;
-    mean, inv_std (d,) float64. Returns ``(a, cost)``, float64 (d,): the optimal standardized
-    weight of each feature alone and the weighted mean squared error it leaves,
-    ``(1/W) sum_p w_p (r_p - a_j z_jp)^2``. Constant features get a = 0 and the current cost.
-    """
-    wr = w * r
-    S = float(wr @ r)
-    c = (_matvec_T(X, wr, xp) - mean * float(wr.sum())) * inv_std    # z_j' W r
-    a = c / W                                                         # z_j' W z_j = W
-    cost = xp.maximum(S - c * a, 0.0) / W
-    return a, cost
-
-
-def _softplus_neg(T, xp):
-    """log(1 + exp(-T)) elementwise, overflow-free; overwrites and returns T.
-
-    ``max(-t, 0) + log1p(exp(-|t|))``: the same value as ``logaddexp(0, -t)`` at a fraction of
-    its cost in numpy (which is ten times slower than exp + log1p on large arrays).
-    """
-    A = xp.abs(T)
-    xp.negative(A, out=A)
-    xp.exp(A, out=A)
-    xp.log1p(A, out=A)
-    xp.negative(T, out=T)
-    xp.maximum(T, 0.0, out=T)
-    T += A
-    return T
-
-
-def _logistic_sweep(X, F, Y, w, mean, inv_std, A, mode, xp, device):
-    """One pass over X for every (class, feature) candidate at trial weights A.
-
-    X (n, d); F (n, K) float64 current margins; Y (n, K) float64 labels +-1; w (n,) float64;
-    A (K, d) float64 trial weights on the standardized features. For candidate (k, j) the margin
-    is ``F[:, k] + A[k, j] * z_j``. ``mode="grad"`` returns ``(G, H)``, the weighted sums of the
-    first and second derivatives in A of log(1 + exp(-y f)); ``mode="loss"`` returns ``L``, the
-    weighted sum of the loss itself. All float64 (K, d).
-    """
-    n, d = X.shape
-    K = A.shape[0]
-    out = [xp.zeros((K, d), dtype=xp.float64) for _ in range(1 if mode == "loss" else 2)]
-    for sl in _row_chunks(n, d, device):
-        ws = w[sl]
-        Z = X[sl] - mean
-        Z *= inv_std                                      # standardized chunk (m, d) float64
-        Z2 = Z * Z if mode == "grad" else None
-        for k in range(K):
-            T = Z * A[k]
-            T += F[sl, k, None]
-            T *= Y[sl, k, None]                           # t = y * margin
-            if mode == "loss":
-                out[0][k] += ws @ _softplus_neg(T, xp)
-                continue
-            # sigma(-t) = (1 - tanh(t/2)) / 2 and sigma(t) sigma(-t) = (1 - tanh^2(t/2)) / 4:
-            # overflow-free for any t, and one transcendental per element.
-            T *= 0.5
-            xp.tanh(T, out=T)
-            U = 1.0 - T                                   # 2 sigma(-t)
-            xp.subtract(2.0, U, out=T)
-            T *= U                                        # 1 - tanh^2 = 4 sigma(t) sigma(-t)
-            T *= Z2
-            out[1][k] += 0.25 * (ws @ T)
-            U *= Z
-            out[0][k] -= 0.5 * ((ws * Y[sl, k]) @ U)      # d/da log(1+e^{-t}) = -y z sigma(-t)
-    return out[0] if mode == "loss" else (out[0], out[1])
-
-
-def _logistic_candidates(X, F, Y, w, W, mean, inv_std, active, max_iter, tol, xp, device,
-                         a0=None):
-    """All one-weight logistic fits by bracketed Newton's method, vectorized over features.
-
-    X (n, d); F (n, K) margins; Y (n, K) labels +-1; w (n,) weights summing to W;
-    active (d,) bool: the candidates whose convergence counts; a0 (K, d) or None: starting
-    weights (the previous round's solutions warm-start the next round). Returns ``(a, cost)``
-    float64 (K, d): each candidate's weight and its evaluated cost
-    ``(1/W) sum_p w_p log(1 + exp(-y_p (F_p + a z_p)))``.
-
-    Each Newton pass is one sweep for gradient and Hessian. The derivative is increasing (the
-    cost is convex), so its sign at every evaluated point narrows a bracket [lo, hi] around the
-    minimum; a Newton step that leaves the bracket is replaced by bisection, and steps are
-    clipped to ``_MAX_NEWTON_STEP``. The test uses derivatives only: near the minimum, cost
-    differences fall below rounding while the derivative stays accurate. Converged when every
-    active candidate's step is at most ``tol * (1 + |a|)``. One last sweep evaluates the costs;
-    a candidate whose cost came out above the cost at a = 0 (possible only when stopped by
-    ``max_iter``) falls back to a = 0.
-    """
-    K = F.shape[1]
-    d = X.shape[1]
-    cost0 = (w @ _softplus_neg(Y * F, xp)) / W            # (K,): the cost at a = 0
-    a = xp.zeros((K, d), dtype=xp.float64) if a0 is None else xp.array(a0, dtype=xp.float64)
-    lo = xp.full((K, d), -xp.inf)
-    hi = xp.full((K, d), xp.inf)
-    for _ in range(max_iter):
-        G, H = _logistic_sweep(X, F, Y, w, mean, inv_std, a, "grad", xp, device)
-        lo = xp.where(G < 0, xp.maximum(lo, a), lo)
-        hi = xp.where(G > 0, xp.minimum(hi, a), hi)
-        nxt = a - _newton_step(G, H, xp)
-        # Evaluating at a made a one end of the bracket, and Newton moves toward the minimum,
-        # so it can only overshoot the other end: bisect then.
-        both = xp.isfinite(lo) & xp.isfinite(hi)
-        mid = 0.5 * (xp.where(both, lo, 0.0) + xp.where(both, hi, 0.0))
-        nxt = xp.where(((nxt < lo) | (nxt > hi)) & both, mid, nxt)
-        done = bool(((xp.abs(nxt - a) <= tol * (1.0 + xp.abs(a))) | ~active[None, :]).all())
-        a = nxt
-        if done:
-            break
-    cost = _logistic_sweep(X, F, Y, w, mean, inv_std, a, "loss", xp, device) / W
-    worse = cost > cost0[:, None]
-    a = xp.where(worse, 0.0, a)
-    cost = xp.where(worse, cost0[:, None], cost)
-    return a, cost
+def _softplus_neg(T):
+    """``log(1 + exp(-T))`` elementwise; overwrites and returns T."""
+    namespace_of(T).negative(T, out=T)
+    return softplus(T, out=T)
 
 
 def _newton_step(G, H, xp):
@@ -262,156 +155,256 @@ def _newton_step(G, H, xp):
     return xp.clip(step, -_MAX_NEWTON_STEP, _MAX_NEWTON_STEP)
 
 
-def _logistic_cost(F, Y, w, W, xp):
-    """Summed one-vs-rest logistic cost of margins F (n, K) for labels Y (n, K) +-1."""
-    return float((w @ _softplus_neg(Y * F, xp)).sum()) / W
-
-
 def _column(X, j, mean, inv_std):
     """Standardized column j of X as float64 (n,) (a gather of one column, not of X)."""
     return (X[:, j].astype(np.float64) - float(mean[j])) * float(inv_std[j])
 
 
 # --------------------------------------------------------------------------------------------
+# The costs: one loss object each (targets, bias, cost, the round's candidate solver)
+# --------------------------------------------------------------------------------------------
+
+
+class LeastSquaresStage:
+    """The least-squares cost ``(1/W) sum_p w_p (y_p - f_p)^2`` of a stagewise model.
+
+    Shapes: margins ``F`` and targets ``Y`` are (n_samples, 1) float64; ``w`` (n_samples,)
+    float64 weights summing to ``W``.
+    """
+
+    def targets(self, y, xp):
+        """Encoded target (n_samples,) -> ``Y`` of shape (n_samples, 1), float64."""
+        return xp.asarray(y, dtype=xp.float64)[:, None]
+
+    def bias(self, Y, w, W, xp):
+        """The best constant model: the weighted mean, ndarray of shape (1,)."""
+        return (w @ Y) / W
+
+    def cost(self, F, Y, w, W, xp):
+        """The weighted mean squared error of margins ``F``, a float."""
+        r = Y[:, 0] - F[:, 0]
+        return float((w * r) @ r) / W
+
+    def candidates(self, X, F, Y, w, W, mean, inv_std, active, xp, device):
+        """Every feature's one-weight least-squares fit against the residual, in closed form.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Raw (not standardized) data, float32 or float64.
+        F, Y : ndarray of shape (n_samples, 1), float64
+        w : ndarray of shape (n_samples,), float64
+        W : float
+        mean, inv_std : ndarray of shape (n_features,), float64
+        active : ndarray of shape (n_features,), bool
+            Unused here (every feature has its closed form).
+
+        Returns
+        -------
+        a, cost : ndarray of shape (1, n_features), float64
+            Each feature's standardized weight and the weighted mean squared error it leaves.
+            Constant features get ``a = 0`` and the current cost.
+        """
+        r = Y[:, 0] - F[:, 0]
+        wr = w * r
+        S = float(wr @ r)
+        c = (_matvec_T(X, wr, xp) - mean * float(wr.sum())) * inv_std    # z_j' W r
+        a = c / W                                                         # z_j' W z_j = W
+        cost = xp.maximum(S - c * a, 0.0) / W
+        return a[None, :], cost[None, :]
+
+
+class LogisticStage:
+    """The one-vs-rest logistic cost ``(1/W) sum_k sum_p w_p log(1 + exp(-y_pk f_pk))``.
+
+    Labels are +-1; ``F`` and ``Y`` are (n_samples, n_models) float64 with one model for two
+    classes (the logistic model of ``classes_[1]``) and one per class otherwise.
+
+    Parameters
+    ----------
+    max_iter : int
+        Newton passes per round at most.
+    tol : float
+        Newton stops when every candidate's step is below ``tol * (1 + |a|)``.
+    """
+
+    def __init__(self, max_iter, tol):
+        self.max_iter, self.tol = int(max_iter), float(tol)
+        self._warm = None  # the last round's solutions, the next round's starting point
+
+    def targets(self, codes, xp, n_classes):
+        """Class codes (n_samples,) -> +-1 labels of shape (n_samples, n_models), float64."""
+        enc = to_host(codes)
+        if n_classes == 2:
+            Y = np.where(enc == 1, 1.0, -1.0)[:, None]
+        else:
+            Y = np.where(enc[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+        return xp.asarray(Y, dtype=xp.float64)
+
+    def bias(self, Y, w, W, xp):
+        """The log-odds of each model's weighted positive frequency, shape (n_models,)."""
+        return log_odds((w @ (Y > 0).astype(xp.float64)) / W)
+
+    def cost(self, F, Y, w, W, xp):
+        """Summed one-vs-rest logistic cost of margins ``F``, a float."""
+        return float((w @ _softplus_neg(Y * F)).sum()) / W
+
+    def _sweep(self, X, F, Y, w, mean, inv_std, A, mode, xp, device):
+        """One pass over X for every (model, feature) candidate at trial weights A.
+
+        ``A`` (n_models, n_features): trial weights on the standardized features; candidate
+        (k, j) has margins ``F[:, k] + A[k, j] * z_j``. ``mode="grad"`` returns ``(G, H)``, the
+        weighted sums of the first and second derivatives in A of ``log(1 + exp(-y f))``;
+        ``mode="loss"`` returns ``L``, the weighted sum of the loss. All (n_models, n_features).
+        """
+        n, d = X.shape
+        K = A.shape[0]
+        out = [xp.zeros((K, d), dtype=xp.float64) for _ in range(1 if mode == "loss" else 2)]
+        for sl in _row_chunks(n, d, device):
+            ws = w[sl]
+            Z = X[sl] - mean
+            Z *= inv_std                                      # standardized chunk (m, d)
+            Z2 = Z * Z if mode == "grad" else None
+            for k in range(K):
+                T = Z * A[k]
+                T += F[sl, k, None]
+                T *= Y[sl, k, None]                           # t = y * margin
+                if mode == "loss":
+                    out[0][k] += ws @ _softplus_neg(T)
+                    continue
+                S = sigmoid(-T)                               # sigma(-t)
+                # d/da log(1 + e^{-t}) = -y z sigma(-t); d2/da2 = z^2 sigma(t) sigma(-t)
+                out[0][k] -= (ws * Y[sl, k]) @ (S * Z)
+                S *= 1.0 - S
+                S *= Z2
+                out[1][k] += ws @ S
+        return out[0] if mode == "loss" else (out[0], out[1])
+
+    def candidates(self, X, F, Y, w, W, mean, inv_std, active, xp, device):
+        """Every (model, feature) one-weight logistic fit by bracketed Newton's method.
+
+        Arguments as for :meth:`LeastSquaresStage.candidates`, with ``F`` and ``Y`` of shape
+        (n_samples, n_models); ``active`` (n_features,) bool marks the candidates whose
+        convergence counts. Returns ``(a, cost)``, each (n_models, n_features) float64: the
+        weights and the evaluated costs ``(1/W) sum_p w_p log(1 + exp(-y_p (F_p + a z_p)))``.
+
+        Each Newton pass is one sweep for gradient and Hessian. The derivative is increasing
+        (the cost is convex), so its sign at every evaluated point narrows a bracket around the
+        minimum; a Newton step that leaves the bracket is replaced by bisection. The test uses
+        derivatives only: near the minimum, cost differences fall below rounding while the
+        derivative stays accurate. One last sweep evaluates the costs; a candidate whose cost
+        came out above the cost at a = 0 (possible only when stopped by ``max_iter``) falls
+        back to a = 0. The solutions warm-start the next round's call.
+        """
+        K = F.shape[1]
+        d = X.shape[1]
+        cost0 = (w @ _softplus_neg(Y * F)) / W                # (K,): the cost at a = 0
+        a = (xp.zeros((K, d), dtype=xp.float64) if self._warm is None
+             else xp.array(self._warm, dtype=xp.float64))
+        lo = xp.full((K, d), -xp.inf)
+        hi = xp.full((K, d), xp.inf)
+        for _ in range(self.max_iter):
+            G, H = self._sweep(X, F, Y, w, mean, inv_std, a, "grad", xp, device)
+            lo = xp.where(G < 0, xp.maximum(lo, a), lo)
+            hi = xp.where(G > 0, xp.minimum(hi, a), hi)
+            nxt = a - _newton_step(G, H, xp)
+            # Evaluating at a made a one end of the bracket, and Newton moves toward the
+            # minimum, so it can only overshoot the other end: bisect then.
+            both = xp.isfinite(lo) & xp.isfinite(hi)
+            mid = 0.5 * (xp.where(both, lo, 0.0) + xp.where(both, hi, 0.0))
+            nxt = xp.where(((nxt < lo) | (nxt > hi)) & both, mid, nxt)
+            done = bool(((xp.abs(nxt - a) <= self.tol * (1.0 + xp.abs(a)))
+                         | ~active[None, :]).all())
+            a = nxt
+            if done:
+                break
+        cost = self._sweep(X, F, Y, w, mean, inv_std, a, "loss", xp, device) / W
+        worse = cost > cost0[:, None]
+        a = xp.where(worse, 0.0, a)
+        cost = xp.where(worse, cost0[:, None], cost)
+        self._warm = a
+        return a, cost
+
+
+# --------------------------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------------------------
 
-class _StagewiseBase(SelectorMixin, BaseEstimator):
-    """Shared fitting loop; subclasses define the loss (``_init_loss``, ``_round``...)."""
 
-    def _validate_hyperparameters(self, n_features: int) -> int:
-        """Check every hyperparameter; return the number of rounds to run at most."""
-        name = type(self).__name__
+class _StagewiseBase(SelectorBase):
+    """The fit loop shared by both estimators; the cost is a stage loss object."""
+
+    _parameter_constraints: dict = {
+        "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right")],
+        "tol": [None, real_range(0)],
+        "validation_fraction": [None, real_range(0, 1, closed="neither")],
+        "n_iter_no_change": [None, int_range(1)],
+        "device": DEVICE_CONSTRAINT,
+        "dtype": [StrOptions({"float64", "float32"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def _max_rounds(self, n_features: int) -> int:
+        """The number of rounds ``n_features_to_select`` allows."""
         k = self.n_features_to_select
         if k is None:
-            max_rounds = n_features
-        elif isinstance(k, numbers.Integral) and not isinstance(k, bool):
-            if k < 1:
-                raise ValueError(f"n_features_to_select must be a positive int, a float in "
-                                 f"(0, 1] or None; got {k!r}.")
+            return n_features
+        if isinstance(k, numbers.Integral):
             if k > n_features:
                 raise ValueError(f"n_features_to_select={k} is larger than the number of "
                                  f"features in X ({n_features}).")
-            max_rounds = int(k)
-        elif isinstance(k, numbers.Real) and not isinstance(k, bool):
-            if not 0.0 < k <= 1.0:
-                raise ValueError("n_features_to_select as a float is a fraction of the features "
-                                 f"and must be in (0, 1]; got {k!r}.")
-            max_rounds = max(1, int(k * n_features))
-        else:
-            raise ValueError(f"n_features_to_select must be a positive int, a float in (0, 1] "
-                             f"or None; got {k!r}.")
-        if self.tol is not None:
-            if (not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool)
-                    or not np.isfinite(self.tol) or self.tol < 0):
-                raise ValueError(f"tol must be None or a finite number >= 0; got {self.tol!r}.")
-        vf = self.validation_fraction
-        if vf is not None:
-            if (not isinstance(vf, numbers.Real) or isinstance(vf, bool)
-                    or not 0.0 < vf < 1.0):
-                raise ValueError(f"validation_fraction must be None or a float in (0, 1); "
-                                 f"got {vf!r}.")
-        nic = self.n_iter_no_change
-        if not (isinstance(nic, numbers.Integral) and not isinstance(nic, bool) and nic >= 1):
-            raise ValueError(f"n_iter_no_change must be an int >= 1; got {nic!r}.")
-        if self.dtype not in _VALID_DTYPES:
-            raise ValueError(f"dtype must be one of {_VALID_DTYPES}; got {self.dtype!r}.")
-        if not isinstance(self.verbose, numbers.Integral):
-            raise ValueError(f"verbose must be an int or bool; got {self.verbose!r}.")
-        self._validate_extra_hyperparameters(name)
-        return max_rounds
+            return int(k)
+        return max(1, int(k * n_features))
 
-    def _validate_extra_hyperparameters(self, name):
-        pass
-
-    # -- input helpers ------------------------------------------------------------------------
-
-    @staticmethod
-    def _reject_unsupported(X, what="X"):
-        if hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
-            raise TypeError(f"{what} is a sparse matrix; gpufs stagewise selection needs dense "
-                            "data. Convert it with X.toarray().")
-
-    @staticmethod
-    def _warn_column_y(y):
-        shape = getattr(y, "shape", None)
-        if shape is not None and len(shape) == 2 and shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
-                          "change the shape of y to (n_samples,), for example using ravel().",
-                          DataConversionWarning, stacklevel=3)
-
-    @staticmethod
-    def _input_device(X) -> str:
-        """Where predict/transform compute: on the GPU for cupy/cudf input, else on the CPU."""
-        if is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf":
-            return "gpu"
-        return "cpu"
-
-    # -- fit ------------------------------------------------------------------------------------
-
-    def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val):
+    def _fit(self, X, y, sample_weight, eval_set, sample_weight_eval_set):
         from tqdm.auto import tqdm
 
-        self._reject_unsupported(X)
-        device = resolve_device(self.device)
-        xp = get_namespace(device)
-        self._warn_column_y(y)
-        Xa = check_X(self, X, device=device, reset=True, dtype=np.dtype(self.dtype),
-                     allow_nan=False)
-        max_rounds = self._validate_hyperparameters(Xa.shape[1])
+        self._check_validation_params(eval_set)
+        dtype = np.dtype(self.dtype)
+        data = self._prepare_fit(X, y, sample_weight, dtype=dtype, allow_nan=False)
+        xp, device, Xa = data.xp, data.device, data.X
         n, d = Xa.shape
-        ya = check_y(y, n, device=device)
-        Y = self._encode_target(ya, xp)                  # (n, K) float64 on device
-        sw = check_sample_weight(sample_weight, n, device=device)
-        _scales.check_target_scale(self, ya, sw)
-        w = xp.ones(n, dtype=xp.float64) if sw is None else xp.asarray(sw, dtype=xp.float64)
-
-        # Validation rows: explicit set, or a held-out fraction expressed as zero training
-        # weight (so the training matrix is never copied).
-        have_val = X_val is not None or y_val is not None
-        if have_val and self.validation_fraction is not None:
-            raise ValueError("Give either validation_fraction or X_val/y_val to fit, not both.")
-        Xv = Yv = wv = None
-        if have_val:
-            if X_val is None or y_val is None:
-                raise ValueError("X_val and y_val must be given together.")
-            self._reject_unsupported(X_val, "X_val")
-            Xv = check_X(self, X_val, device=device, reset=False, dtype=np.dtype(self.dtype),
-                         allow_nan=False)
-            yv = check_y(y_val, Xv.shape[0], device=device)
-            Yv = self._encode_target(yv, xp, validation=True)
-            swv = check_sample_weight(sample_weight_val, Xv.shape[0], device=device)
-            wv = (xp.ones(Xv.shape[0], dtype=xp.float64) if swv is None
-                  else xp.asarray(swv, dtype=xp.float64))
-        elif self.validation_fraction is not None:
-            val_idx = self._validation_rows(Y, n)
-            Xv = Xa[xp.asarray(val_idx)]
-            Yv = Y[xp.asarray(val_idx)]
-            wv = w[xp.asarray(val_idx)]
+        max_rounds = self._max_rounds(d)
+        stage = self._stage_loss()
+        _scales.check_target_scale(self, data.y, data.sample_weight)
+        Y = self._stage_targets(stage, data.y, xp)                 # (n, K) float64
+        w = (xp.ones(n, dtype=xp.float64) if data.sample_weight is None
+             else xp.asarray(data.sample_weight, dtype=xp.float64))
+        evals = [(Xv, self._stage_targets(stage, yv, xp),
+                  xp.ones(Xv.shape[0], dtype=xp.float64) if wv is None else wv)
+                 for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data,
+                                                   dtype=dtype, allow_nan=False)]
+        if self.validation_fraction is not None:
+            # Held-out rows get zero training weight, so the training matrix is never copied.
+            val = xp.asarray(self._validation_rows(data)[1])
+            evals = [(Xa[val], Y[val], w[val])]
             w = w.copy()
-            w[xp.asarray(val_idx)] = 0.0
+            w[val] = 0.0
         W = float(w.sum())
         if not W > 0:
             raise ValueError("The training rows have zero total sample_weight; at least one "
                              "training row needs weight > 0.")
-        Wv = float(wv.sum()) if wv is not None else None
-        if wv is not None and not Wv > 0:
+        eval_W = [float(wv.sum()) for _, _, wv in evals]
+        if any(not Wv > 0 for Wv in eval_W):
             raise ValueError("The validation rows have zero total sample weight.")
 
         mean, std, inv_std = _standardize_stats(Xa, w, W, xp, device)
-        bias = self._fit_bias(Y, w, W, xp)              # (K,) float64
+        bias = stage.bias(Y, w, W, xp)                             # (K,) float64
         K = Y.shape[1]
         F = xp.broadcast_to(bias[None, :], (n, K)).copy()
-        Fv = xp.broadcast_to(bias[None, :], (Xv.shape[0], K)).copy() if Xv is not None else None
+        eval_F = [xp.broadcast_to(bias[None, :], (Xv.shape[0], K)).copy() for Xv, _, _ in evals]
 
-        active = inv_std > 0                             # constant features never selectable
+        active = inv_std > 0                                       # constant: never selectable
         coef_std = np.zeros((K, d), dtype=np.float64)
-        costs = [self._cost(F, Y, w, W, xp)]
-        val_costs = [self._cost(Fv, Yv, wv, Wv, xp)] if Xv is not None else None
+        costs = [stage.cost(F, Y, w, W, xp)]
+        eval_costs = [[stage.cost(Fv, Yv, wv, Wv, xp)]
+                      for Fv, (_, Yv, wv), Wv in zip(eval_F, evals, eval_W)]
+        stopper = EarlyStopping(self.n_iter_no_change)
+        if evals:
+            stopper.start(eval_costs[-1][0])
         weights_hist = [coef_std.copy()]
         selected = []
-        best_val_round, no_improve = 0, 0
-        warm = {}                                        # solver state carried across rounds
         stopped_early = False
 
         with tqdm(total=max_rounds, disable=not self.verbose, desc=type(self).__name__,
@@ -419,114 +412,65 @@ class _StagewiseBase(SelectorMixin, BaseEstimator):
             for _ in range(max_rounds):
                 if not bool(active.any()):
                     break
-                a, cand_cost = self._candidates(Xa, F, Y, w, W, mean, inv_std, active, xp,
-                                                device, warm)
-                total = cand_cost.sum(axis=0) if cand_cost.ndim == 2 else cand_cost
-                total = xp.where(active, total, xp.inf)
+                a, cand_cost = stage.candidates(Xa, F, Y, w, W, mean, inv_std, active, xp,
+                                                device)
+                total = xp.where(active, cand_cost.sum(axis=0), xp.inf)
                 j = int(xp.argmin(total))
                 new_cost = float(total[j])
                 if self.tol is not None and costs[-1] - new_cost < self.tol:
                     break
-                a_j = to_host(a[:, j] if a.ndim == 2 else a[j:j + 1]).astype(np.float64)
-                z = _column(Xa, j, mean, inv_std)
-                F += z[:, None] * xp.asarray(a_j)[None, :]
+                a_j = to_host(a[:, j]).astype(np.float64)
+                F += _column(Xa, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
                 active[j] = False
                 selected.append(j)
                 coef_std[:, j] = a_j
                 weights_hist.append(coef_std.copy())
                 # The evaluated cost of the new model (not the candidate's: equal up to rounding).
-                costs.append(self._cost(F, Y, w, W, xp))
+                costs.append(stage.cost(F, Y, w, W, xp))
                 bar.update(1)
                 bar.set_postfix(cost=f"{costs[-1]:.6g}")
-                if Xv is not None:
-                    zv = _column(Xv, j, mean, inv_std)
-                    Fv += zv[:, None] * xp.asarray(a_j)[None, :]
-                    val_costs.append(self._cost(Fv, Yv, wv, Wv, xp))
-                    if val_costs[-1] < val_costs[best_val_round]:
-                        best_val_round, no_improve = len(selected), 0
-                    else:
-                        no_improve += 1
-                        if no_improve >= self.n_iter_no_change:
-                            stopped_early = True
-                            break
+                for Fv, (Xv, Yv, wv), Wv, ec in zip(eval_F, evals, eval_W, eval_costs):
+                    Fv += _column(Xv, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
+                    ec.append(stage.cost(Fv, Yv, wv, Wv, xp))
+                if evals and stopper.update(eval_costs[-1][-1]):
+                    stopped_early = True
+                    break
 
         if stopped_early:
-            keep = best_val_round
+            keep = stopper.best_round
             for j in selected[keep:]:
                 coef_std[:, j] = 0.0
             selected = selected[:keep]
             costs = costs[:keep + 1]
-            val_costs = val_costs[:keep + 1]
+            eval_costs = [ec[:keep + 1] for ec in eval_costs]
             weights_hist = weights_hist[:keep + 1]
         elif (isinstance(self.n_features_to_select, numbers.Integral)
               and len(selected) < max_rounds and self.tol is None):
             warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
-                          "be selected: the others are constant.", UserWarning, stacklevel=3)
+                          "be selected: the others are constant.", UserWarning, stacklevel=4)
 
         self.device_ = device
         self.mean_ = to_host(mean).astype(np.float64)
         self.std_ = to_host(std).astype(np.float64)
         inv = to_host(inv_std).astype(np.float64)
-        self.selected_features_ = np.asarray(selected, dtype=np.intp)
+        self._set_support(selected)
         self.cost_history_ = np.asarray(costs, dtype=np.float64)
-        self.validation_cost_history_ = (None if val_costs is None
-                                         else np.asarray(val_costs, dtype=np.float64))
+        self.evals_result_ = [np.asarray(ec, dtype=np.float64) for ec in eval_costs]
+        self.validation_cost_history_ = self.evals_result_[-1] if evals else None
         bias_h = to_host(bias).astype(np.float64)
         coef = coef_std * inv[None, :]
         intercept = bias_h - coef @ self.mean_
         self._set_coefficients(coef_std, bias_h, coef, intercept, np.stack(weights_hist))
+        self._set_selection_path(selection_path(self),
+                                 entry_round=list(range(1, len(selected) + 1)))
         return self
 
-    def _validation_rows(self, Y, n):
-        """Host indices of the held-out rows (stratified for classifiers when possible)."""
-        from sklearn.model_selection import train_test_split
-
-        idx = np.arange(n)
-        strat = self._stratify_labels(Y)
-        n_val = int(np.ceil(self.validation_fraction * n))
-        if n_val < 1 or n - n_val < 1:
-            raise ValueError(f"validation_fraction={self.validation_fraction} leaves no rows for "
-                             f"training or validation with {n} samples.")
-        try:
-            _, val = train_test_split(idx, test_size=self.validation_fraction,
-                                      random_state=self.random_state, stratify=strat)
-        except ValueError:
-            # Too few members in some class to stratify: a plain random split.
-            _, val = train_test_split(idx, test_size=self.validation_fraction,
-                                      random_state=self.random_state)
-        return np.sort(val)
-
-    def _stratify_labels(self, Y):
-        return None
-
-    # -- selector / prediction ----------------------------------------------------------------
-
-    def _get_support_mask(self):
-        check_is_fitted(self, "selected_features_")
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.selected_features_] = True
-        return mask
-
-    def transform(self, X):
-        """Keep the selected columns of X (n_samples, n_features) -> (n_samples, n_selected).
-
-        numpy / pandas input goes through scikit-learn's ``SelectorMixin.transform`` (dtype and
-        ``set_output`` kept); cupy / cudf input gives a cupy array.
-        """
-        check_is_fitted(self, "selected_features_")
-        if self._input_device(X) == "gpu":
-            # Keep a float input dtype (as SelectorMixin.transform does on the CPU).
-            dtype = X.dtype if is_cupy_array(X) and X.dtype.kind == "f" else np.float64
-            Xa = check_X(self, X, device="gpu", reset=False, allow_nan=False, dtype=dtype)
-            return Xa[:, get_namespace("gpu").asarray(self.get_support(indices=True))]
-        self._reject_unsupported(X)
-        return super().transform(X)
+    # -- prediction ---------------------------------------------------------------------------
 
     def _raw_margin(self, X):
-        """X (n, n_features) raw -> (margins (n, K) float64 on X's device, xp)."""
+        """X (n, n_features) raw -> (margins (n, n_models) float64 on X's device, xp)."""
         check_is_fitted(self, "selected_features_")
-        self._reject_unsupported(X)
-        device = self._input_device(X)
+        device = input_device(X)
         xp = get_namespace(device)
         Xa = check_X(self, X, device=device, reset=False, allow_nan=False)
         sel = self.selected_features_
@@ -548,61 +492,121 @@ class _StagewiseBase(SelectorMixin, BaseEstimator):
         return tags
 
 
-class StagewiseRegressor(RegressorMixin, _StagewiseBase):
-    """Forward stagewise (linear boosting) feature selection with the least-squares cost.
-
-    Parameters
-    ----------
+_COMMON_PARAMS = """
     n_features_to_select : int >= 1, float in (0, 1] or None, default=None
         Rounds to run = features to select (a float is a fraction of the features). None: until
         every non-constant feature is used, unless ``tol`` or early stopping stops earlier.
     tol : float >= 0 or None, default=None
-        Stop when a round lowers the training cost (weighted MSE) by less than ``tol``; that
-        round's feature is not added.
+        Stop when a round lowers the training cost by less than ``tol``; that round's feature
+        is not added.
     validation_fraction : float in (0, 1) or None, default=None
-        Hold out this fraction of the rows (zero training weight, so X is not copied; only the
-        held-out rows are) and stop when their cost has not improved for ``n_iter_no_change``
-        rounds. Mutually exclusive with ``X_val``/``y_val``.
-    n_iter_no_change : int >= 1, default=5
-        Patience of the validation early stopping (used only with a validation set).
+        Hold out this fraction of the rows (stratified by class for the classifier; they get
+        zero training weight, so X is not copied) as the validation set. Cannot be combined
+        with ``eval_set``.
+    n_iter_no_change : int >= 1 or None, default=None
+        Stop when the validation cost has not improved for this many rounds and cut the model
+        back to its best round. Needs ``eval_set`` or ``validation_fraction``.
     device : {"auto", "cpu", "gpu"}, default="auto"
-        Where ``fit`` computes ("auto": the GPU when cupy sees one). ``predict`` and
+        Where ``fit`` computes ("auto": the GPU when one is usable). ``predict`` and
         ``transform`` compute where their input lives (cupy in, cupy out).
     dtype : {"float64", "float32"}, default="float64"
         Dtype X is held in during ``fit``.
-    random_state : int, RandomState or None, default=None
-        Seed of the ``validation_fraction`` split.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the ``validation_fraction`` split."""
+
+_FIT_DOC = """Run the stagewise rounds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas, cupy, cudf, polars or pyarrow; no missing values.
+        y : array-like of shape (n_samples,)
+            {target}
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights.
+        eval_set : tuple (X_val, y_val) or list of such tuples, default=None
+            Validation data. Every pair's cost after each round is kept in ``evals_result_``;
+            the LAST pair is the one ``validation_cost_history_`` and early stopping
+            (``n_iter_no_change``) watch. Cannot be combined with ``validation_fraction``.
+        sample_weight_eval_set : list of array-like, default=None
+            One weight array (or None) per ``eval_set`` pair.
+        X_val, y_val, sample_weight_val : deprecated
+            Use ``eval_set=(X_val, y_val)`` and ``sample_weight_eval_set=[sample_weight_val]``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+
+_COMMON_ATTRIBUTES = """
+    selected_features_ : ndarray of shape (n_selected,), int64
+        Feature indices in the order they were selected.
+    selected_feature_names_ : ndarray of shape (n_selected,), object
+        Their names.
+    selection_path_ : dict
+        The features in the order they entered: "k" (1, 2, ...), "features" (indices),
+        "names", "entry_round" (the round that added each), "train_loss" and "val_loss" (the
+        costs after that round; None without validation data), as ``gpufs.path`` reads them.
+    support_ : ndarray of shape (n_features,), bool
+        Mask of the selected features.
+    mean_, std_ : ndarray of shape (n_features,), float64
+        Standardization; ``std_ == 0`` marks a constant (never selectable) feature.
+    cost_history_ : ndarray of shape (n_selected + 1,), float64
+        Training cost after each round; entry 0 is the bias alone.
+    validation_cost_history_ : ndarray of shape (n_selected + 1,), float64, or None
+        The same on the watched validation set, when there is one.
+    evals_result_ : list of ndarray of shape (n_selected + 1,), float64
+        The cost of every validation set after each round (empty without validation data).
+    device_ : str
+        "cpu" or "gpu", where fit ran.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features,), object
+        Column names, when the input had string column names."""
+
+
+class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
+    __doc__ = """Forward stagewise (linear boosting) feature selection with the least-squares
+    cost.
+
+    Each round adds the one feature whose single weight, fitted with all earlier weights
+    fixed, lowers the weighted mean squared error most (Watt, Borhani, Katsaggelos, "Machine
+    Learning Refined", 2nd ed., section 9.6).
+
+    Parameters
+    ----------""" + _COMMON_PARAMS + """
     verbose : int or bool, default=0
-        Show a tqdm progress bar over the rounds.
+        Show a progress bar over the rounds.
 
     Attributes
     ----------
-    selected_features_ : ndarray (n_selected,) of int
-        Feature indices in the order they were selected.
-    coef_ : ndarray (``n_features_in_``,) float64
+    coef_ : ndarray of shape (n_features,), float64
         Weights in raw-input units (zero for unselected features).
     intercept_ : float
         Intercept in raw-input units: ``predict(X) = X @ coef_ + intercept_``.
-    standardized_coef_ : ndarray (``n_features_in_``,) float64
+    standardized_coef_ : ndarray of shape (n_features,), float64
         Weights on the standardized features (what the rounds fit).
     bias_ : float
         Round-0 bias (weighted mean of y).
-    mean_, std_ : ndarray (``n_features_in_``,) float64
-        Standardization; ``std_ == 0`` marks a constant (never selectable) feature.
-    cost_history_ : ndarray (n_selected + 1,) float64
-        Training cost (weighted mean squared error) after each round; entry 0 is the bias alone.
-    validation_cost_history_ : ndarray (n_selected + 1,) or None
-        The same on the validation set, when one was used.
-    weights_history_ : ndarray (n_selected + 1, ``n_features_in_``) float64
-        Standardized weights after each round (row 0: all zero). A weight never changes once
-        set, so row m is row m-1 plus the weight of the m-th selected feature.
-    device_ : str
-        "cpu" or "gpu", where fit ran.
-    n_features_in_, feature_names_in_ : as in scikit-learn.
+    weights_history_ : ndarray of shape (n_selected + 1, n_features), float64
+        Standardized weights after each round (row 0: all zero).""" + _COMMON_ATTRIBUTES + """
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpufs import StagewiseRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 4))
+    >>> y = 3 * X[:, 2] + X[:, 0]
+    >>> StagewiseRegressor(2, device="cpu").fit(X, y).selected_features_.tolist()
+    [2, 0]
     """
 
+    _parameter_constraints = dict(_StagewiseBase._parameter_constraints)
+
     def __init__(self, n_features_to_select=None, *, tol=None, validation_fraction=None,
-                 n_iter_no_change=5, device="auto", dtype="float64", random_state=None,
+                 n_iter_no_change=None, device="auto", dtype="float64", random_state=None,
                  verbose=0):
         self.n_features_to_select = n_features_to_select
         self.tol = tol
@@ -613,35 +617,36 @@ class StagewiseRegressor(RegressorMixin, _StagewiseBase):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y, sample_weight=None, X_val=None, y_val=None, sample_weight_val=None):
-        """Run the stagewise rounds.
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
+            X_val=None, y_val=None, sample_weight_val=None):
+        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
+            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
+        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
 
-        X (n_samples, n_features) numpy/pandas/cupy/cudf; y (n_samples,) numeric;
-        sample_weight (n_samples,) >= 0 or None; X_val, y_val, sample_weight_val: an optional
-        validation set for early stopping. Returns self.
-        """
-        return self._fit(X, y, sample_weight, X_val, y_val, sample_weight_val)
+    fit.__doc__ = _FIT_DOC.format(target="Target values.")
 
     def predict(self, X):
-        """X (n_samples, n_features) raw -> (n_samples,) float64 (cupy for cupy input)."""
+        """Predicted values.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Raw (not standardized) data.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,), float64
+            cupy for cupy input.
+        """
         out, _ = self._raw_margin(X)
         return out[:, 0]
 
-    # -- loss hooks -----------------------------------------------------------------------------
+    def _stage_loss(self):
+        return LeastSquaresStage()
 
-    def _encode_target(self, y, xp, validation=False):
-        y = check_regression_target(y)
-        return xp.asarray(y, dtype=xp.float64)[:, None]
-
-    def _fit_bias(self, Y, w, W, xp):
-        return (w @ Y) / W
-
-    def _cost(self, F, Y, w, W, xp):
-        r = Y[:, 0] - F[:, 0]
-        return float((w * r) @ r) / W
-
-    def _candidates(self, X, F, Y, w, W, mean, inv_std, active, xp, device, warm):
-        return _ls_candidates(X, w, W, Y[:, 0] - F[:, 0], mean, inv_std, xp)
+    def _stage_targets(self, stage, y, xp):
+        return stage.targets(y, xp)
 
     def _set_coefficients(self, coef_std, bias, coef, intercept, weights_hist):
         self.standardized_coef_ = coef_std[0]
@@ -657,39 +662,49 @@ class StagewiseRegressor(RegressorMixin, _StagewiseBase):
         return np.array([self.intercept_])
 
 
-class StagewiseClassifier(ClassifierMixin, _StagewiseBase):
-    """Forward stagewise (linear boosting) feature selection with the logistic cost.
+class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase):
+    __doc__ = """Forward stagewise (linear boosting) feature selection with the logistic cost.
 
     Two classes: one logistic model (two-class softmax cost) for ``classes_[1]``. More classes:
     one-vs-rest, one logistic path per class, with ONE SHARED selected set: each round every
     class fits its own weight on every candidate and the feature with the lowest summed
     one-vs-rest cost is added for all classes. Each one-weight problem is solved by Newton's
-    method safeguarded by bisection (see the module docstring).
+    method safeguarded by bisection (Watt, Borhani, Katsaggelos, "Machine Learning Refined",
+    2nd ed., section 9.6; see the module docstring).
 
     Parameters
-    ----------
-    n_features_to_select, tol, validation_fraction, n_iter_no_change, device, dtype,
-    random_state, verbose : as in :class:`StagewiseRegressor` (the cost is the summed
-        one-vs-rest logistic cost; ``validation_fraction`` splits stratified by class).
+    ----------""" + _COMMON_PARAMS + """
     max_newton_iter : int >= 1, default=20
         Newton passes per round at most (one sweep over X each, plus one sweep for the costs).
     newton_tol : float > 0, default=1e-8
         Newton stops when every candidate's step is below ``newton_tol * (1 + |a|)``.
+    verbose : int or bool, default=0
+        Show a progress bar over the rounds.
 
     Attributes
     ----------
-    classes_ : ndarray (n_classes,)
-    selected_features_ : ndarray (n_selected,) of int, in order of selection.
-    coef_ : ndarray (1, ``n_features_in_``) for two classes, (n_classes, ``n_features_in_``) otherwise,
-        raw-input units. ``intercept_``: ndarray (1,) or (n_classes,).
-    standardized_coef_ : same shape as ``coef_``, on standardized features; ``bias_``: round-0 bias.
-    mean_, std_, cost_history_, validation_cost_history_, device_ : as in the regressor.
-    weights_history_ : ndarray (n_selected + 1, n_models, ``n_features_in_``), n_models = 1 for two
-        classes, n_classes otherwise.
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    coef_ : ndarray of shape (1, n_features) for two classes, else (n_classes,
+        n_features), float64
+        Weights in raw-input units.
+    intercept_ : ndarray of shape (1,) or (n_classes,), float64
+        Intercepts in raw-input units.
+    standardized_coef_ : ndarray of the shape of ``coef_``, float64
+        Weights on the standardized features.
+    bias_ : ndarray of shape (1,) or (n_classes,), float64
+        Round-0 biases.
+    weights_history_ : ndarray of shape (n_selected + 1, n_models, n_features), float64
+        Standardized weights after each round; n_models = 1 for two classes, n_classes
+        otherwise.""" + _COMMON_ATTRIBUTES + """
     """
 
+    _parameter_constraints = {**_StagewiseBase._parameter_constraints,
+                              "max_newton_iter": [int_range(1)],
+                              "newton_tol": [real_range(0, closed="neither")]}
+
     def __init__(self, n_features_to_select=None, *, tol=None, validation_fraction=None,
-                 n_iter_no_change=5, max_newton_iter=20, newton_tol=1e-8, device="auto",
+                 n_iter_no_change=None, max_newton_iter=20, newton_tol=1e-8, device="auto",
                  dtype="float64", random_state=None, verbose=0):
         self.n_features_to_select = n_features_to_select
         self.tol = tol
@@ -702,35 +717,47 @@ class StagewiseClassifier(ClassifierMixin, _StagewiseBase):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _validate_extra_hyperparameters(self, name):
-        m = self.max_newton_iter
-        if not (isinstance(m, numbers.Integral) and not isinstance(m, bool) and m >= 1):
-            raise ValueError(f"max_newton_iter must be an int >= 1; got {m!r}.")
-        t = self.newton_tol
-        if (not isinstance(t, numbers.Real) or isinstance(t, bool) or not np.isfinite(t)
-                or t <= 0):
-            raise ValueError(f"newton_tol must be a finite number > 0; got {t!r}.")
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
+            X_val=None, y_val=None, sample_weight_val=None):
+        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
+            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
+        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
 
-    def fit(self, X, y, sample_weight=None, X_val=None, y_val=None, sample_weight_val=None):
-        """Run the stagewise rounds.
-
-        X (n_samples, n_features); y (n_samples,) class labels (at least 2 classes);
-        sample_weight (n_samples,) >= 0 or None; X_val, y_val, sample_weight_val: an optional
-        validation set for early stopping (labels must be among y's). Returns self.
-        """
-        return self._fit(X, y, sample_weight, X_val, y_val, sample_weight_val)
+    fit.__doc__ = _FIT_DOC.format(target="Class labels (at least two classes).")
 
     def decision_function(self, X):
-        """Margins: (n_samples,) for two classes (positive favours ``classes_[1]``), else
-        (n_samples, n_classes). float64, cupy for cupy input."""
+        """Margins.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes (positive favours
+            ``classes_[1]``), else (n_samples, n_classes); float64, cupy for cupy input.
+        """
         out, _ = self._raw_margin(X)
         return out[:, 0] if out.shape[1] == 1 else out
 
     def predict_proba(self, X):
-        """(n_samples, n_classes) float64. Two classes: the logistic probability. More: the
-        one-vs-rest sigmoids normalized to sum 1 (as scikit-learn's one-vs-rest models)."""
+        """Class probabilities.
+
+        Two classes: the logistic probability. More: the one-vs-rest sigmoids normalized to
+        sum 1 (as scikit-learn's one-vs-rest models).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), float64
+            cupy for cupy input.
+        """
         out, xp = self._raw_margin(X)
-        p = 0.5 * (1.0 + xp.tanh(0.5 * out))            # sigmoid without overflow
+        p = sigmoid(out)
         if out.shape[1] == 1:
             return xp.concatenate([1.0 - p, p], axis=1)
         s = p.sum(axis=1, keepdims=True)
@@ -738,57 +765,28 @@ class StagewiseClassifier(ClassifierMixin, _StagewiseBase):
         return xp.where(s > 0, p / xp.where(s > 0, s, 1.0), 1.0 / out.shape[1])
 
     def predict(self, X):
-        """Class labels (n_samples,) (a cupy array for cupy input when labels are numeric)."""
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Labels from ``classes_`` (a cupy array for cupy input when labels are numeric).
+        """
         out, xp = self._raw_margin(X)
         idx = (out[:, 0] > 0).astype(xp.int64) if out.shape[1] == 1 else xp.argmax(out, axis=1)
         if xp is not np and self.classes_.dtype.kind in "biuf":
             return xp.asarray(self.classes_)[idx]
         return self.classes_[to_host(idx)]
 
-    # -- loss hooks -----------------------------------------------------------------------------
+    def _stage_loss(self):
+        return LogisticStage(self.max_newton_iter, self.newton_tol)
 
-    def _encode_target(self, y, xp, validation=False):
-        y_host = to_host(y)
-        check_classification_targets(y_host)
-        if validation:
-            pos = np.searchsorted(self.classes_, y_host)
-            pos = np.clip(pos, 0, len(self.classes_) - 1)
-            bad = self.classes_[pos] != y_host
-            if bad.any():
-                raise ValueError(f"y_val has labels not seen in y: "
-                                 f"{np.unique(y_host[bad])[:5].tolist()}.")
-            enc = pos
-        else:
-            classes, enc = encode_classes(y_host)
-            self.classes_ = classes
-            enc = to_host(enc)
-        K = len(self.classes_)
-        if K == 2:
-            Y = np.where(enc == 1, 1.0, -1.0)[:, None]
-        else:
-            Y = np.where(enc[:, None] == np.arange(K)[None, :], 1.0, -1.0)
-        return xp.asarray(Y, dtype=xp.float64)
-
-    def _stratify_labels(self, Y):
-        Yh = to_host(Y)
-        return (Yh[:, 0] > 0).astype(int) if Yh.shape[1] == 1 else Yh.argmax(axis=1)
-
-    def _fit_bias(self, Y, w, W, xp):
-        p = (w @ (Y > 0).astype(xp.float64)) / W
-        p = xp.clip(p, _PROB_CLIP, 1.0 - _PROB_CLIP)
-        return xp.log(p) - xp.log1p(-p)
-
-    def _cost(self, F, Y, w, W, xp):
-        return _logistic_cost(F, Y, w, W, xp)
-
-    def _candidates(self, X, F, Y, w, W, mean, inv_std, active, xp, device, warm):
-        # Warm start: one feature changed the margins since last round, so last round's
-        # one-weight solutions are close to this round's for most candidates.
-        a, cost = _logistic_candidates(X, F, Y, w, W, mean, inv_std, active,
-                                       self.max_newton_iter, self.newton_tol, xp, device,
-                                       a0=warm.get("a"))
-        warm["a"] = a
-        return a, cost
+    def _stage_targets(self, stage, codes, xp):
+        return stage.targets(codes, xp, len(self.classes_))
 
     def _set_coefficients(self, coef_std, bias, coef, intercept, weights_hist):
         self.standardized_coef_ = coef_std
