@@ -6,15 +6,19 @@ the business of ``gpufs.backends.gpu.GPUBackend``; each module's docstring gives
 dtypes and launch geometry its kernels expect.
 
   binning     bin_transform_kernel                  float X -> uint8 bins (the CPU's cut rule)
-  histogram   histogram_kernel                      (g, h) sums per (node, feature, bin), int64
-  split       split_per_feature_kernel,             best penalized split per node, the CPU's
-              split_reduce_kernel                   formula and tie-breaking
-  partition   partition_count_kernel, ...           stable left/right partition of node segments
-  update      update_raw_kernel                     raw[row] += value of the row's leaf
+  histogram   histogram_kernel, subtract_kernel     (g, h) sums per (node, feature, bin), int64,
+                                                    and siblings by exact subtraction
+  split       search_kernel, decide_kernel          penalized split search and the level's
+                                                    decisions (the shared ``gpufs._level`` rule)
+  partition   partition_count_kernel,               stable left/right partition of the split
+              partition_plan_kernel,                nodes' segments (block-level scans), the
+              partition_scatter_kernel              children's segments, the next build table
+  update      update_leaves_kernel                  raw[row] += value of the row's leaf
   predict     predict_binned_kernel,                ensemble prediction, binned or raw features
               predict_raw_kernel
-  objective   logistic_gradients_kernel, ...        per-row gradients / hessians and losses,
-                                                    the exact formulas of ``gpufs._exactmath``
+  objective   round_*_kernel, extremes_kernel,      one round's gradients and losses, the
+              quantize_kernel, ...                  fixed point of ``quantize``; the exact
+                                                    formulas of ``gpufs._exactmath``
 
 All of them also run under the numba CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), on numpy
 arrays, which is how CI checks them against the CPU kernels.
@@ -25,21 +29,24 @@ their content is part of the cache folder's name (``gpufs._numba_setup``), so ed
 recompiles these kernels.
 """
 from .binning import bin_transform_kernel
-from .histogram import FEATURE_WORDS, MAX_TILE_FEATURES, histogram_kernel
-from .objective import (logistic_gradients_kernel, logistic_loss_kernel,
+from .histogram import FEATURE_WORDS, MAX_TILE_FEATURES, histogram_kernel, subtract_kernel
+from .objective import (REDUCE_BLOCK, extremes_kernel, logistic_gradients_kernel,
+                        logistic_loss_kernel, quantize_kernel, round_logistic_kernel,
+                        round_softmax_kernel, round_squared_error_kernel,
                         softmax_gradients_kernel, softmax_loss_kernel, squared_error_loss_kernel)
-from .partition import (copy_back_kernel, partition_count_kernel, partition_offsets_kernel,
+from .partition import (iota_kernel, partition_count_kernel, partition_plan_kernel,
                         partition_scatter_kernel)
 from .predict import predict_binned_kernel, predict_raw_kernel
-from .split import split_per_feature_kernel, split_reduce_kernel
-from .update import update_raw_kernel
+from .split import OUT_FIELDS, decide_kernel, search_kernel
+from .update import update_leaves_kernel
 
 __all__ = [
-    "FEATURE_WORDS", "MAX_TILE_FEATURES",
-    "bin_transform_kernel", "histogram_kernel", "split_per_feature_kernel",
-    "split_reduce_kernel", "partition_count_kernel", "partition_offsets_kernel",
-    "partition_scatter_kernel", "copy_back_kernel", "update_raw_kernel",
-    "predict_binned_kernel", "predict_raw_kernel", "logistic_gradients_kernel",
-    "softmax_gradients_kernel", "squared_error_loss_kernel", "logistic_loss_kernel",
-    "softmax_loss_kernel",
+    "FEATURE_WORDS", "MAX_TILE_FEATURES", "OUT_FIELDS", "REDUCE_BLOCK",
+    "bin_transform_kernel", "histogram_kernel", "subtract_kernel", "search_kernel",
+    "decide_kernel", "partition_count_kernel", "partition_plan_kernel",
+    "partition_scatter_kernel", "update_leaves_kernel", "predict_binned_kernel",
+    "predict_raw_kernel", "logistic_gradients_kernel", "softmax_gradients_kernel",
+    "squared_error_loss_kernel", "logistic_loss_kernel", "softmax_loss_kernel",
+    "round_squared_error_kernel", "round_logistic_kernel", "round_softmax_kernel",
+    "extremes_kernel", "quantize_kernel", "iota_kernel",
 ]

@@ -23,9 +23,15 @@ Launch: 1-D grid-stride loops, one thread per row; any grid works, the backend s
 """
 import os
 
-from numba import cuda
+from numba import cuda, float64, int64
 
 from gpufs import _exactmath
+
+from ._device_fns import fixed, two_word, weighted
+
+#: Block size of the reducing kernels (a power of two: their tree reductions halve it).
+_REDUCE_BLOCK = 256
+REDUCE_BLOCK = _REDUCE_BLOCK
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _mul, _add = _exactmath.py_mul, _exactmath.py_add
@@ -82,3 +88,117 @@ def softmax_loss_kernel(raw, y, out):
     while i < raw.shape[0]:
         out[i] = softmax_loss_row(raw, i, y[i])
         i += cuda.gridsize(1)
+
+
+# --- one boosting round's gradients, and their fixed point ----------------------------------
+# ``round_*_kernel(raw, y, g, h, loss)``: gradients, hessians and per-row losses in one pass
+# (``CPUBackend.round_gradients``; g, h (K, n), loss (n,)). ``extremes_kernel`` and
+# ``quantize_kernel``: ``CPUBackend.gradient_extremes`` / ``quantize_gradients``, each block
+# reducing its rows into one row of ``out`` / ``sums`` (max of floats and int64 sums: both
+# exact in any order), which the backend brings to the host in one small copy.
+
+logistic_grad_hess_loss = _em.logistic_grad_hess_loss
+softmax_grad_hess_loss_row = _em.softmax_grad_hess_loss_row
+
+
+@cuda.jit(cache=True)
+def round_squared_error_kernel(raw, y, g, h, loss):
+    i = cuda.grid(1)
+    while i < raw.shape[0]:
+        z = raw[i, 0]
+        yi = float(y[i])
+        g[0, i] = z - yi  # one IEEE subtraction, as on the CPU
+        h[0, i] = 1.0
+        loss[i] = squared_error_loss(z, yi)
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def round_logistic_kernel(raw, y, g, h, loss):
+    i = cuda.grid(1)
+    while i < raw.shape[0]:
+        gi, hi, li = logistic_grad_hess_loss(raw[i, 0], float(y[i]))
+        g[0, i] = gi
+        h[0, i] = hi
+        loss[i] = li
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def round_softmax_kernel(raw, y, g, h, loss):
+    i = cuda.grid(1)
+    while i < raw.shape[0]:
+        loss[i] = softmax_grad_hess_loss_row(raw, i, int64(y[i]), g, h)
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def extremes_kernel(g, h, w, unit_hessian, divisor, out):
+    sh = cuda.shared.array((3, _REDUCE_BLOCK), dtype=float64)
+    t = cuda.threadIdx.x
+    has_w = w.shape[0] > 0
+    mg = 0.0
+    mh = 0.0
+    mq = 0.0
+    i = cuda.grid(1)
+    while i < g.shape[0]:
+        gi, hi = weighted(g, h, w, has_w, unit_hessian, i)
+        mg = max(mg, abs(gi))
+        mh = max(mh, abs(hi))
+        if divisor and hi > 0:
+            mq = max(mq, abs(gi * gi / hi))
+        i += cuda.gridsize(1)
+    sh[0, t] = mg
+    sh[1, t] = mh
+    sh[2, t] = mq
+    cuda.syncthreads()
+    s = cuda.blockDim.x // 2
+    while s > 0:
+        if t < s:
+            for c in range(3):
+                sh[c, t] = max(sh[c, t], sh[c, t + s])
+        cuda.syncthreads()
+        s //= 2
+    if t < 3:
+        out[cuda.blockIdx.x, t] = sh[t, 0]
+
+
+@cuda.jit(cache=True)
+def quantize_kernel(g, h, w, unit_hessian, g_scale, h_scale, e1g, e2g, lg, e1h, e2h, lh, e1q,
+                    e2q, lq, divisor, gh, sums):
+    sh = cuda.shared.array((8, _REDUCE_BLOCK), dtype=int64)
+    t = cuda.threadIdx.x
+    has_w = w.shape[0] > 0
+    for c in range(8):
+        sh[c, t] = 0
+    i = cuda.grid(1)
+    while i < g.shape[0]:
+        gi, hi = weighted(g, h, w, has_w, unit_hessian, i)
+        a = fixed(gi, g_scale)
+        b = fixed(hi, h_scale)
+        gh[i, 0] = a
+        gh[i, 1] = b
+        sh[6, t] += a
+        sh[7, t] += b
+        u, v = two_word((gi * e1g) * e2g, lg)
+        sh[0, t] += u
+        sh[1, t] += v
+        u, v = two_word((hi * e1h) * e2h, lh)
+        sh[2, t] += u
+        sh[3, t] += v
+        if divisor:
+            q = gi * gi / hi if hi > 0 else 0.0
+            u, v = two_word((q * e1q) * e2q, lq)
+            sh[4, t] += u
+            sh[5, t] += v
+        i += cuda.gridsize(1)
+    cuda.syncthreads()
+    s = cuda.blockDim.x // 2
+    while s > 0:
+        if t < s:
+            for c in range(8):
+                sh[c, t] += sh[c, t + s]
+        cuda.syncthreads()
+        s //= 2
+    if t < 8:
+        sums[cuda.blockIdx.x, t] = sh[t, 0]

@@ -1,122 +1,154 @@
-"""Stable partition of the split nodes' row segments: left rows in order, then right rows in order.
+"""Stable partition of the split nodes' row segments: left rows in order, then right rows.
 
-This is the CPU ``_partition``'s result exactly: within each split node's segment of ``rows``,
-the rows going left keep their relative order and come first, the rows going right keep theirs
-and follow. Four launches per level (all split nodes of the level in each):
+This is the CPU ``_partition``'s result exactly: within each split node's segment, the rows
+going left keep their relative order and come first, the rows going right keep theirs and
+follow. Three launches per level, all split nodes in each, sized by upper bounds (blocks past
+the device's task count return at once):
 
-  1. ``partition_count_kernel``    one block per task: rows of the task going left -> chunk_left
-  2. ``partition_offsets_kernel``  one thread per split node: exclusive sums of chunk_left over
-                                   the node's tasks (in order) -> chunk_off, and left_count
-  3. ``partition_scatter_kernel``  one block per task: a block-wide scan of per-thread left
-                                   counts gives each row its destination in ``out_rows``
-  4. ``copy_back_kernel``          one block per task: rows[j] = out_rows[j] over the task
-                                   (the grower keeps one ``rows`` array, partitioned in place;
-                                   the copy waits for step 3 to finish everywhere)
+  1. ``partition_count_kernel``  one block per task: rows of the task going left
+  2. ``partition_plan_kernel``   one block: a block-level exclusive scan of the task counts
+                                 (each thread a contiguous run, one block-wide scan of the run
+                                 totals) gives every task its offset and every split its left
+                                 count; then the children's segments, the level's left counts
+                                 (into the output buffer), and the next level's build table
+                                 (the smaller child of each split; its task offsets by a
+                                 second block scan)
+  3. ``partition_scatter_kernel`` one block per task: a block scan of per-thread left counts
+                                 gives each row its place in the other row buffer
+
+The rows move from ``rows2[cur]`` to ``rows2[1 - cur]``: the children's rows are read from
+there at the next level, and a node that stays a leaf keeps its rows in the buffer of its
+depth's parity, so no copy back is needed (``update_leaves_kernel`` reads each leaf from its
+buffer).
 
 Shapes and dtypes:
-  Xb        (n, d) uint8
-  rows      (n,) int32; out_rows (n,) int32 scratch
-  tasks     (3, n_tasks) int64: split slot, first and one-past-last position in ``rows``.
-            The tasks of one slot are consecutive and in row order.
-  splits    (7, n_split) int64: segment start, segment count, feature, bin threshold,
-            missing_left (0/1), first task, number of tasks
-  chunk_left, chunk_off (n_tasks,) int64; left_count (n_split,) int64
-
-Block sizes: any; ``partition_scatter_kernel`` needs a power of two <= 256 (its scan).
+  Xcols     (d, n) uint8: the binned matrix by column (the partition reads one feature of
+            many rows; rows are in increasing order within a segment, so reads coalesce)
+  rows2     (2, n) int32
+  spl       (8, S) int64 split table (``split.decide_kernel``); ctrl[0] splits, ctrl[1] tasks
+  chunk_left (T + 1,) int64 left rows per task; chunk_off (T + 1,) their exclusive sums
+  nodes     (4, n_nodes) int64 node table: the children's start and count are written here
+  bld       (6, S) int64 build table (``histogram.histogram_kernel``); ctrl[2] its tasks
+  out_i     the level's output buffer (``split.decide_kernel``), left counts at ``lc_base``
 """
-from numba import cuda, int64
+from numba import cuda, int32, int64
 
-from ._device_fns import goes_left
-
-MAX_BLOCK = 256
+from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
+                          find_segment, goes_left, task_range)
 
 
 @cuda.jit(cache=True)
-def partition_count_kernel(Xb, rows, tasks, splits, chunk_left):
-    count = cuda.shared.array(1, dtype=int64)
+def partition_count_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_left):
     task = cuda.blockIdx.x
+    if task >= ctrl[1]:
+        return
+    count = cuda.shared.array(1, dtype=int32)
     t = cuda.threadIdx.x
     if t == 0:
         count[0] = 0
     cuda.syncthreads()
-    s = tasks[0, task]
-    f = splits[2, s]
-    thr = splits[3, s]
-    ml = splits[4, s]
-    mine = int64(0)
-    for j in range(tasks[1, task] + t, tasks[2, task], cuda.blockDim.x):
-        if goes_left(Xb[rows[j], f], thr, ml):
+    s = find_segment(spl[7], ctrl[0], task)
+    lo, hi = task_range(spl[5, s], spl[6, s], spl[7, s], rows_per_task, task)
+    col = Xcols[spl[2, s]]
+    thr = spl[3, s]
+    ml = spl[4, s]
+    rows = rows2[cur]
+    mine = 0
+    for j in range(lo + t, hi, cuda.blockDim.x):
+        if goes_left(col[rows[j]], thr, ml):
             mine += 1
-    cuda.atomic.add(count, 0, mine)
+    if mine:
+        cuda.atomic.add(count, 0, int32(mine))  # 32-bit: a task has < 2**31 rows
     cuda.syncthreads()
     if t == 0:
         chunk_left[task] = count[0]
 
 
 @cuda.jit(cache=True)
-def partition_offsets_kernel(splits, chunk_left, chunk_off, left_count):
-    s = cuda.grid(1)
-    if s < splits.shape[1]:
-        first = splits[5, s]
-        running = int64(0)
-        for task in range(first, first + splits[6, s]):
-            chunk_off[task] = running
-            running += chunk_left[task]
-        left_count[s] = running
+def partition_plan_kernel(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes, bld, out_i,
+                          lc_base):
+    sh = cuda.shared.array(MAX_BLOCK, dtype=int64)
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    n_split = ctrl[0]
+    block_exclusive_scan(chunk_left, chunk_off, ctrl[1], sh)
+    for s in range(t, n_split, nt):
+        first = spl[7, s]
+        count = spl[6, s]
+        n_t = (count + rows_per_task - 1) // rows_per_task
+        lc = chunk_off[first + n_t] - chunk_off[first]
+        node = spl[0, s]
+        start = spl[5, s]
+        left = 2 * node + 1
+        nodes[0, left] = start
+        nodes[1, left] = lc
+        nodes[0, left + 1] = start + lc
+        nodes[1, left + 1] = count - lc
+        out_i[lc_base + spl[1, s]] = lc
+        if lc <= count - lc:  # build the smaller child (ties: the left), as the CPU
+            bld[0, s] = start
+            bld[1, s] = lc
+            bld[2, s] = 2 * s
+            bld[3, s] = 2 * s + 1
+        else:
+            bld[0, s] = start + lc
+            bld[1, s] = count - lc
+            bld[2, s] = 2 * s + 1
+            bld[3, s] = 2 * s
+        bld[4, s] = spl[1, s]
+        chunk_left[s] = (bld[1, s] + rows_per_task - 1) // rows_per_task  # reused: tasks
+    cuda.syncthreads()
+    block_exclusive_scan(chunk_left, bld[5], n_split, sh)
+    if t == 0:
+        ctrl[2] = bld[5, n_split]
 
 
 @cuda.jit(cache=True)
-def partition_scatter_kernel(Xb, rows, tasks, splits, chunk_off, left_count, out_rows):
-    scan = cuda.shared.array(MAX_BLOCK, dtype=int64)
+def partition_scatter_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_off, nodes):
     task = cuda.blockIdx.x
+    if task >= ctrl[1]:
+        return
+    sh = cuda.shared.array(MAX_BLOCK, dtype=int64)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    s = tasks[0, task]
-    lo = tasks[1, task]
-    n_task = tasks[2, task] - lo
-    seg_lo = splits[0, s]
-    f = splits[2, s]
-    thr = splits[3, s]
-    ml = splits[4, s]
+    s = find_segment(spl[7], ctrl[0], task)
+    start = spl[5, s]
+    lo, hi = task_range(start, spl[6, s], spl[7, s], rows_per_task, task)
+    col = Xcols[spl[2, s]]
+    thr = spl[3, s]
+    ml = spl[4, s]
+    src = rows2[cur]
+    dst = rows2[1 - cur]
 
     # Thread t owns the consecutive positions [lo + j0, lo + j1) of the task.
+    n_task = hi - lo
     per = (n_task + nt - 1) // nt
     j0 = min(t * per, n_task)
     j1 = min(j0 + per, n_task)
     mine = int64(0)
     for j in range(lo + j0, lo + j1):
-        if goes_left(Xb[rows[j], f], thr, ml):
+        if goes_left(col[src[j]], thr, ml):
             mine += 1
-
-    scan[t] = mine
-    cuda.syncthreads()
-    off = 1
-    while off < nt:
-        add = int64(0)
-        if t >= off:
-            add = scan[t - off]
-        cuda.syncthreads()
-        scan[t] += add
-        cuda.syncthreads()
-        off *= 2
-    lefts_before = scan[t] - mine            # within the task, before this thread's run
+    lefts_before = block_inclusive_scan(sh, t, nt, mine) - mine  # within the task
     rights_before = j0 - lefts_before
 
-    task_off = chunk_off[task]               # lefts of the segment before this task
-    left_dst = seg_lo + task_off + lefts_before
-    right_dst = seg_lo + left_count[s] + ((lo - seg_lo) - task_off) + rights_before
+    task_lefts = chunk_off[task] - chunk_off[spl[7, s]]  # lefts of the segment before the task
+    left_dst = start + task_lefts + lefts_before
+    right_dst = start + nodes[1, 2 * spl[0, s] + 1] + (lo - start - task_lefts) + rights_before
     for j in range(lo + j0, lo + j1):
-        r = rows[j]
-        if goes_left(Xb[r, f], thr, ml):
-            out_rows[left_dst] = r
+        r = src[j]
+        if goes_left(col[r], thr, ml):
+            dst[left_dst] = r
             left_dst += 1
         else:
-            out_rows[right_dst] = r
+            dst[right_dst] = r
             right_dst += 1
 
 
 @cuda.jit(cache=True)
-def copy_back_kernel(rows, out_rows, tasks):
-    task = cuda.blockIdx.x
-    for j in range(tasks[1, task] + cuda.threadIdx.x, tasks[2, task], cuda.blockDim.x):
-        rows[j] = out_rows[j]
+def iota_kernel(rows):
+    """rows[i] = i: a tree starts with every row in the root, in order."""
+    i = cuda.grid(1)
+    while i < rows.shape[0]:
+        rows[i] = i
+        i += cuda.gridsize(1)

@@ -1,22 +1,37 @@
 """Raw-score update from the row partition that growth already computed (no tree traversal).
 
-``update_raw_kernel(raw, rows, tasks, leaf_values)``
-  raw          (n,) float64 one output column of the raw scores, updated in place
-  rows         (n,) int32, each leaf's rows one contiguous segment
-  tasks        (3, n_tasks) int64: leaf slot, first and one-past-last position in ``rows``
-  leaf_values  (n_leaves,) float64
-  raw[rows[j]] += leaf_values[slot] for every j of every task: one addition per row, as on
-  the CPU, so the result is the same bit for bit. Rows belong to exactly one leaf, so no two
-  threads touch the same entry.
+``update_leaves_kernel(raw, rows2, nodes, leaf_nodes, leaf_values)``
+  raw          (n,) float64, one output column of the raw scores (any stride), in place
+  rows2        (2, n) int32 row buffers: a node at depth t keeps its rows in rows2[t % 2]
+               (``partition`` docstring)
+  nodes        (4, n_nodes) int64 node table (segment start and count in rows 0 and 1)
+  leaf_nodes   (n_leaves,) int64; leaf_values (n_leaves,) float64
+  raw[row] += leaf_values[l] for every row of leaf l: one addition per row, as on the CPU, so
+  the result is the same bit for bit. Leaves hold disjoint rows: no two threads touch one
+  entry.
 
-Launch: grid (n_tasks,), any block size; threads stride over the task's positions.
+Launch: grid (n_leaves, parts): block (l, p) takes the p-th of ``parts`` near-equal pieces of
+leaf l's segment; any block size.
 """
 from numba import cuda
 
 
 @cuda.jit(cache=True)
-def update_raw_kernel(raw, rows, tasks, leaf_values):
-    task = cuda.blockIdx.x
-    v = leaf_values[tasks[0, task]]
-    for j in range(tasks[1, task] + cuda.threadIdx.x, tasks[2, task], cuda.blockDim.x):
+def update_leaves_kernel(raw, rows2, nodes, leaf_nodes, leaf_values):
+    leaf = cuda.blockIdx.x
+    node = leaf_nodes[leaf]
+    v = leaf_values[leaf]
+    depth = 0
+    m = node + 1
+    while m > 1:
+        m >>= 1
+        depth += 1
+    rows = rows2[depth & 1]
+    start = nodes[0, node]
+    count = nodes[1, node]
+    part = cuda.blockIdx.y
+    parts = cuda.gridDim.y
+    lo = start + (part * count) // parts
+    hi = start + ((part + 1) * count) // parts
+    for j in range(lo + cuda.threadIdx.x, hi, cuda.blockDim.x):
         raw[rows[j]] += v

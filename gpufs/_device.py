@@ -1,8 +1,9 @@
 """Device resolution and the array namespace.
 
 Owns: turning ``device="auto" | "cpu" | "gpu"`` into a concrete device, giving the array
-namespace for it (``numpy`` or ``cupy``), moving arrays between host and device, and the rmm
-memory pool. cupy is imported lazily: ``import gpufs`` never imports cupy.
+namespace for it (``numpy`` or ``cupy``), moving arrays between host and device, and routing
+cupy's allocations through rmm (a pool only when the user has not set a resource). cupy is
+imported lazily: ``import gpufs`` never imports cupy.
 """
 from __future__ import annotations
 
@@ -106,9 +107,13 @@ _RMM_DONE = False
 
 
 def _setup_rmm_pool_once() -> None:
-    """Route cupy allocations through an rmm pool when rmm is installed (never managed memory).
+    """Route cupy's allocations through rmm when rmm is installed (never managed memory),
+    keeping the memory resource the user chose.
 
-    Set ``GPUFS_NO_RMM=1`` to keep cupy's own pool.
+    rmm's current device resource is left as it is when the user has set one (a pool, a
+    managed-memory resource, a limiting or statistics adaptor, ...): only rmm's default, a
+    plain ``CudaMemoryResource``, is replaced by a pool on top of it. Set ``GPUFS_NO_RMM=1`` to
+    keep cupy's own allocator.
     """
     global _RMM_DONE
     if _RMM_DONE:
@@ -123,9 +128,7 @@ def _setup_rmm_pool_once() -> None:
         return
     import cupy
 
-    try:
-        rmm.reinitialize(pool_allocator=True, managed_memory=False)
-    except Exception:
-        # Already initialised by the user (e.g. with their own pool): respect it.
-        pass
+    current = rmm.mr.get_current_device_resource()
+    if type(current) is rmm.mr.CudaMemoryResource:  # rmm's default: nobody chose one
+        rmm.mr.set_current_device_resource(rmm.mr.PoolMemoryResource(current))
     cupy.cuda.set_allocator(rmm_cupy_allocator)

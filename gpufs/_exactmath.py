@@ -352,6 +352,46 @@ def make_exact_math(mul, add, jit):
         softmax_grad_hess_loss_row=softmax_grad_hess_loss_row)
 
 
+def make_fixed_point(rint, to_int64, jit):
+    """The per-row arithmetic of ``quantize.prepare_gradients``, compiled with ``jit``.
+
+    ``rint`` rounds a float64 to the nearest integer value, ties to even (``numpy.rint`` on
+    the CPU, libdevice's ``rint`` on the GPU: both IEEE ``roundToIntegralTiesToEven``);
+    ``to_int64`` converts that integer-valued float64 to int64 (exact). Every expression is a
+    product, a quotient or a difference fed into ``rint``, never a product fed into a sum, so
+    no compiler can contract it into a fused multiply-add: both backends round each operation
+    as IEEE 754 says.
+
+    Returns a SimpleNamespace with
+      ``weighted(g, h, w, has_w, unit_hessian, i)`` -> (g_i w_i, h_i w_i) of row i (h_i = 1
+          with ``unit_hessian``, w_i = 1 without weights);
+      ``fixed(x, scale)`` -> int64 rint(x * scale), the fixed-point value of x;
+      ``two_word(x_scaled, low_scale)`` -> ``quantize.exact_sum``'s two int64 words of a value
+          already multiplied by its power-of-two scale.
+    """
+
+    @jit
+    def weighted(g, h, w, has_w, unit_hessian, i):
+        gi = g[i]
+        hi = 1.0 if unit_hessian else h[i]
+        if has_w:
+            gi = gi * w[i]
+            hi = hi * w[i]
+        return gi, hi
+
+    @jit
+    def fixed(x, scale):
+        return to_int64(rint(x * scale))
+
+    @jit
+    def two_word(x_scaled, low_scale):
+        hi = rint(x_scaled)
+        lo = rint((x_scaled - hi) * low_scale)
+        return to_int64(hi), to_int64(lo)
+
+    return SimpleNamespace(weighted=weighted, fixed=fixed, two_word=two_word)
+
+
 def py_mul(a, b):
     """``mul`` for the CPU (numba never fuses it into an FMA) and for plain Python."""
     return a * b

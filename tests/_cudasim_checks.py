@@ -103,9 +103,10 @@ def check_bin_transform(gpu, X):
 
 def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build):
     xp = gpu.xp
-    want = CPU.histograms(Xb, np.stack([gq, hq], axis=1), rows, node_start, node_count, build)
-    got = gpu.histograms(xp.asarray(Xb), xp.asarray(gq), xp.asarray(hq), xp.asarray(rows),
-                         node_start, node_count, build)
+    gh = np.stack([gq, hq], axis=1)
+    want = CPU.histograms(Xb, gh, rows, node_start, node_count, build)
+    got = gpu.histograms(xp.asarray(Xb), xp.asarray(gh), xp.asarray(rows), node_start,
+                         node_count, build)
     assert_same(want, got, "histograms")
     return want
 
@@ -144,8 +145,8 @@ def check_update_raw(gpu, rows, node_start, node_count, leaf_nodes, leaf_values,
                                 np.asarray(leaf_nodes, np.int64),
                                 np.asarray(leaf_values, np.float64))
     raw_cpu[:, col] = cpu_col
-    gpu._update_raw_rows(raw_gpu[:, col], xp.asarray(rows), node_start, node_count, leaf_nodes,
-                   leaf_values)
+    gpu.update_leaves(raw_gpu[:, col], xp.asarray(rows), node_start, node_count, leaf_nodes,
+                      leaf_values)
     assert_same(raw_cpu, raw_gpu, "raw after update")
 
 
@@ -201,6 +202,29 @@ def check_objective(gpu, name, n=48, seed=0, weighted=True):
         db = pen.gain_divisor(gb[k] * (1.0 if dw is None else dw), hb[k])
         assert da == db, f"{name} divisor {da!r} != {db!r}"
     return ga, ha
+
+
+def check_prepare_gradients(gpu, name, n=48, seed=0, weighted=True, unit_hessian=False,
+                            divisor=True):
+    """One round's fused gradients (``round_gradients``) and their fixed point
+    (``quantize.prepare_gradients``: extremes, scales, gh, exact sums, A-GBM divisor)."""
+    from gpufs.quantize import prepare_gradients
+
+    xp = gpu.xp
+    _, raw, y = objective_case(name, n, seed)
+    w = np.random.default_rng(seed + 1).uniform(0.1, 3.0, n) if weighted else None
+    want = CPU.round_gradients(name, raw, y)
+    got = gpu.round_gradients(name, xp.asarray(raw), xp.asarray(y))
+    for a, b, what in zip(want, got, ("g", "h", "loss terms")):
+        assert_same(a, b, f"{name} round {what}")
+    for k in range(want[0].shape[0]):
+        pa = prepare_gradients(CPU, want[0][k], want[1][k], w, unit_hessian=unit_hessian,
+                               divisor=divisor)
+        pb = prepare_gradients(gpu, got[0][k], got[1][k], None if w is None else xp.asarray(w),
+                               unit_hessian=unit_hessian, divisor=divisor)
+        assert_same(pa.gh, pb.gh, f"{name} gh")
+        for attr in ("g_scale", "h_scale", "G_q", "H_q", "gain_divisor"):
+            assert getattr(pa, attr) == getattr(pb, attr), f"{name} {attr}"
 
 
 # --- the whole grower / booster ---------------------------------------------------------------

@@ -20,6 +20,11 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
     pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through "
                 "tests/test_cuda_kernels_sim.py", allow_module_level=True)
 
+# The split-word histogram lets 32-bit words wrap on purpose (modular arithmetic, as the
+# hardware does); the simulator's numpy scalars warn about it, and warning from hundreds of
+# simulated threads is slow.
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
+
 # The simulator's block manager busy-polls its threads; a short GIL switch interval lets the
 # simulated threads run instead of waiting 5 ms for the GIL at every barrier (10x faster).
 sys.setswitchinterval(1e-4)
@@ -32,7 +37,8 @@ from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
                              binned, check_bin_transform, check_find_splits,
                              check_fit_boosting, check_grow_tree, check_histograms,
                              check_objective, check_partition, check_predict,
-                             check_update_raw, grads, make_data, segments)
+                             check_prepare_gradients, check_update_raw, grads, make_data,
+                             segments)
 
 from gpufs.backends.gpu import GPUBackend, GPUOutOfMemoryError  # noqa: E402
 from gpufs.objectives import make_objective  # noqa: E402
@@ -62,11 +68,36 @@ def test_bin_transform(gpu, data):
 def test_histograms(data, threads, tile):
     X, y, bm, Xb = data
     gpu = GPUBackend(hist_threads=threads, tile_features=tile, min_rows_per_task=8)
+    check_histograms(gpu, Xb, *_big_values(y), *segments(64, [20, 0, 25, 19]),
+                     np.array([3, 4, 6]))
     gq, hq, _, _ = grads(y)
     # Nodes 3..6 with 20, 0, 25, 19 rows; build an empty node too.
     rows, ns, nc = segments(64, [20, 0, 25, 19])
     check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4, 6]))
     check_histograms(gpu, Xb, gq, hq, np.arange(64, dtype=np.int32), ns, nc, np.array([0]))
+
+
+def _big_values(y):
+    """Fixed-point gradients near the int64 range (the scales' worst case: 64 rows whose
+    absolute sum is just below 2**62), so the histogram's 32-bit words wrap and carry."""
+    rng = np.random.default_rng(3)
+    n = y.shape[0]
+    g = rng.integers(-(2 ** 62) // n, 2 ** 62 // n, n, dtype=np.int64)
+    h = rng.integers(2 ** 40, 2 ** 62 // n, n, dtype=np.int64)
+    return g, h
+
+
+def test_histogram_split_words_carry(data):
+    """The 32-bit (low, high) word pairs give the exact int64 sums: every row in one bin of
+    every feature (the most carries), values of both signs near the largest the scales allow."""
+    X, y, bm, Xb = data
+    gpu = GPUBackend(hist_threads=16, tile_features=3, min_rows_per_task=64)
+    g, h = _big_values(y)
+    same_bin = np.zeros_like(Xb)
+    hist = check_histograms(gpu, same_bin, g, h, np.arange(64, dtype=np.int32),
+                            np.zeros(1, np.int64), np.array([64]), np.array([0]))
+    assert hist[0, 0, 0, 0] == g.sum() and hist[0, 0, 0, 1] == h.sum()
+    assert h.sum() > 2 ** 58  # the low words wrapped many times: the carries were exercised
 
 
 def _level(y, Xb, counts=(20, 1, 25, 18)):
@@ -81,10 +112,8 @@ def _level(y, Xb, counts=(20, 1, 25, 18)):
 
 @pytest.mark.parametrize("case", ["plain", "penalty", "not_allowed", "min_child_weight",
                                   "divisor"])
-@pytest.mark.parametrize("threads", [1, 8])
-def test_find_splits(data, case, threads):
+def test_find_splits(gpu, data, case):
     X, y, bm, Xb = data
-    gpu = GPUBackend(split_threads=threads, reduce_threads=max(1, threads // 2))
     hist, node_g, node_h, gs, hs = _level(y, Xb)  # node 4 has one row: no valid split
     d = Xb.shape[1]
     penalty = np.zeros(d)
@@ -105,8 +134,7 @@ def test_find_splits(data, case, threads):
         assert 3 not in res["feature"]  # feature 3 duplicates 0: the lower feature wins ties
 
 
-@pytest.mark.parametrize("threads", [1, 8])
-def test_find_splits_missingness(threads):
+def test_find_splits_missingness(gpu):
     """The split 'every value left, missing right' (bin = n_bins - 1): on a one-bin feature
     with NaNs, and on a many-bin feature with the same NaNs (a tie the lower feature wins)."""
     X, _ = make_data(64, 6, seed=4)
@@ -115,7 +143,6 @@ def test_find_splits_missingness(threads):
     X[:, 2] = np.where(miss, np.nan, np.arange(64) % 7)  # 7 bins, the same NaNs
     bm, Xb = binned(X, 16)
     assert bm.n_bins_[5] == 1
-    gpu = GPUBackend(split_threads=threads, reduce_threads=max(1, threads // 2))
     y = np.where(miss, -4.0, 4.0)
     d = Xb.shape[1]
     for allowed in (np.ones(d, bool), np.arange(d) != 2):
@@ -186,6 +213,14 @@ def test_objective(gpu, name):
     check_objective(gpu, name, weighted=name != "squared_error")
 
 
+@pytest.mark.parametrize("name,weighted,unit_hessian,divisor", [
+    ("squared_error", False, True, False), ("logistic", True, False, True),
+    ("softmax", True, True, True), ("logistic", False, False, False)])
+def test_prepare_gradients(gpu, name, weighted, unit_hessian, divisor):
+    check_prepare_gradients(gpu, name, weighted=weighted, unit_hessian=unit_hessian,
+                            divisor=divisor)
+
+
 def test_objective_bad_name(gpu):
     with pytest.raises(ValueError, match="no kernel"):
         gpu.gradients("squared_error", np.zeros((2, 1)), np.zeros(2))
@@ -208,6 +243,14 @@ def test_fit_boosting_groups_budget_validation(gpu, data):
     X, y, _, _ = data
     check_fit_boosting(gpu, X, y, mu=0.1, n_estimators=2, k=2, groups=[0, 1, 1, 0, 2, 3],
                        eval_rows=16)
+
+
+def test_fit_boosting_budget_spent_inside_a_tree(gpu, data):
+    """k = 1: the root admits the one feature, the budget is spent, and the deeper levels
+    search and build histograms over Omega only (the compacted feature list) or fall back."""
+    X, y, _, _ = data
+    _, _, pen = check_fit_boosting(gpu, X, y, mu=0.0, n_estimators=2, max_depth=3, k=1)
+    assert len(pen.order) == 1
 
 
 def test_fit_boosting_root_sse(gpu, data):
@@ -245,6 +288,35 @@ def test_fit_boosting_squared_error_no_penalty(gpu):
                        max_depth=2, max_bins=255)
 
 
+# --- the transfer and launch budget -----------------------------------------------------------
+@pytest.mark.parametrize("depth", [1, 3])
+def test_transfer_and_launch_budget(data, depth):
+    """Per tree: one device -> host copy per level plus two (the gradient scalars), and a
+    fixed set of launches per level -- counted, so the budget cannot silently regress."""
+    from _cudasim_checks import _penalties
+
+    from gpufs.grower import TreeParams, grow_tree_packed
+    from gpufs.quantize import prepare_gradients
+
+    X, y, bm, Xb = data
+    gpu = GPUBackend()
+    prepared = gpu.prepare_binned(Xb)
+    g, h, _ = gpu.round_gradients("squared_error", np.zeros((64, 1)), y)
+    gpu.reset_timings()
+    prep = prepare_gradients(gpu, g[0], h[0], None, unit_hessian=True)
+    grown = grow_tree_packed(gpu, prepared, prep.gh, prep.G_q, prep.H_q, prep.g_scale,
+                             prep.h_scale, bm.n_bins_, bm, _penalties(6, 0.0),
+                             TreeParams(max_depth=depth), 0)
+    grown.add_to(np.zeros(64))
+    levels = gpu.launches["decide"]
+    assert levels == depth  # every level split (mu = 0 on informative data)
+    assert gpu.transfers == levels + 2
+    built = depth - 1  # levels whose children's histograms were built
+    want = {"gradients": 2, "start_tree": 1, "histogram": 1 + built, "search": levels,
+            "decide": levels, "partition": 3 * levels, "subtract": built, "update_raw": 1}
+    assert gpu.launches == {k: v for k, v in want.items() if v}
+
+
 # --- errors -----------------------------------------------------------------------------------
 def test_out_of_memory_message(gpu):
     with pytest.raises(GPUOutOfMemoryError) as err:
@@ -254,9 +326,22 @@ def test_out_of_memory_message(gpu):
     assert isinstance(err.value, MemoryError)
 
 
+def test_out_of_memory_in_a_fit_names_the_array():
+    """A tree too deep for the memory: the workspace's histogram buffers fail to allocate, and
+    the error names them, their size and what to do (every workspace array goes through the
+    wrapper)."""
+    gpu = GPUBackend()
+    with pytest.raises(GPUOutOfMemoryError) as err:
+        gpu.start_tree(np.zeros((100, 4), np.uint8), np.zeros((100, 2), np.int64), 0, 0, 30,
+                       np.arange(4, dtype=np.int32))
+    msg = str(err.value)
+    assert "a tree level's histograms" in msg and "needed 8.00 TiB" in msg
+    assert "fewer rows" in msg and "smaller max_depth" in msg and "more memory" in msg
+
+
 def test_bad_geometry():
     with pytest.raises(ValueError, match="power of two"):
-        GPUBackend(split_threads=3)
+        GPUBackend(part_threads=3)
     with pytest.raises(ValueError, match="tile_features"):
         GPUBackend(tile_features=12)
 
@@ -265,8 +350,8 @@ def test_profile_timers(data):
     X, y, bm, Xb = data
     gpu = GPUBackend(profile=True)
     check_grow_tree(gpu, X, y, mu=0.0, max_depth=2)
-    assert {"histogram", "split", "partition", "host_sync"} <= set(gpu.timings)
-    assert gpu.launches["split"] >= 2
+    assert {"start_tree", "level", "host_sync"} <= set(gpu.timings)
+    assert all(t >= 0.0 for t in gpu.timings.values())
 
 
 def test_shared_array_patch_keys_by_the_calling_line():

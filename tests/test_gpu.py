@@ -210,15 +210,13 @@ def test_out_of_memory_is_a_clear_error(gpu, cp):
     from gpufs.backends.gpu import GPUOutOfMemoryError, _fmt_bytes
 
     Xb = cp.zeros((1000, 100), dtype=np.uint8)
-    gq = cp.zeros(1000, dtype=np.int64)
-    rows = cp.arange(1000, dtype=np.int32)
-    node_start = np.zeros(10 ** 6, np.int64)
-    node_count = np.zeros(10 ** 6, np.int64)
-    # A million nodes x 100 features x 4 KiB = 410 GB of histograms: cannot fit.
+    gh = cp.zeros((1000, 2), dtype=np.int64)
+    # Depth 24: a level of 2**23 nodes x 100 features x 4 KiB = 3.4 TB of histograms.
     with pytest.raises(GPUOutOfMemoryError) as err:
-        gpu.histograms(Xb, gq, gq, rows, node_start, node_count, np.arange(10 ** 6))
+        gpu.start_tree(Xb, gh, 0, 0, 24, np.arange(100, dtype=np.int32))
     msg = str(err.value)
-    assert f"needed {_fmt_bytes(10 ** 6 * 100 * 256 * 2 * 8)}" in msg
+    assert "a tree level's histograms" in msg
+    assert f"needed {_fmt_bytes(2 ** 23 * 100 * 256 * 2 * 8)}" in msg
     assert "free" in msg and "max_depth" in msg and "device='cpu'" in msg
     # The device is still usable afterwards.
     assert int(cp.arange(10).sum()) == 45

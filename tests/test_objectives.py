@@ -171,3 +171,53 @@ def test_hessian_false_uses_unit_hessians():
     a = GBFSRegressor(n_estimators=3, hessian=True, device="cpu").fit(X, yr)
     b = GBFSRegressor(n_estimators=3, hessian=False, device="cpu").fit(X, yr)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+# --- the array-namespace functions and the multi-output squared error -------------------------
+
+def test_sigmoid_softplus_log_odds_softmax():
+    from gpufs.objectives import PROB_CLIP, log_odds, sigmoid, softmax, softplus
+
+    z = np.array([-800.0, -30.0, -1.0, 0.0, 1.0, 30.0, 800.0])
+    p = sigmoid(z)
+    assert np.all(np.isfinite(p)) and p[3] == 0.5 and p[0] == 0.0 and p[-1] == 1.0
+    np.testing.assert_allclose(p[1:-1], 1 / (1 + np.exp(-z[1:-1])), rtol=1e-15)
+    np.testing.assert_allclose(p + sigmoid(-z), 1.0, rtol=1e-15)
+    sp = softplus(z)
+    np.testing.assert_allclose(sp, np.logaddexp(0.0, z), rtol=1e-15)
+    t = z.copy()
+    assert softplus(t, out=t) is t and np.array_equal(t, sp)        # in place
+    assert log_odds(0.5) == 0.0 and log_odds(0.25) == pytest.approx(np.log(1 / 3), rel=1e-15)
+    # the one clipping rule: a frequency of 0 or 1 gives a large, finite log-odds
+    assert log_odds(0.0) == pytest.approx(np.log(PROB_CLIP / (1 - PROB_CLIP)), rel=1e-12)
+    assert log_odds(1.0) == pytest.approx(-log_odds(0.0), rel=1e-5)  # 1 - 1e-12 is inexact
+    np.testing.assert_allclose(log_odds(np.array([0.0, 0.5, 1.0])),
+                               [log_odds(0.0), 0.0, log_odds(1.0)])
+    s = softmax(np.array([[1000.0, -1000.0, 0.0], [0.0, 0.0, np.log(2.0)]]))
+    np.testing.assert_allclose(s, [[1.0, 0.0, 0.0], [0.25, 0.25, 0.5]], atol=1e-15)
+
+
+def test_squared_error_of_several_targets_is_the_sum_of_single_targets():
+    rng = np.random.default_rng(5)
+    raw = rng.normal(size=(30, 3))
+    Y = rng.normal(size=(30, 3))
+    w = rng.uniform(0.5, 2.0, 30)
+    multi = SquaredError(3)
+    assert multi.n_outputs(0) == 3
+    single = SquaredError()
+    total = sum(single.loss(np.ascontiguousarray(raw[:, k:k + 1]), Y[:, k], w)
+                for k in range(3))
+    assert multi.loss(raw, Y, w) == pytest.approx(total, rel=1e-14)
+    np.testing.assert_array_equal(multi.init_score(Y, w),
+                                  [single.init_score(Y[:, k], w)[0] for k in range(3)])
+    g, h = multi.gradients(raw, Y)
+    np.testing.assert_array_equal(g, (raw - Y).T)
+    np.testing.assert_array_equal(h, np.ones((3, 30)))
+    np.testing.assert_array_equal(multi.negative_gradient(raw, Y), -(raw - Y))
+
+
+@pytest.mark.parametrize("kind", ["squared_error", "logistic", "softmax"])
+def test_negative_gradient_is_minus_the_gradient(kind):
+    obj, raw, y = _case(kind, np.random.default_rng(6))
+    g, _ = obj.gradients(raw, y)
+    np.testing.assert_array_equal(obj.negative_gradient(raw, y), -g.T)

@@ -599,14 +599,11 @@ def _root_histogram(parallel, n_threads, rows_per_task, Xb, gh, rows, feats, n_f
 
 # --- gradients, fixed point -----------------------------------------------------------------
 
-@njit(inline="always")
-def _weighted(g, h, w, has_w, unit_hessian, i):
-    gi = g[i]
-    hi = 1.0 if unit_hessian else h[i]
-    if has_w:
-        gi = gi * w[i]
-        hi = hi * w[i]
-    return gi, hi
+# The per-row fixed-point arithmetic, shared with the GPU's kernels (``gpufs._exactmath``).
+_fp = _exactmath.make_fixed_point(np.rint, np.int64, njit(inline="always"))
+_weighted = _fp.weighted
+_fixed = _fp.fixed
+_two_word = _fp.two_word
 
 
 @njit(inline="always")
@@ -640,14 +637,6 @@ def _extremes_ser(g, h, w, unit_hessian, divisor, out):
 
 
 @njit(inline="always")
-def _two_word(x_scaled, low_scale):
-    """``quantize.exact_sum``'s two words of one value already scaled by 2**e."""
-    hi = np.rint(x_scaled)
-    lo = np.rint((x_scaled - hi) * low_scale)
-    return np.int64(hi), np.int64(lo)
-
-
-@njit(inline="always")
 def _quantize_chunk(c, n_chunks, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales,
                     divisor, gh, sums):
     n = g.shape[0]
@@ -656,8 +645,8 @@ def _quantize_chunk(c, n_chunks, g, h, w, unit_hessian, g_scale, h_scale, e1s, e
     acc[:] = 0
     for i in range((c * n) // n_chunks, ((c + 1) * n) // n_chunks):
         gi, hi = _weighted(g, h, w, has_w, unit_hessian, i)
-        a = np.int64(np.rint(gi * g_scale))
-        b = np.int64(np.rint(hi * h_scale))
+        a = _fixed(gi, g_scale)
+        b = _fixed(hi, h_scale)
         gh[i, 0] = a
         gh[i, 1] = b
         acc[6] += a

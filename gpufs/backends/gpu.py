@@ -1,31 +1,41 @@
 """GPU backend: numba.cuda kernels (``gpufs.cuda_kernels``) on cupy arrays.
 
 Implements the interface of ``backends.cpu.CPUBackend`` (same methods, arguments, shapes,
-dtypes and results, bit for bit). Owns: device allocation (with a clear error when the data does
-not fit), the small task tables that tell the kernels which rows belong to which node, launch
-sizes, and the per-phase timers of ``profile=True``.
+dtypes and results, bit for bit). Owns: device allocation (every array of a fit through one
+out-of-memory wrapper that names the array, its size and what to do), launch sizes, the
+kernels' views of the device arrays (made once per workspace, never per launch), and the
+per-phase timers of ``profile=True``.
 
-Where data lives: X, the binned matrix, gradients, ``rows``, histograms and raw scores stay on
-the device from input to model. Per level, only small per-node arrays cross: the node table and
-task table go up (one copy each), the best split per node (one packed copy) and the left counts
-of the partition (one copy) come down. Everything the host needs to build the task tables
-(``node_start`` / ``node_count``) is already on the host in the grower, so building them is a few
-vectorized numpy operations, never a per-node Python loop over device data.
+Where data lives: X, the binned matrix, gradients, rows, histograms, node tables, task tables
+and raw scores stay on the device from input to model. Per tree the host sees:
+  * two small copies while preparing the gradients: the largest magnitudes (which fix the
+    power-of-two fixed-point scales) and the exact int64 sums (``quantize.prepare_gradients``);
+  * one copy per level: the level's decisions, the features it admitted to Omega, the left
+    counts and the children's sums, packed in one int64 buffer (``split.decide_kernel``).
+The host keeps its own copy of the node table from those, so ``node_sums`` costs nothing.
+Uploads (host -> device) are the tree's tables at its start, the penalty vector and masks when
+they change, and the leaf values at the end.
+
+A level is a fixed sequence of launches, every one sized by an upper bound the host knows from
+its node counts (blocks past the device's exact counts return at once):
+  search (one thread per (node, feature): ``_gain``'s bin scan), decide (one block: the shared
+  ``_level`` rule), partition count / plan / scatter (block-level scans), and when the next
+  level is searched: a memset, the smaller children's histograms, their siblings by
+  subtraction. ``launches`` counts them per phase; the simulator suite asserts the budget.
 
 Simulator: under ``NUMBA_ENABLE_CUDASIM=1`` there is no cupy; ``GPUBackend()`` then runs the same
 kernels on numpy arrays (``xp = numpy``), with tiny launch sizes so the simulator (one Python
 thread per CUDA thread) stays fast. CI checks every kernel that way against the CPU backend.
 
-Launch geometry (see each kernel module's docstring for what a kernel owns):
-  histogram    grid (tasks, feature tiles), ``hist_threads`` threads, tile of ``tile_features``
-               features in dynamic shared memory (4112 bytes per feature, <= 48 KB)
-  split        grid (features, nodes) x ``split_threads``, then grid (nodes,) x ``reduce_threads``
-  partition    grid (tasks,) x ``part_threads`` (four launches), offsets one thread per split
-  update_raw   grid (tasks,) x ``part_threads``
-  elementwise  (binning, prediction, objective gradients and losses) grid-stride loops, at
-               most ``max_blocks`` blocks
-A task is a run of about ``rows_per_task`` consecutive positions of one node's segment; the
-number of rows per task is chosen per launch so that the grid has a few blocks per SM.
+Launch geometry (each kernel module's docstring says what a kernel owns):
+  histogram    grid (tasks, feature tiles), ``hist_threads`` threads, a tile of
+               ``tile_features`` features in dynamic shared memory (4100 bytes per feature)
+  partition    grid (tasks,) x ``part_threads``; plan: one block
+  update_raw   grid (leaves, pieces) x ``part_threads``
+  elementwise  (binning, prediction, gradients, losses) grid-stride loops, at most
+               ``max_blocks`` blocks
+A task is a run of at most ``rows_per_task`` consecutive positions of one node's segment,
+fixed per tree shape so that the root's launch has a few blocks per SM.
 """
 from __future__ import annotations
 
@@ -82,29 +92,6 @@ def _fmt_bytes(n) -> str:
     return f"{n}"
 
 
-def _task_table(node_start, node_count, nodes, rows_per_task):
-    """Cut each node's segment of ``rows`` into tasks of at most ``rows_per_task`` positions.
-
-    Returns (tasks (3, T) int64 [slot, lo, hi], first_task (k,) int64, n_tasks (k,) int64).
-    The tasks of a node are consecutive, in row order, and of near-equal size; an empty node
-    has none. Vectorized: no Python loop over nodes.
-    """
-    nodes = np.asarray(nodes, dtype=np.int64)
-    lo = np.asarray(node_start, dtype=np.int64)[nodes]
-    cnt = np.asarray(node_count, dtype=np.int64)[nodes]
-    n_tasks = -(-cnt // rows_per_task)
-    first = np.cumsum(n_tasks) - n_tasks
-    total = int(n_tasks.sum())
-    slot = np.repeat(np.arange(nodes.shape[0], dtype=np.int64), n_tasks)
-    i = np.arange(total, dtype=np.int64) - first[slot]
-    nt, c, l0 = n_tasks[slot], cnt[slot], lo[slot]
-    tasks = np.empty((3, total), dtype=np.int64)
-    tasks[0] = slot
-    tasks[1] = l0 + (i * c) // nt
-    tasks[2] = l0 + ((i + 1) * c) // nt
-    return tasks, first, n_tasks
-
-
 class GPUBackend:
     """Tree kernels on device arrays (numba.cuda on cupy; numpy under the CUDA simulator).
 
@@ -116,17 +103,16 @@ class GPUBackend:
         Accumulate synchronized wall time per phase in ``self.timings`` (seconds) and launch
         counts in ``self.launches``. Default: the environment variable ``GPUFS_PROFILE=1``.
         Synchronizing around every phase costs time: leave it off for end-to-end timings.
-    hist_threads, tile_features, split_threads, reduce_threads, part_threads,
-    min_rows_per_task, max_blocks : launch sizes (defaults for a real GPU; tiny ones under
-        the simulator). Thread counts of the split and partition kernels must be powers of two
-        <= 256; ``tile_features`` <= ``cuda_kernels.MAX_TILE_FEATURES`` and <= hist_threads.
+    hist_threads, tile_features, part_threads, min_rows_per_task, max_blocks : launch sizes
+        (defaults for a real GPU; tiny ones under the simulator). ``part_threads`` must be a
+        power of two <= 1024; ``tile_features`` <= ``cuda_kernels.MAX_TILE_FEATURES`` and
+        <= ``hist_threads``.
     """
 
     name = "gpu"
 
     def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_features=None,
-                 split_threads=None, reduce_threads=None, part_threads=None,
-                 min_rows_per_task=None, max_blocks=None):
+                 part_threads=None, min_rows_per_task=None, max_blocks=None):
         self.simulator = _simulator_enabled()
         if xp is None:
             xp = np if self.simulator else get_namespace("gpu")
@@ -143,31 +129,31 @@ class GPUBackend:
         small = not self._cupy  # simulator: one Python thread per CUDA thread
         self.hist_threads = hist_threads or (16 if small else 256)
         self.tile_features = tile_features or (2 if small else 8)
-        self.split_threads = split_threads or (8 if small else 64)
-        self.reduce_threads = reduce_threads or (8 if small else 128)
         self.part_threads = part_threads or (8 if small else 256)
         self.min_rows_per_task = min_rows_per_task or (16 if small else 2048)
         self.max_blocks = max_blocks or (2 if small else 32 * self._sm_count)
         self._check_geometry()
         self.profile = (os.environ.get("GPUFS_PROFILE") == "1") if profile is None else profile
         self.reset_timings()
+        self._reduce_threads = 16 if small else self.kernels.REDUCE_BLOCK
         self._uploads = {}  # name -> (host copy, device array): re-upload only on change
+        self._scratch = {}  # workspace, last prepared binned matrix, ...
         self._streams = {}  # cupy stream pointer -> numba external stream
 
     # --- plumbing -------------------------------------------------------------------------
     def _check_geometry(self):
-        for name in ("split_threads", "reduce_threads", "part_threads"):
-            v = getattr(self, name)
-            if v < 1 or v > 256 or v & (v - 1):
-                raise ValueError(f"{name} must be a power of two <= 256, got {v}")
+        v = self.part_threads
+        if v < 1 or v > 1024 or v & (v - 1):
+            raise ValueError(f"part_threads must be a power of two <= 1024, got {v}")
         if not 1 <= self.tile_features <= min(self.kernels.MAX_TILE_FEATURES, self.hist_threads):
             raise ValueError(f"tile_features must be in [1, min({self.kernels.MAX_TILE_FEATURES}, "
                              f"hist_threads)], got {self.tile_features}")
 
     def reset_timings(self):
-        """Zero the per-phase timers and launch counters."""
+        """Zero the per-phase timers, launch counters and the transfer counter."""
         self.timings = {}
         self.launches = {}
+        self.transfers = 0  # device -> host copies (``_to_host``)
         self._used_max = 0
 
     def synchronize(self):
@@ -216,7 +202,8 @@ class GPUBackend:
         kernel[grid, block, self._stream(), shared](*[self._arg(a) for a in args])
 
     def _to_host(self, a):
-        """Device -> host copy (the per-level sync), timed as its own phase."""
+        """Device -> host copy (the per-level sync), counted, timed as its own phase."""
+        self.transfers += 1
         with self._phase("host_sync"):
             return to_host(a)
 
@@ -247,36 +234,46 @@ class GPUBackend:
 
     def _alloc(self, shape, dtype, what, zero=False):
         """``xp.empty`` / ``xp.zeros`` that turns out-of-memory into a GPUOutOfMemoryError."""
-        try:
+        with self._oom(what, shape, dtype):
             return (self.xp.zeros if zero else self.xp.empty)(shape, dtype=dtype)
+
+    @contextlib.contextmanager
+    def _oom(self, what, shape, dtype):
+        """Turn an out-of-memory error inside the block into a GPUOutOfMemoryError naming
+        ``what`` (the array, shaped ``shape`` of ``dtype``), its size, and what to do."""
+        try:
+            yield
         except GPUOutOfMemoryError:
             raise
         except MemoryError as e:  # cupy's OutOfMemoryError and rmm's bad_alloc are MemoryErrors
-            need = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
-            free, total = self._memory_info()
-            raise GPUOutOfMemoryError(
-                f"gpufs ran out of GPU memory allocating {what} {tuple(shape)} "
-                f"({np.dtype(dtype).name}): needed {_fmt_bytes(need)}, free "
-                f"{_fmt_bytes(free)} of {_fmt_bytes(total)} on the device. The binned matrix "
-                f"takes n_rows x n_features bytes and each tree level's histograms take "
-                f"n_nodes x n_features x 4 KiB; use fewer rows or features (subsample rows, "
-                f"pre-filter columns), a smaller max_depth, free other GPU memory, or fit "
-                f"with device='cpu'.") from e
+            raise GPUOutOfMemoryError(self._oom_message(what, shape, dtype)) from e
 
-    def _rows_per_task(self, total_rows, blocks_per_task=1):
-        """Rows per task so a launch has a few blocks per SM, but never tiny tasks."""
-        target_tasks = max(1, (8 * self._sm_count) // max(1, blocks_per_task))
-        return max(self.min_rows_per_task, -(-int(total_rows) // target_tasks))
+    def _oom_message(self, what, shape, dtype):
+        need = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+        free, total = self._memory_info()
+        return (f"gpufs ran out of GPU memory allocating {what} {tuple(shape)} "
+                f"({np.dtype(dtype).name}): needed {_fmt_bytes(need)}, free {_fmt_bytes(free)} "
+                f"of {_fmt_bytes(total)} on the device. A fit holds the binned matrix twice "
+                f"(n_rows x n_features bytes by row and by column), 16 bytes of fixed-point "
+                f"gradients per row, and the histograms of two tree levels (2 x "
+                f"2**(max_depth - 1) x n_features x 4 KiB). To fit: use fewer rows (subsample "
+                f"them, or fit on a smaller batch), fewer features or a smaller max_depth, free "
+                f"other GPU memory or use a GPU with more memory, or fit with device='cpu'.")
+
+    def _rows_per_task(self, total_rows):
+        """Rows per task so the root's launch has a few blocks per SM, but never tiny tasks."""
+        return max(self.min_rows_per_task, -(-int(total_rows) // (8 * self._sm_count)))
 
     def _grid_1d(self, n_items, threads):
         return max(1, min(self.max_blocks, -(-int(n_items) // threads)))
 
     def _float_input(self, X):
-        X = self.xp.asarray(X)
-        if X.dtype != np.float32 and X.dtype != np.float64:
-            X = X.astype(np.float64)  # float32 stays float32: the kernels widen it exactly
-        if not self._cupy:
-            X = np.ascontiguousarray(X)  # the simulator copies arrays, and only contiguous ones
+        with self._oom("the input matrix on the device", np.shape(X), np.float64):
+            X = self.xp.asarray(X)
+            if X.dtype != np.float32 and X.dtype != np.float64:
+                X = X.astype(np.float64)  # float32 stays float32: the kernels widen it exactly
+            if not self._cupy:
+                X = np.ascontiguousarray(X)  # the simulator copies arrays, and only contiguous
         return X
 
     # --- the backend interface ------------------------------------------------------------
@@ -293,72 +290,13 @@ class GPUBackend:
                              self._grid_1d(X.size, threads), threads, X, cuts, nc, out)
             return out
 
-    def histograms(self, Xb, gq, hq, rows, node_start, node_count, build_nodes):
-        """Histograms of the nodes in ``build_nodes`` -> (len(build_nodes), d, 256, 2) int64."""
-        with self._phase("histogram"):
-            build = np.asarray(to_host(build_nodes), dtype=np.int64).reshape(-1)
-            d = Xb.shape[1]
-            out = self._alloc((build.shape[0], d, N_HIST_BINS, 2), HIST_DTYPE,
-                              "the histograms of one tree level", zero=True)
-            if d == 0 or build.shape[0] == 0:
-                return out
-            tile = min(self.tile_features, d)
-            n_tiles = -(-d // tile)
-            total = int(np.asarray(node_count)[build].sum())
-            tasks, _, _ = _task_table(node_start, node_count, build,
-                                      self._rows_per_task(total, n_tiles))
-            if tasks.shape[1]:
-                self._launch("histogram", self.kernels.histogram_kernel,
-                             (tasks.shape[1], n_tiles), self.hist_threads,
-                             Xb, gq, hq, rows, self.xp.asarray(tasks), tile, out,
-                             shared=tile * self.kernels.FEATURE_WORDS * 8)
-            return out
-
-    def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                    reg_lambda, gain_divisor, min_child_weight):
-        """Best split per node -> dict of (n_nodes,) host arrays (see ``grower.grow_tree``).
-
-        Same keys, dtypes and values as ``CPUBackend.find_splits``; the results of all nodes
-        come to the host in one copy.
-        """
-        xp = self.xp
-        with self._phase("split"):
-            k, d = hist.shape[0], hist.shape[1]
-            # One buffer holds every result, so one device -> host copy brings them all:
-            # [gain, score] float64 | [g_left, h_left] int64 | [feature, bin] int32 | ml bool
-            buf = xp.empty(41 * k, dtype=np.uint8)
-            f64 = buf[: 16 * k].view(np.float64).reshape(2, k)
-            i64 = buf[16 * k: 32 * k].view(np.int64).reshape(2, k)
-            i32 = buf[32 * k: 40 * k].view(np.int32).reshape(2, k)
-            ml = buf[40 * k:].view(np.bool_)
-            if k:
-                node_gh = xp.asarray(np.stack([np.asarray(node_g, np.int64),
-                                               np.asarray(node_h, np.int64)]))
-                pen = self._upload("penalty", penalty, np.float64)
-                alw = self._upload("allowed", allowed, np.bool_)
-                # Best candidate per (node, feature), shared by the two launches.
-                pf = [self._arg(xp.empty((k, d), dt)) for dt in
-                      (np.float64, np.float64, np.int32, np.int64, np.int64)]
-                if d:
-                    self._launch("split", self.kernels.split_per_feature_kernel, (d, k),
-                                 self.split_threads, hist, node_gh, n_bins, pen, alw,
-                                 float(g_scale), float(h_scale), float(reg_lambda),
-                                 float(gain_divisor), float(min_child_weight), *pf)
-                self._launch("split", self.kernels.split_reduce_kernel, k, self.reduce_threads,
-                             *pf, i32[0], i32[1], ml, f64[0], f64[1], i64[0], i64[1])
-        host = self._to_host(buf)
-        f64 = host[: 16 * k].view(np.float64).reshape(2, k)
-        i64 = host[16 * k: 32 * k].view(np.int64).reshape(2, k)
-        i32 = host[32 * k: 40 * k].view(np.int32).reshape(2, k)
-        return dict(feature=i32[0], bin=i32[1], missing_left=host[40 * k:].view(np.bool_),
-                    gain=f64[0], score=f64[1], g_left=i64[0], h_left=i64[1])
-
     def _rows_input(self, raw, y):
         xp = self.xp
-        raw = xp.ascontiguousarray(xp.asarray(raw, dtype=np.float64))
-        y = xp.asarray(y)
-        if not self._cupy:
-            y = np.ascontiguousarray(y)  # the simulator copies arrays, and only contiguous ones
+        with self._oom("the raw scores and targets", np.shape(raw), np.float64):
+            raw = xp.ascontiguousarray(xp.asarray(raw, dtype=np.float64))
+            y = xp.asarray(y)
+            if not self._cupy:
+                y = np.ascontiguousarray(y)  # the simulator copies arrays, only contiguous ones
         return raw, y
 
     def gradients(self, objective, raw, y):
@@ -400,230 +338,365 @@ class GPUBackend:
                              self._grid_1d(raw.shape[0], threads), threads, raw, y, out)
             return out
 
-    def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
-                  split_bin, missing_left):
-        """Partition rows of each split node in place; returns left counts (n_split,) int64."""
-        xp = self.xp
-        with self._phase("partition"):
-            nodes = np.asarray(to_host(split_nodes), dtype=np.int64).reshape(-1)
-            s = nodes.shape[0]
-            if s == 0:
-                return np.zeros(0, np.int64)
-            total = int(np.asarray(node_count)[nodes].sum())
-            tasks, first, n_tasks = _task_table(node_start, node_count, nodes,
-                                                self._rows_per_task(total))
-            t = tasks.shape[1]
-            splits = np.stack([np.asarray(node_start, np.int64)[nodes],
-                               np.asarray(node_count, np.int64)[nodes],
-                               np.asarray(to_host(split_feature), np.int64),
-                               np.asarray(to_host(split_bin), np.int64),
-                               np.asarray(to_host(missing_left), np.int64),
-                               first, n_tasks])
-            table = xp.asarray(np.concatenate([tasks.ravel(), splits.ravel()]))  # one copy up
-            tasks_d = table[: 3 * t].reshape(3, t)
-            splits_d = table[3 * t:].reshape(7, s)
-            counts = xp.zeros(2 * t + s, dtype=np.int64)
-            chunk_left, chunk_off, left_count = counts[:t], counts[t: 2 * t], counts[2 * t:]
-            if t:
-                pt = self.part_threads
-                out_rows = self._alloc(rows.shape, rows.dtype, "the row-partition buffer")
-                # Wrap each array once for the four launches (see _arg).
-                Xb_, rows_, tasks_, splits_, cl, co, lc, out_ = map(self._arg, (
-                    Xb, rows, tasks_d, splits_d, chunk_left, chunk_off, left_count, out_rows))
-                self._launch("partition", self.kernels.partition_count_kernel, t, pt,
-                             Xb_, rows_, tasks_, splits_, cl)
-                self._launch("partition", self.kernels.partition_offsets_kernel, -(-s // 32), 32,
-                             splits_, cl, co, lc)
-                self._launch("partition", self.kernels.partition_scatter_kernel, t, pt,
-                             Xb_, rows_, tasks_, splits_, co, lc, out_)
-                self._launch("partition", self.kernels.copy_back_kernel, t, pt,
-                             rows_, out_, tasks_)
-        return np.array(self._to_host(left_count), dtype=np.int64)
+    # --- one boosting round's gradients and their fixed point ------------------------------
+    def _reduce_grid(self, n):
+        return self._grid_1d(n, self._reduce_threads)
 
-    def _update_raw_rows(self, raw_column, rows, node_start, node_count, leaf_nodes,
-                         leaf_values):
-        """Add each leaf's value to the raw predictions of its rows (in place)."""
-        xp = self.xp
-        with self._phase("update_raw"):
-            leaves = np.asarray(to_host(leaf_nodes), dtype=np.int64).reshape(-1)
-            if leaves.shape[0] == 0:
-                return
-            total = int(np.asarray(node_count)[leaves].sum())
-            tasks, _, _ = _task_table(node_start, node_count, leaves, self._rows_per_task(total))
-            t = tasks.shape[1]
-            if t == 0:
-                return
-            values = np.asarray(to_host(leaf_values), dtype=np.float64)
-            # Tasks and leaf values travel in one copy (the values as their int64 bit patterns).
-            table = xp.asarray(np.concatenate([tasks.ravel(), values.view(np.int64)]))
-            tasks_d = table[: 3 * t].reshape(3, t)
-            values_d = table[3 * t:].view(np.float64)
-            target = raw_column
-            if not raw_column.flags.c_contiguous:  # a column of a (n, K) array (softmax)
-                target = xp.ascontiguousarray(raw_column)
-            self._launch("update_raw", self.kernels.update_raw_kernel, t, self.part_threads,
-                         target, rows, tasks_d, values_d)
-            if target is not raw_column:
-                raw_column[...] = target
-
-    # --- the level-step interface (transitional) -------------------------------------------
-    # These methods give the GPU backend the CPU backend's interface on top of the per-phase
-    # kernels above: the decisions run on the host (the shared ``gpufs._level`` functions in
-    # plain Python) and the level takes several device -> host copies. They are correct (the
-    # simulator tests compare them with the CPU bit for bit) but not yet the one-copy-per-level
-    # shape of the CPU's ``level_step``; the GPU kernels' issue owes that.
     def round_gradients(self, objective, raw, y):
-        """(g, h, loss_terms) as ``CPUBackend.round_gradients``, bit for bit."""
-        xp = self.xp
-        if objective == "squared_error":
-            raw_c, y_c = self._rows_input(raw, y)
-            g = (raw_c[:, 0] - y_c)[None, :]
-            return g, xp.ones_like(g), self.loss_terms(objective, raw, y)
-        g, h = self.gradients(objective, raw, y)
-        return g, h, self.loss_terms(objective, raw, y)
+        """(g, h, loss_terms) as ``CPUBackend.round_gradients``, bit for bit, in one pass:
+        g, h (n_outputs, n) and loss_terms (n,) float64 on the device."""
+        kernels = {"squared_error": self.kernels.round_squared_error_kernel,
+                   "logistic": self.kernels.round_logistic_kernel,
+                   "softmax": self.kernels.round_softmax_kernel}
+        if objective not in kernels:
+            raise ValueError(f"no kernel for objective {objective!r}; expected one of "
+                             f"{sorted(kernels)}")
+        with self._phase("gradients"):
+            raw, y = self._rows_input(raw, y)
+            n, k = raw.shape
+            g = self._alloc((k, n), np.float64, "the gradients")
+            h = self._alloc((k, n), np.float64, "the hessians")
+            loss = self._alloc((n,), np.float64, "the per-row losses")
+            if n:
+                threads = 128 if self._cupy else 32
+                self._launch("gradients", kernels[objective], self._grid_1d(n, threads),
+                             threads, raw, y, g, h, loss)
+            return g, h, loss
+
+    def _weights_arg(self, w):
+        if w is not None:
+            return w
+        empty = self._scratch.get("no_weights")
+        if empty is None:
+            empty = self._scratch["no_weights"] = self._alloc((0,), np.float64, "no weights")
+        return empty
 
     def gradient_extremes(self, g, h, w, unit_hessian, divisor):
-        """(max |g w|, max |h w|, max |q|), as ``CPUBackend.gradient_extremes``."""
-        gw, hw = self._weighted(g, h, w, unit_hessian)
-        xp = self.xp
-        mg = float(xp.abs(gw).max()) if gw.size else 0.0
-        mh = float(xp.abs(hw).max()) if hw.size else 0.0
-        mq = 0.0
-        if divisor and gw.size:
-            pos = hw > 0
-            q = xp.where(pos, gw * gw / xp.where(pos, hw, 1.0), 0.0)
-            mq = float(xp.abs(q).max())
-        return mg, mh, mq
-
-    def _weighted(self, g, h, w, unit_hessian):
-        xp = self.xp
-        hw = xp.ones_like(g) if unit_hessian else h
-        if w is not None:
-            return g * w, hw * w
-        return g, hw
+        """(max |g w|, max |h w|, max |q|) as host floats (``quantize.prepare_gradients``):
+        one fused pass, each block's maxima brought to the host in one small copy."""
+        with self._phase("gradients"):
+            n = int(g.shape[0])
+            blocks = self._reduce_grid(n)
+            out = self._alloc((blocks, 3), np.float64, "the gradient extremes")
+            self._launch("gradients", self.kernels.extremes_kernel, blocks,
+                         self._reduce_threads, g, h if h is not None else g,
+                         self._weights_arg(w), bool(unit_hessian), bool(divisor), out)
+        m = self._to_host(out).max(axis=0)
+        return float(m[0]), float(m[1]), float(m[2])
 
     def quantize_gradients(self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
                            low_scales, divisor):
-        """(gh (n, 2) int64, sums int64 (8,)) as ``CPUBackend.quantize_gradients``."""
-        xp = self.xp
-        gw, hw = self._weighted(g, h, w, unit_hessian)
-        gh = xp.stack([xp.rint(gw * g_scale), xp.rint(hw * h_scale)], axis=1).astype(np.int64)
-        sums = np.zeros(8, np.int64)
-        cols = [gw, hw]
-        if divisor:
-            pos = hw > 0
-            cols.append(xp.where(pos, gw * gw / xp.where(pos, hw, 1.0), 0.0))
-        for i, a in enumerate(cols):
-            x = (a * e1s[i]) * e2s[i]
-            hi = xp.rint(x)
-            lo = xp.rint((x - hi) * low_scales[i])
-            sums[2 * i] = int(hi.astype(np.int64).sum())
-            sums[2 * i + 1] = int(lo.astype(np.int64).sum())
-        sums[6] = int(gh[:, 0].sum())
-        sums[7] = int(gh[:, 1].sum())
-        return gh, sums
+        """(gh (n, 2) int64 on the device, sums (8,) int64 on the host) as
+        ``CPUBackend.quantize_gradients``: one fused pass, each block's int64 sums brought to
+        the host in one small copy (integer sums: the same in any order)."""
+        with self._phase("gradients"):
+            n = int(g.shape[0])
+            blocks = self._reduce_grid(n)
+            gh = self._alloc((n, 2), np.int64, "the fixed-point gradients")
+            sums = self._alloc((blocks, 8), np.int64, "the fixed-point sums")
+            e1, e2, lo = ([float(v) for v in a] for a in (e1s, e2s, low_scales))
+            self._launch("gradients", self.kernels.quantize_kernel, blocks,
+                         self._reduce_threads, g, h if h is not None else g,
+                         self._weights_arg(w), bool(unit_hessian), float(g_scale),
+                         float(h_scale), e1[0], e2[0], lo[0], e1[1], e2[1], lo[1], e1[2],
+                         e2[2], lo[2], bool(divisor), gh, sums)
+        return gh, self._to_host(sums).sum(axis=0)
 
+    # --- the level step ---------------------------------------------------------------------
     def prepare_binned(self, Xb):
-        """The binned matrix as the kernels read it: the device array itself."""
-        return Xb
-
-    def start_tree(self, Xb, gh, root_g, root_h, max_depth, feats):
-        """Tree state with every row in the root and the root's histogram."""
-        from types import SimpleNamespace
-
+        """The binned matrix as the tree kernels read it (a ``DeviceBinnedMatrix``: by row
+        for the histograms, by column for the partition); prepare it once per fit."""
+        if isinstance(Xb, DeviceBinnedMatrix):
+            return Xb
+        last = self._scratch.get("binned")
+        if last is not None and last.by_row is Xb:
+            return last
         xp = self.xp
-        n = Xb.shape[0]
-        n_nodes = 2 ** (max_depth + 1) - 1
-        st = SimpleNamespace(Xb=Xb, gq=xp.ascontiguousarray(gh[:, 0]),
-                             hq=xp.ascontiguousarray(gh[:, 1]),
-                             rows=xp.arange(n, dtype=np.int32),
-                             node_start=np.zeros(n_nodes, np.int64),
-                             node_count=np.zeros(n_nodes, np.int64),
-                             node_g=np.zeros(n_nodes, np.int64),
-                             node_h=np.zeros(n_nodes, np.int64),
-                             active=np.zeros(1, np.int64))
-        st.node_count[0] = n
-        st.node_g[0] = root_g
-        st.node_h[0] = root_h
-        st.hist = self.histograms(Xb, st.gq, st.hq, st.rows, st.node_start, st.node_count,
-                                  np.array([0]))
+        by_row = Xb if self._cupy else np.ascontiguousarray(Xb, dtype=X_BINNED_DTYPE)
+        with self._phase("prepare_binned"):
+            by_col = self._alloc((Xb.shape[1], Xb.shape[0]), X_BINNED_DTYPE,
+                                 "the binned matrix by column")
+            by_col[...] = xp.asarray(by_row).T  # an elementwise copy: no temporary
+        data = DeviceBinnedMatrix(by_row, by_col, self._view(by_row), self._view(by_col))
+        self._scratch["binned"] = data
+        return data
+
+    def _view(self, a):
+        """The array as the kernels take it, made once: numba's view of a cupy array (so no
+        launch wraps it again), or the simulator's wrapper of a numpy array (no copies)."""
+        if self._cupy:
+            return self._cuda.as_cuda_array(a, sync=False)
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(a)
+
+    def _workspace(self, n, d, max_depth):
+        """The device arrays of a tree of this shape, allocated once and reused by every tree
+        of the fit (each through the out-of-memory wrapper)."""
+        key = (n, d, max_depth)
+        ws = self._scratch.get("workspace")
+        if ws is not None and ws.key == key:
+            return ws
+        self._scratch.pop("workspace", None)
+        ws = _Workspace(self, n, d, max_depth)
+        self._scratch["workspace"] = ws
+        return ws
+
+    def start_tree(self, data, gh, root_g, root_h, max_depth, feats):
+        """Begin a tree: every row in the root, the root's histogram over ``feats`` (int32
+        sorted feature indices) built. ``data`` is ``prepare_binned``'s result (or the binned
+        matrix). Returns the tree state for ``level_step``; it lives in the backend's
+        workspace, so it is valid until the next ``start_tree``."""
+        data = self.prepare_binned(data)
+        n, d = data.shape
+        ws = self._workspace(n, d, int(max_depth))
+        st = _GPUTree(ws, data, gh, self._view(gh), int(root_g), int(root_h), n,
+                      np.ascontiguousarray(feats, dtype=np.int32))
+        with self._phase("start_tree"):
+            ws.begin(st)
+            if n:
+                self._launch("start_tree", self.kernels.iota_kernel,
+                             self._grid_1d(n, 256 if self._cupy else 32),
+                             256 if self._cupy else 32, ws.v["rows0"])
+            if st.n_feats and n:
+                ws.zero_hist(ws.hist_index, 1)
+                self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=ws.tasks_for(n),
+                                n_feats=st.n_feats, out=ws.hist_index)
         return st
 
+    def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out):
+        tile = min(self.tile_features, max(1, n_feats))
+        if n_build_tasks == 0 or n_feats == 0:
+            return
+        self._launch("histogram", self.kernels.histogram_kernel,
+                     (n_build_tasks, -(-n_feats // tile)), self.hist_threads,
+                     st.data.v_row, st.v_gh, ws.v["rows2"], cur, ws.v["bld"], ws.v["ctrl"],
+                     ws.v["feats2"], fcur, ws.rows_per_task, tile, ws.v[f"hist{out}"],
+                     shared=tile * self.kernels.FEATURE_WORDS * 4)
+
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
-        """One level of tree state ``st``; the same ``LevelResult`` as the CPU's."""
-        from .. import _level
+        """Decide, partition and prepare the next level of tree state ``st``.
+
+        Kernels, all on device arrays: search (one thread per (node, feature)), decide (one
+        block: the shared ``gpufs._level`` rule), partition count / plan / scatter, and when
+        ``build_next`` the smaller children's histograms and their siblings by subtraction.
+        Grids are sized by upper bounds the host knows (its copy of the node counts); the
+        exact counts stay on the device. Then one device -> host copy brings the level's
+        decisions, left counts and children's sums. Returns a ``grower.LevelResult``.
+        """
         from ..grower import LevelResult
 
-        xp = self.xp
-        act = st.active
-        k = act.shape[0]
-        args = (st.node_g[act], st.node_h[act], split.n_bins, penalty)
-        rest = (split.g_scale, split.h_scale, split.reg_lambda, split.gain_divisor,
-                split.min_child_weight)
-        best = self.find_splits(st.hist, *args, allowed, *rest)
-        fb = self.find_splits(st.hist, *args, np.asarray(used, bool).copy(), *rest)
-        d = st.Xb.shape[1]
-        choice = np.empty(k, np.int64)
-        admitted = np.empty(d, np.int64)
-        n_adm = _level.decide_level(k, best["feature"], best["score"], fb["feature"],
-                                    fb["score"], np.asarray(used, bool), np.zeros(d, bool),
-                                    budget, split.min_split_gain, choice, admitted)
-        feature = np.full(k, -1, np.int32)
-        bin_ = np.zeros(k, np.int32)
-        ml = np.zeros(k, bool)
-        gain = np.zeros(k, np.float64)
-        gl = np.zeros(k, np.int64)
-        hl = np.zeros(k, np.int64)
-        for c, src in ((_level.TAKE_BEST, best), (_level.TAKE_FALLBACK, fb)):
-            m = choice == c
-            feature[m] = src["feature"][m]
-            bin_[m] = src["bin"][m]
-            ml[m] = src["missing_left"][m]
-            gain[m] = src["gain"][m]
-            gl[m] = src["g_left"][m]
-            hl[m] = src["h_left"][m]
-        result = LevelResult(nodes=act, feature=feature, bin=bin_, missing_left=ml, gain=gain,
-                             admitted=admitted[:n_adm])
-        split_slots = np.flatnonzero(feature >= 0)
-        if split_slots.shape[0] == 0:
-            st.active = np.zeros(0, np.int64)
-            return result
-        nodes = act[split_slots]
-        left = self.partition(st.Xb, st.rows, st.node_start, st.node_count, nodes,
-                              feature[split_slots], bin_[split_slots], ml[split_slots])
-        L, R = 2 * nodes + 1, 2 * nodes + 2
-        st.node_start[L] = st.node_start[nodes]
-        st.node_count[L] = left
-        st.node_start[R] = st.node_start[nodes] + left
-        st.node_count[R] = st.node_count[nodes] - left
-        st.node_g[L], st.node_h[L] = gl[split_slots], hl[split_slots]
-        st.node_g[R] = st.node_g[nodes] - gl[split_slots]
-        st.node_h[R] = st.node_h[nodes] - hl[split_slots]
-        nxt_active = np.empty(2 * nodes.shape[0], np.int64)
-        nxt_active[0::2], nxt_active[1::2] = L, R
-        if build_next:
-            left_smaller = st.node_count[L] <= st.node_count[R]
-            build = np.where(left_smaller, L, R)
-            built = self.histograms(st.Xb, st.gq, st.hq, st.rows, st.node_start,
-                                    st.node_count, build)
-            m = nodes.shape[0]
-            nxt = xp.empty((2 * m, d, N_HIST_BINS, 2), dtype=HIST_DTYPE)
-            build_slot = 2 * np.arange(m) + np.where(left_smaller, 0, 1)
-            sib_slot = 2 * np.arange(m) + np.where(left_smaller, 1, 0)
-            nxt[xp.asarray(build_slot)] = built
-            nxt[xp.asarray(sib_slot)] = st.hist[xp.asarray(split_slots)] - built
-            st.hist = nxt
-        st.active = nxt_active
-        return result
+        ws = st.ws
+        k = st.n_active
+        d = st.d
+        with self._phase("level"):
+            pen, alw, usd = ws.set_params(penalty, allowed, used)
+            threads = 128 if self._cupy else 16
+            cur, a = st.level & 1, st.level & 1
+            hist = ws.hist_index ^ cur
+            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
+                         threads, ws.v[f"hist{hist}"], ws.v["nodes"], ws.v[f"active{a}"], k,
+                         ws.v["feats2"], st.fcur, ws.v["ctrl"], split.n_bins, pen, alw, usd,
+                         float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
+                         float(split.gain_divisor), float(split.min_child_weight),
+                         ws.v["pf_f"], ws.v["pf_i"])
+            self._launch("decide", self.kernels.decide_kernel, 1, self._block_for(k),
+                         ws.v["pf_f"], ws.v["pf_i"], ws.v["feats2"], st.fcur, ws.v["nodes"],
+                         ws.v[f"active{a}"], ws.v[f"active{1 - a}"], k, alw, usd,
+                         ws.v["admitted_now"], int(budget), float(split.min_split_gain),
+                         ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
+                         ws.v["ctrl"], ws.v["out_i"], ws.v["out_f"])
+            counts = st.node_count[st.active]
+            n_tasks = int(ws.tasks_for(counts).sum())  # >= the splits' tasks
+            self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k, n_split_max=k)
+            if build_next:
+                n_build = int(ws.tasks_for(counts // 2).sum())  # >= the smaller children's
+                ws.zero_hist(hist ^ 1, 2 * k)
+                self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
+                                n_feats=st.n_feats, out=hist ^ 1)
+                if st.n_feats:
+                    self._launch("subtract", self.kernels.subtract_kernel,
+                                 (k, min(st.n_feats, 65535)), 64 if self._cupy else 8,
+                                 ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
+                                 ws.v["ctrl"], ws.v["feats2"], st.fcur ^ 1)
+        out = self._to_host(ws.out[: ws.field_base + 7 * k])  # the level's one copy
+        return st.apply_level(out, LevelResult)
+
+    def _partition(self, ws, cur, n_tasks, lc_base, n_split_max):
+        if n_tasks == 0:
+            return
+        pt = self.part_threads
+        self._launch("partition", self.kernels.partition_count_kernel, n_tasks, pt,
+                     ws.v["Xcols"], ws.v["rows2"], cur, ws.v["spl"], ws.v["ctrl"],
+                     ws.rows_per_task, ws.v["chunk_left"])
+        self._launch("partition", self.kernels.partition_plan_kernel, 1,
+                     self._block_for(max(n_tasks, n_split_max)), ws.v["spl"], ws.v["ctrl"],
+                     ws.rows_per_task, ws.v["chunk_left"], ws.v["chunk_off"], ws.v["nodes"],
+                     ws.v["bld"], ws.v["out_i"], lc_base)
+        self._launch("partition", self.kernels.partition_scatter_kernel, n_tasks, pt,
+                     ws.v["Xcols"], ws.v["rows2"], cur, ws.v["spl"], ws.v["ctrl"],
+                     ws.rows_per_task, ws.v["chunk_off"], ws.v["nodes"])
+
+    def _block_for(self, items):
+        """Threads of a one-block kernel: a power of two, enough for ``items`` if possible."""
+        cap = 1024 if self._cupy else 16
+        b = 32 if self._cupy else 4
+        while b < items and b < cap:
+            b *= 2
+        return b
 
     def node_sums(self, st):
-        """Host (node_g, node_h, node_count) of the tree."""
+        """Host (node_g, node_h, node_count) of the tree (n_nodes,) int64 each: assembled
+        from the levels' copies, no transfer of its own."""
         return st.node_g, st.node_h, st.node_count
 
     def update_raw(self, raw_column, st, leaf_nodes, leaf_values):
-        """Add each leaf's value to the raw scores of its rows (in place)."""
-        self._update_raw_rows(raw_column, st.rows, st.node_start, st.node_count, leaf_nodes,
-                              leaf_values)
+        """Add each leaf's value to the raw scores of its rows (in place, no traversal)."""
+        leaves = np.asarray(leaf_nodes, np.int64).reshape(-1)
+        if leaves.shape[0] == 0 or st.n == 0:
+            return
+        with self._phase("update_raw"):
+            ws = st.ws
+            li, lf = ws.set_leaves(leaves, np.asarray(leaf_values, np.float64))
+            self._update_leaves(raw_column, ws.v["rows2"], ws.v["nodes"], li, lf,
+                                leaves.shape[0], st.n)
+
+    def _update_leaves(self, raw_column, rows2, nodes, leaf_nodes, leaf_values, n_leaves, n):
+        parts = max(1, -(-n // (n_leaves * self.min_rows_per_task)))
+        parts = min(parts, 65535)
+        self._launch("update_raw", self.kernels.update_leaves_kernel, (n_leaves, parts),
+                     self.part_threads, self._view(raw_column), rows2, nodes, leaf_nodes,
+                     leaf_values)
+
+    # --- the kernels one at a time (tests; the level step runs the same kernels) -----------
+    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None):
+        """Histograms of ``build_nodes`` -> (len(build_nodes), d, 256, 2) int64, as
+        ``CPUBackend.histograms``."""
+        xp = self.xp
+        build = np.asarray(to_host(build_nodes), np.int64).reshape(-1)
+        n, d = Xb.shape
+        feats = np.arange(d, dtype=np.int32) if feats is None else np.asarray(feats, np.int32)
+        m = build.shape[0]
+        out = self._alloc((m, d, N_HIST_BINS, 2), HIST_DTYPE, "the histograms", zero=True)
+        if m == 0 or d == 0:
+            return out
+        ws = _Workspace(self, n, d, 1, n_slots=m, hist=False)
+        starts = np.asarray(node_start, np.int64)[build]
+        counts = np.asarray(node_count, np.int64)[build]
+        tasks = ws.tasks_for(counts)
+        itab = ws.itab_host()
+        bld = itab["bld"]
+        bld[0, :m], bld[1, :m], bld[2, :m] = starts, counts, np.arange(m)
+        bld[5, : m + 1] = np.concatenate([[0], np.cumsum(tasks)])
+        itab["ctrl"][[0, 2, 4]] = m, int(tasks.sum()), feats.shape[0]
+        ws.upload_itab(itab)
+        ws.feats2[0, : feats.shape[0]] = xp.asarray(feats)
+        ws.rows2[0] = xp.asarray(rows)
+        st = _GPUTree(ws, self.prepare_binned(xp.asarray(Xb)), xp.asarray(gh),
+                      self._view(xp.asarray(gh)), 0, 0, n, feats)
+        ws.v["hist_out"] = self._view(out)
+        tile = min(self.tile_features, feats.shape[0])
+        self._launch("histogram", self.kernels.histogram_kernel,
+                     (int(tasks.sum()), -(-feats.shape[0] // tile)), self.hist_threads,
+                     st.data.v_row, st.v_gh, ws.v["rows2"], 0, ws.v["bld"], ws.v["ctrl"],
+                     ws.v["feats2"], 0, ws.rows_per_task, tile, ws.v["hist_out"],
+                     shared=tile * self.kernels.FEATURE_WORDS * 4)
+        return out
+
+    def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
+                    reg_lambda, gain_divisor, min_child_weight):
+        """Best split over ``allowed`` of each histogram slot, as ``CPUBackend.find_splits``
+        (the search kernel, then ``_level.best_over_features`` per slot)."""
+        from .. import _level
+
+        xp = self.xp
+        k, d = int(hist.shape[0]), int(hist.shape[1])
+        ws = _Workspace(self, 1, d, 1, n_slots=k, hist=False)
+        itab = ws.itab_host()
+        itab["nodes"][2, :k] = np.asarray(node_g, np.int64)
+        itab["nodes"][3, :k] = np.asarray(node_h, np.int64)
+        itab["active0"][:k] = np.arange(k)
+        itab["ctrl"][4] = d
+        ws.upload_itab(itab)
+        ws.feats2[0] = xp.arange(d, dtype=np.int32)
+        allowed = np.asarray(allowed, np.bool_)
+        pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_))
+        threads = 128 if self._cupy else 16
+        if k and d:
+            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
+                         threads, self._view(xp.ascontiguousarray(hist)), ws.v["nodes"],
+                         ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"],
+                         self._view(xp.asarray(n_bins, np.int32)), pen, alw, usd,
+                         float(g_scale), float(h_scale), float(reg_lambda),
+                         float(gain_divisor), float(min_child_weight), ws.v["pf_f"],
+                         ws.v["pf_i"])
+        pf_f = self._to_host(ws.pf_f)
+        pf_i = self._to_host(ws.pf_i)
+        feats = np.arange(d, dtype=np.int32)
+        res = dict(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
+                   missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
+                   score=np.full(k, -np.inf), g_left=np.zeros(k, np.int64),
+                   h_left=np.zeros(k, np.int64))
+        for s in range(k):
+            f, sc, _, _ = _level.best_over_features(s, feats, d, allowed, np.zeros(d, bool),
+                                                    pf_f[0])
+            if f >= 0:
+                res["feature"][s], res["score"][s], res["gain"][s] = f, sc, pf_f[1, s, f]
+                res["bin"][s], res["missing_left"][s] = pf_i[0, s, f], pf_i[1, s, f] == 1
+                res["g_left"][s], res["h_left"][s] = pf_i[2, s, f], pf_i[3, s, f]
+        return res
+
+    def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
+                  split_bin, missing_left):
+        """Stable in-place partition of each split node's segment, as
+        ``CPUBackend.partition``; returns left counts (n_split,) int64."""
+        xp = self.xp
+        nodes = np.asarray(to_host(split_nodes), np.int64).reshape(-1)
+        m = nodes.shape[0]
+        if m == 0:
+            return np.zeros(0, np.int64)
+        n, d = Xb.shape
+        n_nodes = int(2 * nodes.max() + 3)
+        ws = _Workspace(self, n, d, 1, n_slots=m, n_nodes=n_nodes, hist=False)
+        starts = np.asarray(node_start, np.int64)[nodes]
+        counts = np.asarray(node_count, np.int64)[nodes]
+        tasks = ws.tasks_for(counts)
+        itab = ws.itab_host()
+        spl = itab["spl"]
+        spl[0, :m], spl[1, :m] = nodes, np.arange(m)
+        spl[2, :m] = np.asarray(to_host(split_feature), np.int64)
+        spl[3, :m] = np.asarray(to_host(split_bin), np.int64)
+        spl[4, :m] = np.asarray(to_host(missing_left), np.int64)
+        spl[5, :m], spl[6, :m] = starts, counts
+        spl[7, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]])
+        itab["ctrl"][[0, 1]] = m, int(tasks.sum())
+        ws.upload_itab(itab)
+        ws.rows2[0] = xp.asarray(rows)
+        data = self.prepare_binned(xp.asarray(Xb))
+        ws.v["Xcols"] = data.v_col
+        self._partition(ws, 0, int(tasks.sum()), lc_base=0, n_split_max=m)
+        lc = self._to_host(ws.out[:m])
+        moved = self._to_host(ws.rows2[1])
+        host_rows = to_host(rows).copy()
+        for s in range(m):
+            a, c = int(starts[s]), int(counts[s])
+            host_rows[a:a + c] = moved[a:a + c]
+        rows[...] = xp.asarray(host_rows)
+        return lc.astype(np.int64)
+
+    def update_leaves(self, raw_column, rows, node_start, node_count, leaf_nodes, leaf_values):
+        """raw_column[rows of leaf l] += leaf_values[l], leaf l's rows being its segment of
+        ``rows`` (the update the level step's trees use, with one row buffer)."""
+        xp = self.xp
+        leaves = np.asarray(leaf_nodes, np.int64)
+        n = int(rows.shape[0])
+        rows2 = xp.stack([xp.asarray(rows), xp.asarray(rows)])
+        nodes = np.zeros((4, len(node_start)), np.int64)
+        nodes[0], nodes[1] = node_start, node_count
+        self._update_leaves(raw_column, self._view(rows2), self._view(xp.asarray(nodes)),
+                            self._view(xp.asarray(leaves)),
+                            self._view(xp.asarray(np.asarray(leaf_values, np.float64))),
+                            leaves.shape[0], n)
 
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out):
         with self._phase("predict"):
@@ -671,4 +744,237 @@ class GPUBackend:
                 out["rmm_peak"] = int(stats.peak_bytes)
         except Exception:
             pass
+        return out
+
+
+class DeviceBinnedMatrix:
+    """The binned training matrix on the device in both layouts the kernels read, with the
+    kernels' views of them made once.
+
+    ``by_row`` (n_samples, n_features) uint8: the histograms read every feature of a row.
+    ``by_column`` (n_features, n_samples) uint8: the partition reads one feature of a node's
+    rows, which are in increasing order within the node, so neighbouring threads read
+    neighbouring bytes. The column copy costs n_samples x n_features bytes of device memory.
+    """
+
+    __slots__ = ("by_row", "by_column", "v_row", "v_col")
+
+    def __init__(self, by_row, by_column, v_row, v_col):
+        self.by_row, self.by_column, self.v_row, self.v_col = by_row, by_column, v_row, v_col
+
+    @property
+    def shape(self):
+        return self.by_row.shape
+
+
+#: Sections of the workspace's int64 table, in order: name -> shape as a function of
+#: (S = node slots of the widest level, n_nodes).
+_ITAB = (("ctrl", lambda S, N: (8,)), ("spl", lambda S, N: (8, S)),
+         ("bld", lambda S, N: (6, S + 1)), ("nodes", lambda S, N: (4, N)),
+         ("active0", lambda S, N: (2 * S,)), ("active1", lambda S, N: (2 * S,)))
+
+
+class _Workspace:
+    """Every device array of one tree shape (rows, depth, features), allocated once through
+    the backend's out-of-memory wrapper and reused by each tree; the kernels' views of them
+    are made here once (``v``), so no launch wraps an array again.
+
+    ``itab`` is one int64 allocation holding the small tables (control words, split table,
+    build table, node table, the two active-node lists), so a tree starts with one upload.
+    """
+
+    def __init__(self, be, n, d, max_depth, n_slots=None, n_nodes=None, hist=True):
+        self.be = be
+        xp = be.xp
+        self.key = (n, d, max_depth)
+        self.n, self.d = n, d
+        S = int(n_slots or 2 ** max(0, max_depth - 1))
+        self.S = S
+        self.n_nodes = int(max(n_nodes or 2 ** (max_depth + 1) - 1, S))
+        self.rows_per_task = be._rows_per_task(n)
+        T = n // self.rows_per_task + S + 2  # >= the tasks of any level
+        dd = max(d, 1)
+        self._itab_shapes = [(name, shape(S, self.n_nodes)) for name, shape in _ITAB]
+        size = sum(int(np.prod(s)) for _, s in self._itab_shapes)
+        alloc = be._alloc
+        # The histograms first: they are the largest, so an out-of-memory error names them.
+        self.hist = [alloc((S, d, N_HIST_BINS, 2), HIST_DTYPE, f"a tree level's histograms "
+                           f"({S} nodes)") for _ in range(2 if hist else 0)]
+        self.itab = alloc((size,), np.int64, "the tree's node and task tables")
+        self.rows2 = alloc((2, n), np.int32, "the row-index buffers")
+        self.pf_f = alloc((2, S, dd), np.float64, "the split search's per-feature results")
+        self.pf_i = alloc((4, S, dd), np.int64, "the split search's per-feature results")
+        self.dec_f = alloc((2, S), np.float64, "the level's decision scratch")
+        self.dec_i = alloc((3, S), np.int64, "the level's decision scratch")
+        self.admitted_now = alloc((dd,), np.bool_, "the level's decision scratch")
+        self.feats2 = alloc((2, dd), np.int32, "the feature lists")
+        chunk = alloc((2, T + 1), np.int64, "the partition's task counts")
+        self.out = alloc((3 + dd + 7 * S,), np.int64, "the level's results")
+        self.params = alloc((10 * dd,), np.uint8, "the penalty vector and feature masks")
+        self.leaves = alloc((2 * self.n_nodes,), np.int64, "the leaf values")
+        views = {}
+        off = 0
+        for name, shape in self._itab_shapes:
+            size = int(np.prod(shape))
+            views[name] = self.itab[off: off + size].reshape(shape)
+            off += size
+        views.update(rows2=self.rows2, rows0=self.rows2[0], pf_f=self.pf_f, pf_i=self.pf_i,
+                     dec_f=self.dec_f, dec_i=self.dec_i, admitted_now=self.admitted_now,
+                     feats2=self.feats2, chunk_left=chunk[0], chunk_off=chunk[1],
+                     out_i=self.out, out_f=self.out.view(np.float64),
+                     pen=self.params[: 8 * dd].view(np.float64),
+                     alw=self.params[8 * dd: 9 * dd].view(np.bool_),
+                     usd=self.params[9 * dd:].view(np.bool_),
+                     leaf_i=self.leaves[: self.n_nodes],
+                     leaf_f=self.leaves[self.n_nodes:].view(np.float64))
+        for i, h in enumerate(self.hist):
+            views[f"hist{i}"] = h
+        self.arrays = views
+        self.v = {k: be._view(a) for k, a in views.items()}
+        self.hist_index = 0
+        self.field_base = 3 + dd  # the level's results: header, admitted, then fields
+        self._params_host = None
+        self._feats_host = None
+
+    def tasks_for(self, counts):
+        """Tasks of segments of ``counts`` rows (ceil(count / rows_per_task))."""
+        return -(-np.asarray(counts, np.int64) // self.rows_per_task)
+
+    def itab_host(self):
+        """Zeroed host sections shaped as ``itab``'s (fill, then ``upload_itab``)."""
+        buf = np.zeros(self.itab.shape[0], np.int64)
+        out = {"_buf": buf}
+        off = 0
+        for name, shape in self._itab_shapes:
+            size = int(np.prod(shape))
+            out[name] = buf[off: off + size].reshape(shape)
+            off += size
+        return out
+
+    def upload_itab(self, host):
+        self._set(self.itab, host["_buf"])
+
+    def _set(self, dev, host):
+        if self.be._cupy:
+            dev.set(np.ascontiguousarray(host))
+        else:
+            dev[...] = host
+
+    def begin(self, st):
+        """Upload a new tree's tables: every row in the root, whose histogram is built next."""
+        n = st.n
+        tab = self.itab_host()
+        root_tasks = int(self.tasks_for(n))
+        tab["ctrl"][[0, 2, 4]] = 1, root_tasks, st.n_feats
+        tab["bld"][1, 0] = n
+        tab["bld"][5, 1] = root_tasks
+        tab["nodes"][:, 0] = 0, n, st.root_g, st.root_h
+        self.upload_itab(tab)
+        if st.n_feats and (self._feats_host is None
+                           or not np.array_equal(self._feats_host, st.feats)):
+            self._set(self.feats2[0, : st.n_feats], st.feats)
+            self._feats_host = st.feats.copy()
+        self.v["Xcols"] = st.data.v_col
+
+    def zero_hist(self, index, n_slots):
+        """Zero the first ``n_slots`` slots of histogram buffer ``index`` (a memset, no
+        kernel): the histogram kernel adds into them."""
+        h = self.hist[index]
+        n_slots = min(n_slots, h.shape[0])
+        if self.be._cupy:
+            nbytes = n_slots * h.strides[0]
+            self.be.xp.cuda.runtime.memsetAsync(h.data.ptr, 0, nbytes,
+                                                self.be.xp.cuda.get_current_stream().ptr)
+        else:
+            h[:n_slots] = 0
+
+    def set_params(self, penalty, allowed, used):
+        """Upload the level's penalty vector and masks (one copy, only when they changed);
+        returns the kernels' views (penalty float64, allowed bool, used bool)."""
+        d = self.d
+        host = np.zeros(self.params.shape[0], np.uint8)
+        dd = max(d, 1)
+        host[: 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
+        host[8 * dd: 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
+        host[9 * dd: 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
+        if self._params_host is None or not np.array_equal(self._params_host, host):
+            self._set(self.params, host)
+            self._params_host = host
+        return self.v["pen"], self.v["alw"], self.v["usd"]
+
+    def set_leaves(self, leaves, values):
+        m = leaves.shape[0]
+        host = np.zeros(2 * self.n_nodes, np.int64)
+        host[:m] = leaves
+        host[self.n_nodes: self.n_nodes + m] = values.view(np.int64)
+        self._set(self.leaves, host)
+        return self.v["leaf_i"], self.v["leaf_f"]
+
+
+class _GPUTree:
+    """One tree being grown: the device workspace it runs in, and the host's copy of what
+    the levels' copies brought back (decisions, node table), so nothing else crosses."""
+
+    def __init__(self, ws, data, gh, v_gh, root_g, root_h, n, feats):
+        self.ws, self.data, self.gh, self.v_gh = ws, data, gh, v_gh
+        self.n, self.d = n, data.shape[1]
+        self.root_g, self.root_h = root_g, root_h
+        self.feats = feats
+        self.n_feats = int(feats.shape[0])
+        self.level = 0
+        self.fcur = 0
+        N = ws.n_nodes
+        self.node_start = np.zeros(N, np.int64)
+        self.node_count = np.zeros(N, np.int64)
+        self.node_g = np.zeros(N, np.int64)
+        self.node_h = np.zeros(N, np.int64)
+        self.node_count[0], self.node_g[0], self.node_h[0] = n, root_g, root_h
+        self.active = np.zeros(1, np.int64)
+        self.leaves = []
+
+    @property
+    def n_active(self):
+        return int(self.active.shape[0])
+
+    def apply_level(self, out, LevelResult):
+        """Read the level's copy (``split.decide_kernel``'s layout), update the host's node
+        table and active nodes, and return the ``LevelResult``."""
+        k, d = self.n_active, self.d
+        n_adm, n_next = int(out[0]), int(out[2])
+        base = self.ws.field_base
+        fields = out[base: base + 7 * k].reshape(7, k)
+        feature = fields[0].astype(np.int32)
+        res = LevelResult(nodes=self.active, feature=feature, bin=fields[1].astype(np.int32),
+                          missing_left=fields[2] == 1, gain=fields[3].copy().view(np.float64),
+                          admitted=out[3: 3 + n_adm].copy())
+        split = feature >= 0
+        nodes = self.active[split]
+        lc, gl, hl = fields[4][split], fields[5][split], fields[6][split]
+        L, R = 2 * nodes + 1, 2 * nodes + 2
+        self.node_start[L] = self.node_start[nodes]
+        self.node_count[L] = lc
+        self.node_start[R] = self.node_start[nodes] + lc
+        self.node_count[R] = self.node_count[nodes] - lc
+        self.node_g[L], self.node_h[L] = gl, hl
+        self.node_g[R] = self.node_g[nodes] - gl
+        self.node_h[R] = self.node_h[nodes] - hl
+        self.leaves.append(self.active[~split])
+        nxt = np.empty(2 * nodes.shape[0], np.int64)
+        nxt[0::2], nxt[1::2] = L, R
+        self.active = nxt
+        self.level += 1
+        self.fcur ^= 1
+        self.n_feats = n_next
+        return res
+
+    @property
+    def rows(self):
+        """The rows in their final order, each leaf's a contiguous segment (a host copy, for
+        tests: the trees themselves read each leaf from its buffer)."""
+        both = to_host(self.ws.rows2)
+        out = both[0].copy()
+        for node in np.concatenate(self.leaves + [self.active]):
+            depth = int(node + 1).bit_length() - 1
+            a, c = self.node_start[node], self.node_count[node]
+            out[a:a + c] = both[depth & 1, a:a + c]
         return out

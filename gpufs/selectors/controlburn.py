@@ -31,8 +31,8 @@ Selection rules as implemented
   is below k a UserWarning names the remedies (``max_features`` per-tree subsampling,
   ``tree_type="sparse"`` or ``"single"``, ``min_rounds``/``max_depth``) and every covered
   feature is selected.
-* ``feature_importances_``: sum over trees of weight x std of the tree's predictions x the
-  tree's share of gain on the feature, normalized to sum 1 (0 off the selection).
+* ``feature_importances_``: sum over trees of weight x (row-weighted) std of the tree's
+  predictions x the tree's share of gain on the feature, normalized to sum 1 (0 off the selection).
   ``selected_features_`` is ordered by it (completion features last).
 """
 from __future__ import annotations
@@ -48,6 +48,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from .. import _scales, model_io
 from .. import lasso as _lasso
+from .._colstats import column_mean_var, row_slices
 from .._device import get_namespace, is_cupy_array, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
@@ -65,6 +66,9 @@ def _lap(t0, device):
         get_namespace("gpu").cuda.Stream.null.synchronize()
     return time.perf_counter() - t0
 
+
+#: Elements per row chunk of the importance scale's variance pass.
+_CHUNK_ELEMENTS = 1 << 22
 
 _COVERAGE_REMEDY = (
     "Grow a more feature-diverse forest: max_features='sqrt' (or a fraction) subsamples the "
@@ -292,9 +296,12 @@ class _BaseControlBurn(SelectorBase):
                   loss=loss, sample_weight=w_l, fit_intercept=fit_intercept,
                   sketch=self.sketch, sketch_size=self.sketch_size, random_state=seed)
 
-        # Per-tree scale for importances: std of the tree's column.
+        # Per-tree scale for importances: the (row-weighted) std of the tree's column.
         xp = get_namespace(self.device_)
-        col_std = to_host(xp.sqrt(xp.maximum((A * A).mean(axis=0) - A.mean(axis=0) ** 2, 0.0)))
+        rw = xp.ones(A.shape[0]) if w_l is None else xp.asarray(w_l, dtype=np.float64)
+        _, col_var = column_mean_var(A, rw, float(rw.sum()), xp,
+                                     row_slices(A.shape[0], A.shape[1], _CHUNK_ELEMENTS))
+        col_std = to_host(xp.sqrt(xp.maximum(col_var, 0.0)))
         gains = forest.tree_gains()[trees]
         tot = gains.sum(axis=1, keepdims=True)
         share = np.divide(gains, tot, out=np.zeros_like(gains), where=tot > 0)

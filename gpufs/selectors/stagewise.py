@@ -77,6 +77,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
+from .._colstats import column_mean_var, matvec_T, row_slices
 from .._device import get_namespace, namespace_of, to_host
 from .._input import check_X
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
@@ -102,37 +103,18 @@ _MAX_NEWTON_STEP = 10.0
 
 def _row_chunks(n_rows: int, n_cols: int, device: str):
     """Slices covering 0..n_rows in chunks of about ``_CHUNK_ELEMENTS[device]`` elements."""
-    step = max(1, _CHUNK_ELEMENTS.get(device, _CHUNK_ELEMENTS["cpu"]) // max(1, n_cols))
-    return [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
-
-
-def _matvec_T(X, v, xp):
-    """``X' v`` (n_features,) float64 for X (n, d) of float32/64 and v (n,) float64.
-
-    With float32 X, v is cast down so the product does not upcast X into a full-size float64
-    temporary.
-    """
-    if X.dtype != v.dtype:
-        v = v.astype(X.dtype)
-    return (X.T @ v).astype(xp.float64, copy=False)
+    return row_slices(n_rows, n_cols, _CHUNK_ELEMENTS.get(device, _CHUNK_ELEMENTS["cpu"]))
 
 
 def _standardize_stats(X, w, W, xp, device):
     """Weighted mean and population std of every column, and 1/std (0 for constant columns).
 
     X (n, d); w (n,) float64 >= 0 with sum W. Returns ``mean, std, inv_std``, float64 (d,).
-    The variance is a second chunked pass around the mean (not E[x^2] - mean^2, which cancels).
     A column is constant when its variance is within rounding of zero (the bound scikit-learn's
     StandardScaler uses), so constant columns never get a 1/std of 1e15.
     """
-    n, d = X.shape
-    mean = _matvec_T(X, w, xp) / W
-    var = xp.zeros(d, dtype=xp.float64)
-    for sl in _row_chunks(n, d, device):
-        C = X[sl] - mean          # float64 chunk temporary
-        C *= C
-        var += w[sl] @ C
-    var /= W
+    n = X.shape[0]
+    mean, var = column_mean_var(X, w, W, xp, _row_chunks(n, X.shape[1], device))
     eps = np.finfo(np.float64).eps
     n_eff = float(n)
     bound = n_eff * eps * var + (n_eff * mean * eps) ** 2
@@ -208,7 +190,7 @@ class LeastSquaresStage:
         r = Y[:, 0] - F[:, 0]
         wr = w * r
         S = float(wr @ r)
-        c = (_matvec_T(X, wr, xp) - mean * float(wr.sum())) * inv_std    # z_j' W r
+        c = (matvec_T(X, wr, xp) - mean * float(wr.sum())) * inv_std    # z_j' W r
         a = c / W                                                         # z_j' W z_j = W
         cost = xp.maximum(S - c * a, 0.0) / W
         return a[None, :], cost[None, :]

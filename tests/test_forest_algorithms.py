@@ -1,48 +1,14 @@
-"""Forest growing for ControlBurn (gpufs.forest): Algorithms 1 and 2 and their stopping rules,
-the per-tree prediction matrix A, bootstrap-as-weights, tree variants, determinism."""
+"""The forest algorithms (``gpufs.forest._algorithms``): incremental depth bagging and
+bag-boosting (ControlBurn's Algorithms 1 and 2) and their stopping rules, classification,
+determinism, and the GPU backend's forests equal to the CPU's."""
 import numpy as np
 import pytest
 
+from _forest_data import CPU, _binned, _data, _grow
 from gpufs._device import gpu_available
 from gpufs.backends import get_backend
-from gpufs.binning import BinMapper
-from gpufs.forest import ForestParams, grow_forest, loss_converged
-from gpufs.grower import TreeParams, grow_tree
-from gpufs.penalties import PenaltyState
-from gpufs.quantize import fixed_point_scale, quantize
-
-CPU = get_backend("cpu")
-
-
-def _data(m=400, d=6, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(m, d)
-    y = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * X[:, 2] + 0.3 * rng.randn(m)
-    return X, y
-
-
-def _binned(X, max_bins=255):
-    bm = BinMapper(max_bins, random_state=0).fit(X)
-    return bm, bm.transform(X, CPU)
-
-
-def _grow(X, y, task="regression", n_classes=0, seed=0, w=None, **kw):
-    bm, Xb = _binned(X)
-    return grow_forest(CPU, Xb, y, w, task, n_classes, bm, ForestParams(**kw),
-                       random_state=seed)
-
-
-# --- the convergence rule ---------------------------------------------------------------------
-
-
-def test_loss_converged_rule():
-    eps = 1e-3
-    assert not loss_converged([0.5] * 4, 5, eps)           # fewer than N losses
-    assert loss_converged([0.5] * 5, 5, eps)               # N equal losses
-    assert loss_converged([0.9, 0.5, 0.5004, 0.5009, 0.5, 0.5001], 5, eps)
-    assert not loss_converged([0.9, 0.5, 0.5004, 0.5011, 0.5, 0.5001], 5, eps)  # width 1.1e-3
-    assert not loss_converged([0.9, 0.5, 0.5, 0.5, 0.5], 5, eps)  # 0.9 still in the tail
-    assert loss_converged([0.2, 0.2], 2, 0.0)
+from gpufs.forest import (ForestParams, IncrementalBagBoosting, IncrementalBagging,
+                          grow_forest, loss_converged)
 
 
 def test_algorithm1_tiny_case_stops_after_n_tail_trees_per_depth():
@@ -137,9 +103,9 @@ def test_algorithm2_classification_residuals_and_max_depth_stop():
     yc = (y > np.median(y)).astype(np.int32)
     f = grow_forest(CPU, _binned(X)[1], yc, None, "classification", 2, _binned(X)[0],
                     ForestParams(method="bagboost", max_depth=2), random_state=0)
-    assert len(f.member_loss) <= 2
-    if len(f.member_loss) == 2:
-        assert "max_depth" in f.stop_reason or f.oob_improvement[-1] <= 0
+    # both rounds improve out of bag, so the forest stops at max_depth
+    assert len(f.member_loss) == 2 and f.stop_reason == "reached max_depth=2"
+    assert all(d > 0 for d in f.oob_improvement) and len(f.oob_improvement) == 2
     # the first round fits y - p0 (p0 = class frequency): leaf values are mean residuals
     assert f.base_score[0] == pytest.approx(np.log(yc.mean() / (1 - yc.mean())))
     assert (np.abs(f.A) <= 1.0).all()
@@ -159,86 +125,15 @@ def test_multiclass_bagboost_one_tree_per_class_per_member():
     assert set(f_bag.tree_column.tolist()) == {0, 1, 2}
 
 
-# --- A, masks, bootstrap as weights -----------------------------------------------------------
-
-
-def test_A_is_each_trees_prediction_and_masks_match_trees():
-    X, y = _data()
-    X[::17, 2] = np.nan
-    f = _grow(X, y, method="bagboost", max_depth=3)
-    P = f.tree_predictions(X, CPU)
-    np.testing.assert_array_equal(P, f.A)
-    bm, Xb = _binned(X)
-    for t in (0, f.n_trees // 2, f.n_trees - 1):
-        raw = f.ensemble.predict_binned(Xb, CPU, start=t, stop=t + 1)
-        np.testing.assert_allclose(raw[:, 0] - f.base_score[0], f.A[:, t], rtol=0, atol=1e-12)
-        feats = f.ensemble.trees[t].arrays["feature"]
-        assert set(np.flatnonzero(f.feature_masks[t])) == set(feats[feats >= 0].tolist())
-    assert f.A.shape == (X.shape[0], f.n_trees)
-    assert f.feature_masks.shape == (f.n_trees, X.shape[1])
-
-
-def test_bootstrap_counts_as_weights_equal_a_resampled_tree():
+def test_one_class_per_algorithm():
     X, y = _data(m=200)
     bm, Xb = _binned(X)
-    f = grow_forest(CPU, Xb, y, None, "regression", 0, bm,
-                    ForestParams(method="bag", max_depth=2, max_trees_per_round=5, tol=0.0),
-                    random_state=7)
-    rng = np.random.RandomState(7)
-    draws = rng.randint(0, 200, size=200)
-    # the same tree grown on the physically resampled rows, unit weights
-    e = (y - y.mean())[draws]
-    g, h = -e, np.ones_like(e)
-    gs, hs = fixed_point_scale(g, 200), fixed_point_scale(h, 200)
-    grown = grow_tree(CPU, np.ascontiguousarray(Xb[draws]), quantize(g, gs), quantize(h, hs),
-                      gs, hs, bm.n_bins_, bm, PenaltyState(0.0, np.ones(6),
-                                                           np.arange(6, dtype=np.int32)),
-                      TreeParams(max_depth=1, reg_lambda=0.0, learning_rate=1.0,
-                                 min_child_weight=1.0), 0)
-    t0 = f.ensemble.trees[0].arrays
-    n = grown.tree.arrays["feature"].shape[0]
-    np.testing.assert_array_equal(t0["feature"][:n], grown.tree.arrays["feature"])
-    np.testing.assert_array_equal(t0["bin_threshold"][:n], grown.tree.arrays["bin_threshold"])
-    np.testing.assert_allclose(t0["value"][:n], grown.tree.arrays["value"], rtol=1e-9)
-
-
-def test_sample_weights_of_one_change_nothing_and_zero_weight_rows_are_never_in_bag():
-    X, y = _data(m=200)
-    f0 = _grow(X, y, method="bagboost", max_depth=2)
-    f1 = _grow(X, y, method="bagboost", max_depth=2, w=np.ones(200))
-    np.testing.assert_array_equal(f0.A, f1.A)
-    w = np.ones(200)
-    w[:100] = 0.0
-    y2 = y.copy()
-    y2[:100] = 1e6  # rows with zero weight must not influence any leaf
-    f2 = _grow(X, y2, method="bag", max_depth=2, w=w)
-    assert np.abs(f2.A).max() < 1e3
-
-
-# --- tree variants ----------------------------------------------------------------------------
-
-
-def test_tree_types_sparse_single_and_feature_subsampling():
-    X, y = _data(m=300, d=8)
-    full = _grow(X, y, method="bagboost", max_depth=3)
-    sparse = _grow(X, y, method="bagboost", max_depth=3, tree_type="sparse", sparse_mu=0.05)
-    assert sparse.feature_masks.sum(1).mean() < full.feature_masks.sum(1).mean()
-    single = _grow(X, y, method="bagboost", max_depth=2, tree_type="single")
-    assert (single.feature_masks.sum(1) <= 1).all()
-    assert single.coverage().all()
-    # each member is a sweep over all features: every feature has a tree in every member
-    for r, j in set(zip(single.tree_round.tolist(), single.tree_member.tolist())):
-        sel = (single.tree_round == r) & (single.tree_member == j)
-        assert sel.sum() == X.shape[1]
-    np.testing.assert_array_equal(single.tree_predictions(X, CPU), single.A)
-    # one dominant feature: plain stumps all use it; subsampled stumps reach others
-    rng = np.random.RandomState(0)
-    Xd = rng.randn(300, 8)
-    yd = 5 * Xd[:, 0] + 0.5 * Xd[:, 1:].sum(1)
-    stumps = _grow(Xd, yd, method="bag", max_depth=1)
-    sub = _grow(Xd, yd, method="bag", max_depth=1, max_features=2)
-    assert stumps.coverage().sum() == 1
-    assert sub.coverage().sum() > 3
+    for cls, method in ((IncrementalBagging, "bag"), (IncrementalBagBoosting, "bagboost")):
+        params = ForestParams(method=method, max_depth=2, max_trees_per_round=5)
+        direct = cls(CPU, params, random_state=4).grow(Xb, y, None, "regression", 0, bm)
+        via = grow_forest(CPU, Xb, y, None, "regression", 0, bm, params, random_state=4)
+        np.testing.assert_array_equal(direct.A, via.A)
+        assert direct.method == method == cls.method
 
 
 def test_forest_is_deterministic_and_seed_dependent():
@@ -252,26 +147,6 @@ def test_forest_is_deterministic_and_seed_dependent():
         np.testing.assert_array_equal(v, b.ensemble.stacked()[k])
     assert a.oob_improvement == b.oob_improvement
     assert a.A.shape != c.A.shape or not np.array_equal(a.A, c.A)
-
-
-@pytest.mark.parametrize("kw, match", [
-    (dict(method="boost"), "The 'method' parameter of ForestParams must be a str among"),
-    (dict(tree_type="deep"), "The 'tree_type' parameter of ForestParams must be a str among"),
-    (dict(max_depth=0), r"The 'max_depth' parameter of ForestParams must be an int in the "
-                        r"range \[1, 16\]"),
-    (dict(max_depth=17), r"'max_depth' parameter of ForestParams .* Got 17"),
-    (dict(n_tail=0), "The 'n_tail' parameter of ForestParams must be an int"),
-    (dict(tol=-1.0), "The 'tol' parameter of ForestParams must be a float"),
-    (dict(tol=float("nan")), "The 'tol' parameter of ForestParams must be a float"),
-    (dict(max_features=0), "The 'max_features' parameter of ForestParams"),
-    (dict(max_features=1.5), "The 'max_features' parameter of ForestParams"),
-    (dict(max_features="most"), "The 'max_features' parameter of ForestParams"),
-    (dict(tree_type="single", max_features=2), "does not apply to tree_type='single'"),
-])
-def test_bad_forest_params(kw, match):
-    X, y = _data(m=50)
-    with pytest.raises(ValueError, match=match):
-        _grow(X, y, **kw)
 
 
 @pytest.mark.gpu

@@ -1,0 +1,332 @@
+"""Reaching k features: the lambda descent and the geometric bisection of ControlBurn (Liu,
+Xie, Udell, "ControlBurn: Feature Selection by Sparse Forests", KDD 2021, section 4.2.1), for
+one k (:func:`select_k`) or every k up to k_max (:func:`selection_path`). Zero-cost trees are
+free: their features are selected at every lambda and count toward k."""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from ._costs import _as_masks, selected_features, tree_costs
+from ._results import Selection, SelectionPath, UnreachableKError
+from ._solver import DEFAULT_MAX_ITER, DEFAULT_TOL, TreeLasso, _geometric_grid
+
+__all__ = ["select_k", "selection_path"]
+
+
+class _Search:
+    """Solutions at the lambdas tried so far, each warm-started from the nearest one."""
+
+    def __init__(self, prob, masks, threshold, tol, max_iter):
+        self.prob, self.masks, self.threshold = prob, masks, threshold
+        self.tol, self.max_iter = tol, max_iter
+        self.points = {}  # lam -> (LassoResult, features)
+        self.n_solves = 0
+        self.not_converged = []
+
+    def warn_if_needed(self):
+        if self.not_converged:
+            from sklearn.exceptions import ConvergenceWarning
+
+            lams = ", ".join(f"{x:.6g}" for x in sorted(self.not_converged, reverse=True)[:5])
+            warnings.warn(f"{len(self.not_converged)} of {self.n_solves} lasso solves did not "
+                          f"reach tol={self.tol:.3g} (lambda = {lams}); feature counts there may "
+                          "be off near a support change. Raise max_iter.", ConvergenceWarning,
+                          stacklevel=3)
+
+    def eval(self, lam, cold=False):
+        if lam in self.points:
+            return self.points[lam]
+        warm = None
+        if self.points and not cold:
+            if lam > 0:
+                # Nearest in log-lambda (ties: the larger, sparser one).
+                near = min(self.points,
+                           key=lambda x: (abs(math.log(x / lam)) if x > 0 else math.inf, -x))
+            else:
+                near = min(self.points)  # lambda = 0: start from the densest solution
+            warm = self.points[near][0]
+        with warnings.catch_warnings():
+            # One summary warning is issued by the caller instead of one per solve.
+            warnings.simplefilter("ignore")
+            res = self.prob.solve(lam, warm_start=warm, tol=self.tol, max_iter=self.max_iter)
+        if not res.converged:
+            self.not_converged.append(lam)
+        feats = selected_features(res.weights, self.masks, self.threshold)
+        self.points[lam] = (res, feats)
+        self.n_solves += 1
+        return self.points[lam]
+
+    def k(self, lam, cold=False):
+        return int(self.eval(lam, cold)[1].size)
+
+    def sorted_points(self):
+        """[(lam, k)] descending in lam."""
+        return [(lam, int(self.points[lam][1].size)) for lam in sorted(self.points, reverse=True)]
+
+    def hit(self, target):
+        """Largest lambda already solved that selects exactly ``target`` features, or None."""
+        for lam, k in self.sorted_points():
+            if k == target:
+                return lam
+        return None
+
+    def bisect(self, target, rtol, max_steps):
+        """Bisect (geometrically) the first bracket k(hi) < target < k(lo), lo < hi.
+
+        Returns (lam or None, why). Brackets are taken between neighbouring solved lambdas, the
+        largest lambdas first, so the sparsest way to reach ``target`` is found.
+        """
+        pts = self.sorted_points()
+        bracket = None
+        for (l_hi, k_hi), (l_lo, k_lo) in zip(pts, pts[1:]):
+            if k_hi < target < k_lo:
+                bracket = (l_hi, l_lo)
+                break
+        if bracket is None:
+            k_seen = max(k for _, k in pts)
+            return None, (f"no lambda down to {pts[-1][0]:.6g} selects {target} features; the most "
+                          f"selected on the path is {k_seen}")
+        hi, lo = bracket
+        for _ in range(max_steps):
+            if hi / lo - 1.0 <= rtol:
+                break
+            mid = math.sqrt(hi * lo)
+            k_mid = self.k(mid)
+            if k_mid == target:
+                return mid, ""
+            if k_mid < target:
+                hi = mid
+            else:
+                lo = mid
+        return None, (f"the number of selected features jumps from {self.k(hi)} (lambda={hi:.10g}) "
+                      f"to {self.k(lo)} (lambda={lo:.10g}); no lambda in between gives {target} "
+                      f"(bisection stopped at relative width {hi / lo - 1.0:.2g})")
+
+    def selection(self, lam, exact=True):
+        res, feats = self.points[lam]
+        return Selection(k=int(feats.size), lam=lam, features=feats, weights=res.weights,
+                         intercept=res.intercept, objective=res.objective, exact=exact,
+                         n_solves=self.n_solves)
+
+
+def _prepare_selection(A, y, tree_feature_masks, feature_costs, groups, group_costs, loss,
+                       sample_weight, fit_intercept, sketch, sketch_size, random_state, threshold):
+    masks = _as_masks(tree_feature_masks)
+    shape = getattr(A, "shape", None)
+    n_trees = shape[1] if shape is not None and len(shape) == 2 else None
+    if n_trees is not None and masks.shape[0] != n_trees:
+        raise ValueError(f"tree_feature_masks has {masks.shape[0]} rows but A has {n_trees} "
+                         "columns (one per tree)")
+    if not (isinstance(threshold, numbers.Real) and threshold >= 0):
+        raise ValueError(f"threshold must be a number >= 0, got {threshold!r}")
+    u = tree_costs(masks, feature_costs, groups, group_costs)
+    prob = TreeLasso(A, y, u, loss=loss, sample_weight=sample_weight, fit_intercept=fit_intercept,
+                     sketch=sketch, sketch_size=sketch_size, random_state=random_state)
+    return masks, prob, int(masks.any(axis=0).sum())
+
+
+def _check_k(k, n_used, n_features, what="k"):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise ValueError(f"{what} must be an integer >= 1, got {k!r}")
+    if k < 1:
+        raise ValueError(f"{what} must be >= 1, got {k}")
+    if k > n_used:
+        raise ValueError(f"{what}={k} is larger than the number of features the forest uses: "
+                         f"its trees split on {n_used} of the {n_features} features")
+
+
+def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, group_costs=None,
+             loss="squared", sample_weight=None, fit_intercept=True, threshold=0.0,
+             lambda_min_ratio=1e-6, bisect_rtol=1e-7, max_bisect=60, strict=True,
+             sketch=None, sketch_size=None, random_state=0, tol=DEFAULT_TOL,
+             max_iter=DEFAULT_MAX_ITER):
+    """Find a lambda whose solution selects exactly ``k`` features (ControlBurn, section 4.2.1).
+
+    Starting at lambda_max (only the zero-cost trees kept), lambda is halved, each solve
+    warm-started from the last, until at least k features are selected (or lambda falls below
+    ``lambda_min_ratio * lambda_max``); a jump past k is then bisected geometrically between
+    the last two lambdas until their ratio is within ``1 + bisect_rtol``. The features of
+    zero-cost trees are selected at every lambda and count toward k.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_samples, n_trees)
+        Per-tree predictions on the training rows (numpy or cupy; used as float64).
+    y : ndarray of shape (n_samples,)
+        Targets (in {0, 1} for ``loss="logistic"``).
+    tree_feature_masks : ndarray of shape (n_trees, n_features), bool
+        ``[i, j]`` is True when tree i splits on feature j.
+    k : int >= 1
+        The number of features to select.
+    feature_costs, groups, group_costs : see :func:`tree_costs`
+        The tree costs.
+    loss : {"squared", "logistic"}, default="squared"
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Row weights >= 0 with a positive sum.
+    fit_intercept : bool, default=True
+        Include the free intercept b (see the package docstring).
+    sketch : {"gaussian", "count", "rows"} or None, default=None
+        Row sketching (see the package docstring).
+    sketch_size : int or None, default=None
+        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
+    random_state : int, numpy Generator or None, default=0
+        Seed of the sketch (None draws a fresh, non-reproducible one).
+    threshold : float >= 0, default=0.0
+        A feature counts as selected when a tree with ``weight > threshold`` uses it.
+    lambda_min_ratio : float in (0, 1), default=1e-6
+    bisect_rtol : float, default=1e-7
+    max_bisect : int, default=60
+    strict : bool, default=True
+        If no lambda gives exactly k: True raises :class:`UnreachableKError` saying why (it
+        carries the nearest selections below and above k); False returns the solution with
+        the most features below k (the sparsest one when the free features alone exceed k),
+        with ``exact=False``.
+    tol : float > 0, default=1e-9
+        Relative KKT tolerance.
+    max_iter : int >= 1, default=20000
+        Cap on FISTA iterations, summed over working sets.
+
+    Returns
+    -------
+    Selection
+    """
+    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, feature_costs, groups,
+                                             group_costs, loss, sample_weight, fit_intercept,
+                                             sketch, sketch_size, random_state, threshold)
+    _check_k(k, n_used, masks.shape[1])
+    if not (0 < lambda_min_ratio < 1):
+        raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}")
+    search = _Search(prob, masks, threshold, tol, max_iter)
+    try:
+        return _select_k(search, prob.lambda_max(), k, lambda_min_ratio, bisect_rtol, max_bisect,
+                         strict)
+    finally:
+        search.warn_if_needed()
+
+
+def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict):
+    # At lambda_max (0 when no tree is penalized) only the zero-cost trees keep weight.
+    lam = max(lmax, 0.0)
+    k_free = search.k(lam)
+    if k_free == k:
+        return search.selection(lam)
+    if k_free > k and lmax > 0:
+        # A tree at the boundary may keep a weight within the solver's tolerance exactly at
+        # lambda_max: above it only the zero-cost trees are left (solved from w = 0, so no
+        # such weight is carried over by the warm start).
+        lam = 2.0 * lmax
+        k_free = search.k(lam, cold=True)
+        if k_free == k:
+            return search.selection(lam)
+    if k_free > k:
+        # Free features (cost 0) are selected at every lambda: fewer than k_free is impossible.
+        sparsest = search.selection(lam, exact=False)
+        if strict:
+            raise UnreachableKError(
+                f"k={k} is unreachable: the zero-cost (free) trees alone select {k_free} "
+                "features, at every lambda", below=None, above=sparsest)
+        return sparsest
+    if lmax <= 0:
+        why = ("lambda_max is 0: no tree with a positive cost can improve the fit, so no more "
+               f"than the {k_free} features of the zero-cost trees are ever selected")
+        below = search.selection(0.0, exact=False)
+        if strict:
+            raise UnreachableKError(f"k={k} is unreachable: {why}", below=below)
+        return below
+    # The descent: halve lambda until at least k features are selected.
+    while True:
+        kk = search.k(lam)
+        if kk == k:
+            return search.selection(lam)
+        if kk > k or lam < lmax * lambda_min_ratio:
+            break
+        lam *= 0.5
+    found, why = search.bisect(k, bisect_rtol, max_bisect)
+    if found is not None:
+        return search.selection(found)
+    # The most features below k (fewest above), among equal counts the largest lambda.
+    pts = search.sorted_points()
+    below = max((kk, lam) for lam, kk in pts if kk < k)[1]
+    below = search.selection(below, exact=False)
+    if not strict:
+        return below
+    if not any(kk > k for _, kk in pts) and 0.0 not in search.points:
+        search.eval(0.0)  # the densest solution: the one place left where k may be passed
+        pts = search.sorted_points()
+    above = [(kk, -lam) for lam, kk in pts if kk > k]
+    above = search.selection(-min(above)[1], exact=False) if above else None
+    raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
+
+
+def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, groups=None,
+                   group_costs=None, loss="squared", sample_weight=None, fit_intercept=True,
+                   threshold=0.0, n_lambdas=40, lambda_min_ratio=1e-4, bisect_rtol=1e-7,
+                   max_bisect=60, sketch=None, sketch_size=None, random_state=0,
+                   tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
+    """The selected features for every k = 1..k_max, in one warm-started sweep.
+
+    Solves on ``n_lambdas`` geometric lambdas from lambda_max down to lambda_min_ratio *
+    lambda_max (stopping early once k_max features are selected), then, for every k the grid
+    skipped, bisects the first (largest-lambda) bracket of neighbouring solutions whose counts
+    straddle k. For each k the largest lambda found giving exactly k is kept. Ks that no lambda
+    gives are listed in ``unreachable`` with the reason, never silently dropped.
+
+    Parameters
+    ----------
+    A, y, tree_feature_masks, feature_costs, groups, group_costs, loss, sample_weight,
+    fit_intercept, sketch, sketch_size, random_state, threshold, bisect_rtol, max_bisect, tol,
+    max_iter : as for :func:`select_k`
+    k_max : int >= 1
+        The largest k.
+    n_lambdas : int >= 2, default=40
+    lambda_min_ratio : float in (0, 1), default=1e-4
+
+    Returns
+    -------
+    SelectionPath
+    """
+    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, feature_costs, groups,
+                                             group_costs, loss, sample_weight, fit_intercept,
+                                             sketch, sketch_size, random_state, threshold)
+    _check_k(k_max, n_used, masks.shape[1], what="k_max")
+    search = _Search(prob, masks, threshold, tol, max_iter)
+    lmax = prob.lambda_max()
+    selections, unreachable = {}, {}
+    try:
+        if lmax <= 0:
+            for k in range(1, k_max + 1):
+                unreachable[k] = ("lambda_max is 0: the trees cannot improve on the intercept, "
+                                  "no feature is selected")
+            search.eval(0.0)
+        else:
+            for lam in _geometric_grid(lmax, n_lambdas, lambda_min_ratio):
+                if search.k(lam) >= k_max:
+                    break
+            for k in range(1, k_max + 1):
+                if search.hit(k) is None:
+                    lam, why = search.bisect(k, bisect_rtol, max_bisect)
+                    if lam is None:
+                        unreachable[k] = why
+        # Bisections for a later k can find a larger lambda for an earlier one: take, for
+        # every k, the largest lambda solved that gives it.
+        for k in range(1, k_max + 1):
+            lam = search.hit(k)
+            if lam is not None:
+                selections[k] = _without_count(search.selection(lam))
+                unreachable.pop(k, None)
+    finally:
+        search.warn_if_needed()
+    pts = search.sorted_points()
+    return SelectionPath(selections=selections, unreachable=unreachable, lambda_max=lmax,
+                         lambdas=np.array([p[0] for p in pts]),
+                         n_selected=np.array([p[1] for p in pts], dtype=np.int64),
+                         n_solves=search.n_solves)
+
+
+def _without_count(sel):
+    return Selection(k=sel.k, lam=sel.lam, features=sel.features, weights=sel.weights,
+                     intercept=sel.intercept, objective=sel.objective, exact=sel.exact, n_solves=0)

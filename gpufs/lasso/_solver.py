@@ -1,0 +1,625 @@
+"""The solver of the tree-weight lasso: :class:`TreeLasso` (the lasso of one forest, prepared
+once and solved for any lambda) and the one-call front ends ``solve_lasso``, ``lambda_max`` and
+``lasso_path``. The algorithm (FISTA with adaptive restart on working sets, a Newton polish on
+the support, the KKT stopping rule) is described in the package docstring."""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .._device import namespace_of, to_host
+from ..objectives import log_odds, softplus
+from ._costs import _host_vector, _nonneg
+from ._linalg import _check_sketch, _gram, _sketch_square
+from ._models import _DirectLogistic, _DirectSquare, _GramSquare
+from ._results import LassoResult
+
+__all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "LOSSES", "TreeLasso", "lambda_max", "lasso_path",
+           "solve_lasso"]
+
+LOSSES = ("squared", "logistic")
+#: Default relative KKT tolerance (see the package docstring).
+DEFAULT_TOL = 1e-9
+DEFAULT_MAX_ITER = 20_000
+#: Iterations between KKT checks (each check is one host sync and one extra gradient).
+_CHECK_EVERY = 10
+#: Working sets: at least this many trees are added per round; smaller forests are solved whole.
+_WS_MIN_ADD = 16
+
+
+def _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept):
+    """Validate the lasso's data: ``(A float64 (m, T) on xp, y, u, r host float64)``."""
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    A = xp.asarray(A)
+    if A.ndim != 2:
+        raise ValueError(f"A must be 2-D (n_rows, n_trees), got shape {tuple(A.shape)}")
+    if A.dtype.kind not in "biuf":
+        raise ValueError(f"A must be numeric, got dtype {A.dtype}")
+    m, n_trees = A.shape
+    if m == 0 or n_trees == 0:
+        raise ValueError("A must have at least one row and one tree, got shape "
+                         f"{tuple(A.shape)}")
+    A = xp.ascontiguousarray(A, dtype=xp.float64)
+    if not bool(xp.all(xp.isfinite(A))):
+        raise ValueError("A contains NaN or infinite values")
+    y_h = _host_vector(y, None, "y")
+    if y_h.shape[0] != m:
+        raise ValueError(f"y has length {y_h.shape[0]} but A has {m} rows")
+    u_h = _nonneg(_host_vector(costs, None, "costs"), "costs")
+    if u_h.shape[0] != n_trees:
+        raise ValueError(f"costs has length {u_h.shape[0]} but A has {n_trees} columns (one "
+                         "per tree)")
+    if sample_weight is None:
+        r_h = np.ones(m)
+    else:
+        r_h = _nonneg(_host_vector(sample_weight, None, "sample_weight"), "sample_weight")
+        if r_h.shape[0] != m:
+            raise ValueError(f"sample_weight has length {r_h.shape[0]} but A has {m} rows")
+    if not float(r_h.sum()) > 0:
+        raise ValueError("sample_weight must have a positive sum")
+    if loss == "logistic":
+        if not np.all((y_h == 0) | (y_h == 1)):
+            raise ValueError("loss='logistic' needs y in {0, 1}")
+        if fit_intercept and np.unique(y_h[r_h > 0]).size < 2:
+            raise ValueError("loss='logistic' with an intercept needs both classes among the "
+                             "rows with positive weight (otherwise the intercept runs to "
+                             "infinity)")
+    return A, y_h, u_h, r_h
+
+
+class TreeLasso:
+    """The tree-weight lasso of one forest, prepared once and solved for any number of lambdas.
+
+    Preparation (means, the Gram matrix or the sketch) is done here; :meth:`solve` then costs
+    only iterations. Weights and arrays stay in the namespace of ``A``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_samples, n_trees)
+        Per-tree predictions on the training rows (numpy or cupy; used as float64).
+    y : ndarray of shape (n_samples,)
+        Targets (in {0, 1} for ``loss="logistic"``).
+    costs : ndarray of shape (n_trees,)
+        Tree costs ``u`` >= 0 (see :func:`tree_costs`); a tree of cost 0 is never penalized.
+    loss : {"squared", "logistic"}, default="squared"
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Row weights >= 0 with a positive sum.
+    fit_intercept : bool, default=True
+        Include the free intercept b (see the package docstring).
+    sketch : {"gaussian", "count", "rows"} or None, default=None
+        Row sketching (see the package docstring).
+    sketch_size : int or None, default=None
+        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
+    random_state : int, numpy Generator or None, default=0
+        Seed of the sketch (None draws a fresh, non-reproducible one).
+    """
+
+    def __init__(self, A, y, costs, *, loss="squared", sample_weight=None, fit_intercept=True,
+                 sketch=None, sketch_size=None, random_state=0):
+        xp = namespace_of(A)
+        A, y_h, u_h, r_h = _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept)
+        m, n_trees = A.shape
+        sketch, sketch_size = _check_sketch(sketch, sketch_size, loss, m, n_trees)
+        self.xp = xp
+        self.loss = loss
+        self.fit_intercept = bool(fit_intercept)
+        self.A, self.m, self.n_trees, self.W = A, m, n_trees, float(r_h.sum())
+        self.y = xp.asarray(y_h)
+        self.r = xp.asarray(r_h)
+        self.u = xp.asarray(u_h)
+        self.u_host = u_h
+        self.sketch, self.sketch_size = sketch, sketch_size
+        rng = (random_state if isinstance(random_state, np.random.Generator)
+               else np.random.default_rng(random_state))
+        if loss == "squared":
+            self._model, self._b0 = self._squared_model(rng)
+        else:
+            self._model, self._b0 = self._logistic_model(rng, y_h, r_h)
+
+        # KKT scale: the gradient at w = 0 (b = b0), the quantity that sets lambda_max.
+        z0 = self._model.image(xp.zeros(n_trees), xp.asarray(self._b0))
+        g0, _ = self._model.grad(z0)
+        scale = float(xp.max(xp.abs(g0)))
+        self._scale = scale if scale > 0 else 1.0
+        self._lip = None
+        self._lambda_max = None
+
+    def _squared_model(self, rng):
+        """The squared loss's model and b0 = 0: the intercept is eliminated by centering, the
+        rows are sketched when asked, and the Gram form is used whenever T <= rows."""
+        xp, A, W, n_trees = self.xp, self.A, self.W, self.n_trees
+        if self.fit_intercept:
+            self.abar = (self.r @ A) / W
+            self.ybar = float(self.r @ self.y) / W
+        else:
+            self.abar = xp.zeros(n_trees)
+            self.ybar = 0.0
+        yc = self.y - self.ybar
+        if self.sketch is not None:
+            B, v = _sketch_square(xp, A, yc, self.r, self.abar, self.sketch, self.sketch_size,
+                                  rng)
+            rows, r_model, abar_model = B.shape[0], None, None
+        else:
+            B, v = A, yc
+            rows, r_model = self.m, self.r
+            abar_model = self.abar if self.fit_intercept else None
+        if n_trees <= rows:
+            K, c, yy = _gram(xp, B, v, r_model, abar_model)
+            return _GramSquare(xp, K, c, yy, W), 0.0
+        return _DirectSquare(xp, B, v, r_model, abar_model, W), 0.0
+
+    def _logistic_model(self, rng, y_h, r_h):
+        """The logistic loss's model (on a row sample with ``sketch="rows"``) and the starting
+        intercept b0, the log-odds of the weighted class frequency."""
+        xp = self.xp
+        if self.sketch == "rows":
+            idx = np.sort(rng.choice(self.m, size=self.sketch_size, replace=False))
+            r_s = r_h[idx]
+            if self.fit_intercept and (r_s.sum() <= 0 or np.unique(y_h[idx][r_s > 0]).size < 2):
+                raise ValueError("the row sketch holds a single class (or no weight); use a "
+                                 "larger sketch_size")
+            idx_x = xp.asarray(idx)
+            As, ys, rs, Ws = self.A[idx_x], self.y[idx_x], self.r[idx_x], float(r_s.sum())
+        else:
+            As, ys, rs, Ws = self.A, self.y, self.r, self.W
+            r_s, idx = r_h, slice(None)
+        model = _DirectLogistic(xp, As, ys, rs, Ws, self.fit_intercept)
+        if not self.fit_intercept:
+            return model, 0.0
+        return model, log_odds(float((r_s * y_h[idx]).sum()) / float(r_s.sum()))
+
+    # -- small helpers ------------------------------------------------------------------------
+
+    @property
+    def lipschitz(self) -> float:
+        """Lipschitz constant of the gradient of the smooth part (computed once, lazily)."""
+        if self._lip is None:
+            lip = self._model.lipschitz()
+            # A zero Lipschitz constant means A (centered) is zero; any step is exact then.
+            self._lip = lip if lip > 0 else 1.0
+        return self._lip
+
+    def intercept_of(self, w, b=None) -> float:
+        """The intercept that goes with weights w (eliminated for the squared loss)."""
+        if self.loss == "squared":
+            return float(self.ybar - self.abar @ w) if self.fit_intercept else 0.0
+        return float(b) if self.fit_intercept else 0.0
+
+    def objective(self, w, b, lam) -> float:
+        """Full-data objective of the lasso at weights w (T,), intercept b, penalty lam."""
+        xp = self.xp
+        w = xp.asarray(w, dtype=xp.float64)
+        z = self.A @ w + b
+        if self.loss == "squared":
+            e = z - self.y
+            loss = (self.r * e * e).sum() / self.W
+        else:
+            loss = (self.r * (softplus(z) - self.y * z)).sum() / self.W
+        return float(loss + lam * (self.u @ w))
+
+    def _residual(self, lam, u, w, gw, gb, lip):
+        """Relative KKT residual (gradient mapping) of the trees in w (with costs u)."""
+        xp = self.xp
+        g = gw + lam * u
+        if math.isinf(lip):
+            rho = xp.where(w > 0, g, xp.minimum(g, 0.0))  # min(g, L w) as L -> infinity
+        else:
+            rho = xp.minimum(g, lip * w)
+        res = float(xp.max(xp.abs(rho))) if w.shape[0] else 0.0
+        if gb is not None:
+            res = max(res, abs(float(gb)))
+        return res / self._scale
+
+    # -- lambda_max -----------------------------------------------------------------------------
+
+    def lambda_max(self) -> float:
+        """Smallest lambda at which every tree with a positive cost has weight 0.
+
+        From the KKT conditions at w = 0: ``lambda_max = max_i max(-g_i, 0) / u_i`` over trees
+        with ``u_i > 0``, g the gradient of the smooth part at w = 0 and the optimal intercept.
+        Trees with zero cost are never penalized: when there are some, they are first fitted
+        alone (a small unpenalized solve) and g is taken at that point. For a sketched problem
+        this is the lambda_max of the sketched problem.
+        """
+        if self._lambda_max is not None:
+            return self._lambda_max
+        xp = self.xp
+        free = self.u_host == 0
+        if free.any():
+            w, b = self._solve(0.0, None, DEFAULT_TOL, DEFAULT_MAX_ITER, allowed=free)[:2]
+        else:
+            w, b = xp.zeros(self.n_trees), xp.asarray(self._b0)
+        gw, _ = self._model.grad(self._model.image(w, b))
+        gw = to_host(gw)
+        pos = ~free
+        if not pos.any():
+            self._lambda_max = 0.0
+        else:
+            self._lambda_max = float(np.max(np.maximum(-gw[pos], 0.0) / self.u_host[pos]))
+        return self._lambda_max
+
+    # -- the solver ---------------------------------------------------------------------------
+
+    def solve(self, lam, *, warm_start=None, tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
+        """Solve the lasso at one lambda.
+
+        Parameters
+        ----------
+        lam : float >= 0
+        warm_start : LassoResult or None, default=None
+            A solution (from a nearby lambda, say) to start from; None starts at w = 0.
+        tol : float > 0, default=1e-9
+            Relative KKT tolerance.
+        max_iter : int >= 1, default=20000
+            Cap on FISTA iterations, summed over working sets (a ConvergenceWarning says when
+            it is hit).
+
+        Returns
+        -------
+        LassoResult
+        """
+        lam = _check_lam(lam)
+        if isinstance(tol, bool) or not (isinstance(tol, numbers.Real) and tol > 0):
+            raise ValueError(f"tol must be a positive number, got {tol!r}")
+        if isinstance(max_iter, bool) or not (isinstance(max_iter, numbers.Integral)
+                                              and max_iter >= 1):
+            raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+        w, b, n_iter, converged, kkt, fval = self._solve(lam, warm_start, float(tol), int(max_iter))
+        if not converged:
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.warn(f"lasso solve at lam={lam:.6g} stopped after {n_iter} iterations with "
+                          f"relative KKT residual {kkt:.3g} > tol={tol:.3g}", ConvergenceWarning,
+                          stacklevel=2)
+        b_out = self.intercept_of(w, b)
+        obj = self.objective(w, b_out, lam)
+        solved = obj if self.sketch is None else float(fval + lam * (self.u @ w))
+        return LassoResult(weights=w, intercept=b_out, objective=obj, solved_objective=solved,
+                           lam=lam, n_iter=n_iter, converged=converged, kkt=kkt)
+
+    def _start(self, warm_start):
+        xp = self.xp
+        if warm_start is None:
+            return xp.zeros(self.n_trees), xp.asarray(self._b0)
+        w = xp.asarray(warm_start.weights, dtype=xp.float64).copy()
+        if w.shape != (self.n_trees,):
+            raise ValueError(f"warm_start has {tuple(w.shape)} weights, expected "
+                             f"({self.n_trees},)")
+        if self.loss == "logistic" and self.fit_intercept:
+            return w, xp.asarray(float(warm_start.intercept))
+        return w, xp.asarray(0.0)
+
+    def _solve(self, lam, warm_start, tol, max_iter, allowed=None):
+        """Working sets around FISTA + polish.
+
+        Returns (w (T,), b (0-d), n_iter, converged, kkt, smooth value of the solved model).
+
+        FISTA's step is 1/L with L from the whole forest, but the trees of a forest are strongly
+        correlated, so L is far larger than the curvature on the few trees that end up with
+        weight. Solving on a working set (the current support plus the worst KKT violators) has
+        a much smaller L and cheaper iterations; after each working-set solve the full gradient
+        is checked and violators are added (at least doubling the set), so the loop ends with
+        the full problem's KKT conditions met, in at most log2(T) rounds. ``allowed`` (bool (T,)
+        host) pins the other trees at 0 (used by lambda_max).
+        """
+        xp, model = self.xp, self._model
+        n_trees = self.n_trees
+        w, b = self._start(warm_start)
+        if allowed is not None:
+            w = w * xp.asarray(allowed.astype(np.float64))
+        lam_u_h = lam * self.u_host
+        n_iter = 0
+        in_ws = None
+        kkt_ws = conv = fval = None  # set by each working-set solve, read on the next pass
+        while True:
+            z = model.image(w, b)
+            gw, gb = model.grad(z)
+            gb = gb if model.has_b else None
+            # Full-problem violators: trees at 0 whose gradient says they should enter.
+            viol = to_host(gw) + lam_u_h
+            support = to_host(w > 0)
+            cand = ~support & (viol < 0)
+            if allowed is not None:
+                cand &= allowed
+            if in_ws is not None:
+                cand &= ~in_ws
+            worst = (-viol[cand].min() / self._scale) if cand.any() else 0.0
+            if in_ws is not None:
+                # The working-set solve met tol on its trees; the rest are zeros whose residual
+                # is their violation.
+                kkt = max(kkt_ws, worst)
+                if worst <= tol or not conv or n_iter >= max_iter:
+                    return w, b, n_iter, conv and worst <= tol, kkt, fval
+            else:
+                kkt = self._residual(lam, self.u, w, gw, gb, self.lipschitz_if_known())
+                if allowed is None and kkt <= tol:
+                    return w, b, 0, True, kkt, model.value(w, z)
+            # Grow the working set: the support, what it had, and the worst violators.
+            base = support if in_ws is None else (in_ws | support)
+            idx_c = np.flatnonzero(cand & (-viol > tol * self._scale))
+            n_add = max(_WS_MIN_ADD, int(base.sum()))
+            order = np.argsort(viol[idx_c], kind="stable")[:n_add]
+            new_ws = base.copy()
+            new_ws[idx_c[order]] = True
+            if allowed is not None:
+                new_ws &= allowed
+            if n_trees <= 2 * _WS_MIN_ADD or new_ws.sum() > n_trees // 2:
+                new_ws = np.ones(n_trees, bool) if allowed is None else allowed.copy()
+            in_ws = new_ws
+            whole = bool(in_ws.all())
+            if whole:
+                sub, lip, u_sub, w_sub = model, self.lipschitz, self.u, w
+            else:
+                idx_x = xp.asarray(np.flatnonzero(in_ws))
+                sub = model.restrict(idx_x)
+                lip = sub.lipschitz()
+                lip = lip if lip > 0 else 1.0
+                u_sub, w_sub = self.u[idx_x], w[idx_x]
+            w_sub, b, it, conv, kkt_ws, fval = self._fista(sub, u_sub, lam, w_sub, b, tol,
+                                                           max_iter - n_iter, lip)
+            n_iter += it
+            if whole:
+                w = w_sub
+            else:
+                w = xp.zeros(n_trees)
+                w[idx_x] = w_sub
+
+    def lipschitz_if_known(self):
+        """The full Lipschitz constant if computed already, else infinity (for a residual at a
+        start point, min(g + lam u, L w) then only counts the gradient part on the support)."""
+        return self._lip if self._lip is not None else math.inf
+
+    def _fista(self, model, u, lam, w, b, tol, max_iter, lip):
+        """FISTA with gradient restart and support polish on one (sub)model.
+
+        Returns (w, b, n_iter, converged, kkt, smooth value).
+        """
+        xp = self.xp
+        lam_u = lam * u
+        has_b = model.has_b
+        z = model.image(w, b)
+        gw, gb = model.grad(z)
+        kkt = self._residual(lam, u, w, gw, gb if has_b else None, lip)
+        if kkt <= tol:
+            return w, b, 0, True, kkt, model.value(w, z)
+        wy, by, zy = w, b, z
+        t = xp.asarray(1.0)
+        step = 1.0 / lip
+        prev_support = None
+        failed = None  # (support, kkt) of the last polish that did not give a KKT point
+        converged = False
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            gw, gb = model.grad(zy)
+            w_new = xp.maximum(wy - step * (gw + lam_u), 0.0)
+            b_new = by - step * gb if has_b else b
+            z_new = model.image(w_new, b_new)
+            # Gradient restart test (y - x_new) . (x_new - x) > 0. It, t and beta stay 0-d
+            # device arrays: no host sync per iteration.
+            d = w_new - w
+            crit = (wy - w_new) @ d
+            if has_b:
+                crit = crit + (by - b_new) * (b_new - b)
+            restart = crit > 0
+            t_new = 0.5 * (1.0 + xp.sqrt(1.0 + 4.0 * t * t))
+            beta = xp.where(restart, 0.0, (t - 1.0) / t_new)
+            t = xp.where(restart, 1.0, t_new)
+            wy = w_new + beta * d
+            if has_b:
+                by = b_new + beta * (b_new - b)
+            zy = z_new + beta * (z_new - z)
+            w, b, z = w_new, b_new, z_new
+            if n_iter % _CHECK_EVERY == 0 or n_iter == max_iter:
+                gw, gb = model.grad(z)
+                kkt = self._residual(lam, u, w, gw, gb if has_b else None, lip)
+                if kkt <= tol:
+                    converged = True
+                    break
+                support = to_host(w > 0)
+                # Polish when the support has settled; after a failure retry on the same
+                # support only once FISTA has got 10x closer (Newton may have started too far).
+                if (prev_support is not None and np.array_equal(support, prev_support)
+                        and (failed is None or not np.array_equal(support, failed[0])
+                             or kkt < 0.1 * failed[1])):
+                    pol = self._polish(model, u, lam, w, b, support, lip, tol)
+                    if pol is not None:
+                        w, b, z, kkt = pol
+                        converged = True
+                        break
+                    failed = (support, kkt)
+                prev_support = support
+        return w, b, n_iter, converged, kkt, model.value(w, z)
+
+    def _polish(self, model, u, lam, w, b, support, lip, tol):
+        """Newton on the support; (w, b, z, kkt) if it lands on a KKT point, else None."""
+        xp = self.xp
+        S = xp.asarray(np.flatnonzero(support))
+        n_s = int(S.shape[0])
+        has_b = model.has_b
+        if n_s == 0 and not has_b:
+            return None
+        w_s = w[S]
+        bb = b
+        w_full = w
+        # Squared loss: one exact step and two of iterative refinement at most.
+        n_newton = 3 if self.loss == "squared" else 12
+        z = model.image(w, b)
+        for _ in range(n_newton):
+            gw, gb = model.grad(z)
+            rhs = gw[S] + lam * u[S]
+            if has_b:
+                rhs = xp.concatenate([rhs, gb[None]])
+            H = model.hess_sub(S, z)
+            try:
+                delta = xp.linalg.solve(H, rhs)
+            except np.linalg.LinAlgError:
+                return None
+            if not bool(xp.all(xp.isfinite(delta))):
+                return None
+            w_s = w_s - delta[:n_s]
+            if has_b:
+                bb = bb - delta[n_s]
+            w_full = xp.zeros(model.n)
+            w_full[S] = w_s
+            z = model.image(w_full, bb)
+            size = float(xp.max(xp.abs(w_s))) if n_s else 0.0
+            if has_b:
+                size = max(size, abs(float(bb)))
+            if float(xp.max(xp.abs(delta))) <= 1e-13 * (1.0 + size):
+                break
+        if n_s and not bool(xp.all(w_s > 0)):
+            return None
+        gw, gb = model.grad(z)
+        kkt = self._residual(lam, u, w_full, gw, gb if has_b else None, lip)
+        if kkt <= tol:
+            return w_full, bb, z, kkt
+        return None
+
+
+def _check_lam(lam):
+    if (isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not math.isfinite(lam)
+            or lam < 0):
+        raise ValueError(f"lambda must be a finite number >= 0, got {lam!r}")
+    return float(lam)
+
+
+def solve_lasso(A, y, costs, lam, *, loss="squared", sample_weight=None, fit_intercept=True,
+                sketch=None, sketch_size=None, random_state=0, tol=DEFAULT_TOL,
+                max_iter=DEFAULT_MAX_ITER, warm_start=None):
+    """Solve the tree-weight lasso once.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_samples, n_trees)
+        Per-tree predictions on the training rows (numpy or cupy; used as float64).
+    y : ndarray of shape (n_samples,)
+        Targets (in {0, 1} for ``loss="logistic"``).
+    costs : ndarray of shape (n_trees,)
+        Tree costs >= 0.
+    lam : float >= 0
+    loss : {"squared", "logistic"}, default="squared"
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Row weights >= 0 with a positive sum.
+    fit_intercept : bool, default=True
+        Include the free intercept b (see the package docstring).
+    sketch : {"gaussian", "count", "rows"} or None, default=None
+        Row sketching (see the package docstring).
+    sketch_size : int or None, default=None
+        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
+    random_state : int, numpy Generator or None, default=0
+        Seed of the sketch (None draws a fresh, non-reproducible one).
+    tol : float > 0, default=1e-9
+        Relative KKT tolerance.
+    max_iter : int >= 1, default=20000
+        Cap on FISTA iterations, summed over working sets.
+    warm_start : LassoResult or None, default=None
+
+    Returns
+    -------
+    LassoResult
+    """
+    prob = TreeLasso(A, y, costs, loss=loss, sample_weight=sample_weight,
+                     fit_intercept=fit_intercept, sketch=sketch, sketch_size=sketch_size,
+                     random_state=random_state)
+    return prob.solve(lam, warm_start=warm_start, tol=tol, max_iter=max_iter)
+
+
+def lambda_max(A, y, costs, *, loss="squared", sample_weight=None, fit_intercept=True,
+               sketch=None, sketch_size=None, random_state=0):
+    """Smallest lambda giving w = 0 on every positive-cost tree (see
+    :meth:`TreeLasso.lambda_max`).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_samples, n_trees)
+        Per-tree predictions on the training rows (numpy or cupy; used as float64).
+    y : ndarray of shape (n_samples,)
+        Targets (in {0, 1} for ``loss="logistic"``).
+    costs : ndarray of shape (n_trees,)
+    loss : {"squared", "logistic"}, default="squared"
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Row weights >= 0 with a positive sum.
+    fit_intercept : bool, default=True
+        Include the free intercept b (see the package docstring).
+    sketch : {"gaussian", "count", "rows"} or None, default=None
+        Row sketching (see the package docstring).
+    sketch_size : int or None, default=None
+        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
+    random_state : int, numpy Generator or None, default=0
+        Seed of the sketch (None draws a fresh, non-reproducible one).
+
+    Returns
+    -------
+    float
+    """
+    return TreeLasso(A, y, costs, loss=loss, sample_weight=sample_weight,
+                     fit_intercept=fit_intercept, sketch=sketch, sketch_size=sketch_size,
+                     random_state=random_state).lambda_max()
+
+
+def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3, loss="squared",
+               sample_weight=None, fit_intercept=True, sketch=None, sketch_size=None,
+               random_state=0, tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
+    """Warm-started solutions over a grid of lambdas.
+
+    The lambdas are solved from the largest down, each warm-started from the previous.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_samples, n_trees)
+        Per-tree predictions on the training rows (numpy or cupy; used as float64).
+    y : ndarray of shape (n_samples,)
+        Targets (in {0, 1} for ``loss="logistic"``).
+    costs : ndarray of shape (n_trees,)
+    lams : array-like of float or None, default=None
+        The lambdas, in any order; None: ``n_lambdas`` geometric values from ``lambda_max``
+        down to ``lambda_min_ratio * lambda_max``.
+    n_lambdas : int >= 2, default=30
+    lambda_min_ratio : float in (0, 1), default=1e-3
+    loss : {"squared", "logistic"}, default="squared"
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Row weights >= 0 with a positive sum.
+    fit_intercept : bool, default=True
+        Include the free intercept b (see the package docstring).
+    sketch : {"gaussian", "count", "rows"} or None, default=None
+        Row sketching (see the package docstring).
+    sketch_size : int or None, default=None
+        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
+    random_state : int, numpy Generator or None, default=0
+        Seed of the sketch (None draws a fresh, non-reproducible one).
+    tol : float > 0, default=1e-9
+        Relative KKT tolerance.
+    max_iter : int >= 1, default=20000
+        Cap on FISTA iterations, summed over working sets.
+
+    Returns
+    -------
+    list of LassoResult
+        In the order of ``lams``.
+    """
+    prob = TreeLasso(A, y, costs, loss=loss, sample_weight=sample_weight,
+                     fit_intercept=fit_intercept, sketch=sketch, sketch_size=sketch_size,
+                     random_state=random_state)
+    if lams is None:
+        lams = _geometric_grid(prob.lambda_max(), n_lambdas, lambda_min_ratio)
+    lams = [_check_lam(x) for x in np.asarray(lams, dtype=np.float64).ravel()]
+    order = sorted(range(len(lams)), key=lambda i: -lams[i])
+    out = [None] * len(lams)
+    prev = None
+    for i in order:
+        prev = prob.solve(lams[i], warm_start=prev, tol=tol, max_iter=max_iter)
+        out[i] = prev
+    return out
+
+
+def _geometric_grid(lmax, n, ratio):
+    if not (isinstance(n, numbers.Integral) and n >= 2):
+        raise ValueError(f"n_lambdas must be an integer >= 2, got {n!r}")
+    if not (0 < ratio < 1):
+        raise ValueError(f"lambda_min_ratio must be in (0, 1), got {ratio!r}")
+    return [lmax * ratio ** (i / (n - 1)) for i in range(n)]

@@ -1,0 +1,132 @@
+"""The lambda descent and bisection to exactly k features (``gpufs.lasso._search``): every k
+reached where it can be, unreachable k reported with the reason, zero-cost trees as free
+features, determinism and bad k."""
+import numpy as np
+import pytest
+
+from _lasso_data import _forest, _one_feature_per_tree
+from gpufs.lasso import (UnreachableKError, select_k, selected_features, selection_path,
+                         solve_lasso, tree_costs)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_bisection_hits_every_k(loss):
+    A, y, masks = _one_feature_per_tree(loss=loss)
+    n = masks.shape[1]
+    for k in range(1, n + 1):
+        sel = select_k(A, y, masks, k, loss=loss)
+        assert sel.exact and sel.k == k and sel.features.size == k
+        np.testing.assert_array_equal(sel.features, selected_features(sel.weights, masks))
+        # The lambda it reports really gives those features.
+        res = solve_lasso(A, y, tree_costs(masks), sel.lam, loss=loss)
+        np.testing.assert_array_equal(selected_features(res.weights, masks), sel.features)
+    path = selection_path(A, y, masks, n, loss=loss)
+    assert path.ks == list(range(1, n + 1)) and path.unreachable == {}
+    for k, sel in path.selections.items():
+        assert sel.features.size == k
+    assert np.all(np.diff(path.lambdas) < 0)
+    assert path.lambdas[0] == pytest.approx(path.lambda_max)
+
+
+def test_bisection_on_a_real_forest_with_groups():
+    A, y, masks = _forest(200, 40, seed=5)
+    groups = np.array([0, 0, 1, 2, 2, 3, 4, 4])
+    path = selection_path(A, y, masks, 5, groups=groups)
+    # k = 1 and 4 are unreachable on this forest: a single lambda step brings two features in
+    assert path.ks == [2, 3, 5] and sorted(path.unreachable) == [1, 4]
+    for k, sel in path.selections.items():
+        assert sel.features.size == k
+        # Selected = every feature of the trees with positive weight.
+        used = masks[np.asarray(sel.weights) > 0].any(axis=0)
+        np.testing.assert_array_equal(np.flatnonzero(used), sel.features)
+    assert path.unreachable[1].startswith("the number of selected features jumps from 0")
+    assert path.unreachable[4].startswith("the number of selected features jumps from 3")
+
+
+def test_unreachable_k_is_reported():
+    # Every tree uses two features: the count moves in steps of 2, odd k are unreachable.
+    A, y, eye = _one_feature_per_tree(n=6)
+    masks = np.repeat(eye, 2, axis=1)  # tree i uses features 2i and 2i+1
+    with pytest.raises(UnreachableKError, match=r"k=3 is unreachable: the number of selected "
+                                                r"features jumps from 2 .* to 4") as info:
+        select_k(A, y, masks, 3)
+    assert info.value.below.k == 2 and info.value.above.k == 4
+    below = select_k(A, y, masks, 3, strict=False)
+    assert not below.exact and below.k == 2
+    path = selection_path(A, y, masks, 6)
+    assert path.ks == [2, 4, 6]
+    assert sorted(path.unreachable) == [1, 3, 5]
+    assert "jumps from 0" in path.unreachable[1]
+
+
+def test_zero_cost_trees_are_free_features():
+    """A feature of cost 0 is free: its tree is never penalized, so it is selected at every
+    lambda and counts toward k."""
+    A, y, masks = _one_feature_per_tree(n=6)
+    costs = np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])       # feature 3 is free
+    for k in range(1, 7):
+        sel = select_k(A, y, masks, k, feature_costs=costs)
+        assert sel.k == k and 3 in sel.features.tolist()
+    # two free features: k = 1 cannot be reached, and says why
+    costs[0] = 0.0
+    with pytest.raises(UnreachableKError, match=r"k=1 is unreachable: the zero-cost \(free\) "
+                                                r"trees alone select 2 features") as info:
+        select_k(A, y, masks, 1, feature_costs=costs)
+    assert info.value.below is None and info.value.above.features.tolist() == [0, 3]
+    sparsest = select_k(A, y, masks, 1, feature_costs=costs, strict=False)
+    assert not sparsest.exact and sparsest.features.tolist() == [0, 3]
+    assert select_k(A, y, masks, 2, feature_costs=costs).features.tolist() == [0, 3]
+    # every tree free: lambda has no effect, every useful tree is kept
+    with pytest.raises(UnreachableKError, match="zero-cost"):
+        select_k(A, y, masks, 2, feature_costs=np.zeros(6))
+    path = selection_path(A, y, masks, 6, feature_costs=costs)
+    assert path.ks == [2, 3, 4, 5, 6] and sorted(path.unreachable) == [1]
+
+
+def test_path_reports_ks_beyond_the_end():
+    A, y, masks = _one_feature_per_tree(n=5)
+    A[:, 4] = np.random.default_rng(1).normal(size=A.shape[0])  # pure noise tree
+    y = A[:, :4] @ np.ones(4)  # noiseless: at tiny lambda the noise tree may still enter
+    path = selection_path(A, y, masks, 5, lambda_min_ratio=0.5, n_lambdas=3)
+    # the grid ends at lambda_max / 2, where the noise tree has not entered yet
+    assert path.ks == [1, 2, 3, 4] and list(path.unreachable) == [5]
+    assert path.unreachable[5] == ("no lambda down to 1.01477 selects 5 features; the most "
+                                   "selected on the path is 4")
+    assert path.lambdas[-1] == pytest.approx(0.5 * path.lambda_max)
+
+
+def test_search_is_deterministic():
+    A2, y2, masks2 = _forest(150, 40, seed=6)
+    sels = [select_k(A2, y2, masks2, 3, sketch="count", sketch_size=100) for _ in range(2)]
+    assert sels[0].weights.tobytes() == sels[1].weights.tobytes()
+    assert sels[0].lam == sels[1].lam
+    paths = [selection_path(A2, y2, masks2, 4) for _ in range(2)]
+    assert paths[0].lambdas.tobytes() == paths[1].lambdas.tobytes()
+    for k in paths[0].ks:
+        assert (paths[0].selections[k].weights.tobytes()
+                == paths[1].selections[k].weights.tobytes())
+
+
+@pytest.fixture(scope="module")
+def small():
+    A, y, masks = _forest(40, 10, seed=13)
+    return A, y, masks, tree_costs(masks)
+
+
+def test_bad_k(small):
+    A, y, masks, u = small
+    with pytest.raises(ValueError, match="tree_feature_masks has 9 rows but A has 10 columns"):
+        select_k(A, y, masks[:-1], 1)
+    with pytest.raises(ValueError, match="k must be >= 1, got 0"):
+        select_k(A, y, masks, 0)
+    with pytest.raises(ValueError, match="k must be an integer"):
+        select_k(A, y, masks, 2.5)
+    n_used = int(masks.any(axis=0).sum())
+    with pytest.raises(ValueError, match=rf"k={n_used + 1} is larger than the number of features "
+                                         rf"the forest uses: its trees split on {n_used} of the "
+                                         rf"{masks.shape[1]} features"):
+        select_k(A, y, masks, n_used + 1)
+    with pytest.raises(ValueError, match="k_max must be >= 1"):
+        selection_path(A, y, masks, 0)
+    with pytest.raises(ValueError, match=rf"k_max={n_used + 1} is larger"):
+        selection_path(A, y, masks, n_used + 1)
