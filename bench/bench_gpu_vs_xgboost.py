@@ -10,11 +10,18 @@ Per size and tool, one JSON line:
   bin_s          binning alone (gpufs: cut points + bin transform; XGBoost: QuantileDMatrix)
   fit_s          boosting alone, after a warm-up fit (numba compiles kernels on first use)
   per_tree_s     fit_s / trees
-  phases_ms_per_tree   (gpufs) histogram / split / partition / update_raw / host_sync, from a
+  phases_ms_per_tree   (gpufs) gradients / start_tree / level / update_raw / host_sync, from a
                  separate profiled fit of ``--profile-trees`` trees in which every phase is
                  synchronized (so they add up to a little more than the plain fit); "other" is
                  the rest (gradients, fixed-point scaling, the grower's Python)
   memory         (gpufs) device bytes: the most in use during the profiled fit, and the pool
+  kernels_ms_per_tree  (gpufs, ``--kernel-times``) device time per kernel from CUDA events
+                 around every launch of another fit of ``--profile-trees`` trees (events do not
+                 synchronize the host, so the launches queue as in the plain fit)
+  histogram_bound      (gpufs, ``--kernel-times``) the bytes the histogram kernel must read
+                 per tree (rows x (features + 20): bins, fixed-point gradients, row index),
+                 the GPU's memory bandwidth (memory clock x bus width x 2) and the time
+                 those bytes take at it; ``ratio`` = the kernel's measured time / that bound
   gpu            GPU model (nvidia-smi), with the rest of the machine
 The device is synchronized (``cupy.cuda.runtime.deviceSynchronize()``) before every timer stops.
 A final line holds the ratios gpufs / XGBoost per size.
@@ -23,6 +30,7 @@ On a GPU machine:
     python bench/bench_gpu_vs_xgboost.py                       # both sizes, appends to
                                                                # bench/results/gpu_vs_xgboost.jsonl
     python bench/bench_gpu_vs_xgboost.py --rows 100000 --features 100 --trees 20
+    python bench/bench_gpu_vs_xgboost.py --sizes 1000000x100,10000000x100 --kernel-times
 Smoke runs without a GPU (print only; no file unless --out is given):
     python bench/bench_gpu_vs_xgboost.py --device cpu --rows 2000 --features 10 --trees 3
     NUMBA_ENABLE_CUDASIM=1 python bench/bench_gpu_vs_xgboost.py --rows 64 --features 5 \
@@ -121,7 +129,37 @@ def run_gpufs(dev, X, y, args):
                                     for k, v in backend.launches.items()}
         rec["profiled_ms_per_tree"] = 1e3 * t_prof / args.profile_trees
         rec["memory"] = backend.memory_stats()
+    if dev.name == "gpu" and dev.cupy and args.kernel_times and args.profile_trees > 0:
+        backend.kernel_events = True
+        backend.reset_timings()
+        fit(Xb, bm, args.profile_trees)
+        times = backend.kernel_times()
+        backend.kernel_events = False
+        rec["kernels_ms_per_tree"] = {k: v / args.profile_trees for k, v in times.items()}
+        hist_ms = rec["kernels_ms_per_tree"].get("histogram_kernel")
+        bw = _bandwidth(dev, args)
+        bytes_per_tree = backend.hist_bytes / args.profile_trees
+        bound = dict(bytes_per_tree=bytes_per_tree, bandwidth_bytes_s=bw)
+        if bw:
+            bound["bound_ms_per_tree"] = 1e3 * bytes_per_tree / bw
+            if hist_ms:
+                bound["ratio"] = hist_ms / bound["bound_ms_per_tree"]
+        rec["histogram_bound"] = bound
     return rec
+
+
+def _bandwidth(dev, args):
+    """Peak device memory bandwidth in bytes/s: ``--bandwidth-gbs``, or memory clock x bus
+    width x 2 (double data rate) from the device's attributes."""
+    if args.bandwidth_gbs:
+        return args.bandwidth_gbs * 1e9
+    rt = dev.xp.cuda.runtime
+    try:
+        clock_khz = rt.deviceGetAttribute(36, 0)  # cudaDevAttrMemoryClockRate
+        bus_bits = rt.deviceGetAttribute(37, 0)   # cudaDevAttrGlobalMemoryBusWidth
+        return 2.0 * clock_khz * 1e3 * bus_bits / 8.0
+    except Exception:
+        return None
 
 
 def run_xgboost(dev, X, y, args):
@@ -146,6 +184,12 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--features", default="100,500", help="comma-separated feature counts")
+    ap.add_argument("--sizes", default=None,
+                    help="comma-separated ROWSxFEATURES (overrides --rows / --features)")
+    ap.add_argument("--kernel-times", action="store_true",
+                    help="per-kernel CUDA-event timings and the histogram bandwidth bound")
+    ap.add_argument("--bandwidth-gbs", type=float, default=None,
+                    help="the GPU's memory bandwidth in GB/s (default: from the device)")
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--max-bins", type=int, default=256, help="histogram bins incl. missing")
@@ -164,11 +208,15 @@ def main():
     dev = Device(args.device)
     machine = machine_info()
     records = []
-    for d in [int(s) for s in args.features.split(",")]:
-        Xh, yh = make_data(args.rows, d, args.seed)
+    if args.sizes:
+        sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
+    else:
+        sizes = [(args.rows, int(s)) for s in args.features.split(",")]
+    for rows, d in sizes:
+        Xh, yh = make_data(rows, d, args.seed)
         X, y = dev.xp.asarray(Xh), dev.xp.asarray(yh)
         del Xh
-        common = dict(bench="gpu_vs_xgboost", device=args.device, rows=args.rows, features=d,
+        common = dict(bench="gpu_vs_xgboost", device=args.device, rows=rows, features=d,
                       trees=args.trees, depth=args.depth, bins=args.max_bins, mu=0.0,
                       simulator=args.device == "gpu" and not dev.cupy, machine=machine,
                       note=args.note)
@@ -182,12 +230,13 @@ def main():
         if dev.cupy:
             dev.xp.get_default_memory_pool().free_all_blocks()
     ratios = {}
-    for d in {r["features"] for r in records}:
-        by = {r["tool"].split("-")[0]: r for r in records if r["features"] == d}
+    for rows, d in sizes:
+        by = {r["tool"].split("-")[0]: r for r in records
+              if r["features"] == d and r["rows"] == rows}
         if "per_tree_s" in by.get("gpufs", {}) and "per_tree_s" in by.get("xgboost", {}):
-            ratios[str(d)] = by["gpufs"]["per_tree_s"] / by["xgboost"]["per_tree_s"]
-    summary = dict(bench="gpu_vs_xgboost", device=args.device, rows=args.rows,
-                   summary="gpufs per_tree_s / xgboost per_tree_s, by feature count",
+            ratios[f"{rows}x{d}"] = by["gpufs"]["per_tree_s"] / by["xgboost"]["per_tree_s"]
+    summary = dict(bench="gpu_vs_xgboost", device=args.device,
+                   summary="gpufs per_tree_s / xgboost per_tree_s, by rows x features",
                    ratios=ratios, machine=machine, note=args.note)
     records.append(summary)
     print(json.dumps(summary), flush=True)

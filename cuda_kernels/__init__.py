@@ -6,9 +6,9 @@ the business of ``gpufs.backends.gpu.GPUBackend``; each module's docstring gives
 dtypes and launch geometry its kernels expect.
 
   binning     bin_transform_kernel                  float X -> uint8 bins (the CPU's cut rule)
-  histogram   histogram_kernel, subtract_kernel     (g, h) sums per (node, feature, bin), int64,
-                                                    and siblings by exact subtraction
-  split       search_kernel, decide_kernel          penalized split search and the level's
+  histogram   histogram_kernel                      (g, h) sums per (node, feature, bin), int64
+  split       search_kernel, decide_kernel          siblings' histograms by exact subtraction,
+                                                    penalized split search, and the level's
                                                     decisions (the shared ``gpufs._level`` rule)
   partition   partition_count_kernel,               stable left/right partition of the split
               partition_plan_kernel,                nodes' segments (block-level scans), the
@@ -29,7 +29,7 @@ their content is part of the cache folder's name (``gpufs._numba_setup``), so ed
 recompiles these kernels.
 """
 from .binning import bin_transform_kernel
-from .histogram import FEATURE_WORDS, MAX_TILE_FEATURES, histogram_kernel, subtract_kernel
+from .histogram import FEATURE_WORDS, MAX_TILE_FEATURES, histogram_kernel
 from .objective import (REDUCE_BLOCK, extremes_kernel, logistic_gradients_kernel,
                         logistic_loss_kernel, quantize_kernel, round_logistic_kernel,
                         round_softmax_kernel, round_squared_error_kernel,
@@ -42,7 +42,7 @@ from .update import update_leaves_kernel
 
 __all__ = [
     "FEATURE_WORDS", "MAX_TILE_FEATURES", "OUT_FIELDS", "REDUCE_BLOCK",
-    "bin_transform_kernel", "histogram_kernel", "subtract_kernel", "search_kernel",
+    "bin_transform_kernel", "histogram_kernel", "search_kernel",
     "decide_kernel", "partition_count_kernel", "partition_plan_kernel",
     "partition_scatter_kernel", "update_leaves_kernel", "predict_binned_kernel",
     "predict_raw_kernel", "logistic_gradients_kernel", "softmax_gradients_kernel",

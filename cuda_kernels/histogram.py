@@ -1,4 +1,4 @@
-"""Histograms of a level's build nodes in one launch, and their siblings by subtraction.
+"""Histograms of a level's build nodes (the smaller child of each split) in one launch.
 
 ``histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, feats2, fcur, rows_per_task, tile, out)``
   Xb      (n, d) uint8 binned matrix, C order
@@ -17,9 +17,8 @@ Launch: grid (an upper bound on the tasks, an upper bound on the feature tiles),
 size >= ``tile``, dynamic shared memory ``tile * FEATURE_WORDS * 4`` bytes. Blocks past the
 device's counts return at once, so the host sizes the grid without reading the counts.
 
-``subtract_kernel(hist, out, bld, ctrl, feats2, fnext)``: out[sibling] = hist[parent] -
-out[built] over the features feats2[fnext, :ctrl[4 + fnext]]. Grid (upper bound on the build
-nodes, any), any block size.
+The siblings of the built nodes are derived by subtraction in the next level's
+``split.search_kernel``.
 
 Why the histogram kernel has this shape:
   * Exact integer sums without 64-bit shared atomics, which the hardware runs as
@@ -93,19 +92,3 @@ def histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, feats2, fcur, rows_per_task,
         v = split_word_value(sh, fk * FEATURE_WORDS + 2 * w)
         if v != 0:  # adding 0 changes nothing; most bins of a small task are empty
             cuda.atomic.add(out, (slot, feats2[fcur, i0 + fk], w >> 1, w & 1), v)
-
-
-@cuda.jit(cache=True)
-def subtract_kernel(hist, out, bld, ctrl, feats2, fnext):
-    s = cuda.blockIdx.x
-    if s >= ctrl[0]:
-        return
-    parent = bld[4, s]
-    built = bld[2, s]
-    sib = bld[3, s]
-    for i in range(cuda.blockIdx.y, ctrl[4 + fnext], cuda.gridDim.y):
-        f = feats2[fnext, i]
-        for w in range(cuda.threadIdx.x, _GH_WORDS, cuda.blockDim.x):
-            b = w >> 1
-            c = w & 1
-            out[sib, f, b, c] = hist[parent, f, b, c] - out[built, f, b, c]

@@ -1,10 +1,15 @@
 """Split search and decisions of one tree level: two launches, the CPU's rule bit for bit.
 
-``search_kernel(hist, nodes, active, n_active, feats2, fcur, ctrl, n_bins, penalty, allowed,
-used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_f, pf_i)``
+``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, n_bins,
+penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_f,
+pf_i)``
   One thread per (slot, feature of the list): the best split of that feature at that node by
   ``_gain``'s one bin scan (``scan_feature``: candidate order, empty-bin skip, tie-break),
   exactly as the CPU's ``_search_pair``. Features neither allowed nor in Omega score -inf.
+  With ``derive`` set, a slot that is the sibling of a built child (the previous level's
+  build table ``bld``: built slot, sibling slot, parent slot) first gets its histogram of the
+  feature as parent - built (``prev`` holds the parents'): the subtraction is fused into the
+  search, so no launch and no extra pass over the siblings' histograms.
   hist (S, d, 256, 2) int64; nodes (4, n_nodes) int64 node table (start, count, G_q, H_q);
   active (n_active,) int64 the level's nodes in node order; feats2 (2, d) int32 and
   ctrl[4 + fcur] the feature list; n_bins (d,) int32; penalty (d,) float64; allowed, used
@@ -37,6 +42,8 @@ import math
 
 from numba import cuda
 
+from gpufs._types import N_HIST_BINS
+
 from ._device_fns import (LEAF, TAKE_BEST, best_over_features, decide_level,
                           scan_feature)
 
@@ -47,9 +54,9 @@ _LC = 4
 
 
 @cuda.jit(cache=True)
-def search_kernel(hist, nodes, active, n_active, feats2, fcur, ctrl, n_bins, penalty, allowed,
-                  used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_f,
-                  pf_i):
+def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, n_bins,
+                  penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
+                  min_child_weight, pf_f, pf_i):
     d = feats2.shape[1]
     n_f = ctrl[4 + fcur]
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
@@ -61,6 +68,15 @@ def search_kernel(hist, nodes, active, n_active, feats2, fcur, ctrl, n_bins, pen
         i = p - k * d
         if i < n_f:
             f = feats2[fcur, i]
+            s = k >> 1
+            if derive and bld[3, s] == k:
+                # The sibling of a built child: parent - built, exact in int64, written out
+                # (the next level subtracts from it) and then scanned by this same thread.
+                p = bld[4, s]
+                b = bld[2, s]
+                for w in range(N_HIST_BINS):
+                    hist[k, f, w, 0] = prev[p, f, w, 0] - hist[b, f, w, 0]
+                    hist[k, f, w, 1] = prev[p, f, w, 1] - hist[b, f, w, 1]
             if allowed[f] or used[f]:
                 node = active[k]
                 G_q = nodes[2, node]

@@ -313,8 +313,11 @@ def test_transfer_and_launch_budget(data, depth):
     assert gpu.transfers == levels + 2
     built = depth - 1  # levels whose children's histograms were built
     want = {"gradients": 2, "start_tree": 1, "histogram": 1 + built, "search": levels,
-            "decide": levels, "partition": 3 * levels, "subtract": built, "update_raw": 1}
+            "decide": levels, "partition": 3 * levels, "update_raw": 1}
     assert gpu.launches == {k: v for k, v in want.items() if v}
+    # The tree's kernels take the workspace's kept views: nothing is wrapped (cupy) or copied
+    # (simulator) per launch; only the per-round gradient kernels take the caller's arrays.
+    assert set(gpu.wrapped) == {"gradients"}
 
 
 # --- errors -----------------------------------------------------------------------------------

@@ -18,10 +18,11 @@ they change, and the leaf values at the end.
 
 A level is a fixed sequence of launches, every one sized by an upper bound the host knows from
 its node counts (blocks past the device's exact counts return at once):
-  search (one thread per (node, feature): ``_gain``'s bin scan), decide (one block: the shared
-  ``_level`` rule), partition count / plan / scatter (block-level scans), and when the next
-  level is searched: a memset, the smaller children's histograms, their siblings by
-  subtraction. ``launches`` counts them per phase; the simulator suite asserts the budget.
+  search (one thread per (node, feature): a sibling's histogram by subtraction, then
+  ``_gain``'s bin scan), decide (one block: the shared ``_level`` rule), partition count /
+  plan / scatter (block-level scans), and when the next level is searched: a memset and the
+  smaller children's histograms. Six launches per level; ``launches`` counts them per phase
+  and the simulator suite asserts the budget.
 
 Simulator: under ``NUMBA_ENABLE_CUDASIM=1`` there is no cupy; ``GPUBackend()`` then runs the same
 kernels on numpy arrays (``xp = numpy``), with tiny launch sizes so the simulator (one Python
@@ -103,6 +104,8 @@ class GPUBackend:
         Accumulate synchronized wall time per phase in ``self.timings`` (seconds) and launch
         counts in ``self.launches``. Default: the environment variable ``GPUFS_PROFILE=1``.
         Synchronizing around every phase costs time: leave it off for end-to-end timings.
+        (Set the attribute ``kernel_events = True`` for device time per kernel instead:
+        ``kernel_times()``.)
     hist_threads, tile_features, part_threads, min_rows_per_task, max_blocks : launch sizes
         (defaults for a real GPU; tiny ones under the simulator). ``part_threads`` must be a
         power of two <= 1024; ``tile_features`` <= ``cuda_kernels.MAX_TILE_FEATURES`` and
@@ -134,6 +137,7 @@ class GPUBackend:
         self.max_blocks = max_blocks or (2 if small else 32 * self._sm_count)
         self._check_geometry()
         self.profile = (os.environ.get("GPUFS_PROFILE") == "1") if profile is None else profile
+        self.kernel_events = False  # CUDA events around every launch (``kernel_times``)
         self.reset_timings()
         self._reduce_threads = 16 if small else self.kernels.REDUCE_BLOCK
         self._uploads = {}  # name -> (host copy, device array): re-upload only on change
@@ -154,6 +158,9 @@ class GPUBackend:
         self.timings = {}
         self.launches = {}
         self.transfers = 0  # device -> host copies (``_to_host``)
+        self.hist_bytes = 0  # bytes the histogram launches had to read (rows x (d + 20))
+        self.wrapped = {}  # phase -> arrays wrapped at launch (not passed as a kept view)
+        self._events = []
         self._used_max = 0
 
     def synchronize(self):
@@ -199,7 +206,30 @@ class GPUBackend:
 
     def _launch(self, phase, kernel, grid, block, *args, shared=0):
         self.launches[phase] = self.launches.get(phase, 0) + 1
-        kernel[grid, block, self._stream(), shared](*[self._arg(a) for a in args])
+        arrays = sum(isinstance(a, np.ndarray) or is_cupy_array(a) for a in args)
+        if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
+            self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays
+        args = [self._arg(a) for a in args]
+        if self.kernel_events and self._cupy:
+            start, end = self.xp.cuda.Event(), self.xp.cuda.Event()
+            start.record()
+            kernel[grid, block, self._stream(), shared](*args)
+            end.record()
+            self._events.append((getattr(kernel, "__name__", phase), start, end))
+            return
+        kernel[grid, block, self._stream(), shared](*args)
+
+    def kernel_times(self):
+        """Device milliseconds per kernel, summed over the launches since ``reset_timings``,
+        from the CUDA events recorded around each launch when ``kernel_events`` is true
+        (events do not synchronize the host; this waits for them)."""
+        out = {}
+        if not self._events:
+            return out
+        self._events[-1][2].synchronize()
+        for name, start, end in self._events:
+            out[name] = out.get(name, 0.0) + self.xp.cuda.get_elapsed_time(start, end)
+        return out
 
     def _to_host(self, a):
         """Device -> host copy (the per-level sync), counted, timed as its own phase."""
@@ -409,16 +439,17 @@ class GPUBackend:
         if isinstance(Xb, DeviceBinnedMatrix):
             return Xb
         last = self._scratch.get("binned")
-        if last is not None and last.by_row is Xb:
+        if last is not None and self._scratch.get("binned_from") is Xb:
             return last
         xp = self.xp
-        by_row = Xb if self._cupy else np.ascontiguousarray(Xb, dtype=X_BINNED_DTYPE)
-        with self._phase("prepare_binned"):
+        with self._phase("prepare_binned"), self._oom("the binned matrix", Xb.shape,
+                                                     X_BINNED_DTYPE):
+            by_row = xp.ascontiguousarray(Xb, dtype=X_BINNED_DTYPE)  # no copy when it is
             by_col = self._alloc((Xb.shape[1], Xb.shape[0]), X_BINNED_DTYPE,
                                  "the binned matrix by column")
             by_col[...] = xp.asarray(by_row).T  # an elementwise copy: no temporary
         data = DeviceBinnedMatrix(by_row, by_col, self._view(by_row), self._view(by_col))
-        self._scratch["binned"] = data
+        self._scratch["binned"], self._scratch["binned_from"] = data, Xb
         return data
 
     def _view(self, a):
@@ -459,6 +490,7 @@ class GPUBackend:
                              self._grid_1d(n, 256 if self._cupy else 32),
                              256 if self._cupy else 32, ws.v["rows0"])
             if st.n_feats and n:
+                self.hist_bytes += n * (st.n_feats + 20)
                 ws.zero_hist(ws.hist_index, 1)
                 self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=ws.tasks_for(n),
                                 n_feats=st.n_feats, out=ws.hist_index)
@@ -477,9 +509,10 @@ class GPUBackend:
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
 
-        Kernels, all on device arrays: search (one thread per (node, feature)), decide (one
-        block: the shared ``gpufs._level`` rule), partition count / plan / scatter, and when
-        ``build_next`` the smaller children's histograms and their siblings by subtraction.
+        Kernels, all on device arrays: search (one thread per (node, feature); siblings'
+        histograms derived there by subtraction), decide (one block: the shared
+        ``gpufs._level`` rule), partition count / plan / scatter, and when ``build_next`` the
+        smaller children's histograms.
         Grids are sized by upper bounds the host knows (its copy of the node counts); the
         exact counts stay on the device. Then one device -> host copy brings the level's
         decisions, left counts and children's sums. Returns a ``grower.LevelResult``.
@@ -495,8 +528,9 @@ class GPUBackend:
             cur, a = st.level & 1, st.level & 1
             hist = ws.hist_index ^ cur
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
-                         threads, ws.v[f"hist{hist}"], ws.v["nodes"], ws.v[f"active{a}"], k,
-                         ws.v["feats2"], st.fcur, ws.v["ctrl"], split.n_bins, pen, alw, usd,
+                         threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
+                         st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
+                         st.fcur, ws.v["ctrl"], ws.view_of(split.n_bins), pen, alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
                          float(split.gain_divisor), float(split.min_child_weight),
                          ws.v["pf_f"], ws.v["pf_i"])
@@ -514,13 +548,12 @@ class GPUBackend:
                 ws.zero_hist(hist ^ 1, 2 * k)
                 self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
                                 n_feats=st.n_feats, out=hist ^ 1)
-                if st.n_feats:
-                    self._launch("subtract", self.kernels.subtract_kernel,
-                                 (k, min(st.n_feats, 65535)), 64 if self._cupy else 8,
-                                 ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
-                                 ws.v["ctrl"], ws.v["feats2"], st.fcur ^ 1)
         out = self._to_host(ws.out[: ws.field_base + 7 * k])  # the level's one copy
-        return st.apply_level(out, LevelResult)
+        res = st.apply_level(out, LevelResult)
+        if build_next and st.n_active:
+            c = st.node_count[st.active]
+            self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
+        return res
 
     def _partition(self, ws, cur, n_tasks, lc_base, n_split_max):
         if n_tasks == 0:
@@ -623,8 +656,9 @@ class GPUBackend:
         pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_))
         threads = 128 if self._cupy else 16
         if k and d:
+            hist_v = self._view(xp.ascontiguousarray(hist))
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
-                         threads, self._view(xp.ascontiguousarray(hist)), ws.v["nodes"],
+                         threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
                          ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"],
                          self._view(xp.asarray(n_bins, np.int32)), pen, alw, usd,
                          float(g_scale), float(h_scale), float(reg_lambda),
@@ -835,6 +869,15 @@ class _Workspace:
         self.field_base = 3 + dd  # the level's results: header, admitted, then fields
         self._params_host = None
         self._feats_host = None
+        self._kept = {}
+
+    def view_of(self, a):
+        """The kernels' view of a caller's array that every level passes (the bin counts),
+        made on first use and kept with the array."""
+        kept = self._kept.get(id(a))
+        if kept is None or kept[0] is not a:
+            kept = self._kept[id(a)] = (a, self.be._view(self.be.xp.asarray(a)))
+        return kept[1]
 
     def tasks_for(self, counts):
         """Tasks of segments of ``counts`` rows (ceil(count / rows_per_task))."""
