@@ -16,6 +16,13 @@ pytest -m slow tests/test_model_fuzz.py`` tries 2000 new ones per family. ``pyth
 tests/test_model_fuzz.py --census N`` runs N seeded mutants per family without stopping at the
 first failure and prints the count of every outcome (how the loader before the validated
 format was measured).
+
+Measured (census, 250 mutants per family, seed 0): the loader before the validated format
+(commit dfc42fb, GBFS the only family with save_model; run by copying this file and the
+worker into ``git archive dfc42fb``) failed 304 of 750 cases: 2 SIGSEGV, 208 exceptions other
+than ValueError from ``load_model`` (IndexError, OverflowError, RecursionError, TypeError),
+90 from prediction, 4 non-finite or wrongly shaped predictions. With ``gpufs.model_io``: 0
+failures in 1750 cases (seven families), and 0 in 10500 (1500 per family, seed 1).
 """
 from __future__ import annotations
 
