@@ -50,10 +50,13 @@ Format, version 2
 
 * GBFS ``fitted``: ``device``, ``ensemble`` (:func:`ensemble_to_dict`), ``bins``
   (:func:`bins_to_dict`), ``n_estimators`` (rounds kept), ``selected_features``,
-  ``first_use_tree``, ``feature_importances``, ``selection_record``.
+  ``first_use_tree``, ``feature_importances``, ``selection_record``, ``mu``, and the
+  free-form ``mu_search``, ``fit_times``, ``selection_path``; ``evals_result`` may be absent
+  (files written before it existed: it is then rebuilt from the selection record).
 * Stagewise ``fitted``: ``device``, ``mean``, ``std``, ``selected_features``,
   ``standardized_coef``, ``bias``, ``coef``, ``intercept``, ``weights_history``,
-  ``cost_history``, ``validation_cost_history``.
+  ``cost_history``, ``validation_cost_history``, and ``evals_result`` (may be absent, as
+  for GBFS).
 * ControlBurn ``fitted``: ``device``, ``bins``, the selection (``selected_features``,
   ``feature_importances``, ``tree_weights``, ``intercept``, ``lambda``, ``selection_exact``,
   ``forest_coverage``, ``forest_features``, ``n_trees``, ``selection_path``, ``fit_times``)
@@ -966,11 +969,20 @@ def _device_of(v, at):
     return _str(v, at, {"cpu", "gpu"})
 
 
+def _loss_lists(v, at, length):
+    """``evals_result``: one loss array of ``length`` per validation set."""
+    _list(v, at, max_length=MAX_CLASSES)
+    return [_float_array(r, at[i], (length,), nonfinite=("NaN", "Infinity"))
+            for i, r in enumerate(v)]
+
+
 class _GBFS:
     binned = True
     keys = ["device", "ensemble", "bins", "n_estimators", "selected_features", "first_use_tree",
             "feature_importances", "selection_record", "mu", "mu_search", "fit_times",
             "selection_path"]
+    #: keys a file may lack (written before the attribute existed)
+    optional = ["evals_result"]
 
     @staticmethod
     def write(est):
@@ -993,14 +1005,14 @@ class _GBFS:
             "mu_search": _free_form_out(est.mu_search_, "mu_search_"),
             "fit_times": _free_form_out(est.fit_times_, "fit_times_"),
             "selection_path": _free_form_out(est.selection_path_, "selection_path_"),
+            "evals_result": [_floats_out(r) for r in est.evals_result_],
         }
 
     @staticmethod
     def read(est, f, at):
         from .binning import BinMapper
-        from .objectives import make_objective
 
-        _obj(f, at, _GBFS.keys)
+        _obj(f, at, _GBFS.keys, _GBFS.optional)
         d = est.n_features_in_
         k_out = _n_outputs(est)
         est.device_ = _device_of(f["device"], at["device"])
@@ -1050,20 +1062,25 @@ class _GBFS:
         est.selection_record_ = {"tree_column": rcol.tolist(),
                                  "features_added": features_added, **losses}
         est.mu_ = _float(f["mu"], at["mu"], lo=0.0)
+        if "evals_result" in f:
+            est.evals_result_ = _loss_lists(f["evals_result"], at["evals_result"], rounds)
+        else:           # the validation loss the selection record kept, per round
+            val = np.asarray(losses["val_loss"][::k_out], dtype=np.float64)
+            est.evals_result_ = [] if np.isnan(val).all() else [val]
         # what the fit reports about itself (informational: type-checked, not provable)
         est.mu_search_ = _free_form(f["mu_search"], at["mu_search"])
         for key in ("fit_times", "selection_path"):
             value = _free_form(f[key], at[key])
             if value is not None:           # absent from files of the first format
                 setattr(est, key + "_", value)
-        est._objective = (make_objective("classification", len(est.classes_))
-                          if hasattr(est, "classes_") else make_objective("regression"))
+        est._objective = est._make_objective()
 
 
 class _Stagewise:
     binned = False
     keys = ["device", "mean", "std", "selected_features", "standardized_coef", "bias", "coef",
             "intercept", "weights_history", "cost_history", "validation_cost_history"]
+    optional = ["evals_result"]
 
     @staticmethod
     def write(est):
@@ -1078,11 +1095,12 @@ class _Stagewise:
             "cost_history": _floats_out(est.cost_history_),
             "validation_cost_history": (None if est.validation_cost_history_ is None
                                         else _floats_out(est.validation_cost_history_)),
+            "evals_result": [_floats_out(r) for r in est.evals_result_],
         }
 
     @staticmethod
     def read(est, f, at):
-        _obj(f, at, _Stagewise.keys)
+        _obj(f, at, _Stagewise.keys, _Stagewise.optional)
         d = est.n_features_in_
         classifier = hasattr(est, "classes_")
         m = _n_outputs(est) if classifier else 1
@@ -1134,6 +1152,15 @@ class _Stagewise:
         vch = f["validation_cost_history"]
         if vch is not None:
             vch = _float_array(vch, at["validation_cost_history"], (k + 1,), lo=0.0)
+        if "evals_result" in f:
+            evals = _loss_lists(f["evals_result"], at["evals_result"], k + 1)
+            last = evals[-1] if evals else None
+            if (vch is None) != (last is None) or (vch is not None
+                                                   and not np.array_equal(vch, last)):
+                at["evals_result"].fail("its last entry is not validation_cost_history.")
+        else:           # written before evals_result_ existed
+            evals = [] if vch is None else [vch]
+        est.evals_result_ = evals
         est.mean_, est.std_ = mean, std
         est.selected_features_ = sel.astype(np.intp)
         est.support_ = np.zeros(d, dtype=bool)

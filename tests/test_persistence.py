@@ -97,7 +97,8 @@ _SELECTION_ATTRS = ("selected_features_", "support_", "first_use_tree_", "featur
                     "standardized_coef_", "bias_", "mean_", "std_", "weights_history_",
                     "cost_history_", "validation_cost_history_", "tree_weights_",
                     "forest_features_", "forest_coverage_", "n_trees_", "lambda_",
-                    "selection_exact_", "device_", "selected_feature_names_", "mu_")
+                    "selection_exact_", "device_", "selected_feature_names_", "mu_",
+                    "evals_result_")
 
 
 def _assert_same_model(a, b, X):
@@ -255,6 +256,20 @@ def test_first_format_is_migrated():
     broken["ensemble"]["trees"]["feature"][0][0] = 7
     with pytest.raises(ValueError, match=r"fitted\.ensemble\.trees\.feature\[0\]\[0\]"):
         model_io.from_document(broken)
+
+
+def test_files_written_before_evals_result_load():
+    """evals_result is optional: files of format 2 written before it existed rebuild it."""
+    X, y = _data("binary", nan=False)
+    for est in (GBFSClassifier(n_estimators=5, validation_fraction=0.3, device="cpu"),
+                StagewiseClassifier(n_features_to_select=3, validation_fraction=0.3,
+                                    random_state=0, device="cpu")):
+        est.fit(X, y)
+        assert len(est.evals_result_) == 1
+        doc = model_io.to_document(est)
+        del doc["fitted"]["evals_result"]
+        loaded = model_io.from_document(json.loads(model_io.dumps(doc)))
+        np.testing.assert_array_equal(loaded.evals_result_[0], est.evals_result_[0])
 
 
 def test_wrong_class_and_not_fitted(tmp_path):

@@ -46,8 +46,8 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
+from .. import _scales, model_io
 from .. import lasso as _lasso
-from .. import model_io
 from .._colstats import column_mean_var, row_slices
 from .._device import get_namespace, is_cupy_array, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
@@ -217,6 +217,7 @@ class _BaseControlBurn(SelectorBase):
         groups_lasso, group_costs = self._group_costs(self.feature_groups, d)
         groups_forest = check_groups(self.feature_groups, d)
         y_enc = data.y
+        _scales.check_target_scale(self, y_enc, w)
         n_classes = len(self.classes_) if self._task == "classification" else 0
         if self.sketch not in (None, "rows") and n_classes == 2:
             raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "

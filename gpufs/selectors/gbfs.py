@@ -21,8 +21,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._device import get_namespace, is_cupy_array, to_host
+from .. import _scales, model_io
 from .._input import check_costs, check_groups, check_X
-from .. import model_io
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
@@ -108,7 +108,12 @@ class _BaseGBFS(SelectorBase):
         y : array-like of shape (n_samples,)
             Target values (regression) or class labels (classification).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights; rows of weight 0 place no bin edges.
+            Non-negative row weights; rows of weight 0 place no bin edges. Weights multiply
+            every row's gradient and hessian, so they set the scale ``reg_lambda`` and
+            ``min_child_weight`` are compared with (the defaults suit weights of mean about
+            1): weights times c with reg_lambda and min_child_weight times c give the same
+            model. A scale that leaves no split possible or lets reg_lambda swamp the leaves
+            warns; one that would overflow the gain sums is refused.
         eval_set : tuple (X_val, y_val) or list of such tuples, default=None
             Validation data. Every pair's loss after each round is kept in
             ``evals_result_``; the LAST pair is the one the selection record's validation
@@ -130,6 +135,7 @@ class _BaseGBFS(SelectorBase):
         groups = check_groups(self.feature_groups, d)
         self._objective = self._make_objective()
         X, y, w = data.X, self._boosting_target(data.y), data.sample_weight
+        _scales.check_boosting_scales(self, y, w)
         evals = [(Xv, self._boosting_target(yv), wv)
                  for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data)]
         if self.validation_fraction is not None:
@@ -292,9 +298,10 @@ _PARAMS_DOC = """
     max_bins : int in [2, 255], default=255
         Value bins per feature (one more bin always holds NaN).
     reg_lambda : float >= 0, default=1.0
-        L2 term in the gain and the leaf values.
+        L2 term in the gain and the leaf values, added to a node's hessian sum (which sample
+        weights scale: see ``sample_weight`` in ``fit``).
     min_child_weight : float >= 0, default=1e-3
-        Smallest sum of hessians in a child.
+        Smallest sum of hessians (times sample weights) in a child.
     min_split_gain : float >= 0, default=0.0
         A split is made only if its penalized score exceeds this.
     hessian : bool, default=True

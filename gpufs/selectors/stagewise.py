@@ -76,7 +76,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import model_io
+from .. import _scales, model_io
 from .._colstats import column_mean_var, matvec_T, row_slices
 from .._device import get_namespace, namespace_of, to_host
 from .._input import check_X
@@ -349,6 +349,7 @@ class _StagewiseBase(SelectorBase):
         n, d = Xa.shape
         max_rounds = self._max_rounds(d)
         stage = self._stage_loss()
+        _scales.check_target_scale(self, data.y, data.sample_weight)
         Y = self._stage_targets(stage, data.y, xp)                 # (n, K) float64
         w = (xp.ones(n, dtype=xp.float64) if data.sample_weight is None
              else xp.asarray(data.sample_weight, dtype=xp.float64))

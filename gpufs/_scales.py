@@ -1,0 +1,171 @@
+"""Scales of the target and the sample weights: what is invariant, and what is refused or
+warned about before a fit.
+
+Owns the checks the estimators run at the start of ``fit`` on the target ``y`` and the sample
+weights ``w`` (one call each: :func:`check_boosting_scales` for GBFS, :func:`check_target_scale`
+for the other regressors), and the documentation of how weights interact with ``reg_lambda``
+and ``min_child_weight``.
+
+How weights enter a boosted tree
+--------------------------------
+Row i contributes ``w_i * g_i`` and ``w_i * h_i`` to the gradient and hessian sums G and H of
+every node it falls in. ``min_child_weight`` is compared with a child's H (so with unit
+hessians, squared error or ``hessian=False``, it is the child's total weight); ``reg_lambda``
+is added to H in the gain ``G^2 / (H + lambda)`` and in the leaf value ``-G / (H + lambda)``.
+Therefore **weights times c, with reg_lambda times c and min_child_weight times c, give the
+same model**: every G and H scale by c, the leaf values do not change, the gains scale by c and
+so does the A-GBM divisor (``penalty_scaling="root_sse"``), so the penalized scores do not
+change. With ``penalty_scaling="none"`` the raw gain is compared with ``mu * cost`` and
+``min_split_gain``: scale those by c too. For c a power of two every one of these products is
+exact, and the trees are bit-identical (the fixed-point gradients of ``gpufs.quantize`` are
+then the same integers); for other c the products round, the fixed-point sums differ in their
+last bits, and trees are identical unless two candidate splits score within rounding of each
+other, with leaf values equal to rounding.
+
+The defaults (``reg_lambda=1``, ``min_child_weight=1e-3``) are meant for weights of mean about
+1. Weights normalized to sum 1 make every hessian sum n times smaller: ``reg_lambda=1`` then
+dwarfs the hessian sum of a leaf and shrinks every leaf value towards 0 (XGBoost's arithmetic
+is the same). Either keep weights at mean 1 (``w * n / w.sum()``) or scale ``reg_lambda`` and
+``min_child_weight`` with them.
+
+What is checked (before any tree is grown)
+------------------------------------------
+Bounds use the largest possible hessian per row: 1 for squared error or ``hessian=False``,
+1/4 for the logistic and softmax losses (``p (1 - p)``), and the target's range
+``R = max(y) - min(y)`` as the bound of a squared-error gradient (the first trees fit residuals
+``y - mean(y)``).
+
+* ValueError when the gain sums would leave float64's range: ``R * W`` (W the total weight)
+  above ``2**500`` or ``W * R**2`` above ``2**1000`` (the gain squares sums of gradients), or a
+  largest weighted gradient or hessian below ``2**-500`` (fixed-point gradients and squared
+  sums underflow). The message says to standardize y or rescale the weights.
+* UserWarning when no split can ever be made: the hessian sum of all rows is below twice
+  ``min_child_weight``, so no node has two children that each reach it (the fit would end
+  with stumps of one leaf, an empty selection).
+* UserWarning when ``reg_lambda`` swamps the hessian sums: the whole training set's hessian
+  sum is below ``reg_lambda``, or an average leaf of a ``max_depth`` tree
+  (``W * h / 2**max_depth``) holds a hessian sum below ``reg_lambda`` where unit weights would
+  give it one above (the weights' scale is to blame, not the data's size), so leaf values
+  shrink by more than half.
+"""
+from __future__ import annotations
+
+import warnings
+
+from ._device import namespace_of
+
+#: Sums of weighted gradients may reach this; their squares (the gains) stay below 2**1000,
+#: leaving float64 room for the gain formula's sums and divisions.
+_MAX_SUM = 2.0 ** 500
+#: Weighted gradients and hessians at least this large keep the fixed-point scale of
+#: ``gpufs.quantize`` and the squares of the gain finite and normal.
+_MIN_TERM = 2.0 ** -500
+
+_REMEDY_WEIGHTS = ("weights times c with reg_lambda times c and min_child_weight times c give "
+                   "the same model: rescale sample_weight to mean 1 (w * n / w.sum()), or "
+                   "scale reg_lambda and min_child_weight by the weights' mean")
+
+
+def _target_range(y):
+    xp = namespace_of(y)
+    if y.shape[0] == 0:
+        return 0.0
+    return float(xp.max(y)) - float(xp.min(y))
+
+
+def _weights(w, n):
+    """(total, largest) weight; unit weights when w is None."""
+    if w is None:
+        return float(n), 1.0
+    xp = namespace_of(w)
+    return float(xp.sum(w)), float(xp.max(w))
+
+
+_STANDARDIZE = ("Standardize y (for example (y - y.mean()) / y.std()) or rescale "
+                "sample_weight")
+_RESCALE = "Rescale sample_weight"
+
+
+def _check_overflow(R, W, w_max, what_y, remedy=_STANDARDIZE):
+    """R: bound of |gradient| per row; W, w_max: total and largest weight."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s1 = R * W
+        s2 = W * R * R
+    if not (s1 <= _MAX_SUM and s2 <= _MAX_SUM * _MAX_SUM):
+        raise ValueError(
+            f"the split gains would overflow float64: {what_y} and the sample weights sum to "
+            f"{W:.3g}, so the gradient sums reach {s1:.3g} and their squares leave float64's "
+            f"range. {remedy} (for example to mean 1).")
+    if R > 0 and R * w_max < _MIN_TERM:
+        raise ValueError(
+            f"the split gains would underflow float64: {what_y} and the largest sample weight "
+            f"is {w_max:.3g}, so every weighted gradient is below {_MIN_TERM:.3g}. {remedy} "
+            "(for example to mean 1).")
+
+
+def check_target_scale(est, y, sample_weight=None):
+    """For a regressor: ValueError when the target's range (times the weights) would take
+    squared sums out of float64's range. Nothing for a classifier.
+
+    Parameters
+    ----------
+    est : the estimator about to fit
+    y : ndarray of shape (n_samples,), float64, numpy or cupy
+    sample_weight : ndarray of shape (n_samples,) or None
+    """
+    from sklearn.base import is_classifier
+
+    if is_classifier(est):
+        return
+    R = _target_range(y)
+    W, w_max = _weights(sample_weight, y.shape[0])
+    _check_overflow(R, W, w_max, f"y spans {R:.3g}")
+
+
+def check_boosting_scales(est, y, sample_weight=None):
+    """The checks of the module docstring for a GBFS estimator about to fit.
+
+    Parameters
+    ----------
+    est : GBFSRegressor or GBFSClassifier, its hyperparameters already validated
+    y : ndarray of shape (n_samples,), the encoded target (numpy or cupy)
+    sample_weight : ndarray of shape (n_samples,), float64, or None
+    """
+    from sklearn.base import is_classifier
+
+    n = y.shape[0]
+    W, w_max = _weights(sample_weight, n)
+    if is_classifier(est):
+        h_max = 0.25 if est.hessian else 1.0
+        _check_overflow(1.0, W, w_max, "the gradients of the log loss are at most 1", _RESCALE)
+    else:
+        h_max = 1.0
+        check_target_scale(est, y, sample_weight)
+    if w_max * h_max < _MIN_TERM:
+        raise ValueError(
+            f"the hessian sums would underflow float64: the largest sample weight is "
+            f"{w_max:.3g}. Rescale sample_weight (for example to mean 1).")
+    H = W * h_max
+    lam, mcw = float(est.reg_lambda), float(est.min_child_weight)
+    if H < 2 * mcw:
+        warnings.warn(
+            f"no split can be made: the hessian sum of all rows is at most {H:.3g} (sample "
+            f"weights sum to {W:.3g}), below twice min_child_weight={mcw:g}, so no node has "
+            f"two children that each reach it and every tree will be a single leaf. "
+            + _REMEDY_WEIGHTS + ".", UserWarning, stacklevel=3)
+        return
+    leaf = H / 2.0 ** int(est.max_depth)
+    # the weights' scale is to blame when unit weights would give leaves above reg_lambda
+    if H < lam or (leaf < lam <= n * h_max / 2.0 ** int(est.max_depth)):
+        where = ("the hessian sum of all rows" if H < lam else
+                 f"an average leaf of a depth-{int(est.max_depth)} tree")
+        h = H if H < lam else leaf
+        warnings.warn(
+            f"reg_lambda={lam:g} swamps the hessian sums: {where} holds about {h:.3g} (sample "
+            f"weights sum to {W:.3g}, mean {W / max(n, 1):.3g}), so leaf values shrink by "
+            f"more than half and splits must overcome reg_lambda; " + _REMEDY_WEIGHTS + ".",
+            UserWarning, stacklevel=3)
+
+
+__all__ = ["check_boosting_scales", "check_target_scale"]
