@@ -7,8 +7,10 @@ from . import _numba_setup  # noqa: F401  (must precede every import of numba)
 from ._version import __version__
 from .selectors.controlburn import ControlBurnClassifier, ControlBurnRegressor
 from .selectors.gbfs import GBFSClassifier, GBFSRegressor
+from .selectors.multitask import MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
 from .selectors.stagewise import StagewiseClassifier, StagewiseRegressor
 from .tree import TreeEnsemble
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",
+           "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor",
            "StagewiseClassifier", "StagewiseRegressor", "TreeEnsemble", "__version__"]

@@ -1,7 +1,7 @@
 """Model files: one versioned, validated, strict-JSON format for every gpufs estimator.
 
 Owns the model file format (its schema, in this module only), ``save_model`` / ``load_model``
-for every estimator family (GBFS, stagewise, ControlBurn), the JSON form of
+for every estimator family (GBFS, stagewise, ControlBurn, multitask GBFS), the JSON form of
 :class:`gpufs.tree.TreeEnsemble` and :class:`gpufs.binning.BinMapper`, the size caps, and the
 migration of files of the first format (``"gpufs.TreeEnsemble/1"``).
 
@@ -66,6 +66,12 @@ Format, version 2
   ControlBurn model predicts and reports its selection, but has no ``forest_``. A
   ``refit_estimator`` other than a gpufs GBFS model cannot be described by this format and is
   refused at save time (pickle such a model, and see SECURITY.md about pickles).
+
+* Multitask GBFS ``fitted``: ``device``, ``tasks`` (the task labels, in the form of
+  ``classes``), ``bins``, ``ensembles`` (one per task, in the order of ``tasks``),
+  ``n_estimators``, ``mu_t``, ``selected_features`` (Omega_G), ``selected_features_by_task``,
+  ``feature_importances``, ``selection_records`` (one per task), and the free-form
+  ``fit_times`` and ``selection_path``.
 
 The tree arrays are those of :mod:`gpufs.tree`: a complete binary tree of depth D, node i's
 children are 2i+1 and 2i+2. A valid tree: node 0 is in use; an internal node (feature >= 0)
@@ -853,14 +859,15 @@ def _classes_out(classes):
     return {"dtype": dtype, "values": values}
 
 
-def _read_classes(d, at):
+def _read_classes(d, at, min_count=2, what="a classifier has at least 2 classes."):
+    """Sorted distinct labels (class labels; a multitask model's task labels, at least one)."""
     _obj(d, at, ["dtype", "values"])
     dtype = _str(d["dtype"], at["dtype"])
     if not _CLASS_DTYPE.match(dtype):
         at["dtype"].fail(f"{_short(dtype)} is not a label dtype gpufs writes.")
     values = _list(d["values"], at["values"], max_length=MAX_CLASSES)
-    if len(values) < 2:
-        at["values"].fail("a classifier has at least 2 classes.")
+    if len(values) < min_count:
+        at["values"].fail(what)
     vat = at["values"]
     if dtype == "object":
         kinds = {type(x) for x in values}
@@ -1300,10 +1307,140 @@ class _ControlBurn:
         return dummy
 
 
+class _MultiTaskGBFS:
+    """Multitask GBFS: one ensemble per task over shared bins, Omega_G and each Omega_t.
+
+    Beyond each ensemble's own checks: every task's ensemble has ``n_estimators`` rounds of
+    trees; Omega_t (``selected_features_by_task``) is exactly the set of features task t's
+    trees split on, in an order consistent with the first tree that uses each; Omega_G
+    (``selected_features``) is exactly their union; the trees of all tasks together stay
+    under ``MAX_NODES``.
+    """
+
+    binned = True
+    keys = ["device", "tasks", "bins", "ensembles", "n_estimators", "mu_t",
+            "selected_features", "selected_features_by_task", "feature_importances",
+            "selection_records", "fit_times", "selection_path"]
+
+    @staticmethod
+    def write(est):
+        return {
+            "device": str(est.device_),
+            "tasks": _classes_out(est.tasks_),
+            "bins": bins_to_dict(est.bin_mapper_),
+            "ensembles": [_ensemble_fields(e) for e in est.ensembles_],
+            "n_estimators": int(est.n_estimators_),
+            "mu_t": _floats_out(est.mu_t_),
+            "selected_features": np.asarray(est.selected_features_).tolist(),
+            "selected_features_by_task": [np.asarray(s).tolist()
+                                          for s in est.selected_features_by_task_],
+            "feature_importances": _floats_out(est.feature_importances_),
+            "selection_records": [{
+                "tree_column": [int(c) for c in rec["tree_column"]],
+                "features_added": [[int(f) for f in fs] for fs in rec["features_added"]],
+                "train_loss": _floats_out(rec["train_loss"]),
+                "val_loss": _floats_out(rec["val_loss"]),
+            } for rec in est.selection_records_],
+            "fit_times": _free_form_out(est.fit_times_, "fit_times_"),
+            "selection_path": _free_form_out(est.selection_path_, "selection_path_"),
+        }
+
+    @staticmethod
+    def read(est, f, at):
+        from .binning import BinMapper
+        from .tree import n_nodes_for_depth
+
+        _obj(f, at, _MultiTaskGBFS.keys)
+        d = est.n_features_in_
+        k_out = _n_outputs(est)
+        est.device_ = _device_of(f["device"], at["device"])
+        tasks = _read_classes(f["tasks"], at["tasks"], 1, "a model has at least one task.")
+        n_tasks = len(tasks)
+        bins = read_bins(f["bins"], at["bins"], d)
+        rounds = _int(f["n_estimators"], at["n_estimators"], 0)
+        eat = at["ensembles"]
+        _list(f["ensembles"], eat, n_tasks)
+        ensembles, first_use, nodes = [], [], 0
+        for t, e in enumerate(f["ensembles"]):
+            ens = ensemble_from_dict(e, eat[t], n_features=d, n_outputs=k_out, cuts=bins[3],
+                                     tagged=False)
+            nodes += ens.n_trees * n_nodes_for_depth(ens.max_depth)
+            if nodes > MAX_NODES:
+                eat[t].fail(f"the tasks' trees hold more than {MAX_NODES} nodes together.")
+            if ens.n_trees != rounds * k_out:
+                eat[t]["n_trees"].fail(f"{ens.n_trees} trees, but the model has {rounds} "
+                                       f"rounds of {k_out}.")
+            col = np.asarray(ens.tree_column)
+            bad = np.flatnonzero(col != np.arange(ens.n_trees) % k_out)
+            if bad.size:
+                eat[t]["tree_column"][int(bad[0])].fail(
+                    f"tree {int(bad[0])} of a boosted model fits output {int(bad[0]) % k_out}.")
+            ensembles.append(ens)
+            # the first tree of this task that splits on each feature (-1: none)
+            first = np.full(d, -1, dtype=np.int64)
+            if ens.n_trees:
+                feat = ens.stacked()["feature"]
+                for tree in range(ens.n_trees - 1, -1, -1):
+                    used = feat[tree][feat[tree] >= 0]
+                    first[used] = tree
+            first_use.append(first)
+        sat = at["selected_features_by_task"]
+        _list(f["selected_features_by_task"], sat, n_tasks)
+        by_task = []
+        for t, v in enumerate(f["selected_features_by_task"]):
+            sel = _index_list(v, sat[t], d)
+            if not np.array_equal(np.sort(sel), np.flatnonzero(first_use[t] >= 0)):
+                sat[t].fail("not the features task's trees split on.")
+            if np.any(np.diff(first_use[t][sel]) < 0):
+                sat[t].fail("not in order of first use.")
+            by_task.append(sel)
+        selected = _index_list(f["selected_features"], at["selected_features"], d)
+        union = np.unique(np.concatenate(by_task)) if by_task else np.zeros(0, np.int64)
+        if not np.array_equal(np.sort(selected), union):
+            at["selected_features"].fail("not the union of the tasks' selected features.")
+        mu_t = _float_array(f["mu_t"], at["mu_t"], (n_tasks,), lo=0.0)
+        imp = _float_array(f["feature_importances"], at["feature_importances"], (d,), lo=0.0)
+        rat = at["selection_records"]
+        _list(f["selection_records"], rat, n_tasks)
+        records = []
+        for t, rec in enumerate(f["selection_records"]):
+            n_trees = ensembles[t].n_trees
+            _obj(rec, rat[t], ["tree_column", "features_added", "train_loss", "val_loss"])
+            rcol = _int_array(rec["tree_column"], rat[t]["tree_column"], (n_trees,), 0,
+                              k_out - 1)
+            if not np.array_equal(rcol, np.asarray(ensembles[t].tree_column)):
+                rat[t]["tree_column"].fail("differs from the ensemble's tree_column.")
+            added = _list(rec["features_added"], rat[t]["features_added"], n_trees)
+            records.append({
+                "tree_column": rcol.tolist(),
+                "features_added": [_index_list(a, rat[t]["features_added"][i], d).tolist()
+                                   for i, a in enumerate(added)],
+                **{k: _float_array(rec[k], rat[t][k], (n_trees,),
+                                   nonfinite=("NaN", "Infinity")).tolist()
+                   for k in ("train_loss", "val_loss")}})
+        est.tasks_ = tasks
+        est.bin_mapper_ = BinMapper._from_validated(*bins)
+        est.ensembles_ = ensembles
+        est.n_estimators_ = rounds
+        est.mu_t_ = mu_t
+        est.selected_features_ = selected
+        est.support_ = np.zeros(d, dtype=bool)
+        est.support_[selected] = True
+        est.selected_features_by_task_ = by_task
+        est.first_use_tree_by_task_ = np.stack(first_use) if first_use else \
+            np.zeros((0, d), np.int64)
+        est.feature_importances_ = imp
+        est.selection_records_ = records
+        for key in ("fit_times", "selection_path"):
+            setattr(est, key + "_", _free_form(f[key], at[key]))
+        est._objective = est._make_objective()
+
+
 _FAMILIES = {
     "GBFSRegressor": _GBFS, "GBFSClassifier": _GBFS,
     "StagewiseRegressor": _Stagewise, "StagewiseClassifier": _Stagewise,
     "ControlBurnRegressor": _ControlBurn, "ControlBurnClassifier": _ControlBurn,
+    "MultiTaskGBFSRegressor": _MultiTaskGBFS, "MultiTaskGBFSClassifier": _MultiTaskGBFS,
 }
 
 
