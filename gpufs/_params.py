@@ -63,3 +63,8 @@ def real_range(low, high=None, closed="left"):
 
 #: The ``device`` parameter of every estimator.
 DEVICE_CONSTRAINT = [StrOptions({"auto", "cpu", "gpu"})]
+
+#: ``n_jobs`` as scikit-learn means it: None or -1 all cores, -k all but k - 1, k >= 1 at most
+#: k threads (0 is refused).
+N_JOBS_CONSTRAINT = [Interval(numbers.Integral, None, -1, closed="right"),
+                     Interval(numbers.Integral, 1, None, closed="left"), None]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import sys
 import threading
@@ -115,20 +116,42 @@ def effective_n_jobs(n_jobs) -> int:
     return min(n_jobs, n_max)
 
 
+_active = threading.local()
+
+
 @contextlib.contextmanager
 def thread_limit(n_jobs):
     """Run the block's numba kernels on at most ``effective_n_jobs(n_jobs)`` threads, one task
-    per chunk (numba's settings are per calling thread: other threads are not affected)."""
+    per chunk (numba's settings are per calling thread: other threads are not affected).
+
+    Nested blocks: ``n_jobs=None`` inside another block keeps the outer block's limit, so an
+    estimator's ``n_jobs`` reaches the boosting loop and the forest that run inside its fit.
+    """
     import numba
 
     configure()
+    if n_jobs is None and getattr(_active, "depth", 0) > 0:
+        yield numba.get_num_threads()
+        return
     n = effective_n_jobs(n_jobs)
     old_n = numba.get_num_threads()
     old_chunk = numba.get_parallel_chunksize()
     numba.set_num_threads(n)
     numba.set_parallel_chunksize(1)
+    _active.depth = getattr(_active, "depth", 0) + 1
     try:
         yield n
     finally:
+        _active.depth -= 1
         numba.set_num_threads(old_n)
         numba.set_parallel_chunksize(old_chunk)
+
+
+def honours_n_jobs(fit):
+    """Decorator for an estimator's ``fit``: the whole fit (binning, trees, predictions of
+    the validation set) runs under ``thread_limit(self.n_jobs)``."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        with thread_limit(getattr(self, "n_jobs", None)):
+            return fit(self, *args, **kwargs)
+    return wrapper

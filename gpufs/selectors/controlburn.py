@@ -51,7 +51,8 @@ from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
 from .._device import get_namespace, is_cupy_array, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
-from .._params import DEVICE_CONSTRAINT, int_range, real_range
+from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
+from .._threading import honours_n_jobs
 from ..binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
@@ -103,6 +104,7 @@ class _BaseControlBurn(SelectorBase):
         "path_k_max": [int_range(1), None],
         "refit_estimator": [HasMethods(["fit", "predict"]), None],
         "device": DEVICE_CONSTRAINT,
+        "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -112,7 +114,8 @@ class _BaseControlBurn(SelectorBase):
                  tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
                  min_child_weight=1.0, feature_costs=None, feature_groups=None,
                  group_costs=None, sketch=None, sketch_size=None, path_k_max=None,
-                 refit_estimator=None, device="auto", random_state=None, verbose=False):
+                 refit_estimator=None, device="auto", n_jobs=None, random_state=None,
+                 verbose=False):
         self.n_features_to_select = n_features_to_select
         self.alpha = alpha
         self.forest_method = forest_method
@@ -134,6 +137,7 @@ class _BaseControlBurn(SelectorBase):
         self.path_k_max = path_k_max
         self.refit_estimator = refit_estimator
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
@@ -190,6 +194,7 @@ class _BaseControlBurn(SelectorBase):
 
     # --- fit ----------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=False)
+    @honours_n_jobs
     def fit(self, X, y, sample_weight=None):
         """Grow the forest, select features with the tree-weight lasso, refit on them.
 
@@ -515,6 +520,10 @@ _PARAMS_DOC = """
         a gpufs GBFS model with mu=0 on the same device.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` runs ("auto": the GPU when one is usable).
+    n_jobs : int, default=None
+        CPU threads of the fit, forest and default refit (scikit-learn's meaning: None or -1
+        all cores, -2 all but one, k at most k). A ``refit_estimator`` of your own keeps its
+        own ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
         Seeds the binning subsample, the bootstraps, the per-tree feature subsets, the sketch
         and the refit.

@@ -23,6 +23,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._device import get_namespace, is_cupy_array, to_host
 from .. import _scales, model_io
 from .._input import check_costs, check_groups, check_X
+from .._params import N_JOBS_CONSTRAINT
+from .._threading import honours_n_jobs
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
@@ -67,6 +69,7 @@ class _BaseGBFS(SelectorBase):
         "validation_fraction": [real_range(0, 1, closed="neither"), None],
         "n_iter_no_change": [int_range(1), None],
         "device": DEVICE_CONSTRAINT,
+        "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -76,7 +79,7 @@ class _BaseGBFS(SelectorBase):
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
                  validation_fraction=None, n_iter_no_change=None, device="auto",
-                 random_state=None, verbose=False):
+                 n_jobs=None, random_state=None, verbose=False):
         self.mu = mu
         self.penalty_scaling = penalty_scaling
         self.feature_costs = feature_costs
@@ -93,11 +96,13 @@ class _BaseGBFS(SelectorBase):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     # --- fit ----------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @honours_n_jobs
     def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None):
         """Fit the penalized boosted ensemble and record the features it selects.
 
@@ -318,6 +323,10 @@ _PARAMS_DOC = """
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` runs ("auto": the GPU when one is usable). Predictions run where their
         input lives.
+    n_jobs : int, default=None
+        CPU threads of the fit (scikit-learn's meaning: None or -1 all cores, -2 all but one,
+        k at most k). Threads come from Intel TBB, which is safe in forked processes and when
+        several Python threads fit at once; small fits run on the calling thread only.
     random_state : int, RandomState instance or None, default=None
         Seeds the binning subsample and the ``validation_fraction`` split.
     verbose : bool, default=False

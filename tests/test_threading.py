@@ -1,0 +1,229 @@
+"""The threading model (gpufs._threading): TBB layer, n_jobs, fork children, two threads, burners.
+
+What users hit first on shared machines (see the module docstring of ``gpufs._threading``):
+GNU OpenMP kills a fork() child that fits after its parent did, numba's workqueue layer aborts
+when two Python threads fit at once, and spinning OpenMP workers made small fits 10-30x slower
+beside busy processes. These tests run each situation for real (in a subprocess where a failure
+could take the test process down) and check the answers, never the time: a generous timeout is
+the only clock.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numba
+import numpy as np
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+
+import gpufs
+from gpufs import _threading
+from gpufs.backends.cpu import PARALLEL_MIN_WORK, CPUBackend
+from gpufs.binning import BinMapper
+from gpufs.boosting import BoostingParams, fit_boosting
+from gpufs.grower import TreeParams
+from gpufs.objectives import make_objective
+from gpufs.penalties import PenaltyState
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT = 600  # seconds: only a hang or a crash can reach it, never a slow machine
+
+# Big enough that the level step takes its parallel drivers (rows x features above
+# PARALLEL_MIN_WORK), small enough for a few seconds per fit.
+N_ROWS, N_COLS = 40_000, 10
+assert N_ROWS * N_COLS > PARALLEL_MIN_WORK
+
+_DATA = """
+import numpy as np
+rng = np.random.default_rng(0)
+X = rng.normal(size=(%d, %d)).astype(np.float32)
+y = (X[:, 0] + 0.5 * X[:, 3] * X[:, 4] + 0.3 * rng.normal(size=len(X)) > 0).astype(int)
+""" % (N_ROWS, N_COLS)
+
+
+def _data():
+    scope = {}
+    exec(_DATA, scope)
+    return scope["X"], scope["y"]
+
+
+def _model(**kw):
+    return gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
+                                random_state=0, **kw)
+
+
+def _tree_bytes(est):
+    """The fitted ensemble as one comparable value (every array of every tree)."""
+    d = est.ensemble_.to_dict() if hasattr(est.ensemble_, "to_dict") else None
+    if d is not None:
+        return repr(d)
+    return repr([(t.feature.tobytes(), t.threshold_bin.tobytes(), t.value.tobytes())
+                 for t in est.ensemble_.trees])
+
+
+def _run(script, timeout=TIMEOUT, env=None):
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+# --- the layer and n_jobs -------------------------------------------------------------------
+def test_tbb_layer_is_chosen_and_used():
+    if os.environ.get("NUMBA_THREADING_LAYER"):
+        pytest.skip("the user's NUMBA_THREADING_LAYER is respected")
+    assert _threading.configure() == "tbb"
+    X, y = _data()
+    _model(n_jobs=-1).fit(X, y)
+    assert numba.threading_layer() == "tbb"
+
+
+def test_effective_n_jobs_has_sklearn_meaning():
+    n_max = int(numba.config.NUMBA_NUM_THREADS)
+    assert _threading.effective_n_jobs(None) == n_max
+    assert _threading.effective_n_jobs(-1) == n_max
+    assert _threading.effective_n_jobs(-2) == max(1, n_max - 1)
+    assert _threading.effective_n_jobs(-10_000) == 1
+    assert _threading.effective_n_jobs(1) == 1
+    assert _threading.effective_n_jobs(10_000) == n_max
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        _threading.effective_n_jobs(0)
+
+
+@pytest.mark.parametrize("est", [gpufs.GBFSClassifier, gpufs.ControlBurnClassifier])
+def test_n_jobs_zero_is_refused_before_fitting(est):
+    X, y = _data()
+    with pytest.raises(InvalidParameterError, match="n_jobs"):
+        est(n_jobs=0, device="cpu").fit(X[:50], y[:50])
+
+
+def test_thread_limit_nests_and_restores():
+    before = numba.get_num_threads()
+    with _threading.thread_limit(1) as n:
+        assert n == 1 and numba.get_num_threads() == 1
+        with _threading.thread_limit(None):  # inner None keeps the outer limit
+            assert numba.get_num_threads() == 1
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+
+
+def test_estimator_n_jobs_reaches_the_boosting_loop(monkeypatch):
+    import gpufs.selectors.gbfs as gbfs_module
+
+    seen = []
+    real = gbfs_module.fit_boosting
+
+    def spy(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gbfs_module, "fit_boosting", spy)
+    X, y = _data()
+    _model(n_jobs=1).fit(X[:2000], y[:2000])
+    assert seen == [1]
+    if int(numba.config.NUMBA_NUM_THREADS) > 1:
+        seen.clear()
+        _model(n_jobs=-1).fit(X[:2000], y[:2000])
+        assert seen == [int(numba.config.NUMBA_NUM_THREADS)]
+
+
+# --- the same trees on any number of threads and tasks ----------------------------------------
+def test_one_thread_and_all_threads_grow_the_same_trees():
+    X, y = _data()
+    one = _model(n_jobs=1).fit(X, y)
+    every = _model(n_jobs=-1).fit(X, y)
+    assert _tree_bytes(one) == _tree_bytes(every)
+    np.testing.assert_array_equal(one.selected_features_, every.selected_features_)
+
+
+def test_many_small_tasks_grow_the_same_trees_as_serial_kernels():
+    """Tiny tasks and a zero parallel threshold force every parallel driver, with many tasks
+    per node, against the plain serial loops: the int64 histograms make the sums exact."""
+    X, y = _data()
+    X, y = X[:6000], y[:6000]
+    mapper = BinMapper(63, random_state=0).fit(X)
+    obj = make_objective("classification", 2)
+    params = BoostingParams(n_estimators=4, tree=TreeParams(max_depth=4))
+    fits = []
+    for backend in (CPUBackend(n_threads=1, parallel_min_work=1 << 62),
+                    CPUBackend(n_threads=2, rows_per_task=257, parallel_min_work=0)):
+        Xb = mapper.transform(X, backend)
+        pen = PenaltyState(0.02, np.ones(X.shape[1]), np.arange(X.shape[1]), "root_sse")
+        ens, _, _ = fit_boosting(backend, Xb, y.astype(np.float64), None, obj, pen, mapper,
+                                 params, None)
+        fits.append(repr(ens.to_dict()))
+    assert fits[0] == fits[1]
+
+
+# --- real conditions: fork, two threads, busy machine ---------------------------------------
+def test_fork_child_fits_after_the_parent_fitted():
+    script = _DATA + """
+import multiprocessing as mp
+import gpufs
+def fit():
+    est = gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
+                               random_state=0, n_jobs=-1).fit(X, y)
+    return [int(f) for f in est.selected_features_]
+def child(q):
+    q.put(fit())
+parent = fit()
+ctx = mp.get_context("fork")
+q = ctx.Queue()
+p = ctx.Process(target=child, args=(q,))
+p.start()
+got = q.get(timeout=500)
+p.join(60)
+assert p.exitcode == 0, p.exitcode
+assert got == parent, (got, parent)
+print("OK", parent)
+"""
+    r = _run(script)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "OK" in r.stdout
+
+
+def test_two_threads_fit_at_once():
+    script = _DATA + """
+import threading
+import gpufs
+def fit(out, i):
+    est = gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
+                               random_state=0, n_jobs=-1).fit(X, y)
+    out[i] = (list(est.selected_features_), est.predict_proba(X[:500]).tobytes())
+alone = {}
+fit(alone, 0)
+out = {}
+threads = [threading.Thread(target=fit, args=(out, i)) for i in range(2)]
+for t in threads: t.start()
+for t in threads: t.join(500)
+assert not any(t.is_alive() for t in threads)
+assert out[0] == alone[0] and out[1] == alone[0]
+print("OK")
+"""
+    r = _run(script)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "OK" in r.stdout
+
+
+def test_fit_completes_beside_cpu_burners():
+    burner = "import time\nend = time.time() + %d\nwhile time.time() < end: pass\n" % TIMEOUT
+    burners = [subprocess.Popen([sys.executable, "-c", burner]) for _ in range(2)]
+    try:
+        script = _DATA + """
+import gpufs
+est = gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
+                           random_state=0).fit(X, y)
+print("OK", list(est.selected_features_))
+"""
+        r = _run(script)
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert r.returncode == 0, r.stderr[-3000:]
+    X, y = _data()
+    quiet = _model().fit(X, y)
+    assert r.stdout.strip() == "OK " + str(list(quiet.selected_features_))
