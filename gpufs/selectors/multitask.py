@@ -22,6 +22,8 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _scales, model_io
 from .._device import get_namespace, is_cupy_array, resolve_device, to_host
 from .._input import check_costs, check_groups, check_sample_weight, check_X, check_y
+from .._params import N_JOBS_CONSTRAINT
+from .._threading import honours_n_jobs
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams
@@ -60,6 +62,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         "min_split_gain": [real_range(0)],
         "hessian": ["boolean"],
         "device": DEVICE_CONSTRAINT,
+        "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -67,8 +70,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
     def __init__(self, *, mu_G=0.05, mu_t=0.01, penalty_scaling="root_sse",
                  feature_costs=None, feature_groups=None, n_estimators=100, learning_rate=0.1,
                  max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
-                 min_split_gain=0.0, hessian=True, device="auto", random_state=None,
-                 verbose=False):
+                 min_split_gain=0.0, hessian=True, device="auto", n_jobs=None,
+                 random_state=None, verbose=False):
         self.mu_G = mu_G
         self.mu_t = mu_t
         self.penalty_scaling = penalty_scaling
@@ -83,6 +86,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         self.min_split_gain = min_split_gain
         self.hessian = hessian
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
@@ -161,6 +165,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
 
     # --- fit ----------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @honours_n_jobs
     def fit(self, X, y, task=None, sample_weight=None):
         """Fit one penalized boosted ensemble per task, sharing the used-feature set.
 
@@ -355,6 +360,9 @@ _PARAMS_DOC = """
         False uses unit hessians (the paper's setting).
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` runs. Predictions run where their input lives.
+    n_jobs : int, default=None
+        CPU threads of the fit (scikit-learn's meaning: None or -1 all cores, -2 all but one,
+        k at most k).
     random_state : int, RandomState instance or None, default=None
         Seeds the binning subsample.
     verbose : bool, default=False
