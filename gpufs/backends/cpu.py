@@ -72,6 +72,10 @@ ROWS_PER_TASK = 16384
 TASKS_PER_THREAD = 4
 #: Row x feature updates below which a level runs on the calling thread only.
 PARALLEL_MIN_WORK = 1 << 18
+#: Rows per task of the per-row kernels (gradients, losses, binning, prediction). The fit runs
+#: with numba's chunk size at one task (``gpufs._threading``), so a loop over single rows
+#: would make every row a task: a million scheduler round trips per pass.
+ROW_BLOCK = 4096
 
 
 # --- histograms -----------------------------------------------------------------------------
@@ -686,7 +690,7 @@ def _quantize_ser(g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales,
 def _columns_of(Xb, out):
     """out (d, n) = Xb (n, d) transposed, in blocks of rows so both sides stay in cache."""
     n, d = Xb.shape
-    block = 256
+    block = 1024
     for b in prange((n + block - 1) // block):
         lo = b * block
         hi = min(n, lo + block)
@@ -699,9 +703,10 @@ def _columns_of(Xb, out):
 def _bin_transform(X, cuts, n_cuts, out):
     """out[i, f] = number of cuts of feature f that are < X[i, f]; NaN -> MISSING_BIN."""
     n, d = X.shape
-    for i in prange(n):
-        for f in range(d):
-            out[i, f] = _bin_of(X[i, f], cuts, f, n_cuts[f])
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            for f in range(d):
+                out[i, f] = _bin_of(X[i, f], cuts, f, n_cuts[f])
 
 
 @njit(inline="always")
@@ -731,14 +736,15 @@ def _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column
     """out[i, tree_column[t]] += leaf value of tree t for row i, trees in order."""
     n = Xb.shape[0]
     n_trees = feature.shape[0]
-    for i in prange(n):
-        for t in range(n_trees):
-            node = 0
-            while feature[t, node] >= 0:
-                left = _goes_left(Xb[i, feature[t, node]], bin_threshold[t, node],
-                                  missing_left[t, node])
-                node = 2 * node + 1 if left else 2 * node + 2
-            out[i, tree_column[t]] += value[t, node]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            for t in range(n_trees):
+                node = 0
+                while feature[t, node] >= 0:
+                    left = _goes_left(Xb[i, feature[t, node]], bin_threshold[t, node],
+                                      missing_left[t, node])
+                    node = 2 * node + 1 if left else 2 * node + 2
+                out[i, tree_column[t]] += value[t, node]
 
 
 @njit(parallel=True, cache=True)
@@ -746,46 +752,57 @@ def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out):
     """As ``_predict_binned`` on raw float features: left iff x <= threshold (NaN by default)."""
     n = X.shape[0]
     n_trees = feature.shape[0]
-    for i in prange(n):
-        for t in range(n_trees):
-            node = 0
-            while feature[t, node] >= 0:
-                left = _goes_left_raw(X[i, feature[t, node]], threshold[t, node],
-                                      missing_left[t, node])
-                node = 2 * node + 1 if left else 2 * node + 2
-            out[i, tree_column[t]] += value[t, node]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            for t in range(n_trees):
+                node = 0
+                while feature[t, node] >= 0:
+                    left = _goes_left_raw(X[i, feature[t, node]], threshold[t, node],
+                                          missing_left[t, node])
+                    node = 2 * node + 1 if left else 2 * node + 2
+                out[i, tree_column[t]] += value[t, node]
 
 
 @njit(parallel=True, cache=True)
 def _logistic_gradients(raw, y, g, h):
-    for i in prange(raw.shape[0]):
-        gi, hi = _logistic_grad_hess(raw[i, 0], float(y[i]))
-        g[0, i] = gi
-        h[0, i] = hi
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            gi, hi = _logistic_grad_hess(raw[i, 0], float(y[i]))
+            g[0, i] = gi
+            h[0, i] = hi
 
 
 @njit(parallel=True, cache=True)
 def _softmax_gradients(raw, y, g, h):
-    for i in prange(raw.shape[0]):
-        _softmax_grad_hess_row(raw, i, y[i], g, h)
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            _softmax_grad_hess_row(raw, i, y[i], g, h)
 
 
 @njit(parallel=True, cache=True)
 def _squared_error_losses(raw, y, out):
-    for i in prange(raw.shape[0]):
-        out[i] = _squared_error_loss(raw[i, 0], float(y[i]))
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            out[i] = _squared_error_loss(raw[i, 0], float(y[i]))
 
 
 @njit(parallel=True, cache=True)
 def _logistic_losses(raw, y, out):
-    for i in prange(raw.shape[0]):
-        out[i] = _logistic_loss(raw[i, 0], float(y[i]))
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            out[i] = _logistic_loss(raw[i, 0], float(y[i]))
 
 
 @njit(parallel=True, cache=True)
 def _softmax_losses(raw, y, out):
-    for i in prange(raw.shape[0]):
-        out[i] = _softmax_loss_row(raw, i, y[i])
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            out[i] = _softmax_loss_row(raw, i, y[i])
 
 
 @njit(inline="always")
@@ -807,8 +824,10 @@ def _round_row(kind, i, raw, y, g, h, loss):
 
 @njit(parallel=True, cache=True)
 def _round_par(kind, raw, y, g, h, loss):
-    for i in prange(raw.shape[0]):
-        _round_row(kind, i, raw, y, g, h, loss)
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            _round_row(kind, i, raw, y, g, h, loss)
 
 
 @njit(cache=True)
