@@ -107,7 +107,9 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
                         min_child_weight=float(params.min_child_weight),
                         min_split_gain=float(params.min_split_gain))
     feats = penalties.candidate_features(d)
-    state = backend.start_tree(Xb, gh, int(root_g_q), int(root_h_q), depth_max, feats)
+    state = backend.start_tree(Xb, gh, int(root_g_q), int(root_h_q), depth_max, feats,
+                               penalty=penalties.penalty_vector(), groups=penalties.groups,
+                               split=split)
     reached = [np.zeros(1, np.int64)]
     leaves = []
     new_features: list[int] = []

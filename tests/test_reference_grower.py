@@ -12,9 +12,30 @@ from gpufs.quantize import fixed_point_scale, quantize
 from _reference import (RefOmega, ref_histogram, ref_root_divisor,
                         reference_grow_tree)
 
-BACKEND = CPUBackend()
+
+
+class CountingBackend(CPUBackend):
+    """The CPU backend, counting the level slots whose histograms skipped the paying features
+    (the node gain bound could not pay them), and those at levels that also admitted a
+    feature (a free-only parent's children are then built directly, not by subtraction)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.free_only_slots = 0
+        self.free_only_at_admission = 0
+
+    def level_step(self, st, *args, **kw):
+        free_only = int((~st.slot_full).sum())
+        res = super().level_step(st, *args, **kw)
+        self.free_only_slots += free_only
+        if free_only and res.admitted.shape[0] and (res.feature >= 0).any():
+            self.free_only_at_admission += 1
+        return res
+
+
+BACKEND = CountingBackend()
 #: Parallel drivers on tiny tasks: chunked histograms, partitions and reductions.
-CHUNKY = CPUBackend(n_threads=3, rows_per_task=5, parallel_min_work=0)
+CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0)
 
 
 def _stub_mapper(n_bins):
@@ -152,6 +173,7 @@ CONFIGS = [
                          ids=[c[0] for c in CONFIGS])
 def test_grower_matches_reference(name, nan, hessian, penalty, costs, groups, budget):
     rng = np.random.default_rng(sum(map(ord, name)))
+    skipped_before = BACKEND.free_only_slots + CHUNKY.free_only_slots
     n_splits = 0
     n_penalized_choices = 0
     n_fallbacks = 0
@@ -185,6 +207,42 @@ def test_grower_matches_reference(name, nan, hessian, penalty, costs, groups, bu
         assert n_fallbacks > 3
     if nan:  # the missingness split is among the candidates and sometimes wins
         assert n_missingness > 0
+    if penalty:  # nodes whose gain bound could not pay skipped the paying features' histograms
+        assert BACKEND.free_only_slots + CHUNKY.free_only_slots - skipped_before > 10
+
+
+def test_gain_bound_skipping_with_admissions_matches_reference():
+    """Levels where some nodes' histograms skip the paying features while another node of
+    the same level admits a feature: those nodes' children get the new free feature by a
+    direct build (their parent never had it), and every tree still equals the oracle's."""
+    rng = np.random.default_rng(123)
+    counting = CountingBackend(n_threads=3, rows_per_task=4, parallel_min_work=0)
+    cases = 0
+    for case in range(120):
+        n = int(rng.integers(40, 90))
+        d = int(rng.integers(3, 7))
+        n_bins = rng.integers(2, 9, size=d).astype(np.int32)
+        Xb = np.stack([rng.integers(0, n_bins[f], size=n) for f in range(d)],
+                      axis=1).astype(np.uint8)
+        # one strong feature in a third of the rows, small gradients elsewhere: that node
+        # can pay, its siblings cannot
+        g = 0.05 * rng.normal(size=n)
+        strong = Xb[:, 0] < n_bins[0] // 2
+        g[strong] += np.where(Xb[strong, 1] < n_bins[1] // 2, 3.0, -3.0)
+        h = rng.uniform(0.1, 1.0, size=n)
+        mu = float(rng.choice([0.5, 2.0, 5.0]))
+        costs = rng.uniform(0.5, 1.5, size=d)
+        groups = rng.integers(0, max(1, d // 2), size=d) if case % 3 == 0 else np.arange(d)
+        used0 = np.zeros(d, bool)
+        used0[0] = True
+        params = TreeParams(max_depth=int(rng.integers(3, 6)), reg_lambda=1.0)
+        before = counting.free_only_at_admission
+        grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, mu, costs, groups, None, used0,
+                                       params, backend=counting)
+        _assert_same_tree(grown, ref, ps, ro, f"bound case {case}", n_bins)
+        cases += counting.free_only_at_admission > before
+    assert counting.free_only_slots > 50
+    assert cases > 5
 
 
 def test_penalty_changes_the_tree_like_the_reference():

@@ -284,12 +284,14 @@ def _subtract_ser(feats, n_feats, parent_slot, built_slot, sib_slot, hist, nxt):
 # --- split search ---------------------------------------------------------------------------
 
 @njit(inline="always")
-def _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feats, g_scale,
-                 h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain, pf_bin,
-                 pf_ml, pf_gl, pf_hl):
+def _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
+                 g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
+                 pf_bin, pf_ml, pf_gl, pf_hl):
     k = p // n_feats
     f = feats[p % n_feats]
-    if not wanted[f]:
+    # A slot that is not ``slot_full`` has histograms of the free features only (penalty 0):
+    # no feature that pays can score there (``_gain_bound``), and its bins were never built.
+    if not wanted[f] or (not slot_full[k] and penalty[f] > 0.0):
         pf_score[k, f] = -np.inf
         return
     G_q = slot_g[k]
@@ -309,53 +311,71 @@ def _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feat
 
 
 @njit(parallel=True, cache=True)
-def _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feats, g_scale, h_scale,
-                reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain, pf_bin, pf_ml,
-                pf_gl, pf_hl):
+def _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
+                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
+                pf_bin, pf_ml, pf_gl, pf_hl):
     for p in prange(hist.shape[0] * n_feats):
-        _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feats, g_scale,
-                     h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
-                     pf_bin, pf_ml, pf_gl, pf_hl)
+        _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
+                     n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+                     pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
 
 
 @njit(cache=True)
-def _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feats, g_scale, h_scale,
-                reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain, pf_bin, pf_ml,
-                pf_gl, pf_hl):
+def _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
+                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
+                pf_bin, pf_ml, pf_gl, pf_hl):
     for p in range(hist.shape[0] * n_feats):
-        _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feats, g_scale,
-                     h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
-                     pf_bin, pf_ml, pf_gl, pf_hl)
+        _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
+                     n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+                     pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
 
 
 # --- partition ------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left):
+def _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q,
+                     t_q):
     s = t_seg[t]
     col = Xb_cols[sf[s]]  # the split feature's bins, contiguous: one byte per row read
     thr = sb[s]
     ml = sm[s]
     nl = 0
-    for j in range(t_lo[t], t_hi[t]):
-        if _goes_left(col[rows[j]], thr, ml):
-            go_left[j] = 1
-            nl += 1
-        else:
-            go_left[j] = 0
+    if q.shape[0] == 0:
+        for j in range(t_lo[t], t_hi[t]):
+            if _goes_left(col[rows[j]], thr, ml):
+                go_left[j] = 1
+                nl += 1
+            else:
+                go_left[j] = 0
+    else:  # also the children's sums of the rows' bound terms (``_gain_bound``)
+        ql = 0.0
+        qr = 0.0
+        for j in range(t_lo[t], t_hi[t]):
+            r = rows[j]
+            if _goes_left(col[r], thr, ml):
+                go_left[j] = 1
+                nl += 1
+                ql += q[r]
+            else:
+                go_left[j] = 0
+                qr += q[r]
+        t_q[t, 0] = ql
+        t_q[t, 1] = qr
     t_left[t] = nl
 
 
 @njit(parallel=True, cache=True)
-def _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left):
+def _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q):
     for t in prange(t_seg.shape[0]):
-        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left)
+        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q,
+                         t_q)
 
 
 @njit(cache=True)
-def _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left):
+def _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q):
     for t in range(t_seg.shape[0]):
-        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left)
+        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q,
+                         t_q)
 
 
 @njit(inline="always")
@@ -395,24 +415,31 @@ def _part_scatter_ser(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out
 
 @njit(cache=True)
 def _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left, seg_start,
-               seg_count, sf, sb, sm):
+               seg_count, sf, sb, sm, q, seg_q):
     """Stable in-place partition of each segment by its split; returns left counts (m,).
 
     Reads the column-major copy of the bins (``Xb_cols`` (n_features, n_samples) uint8): a
     row-major read would fetch a cache line per row for one byte (measured 9x slower at
-    1,000,000 x 100)."""
+    1,000,000 x 100). With bound terms ``q`` (n_samples,) float64 (empty: none), also writes
+    each segment's (left, right) sums of them into ``seg_q`` (m, 2)."""
     n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
     t_seg, t_lo, t_hi, _ = _task_table(seg_start, seg_count, n_tasks_max, rows_per_task)
     T = t_seg.shape[0]
     t_left = np.empty(T, np.int64)
+    t_q = np.zeros((T, 2), np.float64)
     if parallel:
-        _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left)
+        _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q)
     else:
-        _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left)
+        _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q)
     m = seg_start.shape[0]
     left = np.zeros(m, np.int64)
     for t in range(T):
         left[t_seg[t]] += t_left[t]
+    if q.shape[0] > 0:
+        seg_q[:m] = 0.0
+        for t in range(T):
+            seg_q[t_seg[t], 0] += t_q[t, 0]
+            seg_q[t_seg[t], 1] += t_q[t, 1]
     left_dst = np.empty(T, np.int64)
     right_dst = np.empty(T, np.int64)
     lefts_before = 0
@@ -435,35 +462,92 @@ def _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_le
 
 # --- the level step -------------------------------------------------------------------------
 
+@njit(inline="always")
+def _gain_bound_pays(s_node, g_q, h_q, g_inv, h_inv, reg_lambda, n_rows, gain_divisor,
+                     pay_min, min_split_gain):
+    """Whether a feature that pays ``pay_min`` could split a node whose rows' bound terms
+    sum to ``s_node`` (``q_i = g_i^2 / h_i`` of the fixed-point values, ``_bound_term``) and
+    whose sums are (``g_q``, ``h_q``) in fixed point.
+
+    Every split of the node gains at most B = (s_node - G^2 / (H + lambda)) / 2: with
+    G_L = sum g_i over the left rows and H_L likewise, G_L^2 / (H_L + lambda) <= G_L^2 / H_L
+    <= sum_L g_i^2 / h_i (Cauchy-Schwarz), the same on the right. B never grows from a node
+    to its children (the parent's B adds the child's, the sibling's and a between-children
+    term that is >= 0), so a node that cannot pay has no descendant that can. The factors
+    cover the rounding of the float sum of n_rows terms, of G^2 / (H + lambda) and of the
+    gains themselves, so the test errs only on the side of building; NaN or inf always
+    builds.
+    """
+    g = g_q * g_inv
+    parent = (g * g) / (h_q * h_inv + reg_lambda)
+    bound = (s_node * (1.0 + 1e-9 + n_rows * 4.5e-16) - parent * (1.0 - 1e-12)) * 0.5
+    return not (bound / gain_divisor - pay_min <= min_split_gain)
+
+
+@njit(inline="always")
+def _paying_min(penalty, feats, n_feats, free):
+    """The smallest penalty of the listed features that are not ``free`` (inf: none pays)."""
+    m = np.inf
+    for i in range(n_feats):
+        f = feats[i]
+        if not free[f] and penalty[f] < m:
+            m = penalty[f]
+    return m
+
+
 @njit(cache=True)
 def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_cols, gh, rows,
                 scratch, go_left, priv, node_start,
                 node_count, node_g, node_h, active, hist, n_bins, penalty, allowed, used,
                 feats, n_feats, full, budget, g_scale, h_scale, reg_lambda, gain_divisor,
                 min_child_weight, min_split_gain, build_next, out_feature, out_bin, out_ml,
-                out_gain, admitted):
+                out_gain, admitted, q, node_s, slot_full, groups):
     """One tree level: search -> decide -> partition -> children's sums -> next histograms.
 
     ``active`` (n_slots,) int64: the level's nodes in node order; ``hist`` their histograms
-    (valid for ``feats[:n_feats]``). Writes the decision of every slot into ``out_*``
+    (valid for ``feats[:n_feats]``; for a slot with ``slot_full`` False only for the free
+    features, those whose penalty is 0). Writes the decision of every slot into ``out_*``
     (feature -1: the node is a leaf) and the admitted features into ``admitted``.
 
-    Returns (n_admitted, next_active, next_hist, next_feats, next_n_feats, next_full, priv):
-    the next level's nodes (children of the splits, left then right, in node order), their
-    histograms (the smaller child of each split built, its sibling by exact subtraction; an
-    empty array when ``build_next`` is false) and the features they cover. Once the budget is
-    spent only Omega's features can ever be split on, so the next histograms cover only them.
+    Histograms only where they can matter. With bound terms ``q`` (n_samples,) float64 (empty:
+    none), ``node_s`` holds each node's sum of them; a node whose gain bound
+    (``_gain_bound_pays``) cannot pay the cheapest penalty of a feature outside Omega can only
+    split on free features, so its children's histograms are built over those alone. Skipping
+    a feature that cannot score above ``min_split_gain`` changes no decision: it can never be
+    the node's choice, and a best split it would have displaced was a leaf anyway.
+    ``groups`` (n_features,) int32: a feature admitted here makes its group free next level.
+
+    Returns (n_admitted, next_active, next_hist, next_feats, next_n_feats, next_full, priv,
+    next_slot_full): the next level's nodes (children of the splits, left then right, in node
+    order), their histograms (the smaller child of each split built, its sibling by exact
+    subtraction; an empty array when ``build_next`` is false), the features they cover, and
+    which of them cover the paying features too. Once the budget is spent only Omega's
+    features can ever be split on, so the next histograms cover only them.
     """
     n_slots = active.shape[0]
-    d = Xb.shape[1]
+    n, d = Xb.shape
+    bounded = q.shape[0] > 0
     slot_g = np.empty(n_slots, np.int64)
     slot_h = np.empty(n_slots, np.int64)
     for k in range(n_slots):
         slot_g[k] = node_g[active[k]]
         slot_h[k] = node_h[active[k]]
     wanted = np.empty(d, np.bool_)
+    free = np.empty(d, np.bool_)
     for f in range(d):
         wanted[f] = allowed[f] or used[f]
+        free[f] = penalty[f] == 0.0
+    g_inv = 1.0 / g_scale
+    h_inv = 1.0 / h_scale
+    search_full = slot_full.copy()
+    if bounded:
+        pay_min = _paying_min(penalty, feats, n_feats, free)
+        for k in range(n_slots):
+            node = active[k]
+            if search_full[k]:
+                search_full[k] = _gain_bound_pays(node_s[node], node_g[node], node_h[node],
+                                                  g_inv, h_inv, reg_lambda, n, gain_divisor,
+                                                  pay_min, min_split_gain)
     pf_score = np.empty((n_slots, d), np.float64)
     pf_gain = np.empty((n_slots, d), np.float64)
     pf_bin = np.empty((n_slots, d), np.int64)
@@ -471,13 +555,13 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
     pf_gl = np.empty((n_slots, d), np.int64)
     pf_hl = np.empty((n_slots, d), np.int64)
     if parallel:
-        _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feats, g_scale,
-                    h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
-                    pf_bin, pf_ml, pf_gl, pf_hl)
+        _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats, n_feats,
+                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score,
+                    pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
     else:
-        _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, feats, n_feats, g_scale,
-                    h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
-                    pf_bin, pf_ml, pf_gl, pf_hl)
+        _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats, n_feats,
+                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score,
+                    pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
     best_f = np.empty(n_slots, np.int64)
     best_s = np.empty(n_slots, np.float64)
     fb_f = np.empty(n_slots, np.int64)
@@ -521,8 +605,9 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
         seg_count[i] = node_count[active[k]]
         i += 1
 
+    seg_q = np.empty((n_split, 2), np.float64)
     left = _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left,
-                      seg_start, seg_count, sf, sb, sm)
+                      seg_start, seg_count, sf, sb, sm, q, seg_q)
     next_active = np.empty(2 * n_split, np.int64)
     for i in range(n_split):
         k = split_slot[i]
@@ -539,6 +624,9 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
         node_h[L] = pf_hl[k, f]
         node_g[R] = node_g[node] - pf_gl[k, f]
         node_h[R] = node_h[node] - pf_hl[k, f]
+        if bounded:
+            node_s[L] = seg_q[i, 0]
+            node_s[R] = seg_q[i, 1]
         next_active[2 * i] = L
         next_active[2 * i + 1] = R
 
@@ -555,37 +643,138 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
                 next_n_feats += 1
         next_full = next_n_feats == d
 
+    # Which children need the paying features: a pair is built over all ``next_feats`` when
+    # either child's bound can pay the next level's cheapest penalty, else over the features
+    # free next level (free now, or in the group of a feature admitted now).
+    next_slot_full = np.ones(2 * n_split, np.bool_)
+    if bounded and _paying_min(penalty, next_feats, next_n_feats, free) < np.inf:
+        n_groups = 0
+        for f in range(d):
+            n_groups = max(n_groups, groups[f] + 1)
+        group_free = np.zeros(n_groups, np.bool_)
+        for f in range(d):
+            if admitted_now[f]:
+                group_free[groups[f]] = True
+        for f in range(d):
+            if group_free[groups[f]]:
+                free[f] = True
+        pay_next = _paying_min(penalty, next_feats, next_n_feats, free)
+        for i in range(n_split):
+            need = search_full[split_slot[i]]
+            if need:
+                need = False
+                for c in range(2):
+                    ch = next_active[2 * i + c]
+                    need = need or _gain_bound_pays(node_s[ch], node_g[ch], node_h[ch], g_inv,
+                                                    h_inv, reg_lambda, n, gain_divisor,
+                                                    pay_next, min_split_gain)
+            next_slot_full[2 * i] = need
+            next_slot_full[2 * i + 1] = need
+
     if not build_next or n_split == 0:
         return (n_adm, next_active, np.empty((0, d, N_HIST_BINS, 2), HIST_DTYPE), next_feats,
-                next_n_feats, next_full, priv)
+                next_n_feats, next_full, priv, next_slot_full)
     nxt = np.empty((2 * n_split, d, N_HIST_BINS, 2), HIST_DTYPE)
-    b_start = np.empty(n_split, np.int64)
-    b_count = np.empty(n_split, np.int64)
-    b_slot = np.empty(n_split, np.int64)
-    s_slot = np.empty(n_split, np.int64)
-    work = 0
-    for i in range(n_split):
-        L = next_active[2 * i]
-        R = next_active[2 * i + 1]
-        if node_count[L] <= node_count[R]:
-            b_start[i] = node_start[L]
-            b_count[i] = node_count[L]
-            b_slot[i] = 2 * i
-            s_slot[i] = 2 * i + 1
+    # Two groups of pairs: those built over every next feature, those over the free ones.
+    free_feats = np.empty(next_n_feats, feats.dtype)
+    n_free = 0
+    for j in range(next_n_feats):
+        if free[next_feats[j]]:
+            free_feats[n_free] = next_feats[j]
+            n_free += 1
+    for group in range(2):
+        want_full = group == 0
+        m = 0
+        for i in range(n_split):
+            if next_slot_full[2 * i] == want_full:
+                m += 1
+        if m == 0:
+            continue
+        g_feats = next_feats if want_full else free_feats
+        g_n = next_n_feats if want_full else n_free
+        g_all = next_full if want_full else n_free == d
+        # A parent built over the free features only lacks those admitted at this level
+        # (free from the next level on): then both children are built, none subtracted.
+        direct = (not want_full) and n_adm > 0
+        n_built = 2 * m if direct else m
+        b_start = np.empty(n_built, np.int64)
+        b_count = np.empty(n_built, np.int64)
+        b_slot = np.empty(n_built, np.int64)
+        s_slot = np.empty(m, np.int64)
+        p_slot = np.empty(m, np.int64)
+        work = 0
+        j = 0
+        for i in range(n_split):
+            if next_slot_full[2 * i] != want_full:
+                continue
+            L = next_active[2 * i]
+            R = next_active[2 * i + 1]
+            p_slot[j] = split_slot[i]
+            if direct:
+                for c in range(2):
+                    b_start[2 * j + c] = node_start[next_active[2 * i + c]]
+                    b_count[2 * j + c] = node_count[next_active[2 * i + c]]
+                    b_slot[2 * j + c] = 2 * i + c
+                    work += node_count[next_active[2 * i + c]]
+            elif node_count[L] <= node_count[R]:
+                b_start[j] = node_start[L]
+                b_count[j] = node_count[L]
+                b_slot[j] = 2 * i
+                s_slot[j] = 2 * i + 1
+                work += b_count[j]
+            else:
+                b_start[j] = node_start[R]
+                b_count[j] = node_count[R]
+                b_slot[j] = 2 * i + 1
+                s_slot[j] = 2 * i
+                work += b_count[j]
+            j += 1
+        if g_n == 0:
+            continue
+        par_next = parallel and work * g_n >= parallel_min_work
+        priv = _build_histograms(par_next, n_threads, rows_per_task, Xb, gh, rows, b_start,
+                                 b_count, b_slot, g_feats, g_n, g_all, nxt, priv)
+        if direct:
+            continue
+        if parallel:
+            _subtract_par(g_feats, g_n, p_slot, b_slot, s_slot, hist, nxt)
         else:
-            b_start[i] = node_start[R]
-            b_count[i] = node_count[R]
-            b_slot[i] = 2 * i + 1
-            s_slot[i] = 2 * i
-        work += b_count[i]
-    par_next = parallel and work * next_n_feats >= parallel_min_work
-    priv = _build_histograms(par_next, n_threads, rows_per_task, Xb, gh, rows, b_start, b_count,
-                             b_slot, next_feats, next_n_feats, next_full, nxt, priv)
-    if parallel:
-        _subtract_par(next_feats, next_n_feats, split_slot, b_slot, s_slot, hist, nxt)
-    else:
-        _subtract_ser(next_feats, next_n_feats, split_slot, b_slot, s_slot, hist, nxt)
-    return n_adm, next_active, nxt, next_feats, next_n_feats, next_full, priv
+            _subtract_ser(g_feats, g_n, p_slot, b_slot, s_slot, hist, nxt)
+    return n_adm, next_active, nxt, next_feats, next_n_feats, next_full, priv, next_slot_full
+
+
+@njit(inline="always")
+def _bound_term(g_q, h_q, g_inv, h_inv):
+    """q_i = g_i^2 / h_i of one row's fixed-point values (what the histograms sum): 0 for a
+    zero gradient, inf for a nonzero gradient on a zero hessian (no bound then)."""
+    if g_q == 0:
+        return 0.0
+    if h_q <= 0:
+        return np.inf
+    g = g_q * g_inv
+    return (g * g) / (h_q * h_inv)
+
+
+@njit(inline="always")
+def _bound_chunk(c, n_chunks, gh, g_inv, h_inv, out, sums):
+    n = gh.shape[0]
+    acc = 0.0
+    for i in range((c * n) // n_chunks, ((c + 1) * n) // n_chunks):
+        out[i] = _bound_term(gh[i, 0], gh[i, 1], g_inv, h_inv)
+        acc += out[i]
+    sums[c] = acc
+
+
+@njit(parallel=True, cache=True)
+def _bound_terms_par(gh, g_inv, h_inv, out, sums):
+    for c in prange(sums.shape[0]):
+        _bound_chunk(c, sums.shape[0], gh, g_inv, h_inv, out, sums)
+
+
+@njit(cache=True)
+def _bound_terms_ser(gh, g_inv, h_inv, out, sums):
+    for c in range(sums.shape[0]):
+        _bound_chunk(c, sums.shape[0], gh, g_inv, h_inv, out, sums)
 
 
 @njit(cache=True)
@@ -875,8 +1064,9 @@ class BinnedMatrix:
 class _CPUTree:
     """The state of one tree being grown (host arrays; see the module docstring)."""
 
-    __slots__ = ("Xb", "Xb_cols", "gh", "rows", "node_start", "node_count", "node_g", "node_h", "active",
-                 "hist", "feats", "n_feats", "full", "parallel")
+    __slots__ = ("Xb", "Xb_cols", "gh", "rows", "node_start", "node_count", "node_g", "node_h",
+                 "active", "hist", "feats", "n_feats", "full", "parallel", "q", "node_s",
+                 "slot_full", "groups")
 
 
 class CPUBackend:
@@ -1006,10 +1196,17 @@ class CPUBackend:
             _columns_of(Xb, cols)
         return BinnedMatrix(Xb, cols)
 
-    def start_tree(self, data, gh, root_g, root_h, max_depth, feats):
+    def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
+                   groups=None, split=None):
         """Begin a tree: every row in the root, its histogram over ``feats`` (int32 sorted
         feature indices) built. ``data`` is ``prepare_binned``'s result (or the uint8 binned
-        matrix, prepared here). Returns the tree state for ``level_step``."""
+        matrix, prepared here). Returns the tree state for ``level_step``.
+
+        With the level's ``penalty`` vector, the feature ``groups`` (int32 (n_features,)) and
+        the tree's ``split`` parameters (``grower.SplitParams``), the tree keeps each node's
+        gain bound and builds the paying features' histograms only at nodes where one of them
+        could score (``_gain_bound_pays``); without them every node covers ``feats``.
+        """
         data = self.prepare_binned(data)
         Xb = data.by_row
         n, d = Xb.shape
@@ -1028,15 +1225,43 @@ class CPUBackend:
         st.node_g[0] = root_g
         st.node_h[0] = root_h
         st.active = np.zeros(1, np.int64)
-        st.feats = np.ascontiguousarray(feats, dtype=np.int32)
+        feats = np.ascontiguousarray(feats, dtype=np.int32)
+        st.node_s = np.zeros(n_nodes, np.float64)
+        st.q = np.empty(0, np.float64)
+        st.groups = (np.zeros(d, np.int32) if groups is None
+                     else np.ascontiguousarray(groups, dtype=np.int32))
+        st.slot_full = np.ones(1, np.bool_)
+        n_threads = self._threads()
+        if penalty is not None and split is not None and n and bool(
+                (np.asarray(penalty)[feats] > 0).any()):
+            st.q, st.node_s[0] = self._bound_terms(gh, split, n_threads)
+            free = np.asarray(penalty) == 0.0
+            pay_min = float(np.asarray(penalty)[feats][~free[feats]].min())
+            if not _gain_bound_pays(st.node_s[0], int(root_g), int(root_h),
+                                    1.0 / split.g_scale, 1.0 / split.h_scale,
+                                    float(split.reg_lambda), n, float(split.gain_divisor),
+                                    pay_min, float(split.min_split_gain)):
+                st.slot_full[0] = False
+                feats = feats[free[feats]]
+        st.feats = feats
         st.n_feats = int(st.feats.shape[0])
         st.full = st.n_feats == d
-        n_threads = self._threads()
         st.parallel = n_threads > 1 and n * max(st.n_feats, 1) >= self.parallel_min_work
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         st.hist, self._scratch["priv"] = _root_histogram(
-            st.parallel, n_threads, self.rows_per_task, Xb, gh, st.rows, st.feats, st.n_feats, st.full, priv)
+            st.parallel, n_threads, self.rows_per_task, Xb, gh, st.rows, st.feats, st.n_feats,
+            st.full, priv)
         return st
+
+    def _bound_terms(self, gh, split, n_threads):
+        """(q, sum q): each row's ``_bound_term`` (n,) float64 and their sum."""
+        n = gh.shape[0]
+        q = self._buffer("bound_terms", (n,), np.float64)
+        chunks = TASKS_PER_THREAD * n_threads if self._rows_parallel(n) else 1
+        sums = np.zeros(chunks, np.float64)
+        (_bound_terms_par if chunks > 1 else _bound_terms_ser)(
+            gh, 1.0 / split.g_scale, 1.0 / split.h_scale, q, sums)
+        return q, float(sums.sum())
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
@@ -1055,7 +1280,7 @@ class CPUBackend:
         admitted = np.empty(d, np.int64)
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         (n_adm, next_active, next_hist, next_feats, next_n_feats, next_full,
-         self._scratch["priv"]) = _level_step(
+         self._scratch["priv"], next_slot_full) = _level_step(
             st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work, st.Xb,
             st.Xb_cols, st.gh, st.rows,
             self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
@@ -1063,7 +1288,8 @@ class CPUBackend:
             st.node_g, st.node_h, st.active, st.hist, split.n_bins, penalty, allowed, used,
             st.feats, st.n_feats, st.full, budget, split.g_scale, split.h_scale,
             split.reg_lambda, split.gain_divisor, split.min_child_weight, split.min_split_gain,
-            build_next, out_feature, out_bin, out_ml, out_gain, admitted)
+            build_next, out_feature, out_bin, out_ml, out_gain, admitted, st.q, st.node_s,
+            st.slot_full, st.groups)
         result = LevelResult(nodes=st.active, feature=out_feature, bin=out_bin,
                              missing_left=out_ml, gain=out_gain, admitted=admitted[:n_adm])
         st.active = next_active
@@ -1071,6 +1297,7 @@ class CPUBackend:
         st.feats = next_feats
         st.n_feats = int(next_n_feats)
         st.full = bool(next_full)
+        st.slot_full = next_slot_full
         return result
 
     def node_sums(self, st):
@@ -1115,7 +1342,7 @@ class CPUBackend:
                                               np.int64, np.int64)]
         _search_ser(hist, np.asarray(node_g, np.int64), np.asarray(node_h, np.int64),
                     np.asarray(n_bins, np.int32), np.asarray(penalty, np.float64), allowed,
-                    feats, d, float(g_scale), float(h_scale), float(reg_lambda),
+                    np.ones(k, np.bool_), feats, d, float(g_scale), float(h_scale), float(reg_lambda),
                     float(gain_divisor), float(min_child_weight), *pf)
         res = dict(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
                    missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
@@ -1142,7 +1369,8 @@ class CPUBackend:
                           np.asarray(node_start, np.int64)[split_nodes],
                           np.asarray(node_count, np.int64)[split_nodes],
                           np.asarray(split_feature, np.int64), np.asarray(split_bin, np.int64),
-                          np.asarray(missing_left, np.bool_))
+                          np.asarray(missing_left, np.bool_), np.empty(0, np.float64),
+                          np.empty((len(split_nodes), 2), np.float64))
 
     # --- prediction -----------------------------------------------------------------------
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out):

@@ -473,11 +473,16 @@ class GPUBackend:
         self._scratch["workspace"] = ws
         return ws
 
-    def start_tree(self, data, gh, root_g, root_h, max_depth, feats):
+    def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
+                   groups=None, split=None):
         """Begin a tree: every row in the root, the root's histogram over ``feats`` (int32
         sorted feature indices) built. ``data`` is ``prepare_binned``'s result (or the binned
         matrix). Returns the tree state for ``level_step``; it lives in the backend's
-        workspace, so it is valid until the next ``start_tree``."""
+        workspace, so it is valid until the next ``start_tree``.
+
+        ``penalty``, ``groups`` and ``split`` let the CPU backend skip histograms of paying
+        features at nodes whose gain bound cannot pay them; that changes no decision, and
+        the GPU builds every feature's histograms, so it ignores them."""
         data = self.prepare_binned(data)
         n, d = data.shape
         ws = self._workspace(n, d, int(max_depth))
