@@ -49,6 +49,27 @@ class SelectionRecord:
                 "train_loss": list(self.train_loss), "val_loss": list(self.val_loss)}
 
 
+@dataclass
+class BoostingCheckpoint:
+    """A boosting fit's state at the start of round ``rounds`` (host or device arrays).
+
+    ``trees`` / ``tree_column`` / ``record``: the fit's own append-only lists, of which the
+    first ``rounds * n_outputs`` entries are the checkpoint's (taking a checkpoint copies no
+    tree); ``raw`` (n_samples, n_outputs) float64: a copy of the training raw scores then;
+    ``penalty``: Omega then (``PenaltyState.snapshot``). A fit that resumes from it
+    (``fit_boosting(resume=...)``) grows the same trees as one that ran those rounds itself,
+    as long as its penalty state would have made the same decisions in them (the exact-k
+    search's final fit: see ``selectors._k_search``).
+    """
+
+    rounds: int
+    trees: list
+    tree_column: list
+    raw: object
+    record: "SelectionRecord"
+    penalty: dict
+
+
 def _progress(total, verbose, desc):
     if not verbose:
         return None
@@ -58,7 +79,7 @@ def _progress(total, verbose, desc):
 
 
 def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
-                 params: BoostingParams, eval_data=None):
+                 params: BoostingParams, eval_data=None, *, on_round_start=None, resume=None):
     """Fit a boosted ensemble on binned data.
 
     Parameters
@@ -69,6 +90,13 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     objective : ``objectives.*`` instance; its ``name`` picks the backend's gradient kernel
     penalties : ``penalties.PenaltyState`` (Omega grows in place)
     eval_data : optional (Xb_val, y_val, w_val) on the same device
+    on_round_start : callable(checkpoint_fn) or None
+        Called at the start of every round with a function that returns the
+        ``BoostingCheckpoint`` of that moment (taking one copies the raw scores).
+    resume : BoostingCheckpoint or None
+        Start from this state instead of round 0: its trees are taken as the first rounds
+        (their validation losses and early stopping replayed from predictions), Omega is
+        restored into ``penalties``, and growing continues at ``resume.rounds``.
 
     Returns
     -------
@@ -76,10 +104,11 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     """
     with thread_limit(params.n_jobs):
         return _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params,
-                             eval_data)
+                             eval_data, on_round_start, resume)
 
 
-def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, eval_data):
+def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, eval_data,
+                  on_round_start=None, resume=None):
     xp = backend.xp
     n, d = Xb.shape
     n_bins = xp.asarray(bin_mapper.n_bins_)
@@ -97,27 +126,53 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
     divisor = penalties.scaling == "root_sse"
     bar = _progress(params.n_estimators, params.verbose, "gpufs boosting")
     loss = np.nan
+    start = 0
+    if resume is not None:
+        if params.n_iter_no_change:
+            # Early stopping could end the fit inside the given rounds; nothing resumes so.
+            raise ValueError("a resumed boosting fit cannot stop early (n_iter_no_change)")
+        start = min(int(resume.rounds), params.n_estimators)
+        penalties.restore(resume.penalty)
+        raw = xp.array(resume.raw, copy=True)
+        for t in range(start * K):
+            ensemble.append(resume.trees[t], resume.tree_column[t])
+        rec = resume.record
+        record.tree_column.extend(rec.tree_column[:start * K])
+        record.features_added.extend(list(f) for f in rec.features_added[:start * K])
+        record.train_loss.extend(rec.train_loss[:max(0, start - 1) * K])
+        loss = record.train_loss[-1] if record.train_loss else np.nan
+
+    def checkpoint(it):
+        return BoostingCheckpoint(rounds=it, trees=ensemble.trees,
+                                  tree_column=ensemble.tree_column, raw=xp.array(raw, copy=True),
+                                  record=record, penalty=penalties.snapshot())
+
     for it in range(params.n_estimators):
-        # One pass over the rows: every column's gradients at the round's start, and the loss
-        # of those raw scores -- the train loss after the previous round.
-        G, Hs, terms = backend.round_gradients(objective.name, raw, y)
-        if it > 0:
-            loss = exact_mean(terms, w)
-            record.train_loss.extend([loss] * K)
-        for k in range(K):
-            prep = prepare_gradients(backend, G[k], Hs[k], w, unit_hessian=not params.hessian,
-                                     divisor=divisor)
-            tree_index = ensemble.n_trees
-            grown = grow_tree_packed(backend, data, prep.gh, prep.G_q, prep.H_q, prep.g_scale,
-                                     prep.h_scale, n_bins, bin_mapper, penalties, params.tree,
-                                     tree_index, gain_divisor=prep.gain_divisor)
-            grown.add_to(raw[:, k])
-            ensemble.append(grown.tree, k)
-            record.tree_column.append(k)
-            record.features_added.append(grown.new_features)
+        if it >= start:  # (a resumed round's trees are given)
+            if on_round_start is not None:
+                on_round_start(lambda it=it: checkpoint(it))
+            # One pass over the rows: every column's gradients at the round's start, and the
+            # loss of those raw scores -- the train loss after the previous round.
+            G, Hs, terms = backend.round_gradients(objective.name, raw, y)
+            if it > 0:
+                loss = exact_mean(terms, w)
+                record.train_loss.extend([loss] * K)
+            for k in range(K):
+                prep = prepare_gradients(backend, G[k], Hs[k], w,
+                                         unit_hessian=not params.hessian, divisor=divisor)
+                tree_index = ensemble.n_trees
+                grown = grow_tree_packed(backend, data, prep.gh, prep.G_q, prep.H_q,
+                                         prep.g_scale, prep.h_scale, n_bins, bin_mapper,
+                                         penalties, params.tree, tree_index,
+                                         gain_divisor=prep.gain_divisor)
+                grown.add_to(raw[:, k])
+                ensemble.append(grown.tree, k)
+                record.tree_column.append(k)
+                record.features_added.append(grown.new_features)
         val = np.nan
         if raw_val is not None:
-            ensemble.predict_binned(Xb_val, backend, start=ensemble.n_trees - K, out=raw_val)
+            ensemble.predict_binned(Xb_val, backend, start=it * K, stop=(it + 1) * K,
+                                    out=raw_val)
             val = objective.loss(raw_val, y_val, w_val, backend=backend)
         record.val_loss.extend([val] * K)
         if bar is not None:

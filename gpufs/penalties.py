@@ -94,6 +94,21 @@ class PenaltyState:
                 new.append(f)
         return new
 
+    def snapshot(self) -> dict:
+        """Omega and what follows from it, copied (``restore`` puts it back)."""
+        return {"used": self.used.copy(), "group_used": self.group_used.copy(),
+                "first_use_tree": self.first_use_tree.copy(), "order": list(self.order)}
+
+    def restore(self, snap: dict) -> None:
+        """Set Omega to a ``snapshot`` (of a state over the same features and groups)."""
+        if snap["used"].shape != self.used.shape or (
+                snap["group_used"].shape != self.group_used.shape):
+            raise ValueError("the snapshot is of a penalty state over other features or groups")
+        self.used = snap["used"].copy()
+        self.group_used = snap["group_used"].copy()
+        self.first_use_tree = snap["first_use_tree"].copy()
+        self.order = list(snap["order"])
+
     def gain_divisor(self, g, h) -> float:
         """1.0, or for root_sse the largest root gain 0.5 * (sum g^2/h - G^2/H) (> 0).
 

@@ -189,3 +189,69 @@ def test_gbfs_selection_path_has_names_entry_trees_and_losses():
     assert p["entry_tree"] == est.first_use_tree_[est.selected_features_].tolist()
     assert len(p["train_loss"]) == len(p["val_loss"]) == 3
     assert p["train_loss"][-1] == est.selection_record_["train_loss"][-1]
+
+
+def _fit_without_warm_start(monkeypatch, est, X, y, **fit_kw):
+    """Fit ``est`` with the search's checkpoint thrown away: the final fit grows every round."""
+    import gpufs.selectors.gbfs as gbfs_module
+
+    real = gbfs_module.gbfs_mu_search
+    seen = []
+
+    def cold(*args, **kwargs):
+        search = real(*args, **kwargs)
+        seen.append(search.checkpoint)
+        search.checkpoint = None
+        return search
+
+    monkeypatch.setattr(gbfs_module, "gbfs_mu_search", cold)
+    est.fit(X, y, **fit_kw)
+    monkeypatch.setattr(gbfs_module, "gbfs_mu_search", real)
+    return seen
+
+
+@pytest.mark.parametrize("case", ["regression", "binary_eval_set", "multiclass",
+                                  "early_stopping", "unscaled"])
+def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
+    """The final fit resumes at the round where the winning probe's k-th feature entered; its
+    trees, record and selection are bit for bit those of a fit that grows every round."""
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(7)
+    fit_kw = {}
+    if case == "multiclass":
+        X = rng.normal(size=(300, 9))
+        y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(300, 3)), axis=1)
+        est = GBFSClassifier(n_features_to_select=4, n_estimators=12, max_depth=3,
+                             device="cpu", random_state=0)
+    elif case == "binary_eval_set":
+        X, y = _planted(1, n=400, task="classification")
+        fit_kw = {"eval_set": (X[300:], y[300:])}
+        X, y = X[:300], y[:300]
+        est = GBFSClassifier(n_features_to_select=3, n_estimators=20, max_depth=3,
+                             device="cpu", random_state=0)
+    elif case == "early_stopping":
+        X, y = _planted(2, n=300)
+        est = GBFSRegressor(n_features_to_select=4, n_estimators=30, validation_fraction=0.3,
+                            n_iter_no_change=3, device="cpu", random_state=0)
+    elif case == "unscaled":
+        X, y = _planted(3)
+        est = GBFSRegressor(n_features_to_select=4, mu=2.0, penalty_scaling="none",
+                            n_estimators=20, device="cpu", random_state=0)
+    else:
+        X, y = _planted(0)
+        est = GBFSRegressor(n_features_to_select=3, n_estimators=20, max_depth=3,
+                            device="cpu", random_state=0)
+    warm = clone(est).fit(X, y, **fit_kw)
+    cold = clone(est)
+    seen = _fit_without_warm_start(monkeypatch, cold, X, y, **fit_kw)
+    # the warm fit really started late: the probe's checkpoint was past round 0
+    assert seen[0] is not None and seen[0].rounds > 0
+    a, b = warm.ensemble_.stacked(), cold.ensemble_.stacked()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    np.testing.assert_array_equal(warm.selected_features_, cold.selected_features_)
+    np.testing.assert_array_equal(warm.first_use_tree_, cold.first_use_tree_)
+    assert warm.selection_record_ == cold.selection_record_
+    assert warm.n_estimators_ == cold.n_estimators_ and warm.mu_ == cold.mu_
+    np.testing.assert_array_equal(warm.predict(X), cold.predict(X))

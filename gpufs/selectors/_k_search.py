@@ -76,11 +76,17 @@ class Probe:
 @dataclass
 class MuSearch:
     """The outcome: ``mu`` (None when no probe reached k), the probes in order, and the most
-    features any probe saw (what exists when fewer than k have a positive gain)."""
+    features any probe saw (what exists when fewer than k have a positive gain).
+
+    ``checkpoint``: the state of the probe at ``mu`` at the start of the round in which its
+    k-th feature entered (``boosting.BoostingCheckpoint``), or None; the final fit resumes
+    from it instead of growing those rounds again.
+    """
 
     mu: float | None
     probes: list
     n_features_max: int
+    checkpoint: object = None
 
     def as_records(self) -> list:
         return [asdict(p) for p in self.probes]
@@ -182,23 +188,41 @@ def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_map
     Probes run without validation data and without early stopping: whether k features enter
     is a property of the training fit alone. The search costs the trees its probes grow (see
     ``Probe.n_trees``) on top of the final fit.
+
+    Warm start: every probe keeps the checkpoint of its latest round start, and the search
+    returns the one of the probe at the answer ``mu``: the round in which that probe's k-th
+    feature entered. Until that round the probe held fewer than k features, so the budget of
+    the final fit at the same ``mu`` never acted there and its trees are the probe's; the
+    final fit resumes at that round (``fit_boosting(resume=...)``) and the search costs
+    only the probes' trees in total.
     """
     horizon = max(1, int(math.ceil(HORIZON * params.n_estimators)))
     probe_params = BoostingParams(n_estimators=horizon, tree=params.tree,
                                   hessian=params.hessian, n_iter_no_change=None, verbose=False)
+    kept = {}  # mu -> checkpoint, only for the largest mu that reached k so far
 
     def probe(mu):
         pen = _ProbePenalty(mu, costs, groups, scaling, k)
+        latest = []
+
+        def on_round_start(make_checkpoint):
+            latest[:] = [make_checkpoint()]
+
         t0 = time.perf_counter()
         try:
             ensemble, _, _ = fit_boosting(backend, Xb, y, w, objective, pen, bin_mapper,
-                                          probe_params, None)
+                                          probe_params, None, on_round_start=on_round_start)
             return Probe(float(mu), False, len(pen.order), int(ensemble.n_trees),
                          time.perf_counter() - t0)
         except _ReachedK:
+            if latest and all(mu > m for m in kept):
+                kept.clear()
+                kept[float(mu)] = latest[0]
             return Probe(float(mu), True, len(pen.order), pen.tree_index + 1,
                          time.perf_counter() - t0)
 
     upper = 1.0 if scaling == "root_sse" else None
-    return search_mu(probe, int(k), float(mu_start), upper=upper, rtol=rtol,
-                     max_probes=max_probes)
+    search = search_mu(probe, int(k), float(mu_start), upper=upper, rtol=rtol,
+                       max_probes=max_probes)
+    search.checkpoint = kept.get(search.mu) if search.mu is not None else None
+    return search

@@ -165,6 +165,7 @@ class _BaseGBFS(SelectorBase):
             verbose=bool(self.verbose))
         k = _resolve_k(self.n_features_to_select, d)
         mu, self.mu_search_ = float(self.mu), None
+        resume = None
         if k is not None:
             t0 = time.perf_counter()
             search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
@@ -172,6 +173,7 @@ class _BaseGBFS(SelectorBase):
             self.mu_search_ = search.as_records()
             times["mu_search"] = time.perf_counter() - t0
             mu = search.mu
+            resume = search.checkpoint
             if mu is None:
                 mu = 0.0
                 warnings.warn(
@@ -192,7 +194,7 @@ class _BaseGBFS(SelectorBase):
         t0 = time.perf_counter()
         ensemble, record, n_rounds = fit_boosting(
             backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params,
-            evals[-1] if evals else None)
+            evals[-1] if evals else None, resume=resume)
         times["boost"] = time.perf_counter() - t0
         self.fit_times_ = times
         if keep_k:
