@@ -33,9 +33,11 @@ class CountingBackend(CPUBackend):
         return res
 
 
-BACKEND = CountingBackend()
+# Node gain bounds in every tree with penalties, so the skipping is checked against the oracle.
+BACKEND = CountingBackend(gain_bounds="always")
 #: Parallel drivers on tiny tasks: chunked histograms, partitions and reductions.
-CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0)
+CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0,
+                         gain_bounds="always")
 
 
 def _stub_mapper(n_bins):
@@ -216,7 +218,8 @@ def test_gain_bound_skipping_with_admissions_matches_reference():
     the same level admits a feature: those nodes' children get the new free feature by a
     direct build (their parent never had it), and every tree still equals the oracle's."""
     rng = np.random.default_rng(123)
-    counting = CountingBackend(n_threads=3, rows_per_task=4, parallel_min_work=0)
+    counting = CountingBackend(n_threads=3, rows_per_task=4, parallel_min_work=0,
+                               gain_bounds="always")
     cases = 0
     for case in range(120):
         n = int(rng.integers(40, 90))
@@ -425,3 +428,37 @@ def test_fitted_ensembles_row_order_invariant(kind):
         np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
     np.testing.assert_array_equal(a.ensemble_.base_score, b.ensemble_.base_score)
     np.testing.assert_array_equal(a.selected_features_, b.selected_features_)
+
+
+def test_gain_bounds_auto_keeps_them_only_where_they_may_pay():
+    """The cost guess: a tree whose deepest nodes' bounds must exceed every penalty keeps no
+    bounds; one with a price near the root's bound keeps them. Trees are the same with the
+    bounds kept always, never, or as guessed."""
+    rng = np.random.default_rng(5)
+    n, d = 4000, 6
+    Xb = rng.integers(0, 16, size=(n, d)).astype(np.uint8)
+    g = rng.normal(size=n) + (Xb[:, 0] > 7)
+    h = np.ones(n)
+    n_bins = np.full(d, 16, np.int32)
+    params = TreeParams(max_depth=4)
+    trees = {}
+    for mode in ("auto", "always", "never"):
+        for mu in (1e-6, 500.0):
+            be = CPUBackend(gain_bounds=mode)
+            gq, hq, gs, hs = _quantized(g, h)
+            ps = PenaltyState(mu, np.ones(d), np.arange(d, dtype=np.int32))
+            grown = grow_tree(be, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins), ps, params,
+                              tree_index=0)
+            trees[mode, mu] = grown
+    for mu in (1e-6, 500.0):
+        for mode in ("auto", "never"):
+            for key in ("feature", "bin_threshold", "missing_left", "value", "gain", "count"):
+                np.testing.assert_array_equal(getattr(trees[mode, mu].tree, key),
+                                              getattr(trees["always", mu].tree, key))
+    # a tiny price: the sample says the deepest nodes can pay it, no bounds kept
+    assert trees["auto", 1e-6].state.q.shape[0] == 0
+    # a price near the root's bound: kept
+    assert trees["auto", 500.0].state.q.shape[0] == n
+    assert trees["never", 500.0].state.q.shape[0] == 0
+    with pytest.raises(ValueError, match="gain_bounds must be"):
+        CPUBackend(gain_bounds="sometimes")

@@ -1081,16 +1081,24 @@ class CPUBackend:
         Rows of one histogram or partition task (tests make it tiny to exercise chunking).
     parallel_min_work : int
         Row x feature updates below which a level runs on the calling thread only.
+    gain_bounds : {"auto", "always", "never"}
+        Node gain bounds that let a node skip the paying features' histograms
+        (``_gain_bound_pays``): kept when they may pay off (``_bounds_may_skip``), in every
+        tree with penalties, or never. No tree depends on it (tests use "always").
     """
 
     name = "cpu"
     xp = np
 
     def __init__(self, n_threads=None, rows_per_task=ROWS_PER_TASK,
-                 parallel_min_work=PARALLEL_MIN_WORK):
+                 parallel_min_work=PARALLEL_MIN_WORK, gain_bounds="auto"):
+        if gain_bounds not in ("auto", "always", "never"):
+            raise ValueError(f"gain_bounds must be 'auto', 'always' or 'never', got "
+                             f"{gain_bounds!r}")
         self.n_threads = n_threads
         self.rows_per_task = int(rows_per_task)
         self.parallel_min_work = int(parallel_min_work)
+        self.gain_bounds = gain_bounds
         self._scratch = {}
 
     # --- scratch buffers reused across trees of one fit ----------------------------------
@@ -1232,8 +1240,9 @@ class CPUBackend:
                      else np.ascontiguousarray(groups, dtype=np.int32))
         st.slot_full = np.ones(1, np.bool_)
         n_threads = self._threads()
-        if penalty is not None and split is not None and n and bool(
-                (np.asarray(penalty)[feats] > 0).any()):
+        if (penalty is not None and split is not None and n
+                and self._bounds_may_skip(gh, root_g, root_h, max_depth, feats, penalty,
+                                          split)):
             st.q, st.node_s[0] = self._bound_terms(gh, split, n_threads)
             free = np.asarray(penalty) == 0.0
             pay_min = float(np.asarray(penalty)[feats][~free[feats]].min())
@@ -1252,6 +1261,36 @@ class CPUBackend:
             st.parallel, n_threads, self.rows_per_task, Xb, gh, st.rows, st.feats, st.n_feats,
             st.full, priv)
         return st
+
+    #: Rows of the sample that estimates a tree's root gain bound (``_bounds_may_skip``).
+    BOUND_SAMPLE_ROWS = 4096
+
+    def _bounds_may_skip(self, gh, root_g, root_h, max_depth, feats, penalty, split):
+        """Whether keeping node gain bounds in this tree may let some node skip the paying
+        features (a cost/benefit guess only: the decisions never depend on it).
+
+        The bounds cost a pass over the rows and a gather per row and level. They can only
+        pay off when a node at the deepest histogram level, holding about 2**-(depth - 1) of
+        the rows, may have a bound below the cheapest penalty: estimated from the root's bound
+        over a strided sample of the rows.
+        """
+        penalty = np.asarray(penalty)
+        paying = penalty[feats]
+        paying = paying[paying > 0]
+        if paying.size == 0 or self.gain_bounds == "never":
+            return False
+        if self.gain_bounds == "always":
+            return True
+        n = gh.shape[0]
+        step = max(1, n // self.BOUND_SAMPLE_ROWS)
+        g = gh[::step, 0] / split.g_scale
+        h = gh[::step, 1] / split.h_scale
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_est = float(np.where(g == 0, 0.0, g * g / h).sum()) * step
+        G, H = root_g / split.g_scale, root_h / split.h_scale
+        root_bound = 0.5 * (s_est - G * G / (H + split.reg_lambda))
+        deepest = root_bound / 2.0 ** max(0, max_depth - 1) / split.gain_divisor
+        return not deepest > 8.0 * float(paying.min()) + max(0.0, split.min_split_gain)
 
     def _bound_terms(self, gh, split, n_threads):
         """(q, sum q): each row's ``_bound_term`` (n,) float64 and their sum."""
