@@ -35,12 +35,15 @@ REDUCE_BLOCK = _REDUCE_BLOCK
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _mul, _add = _exactmath.py_mul, _exactmath.py_add
+    _to_bits, _from_bits = _exactmath.python_to_bits, _exactmath.python_from_bits
 else:
     from numba.cuda import libdevice
 
     _mul, _add = libdevice.dmul_rn, libdevice.dadd_rn
+    # reinterpretations of the 64 bits (mov.b64), no conversion
+    _to_bits, _from_bits = libdevice.double_as_longlong, libdevice.longlong_as_double
 
-_em = _exactmath.make_exact_math(_mul, _add, cuda.jit(device=True))
+_em = _exactmath.make_exact_math(_mul, _add, cuda.jit(device=True), _to_bits, _from_bits)
 logistic_grad_hess = _em.logistic_grad_hess
 logistic_loss = _em.logistic_loss
 squared_error_loss = _em.squared_error_loss

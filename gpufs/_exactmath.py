@@ -33,8 +33,8 @@ below 1e-15 over the whole double range they are defined on. The algorithms:
   exp(x)     x = k ln2 + r with k = round(x / ln2), r by Cody-Waite with a two-part ln2
              (k * LN2_HI is exact), |r| <= 0.3466; e^r by its Taylor polynomial of degree 13
              (truncation < 5e-18); then * 2^k as two exact power-of-two multiplications
-             (2^j built from exact squarings), so a subnormal result is rounded once.
-  log(x)     x = 2^k m with m in [sqrt(2)/2, sqrt(2)) by exact power-of-two scaling, f = m - 1
+             (2^j built from its IEEE bit pattern), so a subnormal result is rounded once.
+  log(x)     x = 2^k m with m in [sqrt(2)/2, sqrt(2)) read from the bits of x, f = m - 1
              (exact); log(1 + f) = f - f^2/2 + s (f^2/2 + R), s = f / (2 + f), R the atanh
              series 2 s^2/3 + 2 s^4/5 + ... + 2 s^20/21 (fdlibm's arrangement, plain Taylor
              coefficients; truncation < 1e-18 relative); plus k ln2 in two parts.
@@ -43,6 +43,12 @@ below 1e-15 over the whole double range they are defined on. The algorithms:
   softplus   log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
   sigmoid    (p, q) = (1 / (1 + e^-x), e^-x / (1 + e^-x)) for x >= 0 (mirrored for x < 0): p and
              q = 1 - p are each accurate, even where one of them is tiny.
+
+The objectives exponentiate only non-positive numbers (e^-|z|, e^(z - max)) and take log1p only
+of numbers in [0, 1]; for those they call ``exp_nonpositive`` and ``log1p_unit``, which give
+exactly exp's and log1p's bits without a branch (every path computed, the result selected), so
+the CPU compiler vectorizes a loop over rows (about 10x faster for the logistic loss, measured)
+and GPU warps do not diverge.
 
 The objectives' per-row formulas (``objectives.py`` documents the losses):
 
@@ -62,6 +68,7 @@ name (``gpufs._numba_setup``), so an edit here recompiles every kernel.
 from __future__ import annotations
 
 import math
+import struct as _struct
 from types import SimpleNamespace
 
 #: ln 2 in two parts (fdlibm): LN2_HI has 21 trailing zero bits, so k * LN2_HI is exact for
@@ -83,14 +90,14 @@ _EXP_COEFFS = tuple(1.0 / math.factorial(n) for n in range(12, -1, -1))
 _LOG_TOP = 2.0 / 21.0
 _LOG_COEFFS = tuple(2.0 / (2 * n + 1) for n in range(9, 0, -1))
 _TWO_64 = 2.0 ** 64
-_TWO_M64 = 2.0 ** -64
-_TWO_16 = 2.0 ** 16
-_TWO_M16 = 2.0 ** -16
-_TWO_4 = 16.0
-_TWO_M4 = 0.0625
+#: The smallest positive normal double: below it a value is subnormal.
+_TWO_M1022 = 2.0 ** -1022
+#: IEEE 754 binary64 fields: 52 fraction bits, the biased exponent above them.
+_FRACTION_MASK = (1 << 52) - 1
+_EXPONENT_ONE = 1023 << 52  # the bits of 1.0
 
 
-def make_exact_math(mul, add, jit):
+def make_exact_math(mul, add, jit, to_bits, from_bits):
     """The functions of this module's docstring, compiled with ``jit``.
 
     Parameters
@@ -99,6 +106,10 @@ def make_exact_math(mul, add, jit):
         fused (see the module docstring for each backend's binding)
     jit : decorator compiling a scalar Python function for the backend (``numba.njit(...)``,
         ``numba.cuda.jit(device=True)``, or the identity for plain Python)
+    to_bits, from_bits : callables float64 -> int64 and int64 -> float64 reinterpreting the
+        IEEE 754 bit pattern (no conversion): powers of two and exponents are read and built
+        from the bits instead of by loops of exact multiplications, which gives the same
+        values without data-dependent loops (``python_bits`` for plain Python)
 
     Returns
     -------
@@ -114,19 +125,8 @@ def make_exact_math(mul, add, jit):
 
     @jit
     def pow2(j):
-        """2.0 ** j exactly, for -1022 <= j <= 1023 (a product of exact powers of two)."""
-        s = 1.0
-        b = 2.0
-        if j < 0:
-            b = 0.5
-            j = -j
-        while j > 0:
-            if j & 1:
-                s = mul(s, b)
-            j >>= 1
-            if j > 0:
-                b = mul(b, b)
-        return s
+        """2.0 ** j exactly, for -1022 <= j <= 1023: its IEEE bit pattern."""
+        return from_bits((j + 1023) << 52)
 
     @jit
     def scale2(x, k):
@@ -156,34 +156,42 @@ def make_exact_math(mul, add, jit):
         return scale2(p, k)
 
     @jit
+    def exp_nonpositive(a):
+        """``exp(a)`` for a <= 0 or NaN, bit for bit, without branches: every path is
+        computed and the result selected, so a compiler can vectorize a loop over rows (the
+        objectives only exponentiate non-positive numbers: e^-|z|, e^(z - max))."""
+        nan_in = a != a
+        under = a < EXP_UNDERFLOW
+        ac = EXP_UNDERFLOW if (under or nan_in) else a
+        t = mul(ac, INV_LN2)
+        k = -int(add(0.5, -t))  # exp's rounding of t to the nearest integer, for t <= 0
+        kf = float(k)
+        hi = add(ac, -mul(kf, LN2_HI))
+        r = add(hi, -mul(kf, LN2_LO))
+        p = _EXP_TOP
+        for c in _EXP_COEFFS:
+            p = add(c, mul(r, p))
+        e = scale2(p, k)
+        e = 0.0 if under else e
+        return a if nan_in else e
+
+    @jit
     def normalize(x):
-        """(m, k) with x = m * 2**k exactly and SQRT2/2 <= m < SQRT2; x positive and finite."""
-        m = x
-        k = 0
-        while m >= _TWO_64:
-            m = mul(m, _TWO_M64)
-            k += 64
-        while m >= _TWO_16:
-            m = mul(m, _TWO_M16)
-            k += 16
-        while m >= _TWO_4:
-            m = mul(m, _TWO_M4)
-            k += 4
-        while m >= SQRT2:
+        """(m, k) with x = m * 2**k exactly and SQRT2/2 <= m < SQRT2; x positive and finite.
+
+        Read from the bits: the biased exponent gives k, the fraction with the exponent of
+        1.0 gives m in [1, 2) (a subnormal x is first made normal by the exact product with
+        2**64); m >= SQRT2 is halved, exactly."""
+        k = -1023
+        if x < _TWO_M1022:
+            x = mul(x, _TWO_64)
+            k = -1087
+        b = to_bits(x)
+        k += (b >> 52) & 0x7FF
+        m = from_bits((b & _FRACTION_MASK) | _EXPONENT_ONE)
+        if m >= SQRT2:
             m = mul(m, 0.5)
             k += 1
-        while m < _TWO_M64:
-            m = mul(m, _TWO_64)
-            k -= 64
-        while m < _TWO_M16:
-            m = mul(m, _TWO_16)
-            k -= 16
-        while m < _TWO_M4:
-            m = mul(m, _TWO_4)
-            k -= 4
-        while m < SQRT2_HALF:
-            m = mul(m, 2.0)
-            k -= 1
         return m, k
 
     @jit
@@ -230,24 +238,39 @@ def make_exact_math(mul, add, jit):
         return log_reduced(add(m, -1.0), k, e / w)
 
     @jit
+    def log1p_unit(u):
+        """``log1p(u)`` for 0 <= u <= 1 or NaN, bit for bit, without branches (u = e^-|z|
+        in the logistic loss): ``normalize`` of w = 1 + u in [1, 2] is read from its bits."""
+        w = add(1.0, u)
+        bv = add(w, -1.0)
+        av = add(w, -bv)
+        e = add(add(1.0, -av), add(u, -bv))
+        b = to_bits(w)
+        k = ((b >> 52) & 0x7FF) - 1023
+        m = from_bits((b & _FRACTION_MASK) | _EXPONENT_ONE)
+        big = m >= SQRT2
+        m = mul(m, 0.5) if big else m
+        k = k + 1 if big else k
+        res = log_reduced(add(m, -1.0), k, e / w)
+        return u if u < LOG1P_TINY else res
+
+    @jit
     def softplus(x):
-        """log(1 + e^x), never overflowing."""
-        if x != x:
-            return x
-        if x > 0.0:
-            return add(x, log1p(exp(-x)))
-        return log1p(exp(x))
+        """log(1 + e^x), never overflowing: x + log1p(e^-x) for x > 0, log1p(e^x) else."""
+        lg = log1p_unit(exp_nonpositive(-abs(x)))
+        res = add(x, lg) if x > 0.0 else lg
+        return x if x != x else res
 
     @jit
     def sigmoid_pq(x):
-        """(p, q) = (1 / (1 + e^-x), 1 / (1 + e^x)), each accurate (q = 1 - p)."""
-        if x >= 0.0:
-            e = exp(-x)
-            d = add(1.0, e)
-            return 1.0 / d, e / d
-        e = exp(x)
+        """(p, q) = (1 / (1 + e^-x), 1 / (1 + e^x)), each accurate (q = 1 - p): with
+        e = e^-|x|, (1, e) / (1 + e) for x >= 0 and (e, 1) / (1 + e) else."""
+        e = exp_nonpositive(-abs(x))
         d = add(1.0, e)
-        return e / d, 1.0 / d
+        r1 = 1.0 / d
+        r2 = e / d
+        pos = x >= 0.0
+        return (r1 if pos else r2), (r2 if pos else r1)
 
     @jit
     def sigmoid(x):
@@ -286,7 +309,7 @@ def make_exact_math(mul, add, jit):
                 m = v
         s = 0.0
         for k in range(n_classes):
-            s = add(s, exp(add(raw[i, k], -m)))
+            s = add(s, exp_nonpositive(add(raw[i, k], -m)))
         return m, s
 
     @jit
@@ -294,7 +317,7 @@ def make_exact_math(mul, add, jit):
         """g[k, i], h[k, i] for every class k of row i with class code y (int)."""
         m, s = row_max_sumexp(raw, i)
         for k in range(raw.shape[1]):
-            p = exp(add(raw[i, k], -m)) / s
+            p = exp_nonpositive(add(raw[i, k], -m)) / s
             t = 1.0 if k == y else 0.0
             g[k, i] = add(p, -t)
             h[k, i] = mul(p, add(1.0, -p))
@@ -308,27 +331,22 @@ def make_exact_math(mul, add, jit):
     @jit
     def logistic_grad_hess_loss(z, y):
         """(g, h, loss) of one row: ``logistic_grad_hess`` and ``logistic_loss`` bit for bit,
-        sharing their one exponential e^-|z| (both compute exactly that value)."""
-        if z != z or (y != 0.0 and y != 1.0):
-            g, h = logistic_grad_hess(z, y)
-            return g, h, logistic_loss(z, y)
-        if z >= 0.0:
-            e = exp(-z)
-            d = add(1.0, e)
-            p = 1.0 / d
-            q = e / d
-        else:
-            e = exp(z)
-            d = add(1.0, e)
-            p = e / d
-            q = 1.0 / d
+        sharing their one exponential e^-|z| and its log1p, without branches (both results
+        are computed and selected), so a loop over rows vectorizes on the CPU."""
+        e = exp_nonpositive(-abs(z))
+        d = add(1.0, e)
+        r1 = 1.0 / d
+        r2 = e / d
+        pos = z >= 0.0
+        p = r1 if pos else r2
+        q = r2 if pos else r1
         g = add(mul(p, add(1.0, -y)), -mul(q, y))
-        # softplus(z) for y = 0 and softplus(-z) for y = 1, as ``softplus`` computes them
-        x = z if y == 0.0 else -z
-        if x > 0.0:
-            loss = add(x, log1p(e))
-        else:
-            loss = log1p(e)
+        lg = log1p_unit(e)
+        l0 = add(z, lg) if z > 0.0 else lg   # softplus(z)
+        nz = -z
+        l1 = add(nz, lg) if nz > 0.0 else lg  # softplus(-z)
+        mixed = add(mul(add(1.0, -y), l0), mul(y, l1))
+        loss = l0 if y == 0.0 else (l1 if y == 1.0 else mixed)
         return g, mul(p, q), loss
 
     @jit
@@ -337,14 +355,15 @@ def make_exact_math(mul, add, jit):
         pass over the row's exponentials."""
         m, s = row_max_sumexp(raw, i)
         for k in range(raw.shape[1]):
-            p = exp(add(raw[i, k], -m)) / s
+            p = exp_nonpositive(add(raw[i, k], -m)) / s
             t = 1.0 if k == y else 0.0
             g[k, i] = add(p, -t)
             h[k, i] = mul(p, add(1.0, -p))
         return add(log(s), add(m, -raw[i, y]))
 
     return SimpleNamespace(
-        pow2=pow2, scale2=scale2, exp=exp, normalize=normalize, log=log, log1p=log1p,
+        pow2=pow2, scale2=scale2, exp=exp, exp_nonpositive=exp_nonpositive,
+        normalize=normalize, log=log, log1p=log1p, log1p_unit=log1p_unit,
         softplus=softplus, sigmoid=sigmoid, sigmoid_pq=sigmoid_pq,
         logistic_grad_hess=logistic_grad_hess, logistic_loss=logistic_loss,
         squared_error_loss=squared_error_loss, softmax_grad_hess_row=softmax_grad_hess_row,
@@ -402,7 +421,17 @@ def py_add(a, b):
     return a + b
 
 
+def python_to_bits(x):
+    """The IEEE 754 bits of a float64 as a signed int64 (plain Python)."""
+    return _struct.unpack("<q", _struct.pack("<d", x))[0]
+
+
+def python_from_bits(b):
+    """The float64 whose IEEE 754 bits are the int64 ``b`` (plain Python)."""
+    return _struct.unpack("<d", _struct.pack("<q", b))[0]
+
+
 def python_exact_math():
     """The functions in plain Python (float64 arithmetic, no compilation): the reference the
     compiled versions must reproduce bit for bit."""
-    return make_exact_math(py_mul, py_add, lambda f: f)
+    return make_exact_math(py_mul, py_add, lambda f: f, python_to_bits, python_from_bits)

@@ -223,3 +223,67 @@ def test_gain_divisor_is_row_order_free():
     pos = h > 0
     want = 0.5 * (math.fsum(g[pos] ** 2 / h[pos]) - math.fsum(g) ** 2 / math.fsum(h))
     assert d == pytest.approx(want, rel=1e-15)
+
+
+def _bits(a):
+    return np.asarray(a, dtype=np.float64).view(np.int64)
+
+
+def test_branch_free_forms_equal_the_general_functions_bit_for_bit():
+    """``exp_nonpositive`` is ``exp`` on a <= 0 and ``log1p_unit`` is ``log1p`` on [0, 1],
+    exactly, in the numba build and in plain Python (the objectives call the branch-free
+    forms; accuracy is the general functions')."""
+    rng = np.random.default_rng(11)
+    a = np.concatenate([-rng.uniform(0, 800, 3000), -np.abs(rng.normal(size=3000)) * 3,
+                        -np.geomspace(1e-320, 1e3, 400),
+                        [0.0, -0.0, -745.13, -745.14, -744.4, -708.4, -709.0, -np.inf]])
+    u = np.concatenate([rng.uniform(0, 1, 3000), np.geomspace(1e-320, 1.0, 400),
+                        [0.0, 1.0, 2.0 ** -54, 2.0 ** -53, 0.4142135623730951,
+                         0.41421356237309515]])
+    for ns in (NJ, PY):
+        got = [ns.exp_nonpositive(float(x)) for x in a]
+        want = [ns.exp(float(x)) for x in a]
+        assert _bits(got).tolist() == _bits(want).tolist()
+        got = [ns.log1p_unit(float(x)) for x in u]
+        want = [ns.log1p(float(x)) for x in u]
+        assert _bits(got).tolist() == _bits(want).tolist()
+    assert math.isnan(NJ.exp_nonpositive(math.nan)) and math.isnan(NJ.log1p_unit(math.nan))
+    assert math.isnan(PY.exp_nonpositive(math.nan)) and math.isnan(PY.log1p_unit(math.nan))
+
+
+def test_pow2_and_normalize_from_bits():
+    for ns in (NJ, PY):
+        for j in range(-1022, 1024):
+            assert ns.pow2(j) == 2.0 ** j
+        for x in [5e-324, 1e-310, 2.0 ** -1022, 0.7, 1.0, 1.4142135623730951, 1.5, 3.0,
+                  1e300, 1.7976931348623157e308]:
+            m, k = ns.normalize(x)
+            assert math.sqrt(0.5) <= m < math.sqrt(2.0) and math.ldexp(m, k) == x
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_vectorized_logistic_round_equals_the_row_function(n_threads):
+    """The CPU's vectorized logistic round gives each row exactly the scalar function's
+    (plain Python) gradient, hessian and loss, soft labels and extreme logits included."""
+    from gpufs._threading import thread_limit
+
+    rng = np.random.default_rng(5)
+    n = 70_000  # above the size where rows run in parallel
+    raw = np.concatenate([rng.normal(size=n - 12) * 4,
+                          [0.0, -0.0, 36.0, -36.0, 700.0, -700.0, 750.0, -750.0, 1e300,
+                           -1e300, 1e-310, -1e-310]])[:, None]
+    y = (rng.random(n) < 0.5).astype(np.float64)
+    y[:50] = rng.uniform(0, 1, 50)  # soft labels take the mixed formula
+    with thread_limit(n_threads):
+        g, h, loss = CPU.round_gradients("logistic", raw, y)
+    idx = np.concatenate([np.arange(200), rng.choice(n, 2000, replace=False),
+                          np.arange(n - 12, n)])
+    want = np.array([PY.logistic_grad_hess_loss(float(raw[i, 0]), float(y[i])) for i in idx])
+    assert _bits(g[0, idx]).tolist() == _bits(want[:, 0]).tolist()
+    assert _bits(h[0, idx]).tolist() == _bits(want[:, 1]).tolist()
+    assert _bits(loss[idx]).tolist() == _bits(want[:, 2]).tolist()
+    # and the separate gradient / loss functions agree with the fused one
+    for i in idx[:300]:
+        gi, hi = PY.logistic_grad_hess(float(raw[i, 0]), float(y[i]))
+        assert (gi, hi) == (g[0, i], h[0, i])
+        assert PY.logistic_loss(float(raw[i, 0]), float(y[i])) == loss[i]

@@ -35,6 +35,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.core import types
+from numba.extending import intrinsic
 
 from .. import _exactmath, _gain, _level, _threading
 from .._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
@@ -50,12 +52,30 @@ _bin_of = njit(inline="always")(_gain.bin_of)
 _best_over_features = njit(inline="always")(_level.best_over_features)
 _decide_level = njit(cache=True)(_level.decide_level)
 
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The IEEE 754 bits of a float64 as an int64 (an LLVM bitcast: no conversion)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_f64(typingctx, b):
+    """The float64 with the IEEE 754 bits of an int64 (an LLVM bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
 # The objectives' exact math (``gpufs._exactmath``): plain * and +, which numba's CPU compiler
 # never contracts into FMAs (no fastmath), so each rounds as IEEE 754 says, like the GPU's
 # dmul_rn / dadd_rn.
 _em = _exactmath.make_exact_math(njit(inline="always")(_exactmath.py_mul),
                                  njit(inline="always")(_exactmath.py_add),
-                                 njit(error_model="numpy"))
+                                 njit(error_model="numpy", inline="always"),
+                                 njit(inline="always")(lambda x: _f64_bits(x)),
+                                 njit(inline="always")(lambda b: _bits_f64(b)))
 _logistic_grad_hess = _em.logistic_grad_hess
 _logistic_grad_hess_loss = _em.logistic_grad_hess_loss
 _logistic_loss = _em.logistic_loss
@@ -1011,6 +1031,30 @@ def _round_row(kind, i, raw, y, g, h, loss):
         loss[i] = _softmax_grad_hess_loss_row(raw, i, np.int64(y[i]), g, h)
 
 
+@njit(inline="always")
+def _logistic_round_rows(lo, hi, z, y, g, h, loss):
+    """Rows lo..hi-1: a loop of branch-free row functions over 1-D arrays, which the compiler
+    vectorizes (``_exactmath.logistic_grad_hess_loss``; the callers compile with numpy's error
+    model, so a division carries no zero check that would stop it)."""
+    for i in range(lo, hi):
+        gi, hi_, li = _logistic_grad_hess_loss(z[i], float(y[i]))
+        g[i] = gi
+        h[i] = hi_
+        loss[i] = li
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _logistic_round_par(z, y, g, h, loss):
+    n = z.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        _logistic_round_rows(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK), z, y, g, h, loss)
+
+
+@njit(cache=True, error_model="numpy")
+def _logistic_round_ser(z, y, g, h, loss):
+    _logistic_round_rows(0, z.shape[0], z, y, g, h, loss)
+
+
 @njit(parallel=True, cache=True)
 def _round_par(kind, raw, y, g, h, loss):
     n = raw.shape[0]
@@ -1142,8 +1186,12 @@ class CPUBackend:
         h = np.empty((k, n), np.float64)
         loss = np.empty(n, np.float64)
         kind = _objective_kernel(_ROUND_KINDS, objective)
-        (_round_par if self._rows_parallel(n) else _round_ser)(kind, raw, np.asarray(y), g, h,
-                                                               loss)
+        if kind == _ROUND_KINDS["logistic"] and k == 1:
+            (_logistic_round_par if self._rows_parallel(n) else _logistic_round_ser)(
+                raw.reshape(n), np.asarray(y), g[0], h[0], loss)
+        else:
+            (_round_par if self._rows_parallel(n) else _round_ser)(kind, raw, np.asarray(y), g,
+                                                                   h, loss)
         return g, h, loss
 
     def gradients(self, objective, raw, y):
