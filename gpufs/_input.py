@@ -287,6 +287,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
         becomes float64; the binning reads float32 as it is, so a float32 table is never
         copied to float64) or a numpy dtype to convert to.
     allow_nan : NaN marks a missing value (routed by a learned default direction); inf never is.
+        False refuses NaN in the numeric columns (categorical ones may always miss a value).
     categorical_features : "from_dtype", None, or column names / indices / a bool mask
         Read at fit only (``reset``); see ``categorical_mask``. None (the default here, for
         callers that take numbers only) refuses non-numeric columns.
@@ -335,7 +336,11 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
             if has_inf:
                 raise ValueError("Input X contains infinity or a value too large for "
                                  f"{arr.dtype}. Replace inf with a finite value or NaN (missing).")
-            if not allow_nan:
+            # a missing category is a category's absence, not a missing number: a
+            # categorical column may hold NaN even where numbers may not
+            cat = _fitted_mask(estimator, d)
+            if not allow_nan and (not cat.any() or bool(xp.isnan(arr[:, xp.asarray(
+                    np.flatnonzero(~cat))]).any())):
                 raise ValueError("Input X contains NaN. This estimator does not accept missing "
                                  "values; impute them first.")
     if reset:

@@ -56,7 +56,9 @@ Format, version 2
 * Stagewise ``fitted``: ``device``, ``mean``, ``std``, ``selected_features``,
   ``standardized_coef``, ``bias``, ``coef``, ``intercept``, ``weights_history``,
   ``cost_history``, ``validation_cost_history``, and ``evals_result`` (may be absent, as
-  for GBFS).
+  for GBFS); with categorical columns also ``categories`` (the category -> code maps, as in
+  ``bins``) and ``category_coef`` ([column, weights (n_models x n_codes)] per selected
+  categorical column).
 * ControlBurn ``fitted``: ``device``, ``bins``, the selection (``selected_features``,
   ``feature_importances``, ``tree_weights``, ``intercept``, ``lambda``, ``selection_exact``,
   ``forest_coverage``, ``forest_features``, ``n_trees``, ``selection_path``, ``fit_times``)
@@ -72,6 +74,14 @@ Format, version 2
   ``n_estimators``, ``mu_t``, ``selected_features`` (Omega_G), ``selected_features_by_task``,
   ``feature_importances``, ``selection_records`` (one per task), and the free-form
   ``fit_times`` and ``selection_path``.
+
+Categorical features: ``bins`` may hold ``categories`` (:func:`read_categories`: per
+categorical column its categories in code order and its number of codes; its cut points are
+then k + 0.5), and an ensemble with categorical features lists them in
+``categorical_features`` (equal to the bins') and holds ``trees.cat_bits``: per tree one entry
+``[node, w0, ..., w7]`` per split on a categorical feature (uint32 words of the bitset of the
+category bins sent left; no bit at or above the feature's bin count), and such a split has bin
+threshold 0 and threshold 0 (:func:`_read_cat_bits`).
 
 The tree arrays are those of :mod:`gpufs.tree`: a complete binary tree of depth D, node i's
 children are 2i+1 and 2i+2. A valid tree: node 0 is in use; an internal node (feature >= 0)
@@ -1229,7 +1239,7 @@ class _Stagewise:
     binned = False
     keys = ["device", "mean", "std", "selected_features", "standardized_coef", "bias", "coef",
             "intercept", "weights_history", "cost_history", "validation_cost_history"]
-    optional = ["evals_result"]
+    optional = ["evals_result", "categories", "category_coef"]
 
     @staticmethod
     def write(est):
@@ -1245,7 +1255,44 @@ class _Stagewise:
             "validation_cost_history": (None if est.validation_cost_history_ is None
                                         else _floats_out(est.validation_cost_history_)),
             "evals_result": [_floats_out(r) for r in est.evals_result_],
+            **_Stagewise._write_categories(est),
         }
+
+    @staticmethod
+    def _write_categories(est):
+        codes = getattr(est, "category_codes_", None)
+        if codes is None:
+            return {}
+        return {"categories": categories_to_dict(codes),
+                "category_coef": [[int(f), _floats_out(np.atleast_2d(a))]
+                                  for f, a in sorted(est.category_coef_.items())]}
+
+    @staticmethod
+    def _read_categories(est, f, at, sel, m, classifier):
+        """The category maps and the selected categorical columns' weights: one entry per
+        selected categorical column, (m, n_codes) finite weights."""
+        est.category_codes_ = None
+        est.category_coef_ = {}
+        if ("categories" in f) != ("category_coef" in f):
+            at.fail("categories and category_coef come together.")
+        if "categories" not in f:
+            return np.zeros(est.n_features_in_, dtype=bool)
+        codes = read_categories(f["categories"], at["categories"], est.n_features_in_,
+                                T.MAX_VALUE_BINS)
+        is_cat = codes.is_categorical
+        want = [int(x) for x in sel if is_cat[x]]
+        cat = at["category_coef"]
+        entries = _list(f["category_coef"], cat, len(want))
+        coef = {}
+        for i, e in enumerate(entries):
+            _list(e, cat[i], 2)
+            col = _int(e[0], cat[i][0], 0, est.n_features_in_ - 1)
+            if col != sorted(want)[i]:
+                cat[i][0].fail(f"the selected categorical columns are {sorted(want)}.")
+            a = _float_array(e[1], cat[i][1], (m, codes.n_codes[col]))
+            coef[col] = a if classifier else a[0]
+        est.category_codes_, est.category_coef_ = codes, coef
+        return is_cat
 
     @staticmethod
     def read(est, f, at):
@@ -1258,7 +1305,8 @@ class _Stagewise:
         std = _float_array(f["std"], at["std"], (d,), lo=0.0)
         sel = _index_list(f["selected_features"], at["selected_features"], d)
         k = sel.shape[0]
-        if np.any(std[sel] == 0):
+        is_cat = _Stagewise._read_categories(est, f, at, sel, m, classifier)
+        if np.any((std[sel] == 0) & ~is_cat[sel]):
             at["selected_features"].fail("a constant feature (std 0) cannot be selected.")
         coef_shape = (m, d) if classifier else (d,)
         hist_shape = (k + 1, m, d) if classifier else (k + 1, d)
