@@ -436,3 +436,29 @@ def test_fit_boosting_categorical(gpu, cat_data, mu, k):
                                      categorical=[0, 1])
     assert ens.categorical and ens.stacked()["cat_bits"].any()  # categorical splits were made
     check_predict(gpu, ens, X, Xb)
+
+
+def test_planted_categorical_problem_on_both_devices(gpu):
+    """The planted problem (``tests/_categorical_data.py``; smaller here: 300 rows, 12 noise
+    columns, for the simulator): with a budget of three features, boosting on the simulated
+    GPU grows the CPU's trees bit for bit and selects exactly the 30-level categorical column
+    and the two numeric ones."""
+    from _categorical_data import PLANTED, planted
+
+    from gpufs._input import check_X
+
+    X, y = planted(n=300, n_noise=12, seed=0)
+
+    class _Door:  # an object to hold what the input door learns (the category codes)
+        pass
+
+    door = _Door()
+    Xf = check_X(door, X, reset=True, categorical_features="from_dtype")
+    names = list(X.columns)
+    city = names.index("city")
+    assert door.category_codes_.n_codes[city] == 30
+    ens, _, pen = check_fit_boosting(gpu, Xf, y, mu=0.01, k=3, scaling="root_sse",
+                                     n_estimators=4, max_depth=3, max_bins=32,
+                                     categorical=[city])
+    assert sorted(names[f] for f in pen.order) == sorted(PLANTED)
+    assert ens.stacked()["cat_bits"].any()
