@@ -93,14 +93,19 @@ def make_scan_categorical(candidate):
                 order[0] = t
         else:
             # Insertion sort by (G_b / (H_b + lambda), b). H_b > 0, so the ratio is finite
-            # even with lambda = 0; g * g_inv and h * h_inv are exact (power-of-two scales).
+            # even with lambda = 0. The sums are scaled by dividing by the power-of-two scales
+            # (exact, and the same bits as multiplying by g_inv / h_inv), so no product feeds
+            # an addition: no fused multiply-add can round the GPU's key differently.
+            g_scale = 1.0 / g_inv
+            h_scale = 1.0 / h_inv
             for i in range(1, m):
                 t = order[i]
-                kt = (hist[k, f, t, 0] * g_inv) / (hist[k, f, t, 1] * h_inv + reg_lambda)
+                kt = (hist[k, f, t, 0] / g_scale) / (hist[k, f, t, 1] / h_scale + reg_lambda)
                 j = i - 1
                 while j >= 0:
                     u = order[j]
-                    ku = (hist[k, f, u, 0] * g_inv) / (hist[k, f, u, 1] * h_inv + reg_lambda)
+                    ku = (hist[k, f, u, 0] / g_scale) / (hist[k, f, u, 1] / h_scale
+                                                         + reg_lambda)
                     if ku > kt or (ku == kt and u > t):
                         order[j + 1] = u
                         j -= 1
