@@ -343,3 +343,27 @@ def test_cli_selects_text_and_categorical_columns_as_they_are(tmp_path):
     out = pd.read_csv(tmp_path / "out.csv")
     assert not pd.api.types.is_numeric_dtype(out["city"])
     assert out["city"].str.startswith("c").all()
+
+
+def test_controlburn_single_feature_trees_split_categories():
+    """ControlBurn's single-feature ("EBM") trees take one column at a time, a categorical
+    one included: its trees split by category sets, and the selection names it."""
+    df, y = _table(n=200)
+    est = ControlBurnRegressor(n_features_to_select=3, tree_type="single", max_depth=1,
+                               max_trees_per_round=3, **_SMALL).fit(df, y)
+    assert {"shop", "color"} <= set(est.selected_feature_names_)
+    s = est.forest_.ensemble.stacked()
+    shop = list(df.columns).index("shop")
+    assert (s["feature"] == shop).any() and s["cat_bits"][s["feature"] == shop].any()
+
+
+def test_cudf_table():
+    """cudf tables through the same door (runs where cudf and a GPU are installed)."""
+    cudf = pytest.importorskip("cudf")
+    df, y = _table()
+    cdf = cudf.from_pandas(df)
+    est = GBFSRegressor(n_estimators=10, n_features_to_select=3, random_state=0,
+                        device="gpu").fit(cdf, y)
+    ref = GBFSRegressor(n_estimators=10, n_features_to_select=3, **_SMALL).fit(df, y)
+    assert list(est.selected_feature_names_) == list(ref.selected_feature_names_)
+    assert isinstance(est.transform(cdf), cudf.DataFrame)
