@@ -163,24 +163,25 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
     num = [cols[i] for i in range(d) if not mask[i]]
     f32 = bool(num) and not mask.any() and all(
         frame.schema[c] == nw.Float32 for c in num)
-    if not mask.any() and _module_root(X) == "cudf":
-        arr = X.astype("float64").to_cupy(na_value=np.nan)
-        return arr if device == "gpu" else arr.get()
-    out = np.empty((len(frame), d), dtype=np.float32 if f32 else np.float64)
+    target = nw.Float32 if f32 else nw.Float64
+    if not mask.any():  # numbers only: one conversion, no second copy
+        if reset:
+            estimator.category_codes_ = None
+        if _module_root(X) == "cudf":
+            arr = X.astype("float64").to_cupy(na_value=np.nan)
+            return arr if device == "gpu" else arr.get()
+        return frame.select(nw.col(*num).cast(target)).to_numpy()
+    out = np.empty((len(frame), d), dtype=np.float64)
     if num:
-        target = nw.Float32 if f32 else nw.Float64
         out[:, ~mask] = frame.select(nw.col(*num).cast(target)).to_numpy()
-    if mask.any():
-        columns = {}
-        for f in np.flatnonzero(mask):
-            s = frame[cols[f]]
-            columns[int(f)] = (np.asarray(s.to_numpy()), np.asarray(s.is_null().to_numpy()))
-        codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
-                                    dict(enumerate(names)))
-        for f, (values, missing) in columns.items():
-            out[:, f] = codes.encode(f, values, missing)
-    elif reset:
-        estimator.category_codes_ = None
+    columns = {}
+    for f in np.flatnonzero(mask):
+        s = frame[cols[f]]
+        columns[int(f)] = (np.asarray(s.to_numpy()), np.asarray(s.is_null().to_numpy()))
+    codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
+                                dict(enumerate(names)))
+    for f, (values, missing) in columns.items():
+        out[:, f] = codes.encode(f, values, missing)
     return out
 
 
