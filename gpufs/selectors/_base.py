@@ -330,7 +330,7 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
 
     @property
     def is_categorical_(self):
-        """bool (n_features_in_,): the columns fitted as categorical features."""
+        """bool (``n_features_in_``,): the columns fitted as categorical features."""
         check_is_fitted(self, "n_features_in_")
         codes = getattr(self, "category_codes_", None)
         if codes is None:

@@ -410,6 +410,11 @@ _PARAMS_DOC = """
         Rounds grown.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, boost.
+    is_categorical_ : ndarray of shape (n_features,), bool
+        The columns fitted as categorical features.
+    category_codes_ : CategoryCodes or None
+        Their category -> code maps (``categories(f)``: column f's categories, most frequent
+        first, the pooled rare ones last); None without categorical columns.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features,), object
