@@ -4,7 +4,8 @@ lookup, split-word accumulation).
 
 ``candidate`` / ``scan_feature`` / ``goes_left`` / ``goes_left_raw`` / ``bin_of`` come from
 ``gpufs._gain``, ``scan_categorical`` / ``left_word`` / ``split_goes_left`` /
-``split_goes_left_raw`` from ``gpufs._categorical``, ``best_over_features`` / ``decide_level`` from ``gpufs._level`` and the
+``split_goes_left_raw`` from ``gpufs._categorical``, ``best_over_features`` /
+``decide_level`` from ``gpufs._level`` and the
 fixed-point row arithmetic from ``gpufs._exactmath``: the very functions the CPU backend
 compiles with ``numba.njit``, compiled here with ``cuda.jit(device=True)``, so both devices
 evaluate one formula and one rule. ``_gain``'s docstring explains why that formula cannot be

@@ -672,7 +672,8 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     ``n_features`` / ``n_outputs``: what the enclosing model declares (checked when given).
     ``cuts``: the bin mapper's cut points; with them every split's threshold must be the cut
     point its bin threshold names. ``categorical``: the bin mapper's categorical features
-    (bool (n_features,)), which the ensemble's ``categorical_features`` must equal. ``tagged``: the dict carries ``format`` and
+    (bool (n_features,)), which the ensemble's ``categorical_features`` must equal.
+    ``tagged``: the dict carries ``format`` and
     ``format_version`` (a standalone ensemble).
     """
     from .tree import TREE_FIELDS, Tree, TreeEnsemble, n_nodes_for_depth

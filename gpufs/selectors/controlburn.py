@@ -113,7 +113,8 @@ class _BaseControlBurn(SelectorBase):
     def __init__(self, *, n_features_to_select=None, alpha=None, forest_method="bagboost",
                  tree_type="full", max_depth=10, max_features=None, sparse_mu=0.01, n_tail=5,
                  tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
-                 min_child_weight=1.0, feature_costs=None, feature_groups=None, categorical_features="from_dtype",
+                 min_child_weight=1.0, feature_costs=None, feature_groups=None,
+                 categorical_features="from_dtype",
                  group_costs=None, sketch=None, sketch_size=None, path_k_max=None,
                  refit_estimator=None, device="auto", n_jobs=None, random_state=None,
                  verbose=False):
@@ -510,7 +511,8 @@ _PARAMS_DOC = """
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
         at every lambda and counts toward ``n_features_to_select``.
-    categorical_features : "from_dtype", array-like of str or int, bool mask or None, default="from_dtype"
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
         The categorical columns. "from_dtype": the columns of a categorical or string dtype
         of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
         indices or a boolean mask; None: none (non-numeric columns are then refused). Their

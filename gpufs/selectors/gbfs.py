@@ -76,7 +76,8 @@ class _BaseGBFS(SelectorBase):
     }
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
-                 feature_groups=None, categorical_features="from_dtype", n_features_to_select=None, n_estimators=100,
+                 feature_groups=None, categorical_features="from_dtype",
+                 n_features_to_select=None, n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
                  validation_fraction=None, n_iter_no_change=None, device="auto",
@@ -287,7 +288,8 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (the first use of feature f pays ``mu * cost[f]``);
         None: every feature costs 1.
-    categorical_features : "from_dtype", array-like of str or int, bool mask or None, default="from_dtype"
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
         The categorical columns. "from_dtype": the columns of a categorical or string dtype
         of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
         indices or a boolean mask; None: none (non-numeric columns are then refused). Their

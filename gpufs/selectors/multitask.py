@@ -69,7 +69,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
     }
 
     def __init__(self, *, mu_G=0.05, mu_t=0.01, penalty_scaling="root_sse",
-                 feature_costs=None, feature_groups=None, categorical_features="from_dtype", n_estimators=100, learning_rate=0.1,
+                 feature_costs=None, feature_groups=None, categorical_features="from_dtype",
+                 n_estimators=100, learning_rate=0.1,
                  max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
                  min_split_gain=0.0, hessian=True, device="auto", n_jobs=None,
                  random_state=None, verbose=False):
@@ -343,7 +344,8 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature, multiplying both prices; None: every feature costs
         1.
-    categorical_features : "from_dtype", array-like of str or int, bool mask or None, default="from_dtype"
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
         The categorical columns. "from_dtype": the columns of a categorical or string dtype
         of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
         indices or a boolean mask; None: none (non-numeric columns are then refused). Their

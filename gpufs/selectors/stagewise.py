@@ -594,7 +594,8 @@ _COMMON_PARAMS = """
     n_iter_no_change : int >= 1 or None, default=None
         Stop when the validation cost has not improved for this many rounds and cut the model
         back to its best round. Needs ``eval_set`` or ``validation_fraction``.
-    categorical_features : "from_dtype", array-like of str or int, bool mask or None, default="from_dtype"
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
         The categorical columns ("from_dtype": those of a categorical or string dtype of a
         table; else names, indices or a boolean mask; None: none). Each is one-hot encoded
         internally and selected or dropped as one group (see the module docstring); missing
