@@ -3,7 +3,9 @@ split rule, fixed-point row arithmetic, and the block-level building blocks (sca
 lookup, split-word accumulation).
 
 ``candidate`` / ``scan_feature`` / ``goes_left`` / ``goes_left_raw`` / ``bin_of`` come from
-``gpufs._gain``, ``best_over_features`` / ``decide_level`` from ``gpufs._level`` and the
+``gpufs._gain``, ``scan_categorical`` / ``left_word`` / ``split_goes_left`` /
+``split_goes_left_raw`` from ``gpufs._categorical``, ``best_over_features`` /
+``decide_level`` from ``gpufs._level`` and the
 fixed-point row arithmetic from ``gpufs._exactmath``: the very functions the CPU backend
 compiles with ``numba.njit``, compiled here with ``cuda.jit(device=True)``, so both devices
 evaluate one formula and one rule. ``_gain``'s docstring explains why that formula cannot be
@@ -14,7 +16,7 @@ import os
 import numpy as np
 from numba import cuda, int64, uint32
 
-from gpufs import _exactmath, _gain, _level
+from gpufs import _categorical, _exactmath, _gain, _level
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _rint = np.rint  # the simulator's libdevice functions are stubs
@@ -29,6 +31,10 @@ candidate = _device(_gain.candidate)
 scan_feature = _device(_gain.make_scan_feature(candidate))
 goes_left = _device(_gain.goes_left)
 goes_left_raw = _device(_gain.goes_left_raw)
+scan_categorical = _device(_categorical.make_scan_categorical(candidate))
+left_word = _device(_categorical.left_word)
+split_goes_left = _device(_categorical.split_goes_left)
+split_goes_left_raw = _device(_categorical.split_goes_left_raw)
 bin_of = _device(_gain.bin_of)
 best_over_features = _device(_level.best_over_features)
 decide_level = _device(_level.decide_level)

@@ -25,7 +25,9 @@ Shapes and dtypes:
   Xcols     (d, n) uint8: the binned matrix by column (the partition reads one feature of
             many rows; rows are in increasing order within a segment, so reads coalesce)
   rows2     (2, n) int32
-  spl       (8, S) int64 split table (``split.decide_kernel``); ctrl[0] splits, ctrl[1] tasks
+  spl       (SPL_ROWS, S) int64 split table (``split.decide_kernel``; a categorical split's
+            bitset in rows 8 .. 8 + CAT_WORDS - 1, its flag in the next); ctrl[0] splits,
+            ctrl[1] tasks; the rows go left by ``gpufs._categorical.split_goes_left``
   chunk_left (T + 1,) int64 left rows per task; chunk_off (T + 1,) their exclusive sums
   nodes     (4, n_nodes) int64 node table: the children's start and count are written here
   bld       (6, S) int64 build table (``histogram.histogram_kernel``); ctrl[2] its tasks
@@ -33,8 +35,13 @@ Shapes and dtypes:
 """
 from numba import cuda, int32, int64
 
+from gpufs._categorical import CAT_WORDS
+
 from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
-                          find_segment, goes_left, task_range)
+                          find_segment, split_goes_left, task_range)
+
+#: Row of the split table ``spl`` holding 1 for a categorical split (after the bitset words).
+_CAT_ROW = 8 + CAT_WORDS
 
 
 @cuda.jit(cache=True)
@@ -52,10 +59,12 @@ def partition_count_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_le
     col = Xcols[spl[2, s]]
     thr = spl[3, s]
     ml = spl[4, s]
+    cat = spl[_CAT_ROW, s] != 0
+    bits = spl[8:_CAT_ROW, s]
     rows = rows2[cur]
     mine = 0
     for j in range(lo + t, hi, cuda.blockDim.x):
-        if goes_left(col[rows[j]], thr, ml):
+        if split_goes_left(col[rows[j]], thr, ml, cat, bits):
             mine += 1
     if mine:
         cuda.atomic.add(count, 0, int32(mine))  # 32-bit: a task has < 2**31 rows
@@ -117,6 +126,8 @@ def partition_scatter_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_
     col = Xcols[spl[2, s]]
     thr = spl[3, s]
     ml = spl[4, s]
+    cat = spl[_CAT_ROW, s] != 0
+    bits = spl[8:_CAT_ROW, s]
     src = rows2[cur]
     dst = rows2[1 - cur]
 
@@ -127,7 +138,7 @@ def partition_scatter_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_
     j1 = min(j0 + per, n_task)
     mine = int64(0)
     for j in range(lo + j0, lo + j1):
-        if goes_left(col[src[j]], thr, ml):
+        if split_goes_left(col[src[j]], thr, ml, cat, bits):
             mine += 1
     lefts_before = block_inclusive_scan(sh, t, nt, mine) - mine  # within the task
     rights_before = j0 - lefts_before
@@ -137,7 +148,7 @@ def partition_scatter_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_
     right_dst = start + nodes[1, 2 * spl[0, s] + 1] + (lo - start - task_lefts) + rights_before
     for j in range(lo + j0, lo + j1):
         r = src[j]
-        if goes_left(col[r], thr, ml):
+        if split_goes_left(col[r], thr, ml, cat, bits):
             dst[left_dst] = r
             left_dst += 1
         else:

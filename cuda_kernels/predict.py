@@ -7,6 +7,9 @@
   bin_threshold (n_trees, n_nodes) uint8; threshold (n_trees, n_nodes) float64
   missing_left (n_trees, n_nodes) bool; value (n_trees, n_nodes) float64
   tree_column  (n_trees,) int32
+  is_cat       (d,) bool: the categorical features, whose splits follow their bitset
+  cat_bits     (n_trees, n_nodes, W) uint32 category bitsets (W = 0 without categorical
+               features: never read)
   out          (n, n_outputs) float64, updated in place: out[i, tree_column[t]] += leaf value,
                trees in order (the CPU's order of additions, so equal bit for bit)
 
@@ -15,11 +18,12 @@ Launch: 1-D grid-stride loop, one thread per row. Any grid works; the backend si
 
 from numba import cuda
 
-from ._device_fns import goes_left, goes_left_raw
+from ._device_fns import split_goes_left, split_goes_left_raw
 
 
 @cuda.jit(cache=True)
-def predict_binned_kernel(Xb, feature, bin_threshold, missing_left, value, tree_column, out):
+def predict_binned_kernel(Xb, feature, bin_threshold, missing_left, value, tree_column, out,
+                          is_cat, cat_bits):
     n = Xb.shape[0]
     n_trees = feature.shape[0]
     i = cuda.grid(1)
@@ -27,8 +31,9 @@ def predict_binned_kernel(Xb, feature, bin_threshold, missing_left, value, tree_
         for t in range(n_trees):
             node = 0
             while feature[t, node] >= 0:
-                if goes_left(Xb[i, feature[t, node]], bin_threshold[t, node],
-                             missing_left[t, node]):
+                f = feature[t, node]
+                if split_goes_left(Xb[i, f], bin_threshold[t, node], missing_left[t, node],
+                                   is_cat[f], cat_bits[t, node]):
                     node = 2 * node + 1
                 else:
                     node = 2 * node + 2
@@ -37,7 +42,8 @@ def predict_binned_kernel(Xb, feature, bin_threshold, missing_left, value, tree_
 
 
 @cuda.jit(cache=True)
-def predict_raw_kernel(X, feature, threshold, missing_left, value, tree_column, out):
+def predict_raw_kernel(X, feature, threshold, missing_left, value, tree_column, out, is_cat,
+                       cat_bits):
     n = X.shape[0]
     n_trees = feature.shape[0]
     i = cuda.grid(1)
@@ -45,8 +51,9 @@ def predict_raw_kernel(X, feature, threshold, missing_left, value, tree_column, 
         for t in range(n_trees):
             node = 0
             while feature[t, node] >= 0:
-                if goes_left_raw(X[i, feature[t, node]], threshold[t, node],
-                                 missing_left[t, node]):
+                f = feature[t, node]
+                if split_goes_left_raw(X[i, f], threshold[t, node], missing_left[t, node],
+                                       is_cat[f], cat_bits[t, node]):
                     node = 2 * node + 1
                 else:
                     node = 2 * node + 2

@@ -1,11 +1,14 @@
 """Split search and decisions of one tree level: two launches, the CPU's rule bit for bit.
 
 ``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, n_bins,
-penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_f,
-pf_i)``
+penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+cat_slot, max_onehot, cat_order, pf_f, pf_i)``
   One thread per (slot, feature of the list): the best split of that feature at that node by
   ``_gain``'s one bin scan (``scan_feature``: candidate order, empty-bin skip, tie-break),
-  exactly as the CPU's ``_search_pair``. Features neither allowed nor in Omega score -inf.
+  exactly as the CPU's ``_search_pair``; a categorical feature (``cat_slot[f] >= 0``) by
+  ``_categorical``'s scan, which writes its scan order to ``cat_order[k, cat_slot[f]]``
+  ((S, n_categorical, 256) uint8 scratch; pf_i's bin is then the size of the left set).
+  Features neither allowed nor in Omega score -inf.
   With ``derive`` set, a slot that is the sibling of a built child (the previous level's
   build table ``bld``: built slot, sibling slot, parent slot) first gets its histogram of the
   feature as parent - built (``prev`` holds the parents'): the subtraction is fused into the
@@ -18,7 +21,7 @@ pf_i)``
 
 ``decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active, allowed,
 used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl, out_i,
-out_f)``
+out_f, cat_slot, cat_order)``
   One block. Thread k runs ``_level.best_over_features`` for slot k; thread 0 then runs
   ``_level.decide_level`` (the shared rule: feature budget, Omega-only fallback, leaf or split)
   and, in slot order, writes the level's results, the split table and the children's sums.
@@ -27,9 +30,12 @@ out_f)``
                    [0] admitted count, [1] splits, [2] features of the next list,
                    [3:3 + d] admitted features in order, then
                    n_active entries each of feature (-1: leaf), bin, missing_left, gain
-                   (float64), left count (written by ``partition_plan_kernel``), G_L, H_L
-    spl (8, S) int64 split table: node, slot, feature, bin, missing_left, segment start,
-                   segment count, first partition task
+                   (float64), left count (written by ``partition_plan_kernel``), G_L, H_L,
+                   then CAT_WORDS fields: the bitset of a categorical split (``left_word``
+                   of its scan order; its bin is 0), zeros otherwise
+    spl (SPL_ROWS, S) int64 split table: node, slot, feature, bin, missing_left, segment
+                   start, segment count, first partition task, the CAT_WORDS words of a
+                   categorical split's bitset, 1 for a categorical split (else 0)
     nodes          children's G_q, H_q (their start and count come from the partition)
     active_next    the next level's nodes: children of the splits, left then right
     feats2[1 - fcur], ctrl[5 - fcur]  the next level's feature list: this one, or only
@@ -44,19 +50,26 @@ from numba import cuda
 
 from gpufs._types import N_HIST_BINS
 
-from ._device_fns import (LEAF, TAKE_BEST, best_over_features, decide_level,
-                          scan_feature)
+from gpufs._categorical import CAT_WORDS
 
-#: Fields of one slot in the level's output buffer, in order.
+from ._device_fns import (LEAF, TAKE_BEST, best_over_features, decide_level, left_word,
+                          scan_categorical, scan_feature)
+
+#: Fields of one slot in the level's output buffer, in order (then CAT_WORDS bitset words).
 OUT_FIELDS = ("feature", "bin", "missing_left", "gain", "left_count", "g_left", "h_left")
 _N_FIELDS = len(OUT_FIELDS)
+#: Fields per slot in the output buffer: OUT_FIELDS, then the category bitset's words.
+N_OUT = _N_FIELDS + CAT_WORDS
+#: Rows of the split table ``spl``: node, slot, feature, bin, missing_left, segment start,
+#: segment count, first task, the CAT_WORDS bitset words, and 1 for a categorical split.
+SPL_ROWS = 8 + CAT_WORDS + 1
 _LC = 4
 
 
 @cuda.jit(cache=True)
 def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, n_bins,
                   penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
-                  min_child_weight, pf_f, pf_i):
+                  min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i):
     d = feats2.shape[1]
     n_f = ctrl[4 + fcur]
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
@@ -81,9 +94,16 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
                 node = active[k]
                 G_q = nodes[2, node]
                 H_q = nodes[3, node]
-                score, gain, b, ml, gl, hl = scan_feature(
-                    hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
-                    h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f])
+                c = cat_slot[f]
+                if c >= 0:
+                    score, gain, b, ml, gl, hl = scan_categorical(
+                        hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
+                        h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f],
+                        max_onehot, cat_order[k, c])
+                else:
+                    score, gain, b, ml, gl, hl = scan_feature(
+                        hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
+                        h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f])
                 pf_f[0, k, f] = score
                 pf_f[1, k, f] = gain
                 pf_i[0, k, f] = b
@@ -98,7 +118,7 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
 @cuda.jit(cache=True)
 def decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active, allowed,
                   used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl,
-                  ctrl, out_i, out_f):
+                  ctrl, out_i, out_f, cat_slot, cat_order):
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     d = feats2.shape[1]
@@ -131,13 +151,28 @@ def decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active
                 out_i[base + 4 * n_active + k] = 0
                 out_i[base + 5 * n_active + k] = 0
                 out_i[base + 6 * n_active + k] = 0
+                for w in range(CAT_WORDS):
+                    out_i[base + (_N_FIELDS + w) * n_active + k] = 0
                 continue
             f = dec_i[0, k] if c == TAKE_BEST else dec_i[1, k]
             node = active[k]
             gl = pf_i[2, k, f]
             hl = pf_i[3, k, f]
+            b = pf_i[0, k, f]
+            cs = cat_slot[f]
+            for w in range(CAT_WORDS):  # a categorical split's left set: its bitset
+                word = 0
+                if cs >= 0:
+                    word = left_word(cat_order[k, cs], b, w)
+                out_i[base + (_N_FIELDS + w) * n_active + k] = word
+                spl[8 + w, n_split] = word
+            if cs >= 0:
+                b = 0  # a categorical split has no bin threshold
+                spl[8 + CAT_WORDS, n_split] = 1
+            else:
+                spl[8 + CAT_WORDS, n_split] = 0
             out_i[base + k] = f
-            out_i[base + n_active + k] = pf_i[0, k, f]
+            out_i[base + n_active + k] = b
             out_i[base + 2 * n_active + k] = pf_i[1, k, f]
             out_f[base + 3 * n_active + k] = pf_f[1, k, f]
             out_i[base + 5 * n_active + k] = gl
@@ -146,7 +181,7 @@ def decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active
             spl[0, n_split] = node
             spl[1, n_split] = k
             spl[2, n_split] = f
-            spl[3, n_split] = pf_i[0, k, f]
+            spl[3, n_split] = b
             spl[4, n_split] = pf_i[1, k, f]
             spl[5, n_split] = nodes[0, node]
             spl[6, n_split] = count

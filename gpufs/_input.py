@@ -17,49 +17,208 @@ from numba import njit
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
-from ._device import is_cupy_array, get_namespace
+from ._device import get_namespace, is_cupy_array, to_host
 
 
 def _module_root(obj) -> str:
     return type(obj).__module__.split(".")[0]
 
 
-def _is_dataframe(X) -> bool:
-    return hasattr(X, "columns") and hasattr(X, "dtypes") and _module_root(X) in (
-        "pandas", "cudf", "polars", "modin")
+def _frame(X):
+    """X as a narwhals eager DataFrame, or None when X is not a dataframe."""
+    if isinstance(X, np.ndarray) or is_cupy_array(X) or not (
+            hasattr(X, "columns") or hasattr(X, "column_names") or hasattr(X, "schema")):
+        return None
+    try:
+        import narwhals.stable.v1 as nw
+    except ImportError:  # pragma: no cover - narwhals comes with scikit-learn >= 1.6
+        return None
+    try:
+        return nw.from_native(X, eager_only=True)
+    except TypeError:
+        return None
 
 
-def _dataframe_to_array(X, device: str):
-    """Convert a pandas/cudf/polars frame, rejecting non-numeric columns by name."""
-    root = _module_root(X)
-    names = [str(c) for c in X.columns]
-    if root == "polars":
-        dtypes = list(X.dtypes)
-        bad = [n for n, d in zip(names, dtypes) if not (d.is_numeric() or str(d) == "Boolean")]
+#: Column kinds of a frame.
+_NUMERIC, _CATEGORY, _OTHER = "numeric", "categorical", "other"
+
+
+def _column_kind(dtype) -> str:
+    import narwhals.stable.v1 as nw
+
+    if dtype.is_numeric() or dtype == nw.Boolean:
+        return _NUMERIC
+    if dtype in (nw.String, nw.Categorical, nw.Enum):
+        return _CATEGORY
+    return _OTHER
+
+
+def _shown(names) -> str:
+    return ", ".join(repr(str(b)) for b in names[:5]) + (" ..." if len(names) > 5 else "")
+
+
+def categorical_mask(categorical_features, n_features, names, kinds=None):
+    """The categorical columns (bool (n_features,)) that ``categorical_features`` names.
+
+    Parameters
+    ----------
+    categorical_features : "from_dtype", None, or array-like of str / int / bool
+        "from_dtype": the columns of a categorical or string dtype (``kinds``); None: no
+        column; names (they must be columns of X), indices, or a bool mask of length
+        n_features.
+    n_features : int
+    names : list of str or None
+        The column names of X (None for arrays).
+    kinds : list of str or None
+        ``_column_kind`` of each column of a frame (None for arrays: no column is then
+        categorical by dtype).
+    """
+    mask = np.zeros(n_features, dtype=bool)
+    if categorical_features is None:
+        return mask
+    if isinstance(categorical_features, str):
+        if categorical_features != "from_dtype":
+            raise ValueError(f"categorical_features must be 'from_dtype', None, or column "
+                             f"names, indices or a boolean mask; got {categorical_features!r}.")
+        if kinds is not None:
+            mask[:] = [k == _CATEGORY for k in kinds]
+        return mask
+    cf = np.asarray(categorical_features)
+    if cf.ndim != 1:
+        raise ValueError("categorical_features must be a flat list of column names, indices "
+                         "or a boolean mask.")
+    if cf.dtype.kind == "b":
+        if cf.shape[0] != n_features:
+            raise ValueError(f"categorical_features as a boolean mask needs one entry per "
+                             f"column: expected {n_features}, got {cf.shape[0]}.")
+        return cf.copy()
+    if cf.dtype.kind in "iu":
+        bad = cf[(cf < 0) | (cf >= n_features)]
+        if bad.size:
+            raise ValueError(f"categorical_features: column index {int(bad[0])} is out of "
+                             f"range for X with {n_features} columns.")
+        mask[cf] = True
+        return mask
+    if cf.dtype.kind in "UO" and cf.size:
+        if names is None:
+            raise ValueError("categorical_features names columns, but X has no column names; "
+                             "give column indices or a boolean mask instead.")
+        where = {str(n): i for i, n in enumerate(names)}
+        missing = [str(c) for c in cf if str(c) not in where]
+        if missing:
+            raise ValueError(f"categorical_features names columns that X does not have: "
+                             f"{_shown(missing)}.")
+        mask[[where[str(c)] for c in cf]] = True
+        return mask
+    if cf.size == 0:
+        return mask
+    raise ValueError(f"categorical_features must hold column names, indices or booleans; got "
+                     f"dtype {cf.dtype}.")
+
+
+def _learn_or_get_codes(estimator, reset, mask, columns, n_features, max_categories, names):
+    """At fit (``reset``): learn the codes of the categorical columns and keep them in
+    ``estimator.category_codes_`` (None when there are none). Later: the fitted codes."""
+    from ._category_codes import CategoryCodes
+
+    if reset:
+        codes = None
+        if mask.any():
+            codes = CategoryCodes.learn({f: columns[f][0][~columns[f][1]] for f in columns},
+                                        n_features, max_categories, names)
+        estimator.category_codes_ = codes
+        return codes
+    return getattr(estimator, "category_codes_", None)
+
+
+def _fitted_mask(estimator, n_features):
+    codes = getattr(estimator, "category_codes_", None)
+    if codes is None or codes.n_features != n_features:
+        return np.zeros(n_features, dtype=bool)
+    return codes.is_categorical
+
+
+def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
+                        max_categories):
+    """A pandas / polars / pyarrow / cudf / modin table -> float array (categorical columns
+    as their category codes, NaN for missing), through narwhals."""
+    import narwhals.stable.v1 as nw
+
+    names = [str(c) for c in frame.columns]
+    d = len(names)
+    kinds = [_column_kind(t) for t in frame.schema.values()]
+    if reset:
+        mask = categorical_mask(categorical_features, d, names, kinds)
     else:
-        bad = []
-        for n, d in zip(names, X.dtypes):
-            kind = getattr(d, "kind", None)
-            if kind is None or kind not in "biuf":
-                # pandas nullable / extension dtypes: accept numeric and boolean ones.
-                name = str(d).lower()
-                if not any(t in name for t in ("int", "float", "bool")):
-                    bad.append(n)
+        mask = _fitted_mask(estimator, d)
+    bad = [(n, t) for n, k, t, m in zip(names, kinds, frame.schema.values(), mask)
+           if not m and k != _NUMERIC]
     if bad:
-        shown = ", ".join(repr(b) for b in bad[:5]) + (" ..." if len(bad) > 5 else "")
         raise ValueError(
-            f"X has non-numeric columns: {shown}. gpufs needs numeric features; encode "
-            "categorical or text columns (for example with sklearn's OrdinalEncoder) first."
-        )
-    if root == "cudf":
-        arr = X.astype("float64").to_cupy(na_value=np.nan)
-        return arr if device == "gpu" else arr.get()
-    if root == "polars":
-        return X.cast({c: float for c in X.columns}).to_numpy()
-    # A frame of float32 columns stays float32 (half the memory of a float64 copy).
-    f32 = all(str(t) in ("float32", "Float32") for t in X.dtypes)
-    target = np.float32 if f32 else np.float64
-    return X.astype(target).to_numpy(dtype=target, na_value=np.nan)
+            f"X has non-numeric columns: {_shown([n for n, _ in bad])} (dtype "
+            f"{', '.join(str(t) for _, t in bad[:5])}). gpufs reads numeric, boolean, "
+            "categorical and string columns (those are categorical features: see "
+            "categorical_features); convert the others (dates, for example, to numbers) first.")
+    cols = list(frame.columns)
+    num = [cols[i] for i in range(d) if not mask[i]]
+    f32 = bool(num) and not mask.any() and all(
+        frame.schema[c] == nw.Float32 for c in num)
+    target = nw.Float32 if f32 else nw.Float64
+    if not mask.any():  # numbers only: one conversion, no second copy
+        if reset:
+            estimator.category_codes_ = None
+        if _module_root(X) == "cudf":
+            arr = X.astype("float64").to_cupy(na_value=np.nan)
+            return arr if device == "gpu" else arr.get()
+        return frame.select(nw.col(*num).cast(target)).to_numpy()
+    out = np.empty((len(frame), d), dtype=np.float64)
+    if num:
+        out[:, ~mask] = frame.select(nw.col(*num).cast(target)).to_numpy()
+    columns = {}
+    for f in np.flatnonzero(mask):
+        s = frame[cols[f]]
+        columns[int(f)] = (np.asarray(s.to_numpy()), np.asarray(s.is_null().to_numpy()))
+    codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
+                                dict(enumerate(names)))
+    for f, (values, missing) in columns.items():
+        out[:, f] = codes.encode(f, values, missing)
+    return out
+
+
+def _encode_array_categories(estimator, arr, reset, categorical_features, max_categories):
+    """Category codes of the categorical columns of a 2-D array (``categorical_features`` by
+    index or mask at fit; the fitted ones later)."""
+    d = arr.shape[1]
+    mask = (categorical_mask(categorical_features, d, None) if reset
+            else _fitted_mask(estimator, d))
+    if not mask.any():
+        if reset:
+            estimator.category_codes_ = None
+        return arr
+    host = to_host(arr)
+    columns = {}
+    for f in np.flatnonzero(mask):
+        col = host[:, f]
+        if col.dtype.kind == "f":
+            missing = np.isnan(col)
+        elif col.dtype.kind == "O":
+            missing = np.array([v is None or (isinstance(v, float) and v != v) for v in col],
+                               dtype=bool)
+        else:
+            missing = np.zeros(col.shape[0], dtype=bool)
+        columns[int(f)] = (col, missing)
+    codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories, None)
+    out = np.empty(host.shape, dtype=np.float64)
+    num = ~mask
+    if num.any():
+        try:
+            out[:, num] = host[:, num].astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"X has values that are not numbers in columns that are not "
+                             f"categorical: {exc}") from exc
+    for f, (values, missing) in columns.items():
+        out[:, f] = codes.encode(f, values, missing)
+    return out
 
 
 def _as_array(X, device: str, what: str):
@@ -67,11 +226,14 @@ def _as_array(X, device: str, what: str):
     if hasattr(X, "tocsr") or hasattr(X, "toarray") and hasattr(X, "nnz"):
         raise TypeError(f"{what} is a sparse matrix; gpufs needs dense data. Convert it with "
                         f"{what}.toarray() if it fits in memory.")
-    if _is_dataframe(X):
-        return _dataframe_to_array(X, device)
+    frame = _frame(X)
+    if frame is not None:  # a table given where an array is expected (y, weights, costs)
+        if device == "gpu" and _module_root(X) == "cudf":
+            return X.astype("float64").to_cupy(na_value=np.nan)
+        return frame.to_numpy()
     root = _module_root(X)
-    if root == "pyarrow" and hasattr(X, "to_pandas"):
-        return _as_array(X.to_pandas(), device, what)
+    if root == "pyarrow" and hasattr(X, "to_numpy") and not hasattr(X, "columns"):
+        X = X.to_numpy(zero_copy_only=False)  # a pyarrow Array or ChunkedArray
     if is_cupy_array(X):
         return X if device == "gpu" else X.get()
     if root == "cudf":  # a cudf Series
@@ -105,8 +267,15 @@ def _check_numeric(arr, what: str):
 
 
 def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
-            allow_nan: bool = True):
+            allow_nan: bool = True, categorical_features=None, max_categories=255):
     """Validate X and return it as a 2-D float array on ``device``.
+
+    Tables (pandas, polars, pyarrow, cudf, modin) are read through narwhals, one column kind
+    at a time: numeric and boolean columns as numbers; categorical columns (at fit, those
+    ``categorical_features`` names; afterwards, those of the fit) as their category codes
+    (``gpufs._category_codes``: most frequent category 0, rare ones pooled, NaN for missing
+    values and categories not seen in fit), learned at fit into
+    ``estimator.category_codes_``; any other column is refused by name.
 
     Parameters
     ----------
@@ -119,6 +288,12 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
         becomes float64; the binning reads float32 as it is, so a float32 table is never
         copied to float64) or a numpy dtype to convert to.
     allow_nan : NaN marks a missing value (routed by a learned default direction); inf never is.
+        False refuses NaN in the numeric columns (categorical ones may always miss a value).
+    categorical_features : "from_dtype", None, or column names / indices / a bool mask
+        Read at fit only (``reset``); see ``categorical_mask``. None (the default here, for
+        callers that take numbers only) refuses non-numeric columns.
+    max_categories : int in [2, 255]
+        Most codes of one categorical column (its bins): the rest are pooled.
 
     Returns
     -------
@@ -128,7 +303,15 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
     if X is None:
         raise ValueError("X is None; expected a 2-D array-like of shape (n_samples, n_features).")
     _check_feature_names(estimator, X, reset=reset)
-    arr = _as_array(X, device, "X")
+    frame = _frame(X)
+    if frame is not None:
+        arr = _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
+                                  max_categories)
+    else:
+        arr = _as_array(X, device, "X")
+        if arr.ndim == 2 and (reset or getattr(estimator, "category_codes_", None)):
+            arr = _encode_array_categories(estimator, arr, reset, categorical_features,
+                                           max_categories)
     if arr.ndim != 2:
         if arr.ndim == 1:
             raise ValueError(
@@ -154,7 +337,11 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
             if has_inf:
                 raise ValueError("Input X contains infinity or a value too large for "
                                  f"{arr.dtype}. Replace inf with a finite value or NaN (missing).")
-            if not allow_nan:
+            # a missing category is a category's absence, not a missing number: a
+            # categorical column may hold NaN even where numbers may not
+            cat = _fitted_mask(estimator, d)
+            if not allow_nan and (not cat.any() or bool(xp.isnan(arr[:, xp.asarray(
+                    np.flatnonzero(~cat))]).any())):
                 raise ValueError("Input X contains NaN. This estimator does not accept missing "
                                  "values; impute them first.")
     if reset:

@@ -15,6 +15,13 @@ The rule, per feature:
   one per value, however rare some values are. Bin b holds the x with cuts[b-1] < x <= cuts[b]; NaN goes to bin 255 (``MISSING_BIN``).
 A constant or all-NaN feature has no cut points and one bin. A one-bin feature can still be
 split on whether it is missing (all values left, NaN right) when it has missing values.
+
+Categorical features (``fit(X, categories=...)``, the input door's ``CategoryCodes``) arrive
+as their category codes 0 .. n_codes - 1 (most frequent category first, rare ones pooled in
+the last code, NaN for missing and unseen categories): their bins are their codes. Their cut
+points are the midpoints k + 0.5 (k = 0 .. n_codes - 2), so the one bin rule maps code k to
+bin k and NaN to the missing bin; the category -> code map is kept in ``categories_`` and saved
+with the cut points.
 """
 from __future__ import annotations
 
@@ -44,6 +51,8 @@ class BinMapper:
     cuts_ : list of float64 arrays, one per feature (length n_bins_[f] - 1)
     cuts_padded_ : float64 (n_features, 254), cut points padded with +inf
     n_bins_ : int32 (n_features,), value bins per feature
+    is_categorical_ : bool (n_features,), the categorical features
+    categories_ : ``CategoryCodes`` or None, their category -> code (= bin) maps
     """
 
     def __init__(self, max_bins: int = 255, subsample: int | None = 200_000,
@@ -54,8 +63,9 @@ class BinMapper:
         self.subsample = subsample
         self.random_state = random_state
 
-    def fit(self, X):
-        """X: float (n_samples, n_features), numpy or cupy, NaN for missing.
+    def fit(self, X, categories=None):
+        """X: float (n_samples, n_features), numpy or cupy, NaN for missing; ``categories``:
+        the input door's ``CategoryCodes`` of X's categorical columns (coded 0..n_codes-1).
 
         Columns are processed in blocks (``_COLUMN_BLOCK`` at a time), so the float64 sorted
         copy of the subsample never holds more than a block: the memory of a fit is not
@@ -71,11 +81,30 @@ class BinMapper:
             block = X[:, lo:lo + _COLUMN_BLOCK]
             sample = block if idx is None else block[idx]
             self.cuts_ += self._fit_block(xp, xp.asarray(sample, dtype=np.float64))
+        self._set_categories(categories, d)
+        for f in np.flatnonzero(self.is_categorical_):
+            self.cuts_[f] = category_cuts(categories.n_codes[int(f)])
+        self._pad()
+        return self
+
+    def _set_categories(self, categories, d):
+        self.categories_ = categories
+        self.is_categorical_ = np.zeros(d, dtype=bool)
+        if categories is not None:
+            if categories.n_features != d:
+                raise ValueError(f"categories describe {categories.n_features} columns, X has "
+                                 f"{d}.")
+            if max(categories.n_codes.values(), default=0) > self.max_bins:
+                raise ValueError(f"a categorical column has more codes than max_bins="
+                                 f"{self.max_bins}.")
+            self.is_categorical_ = categories.is_categorical
+
+    def _pad(self):
+        d = len(self.cuts_)
         self.n_bins_ = np.array([c.shape[0] + 1 for c in self.cuts_], dtype=np.int32)
         self.cuts_padded_ = np.full((d, MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
         for f, c in enumerate(self.cuts_):
             self.cuts_padded_[f, : c.shape[0]] = c
-        return self
 
     def _fit_block(self, xp, sample):
         """Cut points of the columns of ``sample`` (float64 rows of the subsample)."""
@@ -146,12 +175,24 @@ class BinMapper:
         return cls._from_validated(*read_bins(plain(d)))
 
     @classmethod
-    def _from_validated(cls, max_bins, subsample, random_state, cuts) -> "BinMapper":
-        """A fitted mapper from checked cut points (float64 arrays, non-decreasing)."""
+    def _from_validated(cls, max_bins, subsample, random_state, cuts,
+                        categories=None) -> "BinMapper":
+        """A fitted mapper from checked cut points (float64 arrays, non-decreasing) and
+        category maps (those of categorical features: ``category_cuts``)."""
         m = cls(max_bins, subsample, random_state)
         m.cuts_ = [np.asarray(c, dtype=CUT_DTYPE) for c in cuts]
-        m.n_bins_ = np.array([c.shape[0] + 1 for c in m.cuts_], dtype=np.int32)
-        m.cuts_padded_ = np.full((len(m.cuts_), MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
-        for f, c in enumerate(m.cuts_):
-            m.cuts_padded_[f, : c.shape[0]] = c
+        m._set_categories(categories, len(m.cuts_))
+        m._pad()
         return m
+
+    def __setstate__(self, state):  # mappers pickled before categorical features existed
+        self.__dict__.update(state)
+        if "cuts_" in state and "is_categorical_" not in state:
+            self.categories_ = None
+            self.is_categorical_ = np.zeros(len(self.cuts_), dtype=bool)
+
+
+def category_cuts(n_codes):
+    """Cut points of a categorical feature with ``n_codes`` codes: k + 0.5 for k = 0 ..
+    n_codes - 2, so code k falls in bin k (float64 (max(n_codes - 1, 0),))."""
+    return np.arange(max(int(n_codes) - 1, 0), dtype=CUT_DTYPE) + 0.5

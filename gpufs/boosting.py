@@ -114,7 +114,8 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
     n_bins = xp.asarray(bin_mapper.n_bins_)
     K = objective.n_outputs(getattr(objective, "n_classes", 0))
     base = np.asarray(objective.init_score(y, w), dtype=np.float64)
-    ensemble = TreeEnsemble(max_depth=params.tree.max_depth, n_features=d, base_score=base)
+    ensemble = TreeEnsemble(max_depth=params.tree.max_depth, n_features=d, base_score=base,
+                            is_categorical=getattr(bin_mapper, "is_categorical_", None))
     raw = xp.tile(xp.asarray(base), (n, 1))
     raw_val = None
     if eval_data is not None:

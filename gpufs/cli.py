@@ -296,8 +296,10 @@ def _estimator(args, task: str):
                    StagewiseClassifier, StagewiseRegressor)
 
     classification = task == "classification"
+    categorical = _drop_list(args.categorical) or "from_dtype"
     common = dict(n_features_to_select=args.k, device=args.device,
-                  random_state=args.random_state, verbose=_progress(args))
+                  random_state=args.random_state, verbose=_progress(args),
+                  categorical_features=categorical)
     if args.method == "gbfs":
         cls = GBFSClassifier if classification else GBFSRegressor
         return cls(mu=0.05 if args.mu is None else args.mu,
@@ -388,10 +390,24 @@ def _select(args) -> int:
     X = df.drop(columns=[args.target, *drop])
     if X.shape[1] == 0:
         raise UserError(f"{args.table} has no feature columns left besides the target")
-    not_numeric = [c for c in X.columns if X[c].dtype.kind not in "biuf"]
-    if not_numeric:
-        raise UserError(f"feature columns must be numeric; not numeric: "
-                        f"{_short_list(not_numeric)} (leave them out with --drop)")
+    named = _drop_list(args.categorical)
+    unknown = [c for c in named if c not in X.columns]
+    if unknown:
+        raise UserError(f"--categorical: no feature column {_short_list(unknown)} in "
+                        f"{args.table}")
+    # numbers, booleans, and text or categorical columns (categorical features) are read
+    text = [c for c in X.columns if X[c].dtype.kind in "OSU"
+            or str(X[c].dtype) in ("category", "string", "str")]
+    other = [c for c in X.columns if X[c].dtype.kind not in "biuf" and c not in text
+             and c not in named]
+    if other:
+        raise UserError(f"feature columns must be numeric, text or categorical; not: "
+                        f"{_short_list(other)} (leave them out with --drop)")
+    if named:
+        stray = [c for c in text if c not in named]
+        if stray:
+            raise UserError(f"text columns {_short_list(stray)} are not in --categorical; "
+                            "name them there too, or leave them out with --drop")
     if y.isna().any():
         raise UserError(f"target column {args.target!r} has {int(y.isna().sum())} missing "
                         "values; remove those rows first")
@@ -604,6 +620,9 @@ def _build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--task", default="auto", choices=["auto", "classification", "regression"])
     sel.add_argument("--drop", action="append", metavar="COLUMNS",
                      help="columns to leave out (repeat, or separate with commas)")
+    sel.add_argument("--categorical", action="append", metavar="COLUMNS",
+                     help="columns to treat as categorical (repeat, or separate with commas); "
+                          "default: the text and categorical columns")
     sel.add_argument("--output", help="write the selected columns and the target here "
                                       "(format from the extension)")
     sel.add_argument("--report", help="write a JSON report here")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._categorical import MAX_CAT_TO_ONEHOT
 from .quantize import fixed_point_scale, quantize
 from .tree import Tree, n_nodes_for_depth
 
@@ -45,6 +46,16 @@ class SplitParams:
     gain_divisor: float
     min_child_weight: float
     min_split_gain: float
+    #: int32 (n_features,) host: index of each categorical feature among them, -1 for numeric
+    cat_slot: np.ndarray | None = None
+    n_cat: int = 0
+    max_cat_to_onehot: int = MAX_CAT_TO_ONEHOT
+
+    def categorical(self):
+        """(cat_slot, n_cat): the categorical features (``backends.cpu.categorical_slots``)."""
+        if self.cat_slot is None:
+            return np.full(len(self.n_bins), -1, np.int32), 0
+        return self.cat_slot, self.n_cat
 
 
 @dataclass
@@ -52,7 +63,9 @@ class LevelResult:
     """One level's decisions, host arrays over the level's nodes (in node order).
 
     ``feature`` int32 (-1: the node is a leaf), ``bin`` int32, ``missing_left`` bool,
-    ``gain`` float64; ``admitted`` int64, the features that entered Omega, in order.
+    ``gain`` float64; ``admitted`` int64, the features that entered Omega, in order;
+    ``cat_bits`` uint32 (n_nodes, W): the category bitsets of categorical splits (W = 0 when
+    no feature is categorical).
     """
 
     nodes: np.ndarray
@@ -61,6 +74,7 @@ class LevelResult:
     missing_left: np.ndarray
     gain: np.ndarray
     admitted: np.ndarray
+    cat_bits: np.ndarray | None = None
 
 
 @dataclass
@@ -101,11 +115,14 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
     """
     depth_max = params.max_depth
     d = Xb.shape[1]
-    tree = Tree.empty(depth_max)
+    cat_slot, n_cat = _categorical_slots(bin_mapper, d)
+    is_cat = cat_slot >= 0
+    tree = Tree.empty(depth_max, categorical=n_cat > 0)
     split = SplitParams(n_bins=n_bins, g_scale=float(g_scale), h_scale=float(h_scale),
                         reg_lambda=float(params.reg_lambda), gain_divisor=float(gain_divisor),
                         min_child_weight=float(params.min_child_weight),
-                        min_split_gain=float(params.min_split_gain))
+                        min_split_gain=float(params.min_split_gain), cat_slot=cat_slot,
+                        n_cat=n_cat)
     feats = penalties.candidate_features(d)
     state = backend.start_tree(Xb, gh, int(root_g_q), int(root_h_q), depth_max, feats,
                                penalty=penalties.penalty_vector(), groups=penalties.groups,
@@ -128,7 +145,10 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
         b = res.bin[split_mask]
         tree.feature[nodes] = f
         tree.bin_threshold[nodes] = b
-        tree.threshold[nodes] = _thresholds(bin_mapper, f, b)
+        # a categorical split has no threshold: its left set is its bitset
+        tree.threshold[nodes] = np.where(is_cat[f], 0.0, _thresholds(bin_mapper, f, b))
+        if n_cat:
+            tree.cat_bits[nodes] = res.cat_bits[split_mask]
         tree.missing_left[nodes] = res.missing_left[split_mask]
         tree.gain[nodes] = res.gain[split_mask]
         children = np.empty(2 * nodes.shape[0], np.int64)
@@ -171,6 +191,14 @@ def grow_tree_from_gradients(backend, Xb, g, h, n_bins, bin_mapper, penalties,
     div = penalties.gain_divisor(g, h) if divisor else 1.0
     return grow_tree(backend, Xb, quantize(g, g_scale), quantize(h, h_scale), g_scale, h_scale,
                      n_bins, bin_mapper, penalties, params, tree_index, gain_divisor=div)
+
+
+def _categorical_slots(bin_mapper, n_features):
+    """(cat_slot, n_cat) of the mapper's categorical features (``is_categorical_``; mappers
+    without it have none)."""
+    from .backends.cpu import categorical_slots
+
+    return categorical_slots(getattr(bin_mapper, "is_categorical_", None), n_features)
 
 
 def _thresholds(bin_mapper, features, bins):

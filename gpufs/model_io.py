@@ -56,7 +56,9 @@ Format, version 2
 * Stagewise ``fitted``: ``device``, ``mean``, ``std``, ``selected_features``,
   ``standardized_coef``, ``bias``, ``coef``, ``intercept``, ``weights_history``,
   ``cost_history``, ``validation_cost_history``, and ``evals_result`` (may be absent, as
-  for GBFS).
+  for GBFS); with categorical columns also ``categories`` (the category -> code maps, as in
+  ``bins``) and ``category_coef`` ([column, weights (n_models x n_codes)] per selected
+  categorical column).
 * ControlBurn ``fitted``: ``device``, ``bins``, the selection (``selected_features``,
   ``feature_importances``, ``tree_weights``, ``intercept``, ``lambda``, ``selection_exact``,
   ``forest_coverage``, ``forest_features``, ``n_trees``, ``selection_path``, ``fit_times``)
@@ -72,6 +74,14 @@ Format, version 2
   ``n_estimators``, ``mu_t``, ``selected_features`` (Omega_G), ``selected_features_by_task``,
   ``feature_importances``, ``selection_records`` (one per task), and the free-form
   ``fit_times`` and ``selection_path``.
+
+Categorical features: ``bins`` may hold ``categories`` (:func:`read_categories`: per
+categorical column its categories in code order and its number of codes; its cut points are
+then k + 0.5), and an ensemble with categorical features lists them in
+``categorical_features`` (equal to the bins') and holds ``trees.cat_bits``: per tree one entry
+``[node, w0, ..., w7]`` per split on a categorical feature (uint32 words of the bitset of the
+category bins sent left; no bit at or above the feature's bin count), and such a split has bin
+threshold 0 and threshold 0 (:func:`_read_cat_bits`).
 
 The tree arrays are those of :mod:`gpufs.tree`: a complete binary tree of depth D, node i's
 children are 2i+1 and 2i+2. A valid tree: node 0 is in use; an internal node (feature >= 0)
@@ -534,17 +544,74 @@ def _free_form_out(v, name, depth=0):
 
 def bins_to_dict(bm) -> dict:
     """The JSON form of a fitted :class:`gpufs.binning.BinMapper`."""
-    return {"max_bins": int(bm.max_bins),
-            "subsample": None if bm.subsample is None else int(bm.subsample),
-            "random_state": int(bm.random_state),
-            "cuts": [_floats_out(c) for c in bm.cuts_]}
+    out = {"max_bins": int(bm.max_bins),
+           "subsample": None if bm.subsample is None else int(bm.subsample),
+           "random_state": int(bm.random_state),
+           "cuts": [_floats_out(c) for c in bm.cuts_]}
+    categories = getattr(bm, "categories_", None)
+    if categories is not None:
+        out["categories"] = categories_to_dict(categories)
+    return out
+
+
+def categories_to_dict(codes) -> dict:
+    """The JSON form of a :class:`gpufs._category_codes.CategoryCodes` (category values must
+    be strings, booleans, integers or finite numbers)."""
+    d = codes.to_dict()
+    for f, vals in zip(d["features"], d["values"]):
+        for v in vals:
+            if not isinstance(v, (str, bool, int, float)) or (
+                    isinstance(v, float) and not math.isfinite(v)):
+                raise ValueError(f"cannot save the categories of column {f}: {v!r} has no "
+                                 "JSON form (categories must be strings, booleans or numbers).")
+    return d
+
+
+def read_categories(d, at, n_features, max_codes):
+    """Validate a category-codes dict -> :class:`gpufs._category_codes.CategoryCodes`.
+
+    Rules: ``n_features`` is the model's; ``features`` are increasing column indices; each
+    column's ``values`` are distinct strings, or distinct booleans / numbers (finite), at most
+    ``MAX_CLASSES``; its ``n_codes`` is at most ``max_codes`` and at most the number of
+    values, and 0 only for a column without values (every row missing in fit)."""
+    from ._category_codes import CategoryCodes
+
+    _obj(d, at, ["n_features", "features", "values", "n_codes"])
+    if _int(d["n_features"], at["n_features"]) != n_features:
+        at["n_features"].fail(f"{d['n_features']} differs from the model's {n_features} "
+                              "features.")
+    feats = _index_list(d["features"], at["features"], n_features)
+    if np.any(np.diff(feats) <= 0):
+        at["features"].fail("column indices must be increasing.")
+    k = feats.shape[0]
+    vat, nat = at["values"], at["n_codes"]
+    _list(d["values"], vat, k)
+    n_codes = _int_array(d["n_codes"], nat, (k,), 0, max_codes)
+    values = {}
+    for i, vals in enumerate(d["values"]):
+        _list(vals, vat[i], max_length=MAX_CLASSES)
+        kinds = {str if type(v) is str else "number" for v in vals}
+        if len(kinds) > 1:
+            vat[i].fail("categories must all be strings or all numbers.")
+        out = [_decode_scalar(v, vat[i][j]) for j, v in enumerate(vals)]
+        if any(v is None for v in out):
+            vat[i].fail("a category cannot be null (missing values have no code).")
+        if len(set(out)) != len(out):
+            vat[i].fail("a category appears twice.")
+        if n_codes[i] > len(out) or (n_codes[i] == 0) != (len(out) == 0):
+            nat[i].fail(f"{int(n_codes[i])} codes for {len(out)} categories.")
+        values[int(feats[i])] = out
+    return CategoryCodes(n_features, values, {int(f): int(n) for f, n in zip(feats, n_codes)})
 
 
 def read_bins(d, at=None, n_features=None):
-    """Validate a bins dict -> ``(max_bins, subsample, random_state, cuts)``; cuts a list of
-    float64 arrays, finite and non-decreasing, at most ``max_bins - 1`` each."""
+    """Validate a bins dict -> ``(max_bins, subsample, random_state, cuts, categories)``; cuts
+    a list of float64 arrays, finite and non-decreasing, at most ``max_bins - 1`` each;
+    categories None or the ``CategoryCodes`` whose features' cuts are ``category_cuts``."""
+    from .binning import category_cuts
+
     at = at or _At("bins")
-    _obj(d, at, ["max_bins", "subsample", "random_state", "cuts"])
+    _obj(d, at, ["max_bins", "subsample", "random_state", "cuts"], ["categories"])
     max_bins = _int(d["max_bins"], at["max_bins"], 2, T.MAX_VALUE_BINS)
     subsample = None if d["subsample"] is None else _int(d["subsample"], at["subsample"], 1)
     random_state = _int(d["random_state"], at["random_state"], 0, 2**32 - 1)
@@ -559,7 +626,14 @@ def read_bins(d, at=None, n_features=None):
         if down.size:
             at["cuts"][f][int(down[0]) + 1].fail("cut points must be in increasing order.")
         cuts.append(a.astype(T.CUT_DTYPE))
-    return max_bins, subsample, random_state, cuts
+    categories = None
+    if d.get("categories") is not None:
+        categories = read_categories(d["categories"], at["categories"], len(cuts), max_bins)
+        for f, n in categories.n_codes.items():
+            if not np.array_equal(cuts[f], category_cuts(n)):
+                at["cuts"][f].fail(f"a categorical feature with {n} codes has the cut points "
+                                   "k + 0.5 for k < n - 1.")
+    return max_bins, subsample, random_state, cuts, categories
 
 
 def _ensemble_fields(ens) -> dict:
@@ -568,11 +642,21 @@ def _ensemble_fields(ens) -> dict:
 
     trees = {}
     for k, dt in TREE_FIELDS.items():
+        if k == "cat_bits":
+            continue
         trees[k] = _floats_out(s[k]) if np.dtype(dt).kind == "f" else s[k].tolist()
-    return {"max_depth": int(ens.max_depth), "n_features": int(ens.n_features),
-            "n_outputs": int(ens.n_outputs), "n_trees": int(ens.n_trees),
-            "base_score": _floats_out(ens.base_score),
-            "tree_column": s["tree_column"].tolist(), "trees": trees}
+    out = {"max_depth": int(ens.max_depth), "n_features": int(ens.n_features),
+           "n_outputs": int(ens.n_outputs), "n_trees": int(ens.n_trees),
+           "base_score": _floats_out(ens.base_score),
+           "tree_column": s["tree_column"].tolist(), "trees": trees}
+    if ens.categorical:
+        # the bitsets of the categorical splits only: [node, word 0, ..., word 7] per split
+        is_cat = ens.categorical_mask()
+        split = (s["feature"] >= 0) & is_cat[np.maximum(s["feature"], 0)]
+        out["categorical_features"] = np.flatnonzero(is_cat).tolist()
+        trees["cat_bits"] = [[[int(i)] + s["cat_bits"][t, i].tolist()
+                              for i in np.flatnonzero(split[t])] for t in range(ens.n_trees)]
+    return out
 
 
 def ensemble_to_dict(ens) -> dict:
@@ -582,12 +666,14 @@ def ensemble_to_dict(ens) -> dict:
 
 
 def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None,
-                       tagged=True):
+                       tagged=True, categorical=None):
     """Validate an ensemble dict and build the :class:`gpufs.tree.TreeEnsemble`.
 
     ``n_features`` / ``n_outputs``: what the enclosing model declares (checked when given).
     ``cuts``: the bin mapper's cut points; with them every split's threshold must be the cut
-    point its bin threshold names. ``tagged``: the dict carries ``format`` and
+    point its bin threshold names. ``categorical``: the bin mapper's categorical features
+    (bool (n_features,)), which the ensemble's ``categorical_features`` must equal.
+    ``tagged``: the dict carries ``format`` and
     ``format_version`` (a standalone ensemble).
     """
     from .tree import TREE_FIELDS, Tree, TreeEnsemble, n_nodes_for_depth
@@ -595,17 +681,18 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     at = at or _At("ensemble")
     keys = ["max_depth", "n_features", "n_outputs", "n_trees", "base_score", "tree_column",
             "trees"]
+    optional = ["categorical_features"]
     if tagged:
         if type(d) is not dict or d.get("format") != ENSEMBLE_FORMAT:
             found = d.get("format") if type(d) is dict else None
             at.fail(f"not a gpufs ensemble (format={_short(found)}, expected "
                     f"{ENSEMBLE_FORMAT!r}).")
-        _obj(d, at, keys + ["format", "format_version"])
+        _obj(d, at, keys + ["format", "format_version"], optional)
         if d["format_version"] != FORMAT_VERSION:
             at["format_version"].fail(f"version {_short(d['format_version'])} is not "
                                       f"{FORMAT_VERSION}.")
     else:
-        _obj(d, at, keys)
+        _obj(d, at, keys, optional)
     depth = _int(d["max_depth"], at["max_depth"], 0, MAX_DEPTH)
     d_feat = _int(d["n_features"], at["n_features"], 1, MAX_FEATURES)
     if n_features is not None and d_feat != n_features:
@@ -618,7 +705,16 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     base = _float_array(d["base_score"], at["base_score"], (k_out,))
     col = _int_array(d["tree_column"], at["tree_column"], (n_trees,), 0, k_out - 1, np.int32)
     tat = at["trees"]
-    _obj(d["trees"], tat, list(TREE_FIELDS))
+    is_cat = np.zeros(d_feat, dtype=bool)
+    if d.get("categorical_features") is not None:
+        cf = _index_list(d["categorical_features"], at["categorical_features"], d_feat)
+        if np.any(np.diff(cf) <= 0):
+            at["categorical_features"].fail("feature indices must be increasing.")
+        is_cat[cf] = True
+    if categorical is not None and not np.array_equal(is_cat, categorical):
+        at["categorical_features"].fail("differs from the categorical features of the bins.")
+    fields = [k for k in TREE_FIELDS if k != "cat_bits"]
+    _obj(d["trees"], tat, fields + (["cat_bits"] if is_cat.any() else []))
     shape = (n_trees, n_nodes)
     feature = _int_array(d["trees"]["feature"], tat["feature"], shape, -1, d_feat - 1,
                          T.FEATURE_DTYPE)
@@ -633,10 +729,13 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     a["cover"] = _float_array(d["trees"]["cover"], tat["cover"], shape, lo=0.0)
     a["count"] = _int_array(d["trees"]["count"], tat["count"], shape, 0, MAX_COUNT)
     _check_tree_structure(a, depth, tat)
+    a["cat_bits"] = _read_cat_bits(d["trees"].get("cat_bits"), tat["cat_bits"], a, is_cat,
+                                   cuts)
     if cuts is not None:
-        _check_thresholds(a, cuts, tat)
+        _check_thresholds(a, cuts, tat, is_cat)
     _check_no_overflow(a["value"], col, base, k_out, tat["value"])
-    ens = TreeEnsemble(max_depth=depth, n_features=d_feat, base_score=base)
+    ens = TreeEnsemble(max_depth=depth, n_features=d_feat, base_score=base,
+                       is_categorical=is_cat if is_cat.any() else None)
     for t in range(n_trees):
         ens.append(Tree({k: a[k][t].copy() for k in TREE_FIELDS}), int(col[t]))
     return ens
@@ -694,10 +793,62 @@ def _check_tree_structure(a, depth, at):
             at["threshold"][tt][ii].fail("a split threshold must be a number or 'Infinity'.")
 
 
-def _check_thresholds(a, cuts, at):
-    """Every split: bin threshold below its feature's bin count, threshold = that cut point
-    (+inf for the top bin, whose split sends every value left and missing values right)."""
-    inner = np.argwhere(a["feature"] >= 0)
+def _read_cat_bits(v, at, a, is_cat, cuts):
+    """The category bitsets of the categorical splits -> uint32 (n_trees, n_nodes, W).
+
+    Every split on a categorical feature has exactly one entry ``[node, w0, ..., w7]`` (nodes
+    increasing), no other node has one; words are in [0, 2**32); no bit at or above the
+    feature's bin count is set (255 without cut points: the missing bin follows
+    ``missing_left``); such a split's bin threshold and threshold are 0."""
+    from ._categorical import CAT_WORDS
+
+    feature = a["feature"]
+    n_trees, n_nodes = feature.shape
+    if not is_cat.any():
+        return np.zeros((n_trees, n_nodes, 0), np.uint32)
+    out = np.zeros((n_trees, n_nodes, CAT_WORDS), np.uint32)
+    cat_split = (feature >= 0) & is_cat[np.maximum(feature, 0)]
+    for k in ("bin_threshold", "threshold"):
+        bad = np.argwhere(cat_split & (a[k] != 0))
+        if bad.size:
+            t, i = (int(x) for x in bad[0])
+            at.fail(f"node {i} of tree {t} splits a categorical feature but its {k} is "
+                    f"{a[k][t, i].item()!r}, not 0.")
+    n_bins = (np.full(is_cat.shape[0], T.MAX_VALUE_BINS, np.int64) if cuts is None
+              else np.array([c.shape[0] + 1 for c in cuts], dtype=np.int64))
+    _list(v, at, n_trees)
+    for t, entries in enumerate(v):
+        want = np.flatnonzero(cat_split[t])
+        _list(entries, at[t], want.shape[0])
+        if not entries:
+            continue
+        rows = _int_array(entries, at[t], (len(entries), 1 + CAT_WORDS), 0, 2**32 - 1)
+        nodes = rows[:, 0]
+        if not np.array_equal(nodes, want):
+            j = int(np.flatnonzero(nodes != want)[0])
+            at[t][j][0].fail(f"tree {t}'s categorical splits are at nodes {want.tolist()[:8]}; "
+                             f"entry {j} names node {int(nodes[j])}.")
+        words = rows[:, 1:].astype(np.uint32)
+        bit = np.arange(32 * CAT_WORDS)
+        is_set = ((words[:, bit // 32] >> (bit % 32).astype(np.uint32)) & 1).astype(bool)
+        limit = n_bins[feature[t, nodes]]
+        bad = np.argwhere(is_set & (bit[None, :] >= limit[:, None]))
+        if bad.size:
+            j, b = (int(x) for x in bad[0])
+            at[t][j].fail(f"bit {b} is set, but feature {int(feature[t, nodes[j]])} has "
+                          f"{int(limit[j])} bins.")
+        out[t, nodes] = words
+    return out
+
+
+def _check_thresholds(a, cuts, at, is_cat=None):
+    """Every numeric split: bin threshold below its feature's bin count, threshold = that cut
+    point (+inf for the top bin, whose split sends every value left and missing values
+    right). Categorical splits are checked by ``_read_cat_bits``."""
+    numeric = a["feature"] >= 0
+    if is_cat is not None:
+        numeric &= ~is_cat[np.maximum(a["feature"], 0)]
+    inner = np.argwhere(numeric)
     if not inner.size:
         return
     t, i = inner[:, 0], inner[:, 1]
@@ -1025,8 +1176,10 @@ class _GBFS:
         est.device_ = _device_of(f["device"], at["device"])
         bins = read_bins(f["bins"], at["bins"], d)
         est.bin_mapper_ = BinMapper._from_validated(*bins)
+        est.category_codes_ = bins[4]
         ens = ensemble_from_dict(f["ensemble"], at["ensemble"], n_features=d, n_outputs=k_out,
-                                 cuts=bins[3], tagged=False)
+                                 cuts=bins[3], tagged=False,
+                                 categorical=est.bin_mapper_.is_categorical_)
         n_trees = ens.n_trees
         rounds = _int(f["n_estimators"], at["n_estimators"], 0)
         if rounds * k_out != n_trees:
@@ -1087,7 +1240,7 @@ class _Stagewise:
     binned = False
     keys = ["device", "mean", "std", "selected_features", "standardized_coef", "bias", "coef",
             "intercept", "weights_history", "cost_history", "validation_cost_history"]
-    optional = ["evals_result"]
+    optional = ["evals_result", "categories", "category_coef"]
 
     @staticmethod
     def write(est):
@@ -1103,7 +1256,44 @@ class _Stagewise:
             "validation_cost_history": (None if est.validation_cost_history_ is None
                                         else _floats_out(est.validation_cost_history_)),
             "evals_result": [_floats_out(r) for r in est.evals_result_],
+            **_Stagewise._write_categories(est),
         }
+
+    @staticmethod
+    def _write_categories(est):
+        codes = getattr(est, "category_codes_", None)
+        if codes is None:
+            return {}
+        return {"categories": categories_to_dict(codes),
+                "category_coef": [[int(f), _floats_out(np.atleast_2d(a))]
+                                  for f, a in sorted(est.category_coef_.items())]}
+
+    @staticmethod
+    def _read_categories(est, f, at, sel, m, classifier):
+        """The category maps and the selected categorical columns' weights: one entry per
+        selected categorical column, (m, n_codes) finite weights."""
+        est.category_codes_ = None
+        est.category_coef_ = {}
+        if ("categories" in f) != ("category_coef" in f):
+            at.fail("categories and category_coef come together.")
+        if "categories" not in f:
+            return np.zeros(est.n_features_in_, dtype=bool)
+        codes = read_categories(f["categories"], at["categories"], est.n_features_in_,
+                                T.MAX_VALUE_BINS)
+        is_cat = codes.is_categorical
+        want = [int(x) for x in sel if is_cat[x]]
+        cat = at["category_coef"]
+        entries = _list(f["category_coef"], cat, len(want))
+        coef = {}
+        for i, e in enumerate(entries):
+            _list(e, cat[i], 2)
+            col = _int(e[0], cat[i][0], 0, est.n_features_in_ - 1)
+            if col != sorted(want)[i]:
+                cat[i][0].fail(f"the selected categorical columns are {sorted(want)}.")
+            a = _float_array(e[1], cat[i][1], (m, codes.n_codes[col]))
+            coef[col] = a if classifier else a[0]
+        est.category_codes_, est.category_coef_ = codes, coef
+        return is_cat
 
     @staticmethod
     def read(est, f, at):
@@ -1116,7 +1306,8 @@ class _Stagewise:
         std = _float_array(f["std"], at["std"], (d,), lo=0.0)
         sel = _index_list(f["selected_features"], at["selected_features"], d)
         k = sel.shape[0]
-        if np.any(std[sel] == 0):
+        is_cat = _Stagewise._read_categories(est, f, at, sel, m, classifier)
+        if np.any((std[sel] == 0) & ~is_cat[sel]):
             at["selected_features"].fail("a constant feature (std 0) cannot be selected.")
         coef_shape = (m, d) if classifier else (d,)
         hist_shape = (k + 1, m, d) if classifier else (k + 1, d)
@@ -1233,6 +1424,7 @@ class _ControlBurn:
         est.device_ = _device_of(f["device"], at["device"])
         bins = read_bins(f["bins"], at["bins"], d)
         est.bin_mapper_ = BinMapper._from_validated(*bins)
+        est.category_codes_ = bins[4]
         sel = _index_list(f["selected_features"], at["selected_features"], d)
         imp = _float_array(f["feature_importances"], at["feature_importances"], (d,), lo=0.0)
         off = np.ones(d, dtype=bool)
@@ -1363,6 +1555,7 @@ class _MultiTaskGBFS:
         ensembles, first_use, nodes = [], [], 0
         for t, e in enumerate(f["ensembles"]):
             ens = ensemble_from_dict(e, eat[t], n_features=d, n_outputs=k_out, cuts=bins[3],
+                                     categorical=BinMapper._from_validated(*bins).is_categorical_,
                                      tagged=False)
             nodes += ens.n_trees * n_nodes_for_depth(ens.max_depth)
             if nodes > MAX_NODES:
@@ -1420,6 +1613,7 @@ class _MultiTaskGBFS:
                    for k in ("train_loss", "val_loss")}})
         est.tasks_ = tasks
         est.bin_mapper_ = BinMapper._from_validated(*bins)
+        est.category_codes_ = bins[4]
         est.ensembles_ = ensembles
         est.n_estimators_ = rounds
         est.mu_t_ = mu_t

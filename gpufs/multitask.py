@@ -145,7 +145,9 @@ def _fit(backend, Xbs, ys, ws, objective, state, bin_mapper, params):
     for t in range(n_tasks):
         base = np.asarray(objective.init_score(ys[t], ws[t]), dtype=np.float64)
         ensembles.append(TreeEnsemble(max_depth=params.tree.max_depth, n_features=d,
-                                      base_score=base))
+                                      base_score=base,
+                                      is_categorical=getattr(bin_mapper, "is_categorical_",
+                                                             None)))
         raws.append(xp.tile(xp.asarray(base), (Xbs[t].shape[0], 1)))
         datas.append(backend.prepare_binned(Xbs[t]))
         records.append(SelectionRecord())

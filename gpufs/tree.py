@@ -13,8 +13,14 @@ children 2i+1 and 2i+2. Per node:
   gain           float64  loss reduction of the split (0 on leaves)
   cover          float64  sum of hessians of the node's rows
   count          int64    rows in the node
-An ensemble stacks these as (n_trees, n_nodes) arrays; ``tree_column[t]`` is the output column
-(class, for softmax) that tree t adds to, and ``base_score`` (n_outputs,) starts every row.
+  cat_bits       uint32   (n_nodes, W): on a split of a categorical feature, the bitset of the
+                          category bins sent left (``gpufs._categorical``); W = CAT_WORDS in
+                          an ensemble with categorical features, else 0 (no memory)
+A split on a categorical feature (``TreeEnsemble.is_categorical``) sends bin b left iff bit b
+of its ``cat_bits`` is set (the missing bin by missing_left); its bin_threshold and threshold
+are 0. An ensemble stacks these as (n_trees, n_nodes) arrays ((n_trees, n_nodes, W) for
+cat_bits); ``tree_column[t]`` is the output column (class, for softmax) that tree t adds to,
+and ``base_score`` (n_outputs,) starts every row.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _types as T
+from ._categorical import CAT_WORDS
 
 TREE_FIELDS = {
     "feature": T.FEATURE_DTYPE,
@@ -33,7 +40,17 @@ TREE_FIELDS = {
     "gain": T.GAIN_DTYPE,
     "cover": T.COVER_DTYPE,
     "count": T.COUNT_DTYPE,
+    "cat_bits": np.uint32,
 }
+#: Fields with a second axis: name -> its length in a tree with / without categorical splits.
+_WIDE = {"cat_bits": (CAT_WORDS, 0)}
+
+
+def _field_shape(name, n_nodes, categorical):
+    wide = _WIDE.get(name)
+    if wide is None:
+        return (n_nodes,)
+    return (n_nodes, wide[0] if categorical else wide[1])
 
 
 def n_nodes_for_depth(max_depth: int) -> int:
@@ -47,9 +64,11 @@ class Tree:
     arrays: dict
 
     @classmethod
-    def empty(cls, max_depth: int) -> "Tree":
+    def empty(cls, max_depth: int, categorical: bool = False) -> "Tree":
+        """An all-leaf tree; ``categorical`` gives it room for category bitsets."""
         n = n_nodes_for_depth(max_depth)
-        arrays = {k: np.zeros(n, dtype=dt) for k, dt in TREE_FIELDS.items()}
+        arrays = {k: np.zeros(_field_shape(k, n, categorical), dtype=dt)
+                  for k, dt in TREE_FIELDS.items()}
         arrays["feature"][:] = -1
         return cls(arrays)
 
@@ -73,12 +92,25 @@ class TreeEnsemble:
     base_score: np.ndarray                      # (n_outputs,) float64
     trees: list = field(default_factory=list)   # list[Tree]
     tree_column: list = field(default_factory=list)
+    #: bool (n_features,): the categorical features (None: none), whose splits use cat_bits
+    is_categorical: np.ndarray | None = None
     _stacked: dict | None = field(default=None, repr=False)
     _device_cache: dict | None = field(default=None, repr=False)
 
     @property
     def n_trees(self) -> int:
         return len(self.trees)
+
+    @property
+    def categorical(self) -> bool:
+        """Whether any feature is categorical (the trees then carry category bitsets)."""
+        return self.is_categorical is not None and bool(np.any(self.is_categorical))
+
+    def categorical_mask(self) -> np.ndarray:
+        """bool (n_features,): the categorical features (all False when there are none)."""
+        if self.is_categorical is None:
+            return np.zeros(self.n_features, dtype=np.bool_)
+        return np.ascontiguousarray(self.is_categorical, dtype=np.bool_)
 
     @property
     def n_outputs(self) -> int:
@@ -99,8 +131,10 @@ class TreeEnsemble:
         out = {}
         for k, dt in TREE_FIELDS.items():
             out[k] = (np.stack([t.arrays[k] for t in trees]) if trees
-                      else np.zeros((0, n_nodes), dtype=dt))
+                      else np.zeros((0,) + _field_shape(k, n_nodes, self.categorical),
+                                    dtype=dt))
         out["tree_column"] = np.asarray(self.tree_column[start:stop], dtype=np.int32)
+        out["is_categorical"] = self.categorical_mask()
         if start == 0 and stop is None:
             self._stacked = out
         return out
@@ -125,7 +159,8 @@ class TreeEnsemble:
         if out is None:
             out = self._init_raw(backend, X.shape[0])
         return backend.predict_raw(X, a["feature"], a["threshold"], a["missing_left"],
-                                   a["value"], a["tree_column"], out)
+                                   a["value"], a["tree_column"], out, a["is_categorical"],
+                                   a["cat_bits"])
 
     def predict_binned(self, Xb, backend, start=0, stop=None, out=None):
         """Raw scores from the binned matrix; equal to ``predict_raw`` on the same rows."""
@@ -133,7 +168,8 @@ class TreeEnsemble:
         if out is None:
             out = self._init_raw(backend, Xb.shape[0])
         return backend.predict_binned(Xb, a["feature"], a["bin_threshold"], a["missing_left"],
-                                      a["value"], a["tree_column"], out)
+                                      a["value"], a["tree_column"], out, a["is_categorical"],
+                                      a["cat_bits"])
 
     # --- persistence: always through host arrays (format and checks: gpufs.model_io) ---------
     def to_dict(self) -> dict:

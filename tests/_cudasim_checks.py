@@ -56,9 +56,43 @@ def assert_same_dict(a, b, what=""):
         assert_same(a[k], b[k], f"{what}[{k}]")
 
 
-def binned(X, max_bins=16):
-    bm = BinMapper(max_bins=max_bins).fit(X)
+def binned(X, max_bins=16, categorical=None):
+    """(BinMapper, binned X); ``categorical``: columns of X holding category codes 0..C-1
+    (NaN missing), binned as categorical features (``category_codes``)."""
+    codes = None if categorical is None else category_codes(X, categorical, max_bins)
+    bm = BinMapper(max_bins=max_bins).fit(X, categories=codes)
     return bm, CPU.bin_transform(X, bm.cuts_padded_, bm.n_bins_ - 1)
+
+
+def category_codes(X, columns, max_bins=255):
+    """The ``CategoryCodes`` of code columns: each code its own category, kept in code order
+    (the columns are made with the most frequent code first, so the map is the identity)."""
+    from gpufs._category_codes import CategoryCodes
+
+    values, n_codes = {}, {}
+    for f in columns:
+        n = int(np.nanmax(X[:, f])) + 1
+        assert n <= max_bins
+        values[f], n_codes[f] = list(range(n)), n
+    return CategoryCodes(X.shape[1], values, n_codes)
+
+
+def make_cat_data(n=96, d=5, levels=(11, 3), seed=0, nan_frac=0.1):
+    """X whose first ``len(levels)`` columns are category codes (code c drawn with
+    probability decreasing in c, so code = frequency rank; NaN missing) and the rest normal;
+    y depends on the categories (through random level effects) and on column len(levels)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.zeros(n)
+    for f, L in enumerate(levels):
+        p = np.linspace(2.0, 1.0, L)
+        c = rng.choice(L, size=n, p=p / p.sum())
+        effect = rng.normal(size=L)
+        X[:, f] = c
+        y += effect[c]
+        X[rng.random(n) < nan_frac, f] = np.nan
+    y += 0.5 * X[:, len(levels)] + 0.1 * rng.normal(size=n)
+    return X, y
 
 
 def grads(y, seed=1):
@@ -112,23 +146,26 @@ def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build):
 
 
 def check_find_splits(gpu, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                      reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3):
+                      reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3, **cat):
+    """``cat``: ``is_categorical`` and ``max_cat_to_onehot`` of ``find_splits``."""
     xp = gpu.xp
     args = (node_g, node_h)
     rest = (penalty, allowed, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight)
-    want = CPU.find_splits(hist, *args, n_bins, *rest)
-    got = gpu.find_splits(xp.asarray(hist), *args, xp.asarray(n_bins), *rest)
+    want = CPU.find_splits(hist, *args, n_bins, *rest, **cat)
+    got = gpu.find_splits(xp.asarray(hist), *args, xp.asarray(n_bins), *rest, **cat)
     assert_same_dict(want, got, "find_splits")
     return want
 
 
-def check_partition(gpu, Xb, rows, node_start, node_count, split_nodes, feature, bin_, ml):
+def check_partition(gpu, Xb, rows, node_start, node_count, split_nodes, feature, bin_, ml,
+                    split_cat=None, split_bits=None):
     xp = gpu.xp
     rows_cpu = rows.copy()
-    want = CPU.partition(Xb, rows_cpu, node_start, node_count, split_nodes, feature, bin_, ml)
+    want = CPU.partition(Xb, rows_cpu, node_start, node_count, split_nodes, feature, bin_, ml,
+                         split_cat, split_bits)
     rows_gpu = xp.asarray(rows)
     got = gpu.partition(xp.asarray(Xb), rows_gpu, node_start, node_count, split_nodes,
-                        feature, bin_, ml)
+                        feature, bin_, ml, split_cat, split_bits)
     assert_same(want, got, "left counts")
     assert_same(rows_cpu, rows_gpu, "partitioned rows")
 
@@ -239,10 +276,11 @@ def assert_same_tree(a, b, what="tree"):
         assert_same(a.arrays[k], b.arrays[k], f"{what}.{k}")
 
 
-def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None):
+def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None,
+                    categorical=None):
     """One tree on both backends, from ``grads(y)`` or from the given float gradients."""
     xp = gpu.xp
-    bm, Xb = binned(X, max_bins)
+    bm, Xb = binned(X, max_bins, categorical)
     if g is None:
         gq, hq, gs, hs = grads(y)
     else:
@@ -271,12 +309,13 @@ def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None)
 
 def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_depth=3,
                        scaling="none", k=None, groups=None, hessian=True, eval_rows=0,
-                       max_bins=16, weighted=False, n_iter_no_change=None):
+                       max_bins=16, weighted=False, n_iter_no_change=None, categorical=None):
     """fit_boosting on both backends: every tree array, the selection record (losses
-    included, exactly) and Omega equal. ``weighted`` draws non-dyadic sample weights."""
+    included, exactly) and Omega equal. ``weighted`` draws non-dyadic sample weights;
+    ``categorical`` names columns of category codes (``binned``)."""
     xp = gpu.xp
     objective = objective or SquaredError()
-    bm, Xb = binned(X, max_bins)
+    bm, Xb = binned(X, max_bins, categorical)
     params = BoostingParams(n_estimators=n_estimators, hessian=hessian,
                             n_iter_no_change=n_iter_no_change,
                             tree=TreeParams(max_depth=max_depth, learning_rate=0.3))
@@ -311,4 +350,4 @@ def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_de
 
 
 __all__ = [n for n in dir() if n.startswith(("check_", "make_", "assert_"))] + [
-    "binned", "grads", "segments", "CPU", "Logistic", "SquaredError"]
+    "binned", "category_codes", "grads", "segments", "CPU", "Logistic", "SquaredError"]

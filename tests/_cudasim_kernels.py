@@ -381,3 +381,84 @@ def test_shared_array_patch_keys_by_the_calling_line():
     other = sh.array(4, np.int64)
     assert first is again and other is not first
     assert FakeCUDAShared._gpufs_locked
+
+
+# --- categorical features ---------------------------------------------------------------------
+from _cudasim_checks import make_cat_data  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cat_data():
+    X, y = make_cat_data(96, 5, levels=(11, 3), seed=3)
+    bm, Xb = binned(X, 16, categorical=[0, 1])
+    return X, y, bm, Xb
+
+
+@pytest.mark.parametrize("onehot", [0, 4, 20])
+def test_find_splits_categorical(gpu, cat_data, onehot):
+    """The categorical scan (sorted by G/H, or one-vs-rest up to ``onehot`` categories):
+    the same split, score, sums and bitset on both devices."""
+    X, y, bm, Xb = cat_data
+    gq, hq, gs, hs = grads(y, seed=onehot)
+    rows, ns, nc = segments(96, [40, 2, 30, 24])
+    nodes = np.array([3, 4, 5, 6])
+    hist = CPU.histograms(Xb, np.stack([gq, hq], axis=1), rows, ns, nc, nodes)
+    node_g, node_h = hist[:, 0, :, 0].sum(axis=1), hist[:, 0, :, 1].sum(axis=1)
+    d = Xb.shape[1]
+    for allowed in (np.ones(d, bool), np.arange(d) < 2):
+        res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d), allowed,
+                                gs, hs, is_categorical=bm.is_categorical_,
+                                max_cat_to_onehot=onehot)
+        if not allowed[2:].any():  # only the categorical features: non-empty left sets
+            big = [0, 2, 3]
+            assert set(res["feature"][big].tolist()) <= {0, 1}
+            assert (res["cat_bits"][big].any(axis=1) | res["missing_left"][big]).all()
+            assert (res["bin"][big] == 0).all()
+
+
+def test_partition_categorical(gpu, cat_data):
+    X, y, bm, Xb = cat_data
+    rows, ns, nc = segments(96, [40, 2, 30, 24])
+    bits = np.zeros((3, 8), np.uint32)
+    bits[0, 0] = 0b10110101  # categories 0, 2, 4, 5, 7 of feature 0
+    bits[2, 0] = 0b10        # category 1 of feature 1
+    for ml in ([True, False, True], [False, True, False]):
+        check_partition(gpu, Xb, rows, ns, nc, np.array([3, 5, 6]), np.array([0, 2, 1]),
+                        np.array([0, 7, 0]), np.array(ml), np.array([True, False, True]), bits)
+
+
+@pytest.mark.parametrize("mu,k", [(0.0, None), (0.5, 2)])
+def test_fit_boosting_categorical(gpu, cat_data, mu, k):
+    """Whole fits on categorical data: every tree (bitsets included), the record and Omega
+    equal on both devices; then raw and binned predictions equal too."""
+    X, y, bm, Xb = cat_data
+    ens, _, pen = check_fit_boosting(gpu, X, y, mu=mu, k=k, n_estimators=3, max_depth=3,
+                                     categorical=[0, 1])
+    assert ens.categorical and ens.stacked()["cat_bits"].any()  # categorical splits were made
+    check_predict(gpu, ens, X, Xb)
+
+
+def test_planted_categorical_problem_on_both_devices(gpu):
+    """The planted problem (``tests/_categorical_data.py``; smaller here: 300 rows, 12 noise
+    columns, for the simulator): with a budget of three features, boosting on the simulated
+    GPU grows the CPU's trees bit for bit and selects exactly the 30-level categorical column
+    and the two numeric ones."""
+    from _categorical_data import PLANTED, planted
+
+    from gpufs._input import check_X
+
+    X, y = planted(n=300, n_noise=12, seed=0)
+
+    class _Door:  # an object to hold what the input door learns (the category codes)
+        pass
+
+    door = _Door()
+    Xf = check_X(door, X, reset=True, categorical_features="from_dtype")
+    names = list(X.columns)
+    city = names.index("city")
+    assert door.category_codes_.n_codes[city] == 30
+    ens, _, pen = check_fit_boosting(gpu, Xf, y, mu=0.01, k=3, scaling="root_sse",
+                                     n_estimators=4, max_depth=3, max_bins=32,
+                                     categorical=[city])
+    assert sorted(names[f] for f in pen.order) == sorted(PLANTED)
+    assert ens.stacked()["cat_bits"].any()

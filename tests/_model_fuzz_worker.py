@@ -37,6 +37,7 @@ def _set_memory_limit(limit):
 def _X(n_features, nan):
     rng = np.random.RandomState(12345)
     X = rng.randn(50, n_features) * 3.0
+    X[:, 0] = np.round(X[:, 0])  # category values of the categorical families' column 0
     if nan:
         X[rng.rand(*X.shape) < 0.15] = np.nan
     return X

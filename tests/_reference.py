@@ -13,6 +13,14 @@ keeps the candidate with the strictly largest penalized score, scanning features
 then "missing right" before "missing left": ties go to the lowest (feature, bin), missing
 right first (the missingness split comes last among its feature's candidates).
 
+A categorical feature (``is_cat``) is searched by the rule of the ``gpufs._categorical``
+docstring, written out again: the candidate categories are the bins holding hessian > 0 in
+the node (value bins increasing, then the missing bin), their sums recomputed from the rows;
+up to ``max_onehot`` of them: each one alone goes left, in that order; more: every prefix of
+the candidates sorted by (G_b / (H_b + lambda), b). A left set holds value bins and perhaps
+the missing bin (then missing values go left); the other rows, empty categories included, go
+right.
+
 The arithmetic is done in the same order as DESIGN.md writes it (sum of the three ratios,
 then halved; gain / divisor - mu * cost), on the same fixed-point integer sums, so a correct
 fast grower reproduces the oracle's gains to the last bit or very nearly.
@@ -79,11 +87,36 @@ class RefOmega:
             self.first_use[f] = tree_index
 
 
+def ref_cat_left_sets(col, gq, hq, n_bins, g_scale, h_scale, lam, max_onehot):
+    """The candidate left sets (lists of bins, 255 = missing) of a categorical feature at a
+    node whose rows have bins ``col`` and fixed-point sums ``gq``, ``hq``, in scan order."""
+    sums = {}
+    for b in list(range(int(n_bins))) + [MISSING]:
+        sel = col == b
+        sums[b] = (int(gq[sel].sum()), int(hq[sel].sum()))
+    cands = [b for b in list(range(int(n_bins))) + [MISSING] if sums[b][1] > 0]
+    if len(cands) <= max_onehot:
+        return [[b] for b in cands]
+    key = {b: (sums[b][0] / g_scale) / (sums[b][1] / h_scale + lam) for b in cands}
+    ordered = sorted(cands, key=lambda b: (key[b], b))
+    return [ordered[:j] for j in range(1, len(ordered))]
+
+
+def bits_of(left_set):
+    """The 8 uint32 words of the value bins of a left set (the missing bin excluded)."""
+    words = np.zeros(8, np.uint32)
+    for b in left_set:
+        if b != MISSING:
+            words[b // 32] |= np.uint32(1 << (b % 32))
+    return words
+
+
 def best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, lam, divisor,
-               min_child_weight, penalties):
+               min_child_weight, penalties, is_cat=None, max_onehot=4):
     """Brute-force best split of the node holding ``rows``; None if no valid split.
 
-    ``allowed[f]`` says which features may be used; ``penalties[f]`` is the price of f.
+    ``allowed[f]`` says which features may be used; ``penalties[f]`` is the price of f;
+    ``is_cat[f]`` marks the categorical features.
     """
     Gq = int(gq[rows].sum())
     Hq = int(hq[rows].sum())
@@ -93,13 +126,19 @@ def best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, lam, divisor
         if not allowed[f]:
             continue
         col = Xb[rows, f]
-        # thresholds 0 .. n_bins - 2 both ways, then "every value left, missing right"
-        # (b = n_bins - 1) when the node has missing values on f
-        cands = [(b, ml) for b in range(int(n_bins[f]) - 1) for ml in (False, True)]
-        if (col == MISSING).any():
-            cands.append((int(n_bins[f]) - 1, False))
-        for b, missing_left in cands:
-            left = go_left(col, b, missing_left)
+        if is_cat is not None and is_cat[f]:
+            sets = ref_cat_left_sets(col, gq[rows], hq[rows], n_bins[f], g_scale, h_scale,
+                                     lam, max_onehot)
+            cands = [(0, MISSING in s, s) for s in sets]
+        else:
+            # thresholds 0 .. n_bins - 2 both ways, then "every value left, missing right"
+            # (b = n_bins - 1) when the node has missing values on f
+            cands = [(b, ml, None) for b in range(int(n_bins[f]) - 1) for ml in (False, True)]
+            if (col == MISSING).any():
+                cands.append((int(n_bins[f]) - 1, False, None))
+        for b, missing_left, left_set in cands:
+            left = (go_left(col, b, missing_left) if left_set is None
+                    else np.isin(col, left_set))
             glq = int(gq[rows][left].sum())
             hlq = int(hq[rows][left].sum())
             hrq = Hq - hlq
@@ -111,13 +150,15 @@ def best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, lam, divisor
             score = gain / divisor - penalties[f]
             if best is None or score > best["score"]:
                 best = dict(feature=f, bin=b, missing_left=missing_left, gain=gain,
-                            score=score, left=left)
+                            score=score, left=left,
+                            bits=None if left_set is None else bits_of(left_set))
     return best
 
 
 def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_depth,
                         reg_lambda=1.0, learning_rate=0.1, min_child_weight=1e-3,
-                        min_split_gain=0.0, gain_divisor=1.0, tree_index=0):
+                        min_split_gain=0.0, gain_divisor=1.0, tree_index=0, is_cat=None,
+                        max_onehot=4):
     """Grow one tree level by level; returns a dict of node arrays and the new features.
 
     ``omega`` (``RefOmega``) is updated in place. Rule (penalties docstring): penalties and the
@@ -134,7 +175,7 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
     out = dict(feature=np.full(n_nodes, -1, np.int64), bin_threshold=np.zeros(n_nodes, np.int64),
                missing_left=np.zeros(n_nodes, bool), gain=np.zeros(n_nodes),
                value=np.zeros(n_nodes), cover=np.zeros(n_nodes),
-               count=np.zeros(n_nodes, np.int64))
+               count=np.zeros(n_nodes, np.int64), cat_bits=np.zeros((n_nodes, 8), np.uint32))
     node_rows = {0: np.arange(n)}
     level = [0]
     new_features = []
@@ -149,7 +190,8 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
         for node in level:
             rows = node_rows[node]
             best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed,
-                              reg_lambda, gain_divisor, min_child_weight, penalties)
+                              reg_lambda, gain_divisor, min_child_weight, penalties, is_cat,
+                              max_onehot)
             if best is not None:
                 f = best["feature"]
                 is_new = not used_at_start[f] and f not in admitted
@@ -157,7 +199,7 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
                     n_fallbacks += 1
                     best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins,
                                       used_at_start, reg_lambda, gain_divisor,
-                                      min_child_weight, penalties)
+                                      min_child_weight, penalties, is_cat, max_onehot)
             if best is None or not (best["score"] > min_split_gain):
                 continue
             f = best["feature"]
@@ -167,6 +209,8 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
             out["bin_threshold"][node] = best["bin"]
             out["missing_left"][node] = best["missing_left"]
             out["gain"][node] = best["gain"]
+            if best["bits"] is not None:
+                out["cat_bits"][node] = best["bits"]
             node_rows[2 * node + 1] = rows[best["left"]]
             node_rows[2 * node + 2] = rows[~best["left"]]
             next_level += [2 * node + 1, 2 * node + 2]

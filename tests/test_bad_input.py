@@ -97,13 +97,18 @@ def test_wrong_lengths(n_y):
 
 
 def test_non_numeric_column_named():
+    """Text columns are categorical features (``categorical_features="from_dtype"``); with
+    ``categorical_features=None``, and dates always, a non-numeric column is named."""
     df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     df["city"] = ["x", "y"] * 20
     with pytest.raises(ValueError, match=r"non-numeric columns: 'city'"):
-        GBFSRegressor(device="cpu").fit(df, Y_REG)
+        GBFSRegressor(device="cpu", categorical_features=None).fit(df, Y_REG)
+    GBFSRegressor(device="cpu", n_estimators=2).fit(df, Y_REG)
     df["date"] = pd.Timestamp("2020-01-01")
-    with pytest.raises(ValueError, match=r"non-numeric columns: 'city', 'date'"):
+    with pytest.raises(ValueError, match=r"non-numeric columns: 'date'"):
         GBFSClassifier(device="cpu").fit(df, Y_CLS)
+    with pytest.raises(ValueError, match=r"non-numeric columns: 'city', 'date'"):
+        GBFSClassifier(device="cpu", categorical_features=None).fit(df, Y_CLS)
 
 
 def test_string_array():

@@ -84,6 +84,7 @@ def _kernel_signatures():
         return T.Array(dt, nd, layout)
 
     f64, i64, i32, u8, b1, f32 = T.float64, T.int64, T.int32, T.uint8, T.boolean, T.float32
+    u32 = T.uint32
     g1 = (A(f64, 1), A(f64, 1), A(f64, 1))  # g, h, w
     return {
         "bin_transform_kernel": [(A(f32, 2, "A"), A(f64, 2), A(i64, 1), A(u8, 2)),
@@ -93,11 +94,11 @@ def _kernel_signatures():
         "search_kernel": [(A(i64, 4), A(i64, 4), A(i64, 2), b1, A(i64, 2), A(i64, 1), i64,
                            A(i32, 2), i64, A(i64, 1),
                            A(i32, 1), A(f64, 1), A(b1, 1), A(b1, 1), f64, f64, f64, f64, f64,
-                           A(f64, 3), A(i64, 3))],
+                           A(i32, 1), i64, A(u8, 3), A(f64, 3), A(i64, 3))],
         "decide_kernel": [(A(f64, 3), A(i64, 3), A(i32, 2), i64, A(i64, 2), A(i64, 1),
                            A(i64, 1), i64, A(b1, 1), A(b1, 1), A(b1, 1), i64, f64, i64,
                            A(f64, 2), A(i64, 2), A(i64, 2), A(i64, 1), A(i64, 1),
-                           A(f64, 1))],
+                           A(f64, 1), A(i32, 1), A(u8, 3))],
         "partition_count_kernel": [(A(u8, 2), A(i32, 2), i64, A(i64, 2), A(i64, 1), i64,
                                     A(i64, 1))],
         "partition_plan_kernel": [(A(i64, 2), A(i64, 1), i64, A(i64, 1), A(i64, 1),
@@ -108,9 +109,9 @@ def _kernel_signatures():
         "update_leaves_kernel": [(A(f64, 1, "A"), A(i32, 2), A(i64, 2), A(i64, 1),
                                   A(f64, 1))],
         "predict_binned_kernel": [(A(u8, 2), A(i32, 2), A(u8, 2), A(b1, 2), A(f64, 2),
-                                   A(i32, 1), A(f64, 2))],
+                                   A(i32, 1), A(f64, 2), A(b1, 1), A(u32, 3))],
         "predict_raw_kernel": [(A(f32, 2, "A"), A(i32, 2), A(f64, 2), A(b1, 2), A(f64, 2),
-                                A(i32, 1), A(f64, 2))],
+                                A(i32, 1), A(f64, 2), A(b1, 1), A(u32, 3))],
         "logistic_gradients_kernel": [(A(f64, 2), A(i32, 1), A(f64, 2), A(f64, 2)),
                                       (A(f64, 2), A(f64, 1), A(f64, 2), A(f64, 2))],
         "softmax_gradients_kernel": [(A(f64, 2), A(i32, 1), A(f64, 2), A(f64, 2))],

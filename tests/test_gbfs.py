@@ -232,11 +232,11 @@ def test_selected_feature_names_and_pandas_transform(pandas_fit):
     assert est.selected_feature_names_[0] == "age"
     assert set(est.selected_feature_names_) >= {"age", "income"}
     assert list(est.selected_feature_names_) == [df.columns[i] for i in est.selected_features_]
-    # scikit-learn's convention: an ndarray by default ...
-    arr = est.transform(df)
-    assert isinstance(arr, np.ndarray)
-    np.testing.assert_array_equal(arr, df.to_numpy()[:, est.support_])
-    # ... and a frame with the selected columns (and the input's index) under set_output
+    # the kind of table it was given: the selected columns as they are ...
+    kept = est.transform(df)
+    assert isinstance(kept, pd.DataFrame)
+    pd.testing.assert_frame_equal(kept, df.loc[:, est.support_])
+    # ... and a pandas frame with the selected columns (and the input's index) under set_output
     est.set_output(transform="pandas")
     try:
         out = est.transform(df)

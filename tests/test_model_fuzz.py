@@ -95,6 +95,13 @@ def _families():
             n_features_to_select=2, max_depth=2, max_trees_per_round=4, path_k_max=3,
             refit_estimator=gpufs.GBFSRegressor(n_estimators=5, max_depth=2),
             random_state=0, device="cpu"), "regression", True),
+        # column 0 categorical (values -3..3): category maps, bitsets, category weights
+        "gbfs_categorical": (gpufs.GBFSClassifier(n_estimators=4, max_depth=3, max_bins=32,
+                                                  categorical_features=[0], device="cpu"),
+                             "binary", True),
+        "stagewise_categorical": (gpufs.StagewiseRegressor(n_features_to_select=3,
+                                                           categorical_features=[0],
+                                                           device="cpu"), "regression", False),
         "controlburn_binary": (gpufs.ControlBurnClassifier(
             n_features_to_select=2, max_depth=2, max_trees_per_round=4, random_state=0,
             refit_estimator=gpufs.GBFSClassifier(n_estimators=5, max_depth=2),
@@ -108,6 +115,8 @@ def saved_models(tmpdir):
     out = {}
     for name, (est, task, nan) in _families().items():
         X, y = _data(task, nan=nan)
+        if "categorical" in name:  # column 0: seven categories (values -3..3), y depends on it
+            X[:, 0] = np.where(np.isnan(X[:, 0]), np.nan, np.clip(np.round(X[:, 0] * 2), -3, 3))
         est.fit(X, y)
         path = os.path.join(tmpdir, name + ".json")
         est.save_model(path)
@@ -443,7 +452,8 @@ def _fuzz(fuzz_env, family, data):
 
 
 FAMILIES = ["gbfs_regressor", "gbfs_binary", "gbfs_multiclass", "stagewise_regressor",
-            "stagewise_multiclass", "controlburn_regressor", "controlburn_binary"]
+            "stagewise_multiclass", "controlburn_regressor", "controlburn_binary",
+            "gbfs_categorical", "stagewise_categorical"]
 _COMMON = dict(deadline=None, database=None, derandomize=True,
                suppress_health_check=list(HealthCheck))
 

@@ -40,10 +40,18 @@ CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0,
                          gain_bounds="always")
 
 
-def _stub_mapper(n_bins):
-    """A BinMapper whose cut b of every feature is b + 0.5 (for the raw thresholds)."""
-    return BinMapper.from_dict({"max_bins": 255, "subsample": None, "random_state": 0,
-                                "cuts": [list(np.arange(nb - 1) + 0.5) for nb in n_bins]})
+def _stub_mapper(n_bins, is_cat=None):
+    """A BinMapper whose cut b of every feature is b + 0.5 (for the raw thresholds); the
+    features of ``is_cat`` are categorical, with categories 0 .. n_bins - 1."""
+    from gpufs._category_codes import CategoryCodes
+
+    codes = None
+    if is_cat is not None and np.any(is_cat):
+        cat = np.flatnonzero(is_cat)
+        codes = CategoryCodes(len(n_bins), {int(f): list(range(int(n_bins[f]))) for f in cat},
+                              {int(f): int(n_bins[f]) for f in cat})
+    return BinMapper._from_validated(255, None, 0, [np.arange(nb - 1) + 0.5 for nb in n_bins],
+                                     codes)
 
 
 def _random_case(rng, *, nan, hessian, wide=False):
@@ -97,7 +105,7 @@ def _random_penalty(rng, d, *, penalty, costs, groups, budget):
 
 
 def _run_both(Xb, g, h, n_bins, mu, costs, groups, k, used0, params, scaling="none",
-              backend=BACKEND):
+              backend=BACKEND, is_cat=None):
     gq, hq, gs, hs = _quantized(g, h)
     ps = PenaltyState(mu, costs, np.unique(groups, return_inverse=True)[1].astype(np.int32),
                       scaling, k)
@@ -109,18 +117,18 @@ def _run_both(Xb, g, h, n_bins, mu, costs, groups, k, used0, params, scaling="no
     div = ps.gain_divisor(g, h)
     if scaling == "root_sse":
         np.testing.assert_allclose(div, ref_root_divisor(g, h), rtol=1e-12)
-    grown = grow_tree(backend, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins), ps, params,
-                      tree_index=7, gain_divisor=div)
+    grown = grow_tree(backend, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins, is_cat), ps,
+                      params, tree_index=7, gain_divisor=div)
     ref = reference_grow_tree(Xb, gq, hq, gs, hs, n_bins, ro, max_depth=params.max_depth,
                               reg_lambda=params.reg_lambda,
                               learning_rate=params.learning_rate,
                               min_child_weight=params.min_child_weight,
                               min_split_gain=params.min_split_gain, gain_divisor=div,
-                              tree_index=7)
+                              tree_index=7, is_cat=is_cat)
     return grown, ref, ps, ro
 
 
-def _assert_same_tree(grown, ref, ps, ro, where, n_bins):
+def _assert_same_tree(grown, ref, ps, ro, where, n_bins, is_cat=None):
     t = grown.tree
     np.testing.assert_array_equal(t.feature, ref["feature"], err_msg=where)
     split = ref["feature"] >= 0
@@ -128,8 +136,16 @@ def _assert_same_tree(grown, ref, ps, ro, where, n_bins):
                                   err_msg=where)
     np.testing.assert_array_equal(t.missing_left[split], ref["missing_left"][split],
                                   err_msg=where)
-    # the stub mapper's cut b is b + 0.5; the top bin (the split on missingness) has +inf
+    cat = np.zeros_like(split) if is_cat is None else np.asarray(is_cat)[
+        np.maximum(ref["feature"], 0)] & split
+    if cat.any():  # the category bitsets, bit for bit
+        np.testing.assert_array_equal(t.cat_bits, ref["cat_bits"], err_msg=where)
+    else:
+        assert not t.cat_bits.any(), where
+    # the stub mapper's cut b is b + 0.5; the top bin (the split on missingness) has +inf;
+    # a categorical split has threshold 0
     want_thr = np.where(top_bin(ref, n_bins), np.inf, ref["bin_threshold"] + 0.5)
+    want_thr = np.where(cat, 0.0, want_thr)
     np.testing.assert_array_equal(t.threshold[split], want_thr[split], err_msg=where)
     scale = max(1e-300, np.abs(ref["gain"]).max())
     np.testing.assert_allclose(t.gain, ref["gain"], rtol=1e-12, atol=1e-12 * scale,
@@ -462,3 +478,110 @@ def test_gain_bounds_auto_keeps_them_only_where_they_may_pay():
     assert trees["never", 500.0].state.q.shape[0] == 0
     with pytest.raises(ValueError, match="gain_bounds must be"):
         CPUBackend(gain_bounds="sometimes")
+
+
+# --- categorical features -------------------------------------------------------------------
+
+CAT_CONFIGS = [
+    # name, nan, hessian, penalty, budget
+    ("cat_plain", False, True, False, False),
+    ("cat_nan", True, True, False, False),
+    ("cat_penalty_budget", True, False, True, True),
+]
+
+
+@pytest.mark.parametrize("name,nan,hessian,penalty,budget", CAT_CONFIGS,
+                         ids=[c[0] for c in CAT_CONFIGS])
+def test_grower_matches_reference_categorical(name, nan, hessian, penalty, budget):
+    """Trees with categorical features against the oracle: the same splits, left sets
+    (bitsets) and missing directions, gains, leaves and Omega; categorical features of 1 to 40
+    categories, so one-vs-rest (<= 4 candidates at a node) and sorted scans both occur."""
+    rng = np.random.default_rng(sum(map(ord, name)))
+    n_cat_splits = n_sorted = n_missing_left = 0
+    for case in range(40):
+        Xb, g, h, n_bins = _random_case(rng, nan=nan, hessian=hessian, wide=budget)
+        d = Xb.shape[1]
+        is_cat = rng.random(d) < 0.6
+        for f in np.flatnonzero(is_cat):
+            nb = int(rng.integers(1, 41))
+            n_bins[f] = nb
+            Xb[:, f] = np.where(Xb[:, f] == 255, 255, rng.integers(0, nb, Xb.shape[0]))
+        mu, c, grp, k, used0 = _random_penalty(rng, d, penalty=penalty, costs=penalty,
+                                               groups=False, budget=budget)
+        params = TreeParams(max_depth=int(rng.integers(1, 5)),
+                            reg_lambda=float(rng.choice([0.0, 1.0, 0.3])),
+                            min_child_weight=float(rng.choice([1e-3, 0.5])))
+        grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, mu, c, grp, k, used0, params,
+                                       backend=CHUNKY if case % 2 else BACKEND, is_cat=is_cat)
+        _assert_same_tree(grown, ref, ps, ro, f"{name} case {case}", n_bins, is_cat)
+        cat_split = (ref["feature"] >= 0) & is_cat[np.maximum(ref["feature"], 0)]
+        n_cat_splits += int(cat_split.sum())
+        n_sorted += int((cat_split & (np.bitwise_count(ref["cat_bits"]).sum(axis=1) > 1)).sum())
+        n_missing_left += int((cat_split & ref["missing_left"]).sum())
+    assert n_cat_splits > 30 and n_sorted > 5  # many categorical splits, multi-category sets
+    if nan:
+        assert n_missing_left > 0  # the missing bin took part and was sent left sometimes
+
+
+def _cat_hist(rng, n_cat, n=120, nan=True):
+    Xb = rng.integers(0, n_cat, size=(n, 1)).astype(np.uint8)
+    if nan:
+        Xb[rng.random(n) < 0.1, 0] = 255
+    g = rng.normal(size=n) + rng.normal(size=n_cat + 1)[np.minimum(Xb[:, 0], n_cat)]
+    h = rng.uniform(0.2, 1.0, size=n)
+    gq, hq, gs, hs = _quantized(g, h)
+    hist = BACKEND.histograms(Xb, _gh(gq, hq), np.arange(n, dtype=np.int32),
+                              np.zeros(1, np.int64), np.array([n], np.int64), np.array([0]))
+    return Xb, gq, hq, gs, hs, hist
+
+
+def test_sorted_categorical_scan_finds_the_best_of_all_subsets():
+    """Fisher's ordering: with lambda = 0 the best prefix of the categories sorted by G/H is
+    the best of ALL 2^(m-1) two-way partitions (the missing bin one more category), found by
+    brute force over every subset; and the split found is the oracle's."""
+    from itertools import combinations
+
+    from _reference import ref_gain
+
+    rng = np.random.default_rng(12)
+    for case in range(12):
+        n_cat = int(rng.integers(5, 10))
+        Xb, gq, hq, gs, hs, hist = _cat_hist(rng, n_cat)
+        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [n_cat], [0.0], [True], gs,
+                                  hs, 0.0, 1.0, 0.0, is_categorical=[True])
+        col = Xb[:, 0]
+        cats = [b for b in list(range(n_cat)) + [255] if (col == b).any()]
+        G, H = gq.sum() / gs, hq.sum() / hs
+        best = -np.inf
+        for r in range(1, len(cats)):
+            for left in combinations(cats, r):
+                sel = np.isin(col, left)
+                best = max(best, ref_gain(gq[sel].sum() / gs, hq[sel].sum() / hs, G, H, 0.0))
+        assert res["feature"][0] == 0
+        np.testing.assert_allclose(res["gain"][0], best, rtol=1e-10, err_msg=f"case {case}")
+        # the left set found sends exactly the rows the bitset and missing_left say
+        words = res["cat_bits"][0]
+        left_bins = [b for b in range(n_cat) if (words[b // 32] >> (b % 32)) & 1]
+        sel = np.isin(col, left_bins) | ((col == 255) & res["missing_left"][0])
+        assert sel.any() and not sel.all()
+        assert int(gq[sel].sum()) == res["g_left"][0] and int(hq[sel].sum()) == res["h_left"][0]
+
+
+def test_one_vs_rest_below_max_cat_to_onehot():
+    """At most ``max_cat_to_onehot`` candidate categories: only single categories go left
+    (the best one), as the oracle enumerates them; above it, sets of several may."""
+    from _reference import best_split
+
+    rng = np.random.default_rng(13)
+    for n_cat, onehot in ((4, 4), (3, 4), (7, 10), (7, 2)):
+        Xb, gq, hq, gs, hs, hist = _cat_hist(rng, n_cat, nan=False)
+        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [n_cat], [0.0], [True], gs,
+                                  hs, 1.0, 1.0, 1e-3, is_categorical=[True],
+                                  max_cat_to_onehot=onehot)
+        ref = best_split(Xb, np.arange(Xb.shape[0]), gq, hq, gs, hs, [n_cat], [True], 1.0, 1.0,
+                         1e-3, [0.0], is_cat=[True], max_onehot=onehot)
+        np.testing.assert_array_equal(res["cat_bits"][0], ref["bits"])
+        n_left = int(np.bitwise_count(ref["bits"]).sum())
+        if n_cat <= onehot:
+            assert n_left == 1
+        np.testing.assert_allclose(res["gain"][0], ref["gain"], rtol=1e-12)

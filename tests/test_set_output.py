@@ -39,6 +39,8 @@ def test_transform_returns_a_named_dataframe_after_set_output(selector):
     assert out.index.equals(X.index)
     np.testing.assert_array_equal(out.to_numpy(), X[["b", "d"]].to_numpy())
 
+    # without set_output: the kind of table it was given, the columns as they are
     plain = sel.set_output(transform="default").transform(X)
-    assert isinstance(plain, np.ndarray)
-    np.testing.assert_array_equal(plain, X[["b", "d"]].to_numpy())
+    assert isinstance(plain, pd.DataFrame)
+    pd.testing.assert_frame_equal(plain, X[["b", "d"]])
+    np.testing.assert_array_equal(sel.transform(X.to_numpy()), X[["b", "d"]].to_numpy())

@@ -504,7 +504,10 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="sparse"):
         R.fit(sp.csr_matrix(XB), YB)
     with pytest.raises(ValueError, match="non-numeric columns: 'c'"):
-        R.fit(pd.DataFrame({"a": XB[:, 0], "c": ["x"] * 30}), YB)
+        StagewiseRegressor(2, device="cpu", categorical_features=None).fit(
+            pd.DataFrame({"a": XB[:, 0], "c": ["x"] * 30}), YB)
+    with pytest.raises(ValueError, match=r"non-numeric columns: 'd' \(dtype Datetime"):
+        R.fit(pd.DataFrame({"a": XB[:, 0], "d": pd.Timestamp("2020-01-01")}), YB)
     with pytest.raises(ValueError, match="sample_weight has negative values"):
         R.fit(XB, YB, sample_weight=-np.ones(30))
     with pytest.raises(ValueError, match="X_val and y_val must be given together"), \

@@ -38,7 +38,8 @@ from numba import njit, prange
 from numba.core import types
 from numba.extending import intrinsic
 
-from .. import _exactmath, _gain, _level, _threading
+from .. import _categorical, _exactmath, _gain, _level, _threading
+from .._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
 from .._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
 
 _threading.configure()
@@ -46,8 +47,10 @@ _threading.configure()
 _candidate = njit(inline="always")(_gain.candidate)
 _scan_feature = njit(inline="always")(_gain.make_scan_feature(_candidate))
 _leaf_value = njit(inline="always")(_gain.leaf_value)
-_goes_left = njit(inline="always")(_gain.goes_left)
-_goes_left_raw = njit(inline="always")(_gain.goes_left_raw)
+_scan_categorical = njit(inline="always")(_categorical.make_scan_categorical(_candidate))
+_left_word = njit(inline="always")(_categorical.left_word)
+_split_goes_left = njit(inline="always")(_categorical.split_goes_left)
+_split_goes_left_raw = njit(inline="always")(_categorical.split_goes_left_raw)
 _bin_of = njit(inline="always")(_gain.bin_of)
 _best_over_features = njit(inline="always")(_level.best_over_features)
 _decide_level = njit(cache=True)(_level.decide_level)
@@ -305,8 +308,8 @@ def _subtract_ser(feats, n_feats, parent_slot, built_slot, sib_slot, hist, nxt):
 
 @njit(inline="always")
 def _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
-                 g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
-                 pf_bin, pf_ml, pf_gl, pf_hl):
+                 g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
+                 max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
     k = p // n_feats
     f = feats[p % n_feats]
     # A slot that is not ``slot_full`` has histograms of the free features only (penalty 0):
@@ -319,9 +322,16 @@ def _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, fe
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
     g_inv = 1.0 / g_scale
     h_inv = 1.0 / h_scale
-    score, gain, b, ml, gl, hl = _scan_feature(
-        hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv, h_inv,
-        reg_lambda, gain_divisor, min_child_weight, penalty[f])
+    c = cat_slot[f]
+    if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
+        score, gain, b, ml, gl, hl = _scan_categorical(
+            hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv, h_inv,
+            reg_lambda, gain_divisor, min_child_weight, penalty[f], max_onehot,
+            cat_order[k, c])
+    else:
+        score, gain, b, ml, gl, hl = _scan_feature(
+            hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv, h_inv,
+            reg_lambda, gain_divisor, min_child_weight, penalty[f])
     pf_score[k, f] = score
     pf_gain[k, f] = gain
     pf_bin[k, f] = b
@@ -332,47 +342,51 @@ def _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, fe
 
 @njit(parallel=True, cache=True)
 def _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
-                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
-                pf_bin, pf_ml, pf_gl, pf_hl):
+                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
+                max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
     for p in prange(hist.shape[0] * n_feats):
         _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
                      n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-                     pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
+                     cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
+                     pf_hl)
 
 
 @njit(cache=True)
 def _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
-                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score, pf_gain,
-                pf_bin, pf_ml, pf_gl, pf_hl):
+                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
+                max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
     for p in range(hist.shape[0] * n_feats):
         _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
                      n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-                     pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
+                     cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
+                     pf_hl)
 
 
 # --- partition ------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q,
-                     t_q):
+def _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
+                     t_left, q, t_q):
     s = t_seg[t]
     col = Xb_cols[sf[s]]  # the split feature's bins, contiguous: one byte per row read
     thr = sb[s]
     ml = sm[s]
+    cat = sc[s]
+    bits = sbits[s]
     nl = 0
     if q.shape[0] == 0:
         for j in range(t_lo[t], t_hi[t]):
-            if _goes_left(col[rows[j]], thr, ml):
+            if _split_goes_left(col[rows[j]], thr, ml, cat, bits):
                 go_left[j] = 1
                 nl += 1
             else:
                 go_left[j] = 0
-    else:  # also the children's sums of the rows' bound terms (``_gain_bound``)
+    else:  # also the children's sums of the rows' bound terms (``_gain_bound_pays``)
         ql = 0.0
         qr = 0.0
         for j in range(t_lo[t], t_hi[t]):
             r = rows[j]
-            if _goes_left(col[r], thr, ml):
+            if _split_goes_left(col[r], thr, ml, cat, bits):
                 go_left[j] = 1
                 nl += 1
                 ql += q[r]
@@ -385,17 +399,19 @@ def _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t
 
 
 @njit(parallel=True, cache=True)
-def _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q):
+def _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left, t_left,
+                    q, t_q):
     for t in prange(t_seg.shape[0]):
-        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q,
-                         t_q)
+        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
+                         t_left, q, t_q)
 
 
 @njit(cache=True)
-def _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q):
+def _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left, t_left,
+                    q, t_q):
     for t in range(t_seg.shape[0]):
-        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q,
-                         t_q)
+        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
+                         t_left, q, t_q)
 
 
 @njit(inline="always")
@@ -435,7 +451,7 @@ def _part_scatter_ser(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out
 
 @njit(cache=True)
 def _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left, seg_start,
-               seg_count, sf, sb, sm, q, seg_q):
+               seg_count, sf, sb, sm, sc, sbits, q, seg_q):
     """Stable in-place partition of each segment by its split; returns left counts (m,).
 
     Reads the column-major copy of the bins (``Xb_cols`` (n_features, n_samples) uint8): a
@@ -448,9 +464,11 @@ def _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_le
     t_left = np.empty(T, np.int64)
     t_q = np.zeros((T, 2), np.float64)
     if parallel:
-        _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q)
+        _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
+                        t_left, q, t_q)
     else:
-        _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, go_left, t_left, q, t_q)
+        _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
+                        t_left, q, t_q)
     m = seg_start.shape[0]
     left = np.zeros(m, np.int64)
     for t in range(T):
@@ -521,13 +539,17 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
                 node_count, node_g, node_h, active, hist, n_bins, penalty, allowed, used,
                 feats, n_feats, full, budget, g_scale, h_scale, reg_lambda, gain_divisor,
                 min_child_weight, min_split_gain, build_next, out_feature, out_bin, out_ml,
-                out_gain, admitted, q, node_s, slot_full, groups):
+                out_gain, admitted, cat_slot, n_cat, max_onehot, out_bits, q, node_s,
+                slot_full, groups):
     """One tree level: search -> decide -> partition -> children's sums -> next histograms.
 
     ``active`` (n_slots,) int64: the level's nodes in node order; ``hist`` their histograms
     (valid for ``feats[:n_feats]``; for a slot with ``slot_full`` False only for the free
     features, those whose penalty is 0). Writes the decision of every slot into ``out_*``
     (feature -1: the node is a leaf) and the admitted features into ``admitted``.
+    Categorical features (``cat_slot[f] >= 0``, ``n_cat`` of them) are searched by
+    ``_categorical``'s scan; their splits' bitsets go to ``out_bits`` (n_slots, CAT_WORDS)
+    uint32 (zeros on other slots) and their ``out_bin`` is 0.
 
     Histograms only where they can matter. With bound terms ``q`` (n_samples,) float64 (empty:
     none), ``node_s`` holds each node's sum of them; a node whose gain bound
@@ -574,14 +596,16 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
     pf_ml = np.empty((n_slots, d), np.int64)
     pf_gl = np.empty((n_slots, d), np.int64)
     pf_hl = np.empty((n_slots, d), np.int64)
+    # the categorical scan's order of each (slot, categorical feature): the left set first
+    cat_order = np.empty((n_slots, n_cat, N_HIST_BINS), np.uint8)
     if parallel:
         _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats, n_feats,
-                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score,
-                    pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
+                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
+                    max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
     else:
         _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats, n_feats,
-                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, pf_score,
-                    pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
+                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
+                    max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
     best_f = np.empty(n_slots, np.int64)
     best_s = np.empty(n_slots, np.float64)
     fb_f = np.empty(n_slots, np.int64)
@@ -602,6 +626,8 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
     sf = np.empty(n_split, np.int64)
     sb = np.empty(n_split, np.int64)
     sm = np.empty(n_split, np.bool_)
+    sc = np.zeros(n_split, np.bool_)
+    sbits = np.zeros((n_split, out_bits.shape[1]), np.uint32)
     seg_start = np.empty(n_split, np.int64)
     seg_count = np.empty(n_split, np.int64)
     i = 0
@@ -611,23 +637,33 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
             out_bin[k] = 0
             out_ml[k] = False
             out_gain[k] = 0.0
+            out_bits[k, :] = 0
             continue
         f = best_f[k] if choice[k] == _level.TAKE_BEST else fb_f[k]
         out_feature[k] = f
         out_bin[k] = pf_bin[k, f]
         out_ml[k] = pf_ml[k, f] == 1
         out_gain[k] = pf_gain[k, f]
+        out_bits[k, :] = 0
         split_slot[i] = k
         sf[i] = f
         sb[i] = pf_bin[k, f]
         sm[i] = pf_ml[k, f] == 1
+        c = cat_slot[f]
+        if c >= 0:
+            for w in range(out_bits.shape[1]):
+                out_bits[k, w] = _left_word(cat_order[k, c], pf_bin[k, f], w)
+                sbits[i, w] = out_bits[k, w]
+            sc[i] = True
+            sb[i] = 0
+            out_bin[k] = 0
         seg_start[i] = node_start[active[k]]
         seg_count[i] = node_count[active[k]]
         i += 1
 
     seg_q = np.empty((n_split, 2), np.float64)
     left = _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left,
-                      seg_start, seg_count, sf, sb, sm, q, seg_q)
+                      seg_start, seg_count, sf, sb, sm, sc, sbits, q, seg_q)
     next_active = np.empty(2 * n_split, np.int64)
     for i in range(n_split):
         k = split_slot[i]
@@ -941,8 +977,11 @@ def _update_raw_ser(raw, rows, node_start, node_count, leaf_nodes, leaf_values):
 
 
 @njit(parallel=True, cache=True)
-def _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column, out):
-    """out[i, tree_column[t]] += leaf value of tree t for row i, trees in order."""
+def _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column, out, is_cat,
+                    cat_bits):
+    """out[i, tree_column[t]] += leaf value of tree t for row i, trees in order (a split on a
+    categorical feature, ``is_cat`` (d,) bool, by its bitset ``cat_bits`` (n_trees, n_nodes,
+    W) uint32)."""
     n = Xb.shape[0]
     n_trees = feature.shape[0]
     for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
@@ -950,14 +989,16 @@ def _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column
             for t in range(n_trees):
                 node = 0
                 while feature[t, node] >= 0:
-                    left = _goes_left(Xb[i, feature[t, node]], bin_threshold[t, node],
-                                      missing_left[t, node])
+                    f = feature[t, node]
+                    left = _split_goes_left(Xb[i, f], bin_threshold[t, node],
+                                            missing_left[t, node], is_cat[f], cat_bits[t, node])
                     node = 2 * node + 1 if left else 2 * node + 2
                 out[i, tree_column[t]] += value[t, node]
 
 
 @njit(parallel=True, cache=True)
-def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out):
+def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, is_cat,
+                 cat_bits):
     """As ``_predict_binned`` on raw float features: left iff x <= threshold (NaN by default)."""
     n = X.shape[0]
     n_trees = feature.shape[0]
@@ -966,8 +1007,10 @@ def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out):
             for t in range(n_trees):
                 node = 0
                 while feature[t, node] >= 0:
-                    left = _goes_left_raw(X[i, feature[t, node]], threshold[t, node],
-                                          missing_left[t, node])
+                    f = feature[t, node]
+                    left = _split_goes_left_raw(X[i, f], threshold[t, node],
+                                                missing_left[t, node], is_cat[f],
+                                                cat_bits[t, node])
                     node = 2 * node + 1 if left else 2 * node + 2
                 out[i, tree_column[t]] += value[t, node]
 
@@ -1365,6 +1408,8 @@ class CPUBackend:
         out_ml = np.empty(n_slots, np.bool_)
         out_gain = np.empty(n_slots, np.float64)
         admitted = np.empty(d, np.int64)
+        cat_slot, n_cat = split.categorical()
+        out_bits = np.empty((n_slots, CAT_WORDS if n_cat else 0), np.uint32)
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         (n_adm, next_active, next_hist, next_feats, next_n_feats, next_full,
          self._scratch["priv"], next_slot_full) = _level_step(
@@ -1375,10 +1420,11 @@ class CPUBackend:
             st.node_g, st.node_h, st.active, st.hist, split.n_bins, penalty, allowed, used,
             st.feats, st.n_feats, st.full, budget, split.g_scale, split.h_scale,
             split.reg_lambda, split.gain_divisor, split.min_child_weight, split.min_split_gain,
-            build_next, out_feature, out_bin, out_ml, out_gain, admitted, st.q, st.node_s,
-            st.slot_full, st.groups)
+            build_next, out_feature, out_bin, out_ml, out_gain, admitted, cat_slot, n_cat,
+            split.max_cat_to_onehot, out_bits, st.q, st.node_s, st.slot_full, st.groups)
         result = LevelResult(nodes=st.active, feature=out_feature, bin=out_bin,
-                             missing_left=out_ml, gain=out_gain, admitted=admitted[:n_adm])
+                             missing_left=out_ml, gain=out_gain, admitted=admitted[:n_adm],
+                             cat_bits=out_bits)
         st.active = next_active
         st.hist = next_hist
         st.feats = next_feats
@@ -1418,19 +1464,24 @@ class CPUBackend:
         return out
 
     def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                    reg_lambda, gain_divisor, min_child_weight):
+                    reg_lambda, gain_divisor, min_child_weight, is_categorical=None,
+                    max_cat_to_onehot=MAX_CAT_TO_ONEHOT):
         """Best split over ``allowed`` of each histogram slot, as the level step searches:
         dict of (n_slots,) arrays feature (-1: none), bin, missing_left, gain, score, g_left,
-        h_left."""
+        h_left; with ``is_categorical`` (n_features,) bool also ``cat_bits`` (n_slots,
+        CAT_WORDS) uint32, the left set of a categorical split (whose bin is 0)."""
         k, d = hist.shape[0], hist.shape[1]
         feats = np.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
+        cat_slot, n_cat = categorical_slots(is_categorical, d)
+        cat_order = np.zeros((k, n_cat, N_HIST_BINS), np.uint8)
         pf = [np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64, np.int64,
                                               np.int64, np.int64)]
         _search_ser(hist, np.asarray(node_g, np.int64), np.asarray(node_h, np.int64),
                     np.asarray(n_bins, np.int32), np.asarray(penalty, np.float64), allowed,
-                    np.ones(k, np.bool_), feats, d, float(g_scale), float(h_scale), float(reg_lambda),
-                    float(gain_divisor), float(min_child_weight), *pf)
+                    np.ones(k, np.bool_), feats, d, float(g_scale), float(h_scale),
+                    float(reg_lambda), float(gain_divisor), float(min_child_weight), cat_slot,
+                    int(max_cat_to_onehot), cat_order, *pf)
         res = dict(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
                    missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
                    score=np.full(k, -np.inf), g_left=np.zeros(k, np.int64),
@@ -1442,13 +1493,28 @@ class CPUBackend:
                 res["feature"][s], res["score"][s], res["gain"][s] = f, sc, pf[1][s, f]
                 res["bin"][s], res["missing_left"][s] = pf[2][s, f], pf[3][s, f] == 1
                 res["g_left"][s], res["h_left"][s] = pf[4][s, f], pf[5][s, f]
+        if is_categorical is not None:
+            res["cat_bits"] = np.zeros((k, CAT_WORDS), np.uint32)
+            for s in range(k):
+                f = res["feature"][s]
+                if f >= 0 and cat_slot[f] >= 0:
+                    for w in range(CAT_WORDS):
+                        res["cat_bits"][s, w] = _categorical.left_word(
+                            cat_order[s, cat_slot[f]], int(res["bin"][s]), w)
+                    res["bin"][s] = 0
         return res
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
-                  split_bin, missing_left):
+                  split_bin, missing_left, split_cat=None, split_bits=None):
         """Stable in-place partition of each split node's segment (left rows, then right
-        rows, each in their original order); returns left counts (n_split,) int64."""
+        rows, each in their original order); returns left counts (n_split,) int64.
+        ``split_cat`` (n_split,) bool marks categorical splits, whose left sets are the
+        bitsets ``split_bits`` (n_split, CAT_WORDS) uint32."""
         split_nodes = np.asarray(split_nodes, np.int64)
+        m = split_nodes.shape[0]
+        sc = np.zeros(m, np.bool_) if split_cat is None else np.asarray(split_cat, np.bool_)
+        sbits = (np.zeros((m, 0), np.uint32) if split_bits is None
+                 else np.ascontiguousarray(split_bits, np.uint32))
         n_threads = self._threads()
         return _partition(n_threads > 1, n_threads, self.rows_per_task,
                           self.prepare_binned(Xb).by_column, rows, np.empty_like(rows),
@@ -1456,24 +1522,39 @@ class CPUBackend:
                           np.asarray(node_start, np.int64)[split_nodes],
                           np.asarray(node_count, np.int64)[split_nodes],
                           np.asarray(split_feature, np.int64), np.asarray(split_bin, np.int64),
-                          np.asarray(missing_left, np.bool_), np.empty(0, np.float64),
-                          np.empty((len(split_nodes), 2), np.float64))
+                          np.asarray(missing_left, np.bool_), sc, sbits,
+                          np.empty(0, np.float64), np.empty((len(split_nodes), 2), np.float64))
 
     # --- prediction -----------------------------------------------------------------------
-    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out):
-        _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column, out)
+    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
+                       is_cat, cat_bits):
+        _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column, out,
+                        is_cat, cat_bits)
         return out
 
-    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out):
+    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
+                    cat_bits):
         X = np.asarray(X)
         if X.dtype != np.float32 and X.dtype != np.float64:
             X = X.astype(np.float64)
         X = np.ascontiguousarray(X)
-        _predict_raw(X, feature, threshold, missing_left, value, tree_column, out)
+        _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, is_cat,
+                     cat_bits)
         return out
 
 
 _NO_WEIGHTS = np.empty(0, np.float64)
+
+
+def categorical_slots(is_categorical, n_features):
+    """(cat_slot int32 (n_features,), n_cat): the index of each categorical feature among
+    the categorical ones, -1 for the others (the level step's scratch is indexed by it)."""
+    slot = np.full(n_features, -1, np.int32)
+    if is_categorical is None:
+        return slot, 0
+    cat = np.flatnonzero(np.asarray(is_categorical, np.bool_))
+    slot[cat] = np.arange(cat.shape[0], dtype=np.int32)
+    return slot, int(cat.shape[0])
 
 
 def _no_weights(w):

@@ -49,7 +49,13 @@ import time
 import numpy as np
 
 from .._device import get_namespace, is_cupy_array, to_host
+from .._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
+
+#: int64 fields per slot of the level's output buffer and rows of the split table (the
+#: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
+N_OUT = 7 + CAT_WORDS
+SPL_ROWS = 8 + CAT_WORDS + 1
 
 
 def _simulator_enabled() -> bool:
@@ -122,6 +128,7 @@ class GPUBackend:
         self.xp = xp
         self._cupy = xp is not np
         self.kernels = _load_kernels()
+        assert (self.kernels.split.N_OUT, self.kernels.split.SPL_ROWS) == (N_OUT, SPL_ROWS)
         from numba import cuda
 
         self._cuda = cuda
@@ -529,6 +536,8 @@ class GPUBackend:
         d = st.d
         with self._phase("level"):
             pen, alw, usd = ws.set_params(penalty, allowed, used)
+            cat_slot, n_cat = split.categorical()
+            v_slot, v_order = ws.categorical(cat_slot, n_cat)
             threads = 128 if self._cupy else 16
             cur, a = st.level & 1, st.level & 1
             hist = ws.hist_index ^ cur
@@ -537,14 +546,14 @@ class GPUBackend:
                          st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
                          st.fcur, ws.v["ctrl"], ws.view_of(split.n_bins), pen, alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
-                         float(split.gain_divisor), float(split.min_child_weight),
-                         ws.v["pf_f"], ws.v["pf_i"])
+                         float(split.gain_divisor), float(split.min_child_weight), v_slot,
+                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
             self._launch("decide", self.kernels.decide_kernel, 1, self._block_for(k),
                          ws.v["pf_f"], ws.v["pf_i"], ws.v["feats2"], st.fcur, ws.v["nodes"],
                          ws.v[f"active{a}"], ws.v[f"active{1 - a}"], k, alw, usd,
                          ws.v["admitted_now"], int(budget), float(split.min_split_gain),
                          ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
-                         ws.v["ctrl"], ws.v["out_i"], ws.v["out_f"])
+                         ws.v["ctrl"], ws.v["out_i"], ws.v["out_f"], v_slot, v_order)
             counts = st.node_count[st.active]
             n_tasks = int(ws.tasks_for(counts).sum())  # >= the splits' tasks
             self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k, n_split_max=k)
@@ -553,8 +562,8 @@ class GPUBackend:
                 ws.zero_hist(hist ^ 1, 2 * k)
                 self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
                                 n_feats=st.n_feats, out=hist ^ 1)
-        out = self._to_host(ws.out[: ws.field_base + 7 * k])  # the level's one copy
-        res = st.apply_level(out, LevelResult)
+        out = self._to_host(ws.out[: ws.field_base + N_OUT * k])  # the level's one copy
+        res = st.apply_level(out, LevelResult, n_cat > 0)
         if build_next and st.n_active:
             c = st.node_count[st.active]
             self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
@@ -642,10 +651,13 @@ class GPUBackend:
         return out
 
     def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                    reg_lambda, gain_divisor, min_child_weight):
+                    reg_lambda, gain_divisor, min_child_weight, is_categorical=None,
+                    max_cat_to_onehot=MAX_CAT_TO_ONEHOT):
         """Best split over ``allowed`` of each histogram slot, as ``CPUBackend.find_splits``
-        (the search kernel, then ``_level.best_over_features`` per slot)."""
-        from .. import _level
+        (the search kernel, then ``_level.best_over_features`` per slot; a categorical
+        split's bitset from the scan order the kernel wrote, by ``_categorical.left_word``)."""
+        from .. import _categorical, _level
+        from .cpu import categorical_slots
 
         xp = self.xp
         k, d = int(hist.shape[0]), int(hist.shape[1])
@@ -659,6 +671,8 @@ class GPUBackend:
         ws.feats2[0] = xp.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
         pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_))
+        cat_slot, n_cat = categorical_slots(is_categorical, d)
+        v_slot, v_order = ws.categorical(cat_slot, n_cat)
         threads = 128 if self._cupy else 16
         if k and d:
             hist_v = self._view(xp.ascontiguousarray(hist))
@@ -667,8 +681,8 @@ class GPUBackend:
                          ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"],
                          self._view(xp.asarray(n_bins, np.int32)), pen, alw, usd,
                          float(g_scale), float(h_scale), float(reg_lambda),
-                         float(gain_divisor), float(min_child_weight), ws.v["pf_f"],
-                         ws.v["pf_i"])
+                         float(gain_divisor), float(min_child_weight), v_slot,
+                         int(max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
         pf_f = self._to_host(ws.pf_f)
         pf_i = self._to_host(ws.pf_i)
         feats = np.arange(d, dtype=np.int32)
@@ -683,12 +697,23 @@ class GPUBackend:
                 res["feature"][s], res["score"][s], res["gain"][s] = f, sc, pf_f[1, s, f]
                 res["bin"][s], res["missing_left"][s] = pf_i[0, s, f], pf_i[1, s, f] == 1
                 res["g_left"][s], res["h_left"][s] = pf_i[2, s, f], pf_i[3, s, f]
+        if is_categorical is not None:
+            order = self._to_host(ws.cat_order)
+            res["cat_bits"] = np.zeros((k, CAT_WORDS), np.uint32)
+            for s in range(k):
+                f = res["feature"][s]
+                if f >= 0 and cat_slot[f] >= 0:
+                    for w in range(CAT_WORDS):
+                        res["cat_bits"][s, w] = _categorical.left_word(
+                            order[s, cat_slot[f]], int(res["bin"][s]), w)
+                    res["bin"][s] = 0
         return res
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
-                  split_bin, missing_left):
+                  split_bin, missing_left, split_cat=None, split_bits=None):
         """Stable in-place partition of each split node's segment, as
-        ``CPUBackend.partition``; returns left counts (n_split,) int64."""
+        ``CPUBackend.partition`` (categorical splits too); returns left counts (n_split,)
+        int64."""
         xp = self.xp
         nodes = np.asarray(to_host(split_nodes), np.int64).reshape(-1)
         m = nodes.shape[0]
@@ -708,6 +733,9 @@ class GPUBackend:
         spl[4, :m] = np.asarray(to_host(missing_left), np.int64)
         spl[5, :m], spl[6, :m] = starts, counts
         spl[7, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]])
+        if split_cat is not None:
+            spl[8:8 + CAT_WORDS, :m] = np.asarray(split_bits, np.int64).T
+            spl[8 + CAT_WORDS, :m] = np.asarray(split_cat, np.int64)
         itab["ctrl"][[0, 1]] = m, int(tasks.sum())
         ws.upload_itab(itab)
         ws.rows2[0] = xp.asarray(rows)
@@ -737,23 +765,27 @@ class GPUBackend:
                             self._view(xp.asarray(np.asarray(leaf_values, np.float64))),
                             leaves.shape[0], n)
 
-    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out):
+    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
+                       is_cat, cat_bits):
         with self._phase("predict"):
             if Xb.shape[0] and feature.shape[0]:
                 threads = 128 if self._cupy else 32
                 self._launch("predict", self.kernels.predict_binned_kernel,
                              self._grid_1d(Xb.shape[0], threads), threads,
-                             Xb, feature, bin_threshold, missing_left, value, tree_column, out)
+                             Xb, feature, bin_threshold, missing_left, value, tree_column, out,
+                             is_cat, cat_bits)
             return out
 
-    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out):
+    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
+                    cat_bits):
         with self._phase("predict"):
             X = self._float_input(X)
             if X.shape[0] and feature.shape[0]:
                 threads = 128 if self._cupy else 32
                 self._launch("predict", self.kernels.predict_raw_kernel,
                              self._grid_1d(X.shape[0], threads), threads,
-                             X, feature, threshold, missing_left, value, tree_column, out)
+                             X, feature, threshold, missing_left, value, tree_column, out,
+                             is_cat, cat_bits)
             return out
 
     # --- memory statistics (benchmarks) ---------------------------------------------------
@@ -808,7 +840,7 @@ class DeviceBinnedMatrix:
 
 #: Sections of the workspace's int64 table, in order: name -> shape as a function of
 #: (S = node slots of the widest level, n_nodes).
-_ITAB = (("ctrl", lambda S, N: (8,)), ("spl", lambda S, N: (8, S)),
+_ITAB = (("ctrl", lambda S, N: (8,)), ("spl", lambda S, N: (SPL_ROWS, S)),
          ("bld", lambda S, N: (6, S + 1)), ("nodes", lambda S, N: (4, N)),
          ("active0", lambda S, N: (2 * S,)), ("active1", lambda S, N: (2 * S,)))
 
@@ -848,7 +880,7 @@ class _Workspace:
         self.admitted_now = alloc((dd,), np.bool_, "the level's decision scratch")
         self.feats2 = alloc((2, dd), np.int32, "the feature lists")
         chunk = alloc((2, T + 1), np.int64, "the partition's task counts")
-        self.out = alloc((3 + dd + 7 * S,), np.int64, "the level's results")
+        self.out = alloc((3 + dd + N_OUT * S,), np.int64, "the level's results")
         self.params = alloc((10 * dd,), np.uint8, "the penalty vector and feature masks")
         self.leaves = alloc((2 * self.n_nodes,), np.int64, "the leaf values")
         views = {}
@@ -875,6 +907,17 @@ class _Workspace:
         self._params_host = None
         self._feats_host = None
         self._kept = {}
+        self.cat_order = None  # (S, n_categorical, 256) uint8, allocated on first need
+
+    def categorical(self, cat_slot, n_cat):
+        """The kernels' views of the categorical slots (d,) int32 and of the categorical
+        scan's order scratch (S, max(n_cat, 1), 256) uint8 (allocated once per width)."""
+        width = max(int(n_cat), 1)
+        if self.cat_order is None or self.cat_order.shape[1] != width:
+            self.cat_order = self.be._alloc((self.S, width, N_HIST_BINS), np.uint8,
+                                             "the categorical split search's scratch")
+            self.v["cat_order"] = self.be._view(self.cat_order)
+        return self.view_of(cat_slot), self.v["cat_order"]
 
     def view_of(self, a):
         """The kernels' view of a caller's array that every level passes (the bin counts),
@@ -986,17 +1029,19 @@ class _GPUTree:
     def n_active(self):
         return int(self.active.shape[0])
 
-    def apply_level(self, out, LevelResult):
+    def apply_level(self, out, LevelResult, categorical=False):
         """Read the level's copy (``split.decide_kernel``'s layout), update the host's node
         table and active nodes, and return the ``LevelResult``."""
         k, d = self.n_active, self.d
         n_adm, n_next = int(out[0]), int(out[2])
         base = self.ws.field_base
-        fields = out[base: base + 7 * k].reshape(7, k)
+        fields = out[base: base + N_OUT * k].reshape(N_OUT, k)
         feature = fields[0].astype(np.int32)
+        bits = (fields[N_OUT - CAT_WORDS:].T.astype(np.uint32) if categorical
+                else np.zeros((k, 0), np.uint32))
         res = LevelResult(nodes=self.active, feature=feature, bin=fields[1].astype(np.int32),
                           missing_left=fields[2] == 1, gain=fields[3].copy().view(np.float64),
-                          admitted=out[3: 3 + n_adm].copy())
+                          admitted=out[3: 3 + n_adm].copy(), cat_bits=bits)
         split = feature >= 0
         nodes = self.active[split]
         lc, gl, hl = fields[4][split], fields[5][split], fields[6][split]

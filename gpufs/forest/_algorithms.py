@@ -108,7 +108,7 @@ class _ForestAlgorithm:
             col_nbins = [n_bins[f:f + 1] for f in range(d)]
             col_bins = [ColumnBins(bin_mapper, f) for f in range(d)]
         grower = TreeGrower(backend, params, costs, groups)
-        builder = ForestBuilder(d)
+        builder = ForestBuilder(d, getattr(bin_mapper, "is_categorical_", None))
         member_loss, round_stop = [], []
         bar = _progress(params.verbose, f"gpufs ControlBurn forest ({params.method})")
         self.raw = self.base_raw.copy()      # the forest's output that the residuals follow

@@ -107,12 +107,17 @@ class Forest:
         self.train_raw = None
 
 
-def _pad_tree(tree: Tree, depth: int) -> Tree:
-    """The same tree in the arrays of a complete tree of ``depth`` (extra nodes unused)."""
-    out = Tree.empty(depth)
+def _pad_tree(tree: Tree, depth: int, categorical: bool) -> Tree:
+    """The same tree in the arrays of a complete tree of ``depth`` (extra nodes unused), with
+    room for category bitsets when ``categorical`` (a single-feature tree on a numeric column
+    of a table with categorical columns has none of its own)."""
+    out = Tree.empty(depth, categorical=categorical)
     m = tree.arrays["feature"].shape[0]
     for k, a in tree.arrays.items():
-        out.arrays[k][:m] = a
+        if a.ndim == 2:
+            out.arrays[k][:m, :a.shape[1]] = a
+        else:
+            out.arrays[k][:m] = a
     return out
 
 
@@ -124,8 +129,9 @@ class ForestBuilder:
     n_features : int
     """
 
-    def __init__(self, n_features: int):
+    def __init__(self, n_features: int, is_categorical=None):
         self.n_features = int(n_features)
+        self.is_categorical = is_categorical
         self._trees: list[Tree] = []
         self._column: list[int] = []
         self._depth: list[int] = []
@@ -169,10 +175,13 @@ class ForestBuilder:
         """The :class:`Forest` of the trees added (every tree padded to the deepest one)."""
         max_d = max(self._depth) if self._depth else 1
         ens = TreeEnsemble(max_depth=max_d, n_features=self.n_features,
-                           base_score=np.asarray(base_score, np.float64))
+                           base_score=np.asarray(base_score, np.float64),
+                           is_categorical=self.is_categorical)
+        words = ens.stacked()["cat_bits"].shape[2]
         for t, c in zip(self._trees, self._column):
             short = t.arrays["feature"].shape[0] < n_nodes_for_depth(max_d)
-            ens.append(_pad_tree(t, max_d) if short else t, c)
+            narrow = t.arrays["cat_bits"].shape[1] != words
+            ens.append(_pad_tree(t, max_d, ens.categorical) if short or narrow else t, c)
         A = (xp.stack(self._predictions, axis=1) if self._predictions
              else xp.zeros((n_samples, 0), dtype=RAW_DTYPE))
         masks = (np.stack(self._masks) if self._masks

@@ -37,6 +37,9 @@ class ColumnBins:
 
     def __init__(self, bin_mapper, feature):
         self.bin_mapper, self.feature = bin_mapper, int(feature)
+        cat = getattr(bin_mapper, "is_categorical_", None)
+        #: the sliced column is categorical when the whole matrix's column is
+        self.is_categorical_ = None if cat is None else np.asarray(cat)[[self.feature]]
 
     def threshold_value(self, feature, bin_threshold):
         """The raw threshold of ``bin_threshold`` on the sliced column."""

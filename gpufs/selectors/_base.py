@@ -36,7 +36,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._device import get_namespace, is_cupy_array, resolve_device, to_host
-from .._input import (_is_dataframe, check_classification_labels, check_regression_target,
+from .._input import (_frame, check_classification_labels, check_regression_target,
                       check_sample_weight, check_X, check_y, encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..backends import get_backend
@@ -243,11 +243,12 @@ class GPUFSSelectorMixin(SelectorMixin):
 
         Returns
         -------
-        X_selected : array of shape (n_samples, n_selected_features)
-            cupy for cupy input, a cudf frame for cudf, else an ndarray (or a DataFrame under
-            scikit-learn's ``set_output(transform="pandas")``). Columns keep their original
-            order (as ``get_support`` reports them); ``selected_features_`` gives the order of
-            selection.
+        X_selected : array or table of shape (n_samples, n_selected_features)
+            The kind of X: a table (pandas, polars, pyarrow, cudf) keeps its columns as they
+            are (categorical and string columns too), cupy stays cupy, else an ndarray; under
+            scikit-learn's ``set_output(transform="pandas" / "polars")`` a table of that
+            library. Columns keep their original order (as ``get_support`` reports them);
+            ``selected_features_`` gives the order of selection.
         """
         check_is_fitted(self, "selected_features_")
         gpu_input = input_device(X) == "gpu"
@@ -255,15 +256,20 @@ class GPUFSSelectorMixin(SelectorMixin):
         checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False,
                           allow_nan=allow_nan)
         idx = np.flatnonzero(self._get_support_mask())
-        if type(X).__module__.split(".")[0] == "cudf":
-            return X[[X.columns[i] for i in idx]]
+        frame = _frame(X)
+        if frame is not None:  # the selected columns of the table, as they are
+            out = frame.select([frame.columns[i] for i in idx])
+            kind = getattr(self, "_sklearn_output_config", {}).get("transform", "default")
+            if kind == "pandas":
+                return out.to_pandas()
+            if kind == "polars":
+                return out.to_polars()
+            return out.to_native()
         if is_cupy_array(X):
             return X[:, get_namespace("gpu").asarray(idx)]
-        if _is_dataframe(X):
-            return checked[:, idx]
         arr = np.asarray(X)
-        if arr.dtype.kind == "O":
-            arr = checked
+        if arr.dtype.kind == "O" and getattr(self, "category_codes_", None) is None:
+            arr = checked  # numbers given as objects: as numbers (categories stay as given)
         return arr[:, idx]
 
     @property
@@ -304,7 +310,8 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         """
         device = resolve_device(self.device)
         backend = get_backend(device)
-        Xc = check_X(self, X, device=device, reset=True, dtype=dtype, allow_nan=allow_nan)
+        Xc = check_X(self, X, device=device, reset=True, dtype=dtype, allow_nan=allow_nan,
+                     **self._categorical_args())
         n = Xc.shape[0]
         y_input = check_y(y, n, device=device)
         yc = self._encode_target(y_input)
@@ -313,6 +320,22 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         seed = int(rng.randint(np.iinfo(np.int32).max))
         return FitData(device=device, backend=backend, xp=backend.xp, X=Xc, y=yc,
                        y_input=y_input, sample_weight=w, seed=seed)
+
+    def _categorical_args(self):
+        """``check_X``'s categorical arguments at fit: the estimator's
+        ``categorical_features`` (None for estimators without it) and its ``max_bins`` (the
+        most codes, hence bins, of a categorical column)."""
+        return {"categorical_features": getattr(self, "categorical_features", None),
+                "max_categories": int(getattr(self, "max_bins", 255))}
+
+    @property
+    def is_categorical_(self):
+        """bool (``n_features_in_``,): the columns fitted as categorical features."""
+        check_is_fitted(self, "n_features_in_")
+        codes = getattr(self, "category_codes_", None)
+        if codes is None:
+            return np.zeros(self.n_features_in_, dtype=bool)
+        return codes.is_categorical
 
     # --- validation data ----------------------------------------------------------------
     def _eval_sets(self, eval_set, sample_weight_eval_set, data, *, dtype="float",

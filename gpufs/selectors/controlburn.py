@@ -98,6 +98,7 @@ class _BaseControlBurn(SelectorBase):
         "min_child_weight": _FOREST["min_child_weight"],
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
+        "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "group_costs": ["array-like", dict, None],
         "sketch": [StrOptions(set(_lasso.SKETCHES)), None],
         "sketch_size": [int_range(1), None],
@@ -113,6 +114,7 @@ class _BaseControlBurn(SelectorBase):
                  tree_type="full", max_depth=10, max_features=None, sparse_mu=0.01, n_tail=5,
                  tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
                  min_child_weight=1.0, feature_costs=None, feature_groups=None,
+                 categorical_features="from_dtype",
                  group_costs=None, sketch=None, sketch_size=None, path_k_max=None,
                  refit_estimator=None, device="auto", n_jobs=None, random_state=None,
                  verbose=False):
@@ -131,6 +133,7 @@ class _BaseControlBurn(SelectorBase):
         self.min_child_weight = min_child_weight
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
+        self.categorical_features = categorical_features
         self.group_costs = group_costs
         self.sketch = sketch
         self.sketch_size = sketch_size
@@ -230,7 +233,8 @@ class _BaseControlBurn(SelectorBase):
 
         times = {}
         t0 = time.perf_counter()
-        self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(X)
+        self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
+            X, categories=self.category_codes_)
         Xb = self.bin_mapper_.transform(X, backend)
         times["bin"] = _lap(t0, device)
         t0 = time.perf_counter()
@@ -411,6 +415,10 @@ class _BaseControlBurn(SelectorBase):
             return
         gpufs_refit = self.refit_estimator is None
         est = self._default_refit(seed) if gpufs_refit else clone(self.refit_estimator)
+        if "categorical_features" in est.get_params(deep=False):
+            # the selected columns are category codes already: the refit splits them as
+            # categories too (a gpufs refit; other estimators see the codes as numbers)
+            est.set_params(categorical_features=np.flatnonzero(self.is_categorical_[idx]))
         Xs = X[:, (get_namespace("gpu").asarray(idx) if is_cupy_array(X) else idx)]
         ys = y
         if not gpufs_refit:
@@ -503,6 +511,14 @@ _PARAMS_DOC = """
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
         at every lambda and counts toward ``n_features_to_select``.
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
+        The categorical columns. "from_dtype": the columns of a categorical or string dtype
+        of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
+        indices or a boolean mask; None: none (non-numeric columns are then refused). Their
+        categories are coded most frequent first (rare ones pooled; missing values and
+        categories unseen in fit go where a split sends missing values), and the trees split
+        them by sets of categories, each categorical column one feature with one price.
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a tree pays once per group it uses.
     group_costs : array-like of shape (n_groups,) or dict, default=None
@@ -566,6 +582,11 @@ _PARAMS_DOC = """
         Wall seconds of the fit's phases: bin, forest, select, refit.
     device_ : str
         "cpu" or "gpu", where the model was fitted.
+    is_categorical_ : ndarray of shape (n_features,), bool
+        The columns fitted as categorical features.
+    category_codes_ : CategoryCodes or None
+        Their category -> code maps (``categories(f)``: column f's categories, most frequent
+        first, the pooled rare ones last); None without categorical columns.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features,), object

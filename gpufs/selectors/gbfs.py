@@ -57,6 +57,7 @@ class _BaseGBFS(SelectorBase):
         "penalty_scaling": [StrOptions(set(PENALTY_SCALINGS))],
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
+        "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
         "n_estimators": [int_range(1)],
         "learning_rate": [real_range(0, closed="neither")],
@@ -75,7 +76,8 @@ class _BaseGBFS(SelectorBase):
     }
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
-                 feature_groups=None, n_features_to_select=None, n_estimators=100,
+                 feature_groups=None, categorical_features="from_dtype",
+                 n_features_to_select=None, n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
                  validation_fraction=None, n_iter_no_change=None, device="auto",
@@ -84,6 +86,7 @@ class _BaseGBFS(SelectorBase):
         self.penalty_scaling = penalty_scaling
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
+        self.categorical_features = categorical_features
         self.n_features_to_select = n_features_to_select
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -151,7 +154,7 @@ class _BaseGBFS(SelectorBase):
         # Rows of weight 0 are not part of the training data: they must not place cut points.
         t0 = time.perf_counter()
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
-            X if w is None or bool((w > 0).all()) else X[w > 0])
+            X if w is None or bool((w > 0).all()) else X[w > 0], categories=self.category_codes_)
         Xb = self.bin_mapper_.transform(X, backend)
         evals = [(self.bin_mapper_.transform(Xv, backend), yv, wv) for Xv, yv, wv in evals]
         times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
@@ -217,7 +220,8 @@ class _BaseGBFS(SelectorBase):
         K = ensemble.n_outputs
         n_trees = n_rounds * K
         if n_trees < ensemble.n_trees:
-            kept = TreeEnsemble(ensemble.max_depth, ensemble.n_features, ensemble.base_score)
+            kept = TreeEnsemble(ensemble.max_depth, ensemble.n_features, ensemble.base_score,
+                                is_categorical=ensemble.is_categorical)
             for t in range(n_trees):
                 kept.append(ensemble.trees[t], ensemble.tree_column[t])
             ensemble = kept
@@ -286,6 +290,14 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (the first use of feature f pays ``mu * cost[f]``);
         None: every feature costs 1.
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
+        The categorical columns. "from_dtype": the columns of a categorical or string dtype
+        of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
+        indices or a boolean mask; None: none (non-numeric columns are then refused). Their
+        categories are coded most frequent first (rare ones pooled; missing values and
+        categories unseen in fit go where a split sends missing values), and the trees split
+        them by sets of categories, each categorical column one feature with one price.
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
     n_features_to_select : int >= 1 or float in (0, 1], default=None
@@ -371,6 +383,11 @@ _PARAMS_DOC = """
         The cut points of every feature.
     n_estimators_ : int
         Rounds kept (fewer than ``n_estimators`` after early stopping).
+    is_categorical_ : ndarray of shape (n_features,), bool
+        The columns fitted as categorical features.
+    category_codes_ : CategoryCodes or None
+        Their category -> code maps (``categories(f)``: column f's categories, most frequent
+        first, the pooled rare ones last); None without categorical columns.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features,), object

@@ -53,6 +53,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         "penalty_scaling": [StrOptions(set(PENALTY_SCALINGS))],
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
+        "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "n_estimators": [int_range(1)],
         "learning_rate": [real_range(0, closed="neither")],
         "max_depth": [int_range(1, 16)],
@@ -68,7 +69,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
     }
 
     def __init__(self, *, mu_G=0.05, mu_t=0.01, penalty_scaling="root_sse",
-                 feature_costs=None, feature_groups=None, n_estimators=100, learning_rate=0.1,
+                 feature_costs=None, feature_groups=None, categorical_features="from_dtype",
+                 n_estimators=100, learning_rate=0.1,
                  max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
                  min_split_gain=0.0, hessian=True, device="auto", n_jobs=None,
                  random_state=None, verbose=False):
@@ -77,6 +79,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         self.penalty_scaling = penalty_scaling
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
+        self.categorical_features = categorical_features
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -125,7 +128,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
         xp = backend.xp
         Xc, yc, wc = [], [], []
         for t in range(n_tasks):
-            Xt = check_X(self, Xs[t], device=device, reset=t == 0)
+            Xt = check_X(self, Xs[t], device=device, reset=t == 0,
+                         **(self._categorical_args() if t == 0 else {}))
             Xc.append(Xt)
             yc.append(check_y(ys[t], Xt.shape[0], device=device))
             wc.append(check_sample_weight(sample_weight[t], Xt.shape[0], device=device))
@@ -204,7 +208,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
         # One set of cut points for the shared feature space, from every task's rows (rows of
         # weight 0 place none).
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
-            Xall if wall is None or bool((wall > 0).all()) else Xall[wall > 0])
+            Xall if wall is None or bool((wall > 0).all()) else Xall[wall > 0],
+            categories=self.category_codes_)
         Xb = self.bin_mapper_.transform(Xall, backend)
         times = {"bin": time.perf_counter() - t0}
         rows = [xp.asarray(np.flatnonzero(codes == t)) for t in range(n_tasks)]
@@ -339,6 +344,14 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature, multiplying both prices; None: every feature costs
         1.
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
+        The categorical columns. "from_dtype": the columns of a categorical or string dtype
+        of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
+        indices or a boolean mask; None: none (non-numeric columns are then refused). Their
+        categories are coded most frequent first (rare ones pooled; missing values and
+        categories unseen in fit go where a split sends missing values), and the trees split
+        them by sets of categories, each categorical column one feature with one price.
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a group counts as used once any member is.
     n_estimators : int >= 1, default=100
@@ -399,6 +412,11 @@ _PARAMS_DOC = """
         Rounds grown.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, boost.
+    is_categorical_ : ndarray of shape (n_features,), bool
+        The columns fitted as categorical features.
+    category_codes_ : CategoryCodes or None
+        Their category -> code maps (``categories(f)``: column f's categories, most frequent
+        first, the pooled rare ones last); None without categorical columns.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features,), object

@@ -47,6 +47,18 @@ All candidates are solved at once with array operations on the backend's array n
 on the CPU, cupy on the GPU); there is no Python loop over features (only over row chunks and
 over classes).
 
+Categorical features
+--------------------
+A categorical column (``categorical_features``; its values are the input door's category
+codes) is one-hot encoded internally and fitted as ONE group: its candidate model adds one
+weight per category (a missing or unseen category adds nothing), all fitted together, and the
+round selects or drops the column as a whole. The indicators of one column are disjoint, so
+the group fit splits into one problem per category: least squares in closed form (each
+category's weight is its rows' weighted mean residual, the cost falls by
+``sum_c (sum_{p in c} w_p r_p)^2 / W_c / W``), logistic by Newton's method per category
+(``_category_candidates``). The weights are kept in ``category_coef_``; ``coef_`` and
+``standardized_coef_`` hold 0 for a categorical column.
+
 Stopping
 --------
 At most ``n_features_to_select`` rounds; earlier when no candidate is left (all non-constant
@@ -309,6 +321,48 @@ class LogisticStage:
 
 
 # --------------------------------------------------------------------------------------------
+# Categorical columns: one group of one-hot indicators each
+# --------------------------------------------------------------------------------------------
+
+def _category_index(codes, n_codes, xp):
+    """int64 (n,) index of each row's category, ``n_codes`` for a missing one (a slot whose
+    weight is always 0)."""
+    return xp.where(xp.isnan(codes), n_codes, xp.nan_to_num(codes)).astype(xp.int64)
+
+
+def _category_candidates(stage, idx, n_codes, F, Y, w, W, xp, max_iter=50, tol=1e-10):
+    """The group fit of one categorical column: one weight per category and model.
+
+    ``idx`` (n,) from ``_category_index``; F, Y (n, n_models); w (n,) with sum W. Returns
+    ``(a, cost)``: a (n_models, n_codes + 1) float64 (the last entry, the missing slot, is 0)
+    and the cost of the model with those weights added (summed over models, a float)."""
+    K = F.shape[1]
+    a = xp.zeros((K, n_codes + 1), dtype=xp.float64)
+    if isinstance(stage, LeastSquaresStage):
+        r = Y[:, 0] - F[:, 0]
+        wr = w * r
+        S = xp.bincount(idx, weights=wr, minlength=n_codes + 1)[:n_codes]
+        Wc = xp.bincount(idx, weights=w, minlength=n_codes + 1)[:n_codes]
+        pos = Wc > 0
+        a[0, :n_codes] = xp.where(pos, S / xp.where(pos, Wc, 1.0), 0.0)
+        gain = float((xp.where(pos, S * S / xp.where(pos, Wc, 1.0), 0.0)).sum())
+        return a, max(float(wr @ r) - gain, 0.0) / W
+    # logistic: per category, Newton on log(1 + exp(-y (f + a_c))) (convex, one dimension)
+    for k in range(K):
+        for _ in range(max_iter):
+            t = Y[:, k] * (F[:, k] + a[k, idx])
+            s = sigmoid(-t)
+            G = xp.bincount(idx, weights=-w * Y[:, k] * s, minlength=n_codes + 1)[:n_codes]
+            H = xp.bincount(idx, weights=w * s * (1.0 - s), minlength=n_codes + 1)[:n_codes]
+            step = _newton_step(G, H, xp)
+            a[k, :n_codes] -= step
+            if bool((xp.abs(step) <= tol * (1.0 + xp.abs(a[k, :n_codes]))).all()):
+                break
+    cost = stage.cost(F + a[xp.arange(K)[None, :], idx[:, None]], Y, w, W, xp)
+    return a, cost
+
+
+# --------------------------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------------------------
 
@@ -321,6 +375,7 @@ class _StagewiseBase(SelectorBase):
         "tol": [None, real_range(0)],
         "validation_fraction": [None, real_range(0, 1, closed="neither")],
         "n_iter_no_change": [None, int_range(1)],
+        "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "device": DEVICE_CONSTRAINT,
         "dtype": [StrOptions({"float64", "float32"})],
         "random_state": ["random_state"],
@@ -347,6 +402,14 @@ class _StagewiseBase(SelectorBase):
         data = self._prepare_fit(X, y, sample_weight, dtype=dtype, allow_nan=False)
         xp, device, Xa = data.xp, data.device, data.X
         n, d = Xa.shape
+        # categorical columns: their codes apart, zeros in X (constant: never a numeric
+        # candidate); X is the door's fresh encoding then, not the user's array
+        cat_cols = np.flatnonzero(self.is_categorical_)
+        n_codes = {int(f): self.category_codes_.n_codes[int(f)] for f in cat_cols}
+        cat_idx = {}
+        for f in cat_cols:
+            cat_idx[int(f)] = _category_index(Xa[:, int(f)], n_codes[int(f)], xp)
+            Xa[:, int(f)] = 0
         max_rounds = self._max_rounds(d)
         stage = self._stage_loss()
         _scales.check_target_scale(self, data.y, data.sample_weight)
@@ -357,10 +420,16 @@ class _StagewiseBase(SelectorBase):
                   xp.ones(Xv.shape[0], dtype=xp.float64) if wv is None else wv)
                  for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data,
                                                    dtype=dtype, allow_nan=False)]
+        eval_idx = []
+        for Xv, _, _ in evals:
+            eval_idx.append({f: _category_index(Xv[:, f], n, xp) for f, n in n_codes.items()})
+            for f in n_codes:
+                Xv[:, f] = 0
         if self.validation_fraction is not None:
             # Held-out rows get zero training weight, so the training matrix is never copied.
             val = xp.asarray(self._validation_rows(data)[1])
             evals = [(Xa[val], Y[val], w[val])]
+            eval_idx = [{f: ix[val] for f, ix in cat_idx.items()}]
             w = w.copy()
             w[val] = 0.0
         W = float(w.sum())
@@ -378,6 +447,9 @@ class _StagewiseBase(SelectorBase):
         eval_F = [xp.broadcast_to(bias[None, :], (Xv.shape[0], K)).copy() for Xv, _, _ in evals]
 
         active = inv_std > 0                                       # constant: never selectable
+        for f, n_f in n_codes.items():
+            active[f] = n_f > 0
+        cat_coef = {}
         coef_std = np.zeros((K, d), dtype=np.float64)
         costs = [stage.cost(F, Y, w, W, xp)]
         eval_costs = [[stage.cost(Fv, Yv, wv, Wv, xp)]
@@ -396,13 +468,26 @@ class _StagewiseBase(SelectorBase):
                     break
                 a, cand_cost = stage.candidates(Xa, F, Y, w, W, mean, inv_std, active, xp,
                                                 device)
-                total = xp.where(active, cand_cost.sum(axis=0), xp.inf)
+                total = cand_cost.sum(axis=0)
+                groups = {}
+                for f in n_codes:  # a categorical column: its group fit's cost instead
+                    if bool(active[f]):
+                        groups[f] = _category_candidates(stage, cat_idx[f], n_codes[f], F, Y,
+                                                         w, W, xp)
+                        total[f] = groups[f][1]
+                total = xp.where(active, total, xp.inf)
                 j = int(xp.argmin(total))
                 new_cost = float(total[j])
                 if self.tol is not None and costs[-1] - new_cost < self.tol:
                     break
-                a_j = to_host(a[:, j]).astype(np.float64)
-                F += _column(Xa, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
+                if j in groups:
+                    a_c = groups[j][0]                              # (K, n_codes + 1)
+                    F += a_c[xp.arange(K)[None, :], cat_idx[j][:, None]]
+                    cat_coef[j] = to_host(a_c[:, :-1]).astype(np.float64)
+                    a_j = np.zeros(K)
+                else:
+                    a_j = to_host(a[:, j]).astype(np.float64)
+                    F += _column(Xa, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
                 active[j] = False
                 selected.append(j)
                 coef_std[:, j] = a_j
@@ -411,8 +496,12 @@ class _StagewiseBase(SelectorBase):
                 costs.append(stage.cost(F, Y, w, W, xp))
                 bar.update(1)
                 bar.set_postfix(cost=f"{costs[-1]:.6g}")
-                for Fv, (Xv, Yv, wv), Wv, ec in zip(eval_F, evals, eval_W, eval_costs):
-                    Fv += _column(Xv, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
+                for Fv, (Xv, Yv, wv), Wv, ec, ix in zip(eval_F, evals, eval_W, eval_costs,
+                                                        eval_idx):
+                    if j in groups:
+                        Fv += groups[j][0][xp.arange(K)[None, :], ix[j][:, None]]
+                    else:
+                        Fv += _column(Xv, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
                     ec.append(stage.cost(Fv, Yv, wv, Wv, xp))
                 if evals and stopper.update(eval_costs[-1][-1]):
                     stopped_early = True
@@ -422,6 +511,7 @@ class _StagewiseBase(SelectorBase):
             keep = stopper.best_round
             for j in selected[keep:]:
                 coef_std[:, j] = 0.0
+                cat_coef.pop(j, None)
             selected = selected[:keep]
             costs = costs[:keep + 1]
             eval_costs = [ec[:keep + 1] for ec in eval_costs]
@@ -443,6 +533,7 @@ class _StagewiseBase(SelectorBase):
         coef = coef_std * inv[None, :]
         intercept = bias_h - coef @ self.mean_
         self._set_coefficients(coef_std, bias_h, coef, intercept, np.stack(weights_hist))
+        self._set_category_coef(cat_coef)
         self._set_selection_path(selection_path(self),
                                  entry_round=list(range(1, len(selected) + 1)))
         return self
@@ -455,13 +546,28 @@ class _StagewiseBase(SelectorBase):
         device = input_device(X)
         xp = get_namespace(device)
         Xa = check_X(self, X, device=device, reset=False, allow_nan=False)
-        sel = self.selected_features_
+        is_cat = self.is_categorical_
+        sel = np.asarray([f for f in self.selected_features_ if not is_cat[f]], dtype=np.int64)
         coef = self._coef_2d()                           # (K, d) host
         out = xp.broadcast_to(xp.asarray(self._intercept_1d())[None, :],
                               (Xa.shape[0], coef.shape[0])).copy()
         if sel.size:
             out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
+        for f, a in self._category_coef_2d().items():   # a selected categorical column
+            n_f = a.shape[1]
+            pad = xp.asarray(np.concatenate([a, np.zeros((a.shape[0], 1))], axis=1))
+            idx = _category_index(Xa[:, f], n_f, xp)
+            out += pad[xp.arange(a.shape[0])[None, :], idx[:, None]]
         return out, xp
+
+    def _set_category_coef(self, cat_coef):
+        """``category_coef_``: {column: weights per category} in ``coef_``'s layout (one row
+        per model for a multiclass classifier, else a flat array), selected columns only."""
+        multi = self._coef_2d().shape[0] > 1 or self.coef_.ndim == 2
+        self.category_coef_ = {int(f): (a if multi else a[0]) for f, a in cat_coef.items()}
+
+    def _category_coef_2d(self):
+        return {f: np.atleast_2d(a) for f, a in getattr(self, "category_coef_", {}).items()}
 
     # --- persistence: the model file format and its checks live in gpufs.model_io -------
     save_model = model_io.estimator_save_model
@@ -488,6 +594,12 @@ _COMMON_PARAMS = """
     n_iter_no_change : int >= 1 or None, default=None
         Stop when the validation cost has not improved for this many rounds and cut the model
         back to its best round. Needs ``eval_set`` or ``validation_fraction``.
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
+        The categorical columns ("from_dtype": those of a categorical or string dtype of a
+        table; else names, indices or a boolean mask; None: none). Each is one-hot encoded
+        internally and selected or dropped as one group (see the module docstring); missing
+        values are allowed in them.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` computes ("auto": the GPU when one is usable). ``predict`` and
         ``transform`` compute where their input lives (cupy in, cupy out).
@@ -540,8 +652,16 @@ _COMMON_ATTRIBUTES = """
         The same on the watched validation set, when there is one.
     evals_result_ : list of ndarray of shape (n_selected + 1,), float64
         The cost of every validation set after each round (empty without validation data).
+    category_coef_ : dict of int -> ndarray
+        The weight of every category of each selected categorical column (in ``coef_``'s
+        layout per category; ``coef_`` holds 0 for those columns).
     device_ : str
         "cpu" or "gpu", where fit ran.
+    is_categorical_ : ndarray of shape (n_features,), bool
+        The columns fitted as categorical features.
+    category_codes_ : CategoryCodes or None
+        Their category -> code maps (``categories(f)``: column f's categories, most frequent
+        first, the pooled rare ones last); None without categorical columns.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features,), object
@@ -588,12 +708,14 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
     _parameter_constraints = dict(_StagewiseBase._parameter_constraints)
 
     def __init__(self, n_features_to_select=None, *, tol=None, validation_fraction=None,
-                 n_iter_no_change=None, device="auto", dtype="float64", random_state=None,
+                 n_iter_no_change=None, categorical_features="from_dtype", device="auto",
+                 dtype="float64", random_state=None,
                  verbose=0):
         self.n_features_to_select = n_features_to_select
         self.tol = tol
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.categorical_features = categorical_features
         self.device = device
         self.dtype = dtype
         self.random_state = random_state
@@ -686,12 +808,14 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
                               "newton_tol": [real_range(0, closed="neither")]}
 
     def __init__(self, n_features_to_select=None, *, tol=None, validation_fraction=None,
-                 n_iter_no_change=None, max_newton_iter=20, newton_tol=1e-8, device="auto",
+                 n_iter_no_change=None, max_newton_iter=20, newton_tol=1e-8,
+                 categorical_features="from_dtype", device="auto",
                  dtype="float64", random_state=None, verbose=0):
         self.n_features_to_select = n_features_to_select
         self.tol = tol
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.categorical_features = categorical_features
         self.max_newton_iter = max_newton_iter
         self.newton_tol = newton_tol
         self.device = device

@@ -1,0 +1,175 @@
+"""Categorical splits: the one categorical scan, the category bitset and its go-left rule.
+
+Plain scalar Python compiled by both backends, like ``gpufs._gain``: the CPU backend with
+``numba.njit`` and the GPU kernels with ``numba.cuda.jit(device=True)``, so a categorical
+split is chosen, stored and followed by one rule on both devices.
+
+A categorical feature's value bins are its category codes (``gpufs._category_codes``: the most
+frequent category is bin 0, rare categories share the last bin); bin 255 (``MISSING_BIN``)
+holds the missing values and the categories not seen in fit. A split sends a *set* of bins
+left: the value bins as a bitset of ``CAT_WORDS`` uint32 words (bit ``b & 31`` of word
+``b >> 5``), the missing bin by ``missing_left``.
+
+The search (Fisher's ordering, as in LightGBM's ``FindBestThresholdCategorical`` and
+scikit-learn's ``_find_best_bin_to_split_category``) at one node, on the node's histogram:
+  1. the candidate categories are the bins holding hessian > 0 at this node (the value bins in
+     increasing order, then the missing bin); the others (empty here) go right;
+  2. ``m`` candidates, at most ``max_onehot``: one-vs-rest. Each candidate alone goes left, in
+     the order of step 1 (LightGBM's ``max_cat_to_onehot``);
+  3. otherwise the candidates are ordered by ``G_b / (H_b + lambda)`` (the bin's own leaf
+     value up to sign: scikit-learn and LightGBM smooth the same ratio by a constant, here the
+     tree's L2 term), ties by bin index, so the order is the same on every device (the sums are
+     the exact fixed-point ones, the ratio one IEEE division); then every prefix of that order
+     (1 .. m - 1 categories) is a candidate left set, scanned like numeric thresholds.
+The missing bin takes part as one more category (scikit-learn's rule), so the search decides
+where missing values go. Every candidate is scored by ``_gain.candidate``, the one gain
+formula, with the feature's one penalty: a categorical feature is one feature whatever the
+number of its categories. The strictly best score wins, so ties go to the first candidate in
+scan order.
+
+Why an ``order`` scratch array: the scan needs the candidates in sorted order, and a GPU
+thread has no room for a 256-entry local array (it would spill); the caller passes a
+256-entry slice of a scratch array (a global-memory slice on the GPU) that the scan fills with
+the candidates in scan order, the left set first, so the bitset is built from it afterwards
+(``left_word``).
+"""
+import math
+
+from ._types import MISSING_BIN
+
+#: uint32 words of one category bitset (256 bins).
+CAT_WORDS = 8
+#: Categorical features with at most this many candidate categories at a node are split
+#: one-vs-rest (LightGBM's ``max_cat_to_onehot`` default).
+MAX_CAT_TO_ONEHOT = 4
+
+
+def make_scan_categorical(candidate):
+    """``scan_categorical`` bound to a compiled ``candidate`` (see ``_gain.make_scan_feature``
+    for why each backend passes its own compilation)."""
+
+    def scan_categorical(hist, k, f, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
+                         gain_divisor, min_child_weight, pen, max_onehot, order):
+        """The best categorical split of feature ``f`` at histogram slot ``k``.
+
+        Arguments as ``_gain.scan_feature``'s, plus ``max_onehot`` and ``order`` (a writable
+        integer array of at least 256 entries). Returns ``(score, gain, n_left, missing_left,
+        g_left_q, h_left_q)``; score is -inf when no candidate is valid. On return
+        ``order[:n_left]`` are the bins sent left (255 = the missing bin).
+        """
+        m = 0
+        for t in range(nb):
+            if hist[k, f, t, 1] > 0:
+                order[m] = t
+                m += 1
+        if hist[k, f, MISSING_BIN, 1] > 0:
+            order[m] = MISSING_BIN
+            m += 1
+        parent = (G * G) / (H + reg_lambda)  # ``_gain.parent_term``, inlined
+        b_score = -math.inf
+        b_gain = 0.0
+        b_n = 0
+        b_pos = 0
+        zero = G_q - G_q  # int64 zero on every device
+        b_gl = zero
+        b_hl = zero
+        if m <= max_onehot:
+            for j in range(m):
+                t = order[j]
+                gl_q = hist[k, f, t, 0]
+                hl_q = hist[k, f, t, 1]
+                gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
+                                        reg_lambda, gain_divisor, min_child_weight, pen)
+                if score > b_score:
+                    b_score = score
+                    b_gain = gain
+                    b_pos = j
+                    b_n = 1
+                    b_gl = gl_q
+                    b_hl = hl_q
+            if b_n == 1:  # the chosen category first: order[:1] is the left set
+                t = order[b_pos]
+                order[b_pos] = order[0]
+                order[0] = t
+        else:
+            # Insertion sort by (G_b / (H_b + lambda), b). H_b > 0, so the ratio is finite
+            # even with lambda = 0. The sums are scaled by dividing by the power-of-two scales
+            # (exact, and the same bits as multiplying by g_inv / h_inv), so no product feeds
+            # an addition: no fused multiply-add can round the GPU's key differently.
+            g_scale = 1.0 / g_inv
+            h_scale = 1.0 / h_inv
+            for i in range(1, m):
+                t = order[i]
+                kt = (hist[k, f, t, 0] / g_scale) / (hist[k, f, t, 1] / h_scale + reg_lambda)
+                j = i - 1
+                while j >= 0:
+                    u = order[j]
+                    ku = (hist[k, f, u, 0] / g_scale) / (hist[k, f, u, 1] / h_scale
+                                                         + reg_lambda)
+                    if ku > kt or (ku == kt and u > t):
+                        order[j + 1] = u
+                        j -= 1
+                    else:
+                        break
+                order[j + 1] = t
+            gl_q = zero
+            hl_q = zero
+            for j in range(m - 1):
+                t = order[j]
+                gl_q += hist[k, f, t, 0]
+                hl_q += hist[k, f, t, 1]
+                gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
+                                        reg_lambda, gain_divisor, min_child_weight, pen)
+                if score > b_score:
+                    b_score = score
+                    b_gain = gain
+                    b_n = j + 1
+                    b_gl = gl_q
+                    b_hl = hl_q
+        b_ml = 0
+        for j in range(b_n):
+            if order[j] == MISSING_BIN:
+                b_ml = 1
+        return b_score, b_gain, b_n, b_ml, b_gl, b_hl
+
+    return scan_categorical
+
+
+def left_word(order, n_left, w):
+    """Word ``w`` of the bitset of the value bins in ``order[:n_left]`` (the missing bin is
+    not in the bitset: it follows ``missing_left``), as a non-negative integer < 2**32."""
+    word = 0
+    for j in range(n_left):
+        t = int(order[j])  # a uint8 scalar would shift in 8 bits (numpy, the simulator)
+        if t != MISSING_BIN and (t >> 5) == w:
+            word |= 1 << (t & 31)
+    return word
+
+
+def split_goes_left(b, threshold, missing_left, cat, bits):
+    """The partition / prediction rule on bins, numeric and categorical splits alike: the
+    missing bin follows ``missing_left``; a value bin ``b`` goes left iff its bit is set in
+    ``bits`` (``CAT_WORDS`` integer words) when ``cat``, else iff ``b <= threshold``
+    (``_gain.goes_left``'s rule). ``bits`` is not read for a numeric split (it may be empty)."""
+    if b == MISSING_BIN:
+        return missing_left != 0  # callers pass a bool or an int64 from a packed table
+    if cat:
+        i = int(b)
+        return ((bits[i >> 5] >> (i & 31)) & 1) != 0
+    return b <= threshold
+
+
+def split_goes_left_raw(x, threshold, missing_left, cat, bits):
+    """The same rule on raw values. A categorical feature's raw values are its category codes
+    (= its bins, ``gpufs._category_codes``): NaN (missing, or a category not seen in fit)
+    follows ``missing_left``, and so does a code outside [0, 255), which no encoded column
+    holds. A numeric split sends x left iff ``x <= threshold`` (a split on bin t has threshold
+    cuts[t], so this equals the rule on the bin of x)."""
+    if x != x:  # NaN
+        return missing_left != 0
+    if cat:
+        if x < 0.0 or x >= 255.0:
+            return missing_left != 0
+        b = int(x)
+        return ((bits[b >> 5] >> (b & 31)) & 1) != 0
+    return x <= threshold

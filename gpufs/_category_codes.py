@@ -1,0 +1,139 @@
+"""Category -> code maps of a table's categorical columns (the input door's encoding).
+
+Owns the rule that turns the categories of a column into the codes the engine bins and splits
+on, learned once in ``fit`` and applied to every later table:
+
+  * the codes are 0 .. n_codes - 1, most frequent category first (ties: in sorted order of
+    the category values), so code = bin and the bin order carries the frequency order;
+  * rare categories are pooled into one last code: a category keeps its own code while the
+    categories before it cover less than ``COVERAGE`` (99%) of the column's non-missing
+    values and it is among the ``max_codes - 1`` most frequent (LightGBM's binning rule for
+    categorical features); the rest share the next code;
+  * a missing value (null, None, NaN) and a category not seen in fit get NaN, which the
+    binning sends to the missing bin: at prediction time an unseen category goes where the
+    split sends missing values.
+
+A ``CategoryCodes`` is kept by the estimator (``category_codes_``) and by its ``BinMapper``,
+and saved in model files (``gpufs.model_io``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: Share of a column's non-missing values the own-code categories cover before the rest pool.
+COVERAGE = 0.99
+
+
+def _plain(v):
+    """A category value as a plain Python scalar (numpy scalars unwrapped)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+class CategoryCodes:
+    """The category -> code maps of the categorical columns of a table.
+
+    Parameters
+    ----------
+    n_features : int
+        Columns of the table.
+    values : dict int -> list
+        For each categorical column, its categories in code order (most frequent first; the
+        pooled rare categories last).
+    n_codes : dict int -> int
+        Codes of each categorical column: category ``values[f][j]`` has code
+        ``min(j, n_codes[f] - 1)``.
+    """
+
+    def __init__(self, n_features, values, n_codes):
+        self.n_features = int(n_features)
+        self.values = {int(f): [_plain(v) for v in vals] for f, vals in values.items()}
+        self.n_codes = {int(f): int(n) for f, n in n_codes.items()}
+        self._lookup = None
+
+    @property
+    def features(self) -> np.ndarray:
+        """int64 (n_categorical,): the categorical columns, increasing."""
+        return np.array(sorted(self.values), dtype=np.int64)
+
+    @property
+    def is_categorical(self) -> np.ndarray:
+        """bool (n_features,)."""
+        mask = np.zeros(self.n_features, dtype=bool)
+        mask[self.features] = True
+        return mask
+
+    def categories(self, f) -> list:
+        """The categories of column ``f`` in code order (the pooled ones last)."""
+        return list(self.values[int(f)])
+
+    @classmethod
+    def learn(cls, columns, n_features, max_codes, names=None):
+        """Learn the codes of ``columns`` (dict f -> 1-D array of the column's non-missing
+        values) with at most ``max_codes`` codes per column (2..255); ``names`` (dict f ->
+        column name) for the error messages."""
+        values, n_codes = {}, {}
+        for f, col in columns.items():
+            uniq, counts = _unique_counts(col, repr((names or {}).get(f, f)))
+            order = np.argsort(-counts, kind="stable")
+            uniq, counts = [uniq[i] for i in order], counts[order]
+            total = int(counts.sum())
+            own = 0
+            covered = 0
+            while (own < len(uniq) and own < max_codes - 1
+                   and covered < COVERAGE * total):
+                covered += int(counts[own])
+                own += 1
+            n = own + (1 if own < len(uniq) else 0)
+            values[f], n_codes[f] = uniq, n
+        return cls(n_features, values, n_codes)
+
+    def encode(self, f, col, missing):
+        """float64 codes of column ``f``: ``col`` (n,) its values, ``missing`` (n,) bool its
+        missing entries. Missing values and categories not seen in fit are NaN."""
+        if self._lookup is None:
+            self._lookup = {g: {v: min(j, self.n_codes[g] - 1) for j, v in enumerate(vals)}
+                            for g, vals in self.values.items()}
+        table = self._lookup[int(f)]
+        out = np.full(col.shape[0], np.nan)
+        present = ~np.asarray(missing, bool)
+        if not present.any():
+            return out
+        vals = col[present]
+        try:
+            uniq, inverse = np.unique(vals, return_inverse=True)
+        except TypeError:  # values of mixed types cannot be sorted: look each one up
+            out[present] = [table.get(_plain(v), np.nan) for v in vals]
+            return out
+        codes = np.array([table.get(_plain(v), np.nan) for v in uniq], dtype=np.float64)
+        out[present] = codes[inverse.reshape(-1)]
+        return out
+
+    # --- persistence (validated by gpufs.model_io) ----------------------------------------
+    def to_dict(self) -> dict:
+        return {"n_features": self.n_features,
+                "features": [int(f) for f in self.features],
+                "values": [self.values[int(f)] for f in self.features],
+                "n_codes": [self.n_codes[int(f)] for f in self.features]}
+
+    def __eq__(self, other):
+        return isinstance(other, CategoryCodes) and self.to_dict() == other.to_dict()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_lookup"] = None
+        return state
+
+
+def _unique_counts(col, f):
+    """Distinct values of a column and their counts (mixed types: an error naming it)."""
+    col = np.asarray(col)
+    try:
+        uniq, counts = np.unique(col, return_counts=True)
+    except TypeError as exc:
+        raise ValueError(f"categorical column {f} mixes value types that cannot be ordered: "
+                         f"{exc}; convert it to one type (for example .astype(str)) first."
+                         ) from None
+    if uniq.dtype.kind == "f" and not np.isfinite(uniq).all():
+        raise ValueError(f"categorical column {f} holds infinity; categories must be finite.")
+    return [_plain(v) for v in uniq], counts
+
