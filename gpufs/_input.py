@@ -17,7 +17,7 @@ from numba import njit
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
-from ._device import is_cupy_array, get_namespace
+from ._device import is_cupy_array, like, namespace_of, to_device, to_host
 
 
 def _module_root(obj) -> str:
@@ -52,8 +52,7 @@ def _dataframe_to_array(X, device: str):
             "categorical or text columns (for example with sklearn's OrdinalEncoder) first."
         )
     if root == "cudf":
-        arr = X.astype("float64").to_cupy(na_value=np.nan)
-        return arr if device == "gpu" else arr.get()
+        return to_device(X.astype("float64").to_cupy(na_value=np.nan), device)
     if root == "polars":
         return X.cast({c: float for c in X.columns}).to_numpy()
     # A frame of float32 columns stays float32 (half the memory of a float64 copy).
@@ -73,10 +72,9 @@ def _as_array(X, device: str, what: str):
     if root == "pyarrow" and hasattr(X, "to_pandas"):
         return _as_array(X.to_pandas(), device, what)
     if is_cupy_array(X):
-        return X if device == "gpu" else X.get()
+        return to_device(X, device)
     if root == "cudf":  # a cudf Series
-        arr = X.astype("float64").to_cupy(na_value=np.nan)
-        return arr if device == "gpu" else arr.get()
+        return to_device(X.astype("float64").to_cupy(na_value=np.nan), device)
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
         X = X.to_numpy()
     try:
@@ -144,7 +142,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
     if d == 0:
         raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 "
                          "is required.")
-    xp = get_namespace("gpu") if is_cupy_array(arr) else np
+    xp = namespace_of(arr)
     if isinstance(dtype, str) and dtype == "float":
         dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
     arr = xp.asarray(arr, dtype=dtype)
@@ -165,9 +163,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
             raise ValueError(
                 f"X has {d} features, but {type(estimator).__name__} is expecting {expected} "
                 "features as input.")
-    if device == "gpu" and not is_cupy_array(arr):
-        arr = get_namespace("gpu").asarray(arr)
-    return arr
+    return to_device(arr, device)
 
 
 @njit(cache=True)
@@ -188,8 +184,8 @@ def _scan_nonfinite(a):
 
 
 def _nonfinite(arr, xp):
-    if xp is np and arr.dtype in (np.float32, np.float64):
-        return _scan_nonfinite(arr)
+    if isinstance(arr, np.ndarray) and arr.dtype in (np.float32, np.float64):
+        return _scan_nonfinite(arr)  # host memory: the compiled scan, no temporaries
     finite = xp.isfinite(arr)
     if bool(finite.all()):
         return False, False
@@ -229,7 +225,7 @@ def check_y(y, n_samples: int, *, device: str = "cpu"):
             f"Found input variables with inconsistent numbers of samples: [{n_samples}, "
             f"{arr.shape[0]}] (X has {n_samples} rows, y has {arr.shape[0]}).")
     if arr.dtype.kind in "fc":
-        xp = get_namespace("gpu") if is_cupy_array(arr) else np
+        xp = namespace_of(arr)
         if arr.dtype.kind == "c":
             raise ValueError("Complex data not supported: y is complex.")
         if bool(xp.isnan(arr).any()):
@@ -259,7 +255,7 @@ def check_regression_target(y):
             y = y.astype(np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"y has dtype {y.dtype}; a regressor needs a numeric target.")
-    xp = get_namespace("gpu") if is_cupy_array(y) else np
+    xp = namespace_of(y)
     y = xp.asarray(y, dtype=np.float64)
     if not bool(xp.isfinite(y).all()):
         raise ValueError("Input y contains NaN or infinity; every target value must be finite.")
@@ -296,10 +292,10 @@ def check_classification_labels(y):
     """
     from sklearn.utils.multiclass import check_classification_targets
 
-    xp = get_namespace("gpu") if is_cupy_array(y) else np
+    xp = namespace_of(y)
     if y.dtype.kind == "f" and not bool(xp.isfinite(y).all()):
         raise ValueError("Input y contains NaN or infinity; every label must be finite.")
-    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    y_host = to_host(y)
     if y_host.dtype.kind == "O":
         kinds = _label_types(y_host)
         if len(kinds) > 1:
@@ -328,8 +324,7 @@ def encode_classes(y):
     Raises when there is only one class.
     """
     if is_cupy_array(y):
-        xp = get_namespace("gpu")
-        classes_dev, enc = xp.unique(y, return_inverse=True)
+        classes_dev, enc = namespace_of(y).unique(y, return_inverse=True)
         classes = classes_dev.get()
         enc = enc.astype(np.int32)
     else:
@@ -366,7 +361,7 @@ def encode_known_classes(y, classes, what="eval_set"):
 
     Raises a ValueError naming the labels not seen in training.
     """
-    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    y_host = to_host(y)
     try:
         idx = np.searchsorted(classes, y_host)
     except TypeError as exc:
@@ -376,8 +371,7 @@ def encode_known_classes(y, classes, what="eval_set"):
     if not np.all(known):
         unknown = np.unique(y_host[~known])
         raise ValueError(f"{what} has labels not seen in y: {unknown[:5].tolist()}.")
-    codes = idx.astype(np.int32)
-    return get_namespace("gpu").asarray(codes) if is_cupy_array(y) else codes
+    return like(idx.astype(np.int32), y)
 
 
 def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
@@ -403,7 +397,7 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
         raise ValueError(
             f"sample_weight must have shape ({n_samples},), got {tuple(w.shape)}.")
     w = _check_numeric(w, "sample_weight")
-    xp = get_namespace("gpu") if is_cupy_array(w) else np
+    xp = namespace_of(w)
     w = xp.asarray(w, dtype=np.float64)
     if not bool(xp.isfinite(w).all()):
         raise ValueError("sample_weight contains NaN or infinity.")
@@ -411,9 +405,7 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
         raise ValueError("sample_weight has negative values; weights must be >= 0.")
     if not bool((w > 0).any()):
         raise ValueError("sample_weight is zero everywhere; at least one row needs weight > 0.")
-    if device == "gpu" and not is_cupy_array(w):
-        w = get_namespace("gpu").asarray(w)
-    return w
+    return to_device(w, device)
 
 
 def check_costs(costs, n_features: int):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._device import is_cupy_array, namespace_of, to_host
+from ._device import namespace_of, to_host
 from ._types import CUT_DTYPE, MAX_VALUE_BINS
 
 #: Columns whose subsample is sorted at once in ``BinMapper.fit``.
@@ -104,8 +104,9 @@ class BinMapper:
 
     def transform(self, X, backend):
         """Bins of X (uint8, same shape) on X's device, computed by ``backend``."""
-        if is_cupy_array(X) != (backend.name == "gpu"):
-            raise ValueError("X is on a different device from the backend")
+        if not backend.owns(X):
+            raise ValueError(f"X is on a different device from the {backend.name} backend: "
+                             "move it there first (gpufs._input.check_X does).")
         return backend.bin_transform(X, self.cuts_padded_, self.n_bins_ - 1)
 
     def threshold_value(self, feature: int, bin_threshold: int) -> float:

@@ -47,7 +47,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._device import namespace_of, to_host
+from ._device import namespace_of, sparse_module, to_host
 from ._gain import candidate, parent_term
 from .binning import BinMapper
 from .penalties import PenaltyState
@@ -103,11 +103,7 @@ def _indicator(xp, d, groups):
     rows = np.concatenate(groups).astype(np.int64)
     cols = np.repeat(np.arange(len(groups), dtype=np.int64), sizes)
     data = np.ones(rows.shape[0], dtype=np.float64)
-    if xp is np:
-        from scipy import sparse
-    else:  # pragma: no cover - needs a GPU
-        from cupyx.scipy import sparse
-    return sparse.csc_matrix((xp.asarray(data), (xp.asarray(rows), xp.asarray(cols))),
+    return sparse_module(xp).csc_matrix((xp.asarray(data), (xp.asarray(rows), xp.asarray(cols))),
                              shape=(d, len(groups)))
 
 

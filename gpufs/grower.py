@@ -18,8 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .backends.base import LevelResult, SplitParams
 from .quantize import fixed_point_scale, quantize
-from .tree import Tree, n_nodes_for_depth
+from .tree import Tree
+
+__all__ = ["GrownTree", "LevelResult", "SplitParams", "TreeParams", "grow_tree",
+           "grow_tree_from_gradients", "grow_tree_packed"]
 
 
 @dataclass(frozen=True)
@@ -31,36 +35,6 @@ class TreeParams:
     learning_rate: float = 0.1
     min_child_weight: float = 1e-3
     min_split_gain: float = 0.0
-
-
-@dataclass(frozen=True)
-class SplitParams:
-    """Everything the split search of one tree needs besides the histograms (host scalars
-    and the per-feature bin counts on the backend's device)."""
-
-    n_bins: object
-    g_scale: float
-    h_scale: float
-    reg_lambda: float
-    gain_divisor: float
-    min_child_weight: float
-    min_split_gain: float
-
-
-@dataclass
-class LevelResult:
-    """One level's decisions, host arrays over the level's nodes (in node order).
-
-    ``feature`` int32 (-1: the node is a leaf), ``bin`` int32, ``missing_left`` bool,
-    ``gain`` float64; ``admitted`` int64, the features that entered Omega, in order.
-    """
-
-    nodes: np.ndarray
-    feature: np.ndarray
-    bin: np.ndarray
-    missing_left: np.ndarray
-    gain: np.ndarray
-    admitted: np.ndarray
 
 
 @dataclass

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from ._device import is_cupy_array, namespace_of, to_host
+from ._device import device_of, namespace_of, to_host
 from .quantize import exact_mean
 
 __all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds", "make_objective",
@@ -147,7 +147,7 @@ def _backend_for(a, backend):
     """``backend``, or the default backend of ``a``'s device (created once)."""
     if backend is not None:
         return backend
-    device = "gpu" if is_cupy_array(a) else "cpu"
+    device = device_of(a)
     if device not in _DEFAULT_BACKENDS:
         from .backends import get_backend
 

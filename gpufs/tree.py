@@ -106,14 +106,18 @@ class TreeEnsemble:
         return out
 
     def _arrays_for(self, backend, start=0, stop=None) -> dict:
+        """The stacked arrays on ``backend``'s device; the whole ensemble's are kept per
+        backend kind, so repeated predictions copy them to a device once."""
         arrs = self.stacked(start, stop)
-        if backend.name == "cpu":
-            return arrs
-        if start == 0 and stop is None:
-            if self._device_cache is None:
-                self._device_cache = {k: backend.xp.asarray(v) for k, v in arrs.items()}
-            return self._device_cache
-        return {k: backend.xp.asarray(v) for k, v in arrs.items()}
+        if start or stop is not None:
+            return {k: backend.to_device(v) for k, v in arrs.items()}
+        if self._device_cache is None:
+            self._device_cache = {}
+        cached = self._device_cache.get(backend.name)
+        if cached is None:
+            cached = self._device_cache[backend.name] = {k: backend.to_device(v)
+                                                         for k, v in arrs.items()}
+        return cached
 
     def _init_raw(self, backend, n):
         xp = backend.xp

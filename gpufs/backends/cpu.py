@@ -36,8 +36,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .. import _exactmath, _gain, _level, _threading
+from .. import _exactmath, _gain, _level, _tasks, _threading
+from .._device import to_host
 from .._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
+from .base import LevelResult, best_splits
 
 _threading.configure()
 
@@ -47,8 +49,12 @@ _leaf_value = njit(inline="always")(_gain.leaf_value)
 _goes_left = njit(inline="always")(_gain.goes_left)
 _goes_left_raw = njit(inline="always")(_gain.goes_left_raw)
 _bin_of = njit(inline="always")(_gain.bin_of)
+_leaf_binned = njit(inline="always")(_gain.make_leaf_of(_goes_left))
+_leaf_raw = njit(inline="always")(_gain.make_leaf_of(_goes_left_raw))
 _best_over_features = njit(inline="always")(_level.best_over_features)
 _decide_level = njit(cache=True)(_level.decide_level)
+_task_bounds = njit(inline="always")(_tasks.task_bounds)
+_cpu_task_count = njit(inline="always")(_tasks.cpu_task_count)
 
 # The objectives' exact math (``gpufs._exactmath``): plain * and +, which numba's CPU compiler
 # never contracts into FMAs (no fastmath), so each rounds as IEEE 754 says, like the GPU's
@@ -188,15 +194,14 @@ def _hist_reduce_ser(t_slot, t_priv, feats, n_feats, out2, priv2):
 
 @njit(cache=True)
 def _task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
-    """Cut segments into tasks of about ``rows_per_task`` rows, at most ``n_tasks_max`` per
-    segment (one per empty or small segment). Returns (t_seg, t_lo, t_hi, t_first) int64,
-    ``t_first`` is 1 for the first task of its segment."""
+    """Cut segments into tasks by ``gpufs._tasks``' CPU rule (about ``rows_per_task`` rows,
+    at most ``n_tasks_max`` per segment, one per empty or small segment). Returns (t_seg,
+    t_lo, t_hi, t_first) int64, ``t_first`` is 1 for the first task of its segment."""
     m = seg_start.shape[0]
     per = np.empty(m, np.int64)
     total = 0
     for s in range(m):
-        k = seg_count[s] // rows_per_task
-        k = min(max(k, 1), n_tasks_max)
+        k = _cpu_task_count(seg_count[s], rows_per_task, n_tasks_max)
         per[s] = k
         total += k
     t_seg = np.empty(total, np.int64)
@@ -210,8 +215,7 @@ def _task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
         c = seg_count[s]
         for i in range(k):
             t_seg[t] = s
-            t_lo[t] = lo + (i * c) // k
-            t_hi[t] = lo + ((i + 1) * c) // k
+            t_lo[t], t_hi[t] = _task_bounds(lo, c, k, i)
             t_first[t] = 1 if i == 0 else 0
             t += 1
     return t_seg, t_lo, t_hi, t_first
@@ -739,11 +743,7 @@ def _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column
     for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
             for t in range(n_trees):
-                node = 0
-                while feature[t, node] >= 0:
-                    left = _goes_left(Xb[i, feature[t, node]], bin_threshold[t, node],
-                                      missing_left[t, node])
-                    node = 2 * node + 1 if left else 2 * node + 2
+                node = _leaf_binned(Xb, i, t, feature, bin_threshold, missing_left)
                 out[i, tree_column[t]] += value[t, node]
 
 
@@ -755,11 +755,7 @@ def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out):
     for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
             for t in range(n_trees):
-                node = 0
-                while feature[t, node] >= 0:
-                    left = _goes_left_raw(X[i, feature[t, node]], threshold[t, node],
-                                          missing_left[t, node])
-                    node = 2 * node + 1 if left else 2 * node + 2
+                node = _leaf_raw(X, i, t, feature, threshold, missing_left)
                 out[i, tree_column[t]] += value[t, node]
 
 
@@ -913,6 +909,41 @@ class CPUBackend:
     def _threads(self):
         return numba.get_num_threads() if self.n_threads is None else int(self.n_threads)
 
+    # --- arrays and the device -------------------------------------------------------------
+    def owns(self, a):
+        """Whether ``a`` is a host (numpy) array, the only kind this backend computes on."""
+        return isinstance(a, np.ndarray)
+
+    def to_device(self, a):
+        """``a`` as a numpy array (a host copy of a device array; ``a`` itself for numpy)."""
+        return to_host(a)
+
+    def synchronize(self):
+        """Nothing to wait for: every CPU kernel has returned when its call returns."""
+
+    def task_table(self, seg_start, seg_count):
+        """How ``histograms`` and ``partition`` cut segments into tasks (the level step cuts
+        the same way when its level runs in parallel).
+
+        A segment of ``c`` rows is cut into ``min(max(c // rows_per_task, 1), 4 x threads)``
+        near-equal runs when the level runs in parallel (one run otherwise).
+
+        Parameters
+        ----------
+        seg_start, seg_count : ndarray of shape (n_segments,), int64
+
+        Returns
+        -------
+        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
+            Task t covers positions ``[t_lo[t], t_hi[t])`` of segment ``t_seg[t]``.
+        """
+        n_threads = self._threads()
+        n_tasks_max = TASKS_PER_THREAD * n_threads if n_threads > 1 else 1
+        t_seg, t_lo, t_hi, _ = _task_table(np.asarray(seg_start, np.int64),
+                                           np.asarray(seg_count, np.int64), n_tasks_max,
+                                           self.rows_per_task)
+        return t_seg, t_lo, t_hi
+
     # --- binning --------------------------------------------------------------------------
     def bin_transform(self, X, cuts_padded, n_cuts):
         """Float X (n, d) -> uint8 bins (n, d) with the cut matrix (d, 254), +inf padded.
@@ -1041,10 +1072,8 @@ class CPUBackend:
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
 
-        ``split`` is a ``grower.SplitParams``. Returns a ``grower.LevelResult`` of host arrays
-        (the decisions of this level's nodes and the features that entered Omega)."""
-        from ..grower import LevelResult
-
+        ``split`` is a ``SplitParams``. Returns a ``LevelResult`` of host arrays (the
+        decisions of this level's nodes and the features that entered Omega)."""
         n_slots = st.active.shape[0]
         d = st.Xb.shape[1]
         n = st.Xb.shape[0]
@@ -1103,32 +1132,34 @@ class CPUBackend:
                           feats.shape[0] == d, out, np.empty((0, 0), HIST_DTYPE))
         return out
 
-    def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                    reg_lambda, gain_divisor, min_child_weight):
-        """Best split over ``allowed`` of each histogram slot, as the level step searches:
-        dict of (n_slots,) arrays feature (-1: none), bin, missing_left, gain, score, g_left,
-        h_left."""
+    def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
+        """The best split over ``allowed`` of every histogram slot, searched as the level step
+        searches (``_gain``'s bin scan per (slot, feature), then ``_level``'s rule).
+
+        Parameters
+        ----------
+        hist : ndarray of shape (n_slots, n_features, 256, 2), int64
+        node_g, node_h : ndarray of shape (n_slots,), int64
+            Fixed-point gradient and hessian sums of each slot's node.
+        penalty : ndarray of shape (n_features,), float64
+        allowed : ndarray of shape (n_features,), bool
+        split : SplitParams
+
+        Returns
+        -------
+        SplitInfo
+        """
         k, d = hist.shape[0], hist.shape[1]
         feats = np.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
         pf = [np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64, np.int64,
                                               np.int64, np.int64)]
         _search_ser(hist, np.asarray(node_g, np.int64), np.asarray(node_h, np.int64),
-                    np.asarray(n_bins, np.int32), np.asarray(penalty, np.float64), allowed,
-                    feats, d, float(g_scale), float(h_scale), float(reg_lambda),
-                    float(gain_divisor), float(min_child_weight), *pf)
-        res = dict(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
-                   missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
-                   score=np.full(k, -np.inf), g_left=np.zeros(k, np.int64),
-                   h_left=np.zeros(k, np.int64))
-        for s in range(k):
-            f, sc, _, _ = _best_over_features(s, feats, d, allowed, np.zeros(d, np.bool_),
-                                              pf[0])
-            if f >= 0:
-                res["feature"][s], res["score"][s], res["gain"][s] = f, sc, pf[1][s, f]
-                res["bin"][s], res["missing_left"][s] = pf[2][s, f], pf[3][s, f] == 1
-                res["g_left"][s], res["h_left"][s] = pf[4][s, f], pf[5][s, f]
-        return res
+                    np.asarray(split.n_bins, np.int32), np.asarray(penalty, np.float64),
+                    allowed, feats, d, float(split.g_scale), float(split.h_scale),
+                    float(split.reg_lambda), float(split.gain_divisor),
+                    float(split.min_child_weight), *pf)
+        return best_splits(allowed, *pf)
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
                   split_bin, missing_left):

@@ -48,8 +48,10 @@ import time
 
 import numpy as np
 
+from .. import _tasks
 from .._device import get_namespace, is_cupy_array, to_host
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
+from .base import LevelResult, best_splits
 
 
 def _simulator_enabled() -> bool:
@@ -167,6 +169,39 @@ class GPUBackend:
         """Wait for all queued device work (no-op under the simulator)."""
         if self._cupy:
             self.xp.cuda.runtime.deviceSynchronize()
+
+    def owns(self, a):
+        """Whether ``a`` is an array of this backend's namespace (cupy; numpy under the
+        simulator)."""
+        return is_cupy_array(a) if self._cupy else isinstance(a, np.ndarray)
+
+    def to_device(self, a):
+        """``a`` as an array of this backend's namespace (``a`` itself when it is one)."""
+        return self.xp.asarray(a)
+
+    def task_table(self, seg_start, seg_count):
+        """How the histogram and partition kernels cut segments into tasks: a segment of
+        ``c`` rows into ceil(c / rows_per_task) near-equal runs (``_device_fns.task_range``),
+        ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of the rows of the fit:
+        here of the segments' total).
+
+        Parameters
+        ----------
+        seg_start, seg_count : ndarray of shape (n_segments,), int64
+
+        Returns
+        -------
+        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
+            Task t covers positions ``[t_lo[t], t_hi[t])`` of segment ``t_seg[t]``.
+        """
+        start = np.asarray(seg_start, np.int64)
+        count = np.asarray(seg_count, np.int64)
+        n_tasks = _tasks.gpu_task_count(count, self._rows_per_task(count.sum()))
+        t_seg = np.repeat(np.arange(start.shape[0], dtype=np.int64), n_tasks)
+        first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]]).astype(np.int64)
+        i = np.arange(t_seg.shape[0], dtype=np.int64) - first[t_seg]
+        t_lo, t_hi = _tasks.task_bounds(start[t_seg], count[t_seg], n_tasks[t_seg], i)
+        return t_seg, t_lo, t_hi
 
     @contextlib.contextmanager
     def _phase(self, name):
@@ -515,10 +550,8 @@ class GPUBackend:
         smaller children's histograms.
         Grids are sized by upper bounds the host knows (its copy of the node counts); the
         exact counts stay on the device. Then one device -> host copy brings the level's
-        decisions, left counts and children's sums. Returns a ``grower.LevelResult``.
+        decisions, left counts and children's sums. Returns a ``LevelResult``.
         """
-        from ..grower import LevelResult
-
         ws = st.ws
         k = st.n_active
         d = st.d
@@ -549,7 +582,7 @@ class GPUBackend:
                 self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
                                 n_feats=st.n_feats, out=hist ^ 1)
         out = self._to_host(ws.out[: ws.field_base + 7 * k])  # the level's one copy
-        res = st.apply_level(out, LevelResult)
+        res = st.apply_level(out)
         if build_next and st.n_active:
             c = st.node_count[st.active]
             self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
@@ -636,12 +669,14 @@ class GPUBackend:
                      shared=tile * self.kernels.FEATURE_WORDS * 4)
         return out
 
-    def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                    reg_lambda, gain_divisor, min_child_weight):
-        """Best split over ``allowed`` of each histogram slot, as ``CPUBackend.find_splits``
-        (the search kernel, then ``_level.best_over_features`` per slot)."""
-        from .. import _level
+    def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
+        """The best split over ``allowed`` of every histogram slot, as
+        ``CPUBackend.find_splits`` (the search kernel, then ``_level``'s rule per slot).
 
+        Returns
+        -------
+        SplitInfo
+        """
         xp = self.xp
         k, d = int(hist.shape[0]), int(hist.shape[1])
         ws = _Workspace(self, 1, d, 1, n_slots=k, hist=False)
@@ -660,25 +695,13 @@ class GPUBackend:
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
                          threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
                          ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"],
-                         self._view(xp.asarray(n_bins, np.int32)), pen, alw, usd,
-                         float(g_scale), float(h_scale), float(reg_lambda),
-                         float(gain_divisor), float(min_child_weight), ws.v["pf_f"],
-                         ws.v["pf_i"])
+                         self._view(xp.asarray(split.n_bins, np.int32)), pen, alw, usd,
+                         float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
+                         float(split.gain_divisor), float(split.min_child_weight),
+                         ws.v["pf_f"], ws.v["pf_i"])
         pf_f = self._to_host(ws.pf_f)
         pf_i = self._to_host(ws.pf_i)
-        feats = np.arange(d, dtype=np.int32)
-        res = dict(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
-                   missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
-                   score=np.full(k, -np.inf), g_left=np.zeros(k, np.int64),
-                   h_left=np.zeros(k, np.int64))
-        for s in range(k):
-            f, sc, _, _ = _level.best_over_features(s, feats, d, allowed, np.zeros(d, bool),
-                                                    pf_f[0])
-            if f >= 0:
-                res["feature"][s], res["score"][s], res["gain"][s] = f, sc, pf_f[1, s, f]
-                res["bin"][s], res["missing_left"][s] = pf_i[0, s, f], pf_i[1, s, f] == 1
-                res["g_left"][s], res["h_left"][s] = pf_i[2, s, f], pf_i[3, s, f]
-        return res
+        return best_splits(allowed, pf_f[0, :k, :d], pf_f[1, :k, :d], *pf_i[:, :k, :d])
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
                   split_bin, missing_left):
@@ -882,8 +905,8 @@ class _Workspace:
         return kept[1]
 
     def tasks_for(self, counts):
-        """Tasks of segments of ``counts`` rows (ceil(count / rows_per_task))."""
-        return -(-np.asarray(counts, np.int64) // self.rows_per_task)
+        """Tasks of segments of ``counts`` rows (``_tasks.gpu_task_count``)."""
+        return _tasks.gpu_task_count(np.asarray(counts, np.int64), self.rows_per_task)
 
     def itab_host(self):
         """Zeroed host sections shaped as ``itab``'s (fill, then ``upload_itab``)."""
@@ -981,7 +1004,7 @@ class _GPUTree:
     def n_active(self):
         return int(self.active.shape[0])
 
-    def apply_level(self, out, LevelResult):
+    def apply_level(self, out):
         """Read the level's copy (``split.decide_kernel``'s layout), update the host's node
         table and active nodes, and return the ``LevelResult``."""
         k, d = self.n_active, self.d

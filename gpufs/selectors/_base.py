@@ -35,7 +35,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
+from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
 from .._input import (_is_dataframe, check_classification_labels, check_regression_target,
                       check_sample_weight, check_X, check_y, encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
@@ -120,6 +120,16 @@ class ClassifierTargetMixin:
     def _encode_validation_target(self, y, what):
         """Labels of a validation set -> codes of ``classes_``; unseen labels are an error."""
         return encode_known_classes(y, self.classes_, what)
+
+    def _decode_classes(self, codes):
+        """Class codes (n_samples,) -> labels from ``classes_``: on the codes' device when the
+        labels are numeric (cupy codes give a cupy array), else a host array (cupy holds no
+        strings or objects)."""
+        if is_cupy_array(codes):
+            if self.classes_.dtype.kind in "biuf":
+                return namespace_of(codes).asarray(self.classes_)[codes]
+            codes = to_host(codes)
+        return self.classes_[codes]
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,11 +225,8 @@ class EarlyStopping:
 # --------------------------------------------------------------------------------------------
 
 
-def input_device(X) -> str:
-    """Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu"."""
-    if is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf":
-        return "gpu"
-    return "cpu"
+#: Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu".
+input_device = device_of
 
 
 class GPUFSSelectorMixin(SelectorMixin):
@@ -250,15 +257,13 @@ class GPUFSSelectorMixin(SelectorMixin):
             selection.
         """
         check_is_fitted(self, "selected_features_")
-        gpu_input = input_device(X) == "gpu"
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
-        checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False,
-                          allow_nan=allow_nan)
+        checked = check_X(self, X, device=device_of(X), reset=False, allow_nan=allow_nan)
         idx = np.flatnonzero(self._get_support_mask())
         if type(X).__module__.split(".")[0] == "cudf":
             return X[[X.columns[i] for i in idx]]
         if is_cupy_array(X):
-            return X[:, get_namespace("gpu").asarray(idx)]
+            return X[:, like(idx, X)]
         if _is_dataframe(X):
             return checked[:, idx]
         arr = np.asarray(X)

@@ -49,7 +49,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from .. import _scales, model_io
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
-from .._device import get_namespace, is_cupy_array, to_host
+from .._device import get_namespace, like, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
@@ -61,10 +61,9 @@ from ._base import ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, in
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
 
-def _lap(t0, device):
-    """Seconds since t0, after the device has finished its queued work."""
-    if device == "gpu":
-        get_namespace("gpu").cuda.Stream.null.synchronize()
+def _lap(t0, backend):
+    """Seconds since t0, after the backend's device has finished its queued work."""
+    backend.synchronize()
     return time.perf_counter() - t0
 
 
@@ -232,22 +231,22 @@ class _BaseControlBurn(SelectorBase):
         t0 = time.perf_counter()
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(X)
         Xb = self.bin_mapper_.transform(X, backend)
-        times["bin"] = _lap(t0, device)
+        times["bin"] = _lap(t0, backend)
         t0 = time.perf_counter()
         forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes, self.bin_mapper_,
                              self._forest_params(), costs=costs, groups=groups_forest,
                              random_state=seed)
-        times["forest"] = _lap(t0, device)
+        times["forest"] = _lap(t0, backend)
         self.device_ = device
         t0 = time.perf_counter()
         self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
                      else None, groups_lasso, group_costs, seed, d)
-        times["select"] = _lap(t0, device)
+        times["select"] = _lap(t0, backend)
         forest.drop_predictions()
         self.forest_ = forest
         t0 = time.perf_counter()
         self._refit(X, data.y_input, w, seed)
-        times["refit"] = _lap(t0, device)
+        times["refit"] = _lap(t0, backend)
         self.fit_times_ = times
         return self
 
@@ -411,7 +410,7 @@ class _BaseControlBurn(SelectorBase):
             return
         gpufs_refit = self.refit_estimator is None
         est = self._default_refit(seed) if gpufs_refit else clone(self.refit_estimator)
-        Xs = X[:, (get_namespace("gpu").asarray(idx) if is_cupy_array(X) else idx)]
+        Xs = X[:, like(idx, X)]
         ys = y
         if not gpufs_refit:
             Xs, ys = to_host(Xs), to_host(y)
@@ -429,7 +428,7 @@ class _BaseControlBurn(SelectorBase):
         idx = np.sort(self.selected_features_)
         if idx.size == 0:
             return np.zeros((Xc.shape[0], 1))
-        Xs = Xc[:, (get_namespace("gpu").asarray(idx) if is_cupy_array(Xc) else idx)]
+        Xs = Xc[:, like(idx, Xc)]
         if self.refit_estimator is not None:
             Xs = to_host(Xs)
         return Xs

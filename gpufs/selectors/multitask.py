@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
+from .._device import resolve_device, to_host
 from .._input import check_costs, check_groups, check_sample_weight, check_X, check_y
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
@@ -540,9 +540,4 @@ class MultiTaskGBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseMulti
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        idx = self.predict_proba(X, task).argmax(axis=1)
-        if is_cupy_array(idx):
-            if self.classes_.dtype.kind in "biuf":
-                return get_namespace("gpu").asarray(self.classes_)[idx]
-            idx = idx.get()
-        return self.classes_[idx]
+        return self._decode_classes(self.predict_proba(X, task).argmax(axis=1))
