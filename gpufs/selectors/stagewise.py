@@ -204,23 +204,40 @@ class LogisticStage:
 
     Parameters
     ----------
+    n_classes : int >= 2
+        Number of classes: one model for two, one per class otherwise.
     max_iter : int
         Newton passes per round at most.
     tol : float
         Newton stops when every candidate's step is below ``tol * (1 + |a|)``.
     """
 
-    def __init__(self, max_iter, tol):
+    def __init__(self, n_classes, max_iter, tol):
+        self.n_classes = int(n_classes)
         self.max_iter, self.tol = int(max_iter), float(tol)
         self._warm = None  # the last round's solutions, the next round's starting point
 
-    def targets(self, codes, xp, n_classes):
-        """Class codes (n_samples,) -> +-1 labels of shape (n_samples, n_models), float64."""
+    def targets(self, codes, xp):
+        """+-1 labels of the models.
+
+        Parameters
+        ----------
+        codes : ndarray of shape (n_samples,), int
+            Class codes 0..n_classes-1.
+        xp : module
+            Array namespace of the result.
+
+        Returns
+        -------
+        Y : ndarray of shape (n_samples, n_models), float64
+            ``Y[p, k] = +1`` when row p is of model k's class, else -1 (two classes: one model,
+            the class ``1``).
+        """
         enc = to_host(codes)
-        if n_classes == 2:
+        if self.n_classes == 2:
             Y = np.where(enc == 1, 1.0, -1.0)[:, None]
         else:
-            Y = np.where(enc[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+            Y = np.where(enc[:, None] == np.arange(self.n_classes)[None, :], 1.0, -1.0)
         return xp.asarray(Y, dtype=xp.float64)
 
     def bias(self, Y, w, W, xp):
@@ -314,7 +331,13 @@ class LogisticStage:
 
 
 class _StagewiseBase(SelectorBase):
-    """The fit loop shared by both estimators; the cost is a stage loss object."""
+    """The fit loop shared by both estimators.
+
+    A subclass gives its cost as a loss object (``_stage_loss``: targets, bias, cost and the
+    round's candidate solver) and says whether its attributes have a model axis
+    (``_one_output``: the regressor's ``coef_`` is (n_features,), the classifier's
+    (n_models, n_features)).
+    """
 
     _parameter_constraints: dict = {
         "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right")],
@@ -350,10 +373,10 @@ class _StagewiseBase(SelectorBase):
         max_rounds = self._max_rounds(d)
         stage = self._stage_loss()
         _scales.check_target_scale(self, data.y, data.sample_weight)
-        Y = self._stage_targets(stage, data.y, xp)                 # (n, K) float64
+        Y = stage.targets(data.y, xp)                              # (n, K) float64
         w = (xp.ones(n, dtype=xp.float64) if data.sample_weight is None
              else xp.asarray(data.sample_weight, dtype=xp.float64))
-        evals = [(Xv, self._stage_targets(stage, yv, xp),
+        evals = [(Xv, stage.targets(yv, xp),
                   xp.ones(Xv.shape[0], dtype=xp.float64) if wv is None else wv)
                  for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data,
                                                    dtype=dtype, allow_nan=False)]
@@ -442,7 +465,12 @@ class _StagewiseBase(SelectorBase):
         bias_h = to_host(bias).astype(np.float64)
         coef = coef_std * inv[None, :]
         intercept = bias_h - coef @ self.mean_
-        self._set_coefficients(coef_std, bias_h, coef, intercept, np.stack(weights_hist))
+        hist = np.stack(weights_hist)
+        if self._one_output:  # a regressor's attributes have no model axis
+            coef_std, bias_h, coef, intercept, hist = (coef_std[0], float(bias_h[0]), coef[0],
+                                                       float(intercept[0]), hist[:, 0, :])
+        self.standardized_coef_, self.bias_, self.coef_ = coef_std, bias_h, coef
+        self.intercept_, self.weights_history_ = intercept, hist
         self._set_selection_path(selection_path(self),
                                  entry_round=list(range(1, len(selected) + 1)))
         return self
@@ -456,8 +484,8 @@ class _StagewiseBase(SelectorBase):
         xp = get_namespace(device)
         Xa = check_X(self, X, device=device, reset=False, allow_nan=False)
         sel = self.selected_features_
-        coef = self._coef_2d()                           # (K, d) host
-        out = xp.broadcast_to(xp.asarray(self._intercept_1d())[None, :],
+        coef = np.atleast_2d(self.coef_)                 # (K, d) host
+        out = xp.broadcast_to(xp.asarray(np.atleast_1d(self.intercept_))[None, :],
                               (Xa.shape[0], coef.shape[0])).copy()
         if sel.size:
             out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
@@ -624,24 +652,10 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
         out, _ = self._raw_margin(X)
         return out[:, 0]
 
+    _one_output = True
+
     def _stage_loss(self):
         return LeastSquaresStage()
-
-    def _stage_targets(self, stage, y, xp):
-        return stage.targets(y, xp)
-
-    def _set_coefficients(self, coef_std, bias, coef, intercept, weights_hist):
-        self.standardized_coef_ = coef_std[0]
-        self.bias_ = float(bias[0])
-        self.coef_ = coef[0]
-        self.intercept_ = float(intercept[0])
-        self.weights_history_ = weights_hist[:, 0, :]
-
-    def _coef_2d(self):
-        return self.coef_[None, :]
-
-    def _intercept_1d(self):
-        return np.array([self.intercept_])
 
 
 class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase):
@@ -760,25 +774,9 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
         """
         out, xp = self._raw_margin(X)
         idx = (out[:, 0] > 0).astype(xp.int64) if out.shape[1] == 1 else xp.argmax(out, axis=1)
-        if xp is not np and self.classes_.dtype.kind in "biuf":
-            return xp.asarray(self.classes_)[idx]
-        return self.classes_[to_host(idx)]
+        return self._decode_classes(idx)
+
+    _one_output = False
 
     def _stage_loss(self):
-        return LogisticStage(self.max_newton_iter, self.newton_tol)
-
-    def _stage_targets(self, stage, codes, xp):
-        return stage.targets(codes, xp, len(self.classes_))
-
-    def _set_coefficients(self, coef_std, bias, coef, intercept, weights_hist):
-        self.standardized_coef_ = coef_std
-        self.bias_ = bias
-        self.coef_ = coef
-        self.intercept_ = intercept
-        self.weights_history_ = weights_hist
-
-    def _coef_2d(self):
-        return self.coef_
-
-    def _intercept_1d(self):
-        return self.intercept_
+        return LogisticStage(len(self.classes_), self.max_newton_iter, self.newton_tol)
