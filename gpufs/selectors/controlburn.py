@@ -49,7 +49,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from .. import _scales, model_io
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
-from .._device import get_namespace, like, to_host
+from .._device import like, namespace_of, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
@@ -251,34 +251,6 @@ class _BaseControlBurn(SelectorBase):
         return self
 
     # --- selection ------------------------------------------------------------------------
-    def _lasso_problem(self, forest, y_enc, w, n_classes):
-        """(A, y, sample_weight, loss, fit_intercept, tree indices) of the tree-weight lasso."""
-        xp = get_namespace(self.device_)
-        masks = forest.feature_masks
-        trees = np.flatnonzero(masks.any(axis=1))
-        A = forest.A[:, xp.asarray(trees)] if trees.size < masks.shape[0] else forest.A
-        if self._task == "regression":
-            return A, y_enc, w, "squared", True, trees
-        if n_classes == 2:
-            return A, xp.asarray(y_enc, dtype=np.float64), w, "logistic", True, trees
-        # Multiclass: stacked squared loss on the one-hot indicators, centered per block.
-        m = A.shape[0]
-        cols = forest.tree_column[trees]
-        wv = xp.ones(m) if w is None else xp.asarray(w, dtype=np.float64)
-        W = float(wv.sum())
-        S = xp.zeros((m * n_classes, trees.size), dtype=np.float64)
-        Y = xp.zeros(m * n_classes, dtype=np.float64)
-        codes = xp.asarray(y_enc).astype(np.int64)
-        for c in range(n_classes):
-            sel = xp.asarray(np.flatnonzero(cols == c))
-            block = slice(c * m, (c + 1) * m)
-            if sel.size:
-                Ac = A[:, sel]
-                S[block, sel] = Ac - (wv @ Ac) / W
-            yc = (codes == c).astype(np.float64)
-            Y[block] = yc - float(wv @ yc) / W
-        return S, Y, xp.tile(wv, n_classes), "squared", False, trees
-
     def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d):
         masks_all = forest.feature_masks
         covered = masks_all.any(axis=0)
@@ -293,15 +265,18 @@ class _BaseControlBurn(SelectorBase):
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
             return
-        A, y_l, w_l, loss, fit_intercept, trees = self._lasso_problem(forest, y_enc, w,
-                                                                      n_classes)
+        problem = _lasso.forest_lasso_problem(forest.A, masks_all, forest.tree_column, y_enc, w,
+                                              n_classes)
+        A, y_l, w_l, loss, fit_intercept, trees = (problem.A, problem.y, problem.sample_weight,
+                                                   problem.loss, problem.fit_intercept,
+                                                   problem.trees)
         masks = masks_all[trees]
         kw = dict(feature_costs=feature_costs, groups=groups, group_costs=group_costs,
                   loss=loss, sample_weight=w_l, fit_intercept=fit_intercept,
                   sketch=self.sketch, sketch_size=self.sketch_size, random_state=seed)
 
         # Per-tree scale for importances: the (row-weighted) std of the tree's column.
-        xp = get_namespace(self.device_)
+        xp = namespace_of(A)
         rw = xp.ones(A.shape[0]) if w_l is None else xp.asarray(w_l, dtype=np.float64)
         _, col_var = column_mean_var(A, rw, float(rw.sum()), xp,
                                      row_slices(A.shape[0], A.shape[1], _CHUNK_ELEMENTS))
