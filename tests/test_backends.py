@@ -227,3 +227,11 @@ def test_cpu_task_table(threads, rows_per_task):
         assert lo[0] == start[s] and hi[-1] == start[s] + count[s]
         np.testing.assert_array_equal(lo[1:], hi[:-1])
     assert (np.diff(t_seg) >= 0).all()
+
+
+@pytest.mark.parametrize("method", ["round_gradients", "gradients", "loss_terms"])
+def test_an_objective_without_a_kernel_is_refused(method):
+    raw, y = np.zeros((3, 1)), np.zeros(3)
+    with pytest.raises(ValueError, match=r"no kernel for objective 'poisson'; expected one of "
+                                         r"\[.*'logistic'.*\]"):
+        getattr(CPUBackend(), method)("poisson", raw, y)

@@ -27,7 +27,18 @@ import numpy as np
 
 from .. import _level
 
-__all__ = ["Backend", "LevelResult", "SplitInfo", "SplitParams", "best_splits"]
+__all__ = ["Backend", "LevelResult", "SplitInfo", "SplitParams", "best_splits",
+           "kernel_for"]
+
+
+def kernel_for(kernels, objective):
+    """The kernel of ``objective`` in a backend's table ``kernels`` (objective name ->
+    kernel), or a ValueError naming the objectives there are kernels for."""
+    try:
+        return kernels[objective]
+    except KeyError:
+        raise ValueError(f"no kernel for objective {objective!r}; expected one of "
+                         f"{sorted(kernels)}") from None
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from numba import njit, prange
 from .. import _exactmath, _gain, _level, _tasks, _threading
 from .._device import to_host
 from .._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
-from .base import LevelResult, best_splits
+from .base import LevelResult, best_splits, kernel_for
 
 _threading.configure()
 
@@ -840,14 +840,6 @@ _ROUND_KINDS = {"squared_error": 0, "logistic": 1, "softmax": 2}
 PARALLEL_MIN_ROWS = 1 << 15
 
 
-def _objective_kernel(table, objective):
-    try:
-        return table[objective]
-    except KeyError:
-        raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                         f"{sorted(table)}") from None
-
-
 class BinnedMatrix:
     """The binned training matrix in both layouts the CPU kernels read.
 
@@ -922,21 +914,10 @@ class CPUBackend:
         """Nothing to wait for: every CPU kernel has returned when its call returns."""
 
     def task_table(self, seg_start, seg_count):
-        """How ``histograms`` and ``partition`` cut segments into tasks (the level step cuts
-        the same way when its level runs in parallel).
-
-        A segment of ``c`` rows is cut into ``min(max(c // rows_per_task, 1), 4 x threads)``
-        near-equal runs when the level runs in parallel (one run otherwise).
-
-        Parameters
-        ----------
-        seg_start, seg_count : ndarray of shape (n_segments,), int64
-
-        Returns
-        -------
-        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
-            Task t covers positions ``[t_lo[t], t_hi[t])`` of segment ``t_seg[t]``.
-        """
+        """``Backend.task_table``: how ``histograms`` and ``partition`` cut segments into
+        tasks (the level step cuts the same way when its level runs in parallel): a segment
+        of ``c`` rows into ``min(max(c // rows_per_task, 1), 4 x threads)`` near-equal runs
+        with several threads, one run otherwise (``gpufs._tasks``)."""
         n_threads = self._threads()
         n_tasks_max = TASKS_PER_THREAD * n_threads if n_threads > 1 else 1
         t_seg, t_lo, t_hi, _ = _task_table(np.asarray(seg_start, np.int64),
@@ -974,7 +955,7 @@ class CPUBackend:
         g = np.empty((k, n), np.float64)
         h = np.empty((k, n), np.float64)
         loss = np.empty(n, np.float64)
-        kind = _objective_kernel(_ROUND_KINDS, objective)
+        kind = kernel_for(_ROUND_KINDS, objective)
         (_round_par if self._rows_parallel(n) else _round_ser)(kind, raw, np.asarray(y), g, h,
                                                                loss)
         return g, h, loss
@@ -990,7 +971,7 @@ class CPUBackend:
         n, k = raw.shape
         g = np.empty((k, n), np.float64)
         h = np.empty((k, n), np.float64)
-        _objective_kernel(_GRADIENT_KERNELS, objective)(raw, np.asarray(y), g, h)
+        kernel_for(_GRADIENT_KERNELS, objective)(raw, np.asarray(y), g, h)
         return g, h
 
     def loss_terms(self, objective, raw, y):
@@ -998,7 +979,7 @@ class CPUBackend:
         "softmax"), by ``gpufs._exactmath``'s formulas (the same bits as the GPU backend)."""
         raw = np.ascontiguousarray(raw, dtype=np.float64)
         out = np.empty(raw.shape[0], np.float64)
-        _objective_kernel(_LOSS_KERNELS, objective)(raw, np.asarray(y), out)
+        kernel_for(_LOSS_KERNELS, objective)(raw, np.asarray(y), out)
         return out
 
     def _chunks(self, n):

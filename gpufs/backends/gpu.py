@@ -51,7 +51,7 @@ import numpy as np
 from .. import _tasks
 from .._device import get_namespace, is_cupy_array, to_host
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
-from .base import LevelResult, best_splits
+from .base import LevelResult, best_splits, kernel_for
 
 
 def _simulator_enabled() -> bool:
@@ -180,20 +180,10 @@ class GPUBackend:
         return self.xp.asarray(a)
 
     def task_table(self, seg_start, seg_count):
-        """How the histogram and partition kernels cut segments into tasks: a segment of
-        ``c`` rows into ceil(c / rows_per_task) near-equal runs (``_device_fns.task_range``),
-        ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of the rows of the fit:
-        here of the segments' total).
-
-        Parameters
-        ----------
-        seg_start, seg_count : ndarray of shape (n_segments,), int64
-
-        Returns
-        -------
-        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
-            Task t covers positions ``[t_lo[t], t_hi[t])`` of segment ``t_seg[t]``.
-        """
+        """``Backend.task_table``: how the histogram and partition kernels cut segments into
+        tasks: a segment of ``c`` rows into ceil(c / rows_per_task) near-equal runs
+        (``gpufs._tasks``), ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of the
+        fit's rows: here of the segments' total)."""
         start = np.asarray(seg_start, np.int64)
         count = np.asarray(seg_count, np.int64)
         n_tasks = _tasks.gpu_task_count(count, self._rows_per_task(count.sum()))
@@ -370,11 +360,8 @@ class GPUBackend:
         Same arguments and results as ``CPUBackend.gradients``, bit for bit: (g, h), each
         (n_outputs, n) float64 on the device, from ``gpufs._exactmath``'s formulas.
         """
-        kernels = {"logistic": self.kernels.logistic_gradients_kernel,
-                   "softmax": self.kernels.softmax_gradients_kernel}
-        if objective not in kernels:
-            raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                             f"{sorted(kernels)}")
+        kernel = kernel_for({"logistic": self.kernels.logistic_gradients_kernel,
+                             "softmax": self.kernels.softmax_gradients_kernel}, objective)
         with self._phase("objective"):
             raw, y = self._rows_input(raw, y)
             n, k = raw.shape
@@ -382,25 +369,22 @@ class GPUBackend:
             h = self._alloc((k, n), np.float64, "the hessians")
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("objective", kernels[objective], self._grid_1d(n, threads),
-                             threads, raw, y, g, h)
+                self._launch("objective", kernel, self._grid_1d(n, threads), threads, raw, y,
+                             g, h)
             return g, h
 
     def loss_terms(self, objective, raw, y):
         """Per-row losses (n,) float64 on the device; ``CPUBackend.loss_terms``, bit for bit."""
-        kernels = {"squared_error": self.kernels.squared_error_loss_kernel,
-                   "logistic": self.kernels.logistic_loss_kernel,
-                   "softmax": self.kernels.softmax_loss_kernel}
-        if objective not in kernels:
-            raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                             f"{sorted(kernels)}")
+        kernel = kernel_for({"squared_error": self.kernels.squared_error_loss_kernel,
+                             "logistic": self.kernels.logistic_loss_kernel,
+                             "softmax": self.kernels.softmax_loss_kernel}, objective)
         with self._phase("objective"):
             raw, y = self._rows_input(raw, y)
             out = self._alloc(raw.shape[:1], np.float64, "the per-row losses")
             if raw.shape[0]:
                 threads = 128 if self._cupy else 32
-                self._launch("objective", kernels[objective],
-                             self._grid_1d(raw.shape[0], threads), threads, raw, y, out)
+                self._launch("objective", kernel, self._grid_1d(raw.shape[0], threads),
+                             threads, raw, y, out)
             return out
 
     # --- one boosting round's gradients and their fixed point ------------------------------
@@ -410,12 +394,9 @@ class GPUBackend:
     def round_gradients(self, objective, raw, y):
         """(g, h, loss_terms) as ``CPUBackend.round_gradients``, bit for bit, in one pass:
         g, h (n_outputs, n) and loss_terms (n,) float64 on the device."""
-        kernels = {"squared_error": self.kernels.round_squared_error_kernel,
-                   "logistic": self.kernels.round_logistic_kernel,
-                   "softmax": self.kernels.round_softmax_kernel}
-        if objective not in kernels:
-            raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                             f"{sorted(kernels)}")
+        kernel = kernel_for({"squared_error": self.kernels.round_squared_error_kernel,
+                             "logistic": self.kernels.round_logistic_kernel,
+                             "softmax": self.kernels.round_softmax_kernel}, objective)
         with self._phase("gradients"):
             raw, y = self._rows_input(raw, y)
             n, k = raw.shape
@@ -424,8 +405,8 @@ class GPUBackend:
             loss = self._alloc((n,), np.float64, "the per-row losses")
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("gradients", kernels[objective], self._grid_1d(n, threads),
-                             threads, raw, y, g, h, loss)
+                self._launch("gradients", kernel, self._grid_1d(n, threads), threads, raw, y,
+                             g, h, loss)
             return g, h, loss
 
     def _weights_arg(self, w):

@@ -44,6 +44,22 @@ def _is_task_list(X, y):
             and len(X) == len(y) and all(len(getattr(x, "shape", np.shape(x))) == 2 for x in X))
 
 
+_SCORE_DOC = """{metric} of ``predict(X, task=task)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        task : label or array-like of shape (n_samples,)
+            The task every row belongs to (one label), or each row's task.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+
+
 class _BaseMultiTaskGBFS(SelectorBase):
     """Shared fit/predict machinery; see MultiTaskGBFSRegressor for the parameters."""
 
@@ -290,6 +306,11 @@ class _BaseMultiTaskGBFS(SelectorBase):
                              f"{[_plain(t) for t in known]}.")
         return idx.astype(np.int64)
 
+    def _score(self, metric, X, y, task, sample_weight):
+        """``metric(y, predict(X, task=task))`` on the host, a float."""
+        return float(metric(to_host(y), to_host(self.predict(X, task=task)),
+                            sample_weight=sample_weight))
+
     def _raw_predict(self, X, task):
         check_is_fitted(self, "ensembles_")
         if task is None:
@@ -432,23 +453,11 @@ class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTas
         return y
 
     def score(self, X, y, task=None, sample_weight=None):
-        """R^2 of ``predict(X, task=task)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        task : label or array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        score : float
-        """
         from sklearn.metrics import r2_score
 
-        return float(r2_score(to_host(y), to_host(self.predict(X, task=task)),
-                              sample_weight=sample_weight))
+        return self._score(r2_score, X, y, task, sample_weight)
+
+    score.__doc__ = _SCORE_DOC.format(metric="R^2")
 
     def predict(self, X, task=None):
         """Predicted values of each row's task.
@@ -481,23 +490,11 @@ class MultiTaskGBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseMulti
         return codes.astype(np.float64) if len(self.classes_) == 2 else codes
 
     def score(self, X, y, task=None, sample_weight=None):
-        """Accuracy of ``predict(X, task=task)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        task : label or array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        score : float
-        """
         from sklearn.metrics import accuracy_score
 
-        return float(accuracy_score(to_host(y), to_host(self.predict(X, task=task)),
-                                    sample_weight=sample_weight))
+        return self._score(accuracy_score, X, y, task, sample_weight)
+
+    score.__doc__ = _SCORE_DOC.format(metric="Accuracy")
 
     def decision_function(self, X, task=None):
         """Raw scores of each row's task.
