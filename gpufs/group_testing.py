@@ -63,17 +63,44 @@ _parent_term = njit(inline="always")(parent_term)
 
 
 def n_subsets(s: int, delta: float) -> int:
-    """Theorem 4.1's number of random subsets, ``ceil(e * s * log(s / delta))`` (1 for s = 1:
-    the one subset is every feature)."""
+    """Theorem 4.1's number of random subsets.
+
+    Parameters
+    ----------
+    s : int
+        The desired number of features.
+    delta : float in (0, 1)
+        The allowed failure probability.
+
+    Returns
+    -------
+    int
+        ``ceil(e * s * log(s / delta))``; 1 for s = 1 (the one subset is every feature).
+    """
     if s <= 1:
         return 1
     return int(math.ceil(math.e * s * math.log(s / delta)))
 
 
 def draw_subsets(rng, n_features: int, s: int, delta: float) -> np.ndarray:
-    """int64 (p, m): p = ``n_subsets(s, delta)`` subsets of m = max(1, n_features // s)
-    features, each drawn without replacement in random order (row i is subset i, in the
-    order its halves are taken)."""
+    """The random feature subsets of one tree's group tests.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_features : int
+    s : int
+        The desired number of features.
+    delta : float in (0, 1)
+        The allowed failure probability.
+
+    Returns
+    -------
+    ndarray of shape (p, m), int64
+        ``p = n_subsets(s, delta)`` subsets of ``m = max(1, n_features // s)`` features, each
+        drawn without replacement in random order (row i is subset i, in the order its halves
+        are taken).
+    """
     if s <= 1:
         return np.arange(n_features, dtype=np.int64)[None, :]
     p, m = n_subsets(s, delta), max(1, n_features // s)
@@ -81,10 +108,22 @@ def draw_subsets(rng, n_features: int, s: int, delta: float) -> np.ndarray:
 
 
 def standardize(X):
-    """Min-max standardized columns in fixed point: float64 (n, d) holding the integers
-    ``rint((x - min) / (max - min) * 2**FIXED_POINT_BITS)`` (0 for missing values and
-    constant columns), on X's device. Each value is one subtraction, one division and one
-    exact scaling, so numpy and cupy give the same integers."""
+    """Min-max standardized columns in fixed point, the pseudo-features' raw material.
+
+    Each value is one subtraction, one division and one exact scaling, so numpy and cupy
+    give the same integers.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float
+        numpy or cupy; NaN marks a missing value.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), float64
+        The integers ``rint((x - min) / (max - min) * 2**FIXED_POINT_BITS)`` (0 for missing
+        values and constant columns), on X's device.
+    """
     xp = namespace_of(X)
     X = xp.asarray(X, dtype=np.float64)
     nan = xp.isnan(X)
@@ -213,7 +252,20 @@ class GroupTestingPenaltyState(PenaltyState):
         self.candidates_by_tree: list[np.ndarray] = []
 
     def begin_tree(self, backend, gh, root_g_q, root_h_q, g_scale, h_scale, tree_index):
-        """Draw this tree's subsets and run their searches on the tree's gradients."""
+        """Draw this tree's subsets and run their searches on the tree's gradients.
+
+        Parameters
+        ----------
+        backend : CPUBackend or GPUBackend
+        gh : ndarray of shape (n_samples, 2), int64
+            The tree's fixed-point (gradient, hessian), on the backend's device.
+        root_g_q, root_h_q : int
+            Their exact sums.
+        g_scale, h_scale : float
+            Their power-of-two scales.
+        tree_index : int
+            Seeds the tree's subsets.
+        """
         if self.budget_left() == 0:       # only Omega may be split on: nothing to search
             self.candidates = np.zeros(0, np.int64)
         else:
@@ -226,8 +278,13 @@ class GroupTestingPenaltyState(PenaltyState):
         self.candidates_by_tree.append(self.candidates)
 
     def allowed_mask(self) -> np.ndarray:
-        """bool (n_features,): Omega and this tree's candidates (Omega only once the budget
-        is spent)."""
+        """The features a split may use now.
+
+        Returns
+        -------
+        ndarray of shape (n_features,), bool
+            Omega and this tree's candidates (Omega only once the budget is spent).
+        """
         base = super().allowed_mask()
         if self.candidates is None:
             return base

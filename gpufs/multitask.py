@@ -66,12 +66,30 @@ class TaskPenaltyState(PenaltyState):
         self.global_tree_index = 0
 
     def penalty_vector(self) -> np.ndarray:
-        """float64 (n_features,): ``mu_G * cost`` where Omega_G does not cover the feature's
-        group, plus ``mu_t * cost`` where Omega_t does not."""
+        """The penalty of a split on each feature for this task now.
+
+        Returns
+        -------
+        ndarray of shape (n_features,), float64
+            ``mu_G * cost`` where Omega_G does not cover the feature's group, plus
+            ``mu_t * cost`` where Omega_t does not.
+        """
         return self.shared.penalty_vector() + super().penalty_vector()
 
     def admit(self, features, tree_index: int) -> list[int]:
-        """Put features into Omega_t and Omega_G; returns those new to this task."""
+        """Put features into Omega_t and Omega_G.
+
+        Parameters
+        ----------
+        features : iterable of int
+        tree_index : int
+            The tree of this task's ensemble (recorded in ``first_use_tree``).
+
+        Returns
+        -------
+        list of int
+            The features new to this task.
+        """
         new = super().admit(features, tree_index)
         self.shared.admit(new, self.global_tree_index)
         return new
@@ -97,14 +115,31 @@ class MultiTaskPenaltyState:
         self.tasks = [TaskPenaltyState(self.shared, float(m)) for m in np.asarray(mu_t, float)]
 
     def task(self, t: int) -> TaskPenaltyState:
-        """The penalty state the grower uses for task t's trees."""
+        """The penalty state the grower uses for a task's trees.
+
+        Parameters
+        ----------
+        t : int
+            The task.
+
+        Returns
+        -------
+        TaskPenaltyState
+        """
         return self.tasks[t]
 
 
 @dataclass
 class MultiTaskResult:
-    """What :func:`fit_multitask_boosting` returns: per task, the ensemble and the selection
-    record (one entry per tree of that task)."""
+    """What :func:`fit_multitask_boosting` returns.
+
+    Parameters
+    ----------
+    ensembles : list of TreeEnsemble
+        Every task's ensemble.
+    records : list of SelectionRecord
+        Every task's selection record (one entry per tree of that task).
+    """
 
     ensembles: list
     records: list

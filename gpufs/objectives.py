@@ -194,12 +194,36 @@ class _Objective:
         return _backend_for(raw, backend).gradients(self.name, raw, y)
 
     def grad_hess(self, raw, y, k, backend=None):
-        """Gradient and hessian of output column ``k``: two ndarrays of shape (n_samples,)."""
+        """Gradient and hessian of one output column.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,)
+        k : int
+            The output column.
+        backend : CPUBackend, GPUBackend or None
+
+        Returns
+        -------
+        g, h : ndarray of shape (n_samples,), float64
+        """
         g, h = self.gradients(raw, y, backend)
         return g[k], h[k]
 
     def negative_gradient(self, raw, y, backend=None):
-        """Pseudo-residuals ``-dL/draw``, ndarray of shape (n_samples, n_outputs), float64."""
+        """Pseudo-residuals ``-dL/draw``.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        backend : CPUBackend, GPUBackend or None
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs), float64
+        """
         g, _ = self.gradients(raw, y, backend)
         return -g.T
 
@@ -212,6 +236,10 @@ class _Objective:
         y : ndarray of shape (n_samples,)
         w : ndarray of shape (n_samples,), float64, or None
         backend : CPUBackend, GPUBackend or None
+
+        Returns
+        -------
+        float
         """
         terms = _backend_for(raw, backend).loss_terms(self.name, raw, y)
         return exact_mean(terms, w)
@@ -236,10 +264,32 @@ class SquaredError(_Objective):
         self.n_targets = int(n_targets)
 
     def n_outputs(self, n_classes):
+        """Raw-score columns: one per target.
+
+        Parameters
+        ----------
+        n_classes : int
+            Unused (the targets fix it).
+
+        Returns
+        -------
+        int
+        """
         return self.n_targets
 
     def init_score(self, y, w):
-        """Weighted mean of every target column, ndarray of shape (n_targets,), float64."""
+        """The best constant model: the weighted mean of every target column.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,) or (n_samples, n_targets), float64
+        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        ndarray of shape (n_targets,), float64
+            From correctly rounded host sums (the same for any device and row order).
+        """
         if y.ndim == 1:
             return np.array([_exact_weighted_mean(y, w)])
         return np.array([_exact_weighted_mean(y[:, k], w) for k in range(y.shape[1])])
@@ -256,6 +306,9 @@ class SquaredError(_Objective):
         # y - raw is bit for bit -(raw - y): IEEE subtraction is exactly antisymmetric.
         return (y.reshape(-1, 1) if y.ndim == 1 else y) - raw
 
+    gradients.__doc__ = _Objective.gradients.__doc__
+    negative_gradient.__doc__ = _Objective.negative_gradient.__doc__
+
     def loss(self, raw, y, w, backend=None):
         if y.ndim == 1:
             return super().loss(raw, y, w, backend)
@@ -268,6 +321,8 @@ class SquaredError(_Objective):
             terms = t if terms is None else terms + t
         return exact_mean(terms, w)
 
+    loss.__doc__ = _Objective.loss.__doc__
+
 
 class Logistic(_Objective):
     """Binary log loss on the logit: ``log(1 + e^raw) - y raw``; ``g = p - y``,
@@ -276,14 +331,47 @@ class Logistic(_Objective):
     name = "logistic"
 
     def n_outputs(self, n_classes):
+        """Raw-score columns: one (the logit of class 1).
+
+        Parameters
+        ----------
+        n_classes : int
+            2.
+
+        Returns
+        -------
+        int
+        """
         return 1
 
     def init_score(self, y, w):
-        """The log-odds of the weighted mean of ``y``, ndarray of shape (1,), float64."""
+        """The best constant model: the log-odds of the weighted mean of ``y``.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            0/1 targets.
+        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        ndarray of shape (1,), float64
+            Finite (the mean is clipped by ``PROB_CLIP``).
+        """
         return np.array([log_odds(_exact_weighted_mean(y, w))])
 
     def proba(self, raw):
-        """Class probabilities, ndarray of shape (n_samples, 2), from ``raw`` (n_samples, 1)."""
+        """Class probabilities of raw scores.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, 1), float64
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2), float64
+            ``(1 - p, p)`` with ``p = sigmoid(raw)``.
+        """
         xp = namespace_of(raw)
         p1 = sigmoid(raw[:, 0])
         return xp.stack([1.0 - p1, p1], axis=1)
@@ -307,10 +395,33 @@ class Softmax(_Objective):
         self.n_classes = int(n_classes)
 
     def n_outputs(self, n_classes):
+        """Raw-score columns: one per class.
+
+        Parameters
+        ----------
+        n_classes : int
+            Unused (the objective's own ``n_classes`` fixes it).
+
+        Returns
+        -------
+        int
+        """
         return self.n_classes
 
     def init_score(self, y, w):
-        """Centred log class frequencies, ndarray of shape (n_classes,), float64."""
+        """The best constant model: the centred log of the weighted class frequencies.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,), int
+            Class codes.
+        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        ndarray of shape (n_classes,), float64
+            Finite (frequencies are clipped below by ``PROB_CLIP``).
+        """
         y, w = to_host(y), to_host(w)
         counts = np.zeros(self.n_classes)
         for c in range(self.n_classes):
@@ -329,8 +440,21 @@ class Softmax(_Objective):
     def loss(self, raw, y, w, backend=None):
         return super().loss(raw, self._codes(y), w, backend)
 
+    gradients.__doc__ = _Objective.gradients.__doc__
+    loss.__doc__ = _Objective.loss.__doc__
+
     def proba(self, raw):
-        """Class probabilities, ndarray of shape (n_samples, n_classes)."""
+        """Class probabilities of raw scores.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_classes), float64
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), float64
+            Rows sum to 1.
+        """
         return softmax(raw)
 
 

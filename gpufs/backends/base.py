@@ -32,8 +32,19 @@ __all__ = ["Backend", "LevelResult", "SplitInfo", "SplitParams", "best_splits",
 
 
 def kernel_for(kernels, objective):
-    """The kernel of ``objective`` in a backend's table ``kernels`` (objective name ->
-    kernel), or a ValueError naming the objectives there are kernels for."""
+    """The kernel of ``objective`` in a backend's table.
+
+    Parameters
+    ----------
+    kernels : dict
+        Objective name -> kernel.
+    objective : str
+
+    Returns
+    -------
+    object
+        The kernel; a ValueError names the objectives there are kernels for otherwise.
+    """
     try:
         return kernels[objective]
     except KeyError:
@@ -186,75 +197,342 @@ class Backend(Protocol):
 
     # --- arrays and the device -------------------------------------------------------------
     def owns(self, a) -> bool:
-        """Whether array ``a`` lives in this backend's memory (so no copy is needed)."""
+        """Whether ``a`` lives in this backend's memory, so its kernels read it without a copy.
+
+        Parameters
+        ----------
+        a : object
+            An array (or anything else).
+
+        Returns
+        -------
+        bool
+        """
 
     def to_device(self, a):
-        """Array ``a`` (host or device) as an array of this backend (``a`` itself when it
-        already is one)."""
+        """``a`` as an array of this backend (``a`` itself when it already is one).
+
+        Parameters
+        ----------
+        a : array-like
+            A host or device array.
+
+        Returns
+        -------
+        ndarray
+            In the backend's namespace ``xp``.
+        """
 
     def synchronize(self) -> None:
-        """Wait until the work queued on the device is done (a timer may stop then)."""
+        """Wait until the work queued on the device is done (so that a timer may stop)."""
 
     def task_table(self, seg_start, seg_count):
-        """How the kernels cut row segments into tasks: host int64 arrays ``(t_seg, t_lo,
-        t_hi)``, task t covering positions ``[t_lo[t], t_hi[t])`` of segment ``t_seg[t]``;
-        each segment's tasks tile it in order."""
+        """How the histogram and partition kernels cut row segments into tasks.
+
+        Every segment is cut into near-equal runs of consecutive positions
+        (``gpufs._tasks.task_bounds``); how many is the device's rule (``gpufs._tasks``).
+
+        Parameters
+        ----------
+        seg_start, seg_count : ndarray of shape (n_segments,), int64
+            First position and number of rows of each segment of the row-index array.
+
+        Returns
+        -------
+        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
+            Host arrays: task t covers positions ``[t_lo[t], t_hi[t])`` of segment
+            ``t_seg[t]``; each segment's tasks tile it in order.
+        """
 
     # --- binning and gradients -------------------------------------------------------------
     def bin_transform(self, X, cuts_padded, n_cuts):
-        """Float X (n, d) -> uint8 bins (n, d), with the cut matrix (d, 254) padded by +inf."""
+        """Bins of float features: the number of a feature's cut points below each value.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float32 or float64
+            NaN marks a missing value (bin 255).
+        cuts_padded : ndarray of shape (n_features, 254), float64
+            Each feature's sorted cut points, padded with +inf.
+        n_cuts : ndarray of shape (n_features,), int64
+            Cut points of each feature.
+
+        Returns
+        -------
+        Xb : ndarray of shape (n_samples, n_features), uint8
+        """
 
     def round_gradients(self, objective, raw, y):
-        """One pass for a boosting round: ``(g, h, loss_terms)``, g and h (n_outputs, n)
-        float64, loss_terms (n,) float64 of ``raw``."""
+        """One boosting round's gradients, hessians and per-row losses, in one pass.
+
+        Parameters
+        ----------
+        objective : {"squared_error", "logistic", "softmax"}
+        raw : ndarray of shape (n_samples, n_outputs), float64
+            The raw scores at the round's start.
+        y : ndarray of shape (n_samples,)
+            Targets (float64) or class codes (int).
+
+        Returns
+        -------
+        g, h : ndarray of shape (n_outputs, n_samples), float64
+            Row k belongs to output column k (``gpufs._exactmath``'s formulas).
+        loss_terms : ndarray of shape (n_samples,), float64
+            The loss of ``raw`` per row (the loss after the previous round).
+        """
 
     def gradients(self, objective, raw, y):
-        """Per-row ``(g, h)`` of ``objective``, each (n_outputs, n) float64."""
+        """Per-row gradients and hessians of a logistic or softmax objective.
+
+        Parameters
+        ----------
+        objective : {"logistic", "softmax"}
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,)
+            0/1 targets (logistic) or class codes (softmax).
+
+        Returns
+        -------
+        g, h : ndarray of shape (n_outputs, n_samples), float64
+        """
 
     def loss_terms(self, objective, raw, y):
-        """Per-row losses (n,) float64 of ``objective`` at ``raw``."""
+        """Per-row losses of ``objective`` at ``raw``.
+
+        Parameters
+        ----------
+        objective : {"squared_error", "logistic", "softmax"}
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,)
+
+        Returns
+        -------
+        loss : ndarray of shape (n_samples,), float64
+        """
 
     def gradient_extremes(self, g, h, w, unit_hessian, divisor):
-        """``(max |g w|, max |h w|, max |q|)`` as host floats (``quantize.prepare_gradients``)."""
+        """The largest magnitudes that fix one tree's fixed-point scales.
+
+        Parameters
+        ----------
+        g, h : ndarray of shape (n_samples,), float64
+            Gradients and hessians (``h`` unused with ``unit_hessian``).
+        w : ndarray of shape (n_samples,), float64, or None
+            Sample weights.
+        unit_hessian : bool
+            Every hessian is 1.
+        divisor : bool
+            Also the largest ``g^2 / h`` term of the A-GBM divisor.
+
+        Returns
+        -------
+        max_g, max_h, max_q : float
+            ``max |g w|``, ``max |h w|`` and ``max |(g w)^2 / (h w)|`` (0 when not asked).
+        """
 
     def quantize_gradients(self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
                            low_scales, divisor):
-        """``(gh, sums)``: gh (n, 2) int64 fixed point on the device, sums (8,) int64 host."""
+        """One tree's fixed-point gradients and the exact sums of ``quantize.exact_sum``.
+
+        Parameters
+        ----------
+        g, h, w, unit_hessian, divisor
+            As for :meth:`gradient_extremes`.
+        g_scale, h_scale : float
+            The power-of-two scales of ``g w`` and ``h w``.
+        e1s, e2s, low_scales : sequence of 3 floats
+            The two-word sums' factors (``quantize._sum_factors``) of ``g w``, ``h w`` and the
+            divisor's terms.
+
+        Returns
+        -------
+        gh : ndarray of shape (n_samples, 2), int64
+            ``rint(g w * g_scale)`` and ``rint(h w * h_scale)``, on the device.
+        sums : ndarray of shape (8,), int64
+            Host: the high and low words of the three exact sums, then the sums of ``gh``'s
+            two columns.
+        """
 
     # --- growing a tree --------------------------------------------------------------------
     def prepare_binned(self, Xb):
-        """The binned matrix as the tree kernels read it; prepare it once per fit."""
+        """The binned matrix in the layouts the tree kernels read (prepare it once per fit).
+
+        Parameters
+        ----------
+        Xb : ndarray of shape (n_samples, n_features), uint8, or a prepared matrix
+
+        Returns
+        -------
+        object
+            The backend's prepared binned matrix (``shape`` as ``Xb``'s).
+        """
 
     def start_tree(self, data, gh, root_g, root_h, max_depth, feats):
-        """Begin a tree (every row in the root, the root's histogram built); returns the tree
-        state ``level_step`` advances."""
+        """Begin a tree: every row in the root, whose histogram is built.
+
+        Parameters
+        ----------
+        data : ndarray of shape (n_samples, n_features), uint8, or a prepared matrix
+            The binned training matrix (``prepare_binned``).
+        gh : ndarray of shape (n_samples, 2), int64
+            The tree's fixed-point (gradient, hessian) per row.
+        root_g, root_h : int
+            Their exact sums.
+        max_depth : int
+        feats : ndarray of shape (n_feats,), int32
+            Sorted indices of the features whose histograms are built.
+
+        Returns
+        -------
+        object
+            The tree state that :meth:`level_step` advances.
+        """
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
-        """Search, decide, partition and prepare the next level; returns a
-        :class:`LevelResult`."""
+        """Search, decide, partition and prepare the next level of a tree.
+
+        Parameters
+        ----------
+        st : object
+            The tree state of :meth:`start_tree`, advanced in place.
+        penalty : ndarray of shape (n_features,), float64
+            Subtracted from a split's score on each feature.
+        allowed : ndarray of shape (n_features,), bool
+            Features a split may use.
+        used : ndarray of shape (n_features,), bool
+            Omega at the level's start.
+        budget : int
+            New features the level may still admit (< 0: no budget).
+        split : SplitParams
+        build_next : bool
+            Build the histograms of the next level (False on the last level).
+
+        Returns
+        -------
+        LevelResult
+        """
 
     def node_sums(self, st):
-        """Host ``(node_g, node_h, node_count)`` of the tree, (n_nodes,) int64 each."""
+        """The fixed-point sums and row counts of every node of the tree.
+
+        Parameters
+        ----------
+        st : object
+            A tree state.
+
+        Returns
+        -------
+        node_g, node_h, node_count : ndarray of shape (n_nodes,), int64
+            Host arrays.
+        """
 
     def update_raw(self, raw_column, st, leaf_nodes, leaf_values):
-        """``raw_column[row] += value of the row's leaf``, in place, from the partition."""
+        """Add each leaf's value to the raw scores of its rows, from the partition.
+
+        Parameters
+        ----------
+        raw_column : ndarray of shape (n_samples,), float64
+            Updated in place (may be a column of a (n_samples, n_outputs) array).
+        st : object
+            The grown tree's state.
+        leaf_nodes : ndarray of shape (n_leaves,), int64
+        leaf_values : ndarray of shape (n_leaves,), float64
+        """
 
     # --- the level's kernels one at a time (tests; the level step runs the same) -----------
     def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None):
-        """Histograms of ``build_nodes``: (len(build_nodes), d, 256, 2) int64."""
+        """Histograms of some nodes.
+
+        Parameters
+        ----------
+        Xb : ndarray of shape (n_samples, n_features), uint8
+        gh : ndarray of shape (n_samples, 2), int64
+        rows : ndarray of shape (n_samples,), int32
+            Row indices, one contiguous segment per node.
+        node_start, node_count : ndarray of shape (n_nodes,), int64
+            Each node's segment.
+        build_nodes : ndarray of shape (n_build,), int64
+            The nodes to build.
+        feats : ndarray of shape (n_feats,), int32, default=None
+            The features to build (None: all).
+
+        Returns
+        -------
+        hist : ndarray of shape (n_build, n_features, 256, 2), int64
+        """
 
     def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
-        """The best split of every histogram slot, a :class:`SplitInfo`."""
+        """The best split of every histogram slot, searched as the level step searches.
+
+        Parameters
+        ----------
+        hist : ndarray of shape (n_slots, n_features, 256, 2), int64
+        node_g, node_h : ndarray of shape (n_slots,), int64
+            Fixed-point sums of each slot's node.
+        penalty : ndarray of shape (n_features,), float64
+        allowed : ndarray of shape (n_features,), bool
+        split : SplitParams
+
+        Returns
+        -------
+        SplitInfo
+        """
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
                   split_bin, missing_left):
-        """Stable in-place partition of each split node's segment; left counts (n_split,)
-        int64."""
+        """Stable in-place partition of each split node's segment: left rows, then right rows,
+        each in their original order.
+
+        Parameters
+        ----------
+        Xb : ndarray of shape (n_samples, n_features), uint8
+        rows : ndarray of shape (n_samples,), int32
+            Rearranged in place.
+        node_start, node_count : ndarray of shape (n_nodes,), int64
+        split_nodes : ndarray of shape (n_split,), int64
+        split_feature, split_bin : ndarray of shape (n_split,), int
+        missing_left : ndarray of shape (n_split,), bool
+
+        Returns
+        -------
+        left_count : ndarray of shape (n_split,), int64
+        """
 
     # --- prediction ------------------------------------------------------------------------
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column,
                        out):
-        """``out[i, tree_column[t]] += leaf value of tree t at row i`` from binned features."""
+        """Add every tree's leaf value to its output column, walking the trees on bins.
+
+        Parameters
+        ----------
+        Xb : ndarray of shape (n_samples, n_features), uint8
+        feature : ndarray of shape (n_trees, n_nodes), int32
+        bin_threshold : ndarray of shape (n_trees, n_nodes), uint8
+        missing_left : ndarray of shape (n_trees, n_nodes), bool
+        value : ndarray of shape (n_trees, n_nodes), float64
+        tree_column : ndarray of shape (n_trees,), int32
+        out : ndarray of shape (n_samples, n_outputs), float64
+            Updated in place, trees in order.
+
+        Returns
+        -------
+        out : ndarray of shape (n_samples, n_outputs), float64
+        """
 
     def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out):
-        """As ``predict_binned`` from raw float features (NaN = missing)."""
+        """As :meth:`predict_binned`, on raw float features (NaN = missing).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float32 or float64
+        feature : ndarray of shape (n_trees, n_nodes), int32
+        threshold : ndarray of shape (n_trees, n_nodes), float64
+        missing_left : ndarray of shape (n_trees, n_nodes), bool
+        value : ndarray of shape (n_trees, n_nodes), float64
+        tree_column : ndarray of shape (n_trees,), int32
+        out : ndarray of shape (n_samples, n_outputs), float64
+
+        Returns
+        -------
+        out : ndarray of shape (n_samples, n_outputs), float64
+        """

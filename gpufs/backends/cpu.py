@@ -843,10 +843,15 @@ PARALLEL_MIN_ROWS = 1 << 15
 class BinnedMatrix:
     """The binned training matrix in both layouts the CPU kernels read.
 
-    ``by_row`` (n_samples, n_features) uint8: histograms read every feature of a row at once.
-    ``by_column`` (n_features, n_samples) uint8: the partition reads one feature of many rows.
     LightGBM keeps the same two layouts for the same two reasons. The column copy costs
     n_samples x n_features bytes.
+
+    Parameters
+    ----------
+    by_row : ndarray of shape (n_samples, n_features), uint8, C order
+        The histograms read every feature of a row at once.
+    by_column : ndarray of shape (n_features, n_samples), uint8, C order
+        The partition reads one feature of many rows.
     """
 
     __slots__ = ("by_row", "by_column")
@@ -857,6 +862,7 @@ class BinnedMatrix:
 
     @property
     def shape(self):
+        """(n_samples, n_features)."""
         return self.by_row.shape
 
 

@@ -787,12 +787,18 @@ class GPUBackend:
 
 class DeviceBinnedMatrix:
     """The binned training matrix on the device in both layouts the kernels read, with the
-    kernels' views of them made once.
+    kernels' views of them made once. The column copy costs n_samples x n_features bytes of
+    device memory.
 
-    ``by_row`` (n_samples, n_features) uint8: the histograms read every feature of a row.
-    ``by_column`` (n_features, n_samples) uint8: the partition reads one feature of a node's
-    rows, which are in increasing order within the node, so neighbouring threads read
-    neighbouring bytes. The column copy costs n_samples x n_features bytes of device memory.
+    Parameters
+    ----------
+    by_row : ndarray of shape (n_samples, n_features), uint8
+        The histograms read every feature of a row.
+    by_column : ndarray of shape (n_features, n_samples), uint8
+        The partition reads one feature of a node's rows, which are in increasing order
+        within the node, so neighbouring threads read neighbouring bytes.
+    v_row, v_col : numba device arrays
+        The kernels' views of the two.
     """
 
     __slots__ = ("by_row", "by_column", "v_row", "v_col")
@@ -802,6 +808,7 @@ class DeviceBinnedMatrix:
 
     @property
     def shape(self):
+        """(n_samples, n_features)."""
         return self.by_row.shape
 
 

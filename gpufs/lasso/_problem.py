@@ -30,15 +30,17 @@ class LassoProblem:
     """The arguments of :class:`gpufs.lasso.TreeLasso` / :func:`gpufs.lasso.select_k` for one
     forest.
 
-    Attributes
+    Parameters
     ----------
     A : ndarray of shape (n_rows, n_kept_trees), float64
         The kept trees' predictions (stacked per class for a multiclass target).
     y : ndarray of shape (n_rows,), float64
         The target of the loss.
     sample_weight : ndarray of shape (n_rows,), float64, or None
+        Row weights.
     loss : {"squared", "logistic"}
     fit_intercept : bool
+        Whether the problem has a free intercept.
     trees : ndarray of shape (n_kept_trees,), int64
         The forest's indices of the kept trees (host).
     """

@@ -173,13 +173,39 @@ class TreeLasso:
         return self._lip
 
     def intercept_of(self, w, b=None) -> float:
-        """The intercept that goes with weights w (eliminated for the squared loss)."""
+        """The intercept that goes with some weights.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_trees,), float64
+        b : float or None, default=None
+            The solver's intercept variable (logistic loss); the squared loss's intercept is
+            eliminated and computed from ``w``.
+
+        Returns
+        -------
+        float
+            0.0 without ``fit_intercept``.
+        """
         if self.loss == "squared":
             return float(self.ybar - self.abar @ w) if self.fit_intercept else 0.0
         return float(b) if self.fit_intercept else 0.0
 
     def objective(self, w, b, lam) -> float:
-        """Full-data objective of the lasso at weights w (T,), intercept b, penalty lam."""
+        """The full-data objective of the lasso.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_trees,), float64
+        b : float
+            Intercept.
+        lam : float
+            Penalty.
+
+        Returns
+        -------
+        float
+        """
         xp = self.xp
         w = xp.asarray(w, dtype=xp.float64)
         z = self.A @ w + b
@@ -213,6 +239,11 @@ class TreeLasso:
         Trees with zero cost are never penalized: when there are some, they are first fitted
         alone (a small unpenalized solve) and g is taken at that point. For a sketched problem
         this is the lambda_max of the sketched problem.
+
+        Returns
+        -------
+        float
+            0.0 when no tree has a positive cost.
         """
         if self._lambda_max is not None:
             return self._lambda_max
@@ -358,8 +389,14 @@ class TreeLasso:
                 w[idx_x] = w_sub
 
     def lipschitz_if_known(self):
-        """The full Lipschitz constant if computed already, else infinity (for a residual at a
-        start point, min(g + lam u, L w) then only counts the gradient part on the support)."""
+        """The full Lipschitz constant if computed already.
+
+        Returns
+        -------
+        float
+            Infinity when not computed yet (for a residual at a start point,
+            ``min(g + lam u, L w)`` then only counts the gradient part on the support).
+        """
         return self._lip if self._lip is not None else math.inf
 
     def _fista(self, model, u, lam, w, b, tol, max_iter, lip):

@@ -155,15 +155,56 @@ class LeastSquaresStage:
     """
 
     def targets(self, y, xp):
-        """Encoded target (n_samples,) -> ``Y`` of shape (n_samples, 1), float64."""
+        """The target as the cost reads it.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            The encoded target.
+        xp : module
+            Array namespace of the result.
+
+        Returns
+        -------
+        Y : ndarray of shape (n_samples, 1), float64
+        """
         return xp.asarray(y, dtype=xp.float64)[:, None]
 
     def bias(self, Y, w, W, xp):
-        """The best constant model: the weighted mean, ndarray of shape (1,)."""
+        """The best constant model: the weighted mean.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, 1), float64
+        w : ndarray of shape (n_samples,), float64
+        W : float
+            ``w``'s sum.
+        xp : module
+
+        Returns
+        -------
+        ndarray of shape (1,), float64
+        """
         return (w @ Y) / W
 
     def cost(self, F, Y, w, W, xp):
-        """The weighted mean squared error of margins ``F``, a float."""
+        """The weighted mean squared error of margins ``F``.
+
+        Parameters
+        ----------
+        F, Y : ndarray of shape (n_samples, n_models), float64
+            Margins and targets.
+        w : ndarray of shape (n_samples,), float64
+            Row weights.
+        W : float
+            Their sum.
+        xp : module
+            The arrays' namespace.
+
+        Returns
+        -------
+        float
+        """
         r = Y[:, 0] - F[:, 0]
         return float((w * r) @ r) / W
 
@@ -180,6 +221,10 @@ class LeastSquaresStage:
         mean, inv_std : ndarray of shape (n_features,), float64
         active : ndarray of shape (n_features,), bool
             Unused here (every feature has its closed form).
+        xp : module
+            The arrays' namespace.
+        device : {"cpu", "gpu"}
+            Unused here.
 
         Returns
         -------
@@ -241,11 +286,41 @@ class LogisticStage:
         return xp.asarray(Y, dtype=xp.float64)
 
     def bias(self, Y, w, W, xp):
-        """The log-odds of each model's weighted positive frequency, shape (n_models,)."""
+        """The best constant models: the log-odds of each model's weighted positive frequency.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, n_models), float64
+            +-1 labels.
+        w : ndarray of shape (n_samples,), float64
+        W : float
+            ``w``'s sum.
+        xp : module
+
+        Returns
+        -------
+        ndarray of shape (n_models,), float64
+        """
         return log_odds((w @ (Y > 0).astype(xp.float64)) / W)
 
     def cost(self, F, Y, w, W, xp):
-        """Summed one-vs-rest logistic cost of margins ``F``, a float."""
+        """The one-vs-rest logistic cost of margins ``F``, summed over the models.
+
+        Parameters
+        ----------
+        F, Y : ndarray of shape (n_samples, n_models), float64
+            Margins and targets.
+        w : ndarray of shape (n_samples,), float64
+            Row weights.
+        W : float
+            Their sum.
+        xp : module
+            The arrays' namespace.
+
+        Returns
+        -------
+        float
+        """
         return float((w @ _softplus_neg(Y * F)).sum()) / W
 
     def _sweep(self, X, F, Y, w, mean, inv_std, A, mode, xp, device):
@@ -282,11 +357,6 @@ class LogisticStage:
     def candidates(self, X, F, Y, w, W, mean, inv_std, active, xp, device):
         """Every (model, feature) one-weight logistic fit by bracketed Newton's method.
 
-        Arguments as for :meth:`LeastSquaresStage.candidates`, with ``F`` and ``Y`` of shape
-        (n_samples, n_models); ``active`` (n_features,) bool marks the candidates whose
-        convergence counts. Returns ``(a, cost)``, each (n_models, n_features) float64: the
-        weights and the evaluated costs ``(1/W) sum_p w_p log(1 + exp(-y_p (F_p + a z_p)))``.
-
         Each Newton pass is one sweep for gradient and Hessian. The derivative is increasing
         (the cost is convex), so its sign at every evaluated point narrows a bracket around the
         minimum; a Newton step that leaves the bracket is replaced by bisection. The test uses
@@ -294,6 +364,30 @@ class LogisticStage:
         derivative stays accurate. One last sweep evaluates the costs; a candidate whose cost
         came out above the cost at a = 0 (possible only when stopped by ``max_iter``) falls
         back to a = 0. The solutions warm-start the next round's call.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Raw (not standardized) data, float32 or float64.
+        F, Y : ndarray of shape (n_samples, n_models), float64
+            Margins and +-1 labels.
+        w : ndarray of shape (n_samples,), float64
+        W : float
+            ``w``'s sum.
+        mean, inv_std : ndarray of shape (n_features,), float64
+            The standardization.
+        active : ndarray of shape (n_features,), bool
+            The candidates whose convergence counts.
+        xp : module
+            The arrays' namespace.
+        device : {"cpu", "gpu"}
+            Sizes the row chunks of the sweeps.
+
+        Returns
+        -------
+        a, cost : ndarray of shape (n_models, n_features), float64
+            The weights and the evaluated costs
+            ``(1/W) sum_p w_p log(1 + exp(-y_p (F_p + a z_p)))``.
         """
         K = F.shape[1]
         d = X.shape[1]
