@@ -175,20 +175,28 @@ def group_test_candidates(backend, Xq, gh, root_g_q, root_h_q, g_scale, h_scale,
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
-    Xq : float64 (n, d), ``standardize``'s result, on the backend's device
-    gh : int64 (n, 2) fixed-point (gradient, hessian) of the tree, on the backend's device
-    root_g_q, root_h_q : int, the exact sums of ``gh``'s columns
-    g_scale, h_scale : float, the power-of-two scales of ``gh``'s columns
-    subsets : int64 (p, m), ``draw_subsets``'s result
-    max_bins : int, value bins of each pseudo-feature
-    reg_lambda, min_child_weight : as in the tree's split search
-    trace : list or None
-        When given, one (left scores, right scores) pair of float64 (p,) arrays is appended
-        per step.
+    Xq : ndarray of shape (n_samples, n_features), float64
+        ``standardize``'s result, on the backend's device.
+    gh : ndarray of shape (n_samples, 2), int64
+        Fixed-point (gradient, hessian) of the tree, on the backend's device.
+    root_g_q, root_h_q : int
+        The exact sums of ``gh``'s columns.
+    g_scale, h_scale : float
+        The power-of-two scales of ``gh``'s columns.
+    subsets : ndarray of shape (p, m), int64
+        ``draw_subsets``'s result.
+    max_bins : int, default=255
+        Value bins of each pseudo-feature.
+    reg_lambda, min_child_weight : float, default=1.0 and 1e-3
+        As in the tree's split search.
+    trace : list or None, default=None
+        When given, one (left scores, right scores) pair of float64 arrays of shape (p,) is
+        appended per step.
 
     Returns
     -------
-    int64 (p,): the feature each subset's search ended on (subset order; may repeat).
+    ndarray of shape (p,), int64
+        The feature each subset's search ended on (subset order; may repeat).
     """
     xp = backend.xp
     n, d = Xq.shape
@@ -230,12 +238,20 @@ class GroupTestingPenaltyState(PenaltyState):
 
     Parameters
     ----------
-    mu, costs, groups, scaling, n_features_to_select : as for PenaltyState
-    Xq : float64 (n, d), ``standardize`` of the training rows, on the fitting device
-    s : int >= 1, the desired number of features (Theorem 4.1's s)
+    mu, costs, groups, scaling, n_features_to_select
+        As for :class:`gpufs.penalties.PenaltyState`.
+    Xq : ndarray of shape (n_samples, n_features), float64
+        ``standardize`` of the training rows, on the fitting device.
+    s : int >= 1
+        The desired number of features (Theorem 4.1's s).
     delta : float in (0, 1)
-    seed : int, seeds the subsets (with the tree index)
-    max_bins, reg_lambda, min_child_weight : as in the tree's split search
+        The allowed failure probability of the group tests.
+    seed : int
+        Seeds the subsets (with the tree index).
+    max_bins : int, default=255
+        Value bins of each pseudo-feature.
+    reg_lambda, min_child_weight : float, default=1.0 and 1e-3
+        As in the tree's split search.
     """
 
     def __init__(self, mu, costs, groups, scaling, n_features_to_select, *, Xq, s, delta,

@@ -184,11 +184,15 @@ class PreparedGradients:
 
     Attributes
     ----------
-    gh : int64 (n_samples, 2) on the backend's device: rint(g w * g_scale), rint(h w * h_scale)
-    g_scale, h_scale : float, the power-of-two scales (``fixed_point_scale`` of g w and h w)
-    G_q, H_q : int, the exact sums of the two columns of ``gh`` (the root's sums)
-    gain_divisor : float, the A-GBM divisor 0.5 * (sum g^2/h - G^2/H) over rows with h > 0
-        (``penalties.PenaltyState.gain_divisor``'s value), or 1.0 when not asked for
+    gh : ndarray of shape (n_samples, 2), int64
+        ``rint(g w * g_scale)`` and ``rint(h w * h_scale)``, on the backend's device.
+    g_scale, h_scale : float
+        The power-of-two scales (``fixed_point_scale`` of g w and h w).
+    G_q, H_q : int
+        The exact sums of the two columns of ``gh`` (the root's sums).
+    gain_divisor : float
+        The A-GBM divisor ``0.5 * (sum g^2/h - G^2/H)`` over rows with h > 0
+        (``penalties.PenaltyState.gain_divisor``'s value), or 1.0 when not asked for.
     """
 
     __slots__ = ("gh", "g_scale", "h_scale", "G_q", "H_q", "gain_divisor")
