@@ -1120,22 +1120,8 @@ class CPUBackend:
         return out
 
     def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
-        """The best split over ``allowed`` of every histogram slot, searched as the level step
-        searches (``_gain``'s bin scan per (slot, feature), then ``_level``'s rule).
-
-        Parameters
-        ----------
-        hist : ndarray of shape (n_slots, n_features, 256, 2), int64
-        node_g, node_h : ndarray of shape (n_slots,), int64
-            Fixed-point gradient and hessian sums of each slot's node.
-        penalty : ndarray of shape (n_features,), float64
-        allowed : ndarray of shape (n_features,), bool
-        split : SplitParams
-
-        Returns
-        -------
-        SplitInfo
-        """
+        """``Backend.find_splits``: ``_gain``'s bin scan per (slot, feature) by the level
+        step's serial driver, then ``_level``'s rule per slot (``best_splits``)."""
         k, d = hist.shape[0], hist.shape[1]
         feats = np.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)

@@ -651,13 +651,8 @@ class GPUBackend:
         return out
 
     def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
-        """The best split over ``allowed`` of every histogram slot, as
-        ``CPUBackend.find_splits`` (the search kernel, then ``_level``'s rule per slot).
-
-        Returns
-        -------
-        SplitInfo
-        """
+        """``Backend.find_splits``: the level step's search kernel, then ``_level``'s rule per
+        slot (``best_splits``); equal to ``CPUBackend.find_splits``, bit for bit."""
         xp = self.xp
         k, d = int(hist.shape[0]), int(hist.shape[1])
         ws = _Workspace(self, 1, d, 1, n_slots=k, hist=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._docstrings import filler
 from .._types import RAW_DTYPE
 from ..objectives import Logistic, Softmax, SquaredError
 from ._params import ForestParams, check_forest_params, loss_converged, n_subset
@@ -40,6 +41,20 @@ def _progress(verbose, desc):
 
     return tqdm(desc=desc, unit="tree")
 
+
+#: The data arguments of ``grow`` and ``grow_forest``.
+_fill = filler({"data": """\
+Xb : ndarray of shape (n_samples, n_features), uint8
+    The binned matrix, on the backend's device.
+y : ndarray of shape (n_samples,)
+    float64 targets (regression) or int class codes 0..n_classes-1, same device.
+w : ndarray of shape (n_samples,), float64, or None
+    Sample weights, same device.
+task : {"regression", "classification"}
+n_classes : int
+    Number of classes (classification).
+bin_mapper : BinMapper
+    The fitted mapper of ``Xb``."""})
 
 _PARAMETERS = """
     Parameters
@@ -84,22 +99,13 @@ class _ForestAlgorithm:
         v = self._mean_loss(raw)
         return v / self.base_loss if self.base_loss > 0 else 0.0
 
+    @_fill
     def grow(self, Xb, y, w, task: str, n_classes: int, bin_mapper) -> Forest:
         """Grow the forest on binned data.
 
         Parameters
         ----------
-        Xb : ndarray of shape (n_samples, n_features), uint8
-            The binned matrix, on the backend's device.
-        y : ndarray of shape (n_samples,)
-            float64 targets (regression) or int class codes 0..n_classes-1, same device.
-        w : ndarray of shape (n_samples,), float64, or None
-            Sample weights, same device.
-        task : {"regression", "classification"}
-        n_classes : int
-            Number of classes (classification).
-        bin_mapper : BinMapper
-            The fitted mapper of ``Xb``.
+        $data
 
         Returns
         -------
@@ -289,6 +295,7 @@ class IncrementalBagBoosting(_ForestAlgorithm):
 _ALGORITHMS = {cls.method: cls for cls in (IncrementalBagging, IncrementalBagBoosting)}
 
 
+@_fill
 def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params: ForestParams,
                 costs=None, groups=None, random_state: int = 0) -> Forest:
     """Grow a ControlBurn forest on binned data (see the package docstring for the rules).
@@ -297,17 +304,7 @@ def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params
     ----------
     backend : CPUBackend or GPUBackend
         From ``gpufs.backends.get_backend``.
-    Xb : ndarray of shape (n_samples, n_features), uint8
-        The binned matrix, on the backend's device.
-    y : ndarray of shape (n_samples,)
-        float64 targets (regression) or int class codes 0..n_classes-1, same device.
-    w : ndarray of shape (n_samples,), float64, or None
-        Sample weights, same device.
-    task : {"regression", "classification"}
-    n_classes : int
-        Number of classes (classification).
-    bin_mapper : BinMapper
-        The fitted mapper of ``Xb``.
+    $data
     params : ForestParams
     costs : ndarray of shape (n_features,), float64, or None
         Per-feature costs, used by feature-sparse trees; None: ones.

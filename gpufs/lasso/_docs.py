@@ -1,12 +1,12 @@
 """The parameter descriptions shared by the lasso's entry points, written once.
 
 A docstring names a block as ``$data``, ``$problem`` or ``$solver`` on a line of its own
-(indented like the parameters around it); :func:`fill` puts the block there.
+(indented like the parameters around it); the decorator :data:`fill` puts the block there
+(``gpufs._docstrings``).
 """
 from __future__ import annotations
 
-import inspect
-from string import Template
+from .._docstrings import filler
 
 _BLOCKS = {
     "data": """\
@@ -34,16 +34,5 @@ max_iter : int >= 1, default=20000
 }
 
 
-def fill(obj):
-    """Put the shared blocks into ``obj``'s docstring (a function or class decorator)."""
-    doc = inspect.cleandoc(obj.__doc__)
-    lines = []
-    for line in doc.splitlines():
-        name = line.strip()
-        if name.startswith("$") and name[1:] in _BLOCKS:
-            indent = line[: len(line) - len(line.lstrip())]
-            lines += [indent + b for b in _BLOCKS[name[1:]].splitlines()]
-        else:
-            lines.append(line)
-    obj.__doc__ = Template("\n".join(lines)).substitute()  # a stray "$name" is an error
-    return obj
+#: The decorator of the lasso's entry points.
+fill = filler(_BLOCKS)

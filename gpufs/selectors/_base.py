@@ -21,7 +21,9 @@ Owns the estimator contract that does not depend on the method:
   input lives: cupy in, cupy out);
 * **the selection path**: ``selection_path_``, a dict in the form ``gpufs.path`` describes
   (the features in the order they entered, where each entered, and the training and
-  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`.
+  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`;
+* **model files**: ``save_model`` / ``load_model`` through :mod:`gpufs.model_io` (one
+  versioned, validated format for every family).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .. import model_io
 from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
 from .._input import (_is_dataframe, check_classification_labels, check_regression_target,
                       check_sample_weight, check_X, check_y, encode_classes, encode_known_classes)
@@ -299,6 +302,10 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {}
+
+    # --- persistence: the model file format and its checks live in gpufs.model_io --------
+    save_model = model_io.estimator_save_model
+    load_model = classmethod(model_io.estimator_load_model)
 
     # --- the input door -----------------------------------------------------------------
     def _prepare_fit(self, X, y, sample_weight, *, dtype="float", allow_nan=True):

@@ -46,7 +46,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from .. import _scales, model_io
+from .. import _scales
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
 from .._device import like, namespace_of, to_host
@@ -422,10 +422,6 @@ class _BaseControlBurn(SelectorBase):
         """
         Xs = self._refit_X(X)
         return self.refit_estimator_.predict(Xs)
-
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
 
 
 def _refit_has(method):

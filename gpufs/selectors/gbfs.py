@@ -20,7 +20,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
+from .. import _scales
 from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
@@ -262,10 +262,6 @@ class _BaseGBFS(SelectorBase):
         backend = get_backend(device)
         X = check_X(self, X, device=device, reset=False)
         return self.ensemble_.predict_raw(X, backend)
-
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
 
 
 _PARAMS_DOC = """

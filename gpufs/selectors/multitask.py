@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
+from .. import _scales
 from .._device import resolve_device, to_host
 from .._input import check_costs, check_groups, check_sample_weight, check_X, check_y
 from .._params import N_JOBS_CONSTRAINT
@@ -328,10 +328,6 @@ class _BaseMultiTaskGBFS(SelectorBase):
             r = xp.asarray(np.flatnonzero(codes == t))
             out[r] = self.ensembles_[int(t)].predict_raw(X[r], backend)
         return out
-
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
 
 
 def _plain(x):

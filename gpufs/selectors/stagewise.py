@@ -76,7 +76,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
+from .. import _scales
 from .._colstats import column_mean_var, matvec_T, row_slices
 from .._device import get_namespace, namespace_of, to_host
 from .._input import check_X
@@ -584,10 +584,6 @@ class _StagewiseBase(SelectorBase):
         if sel.size:
             out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
         return out, xp
-
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
