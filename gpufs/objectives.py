@@ -25,10 +25,10 @@ own); without one, the CPU backend for numpy arrays and the GPU backend for cupy
 
 Array-namespace functions
 -------------------------
-:func:`sigmoid`, :func:`softplus`, :func:`softmax` and :func:`log_odds` are the one
-implementation of these functions for everything that is not fitted by the exact kernels:
-predicted probabilities, the linear models of forward stagewise selection, and the tree-weight
-lasso of ControlBurn. They run in the namespace of their argument (numpy or cupy) and never
+:func:`sigmoid`, :func:`softplus`, :func:`softmax`, :func:`log_odds` and
+:func:`logistic_loss_terms` are the one implementation of these functions for everything that
+is not fitted by the exact kernels: predicted probabilities, the linear models of forward
+stagewise selection, and the tree-weight lasso of ControlBurn. They run in the namespace of their argument (numpy or cupy) and never
 overflow. Probabilities that enter a logarithm are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]``
 (:data:`PROB_CLIP`), the one clipping rule of the package: a class with no weight gets a large,
 finite log-odds instead of an infinite one.
@@ -42,8 +42,8 @@ import numpy as np
 from ._device import device_of, namespace_of, to_host
 from .quantize import exact_mean
 
-__all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds", "make_objective",
-           "sigmoid", "softmax", "softplus"]
+__all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds",
+           "logistic_loss_terms", "make_objective", "sigmoid", "softmax", "softplus"]
 
 #: Probabilities are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]`` before a logarithm is taken.
 PROB_CLIP = 1e-12
@@ -121,6 +121,24 @@ def softmax(raw):
     z = raw - raw.max(axis=1, keepdims=True)
     e = xp.exp(z)
     return e / e.sum(axis=1, keepdims=True)
+
+
+def logistic_loss_terms(z, y):
+    """The binary log loss of logits ``z`` for 0/1 targets ``y``, row by row, without
+    overflow: ``log(1 + exp(z)) - y z`` (``softplus(z) - y z``).
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,), float64
+        Logits, numpy or cupy.
+    y : ndarray of shape (n,), float64
+        Targets in {0, 1}, in ``z``'s namespace.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+    """
+    return softplus(z) - y * z
 
 
 def log_odds(p):

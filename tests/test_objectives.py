@@ -142,6 +142,18 @@ def test_sigmoid_softplus_log_odds_softmax():
     np.testing.assert_allclose(s, [[1.0, 0.0, 0.0], [0.25, 0.25, 0.5]], atol=1e-15)
 
 
+def test_logistic_loss_terms():
+    from gpufs.objectives import logistic_loss_terms
+
+    z = np.array([0.0, 2.0, -3.0, 800.0, -800.0])
+    y = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
+    got = logistic_loss_terms(z, y)
+    # log(1 + e^z) - y z, computed where it does not overflow: -log(p) for y = 1, -log(1 - p)
+    want = np.where(y == 1, np.logaddexp(0.0, -z), np.logaddexp(0.0, z))
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-300)
+    assert got[0] == np.log(2.0) and np.isfinite(got).all() and got[3] == 800.0
+
+
 def test_squared_error_of_several_targets_is_the_sum_of_single_targets():
     rng = np.random.default_rng(5)
     raw = rng.normal(size=(30, 3))

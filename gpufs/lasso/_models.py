@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..objectives import sigmoid, softplus
+from ..objectives import logistic_loss_terms, sigmoid
 from ._linalg import _gram, _power_top_eig, _top_eig_sym
 
 __all__ = ["SmoothModel"]
@@ -224,7 +224,7 @@ class _DirectLogistic:
         return self.A.T @ e, gb
 
     def value(self, w, z):
-        return float((self.r * (softplus(z) - self.y * z)).sum() / self.W)
+        return float((self.r * logistic_loss_terms(z, self.y)).sum() / self.W)
 
     def _with_ones(self, M):
         if not self.has_b:

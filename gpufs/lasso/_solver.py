@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from .._device import namespace_of, to_host
-from ..objectives import log_odds, softplus
+from ..objectives import log_odds, logistic_loss_terms
 from . import _docs
 from ._costs import _host_vector, _nonneg
 from ._linalg import _check_sketch, _gram, _sketch_square
@@ -213,7 +213,7 @@ class TreeLasso:
             e = z - self.y
             loss = (self.r * e * e).sum() / self.W
         else:
-            loss = (self.r * (softplus(z) - self.y * z)).sum() / self.W
+            loss = (self.r * logistic_loss_terms(z, self.y)).sum() / self.W
         return float(loss + lam * (self.u @ w))
 
     def _residual(self, lam, u, w, gw, gb, lip):
