@@ -2,11 +2,12 @@
 split rule, fixed-point row arithmetic, and the block-level building blocks (scan, segment
 lookup, split-word accumulation).
 
-``candidate`` / ``scan_feature`` / ``goes_left`` / ``goes_left_raw`` / ``bin_of`` come from
-``gpufs._gain``, ``scan_categorical`` / ``left_word`` / ``split_goes_left`` /
-``split_goes_left_raw`` from ``gpufs._categorical``, ``best_over_features`` /
-``decide_level`` from ``gpufs._level`` and the
-fixed-point row arithmetic from ``gpufs._exactmath``: the very functions the CPU backend
+``candidate`` / ``scan_feature`` / ``goes_left`` / ``goes_left_raw`` / ``bin_of`` and the
+tree walk (``leaf_binned`` / ``leaf_raw``) come from ``gpufs._gain``, ``scan_categorical`` /
+``left_word`` / ``split_goes_left`` / ``split_goes_left_raw`` from ``gpufs._categorical``,
+``best_over_features`` / ``decide_level`` from ``gpufs._level``, the task rule
+(``task_bounds`` / ``gpu_task_count``) from ``gpufs._tasks`` and the fixed-point row arithmetic
+from ``gpufs._exactmath``: the very functions the CPU backend
 compiles with ``numba.njit``, compiled here with ``cuda.jit(device=True)``, so both devices
 evaluate one formula and one rule. ``_gain``'s docstring explains why that formula cannot be
 contracted into fused multiply-adds (which would round differently from the CPU).
@@ -16,7 +17,7 @@ import os
 import numpy as np
 from numba import cuda, int64, uint32
 
-from gpufs import _categorical, _exactmath, _gain, _level
+from gpufs import _categorical, _exactmath, _gain, _level, _tasks
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _rint = np.rint  # the simulator's libdevice functions are stubs
@@ -36,8 +37,12 @@ left_word = _device(_categorical.left_word)
 split_goes_left = _device(_categorical.split_goes_left)
 split_goes_left_raw = _device(_categorical.split_goes_left_raw)
 bin_of = _device(_gain.bin_of)
+leaf_binned = _device(_gain.make_leaf_of(split_goes_left))
+leaf_raw = _device(_gain.make_leaf_of(split_goes_left_raw))
 best_over_features = _device(_level.best_over_features)
 decide_level = _device(_level.decide_level)
+task_bounds = _device(_tasks.task_bounds)
+gpu_task_count = _device(_tasks.gpu_task_count)
 LEAF = _level.LEAF
 TAKE_BEST = _level.TAKE_BEST
 
@@ -72,10 +77,8 @@ def find_segment(first, n, t):
 @cuda.jit(device=True)
 def task_range(start, count, first, rows_per_task, t):
     """Positions [lo, hi) of task t of a segment (start, count) whose tasks begin at
-    ``first``: the segment is cut into ceil(count / rows_per_task) near-equal runs."""
-    n_t = (count + rows_per_task - 1) // rows_per_task
-    i = t - first
-    return start + (i * count) // n_t, start + ((i + 1) * count) // n_t
+    ``first``: ``gpufs._tasks``' GPU rule, ceil(count / rows_per_task) near-equal runs."""
+    return task_bounds(start, count, gpu_task_count(count, rows_per_task), t - first)
 
 
 @cuda.jit(device=True)

@@ -38,7 +38,7 @@ from numba import cuda, int32, int64
 from gpufs._categorical import CAT_WORDS
 
 from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
-                          find_segment, split_goes_left, task_range)
+                          find_segment, gpu_task_count, split_goes_left, task_range)
 
 #: Row of the split table ``spl`` holding 1 for a categorical split (after the bitset words).
 _CAT_ROW = 8 + CAT_WORDS
@@ -84,7 +84,7 @@ def partition_plan_kernel(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes
     for s in range(t, n_split, nt):
         first = spl[7, s]
         count = spl[6, s]
-        n_t = (count + rows_per_task - 1) // rows_per_task
+        n_t = gpu_task_count(count, rows_per_task)
         lc = chunk_off[first + n_t] - chunk_off[first]
         node = spl[0, s]
         start = spl[5, s]
@@ -105,7 +105,7 @@ def partition_plan_kernel(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes
             bld[2, s] = 2 * s + 1
             bld[3, s] = 2 * s
         bld[4, s] = spl[1, s]
-        chunk_left[s] = (bld[1, s] + rows_per_task - 1) // rows_per_task  # reused: tasks
+        chunk_left[s] = gpu_task_count(bld[1, s], rows_per_task)  # reused: tasks
     cuda.syncthreads()
     block_exclusive_scan(chunk_left, bld[5], n_split, sh)
     if t == 0:

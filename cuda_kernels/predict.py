@@ -14,11 +14,12 @@
                trees in order (the CPU's order of additions, so equal bit for bit)
 
 Launch: 1-D grid-stride loop, one thread per row. Any grid works; the backend sizes it.
+The walk down each tree is ``gpufs._gain.make_leaf_of``, the CPU's walk.
 """
 
 from numba import cuda
 
-from ._device_fns import split_goes_left, split_goes_left_raw
+from ._device_fns import leaf_binned, leaf_raw
 
 
 @cuda.jit(cache=True)
@@ -29,14 +30,8 @@ def predict_binned_kernel(Xb, feature, bin_threshold, missing_left, value, tree_
     i = cuda.grid(1)
     while i < n:
         for t in range(n_trees):
-            node = 0
-            while feature[t, node] >= 0:
-                f = feature[t, node]
-                if split_goes_left(Xb[i, f], bin_threshold[t, node], missing_left[t, node],
-                                   is_cat[f], cat_bits[t, node]):
-                    node = 2 * node + 1
-                else:
-                    node = 2 * node + 2
+            node = leaf_binned(Xb, i, t, feature, bin_threshold, missing_left, is_cat,
+                               cat_bits)
             out[i, tree_column[t]] += value[t, node]
         i += cuda.gridsize(1)
 
@@ -49,13 +44,6 @@ def predict_raw_kernel(X, feature, threshold, missing_left, value, tree_column, 
     i = cuda.grid(1)
     while i < n:
         for t in range(n_trees):
-            node = 0
-            while feature[t, node] >= 0:
-                f = feature[t, node]
-                if split_goes_left_raw(X[i, f], threshold[t, node], missing_left[t, node],
-                                       is_cat[f], cat_bits[t, node]):
-                    node = 2 * node + 1
-                else:
-                    node = 2 * node + 2
+            node = leaf_raw(X, i, t, feature, threshold, missing_left, is_cat, cat_bits)
             out[i, tree_column[t]] += value[t, node]
         i += cuda.gridsize(1)

@@ -52,8 +52,8 @@ from gpufs._types import N_HIST_BINS
 
 from gpufs._categorical import CAT_WORDS
 
-from ._device_fns import (LEAF, TAKE_BEST, best_over_features, decide_level, left_word,
-                          scan_categorical, scan_feature)
+from ._device_fns import (LEAF, TAKE_BEST, best_over_features, decide_level, gpu_task_count,
+                          left_word, scan_categorical, scan_feature)
 
 #: Fields of one slot in the level's output buffer, in order (then CAT_WORDS bitset words).
 OUT_FIELDS = ("feature", "bin", "missing_left", "gain", "left_count", "g_left", "h_left")
@@ -186,7 +186,7 @@ def decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active
             spl[5, n_split] = nodes[0, node]
             spl[6, n_split] = count
             spl[7, n_split] = n_tasks
-            n_tasks += (count + rows_per_task - 1) // rows_per_task
+            n_tasks += gpu_task_count(count, rows_per_task)
             left = 2 * node + 1
             nodes[2, left] = gl
             nodes[3, left] = hl

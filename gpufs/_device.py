@@ -1,9 +1,11 @@
 """Device resolution and the array namespace.
 
-Owns: turning ``device="auto" | "cpu" | "gpu"`` into a concrete device, giving the array
-namespace for it (``numpy`` or ``cupy``), moving arrays between host and device, and routing
-cupy's allocations through rmm (a pool only when the user has not set a resource). cupy is
-imported lazily: ``import gpufs`` never imports cupy.
+Owns: turning ``device="auto" | "cpu" | "gpu"`` into a concrete device, telling where an
+array or input lives (``device_of``, ``namespace_of``), giving the array namespace for a device
+(``numpy`` or ``cupy``) and its sparse module, moving arrays between host and device, and
+routing cupy's allocations through rmm (a pool only when the user has not set a resource).
+cupy is imported lazily: ``import gpufs`` never imports cupy. Every other module asks these
+functions (or a backend) instead of testing the device itself.
 """
 from __future__ import annotations
 
@@ -77,12 +79,41 @@ def is_cupy_array(a) -> bool:
 
 
 def namespace_of(a):
-    """numpy or cupy, whichever owns ``a``."""
+    """numpy or cupy, whichever owns ``a`` (cupy's allocations routed through rmm first, as
+    ``get_namespace`` does)."""
     if is_cupy_array(a):
         import cupy
 
+        _setup_rmm_pool_once()
         return cupy
     return np
+
+
+def device_of(X) -> str:
+    """Where an input lives: "gpu" for a cupy array or a cudf frame / series, else "cpu".
+
+    Predictions and transforms run there (cupy in, cupy out).
+    """
+    if is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf":
+        return "gpu"
+    return "cpu"
+
+
+def like(a, ref):
+    """``a`` (a host array, e.g. column indices) in the namespace of ``ref``: a device copy
+    when ``ref`` is a cupy array, ``a`` itself otherwise."""
+    return namespace_of(ref).asarray(a) if is_cupy_array(ref) else a
+
+
+def sparse_module(xp):
+    """The sparse-matrix module of array namespace ``xp``: ``scipy.sparse`` for numpy,
+    ``cupyx.scipy.sparse`` for cupy."""
+    if xp is np:
+        from scipy import sparse
+    else:  # pragma: no cover - needs a GPU
+        from cupyx.scipy import sparse
+    return sparse
+
 
 
 def to_host(a):

@@ -1,4 +1,5 @@
-"""The one split-gain formula and the split and binning rules, as plain scalar Python.
+"""The one split-gain formula and bin scan, the split, tree-walk and binning rules, as plain
+scalar Python.
 
 Both backends compile these same functions: the CPU backend with ``numba.njit`` and the GPU
 kernels with ``numba.cuda.jit(device=True)``. Nothing else in gpufs computes a gain.
@@ -80,6 +81,38 @@ def goes_left_raw(x, threshold, missing_left):
     if x != x:  # NaN
         return missing_left != 0
     return x <= threshold
+
+
+def make_leaf_of(rule):
+    """``leaf_of`` bound to a compiled split rule (``_categorical.split_goes_left`` for binned
+    features, ``split_goes_left_raw`` for raw values): the one tree walk of prediction.
+
+    A jitted function can only call jitted functions, so each backend passes its own
+    compilation of the rule, as for ``make_scan_feature``.
+    """
+
+    def leaf_of(X, i, t, feature, threshold, missing_left, is_cat, cat_bits):
+        """The node of tree ``t`` that row ``i`` of ``X`` ends in.
+
+        From the root, a node with ``feature[t, node] >= 0`` sends the row to child
+        ``2 * node + 1`` when ``rule(X[i, f], threshold[t, node], missing_left[t, node],
+        is_cat[f], cat_bits[t, node])`` holds for its feature f, else to ``2 * node + 2``; the
+        first node with feature -1 is the leaf. ``feature`` (n_trees, n_nodes) int32;
+        ``threshold`` the bin (uint8) or value (float64) thresholds; ``missing_left``
+        (n_trees, n_nodes) bool; ``is_cat`` (n_features,) bool; ``cat_bits`` (n_trees,
+        n_nodes, words) uint32 category bitsets (words may be 0 without categorical features).
+        """
+        node = 0
+        while feature[t, node] >= 0:
+            f = feature[t, node]
+            if rule(X[i, f], threshold[t, node], missing_left[t, node], is_cat[f],
+                    cat_bits[t, node]):
+                node = 2 * node + 1
+            else:
+                node = 2 * node + 2
+        return node
+
+    return leaf_of
 
 
 def bin_of(x, cuts, f, n_cuts_f):

@@ -17,7 +17,7 @@ from numba import njit
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
-from ._device import get_namespace, is_cupy_array, to_host
+from ._device import is_cupy_array, like, namespace_of, to_device, to_host
 
 
 def _module_root(obj) -> str:
@@ -168,8 +168,7 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
         if reset:
             estimator.category_codes_ = None
         if _module_root(X) == "cudf":
-            arr = X.astype("float64").to_cupy(na_value=np.nan)
-            return arr if device == "gpu" else arr.get()
+            return to_device(X.astype("float64").to_cupy(na_value=np.nan), device)
         return frame.select(nw.col(*num).cast(target)).to_numpy()
     out = np.empty((len(frame), d), dtype=np.float64)
     if num:
@@ -228,17 +227,16 @@ def _as_array(X, device: str, what: str):
                         f"{what}.toarray() if it fits in memory.")
     frame = _frame(X)
     if frame is not None:  # a table given where an array is expected (y, weights, costs)
-        if device == "gpu" and _module_root(X) == "cudf":
-            return X.astype("float64").to_cupy(na_value=np.nan)
+        if _module_root(X) == "cudf":
+            return to_device(X.astype("float64").to_cupy(na_value=np.nan), device)
         return frame.to_numpy()
     root = _module_root(X)
     if root == "pyarrow" and hasattr(X, "to_numpy") and not hasattr(X, "columns"):
         X = X.to_numpy(zero_copy_only=False)  # a pyarrow Array or ChunkedArray
     if is_cupy_array(X):
-        return X if device == "gpu" else X.get()
+        return to_device(X, device)
     if root == "cudf":  # a cudf Series
-        arr = X.astype("float64").to_cupy(na_value=np.nan)
-        return arr if device == "gpu" else arr.get()
+        return to_device(X.astype("float64").to_cupy(na_value=np.nan), device)
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
         X = X.to_numpy()
     try:
@@ -327,7 +325,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
     if d == 0:
         raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 "
                          "is required.")
-    xp = get_namespace("gpu") if is_cupy_array(arr) else np
+    xp = namespace_of(arr)
     if isinstance(dtype, str) and dtype == "float":
         dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
     arr = xp.asarray(arr, dtype=dtype)
@@ -352,9 +350,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
             raise ValueError(
                 f"X has {d} features, but {type(estimator).__name__} is expecting {expected} "
                 "features as input.")
-    if device == "gpu" and not is_cupy_array(arr):
-        arr = get_namespace("gpu").asarray(arr)
-    return arr
+    return to_device(arr, device)
 
 
 @njit(cache=True)
@@ -375,8 +371,8 @@ def _scan_nonfinite(a):
 
 
 def _nonfinite(arr, xp):
-    if xp is np and arr.dtype in (np.float32, np.float64):
-        return _scan_nonfinite(arr)
+    if isinstance(arr, np.ndarray) and arr.dtype in (np.float32, np.float64):
+        return _scan_nonfinite(arr)  # host memory: the compiled scan, no temporaries
     finite = xp.isfinite(arr)
     if bool(finite.all()):
         return False, False
@@ -416,7 +412,7 @@ def check_y(y, n_samples: int, *, device: str = "cpu"):
             f"Found input variables with inconsistent numbers of samples: [{n_samples}, "
             f"{arr.shape[0]}] (X has {n_samples} rows, y has {arr.shape[0]}).")
     if arr.dtype.kind in "fc":
-        xp = get_namespace("gpu") if is_cupy_array(arr) else np
+        xp = namespace_of(arr)
         if arr.dtype.kind == "c":
             raise ValueError("Complex data not supported: y is complex.")
         if bool(xp.isnan(arr).any()):
@@ -446,7 +442,7 @@ def check_regression_target(y):
             y = y.astype(np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"y has dtype {y.dtype}; a regressor needs a numeric target.")
-    xp = get_namespace("gpu") if is_cupy_array(y) else np
+    xp = namespace_of(y)
     y = xp.asarray(y, dtype=np.float64)
     if not bool(xp.isfinite(y).all()):
         raise ValueError("Input y contains NaN or infinity; every target value must be finite.")
@@ -483,10 +479,10 @@ def check_classification_labels(y):
     """
     from sklearn.utils.multiclass import check_classification_targets
 
-    xp = get_namespace("gpu") if is_cupy_array(y) else np
+    xp = namespace_of(y)
     if y.dtype.kind == "f" and not bool(xp.isfinite(y).all()):
         raise ValueError("Input y contains NaN or infinity; every label must be finite.")
-    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    y_host = to_host(y)
     if y_host.dtype.kind == "O":
         kinds = _label_types(y_host)
         if len(kinds) > 1:
@@ -515,8 +511,7 @@ def encode_classes(y):
     Raises when there is only one class.
     """
     if is_cupy_array(y):
-        xp = get_namespace("gpu")
-        classes_dev, enc = xp.unique(y, return_inverse=True)
+        classes_dev, enc = namespace_of(y).unique(y, return_inverse=True)
         classes = classes_dev.get()
         enc = enc.astype(np.int32)
     else:
@@ -553,7 +548,7 @@ def encode_known_classes(y, classes, what="eval_set"):
 
     Raises a ValueError naming the labels not seen in training.
     """
-    y_host = np.asarray(y.get() if is_cupy_array(y) else y)
+    y_host = to_host(y)
     try:
         idx = np.searchsorted(classes, y_host)
     except TypeError as exc:
@@ -563,8 +558,7 @@ def encode_known_classes(y, classes, what="eval_set"):
     if not np.all(known):
         unknown = np.unique(y_host[~known])
         raise ValueError(f"{what} has labels not seen in y: {unknown[:5].tolist()}.")
-    codes = idx.astype(np.int32)
-    return get_namespace("gpu").asarray(codes) if is_cupy_array(y) else codes
+    return like(idx.astype(np.int32), y)
 
 
 def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
@@ -590,7 +584,7 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
         raise ValueError(
             f"sample_weight must have shape ({n_samples},), got {tuple(w.shape)}.")
     w = _check_numeric(w, "sample_weight")
-    xp = get_namespace("gpu") if is_cupy_array(w) else np
+    xp = namespace_of(w)
     w = xp.asarray(w, dtype=np.float64)
     if not bool(xp.isfinite(w).all()):
         raise ValueError("sample_weight contains NaN or infinity.")
@@ -598,9 +592,7 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
         raise ValueError("sample_weight has negative values; weights must be >= 0.")
     if not bool((w > 0).any()):
         raise ValueError("sample_weight is zero everywhere; at least one row needs weight > 0.")
-    if device == "gpu" and not is_cupy_array(w):
-        w = get_namespace("gpu").asarray(w)
-    return w
+    return to_device(w, device)
 
 
 def check_costs(costs, n_features: int):

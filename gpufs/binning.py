@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._device import is_cupy_array, namespace_of, to_host
+from ._device import namespace_of, to_host
 from ._types import CUT_DTYPE, MAX_VALUE_BINS
 
 #: Columns whose subsample is sorted at once in ``BinMapper.fit``.
@@ -48,11 +48,16 @@ class BinMapper:
 
     Attributes
     ----------
-    cuts_ : list of float64 arrays, one per feature (length n_bins_[f] - 1)
-    cuts_padded_ : float64 (n_features, 254), cut points padded with +inf
-    n_bins_ : int32 (n_features,), value bins per feature
-    is_categorical_ : bool (n_features,), the categorical features
-    categories_ : ``CategoryCodes`` or None, their category -> code (= bin) maps
+    cuts_ : list of ndarray of shape (n_bins_[f] - 1,), float64
+        The sorted cut points of every feature.
+    cuts_padded_ : ndarray of shape (n_features, 254), float64
+        The cut points padded with +inf.
+    n_bins_ : ndarray of shape (n_features,), int32
+        Value bins per feature (the missing bin not counted).
+    is_categorical_ : ndarray of shape (n_features,), bool
+        The categorical features.
+    categories_ : CategoryCodes or None
+        Their category -> code (= bin) maps.
     """
 
     def __init__(self, max_bins: int = 255, subsample: int | None = 200_000,
@@ -64,12 +69,23 @@ class BinMapper:
         self.random_state = random_state
 
     def fit(self, X, categories=None):
-        """X: float (n_samples, n_features), numpy or cupy, NaN for missing; ``categories``:
-        the input door's ``CategoryCodes`` of X's categorical columns (coded 0..n_codes-1).
+        """Learn the cut points of every feature (the rule of the module docstring).
 
         Columns are processed in blocks (``_COLUMN_BLOCK`` at a time), so the float64 sorted
         copy of the subsample never holds more than a block: the memory of a fit is not
-        doubled by its binning."""
+        doubled by its binning.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float
+            numpy or cupy; NaN marks a missing value.
+        categories : CategoryCodes or None, default=None
+            The input door's codes of X's categorical columns (coded 0..n_codes-1).
+
+        Returns
+        -------
+        self : BinMapper
+        """
         xp = namespace_of(X)
         n, d = X.shape
         idx = None
@@ -132,9 +148,23 @@ class BinMapper:
         return cuts
 
     def transform(self, X, backend):
-        """Bins of X (uint8, same shape) on X's device, computed by ``backend``."""
-        if is_cupy_array(X) != (backend.name == "gpu"):
-            raise ValueError("X is on a different device from the backend")
+        """The bins of X, computed by ``backend``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float32 or float64
+            On ``backend``'s device (a ValueError says so otherwise); NaN marks a missing
+            value.
+        backend : CPUBackend or GPUBackend
+
+        Returns
+        -------
+        Xb : ndarray of shape (n_samples, n_features), uint8
+            On X's device; bin 255 for missing values.
+        """
+        if not backend.owns(X):
+            raise ValueError(f"X is on a different device from the {backend.name} backend: "
+                             "move it there first (gpufs._input.check_X does).")
         return backend.bin_transform(X, self.cuts_padded_, self.n_bins_ - 1)
 
     def threshold_value(self, feature: int, bin_threshold: int) -> float:
@@ -143,6 +173,15 @@ class BinMapper:
         Bin b holds the x with x <= cuts[b], so the threshold is cuts[bin_threshold]; for the
         top bin (``bin_threshold = n_bins - 1``, the split that sends every value left and the
         missing values right) it is +inf: every non-missing x, +inf included, goes left.
+
+        Parameters
+        ----------
+        feature : int
+        bin_threshold : int
+
+        Returns
+        -------
+        float
         """
         cuts = self.cuts_[feature]
         if bin_threshold >= cuts.shape[0]:
@@ -150,7 +189,16 @@ class BinMapper:
         return float(cuts[bin_threshold])
 
     def threshold_values(self, features, bins) -> np.ndarray:
-        """``threshold_value`` of many splits at once: float64 (n_splits,)."""
+        """``threshold_value`` of many splits at once.
+
+        Parameters
+        ----------
+        features, bins : array-like of shape (n_splits,), int
+
+        Returns
+        -------
+        ndarray of shape (n_splits,), float64
+        """
         features = np.asarray(features, np.int64)
         bins = np.asarray(bins, np.int64)
         n_cuts = self.n_bins_[features].astype(np.int64) - 1
@@ -161,15 +209,30 @@ class BinMapper:
 
     # --- persistence (the format and its checks live in gpufs.model_io) -------------------
     def to_dict(self) -> dict:
-        """The JSON form of the fitted cut points (see ``gpufs.model_io``)."""
+        """The fitted cut points in the JSON form of ``gpufs.model_io``.
+
+        Returns
+        -------
+        dict
+        """
         from .model_io import bins_to_dict
 
         return bins_to_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "BinMapper":
-        """A fitted mapper from ``to_dict``'s form, validated first (ValueError naming the
-        field otherwise)."""
+        """A fitted mapper from ``to_dict``'s form, validated first.
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict``'s form (numpy arrays and scalars are accepted too).
+
+        Returns
+        -------
+        BinMapper
+            A ValueError naming the field is raised for anything invalid.
+        """
         from .model_io import plain, read_bins
 
         return cls._from_validated(*read_bins(plain(d)))
@@ -193,6 +256,16 @@ class BinMapper:
 
 
 def category_cuts(n_codes):
-    """Cut points of a categorical feature with ``n_codes`` codes: k + 0.5 for k = 0 ..
-    n_codes - 2, so code k falls in bin k (float64 (max(n_codes - 1, 0),))."""
+    """Cut points of a categorical feature: k + 0.5 for k = 0 .. n_codes - 2, so code k
+    falls in bin k.
+
+    Parameters
+    ----------
+    n_codes : int
+        The feature's number of category codes.
+
+    Returns
+    -------
+    cuts : ndarray of shape (max(n_codes - 1, 0),), float64
+    """
     return np.arange(max(int(n_codes) - 1, 0), dtype=CUT_DTYPE) + 0.5

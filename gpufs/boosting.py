@@ -25,6 +25,24 @@ from .tree import TreeEnsemble
 
 @dataclass
 class BoostingParams:
+    """Hyperparameters of the boosting loop.
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Rounds (one tree per output column each).
+    tree : TreeParams
+        Hyperparameters of every tree.
+    hessian : bool, default=True
+        Use the objective's hessians; False makes every hessian 1.
+    n_iter_no_change : int or None, default=None
+        Stop when the validation loss has not improved for this many rounds.
+    verbose : bool, default=False
+        Show a progress bar.
+    n_jobs : int or None, default=None
+        Threads of the fit (scikit-learn's meaning).
+    """
+
     n_estimators: int = 100
     tree: TreeParams = field(default_factory=TreeParams)
     hessian: bool = True
@@ -35,8 +53,19 @@ class BoostingParams:
 
 @dataclass
 class SelectionRecord:
-    """Per tree: the output column it fits, the features it added to Omega, train loss after
-    it, and validation loss after it (NaN without a validation set)."""
+    """What each tree did, one entry per tree in every list.
+
+    Parameters
+    ----------
+    tree_column : list of int
+        The output column the tree fits.
+    features_added : list of list of int
+        The features the tree brought into Omega, in order.
+    train_loss : list of float
+        The training loss after the tree's round.
+    val_loss : list of float
+        The validation loss after the tree's round (NaN without a validation set).
+    """
 
     tree_column: list = field(default_factory=list)
     features_added: list = field(default_factory=list)
@@ -44,6 +73,12 @@ class SelectionRecord:
     val_loss: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
+        """The record as a dict of plain lists (the four fields by name).
+
+        Returns
+        -------
+        dict
+        """
         return {"tree_column": list(self.tree_column),
                 "features_added": [list(f) for f in self.features_added],
                 "train_loss": list(self.train_loss), "val_loss": list(self.val_loss)}
@@ -51,15 +86,26 @@ class SelectionRecord:
 
 @dataclass
 class BoostingCheckpoint:
-    """A boosting fit's state at the start of round ``rounds`` (host or device arrays).
+    """A boosting fit's state at the start of a round.
 
-    ``trees`` / ``tree_column`` / ``record``: the fit's own append-only lists, of which the
-    first ``rounds * n_outputs`` entries are the checkpoint's (taking a checkpoint copies no
-    tree); ``raw`` (n_samples, n_outputs) float64: a copy of the training raw scores then;
-    ``penalty``: Omega then (``PenaltyState.snapshot``). A fit that resumes from it
-    (``fit_boosting(resume=...)``) grows the same trees as one that ran those rounds itself,
-    as long as its penalty state would have made the same decisions in them (the exact-k
-    search's final fit: see ``selectors._k_search``).
+    A fit that resumes from it (``fit_boosting(resume=...)``) grows the same trees as one that
+    ran those rounds itself, as long as its penalty state would have made the same decisions
+    in them (the exact-k search's final fit: see ``selectors._k_search``).
+
+    Parameters
+    ----------
+    rounds : int
+        The round whose start this is.
+    trees, tree_column : list
+        The fit's own append-only lists of trees and their output columns, of which the first
+        ``rounds * n_outputs`` entries are the checkpoint's (taking a checkpoint copies no
+        tree).
+    raw : ndarray of shape (n_samples, n_outputs), float64
+        A copy of the training raw scores then, on the backend's device.
+    record : SelectionRecord
+        The fit's selection record (the same append-only rule).
+    penalty : dict
+        Omega then (``PenaltyState.snapshot``).
     """
 
     rounds: int
@@ -84,23 +130,37 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
 
     Parameters
     ----------
-    Xb : uint8 (n_samples, n_features) on the backend's device
-    y : (n_samples,) float64 targets or int32 class codes, same device
-    w : (n_samples,) float64 sample weights or None
-    objective : ``objectives.*`` instance; its ``name`` picks the backend's gradient kernel
-    penalties : ``penalties.PenaltyState`` (Omega grows in place)
-    eval_data : optional (Xb_val, y_val, w_val) on the same device
-    on_round_start : callable(checkpoint_fn) or None
+    backend : CPUBackend or GPUBackend
+    Xb : ndarray of shape (n_samples, n_features), uint8
+        On the backend's device.
+    y : ndarray of shape (n_samples,)
+        float64 targets or int32 class codes, on the same device.
+    w : ndarray of shape (n_samples,), float64, or None
+        Sample weights.
+    objective : SquaredError, Logistic or Softmax
+        Its ``name`` picks the backend's gradient kernel.
+    penalties : PenaltyState
+        Omega grows in place.
+    bin_mapper : BinMapper
+        The cut points ``Xb`` was binned with (the trees' raw thresholds).
+    params : BoostingParams
+    eval_data : tuple (Xb_val, y_val, w_val) or None, default=None
+        Validation data on the same device.
+    on_round_start : callable or None, default=None
         Called at the start of every round with a function that returns the
         ``BoostingCheckpoint`` of that moment (taking one copies the raw scores).
-    resume : BoostingCheckpoint or None
+    resume : BoostingCheckpoint or None, default=None
         Start from this state instead of round 0: its trees are taken as the first rounds
         (their validation losses and early stopping replayed from predictions), Omega is
         restored into ``penalties``, and growing continues at ``resume.rounds``.
 
     Returns
     -------
-    (TreeEnsemble, SelectionRecord, best_n_rounds)
+    ensemble : TreeEnsemble
+        Every tree grown (early stopping does not cut it).
+    record : SelectionRecord
+    n_rounds : int
+        The rounds to keep: the best validation round with ``n_iter_no_change``, else all.
     """
     with thread_limit(params.n_jobs):
         return _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params,

@@ -47,7 +47,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._device import namespace_of, to_host
+from ._device import namespace_of, sparse_module, to_host
 from ._gain import candidate, parent_term
 from .binning import BinMapper
 from .penalties import PenaltyState
@@ -63,17 +63,44 @@ _parent_term = njit(inline="always")(parent_term)
 
 
 def n_subsets(s: int, delta: float) -> int:
-    """Theorem 4.1's number of random subsets, ``ceil(e * s * log(s / delta))`` (1 for s = 1:
-    the one subset is every feature)."""
+    """Theorem 4.1's number of random subsets.
+
+    Parameters
+    ----------
+    s : int
+        The desired number of features.
+    delta : float in (0, 1)
+        The allowed failure probability.
+
+    Returns
+    -------
+    int
+        ``ceil(e * s * log(s / delta))``; 1 for s = 1 (the one subset is every feature).
+    """
     if s <= 1:
         return 1
     return int(math.ceil(math.e * s * math.log(s / delta)))
 
 
 def draw_subsets(rng, n_features: int, s: int, delta: float) -> np.ndarray:
-    """int64 (p, m): p = ``n_subsets(s, delta)`` subsets of m = max(1, n_features // s)
-    features, each drawn without replacement in random order (row i is subset i, in the
-    order its halves are taken)."""
+    """The random feature subsets of one tree's group tests.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_features : int
+    s : int
+        The desired number of features.
+    delta : float in (0, 1)
+        The allowed failure probability.
+
+    Returns
+    -------
+    ndarray of shape (p, m), int64
+        ``p = n_subsets(s, delta)`` subsets of ``m = max(1, n_features // s)`` features, each
+        drawn without replacement in random order (row i is subset i, in the order its halves
+        are taken).
+    """
     if s <= 1:
         return np.arange(n_features, dtype=np.int64)[None, :]
     p, m = n_subsets(s, delta), max(1, n_features // s)
@@ -81,10 +108,22 @@ def draw_subsets(rng, n_features: int, s: int, delta: float) -> np.ndarray:
 
 
 def standardize(X):
-    """Min-max standardized columns in fixed point: float64 (n, d) holding the integers
-    ``rint((x - min) / (max - min) * 2**FIXED_POINT_BITS)`` (0 for missing values and
-    constant columns), on X's device. Each value is one subtraction, one division and one
-    exact scaling, so numpy and cupy give the same integers."""
+    """Min-max standardized columns in fixed point, the pseudo-features' raw material.
+
+    Each value is one subtraction, one division and one exact scaling, so numpy and cupy
+    give the same integers.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float
+        numpy or cupy; NaN marks a missing value.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), float64
+        The integers ``rint((x - min) / (max - min) * 2**FIXED_POINT_BITS)`` (0 for missing
+        values and constant columns), on X's device.
+    """
     xp = namespace_of(X)
     X = xp.asarray(X, dtype=np.float64)
     nan = xp.isnan(X)
@@ -103,11 +142,7 @@ def _indicator(xp, d, groups):
     rows = np.concatenate(groups).astype(np.int64)
     cols = np.repeat(np.arange(len(groups), dtype=np.int64), sizes)
     data = np.ones(rows.shape[0], dtype=np.float64)
-    if xp is np:
-        from scipy import sparse
-    else:  # pragma: no cover - needs a GPU
-        from cupyx.scipy import sparse
-    return sparse.csc_matrix((xp.asarray(data), (xp.asarray(rows), xp.asarray(cols))),
+    return sparse_module(xp).csc_matrix((xp.asarray(data), (xp.asarray(rows), xp.asarray(cols))),
                              shape=(d, len(groups)))
 
 
@@ -140,20 +175,28 @@ def group_test_candidates(backend, Xq, gh, root_g_q, root_h_q, g_scale, h_scale,
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
-    Xq : float64 (n, d), ``standardize``'s result, on the backend's device
-    gh : int64 (n, 2) fixed-point (gradient, hessian) of the tree, on the backend's device
-    root_g_q, root_h_q : int, the exact sums of ``gh``'s columns
-    g_scale, h_scale : float, the power-of-two scales of ``gh``'s columns
-    subsets : int64 (p, m), ``draw_subsets``'s result
-    max_bins : int, value bins of each pseudo-feature
-    reg_lambda, min_child_weight : as in the tree's split search
-    trace : list or None
-        When given, one (left scores, right scores) pair of float64 (p,) arrays is appended
-        per step.
+    Xq : ndarray of shape (n_samples, n_features), float64
+        ``standardize``'s result, on the backend's device.
+    gh : ndarray of shape (n_samples, 2), int64
+        Fixed-point (gradient, hessian) of the tree, on the backend's device.
+    root_g_q, root_h_q : int
+        The exact sums of ``gh``'s columns.
+    g_scale, h_scale : float
+        The power-of-two scales of ``gh``'s columns.
+    subsets : ndarray of shape (p, m), int64
+        ``draw_subsets``'s result.
+    max_bins : int, default=255
+        Value bins of each pseudo-feature.
+    reg_lambda, min_child_weight : float, default=1.0 and 1e-3
+        As in the tree's split search.
+    trace : list or None, default=None
+        When given, one (left scores, right scores) pair of float64 arrays of shape (p,) is
+        appended per step.
 
     Returns
     -------
-    int64 (p,): the feature each subset's search ended on (subset order; may repeat).
+    ndarray of shape (p,), int64
+        The feature each subset's search ended on (subset order; may repeat).
     """
     xp = backend.xp
     n, d = Xq.shape
@@ -195,12 +238,20 @@ class GroupTestingPenaltyState(PenaltyState):
 
     Parameters
     ----------
-    mu, costs, groups, scaling, n_features_to_select : as for PenaltyState
-    Xq : float64 (n, d), ``standardize`` of the training rows, on the fitting device
-    s : int >= 1, the desired number of features (Theorem 4.1's s)
+    mu, costs, groups, scaling, n_features_to_select
+        As for :class:`gpufs.penalties.PenaltyState`.
+    Xq : ndarray of shape (n_samples, n_features), float64
+        ``standardize`` of the training rows, on the fitting device.
+    s : int >= 1
+        The desired number of features (Theorem 4.1's s).
     delta : float in (0, 1)
-    seed : int, seeds the subsets (with the tree index)
-    max_bins, reg_lambda, min_child_weight : as in the tree's split search
+        The allowed failure probability of the group tests.
+    seed : int
+        Seeds the subsets (with the tree index).
+    max_bins : int, default=255
+        Value bins of each pseudo-feature.
+    reg_lambda, min_child_weight : float, default=1.0 and 1e-3
+        As in the tree's split search.
     """
 
     def __init__(self, mu, costs, groups, scaling, n_features_to_select, *, Xq, s, delta,
@@ -217,7 +268,20 @@ class GroupTestingPenaltyState(PenaltyState):
         self.candidates_by_tree: list[np.ndarray] = []
 
     def begin_tree(self, backend, gh, root_g_q, root_h_q, g_scale, h_scale, tree_index):
-        """Draw this tree's subsets and run their searches on the tree's gradients."""
+        """Draw this tree's subsets and run their searches on the tree's gradients.
+
+        Parameters
+        ----------
+        backend : CPUBackend or GPUBackend
+        gh : ndarray of shape (n_samples, 2), int64
+            The tree's fixed-point (gradient, hessian), on the backend's device.
+        root_g_q, root_h_q : int
+            Their exact sums.
+        g_scale, h_scale : float
+            Their power-of-two scales.
+        tree_index : int
+            Seeds the tree's subsets.
+        """
         if self.budget_left() == 0:       # only Omega may be split on: nothing to search
             self.candidates = np.zeros(0, np.int64)
         else:
@@ -230,8 +294,13 @@ class GroupTestingPenaltyState(PenaltyState):
         self.candidates_by_tree.append(self.candidates)
 
     def allowed_mask(self) -> np.ndarray:
-        """bool (n_features,): Omega and this tree's candidates (Omega only once the budget
-        is spent)."""
+        """The features a split may use now.
+
+        Returns
+        -------
+        ndarray of shape (n_features,), bool
+            Omega and this tree's candidates (Omega only once the budget is spent).
+        """
         base = super().allowed_mask()
         if self.candidates is None:
             return base

@@ -18,14 +18,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._categorical import MAX_CAT_TO_ONEHOT
+from .backends.base import LevelResult, SplitParams
 from .quantize import fixed_point_scale, quantize
-from .tree import Tree, n_nodes_for_depth
+from .tree import Tree
+
+__all__ = ["GrownTree", "LevelResult", "SplitParams", "TreeParams", "grow_tree",
+           "grow_tree_from_gradients", "grow_tree_packed"]
 
 
 @dataclass(frozen=True)
 class TreeParams:
-    """Hyperparameters of one tree."""
+    """Hyperparameters of one tree.
+
+    Parameters
+    ----------
+    max_depth : int, default=4
+    reg_lambda : float, default=1.0
+        L2 regularization of the leaf values (added to every hessian sum).
+    learning_rate : float, default=0.1
+        Multiplies every leaf value.
+    min_child_weight : float, default=1e-3
+        Least hessian sum of a child.
+    min_split_gain : float, default=0.0
+        A node splits only when its penalized gain is strictly above this.
+    """
 
     max_depth: int = 4
     reg_lambda: float = 1.0
@@ -34,53 +50,23 @@ class TreeParams:
     min_split_gain: float = 0.0
 
 
-@dataclass(frozen=True)
-class SplitParams:
-    """Everything the split search of one tree needs besides the histograms (host scalars
-    and the per-feature bin counts on the backend's device)."""
-
-    n_bins: object
-    g_scale: float
-    h_scale: float
-    reg_lambda: float
-    gain_divisor: float
-    min_child_weight: float
-    min_split_gain: float
-    #: int32 (n_features,) host: index of each categorical feature among them, -1 for numeric
-    cat_slot: np.ndarray | None = None
-    n_cat: int = 0
-    max_cat_to_onehot: int = MAX_CAT_TO_ONEHOT
-
-    def categorical(self):
-        """(cat_slot, n_cat): the categorical features (``backends.cpu.categorical_slots``)."""
-        if self.cat_slot is None:
-            return np.full(len(self.n_bins), -1, np.int32), 0
-        return self.cat_slot, self.n_cat
-
-
-@dataclass
-class LevelResult:
-    """One level's decisions, host arrays over the level's nodes (in node order).
-
-    ``feature`` int32 (-1: the node is a leaf), ``bin`` int32, ``missing_left`` bool,
-    ``gain`` float64; ``admitted`` int64, the features that entered Omega, in order;
-    ``cat_bits`` uint32 (n_nodes, W): the category bitsets of categorical splits (W = 0 when
-    no feature is categorical).
-    """
-
-    nodes: np.ndarray
-    feature: np.ndarray
-    bin: np.ndarray
-    missing_left: np.ndarray
-    gain: np.ndarray
-    admitted: np.ndarray
-    cat_bits: np.ndarray | None = None
-
-
 @dataclass
 class GrownTree:
     """A tree and where its rows ended up (the backend's tree state), so the raw scores are
-    updated from the partition without traversing the tree (``add_to``)."""
+    updated from the partition without traversing the tree (``add_to``).
+
+    Parameters
+    ----------
+    tree : Tree
+    state : object
+        The backend's tree state (rows partitioned by leaf).
+    backend : CPUBackend or GPUBackend
+    leaf_nodes : ndarray of shape (n_leaves,), int64
+        The tree's leaves, sorted.
+    leaf_values : ndarray of shape (n_leaves,), float64
+    new_features : list of int
+        The features the tree brought into Omega, in order.
+    """
 
     tree: Tree
     state: object
@@ -90,7 +76,13 @@ class GrownTree:
     new_features: list
 
     def add_to(self, raw_column):
-        """raw_column[row] += value of the row's leaf, in place (n_samples,) float64."""
+        """Add every row's leaf value to its raw score, in place.
+
+        Parameters
+        ----------
+        raw_column : ndarray of shape (n_samples,), float64
+            On the backend's device (may be a column of a 2-D array).
+        """
         self.backend.update_raw(raw_column, self.state, self.leaf_nodes, self.leaf_values)
 
 
@@ -102,16 +94,30 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
-    Xb : uint8 (n_samples, n_features) on the backend's device, or
-        ``backend.prepare_binned(Xb)`` (prepare it once when growing many trees)
-    gh : int64 (n_samples, 2) fixed-point (gradient, hessian), sample weights applied
-    root_g_q, root_h_q : int, the exact sums of the two columns of ``gh``
-    g_scale, h_scale : the power-of-two scales of ``gh``'s columns
-    n_bins : int32 (n_features,) value bins per feature, on the backend's device
-    bin_mapper : ``binning.BinMapper`` (raw-value thresholds of the splits)
-    penalties : ``penalties.PenaltyState``, updated in place as features are first used
-    tree_index : index of this tree in the ensemble (recorded as the first use of new features)
-    gain_divisor : the A-GBM divisor of this tree's gradients (1.0 for plain GBFS)
+    Xb : ndarray of shape (n_samples, n_features), uint8, or a prepared matrix
+        On the backend's device, or ``backend.prepare_binned(Xb)`` (prepare it once when
+        growing many trees).
+    gh : ndarray of shape (n_samples, 2), int64
+        Fixed-point (gradient, hessian) per row, sample weights applied.
+    root_g_q, root_h_q : int
+        The exact sums of the two columns of ``gh``.
+    g_scale, h_scale : float
+        The power-of-two scales of ``gh``'s columns.
+    n_bins : ndarray of shape (n_features,), int32
+        Value bins per feature, on the backend's device.
+    bin_mapper : BinMapper
+        Gives the raw-value thresholds of the splits.
+    penalties : PenaltyState
+        Updated in place as features are first used.
+    params : TreeParams
+    tree_index : int
+        Index of this tree in the ensemble (recorded as the first use of new features).
+    gain_divisor : float, default=1.0
+        The A-GBM divisor of this tree's gradients (1.0 for plain GBFS).
+
+    Returns
+    -------
+    GrownTree
     """
     depth_max = params.max_depth
     d = Xb.shape[1]
@@ -174,8 +180,28 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
 def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_mapper,
               penalties, params: TreeParams, tree_index: int,
               gain_divisor: float = 1.0) -> GrownTree:
-    """Grow one tree from separate fixed-point gradients ``gq`` and hessians ``hq`` (int64
-    (n_samples,) each); see ``grow_tree_packed`` for the rest."""
+    """Grow one tree from separate fixed-point gradients and hessians.
+
+    Parameters
+    ----------
+    backend : CPUBackend or GPUBackend
+    Xb : ndarray of shape (n_samples, n_features), uint8, or a prepared matrix
+    gq, hq : ndarray of shape (n_samples,), int64
+        Fixed-point gradients and hessians.
+    g_scale, h_scale : float
+        Their power-of-two scales.
+    n_bins : ndarray of shape (n_features,), int32
+    bin_mapper : BinMapper
+    penalties : PenaltyState
+    params : TreeParams
+    tree_index : int
+    gain_divisor : float, default=1.0
+        As for :func:`grow_tree_packed`.
+
+    Returns
+    -------
+    GrownTree
+    """
     xp = backend.xp
     gh = xp.stack([gq, hq], axis=1)
     return grow_tree_packed(backend, Xb, gh, int(gq.sum()), int(hq.sum()), g_scale, h_scale,
@@ -184,8 +210,27 @@ def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_m
 
 def grow_tree_from_gradients(backend, Xb, g, h, n_bins, bin_mapper, penalties,
                              params: TreeParams, tree_index: int, *, divisor: bool = False):
-    """Quantize float64 gradients ``g`` and hessians ``h`` (n_samples,) and grow a tree;
-    ``divisor`` asks for the A-GBM divisor of these gradients (else 1)."""
+    """Quantize float gradients and hessians and grow a tree.
+
+    Parameters
+    ----------
+    backend : CPUBackend or GPUBackend
+    Xb : ndarray of shape (n_samples, n_features), uint8, or a prepared matrix
+    g, h : ndarray of shape (n_samples,), float64
+        Gradients and hessians (weights applied), on the backend's device.
+    n_bins : ndarray of shape (n_features,), int32
+    bin_mapper : BinMapper
+    penalties : PenaltyState
+    params : TreeParams
+    tree_index : int
+        As for :func:`grow_tree_packed`.
+    divisor : bool, default=False
+        Divide the gains by the A-GBM divisor of these gradients (else by 1).
+
+    Returns
+    -------
+    GrownTree
+    """
     n = int(g.shape[0])
     g_scale, h_scale = fixed_point_scale(g, n), fixed_point_scale(h, n)
     div = penalties.gain_divisor(g, h) if divisor else 1.0
@@ -196,7 +241,7 @@ def grow_tree_from_gradients(backend, Xb, g, h, n_bins, bin_mapper, penalties,
 def _categorical_slots(bin_mapper, n_features):
     """(cat_slot, n_cat) of the mapper's categorical features (``is_categorical_``; mappers
     without it have none)."""
-    from .backends.cpu import categorical_slots
+    from .backends.base import categorical_slots
 
     return categorical_slots(getattr(bin_mapper, "is_categorical_", None), n_features)
 

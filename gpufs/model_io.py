@@ -192,7 +192,19 @@ def _no_duplicate_keys(pairs):
 
 
 def loads(text):
-    """Parse model-file text as strict JSON (non-finite tokens kept as markers, see _Token)."""
+    """Parse model-file text as strict JSON.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    object
+        The parsed document; the non-finite tokens (``NaN``, ``Infinity``) are kept as
+        markers (``_Token``) that the field checks reject. A ModelFileError (a ValueError)
+        says what is wrong otherwise.
+    """
     # counted in strings too: an upper bound, taken before the parser allocates anything
     if text.count("[") + text.count("{") > MAX_CONTAINERS:
         raise ModelFileError(f"more than {MAX_CONTAINERS} JSON lists and objects; no model "
@@ -208,7 +220,17 @@ def loads(text):
 
 
 def dumps(doc) -> str:
-    """Strict JSON text (no NaN / Infinity tokens) of a document built by this module."""
+    """Strict JSON text of a document built by this module.
+
+    Parameters
+    ----------
+    doc : dict
+
+    Returns
+    -------
+    str
+        Compact JSON without NaN / Infinity tokens.
+    """
     return json.dumps(doc, allow_nan=False, separators=(",", ":"))
 
 
@@ -221,8 +243,18 @@ def _numpy_default(o):
 
 
 def plain(d):
-    """A dict built in Python (numpy arrays and scalars allowed, non-finite floats as the
-    strings of the format) as the parsed JSON it stands for, so the file checks apply."""
+    """A dict built in Python as the parsed JSON it stands for, so the file checks apply.
+
+    Parameters
+    ----------
+    d : dict
+        numpy arrays and scalars allowed; non-finite floats as the strings of the format.
+
+    Returns
+    -------
+    object
+        What :func:`loads` gives for the dict's JSON text.
+    """
     try:
         text = json.dumps(d, default=_numpy_default, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -543,7 +575,16 @@ def _free_form_out(v, name, depth=0):
 # --------------------------------------------------------------------------------------------
 
 def bins_to_dict(bm) -> dict:
-    """The JSON form of a fitted :class:`gpufs.binning.BinMapper`."""
+    """The JSON form of a fitted :class:`gpufs.binning.BinMapper`.
+
+    Parameters
+    ----------
+    bm : BinMapper
+
+    Returns
+    -------
+    dict
+    """
     out = {"max_bins": int(bm.max_bins),
            "subsample": None if bm.subsample is None else int(bm.subsample),
            "random_state": int(bm.random_state),
@@ -555,8 +596,17 @@ def bins_to_dict(bm) -> dict:
 
 
 def categories_to_dict(codes) -> dict:
-    """The JSON form of a :class:`gpufs._category_codes.CategoryCodes` (category values must
-    be strings, booleans, integers or finite numbers)."""
+    """The JSON form of a :class:`gpufs._category_codes.CategoryCodes`.
+
+    Parameters
+    ----------
+    codes : CategoryCodes
+        Category values must be strings, booleans, integers or finite numbers.
+
+    Returns
+    -------
+    dict
+    """
     d = codes.to_dict()
     for f, vals in zip(d["features"], d["values"]):
         for v in vals:
@@ -568,12 +618,25 @@ def categories_to_dict(codes) -> dict:
 
 
 def read_categories(d, at, n_features, max_codes):
-    """Validate a category-codes dict -> :class:`gpufs._category_codes.CategoryCodes`.
+    """Validate a category-codes dict.
 
     Rules: ``n_features`` is the model's; ``features`` are increasing column indices; each
     column's ``values`` are distinct strings, or distinct booleans / numbers (finite), at most
     ``MAX_CLASSES``; its ``n_codes`` is at most ``max_codes`` and at most the number of
-    values, and 0 only for a column without values (every row missing in fit)."""
+    values, and 0 only for a column without values (every row missing in fit).
+
+    Parameters
+    ----------
+    d : object
+        The parsed dict.
+    at : _At
+        Where it sits in the file (for the error messages).
+    n_features, max_codes : int
+
+    Returns
+    -------
+    CategoryCodes
+    """
     from ._category_codes import CategoryCodes
 
     _obj(d, at, ["n_features", "features", "values", "n_codes"])
@@ -605,9 +668,25 @@ def read_categories(d, at, n_features, max_codes):
 
 
 def read_bins(d, at=None, n_features=None):
-    """Validate a bins dict -> ``(max_bins, subsample, random_state, cuts, categories)``; cuts
-    a list of float64 arrays, finite and non-decreasing, at most ``max_bins - 1`` each;
-    categories None or the ``CategoryCodes`` whose features' cuts are ``category_cuts``."""
+    """Validate a bins dict.
+
+    Parameters
+    ----------
+    d : object
+        The parsed dict.
+    at : _At or None, default=None
+        Where it sits in the file (for the error messages).
+    n_features : int or None, default=None
+        The features the enclosing model declares (checked when given).
+
+    Returns
+    -------
+    max_bins, subsample, random_state : int, int or None, int
+    cuts : list of ndarray of shape (n_cuts,), float64
+        Finite and non-decreasing, at most ``max_bins - 1`` each.
+    categories : CategoryCodes or None
+        The categorical features' codes, whose cuts are ``category_cuts``.
+    """
     from .binning import category_cuts
 
     at = at or _At("bins")
@@ -660,7 +739,16 @@ def _ensemble_fields(ens) -> dict:
 
 
 def ensemble_to_dict(ens) -> dict:
-    """The JSON form of a :class:`gpufs.tree.TreeEnsemble` (standalone: with format tags)."""
+    """The JSON form of a :class:`gpufs.tree.TreeEnsemble` (standalone: with format tags).
+
+    Parameters
+    ----------
+    ens : TreeEnsemble
+
+    Returns
+    -------
+    dict
+    """
     return {"format": ENSEMBLE_FORMAT, "format_version": FORMAT_VERSION,
             **_ensemble_fields(ens)}
 
@@ -669,12 +757,26 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
                        tagged=True, categorical=None):
     """Validate an ensemble dict and build the :class:`gpufs.tree.TreeEnsemble`.
 
-    ``n_features`` / ``n_outputs``: what the enclosing model declares (checked when given).
-    ``cuts``: the bin mapper's cut points; with them every split's threshold must be the cut
-    point its bin threshold names. ``categorical``: the bin mapper's categorical features
-    (bool (n_features,)), which the ensemble's ``categorical_features`` must equal.
-    ``tagged``: the dict carries ``format`` and
-    ``format_version`` (a standalone ensemble).
+    Parameters
+    ----------
+    d : object
+        The parsed dict.
+    at : _At or None, default=None
+        Where it sits in the file (for the error messages).
+    n_features, n_outputs : int or None, default=None
+        What the enclosing model declares (checked when given).
+    cuts : list of ndarray or None, default=None
+        The bin mapper's cut points; with them every split's threshold must be the cut point
+        its bin threshold names.
+    tagged : bool, default=True
+        The dict carries ``format`` and ``format_version`` (a standalone ensemble).
+    categorical : ndarray of shape (n_features,), bool, or None, default=None
+        The bin mapper's categorical features, which the ensemble's
+        ``categorical_features`` must equal.
+
+    Returns
+    -------
+    TreeEnsemble
     """
     from .tree import TREE_FIELDS, Tree, TreeEnsemble, n_nodes_for_depth
 
@@ -1700,7 +1802,18 @@ def _migrate_format1(p):
 # --------------------------------------------------------------------------------------------
 
 def to_document(est) -> dict:
-    """The model file's content (a JSON-ready dict) of a fitted gpufs estimator."""
+    """The model file's content of a fitted gpufs estimator.
+
+    Parameters
+    ----------
+    est : estimator
+        A fitted gpufs selector.
+
+    Returns
+    -------
+    dict
+        JSON-ready.
+    """
     from sklearn.utils.validation import check_is_fitted
 
     name = type(est).__name__
@@ -1713,7 +1826,16 @@ def to_document(est) -> dict:
 def from_document(doc, expected=None):
     """The fitted estimator a parsed model file describes (validated completely first).
 
-    ``expected``: the estimator class the caller asks for; a file holding another raises.
+    Parameters
+    ----------
+    doc : object
+        The parsed file (:func:`loads`).
+    expected : type or None, default=None
+        The estimator class the caller asks for; a file holding another raises.
+
+    Returns
+    -------
+    estimator
     """
     at = _At()
     if type(doc) is not dict:
@@ -1740,6 +1862,12 @@ def save_model(est, path) -> None:
     The file is written to a temporary name and renamed, so an interrupted save leaves no
     partial file. Raises ValueError for what the format cannot describe (a ControlBurn
     ``refit_estimator`` that is not a gpufs GBFS model, non-finite parameters).
+
+    Parameters
+    ----------
+    est : estimator
+        A fitted gpufs selector.
+    path : str or path-like
     """
     _write_text(path, dumps(to_document(est)))
 

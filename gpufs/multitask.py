@@ -66,12 +66,30 @@ class TaskPenaltyState(PenaltyState):
         self.global_tree_index = 0
 
     def penalty_vector(self) -> np.ndarray:
-        """float64 (n_features,): ``mu_G * cost`` where Omega_G does not cover the feature's
-        group, plus ``mu_t * cost`` where Omega_t does not."""
+        """The penalty of a split on each feature for this task now.
+
+        Returns
+        -------
+        ndarray of shape (n_features,), float64
+            ``mu_G * cost`` where Omega_G does not cover the feature's group, plus
+            ``mu_t * cost`` where Omega_t does not.
+        """
         return self.shared.penalty_vector() + super().penalty_vector()
 
     def admit(self, features, tree_index: int) -> list[int]:
-        """Put features into Omega_t and Omega_G; returns those new to this task."""
+        """Put features into Omega_t and Omega_G.
+
+        Parameters
+        ----------
+        features : iterable of int
+        tree_index : int
+            The tree of this task's ensemble (recorded in ``first_use_tree``).
+
+        Returns
+        -------
+        list of int
+            The features new to this task.
+        """
         new = super().admit(features, tree_index)
         self.shared.admit(new, self.global_tree_index)
         return new
@@ -84,11 +102,12 @@ class MultiTaskPenaltyState:
     ----------
     mu_G : float >= 0
         Shared price: a feature no task has used yet pays it.
-    mu_t : float64 (n_tasks,) >= 0
+    mu_t : ndarray of shape (n_tasks,), float64 >= 0
         Each task's price: a feature this task has not used yet pays it.
-    costs : float64 (n_features,) >= 0
-    groups : int32 (n_features,), group label 0..G-1 of each feature
-    scaling : "none" | "root_sse"
+    costs : ndarray of shape (n_features,), float64 >= 0
+    groups : ndarray of shape (n_features,), int32
+        Group label 0..n_groups-1 of each feature.
+    scaling : {"none", "root_sse"}, default="root_sse"
     """
 
     def __init__(self, mu_G, mu_t, costs, groups, scaling="root_sse"):
@@ -97,14 +116,31 @@ class MultiTaskPenaltyState:
         self.tasks = [TaskPenaltyState(self.shared, float(m)) for m in np.asarray(mu_t, float)]
 
     def task(self, t: int) -> TaskPenaltyState:
-        """The penalty state the grower uses for task t's trees."""
+        """The penalty state the grower uses for a task's trees.
+
+        Parameters
+        ----------
+        t : int
+            The task.
+
+        Returns
+        -------
+        TaskPenaltyState
+        """
         return self.tasks[t]
 
 
 @dataclass
 class MultiTaskResult:
-    """What :func:`fit_multitask_boosting` returns: per task, the ensemble and the selection
-    record (one entry per tree of that task)."""
+    """What :func:`fit_multitask_boosting` returns.
+
+    Parameters
+    ----------
+    ensembles : list of TreeEnsemble
+        Every task's ensemble.
+    records : list of SelectionRecord
+        Every task's selection record (one entry per tree of that task).
+    """
 
     ensembles: list
     records: list
@@ -117,14 +153,19 @@ def fit_multitask_boosting(backend, Xbs, ys, ws, objective, state: MultiTaskPena
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
-    Xbs : list of T uint8 arrays (n_t, n_features), binned with ``bin_mapper``, on the
-        backend's device
-    ys : list of T targets (n_t,): float64 values or int32 class codes
-    ws : list of T sample weights (n_t,) float64, or None entries
-    objective : ``objectives.*`` instance, shared by all tasks
-    state : MultiTaskPenaltyState (Omega_G and the Omega_t grow in place)
-    bin_mapper : ``binning.BinMapper``
-    params : BoostingParams (``n_iter_no_change`` is ignored: there is no validation data)
+    Xbs : list of ndarray of shape (n_t, n_features), uint8
+        Every task's rows, binned with ``bin_mapper``, on the backend's device.
+    ys : list of ndarray of shape (n_t,)
+        Every task's float64 targets or int32 class codes.
+    ws : list of (ndarray of shape (n_t,), float64, or None)
+        Every task's sample weights.
+    objective : SquaredError, Logistic or Softmax
+        Shared by all tasks.
+    state : MultiTaskPenaltyState
+        Omega_G and the Omega_t grow in place.
+    bin_mapper : BinMapper
+    params : BoostingParams
+        ``n_iter_no_change`` is ignored: there is no validation data.
 
     Returns
     -------

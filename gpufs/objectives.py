@@ -25,10 +25,10 @@ own); without one, the CPU backend for numpy arrays and the GPU backend for cupy
 
 Array-namespace functions
 -------------------------
-:func:`sigmoid`, :func:`softplus`, :func:`softmax` and :func:`log_odds` are the one
-implementation of these functions for everything that is not fitted by the exact kernels:
-predicted probabilities, the linear models of forward stagewise selection, and the tree-weight
-lasso of ControlBurn. They run in the namespace of their argument (numpy or cupy) and never
+:func:`sigmoid`, :func:`softplus`, :func:`softmax`, :func:`log_odds` and
+:func:`logistic_loss_terms` are the one implementation of these functions for everything that
+is not fitted by the exact kernels: predicted probabilities, the linear models of forward
+stagewise selection, and the tree-weight lasso of ControlBurn. They run in the namespace of their argument (numpy or cupy) and never
 overflow. Probabilities that enter a logarithm are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]``
 (:data:`PROB_CLIP`), the one clipping rule of the package: a class with no weight gets a large,
 finite log-odds instead of an infinite one.
@@ -39,11 +39,11 @@ import math
 
 import numpy as np
 
-from ._device import is_cupy_array, namespace_of, to_host
+from ._device import device_of, namespace_of, to_host
 from .quantize import exact_mean
 
-__all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds", "make_objective",
-           "sigmoid", "softmax", "softplus"]
+__all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds",
+           "logistic_loss_terms", "make_objective", "sigmoid", "softmax", "softplus"]
 
 #: Probabilities are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]`` before a logarithm is taken.
 PROB_CLIP = 1e-12
@@ -123,6 +123,24 @@ def softmax(raw):
     return e / e.sum(axis=1, keepdims=True)
 
 
+def logistic_loss_terms(z, y):
+    """The binary log loss of logits ``z`` for 0/1 targets ``y``, row by row, without
+    overflow: ``log(1 + exp(z)) - y z`` (``softplus(z) - y z``).
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,), float64
+        Logits, numpy or cupy.
+    y : ndarray of shape (n,), float64
+        Targets in {0, 1}, in ``z``'s namespace.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+    """
+    return softplus(z) - y * z
+
+
 def log_odds(p):
     """``log(p / (1 - p))`` of a probability clipped to ``[PROB_CLIP, 1 - PROB_CLIP]``.
 
@@ -147,7 +165,7 @@ def _backend_for(a, backend):
     """``backend``, or the default backend of ``a``'s device (created once)."""
     if backend is not None:
         return backend
-    device = "gpu" if is_cupy_array(a) else "cpu"
+    device = device_of(a)
     if device not in _DEFAULT_BACKENDS:
         from .backends import get_backend
 
@@ -194,12 +212,36 @@ class _Objective:
         return _backend_for(raw, backend).gradients(self.name, raw, y)
 
     def grad_hess(self, raw, y, k, backend=None):
-        """Gradient and hessian of output column ``k``: two ndarrays of shape (n_samples,)."""
+        """Gradient and hessian of one output column.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,)
+        k : int
+            The output column.
+        backend : CPUBackend, GPUBackend or None
+
+        Returns
+        -------
+        g, h : ndarray of shape (n_samples,), float64
+        """
         g, h = self.gradients(raw, y, backend)
         return g[k], h[k]
 
     def negative_gradient(self, raw, y, backend=None):
-        """Pseudo-residuals ``-dL/draw``, ndarray of shape (n_samples, n_outputs), float64."""
+        """Pseudo-residuals ``-dL/draw``.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        backend : CPUBackend, GPUBackend or None
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs), float64
+        """
         g, _ = self.gradients(raw, y, backend)
         return -g.T
 
@@ -212,6 +254,10 @@ class _Objective:
         y : ndarray of shape (n_samples,)
         w : ndarray of shape (n_samples,), float64, or None
         backend : CPUBackend, GPUBackend or None
+
+        Returns
+        -------
+        float
         """
         terms = _backend_for(raw, backend).loss_terms(self.name, raw, y)
         return exact_mean(terms, w)
@@ -236,10 +282,32 @@ class SquaredError(_Objective):
         self.n_targets = int(n_targets)
 
     def n_outputs(self, n_classes):
+        """Raw-score columns: one per target.
+
+        Parameters
+        ----------
+        n_classes : int
+            Unused (the targets fix it).
+
+        Returns
+        -------
+        int
+        """
         return self.n_targets
 
     def init_score(self, y, w):
-        """Weighted mean of every target column, ndarray of shape (n_targets,), float64."""
+        """The best constant model: the weighted mean of every target column.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,) or (n_samples, n_targets), float64
+        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        ndarray of shape (n_targets,), float64
+            From correctly rounded host sums (the same for any device and row order).
+        """
         if y.ndim == 1:
             return np.array([_exact_weighted_mean(y, w)])
         return np.array([_exact_weighted_mean(y[:, k], w) for k in range(y.shape[1])])
@@ -256,6 +324,9 @@ class SquaredError(_Objective):
         # y - raw is bit for bit -(raw - y): IEEE subtraction is exactly antisymmetric.
         return (y.reshape(-1, 1) if y.ndim == 1 else y) - raw
 
+    gradients.__doc__ = _Objective.gradients.__doc__
+    negative_gradient.__doc__ = _Objective.negative_gradient.__doc__
+
     def loss(self, raw, y, w, backend=None):
         if y.ndim == 1:
             return super().loss(raw, y, w, backend)
@@ -268,6 +339,8 @@ class SquaredError(_Objective):
             terms = t if terms is None else terms + t
         return exact_mean(terms, w)
 
+    loss.__doc__ = _Objective.loss.__doc__
+
 
 class Logistic(_Objective):
     """Binary log loss on the logit: ``log(1 + e^raw) - y raw``; ``g = p - y``,
@@ -276,14 +349,47 @@ class Logistic(_Objective):
     name = "logistic"
 
     def n_outputs(self, n_classes):
+        """Raw-score columns: one (the logit of class 1).
+
+        Parameters
+        ----------
+        n_classes : int
+            2.
+
+        Returns
+        -------
+        int
+        """
         return 1
 
     def init_score(self, y, w):
-        """The log-odds of the weighted mean of ``y``, ndarray of shape (1,), float64."""
+        """The best constant model: the log-odds of the weighted mean of ``y``.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            0/1 targets.
+        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        ndarray of shape (1,), float64
+            Finite (the mean is clipped by ``PROB_CLIP``).
+        """
         return np.array([log_odds(_exact_weighted_mean(y, w))])
 
     def proba(self, raw):
-        """Class probabilities, ndarray of shape (n_samples, 2), from ``raw`` (n_samples, 1)."""
+        """Class probabilities of raw scores.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, 1), float64
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2), float64
+            ``(1 - p, p)`` with ``p = sigmoid(raw)``.
+        """
         xp = namespace_of(raw)
         p1 = sigmoid(raw[:, 0])
         return xp.stack([1.0 - p1, p1], axis=1)
@@ -307,10 +413,33 @@ class Softmax(_Objective):
         self.n_classes = int(n_classes)
 
     def n_outputs(self, n_classes):
+        """Raw-score columns: one per class.
+
+        Parameters
+        ----------
+        n_classes : int
+            Unused (the objective's own ``n_classes`` fixes it).
+
+        Returns
+        -------
+        int
+        """
         return self.n_classes
 
     def init_score(self, y, w):
-        """Centred log class frequencies, ndarray of shape (n_classes,), float64."""
+        """The best constant model: the centred log of the weighted class frequencies.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,), int
+            Class codes.
+        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        ndarray of shape (n_classes,), float64
+            Finite (frequencies are clipped below by ``PROB_CLIP``).
+        """
         y, w = to_host(y), to_host(w)
         counts = np.zeros(self.n_classes)
         for c in range(self.n_classes):
@@ -329,8 +458,21 @@ class Softmax(_Objective):
     def loss(self, raw, y, w, backend=None):
         return super().loss(raw, self._codes(y), w, backend)
 
+    gradients.__doc__ = _Objective.gradients.__doc__
+    loss.__doc__ = _Objective.loss.__doc__
+
     def proba(self, raw):
-        """Class probabilities, ndarray of shape (n_samples, n_classes)."""
+        """Class probabilities of raw scores.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_classes), float64
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), float64
+            Rows sum to 1.
+        """
         return softmax(raw)
 
 

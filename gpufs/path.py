@@ -27,8 +27,18 @@ __all__ = ["PathPoint", "SelectionPath", "feature_names", "mu_path", "plot_path"
 
 
 def feature_names(estimator) -> list:
-    """Column names of a fitted estimator: ``feature_names_in_`` when the input had them,
-    else ``x0, x1, ...`` (scikit-learn's convention)."""
+    """Column names of a fitted estimator.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+
+    Returns
+    -------
+    list of str
+        ``feature_names_in_`` when the input had them, else ``x0, x1, ...``
+        (scikit-learn's convention).
+    """
     names = getattr(estimator, "feature_names_in_", None)
     if names is not None:
         return [str(n) for n in names]
@@ -39,15 +49,24 @@ def feature_names(estimator) -> list:
 class SelectionPath:
     """Error against the number of selected features.
 
-    Attributes
+    Parameters
     ----------
-    n_features : list of int, the number of features at each point
-    features : list of str, the feature that entered at each point (names when the input
-        had column names), or "" where the point is not one entry (a ``mu_path`` point)
-    train_loss : list of float (NaN where unknown)
-    val_loss : list of float, or None without validation data
-    label : str, the legend entry
-    loss_name : str, the y-axis label
+    n_features : list of int
+        The number of features at each point.
+    features : list of str
+        The feature that entered at each point (names when the input had column names), or
+        "" where the point is not one entry (a ``mu_path`` point).
+    train_loss : list of float
+        The training loss at each point (NaN where unknown).
+    val_loss : list of float or None, default=None
+        The validation loss at each point; None without validation data.
+    label : str, default=""
+        The legend entry.
+    loss_name : str, default="loss"
+        The y-axis label.
+    extra : dict, default={}
+        Family-specific lists, one entry per point (GBFS: ``entry_tree``; ``mu_path``:
+        ``mu``).
     """
 
     n_features: list
@@ -138,8 +157,21 @@ def selection_path(estimator) -> SelectionPath:
 
 @dataclass
 class PathPoint:
-    """One fit of ``mu_path``: its mu, the selected features (indices and names, in order of
-    selection), how many, and the validation score."""
+    """One fit of ``mu_path``.
+
+    Parameters
+    ----------
+    mu : float
+        The penalty the fit ran at.
+    selected_features : list of int
+        The selected features, in order of selection.
+    n_selected : int
+        How many.
+    val_score : float
+        The validation score of the fit.
+    selected_names : list of str, default=[]
+        The selected features' names.
+    """
 
     mu: float
     selected_features: list
@@ -179,7 +211,19 @@ def mu_path(estimator, X, y, mus, X_val=None, y_val=None, scoring=None):
 
 
 def points_path(points, label="mu path") -> SelectionPath:
-    """A ``mu_path`` result as a SelectionPath of validation scores (sorted by size)."""
+    """A ``mu_path`` result as a SelectionPath of validation scores.
+
+    Parameters
+    ----------
+    points : list of PathPoint
+    label : str, default="mu path"
+        The legend entry.
+
+    Returns
+    -------
+    SelectionPath
+        The points sorted by the number of features (then by decreasing mu).
+    """
     pts = sorted(points, key=lambda p: (p.n_selected, -p.mu))
     return SelectionPath([p.n_selected for p in pts], ["" for _ in pts],
                          [float("nan")] * len(pts), [p.val_score for p in pts], label=label,
@@ -188,7 +232,20 @@ def points_path(points, label="mu path") -> SelectionPath:
 
 
 def plot_path(points, ax=None, label=None):
-    """Draw a ``mu_path`` result: ``gpufs.plotting.plot_selection_path`` of its points."""
+    """Draw a ``mu_path`` result: ``gpufs.plotting.plot_selection_path`` of its points.
+
+    Parameters
+    ----------
+    points : list of PathPoint
+    ax : matplotlib Axes or None, default=None
+        None: a new figure.
+    label : str or None, default=None
+        The legend entry (None: "mu path").
+
+    Returns
+    -------
+    matplotlib Axes
+    """
     from .plotting import plot_selection_path
 
     return plot_selection_path(points_path(points, label or "mu path"), ax=ax)

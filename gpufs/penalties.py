@@ -3,12 +3,14 @@
 Owns the one computation of the penalty vector handed to the split kernels, the state of which
 features the ensemble already uses, and the rule for when a feature becomes free.
 
-The rule (DESIGN.md section 4), as implemented and tested:
+The rule, as implemented and tested:
   * A split on feature f scores ``gain / divisor - penalty[f]`` where
     ``penalty[f] = mu * cost[f]`` if no feature of f's group is in Omega, else 0.
     Without groups every feature is its own group, so a feature is free once it is in Omega.
-  * ``divisor`` is 1 (``penalty_scaling="none"``, GBFS, paper 000) or, for
-    ``penalty_scaling="root_sse"`` (A-GBM, paper 002), the largest gain any split of the
+  * ``divisor`` is 1 (``penalty_scaling="none"``: GBFS of Xu, Huang, Weinberger, Zheng,
+    "Gradient Boosted Feature Selection", KDD 2014) or, for ``penalty_scaling="root_sse"``
+    (A-GBM of Han, Rao, Sorokina, Subbian, "Scalable Feature Selection for (Multitask)
+    Gradient Boosted Trees", AISTATS 2020), the largest gain any split of the
     tree's root could reach: 0.5 * (sum_i g_i^2 / h_i - G^2 / H). With unit hessians this is
     half the residual SSE at the root, so ``gain / divisor`` is the fraction of the residual
     SSE a split removes and lies in [0, 1]. Its sums are fixed-point (``quantize.exact_sum``),
@@ -38,10 +40,23 @@ class PenaltyState:
     Parameters
     ----------
     mu : float >= 0
-    costs : float64 (n_features,) >= 0
-    groups : int32 (n_features,), group label 0..G-1 of each feature
-    scaling : "none" | "root_sse"
-    n_features_to_select : int or None
+        The price of a new feature (times its cost).
+    costs : ndarray of shape (n_features,), float64 >= 0
+    groups : ndarray of shape (n_features,), int32
+        Group label 0..n_groups-1 of each feature (a feature is free once its group is used).
+    scaling : {"none", "root_sse"}, default="none"
+        Divide the gains by the root's largest gain (A-GBM) or not (GBFS).
+    n_features_to_select : int or None, default=None
+        The feature budget (None: no budget).
+
+    Attributes
+    ----------
+    used : ndarray of shape (n_features,), bool
+        Omega: the features the ensemble uses.
+    first_use_tree : ndarray of shape (n_features,), int64
+        The tree that first used each feature (-1: none).
+    order : list of int
+        The features of Omega in the order they entered.
     """
 
     def __init__(self, mu, costs, groups, scaling="none", n_features_to_select=None):
@@ -59,30 +74,69 @@ class PenaltyState:
         self.order: list[int] = []
 
     def penalty_vector(self) -> np.ndarray:
-        """float64 (n_features,): mu * cost for features of groups not yet used, else 0."""
+        """The penalty of a split on each feature now.
+
+        Returns
+        -------
+        ndarray of shape (n_features,), float64
+            ``mu * cost`` for the features of groups not yet used, else 0.
+        """
         pays = ~self.group_used[self.groups]
         return np.where(pays, self.mu * self.costs, 0.0)
 
     def budget_left(self):
-        """How many more features may enter Omega (None: unlimited)."""
+        """How many more features may enter Omega.
+
+        Returns
+        -------
+        int or None
+            None without a budget.
+        """
         if self.k is None:
             return None
         return max(0, int(self.k) - len(self.order))
 
     def allowed_mask(self) -> np.ndarray:
-        """bool (n_features,): features a split may use now."""
+        """The features a split may use now.
+
+        Returns
+        -------
+        ndarray of shape (n_features,), bool
+            Every feature, or only Omega's once the budget is spent.
+        """
         if self.budget_left() == 0:
             return self.used.copy()
         return np.ones_like(self.used)
 
     def candidate_features(self, n_features: int) -> np.ndarray:
-        """int32 sorted: the features whose histograms can matter in the next tree, those a
-        split may use now or that are in Omega (the fallback's set): only Omega's once the
-        budget is spent."""
+        """The features whose histograms can matter in the next tree.
+
+        Parameters
+        ----------
+        n_features : int
+
+        Returns
+        -------
+        ndarray of shape (n_candidates,), int32
+            Sorted: those a split may use now or that are in Omega (the fallback's set); only
+            Omega's once the budget is spent.
+        """
         return np.flatnonzero(self.allowed_mask() | self.used).astype(np.int32)
 
     def admit(self, features, tree_index: int) -> list[int]:
-        """Put features into Omega (in the given order); returns those that were new."""
+        """Put features into Omega, in the given order.
+
+        Parameters
+        ----------
+        features : iterable of int
+        tree_index : int
+            Recorded in ``first_use_tree`` for the new ones.
+
+        Returns
+        -------
+        list of int
+            The features that were not in Omega before.
+        """
         new = []
         for f in features:
             f = int(f)
@@ -95,12 +149,24 @@ class PenaltyState:
         return new
 
     def snapshot(self) -> dict:
-        """Omega and what follows from it, copied (``restore`` puts it back)."""
+        """Omega and what follows from it, copied (``restore`` puts it back).
+
+        Returns
+        -------
+        dict
+            ``used``, ``group_used``, ``first_use_tree`` (copies) and ``order``.
+        """
         return {"used": self.used.copy(), "group_used": self.group_used.copy(),
                 "first_use_tree": self.first_use_tree.copy(), "order": list(self.order)}
 
     def restore(self, snap: dict) -> None:
-        """Set Omega to a ``snapshot`` (of a state over the same features and groups)."""
+        """Set Omega to a snapshot.
+
+        Parameters
+        ----------
+        snap : dict
+            A ``snapshot`` of a state over the same features and groups.
+        """
         if snap["used"].shape != self.used.shape or (
                 snap["group_used"].shape != self.group_used.shape):
             raise ValueError("the snapshot is of a penalty state over other features or groups")
@@ -110,12 +176,23 @@ class PenaltyState:
         self.order = list(snap["order"])
 
     def gain_divisor(self, g, h) -> float:
-        """1.0, or for root_sse the largest root gain 0.5 * (sum g^2/h - G^2/H) (> 0).
+        """The divisor of every gain of a tree grown on these gradients.
 
         The sum runs over rows with h > 0. The same on every device and in any row order:
         each row's g * g / h is one IEEE multiplication and one IEEE division (numpy and cupy
         round them identically, and nothing can fuse them), and sum g^2/h, G and H are
         fixed-point sums (``quantize.exact_sum``); the rest is host arithmetic.
+
+        Parameters
+        ----------
+        g, h : ndarray of shape (n_samples,), float64
+            Weighted gradients and hessians (numpy or cupy).
+
+        Returns
+        -------
+        float
+            1.0 for ``scaling="none"``; else the root's largest gain
+            ``0.5 * (sum g^2/h - G^2/H)``, or 1.0 when that is not positive.
         """
         if self.scaling == "none":
             return 1.0

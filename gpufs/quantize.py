@@ -27,8 +27,22 @@ def _row_bits(n_rows: int) -> int:
 
 
 def scale_for(max_abs: float, n_rows: int) -> float:
-    """The power-of-two fixed-point scale for values of largest magnitude ``max_abs``: the
-    largest 2**k with n_rows * max_abs * 2**k < 2**62 (1.0 for 0, inf or NaN)."""
+    """The power-of-two fixed-point scale for values of largest magnitude ``max_abs``.
+
+    Parameters
+    ----------
+    max_abs : float
+        The largest magnitude of the values.
+    n_rows : int
+        How many of them are summed.
+
+    Returns
+    -------
+    float
+        The largest ``2**k`` with ``2**row_bits * max_abs * 2**k < 2**62``, ``row_bits``
+        the bits of ``n_rows`` (so ``n_rows * max_abs * 2**k < 2**62``); 1.0 for 0, inf or
+        NaN.
+    """
     if max_abs == 0.0 or not math.isfinite(max_abs):
         return 1.0
     _, exp_max = math.frexp(max_abs)  # max_abs < 2**exp_max
@@ -36,21 +50,45 @@ def scale_for(max_abs: float, n_rows: int) -> float:
 
 
 def fixed_point_scale(a, n_rows: int) -> float:
-    """Power-of-two scale for the values of ``a`` (numpy or cupy), given the row count."""
+    """The power-of-two scale (``scale_for``) of the values of an array.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n,), float64
+        numpy or cupy.
+    n_rows : int
+        How many values are summed.
+
+    Returns
+    -------
+    float
+    """
     xp = namespace_of(a)
     max_abs = float(xp.abs(a).max()) if a.size else 0.0
     return scale_for(max_abs, n_rows)
 
 
 def quantize(a, scale: float):
-    """int64 rint(a * scale), on a's device."""
+    """Fixed-point values: ``rint(a * scale)``, ties to even.
+
+    Parameters
+    ----------
+    a : ndarray, float64
+        numpy or cupy.
+    scale : float
+        A power of two, so ``a * scale`` is exact.
+
+    Returns
+    -------
+    ndarray of a's shape, int64
+        On a's device.
+    """
     xp = namespace_of(a)
     return xp.rint(a * scale).astype(QGRAD_DTYPE)
 
 
 def exact_sum(a) -> float:
-    """sum(a) of a 1-D float64 array (numpy or cupy) as a host float, the same on every device
-    and in any order of the values.
+    """``sum(a)`` as a host float, the same on every device and in any order of the values.
 
     Two-word fixed point: with ``2**e = fixed_point_scale(a, n)`` and ``L = 62 - row_bits``,
     x = a * 2**e (exact), hi = rint(x), lo = rint((x - hi) * 2**L) (x - hi is exact, in
@@ -60,6 +98,15 @@ def exact_sum(a) -> float:
     below n**3 * max|a| * 2**-123 (half an ulp of max|a| up to about 10 million values) plus
     the final rounding: as accurate as a float sum, and usually the correctly rounded sum.
     With infinite or NaN values the result is what any float summation gives: NaN, inf or -inf.
+
+    Parameters
+    ----------
+    a : ndarray, float64
+        numpy or cupy, any shape (flattened).
+
+    Returns
+    -------
+    float
     """
     xp = namespace_of(a)
     a = a.reshape(-1)
@@ -109,9 +156,20 @@ def _int_times_pow2(total: int, k: int) -> float:
 
 
 def exact_mean(a, w=None) -> float:
-    """sum(a) / n, or sum(a * w) / sum(w), from ``exact_sum`` (device- and order-free).
+    """``sum(a) / n``, or ``sum(a * w) / sum(w)``, from ``exact_sum`` (device- and
+    order-free).
 
     ``a * w`` is one IEEE multiplication per row on either device, so its bits are the same.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n,), float64
+    w : ndarray of shape (n,), float64, or None
+
+    Returns
+    -------
+    float
+        NaN for an empty ``a``.
     """
     n = int(a.shape[0])
     if n == 0:
@@ -126,11 +184,15 @@ class PreparedGradients:
 
     Attributes
     ----------
-    gh : int64 (n_samples, 2) on the backend's device: rint(g w * g_scale), rint(h w * h_scale)
-    g_scale, h_scale : float, the power-of-two scales (``fixed_point_scale`` of g w and h w)
-    G_q, H_q : int, the exact sums of the two columns of ``gh`` (the root's sums)
-    gain_divisor : float, the A-GBM divisor 0.5 * (sum g^2/h - G^2/H) over rows with h > 0
-        (``penalties.PenaltyState.gain_divisor``'s value), or 1.0 when not asked for
+    gh : ndarray of shape (n_samples, 2), int64
+        ``rint(g w * g_scale)`` and ``rint(h w * h_scale)``, on the backend's device.
+    g_scale, h_scale : float
+        The power-of-two scales (``fixed_point_scale`` of g w and h w).
+    G_q, H_q : int
+        The exact sums of the two columns of ``gh`` (the root's sums).
+    gain_divisor : float
+        The A-GBM divisor ``0.5 * (sum g^2/h - G^2/H)`` over rows with h > 0
+        (``penalties.PenaltyState.gain_divisor``'s value), or 1.0 when not asked for.
     """
 
     __slots__ = ("gh", "g_scale", "h_scale", "G_q", "H_q", "gain_divisor")
@@ -139,13 +201,27 @@ class PreparedGradients:
 def prepare_gradients(backend, g, h, w=None, *, unit_hessian=False, divisor=False):
     """Weights, fixed point and the exact root sums of one tree, in two passes over the rows.
 
-    ``g``, ``h`` (n_samples,) float64 gradients and hessians (``h`` ignored with
-    ``unit_hessian``: every hessian 1), ``w`` (n_samples,) sample weights or None, on the
-    backend's device. The results are exactly what the array-by-array route gives --
+    The results are exactly what the array-by-array route gives --
     ``quantize(g * w, fixed_point_scale(g * w, n))`` and likewise for h, and
     ``PenaltyState.gain_divisor(g * w, h * w)`` -- computed by the backend's fused kernels: one
     pass for the largest magnitudes (the scales), one for the fixed-point values and the
     two-word sums of ``exact_sum``.
+
+    Parameters
+    ----------
+    backend : CPUBackend or GPUBackend
+    g, h : ndarray of shape (n_samples,), float64
+        Gradients and hessians, on the backend's device.
+    w : ndarray of shape (n_samples,), float64, or None
+        Sample weights.
+    unit_hessian : bool, default=False
+        Every hessian is 1 (``h`` is not read).
+    divisor : bool, default=False
+        Compute the A-GBM gain divisor too.
+
+    Returns
+    -------
+    PreparedGradients
     """
     n = int(g.shape[0])
     out = PreparedGradients()

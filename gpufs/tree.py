@@ -1,7 +1,7 @@
 """The tree and ensemble data model shared by the CPU and the GPU.
 
-Owns the struct-of-arrays representation (DESIGN.md section 3), prediction entry points,
-host/device moves, and the JSON entry points (the format itself: ``gpufs.model_io``).
+Owns the struct-of-arrays representation (below), the prediction entry points, host/device
+moves, and the JSON entry points (the format itself: ``gpufs.model_io``).
 
 A tree of depth D is a complete binary tree of ``n_nodes = 2**(D+1) - 1`` nodes; node i has
 children 2i+1 and 2i+2. Per node:
@@ -54,18 +54,50 @@ def _field_shape(name, n_nodes, categorical):
 
 
 def n_nodes_for_depth(max_depth: int) -> int:
+    """Nodes of a complete binary tree of depth ``max_depth``.
+
+    Parameters
+    ----------
+    max_depth : int >= 0
+
+    Returns
+    -------
+    int
+        ``2 ** (max_depth + 1) - 1``.
+    """
     return 2 ** (max_depth + 1) - 1
 
 
 @dataclass
 class Tree:
-    """One tree: a dict of 1-D host arrays of length n_nodes (see module docstring)."""
+    """One tree: a struct of 1-D host arrays over its nodes (see the module docstring).
+
+    Every field of ``TREE_FIELDS`` is also an attribute (``tree.feature`` is
+    ``tree.arrays["feature"]``).
+
+    Parameters
+    ----------
+    arrays : dict of str to ndarray of shape (n_nodes,)
+        One array per field of ``TREE_FIELDS``, of its dtype.
+    """
 
     arrays: dict
 
     @classmethod
     def empty(cls, max_depth: int, categorical: bool = False) -> "Tree":
-        """An all-leaf tree; ``categorical`` gives it room for category bitsets."""
+        """A tree of depth ``max_depth`` with every node a leaf of value 0.
+
+        Parameters
+        ----------
+        max_depth : int >= 0
+        categorical : bool, default=False
+            Give the tree room for category bitsets (``cat_bits``).
+
+        Returns
+        -------
+        Tree
+            ``feature`` -1 everywhere, every other field 0.
+        """
         n = n_nodes_for_depth(max_depth)
         arrays = {k: np.zeros(_field_shape(k, n, categorical), dtype=dt)
                   for k, dt in TREE_FIELDS.items()}
@@ -79,13 +111,36 @@ class Tree:
             raise AttributeError(name) from None
 
     def used_features(self) -> np.ndarray:
+        """The features the tree splits on.
+
+        Returns
+        -------
+        ndarray of shape (n_used,), int32
+            Sorted, without repetition.
+        """
         f = self.arrays["feature"]
         return np.unique(f[f >= 0])
 
 
 @dataclass
 class TreeEnsemble:
-    """Stacked trees (n_trees, n_nodes) plus the base score; arrays always on the host."""
+    """A boosted or bagged ensemble: its trees, the output column each adds to, and the base
+    score every row starts from. Arrays are kept on the host.
+
+    Parameters
+    ----------
+    max_depth : int
+        Depth of every tree (each has ``2 ** (max_depth + 1) - 1`` nodes).
+    n_features : int
+        Features of the data the trees split.
+    base_score : ndarray of shape (n_outputs,), float64
+        The raw score of every row before any tree.
+    trees : list of Tree, default=[]
+    tree_column : list of int, default=[]
+        The output column (class, for softmax) each tree adds to.
+    is_categorical : ndarray of shape (n_features,), bool, or None, default=None
+        The categorical features, whose splits use the trees' category bitsets (None: none).
+    """
 
     max_depth: int
     n_features: int
@@ -94,11 +149,12 @@ class TreeEnsemble:
     tree_column: list = field(default_factory=list)
     #: bool (n_features,): the categorical features (None: none), whose splits use cat_bits
     is_categorical: np.ndarray | None = None
-    _stacked: dict | None = field(default=None, repr=False)
-    _device_cache: dict | None = field(default=None, repr=False)
+    _stacked: dict | None = field(default=None, repr=False, init=False)
+    _device_cache: dict | None = field(default=None, repr=False, init=False)
 
     @property
     def n_trees(self) -> int:
+        """Number of trees."""
         return len(self.trees)
 
     @property
@@ -107,23 +163,52 @@ class TreeEnsemble:
         return self.is_categorical is not None and bool(np.any(self.is_categorical))
 
     def categorical_mask(self) -> np.ndarray:
-        """bool (n_features,): the categorical features (all False when there are none)."""
+        """The categorical features.
+
+        Returns
+        -------
+        mask : ndarray of shape (n_features,), bool
+            All False when there are none.
+        """
         if self.is_categorical is None:
             return np.zeros(self.n_features, dtype=np.bool_)
         return np.ascontiguousarray(self.is_categorical, dtype=np.bool_)
 
     @property
     def n_outputs(self) -> int:
+        """Number of output columns (classes for softmax, else 1)."""
         return int(np.asarray(self.base_score).shape[0])
 
     def append(self, tree: Tree, column: int) -> None:
+        """Add a tree that adds to output column ``column``.
+
+        Parameters
+        ----------
+        tree : Tree
+            Of depth ``max_depth``.
+        column : int
+            Its output column, in ``[0, n_outputs)``.
+        """
         self.trees.append(tree)
         self.tree_column.append(int(column))
         self._stacked = None
         self._device_cache = None
 
     def stacked(self, start: int = 0, stop: int | None = None) -> dict:
-        """Host arrays (n_trees, n_nodes) for trees[start:stop], plus ``tree_column``."""
+        """The trees ``trees[start:stop]`` as stacked host arrays.
+
+        Parameters
+        ----------
+        start : int, default=0
+        stop : int or None, default=None
+
+        Returns
+        -------
+        dict
+            Every field of ``TREE_FIELDS`` as an ndarray of shape (n_trees, n_nodes), and
+            ``"tree_column"``, an int32 ndarray of shape (n_trees,). The whole ensemble's
+            arrays are kept until the next ``append``.
+        """
         if start == 0 and stop is None and self._stacked is not None:
             return self._stacked
         trees = self.trees[start:stop]
@@ -140,21 +225,41 @@ class TreeEnsemble:
         return out
 
     def _arrays_for(self, backend, start=0, stop=None) -> dict:
+        """The stacked arrays on ``backend``'s device; the whole ensemble's are kept per
+        backend kind, so repeated predictions copy them to a device once."""
         arrs = self.stacked(start, stop)
-        if backend.name == "cpu":
-            return arrs
-        if start == 0 and stop is None:
-            if self._device_cache is None:
-                self._device_cache = {k: backend.xp.asarray(v) for k, v in arrs.items()}
-            return self._device_cache
-        return {k: backend.xp.asarray(v) for k, v in arrs.items()}
+        if start or stop is not None:
+            return {k: backend.to_device(v) for k, v in arrs.items()}
+        if self._device_cache is None:
+            self._device_cache = {}
+        cached = self._device_cache.get(backend.name)
+        if cached is None:
+            cached = self._device_cache[backend.name] = {k: backend.to_device(v)
+                                                         for k, v in arrs.items()}
+        return cached
 
     def _init_raw(self, backend, n):
         xp = backend.xp
         return xp.tile(xp.asarray(self.base_score, dtype=T.RAW_DTYPE), (n, 1))
 
     def predict_raw(self, X, backend, start=0, stop=None, out=None):
-        """Raw scores (n_samples, n_outputs) float64 from float X (NaN = missing)."""
+        """Raw scores from float features.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float32 or float64
+            On ``backend``'s device; NaN marks a missing value.
+        backend : CPUBackend or GPUBackend
+        start, stop : int, default=0 and None
+            Use the trees ``trees[start:stop]`` only.
+        out : ndarray of shape (n_samples, n_outputs), float64, default=None
+            Scores to add the trees to, in place; None starts from ``base_score``.
+
+        Returns
+        -------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+            On ``backend``'s device (``out`` when given).
+        """
         a = self._arrays_for(backend, start, stop)
         if out is None:
             out = self._init_raw(backend, X.shape[0])
@@ -163,7 +268,22 @@ class TreeEnsemble:
                                    a["cat_bits"])
 
     def predict_binned(self, Xb, backend, start=0, stop=None, out=None):
-        """Raw scores from the binned matrix; equal to ``predict_raw`` on the same rows."""
+        """Raw scores from binned features; equal to ``predict_raw`` on the same rows.
+
+        Parameters
+        ----------
+        Xb : ndarray of shape (n_samples, n_features), uint8
+            Binned by the ensemble's ``BinMapper``, on ``backend``'s device.
+        backend : CPUBackend or GPUBackend
+        start, stop : int, default=0 and None
+            Use the trees ``trees[start:stop]`` only.
+        out : ndarray of shape (n_samples, n_outputs), float64, default=None
+            Scores to add the trees to, in place; None starts from ``base_score``.
+
+        Returns
+        -------
+        raw : ndarray of shape (n_samples, n_outputs), float64
+        """
         a = self._arrays_for(backend, start, stop)
         if out is None:
             out = self._init_raw(backend, Xb.shape[0])
@@ -173,29 +293,61 @@ class TreeEnsemble:
 
     # --- persistence: always through host arrays (format and checks: gpufs.model_io) ---------
     def to_dict(self) -> dict:
-        """The JSON form of the ensemble (strict JSON: +inf thresholds as "Infinity")."""
+        """The ensemble in the JSON form of ``gpufs.model_io``.
+
+        Returns
+        -------
+        dict
+            Plain lists, numbers and strings (+inf thresholds as the string "Infinity").
+        """
         from .model_io import ensemble_to_dict
 
         return ensemble_to_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "TreeEnsemble":
-        """An ensemble from ``to_dict``'s form, validated completely first (a ValueError
-        naming the field otherwise), so the arrays are safe for the compiled kernels."""
+        """An ensemble from ``to_dict``'s form, validated completely first, so the arrays are
+        safe for the compiled kernels.
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict``'s form (numpy arrays and scalars are accepted too).
+
+        Returns
+        -------
+        TreeEnsemble
+            A ValueError naming the field is raised for anything invalid.
+        """
         from .model_io import ensemble_from_dict, plain
 
         return ensemble_from_dict(plain(d))
 
     def to_json(self) -> str:
-        """Strict JSON text; Python's float repr round-trips exactly, so a loaded ensemble
-        predicts bit-identically."""
+        """The ensemble as strict JSON text.
+
+        Returns
+        -------
+        str
+            Python's float repr round-trips exactly, so a loaded ensemble predicts
+            bit-identically.
+        """
         from .model_io import dumps
 
         return dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, s: str) -> "TreeEnsemble":
-        """An ensemble from ``to_json``'s text (strict JSON, validated)."""
+        """An ensemble from ``to_json``'s text (strict JSON, validated).
+
+        Parameters
+        ----------
+        s : str
+
+        Returns
+        -------
+        TreeEnsemble
+        """
         from .model_io import loads
 
         return cls.from_dict(loads(s))

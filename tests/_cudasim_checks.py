@@ -10,6 +10,8 @@ import numpy as np
 
 from gpufs._device import to_host
 from gpufs.backends import cpu as cpu_kernels
+from gpufs._categorical import MAX_CAT_TO_ONEHOT
+from gpufs.backends.base import SplitInfo, SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
 from gpufs.boosting import BoostingParams, fit_boosting
@@ -146,14 +148,22 @@ def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build):
 
 
 def check_find_splits(gpu, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                      reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3, **cat):
-    """``cat``: ``is_categorical`` and ``max_cat_to_onehot`` of ``find_splits``."""
+                      reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
+                      is_categorical=None, max_cat_to_onehot=MAX_CAT_TO_ONEHOT):
+    """CPU and GPU ``find_splits`` give equal ``SplitInfo`` records; returns the CPU's.
+    ``is_categorical`` / ``max_cat_to_onehot``: the categorical features of the search."""
     xp = gpu.xp
-    args = (node_g, node_h)
-    rest = (penalty, allowed, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight)
-    want = CPU.find_splits(hist, *args, n_bins, *rest, **cat)
-    got = gpu.find_splits(xp.asarray(hist), *args, xp.asarray(n_bins), *rest, **cat)
-    assert_same_dict(want, got, "find_splits")
+    cat_slot, n_cat = categorical_slots(is_categorical, len(n_bins))
+    split = dict(g_scale=g_scale, h_scale=h_scale, reg_lambda=reg_lambda,
+                 gain_divisor=gain_divisor, min_child_weight=min_child_weight,
+                 min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat,
+                 max_cat_to_onehot=max_cat_to_onehot)
+    want = CPU.find_splits(hist, node_g, node_h, penalty, allowed,
+                           SplitParams(n_bins=n_bins, **split))
+    got = gpu.find_splits(xp.asarray(hist), node_g, node_h, penalty, allowed,
+                          SplitParams(n_bins=xp.asarray(n_bins), **split))
+    assert isinstance(want, SplitInfo) and isinstance(got, SplitInfo)
+    assert_same_dict(vars(want), vars(got), "find_splits")
     return want
 
 

@@ -129,9 +129,10 @@ def test_find_splits(gpu, data, case):
         kw.update(gain_divisor=3.7, reg_lambda=0.0)
     res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, penalty, allowed, gs, hs,
                             **kw)
-    assert res["feature"][1] == -1 and res["score"][1] == -np.inf  # the one-row node
+    assert res.feature[1] == -1 and res.score[1] == -np.inf  # the one-row node
     if case == "plain":
-        assert 3 not in res["feature"]  # feature 3 duplicates 0: the lower feature wins ties
+        # feature 3 duplicates 0: where a node takes one of them, the lower feature wins
+        assert 0 in res.feature and 3 not in res.feature
 
 
 def test_find_splits_missingness(gpu):
@@ -151,9 +152,9 @@ def test_find_splits_missingness(gpu):
                                 gs, hs)
         big = [0, 2, 3]  # nodes with 20, 25 and 18 rows
         f = 2 if allowed[2] else 5
-        np.testing.assert_array_equal(res["feature"][big], f)
-        np.testing.assert_array_equal(res["bin"][big], bm.n_bins_[f] - 1)
-        assert not res["missing_left"][big].any()
+        np.testing.assert_array_equal(res.feature[big], f)
+        np.testing.assert_array_equal(res.bin[big], bm.n_bins_[f] - 1)
+        assert not res.missing_left[big].any()
 
 
 def test_find_splits_all_invalid(gpu, data):
@@ -162,7 +163,7 @@ def test_find_splits_all_invalid(gpu, data):
     d = Xb.shape[1]
     res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d),
                             np.zeros(d, bool), gs, hs)
-    assert (res["feature"] == -1).all()
+    assert (res.feature == -1).all() and (res.score == -np.inf).all()
 
 
 @pytest.mark.parametrize("threads,min_rows", [(8, 4), (1, 64), (16, 16)])
@@ -175,6 +176,33 @@ def test_partition(data, threads, min_rows):
     bin_ = np.array([3, 7, 0])
     for ml in ([True, False, True], [False, True, False]):
         check_partition(gpu, Xb, rows, ns, nc, split_nodes, feature, bin_, np.array(ml))
+
+
+@pytest.mark.parametrize("min_rows", [4, 16, 64])
+def test_task_table(min_rows):
+    """The GPU's task table: ceil(count / rows_per_task) near-equal runs per segment, each
+    at most ``rows_per_task`` rows, tiling the segment in order (the runs the histogram and
+    partition kernels read, whose results equal the CPU's in the tests above)."""
+    gpu = GPUBackend(min_rows_per_task=min_rows)
+    start = np.array([0, 20, 20, 21, 46], np.int64)
+    count = np.array([20, 0, 1, 25, 18], np.int64)
+    t_seg, t_lo, t_hi = gpu.task_table(start, count)
+    rpt = gpu._rows_per_task(count.sum())
+    for s in range(5):
+        mine = t_seg == s
+        assert mine.sum() == -(-count[s] // rpt)
+        if count[s]:
+            lo, hi = t_lo[mine], t_hi[mine]
+            assert lo[0] == start[s] and hi[-1] == start[s] + count[s]
+            np.testing.assert_array_equal(lo[1:], hi[:-1])
+            assert (hi - lo).max() <= rpt and (hi - lo).max() - (hi - lo).min() <= 1
+
+
+def test_array_placement(gpu):
+    a = np.arange(4.0)
+    assert gpu.owns(a) and not gpu.owns([1.0])  # numpy stands in for cupy here
+    assert gpu.to_device(a) is a
+    assert gpu.synchronize() is None
 
 
 def test_partition_root(gpu, data):
@@ -411,9 +439,9 @@ def test_find_splits_categorical(gpu, cat_data, onehot):
                                 max_cat_to_onehot=onehot)
         if not allowed[2:].any():  # only the categorical features: non-empty left sets
             big = [0, 2, 3]
-            assert set(res["feature"][big].tolist()) <= {0, 1}
-            assert (res["cat_bits"][big].any(axis=1) | res["missing_left"][big]).all()
-            assert (res["bin"][big] == 0).all()
+            assert set(res.feature[big].tolist()) <= {0, 1}
+            assert (res.cat_bits[big].any(axis=1) | res.missing_left[big]).all()
+            assert (res.bin[big] == 0).all()
 
 
 def test_partition_categorical(gpu, cat_data):

@@ -22,6 +22,7 @@ import gpufs
 from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
                    MultiTaskGBFSClassifier, MultiTaskGBFSRegressor, StagewiseClassifier,
                    StagewiseRegressor)
+from gpufs.backends.base import SplitParams, categorical_slots
 
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")
@@ -102,11 +103,13 @@ def test_a_categorical_feature_pays_mu_once(planted_data):
     for cost in (1.0, 2.5):
         pen = np.zeros(d)
         pen[f] = mu * cost
-        res = be.find_splits(hist, [gq.sum()], [hq.sum()], est.bin_mapper_.n_bins_, pen,
-                             allowed, gs, hs, 1.0, 1.0, 1e-3,
-                             is_categorical=est.bin_mapper_.is_categorical_)
-        assert np.unpackbits(res["cat_bits"][0].view(np.uint8)).sum() > 5
-        assert res["score"][0] == res["gain"][0] - mu * cost
+        slot, n_cat = categorical_slots(est.bin_mapper_.is_categorical_, d)
+        split = SplitParams(n_bins=est.bin_mapper_.n_bins_, g_scale=gs, h_scale=hs,
+                            reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
+                            min_split_gain=0.0, cat_slot=slot, n_cat=n_cat)
+        res = be.find_splits(hist, [gq.sum()], [hq.sum()], pen, allowed, split)
+        assert np.unpackbits(res.cat_bits[0].view(np.uint8)).sum() > 5
+        assert res.score[0] == res.gain[0] - mu * cost
 
 
 def test_groups_and_costs_with_a_categorical_column(planted_data):

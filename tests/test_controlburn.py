@@ -135,7 +135,9 @@ def test_coverage_warning_and_remedies():
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)
             est = ControlBurnRegressor(**{**kw, **remedy}).fit(X, y)
-        assert est.forest_coverage_ >= 4 and est.selected_features_.size == 4
+        # the lasso itself reaches 4 (not the completion of an unreachable k), with x0 first
+        assert est.forest_coverage_ == 8 and est.selection_exact_
+        assert est.selected_features_.size == 4 and est.selected_features_[0] == 0
 
 
 # --- determinism ------------------------------------------------------------------------------
@@ -163,17 +165,21 @@ def test_determinism(Est, task):
 # --- classes, weights, costs, groups, sketching -----------------------------------------------
 
 
-def test_binary_and_multiclass_exact_k():
+def test_binary_and_multiclass_k_features():
+    # y depends on x0 (most), x1 and x2: the classifiers pick the strongest ones. (The size
+    # alone would prove nothing: an unreachable k is completed to k features.)
     X, y = regression_data()
     yb = np.where(y > 0, "yes", "no")
-    est = ControlBurnClassifier(n_features_to_select=2, random_state=0, max_depth=3).fit(X, yb)
-    assert est.selected_features_.size == 2 and set(est.classes_) == {"no", "yes"}
+    with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
+        est = ControlBurnClassifier(n_features_to_select=2, random_state=0,
+                                    max_depth=3).fit(X, yb)
+    assert set(est.selected_features_.tolist()) == {0, 1} and not est.selection_exact_
+    assert set(est.classes_) == {"no", "yes"}
     assert est.predict_proba(X).shape == (X.shape[0], 2)
     assert est.score(X, yb) > 0.8
     y3 = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
     est = ControlBurnClassifier(n_features_to_select=3, random_state=0, max_depth=3).fit(X, y3)
-    assert est.selected_features_.size == 3
-    assert 0 in est.selected_features_
+    assert sorted(est.selected_features_.tolist()) == [0, 1, 2] and est.selection_exact_
     assert est.predict_proba(X).shape == (X.shape[0], 3)
     assert set(est.forest_.tree_column.tolist()) == {0, 1, 2}
 
@@ -200,18 +206,23 @@ def test_feature_costs_steer_the_choice_between_duplicates():
 def test_groups_with_costs_and_sketch():
     X, y = regression_data()
     groups = [0, 1, 2, 3, 3, 4, 4, 5]
+    # y depends on x0, x1 and x2 (each its own group, the cheapest costs): the informative
+    # features are found through the groups, costs and a count sketch. (The sizes alone would
+    # prove nothing: an unreachable k is completed to k features.)
     est = ControlBurnRegressor(n_features_to_select=3, feature_groups=groups,
                                feature_costs=np.arange(1, 9.0), max_depth=3, random_state=0,
                                sketch="count", sketch_size=300).fit(X, y)
-    assert est.selected_features_.size == 3
-    est = ControlBurnRegressor(n_features_to_select=2, feature_groups=groups,
-                               group_costs={0: 1, 1: 1, 2: 1, 3: 1, 4: 9, 5: 1},
-                               max_depth=3, random_state=0).fit(X, y)
-    assert est.selected_features_.size == 2
+    assert sorted(est.selected_features_.tolist()) == [0, 1, 2] and est.selection_exact_
+    with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
+        est = ControlBurnRegressor(n_features_to_select=2, feature_groups=groups,
+                                   group_costs={0: 1, 1: 1, 2: 1, 3: 1, 4: 9, 5: 1},
+                                   max_depth=3, random_state=0).fit(X, y)
+    assert sorted(est.selected_features_.tolist()) == [0, 1]
     yb = (y > 0).astype(int)
-    est = ControlBurnClassifier(n_features_to_select=2, sketch="rows", sketch_size=400,
-                                max_depth=3, random_state=0).fit(X, yb)
-    assert est.selected_features_.size == 2
+    with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
+        est = ControlBurnClassifier(n_features_to_select=2, sketch="rows", sketch_size=400,
+                                    max_depth=3, random_state=0).fit(X, yb)
+    assert sorted(est.selected_features_.tolist()) == [0, 1]
 
 
 def test_refit_estimator_and_pandas():

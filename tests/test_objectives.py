@@ -1,9 +1,9 @@
 """Objectives: gradients and hessians against finite differences of the loss, initial scores,
-numerical stability, and the softmax layout (one tree per class per round)."""
+numerical stability, and the array-namespace functions (the softmax layout of the boosting
+loop is in test_boosting.py)."""
 import numpy as np
 import pytest
 
-from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.objectives import Logistic, Softmax, SquaredError, make_objective
 
 
@@ -118,61 +118,6 @@ def test_make_objective():
     assert sm.name == "softmax" and sm.n_outputs(5) == 5
 
 
-def test_softmax_one_tree_per_class_per_round():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(300, 4))
-    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=300), [-0.5, 0.0, 0.7])  # 4 classes
-    est = GBFSClassifier(n_estimators=5, mu=0.0, max_depth=2, device="cpu").fit(X, y)
-    ens = est.ensemble_
-    assert ens.n_outputs == 4 and ens.n_trees == 20
-    assert list(ens.tree_column) == [0, 1, 2, 3] * 5
-    assert est.selection_record_["tree_column"] == [0, 1, 2, 3] * 5
-    assert est.decision_function(X).shape == (300, 4)
-    p = est.predict_proba(X)
-    np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    # every tree of a round is fit to its class's gradients at the raw scores of the start of
-    # the round (not after the previous class's tree): regrow round 2 by hand
-    from gpufs.backends.cpu import CPUBackend
-    from gpufs.grower import TreeParams, grow_tree
-    from gpufs.penalties import PenaltyState
-    from gpufs.quantize import fixed_point_scale, quantize
-
-    be = CPUBackend()
-    Xb = est.bin_mapper_.transform(X, be)
-    raw = ens.predict_raw(X, be, start=0, stop=4)  # after round 1
-    obj = Softmax(4)
-    for k in range(4):
-        g, h = obj.grad_hess(raw, y.astype(np.int32), k)
-        gs, hs = fixed_point_scale(g, 300), fixed_point_scale(h, 300)
-        ps = PenaltyState(0.0, np.ones(4), np.arange(4, dtype=np.int32), "root_sse")
-        t = grow_tree(be, Xb, quantize(g, gs), quantize(h, hs), gs, hs, est.bin_mapper_.n_bins_,
-                      est.bin_mapper_, ps, TreeParams(max_depth=2), tree_index=4 + k,
-                      gain_divisor=ps.gain_divisor(g, h)).tree
-        np.testing.assert_array_equal(t.feature, ens.trees[4 + k].feature)
-        np.testing.assert_array_equal(t.bin_threshold, ens.trees[4 + k].bin_threshold)
-        np.testing.assert_array_equal(t.value, ens.trees[4 + k].value)
-    np.testing.assert_allclose(est.decision_function(X), ens.predict_raw(X, be))
-
-
-def test_hessian_false_uses_unit_hessians():
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(200, 3))
-    y = (X[:, 0] > 0).astype(int)
-    ens_unit = GBFSClassifier(n_estimators=3, hessian=False, mu=0.0, device="cpu").fit(X, y)
-    s = ens_unit.ensemble_.stacked()
-    reached = s["count"] > 0
-    np.testing.assert_array_equal(s["cover"][reached], s["count"][reached])
-    ens_h = GBFSClassifier(n_estimators=3, hessian=True, mu=0.0, device="cpu").fit(X, y)
-    s = ens_h.ensemble_.stacked()
-    reached = s["count"] > 0
-    assert np.all(s["cover"][reached] <= 0.25 * s["count"][reached] + 1e-9)
-    # regression: hessian is 1 either way, so the models are identical
-    yr = X[:, 0] * 2 + rng.normal(size=200)
-    a = GBFSRegressor(n_estimators=3, hessian=True, device="cpu").fit(X, yr)
-    b = GBFSRegressor(n_estimators=3, hessian=False, device="cpu").fit(X, yr)
-    np.testing.assert_array_equal(a.predict(X), b.predict(X))
-
-
 # --- the array-namespace functions and the multi-output squared error -------------------------
 
 def test_sigmoid_softplus_log_odds_softmax():
@@ -195,6 +140,18 @@ def test_sigmoid_softplus_log_odds_softmax():
                                [log_odds(0.0), 0.0, log_odds(1.0)])
     s = softmax(np.array([[1000.0, -1000.0, 0.0], [0.0, 0.0, np.log(2.0)]]))
     np.testing.assert_allclose(s, [[1.0, 0.0, 0.0], [0.25, 0.25, 0.5]], atol=1e-15)
+
+
+def test_logistic_loss_terms():
+    from gpufs.objectives import logistic_loss_terms
+
+    z = np.array([0.0, 2.0, -3.0, 800.0, -800.0])
+    y = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
+    got = logistic_loss_terms(z, y)
+    # log(1 + e^z) - y z, computed where it does not overflow: -log(p) for y = 1, -log(1 - p)
+    want = np.where(y == 1, np.logaddexp(0.0, -z), np.logaddexp(0.0, z))
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-300)
+    assert got[0] == np.log(2.0) and np.isfinite(got).all() and got[3] == 800.0
 
 
 def test_squared_error_of_several_targets_is_the_sum_of_single_targets():

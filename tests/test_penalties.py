@@ -1,4 +1,6 @@
 """The Omega rule of gpufs/penalties.py's docstring, on hand-built cases and on fitted models."""
+import math
+
 import numpy as np
 import pytest
 
@@ -237,3 +239,17 @@ def test_mu_zero_selects_more_than_a_large_mu():
                            device="cpu").fit(X, y)
     assert 0 not in pricey.selected_features_.tolist()
     assert 1 in pricey.selected_features_.tolist()
+
+
+def test_gain_divisor_is_row_order_free():
+    rng = np.random.default_rng(4)
+    g = rng.normal(size=5000) + 3.0
+    h = rng.uniform(0.0, 0.25, size=5000)
+    h[:10] = 0.0
+    ps = PenaltyState(0.1, np.ones(2), np.arange(2, dtype=np.int32), "root_sse")
+    perm = rng.permutation(5000)
+    d = ps.gain_divisor(g, h)
+    assert d == ps.gain_divisor(g[perm], h[perm])
+    pos = h > 0
+    want = 0.5 * (math.fsum(g[pos] ** 2 / h[pos]) - math.fsum(g) ** 2 / math.fsum(h))
+    assert d == pytest.approx(want, rel=1e-15)

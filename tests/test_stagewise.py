@@ -194,7 +194,8 @@ def test_newton_logistic_against_minimize_scalar(K):
     Y[:, 0] = np.where(X[:, 0] + X[:, 1] + rng.logistic(size=n) > 0, 1.0, -1.0)
     mu, sd, inv = sw._standardize_stats(X, w, W, np, "cpu")
     active = inv > 0
-    a, cost = sw.LogisticStage(50, 1e-12).candidates(X, F, Y, w, W, mu, inv, active, np, "cpu")
+    stage = sw.LogisticStage(2 if K == 1 else K, 50, 1e-12)
+    a, cost = stage.candidates(X, F, Y, w, W, mu, inv, active, np, "cpu")
     assert a.shape == cost.shape == (K, d)
     mu_ref, sd_ref = std_cols(X, w)
     for k in range(K):

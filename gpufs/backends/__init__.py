@@ -1,4 +1,5 @@
-"""Backends: one class per device implementing the grower's kernel interface.
+"""Backends: one class per device implementing the engine's interface
+(``gpufs.backends.base.Backend``).
 
 ``get_backend("cpu")`` -> ``CPUBackend`` (numba on the host), ``get_backend("gpu")`` ->
 ``GPUBackend`` (numba.cuda kernels on cupy arrays). The GPU module is imported only when asked
@@ -7,7 +8,17 @@ for, so CPU-only installs never import cupy.
 
 
 def get_backend(device: str):
-    """The backend instance for a resolved device ("cpu" or "gpu")."""
+    """A new backend for a resolved device.
+
+    Parameters
+    ----------
+    device : {"cpu", "gpu"}
+
+    Returns
+    -------
+    CPUBackend or GPUBackend
+        An implementation of ``gpufs.backends.base.Backend``.
+    """
     if device == "cpu":
         from .cpu import CPUBackend
 

@@ -38,9 +38,11 @@ from numba import njit, prange
 from numba.core import types
 from numba.extending import intrinsic
 
-from .. import _categorical, _exactmath, _gain, _level, _threading
-from .._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
-from .._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
+from .. import _categorical, _exactmath, _gain, _level, _tasks, _threading
+from .._categorical import CAT_WORDS
+from .._device import to_host
+from .._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
+from .base import LevelResult, best_splits, kernel_for
 
 _threading.configure()
 
@@ -52,8 +54,12 @@ _left_word = njit(inline="always")(_categorical.left_word)
 _split_goes_left = njit(inline="always")(_categorical.split_goes_left)
 _split_goes_left_raw = njit(inline="always")(_categorical.split_goes_left_raw)
 _bin_of = njit(inline="always")(_gain.bin_of)
+_leaf_binned = njit(inline="always")(_gain.make_leaf_of(_split_goes_left))
+_leaf_raw = njit(inline="always")(_gain.make_leaf_of(_split_goes_left_raw))
 _best_over_features = njit(inline="always")(_level.best_over_features)
 _decide_level = njit(cache=True)(_level.decide_level)
+_task_bounds = njit(inline="always")(_tasks.task_bounds)
+_cpu_task_count = njit(inline="always")(_tasks.cpu_task_count)
 
 @intrinsic
 def _f64_bits(typingctx, x):
@@ -211,15 +217,14 @@ def _hist_reduce_ser(t_slot, t_priv, feats, n_feats, out2, priv2):
 
 @njit(cache=True)
 def _task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
-    """Cut segments into tasks of about ``rows_per_task`` rows, at most ``n_tasks_max`` per
-    segment (one per empty or small segment). Returns (t_seg, t_lo, t_hi, t_first) int64,
-    ``t_first`` is 1 for the first task of its segment."""
+    """Cut segments into tasks by ``gpufs._tasks``' CPU rule (about ``rows_per_task`` rows,
+    at most ``n_tasks_max`` per segment, one per empty or small segment). Returns (t_seg,
+    t_lo, t_hi, t_first) int64, ``t_first`` is 1 for the first task of its segment."""
     m = seg_start.shape[0]
     per = np.empty(m, np.int64)
     total = 0
     for s in range(m):
-        k = seg_count[s] // rows_per_task
-        k = min(max(k, 1), n_tasks_max)
+        k = _cpu_task_count(seg_count[s], rows_per_task, n_tasks_max)
         per[s] = k
         total += k
     t_seg = np.empty(total, np.int64)
@@ -233,8 +238,7 @@ def _task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
         c = seg_count[s]
         for i in range(k):
             t_seg[t] = s
-            t_lo[t] = lo + (i * c) // k
-            t_hi[t] = lo + ((i + 1) * c) // k
+            t_lo[t], t_hi[t] = _task_bounds(lo, c, k, i)
             t_first[t] = 1 if i == 0 else 0
             t += 1
     return t_seg, t_lo, t_hi, t_first
@@ -987,12 +991,8 @@ def _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column
     for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
             for t in range(n_trees):
-                node = 0
-                while feature[t, node] >= 0:
-                    f = feature[t, node]
-                    left = _split_goes_left(Xb[i, f], bin_threshold[t, node],
-                                            missing_left[t, node], is_cat[f], cat_bits[t, node])
-                    node = 2 * node + 1 if left else 2 * node + 2
+                node = _leaf_binned(Xb, i, t, feature, bin_threshold, missing_left, is_cat,
+                                    cat_bits)
                 out[i, tree_column[t]] += value[t, node]
 
 
@@ -1005,13 +1005,7 @@ def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, i
     for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
             for t in range(n_trees):
-                node = 0
-                while feature[t, node] >= 0:
-                    f = feature[t, node]
-                    left = _split_goes_left_raw(X[i, f], threshold[t, node],
-                                                missing_left[t, node], is_cat[f],
-                                                cat_bits[t, node])
-                    node = 2 * node + 1 if left else 2 * node + 2
+                node = _leaf_raw(X, i, t, feature, threshold, missing_left, is_cat, cat_bits)
                 out[i, tree_column[t]] += value[t, node]
 
 
@@ -1120,21 +1114,18 @@ _ROUND_KINDS = {"squared_error": 0, "logistic": 1, "softmax": 2}
 PARALLEL_MIN_ROWS = 1 << 15
 
 
-def _objective_kernel(table, objective):
-    try:
-        return table[objective]
-    except KeyError:
-        raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                         f"{sorted(table)}") from None
-
-
 class BinnedMatrix:
     """The binned training matrix in both layouts the CPU kernels read.
 
-    ``by_row`` (n_samples, n_features) uint8: histograms read every feature of a row at once.
-    ``by_column`` (n_features, n_samples) uint8: the partition reads one feature of many rows.
     LightGBM keeps the same two layouts for the same two reasons. The column copy costs
     n_samples x n_features bytes.
+
+    Parameters
+    ----------
+    by_row : ndarray of shape (n_samples, n_features), uint8, C order
+        The histograms read every feature of a row at once.
+    by_column : ndarray of shape (n_features, n_samples), uint8, C order
+        The partition reads one feature of many rows.
     """
 
     __slots__ = ("by_row", "by_column")
@@ -1145,6 +1136,7 @@ class BinnedMatrix:
 
     @property
     def shape(self):
+        """(n_samples, n_features)."""
         return self.by_row.shape
 
 
@@ -1198,6 +1190,30 @@ class CPUBackend:
     def _threads(self):
         return numba.get_num_threads() if self.n_threads is None else int(self.n_threads)
 
+    # --- arrays and the device -------------------------------------------------------------
+    def owns(self, a):
+        """Whether ``a`` is a host (numpy) array, the only kind this backend computes on."""
+        return isinstance(a, np.ndarray)
+
+    def to_device(self, a):
+        """``a`` as a numpy array (a host copy of a device array; ``a`` itself for numpy)."""
+        return to_host(a)
+
+    def synchronize(self):
+        """Nothing to wait for: every CPU kernel has returned when its call returns."""
+
+    def task_table(self, seg_start, seg_count):
+        """``Backend.task_table``: how ``histograms`` and ``partition`` cut segments into
+        tasks (the level step cuts the same way when its level runs in parallel): a segment
+        of ``c`` rows into ``min(max(c // rows_per_task, 1), 4 x threads)`` near-equal runs
+        with several threads, one run otherwise (``gpufs._tasks``)."""
+        n_threads = self._threads()
+        n_tasks_max = TASKS_PER_THREAD * n_threads if n_threads > 1 else 1
+        t_seg, t_lo, t_hi, _ = _task_table(np.asarray(seg_start, np.int64),
+                                           np.asarray(seg_count, np.int64), n_tasks_max,
+                                           self.rows_per_task)
+        return t_seg, t_lo, t_hi
+
     # --- binning --------------------------------------------------------------------------
     def bin_transform(self, X, cuts_padded, n_cuts):
         """Float X (n, d) -> uint8 bins (n, d) with the cut matrix (d, 254), +inf padded.
@@ -1228,7 +1244,7 @@ class CPUBackend:
         g = np.empty((k, n), np.float64)
         h = np.empty((k, n), np.float64)
         loss = np.empty(n, np.float64)
-        kind = _objective_kernel(_ROUND_KINDS, objective)
+        kind = kernel_for(_ROUND_KINDS, objective)
         if kind == _ROUND_KINDS["logistic"] and k == 1:
             (_logistic_round_par if self._rows_parallel(n) else _logistic_round_ser)(
                 raw.reshape(n), np.asarray(y), g[0], h[0], loss)
@@ -1248,7 +1264,7 @@ class CPUBackend:
         n, k = raw.shape
         g = np.empty((k, n), np.float64)
         h = np.empty((k, n), np.float64)
-        _objective_kernel(_GRADIENT_KERNELS, objective)(raw, np.asarray(y), g, h)
+        kernel_for(_GRADIENT_KERNELS, objective)(raw, np.asarray(y), g, h)
         return g, h
 
     def loss_terms(self, objective, raw, y):
@@ -1256,7 +1272,7 @@ class CPUBackend:
         "softmax"), by ``gpufs._exactmath``'s formulas (the same bits as the GPU backend)."""
         raw = np.ascontiguousarray(raw, dtype=np.float64)
         out = np.empty(raw.shape[0], np.float64)
-        _objective_kernel(_LOSS_KERNELS, objective)(raw, np.asarray(y), out)
+        kernel_for(_LOSS_KERNELS, objective)(raw, np.asarray(y), out)
         return out
 
     def _chunks(self, n):
@@ -1396,10 +1412,8 @@ class CPUBackend:
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
 
-        ``split`` is a ``grower.SplitParams``. Returns a ``grower.LevelResult`` of host arrays
-        (the decisions of this level's nodes and the features that entered Omega)."""
-        from ..grower import LevelResult
-
+        ``split`` is a ``SplitParams``. Returns a ``LevelResult`` of host arrays (the
+        decisions of this level's nodes and the features that entered Omega)."""
         n_slots = st.active.shape[0]
         d = st.Xb.shape[1]
         n = st.Xb.shape[0]
@@ -1463,46 +1477,24 @@ class CPUBackend:
                           feats.shape[0] == d, out, np.empty((0, 0), HIST_DTYPE))
         return out
 
-    def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                    reg_lambda, gain_divisor, min_child_weight, is_categorical=None,
-                    max_cat_to_onehot=MAX_CAT_TO_ONEHOT):
-        """Best split over ``allowed`` of each histogram slot, as the level step searches:
-        dict of (n_slots,) arrays feature (-1: none), bin, missing_left, gain, score, g_left,
-        h_left; with ``is_categorical`` (n_features,) bool also ``cat_bits`` (n_slots,
-        CAT_WORDS) uint32, the left set of a categorical split (whose bin is 0)."""
+    def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
+        """``Backend.find_splits``: ``_gain``'s bin scan (``_categorical``'s for categorical
+        features) per (slot, feature) by the level step's serial driver, then ``_level``'s
+        rule per slot (``best_splits``)."""
         k, d = hist.shape[0], hist.shape[1]
         feats = np.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
-        cat_slot, n_cat = categorical_slots(is_categorical, d)
+        cat_slot, n_cat = split.categorical()
         cat_order = np.zeros((k, n_cat, N_HIST_BINS), np.uint8)
         pf = [np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64, np.int64,
                                               np.int64, np.int64)]
         _search_ser(hist, np.asarray(node_g, np.int64), np.asarray(node_h, np.int64),
-                    np.asarray(n_bins, np.int32), np.asarray(penalty, np.float64), allowed,
-                    np.ones(k, np.bool_), feats, d, float(g_scale), float(h_scale),
-                    float(reg_lambda), float(gain_divisor), float(min_child_weight), cat_slot,
-                    int(max_cat_to_onehot), cat_order, *pf)
-        res = dict(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
-                   missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
-                   score=np.full(k, -np.inf), g_left=np.zeros(k, np.int64),
-                   h_left=np.zeros(k, np.int64))
-        for s in range(k):
-            f, sc, _, _ = _best_over_features(s, feats, d, allowed, np.zeros(d, np.bool_),
-                                              pf[0])
-            if f >= 0:
-                res["feature"][s], res["score"][s], res["gain"][s] = f, sc, pf[1][s, f]
-                res["bin"][s], res["missing_left"][s] = pf[2][s, f], pf[3][s, f] == 1
-                res["g_left"][s], res["h_left"][s] = pf[4][s, f], pf[5][s, f]
-        if is_categorical is not None:
-            res["cat_bits"] = np.zeros((k, CAT_WORDS), np.uint32)
-            for s in range(k):
-                f = res["feature"][s]
-                if f >= 0 and cat_slot[f] >= 0:
-                    for w in range(CAT_WORDS):
-                        res["cat_bits"][s, w] = _categorical.left_word(
-                            cat_order[s, cat_slot[f]], int(res["bin"][s]), w)
-                    res["bin"][s] = 0
-        return res
+                    np.asarray(split.n_bins, np.int32), np.asarray(penalty, np.float64),
+                    allowed, np.ones(k, np.bool_), feats, d, float(split.g_scale),
+                    float(split.h_scale), float(split.reg_lambda), float(split.gain_divisor),
+                    float(split.min_child_weight), cat_slot, int(split.max_cat_to_onehot),
+                    cat_order, *pf)
+        return best_splits(allowed, *pf, cat_slot=cat_slot, cat_order=cat_order)
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
                   split_bin, missing_left, split_cat=None, split_bits=None):
@@ -1544,17 +1536,6 @@ class CPUBackend:
 
 
 _NO_WEIGHTS = np.empty(0, np.float64)
-
-
-def categorical_slots(is_categorical, n_features):
-    """(cat_slot int32 (n_features,), n_cat): the index of each categorical feature among
-    the categorical ones, -1 for the others (the level step's scratch is indexed by it)."""
-    slot = np.full(n_features, -1, np.int32)
-    if is_categorical is None:
-        return slot, 0
-    cat = np.flatnonzero(np.asarray(is_categorical, np.bool_))
-    slot[cat] = np.arange(cat.shape[0], dtype=np.int32)
-    return slot, int(cat.shape[0])
 
 
 def _no_weights(w):

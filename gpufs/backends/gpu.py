@@ -48,9 +48,11 @@ import time
 
 import numpy as np
 
+from .. import _tasks
 from .._device import get_namespace, is_cupy_array, to_host
-from .._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
+from .._categorical import CAT_WORDS
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
+from .base import LevelResult, best_splits, kernel_for
 
 #: int64 fields per slot of the level's output buffer and rows of the split table (the
 #: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
@@ -174,6 +176,29 @@ class GPUBackend:
         """Wait for all queued device work (no-op under the simulator)."""
         if self._cupy:
             self.xp.cuda.runtime.deviceSynchronize()
+
+    def owns(self, a):
+        """Whether ``a`` is an array of this backend's namespace (cupy; numpy under the
+        simulator)."""
+        return is_cupy_array(a) if self._cupy else isinstance(a, np.ndarray)
+
+    def to_device(self, a):
+        """``a`` as an array of this backend's namespace (``a`` itself when it is one)."""
+        return self.xp.asarray(a)
+
+    def task_table(self, seg_start, seg_count):
+        """``Backend.task_table``: how the histogram and partition kernels cut segments into
+        tasks: a segment of ``c`` rows into ceil(c / rows_per_task) near-equal runs
+        (``gpufs._tasks``), ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of the
+        fit's rows: here of the segments' total)."""
+        start = np.asarray(seg_start, np.int64)
+        count = np.asarray(seg_count, np.int64)
+        n_tasks = _tasks.gpu_task_count(count, self._rows_per_task(count.sum()))
+        t_seg = np.repeat(np.arange(start.shape[0], dtype=np.int64), n_tasks)
+        first = np.concatenate([[0], np.cumsum(n_tasks)[:-1]]).astype(np.int64)
+        i = np.arange(t_seg.shape[0], dtype=np.int64) - first[t_seg]
+        t_lo, t_hi = _tasks.task_bounds(start[t_seg], count[t_seg], n_tasks[t_seg], i)
+        return t_seg, t_lo, t_hi
 
     @contextlib.contextmanager
     def _phase(self, name):
@@ -342,11 +367,8 @@ class GPUBackend:
         Same arguments and results as ``CPUBackend.gradients``, bit for bit: (g, h), each
         (n_outputs, n) float64 on the device, from ``gpufs._exactmath``'s formulas.
         """
-        kernels = {"logistic": self.kernels.logistic_gradients_kernel,
-                   "softmax": self.kernels.softmax_gradients_kernel}
-        if objective not in kernels:
-            raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                             f"{sorted(kernels)}")
+        kernel = kernel_for({"logistic": self.kernels.logistic_gradients_kernel,
+                             "softmax": self.kernels.softmax_gradients_kernel}, objective)
         with self._phase("objective"):
             raw, y = self._rows_input(raw, y)
             n, k = raw.shape
@@ -354,25 +376,22 @@ class GPUBackend:
             h = self._alloc((k, n), np.float64, "the hessians")
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("objective", kernels[objective], self._grid_1d(n, threads),
-                             threads, raw, y, g, h)
+                self._launch("objective", kernel, self._grid_1d(n, threads), threads, raw, y,
+                             g, h)
             return g, h
 
     def loss_terms(self, objective, raw, y):
         """Per-row losses (n,) float64 on the device; ``CPUBackend.loss_terms``, bit for bit."""
-        kernels = {"squared_error": self.kernels.squared_error_loss_kernel,
-                   "logistic": self.kernels.logistic_loss_kernel,
-                   "softmax": self.kernels.softmax_loss_kernel}
-        if objective not in kernels:
-            raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                             f"{sorted(kernels)}")
+        kernel = kernel_for({"squared_error": self.kernels.squared_error_loss_kernel,
+                             "logistic": self.kernels.logistic_loss_kernel,
+                             "softmax": self.kernels.softmax_loss_kernel}, objective)
         with self._phase("objective"):
             raw, y = self._rows_input(raw, y)
             out = self._alloc(raw.shape[:1], np.float64, "the per-row losses")
             if raw.shape[0]:
                 threads = 128 if self._cupy else 32
-                self._launch("objective", kernels[objective],
-                             self._grid_1d(raw.shape[0], threads), threads, raw, y, out)
+                self._launch("objective", kernel, self._grid_1d(raw.shape[0], threads),
+                             threads, raw, y, out)
             return out
 
     # --- one boosting round's gradients and their fixed point ------------------------------
@@ -382,12 +401,9 @@ class GPUBackend:
     def round_gradients(self, objective, raw, y):
         """(g, h, loss_terms) as ``CPUBackend.round_gradients``, bit for bit, in one pass:
         g, h (n_outputs, n) and loss_terms (n,) float64 on the device."""
-        kernels = {"squared_error": self.kernels.round_squared_error_kernel,
-                   "logistic": self.kernels.round_logistic_kernel,
-                   "softmax": self.kernels.round_softmax_kernel}
-        if objective not in kernels:
-            raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                             f"{sorted(kernels)}")
+        kernel = kernel_for({"squared_error": self.kernels.round_squared_error_kernel,
+                             "logistic": self.kernels.round_logistic_kernel,
+                             "softmax": self.kernels.round_softmax_kernel}, objective)
         with self._phase("gradients"):
             raw, y = self._rows_input(raw, y)
             n, k = raw.shape
@@ -396,8 +412,8 @@ class GPUBackend:
             loss = self._alloc((n,), np.float64, "the per-row losses")
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("gradients", kernels[objective], self._grid_1d(n, threads),
-                             threads, raw, y, g, h, loss)
+                self._launch("gradients", kernel, self._grid_1d(n, threads), threads, raw, y,
+                             g, h, loss)
             return g, h, loss
 
     def _weights_arg(self, w):
@@ -527,10 +543,8 @@ class GPUBackend:
         smaller children's histograms.
         Grids are sized by upper bounds the host knows (its copy of the node counts); the
         exact counts stay on the device. Then one device -> host copy brings the level's
-        decisions, left counts and children's sums. Returns a ``grower.LevelResult``.
+        decisions, left counts and children's sums. Returns a ``LevelResult``.
         """
-        from ..grower import LevelResult
-
         ws = st.ws
         k = st.n_active
         d = st.d
@@ -563,7 +577,7 @@ class GPUBackend:
                 self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
                                 n_feats=st.n_feats, out=hist ^ 1)
         out = self._to_host(ws.out[: ws.field_base + N_OUT * k])  # the level's one copy
-        res = st.apply_level(out, LevelResult, n_cat > 0)
+        res = st.apply_level(out, n_cat > 0)
         if build_next and st.n_active:
             c = st.node_count[st.active]
             self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
@@ -650,15 +664,10 @@ class GPUBackend:
                      shared=tile * self.kernels.FEATURE_WORDS * 4)
         return out
 
-    def find_splits(self, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                    reg_lambda, gain_divisor, min_child_weight, is_categorical=None,
-                    max_cat_to_onehot=MAX_CAT_TO_ONEHOT):
-        """Best split over ``allowed`` of each histogram slot, as ``CPUBackend.find_splits``
-        (the search kernel, then ``_level.best_over_features`` per slot; a categorical
-        split's bitset from the scan order the kernel wrote, by ``_categorical.left_word``)."""
-        from .. import _categorical, _level
-        from .cpu import categorical_slots
-
+    def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
+        """``Backend.find_splits``: the level step's search kernel, then ``_level``'s rule per
+        slot (``best_splits``, a categorical split's bitset from the scan order the kernel
+        wrote); equal to ``CPUBackend.find_splits``, bit for bit."""
         xp = self.xp
         k, d = int(hist.shape[0]), int(hist.shape[1])
         ws = _Workspace(self, 1, d, 1, n_slots=k, hist=False)
@@ -671,7 +680,7 @@ class GPUBackend:
         ws.feats2[0] = xp.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
         pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_))
-        cat_slot, n_cat = categorical_slots(is_categorical, d)
+        cat_slot, n_cat = split.categorical()
         v_slot, v_order = ws.categorical(cat_slot, n_cat)
         threads = 128 if self._cupy else 16
         if k and d:
@@ -679,35 +688,15 @@ class GPUBackend:
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
                          threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
                          ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"],
-                         self._view(xp.asarray(n_bins, np.int32)), pen, alw, usd,
-                         float(g_scale), float(h_scale), float(reg_lambda),
-                         float(gain_divisor), float(min_child_weight), v_slot,
-                         int(max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
+                         self._view(xp.asarray(split.n_bins, np.int32)), pen, alw, usd,
+                         float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
+                         float(split.gain_divisor), float(split.min_child_weight), v_slot,
+                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
         pf_f = self._to_host(ws.pf_f)
         pf_i = self._to_host(ws.pf_i)
-        feats = np.arange(d, dtype=np.int32)
-        res = dict(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
-                   missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
-                   score=np.full(k, -np.inf), g_left=np.zeros(k, np.int64),
-                   h_left=np.zeros(k, np.int64))
-        for s in range(k):
-            f, sc, _, _ = _level.best_over_features(s, feats, d, allowed, np.zeros(d, bool),
-                                                    pf_f[0])
-            if f >= 0:
-                res["feature"][s], res["score"][s], res["gain"][s] = f, sc, pf_f[1, s, f]
-                res["bin"][s], res["missing_left"][s] = pf_i[0, s, f], pf_i[1, s, f] == 1
-                res["g_left"][s], res["h_left"][s] = pf_i[2, s, f], pf_i[3, s, f]
-        if is_categorical is not None:
-            order = self._to_host(ws.cat_order)
-            res["cat_bits"] = np.zeros((k, CAT_WORDS), np.uint32)
-            for s in range(k):
-                f = res["feature"][s]
-                if f >= 0 and cat_slot[f] >= 0:
-                    for w in range(CAT_WORDS):
-                        res["cat_bits"][s, w] = _categorical.left_word(
-                            order[s, cat_slot[f]], int(res["bin"][s]), w)
-                    res["bin"][s] = 0
-        return res
+        order = self._to_host(ws.cat_order) if n_cat else None
+        return best_splits(allowed, pf_f[0, :k, :d], pf_f[1, :k, :d], *pf_i[:, :k, :d],
+                           cat_slot=cat_slot if n_cat else None, cat_order=order)
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
                   split_bin, missing_left, split_cat=None, split_bits=None):
@@ -820,12 +809,18 @@ class GPUBackend:
 
 class DeviceBinnedMatrix:
     """The binned training matrix on the device in both layouts the kernels read, with the
-    kernels' views of them made once.
+    kernels' views of them made once. The column copy costs n_samples x n_features bytes of
+    device memory.
 
-    ``by_row`` (n_samples, n_features) uint8: the histograms read every feature of a row.
-    ``by_column`` (n_features, n_samples) uint8: the partition reads one feature of a node's
-    rows, which are in increasing order within the node, so neighbouring threads read
-    neighbouring bytes. The column copy costs n_samples x n_features bytes of device memory.
+    Parameters
+    ----------
+    by_row : ndarray of shape (n_samples, n_features), uint8
+        The histograms read every feature of a row.
+    by_column : ndarray of shape (n_features, n_samples), uint8
+        The partition reads one feature of a node's rows, which are in increasing order
+        within the node, so neighbouring threads read neighbouring bytes.
+    v_row, v_col : numba device arrays
+        The kernels' views of the two.
     """
 
     __slots__ = ("by_row", "by_column", "v_row", "v_col")
@@ -835,6 +830,7 @@ class DeviceBinnedMatrix:
 
     @property
     def shape(self):
+        """(n_samples, n_features)."""
         return self.by_row.shape
 
 
@@ -930,8 +926,8 @@ class _Workspace:
         return kept[1]
 
     def tasks_for(self, counts):
-        """Tasks of segments of ``counts`` rows (ceil(count / rows_per_task))."""
-        return -(-np.asarray(counts, np.int64) // self.rows_per_task)
+        """Tasks of segments of ``counts`` rows (``_tasks.gpu_task_count``)."""
+        return _tasks.gpu_task_count(np.asarray(counts, np.int64), self.rows_per_task)
 
     def itab_host(self):
         """Zeroed host sections shaped as ``itab``'s (fill, then ``upload_itab``)."""
@@ -1029,7 +1025,7 @@ class _GPUTree:
     def n_active(self):
         return int(self.active.shape[0])
 
-    def apply_level(self, out, LevelResult, categorical=False):
+    def apply_level(self, out, categorical=False):
         """Read the level's copy (``split.decide_kernel``'s layout), update the host's node
         table and active nodes, and return the ``LevelResult``."""
         k, d = self.n_active, self.d

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._docstrings import filler
 from .._types import RAW_DTYPE
 from ..objectives import Logistic, Softmax, SquaredError
 from ._params import ForestParams, check_forest_params, loss_converged, n_subset
@@ -41,19 +42,38 @@ def _progress(verbose, desc):
     return tqdm(desc=desc, unit="tree")
 
 
-class _ForestAlgorithm:
-    """Rounds of bag members; a subclass decides what a finished round does to the forest and
-    whether growing stops (:meth:`_end_round`).
+#: The data arguments of ``grow`` and ``grow_forest``.
+_fill = filler({"data": """\
+Xb : ndarray of shape (n_samples, n_features), uint8
+    The binned matrix, on the backend's device.
+y : ndarray of shape (n_samples,)
+    float64 targets (regression) or int class codes 0..n_classes-1, same device.
+w : ndarray of shape (n_samples,), float64, or None
+    Sample weights, same device.
+task : {"regression", "classification"}
+n_classes : int
+    Number of classes (classification).
+bin_mapper : BinMapper
+    The fitted mapper of ``Xb``."""})
 
+_PARAMETERS = """
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
     params : ForestParams
     costs : ndarray of shape (n_features,), float64, or None
+        Feature costs of the sparse trees' penalty (None: 1 each).
     groups : ndarray of shape (n_features,), int32, or None
+        Feature groups of the sparse trees' penalty (None: one per feature).
     random_state : int
         Seed of the host RandomState that draws bootstraps and feature subsets.
     """
+
+
+class _ForestAlgorithm:
+    __doc__ = """Rounds of bag members; a subclass decides what a finished round does to the
+    forest and whether growing stops (:meth:`_end_round`).
+    """ + _PARAMETERS
 
     method = ""
 
@@ -79,8 +99,18 @@ class _ForestAlgorithm:
         v = self._mean_loss(raw)
         return v / self.base_loss if self.base_loss > 0 else 0.0
 
+    @_fill
     def grow(self, Xb, y, w, task: str, n_classes: int, bin_mapper) -> Forest:
-        """Grow the forest on binned data; see :func:`grow_forest` for the arguments."""
+        """Grow the forest on binned data.
+
+        Parameters
+        ----------
+        $data
+
+        Returns
+        -------
+        Forest
+        """
         params, backend = self.params, self.backend
         check_forest_params(params)
         xp = backend.xp
@@ -195,12 +225,12 @@ class _ForestAlgorithm:
 
 
 class IncrementalBagging(_ForestAlgorithm):
-    """Incremental depth bagging (ControlBurn's Algorithm 1).
+    __doc__ = """Incremental depth bagging (ControlBurn's Algorithm 1).
 
     For d = 1 .. max_depth: grow depth-d trees on bootstrap samples of ``y - base`` until the
     relative train loss of ``base + mean(depth-d trees)`` has converged, then go to d + 1. The
-    forest's output is ``base + mean(all trees)``. Parameters as in :class:`_ForestAlgorithm`.
-    """
+    forest's output is ``base + mean(all trees)``.
+    """ + _PARAMETERS
 
     method = "bag"
 
@@ -221,14 +251,14 @@ class IncrementalBagging(_ForestAlgorithm):
 
 
 class IncrementalBagBoosting(_ForestAlgorithm):
-    """Incremental depth bag-boosting (ControlBurn's Algorithm 2).
+    __doc__ = """Incremental depth bag-boosting (ControlBurn's Algorithm 2).
 
     Round r grows depth-r trees on bootstrap samples of the pseudo-residual at the current
     forest F until the relative train loss of ``F + mean(round's trees)`` converges; then F
     takes the round's mean, and growing stops after the first round whose out-of-bag
     improvement is not positive (after ``min_rounds`` rounds), at ``max_depth`` rounds, or when
-    a round has no out-of-bag row. Parameters as in :class:`_ForestAlgorithm`.
-    """
+    a round has no out-of-bag row.
+    """ + _PARAMETERS
 
     method = "bagboost"
 
@@ -265,6 +295,7 @@ class IncrementalBagBoosting(_ForestAlgorithm):
 _ALGORITHMS = {cls.method: cls for cls in (IncrementalBagging, IncrementalBagBoosting)}
 
 
+@_fill
 def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params: ForestParams,
                 costs=None, groups=None, random_state: int = 0) -> Forest:
     """Grow a ControlBurn forest on binned data (see the package docstring for the rules).
@@ -273,17 +304,7 @@ def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params
     ----------
     backend : CPUBackend or GPUBackend
         From ``gpufs.backends.get_backend``.
-    Xb : ndarray of shape (n_samples, n_features), uint8
-        The binned matrix, on the backend's device.
-    y : ndarray of shape (n_samples,)
-        float64 targets (regression) or int class codes 0..n_classes-1, same device.
-    w : ndarray of shape (n_samples,), float64, or None
-        Sample weights, same device.
-    task : {"regression", "classification"}
-    n_classes : int
-        Number of classes (classification).
-    bin_mapper : BinMapper
-        The fitted mapper of ``Xb``.
+    $data
     params : ForestParams
     costs : ndarray of shape (n_features,), float64, or None
         Per-feature costs, used by feature-sparse trees; None: ones.

@@ -104,7 +104,12 @@ FOREST_PARAMETER_CONSTRAINTS = {
 
 
 def check_forest_params(p: ForestParams) -> None:
-    """Raise ``InvalidParameterError`` (a ValueError naming the field) for bad settings."""
+    """Raise ``InvalidParameterError`` (a ValueError naming the field) for bad settings.
+
+    Parameters
+    ----------
+    p : ForestParams
+    """
     validate_parameter_constraints(FOREST_PARAMETER_CONSTRAINTS, asdict(p),
                                    caller_name="ForestParams")
     if p.tree_type == "single" and p.max_features is not None:

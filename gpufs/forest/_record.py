@@ -16,7 +16,7 @@ __all__ = ["Forest", "ForestBuilder"]
 class Forest:
     """A grown forest and what the selection step needs.
 
-    Attributes
+    Parameters
     ----------
     ensemble : TreeEnsemble
         All trees, padded to the deepest depth (unweighted: a tree's leaf values are its own
@@ -68,12 +68,21 @@ class Forest:
         return np.asarray(self.ensemble.tree_column, dtype=np.int64)
 
     def coverage(self) -> np.ndarray:
-        """ndarray of shape (n_features,), bool: features used by at least one tree."""
+        """The features used by at least one tree.
+
+        Returns
+        -------
+        ndarray of shape (n_features,), bool
+        """
         return self.feature_masks.any(axis=0)
 
     def tree_gains(self) -> np.ndarray:
-        """ndarray of shape (n_trees, n_features), float64: each tree's total split gain on
-        each feature."""
+        """Each tree's total split gain on each feature.
+
+        Returns
+        -------
+        ndarray of shape (n_trees, n_features), float64
+        """
         s = self.ensemble.stacked()
         out = np.zeros(self.feature_masks.shape)
         rows, nodes = np.nonzero(s["feature"] >= 0)
@@ -127,6 +136,8 @@ class ForestBuilder:
     Parameters
     ----------
     n_features : int
+    is_categorical : ndarray of shape (n_features,), bool, or None, default=None
+        The categorical features (their splits keep category bitsets).
     """
 
     def __init__(self, n_features: int, is_categorical=None):
@@ -172,7 +183,21 @@ class ForestBuilder:
 
     def build(self, xp, n_samples: int, *, base_score, train_raw, method: str, member_loss,
               round_stop, oob_improvement, stop_reason: str) -> Forest:
-        """The :class:`Forest` of the trees added (every tree padded to the deepest one)."""
+        """The :class:`Forest` of the trees added (every tree padded to the deepest one).
+
+        Parameters
+        ----------
+        xp : module
+            The array namespace of the trees' predictions.
+        n_samples : int
+            Training rows (the height of ``A`` when no tree was added).
+        base_score, train_raw, method, member_loss, round_stop, oob_improvement, stop_reason
+            The :class:`Forest` fields of the same names.
+
+        Returns
+        -------
+        Forest
+        """
         max_d = max(self._depth) if self._depth else 1
         ens = TreeEnsemble(max_depth=max_d, n_features=self.n_features,
                            base_score=np.asarray(base_score, np.float64),

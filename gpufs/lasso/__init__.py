@@ -1,11 +1,12 @@
 """The selection problem of ControlBurn: a non-negative weighted lasso over tree weights.
 
 Owns: the tree-weight lasso of Liu, Xie, Udell, "ControlBurn: Feature Selection by Sparse
-Forests", KDD 2021 (their Problem 2), and everything around it that does
-not touch trees: the per-tree costs ``u`` (feature costs and feature groups, section 3.3.1-3.3.2),
-the solver, row sketching (3.3.3), ``lambda_max``, warm-started lambda paths and the bisection on
-lambda that reaches exactly ``k`` selected features (4.2.1). The forest is grown elsewhere; this
-module only sees its per-tree predictions ``A`` and which features each tree uses.
+Forests", KDD 2021 (section 3.1), and everything around it that does not touch trees: the
+per-tree costs ``u`` (feature costs and feature groups, sections 3.3.1-3.3.2), the solver, row
+sketching (3.3.3), ``lambda_max``, warm-started lambda paths and the bisection on lambda that
+reaches exactly ``k`` selected features (4.2.1). The forest is grown elsewhere; this module
+only sees its per-tree predictions ``A``, which features each tree uses and which output it
+predicts.
 
 The problem
 -----------
@@ -91,11 +92,13 @@ Modules
 features a solution selects), ``_linalg`` (Gram matrices, eigenvalues, sketches),
 ``_models`` (the smooth part of the objective behind the :class:`SmoothModel` protocol),
 ``_solver`` (:class:`TreeLasso`: FISTA on working sets with a Newton polish; the one-call
-front ends) and ``_search`` (the lambda descent and bisection to exactly k features).
+front ends), ``_search`` (the lambda descent and bisection to exactly k features) and
+``_problem`` (the lasso a forest poses for a regression, binary or multiclass target).
 """
 from ._costs import selected_features, tree_costs
 from ._linalg import SKETCHES
 from ._models import SmoothModel
+from ._problem import LassoProblem, forest_lasso_problem
 from ._results import LassoResult, Selection, SelectionPath, UnreachableKError
 from ._search import select_k, selection_path
 from ._solver import (DEFAULT_MAX_ITER, DEFAULT_TOL, LOSSES, TreeLasso, lambda_max, lasso_path,
@@ -105,6 +108,7 @@ __all__ = [
     "DEFAULT_MAX_ITER",
     "DEFAULT_TOL",
     "LOSSES",
+    "LassoProblem",
     "LassoResult",
     "SKETCHES",
     "Selection",
@@ -113,6 +117,7 @@ __all__ = [
     "TreeLasso",
     "UnreachableKError",
     "lambda_max",
+    "forest_lasso_problem",
     "lasso_path",
     "select_k",
     "selected_features",

@@ -53,6 +53,13 @@ def _as_masks(tree_feature_masks):
 def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=None):
     """Cost ``u_i`` of each tree (ControlBurn, sections 3.3.1 and 3.3.2).
 
+    Without groups ``u_i = sum of feature_costs over the features tree i uses`` (the number of
+    features when all costs are 1). With groups a tree pays once for every group it touches:
+    ``u_i = sum of group_costs over the groups tree i uses``. When ``group_costs`` is None the
+    cost of a group is the sum of its members' ``feature_costs`` (buying a group buys all its
+    features), or 1 per group when ``feature_costs`` is None too (the paper's count of groups).
+    Giving both ``feature_costs`` and ``group_costs`` is ambiguous and raises.
+
     Parameters
     ----------
     tree_feature_masks : array-like of shape (n_trees, n_features), bool
@@ -63,13 +70,6 @@ def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=
         Group label of each feature; None: every feature its own group.
     group_costs : array-like of shape (n_groups,) or None, default=None
         Costs >= 0 indexed by group label (more entries than the largest label).
-
-    Without groups ``u_i = sum of feature_costs over the features tree i uses`` (the number of
-    features when all costs are 1). With groups a tree pays once for every group it touches:
-    ``u_i = sum of group_costs over the groups tree i uses``. When ``group_costs`` is None the
-    cost of a group is the sum of its members' ``feature_costs`` (buying a group buys all its
-    features), or 1 per group when ``feature_costs`` is None too (the paper's count of groups).
-    Giving both ``feature_costs`` and ``group_costs`` is ambiguous and raises.
 
     Returns
     -------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..objectives import sigmoid, softplus
+from ..objectives import logistic_loss_terms, sigmoid
 from ._linalg import _gram, _power_top_eig, _top_eig_sym
 
 __all__ = ["SmoothModel"]
@@ -38,22 +38,86 @@ class SmoothModel(Protocol):
 
     def image(self, w, b):
         """A linear image ``z`` of the variables that the momentum step carries along, so the
-        gradient at the extrapolated point needs no extra matrix-vector product."""
+        gradient at the extrapolated point needs no extra matrix-vector product.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n,), float64
+            Tree weights.
+        b : 0-d ndarray, float64
+            The intercept (ignored without ``has_b``).
+
+        Returns
+        -------
+        z : ndarray
+            The model's image of (w, b) (its shape is the model's business).
+        """
 
     def grad(self, z):
-        """``(gw, gb)``: the gradient in w (n,) and in b (0-d, or None without ``has_b``)."""
+        """The gradient of ``f`` at the variables whose image is ``z``.
+
+        Parameters
+        ----------
+        z : ndarray
+            An :meth:`image`.
+
+        Returns
+        -------
+        gw : ndarray of shape (n,), float64
+            The gradient in w.
+        gb : 0-d ndarray or None
+            The gradient in b (None without ``has_b``).
+        """
 
     def value(self, w, z):
-        """``f`` at (w, b) whose image is z, a float."""
+        """``f`` at (w, b).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n,), float64
+        z : ndarray
+            The image of (w, b).
+
+        Returns
+        -------
+        float
+        """
 
     def hess_sub(self, S, z):
-        """The Hessian on the trees ``S`` (plus b with ``has_b``), a dense square matrix."""
+        """The Hessian on some trees (plus b with ``has_b``).
+
+        Parameters
+        ----------
+        S : ndarray of shape (n_sub,), int
+            Tree indices.
+        z : ndarray
+            The image of the point.
+
+        Returns
+        -------
+        ndarray of shape (n_sub + has_b, n_sub + has_b), float64
+        """
 
     def restrict(self, idx):
-        """The same model on the trees ``idx`` (a working set)."""
+        """The same model on some trees (a working set).
+
+        Parameters
+        ----------
+        idx : ndarray of shape (n_sub,), int
+            Tree indices.
+
+        Returns
+        -------
+        SmoothModel
+        """
 
     def lipschitz(self):
-        """A Lipschitz constant of the gradient, a float."""
+        """A Lipschitz constant of the gradient.
+
+        Returns
+        -------
+        float
+        """
 
 
 class _GramSquare:
@@ -160,7 +224,7 @@ class _DirectLogistic:
         return self.A.T @ e, gb
 
     def value(self, w, z):
-        return float((self.r * (softplus(z) - self.y * z)).sum() / self.W)
+        return float((self.r * logistic_loss_terms(z, self.y)).sum() / self.W)
 
     def _with_ones(self, M):
         if not self.has_b:

@@ -13,8 +13,10 @@ __all__ = ["LassoResult", "Selection", "SelectionPath", "UnreachableKError"]
 class UnreachableKError(ValueError):
     """No lambda gives exactly k selected features (the count jumps over k).
 
-    Attributes
+    Parameters
     ----------
+    message : str
+        Says which k and why.
     below : Selection or None
         The selection found with the most features below k (None when the zero-cost trees
         alone select more than k features).
@@ -33,7 +35,7 @@ class UnreachableKError(ValueError):
 class LassoResult:
     """One solve of the tree-weight lasso.
 
-    Attributes
+    Parameters
     ----------
     weights : ndarray of shape (n_trees,), float64
         In the namespace of ``A``, all >= 0 (exact zeros off the support).
@@ -67,7 +69,7 @@ class LassoResult:
 class Selection:
     """A set of selected features and the lasso solution that selects it.
 
-    Attributes
+    Parameters
     ----------
     k : int
         Number of selected features (the requested k when ``exact``).
@@ -78,6 +80,7 @@ class Selection:
     weights : ndarray of shape (n_trees,), float64
         Tree weights, in the namespace of ``A``.
     intercept : float
+        The free intercept at the solution.
     objective : float
         Full-data objective at the solution.
     exact : bool
@@ -100,7 +103,7 @@ class Selection:
 class SelectionPath:
     """Result of :func:`selection_path`.
 
-    Attributes
+    Parameters
     ----------
     selections : dict
         k -> Selection for every k in 1..k_max that was reached.

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from . import _docs
 from ._costs import _as_masks, selected_features, tree_costs
 from ._results import Selection, SelectionPath, UnreachableKError
 from ._solver import DEFAULT_MAX_ITER, DEFAULT_TOL, TreeLasso, _geometric_grid
@@ -139,6 +140,7 @@ def _check_k(k, n_used, n_features, what="k"):
                          f"its trees split on {n_used} of the {n_features} features")
 
 
+@_docs.fill
 def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, group_costs=None,
              loss="squared", sample_weight=None, fit_intercept=True, threshold=0.0,
              lambda_min_ratio=1e-6, bisect_rtol=1e-7, max_bisect=60, strict=True,
@@ -154,41 +156,28 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
 
     Parameters
     ----------
-    A : ndarray of shape (n_samples, n_trees)
-        Per-tree predictions on the training rows (numpy or cupy; used as float64).
-    y : ndarray of shape (n_samples,)
-        Targets (in {0, 1} for ``loss="logistic"``).
+    $data
     tree_feature_masks : ndarray of shape (n_trees, n_features), bool
         ``[i, j]`` is True when tree i splits on feature j.
     k : int >= 1
         The number of features to select.
     feature_costs, groups, group_costs : see :func:`tree_costs`
         The tree costs.
-    loss : {"squared", "logistic"}, default="squared"
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Row weights >= 0 with a positive sum.
-    fit_intercept : bool, default=True
-        Include the free intercept b (see the package docstring).
-    sketch : {"gaussian", "count", "rows"} or None, default=None
-        Row sketching (see the package docstring).
-    sketch_size : int or None, default=None
-        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
-    random_state : int, numpy Generator or None, default=0
-        Seed of the sketch (None draws a fresh, non-reproducible one).
+    $problem
     threshold : float >= 0, default=0.0
         A feature counts as selected when a tree with ``weight > threshold`` uses it.
     lambda_min_ratio : float in (0, 1), default=1e-6
+        The descent stops below ``lambda_min_ratio * lambda_max``.
     bisect_rtol : float, default=1e-7
+        The bisection stops when its bracket's ratio is within ``1 + bisect_rtol``.
     max_bisect : int, default=60
+        Bisection steps at most.
     strict : bool, default=True
         If no lambda gives exactly k: True raises :class:`UnreachableKError` saying why (it
         carries the nearest selections below and above k); False returns the solution with
         the most features below k (the sparsest one when the free features alone exceed k),
         with ``exact=False``.
-    tol : float > 0, default=1e-9
-        Relative KKT tolerance.
-    max_iter : int >= 1, default=20000
-        Cap on FISTA iterations, summed over working sets.
+    $solver
 
     Returns
     -------
@@ -262,6 +251,7 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
     raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
 
 
+@_docs.fill
 def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, groups=None,
                    group_costs=None, loss="squared", sample_weight=None, fit_intercept=True,
                    threshold=0.0, n_lambdas=40, lambda_min_ratio=1e-4, bisect_rtol=1e-7,
@@ -277,13 +267,25 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
 
     Parameters
     ----------
-    A, y, tree_feature_masks, feature_costs, groups, group_costs, loss, sample_weight,
-    fit_intercept, sketch, sketch_size, random_state, threshold, bisect_rtol, max_bisect, tol,
-    max_iter : as for :func:`select_k`
+    $data
+    tree_feature_masks : ndarray of shape (n_trees, n_features), bool
+        ``[i, j]`` is True when tree i splits on feature j.
     k_max : int >= 1
         The largest k.
+    feature_costs, groups, group_costs : see :func:`tree_costs`
+        The tree costs.
+    $problem
+    threshold : float >= 0, default=0.0
+        A feature counts as selected when a tree with ``weight > threshold`` uses it.
     n_lambdas : int >= 2, default=40
+        Lambdas of the geometric grid.
     lambda_min_ratio : float in (0, 1), default=1e-4
+        The grid's smallest lambda, relative to lambda_max.
+    bisect_rtol : float, default=1e-7
+        A bisection stops when its bracket's ratio is within ``1 + bisect_rtol``.
+    max_bisect : int, default=60
+        Bisection steps per k at most.
+    $solver
 
     Returns
     -------

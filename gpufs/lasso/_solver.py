@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 
 from .._device import namespace_of, to_host
-from ..objectives import log_odds, softplus
+from ..objectives import log_odds, logistic_loss_terms
+from . import _docs
 from ._costs import _host_vector, _nonneg
 from ._linalg import _check_sketch, _gram, _sketch_square
 from ._models import _DirectLogistic, _DirectSquare, _GramSquare
@@ -71,6 +72,7 @@ def _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept):
     return A, y_h, u_h, r_h
 
 
+@_docs.fill
 class TreeLasso:
     """The tree-weight lasso of one forest, prepared once and solved for any number of lambdas.
 
@@ -79,23 +81,10 @@ class TreeLasso:
 
     Parameters
     ----------
-    A : ndarray of shape (n_samples, n_trees)
-        Per-tree predictions on the training rows (numpy or cupy; used as float64).
-    y : ndarray of shape (n_samples,)
-        Targets (in {0, 1} for ``loss="logistic"``).
+    $data
     costs : ndarray of shape (n_trees,)
         Tree costs ``u`` >= 0 (see :func:`tree_costs`); a tree of cost 0 is never penalized.
-    loss : {"squared", "logistic"}, default="squared"
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Row weights >= 0 with a positive sum.
-    fit_intercept : bool, default=True
-        Include the free intercept b (see the package docstring).
-    sketch : {"gaussian", "count", "rows"} or None, default=None
-        Row sketching (see the package docstring).
-    sketch_size : int or None, default=None
-        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
-    random_state : int, numpy Generator or None, default=0
-        Seed of the sketch (None draws a fresh, non-reproducible one).
+    $problem
     """
 
     def __init__(self, A, y, costs, *, loss="squared", sample_weight=None, fit_intercept=True,
@@ -184,13 +173,39 @@ class TreeLasso:
         return self._lip
 
     def intercept_of(self, w, b=None) -> float:
-        """The intercept that goes with weights w (eliminated for the squared loss)."""
+        """The intercept that goes with some weights.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_trees,), float64
+        b : float or None, default=None
+            The solver's intercept variable (logistic loss); the squared loss's intercept is
+            eliminated and computed from ``w``.
+
+        Returns
+        -------
+        float
+            0.0 without ``fit_intercept``.
+        """
         if self.loss == "squared":
             return float(self.ybar - self.abar @ w) if self.fit_intercept else 0.0
         return float(b) if self.fit_intercept else 0.0
 
     def objective(self, w, b, lam) -> float:
-        """Full-data objective of the lasso at weights w (T,), intercept b, penalty lam."""
+        """The full-data objective of the lasso.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_trees,), float64
+        b : float
+            Intercept.
+        lam : float
+            Penalty.
+
+        Returns
+        -------
+        float
+        """
         xp = self.xp
         w = xp.asarray(w, dtype=xp.float64)
         z = self.A @ w + b
@@ -198,7 +213,7 @@ class TreeLasso:
             e = z - self.y
             loss = (self.r * e * e).sum() / self.W
         else:
-            loss = (self.r * (softplus(z) - self.y * z)).sum() / self.W
+            loss = (self.r * logistic_loss_terms(z, self.y)).sum() / self.W
         return float(loss + lam * (self.u @ w))
 
     def _residual(self, lam, u, w, gw, gb, lip):
@@ -224,6 +239,11 @@ class TreeLasso:
         Trees with zero cost are never penalized: when there are some, they are first fitted
         alone (a small unpenalized solve) and g is taken at that point. For a sketched problem
         this is the lambda_max of the sketched problem.
+
+        Returns
+        -------
+        float
+            0.0 when no tree has a positive cost.
         """
         if self._lambda_max is not None:
             return self._lambda_max
@@ -369,8 +389,14 @@ class TreeLasso:
                 w[idx_x] = w_sub
 
     def lipschitz_if_known(self):
-        """The full Lipschitz constant if computed already, else infinity (for a residual at a
-        start point, min(g + lam u, L w) then only counts the gradient part on the support)."""
+        """The full Lipschitz constant if computed already.
+
+        Returns
+        -------
+        float
+            Infinity when not computed yet (for a residual at a start point,
+            ``min(g + lam u, L w)`` then only counts the gradient part on the support).
+        """
         return self._lip if self._lip is not None else math.inf
 
     def _fista(self, model, u, lam, w, b, tol, max_iter, lip):
@@ -488,6 +514,7 @@ def _check_lam(lam):
     return float(lam)
 
 
+@_docs.fill
 def solve_lasso(A, y, costs, lam, *, loss="squared", sample_weight=None, fit_intercept=True,
                 sketch=None, sketch_size=None, random_state=0, tol=DEFAULT_TOL,
                 max_iter=DEFAULT_MAX_ITER, warm_start=None):
@@ -495,28 +522,12 @@ def solve_lasso(A, y, costs, lam, *, loss="squared", sample_weight=None, fit_int
 
     Parameters
     ----------
-    A : ndarray of shape (n_samples, n_trees)
-        Per-tree predictions on the training rows (numpy or cupy; used as float64).
-    y : ndarray of shape (n_samples,)
-        Targets (in {0, 1} for ``loss="logistic"``).
+    $data
     costs : ndarray of shape (n_trees,)
         Tree costs >= 0.
     lam : float >= 0
-    loss : {"squared", "logistic"}, default="squared"
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Row weights >= 0 with a positive sum.
-    fit_intercept : bool, default=True
-        Include the free intercept b (see the package docstring).
-    sketch : {"gaussian", "count", "rows"} or None, default=None
-        Row sketching (see the package docstring).
-    sketch_size : int or None, default=None
-        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
-    random_state : int, numpy Generator or None, default=0
-        Seed of the sketch (None draws a fresh, non-reproducible one).
-    tol : float > 0, default=1e-9
-        Relative KKT tolerance.
-    max_iter : int >= 1, default=20000
-        Cap on FISTA iterations, summed over working sets.
+    $problem
+    $solver
     warm_start : LassoResult or None, default=None
 
     Returns
@@ -529,6 +540,7 @@ def solve_lasso(A, y, costs, lam, *, loss="squared", sample_weight=None, fit_int
     return prob.solve(lam, warm_start=warm_start, tol=tol, max_iter=max_iter)
 
 
+@_docs.fill
 def lambda_max(A, y, costs, *, loss="squared", sample_weight=None, fit_intercept=True,
                sketch=None, sketch_size=None, random_state=0):
     """Smallest lambda giving w = 0 on every positive-cost tree (see
@@ -536,22 +548,9 @@ def lambda_max(A, y, costs, *, loss="squared", sample_weight=None, fit_intercept
 
     Parameters
     ----------
-    A : ndarray of shape (n_samples, n_trees)
-        Per-tree predictions on the training rows (numpy or cupy; used as float64).
-    y : ndarray of shape (n_samples,)
-        Targets (in {0, 1} for ``loss="logistic"``).
+    $data
     costs : ndarray of shape (n_trees,)
-    loss : {"squared", "logistic"}, default="squared"
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Row weights >= 0 with a positive sum.
-    fit_intercept : bool, default=True
-        Include the free intercept b (see the package docstring).
-    sketch : {"gaussian", "count", "rows"} or None, default=None
-        Row sketching (see the package docstring).
-    sketch_size : int or None, default=None
-        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
-    random_state : int, numpy Generator or None, default=0
-        Seed of the sketch (None draws a fresh, non-reproducible one).
+    $problem
 
     Returns
     -------
@@ -562,6 +561,7 @@ def lambda_max(A, y, costs, *, loss="squared", sample_weight=None, fit_intercept
                      random_state=random_state).lambda_max()
 
 
+@_docs.fill
 def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3, loss="squared",
                sample_weight=None, fit_intercept=True, sketch=None, sketch_size=None,
                random_state=0, tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
@@ -571,31 +571,15 @@ def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3, l
 
     Parameters
     ----------
-    A : ndarray of shape (n_samples, n_trees)
-        Per-tree predictions on the training rows (numpy or cupy; used as float64).
-    y : ndarray of shape (n_samples,)
-        Targets (in {0, 1} for ``loss="logistic"``).
+    $data
     costs : ndarray of shape (n_trees,)
     lams : array-like of float or None, default=None
         The lambdas, in any order; None: ``n_lambdas`` geometric values from ``lambda_max``
         down to ``lambda_min_ratio * lambda_max``.
     n_lambdas : int >= 2, default=30
     lambda_min_ratio : float in (0, 1), default=1e-3
-    loss : {"squared", "logistic"}, default="squared"
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Row weights >= 0 with a positive sum.
-    fit_intercept : bool, default=True
-        Include the free intercept b (see the package docstring).
-    sketch : {"gaussian", "count", "rows"} or None, default=None
-        Row sketching (see the package docstring).
-    sketch_size : int or None, default=None
-        Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
-    random_state : int, numpy Generator or None, default=0
-        Seed of the sketch (None draws a fresh, non-reproducible one).
-    tol : float > 0, default=1e-9
-        Relative KKT tolerance.
-    max_iter : int >= 1, default=20000
-        Cap on FISTA iterations, summed over working sets.
+    $problem
+    $solver
 
     Returns
     -------

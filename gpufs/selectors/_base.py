@@ -21,7 +21,9 @@ Owns the estimator contract that does not depend on the method:
   input lives: cupy in, cupy out);
 * **the selection path**: ``selection_path_``, a dict in the form ``gpufs.path`` describes
   (the features in the order they entered, where each entered, and the training and
-  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`.
+  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`;
+* **model files**: ``save_model`` / ``load_model`` through :mod:`gpufs.model_io` (one
+  versioned, validated format for every family).
 """
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
+from .. import model_io
+from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
 from .._input import (_frame, check_classification_labels, check_regression_target,
                       check_sample_weight, check_X, check_y, encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
@@ -120,6 +123,16 @@ class ClassifierTargetMixin:
     def _encode_validation_target(self, y, what):
         """Labels of a validation set -> codes of ``classes_``; unseen labels are an error."""
         return encode_known_classes(y, self.classes_, what)
+
+    def _decode_classes(self, codes):
+        """Class codes (n_samples,) -> labels from ``classes_``: on the codes' device when the
+        labels are numeric (cupy codes give a cupy array), else a host array (cupy holds no
+        strings or objects)."""
+        if is_cupy_array(codes):
+            if self.classes_.dtype.kind in "biuf":
+                return namespace_of(codes).asarray(self.classes_)[codes]
+            codes = to_host(codes)
+        return self.classes_[codes]
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,11 +228,8 @@ class EarlyStopping:
 # --------------------------------------------------------------------------------------------
 
 
-def input_device(X) -> str:
-    """Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu"."""
-    if is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf":
-        return "gpu"
-    return "cpu"
+#: Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu".
+input_device = device_of
 
 
 class GPUFSSelectorMixin(SelectorMixin):
@@ -251,10 +261,8 @@ class GPUFSSelectorMixin(SelectorMixin):
             ``selected_features_`` gives the order of selection.
         """
         check_is_fitted(self, "selected_features_")
-        gpu_input = input_device(X) == "gpu"
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
-        checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False,
-                          allow_nan=allow_nan)
+        checked = check_X(self, X, device=device_of(X), reset=False, allow_nan=allow_nan)
         idx = np.flatnonzero(self._get_support_mask())
         frame = _frame(X)
         if frame is not None:  # the selected columns of the table, as they are
@@ -266,7 +274,7 @@ class GPUFSSelectorMixin(SelectorMixin):
                 return out.to_polars()
             return out.to_native()
         if is_cupy_array(X):
-            return X[:, get_namespace("gpu").asarray(idx)]
+            return X[:, like(idx, X)]
         arr = np.asarray(X)
         if arr.dtype.kind == "O" and getattr(self, "category_codes_", None) is None:
             arr = checked  # numbers given as objects: as numbers (categories stay as given)
@@ -300,6 +308,10 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {}
+
+    # --- persistence: the model file format and its checks live in gpufs.model_io --------
+    save_model = model_io.estimator_save_model
+    load_model = classmethod(model_io.estimator_load_model)
 
     # --- the input door -----------------------------------------------------------------
     def _prepare_fit(self, X, y, sample_weight, *, dtype="float", allow_nan=True):

@@ -98,9 +98,12 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
 
     Parameters
     ----------
-    probe : callable ``probe(mu) -> Probe``
+    probe : callable
+        ``probe(mu) -> Probe``: a fit at price ``mu``.
     k : int >= 1
-    mu_start : float >= 0, the first price probed (``DEFAULT_START`` when 0)
+        The number of features wanted.
+    mu_start : float >= 0
+        The first price probed (``DEFAULT_START`` when 0).
     upper : float or None
         A price known to select nothing (1 for root-SSE scaling); never probed.
     rtol : float > 0

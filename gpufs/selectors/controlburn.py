@@ -46,10 +46,10 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from .. import _scales, model_io
+from .. import _scales
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
-from .._device import get_namespace, is_cupy_array, to_host
+from .._device import like, namespace_of, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
@@ -61,10 +61,9 @@ from ._base import ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, in
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
 
-def _lap(t0, device):
-    """Seconds since t0, after the device has finished its queued work."""
-    if device == "gpu":
-        get_namespace("gpu").cuda.Stream.null.synchronize()
+def _lap(t0, backend):
+    """Seconds since t0, after the backend's device has finished its queued work."""
+    backend.synchronize()
     return time.perf_counter() - t0
 
 
@@ -236,54 +235,26 @@ class _BaseControlBurn(SelectorBase):
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
             X, categories=self.category_codes_)
         Xb = self.bin_mapper_.transform(X, backend)
-        times["bin"] = _lap(t0, device)
+        times["bin"] = _lap(t0, backend)
         t0 = time.perf_counter()
         forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes, self.bin_mapper_,
                              self._forest_params(), costs=costs, groups=groups_forest,
                              random_state=seed)
-        times["forest"] = _lap(t0, device)
+        times["forest"] = _lap(t0, backend)
         self.device_ = device
         t0 = time.perf_counter()
         self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
                      else None, groups_lasso, group_costs, seed, d)
-        times["select"] = _lap(t0, device)
+        times["select"] = _lap(t0, backend)
         forest.drop_predictions()
         self.forest_ = forest
         t0 = time.perf_counter()
         self._refit(X, data.y_input, w, seed)
-        times["refit"] = _lap(t0, device)
+        times["refit"] = _lap(t0, backend)
         self.fit_times_ = times
         return self
 
     # --- selection ------------------------------------------------------------------------
-    def _lasso_problem(self, forest, y_enc, w, n_classes):
-        """(A, y, sample_weight, loss, fit_intercept, tree indices) of the tree-weight lasso."""
-        xp = get_namespace(self.device_)
-        masks = forest.feature_masks
-        trees = np.flatnonzero(masks.any(axis=1))
-        A = forest.A[:, xp.asarray(trees)] if trees.size < masks.shape[0] else forest.A
-        if self._task == "regression":
-            return A, y_enc, w, "squared", True, trees
-        if n_classes == 2:
-            return A, xp.asarray(y_enc, dtype=np.float64), w, "logistic", True, trees
-        # Multiclass: stacked squared loss on the one-hot indicators, centered per block.
-        m = A.shape[0]
-        cols = forest.tree_column[trees]
-        wv = xp.ones(m) if w is None else xp.asarray(w, dtype=np.float64)
-        W = float(wv.sum())
-        S = xp.zeros((m * n_classes, trees.size), dtype=np.float64)
-        Y = xp.zeros(m * n_classes, dtype=np.float64)
-        codes = xp.asarray(y_enc).astype(np.int64)
-        for c in range(n_classes):
-            sel = xp.asarray(np.flatnonzero(cols == c))
-            block = slice(c * m, (c + 1) * m)
-            if sel.size:
-                Ac = A[:, sel]
-                S[block, sel] = Ac - (wv @ Ac) / W
-            yc = (codes == c).astype(np.float64)
-            Y[block] = yc - float(wv @ yc) / W
-        return S, Y, xp.tile(wv, n_classes), "squared", False, trees
-
     def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d):
         masks_all = forest.feature_masks
         covered = masks_all.any(axis=0)
@@ -298,15 +269,18 @@ class _BaseControlBurn(SelectorBase):
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
             return
-        A, y_l, w_l, loss, fit_intercept, trees = self._lasso_problem(forest, y_enc, w,
-                                                                      n_classes)
+        problem = _lasso.forest_lasso_problem(forest.A, masks_all, forest.tree_column, y_enc, w,
+                                              n_classes)
+        A, y_l, w_l, loss, fit_intercept, trees = (problem.A, problem.y, problem.sample_weight,
+                                                   problem.loss, problem.fit_intercept,
+                                                   problem.trees)
         masks = masks_all[trees]
         kw = dict(feature_costs=feature_costs, groups=groups, group_costs=group_costs,
                   loss=loss, sample_weight=w_l, fit_intercept=fit_intercept,
                   sketch=self.sketch, sketch_size=self.sketch_size, random_state=seed)
 
         # Per-tree scale for importances: the (row-weighted) std of the tree's column.
-        xp = get_namespace(self.device_)
+        xp = namespace_of(A)
         rw = xp.ones(A.shape[0]) if w_l is None else xp.asarray(w_l, dtype=np.float64)
         _, col_var = column_mean_var(A, rw, float(rw.sum()), xp,
                                      row_slices(A.shape[0], A.shape[1], _CHUNK_ELEMENTS))
@@ -419,7 +393,7 @@ class _BaseControlBurn(SelectorBase):
             # the selected columns are category codes already: the refit splits them as
             # categories too (a gpufs refit; other estimators see the codes as numbers)
             est.set_params(categorical_features=np.flatnonzero(self.is_categorical_[idx]))
-        Xs = X[:, (get_namespace("gpu").asarray(idx) if is_cupy_array(X) else idx)]
+        Xs = X[:, like(idx, X)]
         ys = y
         if not gpufs_refit:
             Xs, ys = to_host(Xs), to_host(y)
@@ -437,7 +411,7 @@ class _BaseControlBurn(SelectorBase):
         idx = np.sort(self.selected_features_)
         if idx.size == 0:
             return np.zeros((Xc.shape[0], 1))
-        Xs = Xc[:, (get_namespace("gpu").asarray(idx) if is_cupy_array(Xc) else idx)]
+        Xs = Xc[:, like(idx, Xc)]
         if self.refit_estimator is not None:
             Xs = to_host(Xs)
         return Xs
@@ -456,10 +430,6 @@ class _BaseControlBurn(SelectorBase):
         """
         Xs = self._refit_X(X)
         return self.refit_estimator_.predict(Xs)
-
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
 
 
 def _refit_has(method):

@@ -20,8 +20,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._device import get_namespace, is_cupy_array, to_host
-from .. import _scales, model_io
+from .. import _scales
 from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
@@ -270,10 +269,6 @@ class _BaseGBFS(SelectorBase):
         X = check_X(self, X, device=device, reset=False)
         return self.ensemble_.predict_raw(X, backend)
 
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
-
 
 _PARAMS_DOC = """
     Parameters
@@ -489,10 +484,4 @@ class GBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseGBFS):
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``; cupy for cupy input when the labels are numeric.
         """
-        proba = self.predict_proba(X)
-        idx = proba.argmax(axis=1)
-        if is_cupy_array(idx):
-            if self.classes_.dtype.kind in "biuf":
-                return get_namespace("gpu").asarray(self.classes_)[idx]
-            idx = idx.get()
-        return self.classes_[idx]
+        return self._decode_classes(self.predict_proba(X).argmax(axis=1))

@@ -19,8 +19,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
-from .._device import get_namespace, is_cupy_array, resolve_device, to_host
+from .. import _scales
+from .._device import resolve_device, to_host
 from .._input import check_costs, check_groups, check_sample_weight, check_X, check_y
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
@@ -42,6 +42,22 @@ def _is_task_list(X, y):
     (a plain list of rows is an ordinary X: its items are 1-D)."""
     return (isinstance(X, (list, tuple)) and isinstance(y, (list, tuple)) and len(X) > 0
             and len(X) == len(y) and all(len(getattr(x, "shape", np.shape(x))) == 2 for x in X))
+
+
+_SCORE_DOC = """{metric} of ``predict(X, task=task)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        task : label or array-like of shape (n_samples,)
+            The task every row belongs to (one label), or each row's task.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
 
 
 class _BaseMultiTaskGBFS(SelectorBase):
@@ -295,6 +311,11 @@ class _BaseMultiTaskGBFS(SelectorBase):
                              f"{[_plain(t) for t in known]}.")
         return idx.astype(np.int64)
 
+    def _score(self, metric, X, y, task, sample_weight):
+        """``metric(y, predict(X, task=task))`` on the host, a float."""
+        return float(metric(to_host(y), to_host(self.predict(X, task=task)),
+                            sample_weight=sample_weight))
+
     def _raw_predict(self, X, task):
         check_is_fitted(self, "ensembles_")
         if task is None:
@@ -312,10 +333,6 @@ class _BaseMultiTaskGBFS(SelectorBase):
             r = xp.asarray(np.flatnonzero(codes == t))
             out[r] = self.ensembles_[int(t)].predict_raw(X[r], backend)
         return out
-
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
 
 
 def _plain(x):
@@ -450,23 +467,11 @@ class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTas
         return y
 
     def score(self, X, y, task=None, sample_weight=None):
-        """R^2 of ``predict(X, task=task)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        task : label or array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        score : float
-        """
         from sklearn.metrics import r2_score
 
-        return float(r2_score(to_host(y), to_host(self.predict(X, task=task)),
-                              sample_weight=sample_weight))
+        return self._score(r2_score, X, y, task, sample_weight)
+
+    score.__doc__ = _SCORE_DOC.format(metric="R^2")
 
     def predict(self, X, task=None):
         """Predicted values of each row's task.
@@ -499,23 +504,11 @@ class MultiTaskGBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseMulti
         return codes.astype(np.float64) if len(self.classes_) == 2 else codes
 
     def score(self, X, y, task=None, sample_weight=None):
-        """Accuracy of ``predict(X, task=task)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        task : label or array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        score : float
-        """
         from sklearn.metrics import accuracy_score
 
-        return float(accuracy_score(to_host(y), to_host(self.predict(X, task=task)),
-                                    sample_weight=sample_weight))
+        return self._score(accuracy_score, X, y, task, sample_weight)
+
+    score.__doc__ = _SCORE_DOC.format(metric="Accuracy")
 
     def decision_function(self, X, task=None):
         """Raw scores of each row's task.
@@ -558,9 +551,4 @@ class MultiTaskGBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseMulti
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        idx = self.predict_proba(X, task).argmax(axis=1)
-        if is_cupy_array(idx):
-            if self.classes_.dtype.kind in "biuf":
-                return get_namespace("gpu").asarray(self.classes_)[idx]
-            idx = idx.get()
-        return self.classes_[idx]
+        return self._decode_classes(self.predict_proba(X, task).argmax(axis=1))

@@ -88,7 +88,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
+from .. import _scales
 from .._colstats import column_mean_var, matvec_T, row_slices
 from .._device import get_namespace, namespace_of, to_host
 from .._input import check_X
@@ -167,15 +167,56 @@ class LeastSquaresStage:
     """
 
     def targets(self, y, xp):
-        """Encoded target (n_samples,) -> ``Y`` of shape (n_samples, 1), float64."""
+        """The target as the cost reads it.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            The encoded target.
+        xp : module
+            Array namespace of the result.
+
+        Returns
+        -------
+        Y : ndarray of shape (n_samples, 1), float64
+        """
         return xp.asarray(y, dtype=xp.float64)[:, None]
 
     def bias(self, Y, w, W, xp):
-        """The best constant model: the weighted mean, ndarray of shape (1,)."""
+        """The best constant model: the weighted mean.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, 1), float64
+        w : ndarray of shape (n_samples,), float64
+        W : float
+            ``w``'s sum.
+        xp : module
+
+        Returns
+        -------
+        ndarray of shape (1,), float64
+        """
         return (w @ Y) / W
 
     def cost(self, F, Y, w, W, xp):
-        """The weighted mean squared error of margins ``F``, a float."""
+        """The weighted mean squared error of margins ``F``.
+
+        Parameters
+        ----------
+        F, Y : ndarray of shape (n_samples, n_models), float64
+            Margins and targets.
+        w : ndarray of shape (n_samples,), float64
+            Row weights.
+        W : float
+            Their sum.
+        xp : module
+            The arrays' namespace.
+
+        Returns
+        -------
+        float
+        """
         r = Y[:, 0] - F[:, 0]
         return float((w * r) @ r) / W
 
@@ -192,6 +233,10 @@ class LeastSquaresStage:
         mean, inv_std : ndarray of shape (n_features,), float64
         active : ndarray of shape (n_features,), bool
             Unused here (every feature has its closed form).
+        xp : module
+            The arrays' namespace.
+        device : {"cpu", "gpu"}
+            Unused here.
 
         Returns
         -------
@@ -216,31 +261,78 @@ class LogisticStage:
 
     Parameters
     ----------
+    n_classes : int >= 2
+        Number of classes: one model for two, one per class otherwise.
     max_iter : int
         Newton passes per round at most.
     tol : float
         Newton stops when every candidate's step is below ``tol * (1 + |a|)``.
     """
 
-    def __init__(self, max_iter, tol):
+    def __init__(self, n_classes, max_iter, tol):
+        self.n_classes = int(n_classes)
         self.max_iter, self.tol = int(max_iter), float(tol)
         self._warm = None  # the last round's solutions, the next round's starting point
 
-    def targets(self, codes, xp, n_classes):
-        """Class codes (n_samples,) -> +-1 labels of shape (n_samples, n_models), float64."""
+    def targets(self, codes, xp):
+        """+-1 labels of the models.
+
+        Parameters
+        ----------
+        codes : ndarray of shape (n_samples,), int
+            Class codes 0..n_classes-1.
+        xp : module
+            Array namespace of the result.
+
+        Returns
+        -------
+        Y : ndarray of shape (n_samples, n_models), float64
+            ``Y[p, k] = +1`` when row p is of model k's class, else -1 (two classes: one model,
+            the class ``1``).
+        """
         enc = to_host(codes)
-        if n_classes == 2:
+        if self.n_classes == 2:
             Y = np.where(enc == 1, 1.0, -1.0)[:, None]
         else:
-            Y = np.where(enc[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+            Y = np.where(enc[:, None] == np.arange(self.n_classes)[None, :], 1.0, -1.0)
         return xp.asarray(Y, dtype=xp.float64)
 
     def bias(self, Y, w, W, xp):
-        """The log-odds of each model's weighted positive frequency, shape (n_models,)."""
+        """The best constant models: the log-odds of each model's weighted positive frequency.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, n_models), float64
+            +-1 labels.
+        w : ndarray of shape (n_samples,), float64
+        W : float
+            ``w``'s sum.
+        xp : module
+
+        Returns
+        -------
+        ndarray of shape (n_models,), float64
+        """
         return log_odds((w @ (Y > 0).astype(xp.float64)) / W)
 
     def cost(self, F, Y, w, W, xp):
-        """Summed one-vs-rest logistic cost of margins ``F``, a float."""
+        """The one-vs-rest logistic cost of margins ``F``, summed over the models.
+
+        Parameters
+        ----------
+        F, Y : ndarray of shape (n_samples, n_models), float64
+            Margins and targets.
+        w : ndarray of shape (n_samples,), float64
+            Row weights.
+        W : float
+            Their sum.
+        xp : module
+            The arrays' namespace.
+
+        Returns
+        -------
+        float
+        """
         return float((w @ _softplus_neg(Y * F)).sum()) / W
 
     def _sweep(self, X, F, Y, w, mean, inv_std, A, mode, xp, device):
@@ -277,11 +369,6 @@ class LogisticStage:
     def candidates(self, X, F, Y, w, W, mean, inv_std, active, xp, device):
         """Every (model, feature) one-weight logistic fit by bracketed Newton's method.
 
-        Arguments as for :meth:`LeastSquaresStage.candidates`, with ``F`` and ``Y`` of shape
-        (n_samples, n_models); ``active`` (n_features,) bool marks the candidates whose
-        convergence counts. Returns ``(a, cost)``, each (n_models, n_features) float64: the
-        weights and the evaluated costs ``(1/W) sum_p w_p log(1 + exp(-y_p (F_p + a z_p)))``.
-
         Each Newton pass is one sweep for gradient and Hessian. The derivative is increasing
         (the cost is convex), so its sign at every evaluated point narrows a bracket around the
         minimum; a Newton step that leaves the bracket is replaced by bisection. The test uses
@@ -289,6 +376,30 @@ class LogisticStage:
         derivative stays accurate. One last sweep evaluates the costs; a candidate whose cost
         came out above the cost at a = 0 (possible only when stopped by ``max_iter``) falls
         back to a = 0. The solutions warm-start the next round's call.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Raw (not standardized) data, float32 or float64.
+        F, Y : ndarray of shape (n_samples, n_models), float64
+            Margins and +-1 labels.
+        w : ndarray of shape (n_samples,), float64
+        W : float
+            ``w``'s sum.
+        mean, inv_std : ndarray of shape (n_features,), float64
+            The standardization.
+        active : ndarray of shape (n_features,), bool
+            The candidates whose convergence counts.
+        xp : module
+            The arrays' namespace.
+        device : {"cpu", "gpu"}
+            Sizes the row chunks of the sweeps.
+
+        Returns
+        -------
+        a, cost : ndarray of shape (n_models, n_features), float64
+            The weights and the evaluated costs
+            ``(1/W) sum_p w_p log(1 + exp(-y_p (F_p + a z_p)))``.
         """
         K = F.shape[1]
         d = X.shape[1]
@@ -368,7 +479,13 @@ def _category_candidates(stage, idx, n_codes, F, Y, w, W, xp, max_iter=50, tol=1
 
 
 class _StagewiseBase(SelectorBase):
-    """The fit loop shared by both estimators; the cost is a stage loss object."""
+    """The fit loop shared by both estimators.
+
+    A subclass gives its cost as a loss object (``_stage_loss``: targets, bias, cost and the
+    round's candidate solver) and says whether its attributes have a model axis
+    (``_one_output``: the regressor's ``coef_`` is (n_features,), the classifier's
+    (n_models, n_features)).
+    """
 
     _parameter_constraints: dict = {
         "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right")],
@@ -413,10 +530,10 @@ class _StagewiseBase(SelectorBase):
         max_rounds = self._max_rounds(d)
         stage = self._stage_loss()
         _scales.check_target_scale(self, data.y, data.sample_weight)
-        Y = self._stage_targets(stage, data.y, xp)                 # (n, K) float64
+        Y = stage.targets(data.y, xp)                              # (n, K) float64
         w = (xp.ones(n, dtype=xp.float64) if data.sample_weight is None
              else xp.asarray(data.sample_weight, dtype=xp.float64))
-        evals = [(Xv, self._stage_targets(stage, yv, xp),
+        evals = [(Xv, stage.targets(yv, xp),
                   xp.ones(Xv.shape[0], dtype=xp.float64) if wv is None else wv)
                  for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data,
                                                    dtype=dtype, allow_nan=False)]
@@ -532,8 +649,15 @@ class _StagewiseBase(SelectorBase):
         bias_h = to_host(bias).astype(np.float64)
         coef = coef_std * inv[None, :]
         intercept = bias_h - coef @ self.mean_
-        self._set_coefficients(coef_std, bias_h, coef, intercept, np.stack(weights_hist))
-        self._set_category_coef(cat_coef)
+        hist = np.stack(weights_hist)
+        if self._one_output:  # a regressor's attributes have no model axis
+            coef_std, bias_h, coef, intercept, hist = (coef_std[0], float(bias_h[0]), coef[0],
+                                                       float(intercept[0]), hist[:, 0, :])
+        self.standardized_coef_, self.bias_, self.coef_ = coef_std, bias_h, coef
+        self.intercept_, self.weights_history_ = intercept, hist
+        # {column: weights per category} in coef_'s layout, selected categorical columns only
+        self.category_coef_ = {int(f): (a[0] if self._one_output else a)
+                               for f, a in cat_coef.items()}
         self._set_selection_path(selection_path(self),
                                  entry_round=list(range(1, len(selected) + 1)))
         return self
@@ -548,8 +672,8 @@ class _StagewiseBase(SelectorBase):
         Xa = check_X(self, X, device=device, reset=False, allow_nan=False)
         is_cat = self.is_categorical_
         sel = np.asarray([f for f in self.selected_features_ if not is_cat[f]], dtype=np.int64)
-        coef = self._coef_2d()                           # (K, d) host
-        out = xp.broadcast_to(xp.asarray(self._intercept_1d())[None, :],
+        coef = np.atleast_2d(self.coef_)                 # (K, d) host
+        out = xp.broadcast_to(xp.asarray(np.atleast_1d(self.intercept_))[None, :],
                               (Xa.shape[0], coef.shape[0])).copy()
         if sel.size:
             out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
@@ -560,18 +684,8 @@ class _StagewiseBase(SelectorBase):
             out += pad[xp.arange(a.shape[0])[None, :], idx[:, None]]
         return out, xp
 
-    def _set_category_coef(self, cat_coef):
-        """``category_coef_``: {column: weights per category} in ``coef_``'s layout (one row
-        per model for a multiclass classifier, else a flat array), selected columns only."""
-        multi = self._coef_2d().shape[0] > 1 or self.coef_.ndim == 2
-        self.category_coef_ = {int(f): (a if multi else a[0]) for f, a in cat_coef.items()}
-
     def _category_coef_2d(self):
         return {f: np.atleast_2d(a) for f, a in getattr(self, "category_coef_", {}).items()}
-
-    # --- persistence: the model file format and its checks live in gpufs.model_io -------
-    save_model = model_io.estimator_save_model
-    load_model = classmethod(model_io.estimator_load_model)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -746,24 +860,10 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
         out, _ = self._raw_margin(X)
         return out[:, 0]
 
+    _one_output = True
+
     def _stage_loss(self):
         return LeastSquaresStage()
-
-    def _stage_targets(self, stage, y, xp):
-        return stage.targets(y, xp)
-
-    def _set_coefficients(self, coef_std, bias, coef, intercept, weights_hist):
-        self.standardized_coef_ = coef_std[0]
-        self.bias_ = float(bias[0])
-        self.coef_ = coef[0]
-        self.intercept_ = float(intercept[0])
-        self.weights_history_ = weights_hist[:, 0, :]
-
-    def _coef_2d(self):
-        return self.coef_[None, :]
-
-    def _intercept_1d(self):
-        return np.array([self.intercept_])
 
 
 class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase):
@@ -884,25 +984,9 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
         """
         out, xp = self._raw_margin(X)
         idx = (out[:, 0] > 0).astype(xp.int64) if out.shape[1] == 1 else xp.argmax(out, axis=1)
-        if xp is not np and self.classes_.dtype.kind in "biuf":
-            return xp.asarray(self.classes_)[idx]
-        return self.classes_[to_host(idx)]
+        return self._decode_classes(idx)
+
+    _one_output = False
 
     def _stage_loss(self):
-        return LogisticStage(self.max_newton_iter, self.newton_tol)
-
-    def _stage_targets(self, stage, codes, xp):
-        return stage.targets(codes, xp, len(self.classes_))
-
-    def _set_coefficients(self, coef_std, bias, coef, intercept, weights_hist):
-        self.standardized_coef_ = coef_std
-        self.bias_ = bias
-        self.coef_ = coef
-        self.intercept_ = intercept
-        self.weights_history_ = weights_hist
-
-    def _coef_2d(self):
-        return self.coef_
-
-    def _intercept_1d(self):
-        return self.intercept_
+        return LogisticStage(len(self.classes_), self.max_newton_iter, self.newton_tol)

@@ -1,16 +1,17 @@
-"""The numba grower against the brute-force oracle of tests/_reference.py, and histogram
-invariants (conservation, subtraction, row-order invariance)."""
+"""The grower (``gpufs.grower``): a hand-computed tree, the penalty and budget paths, the
+brute-force oracle of tests/_reference.py on random trees, and row-order invariance."""
 import numpy as np
 import pytest
 
+from gpufs._categorical import MAX_CAT_TO_ONEHOT
+from gpufs.backends.base import SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
-from gpufs.grower import TreeParams, grow_tree
+from gpufs.grower import GrownTree, TreeParams, grow_tree, grow_tree_from_gradients
 from gpufs.penalties import PenaltyState
 from gpufs.quantize import fixed_point_scale, quantize
 
-from _reference import (RefOmega, ref_histogram, ref_root_divisor,
-                        reference_grow_tree)
+from _reference import RefOmega, ref_root_divisor, reference_grow_tree
 
 
 
@@ -52,6 +53,66 @@ def _stub_mapper(n_bins, is_cat=None):
                               {int(f): int(n_bins[f]) for f in cat})
     return BinMapper._from_validated(255, None, 0, [np.arange(nb - 1) + 0.5 for nb in n_bins],
                                      codes)
+
+
+# --- a tree small enough to grow by hand ------------------------------------------------------
+#
+# Four rows, gradients (-1, -1, +1, +1), unit hessians. Feature 0 has bins (0, 0, 1, 1): the
+# split 'bin <= 0' separates the signs; feature 1 has bins (0, 1, 0, 1) and separates nothing.
+# With reg_lambda = 0: gain = 1/2 (G_L^2/H_L + G_R^2/H_R - G^2/H) = 1/2 (4/2 + 4/2 - 0) = 2;
+# leaf values -G/H * learning_rate = +1 * 0.5 (left) and -1 * 0.5 (right).
+HAND_XB = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.uint8)
+HAND_G = np.array([-1.0, -1.0, 1.0, 1.0])
+HAND_BINS = np.array([2, 2], np.int32)
+
+
+def _hand(mu, max_depth=1, **params):
+    ps = PenaltyState(mu, np.ones(2), np.arange(2, dtype=np.int32))
+    p = dict(max_depth=max_depth, reg_lambda=0.0, learning_rate=0.5, min_child_weight=1e-3)
+    p.update(params)
+    grown = grow_tree_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
+                                     _stub_mapper(HAND_BINS), ps, TreeParams(**p),
+                                     tree_index=3)
+    return grown, ps
+
+
+def test_hand_computed_stump():
+    grown, ps = _hand(mu=0.0)
+    assert isinstance(grown, GrownTree)
+    t = grown.tree
+    assert t.feature.tolist() == [0, -1, -1]
+    assert t.bin_threshold[0] == 0 and t.threshold[0] == 0.5 and not t.missing_left[0]
+    assert t.gain.tolist() == [2.0, 0.0, 0.0]
+    assert t.value.tolist() == [0.0, 0.5, -0.5]   # the root's own value: -0/4
+    assert t.cover.tolist() == [4.0, 2.0, 2.0] and t.count.tolist() == [4, 2, 2]
+    assert grown.leaf_nodes.tolist() == [1, 2] and grown.leaf_values.tolist() == [0.5, -0.5]
+    assert grown.new_features == [0] and ps.order == [0]
+    assert ps.first_use_tree.tolist() == [3, -1]
+    raw = np.zeros(4)
+    grown.add_to(raw)                             # from the partition, no tree walk
+    assert raw.tolist() == [0.5, 0.5, -0.5, -0.5]
+
+
+def test_a_penalty_above_the_gain_leaves_a_leaf_and_a_used_feature_is_free():
+    grown, ps = _hand(mu=2.5)                     # 2 - 2.5 < 0: no split pays
+    assert grown.tree.feature.tolist() == [-1, -1, -1] and grown.new_features == []
+    assert grown.leaf_nodes.tolist() == [0] and ps.order == []
+    ps = PenaltyState(2.5, np.ones(2), np.arange(2, dtype=np.int32))
+    ps.admit([0], -1)                             # feature 0 already in Omega: free
+    grown = grow_tree_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
+                                     _stub_mapper(HAND_BINS), ps,
+                                     TreeParams(max_depth=1, reg_lambda=0.0), tree_index=0)
+    assert grown.tree.feature[0] == 0 and grown.new_features == []
+
+
+def test_min_split_gain_min_child_weight_and_depth():
+    assert _hand(0.0, min_split_gain=2.0)[0].tree.feature[0] == -1   # needs gain > 2
+    assert _hand(0.0, min_split_gain=1.99)[0].tree.feature[0] == 0
+    assert _hand(0.0, min_child_weight=2.5)[0].tree.feature[0] == -1  # children hold 2
+    # depth 2: the children are pure (every G_L = G_R = 0 split has gain 0, not > 0): leaves
+    grown, _ = _hand(0.0, max_depth=2)
+    assert grown.tree.feature.tolist() == [0] + [-1] * 6
+    assert grown.leaf_nodes.tolist() == [1, 2]
 
 
 def _random_case(rng, *, nan, hessian, wide=False):
@@ -217,14 +278,12 @@ def test_grower_matches_reference(name, nan, hessian, penalty, costs, groups, bu
         n_splits += int((ref["feature"] >= 0).sum())
         n_penalized_choices += len(ref["new_features"])
         n_fallbacks += ref["n_fallbacks"]
-    # the loop exercised real trees, not just stumps or leaves
-    assert n_splits > 50
-    if penalty:
-        assert n_penalized_choices > 5
-    if budget:  # and the budget really redirected some nodes
-        assert n_fallbacks > 3
-    if nan:  # the missingness split is among the candidates and sometimes wins
-        assert n_missingness > 0
+    # the loop exercised real trees, not just stumps or leaves, and features entered Omega
+    assert n_splits > 50 and n_penalized_choices > 5
+    # the budget redirected some nodes, and only with a budget
+    assert n_fallbacks > 3 if budget else n_fallbacks == 0
+    # the missingness split is among the candidates and sometimes wins, and only with NaNs
+    assert n_missingness > 0 if nan else n_missingness == 0
     if penalty:  # nodes whose gain bound could not pay skipped the paying features' histograms
         assert BACKEND.free_only_slots + CHUNKY.free_only_slots - skipped_before > 10
 
@@ -320,86 +379,6 @@ def test_split_on_missingness_like_the_reference():
     assert grown.tree.threshold[0] == np.inf
 
 
-# --- histogram invariants -------------------------------------------------------------------
-
-def _hist_case(seed, n=300, d=4):
-    rng = np.random.default_rng(seed)
-    Xb = rng.integers(0, 12, size=(n, d)).astype(np.uint8)
-    Xb[rng.random((n, d)) < 0.1] = 255
-    g = rng.normal(size=n)
-    h = rng.uniform(0.05, 0.25, size=n)
-    gq, hq, gs, hs = _quantized(g, h)
-    return Xb, gq, hq
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_histogram_sums_to_node_total_and_matches_reference(seed):
-    Xb, gq, hq = _hist_case(seed)
-    n, d = Xb.shape
-    rows = np.arange(n, dtype=np.int32)
-    start = np.zeros(1, np.int64)
-    count = np.array([n], np.int64)
-    hist = BACKEND.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([0]))
-    assert hist.shape == (1, d, 256, 2) and hist.dtype == np.int64
-    for f in range(d):
-        assert hist[0, f, :, 0].sum() == gq.sum()
-        assert hist[0, f, :, 1].sum() == hq.sum()
-    np.testing.assert_array_equal(hist[0], ref_histogram(Xb, gq, hq, rows))
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_children_sum_to_parent_and_subtraction_is_exact(seed):
-    Xb, gq, hq = _hist_case(seed)
-    n, d = Xb.shape
-    rows = np.arange(n, dtype=np.int32)
-    start = np.zeros(3, np.int64)
-    count = np.zeros(3, np.int64)
-    count[0] = n
-    parent = BACKEND.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([0]))[0]
-    left_n = BACKEND.partition(Xb, rows, start, count, np.array([0]), np.array([1]),
-                               np.array([5]), np.array([True]))[0]
-    expect_left = np.flatnonzero((Xb[:, 1] <= 5) | (Xb[:, 1] == 255))
-    assert left_n == expect_left.shape[0]
-    np.testing.assert_array_equal(np.sort(rows[:left_n]), expect_left)
-    start[1], count[1] = 0, left_n
-    start[2], count[2] = left_n, n - left_n
-    both = BACKEND.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([1, 2]))
-    np.testing.assert_array_equal(both[0] + both[1], parent)
-    # built child + subtracted sibling == directly computed sibling
-    sibling = parent - both[0]
-    np.testing.assert_array_equal(sibling, ref_histogram(Xb, gq, hq, rows[left_n:]))
-    np.testing.assert_array_equal(both[1], sibling)
-
-
-def _gh(gq, hq):
-    return np.ascontiguousarray(np.stack([gq, hq], axis=1))
-
-
-def test_histograms_many_tasks_match_reference():
-    """Nodes split over several private per-thread histograms still sum exactly."""
-    import gpufs.backends.cpu as cpu
-
-    chunky = cpu.CPUBackend(n_threads=3, rows_per_task=7, parallel_min_work=0)
-    Xb, gq, hq = _hist_case(5, n=200)
-    rows = np.random.default_rng(0).permutation(200).astype(np.int32)
-    start = np.array([0, 0, 90], np.int64)
-    count = np.array([200, 90, 110], np.int64)
-    hist = chunky.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([2, 1]))
-    np.testing.assert_array_equal(hist[0], ref_histogram(Xb, gq, hq, rows[90:]))
-    np.testing.assert_array_equal(hist[1], ref_histogram(Xb, gq, hq, rows[:90]))
-
-
-def test_histograms_row_order_invariant():
-    Xb, gq, hq = _hist_case(7)
-    n = Xb.shape[0]
-    perm = np.random.default_rng(1).permutation(n)
-    a = BACKEND.histograms(Xb, _gh(gq, hq), np.arange(n, dtype=np.int32), np.zeros(1, np.int64),
-                           np.array([n], np.int64), np.array([0]))
-    b = BACKEND.histograms(Xb[perm], _gh(gq[perm], hq[perm]), np.arange(n, dtype=np.int32),
-                           np.zeros(1, np.int64), np.array([n], np.int64), np.array([0]))
-    np.testing.assert_array_equal(a, b)
-
-
 def test_grown_tree_row_order_invariant():
     rng = np.random.default_rng(11)
     for case in range(10):
@@ -417,33 +396,6 @@ def test_grown_tree_row_order_invariant():
                     "cover", "count"):
             np.testing.assert_array_equal(getattr(trees[0], key), getattr(trees[1], key),
                                           err_msg=f"{key} case {case}")
-
-
-@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
-def test_fitted_ensembles_row_order_invariant(kind):
-    from gpufs import GBFSClassifier, GBFSRegressor
-
-    rng = np.random.default_rng(2)
-    n = 300
-    X = rng.normal(size=(n, 5))
-    X[rng.random(X.shape) < 0.05] = np.nan
-    if kind == "regression":
-        y = np.nan_to_num(X[:, 0]) * 3 + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(size=n)
-        make = lambda: GBFSRegressor(n_estimators=8, mu=0.05, device="cpu")  # noqa: E731
-    else:
-        k = 2 if kind == "binary" else 3
-        y = np.digitize(np.nan_to_num(X[:, 0]) + 0.5 * rng.normal(size=n),
-                        np.quantile(X[:, 0][~np.isnan(X[:, 0])], np.linspace(0, 1, k + 1)[1:-1]))
-        make = lambda: GBFSClassifier(n_estimators=8, mu=0.05, device="cpu")  # noqa: E731
-    w = rng.uniform(0.5, 2.0, size=n)
-    perm = rng.permutation(n)
-    a = make().fit(X, y, sample_weight=w)
-    b = make().fit(X[perm], y[perm], sample_weight=w[perm])
-    sa, sb = a.ensemble_.stacked(), b.ensemble_.stacked()
-    for key in sa:
-        np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
-    np.testing.assert_array_equal(a.ensemble_.base_score, b.ensemble_.base_score)
-    np.testing.assert_array_equal(a.selected_features_, b.selected_features_)
 
 
 def test_gain_bounds_auto_keeps_them_only_where_they_may_pay():
@@ -523,6 +475,19 @@ def test_grower_matches_reference_categorical(name, nan, hessian, penalty, budge
         assert n_missing_left > 0  # the missing bin took part and was sent left sometimes
 
 
+def _gh(gq, hq):
+    return np.ascontiguousarray(np.stack([gq, hq], axis=1))
+
+
+def _cat_split(n_bins, gs, hs, reg_lambda, min_child_weight, onehot=MAX_CAT_TO_ONEHOT):
+    """The SplitParams of a one-feature categorical search."""
+    slot, n_cat = categorical_slots([True] * len(n_bins), len(n_bins))
+    return SplitParams(n_bins=np.asarray(n_bins, np.int32), g_scale=gs, h_scale=hs,
+                       reg_lambda=reg_lambda, gain_divisor=1.0,
+                       min_child_weight=min_child_weight, min_split_gain=0.0, cat_slot=slot,
+                       n_cat=n_cat, max_cat_to_onehot=onehot)
+
+
 def _cat_hist(rng, n_cat, n=120, nan=True):
     Xb = rng.integers(0, n_cat, size=(n, 1)).astype(np.uint8)
     if nan:
@@ -547,8 +512,8 @@ def test_sorted_categorical_scan_finds_the_best_of_all_subsets():
     for case in range(12):
         n_cat = int(rng.integers(5, 10))
         Xb, gq, hq, gs, hs, hist = _cat_hist(rng, n_cat)
-        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [n_cat], [0.0], [True], gs,
-                                  hs, 0.0, 1.0, 0.0, is_categorical=[True])
+        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [0.0], [True],
+                                  _cat_split([n_cat], gs, hs, 0.0, 0.0))
         col = Xb[:, 0]
         cats = [b for b in list(range(n_cat)) + [255] if (col == b).any()]
         G, H = gq.sum() / gs, hq.sum() / hs
@@ -557,14 +522,14 @@ def test_sorted_categorical_scan_finds_the_best_of_all_subsets():
             for left in combinations(cats, r):
                 sel = np.isin(col, left)
                 best = max(best, ref_gain(gq[sel].sum() / gs, hq[sel].sum() / hs, G, H, 0.0))
-        assert res["feature"][0] == 0
-        np.testing.assert_allclose(res["gain"][0], best, rtol=1e-10, err_msg=f"case {case}")
+        assert res.feature[0] == 0
+        np.testing.assert_allclose(res.gain[0], best, rtol=1e-10, err_msg=f"case {case}")
         # the left set found sends exactly the rows the bitset and missing_left say
-        words = res["cat_bits"][0]
+        words = res.cat_bits[0]
         left_bins = [b for b in range(n_cat) if (words[b // 32] >> (b % 32)) & 1]
-        sel = np.isin(col, left_bins) | ((col == 255) & res["missing_left"][0])
+        sel = np.isin(col, left_bins) | ((col == 255) & res.missing_left[0])
         assert sel.any() and not sel.all()
-        assert int(gq[sel].sum()) == res["g_left"][0] and int(hq[sel].sum()) == res["h_left"][0]
+        assert int(gq[sel].sum()) == res.g_left[0] and int(hq[sel].sum()) == res.h_left[0]
 
 
 def test_one_vs_rest_below_max_cat_to_onehot():
@@ -575,13 +540,12 @@ def test_one_vs_rest_below_max_cat_to_onehot():
     rng = np.random.default_rng(13)
     for n_cat, onehot in ((4, 4), (3, 4), (7, 10), (7, 2)):
         Xb, gq, hq, gs, hs, hist = _cat_hist(rng, n_cat, nan=False)
-        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [n_cat], [0.0], [True], gs,
-                                  hs, 1.0, 1.0, 1e-3, is_categorical=[True],
-                                  max_cat_to_onehot=onehot)
+        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [0.0], [True],
+                                  _cat_split([n_cat], gs, hs, 1.0, 1e-3, onehot))
         ref = best_split(Xb, np.arange(Xb.shape[0]), gq, hq, gs, hs, [n_cat], [True], 1.0, 1.0,
                          1e-3, [0.0], is_cat=[True], max_onehot=onehot)
-        np.testing.assert_array_equal(res["cat_bits"][0], ref["bits"])
+        np.testing.assert_array_equal(res.cat_bits[0], ref["bits"])
         n_left = int(np.bitwise_count(ref["bits"]).sum())
         if n_cat <= onehot:
             assert n_left == 1
-        np.testing.assert_allclose(res["gain"][0], ref["gain"], rtol=1e-12)
+        np.testing.assert_allclose(res.gain[0], ref["gain"], rtol=1e-12)

@@ -1,0 +1,38 @@
+"""The parameter descriptions shared by the lasso's entry points, written once.
+
+A docstring names a block as ``$data``, ``$problem`` or ``$solver`` on a line of its own
+(indented like the parameters around it); the decorator :data:`fill` puts the block there
+(``gpufs._docstrings``).
+"""
+from __future__ import annotations
+
+from .._docstrings import filler
+
+_BLOCKS = {
+    "data": """\
+A : ndarray of shape (n_samples, n_trees)
+    Per-tree predictions on the training rows (numpy or cupy; used as float64).
+y : ndarray of shape (n_samples,)
+    Targets (in {0, 1} for ``loss="logistic"``).""",
+    "problem": """\
+loss : {"squared", "logistic"}, default="squared"
+sample_weight : ndarray of shape (n_samples,) or None, default=None
+    Row weights >= 0 with a positive sum.
+fit_intercept : bool, default=True
+    Include the free intercept b (see the package docstring).
+sketch : {"gaussian", "count", "rows"} or None, default=None
+    Row sketching (see the package docstring).
+sketch_size : int or None, default=None
+    Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
+random_state : int, numpy Generator or None, default=0
+    Seed of the sketch (None draws a fresh, non-reproducible one).""",
+    "solver": """\
+tol : float > 0, default=1e-9
+    Relative KKT tolerance.
+max_iter : int >= 1, default=20000
+    Cap on FISTA iterations, summed over working sets.""",
+}
+
+
+#: The decorator of the lasso's entry points.
+fill = filler(_BLOCKS)

@@ -1,0 +1,128 @@
+"""Fixed point (``gpufs.quantize``): the power-of-two scales and their headroom, rounding,
+the exact two-word sums, and the fused gradient preparation against the array-by-array route."""
+import math
+
+import numpy as np
+import pytest
+
+from gpufs.backends.cpu import CPUBackend
+from gpufs.penalties import PenaltyState
+from gpufs.quantize import (exact_mean, exact_sum, fixed_point_scale, prepare_gradients,
+                            quantize, scale_for)
+
+CPU = CPUBackend()
+
+
+# --- scales -------------------------------------------------------------------------------------
+
+def test_scale_for_hand_computed():
+    # max_abs = 1 (< 2**1), one row (1 bit): 2**(62 - 1 - 1)
+    assert scale_for(1.0, 1) == 2.0 ** 60
+    # max_abs = 0.75 (< 2**0), 3 rows (2 bits): 2**(62 - 2 - 0)
+    assert scale_for(0.75, 3) == 2.0 ** 60
+    # max_abs = 5 (< 2**3), 1000 rows (10 bits): 2**(62 - 10 - 3)
+    assert scale_for(5.0, 1000) == 2.0 ** 49
+    for bad in (0.0, math.inf, math.nan):
+        assert scale_for(bad, 10) == 1.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 1000, 10**6])
+@pytest.mark.parametrize("max_abs", [2.0 ** -500, 3e-7, 0.25, 1.0, 7.5, 1e12, 1e300])
+def test_scale_leaves_headroom_and_is_the_largest_power_of_two(n, max_abs):
+    # 2**-500: the smallest weighted gradient the estimators accept (``gpufs._scales``);
+    # far below it (about 2**-960) the scale itself would not be a finite double.
+    s = scale_for(max_abs, n)
+    assert math.frexp(s)[0] == 0.5  # a power of two
+    # n values of magnitude max_abs, scaled, stay below 2**62 (int64 sums cannot overflow)...
+    assert n * max_abs * s < 2.0 ** 62
+    # ...and twice the scale could reach 2**62 for the worst row count of its bit width
+    rows_bound = 2 ** max(1, math.ceil(math.log2(n + 1)))
+    assert rows_bound * max_abs * 2 * s >= 2.0 ** 62
+
+
+def test_fixed_point_scale_of_an_array():
+    a = np.array([0.5, -3.0, 2.0])
+    assert fixed_point_scale(a, 3) == scale_for(3.0, 3)
+    assert fixed_point_scale(np.zeros(0), 0) == 1.0
+
+
+def test_quantize_rounds_half_to_even_into_int64():
+    q = quantize(np.array([0.5, 1.5, -0.5, -2.5, 2.4, 2.6]), 1.0)
+    assert q.dtype == np.int64 and q.tolist() == [0, 2, 0, -2, 2, 3]
+    # a power-of-two scale is exact: the scaled value is the value times the scale
+    g = np.array([0.1, -0.3])
+    assert quantize(g, 2.0 ** 40).tolist() == [round(0.1 * 2 ** 40), round(-0.3 * 2 ** 40)]
+
+
+# --- exact sums ---------------------------------------------------------------------------------
+
+def test_exact_sum_is_the_correctly_rounded_sum_in_any_order():
+    rng = np.random.default_rng(3)
+    for case in range(200):
+        n = int(rng.integers(1, 3000))
+        a = rng.normal(size=n) * 10.0 ** rng.integers(-20, 20, size=n)
+        if case % 7 == 0:
+            a[: n // 2] = np.abs(a[: n // 2])  # one-signed, as losses are
+        s = exact_sum(a)
+        assert s == math.fsum(a), case
+        assert exact_sum(a[rng.permutation(n)]) == s
+    a = np.r_[0.1, 1e17, 0.2, -1e17]
+    assert exact_sum(a) == math.fsum(a) == 0.1 + 0.2 != a.sum()
+
+
+def test_exact_sum_edge_cases():
+    assert exact_sum(np.zeros(0)) == 0.0 and exact_sum(np.zeros(5)) == 0.0
+    assert exact_sum(np.array([np.inf, 1.0])) == np.inf
+    assert exact_sum(np.array([-np.inf, 1.0])) == -np.inf
+    assert math.isnan(exact_sum(np.array([np.inf, -np.inf])))
+    assert math.isnan(exact_sum(np.array([np.nan, 1.0])))
+    assert exact_sum(np.full(4, 5e-324)) == 2e-323  # subnormals: still exact
+    assert exact_sum(np.array([1e308, 1e308])) == np.inf
+    assert exact_sum(np.array([[1.0, 2.0], [3.0, 4.5]])) == 10.5  # any shape, flattened
+
+
+def test_exact_mean_plain_and_weighted():
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=100)
+    w = rng.uniform(0.1, 2.0, 100)
+    assert exact_mean(a) == math.fsum(a) / 100
+    assert exact_mean(a, w) == math.fsum(a * w) / math.fsum(w)
+    assert math.isnan(exact_mean(np.zeros(0)))
+
+
+# --- the fused preparation of one tree's gradients ---------------------------------------------
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("unit_hessian", [False, True])
+@pytest.mark.parametrize("divisor", [False, True])
+@pytest.mark.parametrize("backend", [CPU, CPUBackend(n_threads=3, rows_per_task=5)],
+                         ids=["serial", "chunked"])
+def test_prepare_gradients_equals_the_array_route(weighted, unit_hessian, divisor, backend):
+    rng = np.random.default_rng(7)
+    n = 50_000 if backend.n_threads else 500  # the chunked drivers need many rows
+    g = rng.normal(size=n) * 3.0
+    h = rng.uniform(0.0, 0.25, size=n)
+    h[:7] = 0.0
+    w = rng.uniform(0.0, 2.0, size=n) if weighted else None
+    prep = prepare_gradients(backend, g, h, w, unit_hessian=unit_hessian, divisor=divisor)
+    gw = g if w is None else g * w
+    hw = np.ones(n) if unit_hessian else h
+    hw = hw if w is None else hw * w
+    gs, hs = fixed_point_scale(gw, n), fixed_point_scale(hw, n)
+    assert (prep.g_scale, prep.h_scale) == (gs, hs)
+    assert prep.gh.dtype == np.int64 and prep.gh.shape == (n, 2)
+    np.testing.assert_array_equal(prep.gh[:, 0], quantize(gw, gs))
+    np.testing.assert_array_equal(prep.gh[:, 1], quantize(hw, hs))
+    assert prep.G_q == int(quantize(gw, gs).sum()) and prep.H_q == int(quantize(hw, hs).sum())
+    ps = PenaltyState(0.1, np.ones(2), np.arange(2, dtype=np.int32), "root_sse")
+    want = ps.gain_divisor(gw, hw) if divisor else 1.0
+    assert prep.gain_divisor == want
+    if divisor:  # a real divisor, not the fallback 1.0
+        assert prep.gain_divisor > 1.0
+
+
+def test_prepare_gradients_with_zero_gradients():
+    n = 20
+    prep = prepare_gradients(CPU, np.zeros(n), np.ones(n), None, divisor=True)
+    assert prep.g_scale == 1.0 and prep.G_q == 0 and (prep.gh[:, 0] == 0).all()
+    assert prep.gain_divisor == 1.0  # nothing to divide by: the gains are 0
