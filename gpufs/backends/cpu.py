@@ -32,6 +32,8 @@ GPU compiles too.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -569,10 +571,46 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
     subtraction; an empty array when ``build_next`` is false), the features they cover, and
     which of them cover the paying features too. Once the budget is spent only Omega's
     features can ever be split on, so the next histograms cover only them.
+
+    The two halves are separate functions, compiled into this one call, so that a cluster can
+    run them apart (``gpufs.dask``): ``_level_decide`` reads only the histograms and the
+    nodes' sums, ``_level_advance`` only the decisions and the rows.
+    """
+    (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats,
+     next_n_feats, next_full) = _level_decide(
+        parallel, Xb.shape[0], node_g, node_h, node_s, active, hist, n_bins, penalty, allowed,
+        used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda, gain_divisor,
+        min_child_weight, min_split_gain, q.shape[0] > 0, slot_full, cat_slot, n_cat,
+        max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits, admitted)
+    next_active, nxt, _, priv, next_slot_full = _level_advance(
+        parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_cols, gh, rows, scratch,
+        go_left, priv, node_start, node_count, node_g, node_h, active, hist, penalty, g_scale,
+        h_scale, reg_lambda, gain_divisor, min_split_gain, split_slot, sf, sb, sm, sc, sbits,
+        sgl, shl, n_adm, admitted_now, search_full, next_feats, next_n_feats, next_full,
+        build_next, q, node_s, groups)
+    return n_adm, next_active, nxt, next_feats, next_n_feats, next_full, priv, next_slot_full
+
+
+@njit(cache=True)
+def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, n_bins, penalty, allowed,
+                  used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda,
+                  gain_divisor, min_child_weight, min_split_gain, bounded, slot_full, cat_slot,
+                  n_cat, max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits,
+                  admitted):
+    """The first half of ``_level_step``: search and decide. Reads no rows.
+
+    ``n`` is the tree's row count (the rounding allowance of ``_gain_bound_pays``);
+    ``bounded`` whether the tree keeps gain bounds (``node_s``). Writes ``out_*`` and
+    ``admitted`` as ``_level_step`` does. Returns (n_admitted, search_full, admitted_now,
+    split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats, next_n_feats, next_full):
+    which slots were searched over the paying features too (n_slots,) bool; the features
+    admitted at this level (n_features,) bool; for each split, in node order, its slot,
+    feature and bin (int64; bin 0 for a categorical split), missing-left flag, whether it is
+    categorical and its bitset (n_split, out_bits' width) uint32, and its left child's
+    fixed-point sums (int64); and the features the next level's histograms cover.
     """
     n_slots = active.shape[0]
-    n, d = Xb.shape
-    bounded = q.shape[0] > 0
+    d = n_bins.shape[0]
     slot_g = np.empty(n_slots, np.int64)
     slot_h = np.empty(n_slots, np.int64)
     for k in range(n_slots):
@@ -632,8 +670,8 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
     sm = np.empty(n_split, np.bool_)
     sc = np.zeros(n_split, np.bool_)
     sbits = np.zeros((n_split, out_bits.shape[1]), np.uint32)
-    seg_start = np.empty(n_split, np.int64)
-    seg_count = np.empty(n_split, np.int64)
+    sgl = np.empty(n_split, np.int64)
+    shl = np.empty(n_split, np.int64)
     i = 0
     for k in range(n_slots):
         if choice[k] == _level.LEAF:
@@ -661,34 +699,9 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
             sc[i] = True
             sb[i] = 0
             out_bin[k] = 0
-        seg_start[i] = node_start[active[k]]
-        seg_count[i] = node_count[active[k]]
+        sgl[i] = pf_gl[k, f]
+        shl[i] = pf_hl[k, f]
         i += 1
-
-    seg_q = np.empty((n_split, 2), np.float64)
-    left = _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left,
-                      seg_start, seg_count, sf, sb, sm, sc, sbits, q, seg_q)
-    next_active = np.empty(2 * n_split, np.int64)
-    for i in range(n_split):
-        k = split_slot[i]
-        node = active[k]
-        f = sf[i]
-        lc = left[i]
-        L = 2 * node + 1
-        R = 2 * node + 2
-        node_start[L] = node_start[node]
-        node_count[L] = lc
-        node_start[R] = node_start[node] + lc
-        node_count[R] = node_count[node] - lc
-        node_g[L] = pf_gl[k, f]
-        node_h[L] = pf_hl[k, f]
-        node_g[R] = node_g[node] - pf_gl[k, f]
-        node_h[R] = node_h[node] - pf_hl[k, f]
-        if bounded:
-            node_s[L] = seg_q[i, 0]
-            node_s[R] = seg_q[i, 1]
-        next_active[2 * i] = L
-        next_active[2 * i + 1] = R
 
     # The next level's features: all of today's, or only Omega's once the budget is spent.
     next_feats = feats
@@ -702,6 +715,65 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
                 next_feats[next_n_feats] = f
                 next_n_feats += 1
         next_full = next_n_feats == d
+    return (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl,
+            next_feats, next_n_feats, next_full)
+
+
+@njit(cache=True)
+def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_cols, gh, rows,
+                   scratch, go_left, priv, node_start, node_count, node_g, node_h, active, hist,
+                   penalty, g_scale, h_scale, reg_lambda, gain_divisor, min_split_gain,
+                   split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now,
+                   search_full, next_feats, next_n_feats, next_full, build_next, q, node_s,
+                   groups):
+    """The second half of ``_level_step``: partition the rows by ``_level_decide``'s
+    decisions (and sum the children's bound terms when ``q`` is not empty), set the
+    children's segments and sums, decide which children's histograms cover the paying
+    features, and build the next level's histograms over ``next_feats`` (the smaller child of
+    each split, by this process's row counts, and its sibling by exact subtraction from
+    ``hist``; both children of a pair whose parent covered the free features only while a
+    feature was admitted at this level).
+
+    Returns (next_active, next_hist, left, priv, next_slot_full): ``left`` (n_split,) int64
+    the rows each split sent left; the others as ``_level_step``'s.
+    """
+    n, d = Xb.shape
+    bounded = q.shape[0] > 0
+    n_split = split_slot.shape[0]
+    seg_start = np.empty(n_split, np.int64)
+    seg_count = np.empty(n_split, np.int64)
+    for i in range(n_split):
+        seg_start[i] = node_start[active[split_slot[i]]]
+        seg_count[i] = node_count[active[split_slot[i]]]
+    free = np.empty(d, np.bool_)
+    for f in range(d):
+        free[f] = penalty[f] == 0.0
+    g_inv = 1.0 / g_scale
+    h_inv = 1.0 / h_scale
+
+    seg_q = np.empty((n_split, 2), np.float64)
+    left = _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left,
+                      seg_start, seg_count, sf, sb, sm, sc, sbits, q, seg_q)
+    next_active = np.empty(2 * n_split, np.int64)
+    for i in range(n_split):
+        k = split_slot[i]
+        node = active[k]
+        lc = left[i]
+        L = 2 * node + 1
+        R = 2 * node + 2
+        node_start[L] = node_start[node]
+        node_count[L] = lc
+        node_start[R] = node_start[node] + lc
+        node_count[R] = node_count[node] - lc
+        node_g[L] = sgl[i]
+        node_h[L] = shl[i]
+        node_g[R] = node_g[node] - sgl[i]
+        node_h[R] = node_h[node] - shl[i]
+        if bounded:
+            node_s[L] = seg_q[i, 0]
+            node_s[R] = seg_q[i, 1]
+        next_active[2 * i] = L
+        next_active[2 * i + 1] = R
 
     # Which children need the paying features: a pair is built over all ``next_feats`` when
     # either child's bound can pay the next level's cheapest penalty, else over the features
@@ -732,11 +804,11 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
             next_slot_full[2 * i + 1] = need
 
     if not build_next or n_split == 0:
-        return (n_adm, next_active, np.empty((0, d, N_HIST_BINS, 2), HIST_DTYPE), next_feats,
-                next_n_feats, next_full, priv, next_slot_full)
+        return (next_active, np.empty((0, d, N_HIST_BINS, 2), HIST_DTYPE), left, priv,
+                next_slot_full)
     nxt = np.empty((2 * n_split, d, N_HIST_BINS, 2), HIST_DTYPE)
     # Two groups of pairs: those built over every next feature, those over the free ones.
-    free_feats = np.empty(next_n_feats, feats.dtype)
+    free_feats = np.empty(next_n_feats, next_feats.dtype)
     n_free = 0
     for j in range(next_n_feats):
         if free[next_feats[j]]:
@@ -800,7 +872,7 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
             _subtract_par(g_feats, g_n, p_slot, b_slot, s_slot, hist, nxt)
         else:
             _subtract_ser(g_feats, g_n, p_slot, b_slot, s_slot, hist, nxt)
-    return n_adm, next_active, nxt, next_feats, next_n_feats, next_full, priv, next_slot_full
+    return next_active, nxt, left, priv, next_slot_full
 
 
 @njit(inline="always")
@@ -1140,6 +1212,58 @@ class BinnedMatrix:
         return self.by_row.shape
 
 
+class SplitPlan(NamedTuple):
+    """One level's decisions as the rows' half of the level step reads them
+    (``CPUBackend.decide_level`` -> ``CPUBackend.advance_level``): a few numbers per split.
+
+    Parameters
+    ----------
+    split_slot : ndarray of shape (n_split,), int64
+        Each split's slot in the level, in node order.
+    feature, bin : ndarray of shape (n_split,), int64
+        Its feature and threshold bin (bin 0 for a categorical split).
+    missing_left, is_cat : ndarray of shape (n_split,), bool
+        Where its missing values go; whether it is categorical.
+    cat_bits : ndarray of shape (n_split, n_words), uint32
+        The categories a categorical split sends left (n_words 0 without categorical
+        features).
+    left_g, left_h : ndarray of shape (n_split,), int64
+        Its left child's fixed-point sums.
+    n_admitted : int
+        Features admitted at this level.
+    admitted_now : ndarray of shape (n_features,), bool
+        Which.
+    search_full : ndarray of shape (n_slots,), bool
+        The slots searched over the paying features too (the node gain bounds).
+    next_feats : ndarray of shape (n_features,), int32
+        ``next_feats[:next_n_feats]``: the features the next level's histograms cover.
+    next_n_feats : int
+    next_full : bool
+        Whether they are all the features.
+    penalty : ndarray of shape (n_features,), float64
+        The level's penalty vector (the children's gain bounds read it).
+    split : SplitParams
+        The tree's split parameters.
+    """
+
+    split_slot: np.ndarray
+    feature: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    is_cat: np.ndarray
+    cat_bits: np.ndarray
+    left_g: np.ndarray
+    left_h: np.ndarray
+    n_admitted: int
+    admitted_now: np.ndarray
+    search_full: np.ndarray
+    next_feats: np.ndarray
+    next_n_feats: int
+    next_full: bool
+    penalty: np.ndarray
+    split: object
+
+
 class _CPUTree:
     """The state of one tree being grown (host arrays; see the module docstring)."""
 
@@ -1446,6 +1570,74 @@ class CPUBackend:
         st.full = bool(next_full)
         st.slot_full = next_slot_full
         return result
+
+    # --- the level step in two halves, for a cluster (``gpufs.dask``) ---------------------
+    # ``level_step`` runs ``_level_decide`` then ``_level_advance`` in one compiled call. A
+    # cluster runs them apart: the driver decides once on the histograms summed over the
+    # workers (exact int64 sums), and every worker advances its own rows by the decisions.
+
+    def decide_level(self, st, penalty, allowed, used, budget, split):
+        """The decisions of ``level_step`` from the level's histograms and the nodes' sums;
+        reads no rows.
+
+        ``st`` needs ``active``, ``hist``, ``node_g``, ``node_h``, ``node_count``, ``node_s``,
+        ``q``, ``slot_full``, ``feats``, ``n_feats``, ``full`` and ``parallel`` (a
+        ``start_tree`` state, or a driver's state without rows, whose ``q`` is empty). The
+        arguments are ``level_step``'s. Returns (``LevelResult``, ``SplitPlan``): the plan is
+        what ``advance_level`` needs, a few numbers per split.
+        """
+        n_slots = st.active.shape[0]
+        d = int(np.asarray(split.n_bins).shape[0])
+        out_feature = np.empty(n_slots, np.int32)
+        out_bin = np.empty(n_slots, np.int32)
+        out_ml = np.empty(n_slots, np.bool_)
+        out_gain = np.empty(n_slots, np.float64)
+        admitted = np.empty(d, np.int64)
+        cat_slot, n_cat = split.categorical()
+        out_bits = np.empty((n_slots, CAT_WORDS if n_cat else 0), np.uint32)
+        penalty = np.asarray(penalty, np.float64)
+        (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl,
+         next_feats, next_n_feats, next_full) = _level_decide(
+            st.parallel, int(st.node_count[0]), st.node_g, st.node_h, st.node_s, st.active,
+            st.hist, split.n_bins, penalty, allowed, used, st.feats, st.n_feats, st.full,
+            budget, split.g_scale, split.h_scale, split.reg_lambda, split.gain_divisor,
+            split.min_child_weight, split.min_split_gain, st.q.shape[0] > 0, st.slot_full,
+            cat_slot, n_cat, split.max_cat_to_onehot, out_feature, out_bin, out_ml, out_gain,
+            out_bits, admitted)
+        result = LevelResult(nodes=st.active, feature=out_feature, bin=out_bin,
+                             missing_left=out_ml, gain=out_gain, admitted=admitted[:n_adm],
+                             cat_bits=out_bits)
+        plan = SplitPlan(split_slot, sf, sb, sm, sc, sbits, sgl, shl, int(n_adm), admitted_now,
+                         search_full, next_feats, int(next_n_feats), bool(next_full), penalty,
+                         split)
+        return result, plan
+
+    def advance_level(self, st, plan, build_next):
+        """The rows' half of ``level_step``: partition ``st``'s rows by ``plan``
+        (``decide_level``'s), set the children's segments and sums, and (``build_next``) build
+        the next level's histograms of these rows (the smaller child of each split by this
+        process's row counts, its sibling by exact subtraction). Advances ``st`` to the next
+        level; returns the rows each split sent left, (n_split,) int64."""
+        n = st.Xb.shape[0]
+        split = plan.split
+        priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
+        next_active, nxt, left, self._scratch["priv"], next_slot_full = _level_advance(
+            st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work, st.Xb,
+            st.Xb_cols, st.gh, st.rows, self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
+            self._buffer("go_left", (n,), np.uint8), priv, st.node_start, st.node_count,
+            st.node_g, st.node_h, st.active, st.hist, plan.penalty, split.g_scale,
+            split.h_scale, split.reg_lambda, split.gain_divisor, split.min_split_gain,
+            plan.split_slot, plan.feature, plan.bin, plan.missing_left, plan.is_cat,
+            plan.cat_bits, plan.left_g, plan.left_h, plan.n_admitted, plan.admitted_now,
+            plan.search_full, plan.next_feats, plan.next_n_feats, plan.next_full,
+            bool(build_next), st.q, st.node_s, st.groups)
+        st.active = next_active
+        st.hist = nxt
+        st.feats = plan.next_feats
+        st.n_feats = plan.next_n_feats
+        st.full = plan.next_full
+        st.slot_full = next_slot_full
+        return left
 
     def node_sums(self, st):
         """Host (node_g, node_h, node_count) of the tree (n_nodes,) int64 each."""
