@@ -9,6 +9,11 @@ Every number that steers fitting is the same on the CPU and the GPU: gradients a
 from the backend's exact objective kernels (``objectives`` docstring), the A-GBM divisor and
 the losses are fixed-point sums (``quantize.exact_sum``), and histograms are int64 sums. So
 the trees, the selected features and the early-stopping round are identical on both devices.
+
+The loop reads and changes per-row data (target, weights, raw scores, gradients, the
+validation rows) only through a :class:`BoostingRows` object: :class:`DeviceRows` holds them
+as arrays on the backend's device; ``gpufs.dask`` holds them in the workers of a cluster
+(``gpufs.dask._rows.ShardRows``), so that this one loop also runs a distributed fit.
 """
 from __future__ import annotations
 
@@ -100,8 +105,9 @@ class BoostingCheckpoint:
         The fit's own append-only lists of trees and their output columns, of which the first
         ``rounds * n_outputs`` entries are the checkpoint's (taking a checkpoint copies no
         tree).
-    raw : ndarray of shape (n_samples, n_outputs), float64
-        A copy of the training raw scores then, on the backend's device.
+    raw : object
+        A copy of the training raw scores then (``BoostingRows.snapshot_raw``: an array on
+        the backend's device for :class:`DeviceRows`).
     record : SelectionRecord
         The fit's selection record (the same append-only rule).
     penalty : dict
@@ -114,6 +120,217 @@ class BoostingCheckpoint:
     raw: object
     record: "SelectionRecord"
     penalty: dict
+
+
+class BoostingRows:
+    """The rows of a boosting fit, as the loop (``fit_boosting``) reads and changes them.
+
+    The loop does all its per-row work through these methods and its backend: the binned
+    matrix the grower reads, the starting score, the raw scores (one column per output), the
+    round's gradients and losses, and the predictions on validation rows.
+    :class:`DeviceRows` implements them on arrays of one device; ``gpufs.dask`` on the rows
+    that a cluster's workers hold. An implementation must give the loop the same bits as
+    :class:`DeviceRows` on the same rows, in any order of the rows.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        (n_samples, n_features).
+    w : object
+        The weights as the backend's ``gradient_extremes`` / ``quantize_gradients`` take them
+        (None: unweighted).
+    """
+
+    shape: tuple = (0, 0)
+    w: object = None
+
+    def binned(self):
+        """The binned matrix as the grower's backend reads it.
+
+        Returns
+        -------
+        object
+            ``backend.prepare_binned(Xb)``'s result, or a stand-in with its ``shape``.
+        """
+        raise NotImplementedError
+
+    def init_score(self, objective):
+        """The starting raw score of every row.
+
+        Parameters
+        ----------
+        objective : SquaredError, Logistic or Softmax
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,), float64
+            ``objective.init_score(y, w)``.
+        """
+        raise NotImplementedError
+
+    def start_raw(self, base):
+        """Set every row's raw scores to ``base``.
+
+        Parameters
+        ----------
+        base : ndarray of shape (n_outputs,), float64
+        """
+        raise NotImplementedError
+
+    def snapshot_raw(self):
+        """A copy of the raw scores, for a checkpoint.
+
+        Returns
+        -------
+        object
+            What :meth:`restore_raw` takes.
+        """
+        raise NotImplementedError
+
+    def restore_raw(self, snapshot):
+        """Set the raw scores to a copy of a snapshot.
+
+        Parameters
+        ----------
+        snapshot : object
+            :meth:`snapshot_raw`'s result.
+        """
+        raise NotImplementedError
+
+    def round_gradients(self, objective):
+        """The round's gradients and losses at the current raw scores, in one pass.
+
+        Parameters
+        ----------
+        objective : SquaredError, Logistic or Softmax
+
+        Returns
+        -------
+        G, Hs : indexable by output column
+            ``G[k]`` and ``Hs[k]``: the gradients and hessians of column k as the backend's
+            ``gradient_extremes`` and ``quantize_gradients`` take them.
+        terms : object
+            The per-row losses of the current raw scores, for :meth:`mean`.
+        """
+        raise NotImplementedError
+
+    def mean(self, terms):
+        """The weighted mean of loss terms (``quantize.exact_mean(terms, w)``).
+
+        Parameters
+        ----------
+        terms : object
+            :meth:`round_gradients`' loss terms.
+
+        Returns
+        -------
+        float
+        """
+        raise NotImplementedError
+
+    def raw_column(self, k):
+        """One output column of the raw scores, for ``GrownTree.add_to``.
+
+        Parameters
+        ----------
+        k : int
+
+        Returns
+        -------
+        object
+            The column (a view of the raw scores for :class:`DeviceRows`).
+        """
+        raise NotImplementedError
+
+    def add_trees(self, ensemble, start, stop):
+        """Add the predictions of some trees on the binned rows to the raw scores.
+
+        Parameters
+        ----------
+        ensemble : TreeEnsemble
+        start, stop : int
+            The trees ``ensemble.trees[start:stop]``.
+        """
+        raise NotImplementedError
+
+    def loss(self, objective):
+        """The loss of the current raw scores.
+
+        Parameters
+        ----------
+        objective : SquaredError, Logistic or Softmax
+
+        Returns
+        -------
+        float
+            ``objective.loss(raw, y, w)``.
+        """
+        raise NotImplementedError
+
+
+class DeviceRows(BoostingRows):
+    """The rows of a fit as arrays on the backend's device.
+
+    Parameters
+    ----------
+    backend : CPUBackend or GPUBackend
+    Xb : ndarray of shape (n_samples, n_features), uint8
+        On the backend's device.
+    y : ndarray of shape (n_samples,)
+        float64 targets or int32 class codes, on the same device.
+    w : ndarray of shape (n_samples,), float64, or None
+        Sample weights.
+    """
+
+    def __init__(self, backend, Xb, y, w=None):
+        self.backend, self.Xb, self.y, self.w = backend, Xb, y, w
+        self.shape = tuple(Xb.shape)
+        self.raw = None
+        self._data = None
+
+    def binned(self):
+        if self._data is None:
+            self._data = self.backend.prepare_binned(self.Xb)
+        return self._data
+
+    def init_score(self, objective):
+        return np.asarray(objective.init_score(self.y, self.w), dtype=np.float64)
+
+    def start_raw(self, base):
+        xp = self.backend.xp
+        self.raw = xp.tile(xp.asarray(base), (self.shape[0], 1))
+
+    def snapshot_raw(self):
+        return self.backend.xp.array(self.raw, copy=True)
+
+    def restore_raw(self, snapshot):
+        self.raw = self.backend.xp.array(snapshot, copy=True)
+
+    def round_gradients(self, objective):
+        return self.backend.round_gradients(objective.name, self.raw, self.y)
+
+    def mean(self, terms):
+        return exact_mean(terms, self.w)
+
+    def raw_column(self, k):
+        return self.raw[:, k]
+
+    def add_trees(self, ensemble, start, stop):
+        ensemble.predict_binned(self.Xb, self.backend, start=start, stop=stop, out=self.raw)
+
+    def loss(self, objective):
+        return objective.loss(self.raw, self.y, self.w, backend=self.backend)
+
+    binned.__doc__ = BoostingRows.binned.__doc__
+    init_score.__doc__ = BoostingRows.init_score.__doc__
+    start_raw.__doc__ = BoostingRows.start_raw.__doc__
+    snapshot_raw.__doc__ = BoostingRows.snapshot_raw.__doc__
+    restore_raw.__doc__ = BoostingRows.restore_raw.__doc__
+    round_gradients.__doc__ = BoostingRows.round_gradients.__doc__
+    mean.__doc__ = BoostingRows.mean.__doc__
+    raw_column.__doc__ = BoostingRows.raw_column.__doc__
+    add_trees.__doc__ = BoostingRows.add_trees.__doc__
+    loss.__doc__ = BoostingRows.loss.__doc__
 
 
 def _progress(total, verbose, desc):
@@ -131,8 +348,10 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
-    Xb : ndarray of shape (n_samples, n_features), uint8
-        On the backend's device.
+        Or any backend the grower runs on (``gpufs.dask``'s cluster backend).
+    Xb : ndarray of shape (n_samples, n_features), uint8, or BoostingRows
+        On the backend's device; or the training rows held elsewhere (a
+        :class:`BoostingRows`, e.g. a cluster's workers), with ``y`` and ``w`` None.
     y : ndarray of shape (n_samples,)
         float64 targets or int32 class codes, on the same device.
     w : ndarray of shape (n_samples,), float64, or None
@@ -144,8 +363,8 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     bin_mapper : BinMapper
         The cut points ``Xb`` was binned with (the trees' raw thresholds).
     params : BoostingParams
-    eval_data : tuple (Xb_val, y_val, w_val) or None, default=None
-        Validation data on the same device.
+    eval_data : tuple (Xb_val, y_val, w_val), BoostingRows or None, default=None
+        Validation data on the same device (or validation rows held elsewhere).
     on_round_start : callable or None, default=None
         Called at the start of every round with a function that returns the
         ``BoostingCheckpoint`` of that moment (taking one copies the raw scores).
@@ -162,26 +381,27 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
     n_rounds : int
         The rounds to keep: the best validation round with ``n_iter_no_change``, else all.
     """
+    rows = Xb if isinstance(Xb, BoostingRows) else DeviceRows(backend, Xb, y, w)
+    val_rows = eval_data
+    if eval_data is not None and not isinstance(eval_data, BoostingRows):
+        val_rows = DeviceRows(backend, *eval_data)
     with thread_limit(params.n_jobs):
-        return _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params,
-                             eval_data, on_round_start, resume)
+        return _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_rows,
+                             on_round_start, resume)
 
 
-def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, eval_data,
+def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_rows,
                   on_round_start=None, resume=None):
-    xp = backend.xp
-    n, d = Xb.shape
-    n_bins = xp.asarray(bin_mapper.n_bins_)
+    d = rows.shape[1]
+    n_bins = backend.xp.asarray(bin_mapper.n_bins_)
     K = objective.n_outputs(getattr(objective, "n_classes", 0))
-    base = np.asarray(objective.init_score(y, w), dtype=np.float64)
+    base = rows.init_score(objective)
     ensemble = TreeEnsemble(max_depth=params.tree.max_depth, n_features=d, base_score=base,
                             is_categorical=getattr(bin_mapper, "is_categorical_", None))
-    raw = xp.tile(xp.asarray(base), (n, 1))
-    raw_val = None
-    if eval_data is not None:
-        Xb_val, y_val, w_val = eval_data
-        raw_val = xp.tile(xp.asarray(base), (Xb_val.shape[0], 1))
-    data = backend.prepare_binned(Xb)
+    rows.start_raw(base)
+    if val_rows is not None:
+        val_rows.start_raw(base)
+    data = rows.binned()
     record = SelectionRecord()
     best_val, best_round, rounds_since_best = np.inf, 0, 0
     divisor = penalties.scaling == "root_sse"
@@ -194,7 +414,7 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
             raise ValueError("a resumed boosting fit cannot stop early (n_iter_no_change)")
         start = min(int(resume.rounds), params.n_estimators)
         penalties.restore(resume.penalty)
-        raw = xp.array(resume.raw, copy=True)
+        rows.restore_raw(resume.raw)
         for t in range(start * K):
             ensemble.append(resume.trees[t], resume.tree_column[t])
         rec = resume.record
@@ -205,7 +425,7 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
 
     def checkpoint(it):
         return BoostingCheckpoint(rounds=it, trees=ensemble.trees,
-                                  tree_column=ensemble.tree_column, raw=xp.array(raw, copy=True),
+                                  tree_column=ensemble.tree_column, raw=rows.snapshot_raw(),
                                   record=record, penalty=penalties.snapshot())
 
     for it in range(params.n_estimators):
@@ -214,32 +434,31 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
                 on_round_start(lambda it=it: checkpoint(it))
             # One pass over the rows: every column's gradients at the round's start, and the
             # loss of those raw scores -- the train loss after the previous round.
-            G, Hs, terms = backend.round_gradients(objective.name, raw, y)
+            G, Hs, terms = rows.round_gradients(objective)
             if it > 0:
-                loss = exact_mean(terms, w)
+                loss = rows.mean(terms)
                 record.train_loss.extend([loss] * K)
             for k in range(K):
-                prep = prepare_gradients(backend, G[k], Hs[k], w,
+                prep = prepare_gradients(backend, G[k], Hs[k], rows.w,
                                          unit_hessian=not params.hessian, divisor=divisor)
                 tree_index = ensemble.n_trees
                 grown = grow_tree_packed(backend, data, prep.gh, prep.G_q, prep.H_q,
                                          prep.g_scale, prep.h_scale, n_bins, bin_mapper,
                                          penalties, params.tree, tree_index,
                                          gain_divisor=prep.gain_divisor)
-                grown.add_to(raw[:, k])
+                grown.add_to(rows.raw_column(k))
                 ensemble.append(grown.tree, k)
                 record.tree_column.append(k)
                 record.features_added.append(grown.new_features)
         val = np.nan
-        if raw_val is not None:
-            ensemble.predict_binned(Xb_val, backend, start=it * K, stop=(it + 1) * K,
-                                    out=raw_val)
-            val = objective.loss(raw_val, y_val, w_val, backend=backend)
+        if val_rows is not None:
+            val_rows.add_trees(ensemble, it * K, (it + 1) * K)
+            val = val_rows.loss(objective)
         record.val_loss.extend([val] * K)
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.4g}", features=len(penalties.order))
-        if raw_val is not None and params.n_iter_no_change:
+        if val_rows is not None and params.n_iter_no_change:
             if val < best_val - 1e-12:
                 best_val, best_round, rounds_since_best = val, it + 1, 0
             else:
@@ -247,10 +466,10 @@ def _fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper, params, e
                 if rounds_since_best >= params.n_iter_no_change:
                     break
     if ensemble.n_trees:
-        record.train_loss.extend([objective.loss(raw, y, w, backend=backend)] * K)
+        record.train_loss.extend([rows.loss(objective)] * K)
     if bar is not None:
         bar.close()
     n_rounds = ensemble.n_trees // K
-    if raw_val is not None and params.n_iter_no_change and best_round > 0:
+    if val_rows is not None and params.n_iter_no_change and best_round > 0:
         n_rounds = best_round
     return ensemble, record, n_rounds

@@ -26,7 +26,7 @@ from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
 from ..backends import get_backend
 from ..binning import BinMapper
-from ..boosting import BoostingParams, fit_boosting
+from ..boosting import BoostingParams, DeviceRows, fit_boosting
 from ..grower import TreeParams
 from ..objectives import make_objective
 from ..path import selection_path
@@ -154,9 +154,22 @@ class _BaseGBFS(SelectorBase):
         t0 = time.perf_counter()
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
             X if w is None or bool((w > 0).all()) else X[w > 0], categories=self.category_codes_)
-        Xb = self.bin_mapper_.transform(X, backend)
-        evals = [(self.bin_mapper_.transform(Xv, backend), yv, wv) for Xv, yv, wv in evals]
-        times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
+        rows = DeviceRows(backend, self.bin_mapper_.transform(X, backend), y, w)
+        evals = [DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
+                 for Xv, yv, wv in evals]
+        times = {"bin": time.perf_counter() - t0}
+        return self._fit_binned(backend, rows, evals, costs, groups, data.device, times)
+
+    def _fit_binned(self, backend, rows, evals, costs, groups, device, times):
+        """The fit from binned data on: the ``mu`` search (with ``n_features_to_select``), the
+        boosting rounds, early stopping and the selection record.
+
+        ``rows`` and ``evals`` (a list) are ``boosting.BoostingRows`` of the training and the
+        validation data: arrays on the device here, a cluster's workers for ``gpufs.dask``.
+        ``times`` holds the binning time.
+        """
+        d = int(rows.shape[1])
+        times["mu_search"] = 0.0
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
@@ -170,7 +183,7 @@ class _BaseGBFS(SelectorBase):
         resume = None
         if k is not None:
             t0 = time.perf_counter()
-            search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
+            search = gbfs_mu_search(backend, rows, None, None, self._objective, costs, groups,
                                     self.penalty_scaling, self.bin_mapper_, params, k, mu)
             self.mu_search_ = search.as_records()
             times["mu_search"] = time.perf_counter() - t0
@@ -182,7 +195,7 @@ class _BaseGBFS(SelectorBase):
                     f"only {search.n_features_max} features have any positive gain, fewer "
                     f"than n_features_to_select={k}; selected those {search.n_features_max}. "
                     "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
-                    "min_child_weight let more features in.", UserWarning, stacklevel=3)
+                    "min_child_weight let more features in.", UserWarning, stacklevel=4)
         self.mu_ = mu
         penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
         # With k, early stopping must not end the fit before the k-th feature enters: all
@@ -195,7 +208,7 @@ class _BaseGBFS(SelectorBase):
                                     verbose=params.verbose)
         t0 = time.perf_counter()
         ensemble, record, n_rounds = fit_boosting(
-            backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params,
+            backend, rows, None, None, self._objective, penalties, self.bin_mapper_, params,
             evals[-1] if evals else None, resume=resume)
         times["boost"] = time.perf_counter() - t0
         self.fit_times_ = times
@@ -205,13 +218,13 @@ class _BaseGBFS(SelectorBase):
             entered = (int(penalties.first_use_tree[penalties.order[k - 1]]) // K + 1
                        if len(penalties.order) >= k else n_rounds)
             n_rounds = max(best, entered)
-        self._finish(ensemble, record, n_rounds, penalties, data.device)
-        self.evals_result_ = self._eval_losses(evals, backend)
+        self._finish(ensemble, record, n_rounds, penalties, device)
+        self.evals_result_ = self._eval_losses(evals)
         if self.selected_features_.size == 0 and k is None:
             warnings.warn(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
-                "features you want.", UserWarning, stacklevel=3)
+                "features you want.", UserWarning, stacklevel=4)
         return self
 
     def _finish(self, ensemble, record, n_rounds, penalties, device):
@@ -241,23 +254,22 @@ class _BaseGBFS(SelectorBase):
         path = selection_path(self)
         self._set_selection_path(path, entry_tree=path.extra["entry_tree"])
 
-    def _eval_losses(self, evals, backend):
+    def _eval_losses(self, evals):
         """Loss of every validation pair after each kept round, a list of float64 arrays of
         shape (n_rounds,). The watched (last) pair's losses are the selection record's;
-        the others are computed here, round by round, from the binned validation data."""
+        the others are computed here, round by round, from the binned validation rows
+        (``boosting.BoostingRows``)."""
         K = self.ensemble_.n_outputs
         out = []
-        for i, (Xbv, yv, wv) in enumerate(evals):
+        for i, rows in enumerate(evals):
             if i == len(evals) - 1:
                 out.append(np.asarray(self.selection_record_["val_loss"][::K], dtype=np.float64))
                 continue
-            raw = backend.xp.tile(backend.xp.asarray(self.ensemble_.base_score),
-                                  (Xbv.shape[0], 1))
+            rows.start_raw(np.asarray(self.ensemble_.base_score, dtype=np.float64))
             losses = []
             for r in range(self.n_estimators_):
-                self.ensemble_.predict_binned(Xbv, backend, start=r * K, stop=(r + 1) * K,
-                                              out=raw)
-                losses.append(self._objective.loss(raw, yv, wv, backend=backend))
+                rows.add_trees(self.ensemble_, r * K, (r + 1) * K)
+                losses.append(rows.loss(self._objective))
             out.append(np.asarray(losses, dtype=np.float64))
         return out
 
