@@ -71,9 +71,17 @@ class CategoryCodes:
         """Learn the codes of ``columns`` (dict f -> 1-D array of the column's non-missing
         values) with at most ``max_codes`` codes per column (2..255); ``names`` (dict f ->
         column name) for the error messages."""
+        return cls.learn_counts({f: count_values(col, (names or {}).get(f, f))
+                                 for f, col in columns.items()}, n_features, max_codes)
+
+    @classmethod
+    def learn_counts(cls, value_counts, n_features, max_codes):
+        """Learn the codes from the columns' value counts (dict f -> ``count_values``' pair,
+        or ``merge_counts``' of the parts of a table held in pieces, ``gpufs.dask``): the
+        codes ``learn`` gives on the whole columns."""
         values, n_codes = {}, {}
-        for f, col in columns.items():
-            uniq, counts = _unique_counts(col, repr((names or {}).get(f, f)))
+        for f, (uniq, counts) in value_counts.items():
+            counts = np.asarray(counts, dtype=np.int64)
             order = np.argsort(-counts, kind="stable")
             uniq, counts = [uniq[i] for i in order], counts[order]
             total = int(counts.sum())
@@ -122,6 +130,55 @@ class CategoryCodes:
         state = dict(self.__dict__)
         state["_lookup"] = None
         return state
+
+
+def count_values(col, name):
+    """The distinct values of a categorical column, sorted, and their counts.
+
+    Parameters
+    ----------
+    col : ndarray of shape (n,)
+        The column's non-missing values.
+    name : str or int
+        The column, for the error messages.
+
+    Returns
+    -------
+    values : list
+        The distinct values as plain Python scalars, in ``np.unique``'s order.
+    counts : ndarray of shape (n_values,), int64
+    """
+    return _unique_counts(col, repr(name))
+
+
+def merge_counts(parts, name):
+    """``count_values`` of a column from those of its pieces (rows split in any way).
+
+    Parameters
+    ----------
+    parts : list of (values, counts)
+        ``count_values`` of each piece.
+    name : str or int
+        The column, for the error messages.
+
+    Returns
+    -------
+    values : list
+    counts : ndarray of shape (n_values,), int64
+        What ``count_values`` gives on the whole column.
+    """
+    vals = [v for p in parts for v in p[0]]
+    cnts = np.concatenate([np.asarray(p[1], np.int64) for p in parts] or [np.zeros(0, np.int64)])
+    arr = np.empty(len(vals), dtype=object)
+    arr[:] = vals
+    try:
+        uniq, inverse = np.unique(arr, return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(f"categorical column {name!r} mixes value types that cannot be "
+                         f"ordered: {exc}; convert it to one type (for example .astype(str)) "
+                         "first.") from None
+    return [_plain(v) for v in uniq], np.bincount(inverse.reshape(-1), weights=cnts,
+                                                  minlength=len(uniq)).astype(np.int64)
 
 
 def _unique_counts(col, f):

@@ -173,10 +173,7 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
     out = np.empty((len(frame), d), dtype=np.float64)
     if num:
         out[:, ~mask] = frame.select(nw.col(*num).cast(target)).to_numpy()
-    columns = {}
-    for f in np.flatnonzero(mask):
-        s = frame[cols[f]]
-        columns[int(f)] = (np.asarray(s.to_numpy()), np.asarray(s.is_null().to_numpy()))
+    columns = _frame_category_columns(frame, mask)
     codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
                                 dict(enumerate(names)))
     for f, (values, missing) in columns.items():
@@ -195,17 +192,7 @@ def _encode_array_categories(estimator, arr, reset, categorical_features, max_ca
             estimator.category_codes_ = None
         return arr
     host = to_host(arr)
-    columns = {}
-    for f in np.flatnonzero(mask):
-        col = host[:, f]
-        if col.dtype.kind == "f":
-            missing = np.isnan(col)
-        elif col.dtype.kind == "O":
-            missing = np.array([v is None or (isinstance(v, float) and v != v) for v in col],
-                               dtype=bool)
-        else:
-            missing = np.zeros(col.shape[0], dtype=bool)
-        columns[int(f)] = (col, missing)
+    columns = _array_category_columns(host, mask)
     codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories, None)
     out = np.empty(host.shape, dtype=np.float64)
     num = ~mask
@@ -218,6 +205,76 @@ def _encode_array_categories(estimator, arr, reset, categorical_features, max_ca
     for f, (values, missing) in columns.items():
         out[:, f] = codes.encode(f, values, missing)
     return out
+
+
+def _frame_category_columns(frame, mask):
+    """dict f -> (values (n,), missing (n,) bool) of the ``mask`` columns of a narwhals
+    frame."""
+    cols = list(frame.columns)
+    columns = {}
+    for f in np.flatnonzero(mask):
+        s = frame[cols[f]]
+        columns[int(f)] = (np.asarray(s.to_numpy()), np.asarray(s.is_null().to_numpy()))
+    return columns
+
+
+def _array_category_columns(host, mask):
+    """dict f -> (values (n,), missing (n,) bool) of the ``mask`` columns of a 2-D host
+    array."""
+    columns = {}
+    for f in np.flatnonzero(mask):
+        col = host[:, f]
+        if col.dtype.kind == "f":
+            missing = np.isnan(col)
+        elif col.dtype.kind == "O":
+            missing = np.array([v is None or (isinstance(v, float) and v != v) for v in col],
+                               dtype=bool)
+        else:
+            missing = np.zeros(col.shape[0], dtype=bool)
+        columns[int(f)] = (col, missing)
+    return columns
+
+
+def frame_layout(X):
+    """The column names and kinds of a table (None, None for an array).
+
+    Parameters
+    ----------
+    X : object
+        A table (pandas, polars, pyarrow, cudf) or an array.
+
+    Returns
+    -------
+    names : list of str or None
+    kinds : list of str or None
+        "numeric", "categorical" (categorical and string dtypes) or "other" per column.
+    """
+    frame = _frame(X)
+    if frame is None:
+        return None, None
+    return [str(c) for c in frame.columns], [_column_kind(t) for t in frame.schema.values()]
+
+
+def category_values(X, mask):
+    """The non-missing values of the categorical columns of a table or 2-D array: what their
+    codes are learned from at fit (a cluster counts them per partition, ``gpufs.dask``).
+
+    Parameters
+    ----------
+    X : table or array-like of shape (n_samples, n_features)
+    mask : ndarray of shape (n_features,), bool
+        The categorical columns.
+
+    Returns
+    -------
+    dict int -> ndarray of shape (n_present,)
+    """
+    frame = _frame(X)
+    if frame is not None:
+        columns = _frame_category_columns(frame, mask)
+    else:
+        columns = _array_category_columns(to_host(_as_array(X, "cpu", "X")), mask)
+    return {f: values[~missing] for f, (values, missing) in columns.items()}
 
 
 def _as_array(X, device: str, what: str):
@@ -265,7 +322,8 @@ def _check_numeric(arr, what: str):
 
 
 def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
-            allow_nan: bool = True, categorical_features=None, max_categories=255):
+            allow_nan: bool = True, categorical_features=None, max_categories=255,
+            allow_empty: bool = False):
     """Validate X and return it as a 2-D float array on ``device``.
 
     Tables (pandas, polars, pyarrow, cudf, modin) are read through narwhals, one column kind
@@ -292,6 +350,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
         callers that take numbers only) refuses non-numeric columns.
     max_categories : int in [2, 255]
         Most codes of one categorical column (its bins): the rest are pooled.
+    allow_empty : accept 0 rows (one partition of a larger table, ``gpufs.dask``).
 
     Returns
     -------
@@ -319,7 +378,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
         raise ValueError(f"X must be 2-D (n_samples, n_features); got {arr.ndim} dimensions.")
     arr = _check_numeric(arr, "X")
     n, d = arr.shape
-    if n == 0:
+    if n == 0 and not allow_empty:
         raise ValueError(f"Found array with 0 sample(s) (shape={arr.shape}) while a minimum of 1 "
                          "is required.")
     if d == 0:
@@ -561,7 +620,11 @@ def encode_known_classes(y, classes, what="eval_set"):
     return like(idx.astype(np.int32), y)
 
 
-def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
+ALL_ZERO_WEIGHTS = "sample_weight is zero everywhere; at least one row needs weight > 0."
+
+
+def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu",
+                        allow_all_zero: bool = False):
     """Validate sample weights.
 
     Parameters
@@ -570,6 +633,9 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
         A number means that weight for every row.
     n_samples : int
     device : {"cpu", "gpu"}, default="cpu"
+    allow_all_zero : bool, default=False
+        Accept weights that are all zero (one partition of a larger table, ``gpufs.dask``,
+        which checks the whole table's weights itself).
 
     Returns
     -------
@@ -590,8 +656,8 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu"):
         raise ValueError("sample_weight contains NaN or infinity.")
     if bool((w < 0).any()):
         raise ValueError("sample_weight has negative values; weights must be >= 0.")
-    if not bool((w > 0).any()):
-        raise ValueError("sample_weight is zero everywhere; at least one row needs weight > 0.")
+    if not allow_all_zero and not bool((w > 0).any()):
+        raise ValueError(ALL_ZERO_WEIGHTS)
     return to_device(w, device)
 
 

@@ -136,12 +136,32 @@ def check_boosting_scales(est, y, sample_weight=None):
 
     n = y.shape[0]
     W, w_max = _weights(sample_weight, n)
+    R = None if is_classifier(est) else _target_range(y)
+    check_boosting_scale_values(est, n, W, w_max, R)
+
+
+def check_boosting_scale_values(est, n, W, w_max, R=None):
+    """:func:`check_boosting_scales` from the numbers it reads off the data (a cluster computes
+    them over its workers, ``gpufs.dask``).
+
+    Parameters
+    ----------
+    est : GBFSRegressor or GBFSClassifier, its hyperparameters already validated
+    n : int
+        Rows.
+    W, w_max : float
+        The total and the largest sample weight (``n`` and 1 without weights).
+    R : float or None
+        For a regressor, the target's range (max - min).
+    """
+    from sklearn.base import is_classifier
+
     if is_classifier(est):
         h_max = 0.25 if est.hessian else 1.0
         _check_overflow(1.0, W, w_max, "the gradients of the log loss are at most 1", _RESCALE)
     else:
         h_max = 1.0
-        check_target_scale(est, y, sample_weight)
+        _check_overflow(R, W, w_max, f"y spans {R:.3g}")
     if w_max * h_max < _MIN_TERM:
         raise ValueError(
             f"the hessian sums would underflow float64: the largest sample weight is "
@@ -153,7 +173,7 @@ def check_boosting_scales(est, y, sample_weight=None):
             f"no split can be made: the hessian sum of all rows is at most {H:.3g} (sample "
             f"weights sum to {W:.3g}), below twice min_child_weight={mcw:g}, so no node has "
             f"two children that each reach it and every tree will be a single leaf. "
-            + _REMEDY_WEIGHTS + ".", UserWarning, stacklevel=3)
+            + _REMEDY_WEIGHTS + ".", UserWarning, stacklevel=4)
         return
     leaf = H / 2.0 ** int(est.max_depth)
     # the weights' scale is to blame when unit weights would give leaves above reg_lambda
@@ -165,7 +185,7 @@ def check_boosting_scales(est, y, sample_weight=None):
             f"reg_lambda={lam:g} swamps the hessian sums: {where} holds about {h:.3g} (sample "
             f"weights sum to {W:.3g}, mean {W / max(n, 1):.3g}), so leaf values shrink by "
             f"more than half and splits must overcome reg_lambda; " + _REMEDY_WEIGHTS + ".",
-            UserWarning, stacklevel=3)
+            UserWarning, stacklevel=4)
 
 
-__all__ = ["check_boosting_scales", "check_target_scale"]
+__all__ = ["check_boosting_scale_values", "check_boosting_scales", "check_target_scale"]

@@ -88,10 +88,9 @@ class BinMapper:
         """
         xp = namespace_of(X)
         n, d = X.shape
-        idx = None
-        if self.subsample is not None and n > self.subsample:
-            rng = np.random.RandomState(self.random_state)
-            idx = xp.asarray(np.sort(rng.choice(n, self.subsample, replace=False)))
+        idx = self.sample_rows(n)
+        if idx is not None:
+            idx = xp.asarray(idx)
         self.cuts_ = []
         for lo in range(0, d, _COLUMN_BLOCK):
             block = X[:, lo:lo + _COLUMN_BLOCK]
@@ -102,6 +101,27 @@ class BinMapper:
             self.cuts_[f] = category_cuts(categories.n_codes[int(f)])
         self._pad()
         return self
+
+    def sample_rows(self, n: int):
+        """The rows of an ``n``-row X whose values place the cut points.
+
+        ``fit(X)`` equals ``fit`` on ``X[sample_rows(n)]`` (what a cluster gathers from its
+        workers, ``gpufs.dask``).
+
+        Parameters
+        ----------
+        n : int
+            Rows of X.
+
+        Returns
+        -------
+        ndarray of shape (subsample,), int64, or None
+            Sorted host indices of the seeded subsample; None for all rows.
+        """
+        if self.subsample is None or n <= self.subsample:
+            return None
+        rng = np.random.RandomState(self.random_state)
+        return np.sort(rng.choice(n, self.subsample, replace=False))
 
     def _set_categories(self, categories, d):
         self.categories_ = categories

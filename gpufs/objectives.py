@@ -245,6 +245,24 @@ class _Objective:
         g, _ = self.gradients(raw, y, backend)
         return -g.T
 
+    def init_score(self, y, w):
+        """The best constant model: :meth:`init_score_from_means` of the weighted means of
+        :meth:`init_columns`, each from correctly rounded host sums (the same for any device
+        and row order).
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Targets or class codes.
+        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,), float64
+        """
+        return self.init_score_from_means(
+            [_exact_weighted_mean(c, w) for c in self.init_columns(y)])
+
     def loss(self, raw, y, w, backend=None):
         """Mean per-row loss, weighted by ``w``, as a host float (see the module docstring).
 
@@ -295,22 +313,33 @@ class SquaredError(_Objective):
         """
         return self.n_targets
 
-    def init_score(self, y, w):
-        """The best constant model: the weighted mean of every target column.
+    def init_columns(self, y):
+        """The columns whose weighted means start the fit: every target column.
 
         Parameters
         ----------
         y : ndarray of shape (n_samples,) or (n_samples, n_targets), float64
-        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples,)
+        """
+        return [y] if y.ndim == 1 else [y[:, k] for k in range(y.shape[1])]
+
+    def init_score_from_means(self, means):
+        """The best constant model from the weighted means of :meth:`init_columns`: the
+        means themselves.
+
+        Parameters
+        ----------
+        means : sequence of float
+            One per target column.
 
         Returns
         -------
         ndarray of shape (n_targets,), float64
-            From correctly rounded host sums (the same for any device and row order).
         """
-        if y.ndim == 1:
-            return np.array([_exact_weighted_mean(y, w)])
-        return np.array([_exact_weighted_mean(y[:, k], w) for k in range(y.shape[1])])
+        return np.array(means, dtype=np.float64)
 
     def gradients(self, raw, y, backend=None):
         xp = namespace_of(raw)
@@ -362,21 +391,33 @@ class Logistic(_Objective):
         """
         return 1
 
-    def init_score(self, y, w):
-        """The best constant model: the log-odds of the weighted mean of ``y``.
+    def init_columns(self, y):
+        """The column whose weighted mean starts the fit: ``y`` itself.
 
         Parameters
         ----------
         y : ndarray of shape (n_samples,)
             0/1 targets.
-        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples,)
+        """
+        return [y]
+
+    def init_score_from_means(self, means):
+        """The best constant model from the weighted mean of ``y``: its log-odds.
+
+        Parameters
+        ----------
+        means : sequence of one float
 
         Returns
         -------
         ndarray of shape (1,), float64
             Finite (the mean is clipped by ``PROB_CLIP``).
         """
-        return np.array([log_odds(_exact_weighted_mean(y, w))])
+        return np.array([log_odds(means[0])])
 
     def proba(self, raw):
         """Class probabilities of raw scores.
@@ -426,25 +467,36 @@ class Softmax(_Objective):
         """
         return self.n_classes
 
-    def init_score(self, y, w):
-        """The best constant model: the centred log of the weighted class frequencies.
+    def init_columns(self, y):
+        """The columns whose weighted means start the fit: the class indicators.
 
         Parameters
         ----------
         y : ndarray of shape (n_samples,), int
             Class codes.
-        w : ndarray of shape (n_samples,), float64, or None
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples,), float64
+            ``y == c`` for every class c, on the host.
+        """
+        y = to_host(y)
+        return [(y == c).astype(np.float64) for c in range(self.n_classes)]
+
+    def init_score_from_means(self, means):
+        """The best constant model from the weighted class frequencies: their centred log.
+
+        Parameters
+        ----------
+        means : sequence of float
+            One per class.
 
         Returns
         -------
         ndarray of shape (n_classes,), float64
             Finite (frequencies are clipped below by ``PROB_CLIP``).
         """
-        y, w = to_host(y), to_host(w)
-        counts = np.zeros(self.n_classes)
-        for c in range(self.n_classes):
-            counts[c] = _exact_weighted_mean((y == c).astype(np.float64), w)
-        counts = np.clip(counts, PROB_CLIP, None)
+        counts = np.clip(np.array(means, dtype=np.float64), PROB_CLIP, None)
         logp = np.log(counts)
         return logp - logp.mean()
 

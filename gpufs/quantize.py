@@ -115,18 +115,79 @@ def exact_sum(a) -> float:
         return 0.0
     max_abs = float(xp.abs(a).max())
     if not math.isfinite(max_abs):  # what any order of float additions gives
-        pos, neg = bool((a == math.inf).any()), bool((a == -math.inf).any())
-        if bool(xp.isnan(a).any()) or (pos and neg):
-            return math.nan
-        return math.inf if pos else -math.inf
+        return nonfinite_sum(bool(xp.isnan(a).any()), bool((a == math.inf).any()),
+                             bool((a == -math.inf).any()))
     if max_abs == 0.0:
         return 0.0
-    f1, f2, low_scale, e, low_bits = _sum_factors(max_abs, n)
+    return exact_sum_from_words(*exact_sum_words(a, max_abs, n), max_abs, n)
+
+
+def exact_sum_words(a, max_abs: float, n: int) -> tuple[int, int]:
+    """``exact_sum``'s two integer word sums of some of the values summed.
+
+    Values split over several processes (``gpufs.dask``) give word sums that add exactly:
+    with the scales fixed by the largest magnitude and the count of *all* the values,
+    ``exact_sum_from_words(sum of his, sum of los, max_abs, n)`` is ``exact_sum`` of all of
+    them, bit for bit.
+
+    Parameters
+    ----------
+    a : ndarray of shape (m,), float64
+        Finite values (numpy or cupy), a part of those summed.
+    max_abs : float
+        The largest magnitude of all the values summed, > 0.
+    n : int
+        How many values are summed in all.
+
+    Returns
+    -------
+    hi_sum, lo_sum : int
+        The sums of the high and the low words of ``a``'s values.
+    """
+    xp = namespace_of(a)
+    f1, f2, low_scale, _, _ = _sum_factors(max_abs, n)
     x = (a * f1) * f2
     hi = xp.rint(x)
     lo = xp.rint((x - hi) * low_scale)
-    return _combine(int(hi.astype(QGRAD_DTYPE).sum()), int(lo.astype(QGRAD_DTYPE).sum()), e,
-                    low_bits)
+    return int(hi.astype(QGRAD_DTYPE).sum()), int(lo.astype(QGRAD_DTYPE).sum())
+
+
+def exact_sum_from_words(hi_sum: int, lo_sum: int, max_abs: float, n: int) -> float:
+    """The float ``exact_sum`` returns from its word sums (``exact_sum_words``).
+
+    Parameters
+    ----------
+    hi_sum, lo_sum : int
+        The word sums of all the values.
+    max_abs : float
+        Their largest magnitude, > 0.
+    n : int
+        Their count.
+
+    Returns
+    -------
+    float
+    """
+    _, _, _, e, low_bits = _sum_factors(max_abs, n)
+    return _combine(hi_sum, lo_sum, e, low_bits)
+
+
+def nonfinite_sum(has_nan: bool, has_pos_inf: bool, has_neg_inf: bool) -> float:
+    """What any order of float additions gives for values with an infinity or a NaN.
+
+    Parameters
+    ----------
+    has_nan, has_pos_inf, has_neg_inf : bool
+        Whether some value is NaN, +inf, -inf.
+
+    Returns
+    -------
+    float
+        NaN (a NaN, or infinities of both signs), else the infinity's sign.
+    """
+    if has_nan or (has_pos_inf and has_neg_inf):
+        return math.nan
+    return math.inf if has_pos_inf else -math.inf
 
 
 def _sum_factors(max_abs: float, n: int):

@@ -236,6 +236,21 @@ class _BaseControlBurn(SelectorBase):
             X, categories=self.category_codes_)
         Xb = self.bin_mapper_.transform(X, backend)
         times["bin"] = _lap(t0, backend)
+        self._forest_and_selection(backend, Xb, y_enc, w, n_classes, costs, groups_forest,
+                                   groups_lasso, group_costs, seed, device, times)
+        t0 = time.perf_counter()
+        self._refit(X, data.y_input, w, seed)
+        times["refit"] = _lap(t0, backend)
+        self.fit_times_ = times
+        return self
+
+    def _forest_and_selection(self, backend, Xb, y_enc, w, n_classes, costs, groups_forest,
+                              groups_lasso, group_costs, seed, device, times):
+        """Grow the forest on binned data and select features with the lasso: the fit between
+        the bins and the refit. ``Xb`` is what ``backend`` grows trees on (the binned matrix
+        here, a stand-in for the workers' rows on a cluster, ``gpufs.dask``); ``y_enc`` and
+        ``w`` are arrays on the backend's device."""
+        d = int(Xb.shape[1])
         t0 = time.perf_counter()
         forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes, self.bin_mapper_,
                              self._forest_params(), costs=costs, groups=groups_forest,
@@ -248,11 +263,6 @@ class _BaseControlBurn(SelectorBase):
         times["select"] = _lap(t0, backend)
         forest.drop_predictions()
         self.forest_ = forest
-        t0 = time.perf_counter()
-        self._refit(X, data.y_input, w, seed)
-        times["refit"] = _lap(t0, backend)
-        self.fit_times_ = times
-        return self
 
     # --- selection ------------------------------------------------------------------------
     def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d):
@@ -312,7 +322,7 @@ class _BaseControlBurn(SelectorBase):
                     warnings.warn(
                         f"the forest uses only {n_cov} of the {d} features, fewer than "
                         f"n_features_to_select={k}; selecting all {n_cov} covered features. "
-                        + _COVERAGE_REMEDY, UserWarning, stacklevel=4)
+                        + _COVERAGE_REMEDY, UserWarning, stacklevel=5)
                     k = n_cov
             try:
                 sel = _lasso.select_k(A, y_l, masks, k, strict=True, **kw)
@@ -348,7 +358,7 @@ class _BaseControlBurn(SelectorBase):
             # The free (zero-cost) features alone are more than k: all of them, and no more.
             warnings.warn(f"no lambda selects exactly {k} features ({exc}); selected the "
                           f"{above.k} features of the sparsest solution.", UserWarning,
-                          stacklevel=5)
+                          stacklevel=6)
             return above, []
         base = set(below.features.tolist())
         extra = []
@@ -360,7 +370,7 @@ class _BaseControlBurn(SelectorBase):
         warnings.warn(f"no lambda selects exactly {k} features ({exc}); took the "
                       f"{len(base)} features of the nearest solution below and completed them "
                       f"with {extra}, the most important new features of the next solution.",
-                      UserWarning, stacklevel=5)
+                      UserWarning, stacklevel=6)
         return below, extra
 
     def _set_selection(self, selected, importances):
