@@ -1,0 +1,231 @@
+"""The driver's backend: the grower's interface, answered by the workers' shards.
+
+Owns the driver's half of a distributed tree. ``gpufs.boosting.fit_boosting`` (with
+:class:`~gpufs.dask._rows.ShardRows`), ``gpufs.grower.grow_tree_packed``,
+``gpufs.quantize.prepare_gradients`` and the forest algorithms run unchanged on the driver
+against :class:`ClusterBackend`, which implements the backend methods they call:
+
+* ``gradient_extremes`` / ``quantize_gradients``: each shard's maxima and int64 sums; the
+  driver takes the max of the maxima and the sum of the sums (both exact);
+* ``start_tree``: each shard's root histogram of its rows, summed (int64: exact, any order);
+* ``level_step``: the decisions are made once, here, by ``CPUBackend.decide_level`` (the
+  shared ``_gain`` and ``_categorical`` scans and the ``_level`` rule) on the summed
+  histograms; the plan (a few numbers per split, category bitsets included) goes to every
+  shard, which partitions its rows and returns its rows-left counts and its left children's
+  histograms (``CPUBackend.advance_level``); the driver sums those and derives each right
+  child as parent - left (exact), as the single process derives the sibling of the child it
+  built;
+* ``node_sums``: the driver's node sums and counts (counts summed over the shards);
+* ``update_raw``: each shard adds the leaf values to its rows' raw scores.
+
+Per level only histograms of the left children (shards x splits x features x bins x 16 bytes)
+travel to the driver, and only the plan travels back. The node gain bounds of the CPU level
+step (which let a node skip the paying features' histograms) are not kept on a cluster: a
+node's bound is a sum over all its rows, and every shard must build the same features for the
+histograms to add up; no decision depends on the bounds, so the trees are the same. Everything
+else the grower needs (objective kernels on host arrays, for a forest) is the local CPU
+backend's.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .._types import HIST_DTYPE, N_HIST_BINS
+from ..backends.cpu import CPUBackend, _subtract_ser
+from ._shard import hist_bins
+
+__all__ = ["ClusterBackend", "GradColumn", "RawColumn", "ShardedBins"]
+
+
+class ShardedBins:
+    """The binned matrix of a fit, held by the shards: only its shape lives here."""
+
+    def __init__(self, n, d):
+        self.shape = (int(n), int(d))
+
+
+class GradColumn:
+    """Output column k of the shards' gradients (a stand-in for a (n,) array)."""
+
+    def __init__(self, k, n):
+        self.k, self.shape = int(k), (int(n),)
+
+
+class RawColumn:
+    """Output column k of the shards' raw scores."""
+
+    def __init__(self, k):
+        self.k = int(k)
+
+
+class _FixedPoint:
+    """The shards' fixed-point gradients of the current tree."""
+
+    shape = (0, 2)
+
+
+class _DriverTree:
+    """The driver's state of one tree: the level's nodes and their summed histograms, and
+    the nodes' exact sums and row counts (no rows; no gain bounds: ``q`` empty)."""
+
+    __slots__ = ("active", "hist", "node_g", "node_h", "node_count", "node_s", "q",
+                 "slot_full", "feats", "n_feats", "full", "parallel")
+
+
+class ClusterBackend:
+    """The backend interface of the grower, run by a :class:`~gpufs.dask._group.ShardGroup`.
+
+    Parameters
+    ----------
+    group : ShardGroup
+    n_bins : ndarray of shape (n_features,), int32
+        Value bins per feature (the bins that can hold rows; histograms travel without the
+        others).
+    """
+
+    name = "dask"
+    xp = np
+
+    def __init__(self, group, n_bins):
+        self.group = group
+        self.local = CPUBackend()
+        self.n_features = int(np.asarray(n_bins).shape[0])
+        self.bins = hist_bins(int(np.max(n_bins)) if self.n_features else 1)
+        self.tree_index = -1
+        self.level = 0
+        #: (output column, (unit_hessian, divisor)) -> every shard's gradient extremes, from
+        #: the round's call (``ShardRows.round_gradients``)
+        self.extremes = {}
+
+    def __getattr__(self, name):  # host-array kernels (a forest's objectives) run here
+        return getattr(self.__dict__["local"], name)
+
+    def _phase(self, what, tree=None):
+        t = self.tree_index if tree is None else tree
+        self.group.phase = f"tree {t}, {what}"
+
+    def prepare_binned(self, Xb):
+        return Xb
+
+    # --- gradients --------------------------------------------------------------------------
+    def gradient_extremes(self, g, h, w, unit_hessian, divisor):
+        self._phase("gradients", self.tree_index + 1)
+        # the round's call brought every column's (for the fit's flags)
+        ext = self.extremes.pop((g.k, (bool(unit_hessian), bool(divisor))), None)
+        if ext is None:
+            ext = self.group.call("extremes", g.k, bool(unit_hessian), bool(divisor))
+        m = tuple(max(e[i] for e in ext) for i in range(3))
+        if not all(math.isfinite(v) for v in m):
+            raise ValueError(
+                "gpufs.dask: the gradients are not finite (an overflowing raw score or "
+                "weight); the distributed fit does not handle infinite gradients. Standardize "
+                "y or rescale sample_weight.")
+        return m
+
+    def quantize_gradients(self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
+                           low_scales, divisor):
+        sums = self.group.call("quantize", g.k, bool(unit_hessian), float(g_scale),
+                               float(h_scale), np.asarray(e1s, np.float64),
+                               np.asarray(e2s, np.float64),
+                               np.asarray(low_scales, np.float64), bool(divisor))
+        total = [sum(int(s[i]) for s in sums) for i in range(8)]
+        return _FixedPoint(), np.array(total, dtype=np.int64)
+
+    # --- trees ------------------------------------------------------------------------------
+    def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
+                   groups=None, split=None):
+        """Begin a tree on the shards. ``gh`` is the shards' fixed-point gradients, or a host
+        (n, 2) int64 array (a forest), sent to each shard as its rows' slice. ``penalty``,
+        ``groups`` and ``split`` (the node gain bounds' inputs) are not used: see the module
+        docstring."""
+        g = self.group
+        self.tree_index += 1
+        per_shard = None
+        if isinstance(gh, np.ndarray):  # sent with the call: 16 bytes per row
+            per_shard = [(gh[rows],) for rows in g.rows]
+        self.level = 0
+        self._phase("root histogram")
+        feats = np.ascontiguousarray(feats, dtype=np.int32)
+        d = self.n_features
+        st = _DriverTree()
+        n_nodes = 2 ** (int(max_depth) + 1) - 1
+        st.node_g = np.zeros(n_nodes, np.int64)
+        st.node_h = np.zeros(n_nodes, np.int64)
+        st.node_count = np.zeros(n_nodes, np.int64)
+        st.node_g[0], st.node_h[0] = int(root_g), int(root_h)
+        st.node_count[0] = int(data.shape[0])
+        st.node_s = np.zeros(n_nodes, np.float64)
+        st.q = np.empty(0, np.float64)
+        st.slot_full = np.ones(1, np.bool_)
+        st.active = np.zeros(1, np.int64)
+        st.feats, st.n_feats, st.full = feats, int(feats.shape[0]), feats.shape[0] == d
+        st.parallel = numba.get_num_threads() > 1 and st.n_feats >= 64
+        st.hist = np.zeros((1, d, N_HIST_BINS, 2), HIST_DTYPE)
+        parts = g.call("start_tree", int(max_depth), feats, self.bins, per_shard=per_shard)
+        self._place(st.hist, slice(None), feats, sum(parts[1:], parts[0]))
+        return st
+
+    def _place(self, hist, slots, feats, summed):
+        f = np.asarray(feats, np.int64)
+        block = hist[slots]
+        view = block[:, f]          # a copy (fancy index): fill it, then write it back
+        view[:, :, self.bins] = summed
+        block[:, f] = view          # block is a view of hist (basic slicing)
+
+    def level_step(self, st, penalty, allowed, used, budget, split, build_next):
+        """Decide here, partition on the shards, sum their left histograms, subtract."""
+        self.level += 1
+        self._phase(f"level {self.level}")
+        result, plan = self.local.decide_level(st, penalty, allowed, used, budget, split)
+        n_split = plan.split_slot.shape[0]
+        if n_split == 0:
+            st.active = np.zeros(0, np.int64)
+            st.slot_full = np.ones(0, np.bool_)
+            return result
+        answers = self.group.call("advance", plan, bool(build_next), self.bins)
+        left = sum(a[0] for a in answers[1:]) + answers[0][0]
+        nodes = st.active[plan.split_slot]
+        L, R = 2 * nodes + 1, 2 * nodes + 2
+        st.node_count[L] = left
+        st.node_count[R] = st.node_count[nodes] - left
+        st.node_g[L] = plan.left_g
+        st.node_h[L] = plan.left_h
+        st.node_g[R] = st.node_g[nodes] - plan.left_g
+        st.node_h[R] = st.node_h[nodes] - plan.left_h
+        nxt_active = np.empty(2 * n_split, np.int64)
+        nxt_active[0::2], nxt_active[1::2] = L, R
+        d = self.n_features
+        feats, n_feats = plan.next_feats, plan.next_n_feats
+        if build_next:
+            nxt = np.zeros((2 * n_split, d, N_HIST_BINS, 2), HIST_DTYPE)
+            summed = sum(a[1] for a in answers[1:]) + answers[0][1]
+            self._place(nxt, slice(0, None, 2), feats[:n_feats], summed)
+            built = np.arange(0, 2 * n_split, 2, dtype=np.int64)
+            # the right child = parent - left: the single process's sibling subtraction
+            _subtract_ser(feats, n_feats, plan.split_slot, built, built + 1, st.hist, nxt)
+        else:
+            nxt = np.empty((0, d, N_HIST_BINS, 2), HIST_DTYPE)
+        st.active, st.hist = nxt_active, nxt
+        st.feats, st.n_feats, st.full = feats, n_feats, plan.next_full
+        st.slot_full = np.ones(2 * n_split, np.bool_)
+        return result
+
+    def node_sums(self, st):
+        return st.node_g, st.node_h, st.node_count
+
+    def update_raw(self, raw_column, st, leaf_nodes, leaf_values):
+        """Add the leaf values to the raw scores: on the shards (a ``RawColumn``), or into a
+        host (n,) array from the shards' row -> leaf assignment (a forest)."""
+        leaf_nodes = np.asarray(leaf_nodes, np.int64)
+        leaf_values = np.asarray(leaf_values, np.float64)
+        self._phase("raw-score update")
+        if isinstance(raw_column, RawColumn):  # runs at the start of the next call
+            self.group.defer("update_raw", raw_column.k, leaf_nodes, leaf_values)
+            return
+        table = np.zeros(int(leaf_nodes.max()) + 1 if leaf_nodes.size else 1, np.float64)
+        table[leaf_nodes] = leaf_values
+        for rows, leaf in zip(self.group.rows, self.group.call("leaf_of_rows", leaf_nodes)):
+            raw_column[rows] += table[leaf]  # one addition per row, as the single process

@@ -1,0 +1,315 @@
+"""``DaskControlBurnClassifier`` and ``DaskControlBurnRegressor``: ControlBurn on a cluster.
+
+Owns the scikit-learn face of a distributed ControlBurn fit (Liu, Xie, Udell, "ControlBurn:
+Feature Selection by Sparse Forests", KDD 2021). The binned matrix stays in the workers; every
+tree of the forest is grown across them the way a GBFS tree is (summed int64 histograms,
+decisions made once on the driver, :class:`~gpufs.dask._backend.ClusterBackend`), by the
+unchanged forest algorithms of ``gpufs.forest`` running on the driver. What the forest keeps
+per row lives on the driver, as the lasso needs it there: the encoded target and the weights
+(gathered once), each tree's fixed-point gradients (sent to the workers, 16 bytes a row) and
+each tree's leaf per row (gathered, 4 bytes a row), from which the driver fills the
+tree-by-row prediction matrix ``A`` exactly as the single process does. The lasso
+(``gpufs.lasso``) then runs on ``A`` on the driver, and the refit is a Dask GBFS fit on the
+selected columns. The answers are the single-process estimator's, bit for bit.
+
+Why the trees are grown across the workers rather than whole trees per worker: the forest
+is sequential (each bag member is decided by the convergence rule after the previous one, and
+each round starts from the previous round's forest), so whole trees on separate workers would
+need speculative bag members beyond the rule's stopping point and a copy of the whole binned
+matrix on every worker; growing each tree across the workers keeps one copy of the data and
+splits each tree's histogram work by rows. ``bench/bench_dask.py`` measures the cost per tree:
+at 200,000 x 100 rows on a 2-core machine one worker grew the forest's trees at 1.03 times the
+single process's time per tree (3.2 MB of gradients out and 6.4 MB of histograms and leaves
+back per tree); more workers on the same two cores only add overhead (1.6 times with 2, 3.0
+times with 4), as they would for whole trees too.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import has_fit_parameter
+
+from .. import _scales
+from .._input import check_costs, check_groups
+from ..binning import BinMapper
+from ..selectors.controlburn import (_PARAMS_DOC, ControlBurnClassifier,
+                                     ControlBurnRegressor, _refit_has)
+from sklearn.utils.metaestimators import available_if
+from ._backend import ClusterBackend, ShardedBins
+from ._data import _dask_kind, classes_of, encoded_columns, load
+from ._gbfs import (_CLUSTER_PARAMS_DOC, _CONSTRAINTS, DEFAULT_TIMEOUT, DaskGBFSClassifier,
+                    DaskGBFSRegressor, as_single_process, bin_on_cluster,
+                    check_cluster_params, default_client, from_single_process)
+from ._group import ShardGroup
+from ._predict import is_dask, lazy_apply
+
+__all__ = ["DaskControlBurnClassifier", "DaskControlBurnRegressor"]
+
+
+def _columns(X, idx):
+    """Columns ``idx`` of a Dask array or frame (a Dask collection of the same kind)."""
+    if _dask_kind(X) == "frame":
+        return X[[X.columns[i] for i in idx]]
+    return X[:, idx]
+
+
+class _DaskControlBurnMixin:
+    """The distributed ``fit`` and the Dask-aware predictions."""
+
+    def __init__(self, *, n_features_to_select=None, alpha=None, forest_method="bagboost",
+                 tree_type="full", max_depth=10, max_features=None, sparse_mu=0.01, n_tail=5,
+                 tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
+                 min_child_weight=1.0, feature_costs=None, feature_groups=None,
+                 categorical_features="from_dtype", group_costs=None, sketch=None,
+                 sketch_size=None, path_k_max=None, refit_estimator=None, device="auto",
+                 n_jobs=None, random_state=None, verbose=False, client=None,
+                 timeout=DEFAULT_TIMEOUT):
+        super().__init__(
+            n_features_to_select=n_features_to_select, alpha=alpha,
+            forest_method=forest_method, tree_type=tree_type, max_depth=max_depth,
+            max_features=max_features, sparse_mu=sparse_mu, n_tail=n_tail, tol=tol,
+            max_trees_per_round=max_trees_per_round, min_rounds=min_rounds, max_bins=max_bins,
+            min_child_weight=min_child_weight, feature_costs=feature_costs,
+            feature_groups=feature_groups, categorical_features=categorical_features,
+            group_costs=group_costs, sketch=sketch, sketch_size=sketch_size,
+            path_k_max=path_k_max, refit_estimator=refit_estimator, device=device,
+            n_jobs=n_jobs, random_state=random_state, verbose=verbose)
+        self.client = client
+        self.timeout = timeout
+
+    def to_single_process(self):
+        """The fitted model as the single-process estimator, without the client.
+
+        Returns
+        -------
+        ControlBurnRegressor or ControlBurnClassifier
+            Its refit model a ``GBFSRegressor`` / ``GBFSClassifier`` (the default refit).
+        """
+        return as_single_process(self)
+
+    def save_model(self, path):
+        """Write the fitted model as a gpufs model file of the single-process estimator
+        (load it with ``ControlBurnRegressor.load_model`` /
+        ``ControlBurnClassifier.load_model``).
+
+        Parameters
+        ----------
+        path : str or path-like
+        """
+        from .. import model_io
+
+        model_io.estimator_save_model(self.to_single_process(), path)
+
+    @classmethod
+    def load_model(cls, path, **kwargs):
+        """A fitted model from a gpufs model file of the single-process estimator.
+
+        Parameters
+        ----------
+        path : str or path-like
+            What ``save_model`` (or the single-process estimator's) wrote.
+        **kwargs
+            Passed to the single-process estimator's ``load_model``.
+
+        Returns
+        -------
+        estimator
+            This Dask estimator class, ``client`` None (the current client).
+        """
+        return from_single_process(cls, cls.__mro__[2].load_model(path, **kwargs))
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state["client"] = None      # a pickled model never carries the client
+        return state
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Grow the forest across the cluster, select with the lasso, refit on the cluster;
+        the same model as the single-process ``fit`` on ``X.compute()``, bit for bit.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
+        y : dask.array.Array of shape (n_samples,), dask Series or one-column DataFrame
+            Partitioned like X.
+        sample_weight : like y, default=None
+
+        Returns
+        -------
+        self : object
+        """
+        self._check_params()
+        check_cluster_params(self)
+        if self.tree_type == "single":
+            raise ValueError("tree_type='single' is not supported by the Dask estimators "
+                             "(single-feature trees slice the binned matrix by column): use "
+                             "'full' or 'sparse', or the single-process estimator.")
+        client = default_client(self.client)
+        timeout = float(self.timeout)
+        classify = is_classifier(self)
+        t0 = time.perf_counter()
+        loaded = load(client, X, y, sample_weight, classify=classify, timeout=timeout,
+                      estimator=self)
+        d = loaded.n_features
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        costs = check_costs(self.feature_costs, d)
+        groups_lasso, group_costs = self._group_costs(self.feature_groups, d)
+        groups_forest = check_groups(self.feature_groups, d)
+        n_classes = 0
+        if classify:
+            self.classes_ = classes_of(loaded.summaries)
+            n_classes = len(self.classes_)
+        if self.sketch not in (None, "rows") and n_classes == 2:
+            raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "
+                             "binary classifier solves a logistic lasso: use sketch='rows'.")
+        group = ShardGroup(client, loaded, timeout, self.n_jobs)
+        try:
+            group.call("set_target", getattr(self, "classes_", None),
+                       "codes" if classify else "float")
+            y_enc, w = self._gather_target(group, loaded.n, sample_weight is not None)
+            _scales.check_target_scale(self, y_enc, w)
+            self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
+            bin_on_cluster(group, loaded, self.bin_mapper_, self.category_codes_,
+                           positive_only=False)
+            times = {"bin": time.perf_counter() - t0}
+            backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
+            self._forest_and_selection(backend, ShardedBins(loaded.n, d), y_enc, w, n_classes,
+                                       costs, groups_forest, groups_lasso, group_costs, seed,
+                                       "cpu", times)
+            self.cluster_ = {"workers": list(group.addresses),
+                             "partitions": [list(p) for p in group.parts],
+                             "bytes_to_workers": int(group.bytes_sent),
+                             "bytes_from_workers": int(group.bytes_received),
+                             "calls": int(group.calls)}
+        finally:
+            group.close()
+        t0 = time.perf_counter()
+        self._refit_cluster(X, y, sample_weight, y_enc, w, seed, loaded.dtype)
+        times["refit"] = time.perf_counter() - t0
+        self.fit_times_ = times
+        return self
+
+    def _gather_target(self, group, n, weighted):
+        """The encoded target and the weights of every row, on the driver, in global order."""
+        group.phase = "gathering the target"
+        got = group.call("target")
+        y = np.empty(n, dtype=got[0][0].dtype)
+        w = np.empty(n, np.float64) if weighted else None
+        for rows, (yi, wi) in zip(group.rows, got):
+            y[rows] = yi
+            if weighted:
+                w[rows] = wi
+        return y, w
+
+    def _refit_cluster(self, X, y, sample_weight, y_enc, w, seed, dtype):
+        """``ControlBurn._refit`` on the cluster: a Dask GBFS fit on the selected columns as
+        the input door converted them (category codes for categorical columns, split as
+        categories again: the single process's default), or the given ``refit_estimator`` on
+        those columns gathered to the driver."""
+        idx = np.sort(self.selected_features_)
+        if idx.size == 0:
+            from sklearn.dummy import DummyClassifier, DummyRegressor
+
+            y_host = self.classes_[y_enc] if is_classifier(self) else y_enc
+            est = DummyRegressor() if self._task == "regression" else DummyClassifier(
+                strategy="prior")
+            est.fit(np.zeros((y_enc.shape[0], 1)), y_host, sample_weight=w)
+            self.refit_estimator_ = est
+            return
+        Xs = encoded_columns(self, X, idx, dtype)
+        cat = np.flatnonzero(self.is_categorical_[idx])
+        if self.refit_estimator is None:
+            cls = DaskGBFSRegressor if self._task == "regression" else DaskGBFSClassifier
+            est = cls(mu=0.0, random_state=seed, categorical_features=cat, client=self.client,
+                      timeout=self.timeout)
+            if sample_weight is not None:
+                est.fit(Xs, y, sample_weight=sample_weight)
+            else:
+                est.fit(Xs, y)
+        else:
+            import dask
+
+            est = clone(self.refit_estimator)
+            if "categorical_features" in est.get_params(deep=False):
+                est.set_params(categorical_features=cat)
+            Xh, yh = dask.compute(Xs, y)
+            yh = self.classes_[y_enc] if is_classifier(self) else yh
+            if w is not None and has_fit_parameter(est, "sample_weight"):
+                est.fit(np.asarray(Xh), np.asarray(yh), sample_weight=w)
+            else:
+                est.fit(np.asarray(Xh), np.asarray(yh))
+        self.refit_estimator_ = est
+
+    def predict(self, X):
+        """Predictions of the refit model.
+
+        Parameters
+        ----------
+        X : dask collection or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : dask collection or ndarray of shape (n_samples,)
+            Lazy for a Dask collection; else as the single-process ``predict``.
+        """
+        if not is_dask(X):
+            return super().predict(X)
+        dtype = self.classes_.dtype if is_classifier(self) else np.dtype(np.float64)
+        return lazy_apply(self, _DaskControlBurnMixin, X, "predict", dtype=dtype)
+
+    def transform(self, X):
+        """The selected columns of X.
+
+        Parameters
+        ----------
+        X : dask collection or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_selected : dask collection or array of shape (n_samples, n_selected_features)
+            For a Dask collection, the same collection's columns (lazily).
+        """
+        if not is_dask(X):
+            return super().transform(X)
+        return _columns(X, np.flatnonzero(self.get_support()))
+
+
+class DaskControlBurnRegressor(_DaskControlBurnMixin, ControlBurnRegressor):
+    __doc__ = ("ControlBurn feature selection for regression on a Dask cluster: the model of "
+               "``ControlBurnRegressor`` on the same rows, bit for bit "
+               "(``tree_type='single'`` is not supported).\n"
+               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
+                                     + "\n    Attributes\n", 1))
+    _parameter_constraints = {**ControlBurnRegressor._parameter_constraints, **_CONSTRAINTS}
+
+
+class DaskControlBurnClassifier(_DaskControlBurnMixin, ControlBurnClassifier):
+    __doc__ = ("ControlBurn feature selection for classification on a Dask cluster: the model "
+               "of ``ControlBurnClassifier`` on the same rows, bit for bit "
+               "(``tree_type='single'`` is not supported).\n"
+               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
+                                     + "\n    Attributes\n", 1)
+               + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
+    _parameter_constraints = {**ControlBurnClassifier._parameter_constraints, **_CONSTRAINTS}
+
+    @available_if(_refit_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the refit model.
+
+        Parameters
+        ----------
+        X : dask collection or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : dask collection or ndarray of shape (n_samples, n_classes)
+            Lazy for a Dask collection; else as the single-process ``predict_proba``.
+        """
+        if not is_dask(X):
+            return super().predict_proba(X)
+        return lazy_apply(self, DaskControlBurnClassifier, X, "predict_proba",
+                          width=len(self.classes_), columns=self.classes_)

@@ -1,0 +1,412 @@
+"""``DaskGBFSClassifier`` and ``DaskGBFSRegressor``: GBFS on a Dask cluster.
+
+Owns the scikit-learn face of a distributed GBFS fit: reading Dask collections
+(:mod:`gpufs.dask._data`), the shards (:mod:`gpufs.dask._group`), the cut points agreed once
+from the single process's own seeded subsample (gathered by global row index, so they are the
+single process's cut points), and the hand-over to the single-process estimator's own fit from
+binned data (``GBFSRegressor._fit_binned``: the ``mu`` search and its warm start, the rounds
+of the one boosting loop ``gpufs.boosting.fit_boosting``, early stopping and the selection
+record) with the workers' rows (:class:`~gpufs.dask._rows.ShardRows`) and the driver's
+backend (:class:`~gpufs.dask._backend.ClusterBackend`). The fitted estimator has the
+attributes, trees and model file of a ``GBFSRegressor`` / ``GBFSClassifier``; its
+``predict`` / ``transform`` also take Dask collections (lazily, partition by partition).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.base import _fit_context, is_classifier
+from sklearn.utils import check_random_state
+
+from .._input import check_costs, check_groups, encode_known_classes
+from .._params import real_range
+from .._scales import check_boosting_scale_values
+from ..binning import BinMapper
+from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC
+from ._backend import ClusterBackend
+from ._data import _dask_kind, classes_of, load
+from ._exact import fsum_from_parts
+from ._group import ShardGroup
+from ._predict import is_dask, lazy_apply
+from ._rows import ShardRows
+
+__all__ = ["DaskGBFSClassifier", "DaskGBFSRegressor"]
+
+#: Default seconds any one wait on the cluster may take.
+DEFAULT_TIMEOUT = 600.0
+
+
+def default_client(client):
+    """``client``, or the current ``distributed`` client (``Client()`` sets it)."""
+    if client is not None:
+        return client
+    from distributed import default_client as current
+
+    try:
+        return current()
+    except ValueError:
+        raise ValueError("no Dask client: create one first (from dask.distributed import "
+                         "Client; client = Client(...)) or pass client= to the estimator.") \
+            from None
+
+
+def check_cluster_params(est):
+    """The parameters a distributed fit does not take, refused with what to do instead."""
+    if getattr(est, "validation_fraction", None) is not None:
+        raise ValueError("validation_fraction is not supported by the Dask estimators (its "
+                         "held-out rows are drawn over the whole table): pass eval_set="
+                         "(X_val, y_val) with Dask collections instead.")
+    if est.device not in ("auto", "cpu"):
+        raise ValueError(f"device={est.device!r}: the Dask estimators run their workers' "
+                         "kernels on the CPU backend (device='cpu' or 'auto'); GPU workers "
+                         "(dask_cuda) are not supported yet.")
+
+
+def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=True,
+                   keep_raw=False):
+    """Fit ``mapper`` on the rows the single process would use and bin every shard (and the
+    shards of the validation groups ``evals``); ``categories`` the category codes.
+
+    The rows of positive weight in global order are the single process's ``X[w > 0]`` (GBFS;
+    all rows with ``positive_only=False``, as ControlBurn bins); the mapper's own seeded
+    subsample (``BinMapper.sample_rows``) picks among them by global index, and those rows
+    are gathered from the shards, so ``mapper`` gets exactly the cut points of
+    ``BinMapper.fit`` on the whole table. Returns the bytes gathered.
+    """
+    n_pos = np.array([s.n_pos if positive_only else s.n for s in loaded.summaries],
+                     dtype=np.int64)
+    pos_off = np.concatenate([[0], np.cumsum(n_pos)])
+    idx = mapper.sample_rows(int(pos_off[-1]))
+    picks = []
+    for i in range(len(loaded.summaries)):
+        if idx is None:
+            picks.append(None)
+        else:
+            lo, hi = np.searchsorted(idx, [pos_off[i], pos_off[i + 1]])
+            picks.append(idx[lo:hi] - pos_off[i])
+    group.phase = "gathering the binning sample"
+    got = group.call("sample", per_shard=[([picks[i] for i in parts], positive_only)
+                                          for parts in group.parts])
+    rows = {}
+    for parts, block in zip(group.parts, got):
+        at = 0
+        for i in parts:
+            m = n_pos[i] if idx is None else picks[i].shape[0]
+            rows[i] = block[at:at + m]
+            at += m
+    sample = np.concatenate([rows[i] for i in sorted(rows)])
+    mapper.fit(sample, categories=categories)
+    group.phase = "binning"
+    group.call("bin", mapper.cuts_padded_, mapper.n_bins_ - 1, keep_raw)
+    for ev in evals:
+        ev.phase = "binning"
+        ev.call("bin", mapper.cuts_padded_, mapper.n_bins_ - 1)
+    return int(sample.nbytes)
+
+
+def as_single_process(est):
+    """A copy of the fitted Dask estimator ``est`` as its single-process class (the first
+    gpufs class after the Dask mixin in its MRO), without ``client`` and ``timeout``; a Dask
+    refit model inside (ControlBurn) is converted too."""
+    cls = type(est).__mro__[2]
+    plain = cls.__new__(cls)
+    plain.__dict__.update({k: v for k, v in est.__dict__.items()
+                           if k not in ("client", "timeout")})
+    refit = plain.__dict__.get("refit_estimator_")
+    if hasattr(refit, "to_single_process"):
+        plain.refit_estimator_ = refit.to_single_process()
+    return plain
+
+
+def from_single_process(cls, plain):
+    """The fitted single-process estimator ``plain`` as the Dask estimator class ``cls``."""
+    est = cls.__new__(cls)
+    est.__dict__.update(plain.__dict__)
+    est.client, est.timeout = None, DEFAULT_TIMEOUT
+    return est
+
+
+def target_kind(est):
+    """How a shard encodes the target for the boosting kernels (``_boosting_target``)."""
+    if not is_classifier(est):
+        return "float"
+    return "binary" if len(est.classes_) == 2 else "codes"
+
+
+class _DaskGBFSMixin:
+    """The distributed ``fit`` and the Dask-aware ``predict`` / ``transform``."""
+
+    def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
+                 feature_groups=None, categorical_features="from_dtype",
+                 n_features_to_select=None, n_estimators=100, learning_rate=0.1, max_depth=4,
+                 max_bins=255, reg_lambda=1.0, min_child_weight=1e-3, min_split_gain=0.0,
+                 hessian=True, validation_fraction=None, n_iter_no_change=None,
+                 device="auto", n_jobs=None, random_state=None, verbose=False, client=None,
+                 timeout=DEFAULT_TIMEOUT):
+        super().__init__(
+            mu=mu, penalty_scaling=penalty_scaling, feature_costs=feature_costs,
+            feature_groups=feature_groups, categorical_features=categorical_features,
+            n_features_to_select=n_features_to_select, n_estimators=n_estimators,
+            learning_rate=learning_rate, max_depth=max_depth, max_bins=max_bins,
+            reg_lambda=reg_lambda, min_child_weight=min_child_weight,
+            min_split_gain=min_split_gain, hessian=hessian,
+            validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
+            device=device, n_jobs=n_jobs, random_state=random_state, verbose=verbose)
+        self.client = client
+        self.timeout = timeout
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None):
+        """Fit on a Dask cluster; the same model as the single-process ``fit`` on
+        ``X.compute()``, bit for bit.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features) or dask.dataframe.DataFrame
+            Partitions stay on the workers that compute them; NaN marks a missing value.
+        y : dask.array.Array of shape (n_samples,), dask Series or one-column DataFrame
+            Partitioned like X (the same rows in each partition).
+        sample_weight : like y, default=None
+        eval_set : tuple (X_val, y_val) or list of such tuples of Dask collections
+            Validation data, as in the single-process ``fit`` (early stopping watches the
+            last pair).
+        sample_weight_eval_set : list of Dask collections or None, default=None
+
+        Returns
+        -------
+        self : object
+        """
+        check_cluster_params(self)
+        self._check_validation_params(eval_set)
+        client = default_client(self.client)
+        timeout = float(self.timeout)
+        classify = is_classifier(self)
+        t0 = time.perf_counter()
+        loaded = load(client, X, y, sample_weight, classify=classify, timeout=timeout,
+                      estimator=self)
+        d = loaded.n_features
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        costs = check_costs(self.feature_costs, d)
+        groups = check_groups(self.feature_groups, d)
+        if classify:
+            self.classes_ = classes_of(loaded.summaries)
+        self._objective = self._make_objective()
+        self._check_scales(loaded, sample_weight is not None)
+        pairs = self._eval_pairs(eval_set, sample_weight_eval_set)
+        evals_loaded = []
+        for i, (Xv, yv, wv) in enumerate(pairs):
+            what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
+            lv = load(client, Xv, yv, wv, classify=classify, timeout=timeout, estimator=self,
+                      reset=False, what=what)
+            if classify:
+                for s in lv.summaries:
+                    encode_known_classes(s.labels, self.classes_, what)
+            evals_loaded.append((lv, wv is not None, what))
+        groups_open = []
+        try:
+            group = ShardGroup(client, loaded, timeout, self.n_jobs)
+            groups_open.append(group)
+            kind = target_kind(self)
+            classes = getattr(self, "classes_", None)
+            group.call("set_target", classes, kind)
+            evals = []
+            for lv, weighted, what in evals_loaded:
+                g = ShardGroup(client, lv, timeout, self.n_jobs, what=what)
+                groups_open.append(g)
+                g.call("set_target", classes, kind)
+                evals.append(ShardRows(g, lv.n, d, weighted))
+            self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
+            sample_bytes = bin_on_cluster(group, loaded, self.bin_mapper_,
+                                          self.category_codes_, [e.group for e in evals])
+            times = {"bin": time.perf_counter() - t0}
+            backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
+            rows = ShardRows(group, loaded.n, d, sample_weight is not None, backend,
+                             unit_hessian=not self.hessian,
+                             divisor=self.penalty_scaling == "root_sse")
+            before = (group.bytes_sent, group.bytes_received, group.calls)
+            self._fit_binned(backend, rows, evals, costs, groups, "cpu", times)
+            self.cluster_ = {"workers": list(group.addresses),
+                             "partitions": [list(p) for p in group.parts],
+                             "bytes_to_workers": int(group.bytes_sent),
+                             "bytes_from_workers": int(group.bytes_received),
+                             "binning_sample_bytes": sample_bytes,
+                             "calls": int(group.calls),
+                             "boost_bytes_to_workers": int(group.bytes_sent - before[0]),
+                             "boost_bytes_from_workers": int(group.bytes_received - before[1]),
+                             "boost_calls": int(group.calls - before[2]),
+                             "histogram_bins": int(backend.bins.shape[0])}
+        finally:
+            for g in groups_open:
+                g.close()
+        return self
+
+    def to_single_process(self):
+        """The fitted model as the single-process estimator, without the client.
+
+        Returns
+        -------
+        GBFSRegressor or GBFSClassifier
+            The same trees and attributes.
+        """
+        return as_single_process(self)
+
+    def save_model(self, path):
+        """Write the fitted model as a gpufs model file of the single-process estimator
+        (load it with ``GBFSRegressor.load_model`` / ``GBFSClassifier.load_model``).
+
+        Parameters
+        ----------
+        path : str or path-like
+        """
+        from .. import model_io
+
+        model_io.estimator_save_model(self.to_single_process(), path)
+
+    @classmethod
+    def load_model(cls, path, **kwargs):
+        """A fitted model from a gpufs model file of the single-process estimator.
+
+        Parameters
+        ----------
+        path : str or path-like
+            What ``save_model`` (or the single-process estimator's) wrote.
+        **kwargs
+            Passed to the single-process estimator's ``load_model``.
+
+        Returns
+        -------
+        estimator
+            This Dask estimator class, ``client`` None (the current client).
+        """
+        return from_single_process(cls, cls.__mro__[2].load_model(path, **kwargs))
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state["client"] = None      # a pickled model never carries the client
+        return state
+
+    def _eval_pairs(self, eval_set, sample_weight_eval_set):
+        """The (X, y, w) Dask triples of ``eval_set`` (the single-process rules)."""
+        if eval_set is None:
+            if sample_weight_eval_set is not None:
+                raise ValueError("sample_weight_eval_set was given without eval_set.")
+            return []
+        pairs = [eval_set] if isinstance(eval_set, tuple) else eval_set
+        if not isinstance(pairs, list) or not pairs or not all(
+                isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+            raise ValueError("eval_set must be a pair (X_val, y_val) or a non-empty list of "
+                             "such pairs.")
+        weights = sample_weight_eval_set
+        if weights is None:
+            weights = [None] * len(pairs)
+        elif not isinstance(weights, (list, tuple)) or len(weights) != len(pairs):
+            raise ValueError(f"sample_weight_eval_set must be a list with one entry (an array "
+                             f"or None) per eval_set pair: {len(pairs)} expected.")
+        return [(Xv, yv, wv) for (Xv, yv), wv in zip(pairs, weights)]
+
+    def _check_scales(self, loaded, weighted):
+        """``_scales.check_boosting_scales`` from the partitions' summaries."""
+        S = [s for s in loaded.summaries if s.n]
+        W = fsum_from_parts(s.w_sum for s in S) if weighted else float(loaded.n)
+        w_max = max(s.w_max for s in S) if weighted else 1.0
+        R = None if is_classifier(self) else (max(s.y_max for s in S) - min(s.y_min for s in S))
+        check_boosting_scale_values(self, loaded.n, W, w_max, R)
+
+    # --- prediction on Dask collections -------------------------------------------------------
+    def predict(self, X):
+        """Predictions of the model.
+
+        Parameters
+        ----------
+        X : dask collection or array-like of shape (n_samples, n_features)
+            A ``dask.array`` or ``dask.dataframe``, or in-memory data.
+
+        Returns
+        -------
+        y_pred : dask collection or ndarray of shape (n_samples,)
+            Lazy (partition by partition, no rows move) for a Dask collection; else as the
+            single-process ``predict``.
+        """
+        if not is_dask(X):
+            return super().predict(X)
+        return lazy_apply(self, _DaskGBFSMixin, X, "predict", dtype=_meta_dtype(self))
+
+    def transform(self, X):
+        """The selected columns of X.
+
+        Parameters
+        ----------
+        X : dask collection or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_selected : dask collection or array of shape (n_samples, n_selected_features)
+            For a Dask collection, the same collection's columns (lazily); else as the
+            single-process ``transform``.
+        """
+        kind = _dask_kind(X)
+        if kind is None:
+            return super().transform(X)
+        idx = np.flatnonzero(self.get_support())
+        if kind == "frame":
+            return X[[X.columns[i] for i in idx]]
+        return X[:, idx]
+
+
+def _meta_dtype(est):
+    """The dtype of ``predict``'s values: the labels' for a classifier, else float64."""
+    return est.classes_.dtype if is_classifier(est) else np.dtype(np.float64)
+
+
+_CLUSTER_PARAMS_DOC = """    client : distributed.Client or None, default=None
+        The cluster to fit on (None: the current client, the last ``Client()`` created).
+    timeout : float > 0, default=600
+        Seconds any one wait on the workers may take (loading the partitions, one tree
+        level, ...); past it the fit stops with an error naming the step and the workers that
+        did not answer. A worker lost mid-fit stops the fit at once with an error naming it.
+"""
+
+_CONSTRAINTS = {"client": "no_validation", "timeout": [real_range(0, closed="neither")]}
+
+
+class DaskGBFSRegressor(_DaskGBFSMixin, GBFSRegressor):
+    __doc__ = ("Gradient Boosted Feature Selection for regression on a Dask cluster: the "
+               "model of ``GBFSRegressor`` on the same rows, bit for bit.\n"
+               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
+                                     + "\n    Attributes\n", 1)
+               + """    cluster_ : dict
+        The workers and partitions of the fit and the array bytes sent each way.
+""")
+    _parameter_constraints = {**GBFSRegressor._parameter_constraints, **_CONSTRAINTS}
+
+class DaskGBFSClassifier(_DaskGBFSMixin, GBFSClassifier):
+    __doc__ = ("Gradient Boosted Feature Selection for classification on a Dask cluster: the "
+               "model of ``GBFSClassifier`` on the same rows, bit for bit.\n"
+               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
+                                     + "\n    Attributes\n", 1)
+               + """    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    cluster_ : dict
+        The workers and partitions of the fit and the array bytes sent each way.
+""")
+    _parameter_constraints = {**GBFSClassifier._parameter_constraints, **_CONSTRAINTS}
+
+    def predict_proba(self, X):
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : dask collection or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : dask collection or ndarray of shape (n_samples, n_classes)
+            Lazy for a Dask collection (a DataFrame with one column per class for a frame);
+            else as the single-process ``predict_proba``.
+        """
+        if not is_dask(X):
+            return super().predict_proba(X)
+        return lazy_apply(self, _DaskGBFSMixin, X, "predict_proba", width=len(self.classes_),
+                          columns=self.classes_)

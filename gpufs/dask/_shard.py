@@ -1,0 +1,248 @@
+"""One worker's part of a distributed fit: a Dask actor that keeps its rows and works on them.
+
+Owns everything a worker does, on the partitions it holds, with the CPU backend's kernels
+(``gpufs.backends.cpu``): the binning sample and the bins, the target, the raw scores, the
+gradients and their fixed point, the tree state (its row segments per node), the histograms of
+its rows, the partition by the driver's decisions, the raw-score update, and the two-pass
+pieces of the exact sums. The arrays stay in the worker's memory across levels, trees and
+rounds; a call returns only numbers, histograms or (for a forest) one small value per row.
+
+Row order inside a shard does not matter: histograms and fixed-point sums are int64 sums, and
+every per-row result is a function of the row alone.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._threading import thread_limit
+from .._types import N_HIST_BINS
+from ..quantize import exact_sum_words
+from ._exact import fsum_part, sum_stats
+
+__all__ = ["Shard", "hist_bins"]
+
+
+def hist_bins(max_n_bins: int) -> np.ndarray:
+    """The histogram bins that can be non-zero when no feature has more than ``max_n_bins``
+    value bins: 0 .. max_n_bins - 1 and the missing bin (255); the rest is zero everywhere."""
+    if max_n_bins >= N_HIST_BINS - 1:
+        return np.arange(N_HIST_BINS, dtype=np.int64)
+    return np.concatenate([np.arange(max_n_bins), [N_HIST_BINS - 1]]).astype(np.int64)
+
+
+class Shard:
+    """The rows of one worker for one fit (created by ``ShardGroup`` with ``actor=True``).
+
+    Parameters
+    ----------
+    parts : list of _data.Part
+        The worker's checked partitions, in row order.
+    offsets : list of int
+        The global index of each part's first row.
+    n_jobs : int or None
+        Threads of this shard's kernels.
+    """
+
+    def __init__(self, parts, offsets, n_jobs=None):
+        from ..backends.cpu import CPUBackend
+
+        self.parts = list(parts)
+        self.offsets = list(offsets)
+        self.n = int(sum(p.X.shape[0] for p in self.parts))
+        self.n_jobs = n_jobs
+        # No node gain bounds: every shard builds the same features' histograms, so they add
+        # up (``_backend``'s module docstring).
+        self.backend = CPUBackend(gain_bounds="never")
+        w = [p.w for p in self.parts]
+        self.w = None if any(x is None for x in w) else np.concatenate(w)
+        self.vec = {}
+        self.snapshots = {}
+        self.st = None
+
+    def call(self, queued, method, args):
+        """Run the queued calls ((method, args) pairs, ``ShardGroup.defer``), then
+        ``method(*args)``; returns (the queued calls' answers, the method's answer)."""
+        done = [getattr(self, m)(*a) for m, a in queued]
+        return done, getattr(self, method)(*args)
+
+    # --- rows and bins --------------------------------------------------------------------
+    def sample(self, picks, positive_only=True):
+        """Rows for the cut points: ``picks`` (one int64 array per part, or None for all,
+        indices among that part's rows of positive weight, or among all its rows when not
+        ``positive_only``) -> the rows, stacked in part order, float as converted."""
+        out = []
+        for p, idx in zip(self.parts, picks):
+            X = p.X if p.w is None or not positive_only else p.X[p.w > 0]
+            out.append(X if idx is None else X[np.asarray(idx, np.int64)])
+        return np.concatenate(out) if out else None
+
+    def bin(self, cuts_padded, n_cuts, keep_raw=False):
+        """Bin every part with the agreed cut points (``BinMapper.transform``'s kernel) into
+        one local binned matrix, prepared for the tree kernels. The float rows are dropped
+        unless ``keep_raw``."""
+        with thread_limit(self.n_jobs):
+            d = cuts_padded.shape[0]
+            Xb = np.empty((self.n, d), np.uint8)
+            at = 0
+            for p in self.parts:
+                m = p.X.shape[0]
+                if m:
+                    Xb[at:at + m] = self.backend.bin_transform(p.X, cuts_padded, n_cuts)
+                at += m
+            self.data = self.backend.prepare_binned(Xb)
+        if not keep_raw:
+            for p in self.parts:
+                p.X = None
+        return None
+
+    def set_target(self, classes, kind):
+        """Encode the target: ``kind`` "float" (regression), "binary" (0/1 as float64) or
+        "codes" (int32 class codes); ``classes`` the sorted labels (classification)."""
+        y = np.concatenate([p.y for p in self.parts]) if self.parts else np.empty(0)
+        if kind == "float":
+            self.y = np.asarray(y, dtype=np.float64)
+        else:
+            codes = np.searchsorted(classes, y).astype(np.int32)
+            self.y = codes.astype(np.float64) if kind == "binary" else codes
+        return None
+
+    def target(self):
+        """The encoded target and the weights (or None) of the shard's rows, in local order
+        (a forest on the driver needs them)."""
+        return self.y, self.w
+
+    # --- exact sums -----------------------------------------------------------------------
+    def init_parts(self, objective):
+        """``fsum_part`` of each of ``objective.init_columns(y)`` (times w), and of w (or the
+        row count): the pieces of ``objectives._exact_weighted_mean``."""
+        cols = objective.init_columns(self.y)
+        if self.w is None:
+            return [fsum_part(c) for c in cols], None
+        return [fsum_part(np.asarray(c, np.float64) * self.w) for c in cols], fsum_part(self.w)
+
+    def stats(self, name):
+        """``_exact.sum_stats`` of a stored vector (first pass of an exact sum)."""
+        return sum_stats(self.vec[name])
+
+    def words(self, name, max_abs, n):
+        """``quantize.exact_sum_words`` of a stored vector at the global scales."""
+        a = self.vec[name]
+        if a.shape[0] == 0:
+            return 0, 0
+        return exact_sum_words(a, max_abs, n)
+
+    def store_weights(self):
+        """Keep w as the stored vector "w" (the denominator of weighted means); returns its
+        ``sum_stats``."""
+        self.vec["w"] = self.w
+        return sum_stats(self.w)
+
+    # --- boosting rounds --------------------------------------------------------------------
+    def init_raw(self, base):
+        """Every row's raw scores start at ``base`` (n_outputs,)."""
+        self.raw = np.tile(np.asarray(base, np.float64), (self.n, 1))
+        return None
+
+    def snapshot_raw(self, token):
+        """Keep a copy of the raw scores under ``token`` (a checkpoint's)."""
+        self.snapshots[token] = self.raw.copy()
+        return None
+
+    def restore_raw(self, token):
+        """The raw scores become a copy of snapshot ``token``."""
+        self.raw = self.snapshots[token].copy()
+        return None
+
+    def drop_snapshot(self, token):
+        """Forget snapshot ``token`` (its checkpoint is gone)."""
+        self.snapshots.pop(token, None)
+        return None
+
+    def round(self, objective_name, unit_hessian, divisor):
+        """Gradients, hessians and losses at the current raw scores (``round_gradients``);
+        keeps them and returns the stats of the loss terms (times w) and the extremes of
+        every output column's gradients (``extremes``)."""
+        with thread_limit(self.n_jobs):
+            self.G, self.Hs, terms = self.backend.round_gradients(objective_name, self.raw,
+                                                                  self.y)
+        self.vec["loss"] = terms if self.w is None else terms * self.w
+        ext = [self.extremes(k, unit_hessian, divisor) for k in range(self.G.shape[0])]
+        return sum_stats(self.vec["loss"]), ext
+
+    def loss_terms(self, objective_name):
+        """The stats of this shard's loss terms (times w) at the current raw scores."""
+        with thread_limit(self.n_jobs):
+            terms = self.backend.loss_terms(objective_name, self.raw, self.y)
+        self.vec["loss"] = terms if self.w is None else terms * self.w
+        return sum_stats(self.vec["loss"])
+
+    def extremes(self, k, unit_hessian, divisor):
+        """``CPUBackend.gradient_extremes`` of output column k (a max over rows)."""
+        if self.n == 0:
+            return 0.0, 0.0, 0.0
+        with thread_limit(self.n_jobs):
+            return self.backend.gradient_extremes(self.G[k], self.Hs[k], self.w, unit_hessian,
+                                                  divisor)
+
+    def quantize(self, k, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor):
+        """``CPUBackend.quantize_gradients`` of column k at the global scales: keeps the
+        fixed-point gradients, returns the int64 sums (8,)."""
+        with thread_limit(self.n_jobs):
+            self.gh, sums = self.backend.quantize_gradients(
+                self.G[k], self.Hs[k], self.w, unit_hessian, g_scale, h_scale, e1s, e2s,
+                low_scales, divisor)
+        return sums
+
+    # --- trees ------------------------------------------------------------------------------
+    def start_tree(self, max_depth, feats, bins, gh=None):
+        """Begin a tree on the stored fixed-point gradients (or on ``gh``, this shard's rows'
+        fixed-point gradients computed by the driver: a forest); returns the root histogram
+        of this shard's rows over ``feats`` and ``bins``, (1, n_feats, n_bins, 2) int64."""
+        if gh is not None:
+            self.gh = np.ascontiguousarray(gh, dtype=np.int64)
+        with thread_limit(self.n_jobs):
+            # the root's sums are the driver's (a shard's own node sums are never read)
+            self.st = self.backend.start_tree(self.data, self.gh, 0, 0, max_depth, feats)
+        return self._payload(self.st.hist, slice(None), bins)
+
+    def advance(self, plan, build_next, bins):
+        """Partition this shard's rows by the driver's decisions (``CPUBackend
+        .advance_level``); returns the rows sent left per split and, when ``build_next``, the
+        left children's histograms of these rows (their siblings follow by subtraction on the
+        driver)."""
+        with thread_limit(self.n_jobs):
+            left = self.backend.advance_level(self.st, plan, build_next)
+        if not build_next or plan.split_slot.shape[0] == 0:
+            return left, None
+        return left, self._payload(self.st.hist, slice(0, None, 2), bins)
+
+    def _payload(self, hist, slots, bins):
+        feats = self.st.feats[:self.st.n_feats].astype(np.int64)
+        h = hist[slots]
+        return np.ascontiguousarray(h[:, feats][:, :, bins])
+
+    def update_raw(self, k, leaf_nodes, leaf_values):
+        """raw[:, k] += the leaf value of each row (from the tree state's row segments)."""
+        with thread_limit(self.n_jobs):
+            self.backend.update_raw(self.raw[:, k], self.st, leaf_nodes, leaf_values)
+        return None
+
+    def leaf_of_rows(self, leaf_nodes):
+        """The leaf node of each of this shard's rows, (n,) int32 in local row order (a
+        forest on the driver adds the leaf values itself)."""
+        st = self.st
+        out = np.empty(self.n, np.int32)
+        for node in np.asarray(leaf_nodes, np.int64).tolist():
+            lo = st.node_start[node]
+            out[st.rows[lo:lo + st.node_count[node]]] = node
+        return out
+
+    # --- validation data --------------------------------------------------------------------
+    def predict(self, arrays):
+        """raw += the trees' outputs on this shard's binned rows (``predict_binned``)."""
+        with thread_limit(self.n_jobs):
+            self.backend.predict_binned(self.data.by_row, arrays["feature"],
+                                        arrays["bin_threshold"], arrays["missing_left"],
+                                        arrays["value"], arrays["tree_column"], self.raw,
+                                        arrays["is_categorical"], arrays["cat_bits"])
+        return None

@@ -1,0 +1,56 @@
+"""gpufs.dask on ``dask_cuda.LocalCUDACluster`` (``@pytest.mark.gpu``; skipped without a GPU,
+dask_cuda or cudf).
+
+The Dask estimators' workers run the CPU kernels (GPU shards are not implemented), so on a
+CUDA cluster this checks the whole chain a RAPIDS user meets: ``dask_cudf`` partitions read on
+the workers, and a Dask fit equal, bit for bit, to the single-process estimator fitted on the
+GPU (which gives the CPU's trees; ``tests/test_gpu.py``).
+"""
+import numpy as np
+import pytest
+
+from gpufs._device import gpu_available
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy"),
+]
+
+dask_cuda = pytest.importorskip("dask_cuda")
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+
+def _same_trees(a, b):
+    sa, sb = a.ensemble_.stacked(), b.ensemble_.stacked()
+    return all(np.array_equal(sa[k], sb[k]) for k in sa)
+
+
+def test_local_cuda_cluster_equals_the_gpu_estimator():
+    from gpufs import GBFSClassifier, GBFSRegressor
+    from gpufs.dask import DaskGBFSClassifier, DaskGBFSRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 8))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    Xz = np.nan_to_num(X)
+    y = 2 * Xz[:, 0] - Xz[:, 3] + 0.3 * rng.normal(size=5000)
+    kw = dict(n_estimators=8, max_depth=4, random_state=0)
+    with dask_cuda.LocalCUDACluster(n_workers=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        ref = GBFSRegressor(device="gpu", **kw).fit(X, y)
+        est = DaskGBFSRegressor(client=client, **kw).fit(
+            da.from_array(X, chunks=(1700, 8)), da.from_array(y, chunks=1700))
+        assert _same_trees(ref, est)
+        assert np.array_equal(ref.selected_features_, est.selected_features_)
+
+        cudf = pytest.importorskip("cudf")
+        dask_cudf = pytest.importorskip("dask_cudf")
+        labels = (y > 0).astype(np.int64)
+        frame = cudf.DataFrame({f"f{i}": X[:, i] for i in range(8)})
+        ref = GBFSClassifier(device="gpu", **kw).fit(frame, cudf.Series(labels))
+        est = DaskGBFSClassifier(client=client, **kw).fit(
+            dask_cudf.from_cudf(frame, npartitions=3),
+            dask_cudf.from_cudf(cudf.Series(labels), npartitions=3))
+        assert _same_trees(ref, est)
+        assert list(est.selected_feature_names_) == list(ref.selected_feature_names_)
