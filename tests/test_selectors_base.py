@@ -7,8 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpufs import GBFSClassifier, GBFSRegressor, StagewiseClassifier, StagewiseRegressor
-from gpufs.selectors._base import EarlyStopping, validation_split
+from sklearn.base import clone
+
+from gpufs import (ControlBurnRegressor, GBFSClassifier, GBFSRegressor, StagewiseClassifier,
+                   StagewiseRegressor)
+from gpufs.selectors._base import EarlyStopping, resolve_k, validation_split
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(300, 5))
@@ -169,3 +172,39 @@ def test_no_warning_on_a_plain_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         GBFSClassifier(n_estimators=3, validation_fraction=0.2, device="cpu").fit(X, Y_CLS)
+
+
+# --- n_features_to_select and empty selections, the same in every family ----------------------
+
+FAMILIES = [GBFSRegressor(n_estimators=10, max_depth=2, device="cpu"),
+            StagewiseRegressor(device="cpu"),
+            ControlBurnRegressor(max_depth=2, max_trees_per_round=10, device="cpu",
+                                 random_state=0)]
+
+
+@pytest.mark.parametrize("est", FAMILIES, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("fraction, k", [(0.4, 2), (0.5, 2), (0.01, 1), (0.8, 4)])
+def test_a_fraction_of_the_columns_means_the_same_in_every_family(est, fraction, k):
+    assert resolve_k(fraction, 5) == k and resolve_k(1.0, 5) == 5 and resolve_k(3, 5) == 3
+    y = X @ np.array([2.0, -1.0, 1.0, 0.5, 1.5]) + 0.3 * RNG.normal(size=X.shape[0])
+    fitted = clone(est).set_params(n_features_to_select=fraction).fit(X, y)
+    assert fitted.selected_features_.size == k
+
+
+@pytest.mark.parametrize("est, params, why", [
+    (FAMILIES[0], dict(mu=0.99), "at mu=0.99 no split on any feature paid its price"),
+    (FAMILIES[1], dict(tol=1e9),
+     "the first round lowered the training cost by less than tol=1e\\+09"),
+    (FAMILIES[2], dict(alpha=1e6), "at alpha=1e\\+06 the lasso keeps no tree"),
+], ids=lambda v: type(v).__name__ if hasattr(v, "fit") else "")
+def test_an_empty_selection_warns_what_to_change_and_transform_follows_scikit_learn(
+        est, params, why):
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d", "e"])
+    with pytest.warns(UserWarning, match=f"no feature was selected: {why}.*n_features_to_select"):
+        fitted = clone(est).set_params(**params).fit(df, Y_REG)
+    assert fitted.selected_features_.size == 0
+    for data in (X, df):
+        with pytest.warns(UserWarning, match="No features were selected: transform returns an "
+                                             "array with no columns.*n_features_to_select"):
+            out = fitted.transform(data)
+        assert out.shape == (X.shape[0], 0)

@@ -26,6 +26,7 @@ Owns the estimator contract that does not depend on the method:
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ from ..backends import get_backend
 
 __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
            "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
-           "input_device", "int_range", "real_range", "validation_split"]
+           "input_device", "int_range", "real_range", "resolve_k", "validation_split"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,6 +216,41 @@ class EarlyStopping:
 # --------------------------------------------------------------------------------------------
 
 
+def resolve_k(n_features_to_select, n_features):
+    """The number of features ``n_features_to_select`` asks for, the same in every family.
+
+    An int is that many; a float in (0, 1] is that fraction of the ``n_features`` columns,
+    rounded down but at least 1 (as scikit-learn's ``RFE`` and ``SequentialFeatureSelector``
+    round it); None stays None (the method's own stopping rule).
+
+    Parameters
+    ----------
+    n_features_to_select : int, float in (0, 1] or None
+    n_features : int
+
+    Returns
+    -------
+    int or None
+
+    Examples
+    --------
+    >>> resolve_k(3, 10), resolve_k(0.25, 10), resolve_k(0.01, 10), resolve_k(None, 10)
+    (3, 2, 1, None)
+    """
+    k = n_features_to_select
+    if k is None:
+        return None
+    if isinstance(k, numbers.Integral):
+        return int(k)
+    return max(1, int(k * n_features))
+
+
+#: What to change when a fit selected no feature (the fit's warning, transform's and the CLI's).
+_ZERO_FEATURE_ADVICE = ("Ask for the number of features you want with n_features_to_select "
+                        "(command line: -k), or lower the method's price of a feature (GBFS: "
+                        "mu; ControlBurn: alpha; stagewise: tol).")
+
+
 def input_device(X) -> str:
     """Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu"."""
     if is_cupy_array(X) or type(X).__module__.split(".")[0] == "cudf":
@@ -255,6 +291,10 @@ class GPUFSSelectorMixin(SelectorMixin):
         checked = check_X(self, X, device="gpu" if gpu_input else "cpu", reset=False,
                           allow_nan=allow_nan)
         idx = np.flatnonzero(self._get_support_mask())
+        if idx.size == 0:
+            # scikit-learn's SelectorMixin: an empty selection warns and gives (n_samples, 0).
+            warnings.warn("No features were selected: transform returns an array with no "
+                          "columns. " + _ZERO_FEATURE_ADVICE, UserWarning, stacklevel=2)
         if type(X).__module__.split(".")[0] == "cudf":
             return X[[X.columns[i] for i in idx]]
         if is_cupy_array(X):

@@ -56,7 +56,8 @@ from .._threading import honours_n_jobs
 from ..binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
-from ._base import ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device
+from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
+                    resolve_k)
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -83,7 +84,7 @@ class _BaseControlBurn(SelectorBase):
 
     _task = None
     _parameter_constraints: dict = {
-        "n_features_to_select": [int_range(1), None],
+        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
         "alpha": [real_range(0), None],
         "forest_method": _FOREST["method"],
         "tree_type": _FOREST["tree_type"],
@@ -243,6 +244,13 @@ class _BaseControlBurn(SelectorBase):
         self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
                      else None, groups_lasso, group_costs, seed, d)
         times["select"] = _lap(t0, device)
+        if self.selected_features_.size == 0:
+            why = ("no tree of the forest splits on any feature" if self.forest_coverage_ == 0
+                   else f"at alpha={self.alpha:g} the lasso keeps no tree"
+                   if self.alpha is not None else "the lasso keeps no tree")
+            warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
+                          "number of features you want, or a smaller alpha.", UserWarning,
+                          stacklevel=3)
         forest.drop_predictions()
         self.forest_ = forest
         t0 = time.perf_counter()
@@ -293,6 +301,7 @@ class _BaseControlBurn(SelectorBase):
         self.selection_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
+            self.selection_path_ = self._k_path(None, None, None, None, 0, None)
             return
         A, y_l, w_l, loss, fit_intercept, trees = self._lasso_problem(forest, y_enc, w,
                                                                       n_classes)
@@ -329,7 +338,7 @@ class _BaseControlBurn(SelectorBase):
             if k_req is None:
                 k = min(max(1, d // 2), n_cov)
             else:
-                k = int(k_req)
+                k = resolve_k(k_req, d)
                 if k > n_cov:
                     warnings.warn(
                         f"the forest uses only {n_cov} of the {d} features, fewer than "
@@ -350,16 +359,35 @@ class _BaseControlBurn(SelectorBase):
         order = sorted(feats.tolist(), key=lambda f: (-imp[f], f)) + list(extra)
         self._set_selection(np.asarray(order, dtype=np.int64), imp)
 
-        if self.path_k_max is not None:
-            k_max = min(int(self.path_k_max), self.forest_coverage_)
-            path = _lasso.selection_path(A, y_l, masks, k_max, **kw)
-            self.selection_path_ = {
+        # The k-path: every k up to path_k_max (default: the size of the selection), from the
+        # same forest, with the lasso's training loss (its objective without the penalty).
+        k_max = (min(int(self.path_k_max), self.forest_coverage_) if self.path_k_max is not None
+                 else int(self.selected_features_.size))
+        self.selection_path_ = self._k_path(A, y_l, masks, u, k_max, kw)
+
+    def _k_path(self, A, y_l, masks, u, k_max, kw):
+        """``selection_path_``: the selection for every k = 1..k_max (see the class docs)."""
+        empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
+                 "val_loss": None, "unreachable": {}, "lambda_max": None}
+        if k_max < 1:
+            return empty
+        path = _lasso.selection_path(A, y_l, masks, k_max, **kw)
+        names = self._feature_names()
+        u = np.asarray(to_host(u), dtype=np.float64)
+
+        def data_loss(sel):   # Selection.objective = loss + lambda * (u @ weights)
+            w = np.asarray(to_host(sel.weights), dtype=np.float64)
+            return float(sel.objective - sel.lam * float(u @ w))
+
+        sels = path.selections
+        return {**empty,
                 "k": list(path.ks),
-                "features": {k: path.selections[k].features.tolist() for k in path.ks},
-                "lambda": {k: float(path.selections[k].lam) for k in path.ks},
+                "features": {k: sels[k].features.tolist() for k in path.ks},
+                "names": {k: [str(names[f]) for f in sels[k].features] for k in path.ks},
+                "lambda": {k: float(sels[k].lam) for k in path.ks},
+                "train_loss": {k: data_loss(sels[k]) for k in path.ks},
                 "unreachable": dict(path.unreachable),
-                "lambda_max": float(path.lambda_max),
-            }
+                "lambda_max": float(path.lambda_max)}
 
     def _complete(self, k, importance, exc):
         """No lambda gives exactly k: the nearest solution below k, completed with the most
@@ -467,10 +495,10 @@ def _refit_has(method):
 _PARAMS_DOC = """
     Parameters
     ----------
-    n_features_to_select : int >= 1, default=None
-        Select exactly this many features: lambda is bisected (ControlBurn, section 4.2.1)
-        until the lasso's solution uses k features. None: half of the features (at most the
-        forest's coverage).
+    n_features_to_select : int >= 1, float in (0, 1] or None, default=None
+        Select exactly this many features (a float: that fraction of the columns, at least
+        1): lambda is bisected (ControlBurn, section 4.2.1) until the lasso's solution uses k
+        features. None: half of the features (at most the forest's coverage).
     alpha : float >= 0, default=None
         Solve the lasso at this lambda instead (the selection is then whatever it gives).
     forest_method : {"bagboost", "bag"}, default="bagboost"
@@ -514,7 +542,8 @@ _PARAMS_DOC = """
     sketch_size : int >= 1, default=None
         Rows of the sketch (default: min(n_samples, max(10 (n_trees + 1), 1000))).
     path_k_max : int >= 1, default=None
-        Also compute the selection for every k = 1..path_k_max (``selection_path_``).
+        Compute the selection for every k = 1..path_k_max from the same forest
+        (``selection_path_``); None: up to the number of features selected.
     refit_estimator : estimator with fit and predict, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
@@ -557,9 +586,13 @@ _PARAMS_DOC = """
         The lambda of the selection.
     selection_exact_ : bool
         False when no lambda gave exactly k (see the module docstring).
-    selection_path_ : dict or None
-        With ``path_k_max``: "k" (the reached k), "features" (k -> indices), "lambda"
-        (k -> lambda), "unreachable" (k -> why) and "lambda_max"; None without it.
+    selection_path_ : dict
+        The selection for every k = 1..``path_k_max`` (default: the size of the selection)
+        from the one forest: "k" (the reached k), "features" (k -> sorted indices), "names"
+        (k -> their column names, or x0, x1, ...), "lambda" (k -> lambda), "train_loss"
+        (k -> the lasso's loss without the penalty), "val_loss" (None: ControlBurn has no
+        validation data), "unreachable" (k -> why no lambda gives it) and "lambda_max".
+        ``gpufs.path.selection_path`` and ``gpufs.plotting.plot_selection_path`` read it.
     refit_estimator_ : estimator
         The fitted refit model.
     fit_times_ : dict

@@ -11,7 +11,6 @@ penalty rule is documented and implemented in ``gpufs.penalties``, the trees in
 """
 from __future__ import annotations
 
-import numbers
 import time
 import warnings
 
@@ -34,19 +33,10 @@ from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
-                    SelectorBase, input_device, int_range, real_range)
+                    SelectorBase, input_device, int_range, real_range, resolve_k)
 from ._k_search import gbfs_mu_search
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
-
-
-def _resolve_k(n_features_to_select, n_features):
-    """The number of features asked for: an int as is, a fraction in (0, 1] of the columns
-    (at least 1, as scikit-learn's RFE rounds it), or None."""
-    k = n_features_to_select
-    if k is None or isinstance(k, numbers.Integral):
-        return k
-    return max(1, int(k * n_features))
 
 
 class _BaseGBFS(SelectorBase):
@@ -163,7 +153,7 @@ class _BaseGBFS(SelectorBase):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
-        k = _resolve_k(self.n_features_to_select, d)
+        k = resolve_k(self.n_features_to_select, d)
         mu, self.mu_search_ = float(self.mu), None
         if k is not None:
             t0 = time.perf_counter()

@@ -84,7 +84,7 @@ from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..objectives import log_odds, sigmoid, softplus
 from ..path import selection_path
 from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
-                    _deprecated_validation_keywords, input_device)
+                    _deprecated_validation_keywords, input_device, resolve_k)
 
 __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "StagewiseRegressor"]
 
@@ -329,15 +329,13 @@ class _StagewiseBase(SelectorBase):
 
     def _max_rounds(self, n_features: int) -> int:
         """The number of rounds ``n_features_to_select`` allows."""
-        k = self.n_features_to_select
+        k = resolve_k(self.n_features_to_select, n_features)
         if k is None:
             return n_features
-        if isinstance(k, numbers.Integral):
-            if k > n_features:
-                raise ValueError(f"n_features_to_select={k} is larger than the number of "
-                                 f"features in X ({n_features}).")
-            return int(k)
-        return max(1, int(k * n_features))
+        if k > n_features:
+            raise ValueError(f"n_features_to_select={k} is larger than the number of "
+                             f"features in X ({n_features}).")
+        return k
 
     def _fit(self, X, y, sample_weight, eval_set, sample_weight_eval_set):
         from tqdm.auto import tqdm
@@ -431,6 +429,14 @@ class _StagewiseBase(SelectorBase):
             warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
                           "be selected: the others are constant.", UserWarning, stacklevel=4)
 
+        if not selected:
+            why = ("the validation cost never improved on the bias alone" if stopped_early else
+                   f"the first round lowered the training cost by less than tol={self.tol:g}"
+                   if self.tol is not None and bool(active.any()) else
+                   "every feature is constant")
+            warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
+                          "number of features you want, or a smaller tol.", UserWarning,
+                          stacklevel=4)
         self.device_ = device
         self.mean_ = to_host(mean).astype(np.float64)
         self.std_ = to_host(std).astype(np.float64)
