@@ -11,7 +11,7 @@ from sklearn.base import clone
 
 from gpufs import (ControlBurnRegressor, GBFSClassifier, GBFSRegressor, StagewiseClassifier,
                    StagewiseRegressor)
-from gpufs.selectors._base import EarlyStopping, resolve_k, validation_split
+from gpufs.selectors._base import EarlyStopping, auto_k, resolve_k, validation_split
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(300, 5))
@@ -208,3 +208,63 @@ def test_an_empty_selection_warns_what_to_change_and_transform_follows_scikit_le
                                              "array with no columns.*n_features_to_select"):
             out = fitted.transform(data)
         assert out.shape == (X.shape[0], 0)
+
+
+# --- n_features_to_select="auto" with tol (GBFS and stagewise) --------------------------------
+
+def test_auto_k_keeps_the_first_feature_then_each_that_improves_by_more_than_tol():
+    assert auto_k([], 0.1) == 0
+    assert auto_k([5.0], 0.1) == 1
+    assert auto_k([5.0, 4.0, 3.95, 1.0], 0.1) == 2        # stops at the first small step
+    assert auto_k([5.0, 5.0], 0.0) == 1                   # a tie (same tree) is no improvement
+    assert auto_k([5.0, 4.0, 3.0], 0.0) == 3
+
+
+def _planted(seed=0, n=600):
+    rng = np.random.default_rng(seed)
+    Xp = rng.normal(size=(n, 8))
+    y = 3 * Xp[:, 0] + 2 * Xp[:, 1] + 1.0 * Xp[:, 2] + 0.3 * rng.normal(size=n)
+    return Xp, y
+
+
+@pytest.mark.parametrize("validation", [dict(validation_fraction=0.25), {}])
+def test_stagewise_auto_keeps_the_features_that_lower_the_watched_cost_by_more_than_tol(
+        validation):
+    Xp, y = _planted()
+    tol = 0.05
+    full = StagewiseRegressor(device="cpu", random_state=0, **validation).fit(Xp, y)
+    watched = (full.validation_cost_history_ if validation else full.cost_history_)[1:]
+    k = auto_k(watched, tol)
+    auto = StagewiseRegressor("auto", tol=tol, device="cpu", random_state=0,
+                              **validation).fit(Xp, y)
+    assert k == 3 and sorted(auto.selected_features_.tolist()) == [0, 1, 2]
+    assert auto.selected_features_.tolist() == full.selected_features_[:k].tolist()
+    np.testing.assert_array_equal(auto.cost_history_, full.cost_history_[:k + 1])
+    assert StagewiseRegressor("auto", device="cpu").fit(Xp, y).selected_features_.size == 4
+
+
+@pytest.mark.parametrize("validation", [dict(validation_fraction=0.25), {}])
+def test_gbfs_auto_keeps_the_features_that_lower_the_path_loss_by_more_than_tol(validation):
+    Xp, y = _planted()
+    tol = 0.1
+    kw = dict(mu=0.01, n_estimators=100, max_depth=3, random_state=0, device="cpu",
+              **validation)
+    full = GBFSRegressor(**kw).fit(Xp, y)
+    p = full.selection_path_
+    k = auto_k(p["val_loss"] if validation else p["train_loss"], tol)
+    # the loss once a feature is in includes the boosting until the next one enters, so the
+    # noise features that enter late bring less than tol; the planted ones more
+    assert k == 3 < full.selected_features_.size
+    assert sorted(full.selected_features_[:k].tolist()) == [0, 1, 2]
+    auto = GBFSRegressor(n_features_to_select="auto", tol=tol, **kw).fit(Xp, y)
+    assert auto.selected_features_.tolist() == full.selected_features_[:k].tolist()
+    assert auto.mu_ == kw["mu"] and auto.mu_search_ is None and "auto_fit" in auto.fit_times_
+    assert auto.n_estimators_ == kw["n_estimators"]    # a whole model on the k features
+    half = GBFSRegressor(n_features_to_select="auto", **kw).fit(Xp, y)
+    assert half.selected_features_.size == 4
+
+
+def test_controlburn_has_no_auto():
+    with pytest.raises(ValueError, match="'n_features_to_select' parameter of "
+                                         "ControlBurnRegressor must be"):
+        ControlBurnRegressor(n_features_to_select="auto", device="cpu").fit(X, Y_REG)

@@ -44,7 +44,8 @@ from ..backends import get_backend
 
 __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
            "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
-           "input_device", "int_range", "real_range", "resolve_k", "validation_split"]
+           "auto_k", "input_device", "int_range", "real_range", "resolve_k",
+           "validation_split"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,6 +244,34 @@ def resolve_k(n_features_to_select, n_features):
     if isinstance(k, numbers.Integral):
         return int(k)
     return max(1, int(k * n_features))
+
+
+def auto_k(losses, tol):
+    """``n_features_to_select="auto"`` with ``tol``: how many features to keep.
+
+    ``losses[j]`` is the loss once features 0..j had entered, in the order they entered. The
+    first feature is always kept; feature j is kept while ``losses[j - 1] - losses[j] > tol``
+    (the rule of scikit-learn's ``SequentialFeatureSelector``, on a loss instead of a score).
+
+    Parameters
+    ----------
+    losses : sequence of float
+    tol : float >= 0
+
+    Returns
+    -------
+    int
+        0 only when ``losses`` is empty.
+
+    Examples
+    --------
+    >>> auto_k([0.9, 0.5, 0.45, 0.44, 0.2], tol=0.02)
+    3
+    """
+    k = 1 if len(losses) else 0
+    while k < len(losses) and float(losses[k - 1]) - float(losses[k]) > tol:
+        k += 1
+    return k
 
 
 #: What to change when a fit selected no feature (the fit's warning, transform's and the CLI's).

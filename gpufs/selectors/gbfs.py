@@ -33,7 +33,8 @@ from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
-                    SelectorBase, input_device, int_range, real_range, resolve_k)
+                    SelectorBase, auto_k, input_device, int_range, real_range,
+                    resolve_k)
 from ._k_search import gbfs_mu_search
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
@@ -47,7 +48,9 @@ class _BaseGBFS(SelectorBase):
         "penalty_scaling": [StrOptions(set(PENALTY_SCALINGS))],
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
-        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
+        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"),
+                                 StrOptions({"auto"}), None],
+        "tol": [real_range(0), None],
         "n_estimators": [int_range(1)],
         "learning_rate": [real_range(0, closed="neither")],
         "max_depth": [int_range(1, 16)],
@@ -65,7 +68,7 @@ class _BaseGBFS(SelectorBase):
     }
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
-                 feature_groups=None, n_features_to_select=None, n_estimators=100,
+                 feature_groups=None, n_features_to_select=None, tol=None, n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
                  validation_fraction=None, n_iter_no_change=None, device="auto",
@@ -75,6 +78,7 @@ class _BaseGBFS(SelectorBase):
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
         self.n_features_to_select = n_features_to_select
+        self.tol = tol
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -153,9 +157,18 @@ class _BaseGBFS(SelectorBase):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
-        k = resolve_k(self.n_features_to_select, d)
         mu, self.mu_search_ = float(self.mu), None
-        if k is not None:
+        auto = self.n_features_to_select == "auto"
+        if auto and self.tol is None:   # scikit-learn's "auto" without tol: half the columns
+            k = max(1, d // 2)
+        elif auto:
+            t0 = time.perf_counter()
+            k = self._auto_k(backend, Xb, y, w, costs, groups, mu, params, evals,
+                             data.device) or None
+            times["auto_fit"] = time.perf_counter() - t0
+        else:
+            k = resolve_k(self.n_features_to_select, d)
+        if k is not None and not (auto and self.tol is not None):
             t0 = time.perf_counter()
             search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
                                     self.penalty_scaling, self.bin_mapper_, params, k, mu)
@@ -199,6 +212,26 @@ class _BaseGBFS(SelectorBase):
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
                 "features you want.", UserWarning, stacklevel=3)
         return self
+
+    def _auto_k(self, backend, Xb, y, w, costs, groups, mu, params, evals, device):
+        """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
+        ``mu`` that each lowered the watched loss by more than ``tol``.
+
+        The watched loss is the selection path's (``gpufs.path``): the validation loss with
+        validation data, else the training loss, of the model just before the next feature
+        entered. The first feature is always kept and features are added while each lowers
+        it by more than ``tol`` (scikit-learn's ``SequentialFeatureSelector`` rule); features
+        that entered in one tree share its loss, so the second of them never counts as an
+        improvement. The final fit then runs at the same ``mu`` with that budget.
+        """
+        pen = PenaltyState(mu, costs, groups, self.penalty_scaling, None)
+        ensemble, record, n_rounds = fit_boosting(backend, Xb, y, w, self._objective, pen,
+                                                  self.bin_mapper_, params,
+                                                  evals[-1] if evals else None)
+        self._finish(ensemble, record, n_rounds, pen, device)
+        path = selection_path(self)
+        watched = path.val_loss if path.val_loss is not None else path.train_loss
+        return auto_k(watched, float(self.tol))
 
     def _finish(self, ensemble, record, n_rounds, penalties, device):
         """Keep the first n_rounds rounds and derive the selection from the trees kept."""
@@ -276,13 +309,19 @@ _PARAMS_DOC = """
         None: every feature costs 1.
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
-    n_features_to_select : int >= 1 or float in (0, 1], default=None
+    n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
         Select exactly this many features (a float: that fraction of the columns, at least
         one) (fewer, with a warning, only when fewer have any positive gain). ``mu`` is then
         searched: the fit runs at the largest price at which this many features enter within
         the first half of the rounds (bisection on log mu, starting from ``mu``, on data
-        binned once), and stops admitting features once they are in. None: ``mu`` alone
-        decides how many features enter.
+        binned once), and stops admitting features once they are in. "auto" with ``tol``:
+        as many features as, in the order they enter a fit at ``mu``, each lower the
+        validation loss (the training loss without validation data) by more than ``tol``,
+        then a fit at ``mu`` limited to them; "auto" without ``tol``: half of the columns.
+        None: ``mu`` alone decides how many features enter.
+    tol : float >= 0, default=None
+        With ``n_features_to_select="auto"``: the least decrease of the loss a further
+        feature must bring (the losses of ``selection_path_``).
     n_estimators : int >= 1, default=100
         Boosting rounds (one tree per round, one per class per round for more than two
         classes).
@@ -346,7 +385,8 @@ _PARAMS_DOC = """
         without ``n_features_to_select``.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, mu_search (0 without
-        ``n_features_to_select``), boost (the final fit).
+        ``n_features_to_select``), auto_fit (the unbudgeted fit that "auto" reads its number
+        of features from; only with "auto" and ``tol``), boost (the final fit).
     selection_record_ : dict of lists of length n_trees
         Per tree: ``tree_column``, ``features_added``, ``train_loss``, ``val_loss`` (NaN
         without validation data).

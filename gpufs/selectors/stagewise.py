@@ -317,7 +317,8 @@ class _StagewiseBase(SelectorBase):
     """The fit loop shared by both estimators; the cost is a stage loss object."""
 
     _parameter_constraints: dict = {
-        "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right")],
+        "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right"),
+                                 StrOptions({"auto"})],
         "tol": [None, real_range(0)],
         "validation_fraction": [None, real_range(0, 1, closed="neither")],
         "n_iter_no_change": [None, int_range(1)],
@@ -329,6 +330,10 @@ class _StagewiseBase(SelectorBase):
 
     def _max_rounds(self, n_features: int) -> int:
         """The number of rounds ``n_features_to_select`` allows."""
+        if self.n_features_to_select == "auto":
+            # with tol: until a round does not lower the watched cost by more than tol;
+            # without: half of the columns (scikit-learn's "auto")
+            return n_features if self.tol is not None else max(1, n_features // 2)
         k = resolve_k(self.n_features_to_select, n_features)
         if k is None:
             return n_features
@@ -386,6 +391,8 @@ class _StagewiseBase(SelectorBase):
         weights_hist = [coef_std.copy()]
         selected = []
         stopped_early = False
+        auto = self.n_features_to_select == "auto" and self.tol is not None
+        cut = None
 
         with tqdm(total=max_rounds, disable=not self.verbose, desc=type(self).__name__,
                   unit="feature") as bar:
@@ -397,7 +404,7 @@ class _StagewiseBase(SelectorBase):
                 total = xp.where(active, cand_cost.sum(axis=0), xp.inf)
                 j = int(xp.argmin(total))
                 new_cost = float(total[j])
-                if self.tol is not None and costs[-1] - new_cost < self.tol:
+                if not auto and self.tol is not None and costs[-1] - new_cost < self.tol:
                     break
                 a_j = to_host(a[:, j]).astype(np.float64)
                 F += _column(Xa, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
@@ -415,9 +422,13 @@ class _StagewiseBase(SelectorBase):
                 if evals and stopper.update(eval_costs[-1][-1]):
                     stopped_early = True
                     break
+                watched = eval_costs[-1] if evals else costs
+                if auto and len(selected) >= 2 and watched[-2] - watched[-1] <= self.tol:
+                    cut = len(selected) - 1         # that round's feature is not kept
+                    break
 
-        if stopped_early:
-            keep = stopper.best_round
+        if stopped_early or cut is not None:
+            keep = stopper.best_round if stopped_early else cut
             for j in selected[keep:]:
                 coef_std[:, j] = 0.0
             selected = selected[:keep]
@@ -481,12 +492,16 @@ class _StagewiseBase(SelectorBase):
 
 
 _COMMON_PARAMS = """
-    n_features_to_select : int >= 1, float in (0, 1] or None, default=None
+    n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
         Rounds to run = features to select (a float is a fraction of the features). None: until
         every non-constant feature is used, unless ``tol`` or early stopping stops earlier.
+        "auto" with ``tol``: the first feature, then one per round while the round lowers the
+        validation cost (the training cost without validation data) by more than ``tol``
+        (scikit-learn's ``SequentialFeatureSelector`` rule); "auto" without ``tol``: half of
+        the features.
     tol : float >= 0 or None, default=None
         Stop when a round lowers the training cost by less than ``tol``; that round's feature
-        is not added.
+        is not added. With "auto": the least decrease of the watched cost, as above.
     validation_fraction : float in (0, 1) or None, default=None
         Hold out this fraction of the rows (stratified by class for the classifier; they get
         zero training weight, so X is not copied) as the validation set. Cannot be combined
