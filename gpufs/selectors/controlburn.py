@@ -104,6 +104,7 @@ class _BaseControlBurn(SelectorBase):
         "sketch_size": [int_range(1), None],
         "path_k_max": [int_range(1), None],
         "refit_estimator": [HasMethods(["fit", "predict"]), None],
+        "warm_start": ["boolean"],
         "device": DEVICE_CONSTRAINT,
         "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
@@ -115,8 +116,8 @@ class _BaseControlBurn(SelectorBase):
                  tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
                  min_child_weight=1.0, feature_costs=None, feature_groups=None,
                  group_costs=None, sketch=None, sketch_size=None, path_k_max=None,
-                 refit_estimator=None, device="auto", n_jobs=None, random_state=None,
-                 verbose=False):
+                 refit_estimator=None, warm_start=False, device="auto", n_jobs=None,
+                 random_state=None, verbose=False):
         self.n_features_to_select = n_features_to_select
         self.alpha = alpha
         self.forest_method = forest_method
@@ -137,6 +138,7 @@ class _BaseControlBurn(SelectorBase):
         self.sketch_size = sketch_size
         self.path_k_max = path_k_max
         self.refit_estimator = refit_estimator
+        self.warm_start = warm_start
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -230,15 +232,28 @@ class _BaseControlBurn(SelectorBase):
                              "binary classifier solves a logistic lasso: use sketch='rows'.")
 
         times = {}
-        t0 = time.perf_counter()
-        self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(X)
-        Xb = self.bin_mapper_.transform(X, backend)
-        times["bin"] = _lap(t0, device)
-        t0 = time.perf_counter()
-        forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes, self.bin_mapper_,
-                             self._forest_params(), costs=costs, groups=groups_forest,
-                             random_state=seed)
-        times["forest"] = _lap(t0, device)
+        key = self._forest_key(X, y_enc, w, costs, groups_forest, device)
+        forest = getattr(self, "forest_", None) if self.warm_start else None
+        if forest is not None and getattr(self, "_forest_key_", None) == key:
+            # warm_start on the same data with the same forest parameters: the forest does
+            # not depend on k, so only its predictions on the training rows are recomputed.
+            t0 = time.perf_counter()
+            forest.A = forest.tree_predictions(X, backend)
+            times["bin"], times["forest"] = 0.0, 0.0
+            times["tree_predictions"] = _lap(t0, device)
+            self.forest_reused_ = True
+        else:
+            t0 = time.perf_counter()
+            self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(X)
+            Xb = self.bin_mapper_.transform(X, backend)
+            times["bin"] = _lap(t0, device)
+            t0 = time.perf_counter()
+            forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes,
+                                 self.bin_mapper_, self._forest_params(), costs=costs,
+                                 groups=groups_forest, random_state=seed)
+            times["forest"] = _lap(t0, device)
+            self.forest_reused_ = False
+        self._forest_key_ = key
         self.device_ = device
         t0 = time.perf_counter()
         self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
@@ -258,6 +273,18 @@ class _BaseControlBurn(SelectorBase):
         times["refit"] = _lap(t0, device)
         self.fit_times_ = times
         return self
+
+    def _forest_key(self, X, y_enc, w, costs, groups, device):
+        """What the forest depends on, for ``warm_start``: its parameters, the device, the
+        seed (an int ``random_state``), and the data (shapes and sums of X, y and weights;
+        a cheap check, not a proof that the data is the same)."""
+        xp = get_namespace(device)
+        sums = tuple(float(xp.nansum(a)) for a in (X, y_enc) if a is not None)
+        wsum = None if w is None else float(xp.sum(w))
+        seed = self.random_state if isinstance(self.random_state, int) else None
+        return (self._forest_params(), int(self.max_bins), device, seed, tuple(X.shape),
+                sums, wsum, tuple(np.asarray(costs).tolist()),
+                tuple(np.asarray(groups).tolist()))
 
     # --- selection ------------------------------------------------------------------------
     def _lasso_problem(self, forest, y_enc, w, n_classes):
@@ -301,7 +328,7 @@ class _BaseControlBurn(SelectorBase):
         self.selection_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
-            self.selection_path_ = self._k_path(None, None, None, None, 0, None)
+            self.selection_path_ = self._k_path(None, 0, None)
             return
         A, y_l, w_l, loss, fit_intercept, trees = self._lasso_problem(forest, y_enc, w,
                                                                       n_classes)
@@ -345,8 +372,10 @@ class _BaseControlBurn(SelectorBase):
                         f"n_features_to_select={k}; selecting all {n_cov} covered features. "
                         + _COVERAGE_REMEDY, UserWarning, stacklevel=4)
                     k = n_cov
+            search_record = {}
             try:
-                sel = _lasso.select_k(A, y_l, masks, k, strict=True, **kw)
+                sel = _lasso.select_k(A, y_l, masks, k, strict=True, record=search_record,
+                                      **kw)
                 extra = []
             except _lasso.UnreachableKError as exc:
                 sel, extra = self._complete(k, importance, exc)
@@ -359,19 +388,26 @@ class _BaseControlBurn(SelectorBase):
         order = sorted(feats.tolist(), key=lambda f: (-imp[f], f)) + list(extra)
         self._set_selection(np.asarray(order, dtype=np.int64), imp)
 
-        # The k-path: every k up to path_k_max (default: the size of the selection), from the
-        # same forest, with the lasso's training loss (its objective without the penalty).
-        k_max = (min(int(self.path_k_max), self.forest_coverage_) if self.path_k_max is not None
-                 else int(self.selected_features_.size))
-        self.selection_path_ = self._k_path(A, y_l, masks, u, k_max, kw)
+        # The k-path, with the lasso's training loss (its objective without the penalty):
+        # every k up to path_k_max, searched; without path_k_max, the k up to the one asked
+        # for that the k search passed through (no extra solve).
+        if self.path_k_max is not None:
+            k_max = min(int(self.path_k_max), self.forest_coverage_)
+            self.selection_path_ = self._k_path(u, k_max, _lasso.selection_path, A, y_l,
+                                                masks, **kw)
+        elif self.alpha is None:
+            self.selection_path_ = self._k_path(u, 0, lambda: search_record["path"])
+        else:
+            self.selection_path_ = self._k_path(u, 0, None)
 
-    def _k_path(self, A, y_l, masks, u, k_max, kw):
-        """``selection_path_``: the selection for every k = 1..k_max (see the class docs)."""
+    def _k_path(self, u, k_max, path_of, *args, **kw):
+        """``selection_path_`` from ``path_of(*args, **kw)``, a lasso SelectionPath (none
+        when ``path_of`` is None; with ``k_max`` >= 1, ``path_of`` is called with k_max)."""
         empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
                  "val_loss": None, "unreachable": {}, "lambda_max": None}
-        if k_max < 1:
+        if path_of is None:
             return empty
-        path = _lasso.selection_path(A, y_l, masks, k_max, **kw)
+        path = path_of(*args, k_max, **kw) if k_max >= 1 else path_of()
         names = self._feature_names()
         u = np.asarray(to_host(u), dtype=np.float64)
 
@@ -542,11 +578,18 @@ _PARAMS_DOC = """
     sketch_size : int >= 1, default=None
         Rows of the sketch (default: min(n_samples, max(10 (n_trees + 1), 1000))).
     path_k_max : int >= 1, default=None
-        Compute the selection for every k = 1..path_k_max from the same forest
-        (``selection_path_``); None: up to the number of features selected.
+        Search the selection for every k = 1..path_k_max from the same forest
+        (``selection_path_``); None: ``selection_path_`` holds the k up to
+        ``n_features_to_select`` that the lambdas of its k search gave (no extra lasso solve;
+        a k the search stepped over is listed as unreachable).
     refit_estimator : estimator with fit and predict, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
+    warm_start : bool, default=False
+        Reuse the forest of the previous ``fit`` when it is called again on the same data with
+        the same forest parameters (and an int ``random_state``): the forest does not depend
+        on k, so ``set_params(n_features_to_select=k).fit(X, y)`` then costs the lasso
+        search and the refit, not a new forest. Otherwise a new forest is grown.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` runs ("auto": the GPU when one is usable).
     n_jobs : int, default=None
@@ -587,8 +630,9 @@ _PARAMS_DOC = """
     selection_exact_ : bool
         False when no lambda gave exactly k (see the module docstring).
     selection_path_ : dict
-        The selection for every k = 1..``path_k_max`` (default: the size of the selection)
-        from the one forest: "k" (the reached k), "features" (k -> sorted indices), "names"
+        The selection for every k = 1..``path_k_max`` (without it: those the k search for
+        ``n_features_to_select`` passed through; empty with ``alpha``) from the one forest:
+        "k" (the reached k), "features" (k -> sorted indices), "names"
         (k -> their column names, or x0, x1, ...), "lambda" (k -> lambda), "train_loss"
         (k -> the lasso's loss without the penalty), "val_loss" (None: ControlBurn has no
         validation data), "unreachable" (k -> why no lambda gives it) and "lambda_max".
@@ -596,7 +640,10 @@ _PARAMS_DOC = """
     refit_estimator_ : estimator
         The fitted refit model.
     fit_times_ : dict
-        Wall seconds of the fit's phases: bin, forest, select, refit.
+        Wall seconds of the fit's phases: bin, forest, select, refit (with a reused forest:
+        bin and forest 0, tree_predictions the time to recompute its training predictions).
+    forest_reused_ : bool
+        True when ``warm_start`` reused the previous fit's forest.
     device_ : str
         "cpu" or "gpu", where the model was fitted.
     n_features_in_ : int
