@@ -63,6 +63,26 @@ def test_one_feature_per_planted_group_where_mdi_keeps_copies(seed):
     assert auc[1] > auc[0] + 0.02
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "NOT MET (measured): the default forest gives one feature per group on 24 of 40 "
+    "(seed, data) cases (binary groups 5/10 classification, 9/10 regression; Gaussian groups "
+    "5/10 and 5/10); here seed 2 takes two copies of one group and none of another. The "
+    "stumps of two near-copies are nearly the same column of A at the same cost, so the lasso "
+    "is almost indifferent between them and the proximal-gradient solver spreads the weight "
+    "over both; max_features='sqrt' or 'log2', tree_type='single' or 'sparse' and "
+    "forest_method='bag' measured 25-31 of 40, none 40."))
+def test_default_keeps_one_feature_per_group_of_three_near_copies():
+    """The issue's case: defaults, k = number of planted groups (3 copies each, correlation
+    > 0.95, plus noise columns): exactly one feature from each group, on several seeds."""
+    counts = []
+    for seed in range(5):
+        X, y, groups = planted_groups(seed, n_copies=2)          # 3 columns per group
+        sel = ControlBurnClassifier(n_features_to_select=3, random_state=seed).fit(
+            X, y).selected_features_
+        counts.append(np.bincount(groups[sel], minlength=9)[:3].tolist())
+    assert counts == [[1, 1, 1]] * 5, counts
+
+
 def test_default_forest_finds_the_informative_features():
     X, y = regression_data()
     est = ControlBurnRegressor(n_features_to_select=3, max_depth=4, random_state=0,
