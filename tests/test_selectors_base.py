@@ -268,3 +268,43 @@ def test_controlburn_has_no_auto():
     with pytest.raises(ValueError, match="'n_features_to_select' parameter of "
                                          "ControlBurnRegressor must be"):
         ControlBurnRegressor(n_features_to_select="auto", device="cpu").fit(X, Y_REG)
+
+
+# --- exactly k on real tables, every family ------------------------------------------------
+
+def _table(name):
+    from sklearn import datasets
+
+    if name == "breast_cancer":
+        return datasets.load_breast_cancer(return_X_y=True, as_frame=True), "c"
+    if name == "wine":
+        return datasets.load_wine(return_X_y=True, as_frame=True), "c"
+    return datasets.load_diabetes(return_X_y=True, as_frame=True), "r"
+
+
+@pytest.mark.parametrize("table, ks, seeds", [("breast_cancer", (3, 5, 10), (0, 1)),
+                                              ("diabetes", (3, 5), (0,)),
+                                              ("wine", (3, 5), (0,))])
+@pytest.mark.parametrize("family", ["gbfs", "controlburn", "stagewise"])
+def test_every_family_selects_exactly_k_on_real_tables(family, table, ks, seeds):
+    from gpufs import ControlBurnClassifier, GBFSClassifier, StagewiseClassifier
+
+    (Xt, yt), task = _table(table)
+    cls = {("gbfs", "c"): GBFSClassifier, ("gbfs", "r"): GBFSRegressor,
+           ("controlburn", "c"): ControlBurnClassifier, ("controlburn", "r"): ControlBurnRegressor,
+           ("stagewise", "c"): StagewiseClassifier, ("stagewise", "r"): StagewiseRegressor}[
+        (family, task)]
+    for seed in seeds:
+        est = cls(device="cpu", random_state=seed)
+        if family == "controlburn":
+            est.set_params(warm_start=True)
+        for k in ks:
+            with warnings.catch_warnings():
+                # ControlBurn warns when no lambda gives exactly k and it completes the
+                # selection (selection_exact_ False): still k features
+                warnings.simplefilter("ignore", UserWarning)
+                est.set_params(n_features_to_select=k).fit(Xt, yt)
+            sel = est.selected_features_
+            assert sel.size == k and np.unique(sel).size == k, (family, table, seed, k)
+            assert est.transform(Xt).shape == (Xt.shape[0], k)
+            assert list(est.selected_feature_names_) == [Xt.columns[j] for j in sel]
