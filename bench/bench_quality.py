@@ -386,7 +386,8 @@ def run_table(name, ks, methods, machine, out, splits=1):
                     "scores": mean, "scores_per_split": scores, "machine": machine}
             print(f"{name:14s} k={k:2d} best gpufs {best_g} {g[best_g]:.4f} vs {best_p} "
                   f"{p[best_p]:.4f}: gap {gap:+.4f}"
-                  + (f" (se {se:.4f}, met in {sum(met_splits)}/{splits} splits)" if se else "")
+                  + (f" (se {se:.4f}, met in {sum(met_splits)}/{splits} splits)"
+                     if se is not None else "")
                   + f" {'met' if gap <= TOL else 'NOT met'}", flush=True)
             out.write(json.dumps(summ) + "\n")
             out.flush()
