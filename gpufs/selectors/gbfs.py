@@ -11,6 +11,7 @@ penalty rule is documented and implemented in ``gpufs.penalties``, the trees in
 """
 from __future__ import annotations
 
+import numbers
 import time
 import warnings
 
@@ -35,7 +36,7 @@ from ..tree import TreeEnsemble
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, auto_k, input_device, int_range, real_range,
                     resolve_k)
-from ._k_search import gbfs_mu_search
+from ._k_search import gbfs_mu_search, known_outcomes
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
 
@@ -61,6 +62,7 @@ class _BaseGBFS(SelectorBase):
         "hessian": ["boolean"],
         "validation_fraction": [real_range(0, 1, closed="neither"), None],
         "n_iter_no_change": [int_range(1), None],
+        "warm_start": ["boolean"],
         "device": DEVICE_CONSTRAINT,
         "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
@@ -71,8 +73,8 @@ class _BaseGBFS(SelectorBase):
                  feature_groups=None, n_features_to_select=None, tol=None, n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
-                 validation_fraction=None, n_iter_no_change=None, device="auto",
-                 n_jobs=None, random_state=None, verbose=False):
+                 validation_fraction=None, n_iter_no_change=None, warm_start=False,
+                 device="auto", n_jobs=None, random_state=None, verbose=False):
         self.mu = mu
         self.penalty_scaling = penalty_scaling
         self.feature_costs = feature_costs
@@ -89,6 +91,7 @@ class _BaseGBFS(SelectorBase):
         self.hessian = hessian
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -142,10 +145,16 @@ class _BaseGBFS(SelectorBase):
             evals = [(X[va], y[va], None if w is None else w[va])]
             X, y, w = X[tr], y[tr], (None if w is None else w[tr])
 
-        # Rows of weight 0 are not part of the training data: they must not place cut points.
+        # warm_start on the same data and parameters (all but n_features_to_select and tol):
+        # the cut points and the outcomes of earlier mu probes are reused.
+        key = self._warm_key(data) if self.warm_start else None
+        warm = key is not None and getattr(self, "_warm_key_", None) == key
+        history = list(getattr(self, "_mu_history_", [])) if warm else []
         t0 = time.perf_counter()
-        self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
-            X if w is None or bool((w > 0).all()) else X[w > 0])
+        if not warm:
+            # Rows of weight 0 are not training data: they must not place cut points.
+            self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
+                X if w is None or bool((w > 0).all()) else X[w > 0])
         Xb = self.bin_mapper_.transform(X, backend)
         evals = [(self.bin_mapper_.transform(Xv, backend), yv, wv) for Xv, yv, wv in evals]
         times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
@@ -171,8 +180,10 @@ class _BaseGBFS(SelectorBase):
         if k is not None and not (auto and self.tol is not None):
             t0 = time.perf_counter()
             search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
-                                    self.penalty_scaling, self.bin_mapper_, params, k, mu)
+                                    self.penalty_scaling, self.bin_mapper_, params, k, mu,
+                                    known=known_outcomes(history, k))
             self.mu_search_ = search.as_records()
+            history += self.mu_search_
             times["mu_search"] = time.perf_counter() - t0
             mu = search.mu
             if mu is None:
@@ -206,12 +217,32 @@ class _BaseGBFS(SelectorBase):
             n_rounds = max(best, entered)
         self._finish(ensemble, record, n_rounds, penalties, data.device)
         self.evals_result_ = self._eval_losses(evals, backend)
+        self._warm_key_, self._mu_history_ = key, history
         if self.selected_features_.size == 0 and k is None:
             warnings.warn(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
                 "features you want.", UserWarning, stacklevel=3)
         return self
+
+    def _warm_key(self, data):
+        """What the bins and the mu probes depend on, for ``warm_start`` (None: nothing can
+        be reused because ``random_state`` is not an int): every parameter but
+        ``n_features_to_select``, ``tol``, ``verbose``, ``warm_start`` and ``n_jobs``, and the
+        data (shapes and sums of X, y and the weights; a cheap check, not a proof)."""
+        if not isinstance(self.random_state, numbers.Integral):
+            return None
+        params = []
+        for name, value in sorted(self.get_params(deep=False).items()):
+            if name in ("n_features_to_select", "tol", "verbose", "warm_start", "n_jobs"):
+                continue
+            if value is not None and not isinstance(value, (str, numbers.Number)):
+                value = tuple(np.asarray(to_host(value)).ravel().tolist())
+            params.append((name, value))
+        xp = data.xp
+        sums = tuple(float(xp.nansum(a)) for a in (data.X, data.y)) + (
+            None if data.sample_weight is None else float(xp.sum(data.sample_weight)),)
+        return (tuple(params), data.device, tuple(data.X.shape), str(data.X.dtype), sums)
 
     def _auto_k(self, backend, Xb, y, w, costs, groups, mu, params, evals, device):
         """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
@@ -344,6 +375,12 @@ _PARAMS_DOC = """
     validation_fraction : float in (0, 1), default=None
         Hold out this fraction of the rows (stratified by class for the classifier) for the
         validation loss and early stopping. Cannot be combined with ``eval_set``.
+    warm_start : bool, default=False
+        When ``fit`` is called again on the same data with the same parameters (all but
+        ``n_features_to_select`` and ``tol``, and an int ``random_state``), keep the cut
+        points and what the earlier searches over ``mu`` found: a new ``n_features_to_select``
+        then costs the probes its bracket still needs and the final fit. Otherwise everything
+        is computed again.
     n_iter_no_change : int >= 1, default=None
         Stop when the validation loss has not improved for this many rounds; the model is cut
         back to its best round. Needs ``eval_set`` or ``validation_fraction``. With
@@ -382,7 +419,8 @@ _PARAMS_DOC = """
         The price the final fit ran at (``mu`` unless it was searched).
     mu_search_ : list of dict or None
         The search's probes in order (mu, reached, n_features, n_trees, seconds); None
-        without ``n_features_to_select``.
+        without ``n_features_to_select``. With ``warm_start``, only the probes this fit ran
+        (outcomes known from earlier fits are not probed again).
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, mu_search (0 without
         ``n_features_to_select``), auto_fit (the unbudgeted fit that "auto" reads its number
