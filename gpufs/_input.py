@@ -675,7 +675,11 @@ def check_costs(costs, n_features: int):
     """
     if costs is None:
         return np.ones(n_features, dtype=np.float64)
-    c = np.array(_as_array(costs, "cpu", "feature_costs"), dtype=np.float64, copy=True)
+    try:
+        c = np.array(_as_array(costs, "cpu", "feature_costs"), dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"feature_costs must be an array of numbers, one per feature: "
+                         f"{exc}") from None
     if c.ndim != 1 or c.shape[0] != n_features:
         raise ValueError(
             f"feature_costs must have one entry per feature: expected shape ({n_features},), "

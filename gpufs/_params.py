@@ -66,5 +66,5 @@ DEVICE_CONSTRAINT = [StrOptions({"auto", "cpu", "gpu"})]
 
 #: ``n_jobs`` as scikit-learn means it: None or -1 all cores, -k all but k - 1, k >= 1 at most
 #: k threads (0 is refused).
-N_JOBS_CONSTRAINT = [Interval(numbers.Integral, None, -1, closed="right"),
-                     Interval(numbers.Integral, 1, None, closed="left"), None]
+N_JOBS_CONSTRAINT = [_NumberInterval(numbers.Integral, None, -1, closed="right"),
+                     int_range(1), None]

@@ -422,6 +422,10 @@ def _select(args) -> int:
         est.fit(X, y)
     t_fit = time.perf_counter()
     notes = list(dict.fromkeys(_one_line(w.message) for w in caught))
+    if len(est.selected_features_) == 0:  # the fit's advice, in the command's own words
+        knob = {"gbfs": ", or a smaller --mu", "controlburn": ", or a smaller --alpha"}
+        notes.append("no column was selected: pass -k N to select exactly N columns"
+                     + knob.get(args.method, ""))
     for note in notes:  # one line each, like the errors, instead of Python's warning format
         sys.stderr.write(f"warning: {note}\n")
 

@@ -11,8 +11,9 @@ What "the loss with j features" is, per family:
     the (j+1)-th entered, or after the final tree), from ``selection_record_``; features
     that entered in the same tree share that tree's loss (no model had only some of them).
   * Stagewise: the cost after round j (``cost_history_[j]``, round 0 is the bias alone).
-  * ControlBurn: the lasso's training loss of the selection with j features, from
-    ``selection_path_`` (needs ``path_k_max``).
+  * ControlBurn: the lasso's training loss (its objective without the penalty) of the
+    selection with j features, from ``selection_path_`` (every k up to ``path_k_max``,
+    default the size of the selection).
   * ``mu_path``: one point per mu, the fitted model's validation score.
 """
 from __future__ import annotations
@@ -117,8 +118,9 @@ def _controlburn_path(est):
     path = est.selection_path_
     if path is None or "train_loss" not in path:
         raise ValueError(
-            f"{type(est).__name__} has no losses on its selection path: fit it with "
-            "path_k_max set (and a gpufs version that records the lasso's loss per k).")
+            f"{type(est).__name__} has no losses on its selection path: it was fitted (or "
+            "saved) by a gpufs version that did not record the lasso's loss per k; fit it "
+            "again.")
     names = feature_names(est)
     ks = sorted(int(k) for k in path["train_loss"])
     prev, feats = set(), []
@@ -149,7 +151,7 @@ def selection_path(estimator) -> SelectionPath:
         return _gbfs_path(estimator)
     if hasattr(estimator, "cost_history_"):
         return _stagewise_path(estimator)
-    if hasattr(estimator, "forest_"):
+    if hasattr(estimator, "tree_weights_"):        # ControlBurn (a loaded one has no forest_)
         return _controlburn_path(estimator)
     raise ValueError(f"selection_path needs a fitted gpufs selector; got "
                      f"{type(estimator).__name__} (is it fitted?).")

@@ -82,12 +82,17 @@ def plot_selection_path(*paths, ax=None, validation=True, label_features=True):
     one = resolved[0]
     if label_features and len(resolved) == 1 and any(one.features):
         by_k = dict(zip(one.n_features, one.features))
-        many = len(ks) > 6
+        # Horizontal labels only when each fits in its share of the axis width: about 15
+        # characters of 8-point text per inch.
+        fig = ax.figure
+        width_in = ax.get_position().width * fig.get_figwidth()
+        longest = max(len(_short(by_k[k])) + 1 for k in ks if by_k.get(k))
+        many = len(ks) > 6 or longest > 15 * width_in / len(ks)
         ax.set_xticklabels([f"{k}" + (f"\n+{_short(by_k[k])}" if by_k.get(k) else "")
                             if not many else (f"{k} +{_short(by_k[k])}" if by_k.get(k) else
                                               f"{k}") for k in ks],
                            rotation=45 if many else 0, ha="right" if many else "center",
-                           fontsize=8)
+                           rotation_mode="anchor" if many else "default", fontsize=8)
     ax.set_xlabel("number of selected features" + (" (+ feature that entered)"
                   if label_features and len(resolved) == 1 and any(one.features) else ""))
     names = {p.loss_name for p in resolved}

@@ -46,17 +46,19 @@ def _X(n_features, nan):
 def _check_outputs(est, X):
     """Every prediction method must return finite numbers of the right shape."""
     n = X.shape[0]
-    out = est.predict(X)
+    # multitask models predict each row for its task: rows go to the tasks in turn
+    kw = {"task": np.resize(est.tasks_, n)} if hasattr(est, "tasks_") else {}
+    out = est.predict(X, **kw)
     if np.shape(out) != (n,):
         return f"predict shape {np.shape(out)}"
     if np.asarray(out).dtype.kind == "f" and not np.isfinite(out).all():
         return "predict not finite"
     if hasattr(est, "predict_proba"):
-        p = np.asarray(est.predict_proba(X))
+        p = np.asarray(est.predict_proba(X, **kw))
         if p.shape != (n, len(est.classes_)) or not np.isfinite(p).all():
             return f"predict_proba shape {p.shape} or not finite"
     if hasattr(est, "decision_function"):
-        d = np.asarray(est.decision_function(X))
+        d = np.asarray(est.decision_function(X, **kw))
         if d.shape[0] != n or not np.isfinite(d).all():
             return f"decision_function shape {d.shape} or not finite"
     t = np.asarray(est.transform(X))

@@ -173,6 +173,25 @@ def test_warnings_of_the_fit_are_one_line_each_and_in_the_report(tmp_path, monke
     assert report["warnings"] == ["something to know about this fit"]
 
 
+@pytest.mark.parametrize("argv, knob", [(["--mu", "0.999", "--trees", "5"], "--mu"),
+                                        (["--method", "controlburn", "--alpha", "1e6"],
+                                         "--alpha")])
+def test_an_empty_selection_says_what_to_change_in_the_commands_words(tmp_path, monkeypatch,
+                                                                     capsys, argv, knob):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--device",
+                 "cpu", "--report", "r.json", *argv]) == 0
+    captured = capsys.readouterr()
+    assert "selected 0 of 6 columns" in captured.out
+    advice = (f"no column was selected: pass -k N to select exactly N columns, or a smaller "
+              f"{knob}")
+    lines = captured.err.splitlines()
+    assert lines[0].startswith("warning: no feature was selected: ")     # the fit's own
+    assert lines[-1] == f"warning: {advice}"
+    assert json.loads((tmp_path / "r.json").read_text())["warnings"][-1] == advice
+
+
 # --- user errors: one line, status 2; --debug shows the traceback ---------------------------
 def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp_path):
     _planted().to_csv(tmp_path / "in.csv", index=False)

@@ -63,6 +63,26 @@ def test_one_feature_per_planted_group_where_mdi_keeps_copies(seed):
     assert auc[1] > auc[0] + 0.02
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "NOT MET (measured): the default forest gives one feature per group on 24 of 40 "
+    "(seed, data) cases (binary groups 5/10 classification, 9/10 regression; Gaussian groups "
+    "5/10 and 5/10); here seed 2 takes two copies of one group and none of another. The "
+    "stumps of two near-copies are nearly the same column of A at the same cost, so the lasso "
+    "is almost indifferent between them and the proximal-gradient solver spreads the weight "
+    "over both; max_features='sqrt' or 'log2', tree_type='single' or 'sparse' and "
+    "forest_method='bag' measured 25-31 of 40, none 40."))
+def test_default_keeps_one_feature_per_group_of_three_near_copies():
+    """The issue's case: defaults, k = number of planted groups (3 copies each, correlation
+    > 0.95, plus noise columns): exactly one feature from each group, on several seeds."""
+    counts = []
+    for seed in range(5):
+        X, y, groups = planted_groups(seed, n_copies=2)          # 3 columns per group
+        sel = ControlBurnClassifier(n_features_to_select=3, random_state=seed).fit(
+            X, y).selected_features_
+        counts.append(np.bincount(groups[sel], minlength=9)[:3].tolist())
+    assert counts == [[1, 1, 1]] * 5, counts
+
+
 def test_default_forest_finds_the_informative_features():
     X, y = regression_data()
     est = ControlBurnRegressor(n_features_to_select=3, max_depth=4, random_state=0,
@@ -250,7 +270,8 @@ def test_refit_estimator_and_pandas():
 
 @pytest.mark.parametrize("kw, match", [
     (dict(n_features_to_select=0), r"'n_features_to_select' parameter of ControlBurnRegressor "
-                                   r"must be an int in the range \[1, inf\) or None. Got 0"),
+                                   r"must be an int in the range \[1, inf\), a float in the "
+                                   r"range \(0.0, 1.0\] or None. Got 0"),
     (dict(n_features_to_select=2.5), r"'n_features_to_select' parameter"),
     (dict(n_features_to_select=2, alpha=0.1), "either n_features_to_select"),
     (dict(alpha=-1.0), r"'alpha' parameter of ControlBurnRegressor must be a float in the range "
@@ -349,3 +370,53 @@ def test_gpu_and_cpu_select_the_same_features():
             np.testing.assert_array_equal(v, g.forest_.ensemble.stacked()[k], err_msg=k)
         np.testing.assert_array_equal(c.selected_features_, g.selected_features_)
         np.testing.assert_allclose(c.tree_weights_, g.tree_weights_, rtol=1e-6, atol=1e-9)
+
+
+# --- one forest, every k -----------------------------------------------------------------------
+
+
+def test_warm_start_keeps_the_forest_and_a_new_k_gives_the_cold_fits_selection():
+    X, y = regression_data(seed=3)
+    est = ControlBurnRegressor(n_features_to_select=3, warm_start=True, random_state=0,
+                               **SMALL_R).fit(X, y)
+    forest = est.forest_
+    assert est.forest_reused_ is False
+    for k in (2, 4, 1):
+        est.set_params(n_features_to_select=k).fit(X, y)
+        assert est.forest_ is forest and est.forest_reused_
+        assert est.fit_times_["forest"] == 0.0 and "tree_predictions" in est.fit_times_
+        cold = ControlBurnRegressor(n_features_to_select=k, random_state=0, **SMALL_R).fit(X, y)
+        np.testing.assert_array_equal(est.selected_features_, cold.selected_features_)
+        np.testing.assert_array_equal(est.tree_weights_, cold.tree_weights_)
+        assert est.lambda_ == cold.lambda_
+        np.testing.assert_array_equal(est.predict(X), cold.predict(X))
+    # a forest parameter, other data or another seed: a new forest
+    for change in (dict(max_depth=3), dict(random_state=1)):
+        est.set_params(**change).fit(X, y)
+        assert est.forest_ is not forest and not est.forest_reused_
+        forest = est.forest_
+    est.fit(X[:500], y[:500])
+    assert est.forest_ is not forest and not est.forest_reused_
+    # without warm_start every fit grows its forest
+    cold = ControlBurnRegressor(n_features_to_select=2, random_state=0, **SMALL_R).fit(X, y)
+    first = cold.forest_
+    assert cold.fit(X, y).forest_ is not first
+
+
+def test_default_path_is_what_the_k_search_passed_through():
+    X, y = regression_data(seed=3)
+    est = ControlBurnRegressor(n_features_to_select=3, random_state=0, **SMALL_R).fit(X, y)
+    sp = est.selection_path_
+    assert est.selection_exact_ and sp["k"] == [1, 2, 3] and sp["unreachable"] == {}
+    assert sp["features"][3] == sorted(est.selected_features_.tolist())
+    assert sp["lambda"][3] == est.lambda_
+    # k = 4 is not reached by any lambda of the search: the path says so
+    with pytest.warns(UserWarning, match="no lambda selects exactly 4"):
+        est4 = ControlBurnRegressor(n_features_to_select=4, random_state=0, **SMALL_R).fit(X, y)
+    assert est4.selection_path_["k"] == [1, 2, 3]
+    assert "no lambda solved by the search" in est4.selection_path_["unreachable"][4]
+    searched = ControlBurnRegressor(n_features_to_select=3, path_k_max=4, random_state=0,
+                                    **SMALL_R).fit(X, y).selection_path_
+    assert set(searched["k"]) >= set(sp["k"])   # searching every k finds at least as many
+    with_alpha = ControlBurnRegressor(alpha=0.01, random_state=0, **SMALL_R).fit(X, y)
+    assert with_alpha.selection_path_["k"] == []

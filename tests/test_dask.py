@@ -192,6 +192,19 @@ def test_gbfs_k_search_multiclass_eval_set_root_sse(client, monkeypatch):
     assert np.array_equal(ref.evals_result_[0], est.evals_result_[0])
 
 
+def test_gbfs_auto_k_with_tol(client):
+    # n_features_to_select="auto" with tol: an unbudgeted fit's path picks k, then the fit at
+    # mu with that budget (two fit_boosting calls on the same workers' rows)
+    X, y, rng = _data(n=800, seed=19)
+    kw = dict(n_estimators=6, max_depth=3, mu=0.01, n_features_to_select="auto", tol=0.01,
+              random_state=2)
+    ref = GBFSRegressor(**kw).fit(X, y)
+    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(300, 6)),
+                                      da.from_array(y, chunks=300))
+    _assert_same_model(ref, est)
+    assert 1 <= len(ref.selected_features_) < X.shape[1]
+
+
 @pytest.mark.slow  # two more clusters to start (about 10-30 s on a busy 2-core box)
 def test_gbfs_same_trees_on_one_and_four_workers():
     X, y, rng = _data(n=900, seed=15)
@@ -365,6 +378,9 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd)
     with pytest.raises(ValueError, match="GPU workers \\(dask_cuda\\) are not supported yet"):
         DaskGBFSRegressor(device="gpu").fit(Xd, yd)
+    for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
+        with pytest.raises(ValueError, match="warm_start=True is not supported by the Dask"):
+            cls(warm_start=True).fit(Xd, yd)
     with pytest.raises(ValueError, match="tree_type='single' is not supported by the Dask"):
         DaskControlBurnRegressor(tree_type="single").fit(Xd, yd)
     bad = y.copy()

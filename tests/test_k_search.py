@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpufs import GBFSClassifier, GBFSRegressor
-from gpufs.selectors._k_search import FLOOR, Probe, search_mu
+from gpufs.selectors._k_search import FLOOR, Probe, known_outcomes, search_mu
 
 
 def _counting_probe(count_of_mu, calls):
@@ -51,6 +51,50 @@ def test_search_unbounded_scaling_grows_mu():
     probe = _counting_probe(lambda mu: 10 if mu < 1000 else 0, calls)
     res = search_mu(lambda mu: probe(mu, 3), 3, 2.0, upper=None, rtol=0.5, max_probes=12)
     assert 1000 / 1.5 <= res.mu < 1000
+
+
+def _count_4_per_decade(mu):
+    return 100 if mu == 0 else max(0, int(math.floor(-4 * math.log10(mu))))
+
+
+def test_known_outcomes_of_an_earlier_search_for_another_k():
+    records = [dict(mu=0.05, reached=False, n_features=5, n_trees=50, seconds=0.0),
+               dict(mu=0.001, reached=True, n_features=7, n_trees=9, seconds=0.0)]
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 3)] == [(0.05, True),
+                                                                       (0.001, True)]
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 6)] == [(0.05, False),
+                                                                       (0.001, True)]
+    # a probe that stopped at its 7th feature says nothing about the 8th
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 8)] == [(0.05, False)]
+
+
+@pytest.mark.parametrize("k_old, k_new", [(7, 3), (3, 7), (5, 5), (12, 1), (2, 9)])
+def test_a_new_k_reuses_what_an_earlier_search_found(k_old, k_new):
+    def search(k, known=()):
+        calls = []
+        probe = _counting_probe(_count_4_per_decade, calls)
+        res = search_mu(lambda mu: probe(mu, k), k, 0.05, upper=1.0, rtol=0.1, max_probes=30,
+                        known=known)
+        return res, calls
+
+    old, _ = search(k_old)
+    known = known_outcomes(old.as_records(), k_new)
+    warm, calls = search(k_new, known)
+    cold, cold_calls = search(k_new)
+    mu_star = 10 ** (-k_new / 4)          # the largest mu with count >= k_new
+    assert mu_star / 1.1 <= warm.mu <= mu_star
+    assert not set(calls) & {p.mu for p in known}       # nothing known is probed again
+    assert len(calls) <= len(cold_calls)
+    if k_new <= k_old:      # the earlier probes bracket a smaller k: fewer new probes
+        assert len(calls) < len(cold_calls)
+    if k_new == k_old:
+        assert calls == [] and warm.mu == old.mu
+
+
+def test_known_short_at_mu_zero_means_fewer_features_than_k():
+    known = [Probe(0.0, False, 2, 50, 0.0), Probe(0.05, False, 1, 50, 0.0)]
+    res = search_mu(lambda mu: pytest.fail("probed"), 5, 0.05, upper=1.0, known=known)
+    assert res.mu is None and res.n_features_max == 2 and res.probes == []
 
 
 def _planted(seed, n=300, d=10, task="regression"):
@@ -148,7 +192,8 @@ def test_gbfs_fraction_of_columns():
     assert len(est.selected_features_) == 3
     with pytest.raises(ValueError, match=r"'n_features_to_select' parameter of GBFSRegressor "
                                          r"must be an int in the range \[1, inf\), a float in "
-                                         r"the range \(0.0, 1.0\] or None. Got 1.5"):
+                                         r"the range \(0.0, 1.0\], a str among \{'auto'\} "
+                                         r"or None. Got 1.5"):
         GBFSRegressor(n_features_to_select=1.5).fit(X, y)
 
 
@@ -255,3 +300,25 @@ def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
     assert warm.selection_record_ == cold.selection_record_
     assert warm.n_estimators_ == cold.n_estimators_ and warm.mu_ == cold.mu_
     np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
+
+
+def test_gbfs_warm_start_keeps_the_bins_and_the_probes_for_a_new_k():
+    X, y = _planted(1, n=400)
+    est = GBFSRegressor(n_estimators=30, warm_start=True, random_state=0, device="cpu")
+    est.set_params(n_features_to_select=5).fit(X, y)
+    bins = est.bin_mapper_
+    for k in (3, 4, 6):
+        est.set_params(n_features_to_select=k).fit(X, y)
+        cold = GBFSRegressor(n_estimators=30, n_features_to_select=k, random_state=0,
+                             device="cpu").fit(X, y)
+        assert est.bin_mapper_ is bins and est.selected_features_.size == k
+        assert len(est.mu_search_) < len(cold.mu_search_)
+        # the probes this fit ran are new prices, not ones an earlier fit already tried
+        assert not {p["mu"] for p in est.mu_search_} & {p["mu"] for p in cold.mu_search_[:1]}
+    # another parameter, or an unseeded estimator: everything again
+    est.set_params(max_depth=3).fit(X, y)
+    assert est.bin_mapper_ is not bins
+    unseeded = GBFSRegressor(n_estimators=30, n_features_to_select=5, warm_start=True,
+                             device="cpu").fit(X, y)
+    first = unseeded.bin_mapper_
+    assert unseeded.fit(X, y).bin_mapper_ is not first

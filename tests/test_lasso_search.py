@@ -130,3 +130,27 @@ def test_bad_k(small):
         selection_path(A, y, masks, 0)
     with pytest.raises(ValueError, match=rf"k_max={n_used + 1} is larger"):
         selection_path(A, y, masks, n_used + 1)
+
+
+def test_record_keeps_the_path_the_k_search_passed_through():
+    A, y, masks = _forest(200, 40, seed=5)
+    groups = np.array([0, 0, 1, 2, 2, 3, 4, 4])
+    full = selection_path(A, y, masks, 5, groups=groups)
+    record = {}
+    sel = select_k(A, y, masks, 5, groups=groups, record=record)
+    points = record["path"]
+    assert points.n_solves == sel.n_solves           # no solve beyond the search's own
+    np.testing.assert_array_equal(points.selections[5].features, sel.features)
+    assert set(points.ks) | set(points.unreachable) == {1, 2, 3, 4, 5}
+    for k, s in points.selections.items():
+        assert s.features.size == k
+        # the lambda really gives those features
+        res = solve_lasso(A, y, tree_costs(masks, groups=groups), s.lam)
+        np.testing.assert_array_equal(selected_features(res.weights, masks), s.features)
+    # every k the full path cannot reach is missing here too
+    assert set(full.unreachable) <= set(points.unreachable)
+    # an unreachable k still leaves its path in the record
+    record = {}
+    with pytest.raises(UnreachableKError):
+        select_k(A, y, masks, 4, groups=groups, record=record)
+    assert 4 in record["path"].unreachable and record["path"].ks

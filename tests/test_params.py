@@ -2,13 +2,15 @@
 infinities, values below its range, booleans and strings at ``fit``, with a message that names
 the parameter (scikit-learn's ``_parameter_constraints`` machinery, ``gpufs._params``)."""
 import math
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
 from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   StagewiseClassifier, StagewiseRegressor)
+                   MultiTaskGBFSClassifier, MultiTaskGBFSRegressor, StagewiseClassifier,
+                   StagewiseRegressor)
 from gpufs._params import _NumberInterval, int_range, real_range
 
 ESTIMATORS = [GBFSRegressor, GBFSClassifier, StagewiseRegressor, StagewiseClassifier,
@@ -46,7 +48,7 @@ def test_bad_numeric_hyperparameter_is_rejected_by_name(cls, name, value):
         est.fit(X, Y[cls in (GBFSClassifier, StagewiseClassifier, ControlBurnClassifier)])
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize("cls", ESTIMATORS + [MultiTaskGBFSRegressor, MultiTaskGBFSClassifier])
 def test_every_parameter_has_a_constraint(cls):
     assert set(cls._parameter_constraints) == set(cls().get_params())
 
@@ -79,8 +81,8 @@ def test_gbfs_messages(params, match):
 @pytest.mark.parametrize("params,match", [
     (dict(dtype="float16"), r"'dtype' parameter of StagewiseRegressor must be a str among"),
     (dict(n_features_to_select=1.5), r"'n_features_to_select' parameter of StagewiseRegressor "
-                                     r"must be None, an int in the range \[1, inf\) or a float "
-                                     r"in the range \(0.0, 1.0\]"),
+                                     r"must be None, an int in the range \[1, inf\), a float "
+                                     r"in the range \(0.0, 1.0\] or a str among \{'auto'\}"),
     (dict(n_features_to_select="all"), r"'n_features_to_select' parameter"),
 ])
 def test_stagewise_messages(params, match):
@@ -123,3 +125,56 @@ def test_valid_parameters_fit_and_a_failed_fit_keeps_the_model():
     with pytest.raises(InvalidParameterError, match="'mu' parameter"):
         est.set_params(mu=float("nan")).fit(X, Y[False])
     np.testing.assert_array_equal(est.predict(X), before)
+
+
+# --- the sweep: every parameter of every estimator, values of every wrong kind ----------------
+
+#: Wrong in some way for every parameter (except where ``_still_valid`` says otherwise):
+#: non-finite and negative numbers, a boolean, a number as text, an arbitrary object, a list of
+#: the wrong length, a mapping, and arrays of one entry per feature holding NaN, infinity,
+#: negative numbers or text.
+SWEEP = [math.nan, math.inf, -math.inf, -1, -1.5, True, "1", object(), [1, 2], {"a": 1},
+         np.full(4, math.nan), np.full(4, math.inf), np.full(4, -1.0), np.ones(3), ["a"] * 4]
+
+
+def _still_valid(name, constraints, value):
+    """The few sweep values that are legitimate for a parameter."""
+    if isinstance(value, bool):        # a flag, a verbosity level or a seed
+        return any(c in ("boolean", "verbose", "random_state") for c in constraints)
+    if name == "n_jobs" and type(value) is int and value == -1:   # all cores (scikit-learn)
+        return True
+    if name == "feature_groups" and isinstance(value, np.ndarray) and value.shape == (4,):
+        return bool(np.isfinite(value).all())       # group labels may be negative integers
+    if name == "categorical_features" and isinstance(value, list) and value == [1, 2]:
+        return True                                 # column indices
+    return False
+
+
+def _fit(cls, est):
+    classifier = cls.__name__.endswith("Classifier")
+    y = Y[classifier]
+    if cls.__name__.startswith("MultiTask"):
+        return est.fit([X[:15], X[15:]], [y[:15], y[15:]])
+    return est.fit(X, y)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS + [MultiTaskGBFSRegressor, MultiTaskGBFSClassifier])
+def test_every_parameter_rejects_every_wrong_kind_of_value_naming_the_parameter(cls):
+    """nan, inf, negative, wrong type, wrong length: a ValueError or TypeError naming the
+    parameter, at fit, for all estimators (multitask included) and all their parameters."""
+    problems = []
+    for name, constraints in cls._parameter_constraints.items():
+        for value in SWEEP:
+            if _still_valid(name, constraints, value):
+                continue
+            est = cls(device="cpu").set_params(**{name: value})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    _fit(cls, est)
+                except (ValueError, TypeError) as exc:
+                    if name not in str(exc):
+                        problems.append(f"{name}={value!r}: message without the name: {exc}")
+                    continue
+            problems.append(f"{name}={value!r} was accepted")
+    assert not problems, "\n".join(problems)

@@ -51,11 +51,40 @@ def test_numpy_input_gets_scikit_learn_names(named):
     assert selection_path(est).features == [f"x{f}" for f in est.selected_features_]
 
 
-def test_controlburn_without_path_losses_says_what_to_do(named):
+def test_controlburn_path_by_default_has_names_and_lasso_losses(named, tmp_path):
+    X, y = named
+    est = ControlBurnRegressor(n_features_to_select=3, max_depth=2, random_state=0,
+                               device="cpu").fit(X, y.astype(float))
+    sp = est.selection_path_
+    assert sp["k"] and max(sp["k"]) == 3                   # up to the selection's size
+    assert sp["features"][3] == sorted(est.selected_features_.tolist())
+    for k in sp["k"]:
+        assert len(sp["features"][k]) == k
+        assert sp["names"][k] == [X.columns[f] for f in sp["features"][k]]
+    losses = [sp["train_loss"][k] for k in sp["k"]]
+    assert losses == sorted(losses, reverse=True)            # more features, lower lasso loss
+    # the training loss is the lasso objective without its penalty: below the variance of y
+    assert 0 < losses[-1] < losses[0] < float(np.var(y.astype(float)))
+    p = selection_path(est)
+    assert p.n_features == sp["k"] and p.val_loss is None
+    entered = [f for k in sp["k"] for f in p.features[sp["k"].index(k)].split(", ")]
+    assert set(entered) == set(sp["names"][3])
+    # a model loaded from its file (no forest_) has the same path
+    est.save_model(tmp_path / "cb.json")
+    from gpufs.model_io import load_model
+
+    loaded = load_model(tmp_path / "cb.json")
+    assert not hasattr(loaded, "forest_")
+    assert selection_path(loaded) == p
+
+
+def test_controlburn_path_without_losses_says_what_to_do(named):
     X, y = named
     est = ControlBurnRegressor(n_features_to_select=2, max_depth=2, random_state=0,
                                device="cpu").fit(X, y.astype(float))
-    with pytest.raises(ValueError, match="path_k_max"):
+    # the path of a model written before the losses were recorded
+    est.selection_path_ = {k: v for k, v in est.selection_path_.items() if k != "train_loss"}
+    with pytest.raises(ValueError, match="did not record the lasso's loss per k; fit it again"):
         selection_path(est)
 
 
@@ -83,6 +112,8 @@ def test_plot_selection_path_all_families(named):
     g = GBFSClassifier(mu=0.01, n_estimators=10, max_depth=2, validation_fraction=0.25,
                        random_state=0, device="cpu").fit(X, y)
     s = StagewiseClassifier(n_features_to_select=3).fit(X, y)
+    c = ControlBurnRegressor(n_features_to_select=3, max_depth=2, random_state=0,
+                             device="cpu").fit(X, y.astype(float))
     from gpufs.plotting import plot_selection_path
 
     ax = plot_selection_path(g)
@@ -94,9 +125,18 @@ def test_plot_selection_path_all_families(named):
     assert legend == ["GBFSClassifier (train)", "GBFSClassifier (validation)"]
     plt.close(fig)
 
-    ax = plot_selection_path(g, s)
+    ax = plot_selection_path(g, s, c)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "StagewiseClassifier" in legend and "GBFSClassifier (train)" in legend
+    assert legend == ["GBFSClassifier (train)", "GBFSClassifier (validation)",
+                      "StagewiseClassifier", "ControlBurnRegressor"]
+    plt.close(ax.figure)
+
+    ax = plot_selection_path(c)        # ControlBurn alone: its k-path, entering names as ticks
+    (line,) = ax.get_lines()
+    np.testing.assert_array_equal(line.get_xdata(), c.selection_path_["k"])
+    assert ax.get_ylabel() == "lasso training loss"
+    ticks = " ".join(t.get_text() for t in ax.get_xticklabels())
+    assert all(name[:8] in ticks for name in c.selected_feature_names_)
     plt.close(ax.figure)
 
     pts = [PathPoint(0.1, [0], 1, 0.7, ["age"]), PathPoint(0.01, [0, 3], 2, 0.8, ["age",
@@ -114,6 +154,15 @@ def test_plot_selection_path_all_families(named):
     ax = plot_selection_path(custom)
     assert [t.get_text() for t in ax.get_xticklabels()] == [
         "1\n+a", "2\n+income_i\N{HORIZONTAL ELLIPSIS}_per_year"]
+    plt.close(ax.figure)
+
+    # labels that do not fit side by side are turned, each "k +name" on one line
+    crowded = SelectionPath([1, 2, 3, 4, 5], [f"a_long_column_name_{i}" for i in range(5)],
+                            [5.0, 4.0, 3.0, 2.0, 1.0], label="crowded")
+    ax = plot_selection_path(crowded)
+    ticks = ax.get_xticklabels()
+    assert [t.get_text() for t in ticks][0] == "1 +a_long_c\N{HORIZONTAL ELLIPSIS}mn_name_0"
+    assert {t.get_rotation() for t in ticks} == {45.0}
     plt.close(ax.figure)
 
     with pytest.raises(ValueError, match="at least one"):

@@ -7,8 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpufs import GBFSClassifier, GBFSRegressor, StagewiseClassifier, StagewiseRegressor
-from gpufs.selectors._base import EarlyStopping, validation_split
+from sklearn.base import clone
+
+from gpufs import (ControlBurnRegressor, GBFSClassifier, GBFSRegressor, StagewiseClassifier,
+                   StagewiseRegressor)
+from gpufs.selectors._base import EarlyStopping, auto_k, resolve_k, validation_split
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(300, 5))
@@ -169,3 +172,139 @@ def test_no_warning_on_a_plain_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         GBFSClassifier(n_estimators=3, validation_fraction=0.2, device="cpu").fit(X, Y_CLS)
+
+
+# --- n_features_to_select and empty selections, the same in every family ----------------------
+
+FAMILIES = [GBFSRegressor(n_estimators=10, max_depth=2, device="cpu"),
+            StagewiseRegressor(device="cpu"),
+            ControlBurnRegressor(max_depth=2, max_trees_per_round=10, device="cpu",
+                                 random_state=0)]
+
+
+@pytest.mark.parametrize("est", FAMILIES, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("fraction, k", [(0.4, 2), (0.5, 2), (0.01, 1), (0.8, 4)])
+def test_a_fraction_of_the_columns_means_the_same_in_every_family(est, fraction, k):
+    assert resolve_k(fraction, 5) == k and resolve_k(1.0, 5) == 5 and resolve_k(3, 5) == 3
+    y = X @ np.array([2.0, -1.0, 1.0, 0.5, 1.5]) + 0.3 * RNG.normal(size=X.shape[0])
+    fitted = clone(est).set_params(n_features_to_select=fraction).fit(X, y)
+    assert fitted.selected_features_.size == k
+
+
+@pytest.mark.parametrize("est, params, why", [
+    (FAMILIES[0], dict(mu=0.99), "at mu=0.99 no split on any feature paid its price"),
+    (FAMILIES[1], dict(tol=1e9),
+     "the first round lowered the training cost by less than tol=1e\\+09"),
+    (FAMILIES[2], dict(alpha=1e6), "at alpha=1e\\+06 the lasso keeps no tree"),
+], ids=lambda v: type(v).__name__ if hasattr(v, "fit") else "")
+def test_an_empty_selection_warns_what_to_change_and_transform_follows_scikit_learn(
+        est, params, why):
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d", "e"])
+    with pytest.warns(UserWarning, match=f"no feature was selected: {why}.*n_features_to_select"):
+        fitted = clone(est).set_params(**params).fit(df, Y_REG)
+    assert fitted.selected_features_.size == 0
+    for data in (X, df):
+        with pytest.warns(UserWarning, match="No features were selected: transform returns an "
+                                             "array with no columns.*n_features_to_select"):
+            out = fitted.transform(data)
+        assert out.shape == (X.shape[0], 0)
+
+
+# --- n_features_to_select="auto" with tol (GBFS and stagewise) --------------------------------
+
+def test_auto_k_keeps_the_first_feature_then_each_that_improves_by_more_than_tol():
+    assert auto_k([], 0.1) == 0
+    assert auto_k([5.0], 0.1) == 1
+    assert auto_k([5.0, 4.0, 3.95, 1.0], 0.1) == 2        # stops at the first small step
+    assert auto_k([5.0, 5.0], 0.0) == 1                   # a tie (same tree) is no improvement
+    assert auto_k([5.0, 4.0, 3.0], 0.0) == 3
+
+
+def _planted(seed=0, n=600):
+    rng = np.random.default_rng(seed)
+    Xp = rng.normal(size=(n, 8))
+    y = 3 * Xp[:, 0] + 2 * Xp[:, 1] + 1.0 * Xp[:, 2] + 0.3 * rng.normal(size=n)
+    return Xp, y
+
+
+@pytest.mark.parametrize("validation", [dict(validation_fraction=0.25), {}])
+def test_stagewise_auto_keeps_the_features_that_lower_the_watched_cost_by_more_than_tol(
+        validation):
+    Xp, y = _planted()
+    tol = 0.05
+    full = StagewiseRegressor(device="cpu", random_state=0, **validation).fit(Xp, y)
+    watched = (full.validation_cost_history_ if validation else full.cost_history_)[1:]
+    k = auto_k(watched, tol)
+    auto = StagewiseRegressor("auto", tol=tol, device="cpu", random_state=0,
+                              **validation).fit(Xp, y)
+    assert k == 3 and sorted(auto.selected_features_.tolist()) == [0, 1, 2]
+    assert auto.selected_features_.tolist() == full.selected_features_[:k].tolist()
+    np.testing.assert_array_equal(auto.cost_history_, full.cost_history_[:k + 1])
+    assert StagewiseRegressor("auto", device="cpu").fit(Xp, y).selected_features_.size == 4
+
+
+@pytest.mark.parametrize("validation", [dict(validation_fraction=0.25), {}])
+def test_gbfs_auto_keeps_the_features_that_lower_the_path_loss_by_more_than_tol(validation):
+    Xp, y = _planted()
+    tol = 0.1
+    kw = dict(mu=0.01, n_estimators=100, max_depth=3, random_state=0, device="cpu",
+              **validation)
+    full = GBFSRegressor(**kw).fit(Xp, y)
+    p = full.selection_path_
+    k = auto_k(p["val_loss"] if validation else p["train_loss"], tol)
+    # the loss once a feature is in includes the boosting until the next one enters, so the
+    # noise features that enter late bring less than tol; the planted ones more
+    assert k == 3 < full.selected_features_.size
+    assert sorted(full.selected_features_[:k].tolist()) == [0, 1, 2]
+    auto = GBFSRegressor(n_features_to_select="auto", tol=tol, **kw).fit(Xp, y)
+    assert auto.selected_features_.tolist() == full.selected_features_[:k].tolist()
+    assert auto.mu_ == kw["mu"] and auto.mu_search_ is None and "auto_fit" in auto.fit_times_
+    assert auto.n_estimators_ == kw["n_estimators"]    # a whole model on the k features
+    half = GBFSRegressor(n_features_to_select="auto", **kw).fit(Xp, y)
+    assert half.selected_features_.size == 4
+
+
+def test_controlburn_has_no_auto():
+    with pytest.raises(ValueError, match="'n_features_to_select' parameter of "
+                                         "ControlBurnRegressor must be"):
+        ControlBurnRegressor(n_features_to_select="auto", device="cpu").fit(X, Y_REG)
+
+
+# --- exactly k on real tables, every family ------------------------------------------------
+
+def _table(name):
+    from sklearn import datasets
+
+    if name == "breast_cancer":
+        return datasets.load_breast_cancer(return_X_y=True, as_frame=True), "c"
+    if name == "wine":
+        return datasets.load_wine(return_X_y=True, as_frame=True), "c"
+    return datasets.load_diabetes(return_X_y=True, as_frame=True), "r"
+
+
+@pytest.mark.parametrize("table, ks, seeds", [("breast_cancer", (3, 5, 10), (0, 1)),
+                                              ("diabetes", (3, 5), (0,)),
+                                              ("wine", (3, 5), (0,))])
+@pytest.mark.parametrize("family", ["gbfs", "controlburn", "stagewise"])
+def test_every_family_selects_exactly_k_on_real_tables(family, table, ks, seeds):
+    from gpufs import ControlBurnClassifier, GBFSClassifier, StagewiseClassifier
+
+    (Xt, yt), task = _table(table)
+    cls = {("gbfs", "c"): GBFSClassifier, ("gbfs", "r"): GBFSRegressor,
+           ("controlburn", "c"): ControlBurnClassifier, ("controlburn", "r"): ControlBurnRegressor,
+           ("stagewise", "c"): StagewiseClassifier, ("stagewise", "r"): StagewiseRegressor}[
+        (family, task)]
+    for seed in seeds:
+        est = cls(device="cpu", random_state=seed)
+        if family == "controlburn":
+            est.set_params(warm_start=True)
+        for k in ks:
+            with warnings.catch_warnings():
+                # ControlBurn warns when no lambda gives exactly k and it completes the
+                # selection (selection_exact_ False): still k features
+                warnings.simplefilter("ignore", UserWarning)
+                est.set_params(n_features_to_select=k).fit(Xt, yt)
+            sel = est.selected_features_
+            assert sel.size == k and np.unique(sel).size == k, (family, table, seed, k)
+            assert est.transform(Xt).shape == (Xt.shape[0], k)
+            assert list(est.selected_feature_names_) == [Xt.columns[j] for j in sel]

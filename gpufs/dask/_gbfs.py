@@ -57,6 +57,11 @@ def check_cluster_params(est):
         raise ValueError("validation_fraction is not supported by the Dask estimators (its "
                          "held-out rows are drawn over the whole table): pass eval_set="
                          "(X_val, y_val) with Dask collections instead.")
+    if getattr(est, "warm_start", False):
+        raise ValueError("warm_start=True is not supported by the Dask estimators (whether "
+                         "the data is the same as the last fit's cannot be checked without "
+                         "reading it all): fit again without it, or use the single-process "
+                         "estimator.")
     if est.device not in ("auto", "cpu"):
         raise ValueError(f"device={est.device!r}: the Dask estimators run their workers' "
                          "kernels on the CPU backend (device='cpu' or 'auto'); GPU workers "
@@ -139,20 +144,21 @@ class _DaskGBFSMixin:
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
-                 n_features_to_select=None, n_estimators=100, learning_rate=0.1, max_depth=4,
-                 max_bins=255, reg_lambda=1.0, min_child_weight=1e-3, min_split_gain=0.0,
-                 hessian=True, validation_fraction=None, n_iter_no_change=None,
-                 device="auto", n_jobs=None, random_state=None, verbose=False, client=None,
-                 timeout=DEFAULT_TIMEOUT):
+                 n_features_to_select=None, tol=None, n_estimators=100, learning_rate=0.1,
+                 max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
+                 min_split_gain=0.0, hessian=True, validation_fraction=None,
+                 n_iter_no_change=None, warm_start=False, device="auto", n_jobs=None,
+                 random_state=None, verbose=False, client=None, timeout=DEFAULT_TIMEOUT):
         super().__init__(
             mu=mu, penalty_scaling=penalty_scaling, feature_costs=feature_costs,
             feature_groups=feature_groups, categorical_features=categorical_features,
-            n_features_to_select=n_features_to_select, n_estimators=n_estimators,
+            n_features_to_select=n_features_to_select, tol=tol, n_estimators=n_estimators,
             learning_rate=learning_rate, max_depth=max_depth, max_bins=max_bins,
             reg_lambda=reg_lambda, min_child_weight=min_child_weight,
             min_split_gain=min_split_gain, hessian=hessian,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
-            device=device, n_jobs=n_jobs, random_state=random_state, verbose=verbose)
+            warm_start=warm_start, device=device, n_jobs=n_jobs, random_state=random_state,
+            verbose=verbose)
         self.client = client
         self.timeout = timeout
 

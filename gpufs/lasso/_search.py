@@ -145,7 +145,7 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
              loss="squared", sample_weight=None, fit_intercept=True, threshold=0.0,
              lambda_min_ratio=1e-6, bisect_rtol=1e-7, max_bisect=60, strict=True,
              sketch=None, sketch_size=None, random_state=0, tol=DEFAULT_TOL,
-             max_iter=DEFAULT_MAX_ITER):
+             max_iter=DEFAULT_MAX_ITER, record=None):
     """Find a lambda whose solution selects exactly ``k`` features (ControlBurn, section 4.2.1).
 
     Starting at lambda_max (only the zero-cost trees kept), lambda is halved, each solve
@@ -178,6 +178,12 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
         the most features below k (the sparsest one when the free features alone exceed k),
         with ``exact=False``.
     $solver
+    record : dict or None, default=None
+        If given, ``record["path"]`` is set (also when k is unreachable) to the
+        :class:`SelectionPath` of k' = 1..k that the lambdas this search solved give, at no
+        extra solve: for each k' the largest solved lambda that selects exactly k'; a k' no
+        solved lambda gave is listed as unreachable with that reason (:func:`selection_path`
+        searches every k' instead).
 
     Returns
     -------
@@ -195,6 +201,25 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
                          strict)
     finally:
         search.warn_if_needed()
+        if record is not None:
+            record["path"] = _points_path(search, k, prob.lambda_max())
+
+
+def _points_path(search, k_max, lmax):
+    """The SelectionPath of k = 1..k_max from the lambdas ``search`` has solved."""
+    selections, unreachable = {}, {}
+    for k in range(1, k_max + 1):
+        lam = search.hit(k)
+        if lam is None:
+            unreachable[k] = ("no lambda solved by the search for k features selects exactly "
+                              f"{k} (path_k_max searches every k)")
+        else:
+            selections[k] = _without_count(search.selection(lam))
+    pts = search.sorted_points()
+    return SelectionPath(selections=selections, unreachable=unreachable, lambda_max=lmax,
+                         lambdas=np.array([p[0] for p in pts]),
+                         n_selected=np.array([p[1] for p in pts], dtype=np.int64),
+                         n_solves=search.n_solves)
 
 
 def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict):

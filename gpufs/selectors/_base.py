@@ -28,6 +28,7 @@ Owns the estimator contract that does not depend on the method:
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -46,7 +47,8 @@ from ..backends import get_backend
 
 __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
            "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
-           "input_device", "int_range", "real_range", "validation_split"]
+           "auto_k", "input_device", "int_range", "real_range", "resolve_k",
+           "validation_split"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,6 +230,69 @@ class EarlyStopping:
 # --------------------------------------------------------------------------------------------
 
 
+def resolve_k(n_features_to_select, n_features):
+    """The number of features ``n_features_to_select`` asks for, the same in every family.
+
+    An int is that many; a float in (0, 1] is that fraction of the ``n_features`` columns,
+    rounded down but at least 1 (as scikit-learn's ``RFE`` and ``SequentialFeatureSelector``
+    round it); None stays None (the method's own stopping rule).
+
+    Parameters
+    ----------
+    n_features_to_select : int, float in (0, 1] or None
+    n_features : int
+
+    Returns
+    -------
+    int or None
+
+    Examples
+    --------
+    >>> resolve_k(3, 10), resolve_k(0.25, 10), resolve_k(0.01, 10), resolve_k(None, 10)
+    (3, 2, 1, None)
+    """
+    k = n_features_to_select
+    if k is None:
+        return None
+    if isinstance(k, numbers.Integral):
+        return int(k)
+    return max(1, int(k * n_features))
+
+
+def auto_k(losses, tol):
+    """``n_features_to_select="auto"`` with ``tol``: how many features to keep.
+
+    ``losses[j]`` is the loss once features 0..j had entered, in the order they entered. The
+    first feature is always kept; feature j is kept while ``losses[j - 1] - losses[j] > tol``
+    (the rule of scikit-learn's ``SequentialFeatureSelector``, on a loss instead of a score).
+
+    Parameters
+    ----------
+    losses : sequence of float
+    tol : float >= 0
+
+    Returns
+    -------
+    int
+        0 only when ``losses`` is empty.
+
+    Examples
+    --------
+    >>> auto_k([0.9, 0.5, 0.45, 0.44, 0.2], tol=0.02)
+    3
+    """
+    k = 1 if len(losses) else 0
+    while k < len(losses) and float(losses[k - 1]) - float(losses[k]) > tol:
+        k += 1
+    return k
+
+
+#: What to change when a fit selected no feature (the fit's warning, transform's and the CLI's).
+_ZERO_FEATURE_ADVICE = ("Ask for the number of features you want with n_features_to_select "
+                        "(command line: -k), or lower the method's price of a feature (GBFS: "
+                        "mu; ControlBurn: alpha; stagewise: tol).")
+
+
 #: Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu".
 input_device = device_of
 
@@ -264,7 +329,17 @@ class GPUFSSelectorMixin(SelectorMixin):
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
         checked = check_X(self, X, device=device_of(X), reset=False, allow_nan=allow_nan)
         idx = np.flatnonzero(self._get_support_mask())
+        if idx.size == 0:
+            # scikit-learn's SelectorMixin: an empty selection warns and gives (n_samples, 0).
+            warnings.warn("No features were selected: transform returns an array with no "
+                          "columns. " + _ZERO_FEATURE_ADVICE, UserWarning, stacklevel=2)
         frame = _frame(X)
+        if frame is not None and idx.size == 0:
+            # A table of no columns keeps its rows only in pandas (polars and pyarrow tables
+            # without columns have no rows): pandas stays pandas, the others give (n, 0).
+            if type(X).__module__.split(".")[0] == "pandas":
+                return X.iloc[:, []]
+            return np.empty((len(frame), 0))
         if frame is not None:  # the selected columns of the table, as they are
             out = frame.select([frame.columns[i] for i in idx])
             kind = getattr(self, "_sklearn_output_config", {}).get("transform", "default")

@@ -43,7 +43,7 @@ import numpy as np
 from ..boosting import BoostingParams, fit_boosting
 from ..penalties import PenaltyState
 
-__all__ = ["Probe", "MuSearch", "search_mu", "gbfs_mu_search"]
+__all__ = ["Probe", "MuSearch", "known_outcomes", "search_mu", "gbfs_mu_search"]
 
 #: ``mu`` grows or shrinks by this factor until the bracket is found.
 STEP = 4.0
@@ -92,8 +92,27 @@ class MuSearch:
         return [asdict(p) for p in self.probes]
 
 
+def known_outcomes(records, k: int) -> list:
+    """What earlier probes (``MuSearch.as_records()`` of a search for another k on the same
+    data and parameters) say about k: a list of ``Probe`` whose ``reached`` is for k.
+
+    A probe's fit does not depend on the k it was run for until it stops, so a probe that
+    reached k_old (its k_old-th feature entered) has reached every k <= k_old, and one that
+    fell short with f features has reached every k <= f and falls short of every k > f. A
+    probe that reached k_old says nothing about a larger k; it is left out.
+    """
+    out = []
+    for r in records or ():
+        f = int(r["n_features"])
+        if f >= k:
+            out.append(Probe(float(r["mu"]), True, f, int(r["n_trees"]), 0.0))
+        elif not r["reached"]:
+            out.append(Probe(float(r["mu"]), False, f, int(r["n_trees"]), 0.0))
+    return out
+
+
 def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
-              rtol: float = 0.5, max_probes: int = 8) -> MuSearch:
+              rtol: float = 0.5, max_probes: int = 8, known=()) -> MuSearch:
     """The largest ``mu`` at which ``probe`` reaches ``k`` features (module docstring).
 
     Parameters
@@ -110,6 +129,9 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
         Stop bisecting when short / reached <= 1 + rtol.
     max_probes : int >= 1
         Most probes; the search returns the best reached ``mu`` seen when they run out.
+    known : sequence of Probe, default=()
+        Outcomes for this k already known (:func:`known_outcomes`): they narrow the bracket
+        before any probe runs and are not probed again (nor counted in ``probes``).
 
     Returns
     -------
@@ -118,6 +140,23 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
     probes = []
     lo = None            # largest mu seen to reach k
     hi = upper           # smallest mu known to fall short (None: not known yet)
+    for p in known:
+        if p.reached and (lo is None or p.mu > lo):
+            lo = p.mu
+        elif not p.reached and (hi is None or p.mu < hi):
+            hi = p.mu
+    if lo is not None and hi is not None and lo < hi:
+        mu_start = lo     # the bracket is known: straight to the bisection below
+    elif lo is not None:     # only a lower end: go up from it (or from the start, if higher)
+        mu_start = max(lo * STEP, mu_start)
+    elif known and hi is not None:     # only an upper end: go down from below it
+        mu_start = min(hi / STEP, mu_start) if mu_start > 0 else hi / STEP
+    else:
+        lo, hi = None, upper
+    n_features_known = max((p.n_features for p in known), default=0)
+    if lo is None and hi == 0.0:
+        # mu = 0 was seen to fall short: fewer than k features have any positive gain
+        return MuSearch(None, [], n_features_known)
 
     def run(mu):
         p = probe(mu)
@@ -128,8 +167,9 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
     if upper is not None and mu >= upper:
         mu = upper / STEP
     floor = mu * FLOOR
+    bracketed = lo is not None and hi is not None and lo < hi
     # Find the bracket.
-    while len(probes) < max_probes:
+    while not bracketed and len(probes) < max_probes:
         p = run(mu)
         if p.reached:
             lo = mu
@@ -141,7 +181,8 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
             if lo is not None:
                 break
             if mu == 0.0:
-                return MuSearch(None, probes, max(q.n_features for q in probes))
+                return MuSearch(None, probes, max([q.n_features for q in probes]
+                                                  + [n_features_known]))
             # The last probe left goes to mu = 0, so a search that never reaches k ends
             # knowing whether k features exist at all.
             last = len(probes) == max_probes - 1
@@ -156,7 +197,7 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
             lo = mid
         else:
             hi = mid
-    return MuSearch(lo, probes, max(q.n_features for q in probes))
+    return MuSearch(lo, probes, max([q.n_features for q in probes] + [n_features_known]))
 
 
 class _ReachedK(Exception):
@@ -185,7 +226,7 @@ class _ProbePenalty(PenaltyState):
 
 def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_mapper,
                    params: BoostingParams, k: int, mu_start: float, *, rtol: float = 0.5,
-                   max_probes: int = 8) -> MuSearch:
+                   max_probes: int = 8, known=()) -> MuSearch:
     """``search_mu`` for a GBFS fit on binned data (``boosting.fit_boosting`` arguments).
 
     Probes run without validation data and without early stopping: whether k features enter
@@ -226,6 +267,6 @@ def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_map
 
     upper = 1.0 if scaling == "root_sse" else None
     search = search_mu(probe, int(k), float(mu_start), upper=upper, rtol=rtol,
-                       max_probes=max_probes)
+                       max_probes=max_probes, known=known)
     search.checkpoint = kept.get(search.mu) if search.mu is not None else None
     return search

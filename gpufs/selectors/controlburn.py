@@ -56,7 +56,8 @@ from .._threading import honours_n_jobs
 from ..binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
-from ._base import ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device
+from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
+                    resolve_k)
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -82,7 +83,7 @@ class _BaseControlBurn(SelectorBase):
 
     _task = None
     _parameter_constraints: dict = {
-        "n_features_to_select": [int_range(1), None],
+        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
         "alpha": [real_range(0), None],
         "forest_method": _FOREST["method"],
         "tree_type": _FOREST["tree_type"],
@@ -103,6 +104,7 @@ class _BaseControlBurn(SelectorBase):
         "sketch_size": [int_range(1), None],
         "path_k_max": [int_range(1), None],
         "refit_estimator": [HasMethods(["fit", "predict"]), None],
+        "warm_start": ["boolean"],
         "device": DEVICE_CONSTRAINT,
         "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
@@ -115,8 +117,8 @@ class _BaseControlBurn(SelectorBase):
                  min_child_weight=1.0, feature_costs=None, feature_groups=None,
                  categorical_features="from_dtype",
                  group_costs=None, sketch=None, sketch_size=None, path_k_max=None,
-                 refit_estimator=None, device="auto", n_jobs=None, random_state=None,
-                 verbose=False):
+                 refit_estimator=None, warm_start=False, device="auto", n_jobs=None,
+                 random_state=None, verbose=False):
         self.n_features_to_select = n_features_to_select
         self.alpha = alpha
         self.forest_method = forest_method
@@ -138,6 +140,7 @@ class _BaseControlBurn(SelectorBase):
         self.sketch_size = sketch_size
         self.path_k_max = path_k_max
         self.refit_estimator = refit_estimator
+        self.warm_start = warm_start
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -231,13 +234,28 @@ class _BaseControlBurn(SelectorBase):
                              "binary classifier solves a logistic lasso: use sketch='rows'.")
 
         times = {}
-        t0 = time.perf_counter()
-        self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
-            X, categories=self.category_codes_)
-        Xb = self.bin_mapper_.transform(X, backend)
-        times["bin"] = _lap(t0, backend)
+        key = self._forest_key(X, y_enc, w, costs, groups_forest, device)
+        forest = getattr(self, "forest_", None) if self.warm_start else None
+        Xb = None
+        if forest is not None and getattr(self, "_forest_key_", None) == key:
+            # warm_start on the same data with the same forest parameters: the forest does
+            # not depend on k, so only its predictions on the training rows are recomputed.
+            t0 = time.perf_counter()
+            forest.A = forest.tree_predictions(X, backend)
+            times["bin"], times["forest"] = 0.0, 0.0
+            times["tree_predictions"] = _lap(t0, backend)
+            self.forest_reused_ = True
+        else:
+            t0 = time.perf_counter()
+            self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
+                X, categories=self.category_codes_)
+            Xb = self.bin_mapper_.transform(X, backend)
+            times["bin"] = _lap(t0, backend)
+            forest = None
+            self.forest_reused_ = False
+        self._forest_key_ = key
         self._forest_and_selection(backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                                   groups_lasso, group_costs, seed, device, times)
+                                   groups_lasso, group_costs, seed, device, times, forest)
         t0 = time.perf_counter()
         self._refit(X, data.y_input, w, seed)
         times["refit"] = _lap(t0, backend)
@@ -245,24 +263,45 @@ class _BaseControlBurn(SelectorBase):
         return self
 
     def _forest_and_selection(self, backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                              groups_lasso, group_costs, seed, device, times):
-        """Grow the forest on binned data and select features with the lasso: the fit between
-        the bins and the refit. ``Xb`` is what ``backend`` grows trees on (the binned matrix
-        here, a stand-in for the workers' rows on a cluster, ``gpufs.dask``); ``y_enc`` and
-        ``w`` are arrays on the backend's device."""
-        d = int(Xb.shape[1])
-        t0 = time.perf_counter()
-        forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes, self.bin_mapper_,
-                             self._forest_params(), costs=costs, groups=groups_forest,
-                             random_state=seed)
-        times["forest"] = _lap(t0, backend)
+                              groups_lasso, group_costs, seed, device, times, forest=None):
+        """Grow the forest on binned data (unless ``forest``, one kept by ``warm_start`` with
+        its predictions recomputed, is given) and select features with the lasso: the fit
+        between the bins and the refit. ``Xb`` is what ``backend`` grows trees on (the binned
+        matrix here, a stand-in for the workers' rows on a cluster, ``gpufs.dask``); ``y_enc``
+        and ``w`` are arrays on the backend's device."""
+        d = int(self.n_features_in_)
+        if forest is None:
+            t0 = time.perf_counter()
+            forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes,
+                                 self.bin_mapper_, self._forest_params(), costs=costs,
+                                 groups=groups_forest, random_state=seed)
+            times["forest"] = _lap(t0, backend)
         self.device_ = device
         t0 = time.perf_counter()
         self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
                      else None, groups_lasso, group_costs, seed, d)
         times["select"] = _lap(t0, backend)
+        if self.selected_features_.size == 0:
+            why = ("no tree of the forest splits on any feature" if self.forest_coverage_ == 0
+                   else f"at alpha={self.alpha:g} the lasso keeps no tree"
+                   if self.alpha is not None else "the lasso keeps no tree")
+            warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
+                          "number of features you want, or a smaller alpha.", UserWarning,
+                          stacklevel=4)
         forest.drop_predictions()
         self.forest_ = forest
+
+    def _forest_key(self, X, y_enc, w, costs, groups, device):
+        """What the forest depends on, for ``warm_start``: its parameters, the device, the
+        seed (an int ``random_state``), and the data (shapes and sums of X, y and weights;
+        a cheap check, not a proof that the data is the same)."""
+        xp = namespace_of(X)
+        sums = tuple(float(xp.nansum(a)) for a in (X, y_enc) if a is not None)
+        wsum = None if w is None else float(xp.sum(w))
+        seed = self.random_state if isinstance(self.random_state, int) else None
+        return (self._forest_params(), int(self.max_bins), device, seed, tuple(X.shape),
+                sums, wsum, tuple(np.asarray(costs).tolist()),
+                tuple(np.asarray(groups).tolist()))
 
     # --- selection ------------------------------------------------------------------------
     def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d):
@@ -278,6 +317,7 @@ class _BaseControlBurn(SelectorBase):
         self.selection_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
+            self.selection_path_ = self._k_path(None, 0, None)
             return
         problem = _lasso.forest_lasso_problem(forest.A, masks_all, forest.tree_column, y_enc, w,
                                               n_classes)
@@ -317,15 +357,17 @@ class _BaseControlBurn(SelectorBase):
             if k_req is None:
                 k = min(max(1, d // 2), n_cov)
             else:
-                k = int(k_req)
+                k = resolve_k(k_req, d)
                 if k > n_cov:
                     warnings.warn(
                         f"the forest uses only {n_cov} of the {d} features, fewer than "
                         f"n_features_to_select={k}; selecting all {n_cov} covered features. "
                         + _COVERAGE_REMEDY, UserWarning, stacklevel=5)
                     k = n_cov
+            search_record = {}
             try:
-                sel = _lasso.select_k(A, y_l, masks, k, strict=True, **kw)
+                sel = _lasso.select_k(A, y_l, masks, k, strict=True, record=search_record,
+                                      **kw)
                 extra = []
             except _lasso.UnreachableKError as exc:
                 sel, extra = self._complete(k, importance, exc)
@@ -338,16 +380,42 @@ class _BaseControlBurn(SelectorBase):
         order = sorted(feats.tolist(), key=lambda f: (-imp[f], f)) + list(extra)
         self._set_selection(np.asarray(order, dtype=np.int64), imp)
 
+        # The k-path, with the lasso's training loss (its objective without the penalty):
+        # every k up to path_k_max, searched; without path_k_max, the k up to the one asked
+        # for that the k search passed through (no extra solve).
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
-            path = _lasso.selection_path(A, y_l, masks, k_max, **kw)
-            self.selection_path_ = {
+            self.selection_path_ = self._k_path(u, k_max, _lasso.selection_path, A, y_l,
+                                                masks, **kw)
+        elif self.alpha is None:
+            self.selection_path_ = self._k_path(u, 0, lambda: search_record["path"])
+        else:
+            self.selection_path_ = self._k_path(u, 0, None)
+
+    def _k_path(self, u, k_max, path_of, *args, **kw):
+        """``selection_path_`` from ``path_of(*args, **kw)``, a lasso SelectionPath (none
+        when ``path_of`` is None; with ``k_max`` >= 1, ``path_of`` is called with k_max)."""
+        empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
+                 "val_loss": None, "unreachable": {}, "lambda_max": None}
+        if path_of is None:
+            return empty
+        path = path_of(*args, k_max, **kw) if k_max >= 1 else path_of()
+        names = self._feature_names()
+        u = np.asarray(to_host(u), dtype=np.float64)
+
+        def data_loss(sel):   # Selection.objective = loss + lambda * (u @ weights)
+            w = np.asarray(to_host(sel.weights), dtype=np.float64)
+            return float(sel.objective - sel.lam * float(u @ w))
+
+        sels = path.selections
+        return {**empty,
                 "k": list(path.ks),
-                "features": {k: path.selections[k].features.tolist() for k in path.ks},
-                "lambda": {k: float(path.selections[k].lam) for k in path.ks},
+                "features": {k: sels[k].features.tolist() for k in path.ks},
+                "names": {k: [str(names[f]) for f in sels[k].features] for k in path.ks},
+                "lambda": {k: float(sels[k].lam) for k in path.ks},
+                "train_loss": {k: data_loss(sels[k]) for k in path.ks},
                 "unreachable": dict(path.unreachable),
-                "lambda_max": float(path.lambda_max),
-            }
+                "lambda_max": float(path.lambda_max)}
 
     def _complete(self, k, importance, exc):
         """No lambda gives exactly k: the nearest solution below k, completed with the most
@@ -455,10 +523,10 @@ def _refit_has(method):
 _PARAMS_DOC = """
     Parameters
     ----------
-    n_features_to_select : int >= 1, default=None
-        Select exactly this many features: lambda is bisected (ControlBurn, section 4.2.1)
-        until the lasso's solution uses k features. None: half of the features (at most the
-        forest's coverage).
+    n_features_to_select : int >= 1, float in (0, 1] or None, default=None
+        Select exactly this many features (a float: that fraction of the columns, at least
+        1): lambda is bisected (ControlBurn, section 4.2.1) until the lasso's solution uses k
+        features. None: half of the features (at most the forest's coverage).
     alpha : float >= 0, default=None
         Solve the lasso at this lambda instead (the selection is then whatever it gives).
     forest_method : {"bagboost", "bag"}, default="bagboost"
@@ -510,10 +578,18 @@ _PARAMS_DOC = """
     sketch_size : int >= 1, default=None
         Rows of the sketch (default: min(n_samples, max(10 (n_trees + 1), 1000))).
     path_k_max : int >= 1, default=None
-        Also compute the selection for every k = 1..path_k_max (``selection_path_``).
+        Search the selection for every k = 1..path_k_max from the same forest
+        (``selection_path_``); None: ``selection_path_`` holds the k up to
+        ``n_features_to_select`` that the lambdas of its k search gave (no extra lasso solve;
+        a k the search stepped over is listed as unreachable).
     refit_estimator : estimator with fit and predict, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
+    warm_start : bool, default=False
+        Reuse the forest of the previous ``fit`` when it is called again on the same data with
+        the same forest parameters (and an int ``random_state``): the forest does not depend
+        on k, so ``set_params(n_features_to_select=k).fit(X, y)`` then costs the lasso
+        search and the refit, not a new forest. Otherwise a new forest is grown.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` runs ("auto": the GPU when one is usable).
     n_jobs : int, default=None
@@ -553,13 +629,21 @@ _PARAMS_DOC = """
         The lambda of the selection.
     selection_exact_ : bool
         False when no lambda gave exactly k (see the module docstring).
-    selection_path_ : dict or None
-        With ``path_k_max``: "k" (the reached k), "features" (k -> indices), "lambda"
-        (k -> lambda), "unreachable" (k -> why) and "lambda_max"; None without it.
+    selection_path_ : dict
+        The selection for every k = 1..``path_k_max`` (without it: those the k search for
+        ``n_features_to_select`` passed through; empty with ``alpha``) from the one forest:
+        "k" (the reached k), "features" (k -> sorted indices), "names"
+        (k -> their column names, or x0, x1, ...), "lambda" (k -> lambda), "train_loss"
+        (k -> the lasso's loss without the penalty), "val_loss" (None: ControlBurn has no
+        validation data), "unreachable" (k -> why no lambda gives it) and "lambda_max".
+        ``gpufs.path.selection_path`` and ``gpufs.plotting.plot_selection_path`` read it.
     refit_estimator_ : estimator
         The fitted refit model.
     fit_times_ : dict
-        Wall seconds of the fit's phases: bin, forest, select, refit.
+        Wall seconds of the fit's phases: bin, forest, select, refit (with a reused forest:
+        bin and forest 0, tree_predictions the time to recompute its training predictions).
+    forest_reused_ : bool
+        True when ``warm_start`` reused the previous fit's forest.
     device_ : str
         "cpu" or "gpu", where the model was fitted.
     is_categorical_ : ndarray of shape (n_features,), bool

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales
+from .._device import to_host
 from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
@@ -33,19 +34,11 @@ from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
-                    SelectorBase, input_device, int_range, real_range)
-from ._k_search import gbfs_mu_search
+                    SelectorBase, auto_k, input_device, int_range, real_range,
+                    resolve_k)
+from ._k_search import gbfs_mu_search, known_outcomes
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
-
-
-def _resolve_k(n_features_to_select, n_features):
-    """The number of features asked for: an int as is, a fraction in (0, 1] of the columns
-    (at least 1, as scikit-learn's RFE rounds it), or None."""
-    k = n_features_to_select
-    if k is None or isinstance(k, numbers.Integral):
-        return k
-    return max(1, int(k * n_features))
 
 
 class _BaseGBFS(SelectorBase):
@@ -57,7 +50,9 @@ class _BaseGBFS(SelectorBase):
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
-        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
+        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"),
+                                 StrOptions({"auto"}), None],
+        "tol": [real_range(0), None],
         "n_estimators": [int_range(1)],
         "learning_rate": [real_range(0, closed="neither")],
         "max_depth": [int_range(1, 16)],
@@ -68,6 +63,7 @@ class _BaseGBFS(SelectorBase):
         "hessian": ["boolean"],
         "validation_fraction": [real_range(0, 1, closed="neither"), None],
         "n_iter_no_change": [int_range(1), None],
+        "warm_start": ["boolean"],
         "device": DEVICE_CONSTRAINT,
         "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
@@ -76,17 +72,18 @@ class _BaseGBFS(SelectorBase):
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
-                 n_features_to_select=None, n_estimators=100,
+                 n_features_to_select=None, tol=None, n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
-                 validation_fraction=None, n_iter_no_change=None, device="auto",
-                 n_jobs=None, random_state=None, verbose=False):
+                 validation_fraction=None, n_iter_no_change=None, warm_start=False,
+                 device="auto", n_jobs=None, random_state=None, verbose=False):
         self.mu = mu
         self.penalty_scaling = penalty_scaling
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
         self.categorical_features = categorical_features
         self.n_features_to_select = n_features_to_select
+        self.tol = tol
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -97,6 +94,7 @@ class _BaseGBFS(SelectorBase):
         self.hessian = hessian
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -150,26 +148,37 @@ class _BaseGBFS(SelectorBase):
             evals = [(X[va], y[va], None if w is None else w[va])]
             X, y, w = X[tr], y[tr], (None if w is None else w[tr])
 
-        # Rows of weight 0 are not part of the training data: they must not place cut points.
+        # warm_start on the same data and parameters (all but n_features_to_select and tol):
+        # the cut points and the outcomes of earlier mu probes are reused.
+        key = self._warm_key(data) if self.warm_start else None
+        warm = key is not None and getattr(self, "_warm_key_", None) == key
+        history = list(getattr(self, "_mu_history_", [])) if warm else []
         t0 = time.perf_counter()
-        self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
-            X if w is None or bool((w > 0).all()) else X[w > 0], categories=self.category_codes_)
+        if not warm:
+            # Rows of weight 0 are not training data: they must not place cut points.
+            self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
+                X if w is None or bool((w > 0).all()) else X[w > 0],
+                categories=self.category_codes_)
         rows = DeviceRows(backend, self.bin_mapper_.transform(X, backend), y, w)
         evals = [DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
                  for Xv, yv, wv in evals]
         times = {"bin": time.perf_counter() - t0}
-        return self._fit_binned(backend, rows, evals, costs, groups, data.device, times)
+        return self._fit_binned(backend, rows, evals, costs, groups, data.device, times, key,
+                                history)
 
-    def _fit_binned(self, backend, rows, evals, costs, groups, device, times):
-        """The fit from binned data on: the ``mu`` search (with ``n_features_to_select``), the
-        boosting rounds, early stopping and the selection record.
+    def _fit_binned(self, backend, rows, evals, costs, groups, device, times, warm_key=None,
+                    history=()):
+        """The fit from binned data on: ``n_features_to_select`` ("auto" and the ``mu``
+        search), the boosting rounds, early stopping and the selection record.
 
         ``rows`` and ``evals`` (a list) are ``boosting.BoostingRows`` of the training and the
         validation data: arrays on the device here, a cluster's workers for ``gpufs.dask``.
-        ``times`` holds the binning time.
+        ``times`` holds the binning time; ``warm_key`` and ``history`` are ``warm_start``'s
+        key of this fit and the earlier probes' outcomes (kept with the fitted model).
         """
         d = int(rows.shape[1])
         times["mu_search"] = 0.0
+        history = list(history)
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
@@ -178,14 +187,24 @@ class _BaseGBFS(SelectorBase):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
-        k = _resolve_k(self.n_features_to_select, d)
         mu, self.mu_search_ = float(self.mu), None
         resume = None
-        if k is not None:
+        auto = self.n_features_to_select == "auto"
+        if auto and self.tol is None:   # scikit-learn's "auto" without tol: half the columns
+            k = max(1, d // 2)
+        elif auto:
+            t0 = time.perf_counter()
+            k = self._auto_k(backend, rows, costs, groups, mu, params, evals, device) or None
+            times["auto_fit"] = time.perf_counter() - t0
+        else:
+            k = resolve_k(self.n_features_to_select, d)
+        if k is not None and not (auto and self.tol is not None):
             t0 = time.perf_counter()
             search = gbfs_mu_search(backend, rows, None, None, self._objective, costs, groups,
-                                    self.penalty_scaling, self.bin_mapper_, params, k, mu)
+                                    self.penalty_scaling, self.bin_mapper_, params, k, mu,
+                                    known=known_outcomes(history, k))
             self.mu_search_ = search.as_records()
+            history += self.mu_search_
             times["mu_search"] = time.perf_counter() - t0
             mu = search.mu
             resume = search.checkpoint
@@ -220,12 +239,52 @@ class _BaseGBFS(SelectorBase):
             n_rounds = max(best, entered)
         self._finish(ensemble, record, n_rounds, penalties, device)
         self.evals_result_ = self._eval_losses(evals)
+        self._warm_key_, self._mu_history_ = warm_key, history
         if self.selected_features_.size == 0 and k is None:
             warnings.warn(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
                 "features you want.", UserWarning, stacklevel=4)
         return self
+
+    def _warm_key(self, data):
+        """What the bins and the mu probes depend on, for ``warm_start`` (None: nothing can
+        be reused because ``random_state`` is not an int): every parameter but
+        ``n_features_to_select``, ``tol``, ``verbose``, ``warm_start`` and ``n_jobs``, and the
+        data (shapes and sums of X, y and the weights; a cheap check, not a proof)."""
+        if not isinstance(self.random_state, numbers.Integral):
+            return None
+        params = []
+        for name, value in sorted(self.get_params(deep=False).items()):
+            if name in ("n_features_to_select", "tol", "verbose", "warm_start", "n_jobs"):
+                continue
+            if value is not None and not isinstance(value, (str, numbers.Number)):
+                value = tuple(np.asarray(to_host(value)).ravel().tolist())
+            params.append((name, value))
+        xp = data.xp
+        sums = tuple(float(xp.nansum(a)) for a in (data.X, data.y)) + (
+            None if data.sample_weight is None else float(xp.sum(data.sample_weight)),)
+        return (tuple(params), data.device, tuple(data.X.shape), str(data.X.dtype), sums)
+
+    def _auto_k(self, backend, rows, costs, groups, mu, params, evals, device):
+        """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
+        ``mu`` that each lowered the watched loss by more than ``tol``.
+
+        The watched loss is the selection path's (``gpufs.path``): the validation loss with
+        validation data, else the training loss, of the model just before the next feature
+        entered. The first feature is always kept and features are added while each lowers
+        it by more than ``tol`` (scikit-learn's ``SequentialFeatureSelector`` rule); features
+        that entered in one tree share its loss, so the second of them never counts as an
+        improvement. The final fit then runs at the same ``mu`` with that budget.
+        """
+        pen = PenaltyState(mu, costs, groups, self.penalty_scaling, None)
+        ensemble, record, n_rounds = fit_boosting(backend, rows, None, None, self._objective,
+                                                  pen, self.bin_mapper_, params,
+                                                  evals[-1] if evals else None)
+        self._finish(ensemble, record, n_rounds, pen, device)
+        path = selection_path(self)
+        watched = path.val_loss if path.val_loss is not None else path.train_loss
+        return auto_k(watched, float(self.tol))
 
     def _finish(self, ensemble, record, n_rounds, penalties, device):
         """Keep the first n_rounds rounds and derive the selection from the trees kept."""
@@ -307,13 +366,19 @@ _PARAMS_DOC = """
         them by sets of categories, each categorical column one feature with one price.
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
-    n_features_to_select : int >= 1 or float in (0, 1], default=None
+    n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
         Select exactly this many features (a float: that fraction of the columns, at least
         one) (fewer, with a warning, only when fewer have any positive gain). ``mu`` is then
         searched: the fit runs at the largest price at which this many features enter within
         the first half of the rounds (bisection on log mu, starting from ``mu``, on data
-        binned once), and stops admitting features once they are in. None: ``mu`` alone
-        decides how many features enter.
+        binned once), and stops admitting features once they are in. "auto" with ``tol``:
+        as many features as, in the order they enter a fit at ``mu``, each lower the
+        validation loss (the training loss without validation data) by more than ``tol``,
+        then a fit at ``mu`` limited to them; "auto" without ``tol``: half of the columns.
+        None: ``mu`` alone decides how many features enter.
+    tol : float >= 0, default=None
+        With ``n_features_to_select="auto"``: the least decrease of the loss a further
+        feature must bring (the losses of ``selection_path_``).
     n_estimators : int >= 1, default=100
         Boosting rounds (one tree per round, one per class per round for more than two
         classes).
@@ -336,6 +401,12 @@ _PARAMS_DOC = """
     validation_fraction : float in (0, 1), default=None
         Hold out this fraction of the rows (stratified by class for the classifier) for the
         validation loss and early stopping. Cannot be combined with ``eval_set``.
+    warm_start : bool, default=False
+        When ``fit`` is called again on the same data with the same parameters (all but
+        ``n_features_to_select`` and ``tol``, and an int ``random_state``), keep the cut
+        points and what the earlier searches over ``mu`` found: a new ``n_features_to_select``
+        then costs the probes its bracket still needs and the final fit. Otherwise everything
+        is computed again.
     n_iter_no_change : int >= 1, default=None
         Stop when the validation loss has not improved for this many rounds; the model is cut
         back to its best round. Needs ``eval_set`` or ``validation_fraction``. With
@@ -374,10 +445,12 @@ _PARAMS_DOC = """
         The price the final fit ran at (``mu`` unless it was searched).
     mu_search_ : list of dict or None
         The search's probes in order (mu, reached, n_features, n_trees, seconds); None
-        without ``n_features_to_select``.
+        without ``n_features_to_select``. With ``warm_start``, only the probes this fit ran
+        (outcomes known from earlier fits are not probed again).
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, mu_search (0 without
-        ``n_features_to_select``), boost (the final fit).
+        ``n_features_to_select``), auto_fit (the unbudgeted fit that "auto" reads its number
+        of features from; only with "auto" and ``tol``), boost (the final fit).
     selection_record_ : dict of lists of length n_trees
         Per tree: ``tree_column``, ``features_added``, ``train_loss``, ``val_loss`` (NaN
         without validation data).

@@ -166,7 +166,11 @@ class _BaseMultiTaskGBFS(SelectorBase):
         return data, codes, np.arange(n_tasks)
 
     def _resolve_mu_t(self, n_tasks):
-        mu_t = np.asarray(to_host(self.mu_t), dtype=np.float64)
+        try:
+            mu_t = np.asarray(to_host(self.mu_t), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"mu_t must be a number or an array of numbers, one price per "
+                             f"task: {exc}") from None
         if mu_t.ndim == 0:
             mu_t = np.full(n_tasks, float(mu_t))
         if mu_t.shape != (n_tasks,):

@@ -96,7 +96,7 @@ from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..objectives import log_odds, sigmoid, softplus
 from ..path import selection_path
 from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
-                    _deprecated_validation_keywords, input_device)
+                    _deprecated_validation_keywords, input_device, resolve_k)
 
 __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "StagewiseRegressor"]
 
@@ -488,7 +488,8 @@ class _StagewiseBase(SelectorBase):
     """
 
     _parameter_constraints: dict = {
-        "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right")],
+        "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right"),
+                                 StrOptions({"auto"})],
         "tol": [None, real_range(0)],
         "validation_fraction": [None, real_range(0, 1, closed="neither")],
         "n_iter_no_change": [None, int_range(1)],
@@ -501,15 +502,17 @@ class _StagewiseBase(SelectorBase):
 
     def _max_rounds(self, n_features: int) -> int:
         """The number of rounds ``n_features_to_select`` allows."""
-        k = self.n_features_to_select
+        if self.n_features_to_select == "auto":
+            # with tol: until a round does not lower the watched cost by more than tol;
+            # without: half of the columns (scikit-learn's "auto")
+            return n_features if self.tol is not None else max(1, n_features // 2)
+        k = resolve_k(self.n_features_to_select, n_features)
         if k is None:
             return n_features
-        if isinstance(k, numbers.Integral):
-            if k > n_features:
-                raise ValueError(f"n_features_to_select={k} is larger than the number of "
-                                 f"features in X ({n_features}).")
-            return int(k)
-        return max(1, int(k * n_features))
+        if k > n_features:
+            raise ValueError(f"n_features_to_select={k} is larger than the number of "
+                             f"features in X ({n_features}).")
+        return k
 
     def _fit(self, X, y, sample_weight, eval_set, sample_weight_eval_set):
         from tqdm.auto import tqdm
@@ -577,6 +580,8 @@ class _StagewiseBase(SelectorBase):
         weights_hist = [coef_std.copy()]
         selected = []
         stopped_early = False
+        auto = self.n_features_to_select == "auto" and self.tol is not None
+        cut = None
 
         with tqdm(total=max_rounds, disable=not self.verbose, desc=type(self).__name__,
                   unit="feature") as bar:
@@ -595,7 +600,7 @@ class _StagewiseBase(SelectorBase):
                 total = xp.where(active, total, xp.inf)
                 j = int(xp.argmin(total))
                 new_cost = float(total[j])
-                if self.tol is not None and costs[-1] - new_cost < self.tol:
+                if not auto and self.tol is not None and costs[-1] - new_cost < self.tol:
                     break
                 if j in groups:
                     a_c = groups[j][0]                              # (K, n_codes + 1)
@@ -623,9 +628,13 @@ class _StagewiseBase(SelectorBase):
                 if evals and stopper.update(eval_costs[-1][-1]):
                     stopped_early = True
                     break
+                watched = eval_costs[-1] if evals else costs
+                if auto and len(selected) >= 2 and watched[-2] - watched[-1] <= self.tol:
+                    cut = len(selected) - 1         # that round's feature is not kept
+                    break
 
-        if stopped_early:
-            keep = stopper.best_round
+        if stopped_early or cut is not None:
+            keep = stopper.best_round if stopped_early else cut
             for j in selected[keep:]:
                 coef_std[:, j] = 0.0
                 cat_coef.pop(j, None)
@@ -638,6 +647,14 @@ class _StagewiseBase(SelectorBase):
             warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
                           "be selected: the others are constant.", UserWarning, stacklevel=4)
 
+        if not selected:
+            why = ("the validation cost never improved on the bias alone" if stopped_early else
+                   f"the first round lowered the training cost by less than tol={self.tol:g}"
+                   if self.tol is not None and bool(active.any()) else
+                   "every feature is constant")
+            warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
+                          "number of features you want, or a smaller tol.", UserWarning,
+                          stacklevel=4)
         self.device_ = device
         self.mean_ = to_host(mean).astype(np.float64)
         self.std_ = to_host(std).astype(np.float64)
@@ -695,12 +712,16 @@ class _StagewiseBase(SelectorBase):
 
 
 _COMMON_PARAMS = """
-    n_features_to_select : int >= 1, float in (0, 1] or None, default=None
+    n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
         Rounds to run = features to select (a float is a fraction of the features). None: until
         every non-constant feature is used, unless ``tol`` or early stopping stops earlier.
+        "auto" with ``tol``: the first feature, then one per round while the round lowers the
+        validation cost (the training cost without validation data) by more than ``tol``
+        (scikit-learn's ``SequentialFeatureSelector`` rule); "auto" without ``tol``: half of
+        the features.
     tol : float >= 0 or None, default=None
         Stop when a round lowers the training cost by less than ``tol``; that round's feature
-        is not added.
+        is not added. With "auto": the least decrease of the watched cost, as above.
     validation_fraction : float in (0, 1) or None, default=None
         Hold out this fraction of the rows (stratified by class for the classifier; they get
         zero training weight, so X is not copied) as the validation set. Cannot be combined
