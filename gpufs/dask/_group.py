@@ -142,10 +142,6 @@ class ShardGroup:
         round trip fewer); ``callback`` gets its answers in shard order then."""
         self._pending.append((method, args, callback))
 
-    def discard_deferred(self):
-        """Drop the queued calls (a fit that starts over)."""
-        self._pending = []
-
     def call(self, method, *args, per_shard=None):
         """Call ``method`` on every shard at once and return the answers in shard order.
 

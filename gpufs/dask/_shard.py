@@ -120,10 +120,6 @@ class Shard:
             return [fsum_part(c) for c in cols], None
         return [fsum_part(np.asarray(c, np.float64) * self.w) for c in cols], fsum_part(self.w)
 
-    def stats(self, name):
-        """``_exact.sum_stats`` of a stored vector (first pass of an exact sum)."""
-        return sum_stats(self.vec[name])
-
     def words(self, name, max_abs, n):
         """``quantize.exact_sum_words`` of a stored vector at the global scales."""
         a = self.vec[name]
