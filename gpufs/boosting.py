@@ -137,8 +137,9 @@ class BoostingRows:
     shape : tuple of int
         (n_samples, n_features).
     w : object
-        The weights as the backend's ``gradient_extremes`` / ``quantize_gradients`` take them
-        (None: unweighted).
+        The weights the loop passes to ``quantize.prepare_gradients`` (the backend's
+        ``gradient_extremes`` / ``quantize_gradients``): None for unweighted rows, or where
+        the backend applies the rows' weights itself (a cluster's workers).
     """
 
     shape: tuple = (0, 0)
