@@ -21,6 +21,10 @@ The rule (DESIGN.md section 4), as implemented and tested:
     split on. Within a level, nodes are visited in node order; a node whose best split would
     bring in a feature beyond the budget takes its best split on a feature already in Omega
     instead (or becomes a leaf if that split does not pay).
+  * With a candidate search (GT-GBM, ``gpufs.group_testing``): before each tree the search
+    names the tree's candidate features C, and the tree's splits may use only the free
+    features (those whose group is used) and C; a new feature still enters only when its
+    penalized score beats every free feature's, by the rule above.
 """
 from __future__ import annotations
 
@@ -42,9 +46,14 @@ class PenaltyState:
     groups : int32 (n_features,), group label 0..G-1 of each feature
     scaling : "none" | "root_sse"
     n_features_to_select : int or None
+    candidate_search : callable or None
+        ``candidate_search(backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index)
+        -> int64 candidate features`` (``group_testing.GroupTestSearch``), called by
+        ``begin_tree``; None: every feature is a candidate (the exact search).
     """
 
-    def __init__(self, mu, costs, groups, scaling="none", n_features_to_select=None):
+    def __init__(self, mu, costs, groups, scaling="none", n_features_to_select=None,
+                 candidate_search=None):
         if scaling not in PENALTY_SCALINGS:
             raise ValueError(f"penalty_scaling must be one of {PENALTY_SCALINGS}, got {scaling!r}.")
         self.mu = float(mu)
@@ -57,6 +66,9 @@ class PenaltyState:
         self.group_used = np.zeros(int(self.groups.max()) + 1 if n_features else 0, dtype=bool)
         self.first_use_tree = np.full(n_features, -1, dtype=np.int64)
         self.order: list[int] = []
+        self.candidate_search = candidate_search
+        self.candidates = None          # the current tree's candidates (None: all features)
+        self.candidates_by_tree: list[np.ndarray] = []
 
     def penalty_vector(self) -> np.ndarray:
         """float64 (n_features,): mu * cost for features of groups not yet used, else 0."""
@@ -73,13 +85,34 @@ class PenaltyState:
         """bool (n_features,): features a split may use now."""
         if self.budget_left() == 0:
             return self.used.copy()
+        if self.candidates is not None:
+            mask = self.group_used[self.groups]
+            mask[self.candidates] = True
+            return mask
         return np.ones_like(self.used)
+
+    def begin_tree(self, backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index):
+        """Called by the grower before each tree with the tree's fixed-point gradients: asks
+        the candidate search (if any) for the tree's candidates and records them. Once the
+        budget is spent nothing is searched: only Omega may be split on."""
+        if self.candidate_search is None:
+            return
+        if self.budget_left() == 0:
+            self.candidates = np.zeros(0, np.int64)
+        else:
+            self.candidates = np.asarray(self.candidate_search(
+                backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index), np.int64)
+        self.candidates_by_tree.append(self.candidates)
 
     def candidate_features(self, n_features: int) -> np.ndarray:
         """int32 sorted: the features whose histograms can matter in the next tree, those a
         split may use now or that are in Omega (the fallback's set): only Omega's once the
-        budget is spent."""
-        return np.flatnonzero(self.allowed_mask() | self.used).astype(np.int32)
+        budget is spent. With a tree's candidates, also the other members of their groups,
+        which become free within the tree when a candidate enters."""
+        mask = self.allowed_mask() | self.used
+        if self.candidates is not None and self.budget_left() != 0:
+            mask |= np.isin(self.groups, self.groups[self.candidates])
+        return np.flatnonzero(mask).astype(np.int32)
 
     def admit(self, features, tree_index: int) -> list[int]:
         """Put features into Omega (in the given order); returns those that were new."""

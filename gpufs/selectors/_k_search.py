@@ -161,8 +161,8 @@ class _ProbePenalty(PenaltyState):
     trees the search never uses.
     """
 
-    def __init__(self, mu, costs, groups, scaling, k):
-        super().__init__(mu, costs, groups, scaling, None)
+    def __init__(self, mu, costs, groups, scaling, k, candidate_search=None):
+        super().__init__(mu, costs, groups, scaling, None, candidate_search)
         self.k_stop = int(k)
         self.tree_index = -1
 
@@ -176,19 +176,20 @@ class _ProbePenalty(PenaltyState):
 
 def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_mapper,
                    params: BoostingParams, k: int, mu_start: float, *, rtol: float = 0.5,
-                   max_probes: int = 8) -> MuSearch:
+                   max_probes: int = 8, candidate_search=None) -> MuSearch:
     """``search_mu`` for a GBFS fit on binned data (``boosting.fit_boosting`` arguments).
 
     Probes run without validation data and without early stopping: whether k features enter
     is a property of the training fit alone. The search costs the trees its probes grow (see
-    ``Probe.n_trees``) on top of the final fit.
+    ``Probe.n_trees``) on top of the final fit. ``candidate_search`` (GT-GBM's group tests,
+    ``PenaltyState``) is used by every probe as by the final fit.
     """
     horizon = max(1, int(math.ceil(HORIZON * params.n_estimators)))
     probe_params = BoostingParams(n_estimators=horizon, tree=params.tree,
                                   hessian=params.hessian, n_iter_no_change=None, verbose=False)
 
     def probe(mu):
-        pen = _ProbePenalty(mu, costs, groups, scaling, k)
+        pen = _ProbePenalty(mu, costs, groups, scaling, k, candidate_search)
         t0 = time.perf_counter()
         try:
             ensemble, _, _ = fit_boosting(backend, Xb, y, w, objective, pen, bin_mapper,

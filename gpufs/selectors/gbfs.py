@@ -28,6 +28,7 @@ from .._threading import honours_n_jobs
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, fit_boosting
+from ..group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
 from ..grower import TreeParams
 from ..objectives import make_objective
 from ..path import selection_path
@@ -38,6 +39,10 @@ from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMix
 from ._k_search import gbfs_mu_search
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
+
+#: GT-GBM's desired number of features when neither ``gt_s`` nor ``n_features_to_select``
+#: is given.
+GT_DEFAULT_S = 10
 
 
 def _resolve_k(n_features_to_select, n_features):
@@ -58,6 +63,9 @@ class _BaseGBFS(SelectorBase):
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
         "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"), None],
+        "split_search": [StrOptions({"exact", "group_testing"})],
+        "gt_s": [int_range(1), None],
+        "gt_delta": [real_range(0, 1, closed="neither")],
         "n_estimators": [int_range(1)],
         "learning_rate": [real_range(0, closed="neither")],
         "max_depth": [int_range(1, 16)],
@@ -75,7 +83,8 @@ class _BaseGBFS(SelectorBase):
     }
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
-                 feature_groups=None, n_features_to_select=None, n_estimators=100,
+                 feature_groups=None, n_features_to_select=None, split_search="exact",
+                 gt_s=None, gt_delta=0.05, n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
                  validation_fraction=None, n_iter_no_change=None, device="auto",
@@ -85,6 +94,9 @@ class _BaseGBFS(SelectorBase):
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
         self.n_features_to_select = n_features_to_select
+        self.split_search = split_search
+        self.gt_s = gt_s
+        self.gt_delta = gt_delta
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -164,11 +176,13 @@ class _BaseGBFS(SelectorBase):
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
         k = _resolve_k(self.n_features_to_select, d)
+        gt = self._group_test_search(X, w, d, k, data.seed, backend, times)
         mu, self.mu_search_ = float(self.mu), None
         if k is not None:
             t0 = time.perf_counter()
             search = gbfs_mu_search(backend, Xb, y, w, self._objective, costs, groups,
-                                    self.penalty_scaling, self.bin_mapper_, params, k, mu)
+                                    self.penalty_scaling, self.bin_mapper_, params, k, mu,
+                                    candidate_search=gt)
             self.mu_search_ = search.as_records()
             times["mu_search"] = time.perf_counter() - t0
             mu = search.mu
@@ -180,7 +194,8 @@ class _BaseGBFS(SelectorBase):
                     "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
                     "min_child_weight let more features in.", UserWarning, stacklevel=3)
         self.mu_ = mu
-        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
+        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k, gt)
+        gt_seconds = 0.0 if gt is None else gt.seconds
         # With k, early stopping must not end the fit before the k-th feature enters: all
         # rounds are grown, and the model is cut back to its best validation round, but not
         # to before the round where the k-th feature entered.
@@ -194,6 +209,8 @@ class _BaseGBFS(SelectorBase):
             backend, Xb, y, w, self._objective, penalties, self.bin_mapper_, params,
             evals[-1] if evals else None)
         times["boost"] = time.perf_counter() - t0
+        if gt is not None:
+            times["group_test"] = gt.seconds - gt_seconds
         self.fit_times_ = times
         if keep_k:
             K = ensemble.n_outputs
@@ -210,10 +227,36 @@ class _BaseGBFS(SelectorBase):
                 "features you want.", UserWarning, stacklevel=3)
         return self
 
+    def _group_test_search(self, X, w, d, k, seed, backend, times):
+        """GT-GBM's candidate search over the training rows of positive weight (the rows
+        that place cut points), or None for ``split_search="exact"``."""
+        if self.split_search != "group_testing":
+            return None
+        t0 = time.perf_counter()
+        s = self.gt_s if self.gt_s is not None else (k if k is not None else GT_DEFAULT_S)
+        s = min(int(s), d)
+        rows = None
+        if w is not None and not bool((w > 0).all()):
+            rows = backend.xp.asarray(np.flatnonzero(to_host(w) > 0))
+        Q = standardize(X if rows is None else X[rows], backend)
+        n_pseudo = pseudo_features_per_tree(d, s, float(self.gt_delta))
+        if n_pseudo >= d:
+            warnings.warn(
+                f"split_search='group_testing' with gt_s={s} and gt_delta={self.gt_delta:g} "
+                f"scores {n_pseudo} pseudo-features per tree, not fewer than the {d} features "
+                "the exact search scores: expect no speed-up. Group testing pays off when the "
+                "desired number of features is much smaller than the number of features.",
+                UserWarning, stacklevel=5)
+        times["standardize"] = time.perf_counter() - t0
+        return GroupTestSearch(Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows)
+
     def _finish(self, ensemble, record, n_rounds, penalties, device):
         """Keep the first n_rounds rounds and derive the selection from the trees kept."""
         K = ensemble.n_outputs
         n_trees = n_rounds * K
+        self.group_test_candidates_ = (
+            None if penalties.candidate_search is None
+            else [np.asarray(c, np.int64) for c in penalties.candidates_by_tree[:n_trees]])
         if n_trees < ensemble.n_trees:
             kept = TreeEnsemble(ensemble.max_depth, ensemble.n_features, ensemble.base_score)
             for t in range(n_trees):
@@ -293,6 +336,24 @@ _PARAMS_DOC = """
         the first half of the rounds (bisection on log mu, starting from ``mu``, on data
         binned once), and stops admitting features once they are in. None: ``mu`` alone
         decides how many features enter.
+    split_search : {"exact", "group_testing"}, default="exact"
+        How a tree finds features not used yet. "exact": every split search scores every
+        feature. "group_testing" (GT-GBM, Algorithm 2 of Han et al., AISTATS 2020): before
+        each tree, ``ceil(e * gt_s * log(gt_s / gt_delta))`` random subsets of
+        ``n_features // gt_s`` features are each searched by halving: the half whose summed
+        min-max standardized columns (its pseudo-feature) splits the tree's gradients
+        better is kept, until one feature is left. The tree's splits then use only the
+        features already used and the ones the searches ended on (recorded in
+        ``group_test_candidates_``), with the same penalty rule, so a tree costs
+        histograms over those features only. Pays off when ``gt_s`` is much smaller than the
+        number of features (a warning says when it cannot); see the user guide.
+    gt_s : int >= 1, default=None
+        GT-GBM's desired number of features s (subsets of ``n_features // gt_s`` features).
+        None: ``n_features_to_select`` when it is set, else 10.
+    gt_delta : float in (0, 1), default=0.05
+        GT-GBM's delta: with the subsets drawn, every one of s relevant features lies alone
+        (without another relevant feature) in some subset with probability at least
+        ``1 - gt_delta`` (Theorem 4.1 of Han et al.). Smaller values draw more subsets.
     n_estimators : int >= 1, default=100
         Boosting rounds (one tree per round, one per class per round for more than two
         classes).
@@ -328,7 +389,7 @@ _PARAMS_DOC = """
         k at most k). Threads come from Intel TBB, which is safe in forked processes and when
         several Python threads fit at once; small fits run on the calling thread only.
     random_state : int, RandomState instance or None, default=None
-        Seeds the binning subsample and the ``validation_fraction`` split.
+        Seeds the binning subsample, the ``validation_fraction`` split and GT-GBM's subsets.
     verbose : bool, default=False
         Show a progress bar.
 
@@ -356,7 +417,13 @@ _PARAMS_DOC = """
         without ``n_features_to_select``.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, mu_search (0 without
-        ``n_features_to_select``), boost (the final fit).
+        ``n_features_to_select``), boost (the final fit); with
+        ``split_search="group_testing"`` also standardize (the standardized columns) and
+        group_test (the final fit's group tests, part of boost).
+    group_test_candidates_ : list of ndarray of int64, or None
+        With ``split_search="group_testing"``: per tree kept, the sorted candidate features
+        its group tests found (empty once ``n_features_to_select`` features are in: no test
+        runs then). None for the exact search.
     selection_record_ : dict of lists of length n_trees
         Per tree: ``tree_column``, ``features_added``, ``train_loss``, ``val_loss`` (NaN
         without validation data).
