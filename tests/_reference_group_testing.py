@@ -53,9 +53,11 @@ def ref_pseudo_feature(Z, rows, group):
 
 
 def ref_equal_width_bins(v, n_bins):
-    """Bin of each value: n_bins equal-width bins between min(v) and max(v) (integers)."""
+    """Bin of each value: n_bins equal-width bins between min(v) and max(v), the bin being
+    trunc((v - min) * (n_bins / (max - min + 1))) in float64, as gpufs documents the rule."""
     lo, hi = int(v.min()), int(v.max())
-    return np.array([(int(x) - lo) * n_bins // (hi - lo + 1) for x in v], dtype=np.int64)
+    width = n_bins / float(hi - lo + 1)
+    return np.array([int(float(int(x) - lo) * width) for x in v], dtype=np.int64)
 
 
 def ref_gt(Z, rows, group, gq, hq, g_scale, h_scale, n_bins, lam, min_child_weight):
