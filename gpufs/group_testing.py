@@ -79,7 +79,7 @@ from ._device import namespace_of, to_host
 from ._gain import candidate, parent_term
 from ._types import N_HIST_BINS
 
-__all__ = ["GroupTestSearch", "draw_subsets", "group_test_candidates", "isolation_probability",
+__all__ = ["FirstStep", "GroupTestSearch", "draw_subsets", "group_test_candidates", "isolation_probability",
            "n_search_steps", "n_subsets", "pseudo_features_per_tree", "standardize",
            "subset_size", "STANDARDIZED_MAX"]
 
@@ -306,18 +306,19 @@ def _bin_scale(nb, v_lo, v_hi):
 # --- CPU kernels ---------------------------------------------------------------------------
 
 @njit(inline="always")
-def _sums_task(task, n_blocks, Qc, members, starts, out):
-    """out[t, block] = sum of group t's columns over one block of rows. Eight columns at a
-    time are added in uint16 (8 * 255 < 2**16), then once into the int32 sum: a third of the
-    time of adding one column at a time (measured), which is bound by the sum's loads and
-    stores."""
+def _sums_task(task, n_blocks, Qc, subsets, g_sub, g_lo, g_hi, out):
+    """out[t, block] = sum of group t's columns over one block of rows; group t is
+    ``subsets[g_sub[t], g_lo[t]:g_hi[t]]``. Eight columns at a time are added in uint16
+    (8 * 255 < 2**16), then once into the int32 sum: a third of the time of adding one column
+    at a time (measured), which is bound by the sum's loads and stores."""
     t = task // n_blocks
     lo = (task - t * n_blocks) * _ROW_BLOCK
     hi = min(Qc.shape[1], lo + _ROW_BLOCK)
     acc = out[t, lo:hi]
     acc[:] = 0
-    k = starts[t]
-    end = starts[t + 1]
+    members = subsets[g_sub[t]]
+    k = g_lo[t]
+    end = g_hi[t]
     while k + 8 <= end:
         c0 = Qc[members[k], lo:hi]
         c1 = Qc[members[k + 1], lo:hi]
@@ -341,59 +342,86 @@ def _sums_task(task, n_blocks, Qc, members, starts, out):
 
 
 @njit(parallel=True, cache=True)
-def _sums_par(Qc, members, starts, out):
+def _sums_par(Qc, subsets, g_sub, g_lo, g_hi, out):
     n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
-    for task in prange((starts.shape[0] - 1) * n_blocks):
-        _sums_task(task, n_blocks, Qc, members, starts, out)
+    for task in prange(g_sub.shape[0] * n_blocks):
+        _sums_task(task, n_blocks, Qc, subsets, g_sub, g_lo, g_hi, out)
 
 
 @njit(cache=True)
-def _sums_ser(Qc, members, starts, out):
+def _sums_ser(Qc, subsets, g_sub, g_lo, g_hi, out):
     n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
-    for task in range((starts.shape[0] - 1) * n_blocks):
-        _sums_task(task, n_blocks, Qc, members, starts, out)
+    for task in range(g_sub.shape[0] * n_blocks):
+        _sums_task(task, n_blocks, Qc, subsets, g_sub, g_lo, g_hi, out)
 
 
 @njit(inline="always")
-def _scan_column(c, P, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
-    """Bin pseudo-feature c (equal-width bins between its extremes), histogram it and keep
-    its best gain."""
-    v = P[c]
-    n = v.shape[0]
+def _bins_of(v, nb, bins):
+    """bins[r] = the equal-width bin of v[r] (``_bin_scale``'s rule) over v's extremes.
+    A loop of its own, which the compiler vectorizes: binning inside the histogram loop
+    was 1.8x slower (measured)."""
     v_lo = v[0]
     v_hi = v_lo
-    for r in range(n):
+    for r in range(v.shape[0]):
         v_lo = min(v_lo, v[r])
         v_hi = max(v_hi, v[r])
     scale = _bin_scale(nb, v_lo, v_hi)
+    for r in range(v.shape[0]):
+        bins[r] = np.uint8(np.int32(np.float64(v[r] - v_lo) * scale))
+
+
+@njit(inline="always")
+def _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight):
+    """The best gain of one binned pseudo-feature's histogram of the rows' (g, h)."""
     hist = np.zeros((N_HIST_BINS, 2), np.int64)
-    for r in range(n):
-        b = np.int64(np.float64(v[r] - v_lo) * scale)
+    for r in range(bins.shape[0]):
+        b = bins[r]
         hist[b, 0] += gh[r, 0]
         hist[b, 1] += gh[r, 1]
-    out[c] = _best_gain(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
+    return _best_gain(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
+
+
+@njit(inline="always")
+def _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
+                 out):
+    """Score pseudo-feature c: bin P[c] (unless B, its bins, is given: B.shape[0] > 0),
+    histogram it, keep the best gain."""
+    if B.shape[0] > 0:
+        bins = B[c]
+    else:
+        bins = np.empty(P.shape[1], np.uint8)
+        _bins_of(P[c], nb, bins)
+    out[c] = _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda,
+                             min_child_weight)
 
 
 @njit(parallel=True, cache=True)
-def _scan_par(P, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
-    for c in prange(P.shape[0]):
-        _scan_column(c, P, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out)
+def _scan_par(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
+    for c in prange(out.shape[0]):
+        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
+                     out)
 
 
 @njit(cache=True)
-def _scan_ser(P, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
-    for c in range(P.shape[0]):
-        _scan_column(c, P, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out)
+def _scan_ser(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
+    for c in range(out.shape[0]):
+        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
+                     out)
 
 
-def _flat_groups(groups):
-    """(members int64, starts int64 (len(groups) + 1,)) of a list of index arrays."""
-    sizes = np.array([len(g) for g in groups], dtype=np.int64)
-    starts = np.zeros(len(groups) + 1, np.int64)
-    np.cumsum(sizes, out=starts[1:])
-    members = (np.concatenate(groups).astype(np.int64) if len(groups)
-               else np.zeros(0, np.int64))
-    return members, starts
+@njit(parallel=True, cache=True)
+def _bin_columns(P, nb, B):
+    """B[c] = the bins of pseudo-feature P[c] (the per-fit first step, ``FirstStep``)."""
+    for c in prange(P.shape[0]):
+        _bins_of(P[c], nb, B[c])
+
+
+_NO_BINS = np.zeros((0, 0), np.uint8)
+
+
+def _cat(a, b):
+    """Two groups' tables (sub, lo, hi), one after the other."""
+    return tuple(np.concatenate([x, y]) for x, y in zip(a, b))
 
 
 @njit(parallel=True, cache=True)
@@ -423,23 +451,37 @@ class _CPUSteps:
         self.row_of = np.zeros(p, np.int64)  # subset -> its kept group's row of ``prev``
         self.both = None
 
-    def _sums(self, groups, out):
-        members, starts = _flat_groups(groups)
-        work = members.shape[0] * self.n
+    def sums(self, subsets, groups, out=None):
+        """int32 (n_groups, n): the pseudo-feature of each group (sub, lo, hi): the columns
+        ``subsets[sub, lo:hi]``."""
+        sub, lo, hi = groups
+        if out is None:
+            out = np.empty((sub.shape[0], self.n), np.int32)
+        work = int((hi - lo).sum()) * self.n
         (_sums_par if self.parallel and work >= _PARALLEL_MIN_WORK else _sums_ser)(
-            self.Q, members, starts, out)
+            self.Q, subsets, sub, lo, hi, out)
+        return out
 
-    def step(self, active, left_groups, right_groups):
-        k = len(left_groups)
-        both = np.empty((2 * k, self.n), np.int32)
-        if right_groups is not None:
-            self._sums(left_groups + right_groups, both)
+    def bins(self, both):
+        """uint8 (2k, n): each pseudo-feature's equal-width bins."""
+        B = np.empty(both.shape, np.uint8)
+        _bin_columns(both, self.scan[0], B)
+        return B
+
+    def step(self, subsets, active, left, right, first=None):
+        k = active.shape[0]
+        B = _NO_BINS
+        if first is not None:                   # the per-fit first step: sums and bins
+            both, B = first.sums, first.bins
+        elif right is not None:
+            both = self.sums(subsets, _cat(left, right))
         else:
-            self._sums(left_groups, both[:k])
+            both = np.empty((2 * k, self.n), np.int32)
+            self.sums(subsets, left, both[:k])
             _rest_par(self.prev, self.row_of[active], both)
         gains = np.empty(2 * k, np.float64)
         parallel = self.parallel and both.size >= _PARALLEL_MIN_WORK // 4
-        (_scan_par if parallel else _scan_ser)(both, self.gh, *self.scan, gains)
+        (_scan_par if parallel else _scan_ser)(both, B, self.gh, *self.scan, gains)
         self.both = both
         return gains[:k], gains[k:]
 
@@ -467,30 +509,38 @@ class _DeviceSteps:
         self.rows = self.xp.arange(self.n, dtype=np.int32)
         self.left = self.right = None
 
-    def _sums(self, groups):
+    def sums(self, subsets, groups):
+        """int64 (n, n_groups): the pseudo-feature of each group (sub, lo, hi)."""
         xp = self.xp
-        members, starts = _flat_groups(groups)
-        cols = np.repeat(np.arange(len(groups), dtype=np.int64), np.diff(starts))
-        ind = xp.zeros((self.d, len(groups)), np.float32)
-        ind[xp.asarray(members), xp.asarray(cols)] = 1.0
+        sub, lo, hi = groups
+        pos = np.arange(subsets.shape[1])
+        inside = (pos >= lo[:, None]) & (pos < hi[:, None])          # (n_groups, m)
+        cols, at = np.nonzero(inside)
+        ind = xp.zeros((self.d, sub.shape[0]), np.float32)
+        ind[xp.asarray(subsets[sub[cols], at]), xp.asarray(cols)] = 1.0
         return xp.matmul(self.Q, ind).astype(np.int64)
 
-    def step(self, active, left_groups, right_groups):
+    def bins(self, both):
+        """uint8 (n, 2k): ``_bins_of``'s rule, elementwise (the same float64 operations)."""
         xp = self.xp
-        k = len(left_groups)
-        if right_groups is not None:
-            both = self._sums(left_groups + right_groups)
-            self.left, self.right = both[:, :k], both[:, k:]
-        else:
-            self.left = self._sums(left_groups)
-            self.right = self.kept[:, xp.asarray(active)] - self.left
-            both = xp.concatenate([self.left, self.right], axis=1)
         nb = self.scan[0]
         v_lo = both.min(axis=0)
-        # ``_bin_scale``'s float64 operations, elementwise: the same bins as the CPU's
         scale = nb / (both.max(axis=0).astype(np.float64) - v_lo.astype(np.float64) + 1.0)
-        bins = xp.ascontiguousarray(
-            ((both - v_lo).astype(np.float64) * scale).astype(np.uint8))
+        return xp.ascontiguousarray(((both - v_lo).astype(np.float64) * scale).astype(np.uint8))
+
+    def step(self, subsets, active, left, right, first=None):
+        xp = self.xp
+        k = active.shape[0]
+        if first is not None:
+            both, bins = first.sums, first.bins
+        else:
+            if right is not None:
+                both = self.sums(subsets, _cat(left, right))
+            else:
+                left = self.sums(subsets, left)
+                both = xp.concatenate([left, self.kept[:, xp.asarray(active)] - left], axis=1)
+            bins = self.bins(both)
+        self.left, self.right = both[:, :k], both[:, k:]
         hist = to_host(self.backend.histograms(bins, self.gh, self.rows, np.zeros(1, np.int64),
                                                np.array([self.n], np.int64),
                                                np.zeros(1, np.int64)))
@@ -504,8 +554,39 @@ class _DeviceSteps:
         self.kept[:, a] = xp.where(xp.asarray(keep_left)[None, :], self.left, self.right)
 
 
+def _steps(backend):
+    return _CPUSteps if backend.name == "cpu" else _DeviceSteps
+
+
+class FirstStep:
+    """The first step of every search, computed once (``gt_subsets="per_fit"``): the
+    pseudo-features of both halves of every subset and their bins depend on the data and the
+    subsets only, not on the gradients (the paper's precomputation, Section 4.2).
+
+    Parameters
+    ----------
+    backend, Q : as for ``group_test_candidates``
+    subsets : int64 (p, m), m >= 2
+    max_bins : int
+
+    Attributes
+    ----------
+    sums : the 2p pseudo-features (left halves, then right halves), in the backend's layout
+    bins : uint8, their bins, in the same layout
+    """
+
+    def __init__(self, backend, Q, subsets, max_bins):
+        p, m = subsets.shape
+        steps = _steps(backend)(backend, Q, None, p, (int(max_bins),))
+        every, zero, mid, end = (np.arange(p), np.zeros(p, np.int64),
+                                 np.full(p, m // 2, np.int64), np.full(p, m, np.int64))
+        self.sums = steps.sums(subsets, _cat((every, zero, mid), (every, mid, end)))
+        self.bins = steps.bins(self.sums)
+
+
 def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *,
-                          max_bins=255, reg_lambda=1.0, min_child_weight=1e-3, trace=None):
+                          max_bins=255, reg_lambda=1.0, min_child_weight=1e-3, first=None,
+                          trace=None):
     """The binary searches of all subsets over the rows of ``gh``: where each ends.
 
     Parameters
@@ -518,6 +599,9 @@ def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *
     subsets : int64 (p, m), ``draw_subsets``'s result
     max_bins : int in [2, 255], equal-width bins of each pseudo-feature
     reg_lambda, min_child_weight : as in the tree's split search
+    first : FirstStep or None
+        The first step's pseudo-features and bins, computed once for these subsets (the
+        same numbers this function would compute).
     trace : list or None
         When given, one dict per step is appended: ``active`` (the subsets searched),
         ``left`` and ``right`` (their groups), ``gain_left`` and ``gain_right`` (float64).
@@ -529,25 +613,28 @@ def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *
     p, m = subsets.shape
     scan = (int(max_bins), int(G_q), int(H_q), 1.0 / float(g_scale), 1.0 / float(h_scale),
             float(reg_lambda), float(min_child_weight))
-    steps = (_CPUSteps if backend.name == "cpu" else _DeviceSteps)(backend, Q, gh, p, scan)
+    steps = _steps(backend)(backend, Q, gh, p, scan)
     lo = np.zeros(p, np.int64)
     hi = np.full(p, m, np.int64)
     active = np.arange(p) if m > 1 else np.zeros(0, np.int64)
-    first = True
+    is_first = True
     while active.size:
         mid = (lo + hi) // 2
-        left = [subsets[i, lo[i]:mid[i]] for i in active]
-        right = [subsets[i, mid[i]:hi[i]] for i in active]
-        gl, gr = steps.step(active, left, right if first else None)
+        left = (active, lo[active], mid[active])
+        right = (active, mid[active], hi[active])
+        gl, gr = steps.step(subsets, active, left, right if is_first else None,
+                            first if is_first else None)
         keep_left = gl >= gr          # ties keep the left half
         steps.keep(active, keep_left)
         if trace is not None:
-            trace.append(dict(active=active.copy(), left=left, right=right,
+            trace.append(dict(active=active.copy(),
+                              left=[subsets[i, a:b] for i, a, b in zip(*left)],
+                              right=[subsets[i, a:b] for i, a, b in zip(*right)],
                               gain_left=gl.copy(), gain_right=gr.copy()))
         hi[active] = np.where(keep_left, mid[active], hi[active])
         lo[active] = np.where(keep_left, lo[active], mid[active])
         active = active[hi[active] - lo[active] > 1]
-        first = False
+        is_first = False
     return subsets[np.arange(p), lo]
 
 
@@ -559,36 +646,47 @@ class GroupTestSearch:
     Q : ``standardize(X, backend)`` of the training rows that have a positive weight
     s : int >= 1, the desired number of features (Theorem 4.1's s)
     delta : float in (0, 1)
-    seed : int, seeds each tree's subsets (with the tree's index)
+    seed : int, seeds the subsets
     max_bins : int in [2, 255], bins of each pseudo-feature
     rows : int64 array or None
         The rows of the tree's gradients that ``Q`` holds (those of positive weight; rows of
         weight 0 are not training data, as for the cut points), on the fitting device; None:
         all rows.
+    subsets : {"per_tree", "per_fit"}
+        "per_tree": every tree draws its own subsets, from (seed, tree index) (Algorithm 2,
+        line 2, inside the tree-fitting subroutine). "per_fit": one draw, from (seed,), for
+        every tree, and the first step of every search (both halves of every subset: two
+        thirds of the summing and a ninth of the binning) computed once (the paper's
+        precomputation, Section 4.2 and Table 1).
 
     Attributes
     ----------
     seconds : float
-        Wall time spent in the group tests so far.
+        Wall time spent in the group tests so far (``per_fit``'s precomputation included).
     """
 
-    def __init__(self, Q, s, delta, seed, max_bins=255, rows=None):
+    def __init__(self, Q, s, delta, seed, max_bins=255, rows=None, subsets="per_tree"):
+        if subsets not in ("per_tree", "per_fit"):
+            raise ValueError(f"subsets must be 'per_tree' or 'per_fit', got {subsets!r}.")
         self.Q = Q
         self.s = int(s)
         self.delta = float(delta)
         self.seed = int(seed)
         self.max_bins = int(max_bins)
         self.rows = rows
+        self.per_fit = subsets == "per_fit"
         self.seconds = 0.0
+        self._first = None
 
     @property
     def n_features(self) -> int:
         return int(self.Q.shape[0] if self.Q.dtype == np.uint8 else self.Q.shape[1])
 
     def subsets(self, tree_index: int) -> np.ndarray:
-        """The subsets of tree ``tree_index`` (``draw_subsets`` seeded by (seed, tree))."""
-        rng = np.random.default_rng([self.seed, int(tree_index)])
-        return draw_subsets(rng, self.n_features, self.s, self.delta)
+        """The subsets of tree ``tree_index`` (``draw_subsets`` seeded by (seed, tree), or by
+        (seed,) for every tree with ``per_fit``)."""
+        key = [self.seed] if self.per_fit else [self.seed, int(tree_index)]
+        return draw_subsets(np.random.default_rng(key), self.n_features, self.s, self.delta)
 
     def __call__(self, backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index):
         """int64 sorted distinct candidate features of tree ``tree_index``.
@@ -599,9 +697,15 @@ class GroupTestSearch:
         t0 = time.perf_counter()
         if self.rows is not None:
             gh = gh[self.rows]        # rows of weight 0 hold (0, 0): the sums do not change
+        subsets = self.subsets(tree_index)
+        first = None
+        if self.per_fit and subsets.shape[1] > 1:
+            if self._first is None:
+                self._first = FirstStep(backend, self.Q, subsets, self.max_bins)
+            first = self._first
         found = group_test_candidates(
-            backend, self.Q, gh, G_q, H_q, g_scale, h_scale, self.subsets(tree_index),
+            backend, self.Q, gh, G_q, H_q, g_scale, h_scale, subsets,
             max_bins=self.max_bins, reg_lambda=tree_params.reg_lambda,
-            min_child_weight=tree_params.min_child_weight)
+            min_child_weight=tree_params.min_child_weight, first=first)
         self.seconds += time.perf_counter() - t0
         return np.unique(found)

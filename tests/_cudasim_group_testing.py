@@ -30,7 +30,8 @@ from _cudasim_checks import CPU, assert_same, assert_same_tree, grads, make_data
 from gpufs.backends.gpu import GPUBackend  # noqa: E402
 from gpufs.binning import BinMapper  # noqa: E402
 from gpufs.boosting import BoostingParams, fit_boosting  # noqa: E402
-from gpufs.group_testing import (GroupTestSearch, draw_subsets, group_test_candidates,  # noqa: E402
+from gpufs.group_testing import (FirstStep, GroupTestSearch, draw_subsets,  # noqa: E402
+                                 group_test_candidates,
                                  standardize, standardized_values)
 from gpufs.grower import TreeParams  # noqa: E402
 from gpufs.objectives import Logistic, SquaredError  # noqa: E402
@@ -51,8 +52,9 @@ def test_group_tests_cpu_equals_simulated_gpu(seed, max_bins):
     out = []
     for be, Q in ((CPU, Q_cpu), (gpu, Q_gpu)):
         trace = []
+        first = FirstStep(be, Q, subsets, max_bins) if seed == 1 else None  # per_fit's path
         c = group_test_candidates(be, Q, be.xp.asarray(gh), int(gq.sum()), int(hq.sum()), gs,
-                                  hs, subsets, max_bins=max_bins, trace=trace)
+                                  hs, subsets, max_bins=max_bins, first=first, trace=trace)
         out.append((c, trace))
     (ca, ta), (cb, tb) = out
     assert_same(ca, cb, "candidates")
@@ -78,7 +80,8 @@ def test_boosting_with_group_tests_cpu_equals_simulated_gpu(objective):
     for be in (CPU, gpu):
         xp = be.xp
         search = GroupTestSearch(standardize(xp.asarray(X), be), s=2, delta=0.3, seed=11,
-                                 max_bins=8)
+                                 max_bins=8,
+                                 subsets="per_fit" if objective == "logistic" else "per_tree")
         pen = PenaltyState(0.02, np.ones(8), np.arange(8, dtype=np.int32), "root_sse", None,
                            search)
         ens, rec, _ = fit_boosting(be, xp.asarray(Xb), xp.asarray(y), xp.asarray(w), obj, pen,

@@ -22,7 +22,7 @@ from scipy.stats import binomtest
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
-from gpufs.group_testing import (GroupTestSearch, draw_subsets, group_test_candidates,
+from gpufs.group_testing import (FirstStep, GroupTestSearch, draw_subsets, group_test_candidates,
                                  isolation_probability, n_search_steps, n_subsets,
                                  pseudo_features_per_tree, standardize, standardized_values,
                                  subset_size)
@@ -130,6 +130,34 @@ def test_fast_path_picks_the_reference_candidates(case):
             assert fast == traces[i]
 
 
+@pytest.mark.parametrize("case", range(4))
+def test_precomputed_first_step_changes_nothing(case):
+    """``gt_subsets="per_fit"``'s first step, computed once (``FirstStep``), gives the gains
+    and candidates of computing it in the search, for any gradients."""
+    rng = np.random.default_rng(200 + case)
+    X, g, h = _random_problem(rng)
+    n, d = X.shape
+    subsets = draw_subsets(rng, d, 2, 0.2)
+    Q = standardize(X, CPU)
+    first = FirstStep(CPU, Q, subsets, 64)
+    for k in range(2):                      # two trees' gradients, one precomputation
+        gq, hq, gs, hs = _gradients(g * (k + 1) + rng.normal(size=n), h)
+        gh = np.stack([gq, hq], 1)
+        runs = []
+        for f in (None, first):
+            trace = []
+            c = group_test_candidates(CPU, Q, gh, int(gq.sum()), int(hq.sum()), gs, hs,
+                                      subsets, max_bins=64, first=f, trace=trace)
+            runs.append((c, [(t["gain_left"].tolist(), t["gain_right"].tolist())
+                             for t in trace]))
+        assert runs[0][0].tolist() == runs[1][0].tolist()
+        assert runs[0][1] == runs[1][1]
+    search = GroupTestSearch(Q, 2, 0.2, seed=3, max_bins=64, subsets="per_fit")
+    np.testing.assert_array_equal(search.subsets(0), search.subsets(17))
+    assert not np.array_equal(GroupTestSearch(Q, 2, 0.2, 3).subsets(0),
+                              GroupTestSearch(Q, 2, 0.2, 3).subsets(1))
+
+
 def test_rows_of_weight_zero_are_not_tested():
     """The search over the positive-weight rows (``GroupTestSearch(rows=...)``) equals the
     reference run on those rows only: standardization and pseudo-feature bins ignore the
@@ -224,6 +252,11 @@ def test_estimator_finds_the_planted_features_deterministically():
     exact = GBFSRegressor(**{**kw, "split_search": "exact"}).fit(X, y)
     assert exact.group_test_candidates_ is None
     assert set(exact.selected_features_.tolist()) == informative
+    # one draw for the whole fit: the same planted features
+    once = GBFSRegressor(**{**kw, "gt_subsets": "per_fit"}).fit(X, y)
+    assert set(once.selected_features_.tolist()) == informative
+    for t, added in enumerate(once.selection_record_["features_added"]):
+        assert set(added) <= set(once.group_test_candidates_[t].tolist())
 
 
 def test_budget_with_group_testing():
@@ -275,6 +308,8 @@ def test_multiclass_and_weights():
                          r"range \(0(\.0)?, 1(\.0)?\)"),
     (dict(gt_delta=0), r"'gt_delta' parameter of GBFSRegressor must be a float in the range"),
     (dict(gt_delta=True), r"'gt_delta' parameter of GBFSRegressor must be a float"),
+    (dict(gt_subsets="per_node"), r"'gt_subsets' parameter of GBFSRegressor must be a str "
+                                  r"among \{.*'per_fit'.*\}"),
 ])
 def test_bad_parameters(params, message):
     X, y, _ = _planted(0, n=50, d=10, informative=(1, 3))
@@ -469,3 +504,25 @@ def test_group_testing_under_the_cuda_simulator():
     tail = (proc.stdout + proc.stderr)[-4000:]
     assert proc.returncode == 0, f"simulator group-testing check failed:\n{tail}"
     assert re.search(r"\d+ passed", proc.stdout)
+
+
+@pytest.mark.gpu
+def test_group_testing_on_a_real_gpu():
+    """CPU vs a real GPU: the same candidates per tree, the same trees (cupy input)."""
+    from gpufs._device import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU with cupy")
+    import cupy as cp
+
+    X, y, _ = _planted(3, n=20_000, d=600, informative=(5, 300, 599))
+    kw = dict(split_search="group_testing", gt_s=3, n_estimators=8, max_depth=4,
+              random_state=0)
+    cpu = GBFSRegressor(device="cpu", **kw).fit(X, y)
+    gpu = GBFSRegressor(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y))
+    np.testing.assert_array_equal(cpu.selected_features_, gpu.selected_features_)
+    for a, b in zip(cpu.group_test_candidates_, gpu.group_test_candidates_):
+        np.testing.assert_array_equal(a, b)
+    sa, sb = cpu.ensemble_.stacked(), gpu.ensemble_.stacked()
+    for key in sa:
+        np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
