@@ -87,8 +87,11 @@ __all__ = ["FirstStep", "GroupTestSearch", "draw_subsets", "group_test_candidate
 
 #: Standardized columns are integers in [0, STANDARDIZED_MAX] (8 fractional bits).
 STANDARDIZED_MAX = 255
-#: Rows per task of the CPU kernels (a task's slice of a column stays in the L1 cache).
-_ROW_BLOCK = 4096
+#: Rows per task of the CPU sums (tasks go block by block: every group's sum over one block of
+#: rows before the next block, so a block's slice of the columns is read from the cache by the
+#: many groups that share columns; 1.1x to 1.7x faster than group by group, measured at
+#: 6,000 x 5,000 and 80,000 x 2,000).
+_ROW_BLOCK = 2048
 #: Column x row additions below which the CPU kernels run on the calling thread only.
 _PARALLEL_MIN_WORK = 1 << 20
 
@@ -308,13 +311,15 @@ def _bin_scale(nb, v_lo, v_hi):
 # --- CPU kernels ---------------------------------------------------------------------------
 
 @njit(inline="always")
-def _sums_task(task, n_blocks, Qc, subsets, g_sub, g_lo, g_hi, out):
+def _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out):
     """out[t, block] = sum of group t's columns over one block of rows; group t is
     ``subsets[g_sub[t], g_lo[t]:g_hi[t]]``. Eight columns at a time are added in uint16
     (8 * 255 < 2**16), then once into the int32 sum: a third of the time of adding one column
     at a time (measured), which is bound by the sum's loads and stores."""
-    t = task // n_blocks
-    lo = (task - t * n_blocks) * _ROW_BLOCK
+    n_groups = g_sub.shape[0]
+    b = task // n_groups
+    t = task - b * n_groups
+    lo = b * _ROW_BLOCK
     hi = min(Qc.shape[1], lo + _ROW_BLOCK)
     acc = out[t, lo:hi]
     acc[:] = 0
@@ -347,14 +352,14 @@ def _sums_task(task, n_blocks, Qc, subsets, g_sub, g_lo, g_hi, out):
 def _sums_par(Qc, subsets, g_sub, g_lo, g_hi, out):
     n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
     for task in prange(g_sub.shape[0] * n_blocks):
-        _sums_task(task, n_blocks, Qc, subsets, g_sub, g_lo, g_hi, out)
+        _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out)
 
 
 @njit(cache=True)
 def _sums_ser(Qc, subsets, g_sub, g_lo, g_hi, out):
     n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
     for task in range(g_sub.shape[0] * n_blocks):
-        _sums_task(task, n_blocks, Qc, subsets, g_sub, g_lo, g_hi, out)
+        _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out)
 
 
 @njit(inline="always")
