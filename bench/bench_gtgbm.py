@@ -26,7 +26,10 @@ Methods, the same trees (depth, bins, learning rate, L2, min_child_weight, hessi
     2**depth, max_depth = depth).
 Timing (``_peers`` rule): per tree = (fit of T trees - fit of 1 tree) / (T - 1), wall time and
 process CPU time (all threads) both recorded, after a warm-up fit (numba compiles). Binning is
-inside both fits, so it cancels. Every tool runs on ``--threads`` threads (default 1: on the
+inside both fits, so it cancels. With ``--repeats R`` every gpufs method is timed R times, the
+methods interleaved (exact, GT, GT per fit, exact, ...), and the record keeps the median and
+every repeat (the fits are deterministic: only the times differ). Every tool runs on
+``--threads`` threads (default 1: on the
 shared 2-core box single-threaded timings are the reproducible ones; gpufs ``n_jobs``,
 LightGBM ``num_threads``). The machine is shared: the load average is recorded at the start
 and the end of every record, and ratios are between runs made one after the other in this
@@ -249,21 +252,33 @@ def compare(name, args, out):
         gt = dict(split_search="group_testing", gt_s=s, gt_delta=args.gt_delta)
         methods += [(f"group_testing_s{s}", {**base, **gt}),
                     (f"group_testing_per_fit_s{s}", {**base, **gt, "gt_subsets": "per_fit"})]
+    runs = {method: [] for method, _ in methods}
+    for _ in range(args.repeats):
+        for method, params in methods:
+            load0 = os.getloadavg()[0]
+            rec, model = run_gpufs(Xtr, ytr, Xte, yte, params, trees)
+            rec.update(load_start=load0, load_end=os.getloadavg()[0])
+            runs[method].append(rec)
+            if method == "exact":
+                exact_model = model        # the scope record needs its first tree
+            del model
     for method, params in methods:
-        load0 = os.getloadavg()[0]
-        rec, model = run_gpufs(Xtr, ytr, Xte, yte, params, trees)
-        rec.update(method=method, load_start=load0, load_end=os.getloadavg()[0],
+        rec = dict(runs[method][0], method=method,
                    **{k: params[k] for k in ("gt_s", "gt_delta", "gt_subsets") if k in params})
+        for key in ("per_tree_wall_s", "per_tree_cpu_s", "load_start", "load_end"):
+            values = [r[key] for r in runs[method]]
+            rec[key] = float(np.median(values))
+            rec[key + "_repeats"] = values
         recs[method] = rec
         print(json.dumps({**common, **rec}), flush=True)
         if method == "exact" and name == "gisette" and not args.no_scope:
-            sc = scope_cost(model, Xtr, ytr, {"gt_s": s_values[0],
+            sc = scope_cost(exact_model, Xtr, ytr, {"gt_s": s_values[0],
                                               "gt_delta": args.gt_delta})
             sc_rec = {**common, "method": "scope", **sc,
                       "exact_tree_wall_s": rec["per_tree_wall_s"]}
             out.write(json.dumps({**sc_rec, "machine": machine_info()}) + "\n")
             print(json.dumps(sc_rec), flush=True)
-        del model
+    del exact_model
     if not args.no_lightgbm:
         load0 = os.getloadavg()[0]
         rec = run_lightgbm(Xtr, ytr, Xte, yte, args.depth, mu, trees, n_classes)
@@ -364,6 +379,7 @@ def main():
     ap.add_argument("--no-lightgbm", action="store_true")
     ap.add_argument("--no-scope", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=1, help="timings per gpufs method")
     ap.add_argument("--tag", default="cpu2")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
