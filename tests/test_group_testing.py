@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import pytest
 from scipy.stats import binomtest
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
@@ -363,6 +364,16 @@ def test_save_load_round_trip_and_checks(tmp_path):
     exact = GBFSRegressor(n_estimators=2, device="cpu").fit(X, y)
     exact.save_model(path)
     assert GBFSRegressor.load_model(path).group_test_candidates_ is None
+
+
+@parametrize_with_checks([GBFSClassifier(n_estimators=5, split_search="group_testing", gt_s=2,
+                                         device="cpu"),
+                          GBFSRegressor(n_estimators=5, split_search="group_testing", gt_s=2,
+                                        device="cpu")])
+def test_sklearn_estimator_checks_with_group_testing(estimator, check):
+    """scikit-learn's estimator checks pass with the group tests on (weights included: rows
+    of weight 0 take no part in the tests)."""
+    check(estimator)
 
 
 # --- theory: Theorem 4.1 --------------------------------------------------------------------
