@@ -1,309 +1,782 @@
 """GT-GBM: candidate features by group testing and binary search (``split_search=
 "group_testing"``).
 
-Owns Algorithm 2 of Han, Rao, Sorokina, Subbian, "Scalable Feature Selection for (Multitask)
-Gradient Boosted Trees", AISTATS 2020 (Section 4, Theorem 4.1) in histogram form, and the
-penalty state that restricts a tree's split search to Omega plus the candidates it finds.
+Owns Algorithm 2 of Han, Rao, Sorokina and Subbian, "Scalable Feature Selection for
+(Multitask) Gradient Boosted Trees" (AISTATS 2020, Section 4, Theorem 4.1) in histogram form:
+the standardized columns, the random subsets, the binary searches over them, and the callable
+(:class:`GroupTestSearch`) that a :class:`gpufs.penalties.PenaltyState` asks for each tree's
+candidate set C.
 
-Algorithm 2, as implemented (``group_test_candidates``):
-  1. the columns are min-max standardized once per fit (``standardize``): x' = (x - min) /
-     (max - min) in [0, 1] (missing values and constant columns give 0), stored in fixed point
-     as integer-valued float64 (``round(x' * 2**24)``), so that every sum of columns is exact
-     and a matrix product gives the same bits in any summation order (BLAS on the CPU, cuBLAS
-     / cuSPARSE on the GPU);
-  2. ``p = ceil(e * s * log(s / delta))`` random subsets of size ``floor(d / s)`` are drawn
-     independently (each without replacement, in random order; ``s = 1``: one subset, all
-     features), from a generator seeded by the fit's seed and the tree index;
-  3. the binary searches of all subsets run in lockstep: at each step every subset's current
-     group is halved (left: its first half in the drawn order, right: the rest); the
-     pseudo-features of all 2p halves (the sums of the halves' standardized columns) come from
-     ONE product ``X' @ I`` with ``I`` the sparse (d, 2p) indicator of the halves; they are
-     binned with the library's quantile rule (``gpufs.binning.BinMapper``) and histogrammed
-     with the backend's histogram kernel on the tree's fixed-point gradients; each half's
-     score is the best gain of any split of its pseudo-feature (``gpufs._gain.candidate``, the
-     one gain formula); the better half is kept (the left one on a tie) until one feature is
-     left per subset;
-  4. the candidate set C is the features the searches end on.
+Algorithm 2, as implemented
+---------------------------
+1. Once per fit the columns are min-max standardized (``standardize``): a value x of a column
+   with minimum lo and maximum hi becomes the integer ``rint((x - lo) / (hi - lo) * 255)`` in
+   [0, 255], i.e. (x - lo) / (hi - lo) in fixed point with 8 fractional bits (missing values
+   and constant columns give 0). Integer values make every sum of columns exact, so the
+   pseudo-features are the same integers however they are summed (BLAS, cuBLAS, a numba loop)
+   and the CPU and the GPU agree bit for bit.
+2. Per tree, ``p = ceil(e * s * log(s / delta))`` random subsets of ``m = floor(d / s)``
+   features are drawn (``draw_subsets``: each uniformly without replacement and in random
+   order, independently; ``s = 1``: one subset holding every feature), from a generator seeded
+   by the fit's seed and the tree's index. With ``subsets="per_fit"`` (``gt_subsets``) one draw
+   serves every tree, and the first step below, which depends on the data and the subsets
+   only, is computed once (``FirstStep``; the paper's precomputation, Section 4.2).
+3. The binary searches of all subsets run in lockstep (``group_test_candidates``): at each step
+   every unfinished subset's current group G (a run of its drawn order) is halved, G_L its
+   first ``|G| // 2`` features and G_R the rest. Each half's *pseudo-feature* is the sum of its
+   standardized columns; the right one is computed as (the kept group's pseudo-feature) minus
+   the left one, exactly. Each pseudo-feature is cut into ``max_bins`` equal-width bins between
+   its minimum v_lo and maximum v_hi over the rows (bin ``trunc((v - v_lo) * w)`` with
+   ``w = max_bins / (v_hi - v_lo + 1)``, one float64 division per pseudo-feature and one
+   float64 product per value, IEEE-rounded alike on both devices), histogrammed with the
+   tree's fixed-point gradients, and scored by the best gain of any threshold
+   (``gpufs._gain.candidate``, the one gain formula, unpenalized and unscaled: both halves are
+   compared at the same node). The better half is kept, the left one on a tie, until one
+   feature is left.
+4. C is the set of features the searches end on.
+Lines 1 and 11-16 of Algorithm 2 (score the free features Omega, then let a feature of C in
+only if its split beats Omega's best by the penalty) are the level rule every tree already
+follows (``gpufs._level``) with the allowed set restricted to Omega and C
+(``PenaltyState.allowed_mask``), so the exact histograms and split scans of the tree cover
+Omega + C instead of all d features.
 
-Where the group tests run: once per tree, on the tree's root (all its rows, with the tree's
-gradients), before the tree is grown; every node of the tree then searches exactly over Omega
-and C with the usual penalty (lines 1 and 11-16 of Algorithm 2: a feature of C enters only if
-its split beats Omega's best by the penalty; the level rule ``gpufs._level`` does exactly
-that). This reads Algorithm 2 as the paper titles it, a tree-fitting subroutine: the
-candidate set is the tree's, not re-drawn at each node, so the tree's histograms are built only
-for Omega and C and nothing in the grower or the backends changes (the grower calls
-``begin_tree`` when the penalty state has one).
+Where the group tests run: once per tree, at its root
+-----------------------------------------------------
+Algorithm 2 tests at every node ("let n_G be the samples to consider for this split"). gpufs
+runs the tests once per tree, on every training row with the tree's gradients, and every node
+of the tree then searches Omega + C exactly with the penalty. Reasons (measured numbers in
+``bench/bench_gtgbm.py``'s results):
 
-Where group testing misses (the paper's caveat, measured in ``tests/test_group_testing.py``):
-two relevant features of opposite effect in one group cancel in the pseudo-feature, so a
-search whose group holds both is blind to them until a subset isolates one; Theorem 4.1's
-number of subsets makes an isolating subset likely for every one of s relevant features, not
-certain.
+* cost: in a histogram engine a group test costs about ``2 p ceil(log2 m)`` pseudo-feature
+  histograms over the node's rows (2,610 for s = 10, delta = 0.05, d = 5,000, about half of
+  d) plus the sums of ``1.5 p m`` (about 14 d) columns per row. Each level of a tree holds
+  every row once, so testing at every node costs that much per level, while the exact search
+  costs about d/2 histogram updates per row per level (the smaller child of each split is
+  built, its sibling subtracted). Measured (the bench's ``scope`` records, Gisette shape,
+  depth 4, one thread, three runs): the tests at every node of a tree cost 3.0 to 3.7 times
+  the tests at its root (0.25 to 0.66 s against 0.07 to 0.18 s), a third to a half of the
+  whole exact tree (0.70 to 0.90 s), while GT-GBM's whole tree with root tests costs 0.08 to
+  0.12 s.
+* statistics: Theorem 4.2 asks for a number of rows at the tested node growing like (d / s)^2
+  (the paper's Figure 1 suggests linearly in d); the root has them all, a node at depth 3 an
+  eighth, where the tests of 500-feature groups are mostly noise.
+* the level step of both backends takes one allowed set per level; per-node candidate sets
+  would need a per-node mask in the CPU and GPU split search.
+The price: a feature whose effect shows only inside a region of the tree (an interaction) is
+found only when the root's tests happen to end on it; the exact search still sees Omega.
+
+Where group testing misses (the paper's caveat, tested in ``tests/test_group_testing.py``):
+two relevant features of opposite effect in one group cancel in its pseudo-feature, so a search
+whose group holds both is blind to them until a subset separates them; Theorem 4.1's number of
+subsets makes a subset isolating each of s relevant features likely (probability at least
+1 - delta), not certain.
 """
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from ._device import namespace_of, sparse_module, to_host
+from ._device import namespace_of, to_host
 from ._gain import candidate, parent_term
-from .binning import BinMapper
-from .penalties import PenaltyState
+from ._types import N_HIST_BINS
 
-__all__ = ["GroupTestingPenaltyState", "draw_subsets", "group_test_candidates", "n_subsets",
-           "standardize", "FIXED_POINT_BITS"]
+__all__ = ["FirstStep", "GroupTestSearch", "draw_subsets", "group_test_candidates",
+           "isolation_probability", "n_search_steps", "n_subsets", "pseudo_features_per_tree",
+           "standardize", "standardized_values", "subset_size", "STANDARDIZED_MAX"]
 
-#: Fractional bits of the standardized columns: sums of up to 2**29 columns stay exact.
-FIXED_POINT_BITS = 24
+#: Standardized columns are integers in [0, STANDARDIZED_MAX] (8 fractional bits).
+STANDARDIZED_MAX = 255
+#: Rows per task of the CPU sums (tasks go block by block: every group's sum over one block of
+#: rows before the next block, so a block's slice of the columns is read from the cache by the
+#: many groups that share columns; 1.1x to 1.7x faster than group by group, measured at
+#: 6,000 x 5,000 and 80,000 x 2,000).
+_ROW_BLOCK = 2048
+#: Column x row additions below which the CPU kernels run on the calling thread only.
+_PARALLEL_MIN_WORK = 1 << 20
 
 _candidate = njit(inline="always")(candidate)
 _parent_term = njit(inline="always")(parent_term)
 
 
+# --- the sizes of Theorem 4.1 --------------------------------------------------------------
+
 def n_subsets(s: int, delta: float) -> int:
-    """Theorem 4.1's number of random subsets.
+    """Theorem 4.1's number of random subsets, ``ceil(e * s * log(s / delta))`` (1 for
+    ``s = 1``: the one subset is every feature).
 
     Parameters
     ----------
-    s : int
+    s : int >= 1
         The desired number of features.
     delta : float in (0, 1)
-        The allowed failure probability.
 
     Returns
     -------
     int
-        ``ceil(e * s * log(s / delta))``; 1 for s = 1 (the one subset is every feature).
     """
     if s <= 1:
         return 1
     return int(math.ceil(math.e * s * math.log(s / delta)))
 
 
-def draw_subsets(rng, n_features: int, s: int, delta: float) -> np.ndarray:
-    """The random feature subsets of one tree's group tests.
+def subset_size(n_features: int, s: int) -> int:
+    """Features per subset: ``floor(n_features / s)``, at least 1 (every feature for s = 1).
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    n_features, s : int
+
+    Returns
+    -------
+    int
+    """
+    return max(1, int(n_features) // max(1, int(s)))
+
+
+def n_search_steps(m: int) -> int:
+    """Halvings of a binary search over ``m`` features: ``ceil(log2(m))`` (0 for m = 1).
+
+    Parameters
+    ----------
+    m : int
+
+    Returns
+    -------
+    int
+    """
+    return int(math.ceil(math.log2(m))) if m > 1 else 0
+
+
+def pseudo_features_per_tree(n_features: int, s: int, delta: float) -> int:
+    """Pseudo-features scored per tree: at most 2 per subset per step.
+
+    Compare with ``n_features``, what the exact search scores per node: group testing pays off
+    only when this is much smaller (small ``s``, large ``n_features``).
+
+    Parameters
+    ----------
     n_features : int
     s : int
         The desired number of features.
     delta : float in (0, 1)
-        The allowed failure probability.
 
     Returns
     -------
-    ndarray of shape (p, m), int64
-        ``p = n_subsets(s, delta)`` subsets of ``m = max(1, n_features // s)`` features, each
-        drawn without replacement in random order (row i is subset i, in the order its halves
-        are taken).
+    int
     """
-    if s <= 1:
-        return np.arange(n_features, dtype=np.int64)[None, :]
-    p, m = n_subsets(s, delta), max(1, n_features // s)
-    return np.stack([rng.choice(n_features, m, replace=False) for _ in range(p)]).astype(np.int64)
+    m = subset_size(n_features, s)
+    return 2 * n_subsets(s, delta) * n_search_steps(m)
 
 
-def standardize(X):
-    """Min-max standardized columns in fixed point, the pseudo-features' raw material.
+def isolation_probability(n_features: int, s: int, p: int, m: int) -> float:
+    """Probability that for every one of ``s`` given features some subset among ``p``
+    independent uniform subsets of ``m`` features holds that feature and none of the others.
 
-    Each value is one subtraction, one division and one exact scaling, so numpy and cupy
-    give the same integers.
+    Theorem 4.1 says ``p >= e s log(s / delta)`` subsets of size ``n_features / s`` make this
+    at least ``1 - delta``. Exact value: a subset isolates a given feature with probability
+    ``q = m/d * C(d - s, m - 1) / C(d - 1, m - 1)``; it isolates at most one feature, so by
+    inclusion-exclusion P(all isolated) = sum_k (-1)^k C(s, k) (1 - k q)^p.
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features), float
-        numpy or cupy; NaN marks a missing value.
+    n_features, s, p, m : int
 
     Returns
     -------
-    ndarray of shape (n_samples, n_features), float64
-        The integers ``rint((x - min) / (max - min) * 2**FIXED_POINT_BITS)`` (0 for missing
-        values and constant columns), on X's device.
+    float
     """
+    d = int(n_features)
+    if m > d or s > d:
+        raise ValueError("need m <= n_features and s <= n_features")
+    # C(d - s, m - 1) / C(d - 1, m - 1) = prod_{j < m-1} (d - s - j) / (d - 1 - j)
+    ratio = 1.0
+    for j in range(m - 1):
+        ratio *= max(0, d - s - j) / (d - 1 - j)
+    q = m / d * ratio
+    return float(sum((-1) ** k * math.comb(s, k) * (1.0 - k * q) ** p for k in range(s + 1)))
+
+
+def draw_subsets(rng, n_features: int, s: int, delta: float) -> np.ndarray:
+    """The random subsets of one tree.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_features, s : int >= 1
+    delta : float in (0, 1)
+
+    Returns
+    -------
+    int64 (p, m): p = ``n_subsets(s, delta)`` subsets of m = ``subset_size(n_features, s)``
+    features, each uniform without replacement and in random order (row i is subset i, in
+    the order its halves are taken); independent of each other.
+    """
+    p, m = n_subsets(s, delta), subset_size(n_features, s)
+    if s <= 1:
+        return rng.permutation(n_features).astype(np.int64)[None, :]
+    return np.stack([rng.choice(n_features, m, replace=False) for _ in range(p)]).astype(
+        np.int64)
+
+
+# --- standardized columns ------------------------------------------------------------------
+
+def standardize(X, backend, block: int = 64):
+    """The min-max standardized columns of X in the layout ``backend``'s group tests read.
+
+    Each value is ``rint((x - lo) / (hi - lo) * 255)`` with lo and hi the column's minimum and
+    maximum (0 for missing values and constant columns): one subtraction, one division, one
+    multiplication and a rounding, in float64, so numpy, numba and cupy give the same integers.
+
+    Parameters
+    ----------
+    X : float (n_samples, n_features), numpy or cupy (the backend's device)
+    backend : CPUBackend or GPUBackend
+    block : int
+        Columns converted to float64 at a time on the GPU (bounds the temporary memory).
+
+    Returns
+    -------
+    CPU: uint8 (n_features, n_samples), a column per row (the CPU kernels add whole columns).
+    GPU: float32 (n_samples, n_features), integer-valued (the operand of one matrix product
+    per search step; float32 holds every partial sum exactly while it is below 2**24, i.e. for
+    groups of up to 65,793 features).
+    """
+    return backend.group_test_steps().standardize(X, block)
+
+
+def _standardize_columns(X, block):
+    """``standardize`` in the CPU layout: uint8 (n_features, n_samples)."""
+    X = np.asarray(X)
+    if X.dtype != np.float32 and X.dtype != np.float64:
+        X = X.astype(np.float64)
+    out = np.empty((X.shape[1], X.shape[0]), np.uint8)
+    _standardize_cpu(np.ascontiguousarray(X), out)
+    return out
+
+
+def _standardize_float32(X, block):
+    """``standardize`` in the matrix-product layout: float32 (n_samples, n_features)."""
     xp = namespace_of(X)
-    X = xp.asarray(X, dtype=np.float64)
-    nan = xp.isnan(X)
-    lo = xp.nanmin(xp.where(nan, xp.inf, X), axis=0)
-    hi = xp.nanmax(xp.where(nan, -xp.inf, X), axis=0)
-    span = hi - lo
-    ok = xp.isfinite(span) & (span > 0)
-    Z = (X - xp.where(ok, lo, 0.0)[None, :]) / xp.where(ok, span, 1.0)[None, :]
-    Z = xp.where(nan | ~ok[None, :], 0.0, Z)
-    return xp.rint(Z * float(2 ** FIXED_POINT_BITS))
+    n, d = X.shape
+    out = xp.empty((n, d), np.float32)
+    for a in range(0, d, block):
+        b = min(d, a + block)
+        x = xp.asarray(X[:, a:b], dtype=np.float64)
+        nan = xp.isnan(x)
+        lo = xp.min(xp.where(nan, xp.inf, x), axis=0)
+        hi = xp.max(xp.where(nan, -xp.inf, x), axis=0)
+        span = hi - lo
+        ok = xp.isfinite(span) & (span > 0)
+        z = (x - xp.where(ok, lo, 0.0)[None, :]) / xp.where(ok, span, 1.0)[None, :]
+        q = xp.rint(z * float(STANDARDIZED_MAX))
+        out[:, a:b] = xp.where(nan | ~ok[None, :], 0.0, q).astype(np.float32)
+    return out
 
 
-def _indicator(xp, d, groups):
-    """Sparse (d, len(groups)) 0/1 matrix: column j marks the features of groups[j]."""
-    sizes = np.array([len(g) for g in groups], dtype=np.int64)
-    rows = np.concatenate(groups).astype(np.int64)
-    cols = np.repeat(np.arange(len(groups), dtype=np.int64), sizes)
-    data = np.ones(rows.shape[0], dtype=np.float64)
-    return sparse_module(xp).csc_matrix((xp.asarray(data), (xp.asarray(rows), xp.asarray(cols))),
-                             shape=(d, len(groups)))
+@njit(parallel=True, cache=True)
+def _standardize_cpu(X, out):
+    """``standardize`` on the CPU: X (n, d) float32/float64 C order -> out (d, n) uint8, in
+    blocks of 64 columns (each row's slice of a block is contiguous)."""
+    n, d = X.shape
+    for blk in prange((d + 63) // 64):
+        a = blk * 64
+        b = min(d, a + 64)
+        lo = np.full(b - a, np.inf)
+        hi = np.full(b - a, -np.inf)
+        for i in range(n):
+            for f in range(a, b):
+                x = np.float64(X[i, f])
+                if x == x:
+                    lo[f - a] = min(lo[f - a], x)
+                    hi[f - a] = max(hi[f - a], x)
+        span = hi - lo
+        for i in range(n):
+            for f in range(a, b):
+                x = np.float64(X[i, f])
+                sp = span[f - a]
+                if x == x and sp > 0 and sp < np.inf:
+                    out[f, i] = np.uint8(np.rint((x - lo[f - a]) / sp * 255.0))
+                else:
+                    out[f, i] = 0
 
 
-@njit(cache=True)
-def _best_gains(hist, n_bins, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
-    """Best split gain of each column of one node's histogram (n_cols, 256, 2) int64, over
-    the thresholds 'bin <= b' for b < n_bins[c] - 1 (pseudo-features have no missing bin);
-    -inf when no valid split."""
+def standardized_values(Q) -> np.ndarray:
+    """The standardized values on the host, from either layout of ``standardize``.
+
+    Parameters
+    ----------
+    Q : ndarray
+        ``standardize``'s result (CPU or GPU layout).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), uint8
+    """
+    Q = to_host(Q)
+    return np.ascontiguousarray(Q.T) if Q.dtype == np.uint8 else Q.astype(np.uint8)
+
+
+# --- the scan of one pseudo-feature histogram (both devices' results go through it) ---------
+
+@njit(inline="always")
+def _best_gain(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight):
+    """Best gain of the thresholds 'bin <= b', b < nb - 1, of one histogram (int64 (>= nb, 2)
+    of (g, h) sums); -inf when no threshold leaves both children a valid hessian."""
     G = G_q * g_inv
     H = H_q * h_inv
     parent = _parent_term(G, H, reg_lambda)
+    best = -math.inf
+    gl = hist[0, 0] - hist[0, 0]
+    hl = gl
+    for b in range(nb - 1):
+        if b > 0 and hist[b, 0] == 0 and hist[b, 1] == 0:
+            continue            # same left sums as b - 1, which scored first: cannot win
+        gl += hist[b, 0]
+        hl += hist[b, 1]
+        gain, score = _candidate(gl, hl, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0,
+                                 min_child_weight, 0.0)
+        if score > best:
+            best = gain
+    return best
+
+
+@njit(cache=True)
+def _best_gains_of_histograms(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
+                              out):
+    """``_best_gain`` of every column of one node's histograms (n_cols, 256, 2) int64."""
     for c in range(hist.shape[0]):
-        best = -math.inf
-        gl = np.int64(0)
-        hl = np.int64(0)
-        for b in range(n_bins[c] - 1):
-            gl += hist[c, b, 0]
-            hl += hist[c, b, 1]
-            gain, score = _candidate(gl, hl, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0,
-                                     min_child_weight, 0.0)
-            if score > best:
-                best = gain
-        out[c] = best
+        out[c] = _best_gain(hist[c], nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
 
 
-def group_test_candidates(backend, Xq, gh, root_g_q, root_h_q, g_scale, h_scale, subsets,
-                          max_bins=255, reg_lambda=1.0, min_child_weight=1e-3, trace=None):
-    """The binary searches of all subsets at the root of one tree: the candidate features.
+@njit(inline="always")
+def _bin_scale(nb, v_lo, v_hi):
+    """The equal-width bin rule's factor: bin = trunc((v - v_lo) * nb / (v_hi - v_lo + 1)),
+    computed as one float64 product with this factor (integer divisions per value cost 5x
+    more), so bin <= nb - 1."""
+    return nb / (np.float64(v_hi) - np.float64(v_lo) + 1.0)
+
+
+# --- CPU kernels ---------------------------------------------------------------------------
+
+@njit(inline="always")
+def _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out):
+    """out[t, block] = sum of group t's columns over one block of rows; group t is
+    ``subsets[g_sub[t], g_lo[t]:g_hi[t]]``. Eight columns at a time are added in uint16
+    (8 * 255 < 2**16), then once into the int32 sum: a third of the time of adding one column
+    at a time (measured), which is bound by the sum's loads and stores."""
+    n_groups = g_sub.shape[0]
+    b = task // n_groups
+    t = task - b * n_groups
+    lo = b * _ROW_BLOCK
+    hi = min(Qc.shape[1], lo + _ROW_BLOCK)
+    acc = out[t, lo:hi]
+    acc[:] = 0
+    members = subsets[g_sub[t]]
+    k = g_lo[t]
+    end = g_hi[t]
+    while k + 8 <= end:
+        c0 = Qc[members[k], lo:hi]
+        c1 = Qc[members[k + 1], lo:hi]
+        c2 = Qc[members[k + 2], lo:hi]
+        c3 = Qc[members[k + 3], lo:hi]
+        c4 = Qc[members[k + 4], lo:hi]
+        c5 = Qc[members[k + 5], lo:hi]
+        c6 = Qc[members[k + 6], lo:hi]
+        c7 = Qc[members[k + 7], lo:hi]
+        for r in range(hi - lo):
+            acc[r] += (((np.uint16(c0[r]) + np.uint16(c1[r]))
+                        + (np.uint16(c2[r]) + np.uint16(c3[r])))
+                       + ((np.uint16(c4[r]) + np.uint16(c5[r]))
+                          + (np.uint16(c6[r]) + np.uint16(c7[r]))))
+        k += 8
+    while k < end:
+        col = Qc[members[k], lo:hi]
+        for r in range(hi - lo):
+            acc[r] += col[r]
+        k += 1
+
+
+@njit(parallel=True, cache=True)
+def _sums_par(Qc, subsets, g_sub, g_lo, g_hi, out):
+    n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
+    for task in prange(g_sub.shape[0] * n_blocks):
+        _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out)
+
+
+@njit(cache=True)
+def _sums_ser(Qc, subsets, g_sub, g_lo, g_hi, out):
+    n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
+    for task in range(g_sub.shape[0] * n_blocks):
+        _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out)
+
+
+@njit(inline="always")
+def _bins_of(v, nb, bins):
+    """bins[r] = the equal-width bin of v[r] (``_bin_scale``'s rule) over v's extremes.
+    A loop of its own, which the compiler vectorizes: binning inside the histogram loop
+    was 1.8x slower (measured)."""
+    v_lo = v[0]
+    v_hi = v_lo
+    for r in range(v.shape[0]):
+        v_lo = min(v_lo, v[r])
+        v_hi = max(v_hi, v[r])
+    scale = _bin_scale(nb, v_lo, v_hi)
+    for r in range(v.shape[0]):
+        bins[r] = np.uint8(np.int32(np.float64(v[r] - v_lo) * scale))
+
+
+@njit(inline="always")
+def _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight):
+    """The best gain of one binned pseudo-feature's histogram of the rows' (g, h)."""
+    hist = np.zeros((N_HIST_BINS, 2), np.int64)
+    for r in range(bins.shape[0]):
+        b = bins[r]
+        hist[b, 0] += gh[r, 0]
+        hist[b, 1] += gh[r, 1]
+    return _best_gain(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
+
+
+@njit(inline="always")
+def _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
+                 out):
+    """Score pseudo-feature c: bin P[c] (unless B, its bins, is given: B.shape[0] > 0),
+    histogram it, keep the best gain."""
+    if B.shape[0] > 0:
+        bins = B[c]
+    else:
+        bins = np.empty(P.shape[1], np.uint8)
+        _bins_of(P[c], nb, bins)
+    out[c] = _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda,
+                             min_child_weight)
+
+
+@njit(parallel=True, cache=True)
+def _scan_par(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
+    for c in prange(out.shape[0]):
+        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
+                     out)
+
+
+@njit(cache=True)
+def _scan_ser(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
+    for c in range(out.shape[0]):
+        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
+                     out)
+
+
+@njit(parallel=True, cache=True)
+def _bin_columns(P, nb, B):
+    """B[c] = the bins of pseudo-feature P[c] (the per-fit first step, ``FirstStep``)."""
+    for c in prange(P.shape[0]):
+        _bins_of(P[c], nb, B[c])
+
+
+_NO_BINS = np.zeros((0, 0), np.uint8)
+
+
+def _cat(a, b):
+    """Two groups' tables (sub, lo, hi), one after the other."""
+    return tuple(np.concatenate([x, y]) for x, y in zip(a, b))
+
+
+@njit(parallel=True, cache=True)
+def _rest_par(prev, rows, both):
+    """both[k + j] = prev[rows[j]] - both[j], j < k: the right halves, exactly."""
+    k = rows.shape[0]
+    for j in prange(k):
+        a = prev[rows[j]]
+        left = both[j]
+        right = both[k + j]
+        for r in range(right.shape[0]):
+            right[r] = a[r] - left[r]
+
+
+class CPUSteps:
+    """The pseudo-features and scores of a search step on the CPU: the step's columns, left
+    halves then right halves, (2k, n) int32, summed by ``_sums_*`` (a right half after the
+    first step by ``_rest_par``: the kept group minus its left half), scored by ``_scan_*``.
+    The CPU backend's ``group_test_steps()``."""
+
+    standardize = staticmethod(_standardize_columns)
+
+    def __init__(self, backend, Q, gh, p, scan):
+        self.Q = Q
+        self.gh = np.ascontiguousarray(gh)
+        self.n = Q.shape[1]
+        self.scan = scan
+        self.parallel = backend._threads() > 1
+        self.prev = None                    # the previous step's columns
+        self.row_of = np.zeros(p, np.int64)  # subset -> its kept group's row of ``prev``
+        self.both = None
+
+    def sums(self, subsets, groups, out=None):
+        """int32 (n_groups, n): the pseudo-feature of each group (sub, lo, hi): the columns
+        ``subsets[sub, lo:hi]``."""
+        sub, lo, hi = groups
+        if out is None:
+            out = np.empty((sub.shape[0], self.n), np.int32)
+        work = int((hi - lo).sum()) * self.n
+        (_sums_par if self.parallel and work >= _PARALLEL_MIN_WORK else _sums_ser)(
+            self.Q, subsets, sub, lo, hi, out)
+        return out
+
+    def bins(self, both):
+        """uint8 (2k, n): each pseudo-feature's equal-width bins."""
+        B = np.empty(both.shape, np.uint8)
+        _bin_columns(both, self.scan[0], B)
+        return B
+
+    def step(self, subsets, active, left, right, first=None):
+        k = active.shape[0]
+        B = _NO_BINS
+        if first is not None:                   # the per-fit first step: sums and bins
+            both, B = first.sums, first.bins
+        elif right is not None:
+            both = self.sums(subsets, _cat(left, right))
+        else:
+            both = np.empty((2 * k, self.n), np.int32)
+            self.sums(subsets, left, both[:k])
+            _rest_par(self.prev, self.row_of[active], both)
+        gains = np.empty(2 * k, np.float64)
+        parallel = self.parallel and both.size >= _PARALLEL_MIN_WORK // 4
+        (_scan_par if parallel else _scan_ser)(both, B, self.gh, *self.scan, gains)
+        self.both = both
+        return gains[:k], gains[k:]
+
+    def keep(self, active, keep_left):
+        j = np.arange(active.shape[0])
+        self.row_of[active] = np.where(keep_left, j, j + active.shape[0])
+        self.prev = self.both
+
+
+class DeviceSteps:
+    """The same on the GPU backend: the pseudo-features of a step are ONE matrix product
+    ``Q @ I`` (float32 (n, d) times the (d, n_groups) 0/1 indicator of the groups; cuBLAS,
+    exact because every partial sum is an integer below 2**24), binned with array operations,
+    histogrammed with the backend's histogram kernel, and scored on the host by the same
+    compiled scan as the CPU's. Under the CUDA simulator the array module is numpy. The GPU
+    backend's ``group_test_steps()``."""
+
+    standardize = staticmethod(_standardize_float32)
+
+    def __init__(self, backend, Q, gh, p, scan):
+        self.backend = backend
+        self.xp = backend.xp
+        self.Q = Q
+        self.gh = gh
+        self.n, self.d = Q.shape
+        self.scan = scan
+        self.kept = self.xp.zeros((self.n, p), np.int64)
+        self.rows = self.xp.arange(self.n, dtype=np.int32)
+        self.left = self.right = None
+
+    def sums(self, subsets, groups):
+        """int64 (n, n_groups): the pseudo-feature of each group (sub, lo, hi)."""
+        xp = self.xp
+        sub, lo, hi = groups
+        pos = np.arange(subsets.shape[1])
+        inside = (pos >= lo[:, None]) & (pos < hi[:, None])          # (n_groups, m)
+        cols, at = np.nonzero(inside)
+        ind = xp.zeros((self.d, sub.shape[0]), np.float32)
+        ind[xp.asarray(subsets[sub[cols], at]), xp.asarray(cols)] = 1.0
+        return xp.matmul(self.Q, ind).astype(np.int64)
+
+    def bins(self, both):
+        """uint8 (n, 2k): ``_bins_of``'s rule, elementwise (the same float64 operations)."""
+        xp = self.xp
+        nb = self.scan[0]
+        v_lo = both.min(axis=0)
+        scale = nb / (both.max(axis=0).astype(np.float64) - v_lo.astype(np.float64) + 1.0)
+        return xp.ascontiguousarray(((both - v_lo).astype(np.float64) * scale).astype(np.uint8))
+
+    def step(self, subsets, active, left, right, first=None):
+        xp = self.xp
+        k = active.shape[0]
+        if first is not None:
+            both, bins = first.sums, first.bins
+        else:
+            if right is not None:
+                both = self.sums(subsets, _cat(left, right))
+            else:
+                left = self.sums(subsets, left)
+                both = xp.concatenate([left, self.kept[:, xp.asarray(active)] - left], axis=1)
+            bins = self.bins(both)
+        self.left, self.right = both[:, :k], both[:, k:]
+        hist = to_host(self.backend.histograms(bins, self.gh, self.rows, np.zeros(1, np.int64),
+                                               np.array([self.n], np.int64),
+                                               np.zeros(1, np.int64)))
+        gains = np.empty(2 * k, np.float64)
+        _best_gains_of_histograms(hist[0], *self.scan, gains)
+        return gains[:k], gains[k:]
+
+    def keep(self, active, keep_left):
+        xp = self.xp
+        a = xp.asarray(active)
+        self.kept[:, a] = xp.where(xp.asarray(keep_left)[None, :], self.left, self.right)
+
+
+class FirstStep:
+    """The first step of every search, computed once (``gt_subsets="per_fit"``): the
+    pseudo-features of both halves of every subset and their bins depend on the data and the
+    subsets only, not on the gradients (the paper's precomputation, Section 4.2).
+
+    Parameters
+    ----------
+    backend, Q : as for ``group_test_candidates``
+    subsets : int64 (p, m), m >= 2
+    max_bins : int
+
+    Attributes
+    ----------
+    sums : the 2p pseudo-features (left halves, then right halves), in the backend's layout
+    bins : uint8, their bins, in the same layout
+    """
+
+    def __init__(self, backend, Q, subsets, max_bins):
+        p, m = subsets.shape
+        steps = backend.group_test_steps()(backend, Q, None, p, (int(max_bins),))
+        every, zero, mid, end = (np.arange(p), np.zeros(p, np.int64),
+                                 np.full(p, m // 2, np.int64), np.full(p, m, np.int64))
+        self.sums = steps.sums(subsets, _cat((every, zero, mid), (every, mid, end)))
+        self.bins = steps.bins(self.sums)
+
+
+def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *,
+                          max_bins=255, reg_lambda=1.0, min_child_weight=1e-3, first=None,
+                          trace=None):
+    """The binary searches of all subsets over the rows of ``gh``: where each ends.
 
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
-    Xq : ndarray of shape (n_samples, n_features), float64
-        ``standardize``'s result, on the backend's device.
-    gh : ndarray of shape (n_samples, 2), int64
-        Fixed-point (gradient, hessian) of the tree, on the backend's device.
-    root_g_q, root_h_q : int
-        The exact sums of ``gh``'s columns.
-    g_scale, h_scale : float
-        The power-of-two scales of ``gh``'s columns.
-    subsets : ndarray of shape (p, m), int64
-        ``draw_subsets``'s result.
-    max_bins : int, default=255
-        Value bins of each pseudo-feature.
-    reg_lambda, min_child_weight : float, default=1.0 and 1e-3
-        As in the tree's split search.
-    trace : list or None, default=None
-        When given, one (left scores, right scores) pair of float64 arrays of shape (p,) is
-        appended per step.
+    Q : ``standardize``'s result for ``backend`` (the same rows as ``gh``, in order)
+    gh : int64 (n, 2) fixed-point (gradient, hessian) on the backend's device
+    G_q, H_q : int, the exact sums of ``gh``'s columns
+    g_scale, h_scale : float, the power-of-two scales of ``gh``'s columns
+    subsets : int64 (p, m), ``draw_subsets``'s result
+    max_bins : int in [2, 255], equal-width bins of each pseudo-feature
+    reg_lambda, min_child_weight : as in the tree's split search
+    first : FirstStep or None
+        The first step's pseudo-features and bins, computed once for these subsets (the
+        same numbers this function would compute).
+    trace : list or None
+        When given, one dict per step is appended: ``active`` (the subsets searched),
+        ``left`` and ``right`` (their groups), ``gain_left`` and ``gain_right`` (float64).
 
     Returns
     -------
-    ndarray of shape (p,), int64
-        The feature each subset's search ended on (subset order; may repeat).
+    int64 (p,): the feature each subset's search ended on (subset order; may repeat).
     """
-    xp = backend.xp
-    n, d = Xq.shape
     p, m = subsets.shape
+    scan = (int(max_bins), int(G_q), int(H_q), 1.0 / float(g_scale), 1.0 / float(h_scale),
+            float(reg_lambda), float(min_child_weight))
+    steps = backend.group_test_steps()(backend, Q, gh, p, scan)
     lo = np.zeros(p, np.int64)
     hi = np.full(p, m, np.int64)
-    rows = xp.arange(n, dtype=np.int64)
-    start, count = np.zeros(1, np.int64), np.array([n], np.int64)
-    gains = np.empty(2 * p, np.float64)
-    while m > 1 and (hi - lo > 1).any():
+    active = np.arange(p) if m > 1 else np.zeros(0, np.int64)
+    is_first = True
+    while active.size:
         mid = (lo + hi) // 2
-        groups = []
-        for i in range(p):
-            groups.append(subsets[i, lo[i]:mid[i]])
-            groups.append(subsets[i, mid[i]:hi[i]])
-        P = Xq @ _indicator(xp, d, groups)      # (n, 2p) pseudo-features, exact integers
-        P = xp.asarray(P.toarray() if hasattr(P, "toarray") else P)
-        bm = BinMapper(max_bins, subsample=None).fit(P)
-        Pb = bm.transform(xp.ascontiguousarray(P), backend)
-        hist = to_host(backend.histograms(Pb, gh, rows, start, count, np.zeros(1, np.int64)))
-        _best_gains(hist[0], bm.n_bins_, int(root_g_q), int(root_h_q), 1.0 / g_scale,
-                    1.0 / h_scale, float(reg_lambda), float(min_child_weight), gains)
-        left, right = gains[0::2], gains[1::2]
+        left = (active, lo[active], mid[active])
+        right = (active, mid[active], hi[active])
+        gl, gr = steps.step(subsets, active, left, right if is_first else None,
+                            first if is_first else None)
+        keep_left = gl >= gr          # ties keep the left half
+        steps.keep(active, keep_left)
         if trace is not None:
-            trace.append((left.copy(), right.copy()))
-        keep_left = left >= right
-        hi = np.where(keep_left, mid, hi)
-        lo = np.where(keep_left, lo, mid)
+            trace.append(dict(active=active.copy(),
+                              left=[subsets[i, a:b] for i, a, b in zip(*left)],
+                              right=[subsets[i, a:b] for i, a, b in zip(*right)],
+                              gain_left=gl.copy(), gain_right=gr.copy()))
+        hi[active] = np.where(keep_left, mid[active], hi[active])
+        lo[active] = np.where(keep_left, lo[active], mid[active])
+        active = active[hi[active] - lo[active] > 1]
+        is_first = False
     return subsets[np.arange(p), lo]
 
 
-class GroupTestingPenaltyState(PenaltyState):
-    """A :class:`gpufs.penalties.PenaltyState` whose trees search Omega and the group tests'
-    candidates only.
-
-    ``begin_tree`` (called by the grower before each tree) runs ``group_test_candidates`` on
-    the tree's gradients; ``allowed_mask`` and ``candidate_features`` then admit Omega and
-    the candidates (and, once a feature budget is spent, Omega only, as without group tests).
+class GroupTestSearch:
+    """The candidate search of a GT-GBM fit: called by the penalty state before each tree.
 
     Parameters
     ----------
-    mu, costs, groups, scaling, n_features_to_select
-        As for :class:`gpufs.penalties.PenaltyState`.
-    Xq : ndarray of shape (n_samples, n_features), float64
-        ``standardize`` of the training rows, on the fitting device.
-    s : int >= 1
-        The desired number of features (Theorem 4.1's s).
+    Q : ``standardize(X, backend)`` of the training rows that have a positive weight
+    s : int >= 1, the desired number of features (Theorem 4.1's s)
     delta : float in (0, 1)
-        The allowed failure probability of the group tests.
-    seed : int
-        Seeds the subsets (with the tree index).
-    max_bins : int, default=255
-        Value bins of each pseudo-feature.
-    reg_lambda, min_child_weight : float, default=1.0 and 1e-3
-        As in the tree's split search.
+    seed : int, seeds the subsets
+    max_bins : int in [2, 255], bins of each pseudo-feature
+    rows : int64 array or None
+        The rows of the tree's gradients that ``Q`` holds (those of positive weight; rows of
+        weight 0 are not training data, as for the cut points), on the fitting device; None:
+        all rows.
+    subsets : {"per_tree", "per_fit"}
+        "per_tree": every tree draws its own subsets, from (seed, tree index) (Algorithm 2,
+        line 2, inside the tree-fitting subroutine). "per_fit": one draw, from (seed,), for
+        every tree, and the first step of every search (both halves of every subset: two
+        thirds of the summing and a ninth of the binning) computed once (the paper's
+        precomputation, Section 4.2 and Table 1).
+
+    Attributes
+    ----------
+    seconds : float
+        Wall time spent in the group tests so far (``per_fit``'s precomputation included).
     """
 
-    def __init__(self, mu, costs, groups, scaling, n_features_to_select, *, Xq, s, delta,
-                 seed, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3):
-        super().__init__(mu, costs, groups, scaling, n_features_to_select)
-        self.Xq = Xq
+    def __init__(self, Q, s, delta, seed, max_bins=255, rows=None, subsets="per_tree"):
+        if subsets not in ("per_tree", "per_fit"):
+            raise ValueError(f"subsets must be 'per_tree' or 'per_fit', got {subsets!r}.")
+        self.Q = Q
         self.s = int(s)
         self.delta = float(delta)
         self.seed = int(seed)
         self.max_bins = int(max_bins)
-        self.reg_lambda = float(reg_lambda)
-        self.min_child_weight = float(min_child_weight)
-        self.candidates = None
-        self.candidates_by_tree: list[np.ndarray] = []
+        self.rows = rows
+        self.per_fit = subsets == "per_fit"
+        self.seconds = 0.0
+        self._first = None
 
-    def begin_tree(self, backend, gh, root_g_q, root_h_q, g_scale, h_scale, tree_index):
-        """Draw this tree's subsets and run their searches on the tree's gradients.
+    @property
+    def n_features(self) -> int:
+        """The number of features the search runs over."""
+        return int(self.Q.shape[0] if self.Q.dtype == np.uint8 else self.Q.shape[1])
+
+    def subsets(self, tree_index: int) -> np.ndarray:
+        """The subsets of a tree.
 
         Parameters
         ----------
-        backend : CPUBackend or GPUBackend
-        gh : ndarray of shape (n_samples, 2), int64
-            The tree's fixed-point (gradient, hessian), on the backend's device.
-        root_g_q, root_h_q : int
-            Their exact sums.
-        g_scale, h_scale : float
-            Their power-of-two scales.
         tree_index : int
-            Seeds the tree's subsets.
-        """
-        if self.budget_left() == 0:       # only Omega may be split on: nothing to search
-            self.candidates = np.zeros(0, np.int64)
-        else:
-            rng = np.random.default_rng([self.seed, int(tree_index)])
-            subsets = draw_subsets(rng, self.Xq.shape[1], self.s, self.delta)
-            found = group_test_candidates(backend, self.Xq, gh, root_g_q, root_h_q, g_scale,
-                                          h_scale, subsets, self.max_bins, self.reg_lambda,
-                                          self.min_child_weight)
-            self.candidates = np.unique(found)
-        self.candidates_by_tree.append(self.candidates)
-
-    def allowed_mask(self) -> np.ndarray:
-        """The features a split may use now.
 
         Returns
         -------
-        ndarray of shape (n_features,), bool
-            Omega and this tree's candidates (Omega only once the budget is spent).
+        ndarray of shape (p, m), int64
+            ``draw_subsets`` seeded by (seed, tree), or by (seed,) for every tree with
+            ``per_fit``.
         """
-        base = super().allowed_mask()
-        if self.candidates is None:
-            return base
-        mask = self.used.copy()
-        mask[self.candidates] = True
-        return base & mask
+        key = [self.seed] if self.per_fit else [self.seed, int(tree_index)]
+        return draw_subsets(np.random.default_rng(key), self.n_features, self.s, self.delta)
+
+    def __call__(self, backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index):
+        """int64 sorted distinct candidate features of tree ``tree_index``.
+
+        ``gh`` (n, 2) int64 and its sums ``G_q``, ``H_q`` are the tree's fixed-point
+        gradients over every row (weights applied); ``tree_params`` a
+        ``grower.TreeParams``."""
+        t0 = time.perf_counter()
+        if self.rows is not None:
+            gh = gh[self.rows]        # rows of weight 0 hold (0, 0): the sums do not change
+        subsets = self.subsets(tree_index)
+        first = None
+        if self.per_fit and subsets.shape[1] > 1:
+            if self._first is None:
+                self._first = FirstStep(backend, self.Q, subsets, self.max_bins)
+            first = self._first
+        found = group_test_candidates(
+            backend, self.Q, gh, G_q, H_q, g_scale, h_scale, subsets,
+            max_bins=self.max_bins, reg_lambda=tree_params.reg_lambda,
+            min_child_weight=tree_params.min_child_weight, first=first)
+        self.seconds += time.perf_counter() - t0
+        return np.unique(found)

@@ -129,6 +129,10 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
                         min_child_weight=float(params.min_child_weight),
                         min_split_gain=float(params.min_split_gain), cat_slot=cat_slot,
                         n_cat=n_cat)
+    begin = getattr(penalties, "begin_tree", None)
+    if begin is not None:  # GT-GBM's group tests name the tree's candidates (penalties.py)
+        begin(backend, gh, int(root_g_q), int(root_h_q), float(g_scale), float(h_scale), params,
+              tree_index)
     feats = penalties.candidate_features(d)
     state = backend.start_tree(Xb, gh, int(root_g_q), int(root_h_q), depth_max, feats,
                                penalty=penalties.penalty_vector(), groups=penalties.groups,

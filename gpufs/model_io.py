@@ -53,6 +53,10 @@ Format, version 2
   ``first_use_tree``, ``feature_importances``, ``selection_record``, ``mu``, and the
   free-form ``mu_search``, ``fit_times``, ``selection_path``; ``evals_result`` may be absent
   (files written before it existed: it is then rebuilt from the selection record).
+  ``group_test_candidates`` (one sorted list of distinct features per tree) is present
+  exactly when the params say ``split_search="group_testing"``, and every feature a tree
+  added to the selection must be among its tree's candidates (or, with feature groups, in a
+  group of one of them or of an earlier selection).
 * Stagewise ``fitted``: ``device``, ``mean``, ``std``, ``selected_features``,
   ``standardized_coef``, ``bias``, ``coef``, ``intercept``, ``weights_history``,
   ``cost_history``, ``validation_cost_history``, and ``evals_result`` (may be absent, as
@@ -1266,13 +1270,16 @@ class _GBFS:
             "fit_times": _free_form_out(est.fit_times_, "fit_times_"),
             "selection_path": _free_form_out(est.selection_path_, "selection_path_"),
             "evals_result": [_floats_out(r) for r in est.evals_result_],
+            **({} if getattr(est, "group_test_candidates_", None) is None else
+               {"group_test_candidates": [np.asarray(c).tolist()
+                                          for c in est.group_test_candidates_]}),
         }
 
     @staticmethod
     def read(est, f, at):
         from .binning import BinMapper
 
-        _obj(f, at, _GBFS.keys, _GBFS.optional)
+        _obj(f, at, _GBFS.keys, _GBFS.optional + ["group_test_candidates"])
         d = est.n_features_in_
         k_out = _n_outputs(est)
         est.device_ = _device_of(f["device"], at["device"])
@@ -1323,6 +1330,8 @@ class _GBFS:
         est.feature_importances_ = imp
         est.selection_record_ = {"tree_column": rcol.tolist(),
                                  "features_added": features_added, **losses}
+        est.group_test_candidates_ = _group_test_candidates(f, at, est, n_trees,
+                                                            features_added, first)
         est.mu_ = _float(f["mu"], at["mu"], lo=0.0)
         if "evals_result" in f:
             est.evals_result_ = _loss_lists(f["evals_result"], at["evals_result"], rounds)
@@ -1336,6 +1345,40 @@ class _GBFS:
             if value is not None:           # absent from files of the first format
                 setattr(est, key + "_", value)
         est._objective = est._make_objective()
+
+
+def _group_test_candidates(f, at, est, n_trees, features_added, first_use):
+    """GT-GBM's candidates per tree (None for the exact search): sorted distinct indices, one
+    list per tree. A feature tree t added to the selection is one of its candidates or, with
+    feature groups, shares a group with one of them or with a feature selected before tree t
+    (its group was free)."""
+    from ._input import check_groups
+
+    gt = getattr(est, "split_search", "exact") == "group_testing"
+    if gt != ("group_test_candidates" in f):
+        at.fail("group_test_candidates must be present exactly when split_search is "
+                "'group_testing'.")
+    if not gt:
+        return None
+    cat = at["group_test_candidates"]
+    d = est.n_features_in_
+    try:
+        groups = check_groups(getattr(est, "feature_groups", None), d)
+    except (TypeError, ValueError) as e:
+        at.fail(f"the params' feature_groups are not valid: {e}")
+    lists = _list(f["group_test_candidates"], cat, n_trees)
+    out = []
+    for t, c in enumerate(lists):
+        a = _index_list(c, cat[t], d)
+        if np.any(np.diff(a) <= 0):
+            cat[t].fail("candidates must be sorted.")
+        free = set(groups[a].tolist()) | set(groups[(first_use >= 0) & (first_use < t)].tolist())
+        missing = [x for x in features_added[t] if int(groups[x]) not in free]
+        if missing:
+            cat[t].fail(f"tree {t} added feature {missing[0]}, which is not one of its "
+                        "candidates (nor in a group with one or with an earlier selection).")
+        out.append(a)
+    return out
 
 
 class _Stagewise:

@@ -23,6 +23,10 @@ The rule, as implemented and tested:
     split on. Within a level, nodes are visited in node order; a node whose best split would
     bring in a feature beyond the budget takes its best split on a feature already in Omega
     instead (or becomes a leaf if that split does not pay).
+  * With a candidate search (GT-GBM, ``gpufs.group_testing``): before each tree the search
+    names the tree's candidate features C, and the tree's splits may use only the free
+    features (those whose group is used) and C; a new feature still enters only when its
+    penalized score beats every free feature's, by the rule above.
 """
 from __future__ import annotations
 
@@ -48,6 +52,10 @@ class PenaltyState:
         Divide the gains by the root's largest gain (A-GBM) or not (GBFS).
     n_features_to_select : int or None, default=None
         The feature budget (None: no budget).
+    candidate_search : callable or None, default=None
+        ``candidate_search(backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index)
+        -> int64 candidate features`` (``group_testing.GroupTestSearch``), called by
+        ``begin_tree``; None: every feature is a candidate (the exact search).
 
     Attributes
     ----------
@@ -59,7 +67,8 @@ class PenaltyState:
         The features of Omega in the order they entered.
     """
 
-    def __init__(self, mu, costs, groups, scaling="none", n_features_to_select=None):
+    def __init__(self, mu, costs, groups, scaling="none", n_features_to_select=None,
+                 candidate_search=None):
         if scaling not in PENALTY_SCALINGS:
             raise ValueError(f"penalty_scaling must be one of {PENALTY_SCALINGS}, got {scaling!r}.")
         self.mu = float(mu)
@@ -72,6 +81,9 @@ class PenaltyState:
         self.group_used = np.zeros(int(self.groups.max()) + 1 if n_features else 0, dtype=bool)
         self.first_use_tree = np.full(n_features, -1, dtype=np.int64)
         self.order: list[int] = []
+        self.candidate_search = candidate_search
+        self.candidates = None          # the current tree's candidates (None: all features)
+        self.candidates_by_tree: list[np.ndarray] = []
 
     def penalty_vector(self) -> np.ndarray:
         """The penalty of a split on each feature now.
@@ -106,7 +118,38 @@ class PenaltyState:
         """
         if self.budget_left() == 0:
             return self.used.copy()
+        if self.candidates is not None:
+            mask = self.group_used[self.groups]
+            mask[self.candidates] = True
+            return mask
         return np.ones_like(self.used)
+
+    def begin_tree(self, backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index):
+        """Ask the candidate search (if any) for a tree's candidates and record them.
+
+        Called by the grower before each tree. Once the budget is spent nothing is searched:
+        only Omega may be split on.
+
+        Parameters
+        ----------
+        backend : CPUBackend or GPUBackend
+        gh : ndarray of shape (n_samples, 2), int64
+            The tree's fixed-point (gradient, hessian) per row.
+        G_q, H_q : int
+            Their exact sums.
+        g_scale, h_scale : float
+            Their power-of-two scales.
+        tree_params : TreeParams
+        tree_index : int
+        """
+        if self.candidate_search is None:
+            return
+        if self.budget_left() == 0:
+            self.candidates = np.zeros(0, np.int64)
+        else:
+            self.candidates = np.asarray(self.candidate_search(
+                backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index), np.int64)
+        self.candidates_by_tree.append(self.candidates)
 
     def candidate_features(self, n_features: int) -> np.ndarray:
         """The features whose histograms can matter in the next tree.
@@ -119,9 +162,14 @@ class PenaltyState:
         -------
         ndarray of shape (n_candidates,), int32
             Sorted: those a split may use now or that are in Omega (the fallback's set); only
-            Omega's once the budget is spent.
+            Omega's once the budget is spent. With a tree's group-test candidates, also the
+            other members of their groups, which become free within the tree when a
+            candidate enters.
         """
-        return np.flatnonzero(self.allowed_mask() | self.used).astype(np.int32)
+        mask = self.allowed_mask() | self.used
+        if self.candidates is not None and self.budget_left() != 0:
+            mask |= np.isin(self.groups, self.groups[self.candidates])
+        return np.flatnonzero(mask).astype(np.int32)
 
     def admit(self, features, tree_index: int) -> list[int]:
         """Put features into Omega, in the given order.
@@ -154,10 +202,12 @@ class PenaltyState:
         Returns
         -------
         dict
-            ``used``, ``group_used``, ``first_use_tree`` (copies) and ``order``.
+            ``used``, ``group_used``, ``first_use_tree`` (copies), ``order`` and the group
+            tests' ``candidates_by_tree`` so far.
         """
         return {"used": self.used.copy(), "group_used": self.group_used.copy(),
-                "first_use_tree": self.first_use_tree.copy(), "order": list(self.order)}
+                "first_use_tree": self.first_use_tree.copy(), "order": list(self.order),
+                "candidates_by_tree": list(self.candidates_by_tree)}
 
     def restore(self, snap: dict) -> None:
         """Set Omega to a snapshot.
@@ -174,6 +224,7 @@ class PenaltyState:
         self.group_used = snap["group_used"].copy()
         self.first_use_tree = snap["first_use_tree"].copy()
         self.order = list(snap["order"])
+        self.candidates_by_tree = list(snap.get("candidates_by_tree", []))
 
     def gain_divisor(self, g, h) -> float:
         """The divisor of every gain of a tree grown on these gradients.

@@ -38,7 +38,8 @@ def test_protocol_lists_the_interface():
         "owns", "to_device", "synchronize", "task_table", "bin_transform", "round_gradients",
         "gradients", "loss_terms", "gradient_extremes", "quantize_gradients",
         "prepare_binned", "start_tree", "level_step", "node_sums", "update_raw",
-        "histograms", "find_splits", "partition", "predict_binned", "predict_raw"}
+        "histograms", "find_splits", "partition", "predict_binned", "predict_raw",
+        "group_test_steps"}
 
 
 @pytest.mark.parametrize("cls", [CPUBackend, GPUBackend])

@@ -381,6 +381,9 @@ def test_rejected_inputs(client):
     for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
         with pytest.raises(ValueError, match="warm_start=True is not supported by the Dask"):
             cls(warm_start=True).fit(Xd, yd)
+    with pytest.raises(ValueError, match="split_search='group_testing' is not supported by "
+                                         "the Dask estimators"):
+        DaskGBFSRegressor(split_search="group_testing").fit(Xd, yd)
     with pytest.raises(ValueError, match="tree_type='single' is not supported by the Dask"):
         DaskControlBurnRegressor(tree_type="single").fit(Xd, yd)
     bad = y.copy()

@@ -142,6 +142,31 @@ def test_list_form_equals_task_column_form():
                                   np.concatenate([a.predict(Xs[t], task=t) for t in range(3)]))
 
 
+def test_task_id_column_of_a_data_frame():
+    """fit(df, y, task="column"): the column gives each row's task and is not a feature;
+    predict(df, task="column") reads it the same way; equal to the array form."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(12)
+    Xs, ys = _three_tasks(rng, 70, d=5)
+    X, y = np.vstack(Xs), np.concatenate(ys)
+    task = np.repeat(["de", "fr", "us"], 70)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    df.insert(2, "country", task)
+    a = MultiTaskGBFSRegressor(n_estimators=6, mu_t=0.02, device="cpu").fit(df, y,
+                                                                          task="country")
+    b = MultiTaskGBFSRegressor(n_estimators=6, mu_t=0.02, device="cpu").fit(
+        df.drop(columns=["country"]), y, task=task)
+    assert list(a.feature_names_in_) == [f"f{i}" for i in range(5)]
+    np.testing.assert_array_equal(a.tasks_, ["de", "fr", "us"])
+    np.testing.assert_array_equal(a.selected_features_, b.selected_features_)
+    np.testing.assert_array_equal(a.predict(df, task="country"), b.predict(X, task=task))
+    np.testing.assert_array_equal(a.predict(df.drop(columns=["country"]), task="fr"),
+                                  b.predict(X, task="fr"))
+    with pytest.raises(ValueError, match=r"task='region': a string names the task-id column "
+                                         r"of a data frame X, and X has no such column"):
+        MultiTaskGBFSRegressor(n_estimators=2, device="cpu").fit(df, y, task="region")
+
+
 def test_per_task_prices_and_the_root_sse_condition():
     Xs, ys = _three_tasks(np.random.default_rng(4), 60, d=5)
     est = MultiTaskGBFSRegressor(n_estimators=3, mu_t=[0.0, 0.1, 0.2], device="cpu")
@@ -276,3 +301,29 @@ def test_multitask_under_the_cuda_simulator():
     tail = (proc.stdout + proc.stderr)[-4000:]
     assert proc.returncode == 0, f"simulator multitask check failed:\n{tail}"
     assert re.search(r"\d+ passed", proc.stdout)
+
+
+@pytest.mark.gpu
+def test_multitask_on_a_real_gpu():
+    """CPU vs a real GPU: the same Omega_G, Omega_t and trees (cupy input, task column)."""
+    from gpufs._device import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU with cupy")
+    import cupy as cp
+
+    Xs, ys = _three_tasks(np.random.default_rng(11), 5000)
+    X, y, task = np.vstack(Xs), np.concatenate(ys), np.repeat([0, 1, 2], 5000)
+    kw = dict(mu_G=0.05, mu_t=0.03, n_estimators=10, max_depth=3)
+    cpu = MultiTaskGBFSRegressor(device="cpu", **kw).fit(X, y, task=task)
+    gpu = MultiTaskGBFSRegressor(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y),
+                                                         task=task)
+    np.testing.assert_array_equal(cpu.selected_features_, gpu.selected_features_)
+    for a, b in zip(cpu.selected_features_by_task_, gpu.selected_features_by_task_):
+        np.testing.assert_array_equal(a, b)
+    for ea, eb in zip(cpu.ensembles_, gpu.ensembles_):
+        sa, sb = ea.stacked(), eb.stacked()
+        for key in sa:
+            np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
+    np.testing.assert_array_equal(cpu.predict(X, task=task),
+                                  cp.asnumpy(gpu.predict(cp.asarray(X), task=task)))

@@ -579,6 +579,17 @@ class Backend(Protocol):
         left_count : ndarray of shape (n_split,), int64
         """
 
+    def group_test_steps(self):
+        """GT-GBM's group tests on this device.
+
+        Returns
+        -------
+        type
+            The class that standardizes columns (``standardize(X, block)``) and computes and
+            scores a search step's pseudo-features (``gpufs.group_testing.CPUSteps`` or
+            ``DeviceSteps``).
+        """
+
     # --- prediction ------------------------------------------------------------------------
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column,
                        out, is_cat, cat_bits):

@@ -1709,6 +1709,13 @@ class CPUBackend:
                           np.asarray(missing_left, np.bool_), sc, sbits,
                           np.empty(0, np.float64), np.empty((len(split_nodes), 2), np.float64))
 
+    def group_test_steps(self):
+        """GT-GBM's group-test steps on this device (``group_testing.CPUSteps``: columns
+        summed by numba kernels)."""
+        from ..group_testing import CPUSteps
+
+        return CPUSteps
+
     # --- prediction -----------------------------------------------------------------------
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
                        is_cat, cat_bits):

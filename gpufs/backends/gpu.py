@@ -754,6 +754,13 @@ class GPUBackend:
                             self._view(xp.asarray(np.asarray(leaf_values, np.float64))),
                             leaves.shape[0], n)
 
+    def group_test_steps(self):
+        """GT-GBM's group-test steps on this device (``group_testing.DeviceSteps``: a step's
+        pseudo-features as one matrix product)."""
+        from ..group_testing import DeviceSteps
+
+        return DeviceSteps
+
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
                        is_cat, cat_bits):
         with self._phase("predict"):

@@ -211,8 +211,8 @@ class _ProbePenalty(PenaltyState):
     trees the search never uses.
     """
 
-    def __init__(self, mu, costs, groups, scaling, k):
-        super().__init__(mu, costs, groups, scaling, None)
+    def __init__(self, mu, costs, groups, scaling, k, candidate_search=None):
+        super().__init__(mu, costs, groups, scaling, None, candidate_search)
         self.k_stop = int(k)
         self.tree_index = -1
 
@@ -226,12 +226,13 @@ class _ProbePenalty(PenaltyState):
 
 def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_mapper,
                    params: BoostingParams, k: int, mu_start: float, *, rtol: float = 0.5,
-                   max_probes: int = 8, known=()) -> MuSearch:
+                   max_probes: int = 8, known=(), candidate_search=None) -> MuSearch:
     """``search_mu`` for a GBFS fit on binned data (``boosting.fit_boosting`` arguments).
 
     Probes run without validation data and without early stopping: whether k features enter
     is a property of the training fit alone. The search costs the trees its probes grow (see
-    ``Probe.n_trees``) on top of the final fit.
+    ``Probe.n_trees``) on top of the final fit. ``candidate_search`` (GT-GBM's group tests,
+    ``PenaltyState``) is used by every probe as by the final fit.
 
     Warm start: every probe keeps the checkpoint of its latest round start, and the search
     returns the one of the probe at the answer ``mu``: the round in which that probe's k-th
@@ -246,7 +247,7 @@ def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_map
     kept = {}  # mu -> checkpoint, only for the largest mu that reached k so far
 
     def probe(mu):
-        pen = _ProbePenalty(mu, costs, groups, scaling, k)
+        pen = _ProbePenalty(mu, costs, groups, scaling, k, candidate_search)
         latest = []
 
         def on_round_start(make_checkpoint):

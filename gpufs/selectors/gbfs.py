@@ -28,6 +28,7 @@ from .._threading import honours_n_jobs
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, DeviceRows, fit_boosting
+from ..group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
 from ..grower import TreeParams
 from ..objectives import make_objective
 from ..path import selection_path
@@ -39,6 +40,10 @@ from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMix
 from ._k_search import gbfs_mu_search, known_outcomes
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
+
+#: GT-GBM's desired number of features when neither ``gt_s`` nor ``n_features_to_select``
+#: is given.
+GT_DEFAULT_S = 10
 
 
 class _BaseGBFS(SelectorBase):
@@ -53,6 +58,10 @@ class _BaseGBFS(SelectorBase):
         "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"),
                                  StrOptions({"auto"}), None],
         "tol": [real_range(0), None],
+        "split_search": [StrOptions({"exact", "group_testing"})],
+        "gt_s": [int_range(1), None],
+        "gt_delta": [real_range(0, 1, closed="neither")],
+        "gt_subsets": [StrOptions({"per_tree", "per_fit"})],
         "n_estimators": [int_range(1)],
         "learning_rate": [real_range(0, closed="neither")],
         "max_depth": [int_range(1, 16)],
@@ -72,7 +81,8 @@ class _BaseGBFS(SelectorBase):
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
-                 n_features_to_select=None, tol=None, n_estimators=100,
+                 n_features_to_select=None, tol=None, split_search="exact", gt_s=None,
+                 gt_delta=0.05, gt_subsets="per_tree", n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
                  validation_fraction=None, n_iter_no_change=None, warm_start=False,
@@ -84,6 +94,10 @@ class _BaseGBFS(SelectorBase):
         self.categorical_features = categorical_features
         self.n_features_to_select = n_features_to_select
         self.tol = tol
+        self.split_search = split_search
+        self.gt_s = gt_s
+        self.gt_delta = gt_delta
+        self.gt_subsets = gt_subsets
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -162,22 +176,27 @@ class _BaseGBFS(SelectorBase):
         rows = DeviceRows(backend, self.bin_mapper_.transform(X, backend), y, w)
         evals = [DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
                  for Xv, yv, wv in evals]
-        times = {"bin": time.perf_counter() - t0}
+        times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
+        # GT-GBM's candidate search; its desired number of features defaults to k
+        gt = self._group_test_search(X, w, d, None if self.n_features_to_select == "auto"
+                                     else resolve_k(self.n_features_to_select, d), data.seed,
+                                     backend, times)
         return self._fit_binned(backend, rows, evals, costs, groups, data.device, times, key,
-                                history)
+                                history, gt)
 
     def _fit_binned(self, backend, rows, evals, costs, groups, device, times, warm_key=None,
-                    history=()):
+                    history=(), gt=None):
         """The fit from binned data on: ``n_features_to_select`` ("auto" and the ``mu``
         search), the boosting rounds, early stopping and the selection record.
 
         ``rows`` and ``evals`` (a list) are ``boosting.BoostingRows`` of the training and the
         validation data: arrays on the device here, a cluster's workers for ``gpufs.dask``.
         ``times`` holds the binning time; ``warm_key`` and ``history`` are ``warm_start``'s
-        key of this fit and the earlier probes' outcomes (kept with the fitted model).
+        key of this fit and the earlier probes' outcomes (kept with the fitted model); ``gt``
+        GT-GBM's candidate search (``_group_test_search``) or None.
         """
         d = int(rows.shape[1])
-        times["mu_search"] = 0.0
+        times.setdefault("mu_search", 0.0)
         history = list(history)
         params = BoostingParams(
             n_estimators=self.n_estimators,
@@ -187,14 +206,15 @@ class _BaseGBFS(SelectorBase):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
+        auto = self.n_features_to_select == "auto"
         mu, self.mu_search_ = float(self.mu), None
         resume = None
-        auto = self.n_features_to_select == "auto"
         if auto and self.tol is None:   # scikit-learn's "auto" without tol: half the columns
             k = max(1, d // 2)
         elif auto:
             t0 = time.perf_counter()
-            k = self._auto_k(backend, rows, costs, groups, mu, params, evals, device) or None
+            k = self._auto_k(backend, rows, costs, groups, mu, params, evals, device,
+                             gt) or None
             times["auto_fit"] = time.perf_counter() - t0
         else:
             k = resolve_k(self.n_features_to_select, d)
@@ -202,7 +222,7 @@ class _BaseGBFS(SelectorBase):
             t0 = time.perf_counter()
             search = gbfs_mu_search(backend, rows, None, None, self._objective, costs, groups,
                                     self.penalty_scaling, self.bin_mapper_, params, k, mu,
-                                    known=known_outcomes(history, k))
+                                    known=known_outcomes(history, k), candidate_search=gt)
             self.mu_search_ = search.as_records()
             history += self.mu_search_
             times["mu_search"] = time.perf_counter() - t0
@@ -216,7 +236,8 @@ class _BaseGBFS(SelectorBase):
                     "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
                     "min_child_weight let more features in.", UserWarning, stacklevel=4)
         self.mu_ = mu
-        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k)
+        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k, gt)
+        gt_seconds = 0.0 if gt is None else gt.seconds
         # With k, early stopping must not end the fit before the k-th feature enters: all
         # rounds are grown, and the model is cut back to its best validation round, but not
         # to before the round where the k-th feature entered.
@@ -230,6 +251,8 @@ class _BaseGBFS(SelectorBase):
             backend, rows, None, None, self._objective, penalties, self.bin_mapper_, params,
             evals[-1] if evals else None, resume=resume)
         times["boost"] = time.perf_counter() - t0
+        if gt is not None:
+            times["group_test"] = gt.seconds - gt_seconds
         self.fit_times_ = times
         if keep_k:
             K = ensemble.n_outputs
@@ -266,7 +289,7 @@ class _BaseGBFS(SelectorBase):
             None if data.sample_weight is None else float(xp.sum(data.sample_weight)),)
         return (tuple(params), data.device, tuple(data.X.shape), str(data.X.dtype), sums)
 
-    def _auto_k(self, backend, rows, costs, groups, mu, params, evals, device):
+    def _auto_k(self, backend, rows, costs, groups, mu, params, evals, device, gt=None):
         """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
         ``mu`` that each lowered the watched loss by more than ``tol``.
 
@@ -277,7 +300,7 @@ class _BaseGBFS(SelectorBase):
         that entered in one tree share its loss, so the second of them never counts as an
         improvement. The final fit then runs at the same ``mu`` with that budget.
         """
-        pen = PenaltyState(mu, costs, groups, self.penalty_scaling, None)
+        pen = PenaltyState(mu, costs, groups, self.penalty_scaling, None, gt)
         ensemble, record, n_rounds = fit_boosting(backend, rows, None, None, self._objective,
                                                   pen, self.bin_mapper_, params,
                                                   evals[-1] if evals else None)
@@ -286,10 +309,37 @@ class _BaseGBFS(SelectorBase):
         watched = path.val_loss if path.val_loss is not None else path.train_loss
         return auto_k(watched, float(self.tol))
 
+    def _group_test_search(self, X, w, d, k, seed, backend, times):
+        """GT-GBM's candidate search over the training rows of positive weight (the rows
+        that place cut points), or None for ``split_search="exact"``."""
+        if self.split_search != "group_testing":
+            return None
+        t0 = time.perf_counter()
+        s = self.gt_s if self.gt_s is not None else (k if k is not None else GT_DEFAULT_S)
+        s = min(int(s), d)
+        rows = None
+        if w is not None and not bool((w > 0).all()):
+            rows = backend.xp.asarray(np.flatnonzero(to_host(w) > 0))
+        Q = standardize(X if rows is None else X[rows], backend)
+        n_pseudo = pseudo_features_per_tree(d, s, float(self.gt_delta))
+        if n_pseudo >= d:
+            warnings.warn(
+                f"split_search='group_testing' with gt_s={s} and gt_delta={self.gt_delta:g} "
+                f"scores {n_pseudo} pseudo-features per tree, not fewer than the {d} features "
+                "the exact search scores: expect no speed-up. Group testing pays off when the "
+                "desired number of features is much smaller than the number of features.",
+                UserWarning, stacklevel=5)
+        times["standardize"] = time.perf_counter() - t0
+        return GroupTestSearch(Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows,
+                               subsets=self.gt_subsets)
+
     def _finish(self, ensemble, record, n_rounds, penalties, device):
         """Keep the first n_rounds rounds and derive the selection from the trees kept."""
         K = ensemble.n_outputs
         n_trees = n_rounds * K
+        self.group_test_candidates_ = (
+            None if penalties.candidate_search is None
+            else [np.asarray(c, np.int64) for c in penalties.candidates_by_tree[:n_trees]])
         if n_trees < ensemble.n_trees:
             kept = TreeEnsemble(ensemble.max_depth, ensemble.n_features, ensemble.base_score,
                                 is_categorical=ensemble.is_categorical)
@@ -379,6 +429,30 @@ _PARAMS_DOC = """
     tol : float >= 0, default=None
         With ``n_features_to_select="auto"``: the least decrease of the loss a further
         feature must bring (the losses of ``selection_path_``).
+    split_search : {"exact", "group_testing"}, default="exact"
+        How a tree finds features not used yet. "exact": every split search scores every
+        feature. "group_testing" (GT-GBM, Algorithm 2 of Han et al., AISTATS 2020): before
+        each tree, ``ceil(e * gt_s * log(gt_s / gt_delta))`` random subsets of
+        ``n_features // gt_s`` features are each searched by halving: the half whose summed
+        min-max standardized columns (its pseudo-feature) splits the tree's gradients
+        better is kept, until one feature is left. The tree's splits then use only the
+        features already used and the ones the searches ended on (recorded in
+        ``group_test_candidates_``), with the same penalty rule, so a tree costs
+        histograms over those features only. Pays off when ``gt_s`` is much smaller than the
+        number of features (a warning says when it cannot); see the user guide.
+    gt_s : int >= 1, default=None
+        GT-GBM's desired number of features s (subsets of ``n_features // gt_s`` features).
+        None: ``n_features_to_select`` when it is set, else 10.
+    gt_delta : float in (0, 1), default=0.05
+        GT-GBM's delta: with the subsets drawn, every one of s relevant features lies alone
+        (without another relevant feature) in some subset with probability at least
+        ``1 - gt_delta`` (Theorem 4.1 of Han et al.). Smaller values draw more subsets.
+    gt_subsets : {"per_tree", "per_fit"}, default="per_tree"
+        "per_tree": each tree draws its own subsets, so a relevant feature that one draw
+        leaves unfound gets a new chance at the next tree. "per_fit": one draw for the whole
+        fit, and the first halving of every search (two thirds of the summing) is computed
+        once: faster trees, but a relevant feature the draw does not isolate stays hard to
+        find for the whole fit.
     n_estimators : int >= 1, default=100
         Boosting rounds (one tree per round, one per class per round for more than two
         classes).
@@ -420,7 +494,7 @@ _PARAMS_DOC = """
         k at most k). Threads come from Intel TBB, which is safe in forked processes and when
         several Python threads fit at once; small fits run on the calling thread only.
     random_state : int, RandomState instance or None, default=None
-        Seeds the binning subsample and the ``validation_fraction`` split.
+        Seeds the binning subsample, the ``validation_fraction`` split and GT-GBM's subsets.
     verbose : bool, default=False
         Show a progress bar.
 
@@ -450,7 +524,13 @@ _PARAMS_DOC = """
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, mu_search (0 without
         ``n_features_to_select``), auto_fit (the unbudgeted fit that "auto" reads its number
-        of features from; only with "auto" and ``tol``), boost (the final fit).
+        of features from; only with "auto" and ``tol``), boost (the final fit); with
+        ``split_search="group_testing"`` also standardize (the standardized columns) and
+        group_test (the final fit's group tests, part of boost).
+    group_test_candidates_ : list of ndarray of int64, or None
+        With ``split_search="group_testing"``: per tree kept, the sorted candidate features
+        its group tests found (empty once ``n_features_to_select`` features are in: no test
+        runs then). None for the exact search.
     selection_record_ : dict of lists of length n_trees
         Per tree: ``tree_column``, ``features_added``, ``train_loss``, ``val_loss`` (NaN
         without validation data).

@@ -44,6 +44,26 @@ def _is_task_list(X, y):
             and len(X) == len(y) and all(len(getattr(x, "shape", np.shape(x))) == 2 for x in X))
 
 
+def _split_task_column(X, task, required):
+    """``task`` given as the name of a column of a data frame X: (X without that column, the
+    column). Anything else is returned as it is, except a name that is not a column when
+    ``required`` (in ``fit`` a string can only name the task column)."""
+    if not isinstance(task, str):
+        return X, task
+    columns = getattr(X, "columns", None)
+    if columns is not None and task in list(columns):
+        try:
+            rest = X.drop(columns=[task])       # pandas, cudf
+        except TypeError:
+            rest = X.drop(task)                 # polars
+        return rest, X[task]
+    if required:
+        raise ValueError(f"task={task!r}: a string names the task-id column of a data frame X, "
+                         "and X has no such column; give the task of every row as an array, "
+                         "or the column's name.")
+    return X, task
+
+
 _SCORE_DOC = """{metric} of ``predict(X, task=task)``.
 
         Parameters
@@ -123,6 +143,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         if task is None:
             raise ValueError("give the task of every row (fit(X, y, task=task_ids)) or one "
                              "table per task (fit([X_1, ..., X_T], [y_1, ..., y_T])).")
+        X, task = _split_task_column(X, task, required=True)
         data = self._prepare_fit(X, y, sample_weight)
         labels = to_host(check_y(task, data.X.shape[0], device="cpu"))
         if labels.dtype.kind == "f" and not np.isfinite(labels).all():
@@ -200,9 +221,10 @@ class _BaseMultiTaskGBFS(SelectorBase):
             (with ``y`` a list of the same length) gives one table per task: task t is the
             t-th entry and ``tasks_`` is ``[0, ..., T-1]``.
         y : array-like of shape (n_samples,), or list of T such targets
-        task : array-like of shape (n_samples,), default=None
+        task : array-like of shape (n_samples,) or str, default=None
             The task of every row (any labels: ints or strings; ``tasks_`` holds them
-            sorted). Required unless X and y are lists.
+            sorted), or the name of X's task-id column when X is a data frame (the column is
+            then not a feature). Required unless X and y are lists.
         sample_weight : array-like of shape (n_samples,), or list of T such (or None),
             default=None
             Non-negative row weights.
@@ -325,6 +347,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         if task is None:
             raise ValueError("predict needs task=: the label of the task (for every row) or "
                              "one label per row.")
+        X, task = _split_task_column(X, task, required=False)
         device = input_device(X)
         backend = get_backend(device)
         X = check_X(self, X, device=device, reset=False)
@@ -483,8 +506,9 @@ class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTas
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        task : label or array-like of shape (n_samples,)
-            The task every row belongs to (one label), or each row's task. Required.
+        task : label, array-like of shape (n_samples,), or str
+            The task every row belongs to (one label), each row's task, or the name of X's
+            task-id column (a string that names a column of a data frame X). Required.
 
         Returns
         -------
