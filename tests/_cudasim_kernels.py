@@ -467,7 +467,7 @@ def test_fit_boosting_categorical(gpu, cat_data, mu, k):
 
 
 def test_planted_categorical_problem_on_both_devices(gpu):
-    """The planted problem (``tests/_categorical_data.py``; smaller here: 300 rows, 12 noise
+    """The planted problem (``tests/_categorical_data.py``; smaller here: 200 rows, 6 noise
     columns, for the simulator): with a budget of three features, boosting on the simulated
     GPU grows the CPU's trees bit for bit and selects exactly the 30-level categorical column
     and the two numeric ones."""
@@ -475,7 +475,7 @@ def test_planted_categorical_problem_on_both_devices(gpu):
 
     from gpufs._input import check_X
 
-    X, y = planted(n=300, n_noise=12, seed=0)
+    X, y = planted(n=200, n_noise=6, seed=0)
 
     class _Door:  # an object to hold what the input door learns (the category codes)
         pass
@@ -486,7 +486,7 @@ def test_planted_categorical_problem_on_both_devices(gpu):
     city = names.index("city")
     assert door.category_codes_.n_codes[city] == 30
     ens, _, pen = check_fit_boosting(gpu, Xf, y, mu=0.01, k=3, scaling="root_sse",
-                                     n_estimators=4, max_depth=3, max_bins=32,
+                                     n_estimators=3, max_depth=3, max_bins=32,
                                      categorical=[city])
     assert sorted(names[f] for f in pen.order) == sorted(PLANTED)
     assert ens.stacked()["cat_bits"].any()
