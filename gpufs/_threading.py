@@ -16,7 +16,8 @@ hold a loop back: the other threads steal its tasks.
 
 The ``tbb`` wheel installs ``libtbb.so.12`` into ``<prefix>/lib``, which is not on the dynamic
 loader's path of a virtual environment, so numba cannot load its TBB layer by itself; it is
-loaded here by its full path first. When TBB cannot be loaded (a platform without the wheel),
+loaded here by its full path first (also when the user's ``NUMBA_THREADING_LAYER`` names
+``tbb`` or a layer choice that tries it, so that their choice works). When TBB cannot be loaded (a platform without the wheel),
 gpufs falls back to numba's default choice with OpenMP set to wait passively
 (``OMP_WAIT_POLICY=passive``, set before OpenMP starts) and says so with a warning once; the
 ``omp`` layer is then not fork-safe. A user's ``NUMBA_THREADING_LAYER`` is always respected.
@@ -80,9 +81,13 @@ def configure() -> str:
         _configured = True
         import numba
 
+        # Loading the library chooses nothing; it lets numba find TBB in a virtual
+        # environment also when the user's NUMBA_THREADING_LAYER asks for it ('tbb', or
+        # 'safe' / 'threadsafe' / 'forksafe', which try TBB first).
+        tbb_loaded = _load_tbb()
         if os.environ.get("NUMBA_THREADING_LAYER"):
             return _requested()
-        if _load_tbb():
+        if tbb_loaded:
             numba.config.THREADING_LAYER = "tbb"
         else:
             os.environ.setdefault("OMP_WAIT_POLICY", "passive")

@@ -81,6 +81,21 @@ def test_tbb_layer_is_chosen_and_used():
     assert numba.threading_layer() == "tbb"
 
 
+@pytest.mark.parametrize("layer", ["tbb", "threadsafe"])
+def test_a_users_layer_choice_finds_tbb_in_a_virtual_environment(layer):
+    """The user's NUMBA_THREADING_LAYER is kept, and TBB is loadable for it: the wheel's
+    libtbb is not on the loader's path of a venv, so numba alone fails with 'pip install tbb'
+    (seen in bench/bench_threads.py before gpufs loaded the library also in this case)."""
+    env = dict(os.environ, NUMBA_THREADING_LAYER=layer)
+    proc = _run(_DATA + """
+import numba, gpufs
+gpufs.GBFSClassifier(mu=0.01, n_estimators=2, max_depth=3, device="cpu").fit(X, y)
+print("layer", numba.config.THREADING_LAYER, numba.threading_layer())
+""", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[-2:] == [layer, "tbb"], proc.stdout
+
+
 def test_effective_n_jobs_has_sklearn_meaning():
     n_max = int(numba.config.NUMBA_NUM_THREADS)
     assert _threading.effective_n_jobs(None) == n_max
