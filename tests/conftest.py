@@ -9,3 +9,24 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+
+def pytest_collection_finish(session):
+    """Start the selected simulator files early (``_simulator_runs``: they use the core the
+    rest of the suite leaves idle)."""
+    import _simulator_runs
+
+    root = session.config.rootpath
+    selected = set()
+    for item in session.items:
+        path = os.path.relpath(str(item.path), str(root)).replace(os.sep, "/")
+        selected.add(f"{path}::{item.name}")
+    names = [f for owner, f in _simulator_runs.OWNERS.items() if owner in selected]
+    if names:
+        _simulator_runs.start(names)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import _simulator_runs
+
+    _simulator_runs.stop()

@@ -16,11 +16,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
-import numpy as np
 import pytest
+
+import _simulator_runs
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,18 +29,12 @@ TESTS = os.path.join(ROOT, "tests")
 
 @pytest.mark.cudasim
 def test_simulator_suite():
-    env = dict(os.environ)
-    env["NUMBA_ENABLE_CUDASIM"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(
-        [ROOT, TESTS] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         os.path.join(TESTS, "_cudasim_kernels.py")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    tail = (proc.stdout + proc.stderr)[-6000:]
+    code, out = _simulator_runs.result("_cudasim_kernels.py")
+    tail = out[-6000:]
     print(tail)
-    assert proc.returncode == 0, f"simulator suite failed:\n{tail}"
-    assert re.search(r"\d+ passed", proc.stdout) and "failed" not in proc.stdout.splitlines()[-1]
+    assert code == 0, f"simulator suite failed:\n{tail}"
+    last = out.strip().splitlines()[-1]
+    assert re.search(r"\d+ passed", last) and "failed" not in last, tail
 
 
 def _toolchain():

@@ -12,8 +12,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -34,6 +32,7 @@ from gpufs.quantize import fixed_point_scale, quantize
 
 from _reference import RefOmega
 from _reference_group_testing import ref_candidates, ref_gt_tree, ref_standardize
+import _simulator_runs
 
 # Small test problems are far from where group testing pays (the estimator says so).
 pytestmark = pytest.mark.filterwarnings("ignore:split_search='group_testing' with:UserWarning")
@@ -505,16 +504,10 @@ def test_caveat_opposite_effects_in_one_group_cancel():
 
 @pytest.mark.cudasim
 def test_group_testing_under_the_cuda_simulator():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [ROOT, TESTS] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         os.path.join(TESTS, "_cudasim_group_testing.py")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, f"simulator group-testing check failed:\n{tail}"
-    assert re.search(r"\d+ passed", proc.stdout)
+    code, out = _simulator_runs.result("_cudasim_group_testing.py")
+    tail = out[-4000:]
+    assert code == 0, f"simulator group-testing check failed:\n{tail}"
+    assert re.search(r"\d+ passed", out)
 
 
 @pytest.mark.gpu

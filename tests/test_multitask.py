@@ -5,8 +5,6 @@ by task, save/load with its checks, and CPU == simulated GPU (``_cudasim_multita
 import json
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,8 @@ from sklearn.base import clone
 from gpufs import GBFSRegressor, MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
 from gpufs.model_io import ModelFileError
 from gpufs.multitask import MultiTaskPenaltyState
+
+import _simulator_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
@@ -291,16 +291,10 @@ def test_load_refuses_inconsistent_selections(tmp_path):
 
 @pytest.mark.cudasim
 def test_multitask_under_the_cuda_simulator():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [ROOT, TESTS] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         os.path.join(TESTS, "_cudasim_multitask.py")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, f"simulator multitask check failed:\n{tail}"
-    assert re.search(r"\d+ passed", proc.stdout)
+    code, out = _simulator_runs.result("_cudasim_multitask.py")
+    tail = out[-4000:]
+    assert code == 0, f"simulator multitask check failed:\n{tail}"
+    assert re.search(r"\d+ passed", out)
 
 
 @pytest.mark.gpu

@@ -1,0 +1,93 @@
+"""The simulator test files (``tests/_cudasim_*.py``), each run in its own pytest process with
+``NUMBA_ENABLE_CUDASIM=1`` (the variable must be set before numba is imported), started early.
+
+Why early: the simulator runs single-threaded Python for minutes while the rest of the suite
+mostly uses one core too. When the test that owns a file is selected, ``conftest.py`` starts
+the selected files' processes as soon as collection ends, one after another in one background
+thread and at a lower CPU priority (``nice``), so they use the core the main suite leaves idle
+and never push it off its own. The owning test then waits for its file's result. A test run
+on its own (nothing started) runs its file itself. Either way the test sees the same thing:
+the child pytest's exit status and output.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(ROOT, "tests")
+TIMEOUT = 1800  # seconds for one file: only a hang reaches it
+
+#: The test that owns each simulator file (pytest node id relative to the root), in the order
+#: the suite reaches them, which is the order they are started in.
+OWNERS = {
+    "tests/test_cuda_kernels_sim.py::test_simulator_suite": "_cudasim_kernels.py",
+    "tests/test_group_testing.py::test_group_testing_under_the_cuda_simulator":
+        "_cudasim_group_testing.py",
+    "tests/test_multitask.py::test_multitask_under_the_cuda_simulator": "_cudasim_multitask.py",
+}
+
+_results: dict[str, tuple[int, str]] = {}     # file -> (returncode, stdout + stderr)
+_done: dict[str, threading.Event] = {}
+_current: list[subprocess.Popen] = []         # the child running now (to stop at exit)
+_stop = threading.Event()
+
+
+def _env():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [ROOT, TESTS] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def _run(name: str, nice: int = 0) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           os.path.join(TESTS, name)]
+    pre = (lambda: os.nice(nice)) if nice and hasattr(os, "nice") else None
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=pre)
+    _current.append(proc)
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        return -9, out + f"\n[killed after {TIMEOUT} s]"
+    finally:
+        _current.remove(proc)
+    return proc.returncode, out
+
+
+def start(names: list[str]) -> None:
+    """Run ``names`` (file names in ``tests/``) one after another in a background thread."""
+    names = [n for n in names if n not in _done]
+    for n in names:
+        _done[n] = threading.Event()
+
+    def work():
+        for n in names:
+            if _stop.is_set():
+                _results[n] = (-1, "not run: the test session ended first")
+            else:
+                _results[n] = _run(n, nice=5)
+            _done[n].set()
+
+    threading.Thread(target=work, name="simulator-runs", daemon=True).start()
+
+
+def stop() -> None:
+    """End of the session: stop a child still running (its test was not reached)."""
+    _stop.set()
+    for proc in list(_current):
+        proc.kill()
+
+
+def result(name: str) -> tuple[int, str]:
+    """(returncode, output) of the child pytest on ``tests/<name>``: the early run's if one
+    was started, else a run now."""
+    if name in _done:
+        _done[name].wait()
+        return _results[name]
+    return _run(name)
