@@ -39,24 +39,17 @@ from ..selectors.controlburn import (_PARAMS_DOC, ControlBurnClassifier,
                                      ControlBurnRegressor, _refit_has)
 from sklearn.utils.metaestimators import available_if
 from ._backend import ClusterBackend, ShardedBins
-from ._data import _dask_kind, classes_of, encoded_columns, load
-from ._gbfs import (_CLUSTER_PARAMS_DOC, _CONSTRAINTS, DEFAULT_TIMEOUT, DaskGBFSClassifier,
-                    DaskGBFSRegressor, as_single_process, bin_on_cluster,
-                    check_cluster_params, default_client, from_single_process)
+from ._data import classes_of, encoded_columns, load
+from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase
+from ._gbfs import (_CLUSTER_PARAMS_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
+                    bin_on_cluster, check_cluster_params, default_client)
 from ._group import ShardGroup
 from ._predict import is_dask, lazy_apply
 
 __all__ = ["DaskControlBurnClassifier", "DaskControlBurnRegressor"]
 
 
-def _columns(X, idx):
-    """Columns ``idx`` of a Dask array or frame (a Dask collection of the same kind)."""
-    if _dask_kind(X) == "frame":
-        return X[[X.columns[i] for i in idx]]
-    return X[:, idx]
-
-
-class _DaskControlBurnMixin:
+class _DaskControlBurnMixin(DaskEstimatorBase):
     """The distributed ``fit`` and the Dask-aware predictions."""
 
     def __init__(self, *, n_features_to_select=None, alpha=None, forest_method="bagboost",
@@ -79,52 +72,6 @@ class _DaskControlBurnMixin:
             device=device, n_jobs=n_jobs, random_state=random_state, verbose=verbose)
         self.client = client
         self.timeout = timeout
-
-    def to_single_process(self):
-        """The fitted model as the single-process estimator, without the client.
-
-        Returns
-        -------
-        ControlBurnRegressor or ControlBurnClassifier
-            Its refit model a ``GBFSRegressor`` / ``GBFSClassifier`` (the default refit).
-        """
-        return as_single_process(self)
-
-    def save_model(self, path):
-        """Write the fitted model as a gpufs model file of the single-process estimator
-        (load it with ``ControlBurnRegressor.load_model`` /
-        ``ControlBurnClassifier.load_model``).
-
-        Parameters
-        ----------
-        path : str or path-like
-        """
-        from .. import model_io
-
-        model_io.estimator_save_model(self.to_single_process(), path)
-
-    @classmethod
-    def load_model(cls, path, **kwargs):
-        """A fitted model from a gpufs model file of the single-process estimator.
-
-        Parameters
-        ----------
-        path : str or path-like
-            What ``save_model`` (or the single-process estimator's) wrote.
-        **kwargs
-            Passed to the single-process estimator's ``load_model``.
-
-        Returns
-        -------
-        estimator
-            This Dask estimator class, ``client`` None (the current client).
-        """
-        return from_single_process(cls, cls.__mro__[2].load_model(path, **kwargs))
-
-    def __getstate__(self):
-        state = dict(super().__getstate__())
-        state["client"] = None      # a pickled model never carries the client
-        return state
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -244,40 +191,6 @@ class _DaskControlBurnMixin:
             else:
                 est.fit(np.asarray(Xh), np.asarray(yh))
         self.refit_estimator_ = est
-
-    def predict(self, X):
-        """Predictions of the refit model.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : dask collection or ndarray of shape (n_samples,)
-            Lazy for a Dask collection; else as the single-process ``predict``.
-        """
-        if not is_dask(X):
-            return super().predict(X)
-        dtype = self.classes_.dtype if is_classifier(self) else np.dtype(np.float64)
-        return lazy_apply(self, _DaskControlBurnMixin, X, "predict", dtype=dtype)
-
-    def transform(self, X):
-        """The selected columns of X.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        X_selected : dask collection or array of shape (n_samples, n_selected_features)
-            For a Dask collection, the same collection's columns (lazily).
-        """
-        if not is_dask(X):
-            return super().transform(X)
-        return _columns(X, np.flatnonzero(self.get_support()))
-
 
 class DaskControlBurnRegressor(_DaskControlBurnMixin, ControlBurnRegressor):
     __doc__ = ("ControlBurn feature selection for regression on a Dask cluster: the model of "

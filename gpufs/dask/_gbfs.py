@@ -25,17 +25,14 @@ from .._scales import check_boosting_scale_values
 from ..binning import BinMapper
 from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC
 from ._backend import ClusterBackend
-from ._data import _dask_kind, classes_of, load
+from ._data import classes_of, load
 from ._exact import fsum_from_parts
 from ._group import ShardGroup
+from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase
 from ._predict import is_dask, lazy_apply
 from ._rows import ShardRows
 
 __all__ = ["DaskGBFSClassifier", "DaskGBFSRegressor"]
-
-#: Default seconds any one wait on the cluster may take.
-DEFAULT_TIMEOUT = 600.0
-
 
 def default_client(client):
     """``client``, or the current ``distributed`` client (``Client()`` sets it)."""
@@ -115,28 +112,6 @@ def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=Tr
     return int(sample.nbytes)
 
 
-def as_single_process(est):
-    """A copy of the fitted Dask estimator ``est`` as its single-process class (the first
-    gpufs class after the Dask mixin in its MRO), without ``client`` and ``timeout``; a Dask
-    refit model inside (ControlBurn) is converted too."""
-    cls = type(est).__mro__[2]
-    plain = cls.__new__(cls)
-    plain.__dict__.update({k: v for k, v in est.__dict__.items()
-                           if k not in ("client", "timeout")})
-    refit = plain.__dict__.get("refit_estimator_")
-    if hasattr(refit, "to_single_process"):
-        plain.refit_estimator_ = refit.to_single_process()
-    return plain
-
-
-def from_single_process(cls, plain):
-    """The fitted single-process estimator ``plain`` as the Dask estimator class ``cls``."""
-    est = cls.__new__(cls)
-    est.__dict__.update(plain.__dict__)
-    est.client, est.timeout = None, DEFAULT_TIMEOUT
-    return est
-
-
 def target_kind(est):
     """How a shard encodes the target for the boosting kernels (``_boosting_target``)."""
     if not is_classifier(est):
@@ -144,7 +119,7 @@ def target_kind(est):
     return "binary" if len(est.classes_) == 2 else "codes"
 
 
-class _DaskGBFSMixin:
+class _DaskGBFSMixin(DaskEstimatorBase):
     """The distributed ``fit`` and the Dask-aware ``predict`` / ``transform``."""
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
@@ -255,51 +230,6 @@ class _DaskGBFSMixin:
                 g.close()
         return self
 
-    def to_single_process(self):
-        """The fitted model as the single-process estimator, without the client.
-
-        Returns
-        -------
-        GBFSRegressor or GBFSClassifier
-            The same trees and attributes.
-        """
-        return as_single_process(self)
-
-    def save_model(self, path):
-        """Write the fitted model as a gpufs model file of the single-process estimator
-        (load it with ``GBFSRegressor.load_model`` / ``GBFSClassifier.load_model``).
-
-        Parameters
-        ----------
-        path : str or path-like
-        """
-        from .. import model_io
-
-        model_io.estimator_save_model(self.to_single_process(), path)
-
-    @classmethod
-    def load_model(cls, path, **kwargs):
-        """A fitted model from a gpufs model file of the single-process estimator.
-
-        Parameters
-        ----------
-        path : str or path-like
-            What ``save_model`` (or the single-process estimator's) wrote.
-        **kwargs
-            Passed to the single-process estimator's ``load_model``.
-
-        Returns
-        -------
-        estimator
-            This Dask estimator class, ``client`` None (the current client).
-        """
-        return from_single_process(cls, cls.__mro__[2].load_model(path, **kwargs))
-
-    def __getstate__(self):
-        state = dict(super().__getstate__())
-        state["client"] = None      # a pickled model never carries the client
-        return state
-
     def _eval_pairs(self, eval_set, sample_weight_eval_set):
         """The (X, y, w) Dask triples of ``eval_set`` (the single-process rules)."""
         if eval_set is None:
@@ -326,52 +256,6 @@ class _DaskGBFSMixin:
         w_max = max(s.w_max for s in S) if weighted else 1.0
         R = None if is_classifier(self) else (max(s.y_max for s in S) - min(s.y_min for s in S))
         check_boosting_scale_values(self, loaded.n, W, w_max, R)
-
-    # --- prediction on Dask collections -------------------------------------------------------
-    def predict(self, X):
-        """Predictions of the model.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-            A ``dask.array`` or ``dask.dataframe``, or in-memory data.
-
-        Returns
-        -------
-        y_pred : dask collection or ndarray of shape (n_samples,)
-            Lazy (partition by partition, no rows move) for a Dask collection; else as the
-            single-process ``predict``.
-        """
-        if not is_dask(X):
-            return super().predict(X)
-        return lazy_apply(self, _DaskGBFSMixin, X, "predict", dtype=_meta_dtype(self))
-
-    def transform(self, X):
-        """The selected columns of X.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        X_selected : dask collection or array of shape (n_samples, n_selected_features)
-            For a Dask collection, the same collection's columns (lazily); else as the
-            single-process ``transform``.
-        """
-        kind = _dask_kind(X)
-        if kind is None:
-            return super().transform(X)
-        idx = np.flatnonzero(self.get_support())
-        if kind == "frame":
-            return X[[X.columns[i] for i in idx]]
-        return X[:, idx]
-
-
-def _meta_dtype(est):
-    """The dtype of ``predict``'s values: the labels' for a classifier, else float64."""
-    return est.classes_.dtype if is_classifier(est) else np.dtype(np.float64)
-
 
 _CLUSTER_PARAMS_DOC = """    client : distributed.Client or None, default=None
         The cluster to fit on (None: the current client, the last ``Client()`` created).
