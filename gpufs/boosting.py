@@ -145,6 +145,15 @@ class BoostingRows:
     shape: tuple = (0, 0)
     w: object = None
 
+    def __init_subclass__(cls, **kwargs):
+        # An implementation's methods document nothing of their own: they take the
+        # protocol's docstrings, so every implementation reads the same in the API docs.
+        super().__init_subclass__(**kwargs)
+        for name, fn in vars(cls).items():
+            proto = vars(BoostingRows).get(name)
+            if callable(fn) and fn.__doc__ is None and proto is not None:
+                fn.__doc__ = proto.__doc__
+
     def binned(self):
         """The binned matrix as the grower's backend reads it.
 
@@ -321,17 +330,6 @@ class DeviceRows(BoostingRows):
 
     def loss(self, objective):
         return objective.loss(self.raw, self.y, self.w, backend=self.backend)
-
-    binned.__doc__ = BoostingRows.binned.__doc__
-    init_score.__doc__ = BoostingRows.init_score.__doc__
-    start_raw.__doc__ = BoostingRows.start_raw.__doc__
-    snapshot_raw.__doc__ = BoostingRows.snapshot_raw.__doc__
-    restore_raw.__doc__ = BoostingRows.restore_raw.__doc__
-    round_gradients.__doc__ = BoostingRows.round_gradients.__doc__
-    mean.__doc__ = BoostingRows.mean.__doc__
-    raw_column.__doc__ = BoostingRows.raw_column.__doc__
-    add_trees.__doc__ = BoostingRows.add_trees.__doc__
-    loss.__doc__ = BoostingRows.loss.__doc__
 
 
 def _progress(total, verbose, desc):

@@ -23,6 +23,7 @@ from .._input import check_costs, check_groups, encode_known_classes
 from .._params import real_range
 from .._scales import check_boosting_scale_values
 from ..binning import BinMapper
+from ..selectors._base import eval_triples
 from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC
 from ._backend import ClusterBackend
 from ._data import classes_of, load
@@ -182,7 +183,7 @@ class _DaskGBFSMixin(DaskEstimatorBase):
             self.classes_ = classes_of(loaded.summaries)
         self._objective = self._make_objective()
         self._check_scales(loaded, sample_weight is not None)
-        pairs = self._eval_pairs(eval_set, sample_weight_eval_set)
+        pairs = eval_triples(eval_set, sample_weight_eval_set)
         evals_loaded = []
         for i, (Xv, yv, wv) in enumerate(pairs):
             what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
@@ -230,25 +231,6 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                 g.close()
         return self
 
-    def _eval_pairs(self, eval_set, sample_weight_eval_set):
-        """The (X, y, w) Dask triples of ``eval_set`` (the single-process rules)."""
-        if eval_set is None:
-            if sample_weight_eval_set is not None:
-                raise ValueError("sample_weight_eval_set was given without eval_set.")
-            return []
-        pairs = [eval_set] if isinstance(eval_set, tuple) else eval_set
-        if not isinstance(pairs, list) or not pairs or not all(
-                isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
-            raise ValueError("eval_set must be a pair (X_val, y_val) or a non-empty list of "
-                             "such pairs.")
-        weights = sample_weight_eval_set
-        if weights is None:
-            weights = [None] * len(pairs)
-        elif not isinstance(weights, (list, tuple)) or len(weights) != len(pairs):
-            raise ValueError(f"sample_weight_eval_set must be a list with one entry (an array "
-                             f"or None) per eval_set pair: {len(pairs)} expected.")
-        return [(Xv, yv, wv) for (Xv, yv), wv in zip(pairs, weights)]
-
     def _check_scales(self, loaded, weighted):
         """``_scales.check_boosting_scales`` from the partitions' summaries."""
         S = [s for s in loaded.summaries if s.n]
@@ -256,6 +238,7 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         w_max = max(s.w_max for s in S) if weighted else 1.0
         R = None if is_classifier(self) else (max(s.y_max for s in S) - min(s.y_min for s in S))
         check_boosting_scale_values(self, loaded.n, W, w_max, R)
+
 
 _CLUSTER_PARAMS_DOC = """    client : distributed.Client or None, default=None
         The cluster to fit on (None: the current client, the last ``Client()`` created).
@@ -277,6 +260,7 @@ class DaskGBFSRegressor(_DaskGBFSMixin, GBFSRegressor):
         The workers and partitions of the fit and the array bytes sent each way.
 """)
     _parameter_constraints = {**GBFSRegressor._parameter_constraints, **_CONSTRAINTS}
+
 
 class DaskGBFSClassifier(_DaskGBFSMixin, GBFSClassifier):
     __doc__ = ("Gradient Boosted Feature Selection for classification on a Dask cluster: the "

@@ -162,14 +162,3 @@ class ShardRows(BoostingRows):
     def loss(self, objective):
         self.group.phase = "the loss" if self.backend is not None else "the validation loss"
         return self._mean_of("loss", self.group.call("loss_terms", objective.name))
-
-    binned.__doc__ = BoostingRows.binned.__doc__
-    init_score.__doc__ = BoostingRows.init_score.__doc__
-    start_raw.__doc__ = BoostingRows.start_raw.__doc__
-    snapshot_raw.__doc__ = BoostingRows.snapshot_raw.__doc__
-    restore_raw.__doc__ = BoostingRows.restore_raw.__doc__
-    round_gradients.__doc__ = BoostingRows.round_gradients.__doc__
-    mean.__doc__ = BoostingRows.mean.__doc__
-    raw_column.__doc__ = BoostingRows.raw_column.__doc__
-    add_trees.__doc__ = BoostingRows.add_trees.__doc__
-    loss.__doc__ = BoostingRows.loss.__doc__

@@ -56,6 +56,29 @@ __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "Early
 # --------------------------------------------------------------------------------------------
 
 
+def eval_triples(eval_set, sample_weight_eval_set):
+    """``eval_set`` and ``sample_weight_eval_set`` as a list of ``(X_val, y_val, w_val)``,
+    the structure checked (XGBoost's and LightGBM's convention): ``eval_set`` is a ``(X, y)``
+    tuple or a non-empty list of such pairs; ``sample_weight_eval_set`` is None or a list with
+    one weight array (or None) per pair. The arrays themselves are not checked here."""
+    if eval_set is None:
+        if sample_weight_eval_set is not None:
+            raise ValueError("sample_weight_eval_set was given without eval_set.")
+        return []
+    pairs = [eval_set] if isinstance(eval_set, tuple) else eval_set
+    if not isinstance(pairs, list) or not pairs or not all(
+            isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+        raise ValueError("eval_set must be a pair (X_val, y_val) or a non-empty list of "
+                         "such pairs.")
+    weights = sample_weight_eval_set
+    if weights is None:
+        weights = [None] * len(pairs)
+    elif not isinstance(weights, (list, tuple)) or len(weights) != len(pairs):
+        raise ValueError(f"sample_weight_eval_set must be a list with one entry (an array "
+                         f"or None) per eval_set pair: {len(pairs)} expected.")
+    return [(Xv, yv, wv) for (Xv, yv), wv in zip(pairs, weights)]
+
+
 @dataclass
 class FitData:
     """The checked training data of one ``fit`` (see :meth:`SelectorBase._prepare_fit`).
@@ -432,23 +455,9 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         ``eval_set`` is a ``(X, y)`` tuple or a list of such pairs;
         ``sample_weight_eval_set`` is None or a list with one weight array (or None) per pair.
         """
-        if eval_set is None:
-            if sample_weight_eval_set is not None:
-                raise ValueError("sample_weight_eval_set was given without eval_set.")
-            return []
-        pairs = [eval_set] if isinstance(eval_set, tuple) else eval_set
-        if not isinstance(pairs, list) or not pairs or not all(
-                isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
-            raise ValueError("eval_set must be a pair (X_val, y_val) or a non-empty list of "
-                             "such pairs.")
-        weights = sample_weight_eval_set
-        if weights is None:
-            weights = [None] * len(pairs)
-        elif not isinstance(weights, (list, tuple)) or len(weights) != len(pairs):
-            raise ValueError(f"sample_weight_eval_set must be a list with one entry (an array "
-                             f"or None) per eval_set pair: {len(pairs)} expected.")
+        pairs = eval_triples(eval_set, sample_weight_eval_set)
         out = []
-        for i, ((Xv, yv), wv) in enumerate(zip(pairs, weights)):
+        for i, (Xv, yv, wv) in enumerate(pairs):
             what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
             Xc = check_X(self, Xv, device=data.device, reset=False, dtype=dtype,
                          allow_nan=allow_nan)
