@@ -39,3 +39,16 @@ def filler(blocks):
         return obj
 
     return fill
+
+
+#: ``categorical_features`` of the tree-based selectors (GBFS, multitask GBFS, ControlBurn),
+#: as a numpydoc parameter entry indented for a class docstring.
+TREE_CATEGORICAL_FEATURES_DOC = """    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+            default="from_dtype"
+        The categorical columns. "from_dtype": the columns of a categorical or string dtype
+        of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
+        indices or a boolean mask; None: none (non-numeric columns are then refused). Their
+        categories are coded most frequent first (rare ones pooled; missing values and
+        categories unseen in fit go where a split sends missing values), and the trees split
+        them by sets of categories, each categorical column one feature with one price.
+"""

@@ -38,7 +38,6 @@ import math
 import time
 from dataclasses import asdict, dataclass
 
-import numpy as np
 
 from ..boosting import BoostingParams, fit_boosting
 from ..penalties import PenaltyState

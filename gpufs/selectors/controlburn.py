@@ -49,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from .. import _scales
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
+from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
 from .._device import like, namespace_of, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
@@ -559,15 +560,7 @@ _PARAMS_DOC = """
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
         at every lambda and counts toward ``n_features_to_select``.
-    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
-            default="from_dtype"
-        The categorical columns. "from_dtype": the columns of a categorical or string dtype
-        of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
-        indices or a boolean mask; None: none (non-numeric columns are then refused). Their
-        categories are coded most frequent first (rare ones pooled; missing values and
-        categories unseen in fit go where a split sends missing values), and the trees split
-        them by sets of categories, each categorical column one feature with one price.
-    feature_groups : array-like of shape (n_features,) of int, default=None
+""" + TREE_CATEGORICAL_FEATURES_DOC + """    feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a tree pays once per group it uses.
     group_costs : array-like of shape (n_groups,) or dict, default=None
         Cost of each group, in sorted label order (or a dict label -> cost); default: the sum

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales
+from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
 from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
@@ -406,15 +407,7 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (the first use of feature f pays ``mu * cost[f]``);
         None: every feature costs 1.
-    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
-            default="from_dtype"
-        The categorical columns. "from_dtype": the columns of a categorical or string dtype
-        of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,
-        indices or a boolean mask; None: none (non-numeric columns are then refused). Their
-        categories are coded most frequent first (rare ones pooled; missing values and
-        categories unseen in fit go where a split sends missing values), and the trees split
-        them by sets of categories, each categorical column one feature with one price.
-    feature_groups : array-like of shape (n_features,) of int, default=None
+""" + TREE_CATEGORICAL_FEATURES_DOC + """    feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
     n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
         Select exactly this many features (a float: that fraction of the columns, at least
