@@ -1312,6 +1312,38 @@ class _CPUTree:
                  "slot_full", "groups")
 
 
+class _LevelOutputs:
+    """The per-slot decision arrays one level's compiled call fills (``level_step`` or
+    ``decide_level``): feature, bin, missing side and gain per slot, (n_slots,) each; the
+    admitted features, (d,) int64; the category bitsets, (n_slots, CAT_WORDS or 0) uint32."""
+
+    def __init__(self, nodes, d, split):
+        n_slots = nodes.shape[0]
+        self.nodes = nodes
+        self.feature = np.empty(n_slots, np.int32)
+        self.bin = np.empty(n_slots, np.int32)
+        self.missing_left = np.empty(n_slots, np.bool_)
+        self.gain = np.empty(n_slots, np.float64)
+        self.admitted = np.empty(d, np.int64)
+        self.cat_slot, self.n_cat = split.categorical()
+        self.cat_bits = np.empty((n_slots, CAT_WORDS if self.n_cat else 0), np.uint32)
+
+    def result(self, n_admitted):
+        return LevelResult(nodes=self.nodes, feature=self.feature, bin=self.bin,
+                           missing_left=self.missing_left, gain=self.gain,
+                           admitted=self.admitted[:n_admitted], cat_bits=self.cat_bits)
+
+
+def _advance_state(st, active, hist, feats, n_feats, full, slot_full):
+    """Move tree state ``st`` to the next level (what a level's compiled call returned)."""
+    st.active = active
+    st.hist = hist
+    st.feats = feats
+    st.n_feats = int(n_feats)
+    st.full = bool(full)
+    st.slot_full = slot_full
+
+
 class CPUBackend:
     """The tree engine on host numpy arrays (numba; see the module docstring).
 
@@ -1578,16 +1610,9 @@ class CPUBackend:
 
         ``split`` is a ``SplitParams``. Returns a ``LevelResult`` of host arrays (the
         decisions of this level's nodes and the features that entered Omega)."""
-        n_slots = st.active.shape[0]
         d = st.Xb.shape[1]
         n = st.Xb.shape[0]
-        out_feature = np.empty(n_slots, np.int32)
-        out_bin = np.empty(n_slots, np.int32)
-        out_ml = np.empty(n_slots, np.bool_)
-        out_gain = np.empty(n_slots, np.float64)
-        admitted = np.empty(d, np.int64)
-        cat_slot, n_cat = split.categorical()
-        out_bits = np.empty((n_slots, CAT_WORDS if n_cat else 0), np.uint32)
+        out = _LevelOutputs(st.active, d, split)
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         (n_adm, next_active, next_hist, next_feats, next_n_feats, next_full,
          self._scratch["priv"], next_slot_full) = _level_step(
@@ -1598,17 +1623,12 @@ class CPUBackend:
             st.node_g, st.node_h, st.active, st.hist, split.n_bins, penalty, allowed, used,
             st.feats, st.n_feats, st.full, budget, split.g_scale, split.h_scale,
             split.reg_lambda, split.gain_divisor, split.min_child_weight, split.min_split_gain,
-            build_next, out_feature, out_bin, out_ml, out_gain, admitted, cat_slot, n_cat,
-            split.max_cat_to_onehot, out_bits, st.q, st.node_s, st.slot_full, st.groups)
-        result = LevelResult(nodes=st.active, feature=out_feature, bin=out_bin,
-                             missing_left=out_ml, gain=out_gain, admitted=admitted[:n_adm],
-                             cat_bits=out_bits)
-        st.active = next_active
-        st.hist = next_hist
-        st.feats = next_feats
-        st.n_feats = int(next_n_feats)
-        st.full = bool(next_full)
-        st.slot_full = next_slot_full
+            build_next, out.feature, out.bin, out.missing_left, out.gain, out.admitted,
+            out.cat_slot, out.n_cat, split.max_cat_to_onehot, out.cat_bits, st.q, st.node_s,
+            st.slot_full, st.groups)
+        result = out.result(n_adm)
+        _advance_state(st, next_active, next_hist, next_feats, next_n_feats, next_full,
+                       next_slot_full)
         return result
 
     # --- the level step in two halves, for a cluster (``gpufs.dask``) ---------------------
@@ -1626,15 +1646,8 @@ class CPUBackend:
         arguments are ``level_step``'s. Returns (``LevelResult``, ``SplitPlan``): the plan is
         what ``advance_level`` needs, a few numbers per split.
         """
-        n_slots = st.active.shape[0]
         d = int(np.asarray(split.n_bins).shape[0])
-        out_feature = np.empty(n_slots, np.int32)
-        out_bin = np.empty(n_slots, np.int32)
-        out_ml = np.empty(n_slots, np.bool_)
-        out_gain = np.empty(n_slots, np.float64)
-        admitted = np.empty(d, np.int64)
-        cat_slot, n_cat = split.categorical()
-        out_bits = np.empty((n_slots, CAT_WORDS if n_cat else 0), np.uint32)
+        out = _LevelOutputs(st.active, d, split)
         penalty = np.asarray(penalty, np.float64)
         (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl,
          next_feats, next_n_feats, next_full) = _level_decide(
@@ -1642,11 +1655,9 @@ class CPUBackend:
             st.hist, split.n_bins, penalty, allowed, used, st.feats, st.n_feats, st.full,
             budget, split.g_scale, split.h_scale, split.reg_lambda, split.gain_divisor,
             split.min_child_weight, split.min_split_gain, st.q.shape[0] > 0, st.slot_full,
-            cat_slot, n_cat, split.max_cat_to_onehot, out_feature, out_bin, out_ml, out_gain,
-            out_bits, admitted)
-        result = LevelResult(nodes=st.active, feature=out_feature, bin=out_bin,
-                             missing_left=out_ml, gain=out_gain, admitted=admitted[:n_adm],
-                             cat_bits=out_bits)
+            out.cat_slot, out.n_cat, split.max_cat_to_onehot, out.feature, out.bin,
+            out.missing_left, out.gain, out.cat_bits, out.admitted)
+        result = out.result(n_adm)
         plan = SplitPlan(split_slot, sf, sb, sm, sc, sbits, sgl, shl, int(n_adm), admitted_now,
                          search_full, next_feats, int(next_n_feats), bool(next_full), penalty,
                          split)
@@ -1671,12 +1682,8 @@ class CPUBackend:
             plan.cat_bits, plan.left_g, plan.left_h, plan.n_admitted, plan.admitted_now,
             plan.search_full, plan.next_feats, plan.next_n_feats, plan.next_full,
             bool(build_next), st.q, st.node_s, st.groups)
-        st.active = next_active
-        st.hist = nxt
-        st.feats = plan.next_feats
-        st.n_feats = plan.next_n_feats
-        st.full = plan.next_full
-        st.slot_full = next_slot_full
+        _advance_state(st, next_active, nxt, plan.next_feats, plan.next_n_feats,
+                       plan.next_full, next_slot_full)
         return left
 
     def node_sums(self, st):
