@@ -86,6 +86,25 @@ data. Kinds:
 ``solved_objective`` is the objective of the problem actually minimized (they differ only when
 sketching).
 
+Reweighting (the "pay once per feature" correction)
+----------------------------------------------------
+Problem (2) charges a tree ``u_i w_i`` however much weight other kept trees already put on its
+features. Near-copies of one feature give near-equal columns of ``A`` at equal cost, so the
+lasso is almost indifferent between a second copy of a kept feature and a feature that adds
+new information, and in practice spreads weight over two copies of one group while another
+group is left out (measured on planted groups: one feature per group in about 24 of 40 seeded
+cases). ``reweight_steps`` applies reweighted l1 minimization (Candes, Wakin, Boyd,
+"Enhancing Sparsity by Reweighted l1 Minimization", J. Fourier Anal. Appl., 2008): after a
+solution, every feature's (or group's) cost is multiplied by ``eps / (eps + v_j)``, where
+``v_j`` is the total weight of the kept trees that use it and ``eps`` is ``reweight_eps``
+times the largest ``v_j`` (:func:`usage_discount`), and the search is repeated on the
+discounted costs, from the undiscounted ones each time. Unused features keep their full cost,
+so ``lambda_max`` is unchanged; features already paid for become cheap, so the weight of
+near-copies collapses onto one of them and the next feature to enter must bring something
+new. It is the majorize-minimize step of the concave penalty ``sum_j c_j eps log(1 + v_j /
+eps)``, the tree-weight counterpart of GBFS's price paid once, at first use. The steps stop
+early once no factor moves by more than 1e-3. ``reweight_steps=0`` is the paper's problem.
+
 Modules
 -------
 ``_results`` (the result types), ``_costs`` (tree costs from feature costs and groups; which
@@ -95,12 +114,12 @@ features a solution selects), ``_linalg`` (Gram matrices, eigenvalues, sketches)
 front ends), ``_search`` (the lambda descent and bisection to exactly k features) and
 ``_problem`` (the lasso a forest poses for a regression, binary or multiclass target).
 """
-from ._costs import selected_features, tree_costs
+from ._costs import REWEIGHT_EPS, selected_features, tree_costs, usage_discount
 from ._linalg import SKETCHES
 from ._models import SmoothModel
 from ._problem import LassoProblem, forest_lasso_problem
 from ._results import LassoResult, Selection, SelectionPath, UnreachableKError
-from ._search import select_k, selection_path
+from ._search import select_at_lambda, select_k, selection_path
 from ._solver import (DEFAULT_MAX_ITER, DEFAULT_TOL, LOSSES, TreeLasso, lambda_max, lasso_path,
                       solve_lasso)
 
@@ -110,6 +129,7 @@ __all__ = [
     "LOSSES",
     "LassoProblem",
     "LassoResult",
+    "REWEIGHT_EPS",
     "SKETCHES",
     "Selection",
     "SelectionPath",
@@ -119,9 +139,11 @@ __all__ = [
     "lambda_max",
     "forest_lasso_problem",
     "lasso_path",
+    "select_at_lambda",
     "select_k",
     "selected_features",
     "selection_path",
     "solve_lasso",
     "tree_costs",
+    "usage_discount",
 ]

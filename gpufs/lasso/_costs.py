@@ -8,7 +8,10 @@ import numpy as np
 
 from .._device import to_host
 
-__all__ = ["selected_features", "tree_costs"]
+__all__ = ["REWEIGHT_EPS", "selected_features", "tree_costs", "usage_discount"]
+
+#: ``eps`` of the reweighting discount, relative to the largest usage (see :func:`usage_discount`).
+REWEIGHT_EPS = 0.5
 
 
 def _host_vector(x, n, what, *, allow_none=False):
@@ -50,7 +53,8 @@ def _as_masks(tree_feature_masks):
     return m
 
 
-def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=None):
+def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=None,
+               discount=None):
     """Cost ``u_i`` of each tree (ControlBurn, sections 3.3.1 and 3.3.2).
 
     Without groups ``u_i = sum of feature_costs over the features tree i uses`` (the number of
@@ -70,6 +74,10 @@ def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=
         Group label of each feature; None: every feature its own group.
     group_costs : array-like of shape (n_groups,) or None, default=None
         Costs >= 0 indexed by group label (more entries than the largest label).
+    discount : ndarray of shape (n_units,) or None, default=None
+        Factors in [0, 1] that multiply the cost of every paid unit: a feature (n_units =
+        n_features) or, with ``groups``, a group (n_units = the number of group labels);
+        :func:`usage_discount` computes them. None: no discount.
 
     Returns
     -------
@@ -85,22 +93,11 @@ def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=
         else:
             costs = _nonneg(_host_vector(feature_costs, n_features, "feature_costs"),
                             "feature_costs")
+        costs = _discounted(costs, discount)
         # Row sums in a fixed (numpy pairwise) order: deterministic and the same on every machine.
         return np.where(masks, costs[None, :], 0.0).sum(axis=1)
 
-    g = np.asarray(to_host(groups))
-    if g.ndim != 1 or g.shape[0] != n_features:
-        raise ValueError(f"groups must have shape ({n_features},) (one label per feature), "
-                         f"got {g.shape}")
-    if g.dtype.kind not in "iub":
-        if g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g)):
-            g = g.astype(np.int64)
-        else:
-            raise ValueError(f"groups must hold integer labels, got dtype {g.dtype}")
-    g = g.astype(np.int64)
-    if g.size and g.min() < 0:
-        raise ValueError(f"groups labels must be >= 0, got {int(g.min())}")
-    n_groups = int(g.max()) + 1 if g.size else 0
+    g, n_groups = _group_labels(groups, n_features)
     if group_costs is not None:
         if feature_costs is not None:
             raise ValueError("give either feature_costs or group_costs together with groups, not "
@@ -115,11 +112,91 @@ def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=
         gc = np.bincount(g, weights=fc, minlength=n_groups)
     else:
         gc = np.ones(n_groups)
-    # uses_group[i, k]: tree i splits on some feature of group k.
-    uses_group = np.zeros((n_trees, max(n_groups, 1)), dtype=bool)
+    gc = _discounted(gc[:max(n_groups, 1)], discount)
+    return np.where(_uses_group(masks, g, n_groups), gc[None, :], 0.0).sum(axis=1)
+
+
+def _group_labels(groups, n_features):
+    """Integer group labels (n_features,) int64 >= 0 and their count, checked."""
+    g = np.asarray(to_host(groups))
+    if g.ndim != 1 or g.shape[0] != n_features:
+        raise ValueError(f"groups must have shape ({n_features},) (one label per feature), "
+                         f"got {g.shape}")
+    if g.dtype.kind not in "iub":
+        if g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g)):
+            g = g.astype(np.int64)
+        else:
+            raise ValueError(f"groups must hold integer labels, got dtype {g.dtype}")
+    g = g.astype(np.int64)
+    if g.size and g.min() < 0:
+        raise ValueError(f"groups labels must be >= 0, got {int(g.min())}")
+    return g, (int(g.max()) + 1 if g.size else 0)
+
+
+def _uses_group(masks, g, n_groups):
+    """(n_trees, max(n_groups, 1)) bool: tree i splits on some feature of group k."""
+    uses = np.zeros((masks.shape[0], max(n_groups, 1)), dtype=bool)
     rows, cols = np.nonzero(masks)
-    uses_group[rows, g[cols]] = True
-    return np.where(uses_group, gc[None, : uses_group.shape[1]], 0.0).sum(axis=1)
+    uses[rows, g[cols]] = True
+    return uses
+
+
+def _discounted(unit_costs, discount):
+    if discount is None:
+        return unit_costs
+    d = np.asarray(discount, dtype=np.float64)
+    if d.shape != unit_costs.shape:
+        raise ValueError(f"discount has shape {d.shape}, expected {unit_costs.shape} (one "
+                         "factor per feature, or per group when groups are given)")
+    if not np.all((d >= 0) & (d <= 1)):
+        raise ValueError("discount factors must lie in [0, 1]")
+    return unit_costs * d
+
+
+def usage_discount(weights, tree_feature_masks, groups=None, eps=REWEIGHT_EPS):
+    """The cost discount of one reweighting step: ``eps_abs / (eps_abs + v)`` per unit.
+
+    ``v`` is the usage of every paid unit, the total weight of the trees that use it
+    (``v = G w`` of ControlBurn's problem (1); with ``groups``, per group), and
+    ``eps_abs = eps * max(v)``. A unit no kept tree uses keeps its full cost (factor 1); the
+    more weight the kept trees put on a unit, the cheaper it gets. This is one step of
+    reweighted l1 minimization (Candes, Wakin, Boyd, "Enhancing Sparsity by Reweighted l1
+    Minimization", J. Fourier Anal. Appl., 2008) for the concave penalty
+    ``sum_j c_j eps_abs log(1 + v_j / eps_abs)``, which has the lasso's slope ``c_j`` at
+    ``v_j = 0`` and flattens once a unit is paid for: near-copies of a kept feature stop
+    looking as cheap as the kept feature itself, so the weight moves onto one of them.
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_trees,)
+        Tree weights of a solution (numpy or cupy).
+    tree_feature_masks : array-like of shape (n_trees, n_features), bool
+    groups : array-like of shape (n_features,) of int >= 0, or None, default=None
+        Group labels: one factor per group instead of per feature.
+    eps : float > 0, default=REWEIGHT_EPS
+        Relative to ``max(v)``.
+
+    Returns
+    -------
+    ndarray of shape (n_features,) or (n_groups,), float64 in (0, 1], on the host
+        All ones when no tree has weight.
+    """
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0, got {eps!r}")
+    w = np.asarray(to_host(weights), dtype=np.float64)
+    masks = _as_masks(tree_feature_masks)
+    if w.shape != (masks.shape[0],):
+        raise ValueError(f"weights has shape {w.shape} but tree_feature_masks has "
+                         f"{masks.shape[0]} rows (one per tree)")
+    if groups is not None:
+        g, n_groups = _group_labels(groups, masks.shape[1])
+        masks = _uses_group(masks, g, n_groups)[:, :max(n_groups, 1)]
+    usage = np.maximum(w, 0.0) @ masks
+    top = float(usage.max()) if usage.size else 0.0
+    if not top > 0:
+        return np.ones(usage.shape)
+    eps_abs = eps * top
+    return eps_abs / (eps_abs + usage)
 
 
 def selected_features(weights, tree_feature_masks, threshold=0.0):

@@ -26,6 +26,14 @@ sketch_size : int or None, default=None
     Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
 random_state : int, numpy Generator or None, default=0
     Seed of the sketch (None draws a fresh, non-reproducible one).""",
+    "reweight": """\
+reweight_steps : int >= 0, default=0
+    Reweighting steps after the plain lasso (see the package docstring): each one discounts
+    the cost of every feature (or group) by how much weight the last solution's trees put on
+    it (:func:`usage_discount`) and searches again; they stop early once no cost factor
+    moves by more than 1e-3. 0: the plain lasso of ControlBurn's problem (2).
+reweight_eps : float > 0, default=0.5
+    The discount's ``eps``, relative to the largest usage.""",
     "solver": """\
 tol : float > 0, default=1e-9
     Relative KKT tolerance.

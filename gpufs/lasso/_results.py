@@ -82,11 +82,14 @@ class Selection:
     intercept : float
         The free intercept at the solution.
     objective : float
-        Full-data objective at the solution.
+        Full-data objective at the solution (with the tree costs it was solved with).
     exact : bool
         False only when k was unreachable (``select_k(..., strict=False)``).
     n_solves : int
         Lasso solves spent (for ``select_k``; 0 for entries of a SelectionPath).
+    loss : float
+        The data term of ``objective`` (the training loss of the weighted trees, without the
+        penalty).
     """
 
     k: int
@@ -97,6 +100,7 @@ class Selection:
     objective: float
     exact: bool = True
     n_solves: int = 0
+    loss: float = float("nan")
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ one k (:func:`select_k`) or every k up to k_max (:func:`selection_path`). Zero-c
 free: their features are selected at every lambda and count toward k."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import warnings
@@ -11,11 +12,17 @@ import warnings
 import numpy as np
 
 from . import _docs
-from ._costs import _as_masks, selected_features, tree_costs
+from .._device import to_host
+from ._costs import REWEIGHT_EPS, _as_masks, selected_features, tree_costs, usage_discount
 from ._results import Selection, SelectionPath, UnreachableKError
 from ._solver import DEFAULT_MAX_ITER, DEFAULT_TOL, TreeLasso, _geometric_grid
 
-__all__ = ["select_k", "selection_path"]
+__all__ = ["select_at_lambda", "select_k", "selection_path"]
+
+#: select_k's descent stops below this fraction of lambda_max (its default).
+SELECT_K_LAMBDA_MIN_RATIO = 1e-6
+#: Reweighting stops early once no cost factor moves by more than this between two steps.
+DISCOUNT_RTOL = 1e-3
 
 
 class _Search:
@@ -109,9 +116,10 @@ class _Search:
 
     def selection(self, lam, exact=True):
         res, feats = self.points[lam]
+        penalty = lam * float(self.prob.u_host @ np.asarray(to_host(res.weights), np.float64))
         return Selection(k=int(feats.size), lam=lam, features=feats, weights=res.weights,
                          intercept=res.intercept, objective=res.objective, exact=exact,
-                         n_solves=self.n_solves)
+                         n_solves=self.n_solves, loss=float(res.objective - penalty))
 
 
 def _prepare_selection(A, y, tree_feature_masks, feature_costs, groups, group_costs, loss,
@@ -130,6 +138,59 @@ def _prepare_selection(A, y, tree_feature_masks, feature_costs, groups, group_co
     return masks, prob, int(masks.any(axis=0).sum())
 
 
+class _Reweighting:
+    """The reweighting steps of one lasso (see the package docstring): from a selection,
+    discount the costs by its usage and search again, until the discount settles."""
+
+    def __init__(self, prob, masks, feature_costs, groups, group_costs, steps, eps, threshold,
+                 tol, max_iter):
+        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+            raise ValueError(f"reweight_steps must be an integer >= 0, got {steps!r}")
+        if not (isinstance(eps, numbers.Real) and eps > 0):
+            raise ValueError(f"reweight_eps must be a number > 0, got {eps!r}")
+        self.prob, self.masks, self.groups = prob, masks, groups
+        self.steps, self.eps = int(steps), float(eps)
+        self.threshold, self.tol, self.max_iter = threshold, tol, max_iter
+        self._costs = (lambda discount: tree_costs(masks, feature_costs, groups, group_costs,
+                                                   discount=discount))
+
+    def discount(self, basis):
+        """The cost factors the usage of ``basis`` (a Selection) gives."""
+        return usage_discount(basis.weights, self.masks, self.groups, self.eps)
+
+    def search(self, discount):
+        """A fresh :class:`_Search` on the problem with costs discounted by ``discount``."""
+        return _Search(self.prob.with_costs(self._costs(discount)), self.masks, self.threshold,
+                       self.tol, self.max_iter)
+
+    def run(self, basis, step_search, on_search=None):
+        """Up to ``steps`` steps from ``basis``: ``step_search(search)`` returns a Selection
+        or raises UnreachableKError (whose ``below`` is the next basis). Returns
+        ``(result, error, n_solves)``: the last step's Selection, or its error, and the
+        solves all steps spent; ``on_search(search)`` sees every step's search. The steps
+        stop early when the discount no longer moves (by at most ``DISCOUNT_RTOL``)."""
+        result, error, n_solves = basis, None, 0
+        discount = self.discount(basis)
+        for _ in range(self.steps):
+            search = self.search(discount)
+            try:
+                result, error = step_search(search), None
+                basis = result
+            except UnreachableKError as exc:
+                result, error, basis = None, exc, exc.below
+            finally:
+                search.warn_if_needed()
+                n_solves += search.n_solves
+                if on_search is not None:
+                    on_search(search)
+            if basis is None:
+                break
+            previous, discount = discount, self.discount(basis)
+            if float(np.max(np.abs(discount - previous), initial=0.0)) <= DISCOUNT_RTOL:
+                break
+        return result, error, n_solves
+
+
 def _check_k(k, n_used, n_features, what="k"):
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise ValueError(f"{what} must be an integer >= 1, got {k!r}")
@@ -143,9 +204,9 @@ def _check_k(k, n_used, n_features, what="k"):
 @_docs.fill
 def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, group_costs=None,
              loss="squared", sample_weight=None, fit_intercept=True, threshold=0.0,
-             lambda_min_ratio=1e-6, bisect_rtol=1e-7, max_bisect=60, strict=True,
-             sketch=None, sketch_size=None, random_state=0, tol=DEFAULT_TOL,
-             max_iter=DEFAULT_MAX_ITER, record=None):
+             lambda_min_ratio=SELECT_K_LAMBDA_MIN_RATIO, bisect_rtol=1e-7, max_bisect=60,
+             strict=True, sketch=None, sketch_size=None, random_state=0, reweight_steps=0,
+             reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER, record=None):
     """Find a lambda whose solution selects exactly ``k`` features (ControlBurn, section 4.2.1).
 
     Starting at lambda_max (only the zero-cost trees kept), lambda is halved, each solve
@@ -177,6 +238,7 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
         carries the nearest selections below and above k); False returns the solution with
         the most features below k (the sparsest one when the free features alone exceed k),
         with ``exact=False``.
+    $reweight
     $solver
     record : dict or None, default=None
         If given, ``record["path"]`` is set (also when k is unreachable) to the
@@ -195,14 +257,98 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
     _check_k(k, n_used, masks.shape[1])
     if not (0 < lambda_min_ratio < 1):
         raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}")
-    search = _Search(prob, masks, threshold, tol, max_iter)
+    reweighting = _Reweighting(prob, masks, feature_costs, groups, group_costs, reweight_steps,
+                               reweight_eps, threshold, tol, max_iter)
+
+    def keep_path(search):
+        if record is not None:
+            record["path"] = _points_path(search, k, search.prob.lambda_max())
+
+    return _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bisect,
+                                strict, keep_path)
+
+
+def _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bisect, strict,
+                         on_search=None):
+    """The search for k on the plain costs, then the reweighting steps from its selection (or,
+    k unreachable, from the selection below k): what :func:`select_k` returns or raises.
+    ``on_search(search)`` sees every search, the last one last."""
+
+    def step(search):
+        return _select_k(search, search.prob.lambda_max(), k, lambda_min_ratio, bisect_rtol,
+                         max_bisect, strict)
+
+    search = _Search(reweighting.prob, reweighting.masks, reweighting.threshold,
+                     reweighting.tol, reweighting.max_iter)
+    first, error = None, None
     try:
-        return _select_k(search, prob.lambda_max(), k, lambda_min_ratio, bisect_rtol, max_bisect,
-                         strict)
+        first = step(search)
+    except UnreachableKError as exc:
+        error = exc
     finally:
         search.warn_if_needed()
-        if record is not None:
-            record["path"] = _points_path(search, k, prob.lambda_max())
+        if on_search is not None:
+            on_search(search)
+    basis = first if first is not None else error.below
+    if basis is None or reweighting.steps == 0:
+        if first is None:
+            raise error
+        return first
+    result, error, n_more = reweighting.run(basis, step, on_search)
+    if result is None:
+        raise error
+    return dataclasses.replace(result, n_solves=search.n_solves + n_more)
+
+
+@_docs.fill
+def select_at_lambda(A, y, tree_feature_masks, lam, *, feature_costs=None, groups=None,
+                     group_costs=None, loss="squared", sample_weight=None, fit_intercept=True,
+                     threshold=0.0, sketch=None, sketch_size=None, random_state=0,
+                     reweight_steps=0, reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL,
+                     max_iter=DEFAULT_MAX_ITER):
+    """The selection of the lasso at one ``lam`` (and its reweighting steps, each solved at the
+    same ``lam``, warm-started from the last).
+
+    Parameters
+    ----------
+    $data
+    tree_feature_masks : ndarray of shape (n_trees, n_features), bool
+        ``[i, j]`` is True when tree i splits on feature j.
+    lam : float >= 0
+        The lasso's lambda.
+    feature_costs, groups, group_costs : see :func:`tree_costs`
+        The tree costs.
+    $problem
+    threshold : float >= 0, default=0.0
+        A feature counts as selected when a tree with ``weight > threshold`` uses it.
+    $reweight
+    $solver
+
+    Returns
+    -------
+    Selection
+        ``k`` is the number of features selected at ``lam``.
+    """
+    if not (isinstance(lam, numbers.Real) and lam >= 0 and math.isfinite(lam)):
+        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
+    masks, prob, _ = _prepare_selection(A, y, tree_feature_masks, feature_costs, groups,
+                                        group_costs, loss, sample_weight, fit_intercept, sketch,
+                                        sketch_size, random_state, threshold)
+    reweighting = _Reweighting(prob, masks, feature_costs, groups, group_costs, reweight_steps,
+                               reweight_eps, threshold, tol, max_iter)
+    search = _Search(prob, masks, threshold, tol, max_iter)
+    search.eval(float(lam))
+    search.warn_if_needed()
+    first = search.selection(float(lam))
+    if reweighting.steps == 0:
+        return first
+
+    def step(search):
+        search.eval(float(lam))
+        return search.selection(float(lam))
+
+    result, _, n_more = reweighting.run(first, step)
+    return dataclasses.replace(result, n_solves=search.n_solves + n_more)
 
 
 def _points_path(search, k_max, lmax):
@@ -281,7 +427,8 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
                    group_costs=None, loss="squared", sample_weight=None, fit_intercept=True,
                    threshold=0.0, n_lambdas=40, lambda_min_ratio=1e-4, bisect_rtol=1e-7,
                    max_bisect=60, sketch=None, sketch_size=None, random_state=0,
-                   tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
+                   reweight_steps=0, reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL,
+                   max_iter=DEFAULT_MAX_ITER):
     """The selected features for every k = 1..k_max, in one warm-started sweep.
 
     Solves on ``n_lambdas`` geometric lambdas from lambda_max down to lambda_min_ratio *
@@ -289,6 +436,11 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
     skipped, bisects the first (largest-lambda) bracket of neighbouring solutions whose counts
     straddle k. For each k the largest lambda found giving exactly k is kept. Ks that no lambda
     gives are listed in ``unreachable`` with the reason, never silently dropped.
+
+    With ``reweight_steps`` every k is then searched exactly as :func:`select_k` (with its
+    default ``lambda_min_ratio``) searches and reweights it: each entry is what
+    ``select_k(..., k, reweight_steps=...)`` selects, and its lambda belongs to its own
+    discounted costs. ``lambdas`` and ``n_selected`` describe the plain sweep.
 
     Parameters
     ----------
@@ -310,6 +462,7 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
         A bisection stops when its bracket's ratio is within ``1 + bisect_rtol``.
     max_bisect : int, default=60
         Bisection steps per k at most.
+    $reweight
     $solver
 
     Returns
@@ -348,12 +501,28 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
     finally:
         search.warn_if_needed()
     pts = search.sorted_points()
+    n_solves = search.n_solves
+    reweighting = _Reweighting(prob, masks, feature_costs, groups, group_costs, reweight_steps,
+                               reweight_eps, threshold, tol, max_iter)
+    if reweighting.steps and lmax > 0:
+        # Every k exactly as select_k reweights it (the steps depend on where they start, so
+        # the path starts each k where select_k does, not from the sweep's solutions).
+        solves = []
+        selections, unreachable = {}, {}
+        for k in range(1, k_max + 1):
+            try:
+                sel = _select_k_reweighted(reweighting, k, SELECT_K_LAMBDA_MIN_RATIO,
+                                           bisect_rtol, max_bisect, True,
+                                           lambda s: solves.append(s.n_solves))
+                selections[k] = _without_count(sel)
+            except UnreachableKError as exc:
+                unreachable[k] = str(exc).split(": ", 1)[-1]
+        n_solves += sum(solves)
     return SelectionPath(selections=selections, unreachable=unreachable, lambda_max=lmax,
                          lambdas=np.array([p[0] for p in pts]),
                          n_selected=np.array([p[1] for p in pts], dtype=np.int64),
-                         n_solves=search.n_solves)
+                         n_solves=n_solves)
 
 
 def _without_count(sel):
-    return Selection(k=sel.k, lam=sel.lam, features=sel.features, weights=sel.weights,
-                     intercept=sel.intercept, objective=sel.objective, exact=sel.exact, n_solves=0)
+    return dataclasses.replace(sel, n_solves=0)

@@ -4,6 +4,7 @@ once and solved for any lambda) and the one-call front ends ``solve_lasso``, ``l
 the support, the KKT stopping rule) is described in the package docstring."""
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import warnings
@@ -116,6 +117,25 @@ class TreeLasso:
         self._scale = scale if scale > 0 else 1.0
         self._lip = None
         self._lambda_max = None
+
+    def with_costs(self, costs):
+        """The same problem with other tree costs, sharing everything prepared (the model,
+        its Gram matrix or sketch, the Lipschitz constant): what a reweighting step needs.
+
+        Parameters
+        ----------
+        costs : ndarray of shape (n_trees,)
+            Tree costs >= 0.
+
+        Returns
+        -------
+        TreeLasso
+        """
+        u_h = _nonneg(_host_vector(costs, self.n_trees, "costs"), "costs")
+        other = copy.copy(self)
+        other.u, other.u_host = self.xp.asarray(u_h), u_h
+        other._lambda_max = None  # depends on the costs; the Lipschitz constant does not
+        return other
 
     def _squared_model(self, rng):
         """The squared loss's model and b0 = 0: the intercept is eliminated by centering, the
