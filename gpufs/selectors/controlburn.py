@@ -103,6 +103,7 @@ class _BaseControlBurn(SelectorBase):
         "group_costs": ["array-like", dict, None],
         "sketch": [StrOptions(set(_lasso.SKETCHES)), None],
         "sketch_size": [int_range(1), None],
+        "reweight_steps": [int_range(0)],
         "path_k_max": [int_range(1), None],
         "refit_estimator": [HasMethods(["fit", "predict"]), None],
         "warm_start": ["boolean"],
@@ -117,9 +118,9 @@ class _BaseControlBurn(SelectorBase):
                  tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
                  min_child_weight=1.0, feature_costs=None, feature_groups=None,
                  categorical_features="from_dtype",
-                 group_costs=None, sketch=None, sketch_size=None, path_k_max=None,
-                 refit_estimator=None, warm_start=False, device="auto", n_jobs=None,
-                 random_state=None, verbose=False):
+                 group_costs=None, sketch=None, sketch_size=None, reweight_steps=3,
+                 path_k_max=None, refit_estimator=None, warm_start=False, device="auto",
+                 n_jobs=None, random_state=None, verbose=False):
         self.n_features_to_select = n_features_to_select
         self.alpha = alpha
         self.forest_method = forest_method
@@ -139,6 +140,7 @@ class _BaseControlBurn(SelectorBase):
         self.group_costs = group_costs
         self.sketch = sketch
         self.sketch_size = sketch_size
+        self.reweight_steps = reweight_steps
         self.path_k_max = path_k_max
         self.refit_estimator = refit_estimator
         self.warm_start = warm_start
@@ -318,7 +320,7 @@ class _BaseControlBurn(SelectorBase):
         self.selection_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
-            self.selection_path_ = self._k_path(None, 0, None)
+            self.selection_path_ = self._k_path(0, None)
             return
         problem = _lasso.forest_lasso_problem(forest.A, masks_all, forest.tree_column, y_enc, w,
                                               n_classes)
@@ -328,7 +330,8 @@ class _BaseControlBurn(SelectorBase):
         masks = masks_all[trees]
         kw = dict(feature_costs=feature_costs, groups=groups, group_costs=group_costs,
                   loss=loss, sample_weight=w_l, fit_intercept=fit_intercept,
-                  sketch=self.sketch, sketch_size=self.sketch_size, random_state=seed)
+                  sketch=self.sketch, sketch_size=self.sketch_size, random_state=seed,
+                  reweight_steps=self.reweight_steps)
 
         # Per-tree scale for importances: the (row-weighted) std of the tree's column.
         xp = namespace_of(A)
@@ -344,15 +347,11 @@ class _BaseControlBurn(SelectorBase):
             wv = np.asarray(to_host(weights), dtype=np.float64)
             return (wv * col_std) @ share
 
-        u = _lasso.tree_costs(masks, feature_costs, groups, group_costs)
         k_req = self.n_features_to_select
         if self.alpha is not None:
-            prob = _lasso.TreeLasso(A, y_l, u, loss=loss, sample_weight=w_l,
-                                    fit_intercept=fit_intercept, sketch=self.sketch,
-                                    sketch_size=self.sketch_size, random_state=seed)
-            res = prob.solve(float(self.alpha))
-            feats = _lasso.selected_features(res.weights, masks)
-            weights, lam, icpt, extra = res.weights, float(self.alpha), res.intercept, []
+            sel = _lasso.select_at_lambda(A, y_l, masks, float(self.alpha), **kw)
+            feats, weights, lam, icpt, extra = (sel.features, sel.weights, float(self.alpha),
+                                                sel.intercept, [])
         else:
             n_cov = self.forest_coverage_
             if k_req is None:
@@ -386,14 +385,14 @@ class _BaseControlBurn(SelectorBase):
         # for that the k search passed through (no extra solve).
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
-            self.selection_path_ = self._k_path(u, k_max, _lasso.selection_path, A, y_l,
+            self.selection_path_ = self._k_path(k_max, _lasso.selection_path, A, y_l,
                                                 masks, **kw)
         elif self.alpha is None:
-            self.selection_path_ = self._k_path(u, 0, lambda: search_record["path"])
+            self.selection_path_ = self._k_path(0, lambda: search_record["path"])
         else:
-            self.selection_path_ = self._k_path(u, 0, None)
+            self.selection_path_ = self._k_path(0, None)
 
-    def _k_path(self, u, k_max, path_of, *args, **kw):
+    def _k_path(self, k_max, path_of, *args, **kw):
         """``selection_path_`` from ``path_of(*args, **kw)``, a lasso SelectionPath (none
         when ``path_of`` is None; with ``k_max`` >= 1, ``path_of`` is called with k_max)."""
         empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
@@ -402,19 +401,13 @@ class _BaseControlBurn(SelectorBase):
             return empty
         path = path_of(*args, k_max, **kw) if k_max >= 1 else path_of()
         names = self._feature_names()
-        u = np.asarray(to_host(u), dtype=np.float64)
-
-        def data_loss(sel):   # Selection.objective = loss + lambda * (u @ weights)
-            w = np.asarray(to_host(sel.weights), dtype=np.float64)
-            return float(sel.objective - sel.lam * float(u @ w))
-
         sels = path.selections
         return {**empty,
                 "k": list(path.ks),
                 "features": {k: sels[k].features.tolist() for k in path.ks},
                 "names": {k: [str(names[f]) for f in sels[k].features] for k in path.ks},
                 "lambda": {k: float(sels[k].lam) for k in path.ks},
-                "train_loss": {k: data_loss(sels[k]) for k in path.ks},
+                "train_loss": {k: float(sels[k].loss) for k in path.ks},
                 "unreachable": dict(path.unreachable),
                 "lambda_max": float(path.lambda_max)}
 
@@ -570,6 +563,16 @@ _PARAMS_DOC = """
         (logistic loss) only takes "rows".
     sketch_size : int >= 1, default=None
         Rows of the sketch (default: min(n_samples, max(10 (n_trees + 1), 1000))).
+    reweight_steps : int >= 0, default=3
+        Reweighted-lasso steps after the paper's lasso (Candes, Wakin, Boyd, "Enhancing
+        Sparsity by Reweighted l1 Minimization", J. Fourier Anal. Appl., 2008): each one makes
+        a feature cheaper the more weight the last solution's trees put on it and searches
+        again (for ``n_features_to_select``; at ``alpha`` for a fixed lambda), stopping early
+        when the costs settle. A feature is then paid for about once, so the weight of
+        near-copies of a kept feature collapses onto one of them and the next feature must
+        bring something new: on planted groups of near-copies this is what makes the default
+        keep one feature per group. 0: the paper's plain lasso (``gpufs.lasso``'s package
+        docstring has the details).
     path_k_max : int >= 1, default=None
         Search the selection for every k = 1..path_k_max from the same forest
         (``selection_path_``); None: ``selection_path_`` holds the k up to
@@ -626,9 +629,11 @@ _PARAMS_DOC = """
         The selection for every k = 1..``path_k_max`` (without it: those the k search for
         ``n_features_to_select`` passed through; empty with ``alpha``) from the one forest:
         "k" (the reached k), "features" (k -> sorted indices), "names"
-        (k -> their column names, or x0, x1, ...), "lambda" (k -> lambda), "train_loss"
-        (k -> the lasso's loss without the penalty), "val_loss" (None: ControlBurn has no
-        validation data), "unreachable" (k -> why no lambda gives it) and "lambda_max".
+        (k -> their column names, or x0, x1, ...), "lambda" (k -> lambda; with
+        ``reweight_steps`` each k's lambda is that of its own discounted costs, so they need
+        not decrease with k), "train_loss" (k -> the lasso's loss without the penalty),
+        "val_loss" (None: ControlBurn has no validation data), "unreachable" (k -> why no
+        lambda gives it) and "lambda_max" (of the undiscounted costs).
         ``gpufs.path.selection_path`` and ``gpufs.plotting.plot_selection_path`` read it.
     refit_estimator_ : estimator
         The fitted refit model.
