@@ -92,7 +92,7 @@ Problem (2) charges a tree ``u_i w_i`` however much weight other kept trees alre
 features. Near-copies of one feature give near-equal columns of ``A`` at equal cost, so the
 lasso is almost indifferent between a second copy of a kept feature and a feature that adds
 new information, and in practice spreads weight over two copies of one group while another
-group is left out (measured on planted groups: one feature per group in about 24 of 40 seeded
+group is left out (measured on planted groups: one feature per group in 25 of 40 seeded
 cases). ``reweight_steps`` applies reweighted l1 minimization (Candes, Wakin, Boyd,
 "Enhancing Sparsity by Reweighted l1 Minimization", J. Fourier Anal. Appl., 2008): after a
 solution, every feature's (or group's) cost is multiplied by ``eps / (eps + v_j)``, where
