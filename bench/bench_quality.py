@@ -79,12 +79,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 import _machine  # noqa: E402  (bench/_machine.py: the one machine description)
+from _quality_spec import GPUFS, PEERS, TOL  # noqa: E402
 
 SEED = 0
 KS = (3, 5, 10)
-TOL = 0.005
-GPUFS = ("gbfs", "controlburn", "stagewise")
-PEERS = ("rf_topk", "lgbm_cegb", "l1", "sfm_lgbm_gain")
 
 
 # --- tables ----------------------------------------------------------------------------------

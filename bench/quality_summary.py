@@ -20,10 +20,8 @@ from collections import defaultdict
 
 import numpy as np
 
-try:
-    from bench_quality import GPUFS, PEERS, TOL
-except ImportError:  # imported as bench.quality_summary
-    from bench.bench_quality import GPUFS, PEERS, TOL
+# Not from bench_quality: importing the runner sets NUMBA_NUM_THREADS and sys.path.
+from _quality_spec import GPUFS, PEERS, TOL
 
 
 def load_runs(paths):

@@ -11,7 +11,8 @@ BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "bench")
 
 @pytest.fixture(scope="module")
 def qs():
-    pytest.importorskip("matplotlib")      # bench_quality imports it at module level
+    # quality_summary imports no runner (bench_quality sets NUMBA_NUM_THREADS on import,
+    # which would break every later numba test in this process)
     sys.path.insert(0, BENCH)
     try:
         import quality_summary
@@ -26,6 +27,10 @@ def _write(path, scores):
             f.write(json.dumps({"kind": "run", "table": "t", "k": 3, "split": split,
                                 "method": method, "score": score}) + "\n")
         f.write(json.dumps({"kind": "summary", "table": "t", "k": 3}) + "\n")
+
+
+def test_importing_it_leaves_the_environment_alone(qs):
+    assert "bench_quality" not in sys.modules
 
 
 def test_verdict_and_merge(qs, tmp_path):
