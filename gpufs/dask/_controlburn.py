@@ -59,8 +59,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
                  categorical_features="from_dtype", group_costs=None, sketch=None,
                  sketch_size=None, reweight_steps=3, path_k_max=None, refit_estimator=None,
                  warm_start=False, device="auto", n_jobs=None, random_state=None, verbose=False,
-                 client=None,
-                 timeout=DEFAULT_TIMEOUT):
+                 client=None, timeout=DEFAULT_TIMEOUT):
         super().__init__(
             n_features_to_select=n_features_to_select, alpha=alpha,
             forest_method=forest_method, tree_type=tree_type, max_depth=max_depth,
@@ -69,7 +68,8 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             min_child_weight=min_child_weight, feature_costs=feature_costs,
             feature_groups=feature_groups, categorical_features=categorical_features,
             group_costs=group_costs, sketch=sketch, sketch_size=sketch_size,
-            reweight_steps=reweight_steps, path_k_max=path_k_max, refit_estimator=refit_estimator, warm_start=warm_start,
+            reweight_steps=reweight_steps, path_k_max=path_k_max,
+            refit_estimator=refit_estimator, warm_start=warm_start,
             device=device, n_jobs=n_jobs, random_state=random_state, verbose=verbose)
         self.client = client
         self.timeout = timeout

@@ -190,7 +190,7 @@ def usage_discount(weights, tree_feature_masks, groups=None, eps=REWEIGHT_EPS):
                          f"{masks.shape[0]} rows (one per tree)")
     if groups is not None:
         g, n_groups = _group_labels(groups, masks.shape[1])
-        masks = _uses_group(masks, g, n_groups)[:, :max(n_groups, 1)]
+        masks = _uses_group(masks, g, n_groups)
     usage = np.maximum(w, 0.0) @ masks
     top = float(usage.max()) if usage.size else 0.0
     if not top > 0:

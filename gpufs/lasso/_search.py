@@ -306,8 +306,8 @@ def select_at_lambda(A, y, tree_feature_masks, lam, *, feature_costs=None, group
                      threshold=0.0, sketch=None, sketch_size=None, random_state=0,
                      reweight_steps=0, reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL,
                      max_iter=DEFAULT_MAX_ITER):
-    """The selection of the lasso at one ``lam`` (and its reweighting steps, each solved at the
-    same ``lam``, warm-started from the last).
+    """The selection of the lasso at one ``lam`` (and its reweighting steps, each a fresh solve
+    at the same ``lam`` on the discounted costs).
 
     Parameters
     ----------
