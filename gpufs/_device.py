@@ -10,6 +10,7 @@ functions (or a backend) instead of testing the device itself.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 
 import numpy as np
@@ -60,6 +61,37 @@ def resolve_device(device) -> str:
             "machine with an NVIDIA GPU, or use device='cpu' / device='auto'."
         )
     return device
+
+
+#: The module of numba-cuda whose import fails under a numpy it does not support (numba-cuda
+#: 0.30.4 registers ``np.row_stack``, which numpy 2.5 removed): importing it at GPU start turns
+#: a failure deep inside the first kernel compile into one clear error.
+_NUMBA_CUDA_PROBE = "numba.cuda.np.arrayobj"
+
+
+def check_gpu_stack(importer=importlib.import_module) -> None:
+    """Raise a RuntimeError naming the fix when the installed numba-cuda cannot compile
+    kernels under the installed numpy.
+
+    On Python 3.12, ``pip install "gpufs[gpu]"`` could pair numba-cuda 0.30.4 (the newest)
+    with numpy 2.5, which numba 0.68 allows: every kernel compile then fails with
+    ``module 'numpy' has no attribute 'row_stack'``. The ``gpu`` extra now keeps numpy below
+    2.5; this check catches an environment made another way. ``importer`` is for tests.
+    """
+    try:
+        importer(_NUMBA_CUDA_PROBE)
+    except AttributeError as e:
+        try:
+            from importlib.metadata import version
+
+            nc = version("numba-cuda")
+        except Exception:
+            nc = "unknown version"
+        raise RuntimeError(
+            f"the installed numba-cuda ({nc}) cannot compile GPU kernels under numpy "
+            f"{np.__version__}: {e}. Install a numpy it supports, "
+            f"python -m pip install 'numpy<2.5' (the gpu extra pins this), or a numba-cuda "
+            f"release that supports numpy {np.__version__}; or use device='cpu'.") from e
 
 
 def get_namespace(device: str):

@@ -359,6 +359,25 @@ def test_transfer_and_launch_budget(data, depth):
     assert set(gpu.wrapped) == {"gradients"}
 
 
+# --- what a real GPU refuses (gpufs.backends.launch_rules) -------------------------------------
+def test_every_launch_is_checked_against_the_real_launchers_rules(data, monkeypatch):
+    """Under the simulator every launch goes through ``check_launch`` with exactly what is
+    launched: a grid of numpy integers (accepted by the simulator, refused by an H200) fails
+    here when ``_launch`` stops turning it into Python ints."""
+    import gpufs.backends.gpu as gpu_module
+    from gpufs.backends.launch_rules import LaunchError
+
+    X, y, bm, Xb = data
+    gpu = GPUBackend()
+    n = np.int64(Xb.size)
+    gpu.bin_transform(X, bm.cuts_padded_, bm.n_bins_ - 1)  # numpy-int sizes: cast, accepted
+    monkeypatch.setattr(gpu_module, "launch_geometry", lambda grid, block: (grid, block))
+    with pytest.raises(LaunchError, match="grid must be an int"):
+        gpu._launch("bin_transform", gpu.kernels.bin_transform_kernel, (n // 32, 1), 32)
+    with pytest.raises(LaunchError, match="without opting in"):
+        gpu._launch("histogram", gpu.kernels.histogram_kernel, 1, 32, shared=64 * 1024)
+
+
 # --- errors -----------------------------------------------------------------------------------
 def test_out_of_memory_message(gpu):
     with pytest.raises(GPUOutOfMemoryError) as err:

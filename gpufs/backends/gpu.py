@@ -49,10 +49,11 @@ import time
 import numpy as np
 
 from .. import _tasks
-from .._device import get_namespace, is_cupy_array, to_host
+from .._device import check_gpu_stack, get_namespace, is_cupy_array, to_host
 from .._categorical import CAT_WORDS
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
 from .base import LevelResult, best_splits, kernel_for
+from .launch_rules import check_launch, launch_geometry
 
 #: int64 fields per slot of the level's output buffer and rows of the split table (the
 #: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
@@ -125,6 +126,8 @@ class GPUBackend:
     def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_features=None,
                  part_threads=None, min_rows_per_task=None, max_blocks=None):
         self.simulator = _simulator_enabled()
+        if not self.simulator:
+            check_gpu_stack()  # a broken numpy / numba-cuda pair: one clear error, here
         if xp is None:
             xp = np if self.simulator else get_namespace("gpu")
         self.xp = xp
@@ -236,8 +239,14 @@ class GPUBackend:
             return self._cuda.as_cuda_array(a, sync=False)
         return a
 
-    def _launch(self, phase, kernel, grid, block, *args, shared=0):
+    def _launch(self, phase, kernel, grid, block, *args, shared=0, optin_shared=0):
         self.launches[phase] = self.launches.get(phase, 0) + 1
+        # The real launcher takes Python ints only (numpy integers fail on a GPU, not under
+        # the simulator); the simulator checks what a GPU would (``launch_rules``).
+        grid, block = launch_geometry(grid, block)
+        shared = int(shared)
+        if self.simulator:
+            check_launch(getattr(kernel, "__name__", phase), grid, block, shared, optin_shared)
         arrays = sum(isinstance(a, np.ndarray) or is_cupy_array(a) for a in args)
         if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
             self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays

@@ -1,0 +1,118 @@
+"""What a real CUDA launch accepts, checked where no GPU does the checking.
+
+The numba CUDA simulator runs kernels launched with geometries a GPU refuses: on an H200,
+``LaunchConfig.grid must be an int, or a tuple with up to 3 ints (got (np.int64(20), 2, 1))``
+failed 19 of 34 GPU tests that all passed under the simulator. ``GPUBackend._launch`` turns
+every geometry into Python ints (``launch_geometry``) and, under the simulator, hands the
+exact objects it launches with to ``check_launch``, which applies the hardware launcher's
+rules: cuda.core's own ``LaunchConfig`` type checks (when cuda.core imports), positive
+dimensions within CUDA's limits, at most 1,024 threads per block, and dynamic shared memory
+within 48 KiB, or within the device's opt-in limit for a kernel that opts in.
+"""
+from __future__ import annotations
+
+import functools
+
+#: CUDA's limits for every compute capability gpufs targets (sm_70 and later).
+MAX_GRID = (2 ** 31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+#: Dynamic shared memory a kernel gets without opting in (numba-cuda does not opt in).
+DEFAULT_DYNAMIC_SHARED = 48 * 1024
+#: The largest opt-in limit of the GPUs gpufs targets (Hopper: 227 KiB per block; Ampere's
+#: A100 allows 163 KiB; a real device's own limit is read from it where there is one).
+MAX_OPTIN_SHARED = 227 * 1024
+
+
+class LaunchError(ValueError):
+    """A launch configuration a real GPU would refuse."""
+
+
+def _as_dims(value):
+    """A geometry as a 3-tuple of Python ints (numpy integers included), or the value
+    unchanged when it is not one (``check_launch`` then says why)."""
+    if isinstance(value, tuple):
+        dims = value
+    else:
+        dims = (value,)
+    try:
+        out = tuple(int(v) for v in dims) + (1,) * (3 - len(dims))
+    except (TypeError, ValueError):
+        return value
+    return out
+
+
+def launch_geometry(grid, block):
+    """``(grid, block)`` as tuples of three Python ints, the form the real launcher takes."""
+    return _as_dims(grid), _as_dims(block)
+
+
+@functools.lru_cache(maxsize=1)
+def _core_launch_config():
+    try:
+        from cuda.core import LaunchConfig
+    except Exception:  # cuda.core comes with numba-cuda; without it, our checks alone
+        return None
+    return LaunchConfig
+
+
+def _check_dims(what, value, limits):
+    ok_type = (type(value) is int or
+               (isinstance(value, tuple) and 1 <= len(value) <= 3
+                and all(type(v) is int for v in value)))
+    if not ok_type:
+        shown = value if isinstance(value, tuple) else type(value)
+        raise LaunchError(f"{what} must be an int, or a tuple with up to 3 ints (got {shown!r}): "
+                          f"numpy integers are refused by the real launcher")
+    dims = value if isinstance(value, tuple) else (value,)
+    for axis, (v, top) in enumerate(zip(dims, limits)):
+        if not 1 <= v <= top:
+            raise LaunchError(f"{what}[{axis}] = {v} is outside [1, {top}]: a GPU refuses the "
+                              f"launch (a zero-sized grid is 'invalid configuration argument')")
+    return dims
+
+
+def check_launch(name, grid, block, shared=0, optin_shared=0):
+    """Raise ``LaunchError`` when a GPU would refuse launching ``name`` this way.
+
+    Parameters
+    ----------
+    name : str
+        The kernel (for the message).
+    grid, block : int or tuple of up to 3 ints
+        Exactly what is handed to the launcher.
+    shared : int
+        Bytes of dynamic shared memory.
+    optin_shared : int
+        The kernel's opted-in dynamic shared memory limit in bytes (0: not opted in, 48 KiB).
+    """
+    try:
+        _check_dims("grid", grid, MAX_GRID)
+        block_dims = _check_dims("block", block, MAX_BLOCK)
+        threads = 1
+        for v in block_dims:
+            threads *= v
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise LaunchError(f"block {block!r} has {threads} threads, more than "
+                              f"{MAX_THREADS_PER_BLOCK}")
+        if type(shared) is not int or shared < 0:
+            raise LaunchError(f"dynamic shared memory must be a non-negative int (got "
+                              f"{shared!r})")
+        limit = DEFAULT_DYNAMIC_SHARED
+        if optin_shared:
+            if optin_shared > MAX_OPTIN_SHARED:
+                raise LaunchError(f"opt-in shared memory {optin_shared} B is over the largest "
+                                  f"device limit, {MAX_OPTIN_SHARED} B")
+            limit = optin_shared
+        if shared > limit:
+            raise LaunchError(f"{shared} B of dynamic shared memory is over the {limit} B a "
+                              f"block may use" + ("" if optin_shared else
+                                                  " without opting in"))
+        LaunchConfig = _core_launch_config()
+        if LaunchConfig is not None:
+            try:
+                LaunchConfig(grid=grid, block=block, shmem_size=shared)
+            except (TypeError, ValueError) as e:
+                raise LaunchError(str(e)) from e
+    except LaunchError as e:
+        raise LaunchError(f"launch of {name}: {e}") from None
