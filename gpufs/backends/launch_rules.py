@@ -43,7 +43,18 @@ def _as_dims(value):
 
 
 def launch_geometry(grid, block):
-    """``(grid, block)`` as tuples of three Python ints, the form the real launcher takes."""
+    """A launch geometry in the form the real launcher takes.
+
+    Parameters
+    ----------
+    grid, block : int or tuple of up to 3 ints
+        Python or numpy integers.
+
+    Returns
+    -------
+    grid, block : tuple of 3 int
+        Python ints, missing dimensions 1.
+    """
     return _as_dims(grid), _as_dims(block)
 
 
