@@ -1,10 +1,20 @@
 """Everything a session with a GPU owes, in one command: the GPU tests and the GPU benches.
 
 On the GPU machine (the device tool runs commands in the repository root; what is written
-under $OUT comes back), after bringing the XGBoost wheel as ``shared/DEVICE.md`` says
-(``.whl-xgb/`` in the working tree):
+under $OUT comes back), with the peers' wheels carried in ``.whl/`` (git-ignored; the GPU
+machine cannot download: ``pip download --no-deps --only-binary=:all: --python-version 3.12
+--platform manylinux_2_28_x86_64 -d .whl xgboost-cu13==3.3.0 lightgbm platformdirs tbb``;
+xgboost alone is 59 MB of a call's 64 MiB, so rmm goes in another call):
 
-    python bench/bench_gpu_session.py --out "$OUT"
+    python bench/bench_gpu_session.py --quick --out "$OUT"     # one call, under 8 minutes
+    python bench/bench_gpu_session.py --out "$OUT"              # everything, several calls
+
+``--quick`` runs, in this order, each step writing its records as it goes: ``smoke`` (a small
+GBFS fit on the GPU against the CPU; the session stops there with the error if it fails),
+``tests``, ``xgboost`` (the three sizes, fewer trees), ``e2e`` (``bench_gpu_e2e.py``: exact k
+= 10 end to end on 1M x 100 and 10M x 100 cupy tables) and ``cpu`` (``bench_cpu_gbfs.py``
+against LightGBM on the machine's cores, with the tbb wheel's threading layer when carried),
+each under its own time limit so the whole stays under 8 minutes.
 
 Steps (``--steps`` picks some, in this order, to split the work over several device calls of
 at most 10 minutes each; every step appends its JSON to ``$OUT`` and its log to
@@ -22,6 +32,9 @@ at most 10 minutes each; every step appends its JSON to ``$OUT`` and its log to
   gbfs      GBFS selection (mu > 0) on the GPU vs gpufs on the CPU vs LightGBM CEGB, same
             selection checked -> gpu_gbfs.jsonl
   controlburn  ControlBurn on the GPU and the CPU -> controlburn_gpu.jsonl
+  smoke     a 20,000 x 20 GBFS fit (k = 3) on the GPU and the CPU: same selection -> smoke.json
+  e2e       ``bench_gpu_e2e.py`` -> gpu_e2e.jsonl
+  cpu       ``bench_cpu_gbfs.py`` (1M x 100, depth 4) vs LightGBM CEGB -> cpu_gbfs.jsonl
 
 Nothing here is a claim: the records are what the next GPU session measures; copy them into
 ``bench/results/`` and commit them with the GPU model they name.
@@ -38,7 +51,28 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STEPS = ("env", "tests", "xgboost", "gbfs", "controlburn")
+STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "gbfs", "controlburn", "cpu")
+DEFAULT_STEPS = ("env", "tests", "xgboost", "gbfs", "controlburn")
+QUICK_STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "cpu")
+#: seconds per step in --quick (the whole under 8 minutes, a start included)
+QUICK_LIMITS = {"env": 30, "smoke": 90, "tests": 120, "xgboost": 110, "e2e": 60, "cpu": 60}
+
+SMOKE = """
+import json, sys, numpy as np
+from gpufs import GBFSClassifier
+rng = np.random.RandomState(0)
+X = rng.randn(20000, 20).astype(np.float32)
+y = (X[:, 0] * X[:, 1] + X[:, 2] > 0).astype(np.int32)
+out = {}
+for device in ("gpu", "cpu"):
+    sel = GBFSClassifier(n_features_to_select=3, n_estimators=20, max_depth=3,
+                         device=device, random_state=0).fit(X, y)
+    out[device] = [int(f) for f in sel.selected_features_]
+out["same_selection"] = out["gpu"] == out["cpu"]
+json.dump(out, open(sys.argv[1], "w"))
+print(out)
+sys.exit(0 if out["same_selection"] else 1)
+"""
 
 
 def _run(cmd, log, env=None, timeout=None):
@@ -66,15 +100,11 @@ def _env(extra_path=None):
     return env
 
 
-def _bring_xgboost(log):
-    """Install the XGBoost wheel of ``.whl-xgb/`` into a temporary target when xgboost does
-    not import (the GPU machine cannot download); returns the target or None."""
-    try:
-        import xgboost  # noqa: F401
-        return None
-    except ImportError:
-        pass
-    wheels = glob.glob(os.path.join(ROOT, ".whl-xgb", "*.whl"))
+def _bring_wheels(log):
+    """Install the carried wheels (``.whl/`` and ``.whl-*/``: xgboost, lightgbm, tbb, ...) into a
+    temporary target (the GPU machine cannot download); returns the target or None."""
+    wheels = sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))
+                    + glob.glob(os.path.join(ROOT, ".whl-*", "*.whl")))
     if not wheels:
         return None
     target = "/tmp/gpufs-site"
@@ -83,25 +113,50 @@ def _bring_xgboost(log):
     return target
 
 
+def importlib_find(env, name):
+    """Whether ``name`` imports with ``env``'s PYTHONPATH (the carried wheels)."""
+    return subprocess.run([sys.executable, "-c", f"import {name}"], env=env,
+                          capture_output=True).returncode == 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT"), required=not os.environ.get("OUT"))
-    ap.add_argument("--steps", default=",".join(STEPS), help=f"subset of {STEPS}")
-    ap.add_argument("--trees", type=int, default=50, help="trees per timed fit")
+    ap.add_argument("--steps", default=None,
+                    help=f"subset of {STEPS} (default: {','.join(DEFAULT_STEPS)})")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"{','.join(QUICK_STEPS)}, each with a time limit: under 8 minutes")
+    ap.add_argument("--trees", type=int, default=None,
+                    help="trees per timed fit (default 50; 20 with --quick)")
     args = ap.parse_args(argv)
-    steps = [s for s in args.steps.split(",") if s]
+    default = QUICK_STEPS if args.quick else DEFAULT_STEPS
+    steps = [s for s in (args.steps or ",".join(default)).split(",") if s]
+    trees = args.trees or (20 if args.quick else 50)
+    limits = QUICK_LIMITS if args.quick else {}
     bad = set(steps) - set(STEPS)
     if bad:
         ap.error(f"unknown steps {sorted(bad)}")
     os.makedirs(args.out, exist_ok=True)
     log = os.path.join(args.out, "session.log")
-    site = _bring_xgboost(log)
+    site = _bring_wheels(log)
     env = _env(site)
+    if site and importlib_find(env, "tbb"):
+        env.setdefault("NUMBA_THREADING_LAYER", "tbb")
     py = sys.executable
     summary = {}
     for step in steps:
         t0 = time.perf_counter()
+        limit = limits.get(step)
+        if step == "smoke":
+            smoke = os.path.join(args.out, "smoke.json")
+            rc = _run([py, "-c", SMOKE, smoke], log, env, timeout=limit)
+            summary[step] = {"rc": rc, "seconds": time.perf_counter() - t0}
+            print(json.dumps({"step": step, **summary[step]}), flush=True)
+            if rc != 0:  # the GPU path does not run: nothing after this would mean anything
+                print(open(log).read()[-4000:], flush=True)
+                break
+            continue
         if step == "env":
             try:
                 smi = subprocess.run(["nvidia-smi",
@@ -120,20 +175,30 @@ def main(argv=None):
         elif step == "tests":
             junit = os.path.join(args.out, "tests_junit.xml")
             rc = _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                       f"--junitxml={junit}", "tests"], log, env)
+                       f"--junitxml={junit}", "tests"], log, env, timeout=limit)
             rc_sass = _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "tests/test_cuda_kernels_sim.py::test_kernels_compile_to_sass"],
-                           log, env)
+                           log, env, timeout=limit)
             with open(os.path.join(args.out, "tests.json"), "w") as fh:
                 json.dump({"gpu_tests_rc": rc, "sass_test_rc": rc_sass}, fh)
             rc = rc or rc_sass
         elif step == "xgboost":
             rc = _run([py, os.path.join(HERE, "bench_gpu_vs_xgboost.py"), "--sizes",
-                       "1000000x100,1000000x500,10000000x100", "--trees", str(args.trees),
+                       "1000000x100,1000000x500,10000000x100", "--trees", str(trees),
                        "--kernel-times", "--out",
-                       os.path.join(args.out, "gpu_vs_xgboost.jsonl")], log, env)
+                       os.path.join(args.out, "gpu_vs_xgboost.jsonl")]
+                      + (["--profile-trees", "5"] if args.quick else []), log, env,
+                      timeout=limit)
+        elif step == "e2e":
+            rc = _run([py, os.path.join(HERE, "bench_gpu_e2e.py"), "--sizes",
+                       "1000000x100,10000000x100", "--out",
+                       os.path.join(args.out, "gpu_e2e.jsonl")], log, env, timeout=limit)
+        elif step == "cpu":
+            rc = _run([py, os.path.join(HERE, "bench_cpu_gbfs.py"), "--trees",
+                       str(trees), "--out", os.path.join(args.out, "cpu_gbfs.jsonl")], log,
+                      env, timeout=limit)
         elif step == "gbfs":
-            rc = _run([py, os.path.join(HERE, "bench_gpu_gbfs.py"), "--trees", str(args.trees),
+            rc = _run([py, os.path.join(HERE, "bench_gpu_gbfs.py"), "--trees", str(trees),
                        "--out", os.path.join(args.out, "gpu_gbfs.jsonl")], log, env)
         else:
             out = os.path.join(args.out, "controlburn_gpu.jsonl")
