@@ -219,3 +219,17 @@ def test_docstring_examples(monkeypatch, tmp_path):
     results = runner.summarize(verbose=False)
     assert attempted, "no docstring example found"
     assert results.failed == 0
+
+
+def test_no_page_installs_gpufs_from_the_package_index():
+    """gpufs is not published: an install line naming "gpufs[...]" would fetch whatever a
+    stranger published under that name. Pages install extras from the checkout (".[dask]")."""
+    pages = [README, os.path.join(ROOT, "CONTRIBUTING.md"), *PAGES,
+             *glob.glob(os.path.join(ROOT, "docker", "*.md"))]
+    found = []
+    for path in pages:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if re.search(r"pip install\s+(-\S+\s+)*[\"']?gpufs\b", line):
+                    found.append(f"{os.path.relpath(path, ROOT)}:{n}: {line.strip()}")
+    assert not found, found

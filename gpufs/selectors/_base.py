@@ -346,8 +346,9 @@ class GPUFSSelectorMixin(SelectorMixin):
             are (categorical and string columns too), cupy stays cupy, else an ndarray; under
             scikit-learn's ``set_output(transform="pandas" / "polars")`` a table of that
             library, and under ``set_output(transform="default")`` an ndarray, as
-            scikit-learn's selectors return (string columns as objects). Columns keep their original order (as ``get_support`` reports them);
-            ``selected_features_`` gives the order of selection.
+            scikit-learn's selectors return (string columns as objects). Columns keep their
+            original order (as ``get_support`` reports them); ``selected_features_`` gives
+            the order of selection.
         """
         check_is_fitted(self, "selected_features_")
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
