@@ -50,5 +50,8 @@ TREE_CATEGORICAL_FEATURES_DOC = """    categorical_features : "from_dtype", arra
         indices or a boolean mask; None: none (non-numeric columns are then refused). Their
         categories are coded most frequent first (rare ones pooled; missing values and
         categories unseen in fit go where a split sends missing values), and the trees split
-        them by sets of categories, each categorical column one feature with one price.
+        them by sets of categories, each categorical column one feature with one price. A
+        column chosen by dtype with a value of its own on most rows (a name, an id:
+        ``gpufs._identifiers``) is refused at fit, naming it; named here, it is used with a
+        warning.
 """

@@ -116,16 +116,21 @@ def categorical_mask(categorical_features, n_features, names, kinds=None):
                      f"dtype {cf.dtype}.")
 
 
-def _learn_or_get_codes(estimator, reset, mask, columns, n_features, max_categories, names):
+def _learn_or_get_codes(estimator, reset, mask, columns, n_features, max_categories, names,
+                        categorical_features=None):
     """At fit (``reset``): learn the codes of the categorical columns and keep them in
-    ``estimator.category_codes_`` (None when there are none). Later: the fitted codes."""
-    from ._category_codes import CategoryCodes
+    ``estimator.category_codes_`` (None when there are none); identifier-like columns are
+    refused or warned about (``gpufs._identifiers``). Later: the fitted codes."""
+    from ._category_codes import CategoryCodes, count_values
+    from ._identifiers import check_identifier_columns
 
     if reset:
         codes = None
         if mask.any():
-            codes = CategoryCodes.learn({f: columns[f][0][~columns[f][1]] for f in columns},
-                                        n_features, max_categories, names)
+            counts = {f: count_values(columns[f][0][~columns[f][1]], (names or {}).get(f, f))
+                      for f in columns}
+            check_identifier_columns(counts, names, categorical_features)
+            codes = CategoryCodes.learn_counts(counts, n_features, max_categories)
         estimator.category_codes_ = codes
         return codes
     return getattr(estimator, "category_codes_", None)
@@ -175,7 +180,7 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
         out[:, ~mask] = frame.select(nw.col(*num).cast(target)).to_numpy()
     columns = _frame_category_columns(frame, mask)
     codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
-                                dict(enumerate(names)))
+                                dict(enumerate(names)), categorical_features)
     for f, (values, missing) in columns.items():
         out[:, f] = codes.encode(f, values, missing)
     return out
@@ -193,7 +198,8 @@ def _encode_array_categories(estimator, arr, reset, categorical_features, max_ca
         return arr
     host = to_host(arr)
     columns = _array_category_columns(host, mask)
-    codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories, None)
+    codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories, None,
+                                categorical_features)
     out = np.empty(host.shape, dtype=np.float64)
     num = ~mask
     if num.any():

@@ -21,13 +21,17 @@ Rules:
   traceback instead. Anything else is a bug: one line that says so, status 1.
 * A progress bar (tqdm) is shown only when stdout and stderr are both terminals.
 * Warnings raised during the fit are printed as one ``warning: ...`` line each (and listed in
-  the report).
+  the report). A text column that looks like an identifier (``gpufs._identifiers``) is left
+  out with such a warning, unless ``--categorical`` names the columns.
+* On a cold kernel cache one line says the kernels are being compiled, and the compile time
+  is reported apart from the fit's (``gpufs._compile_watch``).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import stat
 import sys
 import tempfile
@@ -253,22 +257,46 @@ def _demo(args) -> int:
     from sklearn.model_selection import train_test_split
 
     from . import GBFSClassifier
+    from ._compile_watch import CompileWatch
 
+    _check_device(args.device)
     data = load_breast_cancer()  # numpy arrays: the demo needs nothing beyond the core install
     X, y, names = data.data, data.target, np.asarray(data.feature_names)
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
     print(f"breast cancer: {X.shape[0]} rows, {X.shape[1]} features; device={args.device}")
-    t0 = time.perf_counter()
-    model = GBFSClassifier(mu=args.mu, n_estimators=args.trees, max_depth=args.depth,
-                           device=args.device, random_state=0, verbose=_progress(args))
-    model.fit(X_tr, y_tr)
-    secs = time.perf_counter() - t0
+    sys.stdout.flush()  # before a compile notice on stderr
+    with CompileWatch() as compiling:
+        t0 = time.perf_counter()
+        model = GBFSClassifier(mu=args.mu, n_estimators=args.trees, max_depth=args.depth,
+                               device=args.device, random_state=0, verbose=_progress(args))
+        model.fit(X_tr, y_tr)
+        fit_compile = compiling.seconds
+        secs = time.perf_counter() - t0 - fit_compile
+        accuracy = model.score(X_te, y_te)
     sel = model.selected_features_
     print(f"selected {len(sel)} of {X.shape[1]} features (mu={args.mu}), in order of selection:")
     for rank, f in enumerate(sel, 1):
         print(f"  {rank:2d}. {names[f]}  (first used by tree {model.first_use_tree_[f]})")
-    print(f"test accuracy: {model.score(X_te, y_te):.4f}  (fit {secs:.2f} s on {model.device_})")
+    print(f"test accuracy: {accuracy:.4f}  (fit {secs:.2f} s on {model.device_}"
+          + _compiled_note(compiling) + ")")
     return 0
+
+
+def _compiled_note(compiling) -> str:
+    """``; compiling the kernels took 41.2 s, once`` after a cold cache (a ``CompileWatch``
+    that gave its notice), else nothing."""
+    return (f"; compiling the kernels took {compiling.seconds:.1f} s, once"
+            if compiling.noticed else "")
+
+
+def _check_device(device: str) -> None:
+    """An unusable ``--device gpu`` is a user error, found before any work."""
+    from ._device import resolve_device
+
+    try:
+        resolve_device(device)
+    except RuntimeError as exc:
+        raise UserError(str(exc)) from exc
 
 
 def _progress(args) -> bool:
@@ -368,12 +396,7 @@ def _select(args) -> int:
     if args.output is not None:
         table_format(args.output)
     check_outputs(outputs, [args.table], args.force)
-    from ._device import resolve_device
-
-    try:  # an unusable --device gpu fails now, not after the read
-        resolve_device(args.device)
-    except RuntimeError as exc:
-        raise UserError(str(exc)) from exc
+    _check_device(args.device)  # an unusable --device gpu fails now, not after the read
 
     df = read_table(args.table)
     t_read = time.perf_counter()
@@ -408,6 +431,17 @@ def _select(args) -> int:
         if stray:
             raise UserError(f"text columns {_short_list(stray)} are not in --categorical; "
                             "name them there too, or leave them out with --drop")
+    notes = []
+    left_out = [] if named else _identifier_columns(X, text)
+    for column, evidence in left_out:  # said now, before the long fit
+        notes.append(f"left out the text column {evidence}: it looks like an identifier, not "
+                     "a feature (most rows have a value of their own); pass --drop "
+                     f"{shlex.quote(column)} to leave it out without this warning, or name "
+                     "it (with the other text columns) in --categorical to use it")
+        sys.stderr.write(f"warning: {notes[-1]}\n")
+    X = X.drop(columns=[column for column, _ in left_out])
+    if X.shape[1] == 0:
+        raise UserError(f"{args.table} has no feature columns left besides the target")
     if y.isna().any():
         raise UserError(f"target column {args.target!r} has {int(y.isna().sum())} missing "
                         "values; remove those rows first")
@@ -417,16 +451,20 @@ def _select(args) -> int:
     if args.save_model is not None and not hasattr(est, "save_model"):
         raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out "
                         "--save-model")
-    with warnings.catch_warnings(record=True) as caught:
+    from ._compile_watch import CompileWatch
+
+    sys.stdout.flush()
+    with warnings.catch_warnings(record=True) as caught, CompileWatch() as compiling:
         warnings.simplefilter("always")
         est.fit(X, y)
     t_fit = time.perf_counter()
-    notes = list(dict.fromkeys(_one_line(w.message) for w in caught))
+    n_early = len(notes)
+    notes += list(dict.fromkeys(_one_line(w.message) for w in caught))
     if len(est.selected_features_) == 0:  # the fit's advice, in the command's own words
         knob = {"gbfs": ", or a smaller --mu", "controlburn": ", or a smaller --alpha"}
         notes.append("no column was selected: pass -k N to select exactly N columns"
                      + knob.get(args.method, ""))
-    for note in notes:  # one line each, like the errors, instead of Python's warning format
+    for note in notes[n_early:]:  # one line each, like the errors, not Python's warning format
         sys.stderr.write(f"warning: {note}\n")
 
     names = _selected_names(est)
@@ -442,6 +480,9 @@ def _select(args) -> int:
     print(f"{header}, {order}:")
     for rank, (f, name) in enumerate(zip(sel, names), 1):
         print(f"  {rank:3d}. {name}  (score {scores[f]:.4f})")
+    print(f"score: {meaning}")
+    if compiling.noticed:
+        print(f"fit {t_fit - t_read - compiling.seconds:.2f} s" + _compiled_note(compiling))
 
     if args.output is not None:
         out = X[names].copy()
@@ -460,7 +501,8 @@ def _select(args) -> int:
             "gpufs_version": __version__,
             "command": ["gpufs", *args.argv],
             "input": {"path": os.path.abspath(args.table), "rows": int(df.shape[0]),
-                      "columns": int(df.shape[1]), "target": args.target, "dropped": drop},
+                      "columns": int(df.shape[1]), "target": args.target, "dropped": drop,
+                      "left_out": [column for column, _ in left_out]},
             "task": task,
             "method": args.method,
             "estimator": type(est).__name__,
@@ -476,7 +518,8 @@ def _select(args) -> int:
             "score_meaning": meaning,
             "train_score": {"metric": train_metric, "value": _jsonable(est.score(X, y))},
             "warnings": notes,
-            "timings_s": {"read": t_read - t_start, "fit": t_fit - t_read,
+            "timings_s": {"read": t_read - t_start, "compile": compiling.seconds,
+                          "fit": t_fit - t_read - compiling.seconds,
                           "write": t_write - t_fit},
             "outputs": {"table": args.output, "model": args.save_model},
         }
@@ -499,6 +542,19 @@ def _save_model(est, path: str, force: bool) -> None:
             os.unlink(tmp)
 
 
+def _identifier_columns(X, text) -> list:
+    """[(column, evidence)] of the ``text`` columns of X that ``gpufs._identifiers`` calls
+    identifier-like."""
+    from ._identifiers import describe, identifier_like
+
+    found = []
+    for c in text:
+        n_present, n_distinct = int(X[c].notna().sum()), int(X[c].nunique(dropna=True))
+        if identifier_like(n_distinct, n_present):
+            found.append((c, describe(c, n_distinct, n_present)))
+    return found
+
+
 def _short_list(items, limit=10) -> str:
     items = [str(i) for i in items]
     shown = ", ".join(repr(i) for i in items[:limit])
@@ -518,7 +574,14 @@ def load_model(path: str):
 
     if not os.path.exists(path):
         raise UserError(f"no such file: {path}")
-    return load_validated(path)
+    try:
+        return load_validated(path)
+    except ValueError as exc:  # ModelFileError: the message names the field, not the file
+        text = _one_line(exc)
+        text = text[len("the file: "):] if text.startswith("the file: ") else text
+        hint = ("; gpufs explain reads the model file that --save-model or save_model() "
+                "wrote, not a --report file" if "not a gpufs model file" in text else "")
+        raise UserError(f"{path}: {text.rstrip('.')}{hint}") from exc
 
 
 def _explain(args) -> int:

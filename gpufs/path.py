@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 
 __all__ = ["PathPoint", "SelectionPath", "feature_names", "mu_path", "plot_path",
            "points_path", "selection_path"]
@@ -64,7 +64,8 @@ class SelectionPath:
     label : str, default=""
         The legend entry.
     loss_name : str, default="loss"
-        The y-axis label.
+        The y-axis label, and what makes two paths comparable: ``plot_selection_path``
+        draws paths of different ``loss_name`` on separate axes.
     extra : dict, default={}
         Family-specific lists, one entry per point (GBFS: ``entry_tree``; ``mu_path``:
         ``mu``).
@@ -98,7 +99,8 @@ def _gbfs_path(est):
         vl.append(float(val[last]))
     has_val = bool(len(vl)) and not np.all(np.isnan(vl))
     return SelectionPath(ks, feats, tl, vl if has_val else None, label=type(est).__name__,
-                         loss_name="boosting loss",
+                         loss_name="boosting " + ("log-loss" if is_classifier(est)
+                                                  else "squared error"),
                          extra={"entry_tree": entry_trees})
 
 
@@ -110,7 +112,9 @@ def _stagewise_path(est):
     return SelectionPath(list(range(1, len(sel) + 1)), [names[j] for j in sel],
                          cost[1:len(sel) + 1].tolist(),
                          None if val is None else np.asarray(val, float)[1:len(sel) + 1].tolist(),
-                         label=type(est).__name__, loss_name="cost",
+                         label=type(est).__name__,
+                         loss_name="stagewise " + ("logistic cost" if is_classifier(est)
+                                                   else "least-squares cost"),
                          extra={"cost_without_features": float(cost[0])})
 
 

@@ -370,3 +370,60 @@ def test_cudf_table():
     ref = GBFSRegressor(n_estimators=10, n_features_to_select=3, **_SMALL).fit(df, y)
     assert list(est.selected_feature_names_) == list(ref.selected_feature_names_)
     assert isinstance(est.transform(cdf), cudf.DataFrame)
+
+
+# --- identifier-like columns: never a feature unnoticed ---------------------------------------
+
+def _with_name_column(frame="pandas"):
+    """Breast cancer with a text ``name`` column, a different name on every row."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X = X.copy()
+    X.insert(3, "name", [f"patient {i:03d}" for i in range(len(X))])
+    return (pl.from_pandas(X) if frame == "polars" else X), y.to_numpy()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: GBFSClassifier(n_estimators=10, **_SMALL),
+    lambda: ControlBurnClassifier(n_features_to_select=3, max_depth=2, max_trees_per_round=5,
+                                  **_SMALL),
+    lambda: StagewiseClassifier(n_features_to_select=3, **_SMALL),
+], ids=["gbfs", "controlburn", "stagewise"])
+@pytest.mark.parametrize("frame", ["pandas", "polars"])
+def test_an_identifier_column_is_refused_by_name(make, frame):
+    """A text column with a different value on every row is no feature: GBFS selected it
+    (held-out accuracy 0.37 instead of 0.92) and stagewise listed it. Every family refuses it
+    at fit, naming the column and the evidence; X keeps its meaning (no column left out
+    behind the user's back, so ``n_features_in_`` and ``transform`` stay scikit-learn's)."""
+    X, y = _with_name_column(frame)
+    with pytest.raises(ValueError, match=r"column 'name' \(569 distinct values in 569 rows\) "
+                                         r"looks like an identifier, not a feature"):
+        make().fit(X, y)
+    as_category = _with_name_column()[0].astype({"name": "category"})  # the dtype, not the user
+    with pytest.raises(ValueError, match="looks like an identifier"):
+        make().fit(as_category, y)
+
+
+def test_an_identifier_column_named_by_the_user_is_used_with_a_warning():
+    X, y = _with_name_column()
+    with pytest.warns(UserWarning, match=r"categorical column 'name' \(569 distinct values in "
+                                         r"569 rows\) looks like an identifier"):
+        est = StagewiseClassifier(n_features_to_select=2, categorical_features=["name"],
+                                  **_SMALL).fit(X, y)
+    assert list(est.is_categorical_) == [c == "name" for c in X.columns]
+
+
+def test_the_identifier_rule_leaves_real_categories_alone():
+    from gpufs._identifiers import identifier_like
+
+    assert identifier_like(569, 569) and identifier_like(300, 569)   # names; mostly unique
+    assert not identifier_like(250, 569)     # fewer distinct values than half the rows
+    assert not identifier_like(30, 2000)     # the planted 30-level city
+    assert not identifier_like(9, 9)         # a toy table is not judged
+    # a 300-level category on 600 rows (two rows each) is a category, fitted as one
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=600),
+                      "zip": np.array([f"z{i:03d}" for i in range(300)] * 2, dtype=object)})
+    est = GBFSRegressor(n_estimators=3, **_SMALL).fit(X, rng.normal(size=600))
+    assert list(est.is_categorical_) == [False, True]

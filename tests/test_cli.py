@@ -21,6 +21,15 @@ pd = pytest.importorskip("pandas")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.fixture(autouse=True)
+def _no_compile_notice(monkeypatch):
+    """In-process runs print no "compiling kernels" notice (a test run's first fits compile
+    kernels that are not the command's); the tests of the notice set its threshold."""
+    import gpufs._compile_watch as cw
+
+    monkeypatch.setattr(cw, "NOTICE_AFTER_S", float("inf"))
+
+
 def _gpufs(*args, cwd, timeout=300):
     """Run ``python -m gpufs ARGS`` in a fresh interpreter; pipes, so stdout is not a TTY."""
     env = dict(os.environ, PYTHONPATH=ROOT)
@@ -243,6 +252,145 @@ def test_device_gpu_without_a_gpu_is_a_user_error(tmp_path, monkeypatch, capsys)
     monkeypatch.chdir(tmp_path)
     assert main(["select", "in.csv", "--target", "label", "--device", "gpu"]) == 2
     assert "no CUDA GPU is usable" in _one_error_line(capsys.readouterr().err)
+
+
+def test_demo_device_gpu_without_a_gpu_is_a_user_error(monkeypatch, capsys):
+    """The README's Docker command on a machine without a usable GPU: one ``error:`` line
+    and status 2, as ``gpufs select`` gives (it was "internal error ... report it", 1)."""
+    from gpufs._device import gpu_available
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU")
+    assert main(["demo", "--device", "gpu"]) == 2
+    captured = capsys.readouterr()
+    assert "no CUDA GPU is usable" in _one_error_line(captured.err)
+    assert "internal error" not in captured.err and captured.out == ""
+
+
+def test_explain_names_the_file_it_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "report.json").write_text('{"gpufs_version": "0.1.0", "selected": []}\n')
+    assert main(["explain", "report.json"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("error: report.json: not a gpufs model file")
+    assert "not a --report file" in line
+
+
+# --- identifier-like text columns -----------------------------------------------------------
+def test_an_identifier_column_is_left_out_with_a_warning_in_the_report(tmp_path, monkeypatch,
+                                                                       capsys):
+    """A text column with a different value on every row (a name) is no feature: ``select``
+    leaves it out, says so on stderr and in the report, naming the column and ``--drop``."""
+    df = _planted(n=300)
+    df["name"] = [f"customer {i}" for i in range(300)]
+    df.to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id", "-k", "2",
+                 "--trees", "20", "--device", "cpu", "--report", "r.json"]) == 0
+    captured = capsys.readouterr()
+    assert _ranked(captured.out) and "name" not in _ranked(captured.out)
+    warning = ("left out the text column 'name' (300 distinct values in 300 rows): it looks "
+               "like an identifier, not a feature (most rows have a value of their own); pass "
+               "--drop name to leave it out without this warning")
+    assert f"warning: {warning}" in captured.err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert any(w.startswith(warning) for w in report["warnings"])
+    assert report["input"]["left_out"] == ["name"] and report["n_features_in"] == 7
+    # named in --categorical it is used, with the estimator's warning in the report
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id", "--categorical",
+                 "name,note", "--method", "stagewise", "-k", "1", "--device", "cpu",
+                 "--report", "r2.json"]) == 0
+    report = json.loads((tmp_path / "r2.json").read_text())
+    assert report["input"]["left_out"] == [] and report["n_features_in"] == 8
+    assert any("'name' (300 distinct values in 300 rows) looks like an identifier" in w
+               for w in report["warnings"])
+
+
+def test_scores_are_printed_with_their_meaning(tmp_path, monkeypatch, capsys):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    for method, meaning in (("gbfs", "share of the ensemble's total split gain"),
+                            ("stagewise", "|weight| on the standardized feature")):
+        assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "-k", "2",
+                     "--method", method, "--device", "cpu"]) == 0
+        out = capsys.readouterr().out
+        assert f"\nscore: {meaning}" in out and "(score " in out
+
+
+# --- compile time apart from fit time -------------------------------------------------------
+def _fit_that_compiles(fit, seconds=0.0):
+    """A fit that first compiles a new numba function (as a cold kernel cache does)."""
+    def fit_and_compile(self, X, y):
+        import time
+
+        from numba import njit
+
+        @njit(cache=False)
+        def fresh(a):
+            return a + 1
+
+        fresh(1)
+        time.sleep(seconds)
+        return fit(self, X, y)
+    return fit_and_compile
+
+
+def test_a_cold_cache_prints_one_notice_and_times_compilation_apart(tmp_path, monkeypatch,
+                                                                   capsys):
+    import gpufs._compile_watch as cw
+    from gpufs import GBFSClassifier
+
+    monkeypatch.setattr(cw, "NOTICE_AFTER_S", 0.0)  # any compilation counts as a cold cache
+    monkeypatch.setattr(GBFSClassifier, "fit", _fit_that_compiles(GBFSClassifier.fit))
+    assert main(["demo", "--trees", "5", "--device", "cpu"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == cw.NOTICE + "\n"
+    note = re.search(r"\(fit ([\d.]+) s on cpu; compiling the kernels took ([\d.]+) s, "
+                     r"once\)$", captured.out.strip())
+    assert note, captured.out
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--trees", "5",
+                 "--device", "cpu", "--report", "r.json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == cw.NOTICE + "\n"
+    assert "; compiling the kernels took" in captured.out
+    timings = json.loads((tmp_path / "r.json").read_text())["timings_s"]
+    assert timings["compile"] > 0 and timings["fit"] >= 0
+
+
+def test_a_warm_cache_prints_no_notice(tmp_path, monkeypatch, capsys):
+    """Compilation under ``NOTICE_AFTER_S`` (the odd uncached helper of a warm run) gives no
+    notice; the report still counts its seconds apart from the fit's."""
+    import gpufs._compile_watch as cw
+    from gpufs import GBFSClassifier
+
+    monkeypatch.setattr(cw, "NOTICE_AFTER_S", 60.0)
+    monkeypatch.setattr(GBFSClassifier, "fit", _fit_that_compiles(GBFSClassifier.fit))
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--trees", "5",
+                 "--device", "cpu", "--report", "r.json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "compiling" not in captured.out
+    assert json.loads((tmp_path / "r.json").read_text())["timings_s"]["compile"] > 0
+
+
+def test_compile_watch_notices_after_its_threshold_while_compiling():
+    """The notice comes while a long compilation is still running (a timer), once."""
+    import time
+
+    from numba.core import event
+
+    from gpufs._compile_watch import NOTICE, CompileWatch
+
+    said = []
+    with CompileWatch(notice=said.append, after=0.05) as watch:
+        for _ in range(2):
+            with event.trigger_event("numba:compile"):   # what numba sends around a compile
+                time.sleep(0.2)
+    assert said == [NOTICE]
+    assert 0.35 < watch.seconds < 2.0 and watch.noticed
 
 
 # --- never destroy data ---------------------------------------------------------------------

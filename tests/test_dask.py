@@ -411,6 +411,12 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor(n_estimators=2, categorical_features=["town"]).fit(
             dd.from_pandas(mixed, npartitions=2, sort=False),
             dd.from_pandas(pd.Series(np.arange(4.0)), npartitions=2, sort=False))
+    named = pd.DataFrame({"a": np.arange(40.0), "name": [f"row {i}" for i in range(40)]})
+    with pytest.raises(ValueError, match=r"column 'name' \(40 distinct values in 40 rows\) "
+                                         r"looks like an identifier"):  # counted over parts
+        DaskGBFSRegressor(n_estimators=2).fit(
+            dd.from_pandas(named, npartitions=2, sort=False),
+            dd.from_pandas(pd.Series(np.arange(40.0)), npartitions=2, sort=False))
     dates = pd.DataFrame({"a": np.arange(4.0), "when": pd.date_range("2024-01-01", periods=4)})
     with pytest.raises(ValueError, match=r"partition 0 of X: X has non-numeric columns: 'when'"):
         DaskGBFSRegressor(n_estimators=2).fit(

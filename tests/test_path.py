@@ -125,11 +125,19 @@ def test_plot_selection_path_all_families(named):
     assert legend == ["GBFSClassifier (train)", "GBFSClassifier (validation)"]
     plt.close(fig)
 
-    ax = plot_selection_path(g, s, c)
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["GBFSClassifier (train)", "GBFSClassifier (validation)",
-                      "StagewiseClassifier", "ControlBurnRegressor"]
-    plt.close(ax.figure)
+    # three families, three losses: three axes, one above the other, never one "loss" axis
+    axes = plot_selection_path(g, s, c)
+    assert [a.get_ylabel() for a in axes] == ["boosting log-loss", "stagewise logistic cost",
+                                              "lasso training loss"]
+    legends = [[t.get_text() for t in a.get_legend().get_texts()] for a in axes]
+    assert legends == [["GBFSClassifier (train)", "GBFSClassifier (validation)"],
+                       ["StagewiseClassifier"], ["ControlBurnRegressor"]]
+    plt.close(axes[0].figure)
+    with pytest.raises(ValueError, match=r"3 different losses \(boosting log-loss, stagewise "
+                                         r"logistic cost, lasso training loss\).*got 1"):
+        plot_selection_path(g, s, c, ax=plt.subplots()[1])
+    assert plot_selection_path(g, g, ax=plt.subplots()[1]).get_ylabel() == "boosting log-loss"
+    plt.close("all")
 
     ax = plot_selection_path(c)        # ControlBurn alone: its k-path, entering names as ticks
     (line,) = ax.get_lines()
@@ -156,14 +164,92 @@ def test_plot_selection_path_all_families(named):
         "1\n+a", "2\n+income_i\N{HORIZONTAL ELLIPSIS}_per_year"]
     plt.close(ax.figure)
 
-    # labels that do not fit side by side are turned, each "k +name" on one line
-    crowded = SelectionPath([1, 2, 3, 4, 5], [f"a_long_column_name_{i}" for i in range(5)],
-                            [5.0, 4.0, 3.0, 2.0, 1.0], label="crowded")
+    # labels that do not fit side by side are turned upright, each "k +name" on one line
+    crowded = SelectionPath(list(range(1, 13)), [f"a_long_column_name_{i}" for i in range(12)],
+                            list(range(12, 0, -1)), label="crowded")
     ax = plot_selection_path(crowded)
     ticks = ax.get_xticklabels()
-    assert [t.get_text() for t in ticks][0] == "1 +a_long_c\N{HORIZONTAL ELLIPSIS}mn_name_0"
-    assert {t.get_rotation() for t in ticks} == {45.0}
+    assert [t.get_text() for t in ticks][0] == "1 +a_long_column_name_0"
+    assert {t.get_rotation() for t in ticks} == {90.0}
+    assert not _overlapping_texts(ax.figure)
+    plt.close(ax.figure)
+    # ... while a few short ones stay horizontal, however many ticks there are
+    roomy = SelectionPath(list(range(1, 9)), list("abcdefgh"), list(range(8, 0, -1)))
+    ax = plot_selection_path(roomy)
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {0.0}
     plt.close(ax.figure)
 
     with pytest.raises(ValueError, match="at least one"):
         plot_selection_path()
+
+
+# --- the figures' text: no two labels overlap, none leaves the figure ------------------------
+
+def _overlapping_texts(fig):
+    """Pairs of drawn Text artists (tick labels, annotations, titles, legends) whose extents
+    overlap by more than a pixel, and texts outside the figure: what matplotlib's renderer
+    says after laying the figure out."""
+    import itertools
+
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    undrawn = set()  # tick labels outside the view limits exist but are not drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            undrawn |= {id(t.label1) for t in axis.get_major_ticks() + axis.get_minor_ticks()}
+            undrawn -= {id(t.label1) for t in axis._update_ticks()}
+    drawn = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and id(t) not in undrawn]
+    bad = [(a, b) for (a, A), (b, B) in itertools.combinations(drawn, 2)
+           if min(A.x1, B.x1) - max(A.x0, B.x0) > 1 and min(A.y1, B.y1) - max(A.y0, B.y0) > 1]
+    box = fig.bbox
+    bad += [(a, "outside the figure") for a, A in drawn
+            if A.x0 < box.x0 - 1 or A.x1 > box.x1 + 1 or A.y0 < box.y0 - 1 or A.y1 > box.y1 + 1]
+    return bad
+
+
+@pytest.fixture
+def long_names():
+    """Breast cancer with the long column names of a real table (50 to 60 characters)."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X.columns = [f"{c.replace(' ', '_')}_measured_at_intake_by_the_lab" for c in X.columns]
+    return X, y
+
+
+def test_no_text_overlaps_in_the_plots_with_real_feature_names(long_names):
+    """Every plot with long real names and crowded points: no two text boxes overlap (the
+    stagewise labels were turned only above 6 ticks, and the mu annotations of nearby points
+    were drawn over each other, as in the shipped docs figure)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpufs import StagewiseRegressor
+    from gpufs.plotting import plot_selection_path, plot_stagewise
+
+    X, y = long_names
+    for k in (3, 8):
+        axes = plot_stagewise(StagewiseClassifier(n_features_to_select=k).fit(X, y))
+        assert not _overlapping_texts(axes[0].figure), k
+        plt.close("all")
+    # the docs figure's points: two mu at 3 features, two nearly equal scores at 14 and 16
+    scores = [(0.5, 1, 0.877), (0.3, 3, 0.936), (0.2, 3, 0.924), (0.1, 4, 0.930),
+              (0.05, 9, 0.936), (0.02, 14, 0.9415), (0.01, 16, 0.9415), (0.0, 28, 0.947)]
+    pts = [PathPoint(mu, list(range(n)), n, v) for mu, n, v in scores]
+    for figsize in ((6, 4), (4, 3)):
+        fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
+        plot_path(pts, ax=ax)
+        assert sorted(t.get_text() for t in ax.texts) == sorted(f"mu={m:g}" for m, _, _ in scores)
+        assert not _overlapping_texts(fig), figsize
+        plt.close(fig)
+    g = GBFSClassifier(mu=0.01, n_estimators=20, max_depth=2, random_state=0,
+                       device="cpu").fit(X, y)
+    ax = plot_selection_path(g)
+    assert not _overlapping_texts(ax.figure)
+    axes = plot_selection_path(g, StagewiseRegressor(n_features_to_select=4).fit(X, y))
+    assert len(axes) == 2 and not _overlapping_texts(axes[0].figure)
+    plt.close("all")

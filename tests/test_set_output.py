@@ -39,8 +39,19 @@ def test_transform_returns_a_named_dataframe_after_set_output(selector):
     assert out.index.equals(X.index)
     np.testing.assert_array_equal(out.to_numpy(), X[["b", "d"]].to_numpy())
 
-    # without set_output: the kind of table it was given, the columns as they are
+    # set_output(transform="default"): an ndarray, as scikit-learn's selectors return
     plain = sel.set_output(transform="default").transform(X)
-    assert isinstance(plain, pd.DataFrame)
-    pd.testing.assert_frame_equal(plain, X[["b", "d"]])
+    assert type(plain) is np.ndarray
+    np.testing.assert_array_equal(plain, X[["b", "d"]].to_numpy())
     np.testing.assert_array_equal(sel.transform(X.to_numpy()), X[["b", "d"]].to_numpy())
+
+
+@pytest.mark.parametrize("selector", SELECTORS[:1], ids=lambda s: type(s).__name__)
+def test_transform_without_set_output_keeps_the_table(selector):
+    """Never configured, ``transform`` returns the kind of table it was given, the columns
+    as they are (gpufs's default, README); ``set_output(transform="default")`` asks for
+    scikit-learn's ndarray instead."""
+    X, y = _data(is_classifier(selector))
+    sel = type(selector)(**selector.get_params()).fit(X, y)  # clone would copy set_output
+    pd.testing.assert_frame_equal(sel.transform(X), X[["b", "d"]])
+    assert type(sel.set_output(transform="default").transform(X)) is np.ndarray

@@ -21,14 +21,15 @@ kernels it runs on them), ``_backend`` (the grower's backend interface on the dr
 across workers), ``_gbfs`` and ``_controlburn`` (the estimators), ``_predict`` (lazy
 predictions on Dask collections).
 
-Needs the ``dask`` extra: ``pip install "gpufs[dask]"``.
+Needs Dask: the checkout's ``dask`` extra, ``python -m pip install ".[dask]"`` (gpufs is not on
+the package index).
 """
 try:
     import dask  # noqa: F401
     import distributed  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError('gpufs.dask needs Dask: pip install "gpufs[dask]" (dask[distributed]).') \
-        from exc
+    raise ImportError('gpufs.dask needs Dask: python -m pip install "dask[distributed,dataframe]"'
+                      ' (or ".[dask]" in the gpufs checkout).') from exc
 
 from ._controlburn import DaskControlBurnClassifier, DaskControlBurnRegressor
 from ._gbfs import DaskGBFSClassifier, DaskGBFSRegressor

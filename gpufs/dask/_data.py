@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._category_codes import CategoryCodes, count_values, merge_counts
+from .._identifiers import check_identifier_columns
 from .._input import (ALL_ZERO_WEIGHTS, _check_feature_names, _frame,
                       categorical_mask, category_values, check_classification_labels,
                       check_regression_target, check_sample_weight, check_X, check_y,
@@ -287,9 +288,11 @@ def _raise_part_errors(results, ref, what):
         raise cls(f"partition {e.index} of {what}: {e.exc}") from e.exc
 
 
-def _learn_codes(client, x_futures, mask, ref, names, d, max_categories, timeout, what):
+def _learn_codes(client, x_futures, mask, ref, names, d, max_categories, timeout, what,
+                 categorical_features=None):
     """The category codes of the ``mask`` columns, learned from the value counts of every
-    partition (merged: what ``CategoryCodes.learn`` gives on the whole columns)."""
+    partition (merged: what ``CategoryCodes.learn`` gives on the whole columns); identifier-like
+    columns are refused or warned about as in one process (``gpufs._identifiers``)."""
     counted = wait_futures(client, [client.submit(count_part_categories, i, f, mask, ref,
                                                   names, pure=False)
                                     for i, f in enumerate(x_futures)], timeout,
@@ -299,6 +302,8 @@ def _learn_codes(client, x_futures, mask, ref, names, d, max_categories, timeout
     for f in np.flatnonzero(mask).tolist():
         name = names[f] if names is not None else f
         merged[f] = merge_counts([c[f] for c in counted], name)
+    check_identifier_columns(merged, None if names is None else dict(enumerate(names)),
+                             categorical_features)
     return CategoryCodes.learn_counts(merged, d, max_categories)
 
 
@@ -364,7 +369,7 @@ def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=Tru
         codes = None
         if mask.any():
             codes = _learn_codes(client, x_f, mask, ref, names, d, cat["max_categories"],
-                                 timeout, what)
+                                 timeout, what, cat["categorical_features"])
         estimator.category_codes_ = codes
     layout = _Layout(d, names, getattr(estimator, "category_codes_", None))
     futures = [client.submit(load_part, i, x_f[i], y_f[i], w_f[i], classify, layout, ref,

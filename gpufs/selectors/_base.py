@@ -345,8 +345,10 @@ class GPUFSSelectorMixin(SelectorMixin):
             The kind of X: a table (pandas, polars, pyarrow, cudf) keeps its columns as they
             are (categorical and string columns too), cupy stays cupy, else an ndarray; under
             scikit-learn's ``set_output(transform="pandas" / "polars")`` a table of that
-            library. Columns keep their original order (as ``get_support`` reports them);
-            ``selected_features_`` gives the order of selection.
+            library, and under ``set_output(transform="default")`` an ndarray, as
+            scikit-learn's selectors return (string columns as objects). Columns keep their
+            original order (as ``get_support`` reports them); ``selected_features_`` gives
+            the order of selection.
         """
         check_is_fitted(self, "selected_features_")
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
@@ -370,6 +372,8 @@ class GPUFSSelectorMixin(SelectorMixin):
                 return out.to_pandas()
             if kind == "polars":
                 return out.to_polars()
+            if hasattr(self, "_sklearn_output_config") and kind == "default":
+                return out.to_numpy()  # asked for by name: scikit-learn's default, an ndarray
             return out.to_native()
         if is_cupy_array(X):
             return X[:, like(idx, X)]

@@ -734,7 +734,9 @@ _COMMON_PARAMS = """
         The categorical columns ("from_dtype": those of a categorical or string dtype of a
         table; else names, indices or a boolean mask; None: none). Each is one-hot encoded
         internally and selected or dropped as one group (see the module docstring); missing
-        values are allowed in them.
+        values are allowed in them. A column chosen by dtype with a value of its own on most
+        rows (a name, an id: ``gpufs._identifiers``) is refused; named, it is used with a
+        warning.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` computes ("auto": the GPU when one is usable). ``predict`` and
         ``transform`` compute where their input lives (cupy in, cupy out).

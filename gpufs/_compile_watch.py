@@ -1,0 +1,110 @@
+"""Compile time, told apart from run time: what the command line says on a cold kernel cache.
+
+numba compiles each kernel on its first call and caches it on disk (``gpufs._numba_setup``).
+On a cold cache the first fit is silent for tens of seconds and would report that time as the
+fit's. ``CompileWatch`` listens to numba's ``numba:compile`` event, which numba sends only when
+a function is compiled (a kernel loaded from the cache sends none). The seconds spent compiling
+are summed (nested compilations once); once they pass ``NOTICE_AFTER_S`` (a cold cache, not
+the odd uncached helper a warm run compiles in a fraction of a second) one notice is printed.
+numba-cuda's kernel launcher sends no such event, so on the GPU the time compiling the
+``cuda_kernels`` themselves stays in the fit's time (the CPU kernels the fit calls are timed).
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+
+#: The line printed at the first compilation.
+NOTICE = "compiling kernels once, about a minute; later runs start fast"
+#: Seconds of compilation after which the notice is printed.
+NOTICE_AFTER_S = 2.0
+
+
+class CompileWatch:
+    """Context manager: ``seconds`` spent compiling numba functions inside the block.
+
+    Parameters
+    ----------
+    notice : callable or None, default=None
+        Called with ``NOTICE`` once compilation has taken ``NOTICE_AFTER_S`` (None: print it
+        on stderr).
+    after : float or None, default=None
+        Seconds of compilation before the notice (None: ``NOTICE_AFTER_S``).
+
+    Attributes
+    ----------
+    seconds : float
+        Time spent compiling so far.
+    noticed : bool
+        Whether the notice was given.
+    """
+
+    def __init__(self, notice=None, after=None):
+        self.notice = notice
+        self.after = NOTICE_AFTER_S if after is None else after
+        self.seconds = 0.0
+        self.noticed = False
+        self._depth = 0
+        self._start = 0.0
+        self._timer = None
+        self._lock = threading.Lock()
+        self._listener = None
+
+    def _notify(self):
+        with self._lock:  # the timer's thread and the end of a compilation may both call
+            if self.noticed:
+                return
+            self.noticed = True
+        if self.notice is None:
+            sys.stderr.write(NOTICE + "\n")
+            sys.stderr.flush()
+        else:
+            self.notice(NOTICE)
+
+    def _on_start(self, event):
+        if self._depth == 0:
+            self._start = time.perf_counter()
+            if not self.noticed and self.after < math.inf:  # the first kernel alone may
+                # compile for a minute: a timer gives the notice while it runs
+                self._timer = threading.Timer(max(0.0, self.after - self.seconds),
+                                              self._notify)
+                self._timer.daemon = True
+                self._timer.start()
+        self._depth += 1
+
+    def _on_end(self, event):
+        self._depth -= 1
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._start
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self.seconds >= self.after:  # past the threshold before the timer ran
+                self._notify()
+
+    def __enter__(self):
+        from numba.core import event
+
+        watch = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev):
+                watch._on_start(ev)
+
+            def on_end(self, ev):
+                watch._on_end(ev)
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+        return self
+
+    def __exit__(self, *exc):
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        return False
