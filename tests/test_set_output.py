@@ -3,10 +3,11 @@ the selected columns' names and the input's index, as scikit-learn transformers 
 gives the ndarray back."""
 import numpy as np
 import pytest
-from sklearn.base import is_classifier
+from sklearn.base import clone, is_classifier
 
 from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   StagewiseClassifier, StagewiseRegressor)
+                   MultiTaskGBFSClassifier, MultiTaskGBFSRegressor, StagewiseClassifier,
+                   StagewiseRegressor)
 
 pd = pytest.importorskip("pandas")
 
@@ -44,3 +45,25 @@ def test_transform_returns_a_named_dataframe_after_set_output(selector):
     assert isinstance(plain, pd.DataFrame)
     pd.testing.assert_frame_equal(plain, X[["b", "d"]])
     np.testing.assert_array_equal(sel.transform(X.to_numpy()), X[["b", "d"]].to_numpy())
+
+
+MULTITASK = [MultiTaskGBFSClassifier(n_estimators=10, device="cpu", random_state=0),
+             MultiTaskGBFSRegressor(n_estimators=10, device="cpu", random_state=0)]
+
+
+@pytest.mark.parametrize("selector", SELECTORS + MULTITASK, ids=lambda s: type(s).__name__)
+def test_transform_of_a_frame_with_integer_column_names(selector):
+    """``pd.DataFrame(ndarray)`` names its columns 0, 1, ...: transform and fit_transform
+    select them by position (issue 26: narwhals refused integer names in ``frame.select``)."""
+    X, y = _data(is_classifier(selector))
+    X = pd.DataFrame(X.to_numpy())
+    assert list(X.columns) == [0, 1, 2, 3, 4]
+    kw = {"task": np.arange(len(X)) % 2} if "MultiTask" in type(selector).__name__ else {}
+    sel = clone(selector).fit(X, y, **kw)
+    cols = np.flatnonzero(sel.get_support())
+    assert cols.size
+    pd.testing.assert_frame_equal(sel.transform(X), X.iloc[:, cols])
+    if not kw:
+        pd.testing.assert_frame_equal(clone(selector).fit_transform(X, y), X.iloc[:, cols])
+    out = sel.set_output(transform="pandas").transform(X)
+    np.testing.assert_array_equal(out.to_numpy(), X.iloc[:, cols].to_numpy())
