@@ -217,6 +217,8 @@ def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp
       "--alpha", "0.1"], "either -k"),
     (["select", "in.csv", "--target", "label", "--output", "out.xlsx"], "unknown table format"),
     (["select", "in.csv", "--target", "label", "-k", "0"], "expected a positive integer"),
+    (["select", "in.csv", "--target", "label", "--drop", "note", "-k", str(10**20)],
+     "'n_features_to_select' parameter"),
     (["select", "in.csv"], "required: --target"),
     (["select", "in.csv", "--target", "label", "--drop", "note,id", "--mu", "-1"], "mu"),
     (["explain", "in.csv"], "not valid JSON"),
