@@ -73,6 +73,15 @@ def _target_range(y):
     return float(xp.max(y)) - float(xp.min(y))
 
 
+def _span(y, R):
+    """The target's span for a message: beyond float64, its ends instead of "inf"."""
+    if R < float("inf"):
+        return f"y spans {R:.3g}"
+    xp = namespace_of(y)
+    return (f"y runs from {float(xp.min(y)):.3g} to {float(xp.max(y)):.3g}, a span beyond "
+            "float64")
+
+
 def _weights(w, n):
     """(total, largest) weight; unit weights when w is None."""
     if w is None:
@@ -93,9 +102,10 @@ def _check_overflow(R, W, w_max, what_y, remedy=_STANDARDIZE):
         s1 = R * W
         s2 = W * R * R
     if not (s1 <= _MAX_SUM and s2 <= _MAX_SUM * _MAX_SUM):
+        reach = f"reach {s1:.3g}" if s1 < float("inf") else "leave float64's range"
         raise ValueError(
             f"the split gains would overflow float64: {what_y} and the sample weights sum to "
-            f"{W:.3g}, so the gradient sums reach {s1:.3g} and their squares leave float64's "
+            f"{W:.3g}, so the gradient sums {reach} and their squares leave float64's "
             f"range. {remedy} (for example to mean 1).")
     if R > 0 and R * w_max < _MIN_TERM:
         raise ValueError(
@@ -120,7 +130,7 @@ def check_target_scale(est, y, sample_weight=None):
         return
     R = _target_range(y)
     W, w_max = _weights(sample_weight, y.shape[0])
-    _check_overflow(R, W, w_max, f"y spans {R:.3g}")
+    _check_overflow(R, W, w_max, _span(y, R))
 
 
 def check_boosting_scales(est, y, sample_weight=None):
@@ -137,10 +147,11 @@ def check_boosting_scales(est, y, sample_weight=None):
     n = y.shape[0]
     W, w_max = _weights(sample_weight, n)
     R = None if is_classifier(est) else _target_range(y)
-    check_boosting_scale_values(est, n, W, w_max, R)
+    check_boosting_scale_values(est, n, W, w_max, R,
+                                _span_text=None if R is None else _span(y, R))
 
 
-def check_boosting_scale_values(est, n, W, w_max, R=None):
+def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
     """:func:`check_boosting_scales` from the numbers it reads off the data (a cluster computes
     them over its workers, ``gpufs.dask``).
 
@@ -153,6 +164,9 @@ def check_boosting_scale_values(est, n, W, w_max, R=None):
         The total and the largest sample weight (``n`` and 1 without weights).
     R : float or None
         For a regressor, the target's range (max - min).
+    _span_text : str or None
+        How the error names that range (``check_boosting_scales`` names the target's ends
+        when the range itself is beyond float64).
     """
     from sklearn.base import is_classifier
 
@@ -161,7 +175,8 @@ def check_boosting_scale_values(est, n, W, w_max, R=None):
         _check_overflow(1.0, W, w_max, "the gradients of the log loss are at most 1", _RESCALE)
     else:
         h_max = 1.0
-        _check_overflow(R, W, w_max, f"y spans {R:.3g}")
+        _check_overflow(R, W, w_max, _span_text or (
+            f"y spans {R:.3g}" if R < float("inf") else "y spans more than float64 holds"))
     if w_max * h_max < _MIN_TERM:
         raise ValueError(
             f"the hessian sums would underflow float64: the largest sample weight is "

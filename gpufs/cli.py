@@ -286,7 +286,9 @@ def _task(y, task: str) -> str:
 
     if y.dtype.kind in "ObUS" or str(y.dtype) in ("category", "string", "str"):
         return "classification"
-    kind = type_of_target(y.to_numpy())
+    with warnings.catch_warnings():  # casts of values near 1e308: noise, the fit says more
+        warnings.simplefilter("ignore", RuntimeWarning)
+        kind = type_of_target(y.to_numpy())
     return "classification" if kind in ("binary", "multiclass") and y.nunique() <= 20 \
         else "regression"
 
@@ -568,6 +570,12 @@ def _explain(args) -> int:
     return 0
 
 
+def _show_warning_in_one_line(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` while a command runs: one ``warning:`` line, like the errors
+    (the fit's own warnings are collected and printed by ``_select``)."""
+    sys.stderr.write(f"warning: {_one_line(message)}\n")
+
+
 # --- the parser -----------------------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one ``error:`` line (status 2)."""
@@ -675,7 +683,9 @@ def main(argv=None) -> int:
     args.argv = argv
     run = {"demo": _demo, "select": _select, "explain": _explain}[args.command]
     try:
-        return run(args)
+        with warnings.catch_warnings():  # restores Python's warning printer afterwards
+            warnings.showwarning = _show_warning_in_one_line
+            return run(args)
     except KeyboardInterrupt:
         if args.debug:
             raise

@@ -369,3 +369,39 @@ def test_progress_needs_both_streams_on_a_terminal_and_no_flag(monkeypatch, stdo
     monkeypatch.setattr(sys.stdout, "isatty", lambda: stdout_tty)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: stderr_tty)
     assert cli._progress(argparse.Namespace(no_progress=no_progress)) is shown
+
+
+# --- issue 26: nothing silent, nothing half-said ---------------------------------------------
+def test_a_target_near_the_float64_limit_is_one_error_line(tmp_path):
+    """The task detection's RuntimeWarnings (scikit-learn's type_of_target casting 1e308)
+    used to print two lines each before the error."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(60, 3)), columns=["a", "b", "c"])
+    df["y"] = rng.uniform(-1, 1, 60) * 1.7e308
+    df.to_csv(tmp_path / "big.csv", index=False)
+    proc = _gpufs("select", "big.csv", "--target", "y", "--device", "cpu", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    line = _one_error_line(proc.stderr)
+    assert "overflow float64" in line and "y runs from" in line and " inf " not in line
+
+
+def test_warnings_outside_the_fit_are_one_line_each(tmp_path, monkeypatch, capsys):
+    """A warning raised before or after the fit (reading the table, say) is printed as one
+    ``warning:`` line too, not in Python's two-line format."""
+    import gpufs.cli as cli
+
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    real = cli.read_table
+
+    def read_and_warn(path):
+        import warnings
+
+        warnings.warn("Columns (3) have mixed types.\nSpecify dtype option on import.",
+                      UserWarning)
+        return real(path)
+
+    monkeypatch.setattr(cli, "read_table", read_and_warn)
+    status, err = _refused(tmp_path, monkeypatch, capsys, "--trees", "3", "--device", "cpu")
+    assert status == 0, err
+    assert err.splitlines() == ["warning: Columns (3) have mixed types. Specify dtype option "
+                                "on import."], err
