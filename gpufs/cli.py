@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
 import tempfile
 import time
@@ -178,9 +177,22 @@ def check_outputs(outputs: dict, inputs: list, force: bool) -> None:
             raise UserError(f"{option} {path}: the folder {folder} does not exist")
         if os.path.isdir(path):
             raise UserError(f"{option} {path} is a folder")
+        _refuse_special(option, path)
         if os.path.lexists(path) and not force:
             raise UserError(f"{option} {path} exists; refusing to replace it (pass --force to "
                             "overwrite)")
+
+
+def _refuse_special(option: str, path: str) -> None:
+    """Only regular files are replaced, also with ``--force``: a FIFO, a device or a socket
+    (behind a link too) is named and refused (``os.replace`` would put a file in its place:
+    as root, ``--report /dev/null --force`` replaced ``/dev/null``)."""
+    from ._files import special_kind
+
+    kind = special_kind(path)
+    if kind is not None:
+        raise UserError(f"{option} {path} is {kind}, not a file; gpufs writes regular files "
+                        "only, and never replaces anything else (not even with --force)")
 
 
 def _temporary_beside(path: str) -> str:
@@ -198,14 +210,11 @@ def _publish(tmp: str, path: str, force: bool) -> None:
     is made, which fails on an existing name). A new file gets the permissions the process's
     umask gives; a replaced file keeps its own.
     """
-    if os.path.exists(path):
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    os.chmod(tmp, mode)
+    from ._files import new_file_mode
+
+    os.chmod(tmp, new_file_mode(path))
     if force:
+        _refuse_special("the output", path)  # appeared since the checks
         os.replace(tmp, path)
         return
     appeared = UserError(f"{path} appeared while gpufs was running; refusing to replace it "

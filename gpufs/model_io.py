@@ -113,6 +113,7 @@ validated like any other file. Saving always writes format 2.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import math
@@ -123,6 +124,7 @@ import tempfile
 
 import numpy as np
 
+from . import _files
 from . import _types as T
 
 FORMAT = "gpufs.model"
@@ -267,14 +269,8 @@ def plain(d):
 
 
 def _read_text(path, max_bytes):
-    with open(path, "rb") as fh:
-        # read(n) allocates n bytes up front: ask for the file's size, not the cap
-        size = os.fstat(fh.fileno()).st_size
-        data = fh.read(min(size, max_bytes) + 1)
-    if len(data) > max_bytes:
-        raise ModelFileError(
-            f"{os.fspath(path)} is larger than max_bytes={max_bytes}; a model file of a trusted "
-            "source may be loaded with a larger max_bytes.")
+    # a regular file only (a FIFO would block the read forever), at most max_bytes
+    data = _files.read_regular(path, max_bytes, ModelFileError)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -282,13 +278,32 @@ def _read_text(path, max_bytes):
 
 
 def _write_text(path, text):
-    """Write through a temporary file and a rename, so no half-written file is ever left."""
+    """Write through a temporary file and a rename, so no half-written file is ever left.
+
+    Only a regular file is replaced (a FIFO, a device or a folder is refused); the file gets
+    the permissions of the file it replaces, or those the umask gives a new one. Errors name
+    ``path``, not the temporary file.
+    """
     path = os.fspath(path)
+    kind = _files.special_kind(path)
+    if kind is not None:
+        raise ValueError(f"cannot save the model to {path}: it is {kind}, not a file; "
+                         "save_model replaces regular files only.")
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gpufs-model-", suffix=".tmp")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"cannot save the model: no folder {folder}",
+                                path)
+    mode = _files.new_file_mode(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gpufs-model-", suffix=".tmp")
+    except OSError as exc:  # not writable, say: report the model's path
+        raise type(exc)(exc.errno, f"cannot save the model: {exc.strerror}", path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -405,3 +405,40 @@ def test_warnings_outside_the_fit_are_one_line_each(tmp_path, monkeypatch, capsy
     assert status == 0, err
     assert err.splitlines() == ["warning: Columns (3) have mixed types. Specify dtype option "
                                 "on import."], err
+
+
+def test_force_refuses_targets_that_are_not_regular_files(tmp_path, monkeypatch, capsys):
+    """``--force`` replaced a FIFO (or, as root, /dev/null) with a regular file (issue 26)."""
+    import stat
+
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    os.mkfifo(tmp_path / "pipe.json")
+    os.symlink(os.devnull, tmp_path / "null.csv")
+    for option, name, kind in [("--report", "pipe.json", "a FIFO"),
+                               ("--output", "null.csv", "a character device"),
+                               ("--save-model", "pipe.json", "a FIFO")]:
+        status, err = _refused(tmp_path, monkeypatch, capsys, option, name, "--force")
+        assert status == 2, err
+        assert f"{option} {name} is {kind}" in _one_error_line(err)
+    assert stat.S_ISFIFO(os.stat(tmp_path / "pipe.json").st_mode)
+    assert os.readlink(tmp_path / "null.csv") == os.devnull
+    assert sorted(os.listdir(tmp_path)) == ["in.csv", "null.csv", "pipe.json"]
+
+
+def test_explain_refuses_a_fifo_without_blocking(tmp_path, monkeypatch, capsys):
+    import signal
+
+    os.mkfifo(tmp_path / "m.json")
+    monkeypatch.chdir(tmp_path)
+
+    def raise_timeout(signum, frame):
+        raise TimeoutError("gpufs explain blocked on the FIFO")
+
+    old = signal.signal(signal.SIGALRM, raise_timeout)
+    signal.alarm(10)
+    try:
+        assert main(["explain", "m.json"]) == 2
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert "m.json is a FIFO (named pipe), not a file" in _one_error_line(capsys.readouterr().err)

@@ -488,3 +488,87 @@ def test_a_small_file_cannot_allocate_much(gbfs_doc, tmp_path):
     # json.loads makes one list object (about 64 bytes) per "[]," (3 bytes); nothing else of
     # that size is allocated
     assert peak < 32 * size, (peak, size)
+
+
+# --- issue 26: the files themselves -----------------------------------------------------------
+@pytest.fixture
+def small_model():
+    X, y = _data("regressor", n=80)
+    return GBFSRegressor(n_estimators=2, max_depth=2, device="cpu").fit(X, y)
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_save_model_keeps_the_targets_mode_and_uses_the_umask(small_model, tmp_path,
+                                                               umask_022):
+    """save_model made every file 0600 (mkstemp's mode), also an existing 0644 one."""
+    new = tmp_path / "new.json"
+    small_model.save_model(new)
+    assert oct(os.stat(new).st_mode & 0o777) == oct(0o644)
+    old = tmp_path / "old.json"
+    old.write_text("x")
+    os.chmod(old, 0o640)
+    small_model.save_model(old)
+    assert oct(os.stat(old).st_mode & 0o777) == oct(0o640)
+    assert GBFSRegressor.load_model(old).n_features_in_ == 5
+    assert sorted(os.listdir(tmp_path)) == ["new.json", "old.json"]
+
+
+def test_save_model_names_the_target_of_a_missing_folder(small_model, tmp_path):
+    path = tmp_path / "no" / "such" / "m.json"
+    with pytest.raises(FileNotFoundError) as info:
+        small_model.save_model(path)
+    assert str(path) in str(info.value) and ".gpufs-model-" not in str(info.value)
+
+
+def _alarm(seconds):
+    """SIGALRM raises TimeoutError in this (the main) thread: a blocked open() returns."""
+    import signal
+
+    def raise_timeout(signum, frame):
+        raise TimeoutError("no answer: the call blocked")
+
+    old = signal.signal(signal.SIGALRM, raise_timeout)
+    signal.alarm(seconds)
+    return old
+
+
+def _no_alarm(old):
+    import signal
+
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def test_load_model_refuses_a_fifo_without_blocking(tmp_path):
+    """load_model on a FIFO waited forever for a writer (issue 26)."""
+    fifo = tmp_path / "m.json"
+    os.mkfifo(fifo)
+    old = _alarm(10)
+    try:
+        with pytest.raises(ValueError, match=r"m.json is a FIFO \(named pipe\), not a file"):
+            GBFSRegressor.load_model(fifo)
+        with pytest.raises(ValueError, match=r"is a character device, not a file"):
+            model_io.load_model(os.devnull)
+    finally:
+        _no_alarm(old)
+
+
+def test_save_model_refuses_to_replace_what_is_not_a_regular_file(small_model, tmp_path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    link = tmp_path / "null.json"
+    os.symlink(os.devnull, link)
+    for path, kind in [(fifo, "a FIFO"), (link, "a character device"),
+                       (tmp_path, "a folder")]:
+        with pytest.raises(ValueError, match=f"is {kind}"):
+            small_model.save_model(path)
+    assert os.path.islink(link) and os.readlink(link) == os.devnull
+    import stat
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["fifo.json", "null.json"]
