@@ -195,6 +195,41 @@ def _refuse_special(option: str, path: str) -> None:
                         "only, and never replaces anything else (not even with --force)")
 
 
+#: the module each compression of a written table needs (pandas imports it when writing)
+_COMPRESSION_MODULES = {"gzip": ("gzip", None), "bz2": ("bz2", None), "xz": ("lzma", None),
+                        "zstd": ("zstandard", "pip install zstandard"), "zip": ("zipfile", None)}
+
+
+def _probe_outputs(outputs: dict) -> None:
+    """What check_outputs cannot see from names, found before the fit: every output's folder
+    takes a new file (a temporary file is made there and removed), and a compressed or Parquet
+    table has the library that writes it."""
+    import importlib
+
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        try:
+            os.unlink(_temporary_beside(path))
+        except OSError as exc:
+            raise UserError(f"{option} {path}: cannot write in the folder "
+                            f"{os.path.dirname(os.path.abspath(path))} ({exc.strerror or exc})"
+                            ) from exc
+        if option != "--output":
+            continue
+        fmt, compression = table_format(path)
+        if fmt == "parquet":
+            _need_pyarrow()
+        module, advice = _COMPRESSION_MODULES.get(compression, (None, None))
+        if module is not None:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise UserError(f"{option} {path}: writing {compression} needs the {module} "
+                                f"module ({advice or 'this Python was built without it'})"
+                                ) from None
+
+
 def _temporary_beside(path: str) -> str:
     """A new empty file in ``path``'s folder (same file system, so a rename is atomic)."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -379,6 +414,7 @@ def _select(args) -> int:
     if args.output is not None:
         table_format(args.output)
     check_outputs(outputs, [args.table], args.force)
+    _probe_outputs(outputs)
     from ._device import resolve_device
 
     try:  # an unusable --device gpu fails now, not after the read

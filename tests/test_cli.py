@@ -442,3 +442,47 @@ def test_explain_refuses_a_fifo_without_blocking(tmp_path, monkeypatch, capsys):
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert "m.json is a FIFO (named pipe), not a file" in _one_error_line(capsys.readouterr().err)
+
+
+def _fit_must_not_start(monkeypatch):
+    import gpufs.cli as cli
+
+    def no_fit(args, task):
+        raise AssertionError("the fit started before the outputs were checked")
+
+    monkeypatch.setattr(cli, "_estimator", no_fit)
+
+
+def test_a_compressed_output_without_its_library_is_refused_before_the_fit(
+        tmp_path, monkeypatch, capsys):
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if it were not installed
+    _fit_must_not_start(monkeypatch)
+    status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "sel.csv.zst")
+    assert status == 2, err
+    assert "sel.csv.zst" in _one_error_line(err) and "pip install zstandard" in err
+    assert sorted(os.listdir(tmp_path)) == ["in.csv"]
+
+
+def test_an_unwritable_output_folder_is_refused_before_the_fit(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    import gpufs.cli as cli
+
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "ro").mkdir()
+    real = tempfile.mkstemp
+
+    def read_only_folder(*args, dir=None, **kw):  # root writes into a 0555 folder anyway
+        if os.path.basename(str(dir)) == "ro":
+            raise PermissionError(13, "Permission denied", os.path.join(dir, ".x.part"))
+        return real(*args, dir=dir, **kw)
+
+    monkeypatch.setattr(cli.tempfile, "mkstemp", read_only_folder)
+    _fit_must_not_start(monkeypatch)
+    for option in ["--output", "--report", "--save-model"]:
+        name = "ro/out.csv" if option == "--output" else "ro/out.json"
+        status, err = _refused(tmp_path, monkeypatch, capsys, option, name)
+        assert status == 2, err
+        line = _one_error_line(err)
+        assert f"{option} {name}: cannot write in the folder" in line and "Permission" in line
