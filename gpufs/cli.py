@@ -488,7 +488,7 @@ def _select(args) -> int:
     order = "most important first" if args.method == "controlburn" else "in order of selection"
     print(f"{header}, {order}:")
     for rank, (f, name) in enumerate(zip(sel, names), 1):
-        print(f"  {rank:3d}. {name}  (score {scores[f]:.4f})")
+        print(f"  {rank:3d}. {printable(name)}  (score {scores[f]:.4f})")
 
     if args.output is not None:
         out = X[names].copy()
@@ -553,8 +553,35 @@ def _short_list(items, limit=10) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    text = printable(" ".join(str(exc).split()))
     return text or type(exc).__name__
+
+
+def printable(text) -> str:
+    r"""``text`` safe to print on a terminal: every character that is not printable (control
+    characters such as ESC, BEL, CR and newlines, and invisible format characters such as
+    U+202E, which reverses the text after it) is shown as its Python escape (``\x1b``).
+    Names come from strangers' tables and model files.
+
+    Parameters
+    ----------
+    text : object
+        Converted with ``str``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(printable("\x1b[31mred\nline"))
+    \x1b[31mred\nline
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 # --- explain --------------------------------------------------------------------------------
@@ -571,7 +598,7 @@ def load_model(path: str):
 def _explain(args) -> int:
     est = load_model(args.model)
     names = _selected_names(est)
-    print(f"{args.model}: {type(est).__name__}, {est.n_features_in_} features in, "
+    print(f"{printable(args.model)}: {type(est).__name__}, {est.n_features_in_} features in, "
           f"{len(names)} selected")
     params = est.get_params()
     for key in ("mu", "penalty_scaling", "n_features_to_select", "n_estimators", "max_depth",
@@ -588,12 +615,12 @@ def _explain(args) -> int:
     print("selected features, in order of selection:")
     for rank, (f, name) in enumerate(zip(est.selected_features_, names), 1):
         where = f"  (first used by tree {first[f]})" if first is not None else ""
-        print(f"  {rank:3d}. {name}{where}")
+        print(f"  {rank:3d}. {printable(name)}{where}")
     costs = getattr(est, "cost_history_", None)
     if costs is not None:  # stagewise: the cost after each round
         print("cost after each round (round 0: the bias alone):")
         for r, c in enumerate(costs):
-            entered = f"  +{names[r - 1]}" if 0 < r <= len(names) else ""
+            entered = f"  +{printable(names[r - 1])}" if 0 < r <= len(names) else ""
             print(f"  {r:5d}  {c:.6f}{entered}")
     record = getattr(est, "selection_record_", None)
     if record:
@@ -606,7 +633,8 @@ def _explain(args) -> int:
             added = list(record["features_added"][t])
             if not added:
                 continue
-            added_names = [str(names_in[f]) if names_in is not None else f"x{f}" for f in added]
+            added_names = [printable(names_in[f]) if names_in is not None else f"x{f}"
+                           for f in added]
             v = "-" if np.isnan(val[t]) else f"{val[t]:.6f}"
             print(f"  {t:5d}  {record['train_loss'][t]:10.6f}  {v:>10}  "
                   f"{', '.join(added_names)}")

@@ -486,3 +486,22 @@ def test_an_unwritable_output_folder_is_refused_before_the_fit(tmp_path, monkeyp
         assert status == 2, err
         line = _one_error_line(err)
         assert f"{option} {name}: cannot write in the folder" in line and "Permission" in line
+
+
+def test_names_from_a_strangers_table_reach_the_terminal_escaped(tmp_path):
+    """Escape sequences in column names (a stranger's CSV, or model file) were printed as
+    they are by select and explain: they could recolour, retitle or clear the terminal."""
+    evil = "\x1b]0;pwned\x07\x1b[2J\x1b[31mc2\r\nfake line\u202e"
+    df = _planted().rename(columns={"c2": evil})
+    df.to_csv(tmp_path / "in.csv", index=False)
+    proc = _gpufs("select", "in.csv", "--target", "label", "--drop", "id,note", "-k", "2",
+                  "--trees", "20", "--device", "cpu", "--save-model", "m.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shown = r"\x1b]0;pwned\x07\x1b[2J\x1b[31mc2\r\nfake line\u202e"
+    assert shown in proc.stdout
+    proc2 = _gpufs("explain", "m.json", cwd=tmp_path)
+    assert proc2.returncode == 0, proc2.stderr
+    assert shown in proc2.stdout
+    for out in (proc.stdout, proc.stderr, proc2.stdout, proc2.stderr):
+        assert not any(c in out for c in "\x1b\x07\r\u202e"), out
+        assert "fake line" not in out.replace(shown, "")
