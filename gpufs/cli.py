@@ -424,6 +424,8 @@ def _select(args) -> int:
 
     df = read_table(args.table)
     t_read = time.perf_counter()
+    if len(df) == 0:  # its columns would all read as text
+        raise UserError(f"{args.table} has a header but no rows")
     if args.target not in df.columns:
         raise UserError(f"target column {args.target!r} is not in {args.table} (columns: "
                         f"{_short_list(df.columns)})")

@@ -222,11 +222,13 @@ def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp
     (["select", "in.csv"], "required: --target"),
     (["select", "in.csv", "--target", "label", "--drop", "note,id", "--mu", "-1"], "mu"),
     (["explain", "in.csv"], "not valid JSON"),
+    (["select", "header.csv", "--target", "label"], "header.csv has a header but no rows"),
     (["explain", "missing.json"], "no such file: missing.json"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_user_errors(tmp_path, monkeypatch, capsys, argv, message):
     _planted().to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "header.csv").write_text("c1,c2,label\n")
     monkeypatch.chdir(tmp_path)
     try:
         status = main(argv)

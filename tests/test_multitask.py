@@ -192,8 +192,19 @@ def test_bad_input_messages():
         est.fit(Xs, ys[:2])
     with pytest.raises(ValueError, match="sample_weight must be a list of 3"):
         est.fit(Xs, ys, sample_weight=np.ones(120))
-    with pytest.raises(ValueError, match="NaN"):
+    # issue 26: a missing task id was reported as "Input y contains NaN", a None as a
+    # TypeError from sorting
+    with pytest.raises(ValueError, match=r"task has 1 missing value \(NaN or None\), at row "
+                                         r"119; every row needs a task id"):
         est.fit(X, y, task=np.r_[np.zeros(119), np.nan])
+    labels = np.array(["a", "b", "c"] * 40, dtype=object)
+    labels[[5, 7]] = None
+    with pytest.raises(ValueError, match=r"task has 2 missing values \(NaN or None\), at "
+                                         r"rows \[5, 7\]"):
+        est.fit(X, y, task=labels)
+    labels[[5, 7]] = [1, 2]
+    with pytest.raises(ValueError, match=r"task has ids of mixed types"):
+        est.fit(X, y, task=labels)
     est.fit(X, y, task=np.repeat([10, 20, 30], 40))
     with pytest.raises(ValueError, match=r"task 40 was not seen in fit; the tasks are "
                                          r"\[10, 20, 30\]"):

@@ -65,6 +65,50 @@ def _split_task_column(X, task, required):
     return X, task
 
 
+def _missing(v) -> bool:
+    """None, NaN, or a table's null (pandas' NA, whose comparisons have no truth value)."""
+    if v is None:
+        return True
+    try:
+        return bool(v != v)
+    except (TypeError, ValueError):
+        return True
+
+
+def _task_ids(task, n):
+    """The task of each of ``n`` rows -> (sorted distinct ids, int64 codes (n,)); a missing
+    id (NaN, None, a null of a table) or ids of mixed types are named, not reported as "y"."""
+    from .._input import _as_array
+
+    labels = np.asarray(to_host(_as_array(task, "cpu", "task")))
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"task must give one id per row: {n} rows, got shape "
+                         f"{labels.shape}.")
+    if labels.dtype.kind == "O":
+        missing = np.array([_missing(v) for v in labels], dtype=bool)
+    elif labels.dtype.kind in "fc":
+        missing = np.isnan(labels)
+    else:
+        missing = np.zeros(n, dtype=bool)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        where = (f"row {int(rows[0])}" if rows.size == 1 else
+                 f"rows {rows[:10].tolist()}" + (" ..." if rows.size > 10 else ""))
+        raise ValueError(f"task has {rows.size} missing value{'s' * (rows.size > 1)} (NaN or "
+                         f"None), at {where}; every row needs a task id.")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError("task contains infinity; task ids must be labels.")
+    if labels.dtype.kind == "c":
+        raise ValueError("task is complex; task ids must be labels.")
+    try:
+        tasks, codes = np.unique(labels, return_inverse=True)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in labels})
+        raise ValueError(f"task has ids of mixed types ({', '.join(kinds)}); give ids of one "
+                         "type (for example task.astype(str)).") from None
+    return tasks, codes.astype(np.int64).ravel()
+
+
 _SCORE_DOC = """{metric} of ``predict(X, task=task)``.
 
         Parameters
@@ -146,11 +190,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
                              "table per task (fit([X_1, ..., X_T], [y_1, ..., y_T])).")
         X, task = _split_task_column(X, task, required=True)
         data = self._prepare_fit(X, y, sample_weight)
-        labels = to_host(check_y(task, data.X.shape[0], device="cpu"))
-        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-            raise ValueError("task contains NaN or infinity; task ids must be labels.")
-        tasks, codes = np.unique(labels, return_inverse=True)
-        return data, codes.astype(np.int64).ravel(), tasks
+        tasks, codes = _task_ids(task, data.X.shape[0])
+        return data, codes, tasks
 
     def _prepare_list(self, Xs, ys, sample_weight):
         """The list form through the same door: every table checked against the first one's
