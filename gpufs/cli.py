@@ -34,9 +34,12 @@ import time
 import warnings
 from contextlib import contextmanager
 
-import numpy as np
+from ._interrupt import SignalsAsInterrupts, deferred, describe, quiet_start
 
-from ._version import __version__
+with quiet_start():  # Ctrl-C while the command starts: one line, not a traceback
+    import numpy as np
+
+    from ._version import __version__
 
 #: what ``--method`` names, and the penalty each reports (GBFS's mu, ControlBurn's lambda)
 METHODS = ("gbfs", "controlburn", "stagewise")
@@ -210,7 +213,8 @@ def _probe_outputs(outputs: dict) -> None:
         if path is None:
             continue
         try:
-            os.unlink(_temporary_beside(path))
+            with deferred():  # the probe file never outlives an interrupt
+                os.unlink(_temporary_beside(path))
         except OSError as exc:
             raise UserError(f"{option} {path}: cannot write in the folder "
                             f"{os.path.dirname(os.path.abspath(path))} ({exc.strerror or exc})"
@@ -272,15 +276,17 @@ def atomic_output(path: str, force: bool, binary: bool = True):
     error, the file is synced and renamed to ``path``. On any error or interrupt the temporary
     file is removed and ``path`` is untouched.
     """
-    tmp = _temporary_beside(path)
+    tmp = None
     try:
+        with deferred():  # no interrupt between making the file and knowing its name
+            tmp = _temporary_beside(path)
         with open(tmp, "wb" if binary else "w") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         _publish(tmp, path, force)
     finally:
-        if os.path.lexists(tmp):
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
 
 
@@ -538,14 +544,13 @@ def _select(args) -> int:
 
 
 def _save_model(est, path: str, force: bool) -> None:
-    """``est.save_model`` into a temporary file, renamed into place like every output."""
-    tmp = _temporary_beside(path)
-    try:
-        est.save_model(tmp)
-        _publish(tmp, path, force)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+    """The model file (``est.save_model``'s text) written through ``atomic_output`` like
+    every output."""
+    from .model_io import dumps, to_document
+
+    text = dumps(to_document(est))
+    with atomic_output(path, force) as fh:
+        fh.write(text.encode("utf-8"))
 
 
 def _short_list(items, limit=10) -> str:
@@ -744,7 +749,8 @@ def main(argv=None) -> int:
     Returns
     -------
     status : int
-        0 on success, 2 for a user error, 130 when interrupted, 1 for an internal error.
+        0 on success, 2 for a user error, 130 when interrupted (Ctrl-C), 143 when
+        terminated (SIGTERM), 1 for an internal error.
 
     Examples
     --------
@@ -754,29 +760,37 @@ def main(argv=None) -> int:
     2
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _build_parser().parse_args(argv)
-    args.argv = argv
-    run = {"demo": _demo, "select": _select, "explain": _explain}[args.command]
-    try:
-        with warnings.catch_warnings():  # restores Python's warning printer afterwards
-            warnings.showwarning = _show_warning_in_one_line
-            return run(args)
-    except KeyboardInterrupt:
-        if args.debug:
-            raise
-        sys.stderr.write("error: interrupted\n")
-        return 130
-    except _USER_ERRORS as exc:
-        if args.debug:
-            raise
-        sys.stderr.write(f"error: {_one_line(exc)}\n")
-        return 2
-    except Exception as exc:
-        if args.debug:
-            raise
-        sys.stderr.write(f"error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
-                         "rerun with --debug for the traceback and report it\n")
-        return 1
+    with SignalsAsInterrupts() as signals:  # SIGINT and SIGTERM: clean up, one line
+        args = _build_parser().parse_args(argv)
+        args.argv = argv
+        run = {"demo": _demo, "select": _select, "explain": _explain}[args.command]
+        try:
+            with warnings.catch_warnings():  # restores Python's warning printer afterwards
+                warnings.showwarning = _show_warning_in_one_line
+                return run(args)
+        except Exception as exc:
+            if args.debug:
+                raise
+            if signals.signum is not None:  # numba turns an interrupt into a SystemError
+                return _interrupted(signals.signum)
+            if isinstance(exc, _USER_ERRORS):
+                sys.stderr.write(f"error: {_one_line(exc)}\n")
+                return 2
+            sys.stderr.write(f"error: internal error ({type(exc).__name__}: "
+                             f"{_one_line(exc)}); rerun with --debug for the traceback and "
+                             "report it\n")
+            return 1
+        except KeyboardInterrupt:
+            if args.debug:
+                raise
+            return _interrupted(signals.signum)
+
+
+def _interrupted(signum) -> int:
+    """One line for an interrupt, and its status: 130 for Ctrl-C, 143 for SIGTERM."""
+    message, status = describe(signum)
+    sys.stderr.write(f"error: {message}\n")
+    return status
 
 
 if __name__ == "__main__":
