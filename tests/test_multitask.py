@@ -332,3 +332,20 @@ def test_multitask_on_a_real_gpu():
             np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
     np.testing.assert_array_equal(cpu.predict(X, task=task),
                                   cp.asnumpy(gpu.predict(cp.asarray(X), task=task)))
+
+
+def test_a_constant_target_warns_that_nothing_was_selected():
+    """Issue 26: MultiTaskGBFSRegressor selected nothing on a constant target, silently."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(150, 4))
+    with pytest.warns(UserWarning, match=r"no feature was selected: the target is constant "
+                                         r"in every task, so no split can lower the loss"):
+        m = MultiTaskGBFSRegressor(n_estimators=5, device="cpu").fit(
+            X, np.full(150, 2.5), task=np.arange(150) % 3)
+    assert m.selected_features_.size == 0
+    np.testing.assert_allclose(m.predict(X, task=np.arange(150) % 3), 2.5)
+    y = X[:, 0] * (np.arange(150) % 3 == 0)  # constant (0) in two of the three tasks
+    with pytest.warns(UserWarning, match=r"no feature was selected: no split on any feature "
+                                         r"paid its price in 5 rounds"):
+        MultiTaskGBFSRegressor(n_estimators=5, mu_G=0.9, mu_t=0.05, device="cpu").fit(
+            X, y, task=np.arange(150) % 3)

@@ -615,3 +615,25 @@ def test_gpu_matches_cpu():
         pred = g.predict(cp.asarray(Xc))
         assert isinstance(pred, cp.ndarray)
         np.testing.assert_array_equal(pred.get(), c.predict(Xc))
+
+
+@pytest.mark.parametrize("value", [1.0, 0.1, -3e5])
+@pytest.mark.parametrize("k", [None, 2])
+def test_a_constant_target_selects_nothing_and_says_so(value, k):
+    """Issue 26: a constant target selected every feature (or k of them) with weight 0 and no
+    warning. Now nothing is selected and one warning says why, as GBFS and ControlBurn do.
+    Rows of weight 0 do not count: a target constant on the weighted rows is constant."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((120, 5))
+    y = np.full(120, value)
+    w = np.ones(120)
+    y[:10], w[:10] = rng.standard_normal(10), 0.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = StagewiseRegressor(k, device="cpu").fit(X, y, sample_weight=w)
+    msgs = [str(c.message) for c in caught if issubclass(c.category, UserWarning)]
+    assert len(msgs) == 1 and msgs[0].startswith(
+        "no feature was selected: the target is constant (on the rows of positive weight)"), \
+        msgs
+    assert m.selected_features_.size == 0 and not m.coef_.any()
+    np.testing.assert_allclose(m.predict(X), value)

@@ -12,6 +12,7 @@ door and the selector interface from the selector base (``selectors._base``).
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
@@ -63,6 +64,16 @@ def _split_task_column(X, task, required):
                          "and X has no such column; give the task of every row as an array, "
                          "or the column's name.")
     return X, task
+
+
+def _warn_nothing_selected(ys, ws, xp, n_rounds):
+    """The warning of every family when a fit selects no feature, with the reason: a target
+    constant (on the rows of positive weight) in every task, or prices no split paid."""
+    constant = all(bool(xp.ptp(y if w is None else y[w > 0]) == 0) for y, w in zip(ys, ws))
+    why = ("the target is constant in every task, so no split can lower the loss" if constant
+           else f"no split on any feature paid its price in {n_rounds} rounds. Lower mu_G "
+                "and mu_t (the prices of a feature new to all tasks and new to one task)")
+    warnings.warn(f"no feature was selected: {why}.", UserWarning, stacklevel=4)
 
 
 def _missing(v) -> bool:
@@ -328,6 +339,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
                                            for p in state.tasks]
         self.first_use_tree_by_task_ = np.stack([p.first_use_tree for p in state.tasks])
         self._finish_selection(state.shared.first_use_tree)
+        if self.selected_features_.size == 0:
+            _warn_nothing_selected(ys, ws, xp, int(self.n_estimators))
         return self
 
     def _finish_selection(self, shared_first_use):

@@ -431,6 +431,13 @@ class LogisticStage:
         return a, cost
 
 
+def _constant_target(Y, w, xp):
+    """True when every model's target (Y (n, n_models)) takes one value on the rows of
+    positive weight w (n,): then no feature can lower the cost, and none is selected."""
+    rows = w > 0
+    return bool(xp.all(xp.max(Y[rows], axis=0) == xp.min(Y[rows], axis=0)))
+
+
 # --------------------------------------------------------------------------------------------
 # Categorical columns: one group of one-hot indicators each
 # --------------------------------------------------------------------------------------------
@@ -559,6 +566,7 @@ class _StagewiseBase(SelectorBase):
         eval_W = [float(wv.sum()) for _, _, wv in evals]
         if any(not Wv > 0 for Wv in eval_W):
             raise ValueError("The validation rows have zero total sample weight.")
+        constant_y = _constant_target(Y, w, xp)
 
         mean, std, inv_std = _standardize_stats(Xa, w, W, xp, device)
         bias = stage.bias(Y, w, W, xp)                             # (K,) float64
@@ -586,7 +594,7 @@ class _StagewiseBase(SelectorBase):
         with tqdm(total=max_rounds, disable=not self.verbose, desc=type(self).__name__,
                   unit="feature") as bar:
             for _ in range(max_rounds):
-                if not bool(active.any()):
+                if constant_y or not bool(active.any()):
                     break
                 a, cand_cost = stage.candidates(Xa, F, Y, w, W, mean, inv_std, active, xp,
                                                 device)
@@ -642,13 +650,15 @@ class _StagewiseBase(SelectorBase):
             costs = costs[:keep + 1]
             eval_costs = [ec[:keep + 1] for ec in eval_costs]
             weights_hist = weights_hist[:keep + 1]
-        elif (isinstance(self.n_features_to_select, numbers.Integral)
+        elif (isinstance(self.n_features_to_select, numbers.Integral) and selected
               and len(selected) < max_rounds and self.tol is None):
             warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
                           "be selected: the others are constant.", UserWarning, stacklevel=4)
 
         if not selected:
-            why = ("the validation cost never improved on the bias alone" if stopped_early else
+            why = ("the target is constant (on the rows of positive weight), so no feature can "
+                   "lower the training cost" if constant_y else
+                   "the validation cost never improved on the bias alone" if stopped_early else
                    f"the first round lowered the training cost by less than tol={self.tol:g}"
                    if self.tol is not None and bool(active.any()) else
                    "every feature is constant")
