@@ -177,7 +177,7 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
     codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
                                 dict(enumerate(names)))
     for f, (values, missing) in columns.items():
-        out[:, f] = codes.encode(f, values, missing)
+        out[:, f] = codes.encode(f, values, missing, names[f])
     return out
 
 
