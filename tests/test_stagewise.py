@@ -637,3 +637,58 @@ def test_a_constant_target_selects_nothing_and_says_so(value, k):
         msgs
     assert m.selected_features_.size == 0 and not m.coef_.any()
     np.testing.assert_allclose(m.predict(X), value)
+
+
+def _unit_problem(n=400, d=6, seed=21):
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, d))
+    y = 3.0 * Z[:, 0] - 2.0 * Z[:, 3] + Z[:, 5] + 0.3 * rng.standard_normal(n)
+    return Z, y
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-160, 1e200, 1e-200, 1e300, 1e-300, 2e307])
+def test_features_of_extreme_magnitude_select_as_at_unit_scale(scale):
+    """Issue 26: at 1e+-160..1e+-200 every feature was declared constant (nothing selected),
+    at 1e308 the wrong features were selected and predict returned NaN. Standardization is
+    scale-free, so the selection and the predictions are those of the unit-scale data."""
+    Z, y = _unit_problem()
+    ref = StagewiseRegressor(3, device="cpu").fit(Z, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = StagewiseRegressor(3, device="cpu").fit(Z * scale, y)
+        pred = m.predict(Z * scale)
+    assert m.selected_features_.tolist() == ref.selected_features_.tolist() == [0, 3, 5]
+    np.testing.assert_allclose(m.standardized_coef_, ref.standardized_coef_, rtol=1e-9)
+    np.testing.assert_allclose(pred, ref.predict(Z), rtol=1e-7, atol=1e-9)
+    labels = (y > 0).astype(int)
+    ref_c = StagewiseClassifier(2, device="cpu").fit(Z, labels)
+    m_c = StagewiseClassifier(2, device="cpu").fit(Z * scale, labels)
+    assert m_c.selected_features_.tolist() == ref_c.selected_features_.tolist()
+    np.testing.assert_allclose(m_c.predict_proba(Z * scale), ref_c.predict_proba(Z),
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_columns_of_very_different_magnitudes_together(tmp_path):
+    Z, y = _unit_problem()
+    scales = np.array([1e-250, 1.0, 1e250, 1e120, 3.0, 1e-120])
+    ref = StagewiseRegressor(3, device="cpu").fit(Z, y)
+    m = StagewiseRegressor(3, device="cpu").fit(Z * scales, y)
+    assert m.selected_features_.tolist() == ref.selected_features_.tolist()
+    np.testing.assert_allclose(m.predict(Z * scales), ref.predict(Z), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(m.std_ / scales, ref.std_, rtol=1e-12)
+    path = tmp_path / "m.json"
+    m.save_model(path)
+    np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(Z * scales),
+                                  m.predict(Z * scales))
+
+
+def test_subnormal_columns_are_refused_by_name():
+    """Values below float64's normal range cannot carry a weight in X's units (it would
+    overflow): one clear error instead of infinite coefficients."""
+    Z, y = _unit_problem()
+    X = Z.copy()
+    X[:, 3] *= 1e-310
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"the weights of columns \[3\] overflow float64"):
+            StagewiseRegressor(3, device="cpu").fit(X, y)

@@ -77,6 +77,11 @@ float64. Apart from X itself, full-size temporaries are avoided: the mean is a m
 product, the variance and the Newton sweeps work on row chunks of about ``_CHUNK_ELEMENTS``.
 Precision note: ``X' r`` is taken on the raw (uncentered) matrix, so a feature whose mean is many
 orders of magnitude larger than its std loses that many digits in its score.
+Extreme magnitudes: a column whose largest |value| lies beyond ``2**+-256`` (float32:
+``2**+-40``), where squares and sums would leave the dtype's range, is fitted divided by a power
+of two (exact, so the standardized fit is the same; X is then copied once) and the model is put
+back in X's units. A column below float64's normal range (subnormal), whose weight per unit
+would overflow, is refused by name.
 """
 from __future__ import annotations
 
@@ -431,6 +436,41 @@ class LogisticStage:
         return a, cost
 
 
+#: Columns whose largest |value| is within 2**+-this keep their scale; the others are scaled
+#: by a power of two for the fit (their squares and sums would leave the dtype's range).
+_SAFE_EXPONENT = {"float64": 256, "float32": 40}
+
+
+def _column_exponents(X, xp):
+    """int64 (n_features,) host: e with max |X[:, j]| in [2**(e-1), 2**e) for the columns
+    outside ``_SAFE_EXPONENT``, 0 for the others (and for all-zero columns)."""
+    with np.errstate(over="ignore"):
+        top = np.maximum(np.abs(to_host(xp.max(X, axis=0))), np.abs(to_host(xp.min(X, axis=0))))
+    e = np.frexp(top.astype(np.float64))[1].astype(np.int64)
+    return np.where(np.abs(e) > _SAFE_EXPONENT[np.dtype(X.dtype).name], e, 0)
+
+
+def _scale_columns(X, col_exp, xp):
+    """X (n, d) * 2**-col_exp per column, exactly (a new array)."""
+    return xp.ldexp(X, xp.asarray(-col_exp, dtype=xp.int32)[None, :]).astype(X.dtype,
+                                                                               copy=False)
+
+
+def _check_raw_units(coef, intercept):
+    """The model in X's units must be finite: a column so small (subnormal) that its weight
+    per unit overflows float64 is named."""
+    bad = np.flatnonzero(~np.isfinite(coef).all(axis=0))
+    if bad.size:
+        raise ValueError(
+            f"the weights of columns {bad[:8].tolist()} overflow float64 in X's units (their "
+            f"values are below float64's normal range, about 2.2e-308): rescale those columns "
+            "(for example multiply them by 1e300, or use sklearn's StandardScaler).")
+    if not np.isfinite(intercept).all():
+        raise ValueError("the intercept overflows float64 in X's units (the selected columns' "
+                         "means are too large for their weights): center or rescale X (for "
+                         "example with sklearn's StandardScaler).")
+
+
 def _constant_target(Y, w, xp):
     """True when every model's target (Y (n, n_models)) takes one value on the rows of
     positive weight w (n,): then no feature can lower the cost, and none is selected."""
@@ -537,6 +577,11 @@ class _StagewiseBase(SelectorBase):
         for f in cat_cols:
             cat_idx[int(f)] = _category_index(Xa[:, int(f)], n_codes[int(f)], xp)
             Xa[:, int(f)] = 0
+        # columns of extreme magnitude are fitted scaled by 2**-e (exact: the same bits of
+        # every standardized quantity) and the model is put back in X's units at the end
+        col_exp = _column_exponents(Xa, xp)
+        if col_exp.any():
+            Xa = _scale_columns(Xa, col_exp, xp)
         max_rounds = self._max_rounds(d)
         stage = self._stage_loss()
         _scales.check_target_scale(self, data.y, data.sample_weight)
@@ -552,6 +597,8 @@ class _StagewiseBase(SelectorBase):
             eval_idx.append({f: _category_index(Xv[:, f], n, xp) for f, n in n_codes.items()})
             for f in n_codes:
                 Xv[:, f] = 0
+        if col_exp.any():
+            evals = [(_scale_columns(Xv, col_exp, xp), Yv, wv) for Xv, Yv, wv in evals]
         if self.validation_fraction is not None:
             # Held-out rows get zero training weight, so the training matrix is never copied.
             val = xp.asarray(self._validation_rows(data)[1])
@@ -666,16 +713,19 @@ class _StagewiseBase(SelectorBase):
                           "number of features you want, or a smaller tol.", UserWarning,
                           stacklevel=4)
         self.device_ = device
-        self.mean_ = to_host(mean).astype(np.float64)
-        self.std_ = to_host(std).astype(np.float64)
-        inv = to_host(inv_std).astype(np.float64)
+        self.mean_ = np.ldexp(to_host(mean).astype(np.float64), col_exp)   # in X's units
+        self.std_ = np.ldexp(to_host(std).astype(np.float64), col_exp)
+        with np.errstate(over="ignore"):  # a subnormal column: refused by _check_raw_units
+            inv = np.ldexp(to_host(inv_std).astype(np.float64), -col_exp)
         self._set_support(selected)
         self.cost_history_ = np.asarray(costs, dtype=np.float64)
         self.evals_result_ = [np.asarray(ec, dtype=np.float64) for ec in eval_costs]
         self.validation_cost_history_ = self.evals_result_[-1] if evals else None
         bias_h = to_host(bias).astype(np.float64)
-        coef = coef_std * inv[None, :]
-        intercept = bias_h - coef @ self.mean_
+        with np.errstate(over="ignore", invalid="ignore"):
+            coef = np.where(coef_std == 0, 0.0, coef_std * inv[None, :])
+            intercept = bias_h - coef @ self.mean_
+        _check_raw_units(coef, intercept)
         hist = np.stack(weights_hist)
         if self._one_output:  # a regressor's attributes have no model axis
             coef_std, bias_h, coef, intercept, hist = (coef_std[0], float(bias_h[0]), coef[0],
