@@ -86,7 +86,8 @@ def test_gbfs_messages(params, match):
 @pytest.mark.parametrize("params,match", [
     (dict(dtype="float16"), r"'dtype' parameter of StagewiseRegressor must be a str among"),
     (dict(n_features_to_select=1.5), r"'n_features_to_select' parameter of StagewiseRegressor "
-                                     r"must be None, an int in the range \[1, 9223372036854775807\], a float "
+                                     r"must be None, an int in the range "
+                                     r"\[1, 9223372036854775807\], a float "
                                      r"in the range \(0.0, 1.0\] or a str among \{'auto'\}"),
     (dict(n_features_to_select="all"), r"'n_features_to_select' parameter"),
 ])
