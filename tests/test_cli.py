@@ -651,3 +651,18 @@ def test_ctrl_c_during_start_up_prints_one_line_not_a_traceback(tmp_path, delay)
     # a signal before Python installed its handler ends the process silently (status -2)
     assert (proc.returncode, err) in [(130, "error: interrupted\n"), (-signal.SIGINT, "")], \
         (proc.returncode, err, out)
+
+
+def test_explain_refuses_a_model_whose_parameters_contradict_it(tmp_path, monkeypatch, capsys):
+    """Issue 26: gpufs explain printed such files as valid."""
+    from gpufs import GBFSRegressor, model_io
+
+    X, y = _planted(200)[["c0", "c1", "c2"]].to_numpy(), np.arange(200.0)
+    doc = model_io.to_document(GBFSRegressor(n_estimators=2, max_depth=2,
+                                             device="cpu").fit(X, y))
+    doc["params"]["max_depth"] = 100
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    monkeypatch.chdir(tmp_path)
+    assert main(["explain", "m.json"]) == 2
+    assert "params.max_depth: The 'max_depth' parameter of GBFSRegressor must be" in \
+        _one_error_line(capsys.readouterr().err)

@@ -709,9 +709,9 @@ class _StagewiseBase(SelectorBase):
                    f"the first round lowered the training cost by less than tol={self.tol:g}"
                    if self.tol is not None and bool(active.any()) else
                    "every feature is constant")
-            warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
-                          "number of features you want, or a smaller tol.", UserWarning,
-                          stacklevel=4)
+            advice = ("" if constant_y else " Set n_features_to_select to the number of "
+                      "features you want, or a smaller tol.")
+            warnings.warn(f"no feature was selected: {why}.{advice}", UserWarning, stacklevel=4)
         self.device_ = device
         self.mean_ = np.ldexp(to_host(mean).astype(np.float64), col_exp)   # in X's units
         self.std_ = np.ldexp(to_host(std).astype(np.float64), col_exp)
