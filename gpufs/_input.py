@@ -210,10 +210,9 @@ def _encode_array_categories(estimator, arr, reset, categorical_features, max_ca
 def _frame_category_columns(frame, mask):
     """dict f -> (values (n,), missing (n,) bool) of the ``mask`` columns of a narwhals
     frame."""
-    cols = list(frame.columns)
     columns = {}
     for f in np.flatnonzero(mask):
-        s = frame[cols[f]]
+        s = frame[:, int(f)]  # by position: frame[name] reads an integer name as a row
         columns[int(f)] = (np.asarray(s.to_numpy()), np.asarray(s.is_null().to_numpy()))
     return columns
 
@@ -584,8 +583,8 @@ def encode_classes(y):
         enc = enc.astype(np.int32)
     if classes.shape[0] < 2:
         raise ValueError(
-            f"y has only 1 class ({classes[0].tolist()!r}); a classifier needs at least 2 "
-            "classes.")
+            f"y has only 1 class ({np.asarray(classes[0]).tolist()!r}); a classifier needs "
+            "at least 2 classes.")
     return classes, enc
 
 
