@@ -754,7 +754,9 @@ class _StagewiseBase(SelectorBase):
                               (Xa.shape[0], coef.shape[0])).copy()
         if sel.size:
             out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
-        for f, a in self._category_coef_2d().items():   # a selected categorical column
+        # a selected categorical column, in column order (a loaded model's dict is sorted:
+        # the same order of additions, the same bits)
+        for f, a in sorted(self._category_coef_2d().items()):
             n_f = a.shape[1]
             pad = xp.asarray(np.concatenate([a, np.zeros((a.shape[0], 1))], axis=1))
             idx = _category_index(Xa[:, f], n_f, xp)
