@@ -38,7 +38,9 @@ Bounds use the largest possible hessian per row: 1 for squared error or ``hessia
 * ValueError when the gain sums would leave float64's range: ``R * W`` (W the total weight)
   above ``2**500`` or ``W * R**2`` above ``2**1000`` (the gain squares sums of gradients), or a
   largest weighted gradient or hessian below ``2**-500`` (fixed-point gradients and squared
-  sums underflow). The message says to standardize y or rescale the weights.
+  sums underflow), or a target range ``R`` itself below ``2**-500`` (whatever the weights:
+  ControlBurn's forest scales unweighted gradients, stagewise squares the residuals). The
+  message says to standardize y or rescale the weights.
 * UserWarning when no split can ever be made: the hessian sum of all rows is below twice
   ``min_child_weight``, so no node has two children that each reach it (the fit would end
   with stumps of one leaf, an empty selection).
@@ -107,6 +109,11 @@ def _check_overflow(R, W, w_max, what_y, remedy=_STANDARDIZE):
             f"the split gains would overflow float64: {what_y} and the sample weights sum to "
             f"{W:.3g}, so the gradient sums {reach} and their squares leave float64's "
             f"range. {remedy} (for example to mean 1).")
+    if 0 < R < _MIN_TERM:  # unweighted gradients (a forest's) and squared residuals
+        raise ValueError(
+            f"the split gains would underflow float64: {what_y}, below {_MIN_TERM:.3g}, so the "
+            f"gradients' fixed-point scale and their squares leave float64's range whatever "
+            f"the weights. {remedy} (for example to mean 1).")
     if R > 0 and R * w_max < _MIN_TERM:
         raise ValueError(
             f"the split gains would underflow float64: {what_y} and the largest sample weight "
