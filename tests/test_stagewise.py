@@ -710,3 +710,20 @@ def test_two_categorical_columns_round_trip_bit_for_bit(tmp_path):
     path = tmp_path / "m.json"
     m.save_model(path)
     np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(X), m.predict(X))
+
+
+def test_no_feature_of_weight_zero_once_the_training_data_is_fitted():
+    """Two rows: the bias and one feature fit them exactly, and every later round added a
+    feature whose weight is rounding noise (all 500 of them; found probing as a new user).
+    The path now ends when a round lowers the cost by nothing (below 1e-12 of the bias-alone
+    cost), and a requested count says why it was not reached."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((2, 500))
+    m = StagewiseRegressor(device="cpu").fit(X, [0.0, 1.0])
+    assert len(m.selected_features_) == 1
+    np.testing.assert_allclose(m.predict(X), [0.0, 1.0], atol=1e-12)
+    Z, y = _unit_problem()
+    with pytest.warns(UserWarning, match=r"Only 1 of the requested 3 features could be "
+                                         r"selected: the model fits the training data"):
+        m = StagewiseRegressor(3, device="cpu").fit(Z, 1.0 + 2.0 * Z[:, 4])
+    assert m.selected_features_.tolist() == [4]

@@ -62,8 +62,10 @@ category's weight is its rows' weighted mean residual, the cost falls by
 Stopping
 --------
 At most ``n_features_to_select`` rounds; earlier when no candidate is left (all non-constant
-features used), when a round lowers the training cost by less than ``tol`` (that feature is then
-NOT added), or, with ``n_iter_no_change`` and validation data (``eval_set`` or
+features used), when no candidate lowers the training cost by more than ``_NO_GAIN`` of the
+bias-alone cost (the model fits the training data; a warning says so when a count was asked
+for), when a round lowers the training cost by less than ``tol`` (that feature is then NOT
+added), or, with ``n_iter_no_change`` and validation data (``eval_set`` or
 ``validation_fraction``), when the validation cost of the watched set has not improved for
 ``n_iter_no_change`` rounds; the model is then cut back to the round with the lowest validation
 cost. ``validation_fraction`` rows are held out by zero training weight, so X is not copied.
@@ -112,6 +114,10 @@ __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "Stagewi
 _CHUNK_ELEMENTS = {"cpu": 1 << 17, "gpu": 1 << 25}
 #: Largest Newton step on one standardized weight (logit units per standard deviation).
 _MAX_NEWTON_STEP = 10.0
+#: A round that lowers the training cost by at most this share of the bias-alone cost ends
+#: the path: the model fits the training data up to rounding, and the feature's weight would
+#: be rounding noise.
+_NO_GAIN = 1e-12
 
 
 # --------------------------------------------------------------------------------------------
@@ -635,6 +641,7 @@ class _StagewiseBase(SelectorBase):
         weights_hist = [coef_std.copy()]
         selected = []
         stopped_early = False
+        fitted_exactly = False
         auto = self.n_features_to_select == "auto" and self.tol is not None
         cut = None
 
@@ -655,6 +662,9 @@ class _StagewiseBase(SelectorBase):
                 total = xp.where(active, total, xp.inf)
                 j = int(xp.argmin(total))
                 new_cost = float(total[j])
+                if costs[-1] - new_cost <= _NO_GAIN * costs[0]:
+                    fitted_exactly = True  # a feature would get a weight of rounding noise
+                    break
                 if not auto and self.tol is not None and costs[-1] - new_cost < self.tol:
                     break
                 if j in groups:
@@ -699,8 +709,10 @@ class _StagewiseBase(SelectorBase):
             weights_hist = weights_hist[:keep + 1]
         elif (isinstance(self.n_features_to_select, numbers.Integral) and selected
               and len(selected) < max_rounds and self.tol is None):
+            why = ("the model fits the training data, so a further feature lowers the "
+                   "training cost by nothing" if fitted_exactly else "the others are constant")
             warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
-                          "be selected: the others are constant.", UserWarning, stacklevel=4)
+                          f"be selected: {why}.", UserWarning, stacklevel=4)
 
         if not selected:
             why = ("the target is constant (on the rows of positive weight), so no feature can "
