@@ -850,10 +850,6 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     a["cover"] = _float_array(d["trees"]["cover"], tat["cover"], shape, lo=0.0)
     a["count"] = _int_array(d["trees"]["count"], tat["count"], shape, 0, MAX_COUNT)
     _check_tree_structure(a, depth, tat)
-    bad = np.argwhere((feature >= 0) & ~(a["gain"] > 0))
-    if bad.size:  # a split is made only when its (penalized) gain is > min_split_gain >= 0
-        t, i = (int(x) for x in bad[0])
-        tat["gain"][t][i].fail(f"a split's gain must be positive, got {a['gain'][t, i].item()!r}.")
     a["cat_bits"] = _read_cat_bits(d["trees"].get("cat_bits"), tat["cat_bits"], a, is_cat,
                                    cuts)
     if cuts is not None:
@@ -1312,6 +1308,19 @@ def _check_first_use(ens, first, at):
         at[f].fail(f"feature {f} is first split on by {by}, not {int(first[f])}.")
 
 
+def _check_split_gains(ens, at):
+    """Every split of a fitted model has a positive gain: a split is made only when its
+    (penalized) gain beats ``min_split_gain`` >= 0. (A standalone ensemble, which may be
+    built by hand, is not held to this.)"""
+    if not ens.n_trees:
+        return
+    s = ens.stacked()
+    bad = np.argwhere((s["feature"] >= 0) & ~(s["gain"] > 0))
+    if bad.size:
+        t, i = (int(x) for x in bad[0])
+        at[t][i].fail(f"a split's gain must be positive, got {s['gain'][t, i].item()!r}.")
+
+
 def _check_importances(imp, ensembles, at):
     """Importances are each feature's share of the split gains of the trees (all zero
     without splits), as the fit computes them."""
@@ -1447,6 +1456,7 @@ class _GBFS:
         losses = {k: _float_array(rec[k], rat[k], (n_trees,), lo=0.0,
                                   nonfinite=("NaN", "Infinity")).tolist()
                   for k in ("train_loss", "val_loss")}
+        _check_split_gains(ens, at["ensemble"]["trees"]["gain"])
         _check_first_use(ens, first, at["first_use_tree"])
         for t, fs in enumerate(features_added):
             want = np.flatnonzero(first == t)
@@ -1877,6 +1887,7 @@ class _MultiTaskGBFS:
             if bad.size:
                 eat[t]["tree_column"][int(bad[0])].fail(
                     f"tree {int(bad[0])} of a boosted model fits output {int(bad[0]) % k_out}.")
+            _check_split_gains(ens, eat[t]["trees"]["gain"])
             ensembles.append(ens)
             # the first tree of this task that splits on each feature (-1: none)
             first = np.full(d, -1, dtype=np.int64)
