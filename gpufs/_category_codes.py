@@ -95,9 +95,14 @@ class CategoryCodes:
             values[f], n_codes[f] = uniq, n
         return cls(n_features, values, n_codes)
 
-    def encode(self, f, col, missing):
+    def encode(self, f, col, missing, name=None):
         """float64 codes of column ``f``: ``col`` (n,) its values, ``missing`` (n,) bool its
-        missing entries. Missing values and categories not seen in fit are NaN."""
+        missing entries. Missing values and categories not seen in fit are NaN.
+
+        A value of the other kind than the fit's categories (a number in a column of text
+        categories, text in one of numbers) is a ValueError naming the column (``name``, else
+        ``f``): it is the column given as its codes, not an unseen category.
+        """
         if self._lookup is None:
             self._lookup = {g: {v: min(j, self.n_codes[g] - 1) for j, v in enumerate(vals)}
                             for g, vals in self.values.items()}
@@ -110,11 +115,36 @@ class CategoryCodes:
         try:
             uniq, inverse = np.unique(vals, return_inverse=True)
         except TypeError:  # values of mixed types cannot be sorted: look each one up
+            self._check_kind(f, vals, name)
             out[present] = [table.get(_plain(v), np.nan) for v in vals]
             return out
+        self._check_kind(f, uniq, name)
         codes = np.array([table.get(_plain(v), np.nan) for v in uniq], dtype=np.float64)
         out[present] = codes[inverse.reshape(-1)]
         return out
+
+    def _check_kind(self, f, vals, name):
+        """Refuse ``vals`` (present values of column f) of another kind than its categories."""
+        fitted = self.values[int(f)]
+        if not fitted:
+            return
+        want = _kind(fitted[0])
+        if vals.dtype.kind in "biuf":
+            other = None if want == "numbers" else "numbers"
+        elif vals.dtype.kind in "US":
+            other = None if want == "text" else "text"
+        else:
+            kinds = {_kind(_plain(v)) for v in vals}
+            other = next((k for k in sorted(kinds) if k != want), None)
+        if other is None:
+            return
+        shown = ", ".join(repr(v) for v in fitted[:3]) + (", ..." if len(fitted) > 3 else "")
+        col = repr(name) if name is not None else f
+        raise ValueError(
+            f"categorical column {col} held {want.rstrip('s')} categories in fit ({shown}) but "
+            f"holds {other} now: "
+            f"give its categories as in fit (a column of codes, such as pandas' .cat.codes, "
+            f"is not its categories).")
 
     # --- persistence (validated by gpufs.model_io) ----------------------------------------
     def to_dict(self) -> dict:
@@ -130,6 +160,11 @@ class CategoryCodes:
         state = dict(self.__dict__)
         state["_lookup"] = None
         return state
+
+
+def _kind(v) -> str:
+    """"text" or "numbers" (booleans too): the two kinds of categories."""
+    return "text" if isinstance(v, (str, bytes)) else "numbers"
 
 
 def count_values(col, name):

@@ -182,7 +182,7 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
     codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
                                 dict(enumerate(names)), categorical_features)
     for f, (values, missing) in columns.items():
-        out[:, f] = codes.encode(f, values, missing)
+        out[:, f] = codes.encode(f, values, missing, names[f])
     return out
 
 
@@ -216,10 +216,9 @@ def _encode_array_categories(estimator, arr, reset, categorical_features, max_ca
 def _frame_category_columns(frame, mask):
     """dict f -> (values (n,), missing (n,) bool) of the ``mask`` columns of a narwhals
     frame."""
-    cols = list(frame.columns)
     columns = {}
     for f in np.flatnonzero(mask):
-        s = frame[cols[f]]
+        s = frame[:, int(f)]  # by position: frame[name] reads an integer name as a row
         columns[int(f)] = (np.asarray(s.to_numpy()), np.asarray(s.is_null().to_numpy()))
     return columns
 
@@ -590,8 +589,8 @@ def encode_classes(y):
         enc = enc.astype(np.int32)
     if classes.shape[0] < 2:
         raise ValueError(
-            f"y has only 1 class ({classes[0].tolist()!r}); a classifier needs at least 2 "
-            "classes.")
+            f"y has only 1 class ({np.asarray(classes[0]).tolist()!r}); a classifier needs "
+            "at least 2 classes.")
     return classes, enc
 
 

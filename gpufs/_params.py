@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-__all__ = ["DEVICE_CONSTRAINT", "int_range", "real_range"]
+__all__ = ["DEVICE_CONSTRAINT", "MAX_INT", "int_range", "real_range"]
 
 
 class _NumberInterval(Interval):
@@ -27,8 +27,13 @@ class _NumberInterval(Interval):
         return super().is_satisfied_by(val)
 
 
+#: The largest integer any hyperparameter takes: counts end in numpy's int64 and numba's
+#: integers, so a larger one would be an OverflowError deep in the fit, not a parameter error.
+MAX_INT = 2**63 - 1
+
+
 def int_range(low, high=None):
-    """Constraint: an integer in ``[low, high]`` (``high=None``: no upper bound).
+    """Constraint: an integer in ``[low, high]`` (``high=None``: up to ``MAX_INT``).
 
     Parameters
     ----------
@@ -39,8 +44,8 @@ def int_range(low, high=None):
     -------
     sklearn.utils._param_validation.Interval
     """
-    return _NumberInterval(numbers.Integral, low, high,
-                           closed="both" if high is not None else "left")
+    return _NumberInterval(numbers.Integral, low, MAX_INT if high is None else high,
+                           closed="both")
 
 
 def real_range(low, high=None, closed="left"):
@@ -66,5 +71,5 @@ DEVICE_CONSTRAINT = [StrOptions({"auto", "cpu", "gpu"})]
 
 #: ``n_jobs`` as scikit-learn means it: None or -1 all cores, -k all but k - 1, k >= 1 at most
 #: k threads (0 is refused).
-N_JOBS_CONSTRAINT = [_NumberInterval(numbers.Integral, None, -1, closed="right"),
+N_JOBS_CONSTRAINT = [_NumberInterval(numbers.Integral, -MAX_INT, -1, closed="both"),
                      int_range(1), None]

@@ -38,7 +38,9 @@ Bounds use the largest possible hessian per row: 1 for squared error or ``hessia
 * ValueError when the gain sums would leave float64's range: ``R * W`` (W the total weight)
   above ``2**500`` or ``W * R**2`` above ``2**1000`` (the gain squares sums of gradients), or a
   largest weighted gradient or hessian below ``2**-500`` (fixed-point gradients and squared
-  sums underflow). The message says to standardize y or rescale the weights.
+  sums underflow), or a target range ``R`` itself below ``2**-500`` (whatever the weights:
+  ControlBurn's forest scales unweighted gradients, stagewise squares the residuals). The
+  message says to standardize y or rescale the weights.
 * UserWarning when no split can ever be made: the hessian sum of all rows is below twice
   ``min_child_weight``, so no node has two children that each reach it (the fit would end
   with stumps of one leaf, an empty selection).
@@ -73,6 +75,15 @@ def _target_range(y):
     return float(xp.max(y)) - float(xp.min(y))
 
 
+def _span(y, R):
+    """The target's span for a message: beyond float64, its ends instead of "inf"."""
+    if R < float("inf"):
+        return f"y spans {R:.3g}"
+    xp = namespace_of(y)
+    return (f"y runs from {float(xp.min(y)):.3g} to {float(xp.max(y)):.3g}, a span beyond "
+            "float64")
+
+
 def _weights(w, n):
     """(total, largest) weight; unit weights when w is None."""
     if w is None:
@@ -93,10 +104,16 @@ def _check_overflow(R, W, w_max, what_y, remedy=_STANDARDIZE):
         s1 = R * W
         s2 = W * R * R
     if not (s1 <= _MAX_SUM and s2 <= _MAX_SUM * _MAX_SUM):
+        reach = f"reach {s1:.3g}" if s1 < float("inf") else "leave float64's range"
         raise ValueError(
             f"the split gains would overflow float64: {what_y} and the sample weights sum to "
-            f"{W:.3g}, so the gradient sums reach {s1:.3g} and their squares leave float64's "
+            f"{W:.3g}, so the gradient sums {reach} and their squares leave float64's "
             f"range. {remedy} (for example to mean 1).")
+    if 0 < R < _MIN_TERM:  # unweighted gradients (a forest's) and squared residuals
+        raise ValueError(
+            f"the split gains would underflow float64: {what_y}, below {_MIN_TERM:.3g}, so the "
+            f"gradients' fixed-point scale and their squares leave float64's range whatever "
+            f"the weights. {remedy} (for example to mean 1).")
     if R > 0 and R * w_max < _MIN_TERM:
         raise ValueError(
             f"the split gains would underflow float64: {what_y} and the largest sample weight "
@@ -120,7 +137,7 @@ def check_target_scale(est, y, sample_weight=None):
         return
     R = _target_range(y)
     W, w_max = _weights(sample_weight, y.shape[0])
-    _check_overflow(R, W, w_max, f"y spans {R:.3g}")
+    _check_overflow(R, W, w_max, _span(y, R))
 
 
 def check_boosting_scales(est, y, sample_weight=None):
@@ -137,10 +154,11 @@ def check_boosting_scales(est, y, sample_weight=None):
     n = y.shape[0]
     W, w_max = _weights(sample_weight, n)
     R = None if is_classifier(est) else _target_range(y)
-    check_boosting_scale_values(est, n, W, w_max, R)
+    check_boosting_scale_values(est, n, W, w_max, R,
+                                _span_text=None if R is None else _span(y, R))
 
 
-def check_boosting_scale_values(est, n, W, w_max, R=None):
+def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
     """:func:`check_boosting_scales` from the numbers it reads off the data (a cluster computes
     them over its workers, ``gpufs.dask``).
 
@@ -153,6 +171,9 @@ def check_boosting_scale_values(est, n, W, w_max, R=None):
         The total and the largest sample weight (``n`` and 1 without weights).
     R : float or None
         For a regressor, the target's range (max - min).
+    _span_text : str or None
+        How the error names that range (``check_boosting_scales`` names the target's ends
+        when the range itself is beyond float64).
     """
     from sklearn.base import is_classifier
 
@@ -161,7 +182,8 @@ def check_boosting_scale_values(est, n, W, w_max, R=None):
         _check_overflow(1.0, W, w_max, "the gradients of the log loss are at most 1", _RESCALE)
     else:
         h_max = 1.0
-        _check_overflow(R, W, w_max, f"y spans {R:.3g}")
+        _check_overflow(R, W, w_max, _span_text or (
+            f"y spans {R:.3g}" if R < float("inf") else "y spans more than float64 holds"))
     if w_max * h_max < _MIN_TERM:
         raise ValueError(
             f"the hessian sums would underflow float64: the largest sample weight is "

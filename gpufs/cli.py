@@ -32,16 +32,18 @@ import argparse
 import json
 import os
 import shlex
-import stat
 import sys
 import tempfile
 import time
 import warnings
 from contextlib import contextmanager
 
-import numpy as np
+from ._interrupt import SignalsAsInterrupts, deferred, describe, quiet_start
 
-from ._version import __version__
+with quiet_start():  # Ctrl-C while the command starts: one line, not a traceback
+    import numpy as np
+
+    from ._version import __version__
 
 #: what ``--method`` names, and the penalty each reports (GBFS's mu, ControlBurn's lambda)
 METHODS = ("gbfs", "controlburn", "stagewise")
@@ -182,9 +184,58 @@ def check_outputs(outputs: dict, inputs: list, force: bool) -> None:
             raise UserError(f"{option} {path}: the folder {folder} does not exist")
         if os.path.isdir(path):
             raise UserError(f"{option} {path} is a folder")
+        _refuse_special(option, path)
         if os.path.lexists(path) and not force:
             raise UserError(f"{option} {path} exists; refusing to replace it (pass --force to "
                             "overwrite)")
+
+
+def _refuse_special(option: str, path: str) -> None:
+    """Only regular files are replaced, also with ``--force``: a FIFO, a device or a socket
+    (behind a link too) is named and refused (``os.replace`` would put a file in its place:
+    as root, ``--report /dev/null --force`` replaced ``/dev/null``)."""
+    from ._files import special_kind
+
+    kind = special_kind(path)
+    if kind is not None:
+        raise UserError(f"{option} {path} is {kind}, not a file; gpufs writes regular files "
+                        "only, and never replaces anything else (not even with --force)")
+
+
+#: the module each compression of a written table needs (pandas imports it when writing)
+_COMPRESSION_MODULES = {"gzip": ("gzip", None), "bz2": ("bz2", None), "xz": ("lzma", None),
+                        "zstd": ("zstandard", "pip install zstandard"), "zip": ("zipfile", None)}
+
+
+def _probe_outputs(outputs: dict) -> None:
+    """What check_outputs cannot see from names, found before the fit: every output's folder
+    takes a new file (a temporary file is made there and removed), and a compressed or Parquet
+    table has the library that writes it."""
+    import importlib
+
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        try:
+            with deferred():  # the probe file never outlives an interrupt
+                os.unlink(_temporary_beside(path))
+        except OSError as exc:
+            raise UserError(f"{option} {path}: cannot write in the folder "
+                            f"{os.path.dirname(os.path.abspath(path))} ({exc.strerror or exc})"
+                            ) from exc
+        if option != "--output":
+            continue
+        fmt, compression = table_format(path)
+        if fmt == "parquet":
+            _need_pyarrow()
+        module, advice = _COMPRESSION_MODULES.get(compression, (None, None))
+        if module is not None:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise UserError(f"{option} {path}: writing {compression} needs the {module} "
+                                f"module ({advice or 'this Python was built without it'})"
+                                ) from None
 
 
 def _temporary_beside(path: str) -> str:
@@ -202,14 +253,11 @@ def _publish(tmp: str, path: str, force: bool) -> None:
     is made, which fails on an existing name). A new file gets the permissions the process's
     umask gives; a replaced file keeps its own.
     """
-    if os.path.exists(path):
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    os.chmod(tmp, mode)
+    from ._files import new_file_mode
+
+    os.chmod(tmp, new_file_mode(path))
     if force:
+        _refuse_special("the output", path)  # appeared since the checks
         os.replace(tmp, path)
         return
     appeared = UserError(f"{path} appeared while gpufs was running; refusing to replace it "
@@ -232,15 +280,17 @@ def atomic_output(path: str, force: bool, binary: bool = True):
     error, the file is synced and renamed to ``path``. On any error or interrupt the temporary
     file is removed and ``path`` is untouched.
     """
-    tmp = _temporary_beside(path)
+    tmp = None
     try:
+        with deferred():  # no interrupt between making the file and knowing its name
+            tmp = _temporary_beside(path)
         with open(tmp, "wb" if binary else "w") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         _publish(tmp, path, force)
     finally:
-        if os.path.lexists(tmp):
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
 
 
@@ -314,7 +364,9 @@ def _task(y, task: str) -> str:
 
     if y.dtype.kind in "ObUS" or str(y.dtype) in ("category", "string", "str"):
         return "classification"
-    kind = type_of_target(y.to_numpy())
+    with warnings.catch_warnings():  # casts of values near 1e308: noise, the fit says more
+        warnings.simplefilter("ignore", RuntimeWarning)
+        kind = type_of_target(y.to_numpy())
     return "classification" if kind in ("binary", "multiclass") and y.nunique() <= 20 \
         else "regression"
 
@@ -396,10 +448,13 @@ def _select(args) -> int:
     if args.output is not None:
         table_format(args.output)
     check_outputs(outputs, [args.table], args.force)
+    _probe_outputs(outputs)
     _check_device(args.device)  # an unusable --device gpu fails now, not after the read
 
     df = read_table(args.table)
     t_read = time.perf_counter()
+    if len(df) == 0:  # its columns would all read as text
+        raise UserError(f"{args.table} has a header but no rows")
     if args.target not in df.columns:
         raise UserError(f"target column {args.target!r} is not in {args.table} (columns: "
                         f"{_short_list(df.columns)})")
@@ -438,7 +493,7 @@ def _select(args) -> int:
                      "a feature (most rows have a value of their own); pass --drop "
                      f"{shlex.quote(column)} to leave it out without this warning, or name "
                      "it (with the other text columns) in --categorical to use it")
-        sys.stderr.write(f"warning: {notes[-1]}\n")
+        sys.stderr.write(f"warning: {printable(notes[-1])}\n")
     X = X.drop(columns=[column for column, _ in left_out])
     if X.shape[1] == 0:
         raise UserError(f"{args.table} has no feature columns left besides the target")
@@ -465,7 +520,7 @@ def _select(args) -> int:
         notes.append("no column was selected: pass -k N to select exactly N columns"
                      + knob.get(args.method, ""))
     for note in notes[n_early:]:  # one line each, like the errors, not Python's warning format
-        sys.stderr.write(f"warning: {note}\n")
+        sys.stderr.write(f"warning: {printable(note)}\n")
 
     names = _selected_names(est)
     scores, meaning = _feature_scores(est, args.method)
@@ -479,7 +534,7 @@ def _select(args) -> int:
     order = "most important first" if args.method == "controlburn" else "in order of selection"
     print(f"{header}, {order}:")
     for rank, (f, name) in enumerate(zip(sel, names), 1):
-        print(f"  {rank:3d}. {name}  (score {scores[f]:.4f})")
+        print(f"  {rank:3d}. {printable(name)}  (score {scores[f]:.4f})")
     print(f"score: {meaning}")
     if compiling.noticed:
         print(f"fit {t_fit - t_read - compiling.seconds:.2f} s" + _compiled_note(compiling))
@@ -532,14 +587,13 @@ def _select(args) -> int:
 
 
 def _save_model(est, path: str, force: bool) -> None:
-    """``est.save_model`` into a temporary file, renamed into place like every output."""
-    tmp = _temporary_beside(path)
-    try:
-        est.save_model(tmp)
-        _publish(tmp, path, force)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+    """The model file (``est.save_model``'s text) written through ``atomic_output`` like
+    every output."""
+    from .model_io import dumps, to_document
+
+    text = dumps(to_document(est))
+    with atomic_output(path, force) as fh:
+        fh.write(text.encode("utf-8"))
 
 
 def _identifier_columns(X, text) -> list:
@@ -562,8 +616,35 @@ def _short_list(items, limit=10) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    text = printable(" ".join(str(exc).split()))
     return text or type(exc).__name__
+
+
+def printable(text) -> str:
+    r"""``text`` safe to print on a terminal: every character that is not printable (control
+    characters such as ESC, BEL, CR and newlines, and invisible format characters such as
+    U+202E, which reverses the text after it) is shown as its Python escape (``\x1b``).
+    Names come from strangers' tables and model files.
+
+    Parameters
+    ----------
+    text : object
+        Converted with ``str``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(printable("\x1b[31mred\nline"))
+    \x1b[31mred\nline
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 # --- explain --------------------------------------------------------------------------------
@@ -587,7 +668,7 @@ def load_model(path: str):
 def _explain(args) -> int:
     est = load_model(args.model)
     names = _selected_names(est)
-    print(f"{args.model}: {type(est).__name__}, {est.n_features_in_} features in, "
+    print(f"{printable(args.model)}: {type(est).__name__}, {est.n_features_in_} features in, "
           f"{len(names)} selected")
     params = est.get_params()
     for key in ("mu", "penalty_scaling", "n_features_to_select", "n_estimators", "max_depth",
@@ -604,12 +685,12 @@ def _explain(args) -> int:
     print("selected features, in order of selection:")
     for rank, (f, name) in enumerate(zip(est.selected_features_, names), 1):
         where = f"  (first used by tree {first[f]})" if first is not None else ""
-        print(f"  {rank:3d}. {name}{where}")
+        print(f"  {rank:3d}. {printable(name)}{where}")
     costs = getattr(est, "cost_history_", None)
     if costs is not None:  # stagewise: the cost after each round
         print("cost after each round (round 0: the bias alone):")
         for r, c in enumerate(costs):
-            entered = f"  +{names[r - 1]}" if 0 < r <= len(names) else ""
+            entered = f"  +{printable(names[r - 1])}" if 0 < r <= len(names) else ""
             print(f"  {r:5d}  {c:.6f}{entered}")
     record = getattr(est, "selection_record_", None)
     if record:
@@ -622,13 +703,20 @@ def _explain(args) -> int:
             added = list(record["features_added"][t])
             if not added:
                 continue
-            added_names = [str(names_in[f]) if names_in is not None else f"x{f}" for f in added]
+            added_names = [printable(names_in[f]) if names_in is not None else f"x{f}"
+                           for f in added]
             v = "-" if np.isnan(val[t]) else f"{val[t]:.6f}"
             print(f"  {t:5d}  {record['train_loss'][t]:10.6f}  {v:>10}  "
                   f"{', '.join(added_names)}")
         print(f"  final  {record['train_loss'][-1]:10.6f}  "
               f"{'-' if np.isnan(val[-1]) else f'{val[-1]:.6f}':>10}")
     return 0
+
+
+def _show_warning_in_one_line(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` while a command runs: one ``warning:`` line, like the errors
+    (the fit's own warnings are collected and printed by ``_select``)."""
+    sys.stderr.write(f"warning: {_one_line(message)}\n")
 
 
 # --- the parser -----------------------------------------------------------------------------
@@ -724,7 +812,8 @@ def main(argv=None) -> int:
     Returns
     -------
     status : int
-        0 on success, 2 for a user error, 130 when interrupted, 1 for an internal error.
+        0 on success, 2 for a user error, 130 when interrupted (Ctrl-C), 143 when
+        terminated (SIGTERM), 1 for an internal error.
 
     Examples
     --------
@@ -734,27 +823,37 @@ def main(argv=None) -> int:
     2
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _build_parser().parse_args(argv)
-    args.argv = argv
-    run = {"demo": _demo, "select": _select, "explain": _explain}[args.command]
-    try:
-        return run(args)
-    except KeyboardInterrupt:
-        if args.debug:
-            raise
-        sys.stderr.write("error: interrupted\n")
-        return 130
-    except _USER_ERRORS as exc:
-        if args.debug:
-            raise
-        sys.stderr.write(f"error: {_one_line(exc)}\n")
-        return 2
-    except Exception as exc:
-        if args.debug:
-            raise
-        sys.stderr.write(f"error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
-                         "rerun with --debug for the traceback and report it\n")
-        return 1
+    with SignalsAsInterrupts() as signals:  # SIGINT and SIGTERM: clean up, one line
+        args = _build_parser().parse_args(argv)
+        args.argv = argv
+        run = {"demo": _demo, "select": _select, "explain": _explain}[args.command]
+        try:
+            with warnings.catch_warnings():  # restores Python's warning printer afterwards
+                warnings.showwarning = _show_warning_in_one_line
+                return run(args)
+        except Exception as exc:
+            if args.debug:
+                raise
+            if signals.signum is not None:  # numba turns an interrupt into a SystemError
+                return _interrupted(signals.signum)
+            if isinstance(exc, _USER_ERRORS):
+                sys.stderr.write(f"error: {_one_line(exc)}\n")
+                return 2
+            sys.stderr.write(f"error: internal error ({type(exc).__name__}: "
+                             f"{_one_line(exc)}); rerun with --debug for the traceback and "
+                             "report it\n")
+            return 1
+        except KeyboardInterrupt:
+            if args.debug:
+                raise
+            return _interrupted(signals.signum)
+
+
+def _interrupted(signum) -> int:
+    """One line for an interrupt, and its status: 130 for Ctrl-C, 143 for SIGTERM."""
+    message, status = describe(signum)
+    sys.stderr.write(f"error: {message}\n")
+    return status
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ validated like any other file. Saving always writes format 2.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import math
@@ -123,6 +124,7 @@ import tempfile
 
 import numpy as np
 
+from . import _files
 from . import _types as T
 
 FORMAT = "gpufs.model"
@@ -267,14 +269,8 @@ def plain(d):
 
 
 def _read_text(path, max_bytes):
-    with open(path, "rb") as fh:
-        # read(n) allocates n bytes up front: ask for the file's size, not the cap
-        size = os.fstat(fh.fileno()).st_size
-        data = fh.read(min(size, max_bytes) + 1)
-    if len(data) > max_bytes:
-        raise ModelFileError(
-            f"{os.fspath(path)} is larger than max_bytes={max_bytes}; a model file of a trusted "
-            "source may be loaded with a larger max_bytes.")
+    # a regular file only (a FIFO would block the read forever), at most max_bytes
+    data = _files.read_regular(path, max_bytes, ModelFileError)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -282,13 +278,32 @@ def _read_text(path, max_bytes):
 
 
 def _write_text(path, text):
-    """Write through a temporary file and a rename, so no half-written file is ever left."""
+    """Write through a temporary file and a rename, so no half-written file is ever left.
+
+    Only a regular file is replaced (a FIFO, a device or a folder is refused); the file gets
+    the permissions of the file it replaces, or those the umask gives a new one. Errors name
+    ``path``, not the temporary file.
+    """
     path = os.fspath(path)
+    kind = _files.special_kind(path)
+    if kind is not None:
+        raise ValueError(f"cannot save the model to {path}: it is {kind}, not a file; "
+                         "save_model replaces regular files only.")
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gpufs-model-", suffix=".tmp")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"cannot save the model: no folder {folder}",
+                                path)
+    mode = _files.new_file_mode(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gpufs-model-", suffix=".tmp")
+    except OSError as exc:  # not writable, say: report the model's path
+        raise type(exc)(exc.errno, f"cannot save the model: {exc.strerror}", path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -1083,8 +1098,22 @@ def _decode_param(v, at, nested=False):
         _obj(v, at, ["estimator", "params"])
         cls = _estimator_class(v["estimator"], at["estimator"],
                                ("GBFSRegressor", "GBFSClassifier"))
-        return cls(**_decode_params(v["params"], at["params"], cls, nested=True))
+        est = cls(**_decode_params(v["params"], at["params"], cls, nested=True))
+        _check_params(est, at["params"])
+        return est
     return _decode_scalar(v, at)
+
+
+#: Parameters each family gained after format 2 appeared. A format-2 file written before one
+#: existed lacks it, and it takes its default (the behaviour of that fit); any other missing
+#: parameter means an edited file. Format-1 files are completed by the migration.
+_PARAMS_SINCE_FORMAT2 = {
+    "GBFS": {"categorical_features", "gt_delta", "gt_s", "gt_subsets", "n_jobs",
+             "split_search", "tol", "warm_start"},
+    "Stagewise": {"categorical_features"},
+    "ControlBurn": {"categorical_features", "n_jobs", "reweight_steps", "warm_start"},
+    "MultiTaskGBFS": {"categorical_features", "n_jobs"},
+}
 
 
 def _decode_params(d, at, cls, nested=False):
@@ -1094,8 +1123,42 @@ def _decode_params(d, at, cls, nested=False):
     extra = [k for k in d if k not in known]
     if extra:
         at.fail(f"{cls.__name__} has no parameter {_short(extra[0])}.")
-    # a parameter missing from the file keeps its default (files of older versions)
+    family = cls.__name__.replace("Regressor", "").replace("Classifier", "")
+    missing = [k for k in known if k not in d and k not in _PARAMS_SINCE_FORMAT2[family]]
+    if missing:
+        at.fail(f"missing parameter {missing[0]!r} (a model file lists every parameter).")
     return {k: _decode_param(v, at[k], nested) for k, v in d.items()}
+
+
+def _check_params(est, at):
+    """Every parameter within the estimator's own ``_parameter_constraints`` (what ``fit``
+    checks first), the failure named as ``params.<name>``."""
+    from sklearn.utils._param_validation import (InvalidParameterError,
+                                                 validate_parameter_constraints)
+
+    constraints = getattr(est, "_parameter_constraints", {})
+    for name, value in est.get_params(deep=False).items():
+        if name not in constraints:
+            continue
+        try:
+            validate_parameter_constraints({name: constraints[name]}, {name: value},
+                                           caller_name=type(est).__name__)
+        except InvalidParameterError as exc:
+            at[name].fail(str(exc))
+
+
+def _check_feature_params(est, at, n_features):
+    """``feature_costs`` and ``feature_groups`` (where the estimator has them) as ``fit``
+    checks them against the model's ``n_features``."""
+    from ._input import check_costs, check_groups
+
+    for name, check in (("feature_costs", check_costs), ("feature_groups", check_groups)):
+        if name not in est.get_params(deep=False):
+            continue
+        try:
+            check(getattr(est, name), n_features)
+        except (TypeError, ValueError) as exc:
+            at[name].fail(str(exc))
 
 
 def _classes_out(classes):
@@ -1202,15 +1265,22 @@ def _read_body(doc, at, expected=None, nested=False):
     if expected is not None and cls is not expected:
         raise ModelFileError(f"the file holds a {name}, not a {expected.__name__}.")
     est = cls(**_decode_params(doc["params"], at["params"], cls))
+    _check_params(est, at["params"])
     family = _FAMILIES[name]
     d = _int(doc["n_features_in"], at["n_features_in"], 1,
              MAX_BINNED_FEATURES if family.binned else MAX_FEATURES)
     est.n_features_in_ = d
+    _check_feature_params(est, at["params"], d)
     names = doc["feature_names_in"]
     if names is not None:
         _list(names, at["feature_names_in"], d)
-        est.feature_names_in_ = np.asarray(
-            [_str(x, at["feature_names_in"][i]) for i, x in enumerate(names)], dtype=object)
+        seen = set()
+        for i, x in enumerate(names):
+            if _str(x, at["feature_names_in"][i]) in seen:
+                at["feature_names_in"][i].fail(f"name {_short(x)} appears twice (a table's "
+                                               "columns have distinct names).")
+            seen.add(x)
+        est.feature_names_in_ = np.asarray(names, dtype=object)
     classifier = name.endswith("Classifier")
     if classifier != (doc["classes"] is not None):
         at["classes"].fail("a classifier has classes and a regressor has none.")
@@ -1224,6 +1294,54 @@ def _read_body(doc, at, expected=None, nested=False):
 # Families
 # --------------------------------------------------------------------------------------------
 
+def _check_first_use(ens, first, at):
+    """``first`` (n_features,) is, per feature, the first tree that splits on it (-1: none)."""
+    derived = np.full(first.shape[0], -1, dtype=np.int64)
+    if ens.n_trees:
+        feat = ens.stacked()["feature"]
+        for t in range(ens.n_trees - 1, -1, -1):
+            derived[feat[t][feat[t] >= 0]] = t
+    bad = np.flatnonzero(derived != first)
+    if bad.size:
+        f = int(bad[0])
+        by = f"tree {int(derived[f])}" if derived[f] >= 0 else "no tree"
+        at[f].fail(f"feature {f} is first split on by {by}, not {int(first[f])}.")
+
+
+def _check_split_gains(ens, at):
+    """Every split of a fitted model has a positive gain: a split is made only when its
+    (penalized) gain beats ``min_split_gain`` >= 0. (A standalone ensemble, which may be
+    built by hand, is not held to this.)"""
+    if not ens.n_trees:
+        return
+    s = ens.stacked()
+    bad = np.argwhere((s["feature"] >= 0) & ~(s["gain"] > 0))
+    if bad.size:
+        t, i = (int(x) for x in bad[0])
+        at[t][i].fail(f"a split's gain must be positive, got {s['gain'][t, i].item()!r}.")
+
+
+def _check_importances(imp, ensembles, at):
+    """Importances are each feature's share of the split gains of the trees (all zero
+    without splits), as the fit computes them."""
+    gains = np.zeros(imp.shape[0])
+    for ens in ensembles:
+        if ens.n_trees:
+            s = ens.stacked()
+            split = s["feature"] >= 0
+            np.add.at(gains, s["feature"][split], s["gain"][split])
+    total = gains.sum()
+    expect = gains / total if total > 0 else gains
+    if not np.allclose(imp, expect, rtol=1e-12, atol=1e-15):
+        at.fail("not the trees' split gains (each feature's share of the total gain).")
+
+
+def _check_max_bins(est, at):
+    if est.bin_mapper_.max_bins != est.max_bins:
+        at["bins"]["max_bins"].fail(f"{est.bin_mapper_.max_bins} differs from params.max_bins "
+                                    f"{est.max_bins}.")
+
+
 def _n_outputs(est):
     k = len(est.classes_) if hasattr(est, "classes_") else 1
     return 1 if k <= 2 else k
@@ -1236,12 +1354,29 @@ def _device_of(v, at):
 def _loss_lists(v, at, length):
     """``evals_result``: one loss array of ``length`` per validation set."""
     _list(v, at, max_length=MAX_CLASSES)
-    return [_float_array(r, at[i], (length,), nonfinite=("NaN", "Infinity"))
+    return [_float_array(r, at[i], (length,), lo=0.0, nonfinite=("NaN", "Infinity"))
             for i, r in enumerate(v)]
 
 
 class _GBFS:
     binned = True
+
+    @staticmethod
+    def check_fit_params(est, at):
+        """The fitted model is what the parameters fit: tree depth, rounds, bins, and the mu
+        of a fit without a feature budget (a search sets it otherwise)."""
+        ens = est.ensemble_
+        if ens.max_depth != est.max_depth:
+            at["ensemble"]["max_depth"].fail(f"the trees have depth {ens.max_depth}, but "
+                                             f"params.max_depth is {est.max_depth}.")
+        if est.n_estimators_ > est.n_estimators:
+            at["n_estimators"].fail(f"{est.n_estimators_} rounds, more than "
+                                    f"params.n_estimators {est.n_estimators}.")
+        _check_max_bins(est, at)
+        k = est.n_features_to_select
+        if (k is None or (k == "auto" and est.tol is not None)) and est.mu_ != est.mu:
+            at["mu"].fail(f"{est.mu_!r} differs from params.mu {est.mu!r} (without "
+                          "n_features_to_select the fit runs at mu).")
     keys = ["device", "ensemble", "bins", "n_estimators", "selected_features", "first_use_tree",
             "feature_importances", "selection_record", "mu", "mu_search", "fit_times",
             "selection_path"]
@@ -1318,9 +1453,20 @@ class _GBFS:
         added = _list(rec["features_added"], rat["features_added"], n_trees)
         features_added = [_index_list(a, rat["features_added"][t], d).tolist()
                           for t, a in enumerate(added)]
-        losses = {k: _float_array(rec[k], rat[k], (n_trees,),
+        losses = {k: _float_array(rec[k], rat[k], (n_trees,), lo=0.0,
                                   nonfinite=("NaN", "Infinity")).tolist()
                   for k in ("train_loss", "val_loss")}
+        _check_split_gains(ens, at["ensemble"]["trees"]["gain"])
+        _check_first_use(ens, first, at["first_use_tree"])
+        for t, fs in enumerate(features_added):
+            want = np.flatnonzero(first == t)
+            if sorted(fs) != want.tolist():
+                rat["features_added"][t].fail(f"tree {t} first splits on features "
+                                              f"{want.tolist()[:8]}, not {sorted(fs)[:8]}.")
+        if [f for fs in features_added for f in fs] != selected.tolist():
+            at["selected_features"].fail("not the features in the order the trees added them "
+                                         "(selection_record.features_added).")
+        _check_importances(imp, [ens], at["feature_importances"])
         est.ensemble_ = ens
         est.n_estimators_ = rounds
         est.selected_features_ = selected
@@ -1333,6 +1479,7 @@ class _GBFS:
         est.group_test_candidates_ = _group_test_candidates(f, at, est, n_trees,
                                                             features_added, first)
         est.mu_ = _float(f["mu"], at["mu"], lo=0.0)
+        _GBFS.check_fit_params(est, at)
         if "evals_result" in f:
             est.evals_result_ = _loss_lists(f["evals_result"], at["evals_result"], rounds)
         else:           # the validation loss the selection record kept, per round
@@ -1383,6 +1530,19 @@ def _group_test_candidates(f, at, est, n_trees, features_added, first_use):
 
 class _Stagewise:
     binned = False
+
+    @staticmethod
+    def check_fit_params(est, at, k=None):
+        """No more features than ``n_features_to_select`` asks for."""
+        from .selectors._base import resolve_k
+
+        k = len(est.selected_features_) if k is None else k
+        want = est.n_features_to_select
+        limit = (est.n_features_in_ if want is None or want == "auto"
+                 else resolve_k(want, est.n_features_in_))
+        if k > limit:
+            at["selected_features"].fail(f"{k} features, more than params.n_features_to_select "
+                                         f"{want!r} allows ({limit}).")
     keys = ["device", "mean", "std", "selected_features", "standardized_coef", "bias", "coef",
             "intercept", "weights_history", "cost_history", "validation_cost_history"]
     optional = ["evals_result", "categories", "category_coef"]
@@ -1492,6 +1652,13 @@ class _Stagewise:
         if not (np.all(np.isfinite(scale)) and np.all(gap <= 1e-9 * scale + 1e-300)):
             at["intercept"].fail("not bias - coef @ mean.")
         cost = _float_array(f["cost_history"], at["cost_history"], (k + 1,), lo=0.0)
+        # every round lowers the training cost or leaves it (up to the rounding of the
+        # evaluated cost, far below this margin)
+        rose = np.flatnonzero(cost[1:] > cost[:-1] * (1 + 1e-9) + 1e-300)
+        if rose.size:
+            at["cost_history"][int(rose[0]) + 1].fail("the cost rose in a round; each round "
+                                                      "lowers the training cost or leaves it.")
+        _Stagewise.check_fit_params(est, at, k)
         vch = f["validation_cost_history"]
         if vch is not None:
             vch = _float_array(vch, at["validation_cost_history"], (k + 1,), lo=0.0)
@@ -1519,6 +1686,11 @@ class _Stagewise:
 
 class _ControlBurn:
     binned = True
+
+    @staticmethod
+    def check_fit_params(est, at):
+        """The bins are those of ``max_bins``."""
+        _check_max_bins(est, at)
     keys = ["device", "bins", "selected_features", "feature_importances", "forest_coverage",
             "forest_features", "n_trees", "tree_weights", "intercept", "lambda",
             "selection_exact", "selection_path", "fit_times", "refit"]
@@ -1601,6 +1773,7 @@ class _ControlBurn:
         est.selection_path_ = path
         if times is not None:
             est.fit_times_ = times
+        _ControlBurn.check_fit_params(est, at)
 
     @staticmethod
     def _read_refit(est, r, at, sel):
@@ -1693,6 +1866,7 @@ class _MultiTaskGBFS:
         est.device_ = _device_of(f["device"], at["device"])
         tasks = _read_classes(f["tasks"], at["tasks"], 1, "a model has at least one task.")
         n_tasks = len(tasks)
+        est.tasks_ = tasks
         bins = read_bins(f["bins"], at["bins"], d)
         rounds = _int(f["n_estimators"], at["n_estimators"], 0)
         eat = at["ensembles"]
@@ -1713,6 +1887,7 @@ class _MultiTaskGBFS:
             if bad.size:
                 eat[t]["tree_column"][int(bad[0])].fail(
                     f"tree {int(bad[0])} of a boosted model fits output {int(bad[0]) % k_out}.")
+            _check_split_gains(ens, eat[t]["trees"]["gain"])
             ensembles.append(ens)
             # the first tree of this task that splits on each feature (-1: none)
             first = np.full(d, -1, dtype=np.int64)
@@ -1738,6 +1913,7 @@ class _MultiTaskGBFS:
             at["selected_features"].fail("not the union of the tasks' selected features.")
         mu_t = _float_array(f["mu_t"], at["mu_t"], (n_tasks,), lo=0.0)
         imp = _float_array(f["feature_importances"], at["feature_importances"], (d,), lo=0.0)
+        _check_importances(imp, ensembles, at["feature_importances"])
         rat = at["selection_records"]
         _list(f["selection_records"], rat, n_tasks)
         records = []
@@ -1753,7 +1929,7 @@ class _MultiTaskGBFS:
                 "tree_column": rcol.tolist(),
                 "features_added": [_index_list(a, rat[t]["features_added"][i], d).tolist()
                                    for i, a in enumerate(added)],
-                **{k: _float_array(rec[k], rat[t][k], (n_trees,),
+                **{k: _float_array(rec[k], rat[t][k], (n_trees,), lo=0.0,
                                    nonfinite=("NaN", "Infinity")).tolist()
                    for k in ("train_loss", "val_loss")}})
         est.tasks_ = tasks
@@ -1773,6 +1949,29 @@ class _MultiTaskGBFS:
         for key in ("fit_times", "selection_path"):
             setattr(est, key + "_", _free_form(f[key], at[key]))
         est._objective = est._make_objective()
+        _MultiTaskGBFS.check_fit_params(est, at)
+
+    @staticmethod
+    def check_fit_params(est, at):
+        """The task prices as fit resolves them (one per task, mu_G + mu_t < 1 with
+        root_sse), and the tree depth, rounds (all of them: no early stopping) and bins of
+        the parameters."""
+        try:
+            mu_t = est._resolve_mu_t(len(est.tasks_))
+        except ValueError as exc:
+            _At("params")["mu_t"].fail(str(exc))
+        if not np.array_equal(est.mu_t_, mu_t):
+            at["mu_t"].fail(f"{np.asarray(est.mu_t_).tolist()[:8]} differs from params.mu_t "
+                            f"{mu_t.tolist()[:8]}.")
+        for t, ens in enumerate(est.ensembles_):
+            if ens.max_depth != est.max_depth:
+                at["ensembles"][t]["max_depth"].fail(f"the trees have depth {ens.max_depth}, "
+                                                     f"but params.max_depth is "
+                                                     f"{est.max_depth}.")
+        if est.n_estimators_ != est.n_estimators:
+            at["n_estimators"].fail(f"{est.n_estimators_} rounds, but params.n_estimators is "
+                                    f"{est.n_estimators}.")
+        _check_max_bins(est, at)
 
 
 _FAMILIES = {
@@ -1820,8 +2019,14 @@ def _migrate_format1(p):
     params_mu = p["params"].get("mu") if type(p["params"]) is dict else None
     base = _list(_untoken(e["base_score"]), at["ensemble"]["base_score"])
     cols = _list(e["tree_column"], at["ensemble"]["tree_column"])
+    params = p["params"]
+    if type(params) is dict:  # 0.1.0 had fewer parameters: the others take their defaults
+        import gpufs
+
+        defaults = getattr(gpufs, name)().get_params(deep=False)
+        params = {**{k: _encode_param(k, v, name) for k, v in defaults.items()}, **params}
     return {
-        "estimator": name, "params": p["params"], "n_features_in": p["n_features_in"],
+        "estimator": name, "params": params, "n_features_in": p["n_features_in"],
         "feature_names_in": p["feature_names_in"], "classes": classes,
         "fitted": {
             "device": "cpu",
@@ -1863,7 +2068,23 @@ def to_document(est) -> dict:
     if name not in _FAMILIES:
         raise ValueError(f"{name} has no gpufs model format.")
     check_is_fitted(est)
+    _check_saveable(est, name)
     return _header(est, _FAMILIES[name].write(est))
+
+
+def _check_saveable(est, name):
+    """What load_model checks of the parameters, checked before writing: a parameter set
+    out of its range, or changed since fit (``set_params`` without a refit) so that it no
+    longer describes the fitted model, would make a file that does not load."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    try:
+        est._validate_params()
+        _check_feature_params(est, _At("params"), est.n_features_in_)
+        _FAMILIES[name].check_fit_params(est, _At("fitted"))
+    except (InvalidParameterError, ModelFileError) as exc:
+        raise ValueError(f"cannot save {name}: {exc} The parameters must be those of the fit: "
+                         "refit the model, or set them back.") from None
 
 
 def from_document(doc, expected=None):

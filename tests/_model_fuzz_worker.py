@@ -13,7 +13,8 @@ file with ``<estimator>.load_model`` and predict on a fixed X (50 rows, NaN spri
 * ``"rejected"``: ``load_model`` raised ValueError (acceptable);
 * ``"ok"``: loaded, and every prediction method returned finite numbers of the right shape
   (acceptable);
-* ``"load_error"``, ``"predict_error"``, ``"memory"``, ``"bad_output"``: failures.
+* ``"load_error"``, ``"predict_error"``, ``"memory"``, ``"bad_output"``, ``"bad_params"`` (the
+  loaded parameters fail ``_validate_params`` or do not describe the model): failures.
 
 ``{"warmup": true}`` imports gpufs (the supervisor sends it with a longer timeout). Test hooks
 that prove the supervisor can fail, and need no gpufs: ``{"selftest": "abort" | "hang" | "alloc" |
@@ -94,6 +95,13 @@ def _run(cmd, classes):
     except BaseException as exc:  # noqa: BLE001 - every other exception is the finding
         return {"outcome": "load_error",
                 "detail": f"{type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc()[-1500:]}
+    try:  # a loaded model's parameters pass fit's checks and describe it (it saves again)
+        from gpufs import model_io
+
+        est._validate_params()
+        model_io.to_document(est)
+    except BaseException as exc:  # noqa: BLE001
+        return {"outcome": "bad_params", "detail": f"{type(exc).__name__}: {exc}"[:300]}
     X = _X(cmd["n_features"], cmd["nan"])
     try:
         bad = _check_outputs(est, X)

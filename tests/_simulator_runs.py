@@ -12,6 +12,7 @@ the child pytest's exit status and output.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -45,9 +46,14 @@ def _env():
 def _run(name: str, nice: int = 0) -> tuple[int, str]:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            os.path.join(TESTS, name)]
-    pre = (lambda: os.nice(nice)) if nice and hasattr(os, "nice") else None
+    # the nice command, not preexec_fn: this runs in a thread beside numba's worker threads,
+    # and Python code between fork and exec may deadlock there (Python's subprocess docs); a
+    # full-suite run hung with this thread in Popen and the main thread in a numba call
+    renice = shutil.which("nice") if nice else None
+    if renice:
+        cmd = [renice, "-n", str(int(nice))] + cmd
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=pre)
+                            stderr=subprocess.STDOUT, text=True)
     _current.append(proc)
     try:
         out, _ = proc.communicate(timeout=TIMEOUT)

@@ -39,6 +39,21 @@ def test_nan_or_inf_in_y(est, bad, match):
 def test_single_class():
     with pytest.raises(ValueError, match=r"only 1 class \(1\).*at least 2 classes"):
         GBFSClassifier(device="cpu").fit(X, np.ones(40, int))
+    # a text label: the message itself raised AttributeError (found by tests/test_input_fuzz)
+    with pytest.raises(ValueError, match=r"only 1 class \('yes'\)"):
+        GBFSClassifier(device="cpu").fit(X, np.array(["yes"] * 40, dtype=object))
+
+
+def test_integer_column_names_with_a_categorical_column():
+    """pd.DataFrame(...) with integer column names and a categorical column: the category
+    columns were fetched by name, and an integer name read as a row index (AttributeError or
+    IndexError; found by tests/test_input_fuzz)."""
+    df = pd.DataFrame({0: pd.Categorical(np.array(["u", "v", "w"])[np.arange(40) % 3]),
+                       1: X[:, 1], 2: X[:, 2]})
+    y = (df[0] == "v").to_numpy().astype(int)
+    est = GBFSClassifier(n_estimators=5, device="cpu").fit(df, y)
+    assert list(est.is_categorical_) == [True, False, False]
+    assert (est.predict(df) == y).mean() == 1.0
 
 
 def test_continuous_target_for_classifier():

@@ -274,6 +274,27 @@ def test_unseen_and_missing_categories_go_where_missing_values_go():
     assert not np.array_equal(est.predict(test), est.predict(df.iloc[:20]))
 
 
+def test_categories_given_as_their_numeric_codes_are_refused():
+    """Issue 26: the text categories of fit given at predict as their pandas codes (numbers)
+    were all treated as unseen: R^2 fell silently. Either direction is now an error naming the
+    column; categories of the fit's kind still predict (unseen ones as missing)."""
+    df, y = _table()
+    est = GBFSRegressor(n_estimators=20, **_SMALL).fit(df, y)
+    coded = df.assign(shop=df["shop"].cat.codes.astype(float).where(df["shop"].notna()))
+    with pytest.raises(ValueError, match=r"categorical column 'shop' held text categories "
+                                         r"in fit \(.*\) but holds numbers now"):
+        est.predict(coded)
+    with pytest.raises(ValueError, match=r"categorical column 'color' held text categories"):
+        est.predict(df.assign(color=df["color"].map({"red": 0, "green": 1, "blue": 2})))
+    cols = ["a", "b", "shop", "c"]
+    Xn = df[cols].assign(shop=df["shop"].cat.codes).to_numpy(dtype=float)
+    numeric = GBFSRegressor(n_estimators=5, categorical_features=[2], **_SMALL).fit(Xn, y)
+    with pytest.raises(ValueError, match=r"categorical column 2 held number categories in fit "
+                                         r"\(.*\) but holds text now"):
+        numeric.predict(df[cols].to_numpy(dtype=object))
+    assert np.isfinite(est.predict(df.assign(color="purple"))).all()
+
+
 def test_rare_categories_are_pooled_and_frequent_ones_first():
     from gpufs._category_codes import CategoryCodes
 

@@ -299,7 +299,8 @@ def test_refit_estimator_and_pandas():
 
 @pytest.mark.parametrize("kw, match", [
     (dict(n_features_to_select=0), r"'n_features_to_select' parameter of ControlBurnRegressor "
-                                   r"must be an int in the range \[1, inf\), a float in the "
+                                   r"must be an int in the range \[1, "
+                                   r"9223372036854775807\], a float in the "
                                    r"range \(0.0, 1.0\] or None. Got 0"),
     (dict(n_features_to_select=2.5), r"'n_features_to_select' parameter"),
     (dict(n_features_to_select=2, alpha=0.1), "either n_features_to_select"),

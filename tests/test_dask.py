@@ -388,8 +388,12 @@ def test_rejected_inputs(client):
         DaskControlBurnRegressor(tree_type="single").fit(Xd, yd)
     bad = y.copy()
     bad[25] = np.nan
-    with pytest.raises(ValueError, match="partition 1 of X: Input y contains NaN"):
+    # issue 26: a NaN in y was reported as "partition 1 of X"
+    with pytest.raises(ValueError, match="partition 1 of y: Input y contains NaN"):
         DaskGBFSRegressor().fit(Xd, da.from_array(bad, chunks=20))
+    with pytest.raises(ValueError, match="partition 1 of sample_weight: sample_weight "
+                                         "contains NaN"):
+        DaskGBFSRegressor().fit(Xd, yd, sample_weight=da.from_array(np.abs(bad), chunks=20))
     Xi = X.copy()
     Xi[3, 2] = np.inf
     with pytest.raises(ValueError, match="partition 0 of X: Input X contains infinity"):

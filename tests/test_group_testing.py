@@ -302,7 +302,7 @@ def test_multiclass_and_weights():
     (dict(split_search="binary"), r"'split_search' parameter of GBFSRegressor must be a str "
                                   r"among \{.*'group_testing'.*\}"),
     (dict(gt_s=0), r"'gt_s' parameter of GBFSRegressor must be an int in the range "
-                   r"\[1, inf\) or None"),
+                   r"\[1, 9223372036854775807\] or None"),
     (dict(gt_s=2.5), r"'gt_s' parameter of GBFSRegressor must be an int"),
     (dict(gt_delta=1.0), r"'gt_delta' parameter of GBFSRegressor must be a float in the "
                          r"range \(0(\.0)?, 1(\.0)?\)"),

@@ -191,7 +191,8 @@ def test_gbfs_fraction_of_columns():
                         random_state=0).fit(X, y)
     assert len(est.selected_features_) == 3
     with pytest.raises(ValueError, match=r"'n_features_to_select' parameter of GBFSRegressor "
-                                         r"must be an int in the range \[1, inf\), a float in "
+                                         r"must be an int in the range \[1, "
+                                         r"9223372036854775807\], a float in "
                                          r"the range \(0.0, 1.0\], a str among \{'auto'\} "
                                          r"or None. Got 1.5"):
         GBFSRegressor(n_features_to_select=1.5).fit(X, y)

@@ -192,8 +192,19 @@ def test_bad_input_messages():
         est.fit(Xs, ys[:2])
     with pytest.raises(ValueError, match="sample_weight must be a list of 3"):
         est.fit(Xs, ys, sample_weight=np.ones(120))
-    with pytest.raises(ValueError, match="NaN"):
+    # issue 26: a missing task id was reported as "Input y contains NaN", a None as a
+    # TypeError from sorting
+    with pytest.raises(ValueError, match=r"task has 1 missing value \(NaN or None\), at row "
+                                         r"119; every row needs a task id"):
         est.fit(X, y, task=np.r_[np.zeros(119), np.nan])
+    labels = np.array(["a", "b", "c"] * 40, dtype=object)
+    labels[[5, 7]] = None
+    with pytest.raises(ValueError, match=r"task has 2 missing values \(NaN or None\), at "
+                                         r"rows \[5, 7\]"):
+        est.fit(X, y, task=labels)
+    labels[[5, 7]] = [1, 2]
+    with pytest.raises(ValueError, match=r"task has ids of mixed types"):
+        est.fit(X, y, task=labels)
     est.fit(X, y, task=np.repeat([10, 20, 30], 40))
     with pytest.raises(ValueError, match=r"task 40 was not seen in fit; the tasks are "
                                          r"\[10, 20, 30\]"):
@@ -321,3 +332,20 @@ def test_multitask_on_a_real_gpu():
             np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
     np.testing.assert_array_equal(cpu.predict(X, task=task),
                                   cp.asnumpy(gpu.predict(cp.asarray(X), task=task)))
+
+
+def test_a_constant_target_warns_that_nothing_was_selected():
+    """Issue 26: MultiTaskGBFSRegressor selected nothing on a constant target, silently."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(150, 4))
+    with pytest.warns(UserWarning, match=r"no feature was selected: the target is constant "
+                                         r"in every task, so no split can lower the loss"):
+        m = MultiTaskGBFSRegressor(n_estimators=5, device="cpu").fit(
+            X, np.full(150, 2.5), task=np.arange(150) % 3)
+    assert m.selected_features_.size == 0
+    np.testing.assert_allclose(m.predict(X, task=np.arange(150) % 3), 2.5)
+    y = X[:, 0] * (np.arange(150) % 3 == 0)  # constant (0) in two of the three tasks
+    with pytest.warns(UserWarning, match=r"no feature was selected: no split on any feature "
+                                         r"paid its price in 5 rounds"):
+        MultiTaskGBFSRegressor(n_estimators=5, mu_G=0.9, mu_t=0.05, device="cpu").fit(
+            X, y, task=np.arange(150) % 3)

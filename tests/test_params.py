@@ -2,6 +2,7 @@
 infinities, values below its range, booleans and strings at ``fit``, with a message that names
 the parameter (scikit-learn's ``_parameter_constraints`` machinery, ``gpufs._params``)."""
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -28,6 +29,10 @@ def _bad_values(constraints):
     bad = [math.nan, math.inf, -math.inf, True, "1"]
     if lows:
         bad.append(min(lows) - 1)
+    if any(c.type is numbers.Integral and c.right is None for c in ranges) or any(
+            c.type is numbers.Integral and c.right is not None and c.right >= 2**63 - 1
+            for c in ranges):
+        bad.append(10**20)  # beyond int64: an OverflowError deep in the fit (issue 26)
     return bad
 
 
@@ -81,7 +86,8 @@ def test_gbfs_messages(params, match):
 @pytest.mark.parametrize("params,match", [
     (dict(dtype="float16"), r"'dtype' parameter of StagewiseRegressor must be a str among"),
     (dict(n_features_to_select=1.5), r"'n_features_to_select' parameter of StagewiseRegressor "
-                                     r"must be None, an int in the range \[1, inf\), a float "
+                                     r"must be None, an int in the range "
+                                     r"\[1, 9223372036854775807\], a float "
                                      r"in the range \(0.0, 1.0\] or a str among \{'auto'\}"),
     (dict(n_features_to_select="all"), r"'n_features_to_select' parameter"),
 ])
@@ -117,6 +123,17 @@ def test_number_intervals_reject_nan_inf_and_booleans():
     assert i.is_satisfied_by(1) and i.is_satisfied_by(np.int64(16))
     for v in (0, 17, 2.0, True, math.nan):
         assert not i.is_satisfied_by(v)
+    unbounded = int_range(1)
+    assert unbounded.is_satisfied_by(2**63 - 1)
+    assert not unbounded.is_satisfied_by(2**63) and not unbounded.is_satisfied_by(10**20)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_n_features_to_select_beyond_int64_is_a_parameter_error(cls):
+    """Issue 26: ``n_features_to_select=10**20`` raised OverflowError from GBFS's search."""
+    est = cls(n_features_to_select=10**20, device="cpu")
+    with pytest.raises(InvalidParameterError, match="'n_features_to_select' parameter"):
+        est.fit(X, Y[cls in (GBFSClassifier, StagewiseClassifier, ControlBurnClassifier)])
 
 
 def test_valid_parameters_fit_and_a_failed_fit_keeps_the_model():

@@ -488,3 +488,243 @@ def test_a_small_file_cannot_allocate_much(gbfs_doc, tmp_path):
     # json.loads makes one list object (about 64 bytes) per "[]," (3 bytes); nothing else of
     # that size is allocated
     assert peak < 32 * size, (peak, size)
+
+
+# --- issue 26: the files themselves -----------------------------------------------------------
+@pytest.fixture
+def small_model():
+    X, y = _data("regressor", n=80)
+    return GBFSRegressor(n_estimators=2, max_depth=2, device="cpu").fit(X, y)
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_save_model_keeps_the_targets_mode_and_uses_the_umask(small_model, tmp_path,
+                                                               umask_022):
+    """save_model made every file 0600 (mkstemp's mode), also an existing 0644 one."""
+    new = tmp_path / "new.json"
+    small_model.save_model(new)
+    assert oct(os.stat(new).st_mode & 0o777) == oct(0o644)
+    old = tmp_path / "old.json"
+    old.write_text("x")
+    os.chmod(old, 0o640)
+    small_model.save_model(old)
+    assert oct(os.stat(old).st_mode & 0o777) == oct(0o640)
+    assert GBFSRegressor.load_model(old).n_features_in_ == 5
+    assert sorted(os.listdir(tmp_path)) == ["new.json", "old.json"]
+
+
+def test_save_model_names_the_target_of_a_missing_folder(small_model, tmp_path):
+    path = tmp_path / "no" / "such" / "m.json"
+    with pytest.raises(FileNotFoundError) as info:
+        small_model.save_model(path)
+    assert str(path) in str(info.value) and ".gpufs-model-" not in str(info.value)
+
+
+def _alarm(seconds):
+    """SIGALRM raises TimeoutError in this (the main) thread: a blocked open() returns."""
+    import signal
+
+    def raise_timeout(signum, frame):
+        raise TimeoutError("no answer: the call blocked")
+
+    old = signal.signal(signal.SIGALRM, raise_timeout)
+    signal.alarm(seconds)
+    return old
+
+
+def _no_alarm(old):
+    import signal
+
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def test_load_model_refuses_a_fifo_without_blocking(tmp_path):
+    """load_model on a FIFO waited forever for a writer (issue 26)."""
+    fifo = tmp_path / "m.json"
+    os.mkfifo(fifo)
+    old = _alarm(10)
+    try:
+        with pytest.raises(ValueError, match=r"m.json is a FIFO \(named pipe\), not a file"):
+            GBFSRegressor.load_model(fifo)
+        with pytest.raises(ValueError, match=r"is a character device, not a file"):
+            model_io.load_model(os.devnull)
+    finally:
+        _no_alarm(old)
+
+
+def test_save_model_refuses_to_replace_what_is_not_a_regular_file(small_model, tmp_path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    link = tmp_path / "null.json"
+    os.symlink(os.devnull, link)
+    for path, kind in [(fifo, "a FIFO"), (link, "a character device"),
+                       (tmp_path, "a folder")]:
+        with pytest.raises(ValueError, match=f"is {kind}"):
+            small_model.save_model(path)
+    assert os.path.islink(link) and os.readlink(link) == os.devnull
+    import stat
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["fifo.json", "null.json"]
+
+
+# --- issue 26: parameters and evidence that contradict the file ------------------------------
+def _later_first_use(doc):
+    """Move the last selected feature's first use one tree later (the order stays valid)."""
+    f = doc["fitted"]
+    last = f["selected_features"][-1]
+    f["first_use_tree"][last] += 1
+
+
+def _importance_on_unselected(doc):
+    f = doc["fitted"]
+    off = [j for j in range(doc["n_features_in"]) if j not in f["selected_features"]]
+    f["feature_importances"][off[0]] = 0.25
+
+
+def _shifted_importance(doc):
+    imp = doc["fitted"]["feature_importances"]
+    j = doc["fitted"]["selected_features"][0]
+    imp[j] = imp[j] + 0.01
+
+
+def _nothing_added_by_tree_0(doc):
+    doc["fitted"]["selection_record"]["features_added"][0] = []
+
+
+REFUSALS_26 = [
+    ("n_estimators as text", _set_path("8", "params", "n_estimators"),
+     r"^params\.n_estimators: The 'n_estimators' parameter of GBFSClassifier must be an int"),
+    ("max_depth over its range", _set_path(100, "params", "max_depth"),
+     r"^params\.max_depth: The 'max_depth' parameter of GBFSClassifier must be an int in the "
+     r"range \[1, 16\]\. Got 100 instead"),
+    ("max_depth other than the trees'", _set_path(2, "params", "max_depth"),
+     r"^fitted\.ensemble\.max_depth: the trees have depth 3, but params\.max_depth is 2"),
+    ("negative mu", _set_path(-1, "params", "mu"), r"^params\.mu: The 'mu' parameter"),
+    ("random_state beyond 2**32", _set_path(2 ** 70, "params", "random_state"),
+     r"^params\.random_state: The 'random_state' parameter"),
+    ("feature_costs of the wrong length", _set_path([1.0, 2.0], "params", "feature_costs"),
+     r"^params\.feature_costs: feature_costs must have one entry per feature: expected shape "
+     r"\(5,\), got \(2,\)"),
+    ("feature_groups of the wrong length", _set_path([0, 1], "params", "feature_groups"),
+     r"^params\.feature_groups: feature_groups must give one group label per feature"),
+    ("a missing parameter", lambda doc: doc["params"].pop("mu"),
+     r"^params: missing parameter 'mu'"),
+    ("more rounds than n_estimators", _set_path(2, "params", "n_estimators"),
+     r"^fitted\.n_estimators: 3 rounds, more than params\.n_estimators 2"),
+    ("bins of another max_bins", _set_path(64, "params", "max_bins"),
+     r"^fitted\.bins\.max_bins: 255 differs from params\.max_bins 64"),
+    ("mu_ other than mu without a budget", _set_path(0.2, "params", "mu"),
+     r"^fitted\.mu: 0\.05 differs from params\.mu 0\.2 \(without n_features_to_select"),
+    ("first_use_tree against the trees", _later_first_use,
+     r"^fitted\.first_use_tree\[\d\]: feature \d is first split on by tree \d+, not \d+"),
+    ("features_added against the trees", _nothing_added_by_tree_0,
+     r"^fitted\.selection_record\.features_added\[0\]: tree 0 first splits on features "),
+    ("negative gain", _set("gain", -0.5),
+     r"^fitted\.ensemble\.trees\.gain\[\d+\]\[\d+\]: a split's gain must be positive, got "
+     r"-0\.5"),
+    ("negative train loss", _set_path(-1.0, "fitted", "selection_record", "train_loss", 0),
+     r"^fitted\.selection_record\.train_loss\[0\]: -1\.0 is below the smallest allowed value"),
+    ("importances other than the trees' gains", _shifted_importance,
+     r"^fitted\.feature_importances: not the trees' split gains"),
+    ("duplicate feature names", _set_path(["a", "b", "a", "c", "d"], "feature_names_in"),
+     r"^feature_names_in\[2\]: name 'a' appears twice"),
+]
+
+
+@pytest.mark.parametrize("what,mutate,match", REFUSALS_26, ids=[r[0] for r in REFUSALS_26])
+def test_parameters_and_evidence_are_checked(gbfs_doc, what, mutate, match):
+    """Issue 26: each of these loaded, and failed only at refit (or never)."""
+    doc = copy.deepcopy(gbfs_doc)
+    mutate(doc)
+    with pytest.raises(model_io.ModelFileError, match=match):
+        model_io.from_document(json.loads(json.dumps(doc)))
+
+
+@pytest.fixture(scope="module")
+def sparse_docs():
+    """Documents of models that leave features out: GBFS (high mu), multitask, ControlBurn,
+    stagewise."""
+    from gpufs import MultiTaskGBFSRegressor
+
+    X, y = _data("regressor")
+    gb = GBFSRegressor(n_estimators=4, max_depth=2, mu=5.0, device="cpu").fit(X, y)
+    assert len(gb.selected_features_) < 5
+    mt = MultiTaskGBFSRegressor(n_estimators=3, max_depth=2, device="cpu").fit(
+        X, y, task=np.arange(len(y)) % 2)
+    cb = ControlBurnRegressor(n_features_to_select=2, max_depth=2, random_state=0,
+                              device="cpu").fit(X, y)
+    sw = StagewiseRegressor(3, device="cpu").fit(np.nan_to_num(X), y)
+    return {k: model_io.to_document(e) for k, e in
+            [("gbfs", gb), ("multitask", mt), ("controlburn", cb), ("stagewise", sw)]}
+
+
+def _rising_cost(doc):
+    c = doc["fitted"]["cost_history"]
+    c[-1] = c[0] * 2
+
+
+def _mt_shifted_importance(doc):
+    imp = doc["fitted"]["feature_importances"]
+    j = doc["fitted"]["selected_features"][0]
+    imp[j] = imp[j] * 0.5
+
+
+OTHER_FAMILIES = [
+    ("gbfs", "importance on an unselected feature", _importance_on_unselected,
+     r"^fitted\.feature_importances: not the trees' split gains"),
+    ("multitask", "mu_t of the wrong length", _set_path([0.01, 0.01, 0.01], "params", "mu_t"),
+     r"^params\.mu_t: mu_t must be a number or one price per task: 2 tasks"),
+    ("multitask", "mu_G of text", _set_path("0.05", "params", "mu_G"),
+     r"^params\.mu_G: The 'mu_G' parameter"),
+    ("multitask", "importances other than the gains", _mt_shifted_importance,
+     r"^fitted\.feature_importances: not the trees' split gains"),
+    ("multitask", "negative gain", _set_path(-1.0, "fitted", "ensembles", 0, "trees", "gain",
+                                             0, 0),
+     r"^fitted\.ensembles\[0\]\.trees\.gain\[0\]\[0\]: a split's gain must be positive"),
+    ("controlburn", "negative alpha", _set_path(-1.0, "params", "alpha"),
+     r"^params\.alpha: The 'alpha' parameter"),
+    ("controlburn", "the refit model's max_depth", _set_path(
+        100, "fitted", "refit", "model", "params", "max_depth"),
+     r"^fitted\.refit\.model\.params\.max_depth: The 'max_depth' parameter"),
+    ("controlburn", "a missing parameter", lambda doc: doc["params"].pop("max_depth"),
+     r"^params: missing parameter 'max_depth'"),
+    ("stagewise", "a rising cost", _rising_cost,
+     r"^fitted\.cost_history\[3\]: the cost rose"),
+    ("stagewise", "dtype of another kind", _set_path("float16", "params", "dtype"),
+     r"^params\.dtype: The 'dtype' parameter"),
+]
+
+
+@pytest.mark.parametrize("family,what,mutate,match", OTHER_FAMILIES,
+                         ids=[f"{r[0]}-{r[1]}" for r in OTHER_FAMILIES])
+def test_parameters_and_evidence_of_every_family(sparse_docs, family, what, mutate, match):
+    doc = copy.deepcopy(sparse_docs[family])
+    model_io.from_document(json.loads(json.dumps(doc)))      # the unmutated document loads
+    mutate(doc)
+    with pytest.raises(model_io.ModelFileError, match=match):
+        model_io.from_document(json.loads(json.dumps(doc)))
+
+
+def test_parameters_changed_since_fit_are_refused_at_save(small_model, tmp_path):
+    """A file that would not load is not written: set_params after fit changed what the
+    parameters say about the fitted model."""
+    path = tmp_path / "m.json"
+    for params, match in [(dict(max_depth=5), r"cannot save GBFSRegressor: fitted\.ensemble\."
+                                              r"max_depth: the trees have depth 2, but "
+                                              r"params\.max_depth is 5"),
+                          (dict(max_depth=100), r"cannot save GBFSRegressor: The 'max_depth' "
+                                                r"parameter"),
+                          (dict(feature_costs=[1.0, 2.0]), r"params\.feature_costs")]:
+        est = copy.deepcopy(small_model).set_params(**params)
+        with pytest.raises(ValueError, match=match):
+            est.save_model(path)
+        assert not path.exists()
+    small_model.save_model(path)
+    assert GBFSRegressor.load_model(path).max_depth == 2

@@ -119,3 +119,16 @@ def test_unit_and_mean_one_weights_are_quiet():
     _fit(GBFSRegressor(n_estimators=3, device="cpu"), X, y, None)
     _fit(GBFSRegressor(n_estimators=3, device="cpu"), X, y, w)
     _fit(GBFSClassifier(n_estimators=3, device="cpu"), X, yc, w)
+
+
+@pytest.mark.parametrize("Est", [GBFSRegressor, StagewiseRegressor, ControlBurnRegressor])
+def test_a_tiny_target_is_refused_whatever_the_weights(Est):
+    """y spanning 1e-300 passed the check when the weights were 1e200 (the check used the
+    weighted gradient only): ControlBurn's forest then crashed (OverflowError in the
+    fixed-point scale) and stagewise's squared residuals underflowed to 0, so it selected
+    arbitrary features. Found by tests/test_input_fuzz."""
+    X, y, _, _ = _data(n=200)
+    with pytest.raises(ValueError, match=r"would underflow float64: y spans 3\.\d+e-300.*"
+                                         r"Standardize y"):
+        Est(device="cpu").fit(np.nan_to_num(X), (y - y.min()) / np.ptp(y) * 3.5e-300,
+                              sample_weight=np.full(200, 1e200))

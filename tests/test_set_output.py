@@ -3,10 +3,11 @@ the selected columns' names and the input's index, as scikit-learn transformers 
 gives the ndarray back."""
 import numpy as np
 import pytest
-from sklearn.base import is_classifier
+from sklearn.base import clone, is_classifier
 
 from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   StagewiseClassifier, StagewiseRegressor)
+                   MultiTaskGBFSClassifier, MultiTaskGBFSRegressor, StagewiseClassifier,
+                   StagewiseRegressor)
 
 pd = pytest.importorskip("pandas")
 
@@ -55,3 +56,25 @@ def test_transform_without_set_output_keeps_the_table(selector):
     sel = type(selector)(**selector.get_params()).fit(X, y)  # clone would copy set_output
     pd.testing.assert_frame_equal(sel.transform(X), X[["b", "d"]])
     assert type(sel.set_output(transform="default").transform(X)) is np.ndarray
+
+
+MULTITASK = [MultiTaskGBFSClassifier(n_estimators=10, device="cpu", random_state=0),
+             MultiTaskGBFSRegressor(n_estimators=10, device="cpu", random_state=0)]
+
+
+@pytest.mark.parametrize("selector", SELECTORS + MULTITASK, ids=lambda s: type(s).__name__)
+def test_transform_of_a_frame_with_integer_column_names(selector):
+    """``pd.DataFrame(ndarray)`` names its columns 0, 1, ...: transform and fit_transform
+    select them by position (issue 26: narwhals refused integer names in ``frame.select``)."""
+    X, y = _data(is_classifier(selector))
+    X = pd.DataFrame(X.to_numpy())
+    assert list(X.columns) == [0, 1, 2, 3, 4]
+    kw = {"task": np.arange(len(X)) % 2} if "MultiTask" in type(selector).__name__ else {}
+    sel = clone(selector).fit(X, y, **kw)
+    cols = np.flatnonzero(sel.get_support())
+    assert cols.size
+    pd.testing.assert_frame_equal(sel.transform(X), X.iloc[:, cols])
+    if not kw:
+        pd.testing.assert_frame_equal(clone(selector).fit_transform(X, y), X.iloc[:, cols])
+    out = sel.set_output(transform="pandas").transform(X)
+    np.testing.assert_array_equal(out.to_numpy(), X.iloc[:, cols].to_numpy())

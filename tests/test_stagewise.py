@@ -615,3 +615,115 @@ def test_gpu_matches_cpu():
         pred = g.predict(cp.asarray(Xc))
         assert isinstance(pred, cp.ndarray)
         np.testing.assert_array_equal(pred.get(), c.predict(Xc))
+
+
+@pytest.mark.parametrize("value", [1.0, 0.1, -3e5])
+@pytest.mark.parametrize("k", [None, 2])
+def test_a_constant_target_selects_nothing_and_says_so(value, k):
+    """Issue 26: a constant target selected every feature (or k of them) with weight 0 and no
+    warning. Now nothing is selected and one warning says why, as GBFS and ControlBurn do.
+    Rows of weight 0 do not count: a target constant on the weighted rows is constant."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((120, 5))
+    y = np.full(120, value)
+    w = np.ones(120)
+    y[:10], w[:10] = rng.standard_normal(10), 0.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = StagewiseRegressor(k, device="cpu").fit(X, y, sample_weight=w)
+    msgs = [str(c.message) for c in caught if issubclass(c.category, UserWarning)]
+    assert len(msgs) == 1 and msgs[0].startswith(
+        "no feature was selected: the target is constant (on the rows of positive weight)"), \
+        msgs
+    assert m.selected_features_.size == 0 and not m.coef_.any()
+    np.testing.assert_allclose(m.predict(X), value)
+
+
+def _unit_problem(n=400, d=6, seed=21):
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, d))
+    y = 3.0 * Z[:, 0] - 2.0 * Z[:, 3] + Z[:, 5] + 0.3 * rng.standard_normal(n)
+    return Z, y
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-160, 1e200, 1e-200, 1e300, 1e-300, 2e307])
+def test_features_of_extreme_magnitude_select_as_at_unit_scale(scale):
+    """Issue 26: at 1e+-160..1e+-200 every feature was declared constant (nothing selected),
+    at 1e308 the wrong features were selected and predict returned NaN. Standardization is
+    scale-free, so the selection and the predictions are those of the unit-scale data."""
+    Z, y = _unit_problem()
+    ref = StagewiseRegressor(3, device="cpu").fit(Z, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = StagewiseRegressor(3, device="cpu").fit(Z * scale, y)
+        pred = m.predict(Z * scale)
+    assert m.selected_features_.tolist() == ref.selected_features_.tolist() == [0, 3, 5]
+    np.testing.assert_allclose(m.standardized_coef_, ref.standardized_coef_, rtol=1e-9)
+    np.testing.assert_allclose(pred, ref.predict(Z), rtol=1e-7, atol=1e-9)
+    labels = (y > 0).astype(int)
+    ref_c = StagewiseClassifier(2, device="cpu").fit(Z, labels)
+    m_c = StagewiseClassifier(2, device="cpu").fit(Z * scale, labels)
+    assert m_c.selected_features_.tolist() == ref_c.selected_features_.tolist()
+    np.testing.assert_allclose(m_c.predict_proba(Z * scale), ref_c.predict_proba(Z),
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_columns_of_very_different_magnitudes_together(tmp_path):
+    Z, y = _unit_problem()
+    scales = np.array([1e-250, 1.0, 1e250, 1e120, 3.0, 1e-120])
+    ref = StagewiseRegressor(3, device="cpu").fit(Z, y)
+    m = StagewiseRegressor(3, device="cpu").fit(Z * scales, y)
+    assert m.selected_features_.tolist() == ref.selected_features_.tolist()
+    np.testing.assert_allclose(m.predict(Z * scales), ref.predict(Z), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(m.std_ / scales, ref.std_, rtol=1e-12)
+    path = tmp_path / "m.json"
+    m.save_model(path)
+    np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(Z * scales),
+                                  m.predict(Z * scales))
+
+
+def test_subnormal_columns_are_refused_by_name():
+    """Values below float64's normal range cannot carry a weight in X's units (it would
+    overflow): one clear error instead of infinite coefficients."""
+    Z, y = _unit_problem()
+    X = Z.copy()
+    X[:, 3] *= 1e-310
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"the weights of columns \[3\] overflow float64"):
+            StagewiseRegressor(3, device="cpu").fit(X, y)
+
+
+def test_two_categorical_columns_round_trip_bit_for_bit(tmp_path):
+    """The category weights were summed in the order of selection by the fitted model and in
+    column order by the loaded one: predictions differed in the last bits (found by
+    tests/test_input_fuzz)."""
+    rng = np.random.default_rng(4)
+    n = 300
+    a, b = rng.integers(0, 3, n), rng.integers(0, 4, n)
+    X = pd.DataFrame({"a": pd.Categorical(np.array(list("pqr"))[a]),
+                      "b": pd.Categorical(np.array(list("stuv"))[b]),
+                      "c": rng.standard_normal(n)})
+    y = 0.3 * a + np.array([0.1, 3.7, -2.9, 1.3])[b] + 0.1 * rng.standard_normal(n)
+    m = StagewiseRegressor(2, device="cpu").fit(X, y)
+    assert m.selected_features_.tolist() == [1, 0]          # b first: not column order
+    path = tmp_path / "m.json"
+    m.save_model(path)
+    np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(X), m.predict(X))
+
+
+def test_no_feature_of_weight_zero_once_the_training_data_is_fitted():
+    """Two rows: the bias and one feature fit them exactly, and every later round added a
+    feature whose weight is rounding noise (all 500 of them; found probing as a new user).
+    The path now ends when a round lowers the cost by nothing (below 1e-12 of the bias-alone
+    cost), and a requested count says why it was not reached."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((2, 500))
+    m = StagewiseRegressor(device="cpu").fit(X, [0.0, 1.0])
+    assert len(m.selected_features_) == 1
+    np.testing.assert_allclose(m.predict(X), [0.0, 1.0], atol=1e-12)
+    Z, y = _unit_problem()
+    with pytest.warns(UserWarning, match=r"Only 1 of the requested 3 features could be "
+                                         r"selected: the model fits the training data"):
+        m = StagewiseRegressor(3, device="cpu").fit(Z, 1.0 + 2.0 * Z[:, 4])
+    assert m.selected_features_.tolist() == [4]

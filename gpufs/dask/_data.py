@@ -93,11 +93,13 @@ def load_part(index, X, y, w, classify, layout, ref):
     schema = _schema(X)
     if schema != ref:
         return _PartError(int(index), None, schema)
+    of = "X"  # the input each check reads, for the driver's message
     try:
         part = Part()
         part.index = int(index)
         Xc = check_X(layout, X, device="cpu", reset=False, allow_empty=True)
         n = int(Xc.shape[0])
+        of = "y"
         yc = check_y(y, n, device="cpu")
         labels = None
         y_min = y_max = 0.0
@@ -109,6 +111,7 @@ def load_part(index, X, y, w, classify, layout, ref):
             yc = check_regression_target(yc)
             if n:
                 y_min, y_max = float(yc.min()), float(yc.max())
+        of = "sample_weight"
         wc = check_sample_weight(w, n, device="cpu", allow_all_zero=True)
         n_pos = n if wc is None else int((wc > 0).sum())
         part.X, part.y, part.w = Xc, yc, wc
@@ -119,7 +122,7 @@ def load_part(index, X, y, w, classify, layout, ref):
             y_min=y_min, y_max=y_max)
         return part
     except Exception as exc:  # reported by the driver, naming the partition
-        return _PartError(int(index), exc, schema)
+        return _PartError(int(index), exc, schema, of)
 
 
 def count_part_categories(index, X, mask, ref, names):
@@ -138,10 +141,11 @@ def count_part_categories(index, X, mask, ref, names):
 
 class _PartError:
     """A partition the driver refuses: ``exc`` what its check raised (None when only its
-    ``schema`` differs from the collection's)."""
+    ``schema`` differs from the collection's), ``of`` the input that check read ("X", "y"
+    or "sample_weight")."""
 
-    def __init__(self, index, exc, schema):
-        self.index, self.exc, self.schema = index, exc, schema
+    def __init__(self, index, exc, schema, of="X"):
+        self.index, self.exc, self.schema, self.of = index, exc, schema, of
 
 
 def summary_of(part):
@@ -285,7 +289,9 @@ def _raise_part_errors(results, ref, what):
     if errors:
         e = errors[0]
         cls = type(e.exc) if isinstance(e.exc, (ValueError, TypeError)) else ValueError
-        raise cls(f"partition {e.index} of {what}: {e.exc}") from e.exc
+        # the input whose check failed: X, or y / sample_weight (of an eval_set: "y of ...")
+        of = what if e.of == "X" else e.of if what == "X" else f"{e.of} of {what}"
+        raise cls(f"partition {e.index} of {of}: {e.exc}") from e.exc
 
 
 def _learn_codes(client, x_futures, mask, ref, names, d, max_categories, timeout, what,

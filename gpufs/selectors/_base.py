@@ -366,7 +366,9 @@ class GPUFSSelectorMixin(SelectorMixin):
                 return X.iloc[:, []]
             return np.empty((len(frame), 0))
         if frame is not None:  # the selected columns of the table, as they are
-            out = frame.select([frame.columns[i] for i in idx])
+            # by position: names may be integers (pd.DataFrame(ndarray)), which select() reads
+            # as expressions, or repeated
+            out = frame[:, idx.tolist()]
             kind = getattr(self, "_sklearn_output_config", {}).get("transform", "default")
             if kind == "pandas":
                 return out.to_pandas()

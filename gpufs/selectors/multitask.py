@@ -12,6 +12,7 @@ door and the selector interface from the selector base (``selectors._base``).
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
@@ -63,6 +64,60 @@ def _split_task_column(X, task, required):
                          "and X has no such column; give the task of every row as an array, "
                          "or the column's name.")
     return X, task
+
+
+def _warn_nothing_selected(ys, ws, xp, n_rounds):
+    """The warning of every family when a fit selects no feature, with the reason: a target
+    constant (on the rows of positive weight) in every task, or prices no split paid."""
+    constant = all(bool(xp.ptp(y if w is None else y[w > 0]) == 0) for y, w in zip(ys, ws))
+    why = ("the target is constant in every task, so no split can lower the loss" if constant
+           else f"no split on any feature paid its price in {n_rounds} rounds. Lower mu_G "
+                "and mu_t (the prices of a feature new to all tasks and new to one task)")
+    warnings.warn(f"no feature was selected: {why}.", UserWarning, stacklevel=4)
+
+
+def _missing(v) -> bool:
+    """None, NaN, or a table's null (pandas' NA, whose comparisons have no truth value)."""
+    if v is None:
+        return True
+    try:
+        return bool(v != v)
+    except (TypeError, ValueError):
+        return True
+
+
+def _task_ids(task, n):
+    """The task of each of ``n`` rows -> (sorted distinct ids, int64 codes (n,)); a missing
+    id (NaN, None, a null of a table) or ids of mixed types are named, not reported as "y"."""
+    from .._input import _as_array
+
+    labels = np.asarray(to_host(_as_array(task, "cpu", "task")))
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"task must give one id per row: {n} rows, got shape "
+                         f"{labels.shape}.")
+    if labels.dtype.kind == "O":
+        missing = np.array([_missing(v) for v in labels], dtype=bool)
+    elif labels.dtype.kind in "fc":
+        missing = np.isnan(labels)
+    else:
+        missing = np.zeros(n, dtype=bool)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        where = (f"row {int(rows[0])}" if rows.size == 1 else
+                 f"rows {rows[:10].tolist()}" + (" ..." if rows.size > 10 else ""))
+        raise ValueError(f"task has {rows.size} missing value{'s' * (rows.size > 1)} (NaN or "
+                         f"None), at {where}; every row needs a task id.")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError("task contains infinity; task ids must be labels.")
+    if labels.dtype.kind == "c":
+        raise ValueError("task is complex; task ids must be labels.")
+    try:
+        tasks, codes = np.unique(labels, return_inverse=True)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in labels})
+        raise ValueError(f"task has ids of mixed types ({', '.join(kinds)}); give ids of one "
+                         "type (for example task.astype(str)).") from None
+    return tasks, codes.astype(np.int64).ravel()
 
 
 _SCORE_DOC = """{metric} of ``predict(X, task=task)``.
@@ -146,11 +201,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
                              "table per task (fit([X_1, ..., X_T], [y_1, ..., y_T])).")
         X, task = _split_task_column(X, task, required=True)
         data = self._prepare_fit(X, y, sample_weight)
-        labels = to_host(check_y(task, data.X.shape[0], device="cpu"))
-        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-            raise ValueError("task contains NaN or infinity; task ids must be labels.")
-        tasks, codes = np.unique(labels, return_inverse=True)
-        return data, codes.astype(np.int64).ravel(), tasks
+        tasks, codes = _task_ids(task, data.X.shape[0])
+        return data, codes, tasks
 
     def _prepare_list(self, Xs, ys, sample_weight):
         """The list form through the same door: every table checked against the first one's
@@ -287,6 +339,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
                                            for p in state.tasks]
         self.first_use_tree_by_task_ = np.stack([p.first_use_tree for p in state.tasks])
         self._finish_selection(state.shared.first_use_tree)
+        if self.selected_features_.size == 0:
+            _warn_nothing_selected(ys, ws, xp, int(self.n_estimators))
         return self
 
     def _finish_selection(self, shared_first_use):

@@ -62,8 +62,10 @@ category's weight is its rows' weighted mean residual, the cost falls by
 Stopping
 --------
 At most ``n_features_to_select`` rounds; earlier when no candidate is left (all non-constant
-features used), when a round lowers the training cost by less than ``tol`` (that feature is then
-NOT added), or, with ``n_iter_no_change`` and validation data (``eval_set`` or
+features used), when no candidate lowers the training cost by more than ``_NO_GAIN`` of the
+bias-alone cost (the model fits the training data; a warning says so when a count was asked
+for), when a round lowers the training cost by less than ``tol`` (that feature is then NOT
+added), or, with ``n_iter_no_change`` and validation data (``eval_set`` or
 ``validation_fraction``), when the validation cost of the watched set has not improved for
 ``n_iter_no_change`` rounds; the model is then cut back to the round with the lowest validation
 cost. ``validation_fraction`` rows are held out by zero training weight, so X is not copied.
@@ -77,6 +79,11 @@ float64. Apart from X itself, full-size temporaries are avoided: the mean is a m
 product, the variance and the Newton sweeps work on row chunks of about ``_CHUNK_ELEMENTS``.
 Precision note: ``X' r`` is taken on the raw (uncentered) matrix, so a feature whose mean is many
 orders of magnitude larger than its std loses that many digits in its score.
+Extreme magnitudes: a column whose largest |value| lies beyond ``2**+-256`` (float32:
+``2**+-40``), where squares and sums would leave the dtype's range, is fitted divided by a power
+of two (exact, so the standardized fit is the same; X is then copied once) and the model is put
+back in X's units. A column below float64's normal range (subnormal), whose weight per unit
+would overflow, is refused by name.
 """
 from __future__ import annotations
 
@@ -107,6 +114,10 @@ __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "Stagewi
 _CHUNK_ELEMENTS = {"cpu": 1 << 17, "gpu": 1 << 25}
 #: Largest Newton step on one standardized weight (logit units per standard deviation).
 _MAX_NEWTON_STEP = 10.0
+#: A round that lowers the training cost by at most this share of the bias-alone cost ends
+#: the path: the model fits the training data up to rounding, and the feature's weight would
+#: be rounding noise.
+_NO_GAIN = 1e-12
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,6 +442,48 @@ class LogisticStage:
         return a, cost
 
 
+#: Columns whose largest |value| is within 2**+-this keep their scale; the others are scaled
+#: by a power of two for the fit (their squares and sums would leave the dtype's range).
+_SAFE_EXPONENT = {"float64": 256, "float32": 40}
+
+
+def _column_exponents(X, xp):
+    """int64 (n_features,) host: e with max |X[:, j]| in [2**(e-1), 2**e) for the columns
+    outside ``_SAFE_EXPONENT``, 0 for the others (and for all-zero columns)."""
+    with np.errstate(over="ignore"):
+        top = np.maximum(np.abs(to_host(xp.max(X, axis=0))), np.abs(to_host(xp.min(X, axis=0))))
+    e = np.frexp(top.astype(np.float64))[1].astype(np.int64)
+    return np.where(np.abs(e) > _SAFE_EXPONENT[np.dtype(X.dtype).name], e, 0)
+
+
+def _scale_columns(X, col_exp, xp):
+    """X (n, d) * 2**-col_exp per column, exactly (a new array)."""
+    return xp.ldexp(X, xp.asarray(-col_exp, dtype=xp.int32)[None, :]).astype(X.dtype,
+                                                                               copy=False)
+
+
+def _check_raw_units(coef, intercept):
+    """The model in X's units must be finite: a column so small (subnormal) that its weight
+    per unit overflows float64 is named."""
+    bad = np.flatnonzero(~np.isfinite(coef).all(axis=0))
+    if bad.size:
+        raise ValueError(
+            f"the weights of columns {bad[:8].tolist()} overflow float64 in X's units (their "
+            f"values are below float64's normal range, about 2.2e-308): rescale those columns "
+            "(for example multiply them by 1e300, or use sklearn's StandardScaler).")
+    if not np.isfinite(intercept).all():
+        raise ValueError("the intercept overflows float64 in X's units (the selected columns' "
+                         "means are too large for their weights): center or rescale X (for "
+                         "example with sklearn's StandardScaler).")
+
+
+def _constant_target(Y, w, xp):
+    """True when every model's target (Y (n, n_models)) takes one value on the rows of
+    positive weight w (n,): then no feature can lower the cost, and none is selected."""
+    rows = w > 0
+    return bool(xp.all(xp.max(Y[rows], axis=0) == xp.min(Y[rows], axis=0)))
+
+
 # --------------------------------------------------------------------------------------------
 # Categorical columns: one group of one-hot indicators each
 # --------------------------------------------------------------------------------------------
@@ -530,6 +583,11 @@ class _StagewiseBase(SelectorBase):
         for f in cat_cols:
             cat_idx[int(f)] = _category_index(Xa[:, int(f)], n_codes[int(f)], xp)
             Xa[:, int(f)] = 0
+        # columns of extreme magnitude are fitted scaled by 2**-e (exact: the same bits of
+        # every standardized quantity) and the model is put back in X's units at the end
+        col_exp = _column_exponents(Xa, xp)
+        if col_exp.any():
+            Xa = _scale_columns(Xa, col_exp, xp)
         max_rounds = self._max_rounds(d)
         stage = self._stage_loss()
         _scales.check_target_scale(self, data.y, data.sample_weight)
@@ -545,6 +603,8 @@ class _StagewiseBase(SelectorBase):
             eval_idx.append({f: _category_index(Xv[:, f], n, xp) for f, n in n_codes.items()})
             for f in n_codes:
                 Xv[:, f] = 0
+        if col_exp.any():
+            evals = [(_scale_columns(Xv, col_exp, xp), Yv, wv) for Xv, Yv, wv in evals]
         if self.validation_fraction is not None:
             # Held-out rows get zero training weight, so the training matrix is never copied.
             val = xp.asarray(self._validation_rows(data)[1])
@@ -559,6 +619,7 @@ class _StagewiseBase(SelectorBase):
         eval_W = [float(wv.sum()) for _, _, wv in evals]
         if any(not Wv > 0 for Wv in eval_W):
             raise ValueError("The validation rows have zero total sample weight.")
+        constant_y = _constant_target(Y, w, xp)
 
         mean, std, inv_std = _standardize_stats(Xa, w, W, xp, device)
         bias = stage.bias(Y, w, W, xp)                             # (K,) float64
@@ -580,13 +641,14 @@ class _StagewiseBase(SelectorBase):
         weights_hist = [coef_std.copy()]
         selected = []
         stopped_early = False
+        fitted_exactly = False
         auto = self.n_features_to_select == "auto" and self.tol is not None
         cut = None
 
         with tqdm(total=max_rounds, disable=not self.verbose, desc=type(self).__name__,
                   unit="feature") as bar:
             for _ in range(max_rounds):
-                if not bool(active.any()):
+                if constant_y or not bool(active.any()):
                     break
                 a, cand_cost = stage.candidates(Xa, F, Y, w, W, mean, inv_std, active, xp,
                                                 device)
@@ -600,6 +662,9 @@ class _StagewiseBase(SelectorBase):
                 total = xp.where(active, total, xp.inf)
                 j = int(xp.argmin(total))
                 new_cost = float(total[j])
+                if costs[-1] - new_cost <= _NO_GAIN * costs[0]:
+                    fitted_exactly = True  # a feature would get a weight of rounding noise
+                    break
                 if not auto and self.tol is not None and costs[-1] - new_cost < self.tol:
                     break
                 if j in groups:
@@ -642,30 +707,37 @@ class _StagewiseBase(SelectorBase):
             costs = costs[:keep + 1]
             eval_costs = [ec[:keep + 1] for ec in eval_costs]
             weights_hist = weights_hist[:keep + 1]
-        elif (isinstance(self.n_features_to_select, numbers.Integral)
+        elif (isinstance(self.n_features_to_select, numbers.Integral) and selected
               and len(selected) < max_rounds and self.tol is None):
+            why = ("the model fits the training data, so a further feature lowers the "
+                   "training cost by nothing" if fitted_exactly else "the others are constant")
             warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
-                          "be selected: the others are constant.", UserWarning, stacklevel=4)
+                          f"be selected: {why}.", UserWarning, stacklevel=4)
 
         if not selected:
-            why = ("the validation cost never improved on the bias alone" if stopped_early else
+            why = ("the target is constant (on the rows of positive weight), so no feature can "
+                   "lower the training cost" if constant_y else
+                   "the validation cost never improved on the bias alone" if stopped_early else
                    f"the first round lowered the training cost by less than tol={self.tol:g}"
                    if self.tol is not None and bool(active.any()) else
                    "every feature is constant")
-            warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
-                          "number of features you want, or a smaller tol.", UserWarning,
-                          stacklevel=4)
+            advice = ("" if constant_y else " Set n_features_to_select to the number of "
+                      "features you want, or a smaller tol.")
+            warnings.warn(f"no feature was selected: {why}.{advice}", UserWarning, stacklevel=4)
         self.device_ = device
-        self.mean_ = to_host(mean).astype(np.float64)
-        self.std_ = to_host(std).astype(np.float64)
-        inv = to_host(inv_std).astype(np.float64)
+        self.mean_ = np.ldexp(to_host(mean).astype(np.float64), col_exp)   # in X's units
+        self.std_ = np.ldexp(to_host(std).astype(np.float64), col_exp)
+        with np.errstate(over="ignore"):  # a subnormal column: refused by _check_raw_units
+            inv = np.ldexp(to_host(inv_std).astype(np.float64), -col_exp)
         self._set_support(selected)
         self.cost_history_ = np.asarray(costs, dtype=np.float64)
         self.evals_result_ = [np.asarray(ec, dtype=np.float64) for ec in eval_costs]
         self.validation_cost_history_ = self.evals_result_[-1] if evals else None
         bias_h = to_host(bias).astype(np.float64)
-        coef = coef_std * inv[None, :]
-        intercept = bias_h - coef @ self.mean_
+        with np.errstate(over="ignore", invalid="ignore"):
+            coef = np.where(coef_std == 0, 0.0, coef_std * inv[None, :])
+            intercept = bias_h - coef @ self.mean_
+        _check_raw_units(coef, intercept)
         hist = np.stack(weights_hist)
         if self._one_output:  # a regressor's attributes have no model axis
             coef_std, bias_h, coef, intercept, hist = (coef_std[0], float(bias_h[0]), coef[0],
@@ -694,7 +766,9 @@ class _StagewiseBase(SelectorBase):
                               (Xa.shape[0], coef.shape[0])).copy()
         if sel.size:
             out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
-        for f, a in self._category_coef_2d().items():   # a selected categorical column
+        # a selected categorical column, in column order (a loaded model's dict is sorted:
+        # the same order of additions, the same bits)
+        for f, a in sorted(self._category_coef_2d().items()):
             n_f = a.shape[1]
             pad = xp.asarray(np.concatenate([a, np.zeros((a.shape[0], 1))], axis=1))
             idx = _category_index(Xa[:, f], n_f, xp)
