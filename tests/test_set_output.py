@@ -70,11 +70,12 @@ def test_transform_of_a_frame_with_integer_column_names(selector):
     X = pd.DataFrame(X.to_numpy())
     assert list(X.columns) == [0, 1, 2, 3, 4]
     kw = {"task": np.arange(len(X)) % 2} if "MultiTask" in type(selector).__name__ else {}
-    sel = clone(selector).fit(X, y, **kw)
+    fresh = type(selector)(**selector.get_params())  # clone would copy an earlier set_output
+    sel = clone(fresh).fit(X, y, **kw)
     cols = np.flatnonzero(sel.get_support())
     assert cols.size
     pd.testing.assert_frame_equal(sel.transform(X), X.iloc[:, cols])
     if not kw:
-        pd.testing.assert_frame_equal(clone(selector).fit_transform(X, y), X.iloc[:, cols])
+        pd.testing.assert_frame_equal(clone(fresh).fit_transform(X, y), X.iloc[:, cols])
     out = sel.set_output(transform="pandas").transform(X)
     np.testing.assert_array_equal(out.to_numpy(), X.iloc[:, cols].to_numpy())
