@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._device import namespace_of, to_host
-from ._types import CUT_DTYPE, MAX_VALUE_BINS
+from ._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
 
 #: Columns whose subsample is sorted at once in ``BinMapper.fit``.
 _COLUMN_BLOCK = 16
@@ -58,6 +58,12 @@ class BinMapper:
         The categorical features.
     categories_ : CategoryCodes or None
         Their category -> code (= bin) maps.
+    most_freq_bin_ : ndarray of shape (n_features,), int32
+        Each feature's most frequent bin in the subsample (255: the missing bin), the first
+        of equals; with ``most_freq_frac_`` it shapes the histogram layout
+        (``hist_layout``). Training only: not saved with a model (a loaded mapper has -1).
+    most_freq_frac_ : ndarray of shape (n_features,), float64
+        The fraction of the subsample's rows in that bin (0 for a loaded mapper).
     """
 
     def __init__(self, max_bins: int = 255, subsample: int | None = 200_000,
@@ -91,14 +97,21 @@ class BinMapper:
         idx = self.sample_rows(n)
         if idx is not None:
             idx = xp.asarray(idx)
+        self._set_categories(categories, d)
         self.cuts_ = []
+        self.most_freq_bin_ = np.zeros(d, np.int32)
+        self.most_freq_frac_ = np.zeros(d, np.float64)
         for lo in range(0, d, _COLUMN_BLOCK):
             block = X[:, lo:lo + _COLUMN_BLOCK]
             sample = block if idx is None else block[idx]
-            self.cuts_ += self._fit_block(xp, xp.asarray(sample, dtype=np.float64))
-        self._set_categories(categories, d)
-        for f in np.flatnonzero(self.is_categorical_):
-            self.cuts_[f] = category_cuts(categories.n_codes[int(f)])
+            cuts, sorted_, n_valid = self._fit_block(xp, xp.asarray(sample, dtype=np.float64))
+            for j in range(len(cuts)):
+                f = lo + j
+                if self.is_categorical_[f]:
+                    cuts[j] = category_cuts(categories.n_codes[int(f)])
+                self.most_freq_bin_[f], self.most_freq_frac_[f] = _most_frequent(
+                    xp, sorted_[:, j], int(n_valid[j]), cuts[j])
+            self.cuts_ += cuts
         self._pad()
         return self
 
@@ -135,7 +148,27 @@ class BinMapper:
                                  f"{self.max_bins}.")
             self.is_categorical_ = categories.is_categorical
 
+    def hist_layout(self):
+        """The histogram layout of the fitted features (``gpufs._hist_layout``): n_bins_ + 1
+        slots per feature, the most frequent bin of the sparse ones derived. Made once per
+        fit.
+
+        Returns
+        -------
+        HistLayout
+        """
+        layout = self.__dict__.get("_hist_layout")
+        if layout is None:
+            from ._hist_layout import HistLayout
+
+            freq = getattr(self, "most_freq_bin_", None)
+            layout = HistLayout.from_n_bins(self.n_bins_, freq,
+                                            getattr(self, "most_freq_frac_", None))
+            self._hist_layout = layout
+        return layout
+
     def _pad(self):
+        self.__dict__.pop("_hist_layout", None)
         d = len(self.cuts_)
         self.n_bins_ = np.array([c.shape[0] + 1 for c in self.cuts_], dtype=np.int32)
         self.cuts_padded_ = np.full((d, MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
@@ -143,7 +176,8 @@ class BinMapper:
             self.cuts_padded_[f, : c.shape[0]] = c
 
     def _fit_block(self, xp, sample):
-        """Cut points of the columns of ``sample`` (float64 rows of the subsample)."""
+        """Cut points of the columns of ``sample`` (float64 rows of the subsample), its
+        columns sorted (NaN last) and their counts of non-missing values (host)."""
         d = sample.shape[1]
         sorted_ = xp.sort(sample, axis=0)  # NaN sorts last in numpy and cupy
         n_valid = (~xp.isnan(sample)).sum(axis=0).astype(np.int64)
@@ -165,7 +199,7 @@ class BinMapper:
             else:
                 u = np.unique(picked[:, f])
             cuts.append((0.5 * u[:-1] + 0.5 * u[1:]).astype(CUT_DTYPE))
-        return cuts
+        return cuts, sorted_, n_valid
 
     def transform(self, X, backend):
         """The bins of X, computed by ``backend``.
@@ -265,14 +299,43 @@ class BinMapper:
         m = cls(max_bins, subsample, random_state)
         m.cuts_ = [np.asarray(c, dtype=CUT_DTYPE) for c in cuts]
         m._set_categories(categories, len(m.cuts_))
+        m._no_most_freq()
         m._pad()
         return m
+
+    def _no_most_freq(self):
+        """No most frequent bins known (a mapper read from a file: they are not saved)."""
+        d = len(self.cuts_)
+        self.most_freq_bin_ = np.full(d, -1, np.int32)
+        self.most_freq_frac_ = np.zeros(d, np.float64)
 
     def __setstate__(self, state):  # mappers pickled before categorical features existed
         self.__dict__.update(state)
         if "cuts_" in state and "is_categorical_" not in state:
             self.categories_ = None
             self.is_categorical_ = np.zeros(len(self.cuts_), dtype=bool)
+        if "cuts_" in state and "most_freq_bin_" not in state:
+            self._no_most_freq()
+
+
+def _most_frequent(xp, sorted_col, n_valid, cuts):
+    """(bin, fraction of the rows) of the most frequent bin of one column of the subsample
+    (sorted, NaN last; ``n_valid`` values not NaN) under ``cuts`` (host, sorted): the first of
+    equals in bin order, the missing bin (255) last."""
+    m = int(sorted_col.shape[0])
+    if m == 0:
+        return 0, 0.0
+    # values <= cuts[b] are in bins 0..b: the counts per bin are the steps of their positions
+    pos = np.zeros(cuts.shape[0] + 2, np.int64)
+    if cuts.shape[0] and n_valid:
+        pos[1:-1] = to_host(xp.searchsorted(sorted_col[:n_valid], xp.asarray(cuts),
+                                            side="right"))
+    pos[-1] = n_valid
+    counts = np.diff(pos)
+    b = int(np.argmax(counts))
+    if m - n_valid > counts[b]:
+        return MISSING_BIN, (m - n_valid) / m
+    return b, counts[b] / m
 
 
 def category_cuts(n_codes):

@@ -1,0 +1,505 @@
+"""The CPU's histograms: row-wise or column-wise by shape, sparse rows, sibling subtraction.
+
+Owns how the CPU backend fills a level's histograms in the compact layout
+(``gpufs._hist_layout``): a node's histogram is its (n_slots, 2) int64 array, feature f at
+slots ``offset[f] .. offset[f + 1] - 1``, and only the listed features' slots are zeroed,
+filled, reduced and subtracted. Two loops, chosen per build by ``use_columns``'s rule (written
+down with the measurement behind it in docs/architecture.rst):
+  * row-wise: a task reads every listed feature of a run of rows (two rows interleaved, the
+    rows ahead prefetched) into its own histogram; big nodes' extra tasks into private copies
+    that are then added up;
+  * column-wise: a task is one (feature, node): the node's gradients are gathered once, and
+    the feature's histogram, a few hundred bytes, stays in the L1 cache.
+Sparse features (``HistLayout.most_freq``): with every feature listed, their bins other than
+the most frequent come from a row-wise list (``sparse_rows``: a row's slots, CSR) and the most
+frequent one is the node's total minus the rest, exact in int64 (LightGBM's ``most_freq_bin``).
+"""
+from __future__ import annotations
+
+import llvmlite.ir as llvm_ir
+import numpy as np
+from numba import njit, prange
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from .. import _hist_layout, _tasks
+from .._types import HIST_DTYPE
+
+_slot = njit(inline="always")(_hist_layout.slot_of)
+_task_bounds = njit(inline="always")(_tasks.task_bounds)
+_cpu_task_count = njit(inline="always")(_tasks.cpu_task_count)
+
+#: Rows per histogram / partition task; smaller nodes are one task.
+ROWS_PER_TASK = 16384
+#: Tasks per thread a big node is cut into (load balance on a busy machine).
+TASKS_PER_THREAD = 4
+#: How many rows ahead a row-wise task prefetches the rows it will read (``_rows_into``).
+PREFETCH_ROWS = 16
+#: int64 words per block of the reduction of private histograms (over every slot).
+REDUCE_WORDS = 4096
+#: The row-wise / column-wise rule (``use_columns``): columns when a build's rows are at most
+#: COLUMN_MAX_ROWS (their gathered gradients stay in the L2 cache while every feature reads
+#: them) and its histograms are larger than COLUMN_MIN_HIST_BYTES (the row-wise loop's
+#: scattered updates leave the L1 cache). Measured: docs/architecture.rst.
+COLUMN_MAX_ROWS = 16384
+COLUMN_MIN_HIST_BYTES = 64 * 1024
+#: ``use_columns``' modes: the rule, or one loop always.
+AUTO, ROWS, COLUMNS = 0, 1, 2
+
+
+@intrinsic
+def prefetch(typingctx, a, i, j):
+    """Ask the CPU to bring a[i, j] (a 2-D array) into its caches (LLVM's ``llvm.prefetch``:
+    a hint, no result, no fault on any address)."""
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        arr = context.make_array(aty)(context, builder, args[0])
+        idx = [context.cast(builder, v, t, types.intp)
+               for v, t in zip(args[1:], signature.args[1:])]
+        ptr = cgutils.get_item_pointer(context, builder, aty, arr, idx)
+        i8p = llvm_ir.IntType(8).as_pointer()
+        i32 = llvm_ir.IntType(32)
+        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        # read, high temporal locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), llvm_ir.Constant(i32, 0),
+                          llvm_ir.Constant(i32, 3), llvm_ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(a, i, j), codegen
+
+
+@njit(cache=True)
+def task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
+    """Cut segments into tasks by ``gpufs._tasks``' CPU rule (about ``rows_per_task`` rows,
+    at most ``n_tasks_max`` per segment, one per empty or small segment). Returns (t_seg,
+    t_lo, t_hi, t_first) int64, ``t_first`` is 1 for the first task of its segment."""
+    m = seg_start.shape[0]
+    per = np.empty(m, np.int64)
+    total = 0
+    for s in range(m):
+        k = _cpu_task_count(seg_count[s], rows_per_task, n_tasks_max)
+        per[s] = k
+        total += k
+    t_seg = np.empty(total, np.int64)
+    t_lo = np.empty(total, np.int64)
+    t_hi = np.empty(total, np.int64)
+    t_first = np.empty(total, np.int64)
+    t = 0
+    for s in range(m):
+        k = per[s]
+        lo = seg_start[s]
+        c = seg_count[s]
+        for i in range(k):
+            t_seg[t] = s
+            t_lo[t], t_hi[t] = _task_bounds(lo, c, k, i)
+            t_first[t] = 1 if i == 0 else 0
+            t += 1
+    return t_seg, t_lo, t_hi, t_first
+
+
+@njit(inline="always")
+def use_columns(mode, n_rows, hist_bytes):
+    """Whether a build of ``n_rows`` rows into histograms of ``hist_bytes`` bytes (per node,
+    the features read densely) runs column-wise (``AUTO``: the rule of COLUMN_MAX_ROWS and
+    COLUMN_MIN_HIST_BYTES)."""
+    if mode == ROWS:
+        return False
+    if mode == COLUMNS:
+        return True
+    return n_rows <= COLUMN_MAX_ROWS and hist_bytes > COLUMN_MIN_HIST_BYTES
+
+
+# --- one node's histogram -------------------------------------------------------------------
+
+@njit(inline="always")
+def _zero(H, feats, n_feats, off, full):
+    """Zero the listed features' slots of H, the flat (2 n_slots,) view of one histogram."""
+    if full:
+        H[:] = 0
+    else:
+        for i in range(n_feats):
+            f = feats[i]
+            H[2 * off[f]: 2 * off[f + 1]] = 0
+
+
+@njit(inline="always")
+def _row_sparse(r, g, h, sp_ptr, sp_slot, H):
+    for e in range(sp_ptr[r], sp_ptr[r + 1]):
+        s = 2 * np.int64(sp_slot[e])
+        H[s] += g
+        H[s + 1] += h
+
+
+@njit(inline="always")
+def _rows_into(Xb, gh, rows, lo, hi, feats, n_feats, off, sparse, sp_ptr, sp_slot, H):
+    """Add rows[lo:hi] into H (flat (2 n_slots,)): every bin of the listed features, and with
+    ``sparse`` each row's slots of the sparse rows list.
+
+    Each row's bins are read once, contiguously, and its (g, h) once. Two rows are interleaved
+    so twice as many independent read-modify-writes are in flight (the loop is bound by their
+    latency, not by arithmetic). A node below the root reads a scattered subset of the rows,
+    which the hardware prefetchers cannot predict: the rows ``PREFETCH_ROWS`` ahead are
+    prefetched (their bins and gradients), measured 15-20% faster on subsets of a quarter of
+    the rows or fewer.
+    """
+    j = lo
+    ahead = hi - PREFETCH_ROWS - 1
+    while j + 1 < hi:
+        if j < ahead:
+            q0 = rows[j + PREFETCH_ROWS]
+            q1 = rows[j + PREFETCH_ROWS + 1]
+            prefetch(Xb, q0, 0)
+            prefetch(Xb, q1, 0)
+            prefetch(gh, q0, 0)
+            prefetch(gh, q1, 0)
+        r0 = rows[j]
+        r1 = rows[j + 1]
+        g0 = gh[r0, 0]
+        h0 = gh[r0, 1]
+        g1 = gh[r1, 0]
+        h1 = gh[r1, 1]
+        for i in range(n_feats):
+            f = feats[i]
+            a = off[f]
+            z = off[f + 1] - 1
+            i0 = 2 * _slot(np.int64(Xb[r0, f]), a, z)
+            i1 = 2 * _slot(np.int64(Xb[r1, f]), a, z)
+            H[i0] += g0
+            H[i0 + 1] += h0
+            H[i1] += g1
+            H[i1 + 1] += h1
+        if sparse:
+            _row_sparse(r0, g0, h0, sp_ptr, sp_slot, H)
+            _row_sparse(r1, g1, h1, sp_ptr, sp_slot, H)
+        j += 2
+    if j < hi:
+        r = rows[j]
+        g = gh[r, 0]
+        h = gh[r, 1]
+        for i in range(n_feats):
+            f = feats[i]
+            s = 2 * _slot(np.int64(Xb[r, f]), off[f], off[f + 1] - 1)
+            H[s] += g
+            H[s + 1] += h
+        if sparse:
+            _row_sparse(r, g, h, sp_ptr, sp_slot, H)
+
+
+@njit(inline="always")
+def _column_into(col, ghs, rows, lo, hi, a, z, H):
+    """Add the positions lo..hi-1 of one feature's column into its slots a..z of H; ``ghs``
+    holds the gradients gathered by position (``ghs[j] = gh[rows[j]]``)."""
+    for j in range(lo, hi):
+        s = 2 * _slot(np.int64(col[rows[j]]), a, z)
+        H[s] += ghs[j, 0]
+        H[s + 1] += ghs[j, 1]
+
+
+@njit(inline="always")
+def _derive_most_freq(H, sparse_f, off, most_freq, g_tot, h_tot):
+    """Each sparse feature's most frequent slot of one node's H: the node's totals minus the
+    feature's other slots (that slot was zeroed and never added to), exact in int64."""
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        a = off[f]
+        sg = g_tot - g_tot
+        sh = sg
+        for s in range(a, off[f + 1]):
+            sg += H[2 * s]
+            sh += H[2 * s + 1]
+        m = 2 * (a + most_freq[f])
+        H[m] = g_tot - sg
+        H[m + 1] = h_tot - sh
+
+
+# --- a level's histograms -------------------------------------------------------------------
+
+@njit(inline="always")
+def _row_task(t, src, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, sparse, out2, priv2):
+    Xb, _, gh, rows, _, off, _, sp_ptr, sp_slot, _, _ = src
+    p = t_priv[t]
+    H = out2[t_slot[t]] if p < 0 else priv2[p]
+    _zero(H, feats, n_feats, off, full)
+    _rows_into(Xb, gh, rows, t_lo[t], t_hi[t], feats, n_feats, off, sparse, sp_ptr, sp_slot, H)
+
+
+@njit(parallel=True, cache=True)
+def _row_tasks_par(src, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, sparse, out2, priv2):
+    for t in prange(t_slot.shape[0]):
+        _row_task(t, src, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, sparse, out2, priv2)
+
+
+@njit(cache=True)
+def _row_tasks_ser(src, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, sparse, out2, priv2):
+    for t in range(t_slot.shape[0]):
+        _row_task(t, src, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, sparse, out2, priv2)
+
+
+@njit(inline="always")
+def _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2):
+    a = r_lo[i]
+    b = r_hi[i]
+    for t in range(t_slot.shape[0]):
+        p = t_priv[t]
+        if p >= 0:
+            dst = out2[t_slot[t]]
+            src = priv2[p]
+            for w in range(a, b):
+                dst[w] += src[w]
+
+
+@njit(parallel=True, cache=True)
+def _reduce_par(r_lo, r_hi, t_slot, t_priv, out2, priv2):
+    for i in prange(r_lo.shape[0]):
+        _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2)
+
+
+@njit(cache=True)
+def _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv2):
+    for i in range(r_lo.shape[0]):
+        _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2)
+
+
+@njit(inline="always")
+def _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2):
+    """Task t < n_lf x segments: feature lf[t % n_lf] of segment t // n_lf; the tasks after
+    them (with ``sparse``): segment t - n_lf x segments's sparse rows list."""
+    _, Xb_cols, gh, rows, ghs, off, _, sp_ptr, sp_slot, _, sparse_f = src
+    m = seg_start.shape[0]
+    lo_all = n_lf * m
+    if t < lo_all:
+        s = t // n_lf
+        f = lf[t - s * n_lf]
+        H = out2[slot_of_seg[s]]
+        a = off[f]
+        b = off[f + 1]
+        H[2 * a: 2 * b] = 0
+        lo = seg_start[s]
+        _column_into(Xb_cols[f], ghs, rows, lo, lo + seg_count[s], a, b - 1, H)
+    else:
+        s = t - lo_all
+        H = out2[slot_of_seg[s]]
+        for i in range(sparse_f.shape[0]):
+            f = sparse_f[i]
+            H[2 * off[f]: 2 * off[f + 1]] = 0
+        lo = seg_start[s]
+        for j in range(lo, lo + seg_count[s]):
+            _row_sparse(rows[j], ghs[j, 0], ghs[j, 1], sp_ptr, sp_slot, H)
+
+
+@njit(parallel=True, cache=True)
+def _col_tasks_par(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2):
+    for t in prange(n_tasks):
+        _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2)
+
+
+@njit(cache=True)
+def _col_tasks_ser(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2):
+    for t in range(n_tasks):
+        _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2)
+
+
+@njit(parallel=True, cache=True)
+def _gather_par(gh, rows, seg_start, seg_count, ghs):
+    for s in prange(seg_start.shape[0]):
+        for j in range(seg_start[s], seg_start[s] + seg_count[s]):
+            r = rows[j]
+            ghs[j, 0] = gh[r, 0]
+            ghs[j, 1] = gh[r, 1]
+
+
+@njit(cache=True)
+def _gather_ser(gh, rows, seg_start, seg_count, ghs):
+    for s in range(seg_start.shape[0]):
+        for j in range(seg_start[s], seg_start[s] + seg_count[s]):
+            r = rows[j]
+            ghs[j, 0] = gh[r, 0]
+            ghs[j, 1] = gh[r, 1]
+
+
+@njit(cache=True)
+def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, seg_count,
+                     slot_of_seg, seg_g, seg_h, feats, n_feats, full, out, priv):
+    """Histograms of the segments into ``out[slot_of_seg[s]]`` (only the listed features'
+    slots; every slot when ``full``).
+
+    ``src`` is the tuple (Xb (n, d) uint8, Xb_cols (d, n) uint8, gh (n, 2) int64, rows (n,)
+    int32, ghs (n, 2) int64 scratch, offset (d + 1,) int64, most_freq (d,) int32, sp_ptr
+    (n + 1,) int64, sp_slot (nnz,) int32, dense_f int32, sparse_f int32): the binned matrix
+    both ways, the gradients, the rows, the layout and the sparse rows list (``sparse_rows``;
+    ``sparse_f`` empty when the tree reads none). With every feature listed and sparse
+    features, those are read from the list and their most frequent slot derived from the
+    segments' totals ``seg_g`` / ``seg_h`` (int64); the other features (all of them
+    otherwise) row-wise or column-wise by ``use_columns(mode, ...)``. ``priv`` is scratch
+    (n_priv, 2 n_slots) int64 for the extra row-wise tasks of big segments; when it is too
+    small a bigger one is allocated and returned (callers keep it).
+    """
+    off = src[5]
+    dense_f = src[9]
+    sparse_f = src[10]
+    width = 2 * off[off.shape[0] - 1]
+    out2 = out.reshape((out.shape[0], width))
+    m = seg_start.shape[0]
+    sparse = full and sparse_f.shape[0] > 0
+    lf = dense_f if sparse else feats
+    n_lf = dense_f.shape[0] if sparse else n_feats
+    n_rows = 0
+    for s in range(m):
+        n_rows += seg_count[s]
+    dense_words = 0
+    for i in range(n_lf):
+        dense_words += 2 * (off[lf[i] + 1] - off[lf[i]])
+    if use_columns(mode, n_rows, 8 * dense_words):
+        if parallel:
+            _gather_par(src[2], src[3], seg_start, seg_count, src[4])
+        else:
+            _gather_ser(src[2], src[3], seg_start, seg_count, src[4])
+        n_tasks = n_lf * m + (m if sparse else 0)
+        if parallel:
+            _col_tasks_par(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse,
+                           out2)
+        else:
+            _col_tasks_ser(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse,
+                           out2)
+    else:
+        n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
+        t_seg, t_lo, t_hi, t_first = task_table(seg_start, seg_count, n_tasks_max,
+                                                rows_per_task)
+        T = t_seg.shape[0]
+        t_slot = np.empty(T, np.int64)
+        t_priv = np.empty(T, np.int64)
+        n_priv = 0
+        for t in range(T):
+            t_slot[t] = slot_of_seg[t_seg[t]]
+            if t_first[t] == 1:
+                t_priv[t] = -1
+            else:
+                t_priv[t] = n_priv
+                n_priv += 1
+        if priv.shape[0] < n_priv or priv.shape[1] != width:
+            priv = np.empty((n_priv, width), HIST_DTYPE)
+        if parallel:
+            _row_tasks_par(src, t_slot, t_lo, t_hi, t_priv, lf, n_lf, full, sparse, out2, priv)
+        else:
+            _row_tasks_ser(src, t_slot, t_lo, t_hi, t_priv, lf, n_lf, full, sparse, out2, priv)
+        if n_priv:
+            # the word ranges to add up: every slot (blocks of REDUCE_WORDS) or the listed
+            # features' slots
+            if full:
+                n_r = (width + REDUCE_WORDS - 1) // REDUCE_WORDS
+                r_lo = np.empty(n_r, np.int64)
+                r_hi = np.empty(n_r, np.int64)
+                for i in range(n_r):
+                    r_lo[i] = i * REDUCE_WORDS
+                    r_hi[i] = min(width, (i + 1) * REDUCE_WORDS)
+            else:
+                r_lo = np.empty(n_feats, np.int64)
+                r_hi = np.empty(n_feats, np.int64)
+                for i in range(n_feats):
+                    r_lo[i] = 2 * off[feats[i]]
+                    r_hi[i] = 2 * off[feats[i] + 1]
+            if parallel:
+                _reduce_par(r_lo, r_hi, t_slot, t_priv, out2, priv)
+            else:
+                _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv)
+    if sparse:
+        for s in range(m):
+            _derive_most_freq(out2[slot_of_seg[s]], sparse_f, off, src[6], seg_g[s], seg_h[s])
+    return priv
+
+
+# --- siblings -------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _subtract_pair(p, feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
+    """nxt[sib] = hist[parent] - nxt[built] on the p-th (pair, feature)'s slots."""
+    i = p % n_feats
+    s = p // n_feats
+    f = feats[i]
+    a = hist[parent_slot[s]]
+    b = nxt[built_slot[s]]
+    c = nxt[sib_slot[s]]
+    for w in range(off[f], off[f + 1]):
+        c[w, 0] = a[w, 0] - b[w, 0]
+        c[w, 1] = a[w, 1] - b[w, 1]
+
+
+@njit(parallel=True, cache=True)
+def subtract_par(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
+    """Siblings by exact subtraction, ``nxt[sib_slot[s]] = hist[parent_slot[s]] -
+    nxt[built_slot[s]]`` on the listed features' slots (hist, nxt (n, n_slots, 2) int64)."""
+    for p in prange(parent_slot.shape[0] * n_feats):
+        _subtract_pair(p, feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt)
+
+
+@njit(cache=True)
+def subtract_ser(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
+    """``subtract_par`` on the calling thread."""
+    for p in range(parent_slot.shape[0] * n_feats):
+        _subtract_pair(p, feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt)
+
+
+# --- the sparse rows list -------------------------------------------------------------------
+
+#: Rows per block of ``sparse_rows``' passes.
+_SPARSE_BLOCK = 2048
+
+
+@njit(parallel=True, cache=True)
+def _sparse_count(Xb, off, most_freq, sparse_f, counts):
+    n = Xb.shape[0]
+    for b in prange((n + _SPARSE_BLOCK - 1) // _SPARSE_BLOCK):
+        for r in range(b * _SPARSE_BLOCK, min(n, (b + 1) * _SPARSE_BLOCK)):
+            c = 0
+            for i in range(sparse_f.shape[0]):
+                f = sparse_f[i]
+                a = off[f]
+                if _slot(np.int64(Xb[r, f]), a, off[f + 1] - 1) != a + most_freq[f]:
+                    c += 1
+            counts[r + 1] = c
+
+
+@njit(parallel=True, cache=True)
+def _sparse_fill(Xb, off, most_freq, sparse_f, ptr, slots):
+    n = Xb.shape[0]
+    for b in prange((n + _SPARSE_BLOCK - 1) // _SPARSE_BLOCK):
+        for r in range(b * _SPARSE_BLOCK, min(n, (b + 1) * _SPARSE_BLOCK)):
+            e = ptr[r]
+            for i in range(sparse_f.shape[0]):
+                f = sparse_f[i]
+                a = off[f]
+                s = _slot(np.int64(Xb[r, f]), a, off[f + 1] - 1)
+                if s != a + most_freq[f]:
+                    slots[e] = s
+                    e += 1
+
+
+def sparse_rows(Xb, layout):
+    """The sparse rows list of ``layout``'s sparse features on ``Xb``: for each row, the
+    slots of its bins other than the most frequent, in feature order (CSR).
+
+    Parameters
+    ----------
+    Xb : ndarray of shape (n_samples, n_features), uint8
+    layout : HistLayout
+
+    Returns
+    -------
+    ptr : ndarray of shape (n_samples + 1,), int64
+        Row r's slots are ``slots[ptr[r]:ptr[r + 1]]``.
+    slots : ndarray of shape (nnz,), int32
+    dense_f, sparse_f : ndarray, int32
+        The features read densely and the sparse ones.
+    """
+    sparse = layout.most_freq >= 0
+    sparse_f = np.flatnonzero(sparse).astype(np.int32)
+    dense_f = np.flatnonzero(~sparse).astype(np.int32)
+    n = Xb.shape[0]
+    ptr = np.zeros(n + 1, np.int64)
+    if sparse_f.shape[0] and n:
+        _sparse_count(Xb, layout.offset, layout.most_freq, sparse_f, ptr)
+        np.cumsum(ptr, out=ptr)
+    slots = np.empty(int(ptr[-1]), np.int32)
+    if slots.shape[0]:
+        _sparse_fill(Xb, layout.offset, layout.most_freq, sparse_f, ptr, slots)
+    return ptr, slots, dense_f, sparse_f
