@@ -7,7 +7,7 @@ filled, reduced and subtracted. Two loops, chosen per build by ``use_columns``'s
 down with the measurement behind it in docs/architecture.rst):
   * row-wise: a task reads every listed feature of a run of rows (two rows interleaved, the
     rows ahead prefetched) into its own histogram; big nodes' extra tasks into private copies
-    that are then added up;
+    that are then added up (tasks of about HIST_TASK_WORK updates);
   * column-wise: a task is one (feature, node): the node's gradients are gathered once, and
     the feature's histogram, a few hundred bytes, stays in the L1 cache.
 Sparse features (``HistLayout.most_freq``): with every feature listed, their bins other than
@@ -37,6 +37,10 @@ TASKS_PER_THREAD = 4
 PREFETCH_ROWS = 16
 #: int64 words per block of the reduction of private histograms (over every slot).
 REDUCE_WORDS = 4096
+#: Histogram updates per row-wise task, about: a node is cut into tasks of
+#: min(rows_per_task, HIST_TASK_WORK / updates per row) rows (at least 256), so a wide table
+#: of few rows still gives every thread a task (8,000 rows x 50 updates: 3 tasks, not 1).
+HIST_TASK_WORK = 1 << 17
 #: The row-wise / column-wise rule (``use_columns``): columns when a build's rows are at most
 #: COLUMN_MAX_ROWS (their gathered gradients stay in the L2 cache while every feature reads
 #: them) and its histograms are larger than COLUMN_MIN_HIST_BYTES (the row-wise loop's
@@ -95,6 +99,18 @@ def task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
             t_first[t] = 1 if i == 0 else 0
             t += 1
     return t_seg, t_lo, t_hi, t_first
+
+
+@njit(inline="always")
+def row_cost(src, n_feats, full):
+    """Histogram updates per row of a build over ``n_feats`` features (every feature when
+    ``full``): the listed features, or the dense ones and the row's share of the sparse
+    rows list (``build_histograms``' ``src``)."""
+    sparse_f = src[10]
+    if full and sparse_f.shape[0] > 0:
+        n = max(src[0].shape[0], 1)
+        return src[9].shape[0] + (src[8].shape[0] + n - 1) // n
+    return n_feats
 
 
 @njit(inline="always")
@@ -363,8 +379,9 @@ def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, s
                            out2)
     else:
         n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
-        t_seg, t_lo, t_hi, t_first = task_table(seg_start, seg_count, n_tasks_max,
-                                                rows_per_task)
+        rpt = min(rows_per_task, max(256, HIST_TASK_WORK // max(row_cost(src, n_feats, full),
+                                                                1)))
+        t_seg, t_lo, t_hi, t_first = task_table(seg_start, seg_count, n_tasks_max, rpt)
         T = t_seg.shape[0]
         t_slot = np.empty(T, np.int64)
         t_priv = np.empty(T, np.int64)
@@ -441,46 +458,65 @@ def subtract_ser(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, n
 
 # --- the sparse rows list -------------------------------------------------------------------
 
-#: Rows per block of ``sparse_rows``' passes.
-_SPARSE_BLOCK = 2048
+@njit(inline="always")
+def _column_rows(col, m, n, act, r_ptr, cnt, slots, slot_base, z):
+    """Visit the rows of one column whose bin is not ``m``: count them (``act`` 0) or write
+    their slots (``act`` 1; ``slot_base + bin``, the missing bin at ``z``) at each row's next
+    place ``r_ptr[r]``. Eight bins are compared at once (one 64-bit word): a sparse column is
+    mostly words of eight ``m``s, skipped whole."""
+    words = col[: n - n % 8].view(np.uint64)
+    mm = np.uint64(m) * np.uint64(0x0101010101010101)
+    for w in range(words.shape[0]):
+        if words[w] != mm:
+            for r in range(8 * w, 8 * w + 8):
+                if col[r] != m:
+                    if act == 0:
+                        cnt[r + 1] += 1
+                    else:
+                        slots[r_ptr[r]] = _slot(np.int64(col[r]), slot_base, z)
+                        r_ptr[r] += 1
+    for r in range(n - n % 8, n):
+        if col[r] != m:
+            if act == 0:
+                cnt[r + 1] += 1
+            else:
+                slots[r_ptr[r]] = _slot(np.int64(col[r]), slot_base, z)
+                r_ptr[r] += 1
 
 
-@njit(parallel=True, cache=True)
-def _sparse_count(Xb, off, most_freq, sparse_f, counts):
-    n = Xb.shape[0]
-    for b in prange((n + _SPARSE_BLOCK - 1) // _SPARSE_BLOCK):
-        for r in range(b * _SPARSE_BLOCK, min(n, (b + 1) * _SPARSE_BLOCK)):
-            c = 0
-            for i in range(sparse_f.shape[0]):
-                f = sparse_f[i]
-                a = off[f]
-                if _slot(np.int64(Xb[r, f]), a, off[f + 1] - 1) != a + most_freq[f]:
-                    c += 1
-            counts[r + 1] = c
+@njit(cache=True)
+def _sparse_build(Xb_cols, off, most_freq, sparse_f):
+    """(ptr, slots) of ``sparse_rows`` from the binned matrix by column: one pass to count each
+    row's entries, one to write them (features in order, so each row's slots are sorted)."""
+    n = Xb_cols.shape[1]
+    ptr = np.zeros(n + 1, np.int64)
+    raw = np.empty(sparse_f.shape[0], np.uint8)
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        w = off[f + 1] - off[f]
+        raw[i] = most_freq[f] if most_freq[f] < w - 1 else 255  # the missing bin's raw bin
+    nothing = np.empty(0, np.int32)
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        _column_rows(Xb_cols[f], raw[i], n, 0, ptr, ptr, nothing, off[f], off[f + 1] - 1)
+    for r in range(n):
+        ptr[r + 1] += ptr[r]
+    slots = np.empty(ptr[n], np.int32)
+    at = ptr[:n].copy()
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        _column_rows(Xb_cols[f], raw[i], n, 1, at, ptr, slots, off[f], off[f + 1] - 1)
+    return ptr, slots
 
 
-@njit(parallel=True, cache=True)
-def _sparse_fill(Xb, off, most_freq, sparse_f, ptr, slots):
-    n = Xb.shape[0]
-    for b in prange((n + _SPARSE_BLOCK - 1) // _SPARSE_BLOCK):
-        for r in range(b * _SPARSE_BLOCK, min(n, (b + 1) * _SPARSE_BLOCK)):
-            e = ptr[r]
-            for i in range(sparse_f.shape[0]):
-                f = sparse_f[i]
-                a = off[f]
-                s = _slot(np.int64(Xb[r, f]), a, off[f + 1] - 1)
-                if s != a + most_freq[f]:
-                    slots[e] = s
-                    e += 1
-
-
-def sparse_rows(Xb, layout):
-    """The sparse rows list of ``layout``'s sparse features on ``Xb``: for each row, the
-    slots of its bins other than the most frequent, in feature order (CSR).
+def sparse_rows(Xb_cols, layout):
+    """The sparse rows list of ``layout``'s sparse features: for each row, the slots of its
+    bins other than the most frequent, in feature order (CSR).
 
     Parameters
     ----------
-    Xb : ndarray of shape (n_samples, n_features), uint8
+    Xb_cols : ndarray of shape (n_features, n_samples), uint8
+        The binned matrix by column.
     layout : HistLayout
 
     Returns
@@ -494,12 +530,6 @@ def sparse_rows(Xb, layout):
     sparse = layout.most_freq >= 0
     sparse_f = np.flatnonzero(sparse).astype(np.int32)
     dense_f = np.flatnonzero(~sparse).astype(np.int32)
-    n = Xb.shape[0]
-    ptr = np.zeros(n + 1, np.int64)
-    if sparse_f.shape[0] and n:
-        _sparse_count(Xb, layout.offset, layout.most_freq, sparse_f, ptr)
-        np.cumsum(ptr, out=ptr)
-    slots = np.empty(int(ptr[-1]), np.int32)
-    if slots.shape[0]:
-        _sparse_fill(Xb, layout.offset, layout.most_freq, sparse_f, ptr, slots)
+    ptr, slots = _sparse_build(np.ascontiguousarray(Xb_cols), layout.offset, layout.most_freq,
+                               sparse_f)
     return ptr, slots, dense_f, sparse_f
