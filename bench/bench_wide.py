@@ -106,13 +106,17 @@ def xgboost_fit(X, y, trees, n_classes):
     return model.fit(X, y)
 
 
-def run_case(name, X, y, n_classes, trees, repeats, k):
+PEERS = ("lightgbm", "lightgbm_nobundle", "xgboost_hist")
+
+
+def run_case(name, X, y, n_classes, trees, repeats, k, peers=PEERS):
     tools = {
         "gpufs": lambda t: gpufs_fit(X, y, t),
         "lightgbm": lambda t: lightgbm_fit(X, y, t, n_classes, True),
         "lightgbm_nobundle": lambda t: lightgbm_fit(X, y, t, n_classes, False),
         "xgboost_hist": lambda t: xgboost_fit(X, y, t, n_classes),
     }
+    tools = {key: fit for key, fit in tools.items() if key == "gpufs" or key in peers}
     for fit in tools.values():  # warm-up: numba's cache, the libraries' first calls
         fit(2)
     gpufs_fit(X, y, 2, k=k)
@@ -136,7 +140,7 @@ def run_case(name, X, y, n_classes, trees, repeats, k):
         rec[f"{tool}_fit_all_s"] = r["fit"]
     rec["gpufs_k_fit_s"] = statistics.median(runs["gpufs"]["k"])
     rec["gpufs_k_fit_all_s"] = runs["gpufs"]["k"]
-    for peer in ("lightgbm", "lightgbm_nobundle", "xgboost_hist"):
+    for peer in peers:
         rec[f"per_tree_gpufs_over_{peer}"] = rec["gpufs_per_tree_s"] / rec[f"{peer}_per_tree_s"]
         rec[f"fit_gpufs_over_{peer}"] = rec["gpufs_fit_s"] / rec[f"{peer}_fit_s"]
         rec[f"k_fit_gpufs_over_{peer}_fit"] = rec["gpufs_k_fit_s"] / rec[f"{peer}_fit_s"]
@@ -151,6 +155,8 @@ def main():
     ap.add_argument("--cases", default="synthetic_1500,synthetic_5000,onehot,tissue_k3")
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--peers", default=",".join(PEERS),
+                    help="the peers to run, of " + ", ".join(PEERS))
     ap.add_argument("--note", default="")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                   "wide_cpu2.jsonl"))
@@ -166,17 +172,19 @@ def main():
         make, k = data[case]
         X, y, n_classes = make()
         machine = machine_info()
-        rec = run_case(case, X, y, n_classes, args.trees, args.repeats, k)
+        rec = run_case(case, X, y, n_classes, args.trees, args.repeats, k,
+                       [p for p in args.peers.split(",") if p])
         rec.update(bench="wide", gpufs_version=gpufs.__version__, note=args.note,
                    machine=machine, loadavg_after=list(os.getloadavg()))
         with open(args.out, "a") as fh:
             fh.write(json.dumps(rec) + "\n")
         print(json.dumps({key: v for key, v in rec.items()
                           if key != "machine" and not key.endswith("_all_s")}), flush=True)
-        print(f"{case}: per tree gpufs / LightGBM without bundling "
-              f"{rec['per_tree_gpufs_over_lightgbm_nobundle']:.2f}, whole fit gpufs / "
-              f"LightGBM {rec['fit_gpufs_over_lightgbm']:.2f}, exact-k (k={k}) / LightGBM "
-              f"{args.trees}-tree fit {rec['k_fit_gpufs_over_lightgbm_fit']:.2f}", flush=True)
+        for peer in [p for p in args.peers.split(",") if p]:
+            print(f"{case}: gpufs / {peer}: per tree {rec[f'per_tree_gpufs_over_{peer}']:.2f}, "
+                  f"whole fit {rec[f'fit_gpufs_over_{peer}']:.2f}, exact-k (k={k}) over its "
+                  f"{args.trees}-tree fit {rec[f'k_fit_gpufs_over_{peer}_fit']:.2f}",
+                  flush=True)
 
 
 if __name__ == "__main__":

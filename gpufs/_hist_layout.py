@@ -49,9 +49,11 @@ class HistLayout:
     n_features : int
     n_slots : int
         Slots of one node's histogram (``offset[-1]``).
+    has_most_freq : bool
+        Whether some feature's most frequent slot is derived.
     """
 
-    __slots__ = ("offset", "most_freq", "n_features", "n_slots")
+    __slots__ = ("offset", "most_freq", "n_features", "n_slots", "has_most_freq", "_hash")
 
     def __init__(self, offset, most_freq=None):
         offset = np.ascontiguousarray(offset, np.int64)
@@ -69,6 +71,9 @@ class HistLayout:
         if most_freq.shape != (self.n_features,) or np.any(most_freq >= width):
             raise ValueError("most_freq must give each feature one of its slots, or -1")
         self.most_freq = most_freq
+        #: whether some feature's most frequent slot is derived
+        self.has_most_freq = bool(np.any(most_freq >= 0))
+        self._hash = hash((offset.tobytes(), most_freq.tobytes()))
 
     # --- construction ---------------------------------------------------------------------
     @classmethod
@@ -132,11 +137,6 @@ class HistLayout:
     def widths(self):
         """Slots per feature, (n_features,) int64."""
         return np.diff(self.offset)
-
-    @property
-    def has_most_freq(self):
-        """Whether some feature's most frequent slot is derived."""
-        return bool(np.any(self.most_freq >= 0))
 
     @property
     def is_full(self):
@@ -208,11 +208,13 @@ class HistLayout:
         return out
 
     def __eq__(self, other):
-        return (isinstance(other, HistLayout) and np.array_equal(self.offset, other.offset)
-                and np.array_equal(self.most_freq, other.most_freq))
+        return self is other or (
+            isinstance(other, HistLayout) and self._hash == other._hash
+            and np.array_equal(self.offset, other.offset)
+            and np.array_equal(self.most_freq, other.most_freq))
 
     def __hash__(self):
-        return hash((self.offset.tobytes(), self.most_freq.tobytes()))
+        return self._hash
 
     def __repr__(self):
         return (f"HistLayout(n_features={self.n_features}, n_slots={self.n_slots}, "

@@ -41,6 +41,7 @@ from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
                              segments)
 
 from gpufs._hist_layout import HistLayout  # noqa: E402
+from gpufs.binning import BinMapper  # noqa: E402
 from gpufs.backends.gpu import GPUBackend, GPUOutOfMemoryError  # noqa: E402
 from gpufs.objectives import make_objective  # noqa: E402
 
@@ -300,6 +301,19 @@ def test_fit_boosting_many_tasks_per_node():
                                    groups=[0, 1, 2, 0, 3, 4, 5, 6])
     assert gpu.launches["partition"] >= 3 * 4  # at least one tree reached depth 4
     assert 0 < len(pen.order) <= 3
+
+
+def test_fit_boosting_sparse_columns(gpu):
+    """Columns whose most frequent bin holds at least 80% of the rows (one of them the missing
+    bin): the CPU reads them from its sparse rows list and derives that bin from the nodes'
+    totals, the GPU adds every bin of the compact layout; the same trees and selection."""
+    X, y = make_data(96, 6, seed=11)
+    rng = np.random.default_rng(11)
+    for f in (1, 2):
+        X[rng.random(96) < 0.85, f] = 0.0
+    X[rng.random(96) < 0.85, 4] = np.nan
+    assert BinMapper(max_bins=16).fit(X).hist_layout().has_most_freq
+    check_fit_boosting(gpu, X, y, mu=0.1, n_estimators=2, max_depth=3)
 
 
 def test_fit_boosting_root_sse(gpu, data):

@@ -8,8 +8,8 @@ down with the measurement behind it in docs/architecture.rst):
   * row-wise: a task reads every listed feature of a run of rows (two rows interleaved, the
     rows ahead prefetched) into its own histogram; big nodes' extra tasks into private copies
     that are then added up (tasks of about HIST_TASK_WORK updates);
-  * column-wise: a task is one (feature, node): the node's gradients are gathered once, and
-    the feature's histogram, a few hundred bytes, stays in the L1 cache.
+  * column-wise: a task is one feature of every node: the nodes' gradients are gathered
+    once, and the feature's histogram, a few hundred bytes, stays in the L1 cache.
 Sparse features (``HistLayout.most_freq``): with every feature listed, their bins other than
 the most frequent come from a row-wise list (``sparse_rows``: a row's slots, CSR) and the most
 frequent one is the node's total minus the rest, exact in int64 (LightGBM's ``most_freq_bin``).
@@ -42,11 +42,13 @@ REDUCE_WORDS = 4096
 #: of few rows still gives every thread a task (8,000 rows x 50 updates: 3 tasks, not 1).
 HIST_TASK_WORK = 1 << 17
 #: The row-wise / column-wise rule (``use_columns``): columns when a build's rows are at most
-#: COLUMN_MAX_ROWS (their gathered gradients stay in the L2 cache while every feature reads
-#: them) and its histograms are larger than COLUMN_MIN_HIST_BYTES (the row-wise loop's
-#: scattered updates leave the L1 cache). Measured: docs/architecture.rst.
-COLUMN_MAX_ROWS = 16384
-COLUMN_MIN_HIST_BYTES = 64 * 1024
+#: COLUMN_MAX_ROWS (their gathered gradients, 16 bytes a row, stay in the caches while every
+#: feature reads them) and a node's histogram (of the features read densely) is larger than
+#: COLUMN_MIN_HIST_BYTES (the row-wise loop's scattered updates leave the L2 cache, and its
+#: private copies cost as much as the rows). Measured: bench/bench_hist_loop.py,
+#: docs/architecture.rst.
+COLUMN_MAX_ROWS = 65536
+COLUMN_MIN_HIST_BYTES = 1 << 20
 #: ``use_columns``' modes: the rule, or one loop always.
 AUTO, ROWS, COLUMNS = 0, 1, 2
 
@@ -202,16 +204,6 @@ def _rows_into(Xb, gh, rows, lo, hi, feats, n_feats, off, sparse, sp_ptr, sp_slo
 
 
 @njit(inline="always")
-def _column_into(col, ghs, rows, lo, hi, a, z, H):
-    """Add the positions lo..hi-1 of one feature's column into its slots a..z of H; ``ghs``
-    holds the gradients gathered by position (``ghs[j] = gh[rows[j]]``)."""
-    for j in range(lo, hi):
-        s = 2 * _slot(np.int64(col[rows[j]]), a, z)
-        H[s] += ghs[j, 0]
-        H[s + 1] += ghs[j, 1]
-
-
-@njit(inline="always")
 def _derive_most_freq(H, sparse_f, off, most_freq, g_tot, h_tot):
     """Each sparse feature's most frequent slot of one node's H: the node's totals minus the
     feature's other slots (that slot was zeroed and never added to), exact in int64."""
@@ -277,23 +269,27 @@ def _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv2):
 
 
 @njit(inline="always")
-def _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2):
-    """Task t < n_lf x segments: feature lf[t % n_lf] of segment t // n_lf; the tasks after
-    them (with ``sparse``): segment t - n_lf x segments's sparse rows list."""
-    _, Xb_cols, gh, rows, ghs, off, _, sp_ptr, sp_slot, _, sparse_f = src
-    m = seg_start.shape[0]
-    lo_all = n_lf * m
-    if t < lo_all:
-        s = t // n_lf
-        f = lf[t - s * n_lf]
-        H = out2[slot_of_seg[s]]
+def _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, out2):
+    """Task t < n_lf: feature lf[t] of every segment (its slots zeroed, then its column read
+    at the segment's rows); the tasks after them: segment t - n_lf's sparse rows list. ``ghs``
+    holds the gradients gathered by position (``ghs[j] = gh[rows[j]]``)."""
+    _, Xb_cols, _, rows, ghs, off, _, sp_ptr, sp_slot, _, sparse_f = src
+    if t < n_lf:
+        f = lf[t]
         a = off[f]
-        b = off[f + 1]
-        H[2 * a: 2 * b] = 0
-        lo = seg_start[s]
-        _column_into(Xb_cols[f], ghs, rows, lo, lo + seg_count[s], a, b - 1, H)
+        z = off[f + 1] - 1
+        col = Xb_cols[f]
+        for s in range(seg_start.shape[0]):
+            k = slot_of_seg[s]
+            for w in range(2 * a, 2 * z + 2):
+                out2[k, w] = 0
+            lo = seg_start[s]
+            for j in range(lo, lo + seg_count[s]):
+                w = 2 * _slot(np.int64(col[rows[j]]), a, z)
+                out2[k, w] += ghs[j, 0]
+                out2[k, w + 1] += ghs[j, 1]
     else:
-        s = t - lo_all
+        s = t - n_lf
         H = out2[slot_of_seg[s]]
         for i in range(sparse_f.shape[0]):
             f = sparse_f[i]
@@ -304,15 +300,15 @@ def _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2)
 
 
 @njit(parallel=True, cache=True)
-def _col_tasks_par(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2):
+def _col_tasks_par(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, out2):
     for t in prange(n_tasks):
-        _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2)
+        _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
 
 
 @njit(cache=True)
-def _col_tasks_ser(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2):
+def _col_tasks_ser(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, out2):
     for t in range(n_tasks):
-        _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse, out2)
+        _col_task(t, src, seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
 
 
 @njit(parallel=True, cache=True)
@@ -370,13 +366,11 @@ def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, s
             _gather_par(src[2], src[3], seg_start, seg_count, src[4])
         else:
             _gather_ser(src[2], src[3], seg_start, seg_count, src[4])
-        n_tasks = n_lf * m + (m if sparse else 0)
+        n_tasks = n_lf + (m if sparse else 0)
         if parallel:
-            _col_tasks_par(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse,
-                           out2)
+            _col_tasks_par(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
         else:
-            _col_tasks_ser(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, sparse,
-                           out2)
+            _col_tasks_ser(n_tasks, src, seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
     else:
         n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
         rpt = min(rows_per_task, max(256, HIST_TASK_WORK // max(row_cost(src, n_feats, full),

@@ -155,6 +155,9 @@ def _search_range(a, b, hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot
 #: (slot, feature) pairs per task of the parallel split search, at least; tasks at most.
 SEARCH_PAIRS_PER_TASK = 64
 SEARCH_TASKS_MAX = 64
+#: Histogram slots (nodes x layout slots) of a level from which its split search runs on the
+#: thread pool: about 10 us of scanning per 1,000 slots, against a wake-up of the pool.
+SEARCH_PARALLEL_MIN_SLOTS = 1 << 13
 
 
 @njit(parallel=True, cache=True)
@@ -391,9 +394,10 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, mode, src
     run them apart (``gpufs.dask``): ``_level_decide`` reads only the histograms and the
     nodes' sums, ``_level_advance`` only the decisions and the rows.
     """
+    par_search = n_threads > 1 and active.shape[0] * hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS
     (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats,
      next_n_feats, next_full) = _level_decide(
-        parallel, src[0].shape[0], node_g, node_h, node_s, active, hist, src[5], n_bins,
+        par_search, src[0].shape[0], node_g, node_h, node_s, active, hist, src[5], n_bins,
         penalty, allowed, used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda,
         gain_divisor, min_child_weight, min_split_gain, q.shape[0] > 0, slot_full, cat_slot,
         n_cat, max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits, admitted)
@@ -414,7 +418,8 @@ def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, off, n_bins
                   admitted):
     """The first half of ``_level_step``: search and decide. Reads no rows.
 
-    ``n`` is the tree's row count (the rounding allowance of ``_gain_bound_pays``);
+    ``parallel``: whether the search runs on the thread pool. ``n`` is the tree's row count
+    (the rounding allowance of ``_gain_bound_pays``);
     ``bounded`` whether the tree keeps gain bounds (``node_s``). Writes ``out_*`` and
     ``admitted`` as ``_level_step`` does. Returns (n_admitted, search_full, admitted_now,
     split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats, next_n_feats, next_full):
@@ -1039,10 +1044,11 @@ class BinnedMatrix:
         """(n_samples, n_features)."""
         return self.by_row.shape
 
-    def sparse_rows(self, layout):
-        """``_cpu_hist.sparse_rows`` of this matrix for ``layout`` (the row-wise list of the
-        sparse features' bins other than the most frequent), made on first use and kept:
-        (ptr (n + 1,) int64, slots (nnz,) int32, dense features, sparse features) int32.
+    def hist_parts(self, layout):
+        """The layout's part of the histogram kernels' inputs on this matrix (offsets, most
+        frequent slots, and ``_cpu_hist.sparse_rows``: the row-wise list of the sparse
+        features' bins other than the most frequent, the dense and the sparse features), made
+        on first use and kept.
 
         Parameters
         ----------
@@ -1052,11 +1058,20 @@ class BinnedMatrix:
         -------
         tuple of ndarray
         """
+        last = self._sparse.get("last")
+        if last is not None and last[0] is layout:
+            return last[1]
         got = self._sparse.get(layout)
         if got is None:
             if len(self._sparse) >= 4:  # a new layout per fit at most: keep a few
                 self._sparse.clear()
-            got = self._sparse[layout] = sparse_rows(self.by_column, layout)
+            if layout.has_most_freq:
+                rows_list = sparse_rows(self.by_column, layout)
+            else:
+                rows_list = (np.zeros(self.shape[0] + 1, np.int64), np.empty(0, np.int32),
+                             np.arange(self.shape[1], dtype=np.int32), np.empty(0, np.int32))
+            got = self._sparse[layout] = (layout.offset, layout.most_freq) + rows_list
+        self._sparse["last"] = (layout, got)
         return got
 
 
@@ -1395,14 +1410,8 @@ class CPUBackend:
 
     def _hist_source(self, data, gh, rows, layout):
         """The histogram kernels' inputs (``_cpu_hist.build_histograms``' ``src``)."""
-        n, d = data.shape
-        if layout.has_most_freq:
-            sp_ptr, sp_slot, dense_f, sparse_f = data.sparse_rows(layout)
-        else:
-            sp_ptr, sp_slot = _NO_ROWS_LIST
-            dense_f, sparse_f = np.arange(d, dtype=np.int32), np.empty(0, np.int32)
-        return (data.by_row, data.by_column, gh, rows, self._buffer("ghs", (n, 2), np.int64),
-                layout.offset, layout.most_freq, sp_ptr, sp_slot, dense_f, sparse_f)
+        return (data.by_row, data.by_column, gh, rows,
+                self._buffer("ghs", (data.shape[0], 2), np.int64)) + data.hist_parts(layout)
 
     #: Rows of the sample that estimates a tree's root gain bound (``_bounds_may_skip``).
     BOUND_SAMPLE_ROWS = 4096
@@ -1490,9 +1499,9 @@ class CPUBackend:
         penalty = np.asarray(penalty, np.float64)
         (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl,
          next_feats, next_n_feats, next_full) = _level_decide(
-            st.parallel, int(st.node_count[0]), st.node_g, st.node_h, st.node_s, st.active,
-            st.hist, st.layout.offset, split.n_bins, penalty, allowed, used, st.feats,
-            st.n_feats, st.full,
+            self._search_parallel(st), int(st.node_count[0]), st.node_g, st.node_h,
+            st.node_s, st.active, st.hist, st.layout.offset, split.n_bins, penalty, allowed,
+            used, st.feats, st.n_feats, st.full,
             budget, split.g_scale, split.h_scale, split.reg_lambda, split.gain_divisor,
             split.min_child_weight, split.min_split_gain, st.q.shape[0] > 0, st.slot_full,
             out.cat_slot, out.n_cat, split.max_cat_to_onehot, out.feature, out.bin,
@@ -1502,6 +1511,12 @@ class CPUBackend:
                          search_full, next_feats, int(next_n_feats), bool(next_full), penalty,
                          split)
         return result, plan
+
+    def _search_parallel(self, st):
+        """Whether the split search of ``st``'s level runs on the thread pool
+        (``SEARCH_PARALLEL_MIN_SLOTS``)."""
+        return (self._threads() > 1
+                and st.active.shape[0] * st.layout.n_slots >= SEARCH_PARALLEL_MIN_SLOTS)
 
     def advance_level(self, st, plan, build_next):
         """The rows' half of ``level_step``: partition ``st``'s rows by ``plan``
@@ -1643,7 +1658,6 @@ class CPUBackend:
 
 
 _NO_WEIGHTS = np.empty(0, np.float64)
-_NO_ROWS_LIST = (np.zeros(1, np.int64), np.empty(0, np.int32))
 
 
 def _no_weights(w):
