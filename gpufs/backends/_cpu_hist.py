@@ -41,12 +41,13 @@ REDUCE_WORDS = 4096
 #: min(rows_per_task, HIST_TASK_WORK / updates per row) rows (at least 256), so a wide table
 #: of few rows still gives every thread a task (8,000 rows x 50 updates: 3 tasks, not 1).
 HIST_TASK_WORK = 1 << 17
-#: The row-wise / column-wise rule (``use_columns``): columns when a build's rows are at most
-#: COLUMN_MAX_ROWS (their gathered gradients, 16 bytes a row, stay in the caches while every
-#: feature reads them) and a node's histogram (of the features read densely) is larger than
-#: COLUMN_MIN_HIST_BYTES (the row-wise loop's scattered updates leave the L2 cache, and its
-#: private copies cost as much as the rows). Measured: bench/bench_hist_loop.py,
-#: docs/architecture.rst.
+#: The row-wise / column-wise rule (``use_columns``): columns when a build has COLUMN_MIN_ROWS
+#: to COLUMN_MAX_ROWS rows (fewer: a feature's zeroing and set-up outweigh its few rows; more:
+#: the gathered gradients, 16 bytes a row, that every feature re-reads leave the caches) and
+#: a node's histogram of the features read densely is larger than COLUMN_MIN_HIST_BYTES (the
+#: row-wise loop's scattered updates leave the L2 cache, and its private copies cost as much
+#: as the rows). Measured: bench/bench_hist_loop.py, docs/architecture.rst.
+COLUMN_MIN_ROWS = 1024
 COLUMN_MAX_ROWS = 65536
 COLUMN_MIN_HIST_BYTES = 1 << 20
 #: ``use_columns``' modes: the rule, or one loop always.
@@ -118,13 +119,14 @@ def row_cost(src, n_feats, full):
 @njit(inline="always")
 def use_columns(mode, n_rows, hist_bytes):
     """Whether a build of ``n_rows`` rows into histograms of ``hist_bytes`` bytes (per node,
-    the features read densely) runs column-wise (``AUTO``: the rule of COLUMN_MAX_ROWS and
-    COLUMN_MIN_HIST_BYTES)."""
+    the features read densely) runs column-wise (``AUTO``: the rule of COLUMN_MIN_ROWS,
+    COLUMN_MAX_ROWS and COLUMN_MIN_HIST_BYTES)."""
     if mode == ROWS:
         return False
     if mode == COLUMNS:
         return True
-    return n_rows <= COLUMN_MAX_ROWS and hist_bytes > COLUMN_MIN_HIST_BYTES
+    return (COLUMN_MIN_ROWS <= n_rows <= COLUMN_MAX_ROWS
+            and hist_bytes > COLUMN_MIN_HIST_BYTES)
 
 
 # --- one node's histogram -------------------------------------------------------------------

@@ -1577,7 +1577,7 @@ class CPUBackend:
         starts = np.asarray(node_start, np.int64)[build]
         counts = np.asarray(node_count, np.int64)[build]
         totals = np.zeros((build.shape[0], 2), np.int64)
-        for i in range(build.shape[0]):  # exact int64 sums
+        for i in range(build.shape[0] if layout.has_most_freq else 0):  # exact int64 sums
             totals[i] = gh[rows[starts[i]: starts[i] + counts[i]]].sum(axis=0)
         out = np.zeros((build.shape[0], layout.n_slots, 2), HIST_DTYPE)
         n_threads = self._threads()
