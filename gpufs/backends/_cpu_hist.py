@@ -1,18 +1,16 @@
 """The CPU's histograms: row-wise or column-wise by shape, sparse rows, sibling subtraction.
 
 Owns how the CPU backend fills a level's histograms in the compact layout
-(``gpufs._hist_layout``): a node's histogram is its (n_slots, 2) int64 array, feature f at
-slots ``offset[f] .. offset[f + 1] - 1``, and only the listed features' slots are zeroed,
-filled, reduced and subtracted. Two loops, chosen per build by ``use_columns``'s rule (written
-down with the measurement behind it in docs/architecture.rst):
-  * row-wise: a task reads every listed feature of a run of rows (two rows interleaved, the
-    rows ahead prefetched) into its own histogram; big nodes' extra tasks into private copies
-    that are then added up (tasks of about HIST_TASK_WORK updates);
-  * column-wise: a task is one feature of every node: the nodes' gradients are gathered
-    once, and the feature's histogram, a few hundred bytes, stays in the L1 cache.
-Sparse features (``HistLayout.most_freq``): with every feature listed, their bins other than
-the most frequent come from a row-wise list (``sparse_rows``: a row's slots, CSR) and the most
-frequent one is the node's total minus the rest, exact in int64 (LightGBM's ``most_freq_bin``).
+(``gpufs._hist_layout``; only the listed features' slots are zeroed, filled, reduced and
+subtracted), by one of two loops chosen per build (``use_columns``; the rule and its
+measurement in docs/architecture.rst):
+  * row-wise: a task reads every listed feature of a run of rows (two rows interleaved, rows
+    ahead prefetched); a big node's extra tasks fill private copies, added up afterwards;
+  * column-wise: a task is one feature of every node, the nodes' gradients gathered once;
+    the feature's slots stay in the L1 cache.
+Sparse features (``HistLayout.most_freq``): when every feature is built, their bins other
+than the most frequent come from a row-wise list (``sparse_rows``, CSR) and the most frequent
+is the node's total minus the rest, exact in int64 (LightGBM's ``most_freq_bin``).
 """
 from __future__ import annotations
 
