@@ -16,7 +16,10 @@ Timing: per tree = (time of a ``--trees`` fit - time of a 1-tree fit) / (trees -
 tool (``_peers``' rule: fixed costs cancel); whole fit = a ``--trees`` fit from float X,
 binning included; exact-k = gpufs ``n_features_to_select=k`` (its search over mu included).
 Each figure is the median of ``--repeats`` runs, the tools interleaved run by run so that a
-change of the machine's load hits all of them alike. LightGBM gets the same penalty
+change of the machine's load hits all of them alike. Wall time (``*_s``) and this process's
+CPU time (``*_cpu_s``) are both recorded: on a busy machine the wall time of a multi-threaded
+tool measures the load as much as the tool (LightGBM's OpenMP threads spin waiting for each
+other), while with ``--threads 1`` the CPU time of every tool is its own work. LightGBM gets the same penalty
 (``cegb_penalty_feature_coupled``, ``_peers.lightgbm_cegb_params``) and chooses row- or
 column-wise itself; XGBoost gets the same depth, bins, rounds, learning rate and L2.
 
@@ -70,17 +73,22 @@ def tissue():
     return X, y, int(y.max()) + 1
 
 
+#: Threads of every tool (``--threads``; None: every core).
+THREADS = None
+
+
 def _timed(fn):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
-    return time.perf_counter() - t0, out
+    return time.perf_counter() - t0, time.process_time() - c0, out
 
 
 def gpufs_fit(X, y, trees, k=None):
     from gpufs import GBFSClassifier
 
     return GBFSClassifier(mu=MU, n_estimators=trees, max_depth=DEPTH, max_bins=255,
-                          n_features_to_select=k, device="cpu", random_state=0).fit(X, y)
+                          n_features_to_select=k, device="cpu", random_state=0,
+                          n_jobs=THREADS).fit(X, y)
 
 
 def lightgbm_fit(X, y, trees, n_classes, bundle):
@@ -90,6 +98,7 @@ def lightgbm_fit(X, y, trees, n_classes, bundle):
                                   X.shape[1], MU if n_classes == 2 else 0.0)
     params.pop("force_row_wise")  # LightGBM's own row- / column-wise choice
     params["enable_bundle"] = bundle
+    params["num_threads"] = THREADS or os.cpu_count()
     if n_classes > 2:
         params["num_class"] = n_classes
     return lgb.train(params, lgb.Dataset(X, y, params=params), num_boost_round=trees)
@@ -102,7 +111,7 @@ def xgboost_fit(X, y, trees, n_classes):
         objective="multi:softprob", num_class=n_classes)
     model = xgb.XGBClassifier(tree_method="hist", max_depth=DEPTH, max_bin=256,
                               n_estimators=trees, learning_rate=0.1, reg_lambda=1.0,
-                              min_child_weight=1e-3, n_jobs=os.cpu_count(), **kw)
+                              min_child_weight=1e-3, n_jobs=THREADS or os.cpu_count(), **kw)
     return model.fit(X, y)
 
 
@@ -124,26 +133,32 @@ def run_case(name, X, y, n_classes, trees, repeats, k, peers=PEERS):
     runs["gpufs"]["k"] = []
     for _ in range(repeats):  # interleaved: a load change hits every tool alike
         for tool, fit in tools.items():
-            runs[tool]["fit"].append(_timed(lambda: fit(trees))[0])
-            runs[tool]["one"].append(_timed(lambda: fit(1))[0])
-        t_k, model_k = _timed(lambda: gpufs_fit(X, y, trees, k=k))
-        runs["gpufs"]["k"].append(t_k)
+            runs[tool]["fit"].append(_timed(lambda: fit(trees))[:2])
+            runs[tool]["one"].append(_timed(lambda: fit(1))[:2])
+        t_k, c_k, model_k = _timed(lambda: gpufs_fit(X, y, trees, k=k))
+        runs["gpufs"]["k"].append((t_k, c_k))
     rec = dict(case=name, rows=int(X.shape[0]), features=int(X.shape[1]), classes=n_classes,
                trees=trees, depth=DEPTH, mu=MU, k=k, repeats=repeats,
+               threads=THREADS or os.cpu_count(),
                gpufs_k_selected=model_k.selected_features_.tolist())
-    for tool, r in runs.items():
-        fit_s = statistics.median(r["fit"])
-        one_s = statistics.median(r["one"])
-        rec[f"{tool}_fit_s"] = fit_s
-        rec[f"{tool}_1_tree_fit_s"] = one_s
-        rec[f"{tool}_per_tree_s"] = (fit_s - one_s) / (trees - 1)
-        rec[f"{tool}_fit_all_s"] = r["fit"]
-    rec["gpufs_k_fit_s"] = statistics.median(runs["gpufs"]["k"])
-    rec["gpufs_k_fit_all_s"] = runs["gpufs"]["k"]
-    for peer in peers:
-        rec[f"per_tree_gpufs_over_{peer}"] = rec["gpufs_per_tree_s"] / rec[f"{peer}_per_tree_s"]
-        rec[f"fit_gpufs_over_{peer}"] = rec["gpufs_fit_s"] / rec[f"{peer}_fit_s"]
-        rec[f"k_fit_gpufs_over_{peer}_fit"] = rec["gpufs_k_fit_s"] / rec[f"{peer}_fit_s"]
+    for clock, i in (("s", 0), ("cpu_s", 1)):
+        for tool, r in runs.items():
+            fit_s = statistics.median(x[i] for x in r["fit"])
+            one_s = statistics.median(x[i] for x in r["one"])
+            rec[f"{tool}_fit_{clock}"] = fit_s
+            rec[f"{tool}_1_tree_fit_{clock}"] = one_s
+            rec[f"{tool}_per_tree_{clock}"] = (fit_s - one_s) / (trees - 1)
+            rec[f"{tool}_fit_all_{clock}"] = [x[i] for x in r["fit"]]
+        rec[f"gpufs_k_fit_{clock}"] = statistics.median(x[i] for x in runs["gpufs"]["k"])
+        rec[f"gpufs_k_fit_all_{clock}"] = [x[i] for x in runs["gpufs"]["k"]]
+        tag = "" if clock == "s" else "cpu_"
+        for peer in peers:
+            rec[f"{tag}per_tree_gpufs_over_{peer}"] = (rec[f"gpufs_per_tree_{clock}"]
+                                                       / rec[f"{peer}_per_tree_{clock}"])
+            rec[f"{tag}fit_gpufs_over_{peer}"] = (rec[f"gpufs_fit_{clock}"]
+                                                  / rec[f"{peer}_fit_{clock}"])
+            rec[f"{tag}k_fit_gpufs_over_{peer}_fit"] = (rec[f"gpufs_k_fit_{clock}"]
+                                                        / rec[f"{peer}_fit_{clock}"])
     model = gpufs_fit(X, y, trees)
     rec["gpufs_selected"] = model.selected_features_.tolist()[:20]
     rec["gpufs_fit_times"] = {key: float(v) for key, v in model.fit_times_.items()}
@@ -157,10 +172,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peers", default=",".join(PEERS),
                     help="the peers to run, of " + ", ".join(PEERS))
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads of every tool (default: every core)")
     ap.add_argument("--note", default="")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                   "wide_cpu2.jsonl"))
     args = ap.parse_args()
+    global THREADS
+    THREADS = args.threads
     import gpufs
 
     data = {"synthetic_1500": (lambda: synthetic(1500), 5),
@@ -179,12 +198,14 @@ def main():
         with open(args.out, "a") as fh:
             fh.write(json.dumps(rec) + "\n")
         print(json.dumps({key: v for key, v in rec.items()
-                          if key != "machine" and not key.endswith("_all_s")}), flush=True)
+                          if key != "machine" and "_all_" not in key}), flush=True)
         for peer in [p for p in args.peers.split(",") if p]:
-            print(f"{case}: gpufs / {peer}: per tree {rec[f'per_tree_gpufs_over_{peer}']:.2f}, "
-                  f"whole fit {rec[f'fit_gpufs_over_{peer}']:.2f}, exact-k (k={k}) over its "
-                  f"{args.trees}-tree fit {rec[f'k_fit_gpufs_over_{peer}_fit']:.2f}",
-                  flush=True)
+            for tag, what in (("", "wall"), ("cpu_", "cpu")):
+                print(f"{case} ({what}): gpufs / {peer}: per tree "
+                      f"{rec[f'{tag}per_tree_gpufs_over_{peer}']:.2f}, whole fit "
+                      f"{rec[f'{tag}fit_gpufs_over_{peer}']:.2f}, exact-k (k={k}) over its "
+                      f"{args.trees}-tree fit {rec[f'{tag}k_fit_gpufs_over_{peer}_fit']:.2f}",
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -1070,7 +1070,8 @@ class BinnedMatrix:
             else:
                 rows_list = (np.zeros(self.shape[0] + 1, np.int64), np.empty(0, np.int32),
                              np.arange(self.shape[1], dtype=np.int32), np.empty(0, np.int32))
-            got = self._sparse[layout] = (layout.offset, layout.most_freq) + rows_list
+            got = self._sparse[layout] = ((layout.offset, layout.most_freq) + rows_list
+                                          + (layout.offset.astype(np.int32),))
         self._sparse["last"] = (layout, got)
         return got
 
@@ -1236,10 +1237,12 @@ class CPUBackend:
         """Nothing to wait for: every CPU kernel has returned when its call returns."""
 
     def task_table(self, seg_start, seg_count):
-        """``Backend.task_table``: how ``histograms`` and ``partition`` cut segments into
-        tasks (the level step cuts the same way when its level runs in parallel): a segment
-        of ``c`` rows into ``min(max(c // rows_per_task, 1), 4 x threads)`` near-equal runs
-        with several threads, one run otherwise (``gpufs._tasks``)."""
+        """``Backend.task_table``: how ``partition`` cuts segments into tasks (the level step
+        cuts the same way when its level runs in parallel): a segment of ``c`` rows into
+        ``min(max(c // rows_per_task, 1), 4 x threads)`` near-equal runs with several
+        threads, one run otherwise (``gpufs._tasks``). The row-wise histograms cut by the
+        same rule, with ``rows_per_task`` lowered to about ``_cpu_hist.HIST_TASK_WORK``
+        updates per task for builds of fewer rows than threads x ``rows_per_task``."""
         n_threads = self._threads()
         n_tasks_max = TASKS_PER_THREAD * n_threads if n_threads > 1 else 1
         t_seg, t_lo, t_hi, _ = task_table(np.asarray(seg_start, np.int64),
