@@ -19,9 +19,10 @@ Each figure is the median of ``--repeats`` runs, the tools interleaved run by ru
 change of the machine's load hits all of them alike. Wall time (``*_s``) and this process's
 CPU time (``*_cpu_s``) are both recorded: on a busy machine the wall time of a multi-threaded
 tool measures the load as much as the tool (LightGBM's OpenMP threads spin waiting for each
-other), while with ``--threads 1`` the CPU time of every tool is its own work. LightGBM gets the same penalty
-(``cegb_penalty_feature_coupled``, ``_peers.lightgbm_cegb_params``) and chooses row- or
-column-wise itself; XGBoost gets the same depth, bins, rounds, learning rate and L2.
+other), while with ``--threads 1`` the CPU time of every tool is its own work. LightGBM
+gets the same penalty (``cegb_penalty_feature_coupled``, ``_peers.lightgbm_cegb_params``) and
+chooses row- or column-wise itself; XGBoost gets the same depth, bins, rounds, learning rate
+and L2.
 
     python bench/bench_wide.py                       # every case, results appended
     python bench/bench_wide.py --cases synthetic_1500 --repeats 3

@@ -412,10 +412,10 @@ def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, s
     int32, ghs (n, 2) int64 scratch, offset (d + 1,) int64, most_freq (d,) int32, sp_ptr
     (n + 1,) int64, sp_slot (nnz,) int32, dense_f int32, sparse_f int32, offset (d + 1,)
     int32): the binned matrix both ways, the gradients, the rows, the layout and the sparse
-    rows list (``sparse_rows``; ``sparse_f`` empty when the tree reads none). With every feature listed and sparse
-    features, those are read from the list and their most frequent slot derived from the
-    segments' totals ``seg_g`` / ``seg_h`` (int64); the other features (all of them
-    otherwise) row-wise or column-wise by ``use_columns(mode, ...)``. ``priv`` is scratch
+    rows list (``sparse_rows``; ``sparse_f`` empty when the tree reads none). With every
+    feature listed and sparse features, those are read from the list and their most frequent
+    slot derived from the segments' totals ``seg_g`` / ``seg_h`` (int64); the other features
+    (all of them otherwise) row-wise or column-wise by ``use_columns(mode, ...)``. ``priv`` is scratch
     (n_priv, 2 n_slots) int64 for the extra row-wise tasks of big segments; when it is too
     small a bigger one is allocated and returned (callers keep it).
     """
