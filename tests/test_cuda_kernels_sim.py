@@ -122,7 +122,7 @@ def _kernel_signatures():
 
 
 #: Registers per thread each kernel must stay under (ptxas -v, sm_80 and sm_90; measured
-#: with numba-cuda 0.30 and CUDA 13.5: histogram 42-44, search 92, decide 80-94, the rest
+#: with numba-cuda 0.30 and CUDA 13.5: histogram 48-54, search 94-96, decide 79-94, the rest
 #: 20-58). 64 keeps four 256-thread blocks per SM within its 65,536 registers. The split
 #: search (``_gain``'s whole bin scan inlined in one thread) and the one-block kernels
 #: (decide, plan) get 128: the search runs 128-thread blocks over few (node, feature) pairs,
