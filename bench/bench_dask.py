@@ -6,7 +6,7 @@ histogram bins, squared error, float32 features generated on the workers
 single-process fit. Per worker count: time per tree of the boosting phase (the fit's ``boost``
 time over the trees; loading and binning reported apart), the array bytes that crossed between
 the driver and the workers per tree (measured by the shards' calls), the bytes the level-step
-formula predicts (per level: workers x split nodes x features x bins x 16; the root level
+formula predicts (per level: workers x split nodes x histogram slots x 16; the root level
 sends one histogram per worker), the ratio to the single-process estimator's time per tree
 measured in the same run, and ``xgboost.dask.train`` (``tree_method="hist"``) on the same
 cluster and the same persisted data: its time per tree (training only, after its
@@ -59,16 +59,17 @@ def make_data(client, n, d, n_parts, seed=0):
     return X, y
 
 
-def predicted_bytes(est, n_workers, d, n_bins):
+def predicted_bytes(est, n_workers, n_slots):
     """The level-step formula: per tree, one root histogram per worker, then per level the
-    left child of every split that has a next level: workers x splits x features x bins x 16
-    (bins: the histogram bins that can hold rows, what the shards send)."""
+    left child of every split that has a next level: workers x splits x slots x 16 (slots:
+    those of one node's histogram, every feature's value bins and its missing bin, what the
+    shards send; ``gpufs._hist_layout``)."""
     s = est.ensemble_.stacked()
     D = est.ensemble_.max_depth
     total = 0
     for feat in s["feature"]:
         splits_with_next = int((feat[: 2 ** (D - 1) - 1] >= 0).sum())  # depths 0..D-2
-        total += n_workers * (1 + splits_with_next) * d * n_bins * 16
+        total += n_workers * (1 + splits_with_next) * n_slots * 16
     return total
 
 
@@ -142,9 +143,9 @@ def run(args):
                    "bytes_from_workers_per_tree": c["boost_bytes_from_workers"] / args.trees,
                    "bytes_to_workers_per_tree": c["boost_bytes_to_workers"] / args.trees,
                    "calls_per_tree": c["boost_calls"] / args.trees,
-                   "formula_bytes_per_tree": predicted_bytes(est, n_used, args.features,
-                                                             c["histogram_bins"]) / args.trees,
-                   "histogram_bins_sent": c["histogram_bins"],
+                   "formula_bytes_per_tree": predicted_bytes(est, n_used,
+                                                             c["histogram_slots"]) / args.trees,
+                   "histogram_slots_sent": c["histogram_slots"],
                    "binning_sample_bytes": c["binning_sample_bytes"]}
             if not args.no_xgboost:
                 rec.update(xgboost_dask(client, X, y, args, threads))

@@ -6,7 +6,8 @@ the business of ``gpufs.backends.gpu.GPUBackend``; each module's docstring gives
 dtypes and launch geometry its kernels expect.
 
   binning     bin_transform_kernel                  float X -> uint8 bins (the CPU's cut rule)
-  histogram   histogram_kernel                      (g, h) sums per (node, feature, bin), int64
+  histogram   histogram_kernel                      (g, h) sums per (node, histogram slot),
+                                                    int64, in the compact layout
   split       search_kernel, decide_kernel          siblings' histograms by exact subtraction,
                                                     penalized split search, and the level's
                                                     decisions (the shared ``gpufs._level`` rule)
@@ -29,7 +30,7 @@ their content is part of the cache folder's name (``gpufs._numba_setup``), so ed
 recompiles these kernels.
 """
 from .binning import bin_transform_kernel
-from .histogram import FEATURE_WORDS, MAX_TILE_FEATURES, histogram_kernel
+from .histogram import MAX_TILE_SLOTS, histogram_kernel, tile_words, tiles
 from .objective import (REDUCE_BLOCK, extremes_kernel, logistic_gradients_kernel,
                         logistic_loss_kernel, quantize_kernel, round_logistic_kernel,
                         round_softmax_kernel, round_squared_error_kernel,
@@ -41,7 +42,7 @@ from .split import OUT_FIELDS, decide_kernel, search_kernel
 from .update import update_leaves_kernel
 
 __all__ = [
-    "FEATURE_WORDS", "MAX_TILE_FEATURES", "OUT_FIELDS", "REDUCE_BLOCK",
+    "MAX_TILE_SLOTS", "OUT_FIELDS", "REDUCE_BLOCK", "tile_words", "tiles",
     "bin_transform_kernel", "histogram_kernel", "search_kernel",
     "decide_kernel", "partition_count_kernel", "partition_plan_kernel",
     "partition_scatter_kernel", "update_leaves_kernel", "predict_binned_kernel",

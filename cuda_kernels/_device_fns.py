@@ -6,7 +6,8 @@ lookup, split-word accumulation).
 tree walk (``leaf_binned`` / ``leaf_raw``) come from ``gpufs._gain``, ``scan_categorical`` /
 ``left_word`` / ``split_goes_left`` / ``split_goes_left_raw`` from ``gpufs._categorical``,
 ``best_over_features`` / ``decide_level`` from ``gpufs._level``, the task rule
-(``task_bounds`` / ``gpu_task_count``) from ``gpufs._tasks`` and the fixed-point row arithmetic
+(``task_bounds`` / ``gpu_task_count``) from ``gpufs._tasks``, the histogram slot of a bin
+(``slot_of``) from ``gpufs._hist_layout`` and the fixed-point row arithmetic
 from ``gpufs._exactmath``: the very functions the CPU backend
 compiles with ``numba.njit``, compiled here with ``cuda.jit(device=True)``, so both devices
 evaluate one formula and one rule. ``_gain``'s docstring explains why that formula cannot be
@@ -17,7 +18,7 @@ import os
 import numpy as np
 from numba import cuda, int64, uint32
 
-from gpufs import _categorical, _exactmath, _gain, _level, _tasks
+from gpufs import _categorical, _exactmath, _gain, _hist_layout, _level, _tasks
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _rint = np.rint  # the simulator's libdevice functions are stubs
@@ -43,6 +44,7 @@ best_over_features = _device(_level.best_over_features)
 decide_level = _device(_level.decide_level)
 task_bounds = _device(_tasks.task_bounds)
 gpu_task_count = _device(_tasks.gpu_task_count)
+slot_of = _device(_hist_layout.slot_of)
 LEAF = _level.LEAF
 TAKE_BEST = _level.TAKE_BEST
 

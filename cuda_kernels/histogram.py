@@ -1,6 +1,7 @@
 """Histograms of a level's build nodes (the smaller child of each split) in one launch.
 
-``histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, feats2, fcur, rows_per_task, tile, out)``
+``histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, fmask2, fcur, offset, tile_f, rows_per_task,
+out)``
   Xb      (n, d) uint8 binned matrix, C order
   gh      (n, 2) int64 fixed-point (gradient, hessian) per row
   rows2   (2, n) int32: the two row-index buffers; rows2[cur] holds the build nodes' rows,
@@ -8,14 +9,18 @@
   bld     (6, S) int64 build table, one column per node to build: segment start, count,
           output slot, sibling slot, parent slot, first task (tasks of all nodes numbered
           consecutively; node s has ceil(count / rows_per_task) of them)
-  ctrl    int64 control words on the device: ctrl[0] build nodes, ctrl[2] tasks,
-          ctrl[4 + b] features in feats2[b]
-  feats2  (2, d) int32: feature lists; feats2[fcur, :ctrl[4 + fcur]] are built
-  out     (S, d, 256, 2) int64, zero in the build slots: out[slot, f, b] += (g, h) of every
-          row of the node with bin b on feature f
-Launch: grid (an upper bound on the tasks, an upper bound on the feature tiles), any block
-size >= ``tile``, dynamic shared memory ``tile * FEATURE_WORDS * 4`` bytes. Blocks past the
-device's counts return at once, so the host sizes the grid without reading the counts.
+  ctrl    int64 control words on the device: ctrl[0] build nodes, ctrl[2] tasks
+  fmask2  (2, d) uint8: fmask2[fcur, f] is 1 for the features to build
+  offset  (d + 1,) int64 the histogram layout (``gpufs._hist_layout``): feature f's bins at
+          slots offset[f] .. offset[f + 1] - 1, value bins first, the missing bin last
+  tile_f  (n_tiles + 1,) int64: tile t holds the features tile_f[t] .. tile_f[t + 1] - 1
+          (``tiles``: runs of whole features of at most ``tile_slots`` slots)
+  out     (S, n_slots, 2) int64, zero in the build slots: out[slot, offset[f] + b] += (g, h) of
+          every row of the node with value bin b on feature f (the missing bin at the last)
+Launch: grid (an upper bound on the tasks, n_tiles), any block size, dynamic shared memory
+``max_tile_bytes`` (the largest tile's). Blocks past the device's task count, and tiles
+without a feature to build, return at once, so the host sizes the grid without reading the
+counts.
 
 The siblings of the built nodes are derived by subtraction in the next level's
 ``split.search_kernel``.
@@ -30,40 +35,101 @@ Why the histogram kernel has this shape:
     64-bit global atomic (``RED.E.ADD.64``). Integer sums are order-free: the result equals
     the CPU's, bit for bit, and sibling subtraction is exact.
   * The block's tile lives in shared memory and is flushed once: global traffic per block is
-    one tile, not one atomic per row.
-  * Thread t works on feature ``t % nf`` of row ``t // nf``: neighbouring lanes of a warp read
+    one tile, not one atomic per row. A tile is sized by the slots of the features it holds
+    (a column with two distinct values takes 3 slots, not 256), so one tile holds about 1,000
+    such columns instead of 11.
+  * Thread t works on feature ``t % nf`` of row ``t // nf`` (with more features than threads,
+    each thread takes every ``nt``-th feature of each row): neighbouring lanes of a warp read
     neighbouring bytes of one row and update different features' histograms, instead of a
-    whole warp hammering the 256 bins of one feature.
-  * A feature's tile is 4 * 256 + 1 words: the odd stride puts the lanes of one row (same bin,
-    different features) on different shared-memory banks.
+    whole warp hammering the bins of one feature.
+  * A slot is 4 words (g and h, low and high) and every 8 slots are followed by one word of
+    padding (``tile_word``), which puts neighbouring features' same bins on different banks.
 """
 import numpy as np
 from numba import cuda, int64, uint32
 
-from gpufs._types import N_HIST_BINS
+from ._device_fns import add_split_word, find_segment, slot_of, split_word_value, task_range
 
-from ._device_fns import add_split_word, find_segment, split_word_value, task_range
+#: Most histogram slots of one tile: its words (``tile_words``) fit numba-cuda's 48 KB of
+#: dynamic shared memory. At least 256, the widest feature.
+MAX_TILE_SLOTS = 2978
 
-#: uint32 words per feature in the shared tile: (g, h) x 256 bins x (low, high), plus one
-#: word of bank padding.
-FEATURE_WORDS = 4 * N_HIST_BINS + 1
-#: Largest tile that fits numba-cuda's 48 KB of dynamic shared memory.
-MAX_TILE_FEATURES = (48 * 1024) // (FEATURE_WORDS * 4)
-_GH_WORDS = 2 * N_HIST_BINS
+
+def tile_words(n_slots):
+    """The uint32 words of a shared tile: 4 per slot, one padding word per 8 slots.
+
+    Parameters
+    ----------
+    n_slots : int
+        Histogram slots of the tile.
+
+    Returns
+    -------
+    int
+    """
+    return 4 * n_slots + n_slots // 8 + 1
+
+
+@cuda.jit(device=True)
+def tile_word(s):
+    """The first word of slot ``s`` of a tile: [g low, g high, h low, h high]."""
+    return 4 * s + (s >> 3)
+
+
+def tiles(offset, tile_slots):
+    """The feature tiles of a histogram layout: runs of consecutive whole features holding at
+    most ``max(tile_slots, the widest feature)`` slots, greedily.
+
+    Parameters
+    ----------
+    offset : ndarray of shape (d + 1,), int64
+    tile_slots : int
+
+    Returns
+    -------
+    tile_f : ndarray of shape (n_tiles + 1,), int64
+        Tile t holds features tile_f[t] .. tile_f[t + 1] - 1.
+    max_slots : int
+        Slots of the largest tile.
+    """
+    offset = np.asarray(offset, np.int64)
+    d = offset.shape[0] - 1
+    cap = max(int(tile_slots), int(np.diff(offset).max()) if d else 1)
+    bounds = [0]
+    for f in range(d):
+        if offset[f + 1] - offset[bounds[-1]] > cap:
+            bounds.append(f)
+    if d:
+        bounds.append(d)
+    tile_f = np.asarray(bounds, np.int64)
+    widths = offset[tile_f[1:]] - offset[tile_f[:-1]] if d else np.zeros(0, np.int64)
+    return tile_f, int(widths.max()) if widths.size else 0
+
+
+assert tile_words(MAX_TILE_SLOTS) * 4 <= 48 * 1024 < tile_words(MAX_TILE_SLOTS + 1) * 4
 
 
 @cuda.jit(cache=True)
-def histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, feats2, fcur, rows_per_task, tile, out):
+def histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, fmask2, fcur, offset, tile_f,
+                     rows_per_task, out):
     task = cuda.blockIdx.x
-    i0 = cuda.blockIdx.y * tile
-    n_f = ctrl[4 + fcur]
-    if task >= ctrl[2] or i0 >= n_f:
+    if task >= ctrl[2]:
         return  # the whole block leaves together, before any barrier
-    sh = cuda.shared.array(0, dtype=uint32)
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    nf = min(tile, n_f - i0)
-    for k in range(tid, nf * FEATURE_WORDS, nt):
+    fa = tile_f[cuda.blockIdx.y]
+    fb = tile_f[cuda.blockIdx.y + 1]
+    mask = fmask2[fcur]
+    listed = 0
+    for f in range(fa + tid, fb, nt):
+        if mask[f] != 0:
+            listed = 1
+    if cuda.syncthreads_or(listed) == 0:
+        return  # no feature of this tile is built: the whole block leaves
+    t0 = offset[fa]
+    n_slots = offset[fb] - t0
+    sh = cuda.shared.array(0, dtype=uint32)
+    for k in range(tid, 4 * n_slots + (n_slots >> 3) + 1, nt):
         sh[k] = 0
     cuda.syncthreads()
 
@@ -71,24 +137,27 @@ def histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, feats2, fcur, rows_per_task,
     lo, hi = task_range(bld[0, s], bld[1, s], bld[5, s], rows_per_task, task)
     slot = bld[2, s]
     rows = rows2[cur]
-    lanes = nt // nf          # rows in flight per block
-    fl = tid % nf             # this thread's feature within the tile
-    rl = tid // nf            # this thread's row lane
-    if rl < lanes:            # the last nt % nf threads idle
-        f = feats2[fcur, i0 + fl]
-        base = fl * FEATURE_WORDS
+    nf = fb - fa
+    nfs = min(nf, nt)         # features in flight per row
+    lanes = nt // nfs         # rows in flight per block
+    fl = tid % nfs            # this thread's first feature within the tile
+    rl = tid // nfs           # this thread's row lane
+    if rl < lanes:            # the last nt % nfs threads idle
         j = lo + rl
         while j < hi:
             r = rows[j]
-            w = base + 4 * np.int64(Xb[r, f])
-            add_split_word(sh, w, gh[r, 0])
-            add_split_word(sh, w + 2, gh[r, 1])
+            g = gh[r, 0]
+            h = gh[r, 1]
+            for f in range(fa + fl, fb, nfs):
+                if mask[f] != 0:
+                    w = tile_word(slot_of(int64(Xb[r, f]), offset[f], offset[f + 1] - 1) - t0)
+                    add_split_word(sh, w, g)
+                    add_split_word(sh, w + 2, h)
             j += lanes
     cuda.syncthreads()
 
-    for k in range(tid, nf * _GH_WORDS, nt):
-        fk = k // _GH_WORDS
-        w = k - fk * _GH_WORDS  # 2 * bin + (0: g, 1: h)
-        v = split_word_value(sh, fk * FEATURE_WORDS + 2 * w)
+    for k in range(tid, 2 * n_slots, nt):
+        sl = k >> 1
+        v = split_word_value(sh, tile_word(sl) + 2 * (k & 1))
         if v != 0:  # adding 0 changes nothing; most bins of a small task are empty
-            cuda.atomic.add(out, (slot, feats2[fcur, i0 + fk], w >> 1, w & 1), v)
+            cuda.atomic.add(out, (slot, t0 + sl, k & 1), v)

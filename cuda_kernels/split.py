@@ -1,7 +1,7 @@
 """Split search and decisions of one tree level: two launches, the CPU's rule bit for bit.
 
-``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, n_bins,
-penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
+n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
 cat_slot, max_onehot, cat_order, pf_f, pf_i)``
   One thread per (slot, feature of the list): the best split of that feature at that node by
   ``_gain``'s one bin scan (``scan_feature``: candidate order, empty-bin skip, tie-break),
@@ -13,15 +13,17 @@ cat_slot, max_onehot, cat_order, pf_f, pf_i)``
   build table ``bld``: built slot, sibling slot, parent slot) first gets its histogram of the
   feature as parent - built (``prev`` holds the parents'): the subtraction is fused into the
   search, so no launch and no extra pass over the siblings' histograms.
-  hist (S, d, 256, 2) int64; nodes (4, n_nodes) int64 node table (start, count, G_q, H_q);
+  hist (S, n_slots, 2) int64 in the layout of ``offset`` ((d + 1,) int64: feature f's bins at
+  slots offset[f] .. offset[f + 1] - 1, ``gpufs._hist_layout``; the subtraction and the scan
+  touch only those); nodes (4, n_nodes) int64 node table (start, count, G_q, H_q);
   active (n_active,) int64 the level's nodes in node order; feats2 (2, d) int32 and
   ctrl[4 + fcur] the feature list; n_bins (d,) int32; penalty (d,) float64; allowed, used
   (d,) bool. Writes pf_f (2, S, d) float64 [score, gain] and pf_i (4, S, d) int64 [bin,
   missing_left, G_L, H_L] at the listed features. Launch: 1-D grid-stride, any size.
 
-``decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active, allowed,
-used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl, out_i,
-out_f, cat_slot, cat_order)``
+``decide_kernel(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active,
+allowed, used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl,
+out_i, out_f, cat_slot, cat_order)``
   One block. Thread k runs ``_level.best_over_features`` for slot k; thread 0 then runs
   ``_level.decide_level`` (the shared rule: feature budget, Omega-only fallback, leaf or split)
   and, in slot order, writes the level's results, the split table and the children's sums.
@@ -39,7 +41,8 @@ out_f, cat_slot, cat_order)``
     nodes          children's G_q, H_q (their start and count come from the partition)
     active_next    the next level's nodes: children of the splits, left then right
     feats2[1 - fcur], ctrl[5 - fcur]  the next level's feature list: this one, or only
-                   Omega's once the budget is spent (the CPU's rule)
+                   Omega's once the budget is spent (the CPU's rule); fmask2[1 - fcur] (d,)
+                   uint8 the same list as a mask (``histogram.histogram_kernel`` reads it)
     ctrl[0] splits, ctrl[1] partition tasks
   dec_f (2, S) float64 / dec_i (3, S) int64 and admitted_now (d,) bool are scratch.
   Launch: grid 1, any block size.
@@ -47,8 +50,6 @@ out_f, cat_slot, cat_order)``
 import math
 
 from numba import cuda
-
-from gpufs._types import N_HIST_BINS
 
 from gpufs._categorical import CAT_WORDS
 
@@ -67,8 +68,8 @@ _LC = 4
 
 
 @cuda.jit(cache=True)
-def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, n_bins,
-                  penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
+def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
+                  n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
                   min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i):
     d = feats2.shape[1]
     n_f = ctrl[4 + fcur]
@@ -81,15 +82,17 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
         i = p - k * d
         if i < n_f:
             f = feats2[fcur, i]
+            lo = offset[f]
+            last = offset[f + 1] - 1
             s = k >> 1
             if derive and bld[3, s] == k:
                 # The sibling of a built child: parent - built, exact in int64, written out
                 # (the next level subtracts from it) and then scanned by this same thread.
                 parent = bld[4, s]
                 built = bld[2, s]
-                for w in range(N_HIST_BINS):
-                    hist[k, f, w, 0] = prev[parent, f, w, 0] - hist[built, f, w, 0]
-                    hist[k, f, w, 1] = prev[parent, f, w, 1] - hist[built, f, w, 1]
+                for w in range(lo, last + 1):
+                    hist[k, w, 0] = prev[parent, w, 0] - hist[built, w, 0]
+                    hist[k, w, 1] = prev[parent, w, 1] - hist[built, w, 1]
             if allowed[f] or used[f]:
                 node = active[k]
                 G_q = nodes[2, node]
@@ -97,13 +100,13 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
                 c = cat_slot[f]
                 if c >= 0:
                     score, gain, b, ml, gl, hl = scan_categorical(
-                        hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
-                        h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f],
+                        hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale,
+                        g_inv, h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f],
                         max_onehot, cat_order[k, c])
                 else:
                     score, gain, b, ml, gl, hl = scan_feature(
-                        hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
-                        h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f])
+                        hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale,
+                        g_inv, h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f])
                 pf_f[0, k, f] = score
                 pf_f[1, k, f] = gain
                 pf_i[0, k, f] = b
@@ -116,9 +119,9 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
 
 
 @cuda.jit(cache=True)
-def decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active, allowed,
-                  used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl,
-                  ctrl, out_i, out_f, cat_slot, cat_order):
+def decide_kernel(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active,
+                  allowed, used, admitted_now, budget, min_split_gain, rows_per_task, dec_f,
+                  dec_i, spl, ctrl, out_i, out_f, cat_slot, cat_order):
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     d = feats2.shape[1]
@@ -203,8 +206,10 @@ def decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active
         if budget >= 0 and n_adm >= budget:
             m = 0
             for f in range(d):
+                fmask2[nxt, f] = 0
                 if used[f] or admitted_now[f]:
                     feats2[nxt, m] = f
+                    fmask2[nxt, f] = 1
                     m += 1
             ctrl[4 + nxt] = m
             ctrl[6] = 1
@@ -216,4 +221,6 @@ def decide_kernel(pf_f, pf_i, feats2, fcur, nodes, active, active_next, n_active
     if ctrl[6] == 0:
         for i in range(t, n_f, nt):
             feats2[nxt, i] = fe[i]
+        for f in range(t, d, nt):
+            fmask2[nxt, f] = fmask2[fcur, f]
 

@@ -48,21 +48,22 @@ def make_scan_categorical(candidate):
     """``scan_categorical`` bound to a compiled ``candidate`` (see ``_gain.make_scan_feature``
     for why each backend passes its own compilation)."""
 
-    def scan_categorical(hist, k, f, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
+    def scan_categorical(hist, k, lo, last, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
                          gain_divisor, min_child_weight, pen, max_onehot, order):
-        """The best categorical split of feature ``f`` at histogram slot ``k``.
+        """The best categorical split of one feature at node ``k`` of a level's histograms.
 
-        Arguments as ``_gain.scan_feature``'s, plus ``max_onehot`` and ``order`` (a writable
-        integer array of at least 256 entries). Returns ``(score, gain, n_left, missing_left,
-        g_left_q, h_left_q)``; score is -inf when no candidate is valid. On return
-        ``order[:n_left]`` are the bins sent left (255 = the missing bin).
+        Arguments as ``_gain.scan_feature``'s (bin t at slot ``lo + t``, the missing bin at
+        slot ``last``), plus ``max_onehot`` and ``order`` (a writable integer array of at
+        least 256 entries). Returns ``(score, gain, n_left, missing_left, g_left_q,
+        h_left_q)``; score is -inf when no candidate is valid. On return ``order[:n_left]``
+        are the bins sent left (255 = the missing bin).
         """
         m = 0
         for t in range(nb):
-            if hist[k, f, t, 1] > 0:
+            if hist[k, lo + t, 1] > 0:
                 order[m] = t
                 m += 1
-        if hist[k, f, MISSING_BIN, 1] > 0:
+        if hist[k, last, 1] > 0:
             order[m] = MISSING_BIN
             m += 1
         parent = (G * G) / (H + reg_lambda)  # ``_gain.parent_term``, inlined
@@ -76,8 +77,9 @@ def make_scan_categorical(candidate):
         if m <= max_onehot:
             for j in range(m):
                 t = order[j]
-                gl_q = hist[k, f, t, 0]
-                hl_q = hist[k, f, t, 1]
+                st = min(lo + t, last)  # ``_hist_layout.slot_of``, inlined
+                gl_q = hist[k, st, 0]
+                hl_q = hist[k, st, 1]
                 gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
                                         reg_lambda, gain_divisor, min_child_weight, pen)
                 if score > b_score:
@@ -100,12 +102,14 @@ def make_scan_categorical(candidate):
             h_scale = 1.0 / h_inv
             for i in range(1, m):
                 t = order[i]
-                kt = (hist[k, f, t, 0] / g_scale) / (hist[k, f, t, 1] / h_scale + reg_lambda)
+                st = min(lo + t, last)
+                kt = (hist[k, st, 0] / g_scale) / (hist[k, st, 1] / h_scale + reg_lambda)
                 j = i - 1
                 while j >= 0:
                     u = order[j]
-                    ku = (hist[k, f, u, 0] / g_scale) / (hist[k, f, u, 1] / h_scale
-                                                         + reg_lambda)
+                    su = min(lo + u, last)
+                    ku = (hist[k, su, 0] / g_scale) / (hist[k, su, 1] / h_scale
+                                                       + reg_lambda)
                     if ku > kt or (ku == kt and u > t):
                         order[j + 1] = u
                         j -= 1
@@ -116,8 +120,9 @@ def make_scan_categorical(candidate):
             hl_q = zero
             for j in range(m - 1):
                 t = order[j]
-                gl_q += hist[k, f, t, 0]
-                hl_q += hist[k, f, t, 1]
+                st = min(lo + t, last)
+                gl_q += hist[k, st, 0]
+                hl_q += hist[k, st, 1]
                 gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
                                         reg_lambda, gain_divisor, min_child_weight, pen)
                 if score > b_score:

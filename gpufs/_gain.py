@@ -135,13 +135,16 @@ def make_scan_feature(candidate):
     """``scan_feature`` bound to a compiled ``candidate`` (a jitted function can only call
     jitted functions, so each backend passes its own compilation of ``candidate``)."""
 
-    def scan_feature(hist, k, f, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
+    def scan_feature(hist, k, lo, last, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
                      gain_divisor, min_child_weight, pen):
-        """The best split of feature ``f`` at histogram slot ``k``: the one bin scan.
+        """The best split of one feature at node ``k`` of a level's histograms: the one bin
+        scan.
 
-        ``hist`` is int64 (n_slots, n_features, 256, 2), fixed-point (G, H) sums per bin;
-        ``nb`` the feature's number of value bins; (G_q, H_q) and (G, H) the node's sums in
-        fixed point and as float64; ``g_inv`` / ``h_inv`` the reciprocal fixed-point scales. Returns ``(score, gain, bin, missing_left, g_left_q,
+        ``hist`` is int64 (n_nodes, n_slots, 2), fixed-point (G, H) sums per slot
+        (``gpufs._hist_layout``): the feature's value bin t at slot ``lo + t``, its missing
+        bin at slot ``last``; ``nb`` the feature's number of value bins; (G_q, H_q) and (G, H)
+        the node's sums in fixed point and as float64; ``g_inv`` / ``h_inv`` the reciprocal
+        fixed-point scales. Returns ``(score, gain, bin, missing_left, g_left_q,
         h_left_q)``; score is -inf when the feature has no valid candidate.
 
         Candidates, in scan order: for t = 0 .. nb - 2, "bins <= t left, missing right",
@@ -160,8 +163,8 @@ def make_scan_feature(candidate):
         call), and the full score only for the few candidates whose gain is a new maximum: one
         division fewer per candidate, and the same choice, ties included, as scoring every one.
         """
-        gn_q = hist[k, f, MISSING_BIN, 0]
-        hn_q = hist[k, f, MISSING_BIN, 1]
+        gn_q = hist[k, last, 0]
+        hn_q = hist[k, last, 1]
         has_missing = gn_q != 0 or hn_q != 0
         parent = (G * G) / (H + reg_lambda)  # ``parent_term``, inlined: no helper calls
         n_thr = nb if has_missing else nb - 1
@@ -175,8 +178,8 @@ def make_scan_feature(candidate):
         gl_q = b_gl
         hl_q = b_gl
         for t in range(n_thr):
-            bg = hist[k, f, t, 0]
-            bh = hist[k, f, t, 1]
+            bg = hist[k, lo + t, 0]
+            bh = hist[k, lo + t, 1]
             if t > 0 and bg == 0 and bh == 0:
                 # An empty bin leaves the left sums, hence both candidates, equal to those of
                 # threshold t - 1, which scored first: they cannot win a strict ``>``.

@@ -41,7 +41,8 @@ _CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
 #: Modules whose functions are compiled *into* kernels defined in other files. numba's cache
 #: checks only the time stamp of a kernel's own file, so an edit of these files would leave
 #: stale kernels behind; their content hash is part of the cache folder's name instead.
-_INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py", "_categorical.py", "_tasks.py")
+_INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py", "_categorical.py", "_tasks.py",
+                    "_hist_layout.py")
 
 
 def _inlined_sources_digest() -> str:

@@ -10,8 +10,14 @@ X_BINNED_DTYPE = np.uint8
 #: Value bins are 0 .. MAX_VALUE_BINS - 1; MISSING_BIN holds NaN.
 MAX_VALUE_BINS = 255
 MISSING_BIN = 255
-#: Histogram slots per feature (value bins + the missing bin).
+#: Histogram slots of a feature at most (255 value bins + the missing bin); the full
+#: (dense) layout gives every feature this many (``gpufs._hist_layout``).
 N_HIST_BINS = 256
+#: A feature whose most frequent bin holds at least this fraction of the binning sample is
+#: sparse: that bin is derived from the node's totals instead of accumulated, and the CPU
+#: reads the feature's other bins from a row-wise list of them (``gpufs._hist_layout``).
+#: LightGBM's ``sparse_threshold`` has the same default.
+MOST_FREQ_MIN_FRACTION = 0.8
 
 #: Cut points per feature (float64, upper edges of the value bins).
 CUT_DTYPE = np.float64
@@ -20,7 +26,8 @@ CUT_DTYPE = np.float64
 GRAD_DTYPE = np.float64
 #: Fixed-point gradients / hessians (exact, order-independent sums on every device).
 QGRAD_DTYPE = np.int64
-#: Histogram entries: int64 sums of fixed-point (g, h), shape (n_nodes, n_features, 256, 2).
+#: Histogram entries: int64 sums of fixed-point (g, h), shape (n_nodes, n_slots, 2), feature
+#: f's bins at the slots ``offset[f] .. offset[f + 1] - 1`` of its ``HistLayout``.
 HIST_DTYPE = np.int64
 
 #: Row indices kept partitioned by node.

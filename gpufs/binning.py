@@ -28,10 +28,13 @@ from __future__ import annotations
 import numpy as np
 
 from ._device import namespace_of, to_host
-from ._types import CUT_DTYPE, MAX_VALUE_BINS
+from ._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
 
-#: Columns whose subsample is sorted at once in ``BinMapper.fit``.
+#: Columns whose subsample is sorted at once in ``BinMapper.fit``: at least 16, and as many
+#: as keep a block's float64 copy near ``_BLOCK_VALUES`` values (wide tables of few rows get
+#: big blocks: fewer array calls per column).
 _COLUMN_BLOCK = 16
+_BLOCK_VALUES = 1 << 20
 
 
 class BinMapper:
@@ -58,6 +61,12 @@ class BinMapper:
         The categorical features.
     categories_ : CategoryCodes or None
         Their category -> code (= bin) maps.
+    most_freq_bin_ : ndarray of shape (n_features,), int32
+        Each feature's most frequent bin in the subsample (255: the missing bin), the first
+        of equals; with ``most_freq_frac_`` it shapes the histogram layout
+        (``hist_layout``). Training only: not saved with a model (a loaded mapper has -1).
+    most_freq_frac_ : ndarray of shape (n_features,), float64
+        The fraction of the subsample's rows in that bin (0 for a loaded mapper).
     """
 
     def __init__(self, max_bins: int = 255, subsample: int | None = 200_000,
@@ -71,9 +80,9 @@ class BinMapper:
     def fit(self, X, categories=None):
         """Learn the cut points of every feature (the rule of the module docstring).
 
-        Columns are processed in blocks (``_COLUMN_BLOCK`` at a time), so the float64 sorted
-        copy of the subsample never holds more than a block: the memory of a fit is not
-        doubled by its binning.
+        Columns are processed in blocks (``_COLUMN_BLOCK`` at a time, more when the subsample
+        has few rows), so the float64 sorted copy of the subsample never holds more than a
+        block: the memory of a fit is not doubled by its binning.
 
         Parameters
         ----------
@@ -91,14 +100,24 @@ class BinMapper:
         idx = self.sample_rows(n)
         if idx is not None:
             idx = xp.asarray(idx)
-        self.cuts_ = []
-        for lo in range(0, d, _COLUMN_BLOCK):
-            block = X[:, lo:lo + _COLUMN_BLOCK]
-            sample = block if idx is None else block[idx]
-            self.cuts_ += self._fit_block(xp, xp.asarray(sample, dtype=np.float64))
         self._set_categories(categories, d)
-        for f in np.flatnonzero(self.is_categorical_):
-            self.cuts_[f] = category_cuts(categories.n_codes[int(f)])
+        self.cuts_ = []
+        self.most_freq_bin_ = np.zeros(d, np.int32)
+        self.most_freq_frac_ = np.zeros(d, np.float64)
+        width = max(_COLUMN_BLOCK, _BLOCK_VALUES // max(n if idx is None else len(idx), 1))
+        for lo in range(0, d, width):
+            block = X[:, lo:lo + width]
+            sample = block if idx is None else block[idx]
+            cuts, sorted_, n_valid, counts = self._fit_block(
+                xp, xp.asarray(sample, dtype=np.float64))
+            for j in range(len(cuts)):
+                f = lo + j
+                if self.is_categorical_[f]:
+                    cuts[j] = category_cuts(categories.n_codes[int(f)])
+                    counts[j] = None
+                self.most_freq_bin_[f], self.most_freq_frac_[f] = _most_frequent(
+                    xp, sorted_[j], int(n_valid[j]), cuts[j], counts[j])
+            self.cuts_ += cuts
         self._pad()
         return self
 
@@ -135,7 +154,27 @@ class BinMapper:
                                  f"{self.max_bins}.")
             self.is_categorical_ = categories.is_categorical
 
+    def hist_layout(self):
+        """The histogram layout of the fitted features (``gpufs._hist_layout``): n_bins_ + 1
+        slots per feature, the most frequent bin of the sparse ones derived. Made once per
+        fit.
+
+        Returns
+        -------
+        HistLayout
+        """
+        layout = self.__dict__.get("_hist_layout")
+        if layout is None:
+            from ._hist_layout import HistLayout
+
+            freq = getattr(self, "most_freq_bin_", None)
+            layout = HistLayout.from_n_bins(self.n_bins_, freq,
+                                            getattr(self, "most_freq_frac_", None))
+            self._hist_layout = layout
+        return layout
+
     def _pad(self):
+        self.__dict__.pop("_hist_layout", None)
         d = len(self.cuts_)
         self.n_bins_ = np.array([c.shape[0] + 1 for c in self.cuts_], dtype=np.int32)
         self.cuts_padded_ = np.full((d, MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
@@ -143,29 +182,40 @@ class BinMapper:
             self.cuts_padded_[f, : c.shape[0]] = c
 
     def _fit_block(self, xp, sample):
-        """Cut points of the columns of ``sample`` (float64 rows of the subsample)."""
+        """Cut points of the columns of ``sample`` (float64 rows of the subsample), the
+        columns sorted (NaN last; (columns, rows), each row of it contiguous), their counts
+        of non-missing values (host), and the rows per bin of the columns whose every
+        distinct value has a bin (None for the others)."""
         d = sample.shape[1]
-        sorted_ = xp.sort(sample, axis=0)  # NaN sorts last in numpy and cupy
-        n_valid = (~xp.isnan(sample)).sum(axis=0).astype(np.int64)
-        i = xp.arange(self.max_bins, dtype=np.int64)[:, None]
-        pos = (i * xp.maximum(n_valid - 1, 0)[None, :]) // (self.max_bins - 1)
-        picked = to_host(xp.take_along_axis(sorted_, pos, axis=0))  # (max_bins, d)
+        sorted_ = xp.sort(xp.ascontiguousarray(sample.T), axis=1)  # NaN last (numpy, cupy)
+        n_valid = (~xp.isnan(sorted_)).sum(axis=1).astype(np.int64)
+        i = xp.arange(self.max_bins, dtype=np.int64)[None, :]
+        pos = (i * xp.maximum(n_valid - 1, 0)[:, None]) // (self.max_bins - 1)
+        picked = to_host(xp.take_along_axis(sorted_, pos, axis=1))  # (d, max_bins)
         # distinct non-missing values per feature (NaNs sort last and are not counted)
-        rows_ = xp.arange(sorted_.shape[0])[:, None]
-        new_value = (sorted_[1:] != sorted_[:-1]) & (rows_[1:] < n_valid[None, :])
-        n_distinct = to_host(new_value.sum(axis=0) + (n_valid > 0))
+        cols = xp.arange(sorted_.shape[1])[None, :]
+        new_value = (sorted_[:, 1:] != sorted_[:, :-1]) & (cols[:, 1:] < n_valid[:, None])
+        n_distinct = to_host(new_value.sum(axis=1) + (n_valid > 0))
         n_valid = to_host(n_valid)
         cuts = []
+        counts = []
         for f in range(d):
-            if n_valid[f] == 0:
+            nv = int(n_valid[f])
+            if nv == 0:
                 cuts.append(np.empty(0, CUT_DTYPE))
+                counts.append(np.zeros(1, np.int64))
                 continue
             if n_distinct[f] <= self.max_bins:
-                u = np.unique(to_host(sorted_[: int(n_valid[f]), f]))
+                # the distinct values of the sorted column (np.unique's, without its sort)
+                col = to_host(sorted_[f, :nv])
+                first = np.flatnonzero(np.concatenate([[True], col[1:] != col[:-1]]))
+                u = col[first]
+                counts.append(np.diff(np.append(first, nv)))  # one bin per value
             else:
-                u = np.unique(picked[:, f])
+                u = np.unique(picked[f])
+                counts.append(None)
             cuts.append((0.5 * u[:-1] + 0.5 * u[1:]).astype(CUT_DTYPE))
-        return cuts
+        return cuts, sorted_, n_valid, counts
 
     def transform(self, X, backend):
         """The bins of X, computed by ``backend``.
@@ -265,14 +315,45 @@ class BinMapper:
         m = cls(max_bins, subsample, random_state)
         m.cuts_ = [np.asarray(c, dtype=CUT_DTYPE) for c in cuts]
         m._set_categories(categories, len(m.cuts_))
+        m._no_most_freq()
         m._pad()
         return m
+
+    def _no_most_freq(self):
+        """No most frequent bins known (a mapper read from a file: they are not saved)."""
+        d = len(self.cuts_)
+        self.most_freq_bin_ = np.full(d, -1, np.int32)
+        self.most_freq_frac_ = np.zeros(d, np.float64)
 
     def __setstate__(self, state):  # mappers pickled before categorical features existed
         self.__dict__.update(state)
         if "cuts_" in state and "is_categorical_" not in state:
             self.categories_ = None
             self.is_categorical_ = np.zeros(len(self.cuts_), dtype=bool)
+        if "cuts_" in state and "most_freq_bin_" not in state:
+            self._no_most_freq()
+
+
+def _most_frequent(xp, sorted_col, n_valid, cuts, counts=None):
+    """(bin, fraction of the rows) of the most frequent bin of one column of the subsample
+    (sorted, NaN last; ``n_valid`` values not NaN) under ``cuts`` (host, sorted): the first of
+    equals in bin order, the missing bin (255) last. ``counts``: the rows per value bin when
+    known (else found from the cuts)."""
+    m = int(sorted_col.shape[0])
+    if m == 0:
+        return 0, 0.0
+    if counts is None:
+        # values <= cuts[b] are in bins 0..b: the counts per bin are the steps of positions
+        pos = np.zeros(cuts.shape[0] + 2, np.int64)
+        if cuts.shape[0] and n_valid:
+            pos[1:-1] = to_host(xp.searchsorted(sorted_col[:n_valid], xp.asarray(cuts),
+                                                side="right"))
+        pos[-1] = n_valid
+        counts = np.diff(pos)
+    b = int(np.argmax(counts))
+    if m - n_valid > counts[b]:
+        return MISSING_BIN, (m - n_valid) / m
+    return b, counts[b] / m
 
 
 def category_cuts(n_codes):

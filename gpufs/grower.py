@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._hist_layout import layout_of
 from .backends.base import LevelResult, SplitParams
 from .quantize import fixed_point_scale, quantize
 from .tree import Tree
@@ -106,7 +107,8 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
     n_bins : ndarray of shape (n_features,), int32
         Value bins per feature, on the backend's device.
     bin_mapper : BinMapper
-        Gives the raw-value thresholds of the splits.
+        Gives the raw-value thresholds of the splits and the histogram layout
+        (``BinMapper.hist_layout``).
     penalties : PenaltyState
         Updated in place as features are first used.
     params : TreeParams
@@ -128,7 +130,7 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
                         reg_lambda=float(params.reg_lambda), gain_divisor=float(gain_divisor),
                         min_child_weight=float(params.min_child_weight),
                         min_split_gain=float(params.min_split_gain), cat_slot=cat_slot,
-                        n_cat=n_cat)
+                        n_cat=n_cat, layout=layout_of(bin_mapper, n_bins, d))
     begin = getattr(penalties, "begin_tree", None)
     if begin is not None:  # GT-GBM's group tests name the tree's candidates (penalties.py)
         begin(backend, gh, int(root_g_q), int(root_h_q), float(g_scale), float(h_scale), params,

@@ -11,6 +11,7 @@ import numpy as np
 from gpufs._device import to_host
 from gpufs.backends import cpu as cpu_kernels
 from gpufs._categorical import MAX_CAT_TO_ONEHOT
+from gpufs._hist_layout import HistLayout
 from gpufs.backends.base import SplitInfo, SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
@@ -137,13 +138,19 @@ def check_bin_transform(gpu, X):
                     f"bins {np.dtype(dtype).name}")
 
 
-def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build):
+def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build, layout=None):
+    """CPU and GPU histograms of the build nodes are equal; with a compact ``layout`` also
+    equal to the full layout's (``HistLayout.dense``), the CPU deriving the layout's most
+    frequent bins from the nodes' totals and the GPU adding every bin. Returns the CPU's."""
     xp = gpu.xp
     gh = np.stack([gq, hq], axis=1)
-    want = CPU.histograms(Xb, gh, rows, node_start, node_count, build)
+    want = CPU.histograms(Xb, gh, rows, node_start, node_count, build, layout=layout)
     got = gpu.histograms(xp.asarray(Xb), xp.asarray(gh), xp.asarray(rows), node_start,
-                         node_count, build)
+                         node_count, build, layout=layout)
     assert_same(want, got, "histograms")
+    if layout is not None:
+        full = CPU.histograms(Xb, gh, rows, node_start, node_count, build)
+        assert_same(full, layout.dense(want), "compact histograms, expanded")
     return want
 
 
@@ -164,6 +171,13 @@ def check_find_splits(gpu, hist, node_g, node_h, n_bins, penalty, allowed, g_sca
                           SplitParams(n_bins=xp.asarray(n_bins), **split))
     assert isinstance(want, SplitInfo) and isinstance(got, SplitInfo)
     assert_same_dict(vars(want), vars(got), "find_splits")
+    # the same search on the compact layout of the bin counts: the same splits
+    layout = HistLayout.from_n_bins(n_bins)
+    compact = layout.compact(hist)
+    for be, xq in ((CPU, np), (gpu, xp)):
+        res = be.find_splits(xq.asarray(compact), node_g, node_h, penalty, allowed,
+                             SplitParams(n_bins=xq.asarray(n_bins), layout=layout, **split))
+        assert_same_dict(vars(want), vars(res), f"find_splits, compact ({be.name})")
     return want
 
 

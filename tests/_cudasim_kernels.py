@@ -40,6 +40,8 @@ from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
                              check_prepare_gradients, check_update_raw, grads, make_data,
                              segments)
 
+from gpufs._hist_layout import HistLayout  # noqa: E402
+from gpufs.binning import BinMapper  # noqa: E402
 from gpufs.backends.gpu import GPUBackend, GPUOutOfMemoryError  # noqa: E402
 from gpufs.objectives import make_objective  # noqa: E402
 
@@ -64,17 +66,26 @@ def test_bin_transform(gpu, data):
     check_bin_transform(gpu, data[0])
 
 
-@pytest.mark.parametrize("threads,tile", [(16, 2), (8, 3), (32, 6), (5, 5)])
+@pytest.mark.parametrize("threads,tile", [(16, 17), (8, 40), (32, 100), (5, 30)])
 def test_histograms(data, threads, tile):
+    """The full layout (a tile per feature: 256 slots each) and the compact layout of the
+    bin counts (tiles of ``tile`` slots: one to five features of 17 slots), with the most
+    frequent bin of a sparse feature derived by the CPU."""
     X, y, bm, Xb = data
-    gpu = GPUBackend(hist_threads=threads, tile_features=tile, min_rows_per_task=8)
-    check_histograms(gpu, Xb, *_big_values(y), *segments(64, [20, 0, 25, 19]),
-                     np.array([3, 4, 6]))
+    Xb = Xb.copy()
+    Xb[np.arange(64) % 9 != 0, 1] = 2  # feature 1: bin 2 holds 8 rows in 9 (sparse)
+    Xb[::13, 4] = 255                   # missing values
+    compact = HistLayout.from_n_bins(bm.n_bins_)
+    sparse = HistLayout(compact.offset, np.where(np.arange(6) == 1, 2, -1))
+    gpu = GPUBackend(hist_threads=threads, tile_slots=tile, min_rows_per_task=8)
     gq, hq, _, _ = grads(y)
     # Nodes 3..6 with 20, 0, 25, 19 rows; build an empty node too.
     rows, ns, nc = segments(64, [20, 0, 25, 19])
-    check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4, 6]))
-    check_histograms(gpu, Xb, gq, hq, np.arange(64, dtype=np.int32), ns, nc, np.array([0]))
+    for layout in (None, compact, sparse):
+        check_histograms(gpu, Xb, *_big_values(y), rows, ns, nc, np.array([3, 4, 6]), layout)
+        check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4, 6]), layout)
+        check_histograms(gpu, Xb, gq, hq, np.arange(64, dtype=np.int32), ns, nc,
+                         np.array([0]), layout)
 
 
 def _big_values(y):
@@ -91,7 +102,7 @@ def test_histogram_split_words_carry(data):
     """The 32-bit (low, high) word pairs give the exact int64 sums: every row in one bin of
     every feature (the most carries), values of both signs near the largest the scales allow."""
     X, y, bm, Xb = data
-    gpu = GPUBackend(hist_threads=16, tile_features=3, min_rows_per_task=64)
+    gpu = GPUBackend(hist_threads=16, tile_slots=3, min_rows_per_task=64)
     g, h = _big_values(y)
     same_bin = np.zeros_like(Xb)
     hist = check_histograms(gpu, same_bin, g, h, np.arange(64, dtype=np.int32),
@@ -284,12 +295,25 @@ def test_fit_boosting_budget_spent_inside_a_tree(gpu, data):
 def test_fit_boosting_many_tasks_per_node():
     """Tiny tasks (4 rows), odd tiles and blocks: every level cuts its nodes into many tasks,
     the plan block scans more tasks than it has threads, feature tiles do not divide d."""
-    gpu = GPUBackend(min_rows_per_task=4, hist_threads=8, tile_features=3, part_threads=4)
+    gpu = GPUBackend(min_rows_per_task=4, hist_threads=8, tile_slots=30, part_threads=4)
     X, y = make_data(96, 8, seed=9)
     _, _, pen = check_fit_boosting(gpu, X, y, mu=0.2, n_estimators=2, max_depth=4, k=3,
                                    groups=[0, 1, 2, 0, 3, 4, 5, 6])
     assert gpu.launches["partition"] >= 3 * 4  # at least one tree reached depth 4
     assert 0 < len(pen.order) <= 3
+
+
+def test_fit_boosting_sparse_columns(gpu):
+    """Columns whose most frequent bin holds at least 80% of the rows (one of them the missing
+    bin): the CPU reads them from its sparse rows list and derives that bin from the nodes'
+    totals, the GPU adds every bin of the compact layout; the same trees and selection."""
+    X, y = make_data(96, 6, seed=11)
+    rng = np.random.default_rng(11)
+    for f in (1, 2):
+        X[rng.random(96) < 0.85, f] = 0.0
+    X[rng.random(96) < 0.85, 4] = np.nan
+    assert BinMapper(max_bins=16).fit(X).hist_layout().has_most_freq
+    check_fit_boosting(gpu, X, y, mu=0.1, n_estimators=2, max_depth=3)
 
 
 def test_fit_boosting_root_sse(gpu, data):
@@ -403,8 +427,8 @@ def test_out_of_memory_in_a_fit_names_the_array():
 def test_bad_geometry():
     with pytest.raises(ValueError, match="power of two"):
         GPUBackend(part_threads=3)
-    with pytest.raises(ValueError, match="tile_features"):
-        GPUBackend(tile_features=12)
+    with pytest.raises(ValueError, match="tile_slots"):
+        GPUBackend(tile_slots=2979)
 
 
 def test_profile_timers(data):

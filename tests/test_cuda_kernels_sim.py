@@ -84,13 +84,13 @@ def _kernel_signatures():
         "bin_transform_kernel": [(A(f32, 2, "A"), A(f64, 2), A(i64, 1), A(u8, 2)),
                                  (A(f64, 2), A(f64, 2), A(i64, 1), A(u8, 2))],
         "histogram_kernel": [(A(u8, 2), A(i64, 2), A(i32, 2), i64, A(i64, 2), A(i64, 1),
-                              A(i32, 2), i64, i64, i64, A(i64, 4))],
-        "search_kernel": [(A(i64, 4), A(i64, 4), A(i64, 2), b1, A(i64, 2), A(i64, 1), i64,
-                           A(i32, 2), i64, A(i64, 1),
+                              A(u8, 2), i64, A(i64, 1), A(i64, 1), i64, A(i64, 3))],
+        "search_kernel": [(A(i64, 3), A(i64, 3), A(i64, 2), b1, A(i64, 2), A(i64, 1), i64,
+                           A(i32, 2), i64, A(i64, 1), A(i64, 1),
                            A(i32, 1), A(f64, 1), A(b1, 1), A(b1, 1), f64, f64, f64, f64, f64,
                            A(i32, 1), i64, A(u8, 3), A(f64, 3), A(i64, 3))],
-        "decide_kernel": [(A(f64, 3), A(i64, 3), A(i32, 2), i64, A(i64, 2), A(i64, 1),
-                           A(i64, 1), i64, A(b1, 1), A(b1, 1), A(b1, 1), i64, f64, i64,
+        "decide_kernel": [(A(f64, 3), A(i64, 3), A(i32, 2), A(u8, 2), i64, A(i64, 2),
+                           A(i64, 1), A(i64, 1), i64, A(b1, 1), A(b1, 1), A(b1, 1), i64, f64, i64,
                            A(f64, 2), A(i64, 2), A(i64, 2), A(i64, 1), A(i64, 1),
                            A(f64, 1), A(i32, 1), A(u8, 3))],
         "partition_count_kernel": [(A(u8, 2), A(i32, 2), i64, A(i64, 2), A(i64, 1), i64,
@@ -122,7 +122,7 @@ def _kernel_signatures():
 
 
 #: Registers per thread each kernel must stay under (ptxas -v, sm_80 and sm_90; measured
-#: with numba-cuda 0.30 and CUDA 13.5: histogram 42-44, search 92, decide 80-94, the rest
+#: with numba-cuda 0.30 and CUDA 13.5: histogram 48-54, search 94-96, decide 79-94, the rest
 #: 20-58). 64 keeps four 256-thread blocks per SM within its 65,536 registers. The split
 #: search (``_gain``'s whole bin scan inlined in one thread) and the one-block kernels
 #: (decide, plan) get 128: the search runs 128-thread blocks over few (node, feature) pairs,

@@ -15,8 +15,10 @@ method says "host".
 Shapes and dtypes (``gpufs._types``): ``Xb`` (n_samples, n_features) uint8 bins (255 =
 missing); ``gh`` (n_samples, 2) int64 fixed-point (gradient, hessian); ``rows`` (n_samples,)
 int32 row indices, one contiguous segment per tree node; ``node_*`` (n_nodes,) int64 per node
-of the complete tree; ``hist`` (n_slots, n_features, 256, 2) int64 sums of (g, h) per (slot,
-feature, bin); ``raw`` (n_samples, n_outputs) float64 raw scores.
+of the complete tree; ``hist`` (n_slots, layout.n_slots, 2) int64 sums of (g, h) per (node
+slot, histogram slot) in the tree's ``HistLayout`` (``gpufs._hist_layout``: feature f's bins
+at slots ``offset[f] .. offset[f + 1] - 1``); ``raw`` (n_samples, n_outputs) float64 raw
+scores.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ import numpy as np
 
 from .. import _categorical, _level
 from .._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
+from .._device import to_host
+from .._hist_layout import HistLayout
 
 __all__ = ["Backend", "LevelResult", "SplitInfo", "SplitParams", "best_splits",
            "categorical_slots", "kernel_for"]
@@ -103,6 +107,9 @@ class SplitParams:
     max_cat_to_onehot : int, default=4
         Categorical features with at most this many candidate categories at a node are split
         one-vs-rest (``gpufs._categorical``).
+    layout : HistLayout or None, default=None
+        Where each feature's bins sit in a node's histogram (``gpufs._hist_layout``; the
+        grower passes the bin mapper's); None: the compact layout of ``n_bins``.
     """
 
     n_bins: object
@@ -115,6 +122,19 @@ class SplitParams:
     cat_slot: np.ndarray | None = None
     n_cat: int = 0
     max_cat_to_onehot: int = MAX_CAT_TO_ONEHOT
+    layout: HistLayout | None = None
+
+    def hist_layout(self):
+        """The histogram layout of the tree.
+
+        Returns
+        -------
+        HistLayout
+            ``layout``, or the compact layout of ``n_bins`` (made on first call and kept).
+        """
+        if self.layout is None:
+            object.__setattr__(self, "layout", HistLayout.from_n_bins(to_host(self.n_bins)))
+        return self.layout
 
     def categorical(self):
         """The categorical features.
@@ -437,7 +457,7 @@ class Backend(Protocol):
         """
 
     def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None):
+                   groups=None, split=None, layout=None):
         """Begin a tree: every row in the root, whose histogram is built.
 
         Parameters
@@ -458,6 +478,8 @@ class Backend(Protocol):
         groups : ndarray of shape (n_features,), int32, or None
             Feature groups (a feature admitted makes its group free).
         split : SplitParams or None
+        layout : HistLayout or None
+            The tree's histogram layout (None: ``split.hist_layout()``, else the full one).
 
         Returns
         -------
@@ -517,7 +539,8 @@ class Backend(Protocol):
         """
 
     # --- the level's kernels one at a time (tests; the level step runs the same) -----------
-    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None):
+    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
+                   layout=None):
         """Histograms of some nodes.
 
         Parameters
@@ -532,10 +555,13 @@ class Backend(Protocol):
             The nodes to build.
         feats : ndarray of shape (n_feats,), int32, default=None
             The features to build (None: all).
+        layout : HistLayout or None, default=None
+            The histograms' layout (None: the full layout).
 
         Returns
         -------
-        hist : ndarray of shape (n_build, n_features, 256, 2), int64
+        hist : ndarray of shape (n_build, layout.n_slots, 2), int64
+            Or, without a layout, (n_build, n_features, 256, 2): the full layout's array.
         """
 
     def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
@@ -543,7 +569,9 @@ class Backend(Protocol):
 
         Parameters
         ----------
-        hist : ndarray of shape (n_slots, n_features, 256, 2), int64
+        hist : ndarray of shape (n_slots, layout.n_slots, 2), int64
+            In ``split``'s layout (``SplitParams.hist_layout``); or the dense
+            (n_slots, n_features, 256, 2), the full layout.
         node_g, node_h : ndarray of shape (n_slots,), int64
             Fixed-point sums of each slot's node.
         penalty : ndarray of shape (n_features,), float64

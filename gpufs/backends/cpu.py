@@ -12,8 +12,9 @@ Shapes and dtypes (see ``gpufs._types``):
   rows      (n_samples,) int32 row indices, one contiguous segment per tree node
   node_*    (n_nodes,) int64 per node of the complete tree: segment start and count, and the
             fixed-point sums G, H
-  hist      (n_slots, n_features, 256, 2) int64 sums of (g, h) per (feature, bin); slots are
-            the nodes of one level, in node order
+  hist      (n_slots, layout.n_slots, 2) int64 sums of (g, h) per histogram slot, in the
+            tree's ``HistLayout`` (feature f at slots offset[f] .. offset[f + 1] - 1); node
+            slots are the nodes of one level, in node order. Filled by ``_cpu_hist``
   raw       (n_samples, n_outputs) float64 raw scores
 
 Parallelism. Every parallel loop runs over *tasks* (a run of rows of one node, a (node,
@@ -37,14 +38,17 @@ from typing import NamedTuple
 import numba
 import numpy as np
 from numba import njit, prange
-import llvmlite.ir as llvm_ir
-from numba.core import cgutils, types
+from numba.core import types
 from numba.extending import intrinsic
 
-from .. import _categorical, _exactmath, _gain, _level, _tasks, _threading
+from .. import _categorical, _exactmath, _gain, _level, _threading
 from .._categorical import CAT_WORDS
 from .._device import to_host
+from .._hist_layout import split_input, tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
+from ._cpu_hist import (AUTO, COLUMNS, ROWS, ROWS_PER_TASK, TASKS_PER_THREAD,
+                        build_histograms, row_cost, sparse_rows, subtract_par, subtract_ser,
+                        task_table)
 from .base import LevelResult, best_splits, kernel_for
 
 _threading.configure()
@@ -61,29 +65,6 @@ _leaf_binned = njit(inline="always")(_gain.make_leaf_of(_split_goes_left))
 _leaf_raw = njit(inline="always")(_gain.make_leaf_of(_split_goes_left_raw))
 _best_over_features = njit(inline="always")(_level.best_over_features)
 _decide_level = njit(cache=True)(_level.decide_level)
-_task_bounds = njit(inline="always")(_tasks.task_bounds)
-_cpu_task_count = njit(inline="always")(_tasks.cpu_task_count)
-
-@intrinsic
-def _prefetch(typingctx, a, i, j):
-    """Ask the CPU to bring a[i, j] (a 2-D array) into its caches (LLVM's ``llvm.prefetch``:
-    a hint, no result, no fault on any address)."""
-    def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        arr = context.make_array(aty)(context, builder, args[0])
-        idx = [context.cast(builder, v, t, types.intp)
-               for v, t in zip(args[1:], signature.args[1:])]
-        ptr = cgutils.get_item_pointer(context, builder, aty, arr, idx)
-        i8p = llvm_ir.IntType(8).as_pointer()
-        i32 = llvm_ir.IntType(32)
-        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
-        # read, high temporal locality, data cache
-        builder.call(fn, [builder.bitcast(ptr, i8p), llvm_ir.Constant(i32, 0),
-                          llvm_ir.Constant(i32, 3), llvm_ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-    return types.void(a, i, j), codegen
-
 
 @intrinsic
 def _f64_bits(typingctx, x):
@@ -117,295 +98,89 @@ _softmax_grad_hess_row = _em.softmax_grad_hess_row
 _softmax_grad_hess_loss_row = _em.softmax_grad_hess_loss_row
 _softmax_loss_row = _em.softmax_loss_row
 
-#: int64 words of one feature's histogram: (g, h) x 256 bins.
-_FEATURE_WORDS = 2 * N_HIST_BINS
-#: Rows per histogram / partition task; smaller nodes are one task.
-ROWS_PER_TASK = 16384
-#: Tasks per thread a big node is cut into (load balance on a busy machine).
-TASKS_PER_THREAD = 4
 #: Row x feature updates below which a level runs on the calling thread only.
 PARALLEL_MIN_WORK = 1 << 18
-#: How many rows ahead a histogram task prefetches the rows it will read (``_hist_rows``).
-PREFETCH_ROWS = 16
 #: Rows per task of the per-row kernels (gradients, losses, binning, prediction). The fit runs
 #: with numba's chunk size at one task (``gpufs._threading``), so a loop over single rows
 #: would make every row a task: a million scheduler round trips per pass.
 ROW_BLOCK = 4096
 
 
-# --- histograms -----------------------------------------------------------------------------
-
-@njit(inline="always")
-def _hist_zero(H, feats, n_feats, full):
-    if full:
-        H[:] = 0
-    else:
-        for i in range(n_feats):
-            b = np.int64(feats[i]) * _FEATURE_WORDS
-            H[b:b + _FEATURE_WORDS] = 0
-
-
-@njit(inline="always")
-def _hist_rows(Xb, gh, rows, lo, hi, feats, n_feats, full, H):
-    """Add rows[lo:hi] into H, the flat (n_features * 512,) view of one histogram.
-
-    Row-wise: each row's bins are read once, contiguously, and its (g, h) once. With all
-    features, two rows are interleaved so twice as many independent read-modify-writes are in
-    flight (the loop is bound by their latency, not by arithmetic). A node below the root
-    reads a scattered subset of the rows, which the hardware prefetchers cannot predict: the
-    rows ``PREFETCH_ROWS`` ahead are prefetched (their bins and gradients), measured 15-20%
-    faster on subsets of a quarter of the rows or fewer.
-    """
-    if full:
-        d = Xb.shape[1]
-        j = lo
-        ahead = hi - PREFETCH_ROWS - 1
-        while j + 1 < hi:
-            if j < ahead:
-                q0 = rows[j + PREFETCH_ROWS]
-                q1 = rows[j + PREFETCH_ROWS + 1]
-                _prefetch(Xb, q0, 0)
-                _prefetch(Xb, q1, 0)
-                _prefetch(gh, q0, 0)
-                _prefetch(gh, q1, 0)
-            r0 = rows[j]
-            r1 = rows[j + 1]
-            g0 = gh[r0, 0]
-            h0 = gh[r0, 1]
-            g1 = gh[r1, 0]
-            h1 = gh[r1, 1]
-            base = 0
-            for f in range(d):
-                i0 = base + 2 * np.int64(Xb[r0, f])
-                i1 = base + 2 * np.int64(Xb[r1, f])
-                H[i0] += g0
-                H[i0 + 1] += h0
-                H[i1] += g1
-                H[i1 + 1] += h1
-                base += _FEATURE_WORDS
-            j += 2
-        if j < hi:
-            r = rows[j]
-            g = gh[r, 0]
-            h = gh[r, 1]
-            base = 0
-            for f in range(d):
-                i = base + 2 * np.int64(Xb[r, f])
-                H[i] += g
-                H[i + 1] += h
-                base += _FEATURE_WORDS
-    else:
-        ahead = hi - PREFETCH_ROWS
-        for j in range(lo, hi):
-            if j < ahead:
-                q = rows[j + PREFETCH_ROWS]
-                _prefetch(Xb, q, 0)
-                _prefetch(gh, q, 0)
-            r = rows[j]
-            g = gh[r, 0]
-            h = gh[r, 1]
-            for k in range(n_feats):
-                f = np.int64(feats[k])
-                i = f * _FEATURE_WORDS + 2 * np.int64(Xb[r, f])
-                H[i] += g
-                H[i + 1] += h
-
-
-@njit(inline="always")
-def _hist_task(t, Xb, gh, rows, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, out2, priv2):
-    p = t_priv[t]
-    H = out2[t_slot[t]] if p < 0 else priv2[p]
-    _hist_zero(H, feats, n_feats, full)
-    _hist_rows(Xb, gh, rows, t_lo[t], t_hi[t], feats, n_feats, full, H)
-
-
-@njit(parallel=True, cache=True)
-def _hist_tasks_par(Xb, gh, rows, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, out2, priv2):
-    for t in prange(t_slot.shape[0]):
-        _hist_task(t, Xb, gh, rows, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, out2,
-                   priv2)
-
-
-@njit(cache=True)
-def _hist_tasks_ser(Xb, gh, rows, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, out2, priv2):
-    for t in range(t_slot.shape[0]):
-        _hist_task(t, Xb, gh, rows, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, out2,
-                   priv2)
-
-
-@njit(inline="always")
-def _hist_reduce_feature(i, t_slot, t_priv, feats, out2, priv2):
-    b = np.int64(feats[i]) * _FEATURE_WORDS
-    for t in range(t_slot.shape[0]):
-        p = t_priv[t]
-        if p >= 0:
-            dst = out2[t_slot[t]]
-            src = priv2[p]
-            for w in range(b, b + _FEATURE_WORDS):
-                dst[w] += src[w]
-
-
-@njit(parallel=True, cache=True)
-def _hist_reduce_par(t_slot, t_priv, feats, n_feats, out2, priv2):
-    for i in prange(n_feats):
-        _hist_reduce_feature(i, t_slot, t_priv, feats, out2, priv2)
-
-
-@njit(cache=True)
-def _hist_reduce_ser(t_slot, t_priv, feats, n_feats, out2, priv2):
-    for i in range(n_feats):
-        _hist_reduce_feature(i, t_slot, t_priv, feats, out2, priv2)
-
-
-@njit(cache=True)
-def _task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
-    """Cut segments into tasks by ``gpufs._tasks``' CPU rule (about ``rows_per_task`` rows,
-    at most ``n_tasks_max`` per segment, one per empty or small segment). Returns (t_seg,
-    t_lo, t_hi, t_first) int64, ``t_first`` is 1 for the first task of its segment."""
-    m = seg_start.shape[0]
-    per = np.empty(m, np.int64)
-    total = 0
-    for s in range(m):
-        k = _cpu_task_count(seg_count[s], rows_per_task, n_tasks_max)
-        per[s] = k
-        total += k
-    t_seg = np.empty(total, np.int64)
-    t_lo = np.empty(total, np.int64)
-    t_hi = np.empty(total, np.int64)
-    t_first = np.empty(total, np.int64)
-    t = 0
-    for s in range(m):
-        k = per[s]
-        lo = seg_start[s]
-        c = seg_count[s]
-        for i in range(k):
-            t_seg[t] = s
-            t_lo[t], t_hi[t] = _task_bounds(lo, c, k, i)
-            t_first[t] = 1 if i == 0 else 0
-            t += 1
-    return t_seg, t_lo, t_hi, t_first
-
-
-@njit(cache=True)
-def _build_histograms(parallel, n_threads, rows_per_task, Xb, gh, rows, seg_start, seg_count,
-                      slot_of_seg, feats, n_feats, full, out, priv):
-    """Histograms of the segments into ``out[slot_of_seg[s]]`` (only the listed features).
-
-    ``priv`` is scratch (n_priv, n_features * 512) int64 for the extra tasks of big segments;
-    when it is too small a bigger one is allocated and returned (callers keep it).
-    """
-    n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
-    t_seg, t_lo, t_hi, t_first = _task_table(seg_start, seg_count, n_tasks_max, rows_per_task)
-    T = t_seg.shape[0]
-    t_slot = np.empty(T, np.int64)
-    t_priv = np.empty(T, np.int64)
-    n_priv = 0
-    for t in range(T):
-        t_slot[t] = slot_of_seg[t_seg[t]]
-        if t_first[t] == 1:
-            t_priv[t] = -1
-        else:
-            t_priv[t] = n_priv
-            n_priv += 1
-    width = Xb.shape[1] * _FEATURE_WORDS
-    if priv.shape[0] < n_priv or priv.shape[1] != width:
-        priv = np.empty((n_priv, width), HIST_DTYPE)
-    out2 = out.reshape((out.shape[0], width))
-    if parallel:
-        _hist_tasks_par(Xb, gh, rows, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, out2,
-                        priv)
-        if n_priv:
-            _hist_reduce_par(t_slot, t_priv, feats, n_feats, out2, priv)
-    else:
-        _hist_tasks_ser(Xb, gh, rows, t_slot, t_lo, t_hi, t_priv, feats, n_feats, full, out2,
-                        priv)
-        if n_priv:
-            _hist_reduce_ser(t_slot, t_priv, feats, n_feats, out2, priv)
-    return priv
-
-
-@njit(inline="always")
-def _subtract_pair(p, feats, n_feats, parent_slot, built_slot, sib_slot, hist, nxt):
-    """nxt[sib] = hist[parent] - nxt[built] for the p-th (pair, feature-block)."""
-    i = p % n_feats
-    s = p // n_feats
-    f = feats[i]
-    a = hist[parent_slot[s], f]
-    b = nxt[built_slot[s], f]
-    c = nxt[sib_slot[s], f]
-    for w in range(N_HIST_BINS):
-        c[w, 0] = a[w, 0] - b[w, 0]
-        c[w, 1] = a[w, 1] - b[w, 1]
-
-
-@njit(parallel=True, cache=True)
-def _subtract_par(feats, n_feats, parent_slot, built_slot, sib_slot, hist, nxt):
-    for p in prange(parent_slot.shape[0] * n_feats):
-        _subtract_pair(p, feats, n_feats, parent_slot, built_slot, sib_slot, hist, nxt)
-
-
-@njit(cache=True)
-def _subtract_ser(feats, n_feats, parent_slot, built_slot, sib_slot, hist, nxt):
-    for p in range(parent_slot.shape[0] * n_feats):
-        _subtract_pair(p, feats, n_feats, parent_slot, built_slot, sib_slot, hist, nxt)
-
-
 # --- split search ---------------------------------------------------------------------------
 
-@njit(inline="always")
-def _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
-                 g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
-                 max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
-    k = p // n_feats
-    f = feats[p % n_feats]
-    # A slot that is not ``slot_full`` has histograms of the free features only (penalty 0):
-    # no feature that pays can score there (``_gain_bound``), and its bins were never built.
-    if not wanted[f] or (not slot_full[k] and penalty[f] > 0.0):
-        pf_score[k, f] = -np.inf
-        return
-    G_q = slot_g[k]
-    H_q = slot_h[k]
+@njit(cache=True)
+def _search_range(a, b, hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
+                  n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+                  cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
+                  pf_hl):
+    """The best split of the (slot, feature) pairs a .. b - 1 (pair p: slot p // n_feats,
+    feature feats[p % n_feats]) into pf_* (n_slots, n_features).
+
+    A called function with the loop inside (not a pair body inlined into each driver's loop,
+    which numba compiled 5x slower: 230 against 45 ns per pair on the wide table)."""
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
     g_inv = 1.0 / g_scale
     h_inv = 1.0 / h_scale
-    c = cat_slot[f]
-    if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
-        score, gain, b, ml, gl, hl = _scan_categorical(
-            hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv, h_inv,
-            reg_lambda, gain_divisor, min_child_weight, penalty[f], max_onehot,
-            cat_order[k, c])
-    else:
-        score, gain, b, ml, gl, hl = _scan_feature(
-            hist, k, f, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv, h_inv,
-            reg_lambda, gain_divisor, min_child_weight, penalty[f])
-    pf_score[k, f] = score
-    pf_gain[k, f] = gain
-    pf_bin[k, f] = b
-    pf_ml[k, f] = ml
-    pf_gl[k, f] = gl
-    pf_hl[k, f] = hl
+    for p in range(a, b):
+        k = p // n_feats
+        f = feats[p % n_feats]
+        # A slot that is not ``slot_full`` has histograms of the free features only (penalty
+        # 0): no feature that pays can score there (``_gain_bound``), and its bins were never
+        # built.
+        if not wanted[f] or (not slot_full[k] and penalty[f] > 0.0):
+            pf_score[k, f] = -np.inf
+            continue
+        G_q = slot_g[k]
+        H_q = slot_h[k]
+        c = cat_slot[f]
+        lo = off[f]
+        last = off[f + 1] - 1
+        if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
+            score, gain, bn, ml, gl, hl = _scan_categorical(
+                hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
+                h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f], max_onehot,
+                cat_order[k, c])
+        else:
+            score, gain, bn, ml, gl, hl = _scan_feature(
+                hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
+                h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f])
+        pf_score[k, f] = score
+        pf_gain[k, f] = gain
+        pf_bin[k, f] = bn
+        pf_ml[k, f] = ml
+        pf_gl[k, f] = gl
+        pf_hl[k, f] = hl
+
+
+#: (slot, feature) pairs per task of the parallel split search, at least; tasks at most.
+SEARCH_PAIRS_PER_TASK = 64
+SEARCH_TASKS_MAX = 64
+#: Histogram slots (nodes x layout slots) of a level from which its split search runs on the
+#: thread pool: about 10 us of scanning per 1,000 slots, against a wake-up of the pool.
+SEARCH_PARALLEL_MIN_SLOTS = 1 << 13
 
 
 @njit(parallel=True, cache=True)
-def _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
-                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
+def _search_par(hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
+                n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
                 max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
-    for p in prange(hist.shape[0] * n_feats):
-        _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
-                     n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-                     cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
-                     pf_hl)
+    total = hist.shape[0] * n_feats
+    n_tasks = max(1, min(SEARCH_TASKS_MAX, total // SEARCH_PAIRS_PER_TASK))
+    for t in prange(n_tasks):
+        _search_range((t * total) // n_tasks, ((t + 1) * total) // n_tasks, hist, off, slot_g,
+                      slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats, g_scale,
+                      h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot, max_onehot,
+                      cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
 
 
 @njit(cache=True)
-def _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats,
-                g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
+def _search_ser(hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
+                n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
                 max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
-    for p in range(hist.shape[0] * n_feats):
-        _search_pair(p, hist, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
-                     n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-                     cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
-                     pf_hl)
+    _search_range(0, hist.shape[0] * n_feats, hist, off, slot_g, slot_h, n_bins, penalty,
+                  wanted, slot_full, feats, n_feats, g_scale, h_scale, reg_lambda, gain_divisor,
+                  min_child_weight, cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin,
+                  pf_ml, pf_gl, pf_hl)
 
 
 # --- partition ------------------------------------------------------------------------------
@@ -505,7 +280,7 @@ def _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_le
     1,000,000 x 100). With bound terms ``q`` (n_samples,) float64 (empty: none), also writes
     each segment's (left, right) sums of them into ``seg_q`` (m, 2)."""
     n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
-    t_seg, t_lo, t_hi, _ = _task_table(seg_start, seg_count, n_tasks_max, rows_per_task)
+    t_seg, t_lo, t_hi, _ = task_table(seg_start, seg_count, n_tasks_max, rows_per_task)
     T = t_seg.shape[0]
     t_left = np.empty(T, np.int64)
     t_q = np.zeros((T, 2), np.float64)
@@ -580,18 +355,21 @@ def _paying_min(penalty, feats, n_feats, free):
 
 
 @njit(cache=True)
-def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_cols, gh, rows,
-                scratch, go_left, priv, node_start,
-                node_count, node_g, node_h, active, hist, n_bins, penalty, allowed, used,
+def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, mode, src, scratch,
+                go_left, priv, node_start, node_count, node_g, node_h, active, hist, n_bins,
+                penalty, allowed, used,
                 feats, n_feats, full, budget, g_scale, h_scale, reg_lambda, gain_divisor,
                 min_child_weight, min_split_gain, build_next, out_feature, out_bin, out_ml,
                 out_gain, admitted, cat_slot, n_cat, max_onehot, out_bits, q, node_s,
                 slot_full, groups):
     """One tree level: search -> decide -> partition -> children's sums -> next histograms.
 
-    ``active`` (n_slots,) int64: the level's nodes in node order; ``hist`` their histograms
-    (valid for ``feats[:n_feats]``; for a slot with ``slot_full`` False only for the free
-    features, those whose penalty is 0). Writes the decision of every slot into ``out_*``
+    ``src`` is the tuple of ``_cpu_hist.build_histograms`` (the binned matrix by row and by
+    column, the gradients, the rows, the layout's offsets, ...) and ``mode`` its row-wise /
+    column-wise choice. ``active`` (n_slots,) int64: the level's nodes in node order; ``hist``
+    their histograms, (n_slots, n_slots_of_layout, 2) int64 in the layout of ``src``'s
+    offsets (valid for ``feats[:n_feats]``; for a slot with ``slot_full`` False only for the
+    free features, those whose penalty is 0). Writes the decision of every slot into ``out_*``
     (feature -1: the node is a leaf) and the admitted features into ``admitted``.
     Categorical features (``cat_slot[f] >= 0``, ``n_cat`` of them) are searched by
     ``_categorical``'s scan; their splits' bitsets go to ``out_bits`` (n_slots, CAT_WORDS)
@@ -616,15 +394,16 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
     run them apart (``gpufs.dask``): ``_level_decide`` reads only the histograms and the
     nodes' sums, ``_level_advance`` only the decisions and the rows.
     """
+    par_search = n_threads > 1 and active.shape[0] * hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS
     (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats,
      next_n_feats, next_full) = _level_decide(
-        parallel, Xb.shape[0], node_g, node_h, node_s, active, hist, n_bins, penalty, allowed,
-        used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda, gain_divisor,
-        min_child_weight, min_split_gain, q.shape[0] > 0, slot_full, cat_slot, n_cat,
-        max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits, admitted)
+        par_search, src[0].shape[0], node_g, node_h, node_s, active, hist, src[5], n_bins,
+        penalty, allowed, used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda,
+        gain_divisor, min_child_weight, min_split_gain, q.shape[0] > 0, slot_full, cat_slot,
+        n_cat, max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits, admitted)
     next_active, nxt, _, priv, next_slot_full = _level_advance(
-        parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_cols, gh, rows, scratch,
-        go_left, priv, node_start, node_count, node_g, node_h, active, hist, penalty, g_scale,
+        parallel, n_threads, rows_per_task, parallel_min_work, mode, src, scratch, go_left,
+        priv, node_start, node_count, node_g, node_h, active, hist, penalty, g_scale,
         h_scale, reg_lambda, gain_divisor, min_split_gain, split_slot, sf, sb, sm, sc, sbits,
         sgl, shl, n_adm, admitted_now, search_full, next_feats, next_n_feats, next_full,
         build_next, q, node_s, groups)
@@ -632,14 +411,15 @@ def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_co
 
 
 @njit(cache=True)
-def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, n_bins, penalty, allowed,
-                  used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda,
+def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, off, n_bins, penalty,
+                  allowed, used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda,
                   gain_divisor, min_child_weight, min_split_gain, bounded, slot_full, cat_slot,
                   n_cat, max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits,
                   admitted):
     """The first half of ``_level_step``: search and decide. Reads no rows.
 
-    ``n`` is the tree's row count (the rounding allowance of ``_gain_bound_pays``);
+    ``parallel``: whether the search runs on the thread pool. ``n`` is the tree's row count
+    (the rounding allowance of ``_gain_bound_pays``);
     ``bounded`` whether the tree keeps gain bounds (``node_s``). Writes ``out_*`` and
     ``admitted`` as ``_level_step`` does. Returns (n_admitted, search_full, admitted_now,
     split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats, next_n_feats, next_full):
@@ -681,13 +461,15 @@ def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, n_bins, pen
     # the categorical scan's order of each (slot, categorical feature): the left set first
     cat_order = np.empty((n_slots, n_cat, N_HIST_BINS), np.uint8)
     if parallel:
-        _search_par(hist, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats, n_feats,
-                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
-                    max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
+        _search_par(hist, off, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats,
+                    n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+                    cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
+                    pf_hl)
     else:
-        _search_ser(hist, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats, n_feats,
-                    g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
-                    max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
+        _search_ser(hist, off, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats,
+                    n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+                    cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
+                    pf_hl)
     best_f = np.empty(n_slots, np.int64)
     best_s = np.empty(n_slots, np.float64)
     fb_f = np.empty(n_slots, np.int64)
@@ -760,8 +542,8 @@ def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, n_bins, pen
 
 
 @njit(cache=True)
-def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb_cols, gh, rows,
-                   scratch, go_left, priv, node_start, node_count, node_g, node_h, active, hist,
+def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, mode, src, scratch,
+                   go_left, priv, node_start, node_count, node_g, node_h, active, hist,
                    penalty, g_scale, h_scale, reg_lambda, gain_divisor, min_split_gain,
                    split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now,
                    search_full, next_feats, next_n_feats, next_full, build_next, q, node_s,
@@ -777,7 +559,12 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb
     Returns (next_active, next_hist, left, priv, next_slot_full): ``left`` (n_split,) int64
     the rows each split sent left; the others as ``_level_step``'s.
     """
-    n, d = Xb.shape
+    Xb_cols = src[1]
+    rows = src[3]
+    off = src[5]
+    n = src[0].shape[0]
+    d = src[0].shape[1]
+    n_hist = off[d]
     bounded = q.shape[0] > 0
     n_split = split_slot.shape[0]
     seg_start = np.empty(n_split, np.int64)
@@ -844,9 +631,9 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb
             next_slot_full[2 * i + 1] = need
 
     if not build_next or n_split == 0:
-        return (next_active, np.empty((0, d, N_HIST_BINS, 2), HIST_DTYPE), left, priv,
+        return (next_active, np.empty((0, n_hist, 2), HIST_DTYPE), left, priv,
                 next_slot_full)
-    nxt = np.empty((2 * n_split, d, N_HIST_BINS, 2), HIST_DTYPE)
+    nxt = np.empty((2 * n_split, n_hist, 2), HIST_DTYPE)
     # Two groups of pairs: those built over every next feature, those over the free ones.
     free_feats = np.empty(next_n_feats, next_feats.dtype)
     n_free = 0
@@ -872,6 +659,8 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb
         b_start = np.empty(n_built, np.int64)
         b_count = np.empty(n_built, np.int64)
         b_slot = np.empty(n_built, np.int64)
+        b_g = np.empty(n_built, np.int64)
+        b_h = np.empty(n_built, np.int64)
         s_slot = np.empty(m, np.int64)
         p_slot = np.empty(m, np.int64)
         work = 0
@@ -884,34 +673,35 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, Xb, Xb
             p_slot[j] = split_slot[i]
             if direct:
                 for c in range(2):
-                    b_start[2 * j + c] = node_start[next_active[2 * i + c]]
-                    b_count[2 * j + c] = node_count[next_active[2 * i + c]]
+                    ch = next_active[2 * i + c]
+                    b_start[2 * j + c] = node_start[ch]
+                    b_count[2 * j + c] = node_count[ch]
                     b_slot[2 * j + c] = 2 * i + c
-                    work += node_count[next_active[2 * i + c]]
-            elif node_count[L] <= node_count[R]:
-                b_start[j] = node_start[L]
-                b_count[j] = node_count[L]
-                b_slot[j] = 2 * i
-                s_slot[j] = 2 * i + 1
-                work += b_count[j]
+                    b_g[2 * j + c] = node_g[ch]
+                    b_h[2 * j + c] = node_h[ch]
+                    work += node_count[ch]
             else:
-                b_start[j] = node_start[R]
-                b_count[j] = node_count[R]
-                b_slot[j] = 2 * i + 1
-                s_slot[j] = 2 * i
+                small, big = (0, 1) if node_count[L] <= node_count[R] else (1, 0)
+                ch = next_active[2 * i + small]
+                b_start[j] = node_start[ch]
+                b_count[j] = node_count[ch]
+                b_slot[j] = 2 * i + small
+                s_slot[j] = 2 * i + big
+                b_g[j] = node_g[ch]
+                b_h[j] = node_h[ch]
                 work += b_count[j]
             j += 1
         if g_n == 0:
             continue
-        par_next = parallel and work * g_n >= parallel_min_work
-        priv = _build_histograms(par_next, n_threads, rows_per_task, Xb, gh, rows, b_start,
-                                 b_count, b_slot, g_feats, g_n, g_all, nxt, priv)
+        par_next = parallel and work * row_cost(src, g_n, g_all) >= parallel_min_work
+        priv = build_histograms(par_next, n_threads, rows_per_task, mode, src, b_start,
+                                b_count, b_slot, b_g, b_h, g_feats, g_n, g_all, nxt, priv)
         if direct:
             continue
         if parallel:
-            _subtract_par(g_feats, g_n, p_slot, b_slot, s_slot, hist, nxt)
+            subtract_par(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
         else:
-            _subtract_ser(g_feats, g_n, p_slot, b_slot, s_slot, hist, nxt)
+            subtract_ser(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
     return next_active, nxt, left, priv, next_slot_full
 
 
@@ -950,15 +740,16 @@ def _bound_terms_ser(gh, g_inv, h_inv, out, sums):
 
 
 @njit(cache=True)
-def _root_histogram(parallel, n_threads, rows_per_task, Xb, gh, rows, feats, n_feats, full,
-                    priv):
-    n, d = Xb.shape
-    out = np.empty((1, d, N_HIST_BINS, 2), HIST_DTYPE)
-    seg_start = np.zeros(1, np.int64)
-    seg_count = np.full(1, n, np.int64)
-    slot = np.zeros(1, np.int64)
-    priv = _build_histograms(parallel, n_threads, rows_per_task, Xb, gh, rows, seg_start,
-                             seg_count, slot, feats, n_feats, full, out, priv)
+def _root_histogram(parallel, n_threads, rows_per_task, mode, src, root_g, root_h, feats,
+                    n_feats, full, priv):
+    """The root's histogram (1, n_slots, 2) int64 over the listed features (every row)."""
+    n = src[0].shape[0]
+    d = src[0].shape[1]
+    out = np.empty((1, src[5][d], 2), HIST_DTYPE)
+    priv = build_histograms(parallel, n_threads, rows_per_task, mode, src, np.zeros(1, np.int64),
+                            np.full(1, n, np.int64), np.zeros(1, np.int64),
+                            np.full(1, root_g, np.int64), np.full(1, root_h, np.int64), feats,
+                            n_feats, full, out, priv)
     return out, priv
 
 
@@ -1222,6 +1013,7 @@ _GRADIENT_KERNELS = {"logistic": _logistic_gradients, "softmax": _softmax_gradie
 _LOSS_KERNELS = {"squared_error": _squared_error_losses, "logistic": _logistic_losses,
                  "softmax": _softmax_losses}
 _ROUND_KINDS = {"squared_error": 0, "logistic": 1, "softmax": 2}
+_HIST_LOOPS = {"auto": AUTO, "rows": ROWS, "columns": COLUMNS}
 #: Rows below which per-row kernels run on the calling thread only.
 PARALLEL_MIN_ROWS = 1 << 15
 
@@ -1237,19 +1029,51 @@ class BinnedMatrix:
     by_row : ndarray of shape (n_samples, n_features), uint8, C order
         The histograms read every feature of a row at once.
     by_column : ndarray of shape (n_features, n_samples), uint8, C order
-        The partition reads one feature of many rows.
+        The partition and the column-wise histograms read one feature of many rows.
     """
 
-    __slots__ = ("by_row", "by_column")
+    __slots__ = ("by_row", "by_column", "_sparse")
 
     def __init__(self, by_row, by_column):
         self.by_row = by_row
         self.by_column = by_column
+        self._sparse = {}
 
     @property
     def shape(self):
         """(n_samples, n_features)."""
         return self.by_row.shape
+
+    def hist_parts(self, layout):
+        """The layout's part of the histogram kernels' inputs on this matrix (offsets, most
+        frequent slots, and ``_cpu_hist.sparse_rows``: the row-wise list of the sparse
+        features' bins other than the most frequent, the dense and the sparse features), made
+        on first use and kept.
+
+        Parameters
+        ----------
+        layout : HistLayout
+
+        Returns
+        -------
+        tuple of ndarray
+        """
+        last = self._sparse.get("last")
+        if last is not None and last[0] is layout:
+            return last[1]
+        got = self._sparse.get(layout)
+        if got is None:
+            if len(self._sparse) >= 4:  # a new layout per fit at most: keep a few
+                self._sparse.clear()
+            if layout.has_most_freq:
+                rows_list = sparse_rows(self.by_column, layout)
+            else:
+                rows_list = (np.zeros(self.shape[0] + 1, np.int64), np.empty(0, np.int32),
+                             np.arange(self.shape[1], dtype=np.int32), np.empty(0, np.int32))
+            got = self._sparse[layout] = ((layout.offset, layout.most_freq) + rows_list
+                                          + (layout.offset.astype(np.int32),))
+        self._sparse["last"] = (layout, got)
+        return got
 
 
 class SplitPlan(NamedTuple):
@@ -1309,7 +1133,7 @@ class _CPUTree:
 
     __slots__ = ("Xb", "Xb_cols", "gh", "rows", "node_start", "node_count", "node_g", "node_h",
                  "active", "hist", "feats", "n_feats", "full", "parallel", "q", "node_s",
-                 "slot_full", "groups")
+                 "slot_full", "groups", "layout", "src")
 
 
 class _LevelOutputs:
@@ -1360,20 +1184,34 @@ class CPUBackend:
         Node gain bounds that let a node skip the paying features' histograms
         (``_gain_bound_pays``): kept when they may pay off (``_bounds_may_skip``), in every
         tree with penalties, or never. No tree depends on it (tests use "always").
+    hist_loop : {"auto", "rows", "columns"}
+        How histograms are filled (``_cpu_hist``): by the rule of ``_cpu_hist.use_columns``,
+        or always row-wise or column-wise (LightGBM's ``force_row_wise`` /
+        ``force_col_wise``). No tree depends on it.
+    most_freq : bool
+        Read sparse features from the sparse rows list and derive their most frequent bin
+        from the node's totals (``HistLayout.most_freq``); False accumulates every bin (a
+        cluster's workers, whose node totals are the cluster's). No tree depends on it.
     """
 
     name = "cpu"
     xp = np
 
     def __init__(self, n_threads=None, rows_per_task=ROWS_PER_TASK,
-                 parallel_min_work=PARALLEL_MIN_WORK, gain_bounds="auto"):
+                 parallel_min_work=PARALLEL_MIN_WORK, gain_bounds="auto", hist_loop="auto",
+                 most_freq=True):
         if gain_bounds not in ("auto", "always", "never"):
             raise ValueError(f"gain_bounds must be 'auto', 'always' or 'never', got "
                              f"{gain_bounds!r}")
+        if hist_loop not in _HIST_LOOPS:
+            raise ValueError(f"hist_loop must be 'auto', 'rows' or 'columns', got "
+                             f"{hist_loop!r}")
         self.n_threads = n_threads
         self.rows_per_task = int(rows_per_task)
         self.parallel_min_work = int(parallel_min_work)
         self.gain_bounds = gain_bounds
+        self.hist_loop = hist_loop
+        self.most_freq = bool(most_freq)
         self._scratch = {}
 
     # --- scratch buffers reused across trees of one fit ----------------------------------
@@ -1399,13 +1237,15 @@ class CPUBackend:
         """Nothing to wait for: every CPU kernel has returned when its call returns."""
 
     def task_table(self, seg_start, seg_count):
-        """``Backend.task_table``: how ``histograms`` and ``partition`` cut segments into
-        tasks (the level step cuts the same way when its level runs in parallel): a segment
-        of ``c`` rows into ``min(max(c // rows_per_task, 1), 4 x threads)`` near-equal runs
-        with several threads, one run otherwise (``gpufs._tasks``)."""
+        """``Backend.task_table``: how ``partition`` cuts segments into tasks (the level step
+        cuts the same way when its level runs in parallel): a segment of ``c`` rows into
+        ``min(max(c // rows_per_task, 1), 4 x threads)`` near-equal runs with several
+        threads, one run otherwise (``gpufs._tasks``). The row-wise histograms cut by the
+        same rule, with ``rows_per_task`` lowered to about ``_cpu_hist.HIST_TASK_WORK``
+        updates per task for builds of fewer rows than threads x ``rows_per_task``."""
         n_threads = self._threads()
         n_tasks_max = TASKS_PER_THREAD * n_threads if n_threads > 1 else 1
-        t_seg, t_lo, t_hi, _ = _task_table(np.asarray(seg_start, np.int64),
+        t_seg, t_lo, t_hi, _ = task_table(np.asarray(seg_start, np.int64),
                                            np.asarray(seg_count, np.int64), n_tasks_max,
                                            self.rows_per_task)
         return t_seg, t_lo, t_hi
@@ -1508,7 +1348,7 @@ class CPUBackend:
         return BinnedMatrix(Xb, cols)
 
     def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None):
+                   groups=None, split=None, layout=None):
         """Begin a tree: every row in the root, its histogram over ``feats`` (int32 sorted
         feature indices) built. ``data`` is ``prepare_binned``'s result (or the uint8 binned
         matrix, prepared here). Returns the tree state for ``level_step``.
@@ -1516,7 +1356,8 @@ class CPUBackend:
         With the level's ``penalty`` vector, the feature ``groups`` (int32 (n_features,)) and
         the tree's ``split`` parameters (``grower.SplitParams``), the tree keeps each node's
         gain bound and builds the paying features' histograms only at nodes where one of them
-        could score (``_gain_bound_pays``); without them every node covers ``feats``.
+        could score (``_gain_bound_pays``); without them every node covers ``feats``. The
+        histograms are in ``layout`` (default: ``split``'s, else the full layout).
         """
         data = self.prepare_binned(data)
         Xb = data.by_row
@@ -1525,9 +1366,13 @@ class CPUBackend:
         st.Xb = Xb
         st.Xb_cols = data.by_column
         st.gh = gh
+        st.layout = tree_layout(layout, split, d)
+        if not self.most_freq:
+            st.layout = st.layout.without_most_freq()
         n_nodes = 2 ** (max_depth + 1) - 1
         st.rows = self._buffer("rows", (n,), ROW_INDEX_DTYPE)
         st.rows[:] = np.arange(n, dtype=ROW_INDEX_DTYPE)
+        st.src = self._hist_source(data, gh, st.rows, st.layout)
         st.node_start = np.zeros(n_nodes, np.int64)
         st.node_count = np.zeros(n_nodes, np.int64)
         st.node_g = np.zeros(n_nodes, np.int64)
@@ -1558,12 +1403,18 @@ class CPUBackend:
         st.feats = feats
         st.n_feats = int(st.feats.shape[0])
         st.full = st.n_feats == d
-        st.parallel = n_threads > 1 and n * max(st.n_feats, 1) >= self.parallel_min_work
+        cost = row_cost(st.src, st.n_feats, st.full)
+        st.parallel = n_threads > 1 and n * max(cost, 1) >= self.parallel_min_work
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         st.hist, self._scratch["priv"] = _root_histogram(
-            st.parallel, n_threads, self.rows_per_task, Xb, gh, st.rows, st.feats, st.n_feats,
-            st.full, priv)
+            st.parallel, n_threads, self.rows_per_task, _HIST_LOOPS[self.hist_loop], st.src,
+            int(root_g), int(root_h), st.feats, st.n_feats, st.full, priv)
         return st
+
+    def _hist_source(self, data, gh, rows, layout):
+        """The histogram kernels' inputs (``_cpu_hist.build_histograms``' ``src``)."""
+        return (data.by_row, data.by_column, gh, rows,
+                self._buffer("ghs", (data.shape[0], 2), np.int64)) + data.hist_parts(layout)
 
     #: Rows of the sample that estimates a tree's root gain bound (``_bounds_may_skip``).
     BOUND_SAMPLE_ROWS = 4096
@@ -1616,8 +1467,8 @@ class CPUBackend:
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         (n_adm, next_active, next_hist, next_feats, next_n_feats, next_full,
          self._scratch["priv"], next_slot_full) = _level_step(
-            st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work, st.Xb,
-            st.Xb_cols, st.gh, st.rows,
+            st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work,
+            _HIST_LOOPS[self.hist_loop], st.src,
             self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
             self._buffer("go_left", (n,), np.uint8), priv, st.node_start, st.node_count,
             st.node_g, st.node_h, st.active, st.hist, split.n_bins, penalty, allowed, used,
@@ -1640,8 +1491,8 @@ class CPUBackend:
         """The decisions of ``level_step`` from the level's histograms and the nodes' sums;
         reads no rows.
 
-        ``st`` needs ``active``, ``hist``, ``node_g``, ``node_h``, ``node_count``, ``node_s``,
-        ``q``, ``slot_full``, ``feats``, ``n_feats``, ``full`` and ``parallel`` (a
+        ``st`` needs ``active``, ``hist``, ``layout``, ``node_g``, ``node_h``, ``node_count``,
+        ``node_s``, ``q``, ``slot_full``, ``feats``, ``n_feats``, ``full`` and ``parallel`` (a
         ``start_tree`` state, or a driver's state without rows, whose ``q`` is empty). The
         arguments are ``level_step``'s. Returns (``LevelResult``, ``SplitPlan``): the plan is
         what ``advance_level`` needs, a few numbers per split.
@@ -1651,8 +1502,9 @@ class CPUBackend:
         penalty = np.asarray(penalty, np.float64)
         (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl,
          next_feats, next_n_feats, next_full) = _level_decide(
-            st.parallel, int(st.node_count[0]), st.node_g, st.node_h, st.node_s, st.active,
-            st.hist, split.n_bins, penalty, allowed, used, st.feats, st.n_feats, st.full,
+            self._search_parallel(st), int(st.node_count[0]), st.node_g, st.node_h,
+            st.node_s, st.active, st.hist, st.layout.offset, split.n_bins, penalty, allowed,
+            used, st.feats, st.n_feats, st.full,
             budget, split.g_scale, split.h_scale, split.reg_lambda, split.gain_divisor,
             split.min_child_weight, split.min_split_gain, st.q.shape[0] > 0, st.slot_full,
             out.cat_slot, out.n_cat, split.max_cat_to_onehot, out.feature, out.bin,
@@ -1662,6 +1514,12 @@ class CPUBackend:
                          search_full, next_feats, int(next_n_feats), bool(next_full), penalty,
                          split)
         return result, plan
+
+    def _search_parallel(self, st):
+        """Whether the split search of ``st``'s level runs on the thread pool
+        (``SEARCH_PARALLEL_MIN_SLOTS``)."""
+        return (self._threads() > 1
+                and st.active.shape[0] * st.layout.n_slots >= SEARCH_PARALLEL_MIN_SLOTS)
 
     def advance_level(self, st, plan, build_next):
         """The rows' half of ``level_step``: partition ``st``'s rows by ``plan``
@@ -1673,8 +1531,9 @@ class CPUBackend:
         split = plan.split
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         next_active, nxt, left, self._scratch["priv"], next_slot_full = _level_advance(
-            st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work, st.Xb,
-            st.Xb_cols, st.gh, st.rows, self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
+            st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work,
+            _HIST_LOOPS[self.hist_loop], st.src,
+            self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
             self._buffer("go_left", (n,), np.uint8), priv, st.node_start, st.node_count,
             st.node_g, st.node_h, st.active, st.hist, plan.penalty, split.g_scale,
             split.h_scale, split.reg_lambda, split.gain_divisor, split.min_split_gain,
@@ -1702,37 +1561,57 @@ class CPUBackend:
             raw_column[...] = target
 
     # --- kernels exposed for tests (the level step uses the same drivers) -----------------
-    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None):
-        """Histograms of ``build_nodes`` -> (len(build_nodes), d, 256, 2) int64."""
+    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
+                   layout=None):
+        """Histograms of ``build_nodes``, by the level step's drivers: (len(build_nodes),
+        layout.n_slots, 2) int64 in ``layout``; without one, in the full layout, returned as
+        (len(build_nodes), d, 256, 2) (the same array). With a layout that derives the most
+        frequent bins, the nodes' totals are the sums of ``gh`` over their rows."""
         build = np.asarray(build_nodes, np.int64)
-        d = Xb.shape[1]
+        data = self.prepare_binned(Xb)
+        d = data.shape[1]
+        given = layout
+        layout = tree_layout(layout, None, d)
+        if not self.most_freq:
+            layout = layout.without_most_freq()
         feats = np.arange(d, dtype=np.int32) if feats is None else np.asarray(feats, np.int32)
-        out = np.zeros((build.shape[0], d, N_HIST_BINS, 2), HIST_DTYPE)
+        gh = np.ascontiguousarray(gh, np.int64)
+        rows = np.ascontiguousarray(rows, ROW_INDEX_DTYPE)
+        starts = np.asarray(node_start, np.int64)[build]
+        counts = np.asarray(node_count, np.int64)[build]
+        totals = np.zeros((build.shape[0], 2), np.int64)
+        for i in range(build.shape[0] if layout.has_most_freq else 0):  # exact int64 sums
+            totals[i] = gh[rows[starts[i]: starts[i] + counts[i]]].sum(axis=0)
+        out = np.zeros((build.shape[0], layout.n_slots, 2), HIST_DTYPE)
         n_threads = self._threads()
-        _build_histograms(n_threads > 1, n_threads, self.rows_per_task, Xb, gh, rows,
-                          np.asarray(node_start, np.int64)[build],
-                          np.asarray(node_count, np.int64)[build],
-                          np.arange(build.shape[0], dtype=np.int64), feats, feats.shape[0],
-                          feats.shape[0] == d, out, np.empty((0, 0), HIST_DTYPE))
+        build_histograms(n_threads > 1, n_threads, self.rows_per_task,
+                         _HIST_LOOPS[self.hist_loop], self._hist_source(data, gh, rows, layout),
+                         starts, counts, np.arange(build.shape[0], dtype=np.int64),
+                         totals[:, 0].copy(), totals[:, 1].copy(), feats, feats.shape[0],
+                         feats.shape[0] == d, out, np.empty((0, 0), HIST_DTYPE))
+        if given is None:
+            return out.reshape(build.shape[0], d, N_HIST_BINS, 2)
         return out
 
     def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
         """``Backend.find_splits``: ``_gain``'s bin scan (``_categorical``'s for categorical
         features) per (slot, feature) by the level step's serial driver, then ``_level``'s
-        rule per slot (``best_splits``)."""
-        k, d = hist.shape[0], hist.shape[1]
+        rule per slot (``best_splits``). ``hist`` is (k, n_slots, 2) in ``split``'s layout, or
+        the dense (k, d, 256, 2) (the full layout)."""
+        hist, layout = split_input(np.ascontiguousarray(hist, HIST_DTYPE), split)
+        k, d = hist.shape[0], layout.n_features
         feats = np.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
         cat_slot, n_cat = split.categorical()
         cat_order = np.zeros((k, n_cat, N_HIST_BINS), np.uint8)
         pf = [np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64, np.int64,
                                               np.int64, np.int64)]
-        _search_ser(hist, np.asarray(node_g, np.int64), np.asarray(node_h, np.int64),
-                    np.asarray(split.n_bins, np.int32), np.asarray(penalty, np.float64),
-                    allowed, np.ones(k, np.bool_), feats, d, float(split.g_scale),
-                    float(split.h_scale), float(split.reg_lambda), float(split.gain_divisor),
-                    float(split.min_child_weight), cat_slot, int(split.max_cat_to_onehot),
-                    cat_order, *pf)
+        _search_ser(hist, layout.offset, np.asarray(node_g, np.int64),
+                    np.asarray(node_h, np.int64), np.asarray(split.n_bins, np.int32),
+                    np.asarray(penalty, np.float64), allowed, np.ones(k, np.bool_), feats, d,
+                    float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
+                    float(split.gain_divisor), float(split.min_child_weight), cat_slot,
+                    int(split.max_cat_to_onehot), cat_order, *pf)
         return best_splits(allowed, *pf, cat_slot=cat_slot, cat_order=cat_order)
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,

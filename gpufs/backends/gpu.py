@@ -29,8 +29,9 @@ kernels on numpy arrays (``xp = numpy``), with tiny launch sizes so the simulato
 thread per CUDA thread) stays fast. CI checks every kernel that way against the CPU backend.
 
 Launch geometry (each kernel module's docstring says what a kernel owns):
-  histogram    grid (tasks, feature tiles), ``hist_threads`` threads, a tile of
-               ``tile_features`` features in dynamic shared memory (4100 bytes per feature)
+  histogram    grid (tasks, feature tiles), ``hist_threads`` threads, a tile of whole
+               features of at most ``tile_slots`` histogram slots in dynamic shared memory
+               (16.5 bytes per slot; a feature has its bins + 1 slots, ``gpufs._hist_layout``)
   partition    grid (tasks,) x ``part_threads``; plan: one block
   update_raw   grid (leaves, pieces) x ``part_threads``
   elementwise  (binning, prediction, gradients, losses) grid-stride loops, at most
@@ -51,6 +52,7 @@ import numpy as np
 from .. import _tasks
 from .._device import check_gpu_stack, get_namespace, is_cupy_array, to_host
 from .._categorical import CAT_WORDS
+from .._hist_layout import split_input, tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
 from .base import LevelResult, best_splits, kernel_for
 from .launch_rules import check_launch, launch_geometry
@@ -115,15 +117,15 @@ class GPUBackend:
         Synchronizing around every phase costs time: leave it off for end-to-end timings.
         (Set the attribute ``kernel_events = True`` for device time per kernel instead:
         ``kernel_times()``.)
-    hist_threads, tile_features, part_threads, min_rows_per_task, max_blocks : launch sizes
+    hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks : launch sizes
         (defaults for a real GPU; tiny ones under the simulator). ``part_threads`` must be a
-        power of two <= 1024; ``tile_features`` <= ``cuda_kernels.MAX_TILE_FEATURES`` and
-        <= ``hist_threads``.
+        power of two <= 1024; ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (a tile
+        holds at least the widest feature's slots).
     """
 
     name = "gpu"
 
-    def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_features=None,
+    def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_slots=None,
                  part_threads=None, min_rows_per_task=None, max_blocks=None):
         self.simulator = _simulator_enabled()
         if not self.simulator:
@@ -143,7 +145,8 @@ class GPUBackend:
             self._sm_count = 1
         small = not self._cupy  # simulator: one Python thread per CUDA thread
         self.hist_threads = hist_threads or (16 if small else 256)
-        self.tile_features = tile_features or (2 if small else 8)
+        # 2,048 slots (33 KB): the shared memory of the former 8 features of 256 bins
+        self.tile_slots = tile_slots or (40 if small else 2048)
         self.part_threads = part_threads or (8 if small else 256)
         self.min_rows_per_task = min_rows_per_task or (16 if small else 2048)
         self.max_blocks = max_blocks or (2 if small else 32 * self._sm_count)
@@ -161,9 +164,9 @@ class GPUBackend:
         v = self.part_threads
         if v < 1 or v > 1024 or v & (v - 1):
             raise ValueError(f"part_threads must be a power of two <= 1024, got {v}")
-        if not 1 <= self.tile_features <= min(self.kernels.MAX_TILE_FEATURES, self.hist_threads):
-            raise ValueError(f"tile_features must be in [1, min({self.kernels.MAX_TILE_FEATURES}, "
-                             f"hist_threads)], got {self.tile_features}")
+        if not 1 <= self.tile_slots <= self.kernels.MAX_TILE_SLOTS:
+            raise ValueError(f"tile_slots must be in [1, {self.kernels.MAX_TILE_SLOTS}], got "
+                             f"{self.tile_slots}")
 
     def reset_timings(self):
         """Zero the per-phase timers, launch counters and the transfer counter."""
@@ -327,9 +330,10 @@ class GPUBackend:
                 f"of {_fmt_bytes(total)} on the device. A fit holds the binned matrix twice "
                 f"(n_rows x n_features bytes by row and by column), 16 bytes of fixed-point "
                 f"gradients per row, and the histograms of two tree levels (2 x "
-                f"2**(max_depth - 1) x n_features x 4 KiB). To fit: use fewer rows (subsample "
-                f"them, or fit on a smaller batch), fewer features or a smaller max_depth, free "
-                f"other GPU memory or use a GPU with more memory, or fit with device='cpu'.")
+                f"2**(max_depth - 1) x 16 bytes x the features' bins + 1 each). To fit: use "
+                f"fewer rows (subsample them, or fit on a smaller batch), fewer features or a "
+                f"smaller max_depth, free other GPU memory or use a GPU with more memory, or "
+                f"fit with device='cpu'.")
 
     def _rows_per_task(self, total_rows):
         """Rows per task so the root's launch has a few blocks per SM, but never tiny tasks."""
@@ -493,31 +497,33 @@ class GPUBackend:
 
         return FakeCUDAArray(a)
 
-    def _workspace(self, n, d, max_depth):
-        """The device arrays of a tree of this shape, allocated once and reused by every tree
-        of the fit (each through the out-of-memory wrapper)."""
-        key = (n, d, max_depth)
+    def _workspace(self, n, d, max_depth, layout):
+        """The device arrays of a tree of this shape and histogram layout, allocated once and
+        reused by every tree of the fit (each through the out-of-memory wrapper)."""
+        key = (n, d, max_depth, layout)
         ws = self._scratch.get("workspace")
         if ws is not None and ws.key == key:
             return ws
         self._scratch.pop("workspace", None)
-        ws = _Workspace(self, n, d, max_depth)
+        ws = _Workspace(self, n, d, max_depth, layout=layout)
         self._scratch["workspace"] = ws
         return ws
 
     def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None):
+                   groups=None, split=None, layout=None):
         """Begin a tree: every row in the root, the root's histogram over ``feats`` (int32
-        sorted feature indices) built. ``data`` is ``prepare_binned``'s result (or the binned
-        matrix). Returns the tree state for ``level_step``; it lives in the backend's
-        workspace, so it is valid until the next ``start_tree``.
+        sorted feature indices) built, in ``layout`` (default ``split``'s, else the full
+        layout; the GPU accumulates every bin, so a layout's most frequent bins are not
+        derived here). ``data`` is ``prepare_binned``'s result (or the binned matrix).
+        Returns the tree state for ``level_step``; it lives in the backend's workspace, so it
+        is valid until the next ``start_tree``.
 
         ``penalty``, ``groups`` and ``split`` let the CPU backend skip histograms of paying
         features at nodes whose gain bound cannot pay them; that changes no decision, and
         the GPU builds every feature's histograms, so it ignores them."""
         data = self.prepare_binned(data)
         n, d = data.shape
-        ws = self._workspace(n, d, int(max_depth))
+        ws = self._workspace(n, d, int(max_depth), tree_layout(layout, split, d))
         st = _GPUTree(ws, data, gh, self._view(gh), int(root_g), int(root_h), n,
                       np.ascontiguousarray(feats, dtype=np.int32))
         with self._phase("start_tree"):
@@ -534,14 +540,13 @@ class GPUBackend:
         return st
 
     def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out):
-        tile = min(self.tile_features, max(1, n_feats))
         if n_build_tasks == 0 or n_feats == 0:
             return
         self._launch("histogram", self.kernels.histogram_kernel,
-                     (n_build_tasks, -(-n_feats // tile)), self.hist_threads,
-                     st.data.v_row, st.v_gh, ws.v["rows2"], cur, ws.v["bld"], ws.v["ctrl"],
-                     ws.v["feats2"], fcur, ws.rows_per_task, tile, ws.v[f"hist{out}"],
-                     shared=tile * self.kernels.FEATURE_WORDS * 4)
+                     (n_build_tasks, ws.n_tiles), self.hist_threads, st.data.v_row, st.v_gh,
+                     ws.v["rows2"], cur, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
+                     ws.v["offset"], ws.v["tile_f"], ws.rows_per_task, ws.v[f"hist{out}"],
+                     shared=ws.tile_bytes)
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
@@ -567,12 +572,14 @@ class GPUBackend:
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
                          threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
                          st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
-                         st.fcur, ws.v["ctrl"], ws.view_of(split.n_bins), pen, alw, usd,
+                         st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen,
+                         alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
                          float(split.gain_divisor), float(split.min_child_weight), v_slot,
                          int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
             self._launch("decide", self.kernels.decide_kernel, 1, self._block_for(k),
-                         ws.v["pf_f"], ws.v["pf_i"], ws.v["feats2"], st.fcur, ws.v["nodes"],
+                         ws.v["pf_f"], ws.v["pf_i"], ws.v["feats2"], ws.v["fmask2"], st.fcur,
+                         ws.v["nodes"],
                          ws.v[f"active{a}"], ws.v[f"active{1 - a}"], k, alw, usd,
                          ws.v["admitted_now"], int(budget), float(split.min_split_gain),
                          ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
@@ -639,47 +646,50 @@ class GPUBackend:
                      leaf_values)
 
     # --- the kernels one at a time (tests; the level step runs the same kernels) -----------
-    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None):
-        """Histograms of ``build_nodes`` -> (len(build_nodes), d, 256, 2) int64, as
-        ``CPUBackend.histograms``."""
+    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
+                   layout=None):
+        """Histograms of ``build_nodes`` in ``layout`` (every bin accumulated), as
+        ``CPUBackend.histograms``: (len(build_nodes), layout.n_slots, 2) int64, or without a
+        layout (len(build_nodes), d, 256, 2), the full layout's array."""
         xp = self.xp
         build = np.asarray(to_host(build_nodes), np.int64).reshape(-1)
         n, d = Xb.shape
+        given = layout
+        layout = tree_layout(layout, None, d)
         feats = np.arange(d, dtype=np.int32) if feats is None else np.asarray(feats, np.int32)
         m = build.shape[0]
-        out = self._alloc((m, d, N_HIST_BINS, 2), HIST_DTYPE, "the histograms", zero=True)
-        if m == 0 or d == 0:
-            return out
-        ws = _Workspace(self, n, d, 1, n_slots=m, hist=False)
-        starts = np.asarray(node_start, np.int64)[build]
-        counts = np.asarray(node_count, np.int64)[build]
-        tasks = ws.tasks_for(counts)
-        itab = ws.itab_host()
-        bld = itab["bld"]
-        bld[0, :m], bld[1, :m], bld[2, :m] = starts, counts, np.arange(m)
-        bld[5, : m + 1] = np.concatenate([[0], np.cumsum(tasks)])
-        itab["ctrl"][[0, 2, 4]] = m, int(tasks.sum()), feats.shape[0]
-        ws.upload_itab(itab)
-        ws.feats2[0, : feats.shape[0]] = xp.asarray(feats)
-        ws.rows2[0] = xp.asarray(rows)
-        st = _GPUTree(ws, self.prepare_binned(xp.asarray(Xb)), xp.asarray(gh),
-                      self._view(xp.asarray(gh)), 0, 0, n, feats)
-        ws.v["hist_out"] = self._view(out)
-        tile = min(self.tile_features, feats.shape[0])
-        self._launch("histogram", self.kernels.histogram_kernel,
-                     (int(tasks.sum()), -(-feats.shape[0] // tile)), self.hist_threads,
-                     st.data.v_row, st.v_gh, ws.v["rows2"], 0, ws.v["bld"], ws.v["ctrl"],
-                     ws.v["feats2"], 0, ws.rows_per_task, tile, ws.v["hist_out"],
-                     shared=tile * self.kernels.FEATURE_WORDS * 4)
+        out = self._alloc((m, layout.n_slots, 2), HIST_DTYPE, "the histograms", zero=True)
+        if m and d:
+            ws = _Workspace(self, n, d, 1, n_slots=m, hist=False, layout=layout)
+            starts = np.asarray(node_start, np.int64)[build]
+            counts = np.asarray(node_count, np.int64)[build]
+            tasks = ws.tasks_for(counts)
+            itab = ws.itab_host()
+            bld = itab["bld"]
+            bld[0, :m], bld[1, :m], bld[2, :m] = starts, counts, np.arange(m)
+            bld[5, : m + 1] = np.concatenate([[0], np.cumsum(tasks)])
+            itab["ctrl"][[0, 2, 4]] = m, int(tasks.sum()), feats.shape[0]
+            ws.upload_itab(itab)
+            ws.set_feats(0, feats)
+            ws.rows2[0] = xp.asarray(rows)
+            st = _GPUTree(ws, self.prepare_binned(xp.asarray(Xb)), xp.asarray(gh),
+                          self._view(xp.asarray(gh)), 0, 0, n, feats)
+            ws.v["hist0"] = self._view(out)
+            self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=int(tasks.sum()),
+                            n_feats=feats.shape[0], out=0)
+        if given is None:
+            return out.reshape(m, d, N_HIST_BINS, 2)
         return out
 
     def find_splits(self, hist, node_g, node_h, penalty, allowed, split):
         """``Backend.find_splits``: the level step's search kernel, then ``_level``'s rule per
         slot (``best_splits``, a categorical split's bitset from the scan order the kernel
-        wrote); equal to ``CPUBackend.find_splits``, bit for bit."""
+        wrote); equal to ``CPUBackend.find_splits``, bit for bit. ``hist`` is (k, n_slots,
+        2) in ``split``'s layout, or the dense (k, d, 256, 2) (the full layout)."""
         xp = self.xp
-        k, d = int(hist.shape[0]), int(hist.shape[1])
-        ws = _Workspace(self, 1, d, 1, n_slots=k, hist=False)
+        hist, layout = split_input(xp.ascontiguousarray(xp.asarray(hist)), split)
+        k, d = int(hist.shape[0]), layout.n_features
+        ws = _Workspace(self, 1, d, 1, n_slots=k, hist=False, layout=layout)
         itab = ws.itab_host()
         itab["nodes"][2, :k] = np.asarray(node_g, np.int64)
         itab["nodes"][3, :k] = np.asarray(node_h, np.int64)
@@ -693,10 +703,10 @@ class GPUBackend:
         v_slot, v_order = ws.categorical(cat_slot, n_cat)
         threads = 128 if self._cupy else 16
         if k and d:
-            hist_v = self._view(xp.ascontiguousarray(hist))
+            hist_v = self._view(hist)
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
                          threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
-                         ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"],
+                         ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"], ws.v["offset"],
                          self._view(xp.asarray(split.n_bins, np.int32)), pen, alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
                          float(split.gain_divisor), float(split.min_child_weight), v_slot,
@@ -864,13 +874,18 @@ class _Workspace:
 
     ``itab`` is one int64 allocation holding the small tables (control words, split table,
     build table, node table, the two active-node lists), so a tree starts with one upload.
+    ``layout`` (a ``HistLayout``, default the full one) places the features' bins in the
+    histograms; its offsets and feature tiles (``cuda_kernels.tiles``) are uploaded once.
     """
 
-    def __init__(self, be, n, d, max_depth, n_slots=None, n_nodes=None, hist=True):
+    def __init__(self, be, n, d, max_depth, n_slots=None, n_nodes=None, hist=True,
+                 layout=None):
         self.be = be
         xp = be.xp
-        self.key = (n, d, max_depth)
+        layout = tree_layout(layout, None, d)
+        self.key = (n, d, max_depth, layout)
         self.n, self.d = n, d
+        self.layout = layout
         S = int(n_slots or 2 ** max(0, max_depth - 1))
         self.S = S
         self.n_nodes = int(max(n_nodes or 2 ** (max_depth + 1) - 1, S))
@@ -881,8 +896,13 @@ class _Workspace:
         size = sum(int(np.prod(s)) for _, s in self._itab_shapes)
         alloc = be._alloc
         # The histograms first: they are the largest, so an out-of-memory error names them.
-        self.hist = [alloc((S, d, N_HIST_BINS, 2), HIST_DTYPE, f"a tree level's histograms "
+        self.hist = [alloc((S, layout.n_slots, 2), HIST_DTYPE, f"a tree level's histograms "
                            f"({S} nodes)") for _ in range(2 if hist else 0)]
+        tile_f, max_slots = be.kernels.tiles(layout.offset, be.tile_slots)
+        self.n_tiles = int(tile_f.shape[0] - 1)
+        self.tile_bytes = 4 * be.kernels.tile_words(max_slots)
+        lay = alloc((d + 1 + tile_f.shape[0],), np.int64, "the histogram layout")
+        self._set(lay, np.concatenate([layout.offset, tile_f]))
         self.itab = alloc((size,), np.int64, "the tree's node and task tables")
         self.rows2 = alloc((2, n), np.int32, "the row-index buffers")
         self.pf_f = alloc((2, S, dd), np.float64, "the split search's per-feature results")
@@ -891,6 +911,7 @@ class _Workspace:
         self.dec_i = alloc((3, S), np.int64, "the level's decision scratch")
         self.admitted_now = alloc((dd,), np.bool_, "the level's decision scratch")
         self.feats2 = alloc((2, dd), np.int32, "the feature lists")
+        self.fmask2 = alloc((2, dd), np.uint8, "the feature lists")
         chunk = alloc((2, T + 1), np.int64, "the partition's task counts")
         self.out = alloc((3 + dd + N_OUT * S,), np.int64, "the level's results")
         self.params = alloc((10 * dd,), np.uint8, "the penalty vector and feature masks")
@@ -903,7 +924,8 @@ class _Workspace:
             off += size
         views.update(rows2=self.rows2, rows0=self.rows2[0], pf_f=self.pf_f, pf_i=self.pf_i,
                      dec_f=self.dec_f, dec_i=self.dec_i, admitted_now=self.admitted_now,
-                     feats2=self.feats2, chunk_left=chunk[0], chunk_off=chunk[1],
+                     feats2=self.feats2, fmask2=self.fmask2, offset=lay[: d + 1],
+                     tile_f=lay[d + 1:], chunk_left=chunk[0], chunk_off=chunk[1],
                      out_i=self.out, out_f=self.out.view(np.float64),
                      pen=self.params[: 8 * dd].view(np.float64),
                      alw=self.params[8 * dd: 9 * dd].view(np.bool_),
@@ -977,9 +999,16 @@ class _Workspace:
         self.upload_itab(tab)
         if st.n_feats and (self._feats_host is None
                            or not np.array_equal(self._feats_host, st.feats)):
-            self._set(self.feats2[0, : st.n_feats], st.feats)
+            self.set_feats(0, st.feats)
             self._feats_host = st.feats.copy()
         self.v["Xcols"] = st.data.v_col
+
+    def set_feats(self, index, feats):
+        """Upload feature list ``index`` (0 or 1) and its mask."""
+        self._set(self.feats2[index, : feats.shape[0]], np.asarray(feats, np.int32))
+        mask = np.zeros(self.fmask2.shape[1], np.uint8)
+        mask[np.asarray(feats, np.int64)] = 1
+        self._set(self.fmask2[index], mask)
 
     def zero_hist(self, index, n_slots):
         """Zero the first ``n_slots`` slots of histogram buffer ``index`` (a memset, no

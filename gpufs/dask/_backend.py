@@ -18,8 +18,9 @@ against :class:`ClusterBackend`, which implements the backend methods they call:
 * ``node_sums``: the driver's node sums and counts (counts summed over the shards);
 * ``update_raw``: each shard adds the leaf values to its rows' raw scores.
 
-Per level only histograms of the left children (shards x splits x features x bins x 16 bytes)
-travel to the driver, and only the plan travels back. The node gain bounds of the CPU level
+Per level only histograms of the left children (shards x splits x the features' histogram
+slots x 16 bytes, ``gpufs._hist_layout``: a feature's value bins and its missing bin) travel to
+the driver, and only the plan travels back. The node gain bounds of the CPU level
 step (which let a node skip the paying features' histograms) are not kept on a cluster: a
 node's bound is a sum over all its rows, and every shard must build the same features for the
 histograms to add up; no decision depends on the bounds, so the trees are the same. Everything
@@ -33,9 +34,10 @@ import math
 import numba
 import numpy as np
 
-from .._types import HIST_DTYPE, N_HIST_BINS
-from ..backends.cpu import CPUBackend, _subtract_ser
-from ._shard import hist_bins
+from .._hist_layout import HistLayout, tree_layout
+from .._types import HIST_DTYPE
+from ..backends._cpu_hist import subtract_ser
+from ..backends.cpu import CPUBackend
 
 __all__ = ["ClusterBackend", "GradColumn", "RawColumn", "ShardedBins"]
 
@@ -71,7 +73,7 @@ class _DriverTree:
     """The driver's state of one tree: the level's nodes and their summed histograms, and
     the nodes' exact sums and row counts (no rows; no gain bounds: ``q`` empty)."""
 
-    __slots__ = ("active", "hist", "node_g", "node_h", "node_count", "node_s", "q",
+    __slots__ = ("active", "hist", "layout", "node_g", "node_h", "node_count", "node_s", "q",
                  "slot_full", "feats", "n_feats", "full", "parallel")
 
 
@@ -82,8 +84,7 @@ class ClusterBackend:
     ----------
     group : ShardGroup
     n_bins : ndarray of shape (n_features,), int32
-        Value bins per feature (the bins that can hold rows; histograms travel without the
-        others).
+        Value bins per feature (each feature's histogram travels as its n_bins + 1 slots).
     """
 
     name = "dask"
@@ -93,7 +94,8 @@ class ClusterBackend:
         self.group = group
         self.local = CPUBackend()
         self.n_features = int(np.asarray(n_bins).shape[0])
-        self.bins = hist_bins(int(np.max(n_bins)) if self.n_features else 1)
+        #: the compact layout of ``n_bins``: a node's histogram travels as its slots
+        self.layout = HistLayout.from_n_bins(np.asarray(n_bins))
         self.tree_index = -1
         self.level = 0
         #: (output column, (unit_hessian, divisor)) -> every shard's gradient extremes, from
@@ -136,11 +138,11 @@ class ClusterBackend:
 
     # --- trees ------------------------------------------------------------------------------
     def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None):
+                   groups=None, split=None, layout=None):
         """Begin a tree on the shards. ``gh`` is the shards' fixed-point gradients, or a host
-        (n, 2) int64 array (a forest), sent to each shard as its rows' slice. ``penalty``,
-        ``groups`` and ``split`` (the node gain bounds' inputs) are not used: see the module
-        docstring."""
+        (n, 2) int64 array (a forest), sent to each shard as its rows' slice. ``penalty`` and
+        ``groups`` (the node gain bounds' inputs) are not used: see the module docstring.
+        The histograms are in ``layout`` (default ``split``'s), every bin accumulated."""
         g = self.group
         self.tree_index += 1
         per_shard = None
@@ -163,17 +165,18 @@ class ClusterBackend:
         st.active = np.zeros(1, np.int64)
         st.feats, st.n_feats, st.full = feats, int(feats.shape[0]), feats.shape[0] == d
         st.parallel = numba.get_num_threads() > 1 and st.n_feats >= 64
-        st.hist = np.zeros((1, d, N_HIST_BINS, 2), HIST_DTYPE)
-        parts = g.call("start_tree", int(max_depth), feats, self.bins, per_shard=per_shard)
-        self._place(st.hist, slice(None), feats, sum(parts[1:], parts[0]))
+        st.layout = tree_layout(layout, split, d).without_most_freq()
+        st.hist = np.zeros((1, st.layout.n_slots, 2), HIST_DTYPE)
+        parts = g.call("start_tree", int(max_depth), feats, st.layout, per_shard=per_shard)
+        self._place(st, st.hist, slice(None), feats, sum(parts[1:], parts[0]))
         return st
 
-    def _place(self, hist, slots, feats, summed):
-        f = np.asarray(feats, np.int64)
-        block = hist[slots]
-        view = block[:, f]          # a copy (fancy index): fill it, then write it back
-        view[:, :, self.bins] = summed
-        block[:, f] = view          # block is a view of hist (basic slicing)
+    @staticmethod
+    def _place(st, hist, slots, feats, summed):
+        """Write the shards' summed payload (``Shard._payload``) into the listed features'
+        slots of the histograms at ``slots``."""
+        block = hist[slots]         # a view of hist (basic slicing)
+        block[:, st.layout.slots_of(feats)] = summed
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide here, partition on the shards, sum their left histograms, subtract."""
@@ -185,7 +188,7 @@ class ClusterBackend:
             st.active = np.zeros(0, np.int64)
             st.slot_full = np.ones(0, np.bool_)
             return result
-        answers = self.group.call("advance", plan, bool(build_next), self.bins)
+        answers = self.group.call("advance", plan, bool(build_next))
         left = sum(a[0] for a in answers[1:]) + answers[0][0]
         nodes = st.active[plan.split_slot]
         L, R = 2 * nodes + 1, 2 * nodes + 2
@@ -197,17 +200,17 @@ class ClusterBackend:
         st.node_h[R] = st.node_h[nodes] - plan.left_h
         nxt_active = np.empty(2 * n_split, np.int64)
         nxt_active[0::2], nxt_active[1::2] = L, R
-        d = self.n_features
         feats, n_feats = plan.next_feats, plan.next_n_feats
         if build_next:
-            nxt = np.zeros((2 * n_split, d, N_HIST_BINS, 2), HIST_DTYPE)
+            nxt = np.zeros((2 * n_split, st.layout.n_slots, 2), HIST_DTYPE)
             summed = sum(a[1] for a in answers[1:]) + answers[0][1]
-            self._place(nxt, slice(0, None, 2), feats[:n_feats], summed)
+            self._place(st, nxt, slice(0, None, 2), feats[:n_feats], summed)
             built = np.arange(0, 2 * n_split, 2, dtype=np.int64)
             # the right child = parent - left: the single process's sibling subtraction
-            _subtract_ser(feats, n_feats, plan.split_slot, built, built + 1, st.hist, nxt)
+            subtract_ser(feats, n_feats, st.layout.offset, plan.split_slot, built, built + 1,
+                         st.hist, nxt)
         else:
-            nxt = np.empty((0, d, N_HIST_BINS, 2), HIST_DTYPE)
+            nxt = np.empty((0, st.layout.n_slots, 2), HIST_DTYPE)
         st.active, st.hist = nxt_active, nxt
         st.feats, st.n_feats, st.full = feats, n_feats, plan.next_full
         st.slot_full = np.ones(2 * n_split, np.bool_)

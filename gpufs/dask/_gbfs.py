@@ -225,7 +225,7 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                              "boost_bytes_to_workers": int(group.bytes_sent - before[0]),
                              "boost_bytes_from_workers": int(group.bytes_received - before[1]),
                              "boost_calls": int(group.calls - before[2]),
-                             "histogram_bins": int(backend.bins.shape[0])}
+                             "histogram_slots": int(backend.layout.n_slots)}
         finally:
             for g in groups_open:
                 g.close()

@@ -15,19 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._threading import thread_limit
-from .._types import N_HIST_BINS
 from ..quantize import exact_sum_words
 from ._exact import fsum_part, sum_stats
 
-__all__ = ["Shard", "hist_bins"]
-
-
-def hist_bins(max_n_bins: int) -> np.ndarray:
-    """The histogram bins that can be non-zero when no feature has more than ``max_n_bins``
-    value bins: 0 .. max_n_bins - 1 and the missing bin (255); the rest is zero everywhere."""
-    if max_n_bins >= N_HIST_BINS - 1:
-        return np.arange(N_HIST_BINS, dtype=np.int64)
-    return np.concatenate([np.arange(max_n_bins), [N_HIST_BINS - 1]]).astype(np.int64)
+__all__ = ["Shard"]
 
 
 class Shard:
@@ -51,8 +42,9 @@ class Shard:
         self.n = int(sum(p.X.shape[0] for p in self.parts))
         self.n_jobs = n_jobs
         # No node gain bounds: every shard builds the same features' histograms, so they add
-        # up (``_backend``'s module docstring).
-        self.backend = CPUBackend(gain_bounds="never")
+        # up (``_backend``'s module docstring). Every bin accumulated: a shard's node totals
+        # are the cluster's, so no bin can be derived from them here.
+        self.backend = CPUBackend(gain_bounds="never", most_freq=False)
         w = [p.w for p in self.parts]
         self.w = None if any(x is None for x in w) else np.concatenate(w)
         self.vec = {}
@@ -190,18 +182,20 @@ class Shard:
         return sums
 
     # --- trees ------------------------------------------------------------------------------
-    def start_tree(self, max_depth, feats, bins, gh=None):
+    def start_tree(self, max_depth, feats, layout, gh=None):
         """Begin a tree on the stored fixed-point gradients (or on ``gh``, this shard's rows'
         fixed-point gradients computed by the driver: a forest); returns the root histogram
-        of this shard's rows over ``feats`` and ``bins``, (1, n_feats, n_bins, 2) int64."""
+        of this shard's rows on the slots of ``feats`` in ``layout`` (a ``HistLayout``),
+        (1, their slots, 2) int64."""
         if gh is not None:
             self.gh = np.ascontiguousarray(gh, dtype=np.int64)
         with thread_limit(self.n_jobs):
             # the root's sums are the driver's (a shard's own node sums are never read)
-            self.st = self.backend.start_tree(self.data, self.gh, 0, 0, max_depth, feats)
-        return self._payload(self.st.hist, slice(None), bins)
+            self.st = self.backend.start_tree(self.data, self.gh, 0, 0, max_depth, feats,
+                                              layout=layout)
+        return self._payload(self.st.hist, slice(None))
 
-    def advance(self, plan, build_next, bins):
+    def advance(self, plan, build_next):
         """Partition this shard's rows by the driver's decisions (``CPUBackend
         .advance_level``); returns the rows sent left per split and, when ``build_next``, the
         left children's histograms of these rows (their siblings follow by subtraction on the
@@ -210,12 +204,12 @@ class Shard:
             left = self.backend.advance_level(self.st, plan, build_next)
         if not build_next or plan.split_slot.shape[0] == 0:
             return left, None
-        return left, self._payload(self.st.hist, slice(0, None, 2), bins)
+        return left, self._payload(self.st.hist, slice(0, None, 2))
 
-    def _payload(self, hist, slots, bins):
-        feats = self.st.feats[:self.st.n_feats].astype(np.int64)
-        h = hist[slots]
-        return np.ascontiguousarray(h[:, feats][:, :, bins])
+    def _payload(self, hist, slots):
+        """The listed features' slots of the histograms at ``slots``."""
+        return np.ascontiguousarray(hist[slots][:, self.st.layout.slots_of(
+            self.st.feats[:self.st.n_feats])])
 
     def update_raw(self, k, leaf_nodes, leaf_values):
         """raw[:, k] += the leaf value of each row (from the tree state's row segments)."""

@@ -1,0 +1,607 @@
+"""The CPU's histograms: row-wise or column-wise by shape, sparse rows, sibling subtraction.
+
+Owns how the CPU backend fills a level's histograms in the compact layout
+(``gpufs._hist_layout``; only the listed features' slots are zeroed, filled, reduced and
+subtracted), by one of two loops chosen per build (``use_columns``; the rule and its
+measurement in docs/architecture.rst):
+  * row-wise: a task reads every listed feature of a run of rows (two rows interleaved, rows
+    ahead prefetched); a big node's extra tasks fill private copies, added up afterwards;
+  * column-wise: a task is one feature of every node, the nodes' gradients gathered once;
+    the feature's slots stay in the L1 cache.
+Sparse features (``HistLayout.most_freq``): when every feature is built, their bins other
+than the most frequent come from a row-wise list (``sparse_rows``, CSR) and the most frequent
+is the node's total minus the rest, exact in int64 (LightGBM's ``most_freq_bin``).
+"""
+from __future__ import annotations
+
+import llvmlite.ir as llvm_ir
+import numpy as np
+from numba import njit, prange
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from .. import _hist_layout, _tasks
+from .._types import HIST_DTYPE
+
+_slot = njit(inline="always")(_hist_layout.slot_of)
+_task_bounds = njit(inline="always")(_tasks.task_bounds)
+_cpu_task_count = njit(inline="always")(_tasks.cpu_task_count)
+
+#: Rows per histogram / partition task; smaller nodes are one task.
+ROWS_PER_TASK = 16384
+#: Tasks per thread a big node is cut into (load balance on a busy machine).
+TASKS_PER_THREAD = 4
+#: How many rows ahead a row-wise task prefetches the rows it will read (``_rows_into``).
+PREFETCH_ROWS = 16
+#: int64 words per block of the reduction of private histograms (over every slot).
+REDUCE_WORDS = 4096
+#: Histogram updates per row-wise task, about, when a build has fewer than one task per
+#: thread of ``rows_per_task`` rows: its nodes are then cut into tasks of
+#: HIST_TASK_WORK / updates per row rows (at least 256), so a wide table of few rows still
+#: gives every thread a task (8,000 rows x 50 updates: 3 tasks, not 1). Bigger builds keep
+#: ``rows_per_task`` (more tasks would add private copies to add up).
+HIST_TASK_WORK = 1 << 17
+#: The row-wise / column-wise rule (``use_columns``): columns when a build has COLUMN_MIN_ROWS
+#: to COLUMN_MAX_ROWS rows (fewer: a feature's zeroing and set-up outweigh its few rows; more:
+#: the gathered gradients, 16 bytes a row, that every feature re-reads leave the caches) and
+#: a node's histogram of the features read densely is larger than COLUMN_MIN_HIST_BYTES (the
+#: row-wise loop's scattered updates leave the L2 cache, and its private copies cost as much
+#: as the rows). Measured: bench/bench_hist_loop.py, docs/architecture.rst.
+COLUMN_MIN_ROWS = 1024
+COLUMN_MAX_ROWS = 65536
+COLUMN_MIN_HIST_BYTES = 1 << 20
+#: ``use_columns``' modes: the rule, or one loop always.
+AUTO, ROWS, COLUMNS = 0, 1, 2
+
+
+@intrinsic
+def prefetch(typingctx, a, i, j):
+    """Ask the CPU to bring a[i, j] (a 2-D array) into its caches (LLVM's ``llvm.prefetch``:
+    a hint, no result, no fault on any address)."""
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        arr = context.make_array(aty)(context, builder, args[0])
+        idx = [context.cast(builder, v, t, types.intp)
+               for v, t in zip(args[1:], signature.args[1:])]
+        ptr = cgutils.get_item_pointer(context, builder, aty, arr, idx)
+        i8p = llvm_ir.IntType(8).as_pointer()
+        i32 = llvm_ir.IntType(32)
+        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        # read, high temporal locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), llvm_ir.Constant(i32, 0),
+                          llvm_ir.Constant(i32, 3), llvm_ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(a, i, j), codegen
+
+
+@njit(cache=True)
+def task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
+    """Cut segments into tasks by ``gpufs._tasks``' CPU rule (about ``rows_per_task`` rows,
+    at most ``n_tasks_max`` per segment, one per empty or small segment). Returns (t_seg,
+    t_lo, t_hi, t_first) int64, ``t_first`` is 1 for the first task of its segment."""
+    m = seg_start.shape[0]
+    per = np.empty(m, np.int64)
+    total = 0
+    for s in range(m):
+        k = _cpu_task_count(seg_count[s], rows_per_task, n_tasks_max)
+        per[s] = k
+        total += k
+    t_seg = np.empty(total, np.int64)
+    t_lo = np.empty(total, np.int64)
+    t_hi = np.empty(total, np.int64)
+    t_first = np.empty(total, np.int64)
+    t = 0
+    for s in range(m):
+        k = per[s]
+        lo = seg_start[s]
+        c = seg_count[s]
+        for i in range(k):
+            t_seg[t] = s
+            t_lo[t], t_hi[t] = _task_bounds(lo, c, k, i)
+            t_first[t] = 1 if i == 0 else 0
+            t += 1
+    return t_seg, t_lo, t_hi, t_first
+
+
+@njit(inline="always")
+def row_cost(src, n_feats, full):
+    """Histogram updates per row of a build over ``n_feats`` features (every feature when
+    ``full``): the listed features, or the dense ones and the row's share of the sparse
+    rows list (``build_histograms``' ``src``)."""
+    sparse_f = src[10]
+    if full and sparse_f.shape[0] > 0:
+        n = max(src[0].shape[0], 1)
+        return src[9].shape[0] + (src[8].shape[0] + n - 1) // n
+    return n_feats
+
+
+@njit(inline="always")
+def use_columns(mode, n_rows, hist_bytes):
+    """Whether a build of ``n_rows`` rows into histograms of ``hist_bytes`` bytes (per node,
+    the features read densely) runs column-wise (``AUTO``: the rule of COLUMN_MIN_ROWS,
+    COLUMN_MAX_ROWS and COLUMN_MIN_HIST_BYTES)."""
+    if mode == ROWS:
+        return False
+    if mode == COLUMNS:
+        return True
+    return (COLUMN_MIN_ROWS <= n_rows <= COLUMN_MAX_ROWS
+            and hist_bytes > COLUMN_MIN_HIST_BYTES)
+
+
+# --- one node's histogram -------------------------------------------------------------------
+
+# --- one node's histogram -------------------------------------------------------------------
+# The loops over rows are called functions with explicit arrays (not bodies inlined into the
+# task drivers, not a tuple unpacked inside them: numba compiled those 2-3x slower), and they
+# read the layout's offsets as int32 (``off32``): int64 offset loads interleaved with the
+# int64 histogram stores ran 1.5x slower (400,000 x 100: 2.1 against 1.35 ns per update).
+
+@njit(inline="always")
+def _zero(H, feats, n_feats, off, full):
+    """Zero the listed features' slots of H, the flat (2 n_slots,) view of one histogram."""
+    if full:
+        H[:] = 0
+    else:
+        for i in range(n_feats):
+            f = feats[i]
+            H[2 * off[f]: 2 * off[f + 1]] = 0
+
+
+@njit(inline="always")
+def _row_sparse(r, g, h, sp_ptr, sp_slot, H):
+    for e in range(sp_ptr[r], sp_ptr[r + 1]):
+        s = 2 * np.int64(sp_slot[e])
+        H[s] += g
+        H[s + 1] += h
+
+
+@njit(cache=True)
+def _rows_into_all(Xb, gh, rows, lo, hi, off32, H):
+    """``_rows_into`` for every feature, in order: no feature list to read, each feature's
+    first slot carried from the previous one's end (the narrow dense tables' loop)."""
+    d = Xb.shape[1]
+    j = lo
+    ahead = hi - PREFETCH_ROWS - 1
+    while j + 1 < hi:
+        if j < ahead:
+            q0 = rows[j + PREFETCH_ROWS]
+            q1 = rows[j + PREFETCH_ROWS + 1]
+            prefetch(Xb, q0, 0)
+            prefetch(Xb, q1, 0)
+            prefetch(gh, q0, 0)
+            prefetch(gh, q1, 0)
+        r0 = rows[j]
+        r1 = rows[j + 1]
+        g0 = gh[r0, 0]
+        h0 = gh[r0, 1]
+        g1 = gh[r1, 0]
+        h1 = gh[r1, 1]
+        a = np.int64(off32[0])
+        for f in range(d):
+            b = np.int64(off32[f + 1])
+            i0 = 2 * _slot(np.int64(Xb[r0, f]), a, b - 1)
+            i1 = 2 * _slot(np.int64(Xb[r1, f]), a, b - 1)
+            H[i0] += g0
+            H[i0 + 1] += h0
+            H[i1] += g1
+            H[i1 + 1] += h1
+            a = b
+        j += 2
+    if j < hi:
+        r = rows[j]
+        g = gh[r, 0]
+        h = gh[r, 1]
+        for f in range(d):
+            s = 2 * _slot(np.int64(Xb[r, f]), np.int64(off32[f]), np.int64(off32[f + 1]) - 1)
+            H[s] += g
+            H[s + 1] += h
+
+
+@njit(cache=True)
+def _rows_into(Xb, gh, rows, lo, hi, feats, n_feats, off32, sparse, sp_ptr, sp_slot, H):
+    """Add rows[lo:hi] into H (flat (2 n_slots,)): every bin of the listed features, and with
+    ``sparse`` each row's slots of the sparse rows list.
+
+    Each row's bins are read once, contiguously, and its (g, h) once. Two rows are interleaved
+    so twice as many independent read-modify-writes are in flight (the loop is bound by their
+    latency, not by arithmetic). A node below the root reads a scattered subset of the rows,
+    which the hardware prefetchers cannot predict: the rows ``PREFETCH_ROWS`` ahead are
+    prefetched (their bins and gradients), measured 15-20% faster on subsets of a quarter of
+    the rows or fewer.
+    """
+    j = lo
+    ahead = hi - PREFETCH_ROWS - 1
+    while j + 1 < hi:
+        if j < ahead:
+            q0 = rows[j + PREFETCH_ROWS]
+            q1 = rows[j + PREFETCH_ROWS + 1]
+            prefetch(Xb, q0, 0)
+            prefetch(Xb, q1, 0)
+            prefetch(gh, q0, 0)
+            prefetch(gh, q1, 0)
+        r0 = rows[j]
+        r1 = rows[j + 1]
+        g0 = gh[r0, 0]
+        h0 = gh[r0, 1]
+        g1 = gh[r1, 0]
+        h1 = gh[r1, 1]
+        for i in range(n_feats):
+            f = feats[i]
+            a = np.int64(off32[f])
+            z = np.int64(off32[f + 1]) - 1
+            i0 = 2 * _slot(np.int64(Xb[r0, f]), a, z)
+            i1 = 2 * _slot(np.int64(Xb[r1, f]), a, z)
+            H[i0] += g0
+            H[i0 + 1] += h0
+            H[i1] += g1
+            H[i1 + 1] += h1
+        if sparse:
+            _row_sparse(r0, g0, h0, sp_ptr, sp_slot, H)
+            _row_sparse(r1, g1, h1, sp_ptr, sp_slot, H)
+        j += 2
+    if j < hi:
+        r = rows[j]
+        g = gh[r, 0]
+        h = gh[r, 1]
+        for i in range(n_feats):
+            f = feats[i]
+            s = 2 * _slot(np.int64(Xb[r, f]), np.int64(off32[f]), np.int64(off32[f + 1]) - 1)
+            H[s] += g
+            H[s + 1] += h
+        if sparse:
+            _row_sparse(r, g, h, sp_ptr, sp_slot, H)
+
+
+@njit(inline="always")
+def _derive_most_freq(H, sparse_f, off, most_freq, g_tot, h_tot):
+    """Each sparse feature's most frequent slot of one node's H: the node's totals minus the
+    feature's other slots (that slot was zeroed and never added to), exact in int64."""
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        a = off[f]
+        sg = g_tot - g_tot
+        sh = sg
+        for s in range(a, off[f + 1]):
+            sg += H[2 * s]
+            sh += H[2 * s + 1]
+        m = 2 * (a + most_freq[f])
+        H[m] = g_tot - sg
+        H[m + 1] = h_tot - sh
+
+
+@njit(cache=True)
+def _column_into(col, ghs, rows, seg_start, seg_count, slot_of_seg, a, z, out2):
+    """One feature's column (its slots a..z) into every segment's histogram: zeroed, then
+    read at the segment's rows; ``ghs`` the gradients gathered by position."""
+    for s in range(seg_start.shape[0]):
+        k = slot_of_seg[s]
+        for w in range(2 * a, 2 * z + 2):
+            out2[k, w] = 0
+        lo = seg_start[s]
+        for j in range(lo, lo + seg_count[s]):
+            w = 2 * _slot(np.int64(col[rows[j]]), a, z)
+            out2[k, w] += ghs[j, 0]
+            out2[k, w + 1] += ghs[j, 1]
+
+
+@njit(cache=True)
+def _segment_sparse(H, rows, ghs, lo, hi, off, sparse_f, sp_ptr, sp_slot):
+    """One segment's sparse rows list into its histogram H (the sparse features' slots
+    zeroed first)."""
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        H[2 * off[f]: 2 * off[f + 1]] = 0
+    for j in range(lo, hi):
+        _row_sparse(rows[j], ghs[j, 0], ghs[j, 1], sp_ptr, sp_slot, H)
+
+
+# --- a level's histograms -------------------------------------------------------------------
+
+@njit(inline="always")
+def _row_task(t, Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv, feats,
+              n_feats, full, sparse, out2, priv2):
+    p = t_priv[t]
+    H = out2[t_slot[t]] if p < 0 else priv2[p]
+    _zero(H, feats, n_feats, off, full)
+    if full and not sparse:
+        _rows_into_all(Xb, gh, rows, t_lo[t], t_hi[t], off32, H)
+    else:
+        _rows_into(Xb, gh, rows, t_lo[t], t_hi[t], feats, n_feats, off32, sparse, sp_ptr,
+                   sp_slot, H)
+
+
+@njit(parallel=True, cache=True)
+def _row_tasks_par(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
+                   feats, n_feats, full, sparse, out2, priv2):
+    for t in prange(t_slot.shape[0]):
+        _row_task(t, Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
+                  feats, n_feats, full, sparse, out2, priv2)
+
+
+@njit(cache=True)
+def _row_tasks_ser(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
+                   feats, n_feats, full, sparse, out2, priv2):
+    for t in range(t_slot.shape[0]):
+        _row_task(t, Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
+                  feats, n_feats, full, sparse, out2, priv2)
+
+
+@njit(inline="always")
+def _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2):
+    a = r_lo[i]
+    b = r_hi[i]
+    for t in range(t_slot.shape[0]):
+        p = t_priv[t]
+        if p >= 0:
+            dst = out2[t_slot[t]]
+            src = priv2[p]
+            for w in range(a, b):
+                dst[w] += src[w]
+
+
+@njit(parallel=True, cache=True)
+def _reduce_par(r_lo, r_hi, t_slot, t_priv, out2, priv2):
+    for i in prange(r_lo.shape[0]):
+        _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2)
+
+
+@njit(cache=True)
+def _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv2):
+    for i in range(r_lo.shape[0]):
+        _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2)
+
+
+@njit(inline="always")
+def _col_task(t, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start, seg_count,
+              slot_of_seg, lf, n_lf, out2):
+    """Task t < n_lf: feature lf[t] of every segment; the tasks after them: segment
+    t - n_lf's sparse rows list."""
+    if t < n_lf:
+        f = lf[t]
+        _column_into(Xb_cols[f], ghs, rows, seg_start, seg_count, slot_of_seg, off[f],
+                     off[f + 1] - 1, out2)
+    else:
+        s = t - n_lf
+        lo = seg_start[s]
+        _segment_sparse(out2[slot_of_seg[s]], rows, ghs, lo, lo + seg_count[s], off, sparse_f,
+                        sp_ptr, sp_slot)
+
+
+@njit(parallel=True, cache=True)
+def _col_tasks_par(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start,
+                   seg_count, slot_of_seg, lf, n_lf, out2):
+    for t in prange(n_tasks):
+        _col_task(t, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start, seg_count,
+                  slot_of_seg, lf, n_lf, out2)
+
+
+@njit(cache=True)
+def _col_tasks_ser(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start,
+                   seg_count, slot_of_seg, lf, n_lf, out2):
+    for t in range(n_tasks):
+        _col_task(t, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start, seg_count,
+                  slot_of_seg, lf, n_lf, out2)
+
+
+@njit(parallel=True, cache=True)
+def _gather_par(gh, rows, seg_start, seg_count, ghs):
+    for s in prange(seg_start.shape[0]):
+        for j in range(seg_start[s], seg_start[s] + seg_count[s]):
+            r = rows[j]
+            ghs[j, 0] = gh[r, 0]
+            ghs[j, 1] = gh[r, 1]
+
+
+@njit(cache=True)
+def _gather_ser(gh, rows, seg_start, seg_count, ghs):
+    for s in range(seg_start.shape[0]):
+        for j in range(seg_start[s], seg_start[s] + seg_count[s]):
+            r = rows[j]
+            ghs[j, 0] = gh[r, 0]
+            ghs[j, 1] = gh[r, 1]
+
+
+@njit(cache=True)
+def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, seg_count,
+                     slot_of_seg, seg_g, seg_h, feats, n_feats, full, out, priv):
+    """Histograms of the segments into ``out[slot_of_seg[s]]`` (only the listed features'
+    slots; every slot when ``full``).
+
+    ``src`` is the tuple (Xb (n, d) uint8, Xb_cols (d, n) uint8, gh (n, 2) int64, rows (n,)
+    int32, ghs (n, 2) int64 scratch, offset (d + 1,) int64, most_freq (d,) int32, sp_ptr
+    (n + 1,) int64, sp_slot (nnz,) int32, dense_f int32, sparse_f int32, offset (d + 1,)
+    int32): the binned matrix both ways, the gradients, the rows, the layout and the sparse
+    rows list (``sparse_rows``; ``sparse_f`` empty when the tree reads none). With every
+    feature listed and sparse features, those are read from the list and their most frequent
+    slot derived from the segments' totals ``seg_g`` / ``seg_h`` (int64); the other features
+    (all of them otherwise) row-wise or column-wise by ``use_columns(mode, ...)``. ``priv`` is scratch
+    (n_priv, 2 n_slots) int64 for the extra row-wise tasks of big segments; when it is too
+    small a bigger one is allocated and returned (callers keep it).
+    """
+    Xb, Xb_cols, gh, rows, ghs, off, most_freq, sp_ptr, sp_slot, dense_f, sparse_f, off32 = src
+    width = 2 * off[off.shape[0] - 1]
+    out2 = out.reshape((out.shape[0], width))
+    m = seg_start.shape[0]
+    sparse = full and sparse_f.shape[0] > 0
+    lf = dense_f if sparse else feats
+    n_lf = dense_f.shape[0] if sparse else n_feats
+    n_rows = 0
+    for s in range(m):
+        n_rows += seg_count[s]
+    dense_words = 0
+    for i in range(n_lf):
+        dense_words += 2 * (off[lf[i] + 1] - off[lf[i]])
+    if use_columns(mode, n_rows, 8 * dense_words):
+        if parallel:
+            _gather_par(gh, rows, seg_start, seg_count, ghs)
+        else:
+            _gather_ser(gh, rows, seg_start, seg_count, ghs)
+        n_tasks = n_lf + (m if sparse else 0)
+        if parallel:
+            _col_tasks_par(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f,
+                           seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
+        else:
+            _col_tasks_ser(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f,
+                           seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
+    else:
+        n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
+        rpt = rows_per_task
+        if n_rows // rows_per_task < n_threads:
+            rpt = min(rows_per_task,
+                      max(256, HIST_TASK_WORK // max(row_cost(src, n_feats, full), 1)))
+        t_seg, t_lo, t_hi, t_first = task_table(seg_start, seg_count, n_tasks_max, rpt)
+        T = t_seg.shape[0]
+        t_slot = np.empty(T, np.int64)
+        t_priv = np.empty(T, np.int64)
+        n_priv = 0
+        for t in range(T):
+            t_slot[t] = slot_of_seg[t_seg[t]]
+            if t_first[t] == 1:
+                t_priv[t] = -1
+            else:
+                t_priv[t] = n_priv
+                n_priv += 1
+        if priv.shape[0] < n_priv or priv.shape[1] != width:
+            priv = np.empty((n_priv, width), HIST_DTYPE)
+        if parallel:
+            _row_tasks_par(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
+                           lf, n_lf, full, sparse, out2, priv)
+        else:
+            _row_tasks_ser(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
+                           lf, n_lf, full, sparse, out2, priv)
+        if n_priv:
+            # the word ranges to add up: every slot (blocks of REDUCE_WORDS) or the listed
+            # features' slots
+            if full:
+                n_r = (width + REDUCE_WORDS - 1) // REDUCE_WORDS
+                r_lo = np.empty(n_r, np.int64)
+                r_hi = np.empty(n_r, np.int64)
+                for i in range(n_r):
+                    r_lo[i] = i * REDUCE_WORDS
+                    r_hi[i] = min(width, (i + 1) * REDUCE_WORDS)
+            else:
+                r_lo = np.empty(n_feats, np.int64)
+                r_hi = np.empty(n_feats, np.int64)
+                for i in range(n_feats):
+                    r_lo[i] = 2 * off[feats[i]]
+                    r_hi[i] = 2 * off[feats[i] + 1]
+            if parallel:
+                _reduce_par(r_lo, r_hi, t_slot, t_priv, out2, priv)
+            else:
+                _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv)
+    if sparse:
+        for s in range(m):
+            _derive_most_freq(out2[slot_of_seg[s]], sparse_f, off, most_freq, seg_g[s],
+                              seg_h[s])
+    return priv
+
+
+# --- siblings -------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _subtract_pair(p, feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
+    """nxt[sib] = hist[parent] - nxt[built] on the p-th (pair, feature)'s slots."""
+    i = p % n_feats
+    s = p // n_feats
+    f = feats[i]
+    a = hist[parent_slot[s]]
+    b = nxt[built_slot[s]]
+    c = nxt[sib_slot[s]]
+    for w in range(off[f], off[f + 1]):
+        c[w, 0] = a[w, 0] - b[w, 0]
+        c[w, 1] = a[w, 1] - b[w, 1]
+
+
+@njit(parallel=True, cache=True)
+def subtract_par(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
+    """Siblings by exact subtraction, ``nxt[sib_slot[s]] = hist[parent_slot[s]] -
+    nxt[built_slot[s]]`` on the listed features' slots (hist, nxt (n, n_slots, 2) int64)."""
+    for p in prange(parent_slot.shape[0] * n_feats):
+        _subtract_pair(p, feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt)
+
+
+@njit(cache=True)
+def subtract_ser(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
+    """``subtract_par`` on the calling thread."""
+    for p in range(parent_slot.shape[0] * n_feats):
+        _subtract_pair(p, feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt)
+
+
+# --- the sparse rows list -------------------------------------------------------------------
+
+@njit(inline="always")
+def _column_rows(col, m, n, act, r_ptr, cnt, slots, slot_base, z):
+    """Visit the rows of one column whose bin is not ``m``: count them (``act`` 0) or write
+    their slots (``act`` 1; ``slot_base + bin``, the missing bin at ``z``) at each row's next
+    place ``r_ptr[r]``. Eight bins are compared at once (one 64-bit word): a sparse column is
+    mostly words of eight ``m``s, skipped whole."""
+    words = col[: n - n % 8].view(np.uint64)
+    mm = np.uint64(m) * np.uint64(0x0101010101010101)
+    for w in range(words.shape[0]):
+        if words[w] != mm:
+            for r in range(8 * w, 8 * w + 8):
+                if col[r] != m:
+                    if act == 0:
+                        cnt[r + 1] += 1
+                    else:
+                        slots[r_ptr[r]] = _slot(np.int64(col[r]), slot_base, z)
+                        r_ptr[r] += 1
+    for r in range(n - n % 8, n):
+        if col[r] != m:
+            if act == 0:
+                cnt[r + 1] += 1
+            else:
+                slots[r_ptr[r]] = _slot(np.int64(col[r]), slot_base, z)
+                r_ptr[r] += 1
+
+
+@njit(cache=True)
+def _sparse_build(Xb_cols, off, most_freq, sparse_f):
+    """(ptr, slots) of ``sparse_rows`` from the binned matrix by column: one pass to count each
+    row's entries, one to write them (features in order, so each row's slots are sorted)."""
+    n = Xb_cols.shape[1]
+    ptr = np.zeros(n + 1, np.int64)
+    raw = np.empty(sparse_f.shape[0], np.uint8)
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        w = off[f + 1] - off[f]
+        raw[i] = most_freq[f] if most_freq[f] < w - 1 else 255  # the missing bin's raw bin
+    nothing = np.empty(0, np.int32)
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        _column_rows(Xb_cols[f], raw[i], n, 0, ptr, ptr, nothing, off[f], off[f + 1] - 1)
+    for r in range(n):
+        ptr[r + 1] += ptr[r]
+    slots = np.empty(ptr[n], np.int32)
+    at = ptr[:n].copy()
+    for i in range(sparse_f.shape[0]):
+        f = sparse_f[i]
+        _column_rows(Xb_cols[f], raw[i], n, 1, at, ptr, slots, off[f], off[f + 1] - 1)
+    return ptr, slots
+
+
+def sparse_rows(Xb_cols, layout):
+    """The sparse rows list of ``layout``'s sparse features: for each row, the slots of its
+    bins other than the most frequent, in feature order (CSR).
+
+    Parameters
+    ----------
+    Xb_cols : ndarray of shape (n_features, n_samples), uint8
+        The binned matrix by column.
+    layout : HistLayout
+
+    Returns
+    -------
+    ptr : ndarray of shape (n_samples + 1,), int64
+        Row r's slots are ``slots[ptr[r]:ptr[r + 1]]``.
+    slots : ndarray of shape (nnz,), int32
+    dense_f, sparse_f : ndarray, int32
+        The features read densely and the sparse ones.
+    """
+    sparse = layout.most_freq >= 0
+    sparse_f = np.flatnonzero(sparse).astype(np.int32)
+    dense_f = np.flatnonzero(~sparse).astype(np.int32)
+    ptr, slots = _sparse_build(np.ascontiguousarray(Xb_cols), layout.offset, layout.most_freq,
+                               sparse_f)
+    return ptr, slots, dense_f, sparse_f
