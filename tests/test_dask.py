@@ -7,10 +7,11 @@ the Dask estimators equal those of ``GBFSRegressor`` / ``GBFSClassifier`` /
 ``X.compute()``, with uneven partitions and empty ones, categorical columns, weights, costs,
 validation sets and early stopping, exactly k features (the search's warm start included), on
 the module's cluster (2 workers; ``GPUFS_DASK_TEST_WORKERS=1`` or ``4`` runs the module on
-another size) and on clusters of 1 and 4 workers. Faults: a worker killed mid-fit and a worker
-stopped mid-fit give a ClusterError naming the worker and the step; partitions whose columns or
-dtypes differ from the collection's are refused before any fitting; every rejected input
-names its cause.
+another size) and on clusters of 1 and 4 workers. Faults: workers killed mid-fit on a 4-worker
+cluster are rebuilt and the model is still the single process's; a killed worker whose
+partitions cannot be recomputed (scattered data) and a worker stopped mid-fit give a
+ClusterError naming the worker and the step; partitions whose columns or dtypes differ from the
+collection's are refused before any fitting; every rejected input names its cause.
 """
 from __future__ import annotations
 
@@ -535,14 +536,88 @@ def test_worker_stuck_mid_fit_times_out(client, monkeypatch):
             os.kill(pids[state["victim"]], signal.SIGCONT)
 
 
-def test_worker_killed_mid_fit_names_the_worker(client, monkeypatch):
-    X, y, _ = _data(seed=9)
-    state, _ = _fault_at_call(monkeypatch, client, 25, signal.SIGKILL)
-    est = DaskGBFSRegressor(n_estimators=10, max_depth=3, client=client, timeout=60)
-    with pytest.raises(ClusterError, match=r"worker tcp://\S+ was lost during tree \d+, "
-                                           r".*held partitions") as info:
-        est.fit(da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300))
-    assert state["victim"] in str(info.value)
-    assert "Fit again" in str(info.value)
+@pytest.fixture(scope="module")
+def client4():
+    """A 4-worker cluster for the lost-worker tests (a killed worker restarts cold)."""
+    with _cluster(4) as cluster, Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+def _kill_at_calls(monkeypatch, client, calls):
+    """SIGKILL the worker of a shard at each of the given shard-call numbers (counted over
+    every group of the fit), before the call is sent: the call finds its worker gone."""
+    pids = client.run(os.getpid)
+    state = {"n": 0, "victims": []}
+    original = ShardGroup.call
+
+    def call(self, method, *args, **kwargs):
+        state["n"] += 1
+        if state["n"] in calls:
+            victim = self.addresses[len(state["victims"]) % len(self.addresses)]
+            if victim in pids:
+                state["victims"].append(victim)
+                os.kill(pids[victim], signal.SIGKILL)
+        return original(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(ShardGroup, "call", call)
+    return state
+
+
+def test_worker_killed_mid_fit_is_rebuilt_with_the_same_model(client4, monkeypatch):
+    # Exactly k (the search's probes, snapshots and resume), softmax (one tree per class per
+    # round), a validation set in its own shards: two workers killed at different steps; the
+    # fit finishes with the single process's trees and selection.
+    X, y, rng = _data(n=900, d=6, seed=21)
+    yc = np.digitize(y, [-1.0, 0.5, 1.5])
+    Xv, yv, _ = _data(n=300, d=6, seed=22)
+    yvc = np.digitize(yv, [-1.0, 0.5, 1.5])
+    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=3, random_state=4)
+    ref = GBFSClassifier(**kw).fit(X, yc, eval_set=(Xv, yvc))
+    state = _kill_at_calls(monkeypatch, client4, {40, 150})
+    est = DaskGBFSClassifier(client=client4, timeout=120, **kw).fit(
+        da.from_array(X, chunks=(150, 6)), da.from_array(yc, chunks=150),
+        eval_set=(da.from_array(Xv, chunks=(100, 6)), da.from_array(yvc, chunks=100)))
     monkeypatch.undo()
-    client.wait_for_workers(N_WORKERS, timeout=60)
+    assert len(state["victims"]) == 2
+    rec = est.cluster_["recoveries"]
+    assert {r["lost"] for r in rec} == set(state["victims"])
+    # rebuilt in the training shards mid-tree, and in the validation shards
+    assert sum(r["phase"].startswith("tree") for r in rec) >= 2
+    assert any("validation" in r["phase"] for r in rec)
+    _assert_same_model(ref, est)
+    assert _probes(ref) == _probes(est) and ref.mu_ == est.mu_
+    assert np.array_equal(ref.evals_result_[0], est.evals_result_[0])
+    client4.wait_for_workers(4, timeout=60)
+
+
+def test_worker_killed_mid_forest_is_rebuilt(client4, monkeypatch):
+    # ControlBurn: each tree's gradients are sent per shard; a rebuilt shard gets them again
+    X, y, rng = _data(n=600, seed=23)
+    w = rng.random(X.shape[0]) + 0.5
+    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=4, random_state=5,
+              refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    ref = ControlBurnRegressor(**kw).fit(X, y, sample_weight=w)
+    state = _kill_at_calls(monkeypatch, client4, {30})
+    est = DaskControlBurnRegressor(client=client4, timeout=120, **kw).fit(
+        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100),
+        sample_weight=da.from_array(w, chunks=100))
+    monkeypatch.undo()
+    assert len(state["victims"]) == 1 and len(est.cluster_["recoveries"]) == 1
+    _assert_same_controlburn(ref, est, X)
+    client4.wait_for_workers(4, timeout=60)
+
+
+def test_worker_killed_holding_scattered_data_is_a_clear_error(client4, monkeypatch):
+    # Scattered partitions have no graph: lost with their worker, nothing can rebuild them.
+    X, y, _ = _data(n=400, seed=9)
+    fx = client4.scatter([X[i:i + 100] for i in range(0, 400, 100)])
+    fy = client4.scatter([y[i:i + 100] for i in range(0, 400, 100)])
+    Xd = da.concatenate([da.from_delayed(f, (100, 6), np.float64) for f in fx])
+    yd = da.concatenate([da.from_delayed(f, (100,), np.float64) for f in fy])
+    state = _kill_at_calls(monkeypatch, client4, {25})
+    est = DaskGBFSRegressor(n_estimators=10, max_depth=3, client=client4, timeout=60)
+    with pytest.raises(ClusterError, match=r"worker tcp://\S+ was lost during tree \d+, .*held "
+                                           r"partitions .* which cannot be rebuilt") as info:
+        est.fit(Xd, yd)
+    assert state["victims"][0] in str(info.value)
+    assert "Fit again" in str(info.value)

@@ -16,7 +16,10 @@ against :class:`ClusterBackend`, which implements the backend methods they call:
   child as parent - left (exact), as the single process derives the sibling of the child it
   built;
 * ``node_sums``: the driver's node sums and counts (counts summed over the shards);
-* ``update_raw``: each shard adds the leaf values to its rows' raw scores.
+* ``update_raw``: each shard adds the leaf values to its rows' raw scores. The journal
+  (``_journal``) keeps, instead of this call, the tree's splits (:func:`replay_plan`, a few
+  numbers per split) and leaf values: a rebuilt shard partitions its rows by them again and
+  adds the same values, so the live tree states need not be kept.
 
 Per level only histograms of the left children (shards x splits x features x bins x 16 bytes)
 travel to the driver, and only the plan travels back. The node gain bounds of the CPU level
@@ -34,10 +37,36 @@ import numba
 import numpy as np
 
 from .._types import HIST_DTYPE, N_HIST_BINS
+from ..backends.base import SplitParams
 from ..backends.cpu import CPUBackend, _subtract_ser
 from ._shard import hist_bins
 
-__all__ = ["ClusterBackend", "GradColumn", "RawColumn", "ShardedBins"]
+__all__ = ["ClusterBackend", "GradColumn", "RawColumn", "ShardedBins", "replay_plan"]
+
+#: The split parameters a replayed partition reads (its scales only matter to the gain
+#: bounds, which a cluster does not keep).
+_REPLAY_SPLIT = SplitParams(n_bins=np.zeros(0, np.int32), g_scale=1.0, h_scale=1.0,
+                            reg_lambda=0.0, gain_divisor=1.0, min_child_weight=0.0,
+                            min_split_gain=0.0)
+
+
+def replay_plan(plan, d):
+    """The part of a level's ``SplitPlan`` that partitions rows (``advance_level`` without
+    building histograms): the splits, their left sums and category bitsets, with shared
+    placeholders of d entries for the per-feature arrays only a histogram build reads."""
+    zeros, none = _placeholders(d)
+    return plan._replace(penalty=zeros, admitted_now=none, n_admitted=0,
+                         search_full=np.zeros(0, np.bool_), next_feats=np.zeros(0, np.int32),
+                         next_n_feats=0, next_full=False, split=_REPLAY_SPLIT)
+
+
+_PLACEHOLDERS: dict = {}
+
+
+def _placeholders(d):
+    if d not in _PLACEHOLDERS:
+        _PLACEHOLDERS[d] = (np.zeros(d, np.float64), np.zeros(d, np.bool_))
+    return _PLACEHOLDERS[d]
 
 
 class ShardedBins:
@@ -72,7 +101,7 @@ class _DriverTree:
     the nodes' exact sums and row counts (no rows; no gain bounds: ``q`` empty)."""
 
     __slots__ = ("active", "hist", "node_g", "node_h", "node_count", "node_s", "q",
-                 "slot_full", "feats", "n_feats", "full", "parallel")
+                 "slot_full", "feats", "n_feats", "full", "parallel", "max_depth", "plans")
 
 
 class ClusterBackend:
@@ -163,6 +192,7 @@ class ClusterBackend:
         st.active = np.zeros(1, np.int64)
         st.feats, st.n_feats, st.full = feats, int(feats.shape[0]), feats.shape[0] == d
         st.parallel = numba.get_num_threads() > 1 and st.n_feats >= 64
+        st.max_depth, st.plans = int(max_depth), []
         st.hist = np.zeros((1, d, N_HIST_BINS, 2), HIST_DTYPE)
         parts = g.call("start_tree", int(max_depth), feats, self.bins, per_shard=per_shard)
         self._place(st.hist, slice(None), feats, sum(parts[1:], parts[0]))
@@ -186,6 +216,7 @@ class ClusterBackend:
             st.slot_full = np.ones(0, np.bool_)
             return result
         answers = self.group.call("advance", plan, bool(build_next), self.bins)
+        st.plans.append(replay_plan(plan, self.n_features))
         left = sum(a[0] for a in answers[1:]) + answers[0][0]
         nodes = st.active[plan.split_slot]
         L, R = 2 * nodes + 1, 2 * nodes + 2
@@ -223,7 +254,9 @@ class ClusterBackend:
         leaf_values = np.asarray(leaf_values, np.float64)
         self._phase("raw-score update")
         if isinstance(raw_column, RawColumn):  # runs at the start of the next call
-            self.group.defer("update_raw", raw_column.k, leaf_nodes, leaf_values)
+            self.group.defer("update_raw", raw_column.k, leaf_nodes, leaf_values,
+                             replay=("replay_tree", (raw_column.k, st.max_depth, st.plans,
+                                                     leaf_nodes, leaf_values)))
             return
         table = np.zeros(int(leaf_nodes.max()) + 1 if leaf_nodes.size else 1, np.float64)
         table[leaf_nodes] = leaf_values

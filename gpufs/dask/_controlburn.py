@@ -133,7 +133,8 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),
                              "bytes_from_workers": int(group.bytes_received),
-                             "calls": int(group.calls)}
+                             "calls": int(group.calls),
+                             "recoveries": list(group.recoveries)}
         finally:
             group.close()
         t0 = time.perf_counter()

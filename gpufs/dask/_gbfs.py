@@ -225,7 +225,8 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                              "boost_bytes_to_workers": int(group.bytes_sent - before[0]),
                              "boost_bytes_from_workers": int(group.bytes_received - before[1]),
                              "boost_calls": int(group.calls - before[2]),
-                             "histogram_bins": int(backend.bins.shape[0])}
+                             "histogram_bins": int(backend.bins.shape[0]),
+                             "recoveries": [r for g in groups_open for r in g.recoveries]}
         finally:
             for g in groups_open:
                 g.close()
@@ -244,8 +245,11 @@ _CLUSTER_PARAMS_DOC = """    client : distributed.Client or None, default=None
         The cluster to fit on (None: the current client, the last ``Client()`` created).
     timeout : float > 0, default=600
         Seconds any one wait on the workers may take (loading the partitions, one tree
-        level, ...); past it the fit stops with an error naming the step and the workers that
-        did not answer. A worker lost mid-fit stops the fit at once with an error naming it.
+        level, rebuilding a lost worker's shard, ...); past it the fit stops with an error
+        naming the step and the workers that did not answer. A worker lost mid-fit is
+        replaced: Dask recomputes its partitions, a new shard replays what the lost one had
+        done, and the fit goes on with the same model (``cluster_["recoveries"]`` lists
+        them); only partitions that cannot be recomputed (scattered data) stop the fit.
 """
 
 _CONSTRAINTS = {"client": "no_validation", "timeout": [real_range(0, closed="neither")]}

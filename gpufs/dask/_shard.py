@@ -58,12 +58,24 @@ class Shard:
         self.vec = {}
         self.snapshots = {}
         self.st = None
+        self._replayer = None
 
     def call(self, queued, method, args):
         """Run the queued calls ((method, args) pairs, ``ShardGroup.defer``), then
         ``method(*args)``; returns (the queued calls' answers, the method's answer)."""
         done = [getattr(self, m)(*a) for m, a in queued]
         return done, getattr(self, method)(*args)
+
+    def replay(self, entries):
+        """Run a journal's calls ((method, args) pairs, ``_journal.Journal.replay_for``) in
+        order, keeping none of their answers: a rebuilt shard's way to its lost state."""
+        for m, a in entries:
+            getattr(self, m)(*a)
+        return None
+
+    def noop(self):
+        """Nothing (a call that only carries deferred calls)."""
+        return None
 
     # --- rows and bins --------------------------------------------------------------------
     def sample(self, picks, positive_only=True):
@@ -221,6 +233,23 @@ class Shard:
         """raw[:, k] += the leaf value of each row (from the tree state's row segments)."""
         with thread_limit(self.n_jobs):
             self.backend.update_raw(self.raw[:, k], self.st, leaf_nodes, leaf_values)
+        return None
+
+    def replay_tree(self, k, max_depth, plans, leaf_nodes, leaf_values):
+        """raw[:, k] += the leaf values of a finished tree, its rows partitioned again by its
+        levels' splits (``_backend.replay_plan``): what ``update_raw`` did, by the same
+        partition and update kernels, without the tree state or the gradients."""
+        if self._replayer is None:  # its own scratch buffers: the live tree state keeps its
+            from ..backends.cpu import CPUBackend
+
+            self._replayer = CPUBackend(gain_bounds="never")
+        be = self._replayer
+        with thread_limit(self.n_jobs):
+            st = be.start_tree(self.data, np.zeros((self.n, 2), np.int64), 0, 0, max_depth,
+                               np.zeros(0, np.int32))
+            for plan in plans:
+                be.advance_level(st, plan, False)
+            be.update_raw(self.raw[:, k], st, leaf_nodes, leaf_values)
         return None
 
     def leaf_of_rows(self, leaf_nodes):
