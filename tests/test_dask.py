@@ -5,7 +5,9 @@ selection (features, order, record, losses, the ``mu`` search's probes) and the 
 the Dask estimators equal those of ``GBFSRegressor`` / ``GBFSClassifier`` /
 ``ControlBurnRegressor`` / ``ControlBurnClassifier`` fitted in this process on
 ``X.compute()``, with uneven partitions and empty ones, categorical columns, weights, costs,
-validation sets and early stopping, exactly k features (the search's warm start included), on
+validation sets (``eval_set`` and the ``validation_fraction`` split) and early stopping,
+exactly k features (the search's warm start included), ``warm_start`` keyed on the Dask token,
+GT-GBM's group tests, ControlBurn's sparse and single-feature trees and its warm start, on
 the module's cluster (2 workers; ``GPUFS_DASK_TEST_WORKERS=1`` or ``4`` runs the module on
 another size) and on clusters of 1 and 4 workers. Faults: workers killed mid-fit on a 4-worker
 cluster are rebuilt and the model is still the single process's; a killed worker whose
@@ -321,6 +323,116 @@ def test_controlburn_classifier_sparse_trees(client):
     assert np.array_equal(ref.predict_proba(X), est.predict_proba(Xd).compute())
 
 
+def test_controlburn_single_feature_trees(client):
+    # tree_type="single": every bag member a sweep of one-column trees, each grown on the
+    # shards' view of that column
+    X, y, rng = _data(n=600, d=5, seed=24)
+    kw = dict(n_features_to_select=2, max_depth=2, tree_type="single", max_trees_per_round=3,
+              random_state=6, refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    ref = ControlBurnRegressor(**kw).fit(X, y)
+    est = DaskControlBurnRegressor(**kw).fit(da.from_array(X, chunks=(250, 5)),
+                                             da.from_array(y, chunks=250))
+    _assert_same_controlburn(ref, est, X)
+    assert len(set(ref.forest_.ensemble.stacked()["feature"].max(axis=1).tolist())) > 1
+
+
+def test_controlburn_warm_start_reuses_the_forest(client):
+    X, y, _ = _data(n=600, seed=25)
+    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=4, random_state=7,
+              warm_start=True, refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    Xd, yd = da.from_array(X, chunks=(200, 6)), da.from_array(y, chunks=200)
+    ref = ControlBurnRegressor(**kw).fit(X, y)
+    est = DaskControlBurnRegressor(**kw).fit(Xd, yd)
+    assert not est.forest_reused_
+    ref.set_params(n_features_to_select=3).fit(X, y)
+    est.set_params(n_features_to_select=3).fit(Xd, yd)
+    assert ref.forest_reused_ and est.forest_reused_
+    _assert_same_controlburn(ref, est, X)
+    # other data (another token): the forest is grown again
+    est.fit(da.from_array(X[:500], chunks=(200, 6)), da.from_array(y[:500], chunks=200))
+    assert not est.forest_reused_
+
+
+# --------------------------------------------------------------------------------------------
+# Validation split, warm start and group testing: as one process
+# --------------------------------------------------------------------------------------------
+
+
+def test_validation_fraction_holds_out_the_single_process_rows(client):
+    # stratified by class (softmax), weights with zeros, early stopping on the held-out rows
+    X, y, rng = _data(n=900, seed=26)
+    yc = np.digitize(y, [-1.0, 0.5, 1.5])
+    w = rng.random(X.shape[0]) + 0.2
+    w[rng.random(X.shape[0]) < 0.1] = 0.0
+    kw = dict(n_estimators=10, max_depth=3, mu=0.01, validation_fraction=0.25,
+              n_iter_no_change=2, random_state=8)
+    ref = GBFSClassifier(**kw).fit(X, yc, sample_weight=w)
+    chunks = (200, 0, 350, 350)
+    est = DaskGBFSClassifier(**kw).fit(da.from_array(X, chunks=(chunks, 6)),
+                                       da.from_array(yc, chunks=(chunks,)),
+                                       sample_weight=da.from_array(w, chunks=(chunks,)))
+    _assert_same_model(ref, est)
+    assert np.array_equal(ref.evals_result_[0], est.evals_result_[0])
+    assert est.cluster_["validation_split_bytes"] == 900  # one byte a row (int8 codes)
+    # regression: not stratified, nothing gathered
+    kw = dict(n_estimators=5, max_depth=3, mu=0.01, validation_fraction=0.3, random_state=9)
+    ref = GBFSRegressor(**kw).fit(X, y)
+    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(300, 6)),
+                                      da.from_array(y, chunks=300))
+    _assert_same_model(ref, est)
+    assert est.cluster_["validation_split_bytes"] == 0
+
+
+def test_warm_start_keyed_on_the_dask_token(client):
+    X, _, rng = _data(n=800, seed=27)
+    Xz = np.nan_to_num(X)
+    y = 2.0 * Xz[:, 0] - Xz[:, 3] + 0.7 * Xz[:, 1] + 0.3 * rng.normal(size=800)
+    kw = dict(n_estimators=12, max_depth=3, n_features_to_select=3, warm_start=True,
+              random_state=10)
+    Xd, yd = da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300)
+    ref = GBFSRegressor(**kw).fit(X, y)
+    est = DaskGBFSRegressor(**kw).fit(Xd, yd)
+    _assert_same_model(ref, est)
+    ref.set_params(n_features_to_select=2).fit(X, y)
+    est.set_params(n_features_to_select=2).fit(Xd, yd)
+    _assert_same_model(ref, est)
+    # the second search reused the first one's probes, as in one process
+    assert _probes(ref) == _probes(est)
+    assert len(est._mu_history_) == len(ref._mu_history_) > len(est.mu_search_)
+    cold = DaskGBFSRegressor(**dict(kw, n_features_to_select=2)).fit(Xd, yd)
+    assert len(cold.mu_search_) > len(est.mu_search_)
+    # another collection (another token) starts cold
+    est.fit(da.from_array(X, chunks=(400, 6)) + 0.0, yd)
+    assert len(est._mu_history_) == len(est.mu_search_)
+
+
+@pytest.mark.filterwarnings("ignore:split_search='group_testing'")
+@pytest.mark.parametrize("subsets", ["per_tree", "per_fit"])
+def test_group_testing_candidates_as_one_process(client, subsets):
+    # GT-GBM: standardized columns at the merged extremes, per-shard pseudo-feature sums and
+    # histograms summed on the driver; zero weights leave rows out of the tests
+    rng = np.random.default_rng(28)
+    n, d = 700, 24
+    X = rng.normal(size=(n, d))
+    X[rng.random(X.shape) < 0.03] = np.nan
+    Xz = np.nan_to_num(X)
+    y = 2 * Xz[:, 3] - 1.5 * Xz[:, 17] + Xz[:, 9] + 0.3 * rng.normal(size=n)
+    w = rng.random(n) + 0.5
+    w[rng.random(n) < 0.1] = 0.0
+    kw = dict(n_estimators=6, max_depth=3, mu=0.02, split_search="group_testing", gt_s=3,
+              gt_subsets=subsets, random_state=11)
+    ref = GBFSRegressor(**kw).fit(X, y, sample_weight=w)
+    chunks = (150, 0, 300, 250)
+    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(chunks, d)),
+                                      da.from_array(y, chunks=(chunks,)),
+                                      sample_weight=da.from_array(w, chunks=(chunks,)))
+    assert len(ref.group_test_candidates_) == 6
+    for a, b in zip(ref.group_test_candidates_, est.group_test_candidates_):
+        assert np.array_equal(a, b)
+    _assert_same_model(ref, est)
+    assert {3, 17} <= set(ref.selected_features_.tolist())
+
+
 # --------------------------------------------------------------------------------------------
 # Refused inputs
 # --------------------------------------------------------------------------------------------
@@ -374,19 +486,11 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor().fit(X, yd)
     with pytest.raises(ValueError, match="y has 4 partitions where X has 2"):
         DaskGBFSRegressor().fit(Xd, dd.from_pandas(pd.Series(y), npartitions=4))
-    with pytest.raises(ValueError, match="validation_fraction is not supported by the Dask "
-                                         "estimators"):
-        DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd)
-    with pytest.raises(ValueError, match="GPU workers \\(dask_cuda\\) are not supported yet"):
-        DaskGBFSRegressor(device="gpu").fit(Xd, yd)
     for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
-        with pytest.raises(ValueError, match="warm_start=True is not supported by the Dask"):
-            cls(warm_start=True).fit(Xd, yd)
-    with pytest.raises(ValueError, match="split_search='group_testing' is not supported by "
-                                         "the Dask estimators"):
-        DaskGBFSRegressor(split_search="group_testing").fit(Xd, yd)
-    with pytest.raises(ValueError, match="tree_type='single' is not supported by the Dask"):
-        DaskControlBurnRegressor(tree_type="single").fit(Xd, yd)
+        with pytest.raises(ValueError, match="GPU workers \\(dask_cuda\\) are not supported yet"):
+            cls(device="gpu").fit(Xd, yd)
+    with pytest.raises(ValueError, match="give either validation_fraction or eval_set"):
+        DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd, eval_set=(Xd, yd))
     bad = y.copy()
     bad[25] = np.nan
     with pytest.raises(ValueError, match="partition 1 of X: Input y contains NaN"):
@@ -543,20 +647,21 @@ def client4():
         yield c
 
 
-def _kill_at_calls(monkeypatch, client, calls):
+def _kill_at_calls(monkeypatch, client, calls, only=""):
     """SIGKILL the worker of a shard at each of the given shard-call numbers (counted over
-    every group of the fit), before the call is sent: the call finds its worker gone."""
+    every group of the fit, calls of methods starting with ``only``), before the call is
+    sent: the call finds its worker gone."""
     pids = client.run(os.getpid)
     state = {"n": 0, "victims": []}
     original = ShardGroup.call
 
     def call(self, method, *args, **kwargs):
-        state["n"] += 1
-        if state["n"] in calls:
-            victim = self.addresses[len(state["victims"]) % len(self.addresses)]
-            if victim in pids:
-                state["victims"].append(victim)
-                os.kill(pids[victim], signal.SIGKILL)
+        state["n"] += method.startswith(only)
+        if method.startswith(only) and state["n"] in calls:
+            alive = [a for a in self.addresses if a in pids and a not in state["victims"]]
+            victim = alive[len(state["victims"]) % len(alive)]
+            state["victims"].append(victim)
+            os.kill(pids[victim], signal.SIGKILL)
         return original(self, method, *args, **kwargs)
 
     monkeypatch.setattr(ShardGroup, "call", call)
@@ -604,6 +709,29 @@ def test_worker_killed_mid_forest_is_rebuilt(client4, monkeypatch):
     monkeypatch.undo()
     assert len(state["victims"]) == 1 and len(est.cluster_["recoveries"]) == 1
     _assert_same_controlburn(ref, est, X)
+    client4.wait_for_workers(4, timeout=60)
+
+
+@pytest.mark.filterwarnings("ignore:split_search='group_testing'")
+def test_worker_killed_during_group_tests_with_a_validation_split(client4, monkeypatch):
+    # The standardized columns, the per-fit first step and a search's state are rebuilt from
+    # the journal; the training and held-out halves of each partition from their graph.
+    rng = np.random.default_rng(29)
+    n, d = 600, 16
+    X = rng.normal(size=(n, d))
+    y = (X[:, 2] - X[:, 11] + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
+    kw = dict(n_estimators=6, max_depth=3, mu=0.01, split_search="group_testing", gt_s=2,
+              gt_subsets="per_fit", validation_fraction=0.2, random_state=12)
+    ref = GBFSClassifier(**kw).fit(X, y)
+    state = _kill_at_calls(monkeypatch, client4, {12}, only="gt_hist")  # third tree
+    est = DaskGBFSClassifier(client=client4, timeout=120, **kw).fit(
+        da.from_array(X, chunks=(100, d)), da.from_array(y, chunks=100))
+    monkeypatch.undo()
+    assert len(state["victims"]) == 1 and est.cluster_["recoveries"]
+    assert any("group tests" in r["phase"] for r in est.cluster_["recoveries"])
+    for a, b in zip(ref.group_test_candidates_, est.group_test_candidates_):
+        assert np.array_equal(a, b)
+    _assert_same_model(ref, est)
     client4.wait_for_workers(4, timeout=60)
 
 

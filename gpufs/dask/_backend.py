@@ -70,10 +70,34 @@ def _placeholders(d):
 
 
 class ShardedBins:
-    """The binned matrix of a fit, held by the shards: only its shape lives here."""
+    """The binned matrix of a fit, held by the shards: only its shape lives here (and, for
+    one column of it, which column)."""
 
-    def __init__(self, n, d):
+    def __init__(self, n, d, column=None):
         self.shape = (int(n), int(d))
+        self.column = column
+
+    def __getitem__(self, key):
+        """``Xb[:, f:f + 1]``: one column (a single-feature tree's matrix), on the shards."""
+        rows, cols = key
+        if (rows != slice(None) or not isinstance(cols, slice) or cols.step not in (None, 1)
+                or self.column is not None or cols.stop != cols.start + 1):
+            raise TypeError("the shards' binned matrix is sliced by one column only")
+        return ShardedBins(self.shape[0], 1, column=int(cols.start))
+
+
+class _HostArrays:
+    """numpy, for the host arrays of the driver's algorithms (a forest's), except that
+    ``ascontiguousarray`` passes a :class:`ShardedBins` column through: the forest copies
+    each column of the binned matrix for its single-feature trees, and on a cluster the
+    column stays on the shards (each shard reads its own column of its rows, a view)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def ascontiguousarray(a, *args, **kwargs):
+        return a if isinstance(a, ShardedBins) else np.ascontiguousarray(a, *args, **kwargs)
 
 
 class GradColumn:
@@ -101,7 +125,7 @@ class _DriverTree:
     the nodes' exact sums and row counts (no rows; no gain bounds: ``q`` empty)."""
 
     __slots__ = ("active", "hist", "node_g", "node_h", "node_count", "node_s", "q",
-                 "slot_full", "feats", "n_feats", "full", "parallel", "max_depth", "plans")
+                 "slot_full", "feats", "n_feats", "full", "parallel", "max_depth", "plans", "d")
 
 
 class ClusterBackend:
@@ -116,7 +140,7 @@ class ClusterBackend:
     """
 
     name = "dask"
-    xp = np
+    xp = _HostArrays()
 
     def __init__(self, group, n_bins):
         self.group = group
@@ -138,6 +162,12 @@ class ClusterBackend:
 
     def prepare_binned(self, Xb):
         return Xb
+
+    def group_test_steps(self):
+        """GT-GBM's search steps on the shards (``_gt.ClusterSteps``)."""
+        from ._gt import ClusterSteps
+
+        return ClusterSteps
 
     # --- gradients --------------------------------------------------------------------------
     def gradient_extremes(self, g, h, w, unit_hessian, divisor):
@@ -178,8 +208,9 @@ class ClusterBackend:
         self.level = 0
         self._phase("root histogram")
         feats = np.ascontiguousarray(feats, dtype=np.int32)
-        d = self.n_features
+        d = int(data.shape[1])  # one column for a single-feature tree
         st = _DriverTree()
+        st.d = d
         n_nodes = 2 ** (int(max_depth) + 1) - 1
         st.node_g = np.zeros(n_nodes, np.int64)
         st.node_h = np.zeros(n_nodes, np.int64)
@@ -194,7 +225,8 @@ class ClusterBackend:
         st.parallel = numba.get_num_threads() > 1 and st.n_feats >= 64
         st.max_depth, st.plans = int(max_depth), []
         st.hist = np.zeros((1, d, N_HIST_BINS, 2), HIST_DTYPE)
-        parts = g.call("start_tree", int(max_depth), feats, self.bins, per_shard=per_shard)
+        parts = g.call("start_tree", int(max_depth), feats, self.bins,
+                       getattr(data, "column", None), per_shard=per_shard)
         self._place(st.hist, slice(None), feats, sum(parts[1:], parts[0]))
         return st
 
@@ -216,7 +248,7 @@ class ClusterBackend:
             st.slot_full = np.ones(0, np.bool_)
             return result
         answers = self.group.call("advance", plan, bool(build_next), self.bins)
-        st.plans.append(replay_plan(plan, self.n_features))
+        st.plans.append(replay_plan(plan, st.d))
         left = sum(a[0] for a in answers[1:]) + answers[0][0]
         nodes = st.active[plan.split_slot]
         L, R = 2 * nodes + 1, 2 * nodes + 2
@@ -228,7 +260,7 @@ class ClusterBackend:
         st.node_h[R] = st.node_h[nodes] - plan.left_h
         nxt_active = np.empty(2 * n_split, np.int64)
         nxt_active[0::2], nxt_active[1::2] = L, R
-        d = self.n_features
+        d = st.d
         feats, n_feats = plan.next_feats, plan.next_n_feats
         if build_next:
             nxt = np.zeros((2 * n_split, d, N_HIST_BINS, 2), HIST_DTYPE)

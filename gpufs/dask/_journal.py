@@ -21,7 +21,7 @@ SETUP = frozenset({"set_target", "bin", "drop_raw", "gt_standardize", "store_wei
 
 #: Calls that read shard state and change none of it.
 QUERIES = frozenset({"sample", "target", "init_parts", "words", "extremes", "leaf_of_rows",
-                     "gt_column_extremes", "tree_predictions", "class_codes", "noop"})
+                     "gt_column_extremes", "gt_hist", "tree_predictions", "noop"})
 
 
 def _snap(args):
@@ -44,8 +44,7 @@ EFFECTS = {
     "start_tree": lambda a, own: (() if own else ("gh",), ("gh", "tree")),
     "advance": lambda a, own: (("tree", "gh"), ("tree",)),
     "gt_begin": lambda a, own: (("gh",), ("gt",)),
-    "gt_sums": lambda a, own: (("gt",), ("gt",)),
-    "gt_hist": lambda a, own: (("gt",), ("gt",)),
+    "gt_sums": lambda a, own: (("gt", "gt_first"), ("gt",)),
     "gt_keep": lambda a, own: (("gt",), ("gt",)),
     "gt_first_sums": lambda a, own: ((), ("gt_first",)),
     "gt_first_bins": lambda a, own: (("gt_first",), ("gt_first",)),
