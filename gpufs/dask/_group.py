@@ -28,7 +28,8 @@ POLL_S = 1.0
 
 
 class ClusterError(RuntimeError):
-    """A distributed fit stopped: a worker was lost, a call timed out, or a worker failed."""
+    """A distributed fit stopped: a lost worker's partitions could not be recomputed, a call
+    timed out, or a worker failed."""
 
 
 def _array_bytes(obj) -> int:
