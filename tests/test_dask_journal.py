@@ -6,7 +6,7 @@ copies of the same partitions replays the journal and must hold the live shard's
 for array (raw scores and their snapshots, gradients, fixed-point gradients, the tree's row
 segments and histograms, the group tests' state), through the search for exactly k features
 (snapshots, restores, abandoned probes), softmax, a validation set and GT-GBM's per-fit group
-tests; and the fit equals the single process's. The compaction keeps what the state depends
+tests with a shard that holds none of their rows; and the fit equals the single process's. The compaction keeps what the state depends
 on and drops the rest.
 """
 from __future__ import annotations
@@ -128,14 +128,16 @@ def test_replayed_journal_holds_the_live_state_at_every_call(monkeypatch):
     y = np.digitize(2 * Xz[:, 1] - Xz[:, 5] + 0.5 * Xz[:, 6] + 0.3 * rng.normal(size=n),
                     [-1.0, 1.0])
     Xv, yv = X[:80] + 0.1, y[:80]
+    # the second shard's rows all weigh 0: it holds none of the group tests' rows
+    w = np.where(np.arange(n) < n // 2, rng.random(n) + 0.5, 0.0)
     kw = dict(n_estimators=6, max_depth=3, n_features_to_select=2,
               split_search="group_testing", gt_s=2, gt_subsets="per_fit", random_state=3)
-    ref = GBFSClassifier(**kw).fit(X, y, eval_set=(Xv, yv))
+    ref = GBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     monkeypatch.setattr(_gbfs, "load", _local_load)
     monkeypatch.setattr(_gbfs, "ShardGroup", LocalGroup)
     monkeypatch.setattr(_gbfs, "default_client", lambda c: None)
     LocalGroup.checks = 0
-    est = DaskGBFSClassifier(**kw).fit(X, y, eval_set=(Xv, yv))
+    est = DaskGBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     assert LocalGroup.checks > 200
     assert len(ref.mu_search_) > 1 and est.mu_search_ == [
         dict(p, seconds=q["seconds"]) for p, q in zip(ref.mu_search_, est.mu_search_)]

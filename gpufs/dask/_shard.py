@@ -3,9 +3,11 @@
 Owns everything a worker does, on the partitions it holds, with the CPU backend's kernels
 (``gpufs.backends.cpu``): the binning sample and the bins, the target, the raw scores, the
 gradients and their fixed point, the tree state (its row segments per node), the histograms of
-its rows, the partition by the driver's decisions, the raw-score update, and the two-pass
-pieces of the exact sums. The arrays stay in the worker's memory across levels, trees and
-rounds; a call returns only numbers, histograms or (for a forest) one small value per row.
+its rows, the partition by the driver's decisions, the raw-score update, the two-pass
+pieces of the exact sums, and its rows' part of GT-GBM's group tests. The arrays stay in the
+worker's memory across levels, trees and rounds; a call returns only numbers, histograms or
+(for a forest) one small value per row. Every method is a function of the rows and its
+arguments, so a shard that replays the driver's journal (``replay``) holds a lost one's state.
 
 Row order inside a shard does not matter: histograms and fixed-point sums are int64 sums, and
 every per-row result is a function of the row alone.
@@ -15,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._threading import thread_limit
-from ..backends.cpu import BinnedMatrix
 from .._types import N_HIST_BINS
+from ..backends.cpu import BinnedMatrix, CPUBackend
 from ..group_testing import (CPUSteps, pseudo_feature_bins, pseudo_feature_extremes,
                              pseudo_feature_histograms, standardize_extremes, standardize_with)
 from ..quantize import exact_sum_words
@@ -54,8 +56,6 @@ class Shard:
     """
 
     def __init__(self, parts, offsets, n_jobs=None):
-        from ..backends.cpu import CPUBackend
-
         self.parts = list(parts)
         self.offsets = list(offsets)
         self.n = int(sum(p.X.shape[0] for p in self.parts))
@@ -263,8 +263,6 @@ class Shard:
         levels' splits (``_backend.replay_plan``): what ``update_raw`` did, by the same
         partition and update kernels, without the tree state or the gradients."""
         if self._replayer is None:  # its own scratch buffers: the live tree state keeps its
-            from ..backends.cpu import CPUBackend
-
             self._replayer = CPUBackend(gain_bounds="never")
         be = self._replayer
         with thread_limit(self.n_jobs):
@@ -326,14 +324,15 @@ class Shard:
         right halves by subtraction), kept; returns their (min, max) (2k, 2) int32, or None
         for the per-fit first step (binned already)."""
         with thread_limit(self.n_jobs):
-            both, self.gt_bins = self.gt.columns(subsets, active, left, right,
-                                                 self.gt_first if first else None)
+            both, bins = self.gt.columns(subsets, active, left, right,
+                                         self.gt_first if first else None)
+            self.gt_bins = bins if first else None
             return None if first else pseudo_feature_extremes(both)
 
     def gt_hist(self, max_bins, v_lo, v_hi):
         """The step's (g, h) histograms of these rows, (2k, max_bins, 2) int64: the
         pseudo-features binned at the merged extremes (or the first step's bins)."""
-        P = self.gt_bins if self.gt_bins.size else self.gt.both
+        P = self.gt.both if self.gt_bins is None else self.gt_bins
         with thread_limit(self.n_jobs):
             return pseudo_feature_histograms(P, self.gt.gh, max_bins, v_lo, v_hi)
 
