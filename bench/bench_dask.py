@@ -4,23 +4,29 @@ GBFS at mu = 0 (the plain boosted trees, so XGBoost grows the same kind of tree)
 histogram bins, squared error, float32 features generated on the workers
 (``dask.array.random``, seeded) and the same rows computed into this process for the
 single-process fit. Per worker count: time per tree of the boosting phase (the fit's ``boost``
-time over the trees; loading and binning reported apart), the array bytes that crossed between
-the driver and the workers per tree (measured by the shards' calls), the bytes the level-step
-formula predicts (per level: workers x split nodes x histogram slots x 16; the root level
-sends one histogram per worker), the ratio to the single-process estimator's time per tree
-measured in the same run, and ``xgboost.dask.train`` (``tree_method="hist"``) on the same
-cluster and the same persisted data: its time per tree (training only, after its
-``DaskQuantileDMatrix`` is built). The Dask model is checked to equal the single-process one
-bit for bit. Optionally (``--controlburn-rows``) a ControlBurn forest's time per tree and bytes
-per tree, single process vs the cluster.
+time over the trees; loading and binning reported apart), the bytes that pass through the
+driver per tree (``driver_bytes_per_tree``: the arrays the shards' calls sent to the workers
+plus those they returned, measured on every call of the boosting phase, both directions
+apart too), the bytes the level-step formula predicts (per level: workers x split nodes x
+histogram slots x 16; the root level sends one histogram per worker), the ratio to the
+single-process estimator's time per tree measured in the same run, and ``xgboost.dask.train``
+(``tree_method="hist"``) on the same cluster and the same persisted data: its time per tree
+(training only, after its ``DaskQuantileDMatrix`` is built; its histograms are reduced among
+the workers, so its driver sees none of them). The Dask model is checked to equal the
+single-process one bit for bit. Optionally (``--controlburn-rows``) a ControlBurn forest's time
+per tree and bytes per tree, single process vs the cluster.
 
-One JSON line per configuration to ``results/dask_cpu<cores>.jsonl``, with the machine and its
-load. Usage::
+One JSON line per configuration to ``results/dask_cpu<cores>.jsonl`` (or ``--out``), with the
+machine and its load. Usage::
 
     python bench/bench_dask.py                          # the issue's size: 4,000,000 x 100
     python bench/bench_dask.py --rows 1000000 --trees 20 --controlburn-rows 200000
     python bench/bench_dask.py --rows 1000000 --repeat 3 --controlburn-rows 200000
     python bench/bench_dask.py --rows 20000 --trees 2 --workers 1 2   # smoke test
+    # bytes through the driver against workers, small data (each worker holds rows: at least
+    # two partitions per worker)
+    python bench/bench_dask.py --rows 32000 --features 20 --trees 3 --workers 1 2 4 8 16 \
+        --out results/dask_driver_bytes_cpu2.jsonl
 
 On a 2-core machine the workers share two cores: 1 worker runs its kernels on 2 threads, 2 and
 4 workers on 1 thread each (4 workers oversubscribe), so the cluster runs measure the
@@ -91,7 +97,9 @@ def run(args):
     from gpufs.dask import DaskGBFSRegressor
 
     cores = os.cpu_count() or 1
-    out = RESULTS / f"dask_cpu{cores}.jsonl"
+    out = Path(args.out) if args.out else RESULTS / f"dask_cpu{cores}.jsonl"
+    if not out.is_absolute():
+        out = RESULTS.parent / out
     RESULTS.mkdir(exist_ok=True)
     records = []
     for nw in args.workers:
@@ -99,7 +107,9 @@ def run(args):
         with LocalCluster(n_workers=nw, threads_per_worker=1, processes=True,
                           dashboard_address=":0", silence_logs=40) as cluster, \
                 Client(cluster) as client:
-            X, y = make_data(client, args.rows, args.features, args.partitions)
+            # at least two partitions per worker, so that every worker holds rows
+            n_parts = max(args.partitions, 2 * nw)
+            X, y = make_data(client, args.rows, args.features, n_parts)
             # The same rows in this process, fitted right before the cluster's fit so both
             # run under the same load (the machine is shared): the ratio's denominator.
             Xh, yh = dask.compute(X, y)
@@ -135,11 +145,13 @@ def run(args):
             n_used = len(c["workers"])
             rec = {"kind": "gpufs_dask", "workers": nw, "workers_holding_rows": n_used,
                    "threads_per_worker": threads, "rows": args.rows, "features": args.features,
-                   "depth": args.depth, "trees": args.trees, "partitions": args.partitions,
+                   "depth": args.depth, "trees": args.trees, "partitions": n_parts,
                    "fit_s": wall, "times": dask_times, "per_tree_s": per_tree,
                    "per_tree_s_runs": [r[2] for r in dask_runs],
                    "ratio_to_single_process": per_tree / single_rec["per_tree_s"],
                    "identical_to_single_process": bool(same_trees(single, est)),
+                   "driver_bytes_per_tree": (c["boost_bytes_from_workers"]
+                                             + c["boost_bytes_to_workers"]) / args.trees,
                    "bytes_from_workers_per_tree": c["boost_bytes_from_workers"] / args.trees,
                    "bytes_to_workers_per_tree": c["boost_bytes_to_workers"] / args.trees,
                    "calls_per_tree": c["boost_calls"] / args.trees,
@@ -230,6 +242,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--controlburn-rows", type=int, default=0)
     ap.add_argument("--no-xgboost", action="store_true")
+    ap.add_argument("--out", default=None,
+                    help="the JSON lines file (default results/dask_cpu<cores>.jsonl)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="fit the single process and the cluster this many times each, "
                          "alternating; keep each one's best time per tree")

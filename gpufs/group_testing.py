@@ -83,9 +83,11 @@ from ._device import namespace_of, to_host
 from ._gain import candidate, parent_term
 from ._types import N_HIST_BINS
 
-__all__ = ["FirstStep", "GroupTestSearch", "draw_subsets", "group_test_candidates",
-           "isolation_probability", "n_search_steps", "n_subsets", "pseudo_features_per_tree",
-           "standardize", "standardized_values", "subset_size", "STANDARDIZED_MAX"]
+__all__ = ["FirstStep", "GroupTestSearch", "best_gains", "draw_subsets",
+           "group_test_candidates", "isolation_probability", "n_search_steps", "n_subsets",
+           "pseudo_feature_bins", "pseudo_feature_extremes", "pseudo_feature_histograms",
+           "pseudo_features_per_tree", "standardize", "standardize_extremes",
+           "standardize_with", "standardized_values", "subset_size", "STANDARDIZED_MAX"]
 
 #: Standardized columns are integers in [0, STANDARDIZED_MAX] (8 fractional bits).
 STANDARDIZED_MAX = 255
@@ -249,11 +251,52 @@ def standardize(X, backend, block: int = 64):
 
 def _standardize_columns(X, block):
     """``standardize`` in the CPU layout: uint8 (n_features, n_samples)."""
+    return standardize_with(X, *standardize_extremes(X))
+
+
+def _float_rows(X):
     X = np.asarray(X)
     if X.dtype != np.float32 and X.dtype != np.float64:
         X = X.astype(np.float64)
+    return np.ascontiguousarray(X)
+
+
+def standardize_extremes(X):
+    """Each column's minimum and maximum over its non-missing values, the extremes
+    ``standardize`` scales by (a cluster's shards take the min and max of theirs).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float
+
+    Returns
+    -------
+    lo, hi : ndarray of shape (n_features,), float64
+        inf and -inf for a column without values.
+    """
+    X = _float_rows(X)
+    lo = np.full(X.shape[1], np.inf)
+    hi = np.full(X.shape[1], -np.inf)
+    _column_extremes(X, lo, hi)
+    return lo, hi
+
+
+def standardize_with(X, lo, hi):
+    """``standardize``'s CPU layout of the rows X at the column extremes ``lo``, ``hi``
+    (:func:`standardize_extremes` of X, or of a whole table X is a part of).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float
+    lo, hi : ndarray of shape (n_features,), float64
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_samples), uint8
+    """
+    X = _float_rows(X)
     out = np.empty((X.shape[1], X.shape[0]), np.uint8)
-    _standardize_cpu(np.ascontiguousarray(X), out)
+    _standardize_cpu(X, np.asarray(lo, np.float64), np.asarray(hi, np.float64), out)
     return out
 
 
@@ -277,28 +320,35 @@ def _standardize_float32(X, block):
 
 
 @njit(parallel=True, cache=True)
-def _standardize_cpu(X, out):
-    """``standardize`` on the CPU: X (n, d) float32/float64 C order -> out (d, n) uint8, in
-    blocks of 64 columns (each row's slice of a block is contiguous)."""
+def _column_extremes(X, lo, hi):
+    """lo[f], hi[f] = min and max of column f's non-NaN values, in blocks of 64 columns."""
     n, d = X.shape
     for blk in prange((d + 63) // 64):
         a = blk * 64
         b = min(d, a + 64)
-        lo = np.full(b - a, np.inf)
-        hi = np.full(b - a, -np.inf)
         for i in range(n):
             for f in range(a, b):
                 x = np.float64(X[i, f])
                 if x == x:
-                    lo[f - a] = min(lo[f - a], x)
-                    hi[f - a] = max(hi[f - a], x)
-        span = hi - lo
+                    lo[f] = min(lo[f], x)
+                    hi[f] = max(hi[f], x)
+
+
+@njit(parallel=True, cache=True)
+def _standardize_cpu(X, lo, hi, out):
+    """``standardize`` on the CPU: X (n, d) float32/float64 C order -> out (d, n) uint8 at
+    the column extremes lo, hi, in blocks of 64 columns (each row's slice of a block is
+    contiguous)."""
+    n, d = X.shape
+    for blk in prange((d + 63) // 64):
+        a = blk * 64
+        b = min(d, a + 64)
         for i in range(n):
             for f in range(a, b):
                 x = np.float64(X[i, f])
-                sp = span[f - a]
+                sp = hi[f] - lo[f]
                 if x == x and sp > 0 and sp < np.inf:
-                    out[f, i] = np.uint8(np.rint((x - lo[f - a]) / sp * 255.0))
+                    out[f, i] = np.uint8(np.rint((x - lo[f]) / sp * 255.0))
                 else:
                     out[f, i] = 0
 
@@ -423,6 +473,12 @@ def _bins_of(v, nb, bins):
     for r in range(v.shape[0]):
         v_lo = min(v_lo, v[r])
         v_hi = max(v_hi, v[r])
+    _bins_at(v, nb, v_lo, v_hi, bins)
+
+
+@njit(inline="always")
+def _bins_at(v, nb, v_lo, v_hi, bins):
+    """``_bins_of`` at given extremes (those of every row of the pseudo-feature)."""
     scale = _bin_scale(nb, v_lo, v_hi)
     for r in range(v.shape[0]):
         bins[r] = np.uint8(np.int32(np.float64(v[r] - v_lo) * scale))
@@ -472,6 +528,113 @@ def _bin_columns(P, nb, B):
     """B[c] = the bins of pseudo-feature P[c] (the per-fit first step, ``FirstStep``)."""
     for c in prange(P.shape[0]):
         _bins_of(P[c], nb, B[c])
+
+
+@njit(parallel=True, cache=True)
+def _pseudo_extremes(P, out):
+    for c in prange(P.shape[0]):
+        lo = np.int32(2147483647)
+        hi = np.int32(-2147483648)
+        for r in range(P.shape[1]):
+            lo = min(lo, P[c, r])
+            hi = max(hi, P[c, r])
+        out[c, 0] = lo
+        out[c, 1] = hi
+
+
+@njit(parallel=True, cache=True)
+def _bin_columns_at(P, nb, v_lo, v_hi, B):
+    for c in prange(P.shape[0]):
+        _bins_at(P[c], nb, v_lo[c], v_hi[c], B[c])
+
+
+@njit(parallel=True, cache=True)
+def _pseudo_histograms(B, gh, out):
+    for c in prange(B.shape[0]):
+        for r in range(B.shape[1]):
+            b = B[c, r]
+            out[c, b, 0] += gh[r, 0]
+            out[c, b, 1] += gh[r, 1]
+
+
+def pseudo_feature_extremes(P):
+    """Each pseudo-feature's minimum and maximum over these rows (a part of the rows, on a
+    cluster's shard: the driver takes the min and max over the shards).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n_columns, n_rows), int32
+
+    Returns
+    -------
+    ndarray of shape (n_columns, 2), int32
+        (min, max); (2**31 - 1, -2**31) for no rows.
+    """
+    out = np.empty((P.shape[0], 2), np.int32)
+    _pseudo_extremes(P, out)
+    return out
+
+
+def pseudo_feature_histograms(P, gh, max_bins, v_lo, v_hi):
+    """The histograms a search step scores, of these rows only: each pseudo-feature binned
+    by ``_bins_of``'s rule at the extremes ``v_lo``, ``v_hi`` of all the rows, then its
+    (g, h) sums per bin. Summed over every part of the rows (int64, exact) they are the
+    histograms the step builds on the whole table.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n_columns, n_rows), int32, or uint8 bins
+        The pseudo-features (or, uint8, their bins already: the per-fit first step's).
+    gh : ndarray of shape (n_rows, 2), int64
+    max_bins : int
+    v_lo, v_hi : ndarray of shape (n_columns,), int32 (ignored for bins)
+
+    Returns
+    -------
+    ndarray of shape (n_columns, max_bins, 2), int64
+    """
+    B = P if P.dtype == np.uint8 else pseudo_feature_bins(P, max_bins, v_lo, v_hi)
+    out = np.zeros((B.shape[0], int(max_bins), 2), np.int64)
+    _pseudo_histograms(B, np.ascontiguousarray(gh), out)
+    return out
+
+
+def pseudo_feature_bins(P, max_bins, v_lo, v_hi):
+    """The equal-width bins of pseudo-features at given extremes (``_bins_of``'s rule).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n_columns, n_rows), int32
+    max_bins : int
+    v_lo, v_hi : ndarray of shape (n_columns,), int32
+        Each pseudo-feature's minimum and maximum over all the rows.
+
+    Returns
+    -------
+    ndarray of shape (n_columns, n_rows), uint8
+    """
+    B = np.empty(P.shape, np.uint8)
+    _bin_columns_at(P, int(max_bins), np.asarray(v_lo, np.int32), np.asarray(v_hi, np.int32),
+                    B)
+    return B
+
+
+def best_gains(hist, scan):
+    """The best threshold gain of each pseudo-feature histogram, as a search step scores it.
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_columns, >= max_bins, 2), int64
+    scan : tuple
+        (max_bins, G_q, H_q, 1 / g_scale, 1 / h_scale, reg_lambda, min_child_weight).
+
+    Returns
+    -------
+    ndarray of shape (n_columns,), float64
+    """
+    gains = np.empty(hist.shape[0], np.float64)
+    _best_gains_of_histograms(np.ascontiguousarray(hist), *scan, gains)
+    return gains
 
 
 _NO_BINS = np.zeros((0, 0), np.uint8)
@@ -529,7 +692,9 @@ class CPUSteps:
         _bin_columns(both, self.scan[0], B)
         return B
 
-    def step(self, subsets, active, left, right, first=None):
+    def columns(self, subsets, active, left, right, first=None):
+        """The step's pseudo-features (2k, n) int32, left halves then right halves, and
+        their bins (the per-fit first step's; else empty: binned when scored)."""
         k = active.shape[0]
         B = _NO_BINS
         if first is not None:                   # the per-fit first step: sums and bins
@@ -540,10 +705,15 @@ class CPUSteps:
             both = np.empty((2 * k, self.n), np.int32)
             self.sums(subsets, left, both[:k])
             _rest_par(self.prev, self.row_of[active], both)
+        self.both = both
+        return both, B
+
+    def step(self, subsets, active, left, right, first=None):
+        k = active.shape[0]
+        both, B = self.columns(subsets, active, left, right, first)
         gains = np.empty(2 * k, np.float64)
         parallel = self.parallel and both.size >= _PARALLEL_MIN_WORK // 4
         (_scan_par if parallel else _scan_ser)(both, B, self.gh, *self.scan, gains)
-        self.both = both
         return gains[:k], gains[k:]
 
     def keep(self, active, keep_left):

@@ -5,12 +5,15 @@ selection (features, order, record, losses, the ``mu`` search's probes) and the 
 the Dask estimators equal those of ``GBFSRegressor`` / ``GBFSClassifier`` /
 ``ControlBurnRegressor`` / ``ControlBurnClassifier`` fitted in this process on
 ``X.compute()``, with uneven partitions and empty ones, categorical columns, weights, costs,
-validation sets and early stopping, exactly k features (the search's warm start included), on
+validation sets (``eval_set`` and the ``validation_fraction`` split) and early stopping,
+exactly k features (the search's warm start included), ``warm_start`` keyed on the Dask token,
+GT-GBM's group tests, ControlBurn's sparse and single-feature trees and its warm start, on
 the module's cluster (2 workers; ``GPUFS_DASK_TEST_WORKERS=1`` or ``4`` runs the module on
-another size) and on clusters of 1 and 4 workers. Faults: a worker killed mid-fit and a worker
-stopped mid-fit give a ClusterError naming the worker and the step; partitions whose columns or
-dtypes differ from the collection's are refused before any fitting; every rejected input
-names its cause.
+another size) and on clusters of 1 and 4 workers. Faults: workers killed mid-fit on a 4-worker
+cluster are rebuilt and the model is still the single process's; a killed worker whose
+partitions cannot be recomputed (scattered data) and a worker stopped mid-fit give a
+ClusterError naming the worker and the step; partitions whose columns or dtypes differ from the
+collection's are refused before any fitting; every rejected input names its cause.
 """
 from __future__ import annotations
 
@@ -320,6 +323,116 @@ def test_controlburn_classifier_sparse_trees(client):
     assert np.array_equal(ref.predict_proba(X), est.predict_proba(Xd).compute())
 
 
+def test_controlburn_single_feature_trees(client):
+    # tree_type="single": every bag member a sweep of one-column trees, each grown on the
+    # shards' view of that column
+    X, y, rng = _data(n=600, d=5, seed=24)
+    kw = dict(n_features_to_select=2, max_depth=2, tree_type="single", max_trees_per_round=3,
+              random_state=6, refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    ref = ControlBurnRegressor(**kw).fit(X, y)
+    est = DaskControlBurnRegressor(**kw).fit(da.from_array(X, chunks=(250, 5)),
+                                             da.from_array(y, chunks=250))
+    _assert_same_controlburn(ref, est, X)
+    assert len(set(ref.forest_.ensemble.stacked()["feature"].max(axis=1).tolist())) > 1
+
+
+def test_controlburn_warm_start_reuses_the_forest(client):
+    X, y, _ = _data(n=600, seed=25)
+    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=4, random_state=7,
+              warm_start=True, refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    Xd, yd = da.from_array(X, chunks=(200, 6)), da.from_array(y, chunks=200)
+    ref = ControlBurnRegressor(**kw).fit(X, y)
+    est = DaskControlBurnRegressor(**kw).fit(Xd, yd)
+    assert not est.forest_reused_
+    ref.set_params(n_features_to_select=3).fit(X, y)
+    est.set_params(n_features_to_select=3).fit(Xd, yd)
+    assert ref.forest_reused_ and est.forest_reused_
+    _assert_same_controlburn(ref, est, X)
+    # other data (another token): the forest is grown again
+    est.fit(da.from_array(X[:500], chunks=(200, 6)), da.from_array(y[:500], chunks=200))
+    assert not est.forest_reused_
+
+
+# --------------------------------------------------------------------------------------------
+# Validation split, warm start and group testing: as one process
+# --------------------------------------------------------------------------------------------
+
+
+def test_validation_fraction_holds_out_the_single_process_rows(client):
+    # stratified by class (softmax), weights with zeros, early stopping on the held-out rows
+    X, y, rng = _data(n=900, seed=26)
+    yc = np.digitize(y, [-1.0, 0.5, 1.5])
+    w = rng.random(X.shape[0]) + 0.2
+    w[rng.random(X.shape[0]) < 0.1] = 0.0
+    kw = dict(n_estimators=10, max_depth=3, mu=0.01, validation_fraction=0.25,
+              n_iter_no_change=2, random_state=8)
+    ref = GBFSClassifier(**kw).fit(X, yc, sample_weight=w)
+    chunks = (200, 0, 350, 350)
+    est = DaskGBFSClassifier(**kw).fit(da.from_array(X, chunks=(chunks, 6)),
+                                       da.from_array(yc, chunks=(chunks,)),
+                                       sample_weight=da.from_array(w, chunks=(chunks,)))
+    _assert_same_model(ref, est)
+    assert np.array_equal(ref.evals_result_[0], est.evals_result_[0])
+    assert est.cluster_["validation_split_bytes"] == 900  # one byte a row (int8 codes)
+    # regression: not stratified, nothing gathered
+    kw = dict(n_estimators=5, max_depth=3, mu=0.01, validation_fraction=0.3, random_state=9)
+    ref = GBFSRegressor(**kw).fit(X, y)
+    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(300, 6)),
+                                      da.from_array(y, chunks=300))
+    _assert_same_model(ref, est)
+    assert est.cluster_["validation_split_bytes"] == 0
+
+
+def test_warm_start_keyed_on_the_dask_token(client):
+    X, _, rng = _data(n=800, seed=27)
+    Xz = np.nan_to_num(X)
+    y = 2.0 * Xz[:, 0] - Xz[:, 3] + 0.7 * Xz[:, 1] + 0.3 * rng.normal(size=800)
+    kw = dict(n_estimators=12, max_depth=3, n_features_to_select=3, warm_start=True,
+              random_state=10)
+    Xd, yd = da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300)
+    ref = GBFSRegressor(**kw).fit(X, y)
+    est = DaskGBFSRegressor(**kw).fit(Xd, yd)
+    _assert_same_model(ref, est)
+    ref.set_params(n_features_to_select=2).fit(X, y)
+    est.set_params(n_features_to_select=2).fit(Xd, yd)
+    _assert_same_model(ref, est)
+    # the second search reused the first one's probes, as in one process
+    assert _probes(ref) == _probes(est)
+    assert len(est._mu_history_) == len(ref._mu_history_) > len(est.mu_search_)
+    cold = DaskGBFSRegressor(**dict(kw, n_features_to_select=2)).fit(Xd, yd)
+    assert len(cold.mu_search_) > len(est.mu_search_)
+    # another collection (another token) starts cold
+    est.fit(da.from_array(X, chunks=(400, 6)) + 0.0, yd)
+    assert len(est._mu_history_) == len(est.mu_search_)
+
+
+@pytest.mark.filterwarnings("ignore:split_search='group_testing'")
+@pytest.mark.parametrize("subsets", ["per_tree", "per_fit"])
+def test_group_testing_candidates_as_one_process(client, subsets):
+    # GT-GBM: standardized columns at the merged extremes, per-shard pseudo-feature sums and
+    # histograms summed on the driver; zero weights leave rows out of the tests
+    rng = np.random.default_rng(28)
+    n, d = 700, 24
+    X = rng.normal(size=(n, d))
+    X[rng.random(X.shape) < 0.03] = np.nan
+    Xz = np.nan_to_num(X)
+    y = 2 * Xz[:, 3] - 1.5 * Xz[:, 17] + Xz[:, 9] + 0.3 * rng.normal(size=n)
+    w = rng.random(n) + 0.5
+    w[rng.random(n) < 0.1] = 0.0
+    kw = dict(n_estimators=6, max_depth=3, mu=0.02, split_search="group_testing", gt_s=3,
+              gt_subsets=subsets, random_state=11)
+    ref = GBFSRegressor(**kw).fit(X, y, sample_weight=w)
+    chunks = (150, 0, 300, 250)
+    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(chunks, d)),
+                                      da.from_array(y, chunks=(chunks,)),
+                                      sample_weight=da.from_array(w, chunks=(chunks,)))
+    assert len(ref.group_test_candidates_) == 6
+    for a, b in zip(ref.group_test_candidates_, est.group_test_candidates_):
+        assert np.array_equal(a, b)
+    _assert_same_model(ref, est)
+    assert {3, 17} <= set(ref.selected_features_.tolist())
+
+
 # --------------------------------------------------------------------------------------------
 # Refused inputs
 # --------------------------------------------------------------------------------------------
@@ -373,19 +486,11 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor().fit(X, yd)
     with pytest.raises(ValueError, match="y has 4 partitions where X has 2"):
         DaskGBFSRegressor().fit(Xd, dd.from_pandas(pd.Series(y), npartitions=4))
-    with pytest.raises(ValueError, match="validation_fraction is not supported by the Dask "
-                                         "estimators"):
-        DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd)
-    with pytest.raises(ValueError, match="GPU workers \\(dask_cuda\\) are not supported yet"):
-        DaskGBFSRegressor(device="gpu").fit(Xd, yd)
     for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
-        with pytest.raises(ValueError, match="warm_start=True is not supported by the Dask"):
-            cls(warm_start=True).fit(Xd, yd)
-    with pytest.raises(ValueError, match="split_search='group_testing' is not supported by "
-                                         "the Dask estimators"):
-        DaskGBFSRegressor(split_search="group_testing").fit(Xd, yd)
-    with pytest.raises(ValueError, match="tree_type='single' is not supported by the Dask"):
-        DaskControlBurnRegressor(tree_type="single").fit(Xd, yd)
+        with pytest.raises(ValueError, match="GPU workers \\(dask_cuda\\) are not supported yet"):
+            cls(device="gpu").fit(Xd, yd)
+    with pytest.raises(ValueError, match="give either validation_fraction or eval_set"):
+        DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd, eval_set=(Xd, yd))
     bad = y.copy()
     bad[25] = np.nan
     # issue 26: a NaN in y was reported as "partition 1 of X"
@@ -527,6 +632,8 @@ def test_worker_stuck_mid_fit_times_out(client, monkeypatch):
     client.wait_for_workers(N_WORKERS, timeout=60)
     X, y, _ = _data(seed=10)
     Xd, yd = da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300)
+    # warm workers (gpufs imported, kernels loaded), so that only the stuck one is slow
+    DaskGBFSRegressor(n_estimators=1, max_depth=1, client=client).fit(Xd, yd)
     state, pids = _fault_at_call(monkeypatch, client, 20, signal.SIGSTOP)
     est = DaskGBFSRegressor(n_estimators=10, max_depth=3, client=client, timeout=3)
     try:
@@ -539,14 +646,119 @@ def test_worker_stuck_mid_fit_times_out(client, monkeypatch):
             os.kill(pids[state["victim"]], signal.SIGCONT)
 
 
-def test_worker_killed_mid_fit_names_the_worker(client, monkeypatch):
-    X, y, _ = _data(seed=9)
-    state, _ = _fault_at_call(monkeypatch, client, 25, signal.SIGKILL)
-    est = DaskGBFSRegressor(n_estimators=10, max_depth=3, client=client, timeout=60)
-    with pytest.raises(ClusterError, match=r"worker tcp://\S+ was lost during tree \d+, "
-                                           r".*held partitions") as info:
-        est.fit(da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300))
-    assert state["victim"] in str(info.value)
-    assert "Fit again" in str(info.value)
+@pytest.fixture(scope="module")
+def client4():
+    """A 4-worker cluster for the lost-worker tests (a killed worker restarts cold)."""
+    with _cluster(4) as cluster, Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+def _ready(client, n=3):
+    """At least ``n`` workers: a killed worker's nanny restarts it, in seconds on a quiet
+    machine, sometimes over a minute on a loaded one (the tests need survivors, not 4)."""
+    client.wait_for_workers(n, timeout=180)
+
+
+def _kill_at_calls(monkeypatch, client, calls, only=""):
+    """SIGKILL the worker of a shard at each of the given shard-call numbers (counted over
+    every group of the fit, calls of methods starting with ``only``), before the call is
+    sent: the call finds its worker gone."""
+    pids = client.run(os.getpid)
+    state = {"n": 0, "victims": []}
+    original = ShardGroup.call
+
+    def call(self, method, *args, **kwargs):
+        state["n"] += method.startswith(only)
+        if method.startswith(only) and state["n"] in calls:
+            alive = [a for a in self.addresses if a in pids and a not in state["victims"]]
+            victim = alive[len(state["victims"]) % len(alive)]
+            state["victims"].append(victim)
+            os.kill(pids[victim], signal.SIGKILL)
+        return original(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(ShardGroup, "call", call)
+    return state
+
+
+def test_worker_killed_mid_fit_is_rebuilt_with_the_same_model(client4, monkeypatch):
+    # Exactly k (the search's probes, snapshots and resume), softmax (one tree per class per
+    # round), a validation set in its own shards: two workers killed at different steps; the
+    # fit finishes with the single process's trees and selection.
+    _ready(client4)
+    X, y, rng = _data(n=900, d=6, seed=21)
+    yc = np.digitize(y, [-1.0, 0.5, 1.5])
+    Xv, yv, _ = _data(n=300, d=6, seed=22)
+    yvc = np.digitize(yv, [-1.0, 0.5, 1.5])
+    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=3, random_state=4)
+    ref = GBFSClassifier(**kw).fit(X, yc, eval_set=(Xv, yvc))
+    state = _kill_at_calls(monkeypatch, client4, {40, 150})
+    est = DaskGBFSClassifier(client=client4, timeout=120, **kw).fit(
+        da.from_array(X, chunks=(150, 6)), da.from_array(yc, chunks=150),
+        eval_set=(da.from_array(Xv, chunks=(100, 6)), da.from_array(yvc, chunks=100)))
     monkeypatch.undo()
-    client.wait_for_workers(N_WORKERS, timeout=60)
+    assert len(state["victims"]) == 2
+    rec = est.cluster_["recoveries"]
+    assert {r["lost"] for r in rec} == set(state["victims"])
+    # rebuilt in the training shards mid-tree, and in the validation shards
+    assert sum(r["phase"].startswith("tree") for r in rec) >= 2
+    assert any("validation" in r["phase"] for r in rec)
+    _assert_same_model(ref, est)
+    assert _probes(ref) == _probes(est) and ref.mu_ == est.mu_
+    assert np.array_equal(ref.evals_result_[0], est.evals_result_[0])
+
+
+def test_worker_killed_mid_forest_is_rebuilt(client4, monkeypatch):
+    # ControlBurn: each tree's gradients are sent per shard; a rebuilt shard gets them again
+    _ready(client4)
+    X, y, rng = _data(n=600, seed=23)
+    w = rng.random(X.shape[0]) + 0.5
+    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=4, random_state=5,
+              refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    ref = ControlBurnRegressor(**kw).fit(X, y, sample_weight=w)
+    state = _kill_at_calls(monkeypatch, client4, {30})
+    est = DaskControlBurnRegressor(client=client4, timeout=120, **kw).fit(
+        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100),
+        sample_weight=da.from_array(w, chunks=100))
+    monkeypatch.undo()
+    assert len(state["victims"]) == 1 and len(est.cluster_["recoveries"]) == 1
+    _assert_same_controlburn(ref, est, X)
+
+
+@pytest.mark.filterwarnings("ignore:split_search='group_testing'")
+def test_worker_killed_during_group_tests_with_a_validation_split(client4, monkeypatch):
+    # The standardized columns, the per-fit first step and a search's state are rebuilt from
+    # the journal; the training and held-out halves of each partition from their graph.
+    _ready(client4)
+    rng = np.random.default_rng(29)
+    n, d = 600, 16
+    X = rng.normal(size=(n, d))
+    y = (X[:, 2] - X[:, 11] + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
+    kw = dict(n_estimators=6, max_depth=3, mu=0.01, split_search="group_testing", gt_s=2,
+              gt_subsets="per_fit", validation_fraction=0.2, random_state=12)
+    ref = GBFSClassifier(**kw).fit(X, y)
+    state = _kill_at_calls(monkeypatch, client4, {12}, only="gt_hist")  # third tree
+    est = DaskGBFSClassifier(client=client4, timeout=120, **kw).fit(
+        da.from_array(X, chunks=(100, d)), da.from_array(y, chunks=100))
+    monkeypatch.undo()
+    assert len(state["victims"]) == 1 and est.cluster_["recoveries"]
+    assert any("group tests" in r["phase"] for r in est.cluster_["recoveries"])
+    for a, b in zip(ref.group_test_candidates_, est.group_test_candidates_):
+        assert np.array_equal(a, b)
+    _assert_same_model(ref, est)
+
+
+def test_worker_killed_holding_scattered_data_is_a_clear_error(client4, monkeypatch):
+    # Scattered partitions have no graph: lost with their worker, nothing can rebuild them.
+    _ready(client4)
+    X, y, _ = _data(n=400, seed=9)
+    fx = client4.scatter([X[i:i + 100] for i in range(0, 400, 100)])
+    fy = client4.scatter([y[i:i + 100] for i in range(0, 400, 100)])
+    Xd = da.concatenate([da.from_delayed(f, (100, 6), np.float64) for f in fx])
+    yd = da.concatenate([da.from_delayed(f, (100,), np.float64) for f in fy])
+    state = _kill_at_calls(monkeypatch, client4, {25})
+    est = DaskGBFSRegressor(n_estimators=10, max_depth=3, client=client4, timeout=60)
+    with pytest.raises(ClusterError, match=r"worker tcp://\S+ was lost during tree \d+, .*held "
+                                           r"partitions .* which cannot be rebuilt") as info:
+        est.fit(Xd, yd)
+    assert state["victims"][0] in str(info.value)
+    assert "Fit again" in str(info.value)

@@ -15,11 +15,13 @@ algorithms unchanged, with a backend whose level step decides on the summed hist
 ``BoostingRows`` whose per-row work runs on the workers.
 
 Modules: ``_data`` (partitions in, checked, category codes learned from all partitions),
-``_group`` (one actor per worker, calls with timeouts), ``_shard`` (a worker's rows and the
-kernels it runs on them), ``_backend`` (the grower's backend interface on the driver),
-``_rows`` (the boosting loop's per-row interface on the workers), ``_exact`` (sums that add
-across workers), ``_gbfs`` and ``_controlburn`` (the estimators), ``_predict`` (lazy
-predictions on Dask collections).
+``_validation`` (the ``validation_fraction`` split), ``_group`` (one actor per worker, calls
+with timeouts, lost workers' shards rebuilt), ``_journal`` (what a rebuilt shard replays),
+``_shard`` (a worker's rows and the kernels it runs on them), ``_backend`` (the grower's
+backend interface on the driver), ``_gt`` (GT-GBM's group tests on the shards), ``_rows`` (the
+boosting loop's per-row interface on the workers), ``_exact`` (sums that add across workers),
+``_gbfs`` and ``_controlburn`` (the estimators), ``_estimator`` (what they share), ``_predict``
+(lazy predictions on Dask collections).
 
 Needs Dask: the checkout's ``dask`` extra, ``python -m pip install ".[dask]"`` (gpufs is not on
 the package index).

@@ -16,7 +16,10 @@ against :class:`ClusterBackend`, which implements the backend methods they call:
   child as parent - left (exact), as the single process derives the sibling of the child it
   built;
 * ``node_sums``: the driver's node sums and counts (counts summed over the shards);
-* ``update_raw``: each shard adds the leaf values to its rows' raw scores.
+* ``update_raw``: each shard adds the leaf values to its rows' raw scores. The journal
+  (``_journal``) keeps, instead of this call, the tree's splits (:func:`replay_plan`, a few
+  numbers per split) and leaf values: a rebuilt shard partitions its rows by them again and
+  adds the same values, so the live tree states need not be kept.
 
 Per level only histograms of the left children (shards x splits x the features' histogram
 slots x 16 bytes, ``gpufs._hist_layout``: a feature's value bins and its missing bin) travel to
@@ -37,16 +40,66 @@ import numpy as np
 from .._hist_layout import HistLayout, tree_layout
 from .._types import HIST_DTYPE
 from ..backends._cpu_hist import subtract_ser
+from ..backends.base import SplitParams
 from ..backends.cpu import CPUBackend
 
-__all__ = ["ClusterBackend", "GradColumn", "RawColumn", "ShardedBins"]
+__all__ = ["ClusterBackend", "GradColumn", "RawColumn", "ShardedBins", "replay_plan"]
+
+#: The split parameters a replayed partition reads (its scales only matter to the gain
+#: bounds, which a cluster does not keep).
+_REPLAY_SPLIT = SplitParams(n_bins=np.zeros(0, np.int32), g_scale=1.0, h_scale=1.0,
+                            reg_lambda=0.0, gain_divisor=1.0, min_child_weight=0.0,
+                            min_split_gain=0.0)
+
+
+def replay_plan(plan, d):
+    """The part of a level's ``SplitPlan`` that partitions rows (``advance_level`` without
+    building histograms): the splits, their left sums and category bitsets, with shared
+    placeholders of d entries for the per-feature arrays only a histogram build reads."""
+    zeros, none = _placeholders(d)
+    return plan._replace(penalty=zeros, admitted_now=none, n_admitted=0,
+                         search_full=np.zeros(0, np.bool_), next_feats=np.zeros(0, np.int32),
+                         next_n_feats=0, next_full=False, split=_REPLAY_SPLIT)
+
+
+_PLACEHOLDERS: dict = {}
+
+
+def _placeholders(d):
+    if d not in _PLACEHOLDERS:
+        _PLACEHOLDERS[d] = (np.zeros(d, np.float64), np.zeros(d, np.bool_))
+    return _PLACEHOLDERS[d]
 
 
 class ShardedBins:
-    """The binned matrix of a fit, held by the shards: only its shape lives here."""
+    """The binned matrix of a fit, held by the shards: only its shape lives here (and, for
+    one column of it, which column)."""
 
-    def __init__(self, n, d):
+    def __init__(self, n, d, column=None):
         self.shape = (int(n), int(d))
+        self.column = column
+
+    def __getitem__(self, key):
+        """``Xb[:, f:f + 1]``: one column (a single-feature tree's matrix), on the shards."""
+        rows, cols = key
+        if (rows != slice(None) or not isinstance(cols, slice) or cols.step not in (None, 1)
+                or self.column is not None or cols.stop != cols.start + 1):
+            raise TypeError("the shards' binned matrix is sliced by one column only")
+        return ShardedBins(self.shape[0], 1, column=int(cols.start))
+
+
+class _HostArrays:
+    """numpy, for the host arrays of the driver's algorithms (a forest's), except that
+    ``ascontiguousarray`` passes a :class:`ShardedBins` column through: the forest copies
+    each column of the binned matrix for its single-feature trees, and on a cluster the
+    column stays on the shards (each shard reads its own column of its rows, a view)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def ascontiguousarray(a, *args, **kwargs):
+        return a if isinstance(a, ShardedBins) else np.ascontiguousarray(a, *args, **kwargs)
 
 
 class GradColumn:
@@ -74,7 +127,7 @@ class _DriverTree:
     the nodes' exact sums and row counts (no rows; no gain bounds: ``q`` empty)."""
 
     __slots__ = ("active", "hist", "layout", "node_g", "node_h", "node_count", "node_s", "q",
-                 "slot_full", "feats", "n_feats", "full", "parallel")
+                 "slot_full", "feats", "n_feats", "full", "parallel", "max_depth", "plans", "d")
 
 
 class ClusterBackend:
@@ -88,7 +141,7 @@ class ClusterBackend:
     """
 
     name = "dask"
-    xp = np
+    xp = _HostArrays()
 
     def __init__(self, group, n_bins):
         self.group = group
@@ -111,6 +164,12 @@ class ClusterBackend:
 
     def prepare_binned(self, Xb):
         return Xb
+
+    def group_test_steps(self):
+        """GT-GBM's search steps on the shards (``_gt.ClusterSteps``)."""
+        from ._gt import ClusterSteps
+
+        return ClusterSteps
 
     # --- gradients --------------------------------------------------------------------------
     def gradient_extremes(self, g, h, w, unit_hessian, divisor):
@@ -151,8 +210,9 @@ class ClusterBackend:
         self.level = 0
         self._phase("root histogram")
         feats = np.ascontiguousarray(feats, dtype=np.int32)
-        d = self.n_features
+        d = int(data.shape[1])  # one column for a single-feature tree
         st = _DriverTree()
+        st.d = d
         n_nodes = 2 ** (int(max_depth) + 1) - 1
         st.node_g = np.zeros(n_nodes, np.int64)
         st.node_h = np.zeros(n_nodes, np.int64)
@@ -165,9 +225,11 @@ class ClusterBackend:
         st.active = np.zeros(1, np.int64)
         st.feats, st.n_feats, st.full = feats, int(feats.shape[0]), feats.shape[0] == d
         st.parallel = numba.get_num_threads() > 1 and st.n_feats >= 64
+        st.max_depth, st.plans = int(max_depth), []
         st.layout = tree_layout(layout, split, d).without_most_freq()
         st.hist = np.zeros((1, st.layout.n_slots, 2), HIST_DTYPE)
-        parts = g.call("start_tree", int(max_depth), feats, st.layout, per_shard=per_shard)
+        parts = g.call("start_tree", int(max_depth), feats, st.layout,
+                       getattr(data, "column", None), per_shard=per_shard)
         self._place(st, st.hist, slice(None), feats, sum(parts[1:], parts[0]))
         return st
 
@@ -189,6 +251,7 @@ class ClusterBackend:
             st.slot_full = np.ones(0, np.bool_)
             return result
         answers = self.group.call("advance", plan, bool(build_next))
+        st.plans.append(replay_plan(plan, st.d))
         left = sum(a[0] for a in answers[1:]) + answers[0][0]
         nodes = st.active[plan.split_slot]
         L, R = 2 * nodes + 1, 2 * nodes + 2
@@ -226,7 +289,9 @@ class ClusterBackend:
         leaf_values = np.asarray(leaf_values, np.float64)
         self._phase("raw-score update")
         if isinstance(raw_column, RawColumn):  # runs at the start of the next call
-            self.group.defer("update_raw", raw_column.k, leaf_nodes, leaf_values)
+            self.group.defer("update_raw", raw_column.k, leaf_nodes, leaf_values,
+                             replay=("replay_tree", (raw_column.k, st.max_depth, st.plans,
+                                                     leaf_nodes, leaf_values)))
             return
         table = np.zeros(int(leaf_nodes.max()) + 1 if leaf_nodes.size else 1, np.float64)
         table[leaf_nodes] = leaf_values

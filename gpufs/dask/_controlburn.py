@@ -40,7 +40,7 @@ from ..selectors.controlburn import (_PARAMS_DOC, ControlBurnClassifier,
 from sklearn.utils.metaestimators import available_if
 from ._backend import ClusterBackend, ShardedBins
 from ._data import classes_of, encoded_columns, load
-from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase
+from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token
 from ._gbfs import (_CLUSTER_PARAMS_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
                     bin_on_cluster, check_cluster_params, default_client)
 from ._group import ShardGroup
@@ -92,10 +92,6 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         """
         self._check_params()
         check_cluster_params(self)
-        if self.tree_type == "single":
-            raise ValueError("tree_type='single' is not supported by the Dask estimators "
-                             "(single-feature trees slice the binned matrix by column): use "
-                             "'full' or 'sparse', or the single-process estimator.")
         client = default_client(self.client)
         timeout = float(self.timeout)
         classify = is_classifier(self)
@@ -114,26 +110,42 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         if self.sketch not in (None, "rows") and n_classes == 2:
             raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "
                              "binary classifier solves a logistic lasso: use sketch='rows'.")
+        key = self._dask_forest_key(data_token(X, y, sample_weight), costs, groups_forest)
+        forest = getattr(self, "forest_", None) if self.warm_start else None
+        reuse = forest is not None and getattr(self, "_forest_key_", None) == key
         group = ShardGroup(client, loaded, timeout, self.n_jobs)
         try:
             group.call("set_target", getattr(self, "classes_", None),
                        "codes" if classify else "float")
             y_enc, w = self._gather_target(group, loaded.n, sample_weight is not None)
             _scales.check_target_scale(self, y_enc, w)
-            self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
-            bin_on_cluster(group, loaded, self.bin_mapper_, self.category_codes_,
-                           positive_only=False)
-            times = {"bin": time.perf_counter() - t0}
+            times = {}
+            if reuse:
+                # warm_start on the same data (its Dask token) and forest parameters: the
+                # forest does not depend on k; only its predictions on the rows are redone,
+                # by the shards on their float rows, as the single process does
+                t1 = time.perf_counter()
+                forest.A = self._tree_predictions(group, forest, loaded.n)
+                times["bin"], times["forest"] = 0.0, 0.0
+                times["tree_predictions"] = time.perf_counter() - t1
+            else:
+                forest = None
+                self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
+                bin_on_cluster(group, loaded, self.bin_mapper_, self.category_codes_,
+                               positive_only=False)
+                times["bin"] = time.perf_counter() - t0
+            self.forest_reused_ = reuse
+            self._forest_key_ = key
             backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
-            self.forest_reused_ = False
             self._forest_and_selection(backend, ShardedBins(loaded.n, d), y_enc, w, n_classes,
                                        costs, groups_forest, groups_lasso, group_costs, seed,
-                                       "cpu", times)
+                                       "cpu", times, forest)
             self.cluster_ = {"workers": list(group.addresses),
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),
                              "bytes_from_workers": int(group.bytes_received),
-                             "calls": int(group.calls)}
+                             "calls": int(group.calls),
+                             "recoveries": list(group.recoveries)}
         finally:
             group.close()
         t0 = time.perf_counter()
@@ -141,6 +153,22 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         times["refit"] = time.perf_counter() - t0
         self.fit_times_ = times
         return self
+
+    def _dask_forest_key(self, token, costs, groups):
+        """``_forest_key`` of a distributed fit: what the forest depends on, with the data's
+        Dask token in place of the single process's sums over the rows."""
+        seed = self.random_state if isinstance(self.random_state, int) else None
+        return ("dask", self._forest_params(), int(self.max_bins), seed, token,
+                tuple(np.asarray(costs).tolist()), tuple(np.asarray(groups).tolist()))
+
+    def _tree_predictions(self, group, forest, n):
+        """``forest.tree_predictions`` of every row, (n, n_trees) float64 on the driver in
+        global order, each shard predicting its own float rows."""
+        group.phase = "the kept forest's predictions (warm start)"
+        A = np.empty((n, forest.n_trees), np.float64)
+        for rows, block in zip(group.rows, group.call("tree_predictions", forest)):
+            A[rows] = block
+        return A
 
     def _gather_target(self, group, n, weighted):
         """The encoded target and the weights of every row, on the driver, in global order."""
@@ -195,8 +223,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
 
 class DaskControlBurnRegressor(_DaskControlBurnMixin, ControlBurnRegressor):
     __doc__ = ("ControlBurn feature selection for regression on a Dask cluster: the model of "
-               "``ControlBurnRegressor`` on the same rows, bit for bit "
-               "(``tree_type='single'`` is not supported).\n"
+               "``ControlBurnRegressor`` on the same rows, bit for bit.\n"
                + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
                                      + "\n    Attributes\n", 1))
     _parameter_constraints = {**ControlBurnRegressor._parameter_constraints, **_CONSTRAINTS}
@@ -204,8 +231,7 @@ class DaskControlBurnRegressor(_DaskControlBurnMixin, ControlBurnRegressor):
 
 class DaskControlBurnClassifier(_DaskControlBurnMixin, ControlBurnClassifier):
     __doc__ = ("ControlBurn feature selection for classification on a Dask cluster: the model "
-               "of ``ControlBurnClassifier`` on the same rows, bit for bit "
-               "(``tree_type='single'`` is not supported).\n"
+               "of ``ControlBurnClassifier`` on the same rows, bit for bit.\n"
                + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
                                      + "\n    Attributes\n", 1)
                + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")

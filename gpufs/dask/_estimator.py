@@ -3,11 +3,14 @@
 Owns the conversion between a Dask estimator and its single-process class (the first class
 in its MRO defined outside ``gpufs.dask``: ``GBFSRegressor``, ``ControlBurnClassifier``, ...),
 the model file (the single-process estimator's, so either class loads it), pickling without
-the client, and ``predict`` / ``transform`` on Dask collections (lazily, partition by
-partition, with the single-process methods). The fits live in ``_gbfs.py`` and
-``_controlburn.py``.
+the client, ``predict`` / ``transform`` on Dask collections (lazily, partition by
+partition, with the single-process methods), and ``warm_start``'s key of a distributed fit
+(the data's Dask token, which the graph determines, instead of the single process's sums
+over the rows). The fits live in ``_gbfs.py`` and ``_controlburn.py``.
 """
 from __future__ import annotations
+
+import numbers
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -17,6 +20,37 @@ from ._predict import lazy_apply
 
 #: Default seconds any one wait on the cluster may take.
 DEFAULT_TIMEOUT = 600.0
+
+
+#: Parameters that never change what a fit computes.
+_NOT_IN_KEY = ("verbose", "warm_start", "n_jobs", "client", "timeout")
+
+
+def data_token(*collections):
+    """The Dask token of the fit's collections (``dask.base.tokenize``: from their graphs,
+    without reading a row), which is what ``warm_start`` compares the data by."""
+    from dask.base import tokenize
+
+    return tokenize(*collections)
+
+
+def warm_key(est, token, ignore=()):
+    """What a Dask ``warm_start`` compares: every parameter but ``ignore`` and those that
+    never change a fit (``verbose``, ``warm_start``, ``n_jobs``, ``client``, ``timeout``),
+    and the data's token; None when ``random_state`` is not an int (nothing seeded can be
+    reused)."""
+    if not isinstance(est.random_state, numbers.Integral):
+        return None
+    from dask.base import tokenize
+
+    params = []
+    for name, value in sorted(est.get_params(deep=False).items()):
+        if name in ignore or name in _NOT_IN_KEY:
+            continue
+        if value is not None and not isinstance(value, (str, numbers.Number)):
+            value = tokenize(value)
+        params.append((name, value))
+    return ("dask", tuple(params), token)
 
 
 def single_process_class(cls):

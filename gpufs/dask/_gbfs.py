@@ -23,15 +23,17 @@ from .._input import check_costs, check_groups, encode_known_classes
 from .._params import real_range
 from .._scales import check_boosting_scale_values
 from ..binning import BinMapper
-from ..selectors._base import eval_triples
+from ..selectors._base import eval_triples, resolve_k
 from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC
 from ._backend import ClusterBackend
 from ._data import classes_of, load
+from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token, warm_key
 from ._exact import fsum_from_parts
 from ._group import ShardGroup
-from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase
+from ._gt import ShardedRaw
 from ._predict import is_dask, lazy_apply
 from ._rows import ShardRows
+from ._validation import split_validation
 
 __all__ = ["DaskGBFSClassifier", "DaskGBFSRegressor"]
 
@@ -50,21 +52,8 @@ def default_client(client):
 
 
 def check_cluster_params(est):
-    """The parameters a distributed fit does not take, refused with what to do instead."""
-    if getattr(est, "validation_fraction", None) is not None:
-        raise ValueError("validation_fraction is not supported by the Dask estimators (its "
-                         "held-out rows are drawn over the whole table): pass eval_set="
-                         "(X_val, y_val) with Dask collections instead.")
-    if getattr(est, "split_search", "exact") != "exact":
-        raise ValueError(f"split_search={est.split_search!r} is not supported by the Dask "
-                         "estimators (GT-GBM's group tests read every row's standardized "
-                         "columns and gradients in one place): use split_search='exact', or "
-                         "the single-process estimator.")
-    if getattr(est, "warm_start", False):
-        raise ValueError("warm_start=True is not supported by the Dask estimators (whether "
-                         "the data is the same as the last fit's cannot be checked without "
-                         "reading it all): fit again without it, or use the single-process "
-                         "estimator.")
+    """The parameters a distributed fit does not take, refused with what to do instead:
+    only ``device="gpu"`` (the workers run the CPU kernels; GPU workers are not built)."""
     if est.device not in ("auto", "cpu"):
         raise ValueError(f"device={est.device!r}: the Dask estimators run their workers' "
                          "kernels on the CPU backend (device='cpu' or 'auto'); GPU workers "
@@ -72,9 +61,10 @@ def check_cluster_params(est):
 
 
 def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=True,
-                   keep_raw=False):
-    """Fit ``mapper`` on the rows the single process would use and bin every shard (and the
-    shards of the validation groups ``evals``); ``categories`` the category codes.
+                   keep_raw=False, fit=True):
+    """Fit ``mapper`` on the rows the single process would use (unless not ``fit``: a warm
+    start keeps its cut points) and bin every shard (and the shards of the validation groups
+    ``evals``); ``categories`` the category codes.
 
     The rows of positive weight in global order are the single process's ``X[w > 0]`` (GBFS;
     all rows with ``positive_only=False``, as ControlBurn bins); the mapper's own seeded
@@ -82,6 +72,17 @@ def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=Tr
     are gathered from the shards, so ``mapper`` gets exactly the cut points of
     ``BinMapper.fit`` on the whole table. Returns the bytes gathered.
     """
+    sample_bytes = _fit_mapper(group, loaded, mapper, categories, positive_only) if fit else 0
+    group.phase = "binning"
+    group.call("bin", mapper.cuts_padded_, mapper.n_bins_ - 1, keep_raw)
+    for ev in evals:
+        ev.phase = "binning"
+        ev.call("bin", mapper.cuts_padded_, mapper.n_bins_ - 1)
+    return sample_bytes
+
+
+def _fit_mapper(group, loaded, mapper, categories, positive_only):
+    """``bin_on_cluster``'s cut points: the gathered sample, fitted; returns its bytes."""
     n_pos = np.array([s.n_pos if positive_only else s.n for s in loaded.summaries],
                      dtype=np.int64)
     pos_off = np.concatenate([[0], np.cumsum(n_pos)])
@@ -105,11 +106,6 @@ def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=Tr
             at += m
     sample = np.concatenate([rows[i] for i in sorted(rows)])
     mapper.fit(sample, categories=categories)
-    group.phase = "binning"
-    group.call("bin", mapper.cuts_padded_, mapper.n_bins_ - 1, keep_raw)
-    for ev in evals:
-        ev.phase = "binning"
-        ev.call("bin", mapper.cuts_padded_, mapper.n_bins_ - 1)
     return int(sample.nbytes)
 
 
@@ -182,17 +178,22 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         if classify:
             self.classes_ = classes_of(loaded.summaries)
         self._objective = self._make_objective()
-        self._check_scales(loaded, sample_weight is not None)
-        pairs = eval_triples(eval_set, sample_weight_eval_set)
-        evals_loaded = []
-        for i, (Xv, yv, wv) in enumerate(pairs):
-            what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
-            lv = load(client, Xv, yv, wv, classify=classify, timeout=timeout, estimator=self,
-                      reset=False, what=what)
-            if classify:
-                for s in lv.summaries:
-                    encode_known_classes(s.labels, self.classes_, what)
-            evals_loaded.append((lv, wv is not None, what))
+        weighted = sample_weight is not None
+        self._check_scales(loaded, weighted)
+        evals_loaded = self._load_evals(client, eval_set, sample_weight_eval_set, timeout)
+        split_bytes = 0
+        if self.validation_fraction is not None:  # the rows one process holds out
+            loaded, held, split_bytes = split_validation(
+                client, loaded, self.validation_fraction, seed,
+                self.classes_ if classify else None, timeout)
+            evals_loaded = [(held, weighted, "the validation_fraction rows")]
+        # warm_start on the same data (its Dask token) and parameters (all but
+        # n_features_to_select and tol): the cut points and earlier mu probes are reused
+        key = (warm_key(self, data_token(X, y, sample_weight), ("n_features_to_select", "tol"))
+               if self.warm_start else None)
+        warm = key is not None and getattr(self, "_warm_key_", None) == key
+        history = list(getattr(self, "_mu_history_", [])) if warm else []
+        group_testing = self.split_search == "group_testing"
         groups_open = []
         try:
             group = ShardGroup(client, loaded, timeout, self.n_jobs)
@@ -201,35 +202,63 @@ class _DaskGBFSMixin(DaskEstimatorBase):
             classes = getattr(self, "classes_", None)
             group.call("set_target", classes, kind)
             evals = []
-            for lv, weighted, what in evals_loaded:
+            for lv, w_val, what in evals_loaded:
                 g = ShardGroup(client, lv, timeout, self.n_jobs, what=what)
                 groups_open.append(g)
                 g.call("set_target", classes, kind)
-                evals.append(ShardRows(g, lv.n, d, weighted))
-            self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
+                evals.append(ShardRows(g, lv.n, d, w_val))
+            if not warm:
+                self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
             sample_bytes = bin_on_cluster(group, loaded, self.bin_mapper_,
-                                          self.category_codes_, [e.group for e in evals])
+                                          self.category_codes_, [e.group for e in evals],
+                                          keep_raw=group_testing, fit=not warm)
             times = {"bin": time.perf_counter() - t0}
             backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
-            rows = ShardRows(group, loaded.n, d, sample_weight is not None, backend,
+            gt = None
+            if group_testing:  # the standardized columns, then the float rows are dropped
+                k = (None if self.n_features_to_select == "auto"
+                     else resolve_k(self.n_features_to_select, d))
+                gt = self._group_test_search(ShardedRaw(group, d), None, d, k, seed, backend,
+                                             times)
+                group.defer("drop_raw")
+            rows = ShardRows(group, loaded.n, d, weighted, backend,
                              unit_hessian=not self.hessian,
                              divisor=self.penalty_scaling == "root_sse")
             before = (group.bytes_sent, group.bytes_received, group.calls)
-            self._fit_binned(backend, rows, evals, costs, groups, "cpu", times)
+            self._fit_binned(backend, rows, evals, costs, groups, "cpu", times, key, history,
+                             gt)
             self.cluster_ = {"workers": list(group.addresses),
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),
                              "bytes_from_workers": int(group.bytes_received),
                              "binning_sample_bytes": sample_bytes,
+                             "validation_split_bytes": split_bytes,
                              "calls": int(group.calls),
                              "boost_bytes_to_workers": int(group.bytes_sent - before[0]),
                              "boost_bytes_from_workers": int(group.bytes_received - before[1]),
                              "boost_calls": int(group.calls - before[2]),
-                             "histogram_slots": int(backend.layout.n_slots)}
+                             "histogram_slots": int(backend.layout.n_slots),
+                             "recoveries": [r for g in groups_open for r in g.recoveries]}
         finally:
             for g in groups_open:
                 g.close()
         return self
+
+    def _load_evals(self, client, eval_set, sample_weight_eval_set, timeout):
+        """The ``eval_set`` pairs' partitions, checked against the training data: a list of
+        (Loaded, weighted, name)."""
+        classify = is_classifier(self)
+        pairs = eval_triples(eval_set, sample_weight_eval_set)
+        out = []
+        for i, (Xv, yv, wv) in enumerate(pairs):
+            what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
+            lv = load(client, Xv, yv, wv, classify=classify, timeout=timeout, estimator=self,
+                      reset=False, what=what)
+            if classify:
+                for s in lv.summaries:
+                    encode_known_classes(s.labels, self.classes_, what)
+            out.append((lv, wv is not None, what))
+        return out
 
     def _check_scales(self, loaded, weighted):
         """``_scales.check_boosting_scales`` from the partitions' summaries."""
@@ -244,8 +273,11 @@ _CLUSTER_PARAMS_DOC = """    client : distributed.Client or None, default=None
         The cluster to fit on (None: the current client, the last ``Client()`` created).
     timeout : float > 0, default=600
         Seconds any one wait on the workers may take (loading the partitions, one tree
-        level, ...); past it the fit stops with an error naming the step and the workers that
-        did not answer. A worker lost mid-fit stops the fit at once with an error naming it.
+        level, rebuilding a lost worker's shard, ...); past it the fit stops with an error
+        naming the step and the workers that did not answer. A worker lost mid-fit is
+        replaced: Dask recomputes its partitions, a new shard replays what the lost one had
+        done, and the fit goes on with the same model (``cluster_["recoveries"]`` lists
+        them); only partitions that cannot be recomputed (scattered data) stop the fit.
 """
 
 _CONSTRAINTS = {"client": "no_validation", "timeout": [real_range(0, closed="neither")]}

@@ -3,9 +3,11 @@
 Owns everything a worker does, on the partitions it holds, with the CPU backend's kernels
 (``gpufs.backends.cpu``): the binning sample and the bins, the target, the raw scores, the
 gradients and their fixed point, the tree state (its row segments per node), the histograms of
-its rows, the partition by the driver's decisions, the raw-score update, and the two-pass
-pieces of the exact sums. The arrays stay in the worker's memory across levels, trees and
-rounds; a call returns only numbers, histograms or (for a forest) one small value per row.
+its rows, the partition by the driver's decisions, the raw-score update, the two-pass
+pieces of the exact sums, and its rows' part of GT-GBM's group tests. The arrays stay in the
+worker's memory across levels, trees and rounds; a call returns only numbers, histograms or
+(for a forest) one small value per row. Every method is a function of the rows and its
+arguments, so a shard that replays the driver's journal (``replay``) holds a lost one's state.
 
 Row order inside a shard does not matter: histograms and fixed-point sums are int64 sums, and
 every per-row result is a function of the row alone.
@@ -14,11 +16,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._hist_layout import HistLayout
 from .._threading import thread_limit
+from ..backends.cpu import BinnedMatrix, CPUBackend
+from ..group_testing import (CPUSteps, pseudo_feature_bins, pseudo_feature_extremes,
+                             pseudo_feature_histograms, standardize_extremes, standardize_with)
 from ..quantize import exact_sum_words
 from ._exact import fsum_part, sum_stats
 
 __all__ = ["Shard"]
+
+
+class _FirstStep:
+    """A shard's part of ``group_testing.FirstStep``: the sums and bins of its rows."""
+
+    def __init__(self, sums):
+        self.sums, self.bins = sums, None
 
 
 class Shard:
@@ -35,8 +48,6 @@ class Shard:
     """
 
     def __init__(self, parts, offsets, n_jobs=None):
-        from ..backends.cpu import CPUBackend
-
         self.parts = list(parts)
         self.offsets = list(offsets)
         self.n = int(sum(p.X.shape[0] for p in self.parts))
@@ -50,12 +61,24 @@ class Shard:
         self.vec = {}
         self.snapshots = {}
         self.st = None
+        self._replayer = None
 
     def call(self, queued, method, args):
         """Run the queued calls ((method, args) pairs, ``ShardGroup.defer``), then
         ``method(*args)``; returns (the queued calls' answers, the method's answer)."""
         done = [getattr(self, m)(*a) for m, a in queued]
         return done, getattr(self, method)(*args)
+
+    def replay(self, entries):
+        """Run a journal's calls ((method, args) pairs, ``_journal.Journal.replay_for``) in
+        order, keeping none of their answers: a rebuilt shard's way to its lost state."""
+        for m, a in entries:
+            getattr(self, m)(*a)
+        return None
+
+    def noop(self):
+        """Nothing (a call that only carries deferred calls)."""
+        return None
 
     # --- rows and bins --------------------------------------------------------------------
     def sample(self, picks, positive_only=True):
@@ -67,6 +90,13 @@ class Shard:
             X = p.X if p.w is None or not positive_only else p.X[p.w > 0]
             out.append(X if idx is None else X[np.asarray(idx, np.int64)])
         return np.concatenate(out) if out else None
+
+    def drop_raw(self):
+        """Forget the float rows (kept by ``bin(keep_raw=True)`` for the standardized columns
+        of group testing)."""
+        for p in self.parts:
+            p.X = None
+        return None
 
     def bin(self, cuts_padded, n_cuts, keep_raw=False):
         """Bin every part with the agreed cut points (``BinMapper.transform``'s kernel) into
@@ -182,16 +212,21 @@ class Shard:
         return sums
 
     # --- trees ------------------------------------------------------------------------------
-    def start_tree(self, max_depth, feats, layout, gh=None):
+    def start_tree(self, max_depth, feats, layout, column=None, gh=None):
         """Begin a tree on the stored fixed-point gradients (or on ``gh``, this shard's rows'
-        fixed-point gradients computed by the driver: a forest); returns the root histogram
-        of this shard's rows on the slots of ``feats`` in ``layout`` (a ``HistLayout``),
-        (1, their slots, 2) int64."""
+        fixed-point gradients computed by the driver: a forest), over every column or one
+        (``column``: a single-feature tree, whose feature 0 it is); returns the root
+        histogram of this shard's rows on the slots of ``feats`` in ``layout`` (a
+        ``HistLayout``), (1, their slots, 2) int64."""
         if gh is not None:
             self.gh = np.ascontiguousarray(gh, dtype=np.int64)
+        data = self.data
+        if column is not None:  # the column as a one-column binned matrix: views, no copy
+            cols = self.data.by_column
+            data = BinnedMatrix(cols[column].reshape(-1, 1), cols[column:column + 1])
         with thread_limit(self.n_jobs):
             # the root's sums are the driver's (a shard's own node sums are never read)
-            self.st = self.backend.start_tree(self.data, self.gh, 0, 0, max_depth, feats,
+            self.st = self.backend.start_tree(data, self.gh, 0, 0, max_depth, feats,
                                               layout=layout)
         return self._payload(self.st.hist, slice(None))
 
@@ -217,6 +252,24 @@ class Shard:
             self.backend.update_raw(self.raw[:, k], self.st, leaf_nodes, leaf_values)
         return None
 
+    def replay_tree(self, k, max_depth, plans, leaf_nodes, leaf_values):
+        """raw[:, k] += the leaf values of a finished tree, its rows partitioned again by its
+        levels' splits (``_backend.replay_plan``): what ``update_raw`` did, by the same
+        partition and update kernels, without the tree state or the gradients."""
+        if self._replayer is None:  # its own scratch buffers: the live tree state keeps its
+            self._replayer = CPUBackend(gain_bounds="never", most_freq=False)
+        be = self._replayer
+        # No histogram is built: the smallest layout (2 slots a feature) keeps the root's
+        # empty histogram small however wide the table is.
+        tiny = HistLayout.from_n_bins(np.ones(self.data.shape[1], np.int64))
+        with thread_limit(self.n_jobs):
+            st = be.start_tree(self.data, np.zeros((self.n, 2), np.int64), 0, 0, max_depth,
+                               np.zeros(0, np.int32), layout=tiny)
+            for plan in plans:
+                be.advance_level(st, plan, False)
+            be.update_raw(self.raw[:, k], st, leaf_nodes, leaf_values)
+        return None
+
     def leaf_of_rows(self, leaf_nodes):
         """The leaf node of each of this shard's rows, (n,) int32 in local row order (a
         forest on the driver adds the leaf values itself)."""
@@ -226,6 +279,85 @@ class Shard:
             lo = st.node_start[node]
             out[st.rows[lo:lo + st.node_count[node]]] = node
         return out
+
+    # --- group testing (GT-GBM, ``_gt.ClusterSteps`` on the driver) -----------------------------
+    def _positive(self):
+        """Local indices of the rows of positive weight (None: every row), the rows whose
+        standardized columns and gradients the group tests read, as in one process."""
+        if self.w is None or bool((self.w > 0).all()):
+            return None
+        return np.flatnonzero(self.w > 0)
+
+    def _positive_raw(self):
+        X = np.concatenate([p.X for p in self.parts]) if self.parts else None
+        rows = self._positive()
+        return X if rows is None else X[rows]
+
+    def gt_column_extremes(self):
+        """Each column's (min, max) over this shard's rows of positive weight, and their
+        number: the driver merges them into ``standardize``'s extremes."""
+        X = self._positive_raw()
+        with thread_limit(self.n_jobs):
+            lo, hi = standardize_extremes(X)
+        return lo, hi, X.shape[0]
+
+    def gt_standardize(self, lo, hi):
+        """Keep the standardized columns of the rows of positive weight at the merged column
+        extremes, (n_features, n_rows) uint8."""
+        with thread_limit(self.n_jobs):
+            self.Q = standardize_with(self._positive_raw(), lo, hi)
+        return None
+
+    def gt_begin(self, p, scan):
+        """Start a tree's searches on the tree's fixed-point gradients (of the rows of
+        positive weight)."""
+        rows = self._positive()
+        self.gt = CPUSteps(self.backend, self.Q, self.gh if rows is None else self.gh[rows], p,
+                           scan)
+        return None
+
+    def gt_sums(self, subsets, active, left, right, first=False):
+        """A step's pseudo-features of these rows (``CPUSteps.columns``: blocked sums, the
+        right halves by subtraction), kept; returns their (min, max) (2k, 2) int32, or None
+        for the per-fit first step (binned already)."""
+        with thread_limit(self.n_jobs):
+            both, bins = self.gt.columns(subsets, active, left, right,
+                                         self.gt_first if first else None)
+            self.gt_bins = bins if first else None
+            return None if first else pseudo_feature_extremes(both)
+
+    def gt_hist(self, max_bins, v_lo, v_hi):
+        """The step's (g, h) histograms of these rows, (2k, max_bins, 2) int64: the
+        pseudo-features binned at the merged extremes (or the first step's bins)."""
+        P = self.gt.both if self.gt_bins is None else self.gt_bins
+        with thread_limit(self.n_jobs):
+            return pseudo_feature_histograms(P, self.gt.gh, max_bins, v_lo, v_hi)
+
+    def gt_keep(self, active, keep_left):
+        """Each searched subset keeps its better half (``CPUSteps.keep``)."""
+        self.gt.keep(active, keep_left)
+        return None
+
+    def gt_first_sums(self, subsets, groups):
+        """The per-fit first step's pseudo-features (``FirstStep``), kept; returns their
+        extremes."""
+        with thread_limit(self.n_jobs):
+            steps = CPUSteps(self.backend, self.Q, None, subsets.shape[0], ())
+            self.gt_first = _FirstStep(steps.sums(subsets, groups))
+            return pseudo_feature_extremes(self.gt_first.sums)
+
+    def gt_first_bins(self, max_bins, v_lo, v_hi):
+        """... binned at the merged extremes."""
+        with thread_limit(self.n_jobs):
+            self.gt_first.bins = pseudo_feature_bins(self.gt_first.sums, max_bins, v_lo, v_hi)
+        return None
+
+    def tree_predictions(self, forest):
+        """``forest.tree_predictions`` of this shard's float rows, (n, n_trees) float64 in
+        local row order (a ControlBurn warm start's lasso matrix)."""
+        X = np.concatenate([p.X for p in self.parts])
+        with thread_limit(self.n_jobs):
+            return forest.tree_predictions(X, self.backend)
 
     # --- validation data --------------------------------------------------------------------
     def predict(self, arrays):
