@@ -70,7 +70,9 @@ def _same_state(a, b, where):
             assert np.array_equal(getattr(a.st, name), getattr(b.st, name)), (where, name)
         f = a.st.feats[:a.st.n_feats].astype(np.int64)  # the histograms' defined features
         assert np.array_equal(f, b.st.feats[:b.st.n_feats]), where
-        assert np.array_equal(a.st.hist[:, f], b.st.hist[:, f]), (where, "hist")
+        slots = a.st.layout.slots_of(f)  # the compact layout's slots of those features
+        assert np.array_equal(a.st.layout.offset, b.st.layout.offset), (where, "layout")
+        assert np.array_equal(a.st.hist[:, slots], b.st.hist[:, slots]), (where, "hist")
     for name in ("both", "prev", "row_of"):
         x = getattr(getattr(a, "gt", None), name, None)
         y = getattr(getattr(b, "gt", None), name, None)
