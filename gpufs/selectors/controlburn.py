@@ -54,6 +54,7 @@ from .._device import like, namespace_of, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
+from .._warm_key import data_fingerprint
 from ..binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
@@ -222,6 +223,7 @@ class _BaseControlBurn(SelectorBase):
             The fitted estimator.
         """
         self._check_params()
+        X_input = X
         data = self._prepare_fit(X, y, sample_weight)
         device, backend, X, w, seed = (data.device, data.backend, data.X, data.sample_weight,
                                        data.seed)
@@ -237,7 +239,7 @@ class _BaseControlBurn(SelectorBase):
                              "binary classifier solves a logistic lasso: use sketch='rows'.")
 
         times = {}
-        key = self._forest_key(X, y_enc, w, costs, groups_forest, device)
+        key = self._forest_key(X_input, X, y_enc, w, costs, groups_forest, device)
         forest = getattr(self, "forest_", None) if self.warm_start else None
         Xb = None
         if forest is not None and getattr(self, "_forest_key_", None) == key:
@@ -294,17 +296,15 @@ class _BaseControlBurn(SelectorBase):
         forest.drop_predictions()
         self.forest_ = forest
 
-    def _forest_key(self, X, y_enc, w, costs, groups, device):
+    def _forest_key(self, X_input, X, y_enc, w, costs, groups, device):
         """What the forest depends on, for ``warm_start``: its parameters, the device, the
-        seed (an int ``random_state``), and the data (shapes and sums of X, y and weights;
-        a cheap check, not a proof that the data is the same)."""
-        xp = namespace_of(X)
-        sums = tuple(float(xp.nansum(a)) for a in (X, y_enc) if a is not None)
-        wsum = None if w is None else float(xp.sum(w))
+        seed (an int ``random_state``), the costs and groups, and the data's fingerprint
+        (``gpufs._warm_key``: every column's checksum, the target's and the weights', the
+        names, dtypes and categories)."""
         seed = self.random_state if isinstance(self.random_state, int) else None
-        return (self._forest_params(), int(self.max_bins), device, seed, tuple(X.shape),
-                sums, wsum, tuple(np.asarray(costs).tolist()),
-                tuple(np.asarray(groups).tolist()))
+        return (self._forest_params(), int(self.max_bins), device, seed,
+                data_fingerprint(self, X_input, X, y_enc, w),
+                tuple(np.asarray(costs).tolist()), tuple(np.asarray(groups).tolist()))
 
     # --- selection ------------------------------------------------------------------------
     def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d):

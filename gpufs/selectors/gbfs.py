@@ -26,6 +26,7 @@ from .._device import to_host
 from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
+from .._warm_key import data_fingerprint
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, DeviceRows, fit_boosting
@@ -148,6 +149,7 @@ class _BaseGBFS(SelectorBase):
             The fitted estimator.
         """
         self._check_validation_params(eval_set)
+        X_input = X
         data = self._prepare_fit(X, y, sample_weight)
         d = data.X.shape[1]
         backend, xp = data.backend, data.xp
@@ -165,7 +167,7 @@ class _BaseGBFS(SelectorBase):
 
         # warm_start on the same data and parameters (all but n_features_to_select and tol):
         # the cut points and the outcomes of earlier mu probes are reused.
-        key = self._warm_key(data) if self.warm_start else None
+        key = self._warm_key(X_input, data) if self.warm_start else None
         warm = key is not None and getattr(self, "_warm_key_", None) == key
         history = list(getattr(self, "_mu_history_", [])) if warm else []
         t0 = time.perf_counter()
@@ -271,11 +273,12 @@ class _BaseGBFS(SelectorBase):
                 "features you want.", UserWarning, stacklevel=4)
         return self
 
-    def _warm_key(self, data):
+    def _warm_key(self, X_input, data):
         """What the bins and the mu probes depend on, for ``warm_start`` (None: nothing can
         be reused because ``random_state`` is not an int): every parameter but
-        ``n_features_to_select``, ``tol``, ``verbose``, ``warm_start`` and ``n_jobs``, and the
-        data (shapes and sums of X, y and the weights; a cheap check, not a proof)."""
+        ``n_features_to_select``, ``tol``, ``verbose``, ``warm_start`` and ``n_jobs``, the
+        device, and the data's fingerprint (``gpufs._warm_key``: every column's checksum, the
+        target's and the weights', the names, dtypes and categories)."""
         if not isinstance(self.random_state, numbers.Integral):
             return None
         params = []
@@ -285,10 +288,8 @@ class _BaseGBFS(SelectorBase):
             if value is not None and not isinstance(value, (str, numbers.Number)):
                 value = tuple(np.asarray(to_host(value)).ravel().tolist())
             params.append((name, value))
-        xp = data.xp
-        sums = tuple(float(xp.nansum(a)) for a in (data.X, data.y)) + (
-            None if data.sample_weight is None else float(xp.sum(data.sample_weight)),)
-        return (tuple(params), data.device, tuple(data.X.shape), str(data.X.dtype), sums)
+        return (tuple(params), data.device,
+                data_fingerprint(self, X_input, data.X, data.y, data.sample_weight))
 
     def _auto_k(self, backend, rows, costs, groups, mu, params, evals, device, gt=None):
         """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
