@@ -5,6 +5,7 @@ Public API only; nothing here imports cupy. ``_numba_setup`` comes first: it con
 """
 from . import _numba_setup  # noqa: F401  (must precede every import of numba)
 from ._version import __version__
+from ._warnings import SelectionWarning
 from .selectors.controlburn import ControlBurnClassifier, ControlBurnRegressor
 from .selectors.gbfs import GBFSClassifier, GBFSRegressor
 from .selectors.multitask import MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
@@ -12,5 +13,5 @@ from .selectors.stagewise import StagewiseClassifier, StagewiseRegressor
 from .tree import TreeEnsemble
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",
-           "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor",
+           "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor", "SelectionWarning",
            "StagewiseClassifier", "StagewiseRegressor", "TreeEnsemble", "__version__"]

@@ -8,6 +8,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from gpufs import SelectionWarning
 from gpufs._device import gpu_available
 from gpufs.selectors.controlburn import ControlBurnClassifier, ControlBurnRegressor
 from gpufs.selectors.gbfs import GBFSClassifier, GBFSRegressor
@@ -119,11 +120,18 @@ def test_default_forest_finds_the_informative_features():
     assert est.feature_importances_.sum() == pytest.approx(1.0)
     assert (est.feature_importances_[~est.support_] == 0).all()
     p = est.selection_path_
-    # k = 2 is unreachable here: one lambda step brings x1 and x2 in together
-    assert p["k"] == [1, 3, 4] and sorted(p["unreachable"]) == [2]
-    assert "jumps from 1" in p["unreachable"][2]
+    # k = 2 is unreachable here: one lambda step brings x1 and x2 in together. The path says
+    # why, and holds the completed selection a fit with n_features_to_select=2 makes.
+    assert p["k"] == [1, 2, 3, 4] and sorted(p["unreachable"]) == [2]
+    assert p["exact"] == {1: True, 2: False, 3: True, 4: True}
+    assert p["unreachable"][2].startswith("on the costs reweighted for k=2, the number of "
+                                          "selected features jumps from 1")
     for k in p["k"]:
         assert len(p["features"][k]) == k
+    with pytest.warns(SelectionWarning, match="no lambda selects exactly 2 features"):
+        two = ControlBurnRegressor(n_features_to_select=2, max_depth=4,
+                                   random_state=0).fit(X, y)
+    assert p["features"][2] == sorted(two.selected_features_.tolist())
     assert p["features"][3] == sorted(est.selected_features_.tolist())
     assert est.selection_exact_
     # The plain lasso's path (no reweighting): one cost vector, so lambda falls as k grows.
@@ -167,6 +175,44 @@ def test_zero_feature_costs_make_free_features():
 
 
 # --- coverage ---------------------------------------------------------------------------------
+
+
+def test_coverage_and_completion_warnings_say_what_was_selected():
+    """Issue 26, item 14: the forest covers 6 features and k = 8 was asked; no lambda gives
+    6 and none passes 4, so 4 are selected. One SelectionWarning says that (it said
+    "selecting all 6 covered features" and a second warning "completed them with []")."""
+    rng = np.random.default_rng(1)
+    X = np.zeros((40, 10))
+    X[:, :6] = rng.random((40, 6))
+    y = ((X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=40)) > 0.9).astype(int)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        est = ControlBurnClassifier(n_features_to_select=8, max_depth=4, random_state=0,
+                                    device="cpu").fit(X, y)
+    (message,) = [str(w.message) for w in rec if w.category is SelectionWarning]
+    n_sel = est.selected_features_.size
+    assert est.forest_coverage_ == 6 and n_sel == 4 and not est.selection_exact_
+    assert message.startswith("the forest uses only 6 of the 10 features, fewer than "
+                              "n_features_to_select=8; no lambda selects exactly 6 features")
+    assert ("took the 4 features of the densest solution: no lambda, not even 0, selects more"
+            in message)
+    assert "; selected 4 features. Grow a more feature-diverse forest" in message
+    assert "selecting all" not in message and "with []" not in message
+
+
+def test_selection_warning_is_a_filterable_user_warning():
+    import gpufs
+
+    assert issubclass(gpufs.SelectionWarning, UserWarning)
+    X, y = regression_data(m=300)
+    kw = dict(n_features_to_select=2, feature_costs=np.zeros(X.shape[1]), random_state=0,
+              **SMALL_R)
+    with pytest.warns(gpufs.SelectionWarning, match="no lambda selects exactly 2"):
+        ControlBurnRegressor(**kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=gpufs.SelectionWarning)
+        ControlBurnRegressor(**kw).fit(X, y)       # nothing else is raised
 
 
 def test_coverage_warning_and_remedies():

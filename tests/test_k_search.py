@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from gpufs import GBFSClassifier, GBFSRegressor
+from gpufs import GBFSClassifier, GBFSRegressor, SelectionWarning
 from gpufs.selectors._k_search import FLOOR, Probe, known_outcomes, search_mu
 
 
@@ -140,11 +140,29 @@ def test_gbfs_fewer_features_with_gain_than_k_warns_with_the_count():
     X = rng.normal(size=(300, 6))
     X[:, 2:] = 0.0                    # four constant columns: no split on them can gain
     y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=300)
-    with pytest.warns(UserWarning, match=r"only 2 features have any positive gain, fewer than "
-                                         r"n_features_to_select=4"):
+    with pytest.warns(SelectionWarning, match=r"only 2 features entered the model at mu=0 in "
+                                              r"10 rounds, fewer than n_features_to_select=4"):
         est = GBFSRegressor(n_features_to_select=4, n_estimators=10, device="cpu").fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1]
     assert est.mu_ == 0.0
+
+
+def test_gbfs_fewer_than_k_warning_counts_the_features_of_the_final_fit():
+    """Issue 26, item 14: the probes grow half the rounds and saw 2 features; the final fit at
+    mu = 0 grows all 20 and selects 3. The warning must say 3, the number selected."""
+    rng = np.random.default_rng(0)
+    X = np.zeros((500, 6))
+    X[:, :3] = rng.random((500, 3))
+    y = 10.0 * (X[:, 0] > 0.5) + 3.0 * (X[:, 1] > 0.5) + 0.3 * (X[:, 2] > 0.5)
+    with pytest.warns(SelectionWarning) as rec:
+        est = GBFSRegressor(n_estimators=20, max_depth=1, learning_rate=0.5,
+                            n_features_to_select=5, device="cpu", random_state=0).fit(X, y)
+    assert sorted(est.selected_features_.tolist()) == [0, 1, 2]
+    assert max(p["n_features"] for p in est.mu_search_) == 2      # what the probes saw
+    (message,) = [str(w.message) for w in rec]
+    assert message.startswith("only 3 features entered the model at mu=0 in 20 rounds, "
+                              "fewer than n_features_to_select=5")
+    assert "selected those 3." in message
 
 
 def test_gbfs_without_k_runs_at_mu():

@@ -408,18 +408,26 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
     found, why = search.bisect(k, bisect_rtol, max_bisect)
     if found is not None:
         return search.selection(found)
-    # The most features below k (fewest above), among equal counts the largest lambda.
-    pts = search.sorted_points()
-    below = max((kk, lam) for lam, kk in pts if kk < k)[1]
-    below = search.selection(below, exact=False)
     if not strict:
-        return below
-    if not any(kk > k for _, kk in pts) and 0.0 not in search.points:
-        search.eval(0.0)  # the densest solution: the one place left where k may be passed
+        return _nearest(search, k, densest=False)[0]
+    below, above = _nearest(search, k)
+    raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
+
+
+def _nearest(search, k, densest=True):
+    """(below, above): the solved selections with the most features below k and the fewest
+    above it, among equal counts the largest lambda (None where there is none). With
+    ``densest``, lambda = 0 is solved first when nothing solved passes k: the one place left
+    where k may be passed."""
+    pts = search.sorted_points()
+    if densest and not any(kk > k for _, kk in pts) and 0.0 not in search.points:
+        search.eval(0.0)
         pts = search.sorted_points()
+    below = [(kk, lam) for lam, kk in pts if kk < k]
+    below = search.selection(max(below)[1], exact=False) if below else None
     above = [(kk, -lam) for lam, kk in pts if kk > k]
     above = search.selection(-min(above)[1], exact=False) if above else None
-    raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
+    return below, above
 
 
 @_docs.fill
@@ -498,6 +506,8 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
             if lam is not None:
                 selections[k] = _without_count(search.selection(lam))
                 unreachable.pop(k, None)
+        nearest = {k: tuple(None if s is None else _without_count(s)
+                            for s in _nearest(search, k, densest=False)) for k in unreachable}
     finally:
         search.warn_if_needed()
     pts = search.sorted_points()
@@ -508,7 +518,7 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
         # Every k exactly as select_k reweights it (the steps depend on where they start, so
         # the path starts each k where select_k does, not from the sweep's solutions).
         solves = []
-        selections, unreachable = {}, {}
+        selections, unreachable, nearest = {}, {}, {}
         for k in range(1, k_max + 1):
             try:
                 sel = _select_k_reweighted(reweighting, k, SELECT_K_LAMBDA_MIN_RATIO,
@@ -516,12 +526,17 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
                                            lambda s: solves.append(s.n_solves))
                 selections[k] = _without_count(sel)
             except UnreachableKError as exc:
-                unreachable[k] = str(exc).split(": ", 1)[-1]
+                # Each k has costs of its own (reweighted from its own selections), so the
+                # counts one k's search saw say nothing about another k: the reason says so.
+                unreachable[k] = (f"on the costs reweighted for k={k}, "
+                                  + str(exc).split(": ", 1)[-1])
+                nearest[k] = tuple(None if s is None else _without_count(s)
+                                   for s in (exc.below, exc.above))
         n_solves += sum(solves)
     return SelectionPath(selections=selections, unreachable=unreachable, lambda_max=lmax,
                          lambdas=np.array([p[0] for p in pts]),
                          n_selected=np.array([p[1] for p in pts], dtype=np.int64),
-                         n_solves=n_solves)
+                         n_solves=n_solves, nearest=nearest)
 
 
 def _without_count(sel):

@@ -27,6 +27,7 @@ from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
 from .._warm_key import data_fingerprint
+from .._warnings import SelectionWarning
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, DeviceRows, fit_boosting
@@ -231,13 +232,8 @@ class _BaseGBFS(SelectorBase):
             times["mu_search"] = time.perf_counter() - t0
             mu = search.mu
             resume = search.checkpoint
-            if mu is None:
+            if mu is None:      # fewer than k features entered even at mu = 0
                 mu = 0.0
-                warnings.warn(
-                    f"only {search.n_features_max} features have any positive gain, fewer "
-                    f"than n_features_to_select={k}; selected those {search.n_features_max}. "
-                    "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
-                    "min_child_weight let more features in.", UserWarning, stacklevel=4)
         self.mu_ = mu
         penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k, gt)
         gt_seconds = 0.0 if gt is None else gt.seconds
@@ -266,11 +262,20 @@ class _BaseGBFS(SelectorBase):
         self._finish(ensemble, record, n_rounds, penalties, device)
         self.evals_result_ = self._eval_losses(evals)
         self._warm_key_, self._mu_history_ = warm_key, history
-        if self.selected_features_.size == 0 and k is None:
+        n_sel = self.selected_features_.size
+        if n_sel == 0 and k is None:
             warnings.warn(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
-                "features you want.", UserWarning, stacklevel=4)
+                "features you want.", SelectionWarning, stacklevel=4)
+        elif k is not None and n_sel < k:
+            # Counted in the final fit (all rounds), not in the search's probes (half of them).
+            warnings.warn(
+                f"only {n_sel} feature{'s' if n_sel != 1 else ''} entered the model at mu=0 "
+                f"in {n_rounds} rounds, fewer than n_features_to_select={k}: no other feature "
+                f"has a split with positive gain; selected those {n_sel}. More rounds "
+                "(n_estimators), deeper trees (max_depth) or a smaller min_child_weight let "
+                "more features in.", SelectionWarning, stacklevel=4)
         return self
 
     def _warm_key(self, X_input, data):
