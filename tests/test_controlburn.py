@@ -94,19 +94,23 @@ def test_default_keeps_one_feature_per_group_of_three_near_copies(kind, task):
     against 47 of 80 (the misses are forests whose only trees on some group use several
     features)."""
     Est = ControlBurnClassifier if task == "classification" else ControlBurnRegressor
-    counts, plain_counts = [], []
+    counts, plain_counts, merged = [], [], []
     for seed in range(5):
         X, y, groups = planted_group_data(seed, kind, task)
         sel = Est(n_features_to_select=3, random_state=seed).fit(X, y).selected_features_
         counts.append(np.bincount(groups[sel], minlength=9)[:3].tolist())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # some k = 3 are completions here
-            sel = Est(n_features_to_select=3, random_state=seed,
-                      reweight_steps=0).fit(X, y).selected_features_
-        plain_counts.append(np.bincount(groups[sel], minlength=9)[:3].tolist())
+            plain = Est(n_features_to_select=3, random_state=seed, reweight_steps=0).fit(X, y)
+        plain_counts.append(np.bincount(groups[plain.selected_features_],
+                                        minlength=9)[:3].tolist())
+        merged.append(plain.merged_near_copies_)
     assert counts == [[1, 1, 1]] * 5, counts
-    # Without the reweighting, some seed keeps two copies of a group and none of another.
-    assert plain_counts != [[1, 1, 1]] * 5, plain_counts
+    # Without the reweighting the lasso's 3 hold two copies of a group on some seed, and the
+    # near-copy rule (selectors._near_copies) then keeps one per group too.
+    assert plain_counts == [[1, 1, 1]] * 5, plain_counts
+    assert any(merged), merged
+    assert all(len(g) >= 2 and len(set(groups[g])) == 1 for m in merged for g in m)
 
 
 def test_default_forest_finds_the_informative_features():

@@ -63,6 +63,8 @@ from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
 from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
                     resolve_k)
+from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, abs_correlation, choose_k,
+                            has_near_copies)
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -263,7 +265,8 @@ class _BaseControlBurn(SelectorBase):
             self.forest_reused_ = False
         self._forest_key_ = key
         self._forest_and_selection(backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                                   groups_lasso, group_costs, seed, device, times, forest)
+                                   groups_lasso, group_costs, seed, device, times, forest,
+                                   corr_of=lambda features: abs_correlation(X, features))
         t0 = time.perf_counter()
         self._refit(X, data.y_input, w, seed)
         times["refit"] = _lap(t0, backend)
@@ -271,12 +274,15 @@ class _BaseControlBurn(SelectorBase):
         return self
 
     def _forest_and_selection(self, backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                              groups_lasso, group_costs, seed, device, times, forest=None):
+                              groups_lasso, group_costs, seed, device, times, forest=None,
+                              corr_of=None):
         """Grow the forest on binned data (unless ``forest``, one kept by ``warm_start`` with
         its predictions recomputed, is given) and select features with the lasso: the fit
         between the bins and the refit. ``Xb`` is what ``backend`` grows trees on (the binned
         matrix here, a stand-in for the workers' rows on a cluster, ``gpufs.dask``); ``y_enc``
-        and ``w`` are arrays on the backend's device."""
+        and ``w`` are arrays on the backend's device; ``corr_of(features)`` gives the absolute
+        correlation matrix of some columns (``_near_copies.abs_correlation``) for the
+        near-copy rule, None skips it."""
         d = int(self.n_features_in_)
         if forest is None:
             t0 = time.perf_counter()
@@ -287,7 +293,7 @@ class _BaseControlBurn(SelectorBase):
         self.device_ = device
         t0 = time.perf_counter()
         self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
-                     else None, groups_lasso, group_costs, seed, d)
+                     else None, groups_lasso, group_costs, seed, d, corr_of)
         times["select"] = _lap(t0, backend)
         if self.selected_features_.size == 0:
             why = ("no tree of the forest splits on any feature" if self.forest_coverage_ == 0
@@ -310,7 +316,8 @@ class _BaseControlBurn(SelectorBase):
                 tuple(np.asarray(costs).tolist()), tuple(np.asarray(groups).tolist()))
 
     # --- selection ------------------------------------------------------------------------
-    def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d):
+    def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d,
+                corr_of=None):
         masks_all = forest.feature_masks
         covered = masks_all.any(axis=0)
         self.forest_coverage_ = int(covered.sum())
@@ -320,6 +327,7 @@ class _BaseControlBurn(SelectorBase):
         self.intercept_ = 0.0
         self.lambda_ = None
         self.selection_exact_ = True
+        self.merged_near_copies_ = []
         self.selection_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
@@ -374,9 +382,40 @@ class _BaseControlBurn(SelectorBase):
                 sel, extra, done = self._complete(k, importance, exc.below, exc.above)
                 notes.append(f"no lambda selects exactly {k} features ({exc}); {done}")
             feats, weights, lam, icpt = sel.features, sel.weights, sel.lam, sel.intercept
+
+            def near_copy_rule(k, features):
+                """The pool choice (``_near_copies``) when ``features`` hold near-copies."""
+                features = list(features)
+                if corr_of is None or len(features) < 2 or not has_near_copies(
+                        corr_of(features)):
+                    return None
+                k_pool = min(self.forest_coverage_, POOL_FACTOR * k)
+                if k_pool <= k:
+                    return None
+                try:
+                    # a pool need not be exactly 3 k: a coarse bisection (relative width
+                    # 1e-3) saves the solves a fine one spends on an unreachable count
+                    pool = _lasso.select_k(A, y_l, masks, k_pool, strict=True,
+                                           bisect_rtol=POOL_BISECT_RTOL, **kw)
+                except _lasso.UnreachableKError as exc:
+                    pool = exc.above if exc.above is not None else exc.below
+                if pool is None:
+                    return None
+                chosen, merged = choose_k(pool.features.tolist(), importance(pool.weights),
+                                          corr_of(pool.features.tolist()), k)
+                return pool, chosen, merged
+
+            rule = near_copy_rule(k, feats.tolist() + list(extra))
+            if rule is not None:
+                # The selection is the pool's choice: what was said of the k search no longer
+                # describes it (the coverage did not limit k, or the pool would be k).
+                sel, chosen, self.merged_near_copies_ = rule
+                feats, weights, lam, icpt = (np.asarray(chosen, np.int64), sel.weights, sel.lam,
+                                             sel.intercept)
+                extra, notes, self.selection_exact_ = [], [], False
             n_sel = len(feats) + len(extra)
             if n_sel < k_asked:
-                notes.append(f"selected {'all ' if n_sel == n_cov else ''}{n_sel} "
+                notes.append(f"selected {'all ' if n_sel == n_cov > 1 else ''}{n_sel} "
                              f"feature{'s' if n_sel != 1 else ''}")
             if notes:
                 warnings.warn("; ".join(notes) + "."
@@ -396,18 +435,20 @@ class _BaseControlBurn(SelectorBase):
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
             self.selection_path_ = self._k_path(k_max, _lasso.selection_path, A, y_l,
-                                                masks, complete=importance, **kw)
+                                                masks, complete=importance,
+                                                near=near_copy_rule, **kw)
         elif self.alpha is None:
             self.selection_path_ = self._k_path(0, lambda: search_record["path"])
         else:
             self.selection_path_ = self._k_path(0, None)
 
-    def _k_path(self, k_max, path_of, *args, complete=None, **kw):
+    def _k_path(self, k_max, path_of, *args, complete=None, near=None, **kw):
         """``selection_path_`` from ``path_of(*args, **kw)``, a lasso SelectionPath (none
         when ``path_of`` is None; with ``k_max`` >= 1, ``path_of`` is called with k_max).
         With ``complete`` (the importance of a weight vector), every unreachable k that its
         search bracketed is completed as ``fit`` completes it (``_complete``) and marked
-        ``exact`` False."""
+        ``exact`` False; with ``near`` (``fit``'s near-copy rule, ``near(k, features)``) every
+        k whose features hold near-copies is the pool's choice, as ``fit`` makes it."""
         empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
                  "exact": {}, "val_loss": None, "unreachable": {}, "lambda_max": None}
         if path_of is None:
@@ -421,6 +462,11 @@ class _BaseControlBurn(SelectorBase):
             sel, extra, _ = self._complete(k, complete, below, above)
             if len(sel.features) + len(extra) == k:
                 entries[k] = (sorted(sel.features.tolist() + list(extra)), sel)
+                exact[k] = False
+        for k in sorted(entries) if near is not None else ():
+            rule = near(k, entries[k][0])
+            if rule is not None:
+                entries[k] = (sorted(rule[1]), rule[0])
                 exact[k] = False
         names = self._feature_names()
         ks = sorted(entries)
