@@ -320,6 +320,25 @@ def test_controlburn_classifier_sparse_trees(client):
     assert np.array_equal(ref.predict_proba(X), est.predict_proba(Xd).compute())
 
 
+def test_controlburn_near_copy_rule_on_the_cluster(client):
+    """The near-copy rule reads the columns' correlations on the cluster: the model of the
+    single process on near-copies (two copies of a strong signal, a weaker one)."""
+    rng = np.random.RandomState(3)
+    m = 600
+    z = rng.randn(m, 2)
+    X = np.column_stack([z[:, 0] + 0.05 * rng.randn(m), z[:, 0] + 0.05 * rng.randn(m),
+                         z[:, 1] + 0.05 * rng.randn(m), rng.randn(m, 3)])
+    y = 3 * z[:, 0] + 0.7 * z[:, 1] + 0.3 * rng.randn(m)
+    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=1,
+              reweight_steps=0)
+    ref = ControlBurnRegressor(**kw).fit(X, y)
+    est = DaskControlBurnRegressor(**kw).fit(da.from_array(X, chunks=(200, 6)),
+                                             da.from_array(y, chunks=200))
+    _assert_same_controlburn(ref, est, X)
+    assert ref.merged_near_copies_ == est.merged_near_copies_
+    assert [sorted(g) for g in ref.merged_near_copies_] == [[0, 1]]  # the rule was used
+
+
 # --------------------------------------------------------------------------------------------
 # Refused inputs
 # --------------------------------------------------------------------------------------------
@@ -381,6 +400,8 @@ def test_rejected_inputs(client):
     for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
         with pytest.raises(ValueError, match="warm_start=True is not supported by the Dask"):
             cls(warm_start=True).fit(Xd, yd)
+    with pytest.raises(ValueError, match="stability_rounds is not supported by the Dask"):
+        DaskGBFSRegressor(stability_rounds=3).fit(Xd, yd)
     with pytest.raises(ValueError, match="split_search='group_testing' is not supported by "
                                          "the Dask estimators"):
         DaskGBFSRegressor(split_search="group_testing").fit(Xd, yd)

@@ -35,6 +35,7 @@ from sklearn.utils.validation import has_fit_parameter
 from .. import _scales
 from .._input import check_costs, check_groups
 from ..binning import BinMapper
+from ..selectors._near_copies import column_correlation
 from ..selectors.controlburn import (_PARAMS_DOC, ControlBurnClassifier,
                                      ControlBurnRegressor, _refit_has)
 from sklearn.utils.metaestimators import available_if
@@ -96,6 +97,8 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             raise ValueError("tree_type='single' is not supported by the Dask estimators "
                              "(single-feature trees slice the binned matrix by column): use "
                              "'full' or 'sparse', or the single-process estimator.")
+        import dask.array as dask_array
+
         client = default_client(self.client)
         timeout = float(self.timeout)
         classify = is_classifier(self)
@@ -128,7 +131,9 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             self.forest_reused_ = False
             self._forest_and_selection(backend, ShardedBins(loaded.n, d), y_enc, w, n_classes,
                                        costs, groups_forest, groups_lasso, group_costs, seed,
-                                       "cpu", times)
+                                       "cpu", times, corr_of=lambda features: (
+                                           column_correlation(encoded_columns(
+                                               self, X, features, loaded.dtype), dask_array)))
             self.cluster_ = {"workers": list(group.addresses),
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),

@@ -18,7 +18,7 @@ import numpy as np
 from .._device import namespace_of, to_host
 
 __all__ = ["NEAR_COPY", "POOL_BISECT_RTOL", "POOL_FACTOR", "abs_correlation", "choose_k",
-           "has_near_copies"]
+           "column_correlation", "has_near_copies"]
 
 #: Two columns are near-copies when their absolute Pearson correlation is at least this.
 NEAR_COPY = 0.9
@@ -43,14 +43,33 @@ def abs_correlation(X, features):
         A constant column correlates 0 with every other.
     """
     xp = namespace_of(X)
-    cols = xp.asarray(X[:, xp.asarray(np.asarray(features, dtype=np.int64))],
-                      dtype=xp.float64)
+    return column_correlation(X[:, xp.asarray(np.asarray(features, dtype=np.int64))], xp)
+
+
+def column_correlation(cols, xp):
+    """``abs_correlation`` of all the columns of ``cols`` (n_samples, m), in the namespace
+    ``xp`` (numpy, cupy, or ``dask.array``, whose result is computed): the Gram matrix of
+    the centred columns, scaled by their norms.
+
+    Parameters
+    ----------
+    cols : array of shape (n_samples, m)
+    xp : module
+
+    Returns
+    -------
+    ndarray of shape (m, m), float64, on the host
+    """
+    cols = cols.astype(np.float64)
     mean = xp.nanmean(cols, axis=0)
     cols = xp.where(xp.isnan(cols), mean, cols) - mean
-    norm = xp.sqrt((cols * cols).sum(axis=0))
-    norm = xp.where(norm > 0, norm, xp.inf)
-    unit = cols / norm
-    return np.abs(np.asarray(to_host(unit.T @ unit), dtype=np.float64))
+    gram = cols.T @ cols
+    if hasattr(gram, "compute"):        # dask: the one pass over the partitions
+        gram = gram.compute()
+    gram = np.asarray(to_host(gram), dtype=np.float64)
+    norm = np.sqrt(np.maximum(np.diag(gram), 0.0))
+    norm = np.where(norm > 0, norm, np.inf)
+    return np.abs(gram / norm[:, None] / norm[None, :])
 
 
 def has_near_copies(corr) -> bool:

@@ -29,6 +29,13 @@ Selection rules as implemented
   False and a ``gpufs.SelectionWarning`` says what was selected. ``tree_weights_`` are those
   of the solution below k. With no solution above k (not even at lambda = 0) the one below is
   all there is, and fewer than k features are selected.
+* Near-copies (``selectors._near_copies``): when the k features hold two columns of absolute
+  correlation >= 0.9, the lasso is asked for a pool of 3 k features, its near-copies are
+  grouped, and the k groups of largest total importance are kept, one feature each (the
+  most important); ``tree_weights_`` and ``lambda_`` are then the pool's,
+  ``merged_near_copies_`` lists the groups and ``selection_exact_`` is False. A near-copy of
+  a kept feature brings almost nothing new, yet the lasso often keeps two copies of a strong
+  group before a weaker group enters.
 * Coverage: the forest can only select features its trees use (``forest_coverage_``). When that
   is below k, k becomes the coverage, and the one ``gpufs.SelectionWarning`` of the fit also
   says how many were selected and names the remedies (``max_features`` per-tree subsampling,
@@ -694,7 +701,12 @@ _PARAMS_DOC = """
     lambda_ : float
         The lambda of the selection.
     selection_exact_ : bool
-        False when no lambda gave exactly k (see the module docstring).
+        False when the selection is not the features of one lasso solution with exactly k:
+        no lambda gave k (a completion, see the module docstring), or near-copies were merged
+        (``merged_near_copies_``).
+    merged_near_copies_ : list of list of int
+        The groups of near-copies (absolute correlation >= 0.9) the near-copy rule merged, the
+        kept feature first (module docstring); empty when the lasso's k held no near-copies.
     selection_path_ : dict
         The selection for every k = 1..``path_k_max`` (without it: those the k search for
         ``n_features_to_select`` passed through; empty with ``alpha``) from the one forest:
