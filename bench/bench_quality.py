@@ -46,11 +46,12 @@ Planted families (``--datasets`` names below; each split draws new data from see
   * ``sinusoids_d1000`` / ``sinusoids_d5000``: the problem of the issue "the best k, not the
     first k admitted": 3,000 x d uniform columns, y = sum_i (i + 1) sin(3 x_{f_i}) over 5
     planted columns + N(0, 0.1^2) (data seed 100 + split), k = 5.
-  * ``copies_reg`` / ``copies_clf``: three groups of three near-copies (z_j + N(0, 0.1^2)) whose
-    signals differ in kind, plus 6 noise columns, 1,000 rows; the design cycles with the split:
-    main effect + interaction-only + weak main effect, interaction-only pair + main effect,
-    strong / medium / weak main effects, a step + a sine + a weak line. k = 3; a group is found
-    when one of its copies is selected, and ``one_per_group`` says whether each was hit once.
+  * ``copies_reg`` / ``copies_clf``: three groups of three near-copies whose signals differ
+    in kind, plus 6 noise columns, 1,000 rows (``tests/_near_copy_data.py``); the design
+    cycles with the split (main effect + interaction-only + weak main effect; interaction-only
+    pair + main effect; strong / medium / weak main effects; a step + a sine + a weak line).
+    k = 3; a group is found when one of its copies is selected, and ``one_per_group`` says
+    whether each was hit exactly once.
   * ``categorical``: the planted categorical problem of ``tests/_categorical_data.py`` (a
     30-level column and two numeric signals among 50 noise columns, 2,000 rows), the level
     integer-coded as for the real tables; k = 3.
@@ -98,7 +99,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the planted generators shared with tests
 import _machine  # noqa: E402  (bench/_machine.py: the one machine description)
+from _near_copy_data import DESIGNS, near_copy_groups  # noqa: E402
 from _quality_spec import GPUFS, PEERS, PLANTED_FAMILIES, TOL  # noqa: E402
 
 SEED = 0
@@ -175,7 +178,6 @@ DATASETS = ("caravan", "mlc_churn", "credit", "lending_club", "email", "wa_churn
 PLANTED = {"planted_clf": set(range(10)), "friedman1": set(range(5))}
 #: The planted families: name -> k (the number of planted signals).
 FAMILIES = PLANTED_FAMILIES
-COPY_DESIGNS = ("main_inter_weak", "inter_only", "strong_weak", "threshold")
 
 
 def sinusoids(seed, n=3000, d=1000):
@@ -185,26 +187,6 @@ def sinusoids(seed, n=3000, d=1000):
     planted = sorted(rng.choice(d, 5, replace=False).tolist())
     y = sum((i + 1) * np.sin(3 * X[:, f]) for i, f in enumerate(planted))
     return X, y + 0.1 * rng.normal(size=n), planted
-
-
-def near_copy_groups(seed, design, task, m=1000, n_copies=3, noise=0.1, n_noise=6):
-    """(X, y, group of every column): groups 0-2 of near-copies of z_0..z_2, then noise
-    columns (groups 3, 4, ...). The designs (module docstring) give the groups signals of
-    different kinds and strengths."""
-    rng = np.random.RandomState(seed)
-    Z = rng.randn(m, 3)
-    f = {"main_inter_weak": 2.0 * Z[:, 0] + 1.5 * Z[:, 0] * Z[:, 1] + 0.5 * Z[:, 2],
-         "inter_only": 2.0 * Z[:, 0] * Z[:, 1] + 1.0 * Z[:, 2],
-         "strong_weak": 3.0 * Z[:, 0] + 1.0 * Z[:, 1] + 0.4 * Z[:, 2],
-         "threshold": 2.0 * (Z[:, 0] > 0.5) + np.sin(2 * Z[:, 1]) + 0.4 * Z[:, 2]}[design]
-    if task == "classification":
-        y = (f + rng.logistic(size=m) > np.median(f)).astype(int)
-    else:
-        y = f + 0.5 * rng.randn(m)
-    cols = [Z[:, [j]] + noise * rng.randn(m, n_copies) for j in range(3)]
-    cols.append(rng.randn(m, n_noise))
-    groups = np.r_[np.repeat(np.arange(3), n_copies), np.arange(3, 3 + n_noise)]
-    return np.hstack(cols), y, groups
 
 
 def load_family(name, seed):
@@ -220,11 +202,10 @@ def load_family(name, seed):
         return pd.DataFrame(X, columns=[f"f{j}" for j in range(d)]), y, "regression", groups
     if name.startswith("copies"):
         task = "regression" if name == "copies_reg" else "classification"
-        X, y, groups = near_copy_groups(seed, COPY_DESIGNS[seed % len(COPY_DESIGNS)], task)
+        X, y, groups = near_copy_groups(seed, DESIGNS[seed % len(DESIGNS)], task)
         cols = [f"g{g}_{j}" if g < 3 else f"noise{g - 3}" for j, g in enumerate(groups)]
         return pd.DataFrame(X, columns=cols), y, task, groups
     if name == "categorical":
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
         from _categorical_data import PLANTED as CAT_PLANTED, planted as cat_planted
 
         X, y = cat_planted(seed=seed)

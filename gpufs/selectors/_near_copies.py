@@ -8,7 +8,8 @@ the lasso is asked for a pool of ``POOL_FACTOR * k`` features (3 k, at most the 
 coverage), the pool's near-copies are grouped (greedily, most important first: a feature joins
 the first group whose leader it is a near-copy of), and the k groups of largest total
 importance are kept, each by its most important feature; with fewer than k groups the rest are
-the most important remaining pool features. Measured on planted groups in
+the most important remaining pool features. The pool is the plain lasso's (no reweighting:
+the grouping does its work), searched coarsely. Measured on planted groups in
 ``bench/results/quality_*`` (``docs/guide/controlburn.rst``).
 """
 from __future__ import annotations
@@ -17,8 +18,8 @@ import numpy as np
 
 from .._device import namespace_of, to_host
 
-__all__ = ["NEAR_COPY", "POOL_BISECT_RTOL", "POOL_FACTOR", "abs_correlation", "choose_k",
-           "column_correlation", "has_near_copies"]
+__all__ = ["NEAR_COPY", "POOL_BISECT_RTOL", "POOL_FACTOR", "POOL_LAMBDA_MIN_RATIO",
+           "abs_correlation", "choose_k", "column_correlation", "has_near_copies"]
 
 #: Two columns are near-copies when their absolute Pearson correlation is at least this.
 NEAR_COPY = 0.9
@@ -26,6 +27,8 @@ NEAR_COPY = 0.9
 POOL_FACTOR = 3
 #: The pool's lambda bisection stops at this relative width (the k search's is 1e-7).
 POOL_BISECT_RTOL = 1e-3
+#: The pool's descent stops below this fraction of lambda_max (the k search's is 1e-6).
+POOL_LAMBDA_MIN_RATIO = 1e-3
 
 
 def abs_correlation(X, features):

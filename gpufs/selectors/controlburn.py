@@ -70,8 +70,8 @@ from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
 from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
                     resolve_k)
-from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, abs_correlation, choose_k,
-                            has_near_copies)
+from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, POOL_LAMBDA_MIN_RATIO,
+                            abs_correlation, choose_k, has_near_copies)
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -399,14 +399,15 @@ class _BaseControlBurn(SelectorBase):
                 k_pool = min(self.forest_coverage_, POOL_FACTOR * k)
                 if k_pool <= k:
                     return None
-                try:
-                    # a pool need not be exactly 3 k: a coarse bisection (relative width
-                    # 1e-3) saves the solves a fine one spends on an unreachable count
-                    pool = _lasso.select_k(A, y_l, masks, k_pool, strict=True,
-                                           bisect_rtol=POOL_BISECT_RTOL, **kw)
-                except _lasso.UnreachableKError as exc:
-                    pool = exc.above if exc.above is not None else exc.below
-                if pool is None:
+                # A pool only proposes candidates and ranks them, so it is searched cheaply:
+                # the plain lasso (the grouping does what the reweighting would), a coarse
+                # bisection, and no lambda below 1e-3 lambda_max (where solves are slow);
+                # with no lambda giving k_pool, the most features found below it.
+                pool_kw = {**kw, "reweight_steps": 0}
+                pool = _lasso.select_k(A, y_l, masks, k_pool, strict=False,
+                                       bisect_rtol=POOL_BISECT_RTOL,
+                                       lambda_min_ratio=POOL_LAMBDA_MIN_RATIO, **pool_kw)
+                if pool.k <= k:
                     return None
                 chosen, merged = choose_k(pool.features.tolist(), importance(pool.weights),
                                           corr_of(pool.features.tolist()), k)
