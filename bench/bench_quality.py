@@ -59,8 +59,9 @@ For these the records hold ``planted_recovered`` (planted signals found) and ``r
 (found / k) beside the score, and a reference method ``gain_ref`` runs with them: the k
 features of largest total gain in a plain GBFS fit (``mu=0``, no budget), the gain ranking
 the exact-k goal is measured against (neither a gpufs family nor a peer in the summary).
-``--methods gbfs_stability`` runs GBFS with ``stability_rounds=10`` the same way (how the
-default was chosen).
+``--methods gbfs_stability`` runs GBFS with ``stability_rounds=10`` and ``--methods
+controlburn_rw0`` ControlBurn with ``reweight_steps=0`` the same way (how the defaults were
+chosen).
 
 Timing: gpufs and the peers run single-threaded (``NUMBA_NUM_THREADS=1`` unless set, LightGBM
 ``n_jobs=1``), in one process, after a warm-up fit (numba compiles on first call). For GBFS the
@@ -378,7 +379,22 @@ def sel_controlburn(Xtr, ytr, task, k, state):
     est.set_params(n_features_to_select=k).fit(Xtr, ytr)
     info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
             "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
-            "fit_times": est.fit_times_}
+            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
+    return [int(j) for j in est.selected_features_], info
+
+
+def sel_controlburn_rw0(Xtr, ytr, task, k, state):
+    """ControlBurn with ``reweight_steps=0`` (the paper's plain lasso, with the near-copy
+    rule), as ``controlburn`` runs it (measured beside the default to decide the default;
+    neither a gpufs family nor a peer here)."""
+    from gpufs import ControlBurnClassifier, ControlBurnRegressor
+
+    cls = ControlBurnRegressor if task == "regression" else ControlBurnClassifier
+    est = state.setdefault("cb_rw0", cls(warm_start=True, random_state=SEED, reweight_steps=0))
+    est.set_params(n_features_to_select=k).fit(Xtr, ytr)
+    info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
+            "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
+            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
     return [int(j) for j in est.selected_features_], info
 
 
@@ -413,7 +429,7 @@ def sel_gain_ref(Xtr, ytr, task, k, state):
 SELECTORS = {"gbfs": sel_gbfs, "controlburn": sel_controlburn, "stagewise": sel_stagewise,
              "rf_topk": sel_rf_topk, "lgbm_cegb": sel_lgbm_cegb, "l1": sel_l1,
              "sfm_lgbm_gain": sel_sfm_lgbm_gain, "gain_ref": sel_gain_ref,
-             "gbfs_stability": sel_gbfs_stability}
+             "gbfs_stability": sel_gbfs_stability, "controlburn_rw0": sel_controlburn_rw0}
 
 
 # --- run ---------------------------------------------------------------------------------------
@@ -560,7 +576,8 @@ def main(argv=None):
                     help="the real tables by default; the planted families by name")
     ap.add_argument("--ks", nargs="+", type=int, default=list(KS))
     ap.add_argument("--methods", nargs="+", default=list(GPUFS + PEERS),
-                    choices=GPUFS + PEERS + ("gain_ref", "gbfs_stability"))
+                    choices=GPUFS + PEERS + ("gain_ref", "gbfs_stability",
+                                             "controlburn_rw0"))
     ap.add_argument("--tag", default="cpu")
     ap.add_argument("--splits", type=int, default=1,
                     help="train/test splits per table (seeds 0, 1, ...); summaries average them")
