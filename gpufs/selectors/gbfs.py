@@ -562,8 +562,8 @@ _PARAMS_DOC = """
         "final" fit). Not saved in model files.
     selection_frequency_ : ndarray of shape (n_features,), float64, or None
         With ``stability_rounds``: the fraction of the refits on half of the rows whose k
-        chosen features held each feature; None without. Not saved in model files. ``gpufs.plotting.plot_selection_frequency``
-        draws it.
+        chosen features held each feature; None without. Not saved in model files.
+        ``gpufs.plotting.plot_selection_frequency`` draws it.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, mu_search (0 without
         ``n_features_to_select``), pool (the unbudgeted fit at the searched price) and
