@@ -1,8 +1,11 @@
 """What the quality bench compares, shared by ``bench_quality.py`` (which runs it) and
 ``quality_summary.py`` (which tabulates its records) without importing the runner: the gpufs
-families, the peers, and the goal's tolerance."""
+families, the peers, the goal's tolerance and the planted families' names."""
 
 #: The goal: a gpufs family is the best or within TOL of the best peer.
 TOL = 0.005
 GPUFS = ("gbfs", "controlburn", "stagewise")
 PEERS = ("rf_topk", "lgbm_cegb", "l1", "sfm_lgbm_gain")
+#: The planted families of ``bench_quality.py`` (name -> k, the number of planted signals).
+PLANTED_FAMILIES = {"sinusoids_d1000": 5, "sinusoids_d5000": 5, "copies_reg": 3,
+                    "copies_clf": 3, "categorical": 3}

@@ -41,14 +41,36 @@ Tables (all install from the package index, no download at run time):
 Categorical columns are integer-coded (``pandas.factorize``) and missing values replaced by the
 column median, for every method alike (the peers need it).
 
+Planted families (``--datasets`` names below; each split draws new data from seed = split, so
+``--splits`` is the number of seeds; k is the number of planted signals only):
+  * ``sinusoids_d1000`` / ``sinusoids_d5000``: the problem of the issue "the best k, not the
+    first k admitted": 3,000 x d uniform columns, y = sum_i (i + 1) sin(3 x_{f_i}) over 5
+    planted columns + N(0, 0.1^2) (data seed 100 + split), k = 5.
+  * ``copies_reg`` / ``copies_clf``: three groups of three near-copies whose signals differ
+    in kind, plus 6 noise columns, 1,000 rows (``tests/_near_copy_data.py``); the design
+    cycles with the split (main effect + interaction-only + weak main effect; interaction-only
+    pair + main effect; strong / medium / weak main effects; a step + a sine + a weak line).
+    k = 3; a group is found when one of its copies is selected, and ``one_per_group`` says
+    whether each was hit exactly once.
+  * ``categorical``: the planted categorical problem of ``tests/_categorical_data.py`` (a
+    30-level column and two numeric signals among 50 noise columns, 2,000 rows), the level
+    integer-coded as for the real tables; k = 3.
+For these the records hold ``planted_recovered`` (planted signals found) and ``recovery``
+(found / k) beside the score, and a reference method ``gain_ref`` runs with them: the k
+features of largest total gain in a plain GBFS fit (``mu=0``, no budget), the gain ranking
+the exact-k goal is measured against (neither a gpufs family nor a peer in the summary).
+``--methods gbfs_stability`` runs GBFS with ``stability_rounds=10`` and ``--methods
+controlburn_rw0`` ControlBurn with ``reweight_steps=0`` the same way (how the defaults were
+chosen).
+
 Timing: gpufs and the peers run single-threaded (``NUMBA_NUM_THREADS=1`` unless set, LightGBM
 ``n_jobs=1``), in one process, after a warm-up fit (numba compiles on first call). For GBFS the
-record also has the cost of the exact-k search against one fit at the final mu: the wall time
-of the whole exact-k fit (binning, search, final fit) over that of a plain fit at ``mu_``
+record also has the cost of exact k against one fit at the final mu: the wall time of the whole
+exact-k fit (binning, search, pool fit, final fit) over that of a plain fit at ``mu_``
 (``search_time_ratio``, from both estimators' ``fit_times_``), and the same in trees grown
-(``search_tree_ratio``: the probes' trees plus those the final fit grew itself -- it resumes
-from the winning probe's last round -- over the plain fit's), which does not depend on how
-busy the machine is.
+(``search_tree_ratio``: the trees the probes, the pool fit and the final fit grew themselves
+-- each resumes where the one before it left off -- over ``n_estimators`` rounds), which does
+not depend on how busy the machine is.
 
 Run::
 
@@ -78,8 +100,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the planted generators shared with tests
 import _machine  # noqa: E402  (bench/_machine.py: the one machine description)
-from _quality_spec import GPUFS, PEERS, TOL  # noqa: E402
+from _near_copy_data import DESIGNS, near_copy_groups  # noqa: E402
+from _quality_spec import GPUFS, PEERS, PLANTED_FAMILIES, TOL  # noqa: E402
 
 SEED = 0
 KS = (3, 5, 10)
@@ -153,6 +177,43 @@ def load(name):
 DATASETS = ("caravan", "mlc_churn", "credit", "lending_club", "email", "wa_churn",
             "breast_cancer", "planted_clf", "ames", "friedman1")
 PLANTED = {"planted_clf": set(range(10)), "friedman1": set(range(5))}
+#: The planted families: name -> k (the number of planted signals).
+FAMILIES = PLANTED_FAMILIES
+
+
+def sinusoids(seed, n=3000, d=1000):
+    """(X, y, planted columns) of the sinusoid problem (module docstring)."""
+    rng = np.random.default_rng(100 + seed)
+    X = rng.random((n, d)).astype(np.float32)
+    planted = sorted(rng.choice(d, 5, replace=False).tolist())
+    y = sum((i + 1) * np.sin(3 * X[:, f]) for i, f in enumerate(planted))
+    return X, y + 0.1 * rng.normal(size=n), planted
+
+
+def load_family(name, seed):
+    """(X DataFrame, y, task, group of every column (planted groups 0..k-1, others >= k)) of
+    a planted family for one seed."""
+    import pandas as pd
+
+    if name.startswith("sinusoids"):
+        d = int(name.split("_d")[1])
+        X, y, planted = sinusoids(seed, d=d)
+        groups = np.full(d, 5)
+        groups[planted] = np.arange(5)
+        return pd.DataFrame(X, columns=[f"f{j}" for j in range(d)]), y, "regression", groups
+    if name.startswith("copies"):
+        task = "regression" if name == "copies_reg" else "classification"
+        X, y, groups = near_copy_groups(seed, DESIGNS[seed % len(DESIGNS)], task)
+        cols = [f"g{g}_{j}" if g < 3 else f"noise{g - 3}" for j, g in enumerate(groups)]
+        return pd.DataFrame(X, columns=cols), y, task, groups
+    if name == "categorical":
+        from _categorical_data import PLANTED as CAT_PLANTED, planted as cat_planted
+
+        X, y = cat_planted(seed=seed)
+        X, _ = _frame(X.assign(_y=y), "_y")
+        groups = np.array([CAT_PLANTED.index(c) if c in CAT_PLANTED else 3 for c in X.columns])
+        return X, y, "regression", groups
+    raise ValueError(f"unknown planted family {name!r}")
 
 
 # --- refit -----------------------------------------------------------------------------------
@@ -282,25 +343,29 @@ def sel_gbfs(Xtr, ytr, task, k, state):
     from gpufs import GBFSClassifier, GBFSRegressor
 
     cls = GBFSRegressor if task == "regression" else GBFSClassifier
-    est = cls(n_features_to_select=k, random_state=SEED).fit(Xtr, ytr)
+    est = cls(n_features_to_select=k, random_state=SEED, **state.get("gbfs_params", {}))
+    est.fit(Xtr, ytr)
     t = est.fit_times_
-    probe_trees = sum(p["n_trees"] for p in est.mu_search_)
-    # The final fit resumes at the round where the winning probe's k-th feature entered: the
-    # trees before it are the probe's, not grown again.
-    K = est.ensemble_.n_outputs
-    win = [p for p in est.mu_search_ if p["reached"] and p["mu"] == est.mu_]
-    resumed = ((win[-1]["n_trees"] - 1) // K) * K if win else 0
-    grown_final = est.ensemble_.n_trees - resumed
-    # "One fit at the final mu": a plain fit at mu_ (no search, no budget), whole fit.
+    # Trees grown: the probes', the pool fit's (it resumes from the winning probe) and the
+    # final fit's (it resumes from the pool fit where the first left-out feature entered),
+    # against one fit of n_estimators rounds: the pool fit is a plain fit at mu_.
+    pool = est.selection_pool_
+    grown = pool["trees_grown"]
+    one_fit_trees = est.n_estimators * est.ensemble_.n_outputs
+    # Wall time: the whole exact-k fit against a plain fit at mu_ (no search, no budget).
     one = cls(mu=est.mu_, random_state=SEED).fit(Xtr, ytr)
     t1 = one.fit_times_
     info = {"mu_": est.mu_, "probes": len(est.mu_search_),
             "search": [(round(p["mu"], 6), p["reached"], p["n_features"], p["n_trees"])
                        for p in est.mu_search_],
-            "fit_times": t, "one_fit_times": t1, "resumed_trees": resumed,
-            "search_time_ratio": ((t["bin"] + t["mu_search"] + t["boost"])
+            "pool_size": len(pool["features"]), "resumed_round": pool["resumed_round"],
+            "refit_mu": pool["refit_mu"], "trees_grown": grown,
+            "fit_times": t, "one_fit_times": t1,
+            "search_time_ratio": (sum(t.get(p, 0.0) for p in
+                                      ("bin", "mu_search", "pool", "stability", "boost"))
                                   / (t1["bin"] + t1["boost"])),
-            "search_tree_ratio": (probe_trees + grown_final) / one.ensemble_.n_trees}
+            "search_tree_ratio": (grown["probes"] + grown["pool"] + grown["final"])
+            / one_fit_trees}
     return [int(j) for j in est.selected_features_], info
 
 
@@ -314,7 +379,22 @@ def sel_controlburn(Xtr, ytr, task, k, state):
     est.set_params(n_features_to_select=k).fit(Xtr, ytr)
     info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
             "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
-            "fit_times": est.fit_times_}
+            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
+    return [int(j) for j in est.selected_features_], info
+
+
+def sel_controlburn_rw0(Xtr, ytr, task, k, state):
+    """ControlBurn with ``reweight_steps=0`` (the paper's plain lasso, with the near-copy
+    rule), as ``controlburn`` runs it (measured beside the default to decide the default;
+    neither a gpufs family nor a peer here)."""
+    from gpufs import ControlBurnClassifier, ControlBurnRegressor
+
+    cls = ControlBurnRegressor if task == "regression" else ControlBurnClassifier
+    est = state.setdefault("cb_rw0", cls(warm_start=True, random_state=SEED, reweight_steps=0))
+    est.set_params(n_features_to_select=k).fit(Xtr, ytr)
+    info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
+            "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
+            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
     return [int(j) for j in est.selected_features_], info
 
 
@@ -326,9 +406,30 @@ def sel_stagewise(Xtr, ytr, task, k, state):
     return [int(j) for j in est.selected_features_], {}
 
 
+def sel_gbfs_stability(Xtr, ytr, task, k, state):
+    """GBFS with ``stability_rounds=10``: the pool ranked by selection frequency (measured
+    beside the default to decide the default; neither a gpufs family nor a peer here)."""
+    from gpufs import GBFSClassifier, GBFSRegressor
+
+    cls = GBFSRegressor if task == "regression" else GBFSClassifier
+    est = cls(n_features_to_select=k, stability_rounds=10, random_state=SEED).fit(Xtr, ytr)
+    return [int(j) for j in est.selected_features_], {
+        "fit_times": est.fit_times_, "trees_grown": est.selection_pool_["trees_grown"]}
+
+
+def sel_gain_ref(Xtr, ytr, task, k, state):
+    """The reference of the planted families: a plain GBFS fit's k features of largest gain."""
+    from gpufs import GBFSClassifier, GBFSRegressor
+
+    cls = GBFSRegressor if task == "regression" else GBFSClassifier
+    est = cls(mu=0.0, random_state=SEED).fit(Xtr, ytr)
+    return _top(est.feature_importances_, k), {}
+
+
 SELECTORS = {"gbfs": sel_gbfs, "controlburn": sel_controlburn, "stagewise": sel_stagewise,
              "rf_topk": sel_rf_topk, "lgbm_cegb": sel_lgbm_cegb, "l1": sel_l1,
-             "sfm_lgbm_gain": sel_sfm_lgbm_gain}
+             "sfm_lgbm_gain": sel_sfm_lgbm_gain, "gain_ref": sel_gain_ref,
+             "gbfs_stability": sel_gbfs_stability, "controlburn_rw0": sel_controlburn_rw0}
 
 
 # --- run ---------------------------------------------------------------------------------------
@@ -342,19 +443,26 @@ def run_table(name, ks, methods, machine, out, splits=1):
     """
     from sklearn.model_selection import train_test_split
 
-    X, y, task = load(name)
-    cols = [str(c) for c in X.columns]
-    Xa = X.to_numpy(dtype=np.float64)
-    strat = y if task == "classification" else None
+    family = name in FAMILIES
+    if family:      # planted: new data per split, k the number of planted signals
+        ks, methods = [FAMILIES[name]], list(dict.fromkeys([*methods, "gain_ref"]))
+    else:
+        X, y, task = load(name)
     data = []
     for split in range(splits):
+        groups = None
+        if family:
+            X, y, task, groups = load_family(name, split)
+        cols = [str(c) for c in X.columns]
+        Xa = X.to_numpy(dtype=np.float64)
+        strat = y if task == "classification" else None
         Xtr, Xte, ytr, yte = train_test_split(Xa, y, test_size=0.3, random_state=SEED + split,
                                               stratify=strat)
-        data.append((Xtr, ytr, Refit(Xtr, ytr, Xte, yte, task), {}))
+        data.append((Xtr, ytr, Refit(Xtr, ytr, Xte, yte, task), {}, cols, groups))
     rows = []
     for k in ks:
         scores = {m: [] for m in methods}
-        for split, (Xtr, ytr, refit, state) in enumerate(data):
+        for split, (Xtr, ytr, refit, state, cols, groups) in enumerate(data):
             for m in methods:
                 t0 = time.perf_counter()
                 with warnings.catch_warnings(record=True) as w:
@@ -372,6 +480,12 @@ def run_table(name, ks, methods, machine, out, splits=1):
                        "machine": machine}
                 if name in PLANTED:
                     rec["planted_recovered"] = len(PLANTED[name] & set(sel))
+                if family:
+                    hit = groups[np.asarray(sel, dtype=np.int64)]
+                    found = set(hit.tolist()) & set(range(k))
+                    rec["planted_recovered"] = len(found)
+                    rec["recovery"] = len(found) / k
+                    rec["one_per_group"] = sorted(hit.tolist()) == list(range(k))
                 rows.append(rec)
                 print(f"{name:14s} k={k:2d} split {split} {m:14s} {score:.4f} n={len(sel)} "
                       f"{secs:7.2f}s", flush=True)
@@ -457,10 +571,13 @@ def warm_up():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
+                    choices=DATASETS + tuple(FAMILIES),
+                    help="the real tables by default; the planted families by name")
     ap.add_argument("--ks", nargs="+", type=int, default=list(KS))
     ap.add_argument("--methods", nargs="+", default=list(GPUFS + PEERS),
-                    choices=GPUFS + PEERS)
+                    choices=GPUFS + PEERS + ("gain_ref", "gbfs_stability",
+                                             "controlburn_rw0"))
     ap.add_argument("--tag", default="cpu")
     ap.add_argument("--splits", type=int, default=1,
                     help="train/test splits per table (seeds 0, 1, ...); summaries average them")

@@ -20,10 +20,10 @@ _LAZY = {"ControlBurnClassifier": ".selectors.controlburn",
          "MultiTaskGBFSRegressor": ".selectors.multitask",
          "StagewiseClassifier": ".selectors.stagewise",
          "StagewiseRegressor": ".selectors.stagewise",
-         "TreeEnsemble": ".tree"}
+         "TreeEnsemble": ".tree", "SelectionWarning": "._warnings"}
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",
-           "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor",
+           "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor", "SelectionWarning",
            "StagewiseClassifier", "StagewiseRegressor", "TreeEnsemble", "__version__"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_selection_path", "plot_stagewise"]
+__all__ = ["plot_selection_frequency", "plot_selection_path", "plot_stagewise"]
 
 
 def _feature_labels(estimator):
@@ -271,3 +271,60 @@ def plot_stagewise(estimator, ax=None):
         _set_tick_labels(axes[1], [_short(labels[j]) for j in sel],
                          [_short(labels[j], 24) for j in sel])
     return axes
+
+
+def plot_selection_frequency(estimator, ax=None, top=None):
+    """Selection frequency against rank, for a GBFS model fitted with ``stability_rounds``.
+
+    Stability selection's evidence (Meinshausen and Buhlmann, "Stability selection", Journal
+    of the Royal Statistical Society B, 2010): one bar per feature, ranked by how often the
+    refits on half of the rows chose it, the k selected features in colour and the rest grey,
+    with a line after rank k. Ties are ranked by the pool fit's gain, as the selection ranks
+    them.
+
+    Parameters
+    ----------
+    estimator : fitted ``GBFSClassifier`` or ``GBFSRegressor``
+        Fitted with ``n_features_to_select`` and ``stability_rounds`` > 0.
+    ax : matplotlib Axes or None
+        None: a new figure with ``constrained_layout``.
+    top : int or None, default=None
+        Bars to draw: the ``top`` best ranked; None: every feature chosen at least once, and
+        at least the k selected.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    freq = getattr(estimator, "selection_frequency_", None)
+    if freq is None:
+        raise ValueError(f"{type(estimator).__name__} has no selection frequencies: fit it "
+                         "with n_features_to_select and stability_rounds > 0.")
+    freq = np.asarray(freq, dtype=np.float64)
+    gains = np.zeros_like(freq)
+    pool = getattr(estimator, "selection_pool_", None) or {}
+    gains[np.asarray(pool.get("features", []), dtype=np.int64)] = pool.get("gain", [])
+    order = np.lexsort((-gains, -freq))             # frequency first, gain breaks ties
+    chosen = set(np.asarray(estimator.selected_features_).tolist())
+    k = len(chosen)
+    n = max(k, int((freq > 0).sum())) if top is None else int(top)
+    order = order[:max(1, n)]
+    labels = _feature_labels(estimator)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(5.0, 0.35 * len(order) + 2.0), 3.6),
+                             constrained_layout=True)
+    x = np.arange(1, len(order) + 1)
+    colors = ["tab:blue" if f in chosen else "0.7" for f in order.tolist()]
+    ax.bar(x, freq[order], color=colors)
+    if k < len(order):
+        ax.axvline(k + 0.5, color="k", linestyle="--", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([_short(labels[f]) for f in order], rotation=90, fontsize=8)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("rank")
+    ax.set_ylabel("selection frequency")
+    n_refits = getattr(estimator, "stability_rounds", None)
+    ax.set_title(f"selected in how many of {n_refits} half-row refits (k = {k} in colour)")
+    return ax

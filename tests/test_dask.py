@@ -387,19 +387,21 @@ def test_warm_start_keyed_on_the_dask_token(client):
     X, _, rng = _data(n=800, seed=27)
     Xz = np.nan_to_num(X)
     y = 2.0 * Xz[:, 0] - Xz[:, 3] + 0.7 * Xz[:, 1] + 0.3 * rng.normal(size=800)
-    kw = dict(n_estimators=12, max_depth=3, n_features_to_select=3, warm_start=True,
+    # k = 2 then 1: the pool of 2k is below d = 6, so both fits search mu (k = 3 would not)
+    kw = dict(n_estimators=12, max_depth=3, n_features_to_select=2, warm_start=True,
               random_state=10)
     Xd, yd = da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300)
     ref = GBFSRegressor(**kw).fit(X, y)
     est = DaskGBFSRegressor(**kw).fit(Xd, yd)
     _assert_same_model(ref, est)
-    ref.set_params(n_features_to_select=2).fit(X, y)
-    est.set_params(n_features_to_select=2).fit(Xd, yd)
+    assert len(est.mu_search_) > 1
+    ref.set_params(n_features_to_select=1).fit(X, y)
+    est.set_params(n_features_to_select=1).fit(Xd, yd)
     _assert_same_model(ref, est)
     # the second search reused the first one's probes, as in one process
     assert _probes(ref) == _probes(est)
     assert len(est._mu_history_) == len(ref._mu_history_) > len(est.mu_search_)
-    cold = DaskGBFSRegressor(**dict(kw, n_features_to_select=2)).fit(Xd, yd)
+    cold = DaskGBFSRegressor(**dict(kw, n_features_to_select=1)).fit(Xd, yd)
     assert len(cold.mu_search_) > len(est.mu_search_)
     # another collection (another token) starts cold
     est.fit(da.from_array(X, chunks=(400, 6)) + 0.0, yd)
@@ -431,6 +433,25 @@ def test_group_testing_candidates_as_one_process(client, subsets):
         assert np.array_equal(a, b)
     _assert_same_model(ref, est)
     assert {3, 17} <= set(ref.selected_features_.tolist())
+
+
+def test_controlburn_near_copy_rule_on_the_cluster(client):
+    """The near-copy rule reads the columns' correlations on the cluster: the model of the
+    single process on near-copies (two copies of a strong signal, a weaker one)."""
+    rng = np.random.RandomState(3)
+    m = 600
+    z = rng.randn(m, 2)
+    X = np.column_stack([z[:, 0] + 0.05 * rng.randn(m), z[:, 0] + 0.05 * rng.randn(m),
+                         z[:, 1] + 0.05 * rng.randn(m), rng.randn(m, 3)])
+    y = 3 * z[:, 0] + 0.7 * z[:, 1] + 0.3 * rng.randn(m)
+    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=1,
+              reweight_steps=0)
+    ref = ControlBurnRegressor(**kw).fit(X, y)
+    est = DaskControlBurnRegressor(**kw).fit(da.from_array(X, chunks=(200, 6)),
+                                             da.from_array(y, chunks=200))
+    _assert_same_controlburn(ref, est, X)
+    assert ref.merged_near_copies_ == est.merged_near_copies_
+    assert [sorted(g) for g in ref.merged_near_copies_] == [[0, 1]]  # the rule was used
 
 
 # --------------------------------------------------------------------------------------------
@@ -491,6 +512,8 @@ def test_rejected_inputs(client):
             cls(device="gpu").fit(Xd, yd)
     with pytest.raises(ValueError, match="give either validation_fraction or eval_set"):
         DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd, eval_set=(Xd, yd))
+    with pytest.raises(ValueError, match="stability_rounds is not supported by the Dask"):
+        DaskGBFSRegressor(stability_rounds=3).fit(Xd, yd)
     bad = y.copy()
     bad[25] = np.nan
     # issue 26: a NaN in y was reported as "partition 1 of X"

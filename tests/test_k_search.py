@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from gpufs import GBFSClassifier, GBFSRegressor
+from gpufs import GBFSClassifier, GBFSRegressor, SelectionWarning
 from gpufs.selectors._k_search import FLOOR, Probe, known_outcomes, search_mu
 
 
@@ -115,10 +115,14 @@ def test_gbfs_selects_exactly_k_on_planted_data(seed, k):
         assert len(est.selected_features_) == k
         feats = est.ensemble_.stacked()["feature"]
         assert set(np.unique(feats[feats >= 0]).tolist()) == set(est.selected_features_.tolist())
-        # the final fit ran at the largest mu the search saw reaching k
+        # the final fit ran at the pool's price: the largest price the search saw admit
+        # 2 k features (0 when none did, or when 2 k is every column and nothing is searched)
+        k_pool = min(X.shape[1], 2 * k)
         reached = [p["mu"] for p in est.mu_search_ if p["reached"]]
-        assert est.mu_ == max(reached)
-        assert all(p["n_features"] < k for p in est.mu_search_ if p["mu"] > est.mu_)
+        assert est.mu_ == (max(reached) if reached else 0.0)
+        assert all(p["n_features"] < k_pool for p in est.mu_search_ if p["mu"] > est.mu_)
+        assert len(est.mu_search_) <= 4 and (k_pool < X.shape[1] or est.mu_search_ == [])
+        assert set(est.selection_pool_["chosen"]) == set(est.selected_features_.tolist())
 
 
 def test_gbfs_exact_k_multiclass_and_unscaled_penalty():
@@ -140,11 +144,32 @@ def test_gbfs_fewer_features_with_gain_than_k_warns_with_the_count():
     X = rng.normal(size=(300, 6))
     X[:, 2:] = 0.0                    # four constant columns: no split on them can gain
     y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=300)
-    with pytest.warns(UserWarning, match=r"only 2 features have any positive gain, fewer than "
-                                         r"n_features_to_select=4"):
+    with pytest.warns(SelectionWarning, match=r"only 2 features entered the model at mu=0 in "
+                                              r"10 rounds, fewer than n_features_to_select=4"):
         est = GBFSRegressor(n_features_to_select=4, n_estimators=10, device="cpu").fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1]
     assert est.mu_ == 0.0
+
+
+def test_gbfs_fewer_than_k_warning_counts_the_features_of_the_final_fit():
+    """Issue 26, item 14: the probes grow half the rounds and saw 2 features; the final fit at
+    mu = 0 grows all 20 and selects 3. The warning must say 3, the number selected."""
+    rng = np.random.default_rng(0)
+    X = np.zeros((500, 6))
+    X[:, :3] = rng.random((500, 3))
+    y = 10.0 * (X[:, 0] > 0.5) + 3.0 * (X[:, 1] > 0.5) + 0.3 * (X[:, 2] > 0.5)
+    with pytest.warns(SelectionWarning) as rec:
+        est = GBFSRegressor(n_estimators=20, max_depth=1, learning_rate=0.5,
+                            n_features_to_select=5, device="cpu", random_state=0).fit(X, y)
+    assert sorted(est.selected_features_.tolist()) == [0, 1, 2]
+    # the pool (2 k) is every column: no price is searched, the pool fit runs at mu = 0
+    assert est.mu_search_ == [] and est.mu_ == 0.0
+    # the first half of the rounds (a probe's horizon) saw 2 of them, the whole fit 3
+    assert (est.first_use_tree_[est.selected_features_] < 10).sum() == 2
+    (message,) = [str(w.message) for w in rec]
+    assert message.startswith("only 3 features entered the model at mu=0 in 20 rounds, "
+                              "fewer than n_features_to_select=5")
+    assert "selected those 3." in message
 
 
 def test_gbfs_without_k_runs_at_mu():
@@ -199,19 +224,25 @@ def test_gbfs_fraction_of_columns():
 
 
 def test_gbfs_exact_k_survives_early_stopping():
-    # Noisy target, large steps: the validation loss is best after a few rounds, long before
-    # the fourth feature enters; the model keeps the rounds up to that feature's entry.
+    # Noisy target, large steps: the validation loss is best after a few rounds. With k, all
+    # rounds are grown and the model is cut back to its best validation round, but never to
+    # before the round where the k-th feature entered: a prefix of the fit without early
+    # stopping.
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(200, 8))
-    y = X[:, 0] + 2 * rng.normal(size=200)
-    est = GBFSRegressor(n_features_to_select=4, n_estimators=40, learning_rate=0.5,
-                        validation_fraction=0.3, n_iter_no_change=3, random_state=0,
-                        device="cpu").fit(X, y)
-    val = np.asarray(est.selection_record_["val_loss"])
+    X = rng.normal(size=(200, 30))
+    y = X[:, 0] + 0.4 * X[:, 1] + 0.3 * X[:, 2] + 0.2 * X[:, 3] + 2 * rng.normal(size=200)
+    kw = dict(n_features_to_select=4, n_estimators=40, learning_rate=0.5,
+              validation_fraction=0.3, random_state=0, device="cpu")
+    est = GBFSRegressor(n_iter_no_change=3, **kw).fit(X, y)
+    full = GBFSRegressor(**kw).fit(X, y)
+    assert est.mu_ > 0 and len(est.selected_features_) == 4
+    val = np.asarray(full.selection_record_["val_loss"])
     best_round = int(np.argmin(val)) + 1
-    last_entry = int(est.first_use_tree_[est.selected_features_].max())
-    assert len(est.selected_features_) == 4
-    assert best_round < last_entry + 1 == est.n_estimators_
+    last_entry = int(full.first_use_tree_[full.selected_features_].max())
+    assert est.n_estimators_ == max(best_round, last_entry + 1) < full.n_estimators_
+    np.testing.assert_array_equal(est.selected_features_, full.selected_features_)
+    a, b = est.ensemble_.stacked(), full.ensemble_.stacked()
+    np.testing.assert_array_equal(a["feature"], b["feature"][:est.n_estimators_])
 
 
 def test_gbfs_zero_features_warns_what_to_change():
@@ -238,29 +269,40 @@ def test_gbfs_selection_path_has_names_entry_trees_and_losses():
 
 
 def _fit_without_warm_start(monkeypatch, est, X, y, **fit_kw):
-    """Fit ``est`` with the search's checkpoint thrown away: the final fit grows every round."""
-    import gpufs.selectors.gbfs as gbfs_module
+    """Fit ``est`` with both resumptions thrown away: the pool fit grows every round (the
+    search's checkpoint is dropped) and so does the final fit (its checkpoint, rebuilt from
+    the pool fit's trees, is taken at round 0). Returns the checkpoints the fit would have
+    resumed from: the search's and the final fit's."""
+    import gpufs.selectors._exact_k as exact_k
 
-    real = gbfs_module.gbfs_mu_search
+    real_search, real_at = exact_k.gbfs_mu_search, exact_k._checkpoint_at
     seen = []
 
-    def cold(*args, **kwargs):
-        search = real(*args, **kwargs)
+    def cold_search(*args, **kwargs):
+        search = real_search(*args, **kwargs)
         seen.append(search.checkpoint)
         search.checkpoint = None
         return search
 
-    monkeypatch.setattr(gbfs_module, "gbfs_mu_search", cold)
+    def cold_at(rows, ensemble, record, penalties, rounds):
+        seen.append(rounds)
+        return real_at(rows, ensemble, record, penalties, 0)
+
+    monkeypatch.setattr(exact_k, "gbfs_mu_search", cold_search)
+    monkeypatch.setattr(exact_k, "_checkpoint_at", cold_at)
     est.fit(X, y, **fit_kw)
-    monkeypatch.setattr(gbfs_module, "gbfs_mu_search", real)
+    monkeypatch.setattr(exact_k, "gbfs_mu_search", real_search)
+    monkeypatch.setattr(exact_k, "_checkpoint_at", real_at)
     return seen
 
 
 @pytest.mark.parametrize("case", ["regression", "binary_eval_set", "multiclass",
-                                  "early_stopping", "unscaled"])
+                                  "early_stopping", "unscaled", "sinusoids"])
 def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
-    """The final fit resumes at the round where the winning probe's k-th feature entered; its
-    trees, record and selection are bit for bit those of a fit that grows every round."""
+    """The pool fit resumes at the round where the winning probe's k-th feature entered, the
+    final fit at the round where the first pool feature left out entered (its state rebuilt
+    from the pool fit's trees); the trees, record and selection are bit for bit those of fits
+    that grow every round."""
     from sklearn.base import clone
 
     rng = np.random.default_rng(7)
@@ -284,6 +326,13 @@ def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
         X, y = _planted(3)
         est = GBFSRegressor(n_features_to_select=4, mu=2.0, penalty_scaling="none",
                             n_estimators=20, device="cpu", random_state=0)
+    elif case == "sinusoids":
+        # a clear price and late left-out features: both fits resume past round 0
+        X = rng.random((800, 60))
+        y = sum((i + 1) * np.sin(3 * X[:, 7 * i]) for i in range(4))
+        y = y + 0.1 * rng.normal(size=800)
+        est = GBFSRegressor(n_features_to_select=4, n_estimators=30, max_depth=3,
+                            device="cpu", random_state=0)
     else:
         X, y = _planted(0)
         est = GBFSRegressor(n_features_to_select=3, n_estimators=20, max_depth=3,
@@ -291,8 +340,13 @@ def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
     warm = clone(est).fit(X, y, **fit_kw)
     cold = clone(est)
     seen = _fit_without_warm_start(monkeypatch, cold, X, y, **fit_kw)
-    # the warm fit really started late: the probe's checkpoint was past round 0
-    assert seen[0] is not None and seen[0].rounds > 0
+    # what the warm fit resumed from: the probe's checkpoint (None when no probe admitted
+    # the pool) and the pool fit's round; on the sinusoids both are past round 0
+    if case == "sinusoids":
+        assert seen[0] is not None and seen[0].rounds > 0 and seen[1] > 0
+    assert seen[0] is None or seen[0].rounds >= 0
+    assert warm.selection_pool_["resumed_round"] == seen[1]
+    assert cold.selection_pool_["chosen"] == warm.selection_pool_["chosen"]
     a, b = warm.ensemble_.stacked(), cold.ensemble_.stacked()
     for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
@@ -304,7 +358,7 @@ def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
 
 
 def test_gbfs_warm_start_keeps_the_bins_and_the_probes_for_a_new_k():
-    X, y = _planted(1, n=400)
+    X, y = _planted(1, n=400, d=30)
     est = GBFSRegressor(n_estimators=30, warm_start=True, random_state=0, device="cpu")
     est.set_params(n_features_to_select=5).fit(X, y)
     bins = est.bin_mapper_

@@ -41,6 +41,12 @@ def test_bisection_on_a_real_forest_with_groups():
         np.testing.assert_array_equal(np.flatnonzero(used), sel.features)
     assert path.unreachable[1].startswith("the number of selected features jumps from 0")
     assert path.unreachable[4].startswith("the number of selected features jumps from 3")
+    # the nearest selections around each unreachable k, for a caller that completes it
+    assert sorted(path.nearest) == [1, 4]
+    below, above = path.nearest[4]
+    assert below.k == 3 and above.k == 5 and not below.exact and not above.exact
+    assert set(below.features.tolist()) < set(above.features.tolist())
+    assert path.nearest[1][0] is None or path.nearest[1][0].k == 0
 
 
 def test_unreachable_k_is_reported():

@@ -35,6 +35,7 @@ from sklearn.utils.validation import has_fit_parameter
 from .. import _scales
 from .._input import check_costs, check_groups
 from ..binning import BinMapper
+from ..selectors._near_copies import column_correlation
 from ..selectors.controlburn import (_PARAMS_DOC, ControlBurnClassifier,
                                      ControlBurnRegressor, _refit_has)
 from sklearn.utils.metaestimators import available_if
@@ -92,6 +93,8 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         """
         self._check_params()
         check_cluster_params(self)
+        import dask.array as dask_array
+
         client = default_client(self.client)
         timeout = float(self.timeout)
         classify = is_classifier(self)
@@ -139,7 +142,9 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
             self._forest_and_selection(backend, ShardedBins(loaded.n, d), y_enc, w, n_classes,
                                        costs, groups_forest, groups_lasso, group_costs, seed,
-                                       "cpu", times, forest)
+                                       "cpu", times, forest, corr_of=lambda features: (
+                                           column_correlation(encoded_columns(
+                                               self, X, features, loaded.dtype), dask_array)))
             self.cluster_ = {"workers": list(group.addresses),
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),

@@ -53,7 +53,12 @@ def default_client(client):
 
 def check_cluster_params(est):
     """The parameters a distributed fit does not take, refused with what to do instead:
-    only ``device="gpu"`` (the workers run the CPU kernels; GPU workers are not built)."""
+    ``device="gpu"`` (the workers run the CPU kernels; GPU workers are not built) and
+    ``stability_rounds`` (its refits draw half of the rows in one place)."""
+    if getattr(est, "stability_rounds", 0):
+        raise ValueError("stability_rounds is not supported by the Dask estimators (its "
+                         "refits draw half of the rows in one place): use "
+                         "stability_rounds=0, or the single-process estimator.")
     if est.device not in ("auto", "cpu"):
         raise ValueError(f"device={est.device!r}: the Dask estimators run their workers' "
                          "kernels on the CPU backend (device='cpu' or 'auto'); GPU workers "
@@ -121,7 +126,8 @@ class _DaskGBFSMixin(DaskEstimatorBase):
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
-                 n_features_to_select=None, tol=None, split_search="exact", gt_s=None,
+                 n_features_to_select=None, tol=None, stability_rounds=0,
+                 split_search="exact", gt_s=None,
                  gt_delta=0.05, gt_subsets="per_tree", n_estimators=100, learning_rate=0.1,
                  max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
                  min_split_gain=0.0, hessian=True, validation_fraction=None,
@@ -130,7 +136,8 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         super().__init__(
             mu=mu, penalty_scaling=penalty_scaling, feature_costs=feature_costs,
             feature_groups=feature_groups, categorical_features=categorical_features,
-            n_features_to_select=n_features_to_select, tol=tol, split_search=split_search,
+            n_features_to_select=n_features_to_select, tol=tol,
+            stability_rounds=stability_rounds, split_search=split_search,
             gt_s=gt_s, gt_delta=gt_delta, gt_subsets=gt_subsets, n_estimators=n_estimators,
             learning_rate=learning_rate, max_depth=max_depth, max_bins=max_bins,
             reg_lambda=reg_lambda, min_child_weight=min_child_weight,

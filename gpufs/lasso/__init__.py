@@ -98,7 +98,10 @@ cases). ``reweight_steps`` applies reweighted l1 minimization (Candes, Wakin, Bo
 solution, every feature's (or group's) cost is multiplied by ``eps / (eps + v_j)``, where
 ``v_j`` is the total weight of the kept trees that use it and ``eps`` is ``reweight_eps``
 times the largest ``v_j`` (:func:`usage_discount`), and the search is repeated on the
-discounted costs, from the undiscounted ones each time. Unused features keep their full cost,
+discounted costs (computed from the undiscounted ones each time). Each step's search is
+warm-started from the last step's solution: it starts at the last lambda, from the last
+weights, which usually gives k again at once (a few solves per step instead of a search from
+``lambda_max``). Unused features keep their full cost,
 so ``lambda_max`` is unchanged; features already paid for become cheap, so the weight of
 near-copies collapses onto one of them and the next feature to enter must bring something
 new. It is the majorize-minimize step of the concave penalty ``sum_j c_j eps log(1 + v_j /

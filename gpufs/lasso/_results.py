@@ -2,7 +2,7 @@
 the error raised when no lambda gives exactly k features."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -121,6 +121,11 @@ class SelectionPath:
         Feature counts there.
     n_solves : int
         Lasso solves spent.
+    nearest : dict, default={}
+        k -> (below, above) for every unreachable k: the selections with the most features
+        below k and the fewest above it that its search found (as
+        :class:`UnreachableKError` carries them; either may be None), so a caller can complete
+        k without solving again.
     """
 
     selections: dict
@@ -129,6 +134,7 @@ class SelectionPath:
     lambdas: np.ndarray
     n_selected: np.ndarray
     n_solves: int
+    nearest: dict = field(default_factory=dict)
 
     @property
     def ks(self) -> list:

@@ -23,6 +23,8 @@ __all__ = ["select_at_lambda", "select_k", "selection_path"]
 SELECT_K_LAMBDA_MIN_RATIO = 1e-6
 #: Reweighting stops early once no cost factor moves by more than this between two steps.
 DISCOUNT_RTOL = 1e-3
+#: A reweighting step's lambda bisection stops at this relative width at finest.
+STEP_BISECT_RTOL = 1e-4
 
 
 class _Search:
@@ -34,6 +36,8 @@ class _Search:
         self.points = {}  # lam -> (LassoResult, features)
         self.n_solves = 0
         self.not_converged = []
+        self.seed = None       # a solution to start the first solve from (reweighting)
+        self.lam_start = None  # where a search for k starts (reweighting; None: lambda_max)
 
     def warn_if_needed(self):
         if self.not_converged:
@@ -48,7 +52,7 @@ class _Search:
     def eval(self, lam, cold=False):
         if lam in self.points:
             return self.points[lam]
-        warm = None
+        warm = None if cold else self.seed
         if self.points and not cold:
             if lam > 0:
                 # Nearest in log-lambda (ties: the larger, sparser one).
@@ -158,21 +162,28 @@ class _Reweighting:
         """The cost factors the usage of ``basis`` (a Selection) gives."""
         return usage_discount(basis.weights, self.masks, self.groups, self.eps)
 
-    def search(self, discount):
-        """A fresh :class:`_Search` on the problem with costs discounted by ``discount``."""
-        return _Search(self.prob.with_costs(self._costs(discount)), self.masks, self.threshold,
-                       self.tol, self.max_iter)
+    def search(self, discount, basis=None):
+        """A fresh :class:`_Search` on the problem with costs discounted by ``discount``,
+        warm-started from ``basis`` (the last step's Selection): its first solve starts from
+        the basis's weights, and a search for k starts at the basis's lambda."""
+        search = _Search(self.prob.with_costs(self._costs(discount)), self.masks,
+                         self.threshold, self.tol, self.max_iter)
+        if basis is not None:
+            search.seed, search.lam_start = basis, float(basis.lam)
+        return search
 
     def run(self, basis, step_search, on_search=None):
         """Up to ``steps`` steps from ``basis``: ``step_search(search)`` returns a Selection
         or raises UnreachableKError (whose ``below`` is the next basis). Returns
         ``(result, error, n_solves)``: the last step's Selection, or its error, and the
         solves all steps spent; ``on_search(search)`` sees every step's search. The steps
-        stop early when the discount no longer moves (by at most ``DISCOUNT_RTOL``)."""
+        stop early when the discount no longer moves (by at most ``DISCOUNT_RTOL``): a step
+        that keeps the same features still moves the weight between them, so that is no
+        reason to stop."""
         result, error, n_solves = basis, None, 0
         discount = self.discount(basis)
         for _ in range(self.steps):
-            search = self.search(discount)
+            search = self.search(discount, basis)
             try:
                 result, error = step_search(search), None
                 basis = result
@@ -243,9 +254,10 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
     record : dict or None, default=None
         If given, ``record["path"]`` is set (also when k is unreachable) to the
         :class:`SelectionPath` of k' = 1..k that the lambdas this search solved give, at no
-        extra solve: for each k' the largest solved lambda that selects exactly k'; a k' no
-        solved lambda gave is listed as unreachable with that reason (:func:`selection_path`
-        searches every k' instead).
+        extra solve: for each k' the largest solved lambda that selects exactly k' (with
+        ``reweight_steps``, in the latest search that hit k'); a k' no solved lambda gave is
+        listed as unreachable with that reason (:func:`selection_path` searches every k'
+        instead).
 
     Returns
     -------
@@ -262,7 +274,19 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
 
     def keep_path(search):
         if record is not None:
-            record["path"] = _points_path(search, k, search.prob.lambda_max())
+            # Every k' the searches hit, the latest search's entry for each: a reweighting
+            # step starts near the last lambda, so the smaller k' come from earlier searches
+            # (each entry is on the costs of its own search).
+            path = _points_path(search, k, search.prob.lambda_max())
+            old = record.get("path")
+            if old is not None:
+                selections = {**old.selections, **path.selections}
+                path = dataclasses.replace(
+                    path, selections=selections,
+                    unreachable={j: why for j, why in path.unreachable.items()
+                                 if j not in selections},
+                    n_solves=old.n_solves + path.n_solves)
+            record["path"] = path
 
     return _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bisect,
                                 strict, keep_path)
@@ -275,8 +299,11 @@ def _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bise
     ``on_search(search)`` sees every search, the last one last."""
 
     def step(search):
-        return _select_k(search, search.prob.lambda_max(), k, lambda_min_ratio, bisect_rtol,
-                         max_bisect, strict)
+        # A reweighting step bisects to STEP_BISECT_RTOL at finest: it only has to find its
+        # lambda again near the last one (the plain search proved what is reachable finely).
+        rtol = bisect_rtol if search.lam_start is None else max(bisect_rtol, STEP_BISECT_RTOL)
+        return _select_k(search, search.prob.lambda_max(), k, lambda_min_ratio, rtol,
+                         max_bisect, strict, lam_start=search.lam_start)
 
     search = _Search(reweighting.prob, reweighting.masks, reweighting.threshold,
                      reweighting.tol, reweighting.max_iter)
@@ -306,7 +333,7 @@ def select_at_lambda(A, y, tree_feature_masks, lam, *, feature_costs=None, group
                      threshold=0.0, sketch=None, sketch_size=None, random_state=0,
                      reweight_steps=0, reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL,
                      max_iter=DEFAULT_MAX_ITER):
-    """The selection of the lasso at one ``lam`` (and its reweighting steps, each a fresh solve
+    """The selection of the lasso at one ``lam`` (and its reweighting steps, each a solve
     at the same ``lam`` on the discounted costs).
 
     Parameters
@@ -368,7 +395,22 @@ def _points_path(search, k_max, lmax):
                          n_solves=search.n_solves)
 
 
-def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict):
+def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict,
+              lam_start=None):
+    """The search for k from lambda_max down (``select_k``'s docstring). With ``lam_start``
+    (a reweighting step: the last step's lambda, where about k are selected again) the search
+    starts there instead: up by doubling while at least k features are selected, then down
+    from the first lambda with fewer, as from lambda_max: the largest lambda that gives k is
+    still the one found (the sparsest way to k), a few solves from the last one."""
+    if lam_start is not None and lmax > 0 and 0 < lam_start < lmax:
+        lam, kk = lam_start, search.k(lam_start)
+        while kk >= k and lam < lmax:
+            lam = min(2.0 * lam, lmax)
+            kk = search.k(lam)
+        if kk < k:
+            return _descend(search, lmax, k, lam, lambda_min_ratio, bisect_rtol, max_bisect,
+                            strict)
+        # at least k at lambda_max: the route from lambda_max below says why
     # At lambda_max (0 when no tree is penalized) only the zero-cost trees keep weight.
     lam = max(lmax, 0.0)
     k_free = search.k(lam)
@@ -397,7 +439,12 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
         if strict:
             raise UnreachableKError(f"k={k} is unreachable: {why}", below=below)
         return below
-    # The descent: halve lambda until at least k features are selected.
+    return _descend(search, lmax, k, lam, lambda_min_ratio, bisect_rtol, max_bisect, strict)
+
+
+def _descend(search, lmax, k, lam, lambda_min_ratio, bisect_rtol, max_bisect, strict):
+    """Halve lambda from ``lam`` (fewer than k selected there) until at least k features are
+    selected, then bisect the bracket; the nearest selections when no lambda gives k."""
     while True:
         kk = search.k(lam)
         if kk == k:
@@ -408,18 +455,26 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
     found, why = search.bisect(k, bisect_rtol, max_bisect)
     if found is not None:
         return search.selection(found)
-    # The most features below k (fewest above), among equal counts the largest lambda.
-    pts = search.sorted_points()
-    below = max((kk, lam) for lam, kk in pts if kk < k)[1]
-    below = search.selection(below, exact=False)
     if not strict:
-        return below
-    if not any(kk > k for _, kk in pts) and 0.0 not in search.points:
-        search.eval(0.0)  # the densest solution: the one place left where k may be passed
+        return _nearest(search, k, densest=False)[0]
+    below, above = _nearest(search, k)
+    raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
+
+
+def _nearest(search, k, densest=True):
+    """(below, above): the solved selections with the most features below k and the fewest
+    above it, among equal counts the largest lambda (None where there is none). With
+    ``densest``, lambda = 0 is solved first when nothing solved passes k: the one place left
+    where k may be passed."""
+    pts = search.sorted_points()
+    if densest and not any(kk > k for _, kk in pts) and 0.0 not in search.points:
+        search.eval(0.0)
         pts = search.sorted_points()
+    below = [(kk, lam) for lam, kk in pts if kk < k]
+    below = search.selection(max(below)[1], exact=False) if below else None
     above = [(kk, -lam) for lam, kk in pts if kk > k]
     above = search.selection(-min(above)[1], exact=False) if above else None
-    raise UnreachableKError(f"k={k} is unreachable: {why}", below=below, above=above)
+    return below, above
 
 
 @_docs.fill
@@ -498,6 +553,8 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
             if lam is not None:
                 selections[k] = _without_count(search.selection(lam))
                 unreachable.pop(k, None)
+        nearest = {k: tuple(None if s is None else _without_count(s)
+                            for s in _nearest(search, k, densest=False)) for k in unreachable}
     finally:
         search.warn_if_needed()
     pts = search.sorted_points()
@@ -508,7 +565,7 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
         # Every k exactly as select_k reweights it (the steps depend on where they start, so
         # the path starts each k where select_k does, not from the sweep's solutions).
         solves = []
-        selections, unreachable = {}, {}
+        selections, unreachable, nearest = {}, {}, {}
         for k in range(1, k_max + 1):
             try:
                 sel = _select_k_reweighted(reweighting, k, SELECT_K_LAMBDA_MIN_RATIO,
@@ -516,12 +573,17 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
                                            lambda s: solves.append(s.n_solves))
                 selections[k] = _without_count(sel)
             except UnreachableKError as exc:
-                unreachable[k] = str(exc).split(": ", 1)[-1]
+                # Each k has costs of its own (reweighted from its own selections), so the
+                # counts one k's search saw say nothing about another k: the reason says so.
+                unreachable[k] = (f"on the costs reweighted for k={k}, "
+                                  + str(exc).split(": ", 1)[-1])
+                nearest[k] = tuple(None if s is None else _without_count(s)
+                                   for s in (exc.below, exc.above))
         n_solves += sum(solves)
     return SelectionPath(selections=selections, unreachable=unreachable, lambda_max=lmax,
                          lambdas=np.array([p[0] for p in pts]),
                          n_selected=np.array([p[1] for p in pts], dtype=np.int64),
-                         n_solves=n_solves)
+                         n_solves=n_solves, nearest=nearest)
 
 
 def _without_count(sel):

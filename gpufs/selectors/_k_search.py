@@ -111,7 +111,7 @@ def known_outcomes(records, k: int) -> list:
 
 
 def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
-              rtol: float = 0.5, max_probes: int = 8, known=()) -> MuSearch:
+              rtol: float = 0.5, max_probes: int = 8, known=(), step: float = STEP) -> MuSearch:
     """The largest ``mu`` at which ``probe`` reaches ``k`` features (module docstring).
 
     Parameters
@@ -131,6 +131,8 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
     known : sequence of Probe, default=()
         Outcomes for this k already known (:func:`known_outcomes`): they narrow the bracket
         before any probe runs and are not probed again (nor counted in ``probes``).
+    step : float > 1, default=STEP
+        The factor by which ``mu`` grows or shrinks until the bracket is found.
 
     Returns
     -------
@@ -147,9 +149,9 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
     if lo is not None and hi is not None and lo < hi:
         mu_start = lo     # the bracket is known: straight to the bisection below
     elif lo is not None:     # only a lower end: go up from it (or from the start, if higher)
-        mu_start = max(lo * STEP, mu_start)
+        mu_start = max(lo * step, mu_start)
     elif known and hi is not None:     # only an upper end: go down from below it
-        mu_start = min(hi / STEP, mu_start) if mu_start > 0 else hi / STEP
+        mu_start = min(hi / step, mu_start) if mu_start > 0 else hi / step
     else:
         lo, hi = None, upper
     n_features_known = max((p.n_features for p in known), default=0)
@@ -164,7 +166,7 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
 
     mu = float(mu_start) if mu_start > 0 else DEFAULT_START
     if upper is not None and mu >= upper:
-        mu = upper / STEP
+        mu = upper / step
     floor = mu * FLOOR
     bracketed = lo is not None and hi is not None and lo < hi
     # Find the bracket.
@@ -174,7 +176,7 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
             lo = mu
             if hi is not None:
                 break
-            mu *= STEP
+            mu *= step
         else:
             hi = mu
             if lo is not None:
@@ -185,7 +187,7 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
             # The last probe left goes to mu = 0, so a search that never reaches k ends
             # knowing whether k features exist at all.
             last = len(probes) == max_probes - 1
-            mu = mu / STEP if mu / STEP >= floor and not last else 0.0
+            mu = mu / step if mu / step >= floor and not last else 0.0
         if upper is not None and mu >= upper:
             break
     # Bisect on log(mu) inside it.
@@ -225,7 +227,8 @@ class _ProbePenalty(PenaltyState):
 
 def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_mapper,
                    params: BoostingParams, k: int, mu_start: float, *, rtol: float = 0.5,
-                   max_probes: int = 8, known=(), candidate_search=None) -> MuSearch:
+                   max_probes: int = 8, known=(), candidate_search=None,
+                   step: float = STEP) -> MuSearch:
     """``search_mu`` for a GBFS fit on binned data (``boosting.fit_boosting`` arguments).
 
     Probes run without validation data and without early stopping: whether k features enter
@@ -267,6 +270,6 @@ def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_map
 
     upper = 1.0 if scaling == "root_sse" else None
     search = search_mu(probe, int(k), float(mu_start), upper=upper, rtol=rtol,
-                       max_probes=max_probes, known=known)
+                       max_probes=max_probes, known=known, step=step)
     search.checkpoint = kept.get(search.mu) if search.mu is not None else None
     return search

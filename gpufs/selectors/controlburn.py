@@ -26,11 +26,20 @@ Selection rules as implemented
   If no lambda gives exactly k (one tree brings in two new features at the same lambda), the
   solution with the most features below k is completed with the new features of the next
   solution above k, ranked by their weighted importance there; ``selection_exact_`` is then
-  False and a UserWarning says so. ``tree_weights_`` are those of the solution below k.
+  False and a ``gpufs.SelectionWarning`` says what was selected. ``tree_weights_`` are those
+  of the solution below k. With no solution above k (not even at lambda = 0) the one below is
+  all there is, and fewer than k features are selected.
+* Near-copies (``selectors._near_copies``): when the k features hold two columns of absolute
+  correlation >= 0.9, the lasso is asked for a pool of 3 k features, its near-copies are
+  grouped, and the k groups of largest total importance are kept, one feature each (the
+  most important); ``tree_weights_`` and ``lambda_`` are then the pool's,
+  ``merged_near_copies_`` lists the groups and ``selection_exact_`` is False. A near-copy of
+  a kept feature brings almost nothing new, yet the lasso often keeps two copies of a strong
+  group before a weaker group enters.
 * Coverage: the forest can only select features its trees use (``forest_coverage_``). When that
-  is below k a UserWarning names the remedies (``max_features`` per-tree subsampling,
-  ``tree_type="sparse"`` or ``"single"``, ``min_rounds``/``max_depth``) and every covered
-  feature is selected.
+  is below k, k becomes the coverage, and the one ``gpufs.SelectionWarning`` of the fit also
+  says how many were selected and names the remedies (``max_features`` per-tree subsampling,
+  ``tree_type="sparse"`` or ``"single"``, ``min_rounds``/``max_depth``).
 * ``feature_importances_``: sum over trees of weight x (row-weighted) std of the tree's
   predictions x the tree's share of gain on the feature, normalized to sum 1 (0 off the selection).
   ``selected_features_`` is ordered by it (completion features last).
@@ -54,11 +63,15 @@ from .._device import like, namespace_of, to_host
 from .._input import check_costs, check_groups, check_X, _as_array
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
+from .._warm_key import data_fingerprint
+from .._warnings import SelectionWarning
 from ..binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
 from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
                     resolve_k)
+from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, POOL_LAMBDA_MIN_RATIO,
+                            abs_correlation, choose_k, has_near_copies)
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -222,6 +235,7 @@ class _BaseControlBurn(SelectorBase):
             The fitted estimator.
         """
         self._check_params()
+        X_input = X
         data = self._prepare_fit(X, y, sample_weight)
         device, backend, X, w, seed = (data.device, data.backend, data.X, data.sample_weight,
                                        data.seed)
@@ -237,7 +251,7 @@ class _BaseControlBurn(SelectorBase):
                              "binary classifier solves a logistic lasso: use sketch='rows'.")
 
         times = {}
-        key = self._forest_key(X, y_enc, w, costs, groups_forest, device)
+        key = self._forest_key(X_input, X, y_enc, w, costs, groups_forest, device)
         forest = getattr(self, "forest_", None) if self.warm_start else None
         Xb = None
         if forest is not None and getattr(self, "_forest_key_", None) == key:
@@ -258,7 +272,8 @@ class _BaseControlBurn(SelectorBase):
             self.forest_reused_ = False
         self._forest_key_ = key
         self._forest_and_selection(backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                                   groups_lasso, group_costs, seed, device, times, forest)
+                                   groups_lasso, group_costs, seed, device, times, forest,
+                                   corr_of=lambda features: abs_correlation(X, features))
         t0 = time.perf_counter()
         self._refit(X, data.y_input, w, seed)
         times["refit"] = _lap(t0, backend)
@@ -266,12 +281,15 @@ class _BaseControlBurn(SelectorBase):
         return self
 
     def _forest_and_selection(self, backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                              groups_lasso, group_costs, seed, device, times, forest=None):
+                              groups_lasso, group_costs, seed, device, times, forest=None,
+                              corr_of=None):
         """Grow the forest on binned data (unless ``forest``, one kept by ``warm_start`` with
         its predictions recomputed, is given) and select features with the lasso: the fit
         between the bins and the refit. ``Xb`` is what ``backend`` grows trees on (the binned
         matrix here, a stand-in for the workers' rows on a cluster, ``gpufs.dask``); ``y_enc``
-        and ``w`` are arrays on the backend's device."""
+        and ``w`` are arrays on the backend's device; ``corr_of(features)`` gives the absolute
+        correlation matrix of some columns (``_near_copies.abs_correlation``) for the
+        near-copy rule, None skips it."""
         d = int(self.n_features_in_)
         if forest is None:
             t0 = time.perf_counter()
@@ -282,32 +300,31 @@ class _BaseControlBurn(SelectorBase):
         self.device_ = device
         t0 = time.perf_counter()
         self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
-                     else None, groups_lasso, group_costs, seed, d)
+                     else None, groups_lasso, group_costs, seed, d, corr_of)
         times["select"] = _lap(t0, backend)
         if self.selected_features_.size == 0:
             why = ("no tree of the forest splits on any feature" if self.forest_coverage_ == 0
                    else f"at alpha={self.alpha:g} the lasso keeps no tree"
                    if self.alpha is not None else "the lasso keeps no tree")
             warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
-                          "number of features you want, or a smaller alpha.", UserWarning,
+                          "number of features you want, or a smaller alpha.", SelectionWarning,
                           stacklevel=4)
         forest.drop_predictions()
         self.forest_ = forest
 
-    def _forest_key(self, X, y_enc, w, costs, groups, device):
+    def _forest_key(self, X_input, X, y_enc, w, costs, groups, device):
         """What the forest depends on, for ``warm_start``: its parameters, the device, the
-        seed (an int ``random_state``), and the data (shapes and sums of X, y and weights;
-        a cheap check, not a proof that the data is the same)."""
-        xp = namespace_of(X)
-        sums = tuple(float(xp.nansum(a)) for a in (X, y_enc) if a is not None)
-        wsum = None if w is None else float(xp.sum(w))
+        seed (an int ``random_state``), the costs and groups, and the data's fingerprint
+        (``gpufs._warm_key``: every column's checksum, the target's and the weights', the
+        names, dtypes and categories)."""
         seed = self.random_state if isinstance(self.random_state, int) else None
-        return (self._forest_params(), int(self.max_bins), device, seed, tuple(X.shape),
-                sums, wsum, tuple(np.asarray(costs).tolist()),
-                tuple(np.asarray(groups).tolist()))
+        return (self._forest_params(), int(self.max_bins), device, seed,
+                data_fingerprint(self, X_input, X, y_enc, w),
+                tuple(np.asarray(costs).tolist()), tuple(np.asarray(groups).tolist()))
 
     # --- selection ------------------------------------------------------------------------
-    def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d):
+    def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d,
+                corr_of=None):
         masks_all = forest.feature_masks
         covered = masks_all.any(axis=0)
         self.forest_coverage_ = int(covered.sum())
@@ -317,6 +334,7 @@ class _BaseControlBurn(SelectorBase):
         self.intercept_ = 0.0
         self.lambda_ = None
         self.selection_exact_ = True
+        self.merged_near_copies_ = []
         self.selection_path_ = None
         if self.forest_coverage_ == 0:
             self._set_selection(np.zeros(0, np.int64), np.zeros(d))
@@ -354,24 +372,63 @@ class _BaseControlBurn(SelectorBase):
                                                 sel.intercept, [])
         else:
             n_cov = self.forest_coverage_
-            if k_req is None:
-                k = min(max(1, d // 2), n_cov)
-            else:
-                k = resolve_k(k_req, d)
-                if k > n_cov:
-                    warnings.warn(
-                        f"the forest uses only {n_cov} of the {d} features, fewer than "
-                        f"n_features_to_select={k}; selecting all {n_cov} covered features. "
-                        + _COVERAGE_REMEDY, UserWarning, stacklevel=5)
-                    k = n_cov
+            notes = []        # what the selection did differently from what was asked
+            k = min(max(1, d // 2), n_cov) if k_req is None else resolve_k(k_req, d)
+            k_asked = k
+            if k > n_cov:
+                notes.append(f"the forest uses only {n_cov} of the {d} features, fewer than "
+                             f"n_features_to_select={k}")
+                k = n_cov
             search_record = {}
             try:
                 sel = _lasso.select_k(A, y_l, masks, k, strict=True, record=search_record,
                                       **kw)
                 extra = []
             except _lasso.UnreachableKError as exc:
-                sel, extra = self._complete(k, importance, exc)
+                self.selection_exact_ = False
+                sel, extra, done = self._complete(k, importance, exc.below, exc.above)
+                notes.append(f"no lambda selects exactly {k} features ({exc}); {done}")
             feats, weights, lam, icpt = sel.features, sel.weights, sel.lam, sel.intercept
+
+            def near_copy_rule(k, features):
+                """The pool choice (``_near_copies``) when ``features`` hold near-copies."""
+                features = list(features)
+                if corr_of is None or len(features) < 2 or not has_near_copies(
+                        corr_of(features)):
+                    return None
+                k_pool = min(self.forest_coverage_, POOL_FACTOR * k)
+                if k_pool <= k:
+                    return None
+                # A pool only proposes candidates and ranks them, so it is searched cheaply:
+                # the plain lasso (the grouping does what the reweighting would), a coarse
+                # bisection, and no lambda below 1e-3 lambda_max (where solves are slow);
+                # with no lambda giving k_pool, the most features found below it.
+                pool_kw = {**kw, "reweight_steps": 0}
+                pool = _lasso.select_k(A, y_l, masks, k_pool, strict=False,
+                                       bisect_rtol=POOL_BISECT_RTOL,
+                                       lambda_min_ratio=POOL_LAMBDA_MIN_RATIO, **pool_kw)
+                if pool.k <= k:
+                    return None
+                chosen, merged = choose_k(pool.features.tolist(), importance(pool.weights),
+                                          corr_of(pool.features.tolist()), k)
+                return pool, chosen, merged
+
+            rule = near_copy_rule(k, feats.tolist() + list(extra))
+            if rule is not None:
+                # The selection is the pool's choice: what was said of the k search no longer
+                # describes it (the coverage did not limit k, or the pool would be k).
+                sel, chosen, self.merged_near_copies_ = rule
+                feats, weights, lam, icpt = (np.asarray(chosen, np.int64), sel.weights, sel.lam,
+                                             sel.intercept)
+                extra, notes, self.selection_exact_ = [], [], False
+            n_sel = len(feats) + len(extra)
+            if n_sel < k_asked:
+                notes.append(f"selected {'all ' if n_sel == n_cov > 1 else ''}{n_sel} "
+                             f"feature{'s' if n_sel != 1 else ''}")
+            if notes:
+                warnings.warn("; ".join(notes) + "."
+                              + (" " + _COVERAGE_REMEDY if n_sel < k_asked else ""),
+                              SelectionWarning, stacklevel=5)
         w_host = np.asarray(to_host(weights), dtype=np.float64)
         self.tree_weights_[trees] = w_host
         self.intercept_ = float(icpt)
@@ -386,54 +443,74 @@ class _BaseControlBurn(SelectorBase):
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
             self.selection_path_ = self._k_path(k_max, _lasso.selection_path, A, y_l,
-                                                masks, **kw)
+                                                masks, complete=importance,
+                                                near=near_copy_rule, **kw)
         elif self.alpha is None:
             self.selection_path_ = self._k_path(0, lambda: search_record["path"])
         else:
             self.selection_path_ = self._k_path(0, None)
 
-    def _k_path(self, k_max, path_of, *args, **kw):
+    def _k_path(self, k_max, path_of, *args, complete=None, near=None, **kw):
         """``selection_path_`` from ``path_of(*args, **kw)``, a lasso SelectionPath (none
-        when ``path_of`` is None; with ``k_max`` >= 1, ``path_of`` is called with k_max)."""
+        when ``path_of`` is None; with ``k_max`` >= 1, ``path_of`` is called with k_max).
+        With ``complete`` (the importance of a weight vector), every unreachable k that its
+        search bracketed is completed as ``fit`` completes it (``_complete``) and marked
+        ``exact`` False; with ``near`` (``fit``'s near-copy rule, ``near(k, features)``) every
+        k whose features hold near-copies is the pool's choice, as ``fit`` makes it."""
         empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
-                 "val_loss": None, "unreachable": {}, "lambda_max": None}
+                 "exact": {}, "val_loss": None, "unreachable": {}, "lambda_max": None}
         if path_of is None:
             return empty
         path = path_of(*args, k_max, **kw) if k_max >= 1 else path_of()
+        entries = {k: (s.features.tolist(), s) for k, s in path.selections.items()}
+        exact = {k: True for k in entries}
+        for k, (below, above) in path.nearest.items():
+            if complete is None or below is None:
+                continue
+            sel, extra, _ = self._complete(k, complete, below, above)
+            if len(sel.features) + len(extra) == k:
+                entries[k] = (sorted(sel.features.tolist() + list(extra)), sel)
+                exact[k] = False
+        for k in sorted(entries) if near is not None else ():
+            rule = near(k, entries[k][0])
+            if rule is not None:
+                entries[k] = (sorted(rule[1]), rule[0])
+                exact[k] = False
         names = self._feature_names()
-        sels = path.selections
+        ks = sorted(entries)
         return {**empty,
-                "k": list(path.ks),
-                "features": {k: sels[k].features.tolist() for k in path.ks},
-                "names": {k: [str(names[f]) for f in sels[k].features] for k in path.ks},
-                "lambda": {k: float(sels[k].lam) for k in path.ks},
-                "train_loss": {k: float(sels[k].loss) for k in path.ks},
+                "k": ks,
+                "features": {k: entries[k][0] for k in ks},
+                "names": {k: [str(names[f]) for f in entries[k][0]] for k in ks},
+                "lambda": {k: float(entries[k][1].lam) for k in ks},
+                "train_loss": {k: float(entries[k][1].loss) for k in ks},
+                "exact": {k: exact[k] for k in ks},
                 "unreachable": dict(path.unreachable),
                 "lambda_max": float(path.lambda_max)}
 
-    def _complete(self, k, importance, exc):
-        """No lambda gives exactly k: the nearest solution below k, completed with the most
-        important new features of the nearest solution above (the search found both)."""
-        below, above = exc.below, exc.above
-        self.selection_exact_ = False
+    def _complete(self, k, importance, below, above):
+        """No lambda gives exactly k: ``(selection, extra, what was done)``. The nearest
+        solution below k (``selection``, whose tree weights are kept), completed with
+        ``extra``, the most important new features of the nearest solution above (the search
+        found both; ``importance(weights)`` ranks them)."""
+        names = self._feature_names()
         if below is None:
             # The free (zero-cost) features alone are more than k: all of them, and no more.
-            warnings.warn(f"no lambda selects exactly {k} features ({exc}); selected the "
-                          f"{above.k} features of the sparsest solution.", UserWarning,
-                          stacklevel=6)
-            return above, []
+            return above, [], (f"selected the {above.k} features of the sparsest solution (the "
+                                "zero-cost trees alone select them)")
         base = set(below.features.tolist())
-        extra = []
-        if above is not None:
-            imp_above = importance(above.weights)
-            new = [f for f in np.asarray(above.features).tolist() if f not in base]
-            new.sort(key=lambda f: (-imp_above[f], f))
-            extra = new[: k - len(base)]
-        warnings.warn(f"no lambda selects exactly {k} features ({exc}); took the "
-                      f"{len(base)} features of the nearest solution below and completed them "
-                      f"with {extra}, the most important new features of the next solution.",
-                      UserWarning, stacklevel=6)
-        return below, extra
+        if above is None:
+            return below, [], (f"took the {len(base)} features of the densest solution: no "
+                               f"lambda, not even 0, selects more")
+        imp_above = importance(above.weights)
+        new = [f for f in np.asarray(above.features).tolist() if f not in base]
+        new.sort(key=lambda f: (-imp_above[f], f))
+        extra = new[: k - len(base)]
+        shown = ", ".join(str(names[f]) for f in extra)
+        return below, extra, (f"took the {len(base)} features of the nearest solution below "
+                              f"and added {shown}, the most important new "
+                              f"feature{'s' if len(extra) != 1 else ''} of the next solution "
+                              "above")
 
     def _set_selection(self, selected, importances):
         self._set_support(selected)
@@ -574,10 +651,11 @@ _PARAMS_DOC = """
         keep one feature per group. 0: the paper's plain lasso (``gpufs.lasso``'s package
         docstring has the details).
     path_k_max : int >= 1, default=None
-        Search the selection for every k = 1..path_k_max from the same forest
-        (``selection_path_``); None: ``selection_path_`` holds the k up to
-        ``n_features_to_select`` that the lambdas of its k search gave (no extra lasso solve;
-        a k the search stepped over is listed as unreachable).
+        Search the selection for every k = 1..path_k_max (at most ``forest_coverage_``) from
+        the same forest, each as ``n_features_to_select=k`` would (``selection_path_``; a k no
+        lambda gives is completed as a fit completes it); None: ``selection_path_`` holds the
+        k up to ``n_features_to_select`` that the lambdas of its k search gave (no extra lasso
+        solve; a k the search stepped over is listed as unreachable).
     refit_estimator : estimator with fit and predict, default=None
         Fitted on the selected features and used by predict / predict_proba / score; None:
         a gpufs GBFS model with mu=0 on the same device.
@@ -624,16 +702,23 @@ _PARAMS_DOC = """
     lambda_ : float
         The lambda of the selection.
     selection_exact_ : bool
-        False when no lambda gave exactly k (see the module docstring).
+        False when the selection is not the features of one lasso solution with exactly k:
+        no lambda gave k (a completion, see the module docstring), or near-copies were merged
+        (``merged_near_copies_``).
+    merged_near_copies_ : list of list of int
+        The groups of near-copies (absolute correlation >= 0.9) the near-copy rule merged, the
+        kept feature first (module docstring); empty when the lasso's k held no near-copies.
     selection_path_ : dict
         The selection for every k = 1..``path_k_max`` (without it: those the k search for
         ``n_features_to_select`` passed through; empty with ``alpha``) from the one forest:
-        "k" (the reached k), "features" (k -> sorted indices), "names"
+        "k" (the k held), "features" (k -> sorted indices), "names"
         (k -> their column names, or x0, x1, ...), "lambda" (k -> lambda; with
-        ``reweight_steps`` each k's lambda is that of its own discounted costs, so they need
-        not decrease with k), "train_loss" (k -> the lasso's loss without the penalty),
-        "val_loss" (None: ControlBurn has no validation data), "unreachable" (k -> why no
-        lambda gives it) and "lambda_max" (of the undiscounted costs).
+        ``reweight_steps`` each k's lambda is that of its own reweighted costs, so lambdas of
+        different k are not on one scale and need not decrease with k), "train_loss" (k -> the
+        lasso's loss without the penalty; for a completed k, that of the solution below),
+        "exact" (k -> False where no lambda gives k and the entry is the completion ``fit``
+        makes), "val_loss" (None: ControlBurn has no validation data), "unreachable" (k -> why
+        no lambda gives exactly k) and "lambda_max" (of the undiscounted costs).
         ``gpufs.path.selection_path`` and ``gpufs.plotting.plot_selection_path`` read it.
     refit_estimator_ : estimator
         The fitted refit model.

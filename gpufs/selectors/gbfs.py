@@ -26,6 +26,8 @@ from .._device import to_host
 from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
+from .._warm_key import data_fingerprint
+from .._warnings import SelectionWarning
 from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams, DeviceRows, fit_boosting
@@ -38,7 +40,9 @@ from ..tree import TreeEnsemble
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, auto_k, input_device, int_range, real_range,
                     resolve_k)
-from ._k_search import gbfs_mu_search, known_outcomes
+from ._exact_k import fit_exact_k, pool_size, total_gains
+from ._k_search import known_outcomes
+from ._stability import selection_frequency
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
 
@@ -59,6 +63,7 @@ class _BaseGBFS(SelectorBase):
         "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"),
                                  StrOptions({"auto"}), None],
         "tol": [real_range(0), None],
+        "stability_rounds": [int_range(0)],
         "split_search": [StrOptions({"exact", "group_testing"})],
         "gt_s": [int_range(1), None],
         "gt_delta": [real_range(0, 1, closed="neither")],
@@ -82,7 +87,8 @@ class _BaseGBFS(SelectorBase):
 
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
-                 n_features_to_select=None, tol=None, split_search="exact", gt_s=None,
+                 n_features_to_select=None, tol=None, stability_rounds=0,
+                 split_search="exact", gt_s=None,
                  gt_delta=0.05, gt_subsets="per_tree", n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
                  min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
@@ -95,6 +101,7 @@ class _BaseGBFS(SelectorBase):
         self.categorical_features = categorical_features
         self.n_features_to_select = n_features_to_select
         self.tol = tol
+        self.stability_rounds = stability_rounds
         self.split_search = split_search
         self.gt_s = gt_s
         self.gt_delta = gt_delta
@@ -148,6 +155,7 @@ class _BaseGBFS(SelectorBase):
             The fitted estimator.
         """
         self._check_validation_params(eval_set)
+        X_input = X
         data = self._prepare_fit(X, y, sample_weight)
         d = data.X.shape[1]
         backend, xp = data.backend, data.xp
@@ -165,7 +173,7 @@ class _BaseGBFS(SelectorBase):
 
         # warm_start on the same data and parameters (all but n_features_to_select and tol):
         # the cut points and the outcomes of earlier mu probes are reused.
-        key = self._warm_key(data) if self.warm_start else None
+        key = self._warm_key(X_input, data) if self.warm_start else None
         warm = key is not None and getattr(self, "_warm_key_", None) == key
         history = list(getattr(self, "_mu_history_", [])) if warm else []
         t0 = time.perf_counter()
@@ -183,10 +191,10 @@ class _BaseGBFS(SelectorBase):
                                      else resolve_k(self.n_features_to_select, d), data.seed,
                                      backend, times)
         return self._fit_binned(backend, rows, evals, costs, groups, data.device, times, key,
-                                history, gt)
+                                history, gt, seed=data.seed)
 
     def _fit_binned(self, backend, rows, evals, costs, groups, device, times, warm_key=None,
-                    history=(), gt=None):
+                    history=(), gt=None, seed=0):
         """The fit from binned data on: ``n_features_to_select`` ("auto" and the ``mu``
         search), the boosting rounds, early stopping and the selection record.
 
@@ -194,7 +202,8 @@ class _BaseGBFS(SelectorBase):
         validation data: arrays on the device here, a cluster's workers for ``gpufs.dask``.
         ``times`` holds the binning time; ``warm_key`` and ``history`` are ``warm_start``'s
         key of this fit and the earlier probes' outcomes (kept with the fitted model); ``gt``
-        GT-GBM's candidate search (``_group_test_search``) or None.
+        GT-GBM's candidate search (``_group_test_search``) or None; ``seed`` the fit's seed
+        (``stability_rounds``' row draws).
         """
         d = int(rows.shape[1])
         times.setdefault("mu_search", 0.0)
@@ -209,7 +218,7 @@ class _BaseGBFS(SelectorBase):
             verbose=bool(self.verbose))
         auto = self.n_features_to_select == "auto"
         mu, self.mu_search_ = float(self.mu), None
-        resume = None
+        self.selection_frequency_ = None
         if auto and self.tol is None:   # scikit-learn's "auto" without tol: half the columns
             k = max(1, d // 2)
         elif auto:
@@ -219,25 +228,6 @@ class _BaseGBFS(SelectorBase):
             times["auto_fit"] = time.perf_counter() - t0
         else:
             k = resolve_k(self.n_features_to_select, d)
-        if k is not None and not (auto and self.tol is not None):
-            t0 = time.perf_counter()
-            search = gbfs_mu_search(backend, rows, None, None, self._objective, costs, groups,
-                                    self.penalty_scaling, self.bin_mapper_, params, k, mu,
-                                    known=known_outcomes(history, k), candidate_search=gt)
-            self.mu_search_ = search.as_records()
-            history += self.mu_search_
-            times["mu_search"] = time.perf_counter() - t0
-            mu = search.mu
-            resume = search.checkpoint
-            if mu is None:
-                mu = 0.0
-                warnings.warn(
-                    f"only {search.n_features_max} features have any positive gain, fewer "
-                    f"than n_features_to_select={k}; selected those {search.n_features_max}. "
-                    "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
-                    "min_child_weight let more features in.", UserWarning, stacklevel=4)
-        self.mu_ = mu
-        penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k, gt)
         gt_seconds = 0.0 if gt is None else gt.seconds
         # With k, early stopping must not end the fit before the k-th feature enters: all
         # rounds are grown, and the model is cut back to its best validation round, but not
@@ -247,11 +237,30 @@ class _BaseGBFS(SelectorBase):
             params = BoostingParams(n_estimators=params.n_estimators, tree=params.tree,
                                     hessian=params.hessian, n_iter_no_change=None,
                                     verbose=params.verbose)
-        t0 = time.perf_counter()
-        ensemble, record, n_rounds = fit_boosting(
-            backend, rows, None, None, self._objective, penalties, self.bin_mapper_, params,
-            evals[-1] if evals else None, resume=resume)
-        times["boost"] = time.perf_counter() - t0
+        eval_rows = evals[-1] if evals else None
+        self.selection_pool_ = None
+        if k is not None and not (auto and self.tol is not None):
+            # exactly k by contribution: over-admit, choose, refit (selectors._exact_k)
+            fit = fit_exact_k(backend, rows, self._objective, costs, groups,
+                              self.penalty_scaling, self.bin_mapper_, params, k, mu,
+                              eval_rows=eval_rows,
+                              known=known_outcomes(history, pool_size(k, d)),
+                              candidate_search=gt, times=times,
+                              frequency=self._frequency_for(backend, rows, costs, groups,
+                                                            params, seed))
+            self.mu_search_ = fit.search.as_records()
+            history += self.mu_search_
+            ensemble, record, n_rounds, penalties = (fit.ensemble, fit.record, fit.n_rounds,
+                                                     fit.penalties)
+            mu, self.selection_pool_ = fit.mu, fit.pool
+        else:
+            penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k, gt)
+            t0 = time.perf_counter()
+            ensemble, record, n_rounds = fit_boosting(
+                backend, rows, None, None, self._objective, penalties, self.bin_mapper_,
+                params, eval_rows)
+            times["boost"] = time.perf_counter() - t0
+        self.mu_ = mu
         if gt is not None:
             times["group_test"] = gt.seconds - gt_seconds
         self.fit_times_ = times
@@ -264,18 +273,43 @@ class _BaseGBFS(SelectorBase):
         self._finish(ensemble, record, n_rounds, penalties, device)
         self.evals_result_ = self._eval_losses(evals)
         self._warm_key_, self._mu_history_ = warm_key, history
-        if self.selected_features_.size == 0 and k is None:
+        n_sel = self.selected_features_.size
+        if n_sel == 0 and k is None:
             warnings.warn(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
-                "features you want.", UserWarning, stacklevel=4)
+                "features you want.", SelectionWarning, stacklevel=4)
+        elif k is not None and n_sel < k:
+            # Counted in the final fit (all rounds), not in the search's probes (half of them).
+            warnings.warn(
+                f"only {n_sel} feature{'s' if n_sel != 1 else ''} entered the model at mu=0 "
+                f"in {n_rounds} rounds, fewer than n_features_to_select={k}: no other feature "
+                f"has a split with positive gain; selected those {n_sel}. More rounds "
+                "(n_estimators), deeper trees (max_depth) or a smaller min_child_weight let "
+                "more features in.", SelectionWarning, stacklevel=4)
         return self
 
-    def _warm_key(self, data):
+    def _frequency_for(self, backend, rows, costs, groups, params, seed):
+        """``fit_exact_k``'s ``frequency`` for ``stability_rounds`` (None without): it also
+        keeps the frequencies as ``selection_frequency_``."""
+        n_refits = int(getattr(self, "stability_rounds", 0) or 0)
+        if n_refits == 0:
+            return None
+
+        def frequency(mu, k):
+            self.selection_frequency_, n_trees = selection_frequency(
+                backend, rows, self._objective, costs, groups, self.penalty_scaling,
+                self.bin_mapper_, params, mu, k, n_refits, seed)
+            return self.selection_frequency_, n_trees
+
+        return frequency
+
+    def _warm_key(self, X_input, data):
         """What the bins and the mu probes depend on, for ``warm_start`` (None: nothing can
         be reused because ``random_state`` is not an int): every parameter but
-        ``n_features_to_select``, ``tol``, ``verbose``, ``warm_start`` and ``n_jobs``, and the
-        data (shapes and sums of X, y and the weights; a cheap check, not a proof)."""
+        ``n_features_to_select``, ``tol``, ``verbose``, ``warm_start`` and ``n_jobs``, the
+        device, and the data's fingerprint (``gpufs._warm_key``: every column's checksum, the
+        target's and the weights', the names, dtypes and categories)."""
         if not isinstance(self.random_state, numbers.Integral):
             return None
         params = []
@@ -285,10 +319,8 @@ class _BaseGBFS(SelectorBase):
             if value is not None and not isinstance(value, (str, numbers.Number)):
                 value = tuple(np.asarray(to_host(value)).ravel().tolist())
             params.append((name, value))
-        xp = data.xp
-        sums = tuple(float(xp.nansum(a)) for a in (data.X, data.y)) + (
-            None if data.sample_weight is None else float(xp.sum(data.sample_weight)),)
-        return (tuple(params), data.device, tuple(data.X.shape), str(data.X.dtype), sums)
+        return (tuple(params), data.device,
+                data_fingerprint(self, X_input, data.X, data.y, data.sample_weight))
 
     def _auto_k(self, backend, rows, costs, groups, mu, params, evals, device, gt=None):
         """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
@@ -353,11 +385,7 @@ class _BaseGBFS(SelectorBase):
         self._set_support([f for f in penalties.order if first[f] < n_trees])
         self.first_use_tree_ = np.where(first < n_trees, first, -1)
         self.selection_record_ = {k: v[:n_trees] for k, v in record.as_dict().items()}
-        gains = np.zeros(ensemble.n_features)
-        if ensemble.n_trees:
-            s = ensemble.stacked()
-            split = s["feature"] >= 0
-            np.add.at(gains, s["feature"][split], s["gain"][split])
+        gains = total_gains(ensemble)
         total = gains.sum()
         self.feature_importances_ = gains / total if total > 0 else gains
         self.device_ = device
@@ -410,11 +438,14 @@ _PARAMS_DOC = """
 """ + TREE_CATEGORICAL_FEATURES_DOC + """    feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
     n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
-        Select exactly this many features (a float: that fraction of the columns, at least
-        one) (fewer, with a warning, only when fewer have any positive gain). ``mu`` is then
-        searched: the fit runs at the largest price at which this many features enter within
-        the first half of the rounds (bisection on log mu, starting from ``mu``, on data
-        binned once), and stops admitting features once they are in. "auto" with ``tol``:
+        Select exactly this many features, k (a float: that fraction of the columns, at
+        least one) (fewer, with a warning, only when fewer have any positive gain). ``mu`` is
+        then searched: the largest price at which k features enter within the first half of
+        the rounds (bisection on log mu, starting from ``mu``, on data binned once). A fit at
+        that price over all rounds without a budget admits every feature that pays it (the
+        pool, ``selection_pool_``); the k pool features of largest total split gain there
+        (of largest ``selection_frequency_`` with ``stability_rounds``) are chosen, and the
+        final fit at the same price may split on those k only. "auto" with ``tol``:
         as many features as, in the order they enter a fit at ``mu``, each lower the
         validation loss (the training loss without validation data) by more than ``tol``,
         then a fit at ``mu`` limited to them; "auto" without ``tol``: half of the columns.
@@ -422,6 +453,12 @@ _PARAMS_DOC = """
     tol : float >= 0, default=None
         With ``n_features_to_select="auto"``: the least decrease of the loss a further
         feature must bring (the losses of ``selection_path_``).
+    stability_rounds : int >= 0, default=0
+        With ``n_features_to_select``: B refits on half of the rows each (drawn without
+        replacement), at the pool's price, each choosing its k features by gain
+        (stability selection, Meinshausen and Buhlmann, JRSS-B 2010). The k chosen are then
+        those of the pool chosen most often (``selection_frequency_``; gain breaks ties).
+        Costs B fits of half the rows; 0: no refits, ``selection_frequency_`` is None.
     split_search : {"exact", "group_testing"}, default="exact"
         How a tree finds features not used yet. "exact": every split search scores every
         feature. "group_testing" (GT-GBM, Algorithm 2 of Han et al., AISTATS 2020): before
@@ -509,17 +546,32 @@ _PARAMS_DOC = """
     feature_importances_ : ndarray of shape (n_features,), float64
         Total split gain per feature, normalized to sum 1.
     mu_ : float
-        The price the final fit ran at (``mu`` unless it was searched).
+        The price the final fit ran at (``mu`` unless it was searched; 0 when a chosen
+        feature did not enter at the searched price and the final fit ran again at 0).
     mu_search_ : list of dict or None
         The search's probes in order (mu, reached, n_features, n_trees, seconds); None
         without ``n_features_to_select``. With ``warm_start``, only the probes this fit ran
         (outcomes known from earlier fits are not probed again).
+    selection_pool_ : dict or None
+        With ``n_features_to_select``: "features" (the pool: every feature the unbudgeted
+        fit at the searched price admitted, in the order they entered), "gain" (their total
+        split gain in it), "frequency" (their ``selection_frequency_``, or None), "chosen"
+        (the k, best first), "resumed_round" (the final fit took the pool fit's first rounds,
+        up to the entry of the first pool feature left out), "refit_mu" and "trees_grown"
+        (trees grown by the "probes", the "pool" fit, the "stability" refits and the
+        "final" fit). Not saved in model files.
+    selection_frequency_ : ndarray of shape (n_features,), float64, or None
+        With ``stability_rounds``: the fraction of the refits on half of the rows whose k
+        chosen features held each feature; None without. Not saved in model files.
+        ``gpufs.plotting.plot_selection_frequency`` draws it.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, mu_search (0 without
-        ``n_features_to_select``), auto_fit (the unbudgeted fit that "auto" reads its number
-        of features from; only with "auto" and ``tol``), boost (the final fit); with
-        ``split_search="group_testing"`` also standardize (the standardized columns) and
-        group_test (the final fit's group tests, part of boost).
+        ``n_features_to_select``), pool (the unbudgeted fit at the searched price) and
+        stability (the refits of ``stability_rounds``) with ``n_features_to_select``,
+        auto_fit (the unbudgeted fit that "auto" reads its number of features from; only with
+        "auto" and ``tol``), boost (the final fit); with ``split_search="group_testing"`` also
+        standardize (the standardized columns) and group_test (the group tests of every
+        probe and fit, part of the phases above).
     group_test_candidates_ : list of ndarray of int64, or None
         With ``split_search="group_testing"``: per tree kept, the sorted candidate features
         its group tests found (empty once ``n_features_to_select`` features are in: no test

@@ -1,0 +1,69 @@
+"""Selection frequencies over subsampled refits: GBFS's ``stability_rounds``.
+
+Stability selection (Meinshausen and Buhlmann, "Stability selection", Journal of the Royal
+Statistical Society B, 2010) asks how often a feature is chosen when the fit sees half of the
+rows. Here each of B refits draws half of the training rows without replacement (seeded by
+the fit's seed and the refit's index), runs at the pool fit's price without a budget
+(``_exact_k``), and chooses its k features by total split gain, as the full fit does; a
+feature's frequency is the fraction of the B choices that hold it. The refits use the exact
+split search (GT-GBM's group tests are standardized over all rows) and no validation data.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..boosting import DeviceRows, fit_boosting
+from ..penalties import PenaltyState
+
+__all__ = ["selection_frequency"]
+
+
+def selection_frequency(backend, rows, objective, costs, groups, scaling, bin_mapper, params,
+                        mu, k, n_refits, seed):
+    """How often each feature is among the k chosen in ``n_refits`` half-row refits.
+
+    Parameters
+    ----------
+    backend : CPUBackend or GPUBackend
+    rows : DeviceRows
+        The binned training rows (arrays on the backend's device).
+    objective, costs, groups, scaling, bin_mapper, params
+        As for ``boosting.fit_boosting`` and ``penalties.PenaltyState``.
+    mu : float >= 0
+        The price of every refit.
+    k : int
+        How many of its features every refit chooses.
+    n_refits : int >= 1
+        B, the number of refits.
+    seed : int
+        Seeds the row draws.
+
+    Returns
+    -------
+    frequency : ndarray of shape (n_features,), float64
+        In [0, 1].
+    n_trees : int
+        Trees the refits grew.
+    """
+    from ._exact_k import total_gains
+
+    if not isinstance(rows, DeviceRows):
+        raise ValueError("stability_rounds needs the rows in this process (not supported by "
+                         "the Dask estimators).")
+    xp = backend.xp
+    n, d = rows.shape
+    half = max(1, n // 2)
+    counts, n_trees = np.zeros(d), 0
+    for b in range(int(n_refits)):
+        rng = np.random.default_rng([int(seed), b])
+        idx = xp.asarray(np.sort(rng.choice(n, half, replace=False)))
+        sub = DeviceRows(backend, rows.Xb[idx], rows.y[idx],
+                         None if rows.w is None else rows.w[idx])
+        pen = PenaltyState(mu, costs, groups, scaling)
+        ensemble, _, _ = fit_boosting(backend, sub, None, None, objective, pen, bin_mapper,
+                                      params, None)
+        n_trees += ensemble.n_trees
+        gains = total_gains(ensemble)
+        chosen = sorted(pen.order, key=lambda f: (-gains[f], pen.order.index(f)))[:k]
+        counts[chosen] += 1
+    return counts / int(n_refits), n_trees
