@@ -552,3 +552,27 @@ def test_default_path_is_what_the_k_search_passed_through():
     assert set(searched["k"]) >= set(sp["k"])   # searching every k finds at least as many
     with_alpha = ControlBurnRegressor(alpha=0.01, random_state=0, **SMALL_R).fit(X, y)
     assert with_alpha.selection_path_["k"] == []
+
+
+@pytest.mark.parametrize("forest_method", ["bagboost", "bag"])
+def test_bootstraps_that_draw_only_rows_of_weight_zero(forest_method):
+    # 2 rows of positive weight in 30: some bootstraps draw neither (a tree of no data, with
+    # reg_lambda = 0, had value 0 / 0: ZeroDivisionError), and some rounds' out-of-bag rows
+    # all weigh 0 (their mean loss was 0 / 0). Such a tree is one leaf of value 0; such a
+    # round has no out-of-bag row.
+    empty_trees = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        X, y = rng.normal(size=(30, 4)), rng.normal(size=30)
+        w = np.zeros(30)
+        w[rng.choice(30, 2, replace=False)] = 1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = ControlBurnRegressor(forest_method=forest_method, random_state=seed).fit(
+                X, y, sample_weight=w)
+        assert np.isfinite(m.predict(X)).all()
+        trees = m.forest_.ensemble.stacked()
+        # a tree of no data: no split, value 0 (a tree of data may also have no split)
+        empty = (trees["feature"] < 0).all(axis=1) & (trees["value"] == 0).all(axis=1)
+        empty_trees += int(empty.sum())
+    assert empty_trees > 0  # the case this test is about did occur

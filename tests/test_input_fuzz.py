@@ -266,12 +266,6 @@ def test_random_tables_give_a_result_or_one_clear_error(family, data, tmp_path_f
     tmpdir = str(tmp_path_factory.mktemp("input_fuzz"))
     seed = data.draw(st.integers(0, 2**32 - 1))
     outcome, detail = run_case(_Hypothesis(data), seed, family, tmpdir)
-    if family == "controlburn" and outcome == "crash" and "ZeroDivisionError" in detail:
-        # Known, reported with issue 26, in code this work does not own (gpufs/forest and the
-        # level step): a forest tree whose bootstrap rows all have weight 0 divides by a zero
-        # hessian sum. ControlBurnRegressor().fit(X, y, sample_weight=w) with 2 rows of w > 0
-        # out of 30 reproduces it.
-        pytest.xfail(f"known ControlBurn defect: {detail[:120]}")
     assert outcome in ACCEPTABLE, f"{family}: {outcome}: {detail}"
 
 

@@ -267,6 +267,8 @@ class IncrementalBagBoosting(_ForestAlgorithm):
 
     def _end_round(self, round_sum, oob_sum, oob_n, n_members, depth, rnd):
         has_oob = oob_n > 0
+        if self.w is not None:  # a row of weight 0 has no loss to improve: not out-of-bag
+            has_oob = has_oob & (self.w > 0)
         if bool(has_oob.any()):
             oob_mean = oob_sum[has_oob] / oob_n[has_oob][:, None]
             cur = self.raw[has_oob]

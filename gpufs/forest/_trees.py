@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._types import RAW_DTYPE
+from ..backends.base import categorical_slots
 from ..grower import TreeParams, grow_tree
 from ..penalties import PenaltyState
 from ..quantize import fixed_point_scale, quantize
+from ..tree import Tree
 
 __all__ = ["TreeGrower"]
 
@@ -108,6 +110,13 @@ class TreeGrower:
         h = count_weights
         g_scale, h_scale = fixed_point_scale(g, m), fixed_point_scale(h, m)
         gq, hq = quantize(g, g_scale), quantize(h, h_scale)
+        if int(hq.sum()) == 0:
+            # Every in-bag row weighs 0 (a bootstrap of few positive-weight rows can draw
+            # none): with reg_lambda = 0 no node has a value, -G / H is 0 / 0. The tree
+            # fits no data, so it is one leaf of value 0 and predicts 0 everywhere.
+            n_cat = categorical_slots(getattr(bin_mapper, "is_categorical_", None),
+                                      Xb.shape[1])[1]
+            return Tree.empty(depth, categorical=n_cat > 0), xp.zeros(m, dtype=RAW_DTYPE)
         pen = self._penalties(Xb.shape[1], subset)
         divisor = pen.gain_divisor(g, h) if self.params.tree_type == "sparse" else 1.0
         tp = TreeParams(max_depth=depth, reg_lambda=0.0, learning_rate=1.0,
