@@ -46,4 +46,4 @@ def test_verdict_and_merge(qs, tmp_path):
     (row,) = qs.summarize(qs.load_runs([old, new]))
     assert row["best_gpufs"] == "controlburn" and row["met"]
     assert row["gap"] == pytest.approx(0.83 - 0.829)
-    assert "met in 1 of 1 cells" in qs.markdown([row], ["gbfs", "controlburn", "rf_topk"])
+    assert "met in 1 of 1 real-table cells" in qs.markdown([row], ["gbfs", "controlburn", "rf_topk"])
