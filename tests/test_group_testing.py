@@ -260,15 +260,21 @@ def test_estimator_finds_the_planted_features_deterministically():
 
 
 def test_budget_with_group_testing():
-    """gt_s defaults to n_features_to_select; once k features are in, no test runs."""
+    """gt_s defaults to n_features_to_select; once k features are in, no test runs.
+
+    Exact k by contribution: the trees before ``resumed_round`` are the unbudgeted pool fit's
+    (a test every tree); the final fit, restricted to the k chosen, runs tests only until all
+    k are in."""
     X, y, informative = _planted(1)
     est = GBFSRegressor(split_search="group_testing", n_features_to_select=3, n_estimators=20,
                         max_depth=3, device="cpu", random_state=0).fit(X, y)
     assert len(est.selected_features_) == 3
     assert set(est.selected_features_.tolist()) <= informative
     sizes = [len(c) for c in est.group_test_candidates_]
-    full = est.first_use_tree_[est.selected_features_].max()
-    assert all(sz > 0 for sz in sizes[: full + 1]) and all(sz == 0 for sz in sizes[full + 1:])
+    full = max(int(est.first_use_tree_[est.selected_features_].max()) + 1,
+               est.selection_pool_["resumed_round"])
+    assert all(sz > 0 for sz in sizes[:full]) and all(sz == 0 for sz in sizes[full:])
+    assert full < len(sizes)  # some trees ran no test
     assert est.mu_search_ and all(p["reached"] in (True, False) for p in est.mu_search_)
 
 
