@@ -13,9 +13,12 @@ the same data, the median of ``--repeats`` whole fits (input checks, binning and
   against LightGBM's 100 multiclass rounds at depth 4 on all columns. Goal: gpufs <= 1.0x.
 
 Also recorded for ``small``: the fixed cost of a fit (a 1-tree fit) and the differential cost per
-tree, for both tools, so the two kinds of overhead are seen separately.
+tree, for both tools, so the two kinds of overhead are seen separately. Every time is wall time
+(``*_s``) and this process's CPU time (``*_cpu_s``); ``--threads N`` gives every tool N threads
+(on a busy machine, the CPU time of 1-thread runs is each tool's own work).
 
     python bench/bench_cpu_small.py --renice-others     # every case, results appended
+    python bench/bench_cpu_small.py --cases small --threads 1
 """
 from __future__ import annotations
 
@@ -54,20 +57,34 @@ def wide_data():
     return X, y
 
 
+#: Threads of every tool (``--threads``; None: each tool's default, every core).
+THREADS = None
+#: CPU times of the last ``median_time`` call (this process, every thread).
+LAST_CPU = []
+
+
 def median_time(fn, repeats):
     times = []
+    LAST_CPU.clear()
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t0)
+        LAST_CPU.append(time.process_time() - c0)
     return statistics.median(times), times
+
+
+def median_cpu():
+    """(median, all) CPU seconds of the last ``median_time`` call."""
+    return statistics.median(LAST_CPU), list(LAST_CPU)
 
 
 def gpufs_fit(X, y, trees, depth, mu, k=None):
     from gpufs import GBFSClassifier
 
     return GBFSClassifier(mu=mu, n_estimators=trees, max_depth=depth, max_bins=255,
-                          n_features_to_select=k, device="cpu", random_state=0).fit(X, y)
+                          n_features_to_select=k, device="cpu", random_state=0,
+                          n_jobs=THREADS).fit(X, y)
 
 
 def lightgbm_fit(X, y, trees, depth, mu, n_classes=2):
@@ -77,6 +94,8 @@ def lightgbm_fit(X, y, trees, depth, mu, n_classes=2):
     params = lightgbm_cegb_params(objective, depth, X.shape[1], mu)
     if n_classes > 2:
         params["num_class"] = n_classes
+    if THREADS is not None:
+        params["num_threads"] = THREADS
     return lgb.train(params, lgb.Dataset(X, y, params=params), num_boost_round=trees)
 
 
@@ -87,15 +106,25 @@ def case_small(repeats, busy=False):
     burners = [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(2)] if busy else []
     try:
         t_g, all_g = median_time(lambda: gpufs_fit(X, y, 200, 4, 0.05), repeats)
+        c_g, call_g = median_cpu()
         t_l, all_l = median_time(lambda: lightgbm_fit(X, y, 200, 4, 0.05), repeats)
+        c_l, call_l = median_cpu()
         rec = dict(case="small_busy" if busy else "small", rows=1500, features=56, trees=200,
-                   depth=4, gpufs_fit_s=t_g, lightgbm_fit_s=t_l, gpufs_over_lightgbm=t_g / t_l,
-                   gpufs_all_s=all_g, lightgbm_all_s=all_l)
+                   depth=4, threads=THREADS, gpufs_fit_s=t_g, lightgbm_fit_s=t_l,
+                   gpufs_over_lightgbm=t_g / t_l, gpufs_all_s=all_g, lightgbm_all_s=all_l,
+                   gpufs_fit_cpu_s=c_g, lightgbm_fit_cpu_s=c_l,
+                   cpu_gpufs_over_lightgbm=c_g / c_l, gpufs_all_cpu_s=call_g,
+                   lightgbm_all_cpu_s=call_l)
         if not busy:
             t_g1, _ = median_time(lambda: gpufs_fit(X, y, 1, 4, 0.05), repeats)
+            c_g1, _ = median_cpu()
             t_l1, _ = median_time(lambda: lightgbm_fit(X, y, 1, 4, 0.05), repeats)
+            c_l1, _ = median_cpu()
             rec.update(gpufs_1_tree_fit_s=t_g1, lightgbm_1_tree_fit_s=t_l1,
-                       gpufs_per_tree_s=(t_g - t_g1) / 199, lightgbm_per_tree_s=(t_l - t_l1) / 199)
+                       gpufs_per_tree_s=(t_g - t_g1) / 199, lightgbm_per_tree_s=(t_l - t_l1) / 199,
+                       gpufs_1_tree_fit_cpu_s=c_g1, lightgbm_1_tree_fit_cpu_s=c_l1,
+                       gpufs_per_tree_cpu_s=(c_g - c_g1) / 199,
+                       lightgbm_per_tree_cpu_s=(c_l - c_l1) / 199)
             model = gpufs_fit(X, y, 200, 4, 0.05)
             rec["gpufs_fit_times"] = {k: float(v) for k, v in model.fit_times_.items()}
     finally:
@@ -110,11 +139,14 @@ def case_wide_k3(repeats):
     gpufs_fit(X, y, 2, 4, 0.05)
     lightgbm_fit(X, y, 2, 4, 0.05, n_classes=7)
     t_g, all_g = median_time(lambda: gpufs_fit(X, y, 100, 4, 0.05, k=3), repeats)
+    c_g, _ = median_cpu()
     t_l, all_l = median_time(lambda: lightgbm_fit(X, y, 100, 4, 0.0, n_classes=7), repeats)
+    c_l, _ = median_cpu()
     model = gpufs_fit(X, y, 100, 4, 0.05, k=3)
     return dict(case="wide_k3", rows=X.shape[0], features=X.shape[1], classes=7, trees=100,
-                depth=4, k=3, gpufs_fit_s=t_g, lightgbm_fit_s=t_l, gpufs_over_lightgbm=t_g / t_l,
-                gpufs_all_s=all_g, lightgbm_all_s=all_l,
+                depth=4, k=3, threads=THREADS, gpufs_fit_s=t_g, lightgbm_fit_s=t_l,
+                gpufs_over_lightgbm=t_g / t_l, gpufs_fit_cpu_s=c_g, lightgbm_fit_cpu_s=c_l,
+                cpu_gpufs_over_lightgbm=c_g / c_l, gpufs_all_s=all_g, lightgbm_all_s=all_l,
                 gpufs_selected=model.selected_features_.tolist(),
                 gpufs_fit_times={k: float(v) for k, v in model.fit_times_.items()})
 
@@ -125,9 +157,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--renice-others", action="store_true",
                     help="lower every other process to nice 19 while timing (see _quiet.py)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads of every tool (default: each tool's own, every core)")
+    ap.add_argument("--note", default="")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                   "cpu_small.jsonl"))
     args = ap.parse_args()
+    global THREADS
+    THREADS = args.threads
     import gpufs
     import lightgbm
 
@@ -144,6 +181,7 @@ def main():
             else:
                 raise SystemExit(f"unknown case {case!r}")
             rec.update(bench="cpu_small", repeats=args.repeats, reniced_others=n_reniced,
+                       note=args.note, loadavg_after=list(os.getloadavg()),
                        gpufs_version=gpufs.__version__, lightgbm_version=lightgbm.__version__,
                        machine=machine)
             records.append(rec)

@@ -117,39 +117,56 @@ def _search_range(a, b, hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot
     feature feats[p % n_feats]) into pf_* (n_slots, n_features).
 
     A called function with the loop inside (not a pair body inlined into each driver's loop,
-    which numba compiled 5x slower: 230 against 45 ns per pair on the wide table)."""
+    which numba compiled 5x slower: 230 against 45 ns per pair on the wide table), slot by
+    slot: a slot's sums, (G, H) as float64 and output rows are read once, not per pair
+    (8,000 x 1,500: 44 against 33 ns per pair)."""
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
     g_inv = 1.0 / g_scale
     h_inv = 1.0 / h_scale
-    for p in range(a, b):
-        k = p // n_feats
-        f = feats[p % n_feats]
-        # A slot that is not ``slot_full`` has histograms of the free features only (penalty
-        # 0): no feature that pays can score there (``_gain_bound``), and its bins were never
-        # built.
-        if not wanted[f] or (not slot_full[k] and penalty[f] > 0.0):
-            pf_score[k, f] = -np.inf
-            continue
+    if b <= a:
+        return
+    k_first = a // n_feats
+    k_last = (b - 1) // n_feats
+    for k in range(k_first, k_last + 1):
         G_q = slot_g[k]
         H_q = slot_h[k]
-        c = cat_slot[f]
-        lo = off[f]
-        last = off[f + 1] - 1
-        if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
-            score, gain, bn, ml, gl, hl = _scan_categorical(
-                hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
-                h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f], max_onehot,
-                cat_order[k, c])
-        else:
-            score, gain, bn, ml, gl, hl = _scan_feature(
-                hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale, g_inv,
-                h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f])
-        pf_score[k, f] = score
-        pf_gain[k, f] = gain
-        pf_bin[k, f] = bn
-        pf_ml[k, f] = ml
-        pf_gl[k, f] = gl
-        pf_hl[k, f] = hl
+        G = G_q / g_scale
+        H = H_q / h_scale
+        full_k = slot_full[k]
+        i_lo = a - k * n_feats if k == k_first else 0
+        i_hi = b - k * n_feats if k == k_last else n_feats
+        s_score = pf_score[k]
+        s_gain = pf_gain[k]
+        s_bin = pf_bin[k]
+        s_ml = pf_ml[k]
+        s_gl = pf_gl[k]
+        s_hl = pf_hl[k]
+        for i in range(i_lo, i_hi):
+            f = feats[i]
+            pen = penalty[f]
+            # A slot that is not ``slot_full`` has histograms of the free features only
+            # (penalty 0): no feature that pays can score there (``_gain_bound``), and its
+            # bins were never built.
+            if not wanted[f] or (not full_k and pen > 0.0):
+                s_score[f] = -np.inf
+                continue
+            c = cat_slot[f]
+            lo = off[f]
+            last = off[f + 1] - 1
+            if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
+                score, gain, bn, ml, gl, hl = _scan_categorical(
+                    hist, k, lo, last, n_bins[f], G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
+                    gain_divisor, min_child_weight, pen, max_onehot, cat_order[k, c])
+            else:
+                score, gain, bn, ml, gl, hl = _scan_feature(
+                    hist, k, lo, last, n_bins[f], G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
+                    gain_divisor, min_child_weight, pen)
+            s_score[f] = score
+            s_gain[f] = gain
+            s_bin[f] = bn
+            s_ml[f] = ml
+            s_gl[f] = gl
+            s_hl[f] = hl
 
 
 #: (slot, feature) pairs per task of the parallel split search, at least; tasks at most.
