@@ -378,9 +378,29 @@ def test_transfer_and_launch_budget(data, depth):
     want = {"gradients": 2, "start_tree": 1, "histogram": 1 + built, "search": levels,
             "decide": levels, "partition": 3 * levels, "update_raw": 1}
     assert gpu.launches == {k: v for k, v in want.items() if v}
-    # The tree's kernels take the workspace's kept views: nothing is wrapped (cupy) or copied
-    # (simulator) per launch; only the per-round gradient kernels take the caller's arrays.
-    assert set(gpu.wrapped) == {"gradients"}
+    # Every launch takes kept views: nothing is wrapped (cupy) or copied (simulator) per
+    # launch. New views this tree: the fixed-point gradients' (made once per tree) and the
+    # raw-score column's (made once per fit: this is its first tree).
+    assert gpu.wrapped == {}
+    assert gpu.views_made == 2
+
+
+def test_round_arrays_wrapped_once(data):
+    """A round wraps its new arrays once, at their allocation (g, h, losses and the rows of
+    g and h that the quantizing launches take); the fit's raw scores and targets are wrapped
+    the first round only, then their kept views are reused."""
+    X, y, bm, Xb = data
+    gpu = GPUBackend()
+    raw = np.zeros((64, 2))
+    codes = (y > np.median(y)).astype(np.int32)
+    gpu.round_gradients("softmax", raw, codes)
+    assert gpu.views_made == 2 + 3 + 2 * 2  # raw, y; g, h, loss, 2 rows each of g and h
+    for _ in range(2):
+        gpu.reset_timings()
+        G, Hs, _ = gpu.round_gradients("softmax", raw, codes)
+        for k in range(2):
+            gpu.gradient_extremes(G[k], Hs[k], None, False, False)
+        assert gpu.views_made == 3 + 2 * 2 and gpu.wrapped == {}
 
 
 # --- what a real GPU refuses (gpufs.backends.launch_rules) -------------------------------------

@@ -7,7 +7,8 @@
 * ``test_kernels_compile_to_sass`` compiles every kernel with the real compiler for Ampere
   (sm_80) and Hopper (sm_90) -- NVVM to PTX, ptxas to SASS; the test extra installs them as
   wheels, no GPU needed -- and checks what the hardware will run: no spills, registers under
-  a stated bound, no 64-bit shared-memory compare-and-swap loops, native 32-bit shared
+  a stated bound and, at each kernel's largest block, within a block's 65,536 (shared memory
+  within 48 KiB), no 64-bit shared-memory compare-and-swap loops, native 32-bit shared
   atomics in the histogram; in the PTX, no float64 fused multiply-add in the split search
   (it would round differently from the CPU) and the objectives' explicit ``add.rn`` /
   ``mul.rn`` arithmetic (``gpufs._exactmath``).
@@ -129,6 +130,31 @@ def _kernel_signatures():
 #: the others one block per level.
 REGISTER_BOUND = {"search_kernel": 128, "decide_kernel": 128, "partition_plan_kernel": 128}
 REGISTER_BOUND_DEFAULT = 64
+#: Registers a block may hold on every GPU gpufs targets (sm_70 to sm_90), and the unit they
+#: are allocated in per thread (256 per warp: 8 per thread).
+REGISTERS_PER_BLOCK = 65536
+REGISTER_UNIT = 8
+#: Shared memory per block without opting in (static + dynamic).
+SHARED_PER_BLOCK = 48 * 1024
+
+
+def check_block_resources(name, log, what):
+    """What only hardware refuses ("too many resources requested for launch"): the kernel's
+    largest block (``gpu.KERNEL_MAX_THREADS``) times its registers per thread (rounded up to
+    the allocation unit) within a block's 65,536 registers, and its static shared memory
+    (ptxas' report) plus its largest dynamic shared memory within 48 KiB."""
+    from gpufs.backends.gpu import KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS
+
+    threads = KERNEL_MAX_THREADS[name]
+    regs = int(re.search(r"Used (\d+) registers", log).group(1))
+    alloc = -(-regs // REGISTER_UNIT) * REGISTER_UNIT
+    assert alloc * threads <= REGISTERS_PER_BLOCK, (
+        f"{what}: {threads} threads x {alloc} registers > {REGISTERS_PER_BLOCK}")
+    smem = re.search(r"(\d+) bytes smem", log)
+    static = int(smem.group(1)) if smem else 0
+    dynamic = KERNEL_MAX_DYNAMIC_SHARED.get(name, 0)
+    assert static + dynamic <= SHARED_PER_BLOCK, (
+        f"{what}: {static} B static + {dynamic} B dynamic shared memory > {SHARED_PER_BLOCK}")
 
 
 def compile_kernels(ccs):
@@ -193,6 +219,7 @@ def test_kernels_compile_to_sass(hopper):
         regs = int(re.search(r"Used (\d+) registers", log).group(1))
         bound = REGISTER_BOUND.get(name, REGISTER_BOUND_DEFAULT)
         assert regs <= bound, f"{what}: {regs} registers > {bound}"
+        check_block_resources(name, log, what)
         if sass is None:  # no shared-memory atomic at all: no compare-and-swap loop either
             assert "atom.shared" not in ptx and name != "histogram_kernel", what
         else:

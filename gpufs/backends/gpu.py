@@ -3,8 +3,10 @@
 Implements the interface of ``backends.cpu.CPUBackend`` (same methods, arguments, shapes,
 dtypes and results, bit for bit). Owns: device allocation (every array of a fit through one
 out-of-memory wrapper that names the array, its size and what to do), launch sizes, the
-kernels' views of the device arrays (made once per workspace, never per launch), and the
-per-phase timers of ``profile=True``.
+kernels' views of the device arrays (made once: per workspace, per fit for the caller's raw
+scores, targets and weights, at allocation for a round's gradients; never per launch: on an
+H200 a launch cost 205 us of host time with cupy arguments, 60 us with kept views), each
+kernel's largest block (``KERNEL_MAX_THREADS``), and the per-phase timers of ``profile=True``.
 
 Where data lives: X, the binned matrix, gradients, rows, histograms, node tables, task tables
 and raw scores stay on the device from input to model. Per tree the host sees:
@@ -61,6 +63,29 @@ from .launch_rules import check_launch, launch_geometry
 #: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
 N_OUT = 7 + CAT_WORDS
 SPL_ROWS = 8 + CAT_WORDS + 1
+
+#: Each kernel's largest block (threads) this backend launches, and its largest dynamic
+#: shared memory (bytes), in one place: a GPU refuses a block of T threads whose registers,
+#: T x (registers per thread rounded up to 8), pass the SM's 65,536 ("too many resources
+#: requested for launch"), which the simulator never sees. The SASS test
+#: (``tests/test_cuda_kernels_sim.py``) checks every kernel's registers and shared memory
+#: against these; ``_launch`` refuses a larger block under the simulator, and the
+#: constructor refuses launch sizes past them.
+KERNEL_MAX_THREADS = {
+    "bin_transform_kernel": 256, "iota_kernel": 256, "extremes_kernel": 256,
+    "quantize_kernel": 256,  # REDUCE_BLOCK: the reductions' shared arrays are this wide
+    "histogram_kernel": 1024, "partition_count_kernel": 1024,  # hist_ / part_threads
+    "partition_scatter_kernel": 1024, "update_leaves_kernel": 1024,
+    "search_kernel": 128, "decide_kernel": 512, "partition_plan_kernel": 512,  # _block_for
+    "predict_binned_kernel": 128, "predict_raw_kernel": 128,
+    "logistic_gradients_kernel": 128, "softmax_gradients_kernel": 128,
+    "squared_error_loss_kernel": 128, "logistic_loss_kernel": 128, "softmax_loss_kernel": 128,
+    "round_squared_error_kernel": 128, "round_logistic_kernel": 128,
+    "round_softmax_kernel": 128,
+}
+#: The histogram's tile of at most ``cuda_kernels.MAX_TILE_SLOTS`` slots, 4 bytes per
+#: ``tile_words`` word (checked when the kernels load); the others use static shared memory.
+KERNEL_MAX_DYNAMIC_SHARED = {"histogram_kernel": 49140}
 
 
 def _simulator_enabled() -> bool:
@@ -136,6 +161,8 @@ class GPUBackend:
         self._cupy = xp is not np
         self.kernels = _load_kernels()
         assert (self.kernels.split.N_OUT, self.kernels.split.SPL_ROWS) == (N_OUT, SPL_ROWS)
+        assert 4 * self.kernels.tile_words(self.kernels.MAX_TILE_SLOTS) \
+            == KERNEL_MAX_DYNAMIC_SHARED["histogram_kernel"]
         from numba import cuda
 
         self._cuda = cuda
@@ -158,12 +185,20 @@ class GPUBackend:
         self._uploads = {}  # name -> (host copy, device array): re-upload only on change
         self._scratch = {}  # workspace, last prepared binned matrix, ...
         self._streams = {}  # cupy stream pointer -> numba external stream
+        # The kernels' views of arrays that every round or tree passes again (``_kept_view``):
+        # "caller" the fit's raw scores, targets and weights (a few, most recent last);
+        # "round" the round's gradients; "tree" the tree's fixed-point gradients.
+        self._kept = {"caller": {}, "round": {}, "tree": {}}
 
     # --- plumbing -------------------------------------------------------------------------
     def _check_geometry(self):
         v = self.part_threads
         if v < 1 or v > 1024 or v & (v - 1):
             raise ValueError(f"part_threads must be a power of two <= 1024, got {v}")
+        if not 1 <= self.hist_threads <= KERNEL_MAX_THREADS["histogram_kernel"]:
+            raise ValueError(f"hist_threads must be in [1, "
+                             f"{KERNEL_MAX_THREADS['histogram_kernel']}], got "
+                             f"{self.hist_threads}")
         if not 1 <= self.tile_slots <= self.kernels.MAX_TILE_SLOTS:
             raise ValueError(f"tile_slots must be in [1, {self.kernels.MAX_TILE_SLOTS}], got "
                              f"{self.tile_slots}")
@@ -175,6 +210,7 @@ class GPUBackend:
         self.transfers = 0  # device -> host copies (``_to_host``)
         self.hist_bytes = 0  # bytes the histogram launches had to read (rows x (d + 20))
         self.wrapped = {}  # phase -> arrays wrapped at launch (not passed as a kept view)
+        self.views_made = 0  # kernels' views made of the backend's own new arrays (per round)
         self._events = []
         self._used_max = 0
 
@@ -249,7 +285,9 @@ class GPUBackend:
         grid, block = launch_geometry(grid, block)
         shared = int(shared)
         if self.simulator:
-            check_launch(getattr(kernel, "__name__", phase), grid, block, shared, optin_shared)
+            name = getattr(kernel, "__name__", phase)
+            check_launch(name, grid, block, shared, optin_shared,
+                         max_threads=KERNEL_MAX_THREADS.get(name, 1024))
         arrays = sum(isinstance(a, np.ndarray) or is_cupy_array(a) for a in args)
         if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
             self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays
@@ -423,19 +461,32 @@ class GPUBackend:
             g = self._alloc((k, n), np.float64, "the gradients")
             h = self._alloc((k, n), np.float64, "the hessians")
             loss = self._alloc((n,), np.float64, "the per-row losses")
+            # views made once here: the round's extremes and quantize launches take g[c], h[c]
+            vg, vh, vl = self._keep_new("round", g, h, loss, *g, *h)[:3]
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("gradients", kernel, self._grid_1d(n, threads), threads, raw, y,
-                             g, h, loss)
+                self._launch("gradients", kernel, self._grid_1d(n, threads), threads,
+                             self._kept_view(raw), self._kept_view(y), vg, vh, vl)
             return g, h, loss
 
     def _weights_arg(self, w):
         if w is not None:
-            return w
+            return self._kept_view(w)
         empty = self._scratch.get("no_weights")
         if empty is None:
-            empty = self._scratch["no_weights"] = self._alloc((0,), np.float64, "no weights")
+            empty = self._scratch["no_weights"] = self._view(
+                self._alloc((0,), np.float64, "no weights"))
         return empty
+
+    def _block_results(self, name, blocks, width, dtype):
+        """(device array, its view) of ``blocks`` x ``width`` per-block results of a reducing
+        kernel, allocated once per size and reused (the host copies them out each call)."""
+        key = (name, blocks)
+        got = self._scratch.get(key)
+        if got is None:
+            a = self._alloc((blocks, width), dtype, f"the {name}")
+            got = self._scratch[key] = (a, self._view(a))
+        return got
 
     def gradient_extremes(self, g, h, w, unit_hessian, divisor):
         """(max |g w|, max |h w|, max |q|) as host floats (``quantize.prepare_gradients``):
@@ -443,10 +494,12 @@ class GPUBackend:
         with self._phase("gradients"):
             n = int(g.shape[0])
             blocks = self._reduce_grid(n)
-            out = self._alloc((blocks, 3), np.float64, "the gradient extremes")
+            out, v_out = self._block_results("gradient extremes", blocks, 3, np.float64)
+            vg = self._kept_view(g, "round")
             self._launch("gradients", self.kernels.extremes_kernel, blocks,
-                         self._reduce_threads, g, h if h is not None else g,
-                         self._weights_arg(w), bool(unit_hessian), bool(divisor), out)
+                         self._reduce_threads, vg,
+                         self._kept_view(h, "round") if h is not None else vg,
+                         self._weights_arg(w), bool(unit_hessian), bool(divisor), v_out)
         m = self._to_host(out).max(axis=0)
         return float(m[0]), float(m[1]), float(m[2])
 
@@ -459,13 +512,16 @@ class GPUBackend:
             n = int(g.shape[0])
             blocks = self._reduce_grid(n)
             gh = self._alloc((n, 2), np.int64, "the fixed-point gradients")
-            sums = self._alloc((blocks, 8), np.int64, "the fixed-point sums")
+            (v_gh,) = self._keep_new("tree", gh)  # the tree's kernels take this view
+            sums, v_sums = self._block_results("fixed-point sums", blocks, 8, np.int64)
             e1, e2, lo = ([float(v) for v in a] for a in (e1s, e2s, low_scales))
+            vg = self._kept_view(g, "round")
             self._launch("gradients", self.kernels.quantize_kernel, blocks,
-                         self._reduce_threads, g, h if h is not None else g,
+                         self._reduce_threads, vg,
+                         self._kept_view(h, "round") if h is not None else vg,
                          self._weights_arg(w), bool(unit_hessian), float(g_scale),
                          float(h_scale), e1[0], e2[0], lo[0], e1[1], e2[1], lo[1], e1[2],
-                         e2[2], lo[2], bool(divisor), gh, sums)
+                         e2[2], lo[2], bool(divisor), v_gh, v_sums)
         return gh, self._to_host(sums).sum(axis=0)
 
     # --- the level step ---------------------------------------------------------------------
@@ -497,6 +553,35 @@ class GPUBackend:
 
         return FakeCUDAArray(a)
 
+    @staticmethod
+    def _view_key(a):
+        """What identifies an array's memory for a kept view: address, shape, strides, dtype."""
+        ptr = a.data.ptr if hasattr(a.data, "ptr") else a.__array_interface__["data"][0]
+        return ptr, a.shape, a.strides, a.dtype.str
+
+    def _kept_view(self, a, group="caller"):
+        """The kernels' view of ``a``, made the first time ``a``'s memory is passed and kept
+        in ``group`` (the view holds ``a``, so its address cannot be reused while kept):
+        a fit's raw scores, targets and weights are wrapped once per fit, not per launch.
+        "caller" keeps the 16 most recently passed; "round" and "tree" hold only the current round's
+        and tree's arrays (``_keep_new`` replaces them)."""
+        kept = self._kept[group]
+        key = self._view_key(a)
+        v = kept.pop(key, None)
+        if v is None:
+            if len(kept) >= (16 if group == "caller" else 64):
+                kept.pop(next(iter(kept)))  # the least recently passed: a previous fit's
+            v = self._view(a)
+            self.views_made += 1
+        kept[key] = v  # most recent last
+        return v
+
+    def _keep_new(self, group, *arrays):
+        """Views of the backend's new arrays, made once at their allocation: ``group``'s old
+        ones (a previous round's or tree's) are dropped first."""
+        self._kept[group] = {}
+        return [self._kept_view(a, group) for a in arrays]
+
     def _workspace(self, n, d, max_depth, layout):
         """The device arrays of a tree of this shape and histogram layout, allocated once and
         reused by every tree of the fit (each through the out-of-memory wrapper)."""
@@ -524,7 +609,7 @@ class GPUBackend:
         data = self.prepare_binned(data)
         n, d = data.shape
         ws = self._workspace(n, d, int(max_depth), tree_layout(layout, split, d))
-        st = _GPUTree(ws, data, gh, self._view(gh), int(root_g), int(root_h), n,
+        st = _GPUTree(ws, data, gh, self._kept_view(gh, "tree"), int(root_g), int(root_h), n,
                       np.ascontiguousarray(feats, dtype=np.int32))
         with self._phase("start_tree"):
             ws.begin(st)
@@ -615,8 +700,9 @@ class GPUBackend:
                      ws.rows_per_task, ws.v["chunk_off"], ws.v["nodes"])
 
     def _block_for(self, items):
-        """Threads of a one-block kernel: a power of two, enough for ``items`` if possible."""
-        cap = 1024 if self._cupy else 16
+        """Threads of a one-block kernel (decide, plan): a power of two, enough for ``items``
+        if possible, at most ``KERNEL_MAX_THREADS`` of them (their registers)."""
+        cap = KERNEL_MAX_THREADS["decide_kernel"] if self._cupy else 16
         b = 32 if self._cupy else 4
         while b < items and b < cap:
             b *= 2
@@ -642,7 +728,7 @@ class GPUBackend:
         parts = max(1, -(-n // (n_leaves * self.min_rows_per_task)))
         parts = min(parts, 65535)
         self._launch("update_raw", self.kernels.update_leaves_kernel, (n_leaves, parts),
-                     self.part_threads, self._view(raw_column), rows2, nodes, leaf_nodes,
+                     self.part_threads, self._kept_view(raw_column), rows2, nodes, leaf_nodes,
                      leaf_values)
 
     # --- the kernels one at a time (tests; the level step runs the same kernels) -----------
