@@ -1,8 +1,9 @@
-"""Split search and decisions of one tree level: two launches, the CPU's rule bit for bit.
+"""Split search and decisions of one tree level: one launch, the CPU's rule bit for bit.
 
 ``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
 n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-cat_slot, max_onehot, cat_order, pf_f, pf_i)``
+cat_slot, max_onehot, cat_order, pf_f, pf_i, decide, fmask2, active_next, admitted_now,
+budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
   One thread per (slot, feature of the list): the best split of that feature at that node by
   ``_gain``'s one bin scan (``scan_feature``: candidate order, empty-bin skip, tie-break),
   exactly as the CPU's ``_search_pair``; a categorical feature (``cat_slot[f] >= 0``) by
@@ -20,11 +21,12 @@ cat_slot, max_onehot, cat_order, pf_f, pf_i)``
   ctrl[4 + fcur] the feature list; n_bins (d,) int32; penalty (d,) float64; allowed, used
   (d,) bool. Writes pf_f (2, S, d) float64 [score, gain] and pf_i (4, S, d) int64 [bin,
   missing_left, G_L, H_L] at the listed features. Launch: 1-D grid-stride, any size.
+  With ``decide`` set, the last block to finish (a ticket in ctrl[7], zero between launches,
+  after a ``threadfence``) then decides the level (``_decide``, below), so search and
+  decision are one launch.
 
-``decide_kernel(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active,
-allowed, used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl,
-out_i, out_f, cat_slot, cat_order)``
-  One block. Thread k runs ``_level.best_over_features`` for slot k; thread 0 then runs
+``_decide`` (the same arguments; run by one block, any size)
+  Thread k runs ``_level.best_over_features`` for slot k; thread 0 then runs
   ``_level.decide_level`` (the shared rule: feature budget, Omega-only fallback, leaf or split)
   and, in slot order, writes the level's results, the split table and the children's sums.
   Outputs:
@@ -45,11 +47,10 @@ out_i, out_f, cat_slot, cat_order)``
                    uint8 the same list as a mask (``histogram.histogram_kernel`` reads it)
     ctrl[0] splits, ctrl[1] partition tasks
   dec_f (2, S) float64 / dec_i (3, S) int64 and admitted_now (d,) bool are scratch.
-  Launch: grid 1, any block size.
 """
 import math
 
-from numba import cuda
+from numba import cuda, int32
 
 from gpufs._categorical import CAT_WORDS
 
@@ -65,12 +66,44 @@ N_OUT = _N_FIELDS + CAT_WORDS
 #: segment count, first task, the CAT_WORDS bitset words, and 1 for a categorical split.
 SPL_ROWS = 8 + CAT_WORDS + 1
 _LC = 4
+#: ctrl's word counting the blocks of a fused launch that are done (zero between launches).
+_TICKET = 7
 
 
 @cuda.jit(cache=True)
 def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
                   n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
-                  min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i):
+                  min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i, decide,
+                  fmask2, active_next, admitted_now, budget, min_split_gain, rows_per_task,
+                  dec_f, dec_i, spl, out_i, out_f):
+    _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
+            n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
+            min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i)
+    if not decide:
+        return
+    # The last block to finish decides (no second launch): every block makes its results
+    # visible device-wide, then takes a ticket; the block holding the last one sees them all
+    # (CUDA's threadFenceReduction pattern; no block reads pf_f / pf_i before that).
+    cuda.threadfence()
+    cuda.syncthreads()
+    last = cuda.shared.array(1, dtype=int32)
+    if cuda.threadIdx.x == 0:
+        last[0] = 1 if cuda.atomic.add(ctrl, _TICKET, 1) == cuda.gridDim.x - 1 else 0
+    cuda.syncthreads()
+    if last[0] == 0:
+        return
+    cuda.threadfence()
+    if cuda.threadIdx.x == 0:
+        ctrl[_TICKET] = 0  # for the level's next fused launch
+    _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
+            used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl,
+            out_i, out_f, cat_slot, cat_order)
+
+
+@cuda.jit(device=True)
+def _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
+            n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
+            min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i):
     d = feats2.shape[1]
     n_f = ctrl[4 + fcur]
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
@@ -118,10 +151,10 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
         p += cuda.gridsize(1)
 
 
-@cuda.jit(cache=True)
-def decide_kernel(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active,
-                  allowed, used, admitted_now, budget, min_split_gain, rows_per_task, dec_f,
-                  dec_i, spl, ctrl, out_i, out_f, cat_slot, cat_order):
+@cuda.jit(device=True)
+def _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
+            used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl,
+            out_i, out_f, cat_slot, cat_order):
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     d = feats2.shape[1]

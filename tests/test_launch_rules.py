@@ -32,9 +32,9 @@ def test_limits(grid, block, match):
 
 def test_block_past_the_kernels_declared_largest_is_refused():
     # ``gpu.KERNEL_MAX_THREADS``: the block the SASS test checked the kernel's registers for
-    check_launch("decide_kernel", 1, 512, max_threads=512)
+    check_launch("partition_count_kernel", 1, 512, max_threads=512)
     with pytest.raises(LaunchError, match="1024 threads, more than the 512 its registers"):
-        check_launch("decide_kernel", 1, 1024, max_threads=512)
+        check_launch("partition_count_kernel", 1, 1024, max_threads=512)
 
 
 def test_shared_memory_limits():

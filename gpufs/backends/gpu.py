@@ -13,18 +13,20 @@ and raw scores stay on the device from input to model. Per tree the host sees:
   * two small copies while preparing the gradients: the largest magnitudes (which fix the
     power-of-two fixed-point scales) and the exact int64 sums (``quantize.prepare_gradients``);
   * one copy per level: the level's decisions, the features it admitted to Omega, the left
-    counts and the children's sums, packed in one int64 buffer (``split.decide_kernel``).
+    counts and the children's sums, packed in one int64 buffer (``split._decide``).
 The host keeps its own copy of the node table from those, so ``node_sums`` costs nothing.
 Uploads (host -> device) are the tree's tables at its start, the penalty vector and masks when
 they change, and the leaf values at the end.
 
 A level is a fixed sequence of launches, every one sized by an upper bound the host knows from
-its node counts (blocks past the device's exact counts return at once):
+its node counts (blocks past the device's exact counts skip the work):
   search (one thread per (node, feature): a sibling's histogram by subtraction, then
-  ``_gain``'s bin scan), decide (one block: the shared ``_level`` rule), partition count /
-  plan / scatter (block-level scans), and when the next level is searched: a memset and the
-  smaller children's histograms. Six launches per level; ``launches`` counts them per phase
-  and the simulator suite asserts the budget.
+  ``_gain``'s bin scan; its last block decides: the shared ``_level`` rule), partition count
+  (its last block plans: block-level scans) and scatter, and when the next level is searched:
+  a memset and the smaller children's histograms. Four launches per level; per tree the
+  extremes and quantizing of the gradients, the root's histogram (the root's rows need no
+  launch: ``ident``) and the raw-score update. ``launches`` counts them per phase and the
+  simulator suite asserts the budget.
 
 Simulator: under ``NUMBA_ENABLE_CUDASIM=1`` there is no cupy; ``GPUBackend()`` then runs the same
 kernels on numpy arrays (``xp = numpy``), with tiny launch sizes so the simulator (one Python
@@ -72,11 +74,10 @@ SPL_ROWS = 8 + CAT_WORDS + 1
 #: against these; ``_launch`` refuses a larger block under the simulator, and the
 #: constructor refuses launch sizes past them.
 KERNEL_MAX_THREADS = {
-    "bin_transform_kernel": 256, "iota_kernel": 256, "extremes_kernel": 256,
+    "bin_transform_kernel": 256, "extremes_kernel": 256,
     "quantize_kernel": 256,  # REDUCE_BLOCK: the reductions' shared arrays are this wide
-    "histogram_kernel": 1024, "partition_count_kernel": 1024,  # hist_ / part_threads
-    "partition_scatter_kernel": 1024, "update_leaves_kernel": 1024,
-    "search_kernel": 128, "decide_kernel": 512, "partition_plan_kernel": 512,  # _block_for
+    "histogram_kernel": 1024, "partition_count_kernel": 512,  # hist_ / part_threads
+    "partition_scatter_kernel": 512, "update_leaves_kernel": 512, "search_kernel": 128,
     "predict_binned_kernel": 128, "predict_raw_kernel": 128,
     "logistic_gradients_kernel": 128, "softmax_gradients_kernel": 128,
     "squared_error_loss_kernel": 128, "logistic_loss_kernel": 128, "softmax_loss_kernel": 128,
@@ -193,8 +194,9 @@ class GPUBackend:
     # --- plumbing -------------------------------------------------------------------------
     def _check_geometry(self):
         v = self.part_threads
-        if v < 1 or v > 1024 or v & (v - 1):
-            raise ValueError(f"part_threads must be a power of two <= 1024, got {v}")
+        top = KERNEL_MAX_THREADS["partition_count_kernel"]  # its plan's registers
+        if v < 1 or v > top or v & (v - 1):
+            raise ValueError(f"part_threads must be a power of two <= {top}, got {v}")
         if not 1 <= self.hist_threads <= KERNEL_MAX_THREADS["histogram_kernel"]:
             raise ValueError(f"hist_threads must be in [1, "
                              f"{KERNEL_MAX_THREADS['histogram_kernel']}], got "
@@ -612,24 +614,20 @@ class GPUBackend:
         st = _GPUTree(ws, data, gh, self._kept_view(gh, "tree"), int(root_g), int(root_h), n,
                       np.ascontiguousarray(feats, dtype=np.int32))
         with self._phase("start_tree"):
-            ws.begin(st)
-            if n:
-                self._launch("start_tree", self.kernels.iota_kernel,
-                             self._grid_1d(n, 256 if self._cupy else 32),
-                             256 if self._cupy else 32, ws.v["rows0"])
+            ws.begin(st)  # the root's rows are every row in order: no launch (``ident``)
             if st.n_feats and n:
                 self.hist_bytes += n * (st.n_feats + 20)
                 ws.zero_hist(ws.hist_index, 1)
                 self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=ws.tasks_for(n),
-                                n_feats=st.n_feats, out=ws.hist_index)
+                                n_feats=st.n_feats, out=ws.hist_index, ident=True)
         return st
 
-    def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out):
+    def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out, ident=False):
         if n_build_tasks == 0 or n_feats == 0:
             return
         self._launch("histogram", self.kernels.histogram_kernel,
                      (n_build_tasks, ws.n_tiles), self.hist_threads, st.data.v_row, st.v_gh,
-                     ws.v["rows2"], cur, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
+                     ws.v["rows2"], cur, ident, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
                      ws.v["offset"], ws.v["tile_f"], ws.rows_per_task, ws.v[f"hist{out}"],
                      shared=ws.tile_bytes)
 
@@ -637,9 +635,9 @@ class GPUBackend:
         """Decide, partition and prepare the next level of tree state ``st``.
 
         Kernels, all on device arrays: search (one thread per (node, feature); siblings'
-        histograms derived there by subtraction), decide (one block: the shared
-        ``gpufs._level`` rule), partition count / plan / scatter, and when ``build_next`` the
-        smaller children's histograms.
+        histograms derived there by subtraction; its last block decides by the shared
+        ``gpufs._level`` rule), partition count (its last block plans) and scatter, and when
+        ``build_next`` the smaller children's histograms.
         Grids are sized by upper bounds the host knows (its copy of the node counts); the
         exact counts stay on the device. Then one device -> host copy brings the level's
         decisions, left counts and children's sums. Returns a ``LevelResult``.
@@ -654,6 +652,7 @@ class GPUBackend:
             threads = 128 if self._cupy else 16
             cur, a = st.level & 1, st.level & 1
             hist = ws.hist_index ^ cur
+            # search, then (its last block) the level's decisions: one launch
             self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
                          threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
                          st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
@@ -661,17 +660,15 @@ class GPUBackend:
                          alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
                          float(split.gain_divisor), float(split.min_child_weight), v_slot,
-                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
-            self._launch("decide", self.kernels.decide_kernel, 1, self._block_for(k),
-                         ws.v["pf_f"], ws.v["pf_i"], ws.v["feats2"], ws.v["fmask2"], st.fcur,
-                         ws.v["nodes"],
-                         ws.v[f"active{a}"], ws.v[f"active{1 - a}"], k, alw, usd,
-                         ws.v["admitted_now"], int(budget), float(split.min_split_gain),
-                         ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
-                         ws.v["ctrl"], ws.v["out_i"], ws.v["out_f"], v_slot, v_order)
+                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"],
+                         True, ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
+                         int(budget), float(split.min_split_gain), ws.rows_per_task,
+                         ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"], ws.v["out_i"],
+                         ws.v["out_f"])
             counts = st.node_count[st.active]
             n_tasks = int(ws.tasks_for(counts).sum())  # >= the splits' tasks
-            self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k, n_split_max=k)
+            self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k,
+                            ident=st.level == 0)
             if build_next:
                 n_build = int(ws.tasks_for(counts // 2).sum())  # >= the smaller children's
                 ws.zero_hist(hist ^ 1, 2 * k)
@@ -684,29 +681,18 @@ class GPUBackend:
             self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
         return res
 
-    def _partition(self, ws, cur, n_tasks, lc_base, n_split_max):
+    def _partition(self, ws, cur, n_tasks, lc_base, ident=False):
         if n_tasks == 0:
             return
         pt = self.part_threads
+        # count, then (its last block) the plan: one launch; then the scatter
         self._launch("partition", self.kernels.partition_count_kernel, n_tasks, pt,
-                     ws.v["Xcols"], ws.v["rows2"], cur, ws.v["spl"], ws.v["ctrl"],
-                     ws.rows_per_task, ws.v["chunk_left"])
-        self._launch("partition", self.kernels.partition_plan_kernel, 1,
-                     self._block_for(max(n_tasks, n_split_max)), ws.v["spl"], ws.v["ctrl"],
+                     ws.v["Xcols"], ws.v["rows2"], cur, ident, ws.v["spl"], ws.v["ctrl"],
                      ws.rows_per_task, ws.v["chunk_left"], ws.v["chunk_off"], ws.v["nodes"],
                      ws.v["bld"], ws.v["out_i"], lc_base)
         self._launch("partition", self.kernels.partition_scatter_kernel, n_tasks, pt,
-                     ws.v["Xcols"], ws.v["rows2"], cur, ws.v["spl"], ws.v["ctrl"],
+                     ws.v["Xcols"], ws.v["rows2"], cur, ident, ws.v["spl"], ws.v["ctrl"],
                      ws.rows_per_task, ws.v["chunk_off"], ws.v["nodes"])
-
-    def _block_for(self, items):
-        """Threads of a one-block kernel (decide, plan): a power of two, enough for ``items``
-        if possible, at most ``KERNEL_MAX_THREADS`` of them (their registers)."""
-        cap = KERNEL_MAX_THREADS["decide_kernel"] if self._cupy else 16
-        b = 32 if self._cupy else 4
-        while b < items and b < cap:
-            b *= 2
-        return b
 
     def node_sums(self, st):
         """Host (node_g, node_h, node_count) of the tree (n_nodes,) int64 each: assembled
@@ -722,14 +708,15 @@ class GPUBackend:
             ws = st.ws
             li, lf = ws.set_leaves(leaves, np.asarray(leaf_values, np.float64))
             self._update_leaves(raw_column, ws.v["rows2"], ws.v["nodes"], li, lf,
-                                leaves.shape[0], st.n)
+                                leaves.shape[0], st.n, ident=True)
 
-    def _update_leaves(self, raw_column, rows2, nodes, leaf_nodes, leaf_values, n_leaves, n):
+    def _update_leaves(self, raw_column, rows2, nodes, leaf_nodes, leaf_values, n_leaves, n,
+                       ident=False):
         parts = max(1, -(-n // (n_leaves * self.min_rows_per_task)))
         parts = min(parts, 65535)
         self._launch("update_raw", self.kernels.update_leaves_kernel, (n_leaves, parts),
-                     self.part_threads, self._kept_view(raw_column), rows2, nodes, leaf_nodes,
-                     leaf_values)
+                     self.part_threads, self._kept_view(raw_column), rows2, ident, nodes,
+                     leaf_nodes, leaf_values)
 
     # --- the kernels one at a time (tests; the level step runs the same kernels) -----------
     def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
@@ -796,7 +783,10 @@ class GPUBackend:
                          self._view(xp.asarray(split.n_bins, np.int32)), pen, alw, usd,
                          float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
                          float(split.gain_divisor), float(split.min_child_weight), v_slot,
-                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
+                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"],
+                         False, ws.v["fmask2"], ws.v["active1"], ws.v["admitted_now"], -1, 0.0,
+                         ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
+                         ws.v["out_i"], ws.v["out_f"])
         pf_f = self._to_host(ws.pf_f)
         pf_i = self._to_host(ws.pf_i)
         order = self._to_host(ws.cat_order) if n_cat else None
@@ -835,7 +825,7 @@ class GPUBackend:
         ws.rows2[0] = xp.asarray(rows)
         data = self.prepare_binned(xp.asarray(Xb))
         ws.v["Xcols"] = data.v_col
-        self._partition(ws, 0, int(tasks.sum()), lc_base=0, n_split_max=m)
+        self._partition(ws, 0, int(tasks.sum()), lc_base=0)
         lc = self._to_host(ws.out[:m])
         moved = self._to_host(ws.rows2[1])
         host_rows = to_host(rows).copy()
@@ -1008,7 +998,7 @@ class _Workspace:
             size = int(np.prod(shape))
             views[name] = self.itab[off: off + size].reshape(shape)
             off += size
-        views.update(rows2=self.rows2, rows0=self.rows2[0], pf_f=self.pf_f, pf_i=self.pf_i,
+        views.update(rows2=self.rows2, pf_f=self.pf_f, pf_i=self.pf_i,
                      dec_f=self.dec_f, dec_i=self.dec_i, admitted_now=self.admitted_now,
                      feats2=self.feats2, fmask2=self.fmask2, offset=lay[: d + 1],
                      tile_f=lay[d + 1:], chunk_left=chunk[0], chunk_off=chunk[1],
@@ -1157,7 +1147,7 @@ class _GPUTree:
         return int(self.active.shape[0])
 
     def apply_level(self, out, categorical=False):
-        """Read the level's copy (``split.decide_kernel``'s layout), update the host's node
+        """Read the level's copy (``split._decide``'s layout), update the host's node
         table and active nodes, and return the ``LevelResult``."""
         k, d = self.n_active, self.d
         n_adm, n_next = int(out[0]), int(out[2])
@@ -1194,9 +1184,10 @@ class _GPUTree:
         """The rows in their final order, each leaf's a contiguous segment (a host copy, for
         tests: the trees themselves read each leaf from its buffer)."""
         both = to_host(self.ws.rows2)
-        out = both[0].copy()
+        out = np.arange(both.shape[1], dtype=both.dtype)  # the root's rows (no buffer)
         for node in np.concatenate(self.leaves + [self.active]):
             depth = int(node + 1).bit_length() - 1
             a, c = self.node_start[node], self.node_count[node]
-            out[a:a + c] = both[depth & 1, a:a + c]
+            if depth:
+                out[a:a + c] = both[depth & 1, a:a + c]
         return out
