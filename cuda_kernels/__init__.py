@@ -38,11 +38,11 @@ from .objective import (REDUCE_BLOCK, extremes_kernel, logistic_gradients_kernel
                         softmax_gradients_kernel, softmax_loss_kernel, squared_error_loss_kernel)
 from .partition import partition_count_kernel, partition_scatter_kernel
 from .predict import predict_binned_kernel, predict_raw_kernel
-from .split import OUT_FIELDS, search_kernel
+from .split import MAX_SEARCH_THREADS, OUT_FIELDS, search_kernel
 from .update import update_leaves_kernel
 
 __all__ = [
-    "MAX_TILE_SLOTS", "OUT_FIELDS", "REDUCE_BLOCK", "tile_words", "tiles",
+    "MAX_SEARCH_THREADS", "MAX_TILE_SLOTS", "OUT_FIELDS", "REDUCE_BLOCK", "tile_words", "tiles",
     "bin_transform_kernel", "histogram_kernel", "search_kernel",
     "partition_count_kernel",
     "partition_scatter_kernel", "update_leaves_kernel", "predict_binned_kernel",

@@ -403,6 +403,20 @@ def test_round_arrays_wrapped_once(data):
         assert gpu.views_made == 3 + 2 * 2 and gpu.wrapped == {}
 
 
+@pytest.mark.parametrize("mu,k", [(0.0, None), (0.3, 2)])
+def test_cuda_graphs_replay_the_levels(mu, k):
+    """``GPUBackend(cuda_graphs=True)``: each level's operations are recorded and run as a
+    graph, cached by what they are (under the simulator the recorded list stands in for the
+    graph: this checks the recording and the replay, not cuda.core's graphs, which have not
+    run on a GPU). The trees equal the CPU's, and later trees' levels are replays."""
+    X, y = make_data(80, 5, seed=4)
+    gpu = GPUBackend(cuda_graphs=True, min_rows_per_task=16)
+    check_fit_boosting(gpu, X, y, mu=mu, k=k, n_estimators=4, max_depth=3)
+    assert gpu.graphs.captured >= 3  # at least one tree's three levels
+    assert gpu.graphs.replayed >= 3  # and as many replayed by later trees
+    assert gpu.graphs.captured + gpu.graphs.replayed == gpu.launches["search"]
+
+
 # --- what a real GPU refuses (gpufs.backends.launch_rules) -------------------------------------
 def test_every_launch_is_checked_against_the_real_launchers_rules(data, monkeypatch):
     """Under the simulator every launch goes through ``check_launch`` with exactly what is

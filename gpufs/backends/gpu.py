@@ -59,6 +59,7 @@ from .._categorical import CAT_WORDS
 from .._hist_layout import split_input, tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
 from .base import LevelResult, best_splits, kernel_for
+from ._gpu_graphs import LevelGraphs
 from .launch_rules import check_launch, launch_geometry
 
 #: int64 fields per slot of the level's output buffer and rows of the split table (the
@@ -143,16 +144,21 @@ class GPUBackend:
         Synchronizing around every phase costs time: leave it off for end-to-end timings.
         (Set the attribute ``kernel_events = True`` for device time per kernel instead:
         ``kernel_times()``.)
-    hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks : launch sizes
-        (defaults for a real GPU; tiny ones under the simulator). ``part_threads`` must be a
-        power of two <= 1024; ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (a tile
+    cuda_graphs : bool, optional
+        Replay each level's launches as a CUDA graph (``_gpu_graphs``). Default False: this
+        path has not run on a GPU yet (under the simulator the recorded launches are replayed
+        instead); enable it to measure it.
+    hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks, search_threads :
+        launch sizes (defaults for a real GPU; tiny ones under the simulator).
+        ``part_threads`` must be a power of two <= 512, ``search_threads`` one <= 128; ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (a tile
         holds at least the widest feature's slots).
     """
 
     name = "gpu"
 
     def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_slots=None,
-                 part_threads=None, min_rows_per_task=None, max_blocks=None):
+                 part_threads=None, min_rows_per_task=None, max_blocks=None,
+                 search_threads=None, cuda_graphs=False):
         self.simulator = _simulator_enabled()
         if not self.simulator:
             check_gpu_stack()  # a broken numpy / numba-cuda pair: one clear error, here
@@ -176,6 +182,9 @@ class GPUBackend:
         # 2,048 slots (33 KB): the shared memory of the former 8 features of 256 bins
         self.tile_slots = tile_slots or (40 if small else 2048)
         self.part_threads = part_threads or (8 if small else 256)
+        # one block per (node, feature), a thread per bin of a chunk (``split._scan_block``);
+        # 32: a 256-bin feature in 8 chunks (to be tuned on a GPU: 64 and 128 also work)
+        self.search_threads = search_threads or (8 if small else 32)
         self.min_rows_per_task = min_rows_per_task or (16 if small else 2048)
         self.max_blocks = max_blocks or (2 if small else 32 * self._sm_count)
         self._check_geometry()
@@ -190,6 +199,9 @@ class GPUBackend:
         # "caller" the fit's raw scores, targets and weights (a few, most recent last);
         # "round" the round's gradients; "tree" the tree's fixed-point gradients.
         self._kept = {"caller": {}, "round": {}, "tree": {}}
+        self.cuda_graphs = bool(cuda_graphs)
+        self.graphs = LevelGraphs(self) if self.cuda_graphs else None
+        self._recording = None  # a level's operations while they are recorded for a graph
 
     # --- plumbing -------------------------------------------------------------------------
     def _check_geometry(self):
@@ -201,6 +213,10 @@ class GPUBackend:
             raise ValueError(f"hist_threads must be in [1, "
                              f"{KERNEL_MAX_THREADS['histogram_kernel']}], got "
                              f"{self.hist_threads}")
+        v = self.search_threads
+        if v < 1 or v > self.kernels.MAX_SEARCH_THREADS or v & (v - 1):
+            raise ValueError(f"search_threads must be a power of two <= "
+                             f"{self.kernels.MAX_SEARCH_THREADS}, got {v}")
         if not 1 <= self.tile_slots <= self.kernels.MAX_TILE_SLOTS:
             raise ValueError(f"tile_slots must be in [1, {self.kernels.MAX_TILE_SLOTS}], got "
                              f"{self.tile_slots}")
@@ -294,6 +310,9 @@ class GPUBackend:
         if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
             self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays
         args = [self._arg(a) for a in args]
+        if self._recording is not None:  # a level for a CUDA graph: run at the level's end
+            self._recording.append(("launch", kernel, grid, block, shared, tuple(args)))
+            return
         if self.kernel_events and self._cupy:
             start, end = self.xp.cuda.Event(), self.xp.cuda.Event()
             start.record()
@@ -302,6 +321,43 @@ class GPUBackend:
             self._events.append((getattr(kernel, "__name__", phase), start, end))
             return
         kernel[grid, block, self._stream(), shared](*args)
+
+    def _graph_capture(self, ops):
+        """A level's recorded operations as an executable graph (cuda.core); under the
+        simulator the list itself."""
+        if not self._cupy:
+            return ops
+        from cuda.core import Stream
+
+        builder = Stream.from_handle(self.xp.cuda.get_current_stream().ptr) \
+            .create_graph_builder()
+        builder.begin_building()
+        for op in ops:
+            self._issue(op, builder, int(builder.stream.handle))
+        builder.end_building()
+        return builder.complete()
+
+    def _graph_launch(self, graph):
+        if not self._cupy:
+            for op in graph:
+                self._issue(op, 0, 0)
+            return
+        from cuda.core import Stream
+
+        graph.launch(Stream.from_handle(self.xp.cuda.get_current_stream().ptr))
+
+    def _issue(self, op, stream, stream_ptr):
+        """Run one recorded operation on ``stream`` (a numba stream or a GraphBuilder;
+        ``stream_ptr`` its handle for cupy's memset)."""
+        if op[0] == "memset":
+            _, ptr, nbytes, h, n_slots = op
+            if self._cupy:
+                self.xp.cuda.runtime.memsetAsync(ptr, 0, nbytes, stream_ptr)
+            else:
+                h[:n_slots] = 0
+            return
+        _, kernel, grid, block, shared, args = op
+        kernel[grid, block, stream, shared](*args)
 
     def kernel_times(self):
         """Device milliseconds per kernel, summed over the launches since ``reset_timings``,
@@ -513,8 +569,16 @@ class GPUBackend:
         with self._phase("gradients"):
             n = int(g.shape[0])
             blocks = self._reduce_grid(n)
-            gh = self._alloc((n, 2), np.int64, "the fixed-point gradients")
-            (v_gh,) = self._keep_new("tree", gh)  # the tree's kernels take this view
+            if self.cuda_graphs:  # one buffer per fit: the histogram's graphs replay
+                got = self._scratch.get(("gh", n))
+                if got is None:
+                    a = self._alloc((n, 2), np.int64, "the fixed-point gradients")
+                    got = self._scratch[("gh", n)] = (a, self._view(a))
+                gh, v_gh = got
+                self._kept["tree"] = {self._view_key(gh): v_gh}
+            else:
+                gh = self._alloc((n, 2), np.int64, "the fixed-point gradients")
+                (v_gh,) = self._keep_new("tree", gh)  # the tree's kernels take this view
             sums, v_sums = self._block_results("fixed-point sums", blocks, 8, np.int64)
             e1, e2, lo = ([float(v) for v in a] for a in (e1s, e2s, low_scales))
             vg = self._kept_view(g, "round")
@@ -634,52 +698,65 @@ class GPUBackend:
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
 
-        Kernels, all on device arrays: search (one thread per (node, feature); siblings'
+        Kernels, all on device arrays: search (one block per (node, feature); siblings'
         histograms derived there by subtraction; its last block decides by the shared
         ``gpufs._level`` rule), partition count (its last block plans) and scatter, and when
         ``build_next`` the smaller children's histograms.
-        Grids are sized by upper bounds the host knows (its copy of the node counts); the
-        exact counts stay on the device. Then one device -> host copy brings the level's
+        Grids are sized by upper bounds the host knows (its copy of the node counts; with
+        ``cuda_graphs``, the tree shape's, and the launches run as one graph); the exact
+        counts stay on the device. Then one device -> host copy brings the level's
         decisions, left counts and children's sums. Returns a ``LevelResult``.
         """
         ws = st.ws
         k = st.n_active
         d = st.d
         with self._phase("level"):
-            pen, alw, usd = ws.set_params(penalty, allowed, used)
+            scal, pen, alw, usd = ws.set_params(penalty, allowed, used, split, int(budget))
             cat_slot, n_cat = split.categorical()
             v_slot, v_order = ws.categorical(cat_slot, n_cat)
-            threads = 128 if self._cupy else 16
             cur, a = st.level & 1, st.level & 1
             hist = ws.hist_index ^ cur
-            # search, then (its last block) the level's decisions: one launch
-            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
-                         threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
-                         st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
-                         st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen,
-                         alw, usd,
-                         float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
-                         float(split.gain_divisor), float(split.min_child_weight), v_slot,
-                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"],
-                         True, ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
-                         int(budget), float(split.min_split_gain), ws.rows_per_task,
-                         ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"], ws.v["out_i"],
-                         ws.v["out_f"])
-            counts = st.node_count[st.active]
-            n_tasks = int(ws.tasks_for(counts).sum())  # >= the splits' tasks
-            self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k,
-                            ident=st.level == 0)
-            if build_next:
-                n_build = int(ws.tasks_for(counts // 2).sum())  # >= the smaller children's
-                ws.zero_hist(hist ^ 1, 2 * k)
-                self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
-                                n_feats=st.n_feats, out=hist ^ 1)
+            graph = self.graphs is not None
+            if graph:
+                self._recording = []
+            try:
+                self._level_launches(st, ws, k, d, hist, cur, a, scal, pen, alw, usd, v_slot,
+                                     v_order, split, build_next, graph)
+            finally:
+                ops, self._recording = self._recording, None
+            if graph:
+                self.graphs.run(ops)
         out = self._to_host(ws.out[: ws.field_base + N_OUT * k])  # the level's one copy
         res = st.apply_level(out, n_cat > 0)
         if build_next and st.n_active:
             c = st.node_count[st.active]
             self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
         return res
+
+    def _level_launches(self, st, ws, k, d, hist, cur, a, scal, pen, alw, usd, v_slot,
+                        v_order, split, build_next, graph):
+        """The level's launches (``level_step``), in order; recorded when ``graph``."""
+        threads = self.search_threads
+        # search, then (its last block) the level's decisions: one launch
+        self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, 1),
+                     threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
+                     st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
+                     st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen,
+                     alw, usd, scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"],
+                     True, ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
+                     ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
+                     ws.v["out_i"], ws.v["out_f"])
+        counts = st.node_count[st.active]
+        # grids: bounds from this tree's counts, or for a graph the tree shape's (the
+        # same every tree, so the level replays)
+        n_tasks = ws.max_tasks if graph else int(ws.tasks_for(counts).sum())
+        self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k,
+                        ident=st.level == 0)
+        if build_next:
+            n_build = ws.max_tasks if graph else int(ws.tasks_for(counts // 2).sum())
+            ws.zero_hist(hist ^ 1, 2 * k)
+            self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1,
+                            n_build_tasks=n_build, n_feats=st.n_feats, out=hist ^ 1)
 
     def _partition(self, ws, cur, n_tasks, lc_base, ident=False):
         if n_tasks == 0:
@@ -771,20 +848,18 @@ class GPUBackend:
         ws.upload_itab(itab)
         ws.feats2[0] = xp.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
-        pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_))
+        scal, pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_), split)
         cat_slot, n_cat = split.categorical()
         v_slot, v_order = ws.categorical(cat_slot, n_cat)
-        threads = 128 if self._cupy else 16
+        threads = self.search_threads
         if k and d:
             hist_v = self._view(hist)
-            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
+            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, 1),
                          threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
                          ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"], ws.v["offset"],
                          self._view(xp.asarray(split.n_bins, np.int32)), pen, alw, usd,
-                         float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
-                         float(split.gain_divisor), float(split.min_child_weight), v_slot,
-                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"],
-                         False, ws.v["fmask2"], ws.v["active1"], ws.v["admitted_now"], -1, 0.0,
+                         scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"], False,
+                         ws.v["fmask2"], ws.v["active1"], ws.v["admitted_now"],
                          ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
                          ws.v["out_i"], ws.v["out_f"])
         pf_f = self._to_host(ws.pf_f)
@@ -834,20 +909,6 @@ class GPUBackend:
             host_rows[a:a + c] = moved[a:a + c]
         rows[...] = xp.asarray(host_rows)
         return lc.astype(np.int64)
-
-    def update_leaves(self, raw_column, rows, node_start, node_count, leaf_nodes, leaf_values):
-        """raw_column[rows of leaf l] += leaf_values[l], leaf l's rows being its segment of
-        ``rows`` (the update the level step's trees use, with one row buffer)."""
-        xp = self.xp
-        leaves = np.asarray(leaf_nodes, np.int64)
-        n = int(rows.shape[0])
-        rows2 = xp.stack([xp.asarray(rows), xp.asarray(rows)])
-        nodes = np.zeros((4, len(node_start)), np.int64)
-        nodes[0], nodes[1] = node_start, node_count
-        self._update_leaves(raw_column, self._view(rows2), self._view(xp.asarray(nodes)),
-                            self._view(xp.asarray(leaves)),
-                            self._view(xp.asarray(np.asarray(leaf_values, np.float64))),
-                            leaves.shape[0], n)
 
     def group_test_steps(self):
         """GT-GBM's group-test steps on this device (``group_testing.DeviceSteps``: a step's
@@ -936,6 +997,12 @@ class DeviceBinnedMatrix:
         return self.by_row.shape
 
 
+#: The split search's scalars, in the order of ``split.search_kernel``'s ``scal`` (float64;
+#: max_cat_to_onehot and the level's feature budget are small integers, exact as floats).
+_SCALARS = ("g_scale", "h_scale", "reg_lambda", "gain_divisor", "min_child_weight",
+            "min_split_gain", "max_cat_to_onehot", "budget")
+_P0 = 8 * len(_SCALARS)  # bytes of the scalars at the start of the workspace's params
+
 #: Sections of the workspace's int64 table, in order: name -> shape as a function of
 #: (S = node slots of the widest level, n_nodes).
 _ITAB = (("ctrl", lambda S, N: (8,)), ("spl", lambda S, N: (SPL_ROWS, S)),
@@ -967,6 +1034,7 @@ class _Workspace:
         self.n_nodes = int(max(n_nodes or 2 ** (max_depth + 1) - 1, S))
         self.rows_per_task = be._rows_per_task(n)
         T = n // self.rows_per_task + S + 2  # >= the tasks of any level
+        self.max_tasks = T
         dd = max(d, 1)
         self._itab_shapes = [(name, shape(S, self.n_nodes)) for name, shape in _ITAB]
         size = sum(int(np.prod(s)) for _, s in self._itab_shapes)
@@ -990,7 +1058,8 @@ class _Workspace:
         self.fmask2 = alloc((2, dd), np.uint8, "the feature lists")
         chunk = alloc((2, T + 1), np.int64, "the partition's task counts")
         self.out = alloc((3 + dd + N_OUT * S,), np.int64, "the level's results")
-        self.params = alloc((10 * dd,), np.uint8, "the penalty vector and feature masks")
+        # the search's scalars (``_SCALARS``), the penalty vector and the feature masks
+        self.params = alloc((_P0 + 10 * dd,), np.uint8, "the penalty vector and feature masks")
         self.leaves = alloc((2 * self.n_nodes,), np.int64, "the leaf values")
         views = {}
         off = 0
@@ -1003,9 +1072,10 @@ class _Workspace:
                      feats2=self.feats2, fmask2=self.fmask2, offset=lay[: d + 1],
                      tile_f=lay[d + 1:], chunk_left=chunk[0], chunk_off=chunk[1],
                      out_i=self.out, out_f=self.out.view(np.float64),
-                     pen=self.params[: 8 * dd].view(np.float64),
-                     alw=self.params[8 * dd: 9 * dd].view(np.bool_),
-                     usd=self.params[9 * dd:].view(np.bool_),
+                     scal=self.params[:_P0].view(np.float64),
+                     pen=self.params[_P0: _P0 + 8 * dd].view(np.float64),
+                     alw=self.params[_P0 + 8 * dd: _P0 + 9 * dd].view(np.bool_),
+                     usd=self.params[_P0 + 9 * dd:].view(np.bool_),
                      leaf_i=self.leaves[: self.n_nodes],
                      leaf_f=self.leaves[self.n_nodes:].view(np.float64))
         for i, h in enumerate(self.hist):
@@ -1017,6 +1087,7 @@ class _Workspace:
         self._params_host = None
         self._feats_host = None
         self._kept = {}
+        self._cat_slot = None  # (host copy, the kernels' view) of the categorical slots
         self.cat_order = None  # (S, n_categorical, 256) uint8, allocated on first need
 
     def categorical(self, cat_slot, n_cat):
@@ -1027,7 +1098,11 @@ class _Workspace:
             self.cat_order = self.be._alloc((self.S, width, N_HIST_BINS), np.uint8,
                                              "the categorical split search's scratch")
             self.v["cat_order"] = self.be._view(self.cat_order)
-        return self.view_of(cat_slot), self.v["cat_order"]
+        # by content: without categorical features every level passes a new all -1 array
+        host = np.asarray(to_host(cat_slot), np.int32)
+        if self._cat_slot is None or not np.array_equal(self._cat_slot[0], host):
+            self._cat_slot = (host.copy(), self.be._view(self.be.xp.asarray(host)))
+        return self._cat_slot[1], self.v["cat_order"]
 
     def view_of(self, a):
         """The kernels' view of a caller's array that every level passes (the bin counts),
@@ -1091,26 +1166,35 @@ class _Workspace:
         kernel): the histogram kernel adds into them."""
         h = self.hist[index]
         n_slots = min(n_slots, h.shape[0])
-        if self.be._cupy:
+        if self.be._recording is not None:  # in order with the level's recorded launches
+            ptr = h.data.ptr if self.be._cupy else h.ctypes.data
+            self.be._recording.append(("memset", ptr, n_slots * h.strides[0], h, n_slots))
+        elif self.be._cupy:
             nbytes = n_slots * h.strides[0]
             self.be.xp.cuda.runtime.memsetAsync(h.data.ptr, 0, nbytes,
                                                 self.be.xp.cuda.get_current_stream().ptr)
         else:
             h[:n_slots] = 0
 
-    def set_params(self, penalty, allowed, used):
-        """Upload the level's penalty vector and masks (one copy, only when they changed);
-        returns the kernels' views (penalty float64, allowed bool, used bool)."""
+    def set_params(self, penalty, allowed, used, split=None, budget=-1):
+        """Upload the level's scalars (``_SCALARS`` from ``split`` and ``budget``), penalty
+        vector and masks (one copy, only when they changed); returns the kernels' views
+        (scalars float64, penalty float64, allowed bool, used bool). Scalars in device memory,
+        not launch arguments: a level's launches are then the same from tree to tree (what a
+        CUDA graph replays)."""
         d = self.d
         host = np.zeros(self.params.shape[0], np.uint8)
         dd = max(d, 1)
-        host[: 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
-        host[8 * dd: 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
-        host[9 * dd: 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
+        if split is not None:
+            host[:_P0] = np.array([float(getattr(split, a)) for a in _SCALARS[:-1]]
+                                  + [float(budget)], np.float64).view(np.uint8)
+        host[_P0: _P0 + 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
+        host[_P0 + 8 * dd: _P0 + 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
+        host[_P0 + 9 * dd: _P0 + 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
         if self._params_host is None or not np.array_equal(self._params_host, host):
             self._set(self.params, host)
             self._params_host = host
-        return self.v["pen"], self.v["alw"], self.v["usd"]
+        return self.v["scal"], self.v["pen"], self.v["alw"], self.v["usd"]
 
     def set_leaves(self, leaves, values):
         m = leaves.shape[0]
