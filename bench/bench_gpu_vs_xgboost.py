@@ -25,6 +25,8 @@ Per size and tool, one JSON line:
   cuda_graphs    (gpufs) whether the fit replayed each level as a CUDA graph
                  (``GPUBackend(cuda_graphs=True)``; tool ``gpufs-gpu-graphs``), with the graphs
                  captured and replayed; ``--cuda-graphs both`` times both paths in one run
+  hist_optin_shared (gpufs) histogram tiles sized to the opt-in shared memory
+                 (``--hist-optin-shared``)
   gpu            GPU model (nvidia-smi), with the rest of the machine
 The device is synchronized (``cupy.cuda.runtime.deviceSynchronize()``) before every timer stops.
 A final line holds the ratios gpufs / XGBoost per size.
@@ -98,10 +100,10 @@ def run_gpufs(dev, X, y, args, cuda_graphs=False):
     from gpufs.objectives import SquaredError
     from gpufs.penalties import PenaltyState
 
-    if cuda_graphs:
+    if dev.name == "gpu" and (cuda_graphs or args.hist_optin_shared):
         from gpufs.backends.gpu import GPUBackend
 
-        backend = GPUBackend(cuda_graphs=True)
+        backend = GPUBackend(cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared)
     else:
         backend = get_backend(dev.name)
     d = X.shape[1]
@@ -126,7 +128,7 @@ def run_gpufs(dev, X, y, args, cuda_graphs=False):
     (ens, _, _), t_fit = dev.timed(lambda: fit(Xb, bm, args.trees))
     rec = dict(tool=f"gpufs-{dev.name}" + ("-graphs" if cuda_graphs else ""), bin_s=t_bin,
                fit_s=t_fit, per_tree_s=t_fit / args.trees, n_trees=ens.n_trees,
-               cuda_graphs=cuda_graphs)
+               cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared)
     if cuda_graphs:
         rec["graphs"] = dict(captured=backend.graphs.captured, replayed=backend.graphs.replayed)
     if dev.name == "gpu" and args.profile_trees > 0:
@@ -213,6 +215,9 @@ def main():
     ap.add_argument("--cuda-graphs", default="off", choices=["off", "on", "both"],
                     help="gpufs on the GPU: plain launches (off), each level replayed as a "
                     "CUDA graph (on), or both in one run")
+    ap.add_argument("--hist-optin-shared", action="store_true",
+                    help="gpufs on the GPU: histogram tiles in the device's opt-in shared "
+                    "memory (GPUBackend(hist_optin_shared=True))")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="JSON lines file to append to (default: "
                     "bench/results/gpu_vs_xgboost.jsonl on the GPU, none on the CPU)")

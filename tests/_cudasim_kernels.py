@@ -88,6 +88,24 @@ def test_histograms(data, threads, tile):
                          np.array([0]), layout)
 
 
+def test_histograms_in_opted_in_shared_memory():
+    """``hist_optin_shared=True``: one tile of 16 full-width features (4,112 slots, 66 KB of
+    dynamic shared memory, past the 48 KiB a kernel gets without opting in), launched with
+    the opt-in limit that the launch validator then applies; the CPU's histograms. Without
+    the opt-in such a tile is refused when the backend is made."""
+    X, y = make_data(48, 16, seed=2)
+    bm, Xb = binned(X, 16)
+    slots = 16 * 257
+    assert 4 * GPUBackend().kernels.tile_words(slots) > 48 * 1024
+    with pytest.raises(ValueError, match="tile_slots"):
+        GPUBackend(tile_slots=slots)
+    gpu = GPUBackend(hist_optin_shared=True, tile_slots=slots, hist_threads=16,
+                     min_rows_per_task=16)
+    gq, hq, _, _ = grads(y)
+    rows, ns, nc = segments(48, [30, 18])
+    check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4]), None)
+
+
 def _big_values(y):
     """Fixed-point gradients near the int64 range (the scales' worst case: 64 rows whose
     absolute sum is just below 2**62), so the histogram's 32-bit words wrap and carry."""

@@ -152,6 +152,8 @@ def check_block_resources(name, log, what):
     dynamic = KERNEL_MAX_DYNAMIC_SHARED.get(name, 0)
     assert static + dynamic <= SHARED_PER_BLOCK, (
         f"{what}: {static} B static + {dynamic} B dynamic shared memory > {SHARED_PER_BLOCK}")
+    if name == "histogram_kernel":  # ``hist_optin_shared`` sizes tiles to the whole opt-in
+        assert static == 0, f"{what}: {static} B static shared memory"
 
 
 def compile_kernels(ccs):

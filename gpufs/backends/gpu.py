@@ -60,7 +60,8 @@ from .._hist_layout import split_input, tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
 from .base import LevelResult, best_splits, kernel_for
 from ._gpu_graphs import LevelGraphs
-from .launch_rules import check_launch, launch_geometry
+from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
+                           launch_geometry)
 
 #: int64 fields per slot of the level's output buffer and rows of the split table (the
 #: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
@@ -148,17 +149,23 @@ class GPUBackend:
         Replay each level's launches as a CUDA graph (``_gpu_graphs``). Default False: this
         path has not run on a GPU yet (under the simulator the recorded launches are replayed
         instead); enable it to measure it.
+    hist_optin_shared : bool, optional
+        Let the histogram's feature tiles use the device's opt-in shared memory (227 KiB per
+        block on Hopper, the attribute of NVIDIA/numba-cuda#94) instead of 48 KiB: fewer, wider
+        tiles, so each row's gradients are read fewer times. Default False: which is faster
+        awaits a GPU run (``bench_gpu_vs_xgboost.py --hist-optin-shared``).
     hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks, search_threads :
         launch sizes (defaults for a real GPU; tiny ones under the simulator).
-        ``part_threads`` must be a power of two <= 512, ``search_threads`` one <= 128; ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (a tile
-        holds at least the widest feature's slots).
+        ``part_threads`` must be a power of two <= 512, ``search_threads`` one <= 128;
+        ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (more with ``hist_optin_shared``;
+        a tile holds at least the widest feature's slots).
     """
 
     name = "gpu"
 
     def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_slots=None,
                  part_threads=None, min_rows_per_task=None, max_blocks=None,
-                 search_threads=None, cuda_graphs=False):
+                 search_threads=None, cuda_graphs=False, hist_optin_shared=False):
         self.simulator = _simulator_enabled()
         if not self.simulator:
             check_gpu_stack()  # a broken numpy / numba-cuda pair: one clear error, here
@@ -179,8 +186,17 @@ class GPUBackend:
             self._sm_count = 1
         small = not self._cupy  # simulator: one Python thread per CUDA thread
         self.hist_threads = hist_threads or (16 if small else 256)
-        # 2,048 slots (33 KB): the shared memory of the former 8 features of 256 bins
-        self.tile_slots = tile_slots or (40 if small else 2048)
+        # The histogram's dynamic shared memory limit: 48 KiB, or the device's opt-in one.
+        self.hist_optin = self._optin_limit() if hist_optin_shared else 0
+        self._max_tile_slots = self.kernels.MAX_TILE_SLOTS
+        while self.hist_optin and 4 * self.kernels.tile_words(self._max_tile_slots + 1) \
+                <= self.hist_optin:
+            self._max_tile_slots += 1
+        self._optin_kernels = {}  # kernel -> its specialization with the attribute set
+        # 2,048 slots (33 KB): the shared memory of the former 8 features of 256 bins; with
+        # the opt-in, the largest tile that fits
+        self.tile_slots = tile_slots or (40 if small else
+                                         self._max_tile_slots if self.hist_optin else 2048)
         self.part_threads = part_threads or (8 if small else 256)
         # one block per (node, feature), a thread per bin of a chunk (``split._scan_block``);
         # 32: a 256-bin feature in 8 chunks (to be tuned on a GPU: 64 and 128 also work)
@@ -217,9 +233,34 @@ class GPUBackend:
         if v < 1 or v > self.kernels.MAX_SEARCH_THREADS or v & (v - 1):
             raise ValueError(f"search_threads must be a power of two <= "
                              f"{self.kernels.MAX_SEARCH_THREADS}, got {v}")
-        if not 1 <= self.tile_slots <= self.kernels.MAX_TILE_SLOTS:
-            raise ValueError(f"tile_slots must be in [1, {self.kernels.MAX_TILE_SLOTS}], got "
+        if not 1 <= self.tile_slots <= self._max_tile_slots:
+            raise ValueError(f"tile_slots must be in [1, {self._max_tile_slots}], got "
                              f"{self.tile_slots}")
+
+    def _optin_limit(self):
+        """The device's opt-in dynamic shared memory per block (bytes); under the simulator
+        the largest of the GPUs gpufs targets (``launch_rules.MAX_OPTIN_SHARED``)."""
+        if not self._cupy:
+            return MAX_OPTIN_SHARED
+        dev = self._cuda.get_current_device()
+        return int(getattr(dev, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"))
+
+    def _opted_in(self, kernel, args):
+        """``kernel`` specialized for ``args`` with its dynamic shared memory limit raised to
+        ``hist_optin`` (cuKernelSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES on the compiled
+        function: numba-cuda has no public API for it, NVIDIA/numba-cuda#94). Once per kernel and fit's
+        argument types. Never run on a GPU so far."""
+        spec = self._optin_kernels.get(kernel)
+        if spec is None:
+            from numba.cuda.cudadrv.driver import binding, driver
+
+            spec = kernel.specialize(*args)
+            (overload,) = spec.overloads.values()
+            fn = overload._codelibrary.get_cufunc()
+            attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            driver.cuKernelSetAttribute(attr, int(self.hist_optin), fn.handle, fn.device.id)
+            self._optin_kernels[kernel] = spec
+        return spec
 
     def reset_timings(self):
         """Zero the per-phase timers, launch counters and the transfer counter."""
@@ -310,6 +351,8 @@ class GPUBackend:
         if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
             self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays
         args = [self._arg(a) for a in args]
+        if optin_shared and self._cupy and shared > DEFAULT_DYNAMIC_SHARED:
+            kernel = self._opted_in(kernel, args)
         if self._recording is not None:  # a level for a CUDA graph: run at the level's end
             self._recording.append(("launch", kernel, grid, block, shared, tuple(args)))
             return
@@ -693,7 +736,7 @@ class GPUBackend:
                      (n_build_tasks, ws.n_tiles), self.hist_threads, st.data.v_row, st.v_gh,
                      ws.v["rows2"], cur, ident, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
                      ws.v["offset"], ws.v["tile_f"], ws.rows_per_task, ws.v[f"hist{out}"],
-                     shared=ws.tile_bytes)
+                     shared=ws.tile_bytes, optin_shared=self.hist_optin)
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
