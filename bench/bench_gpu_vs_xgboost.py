@@ -22,6 +22,11 @@ Per size and tool, one JSON line:
                  per tree (rows x (features + 20): bins, fixed-point gradients, row index),
                  the GPU's memory bandwidth (memory clock x bus width x 2) and the time
                  those bytes take at it; ``ratio`` = the kernel's measured time / that bound
+  cuda_graphs    (gpufs) whether the fit replayed each level as a CUDA graph
+                 (``GPUBackend(cuda_graphs=True)``; tool ``gpufs-gpu-graphs``), with the graphs
+                 captured and replayed; ``--cuda-graphs both`` times both paths in one run
+  hist_optin_shared (gpufs) histogram tiles sized to the opt-in shared memory
+                 (``--hist-optin-shared``)
   gpu            GPU model (nvidia-smi), with the rest of the machine
 The device is synchronized (``cupy.cuda.runtime.deviceSynchronize()``) before every timer stops.
 A final line holds the ratios gpufs / XGBoost per size.
@@ -31,6 +36,7 @@ On a GPU machine:
                                                                # bench/results/gpu_vs_xgboost.jsonl
     python bench/bench_gpu_vs_xgboost.py --rows 100000 --features 100 --trees 20
     python bench/bench_gpu_vs_xgboost.py --sizes 1000000x100,10000000x100 --kernel-times
+    python bench/bench_gpu_vs_xgboost.py --cuda-graphs both    # plain launches and graphs
 Smoke runs without a GPU (print only; no file unless --out is given):
     python bench/bench_gpu_vs_xgboost.py --device cpu --rows 2000 --features 10 --trees 3
     NUMBA_ENABLE_CUDASIM=1 python bench/bench_gpu_vs_xgboost.py --rows 64 --features 5 \
@@ -86,7 +92,7 @@ class Device:
         return out, time.perf_counter() - t0
 
 
-def run_gpufs(dev, X, y, args):
+def run_gpufs(dev, X, y, args, cuda_graphs=False):
     from gpufs.backends import get_backend
     from gpufs.binning import BinMapper
     from gpufs.boosting import BoostingParams, fit_boosting
@@ -94,7 +100,12 @@ def run_gpufs(dev, X, y, args):
     from gpufs.objectives import SquaredError
     from gpufs.penalties import PenaltyState
 
-    backend = get_backend(dev.name)
+    if dev.name == "gpu" and (cuda_graphs or args.hist_optin_shared):
+        from gpufs.backends.gpu import GPUBackend
+
+        backend = GPUBackend(cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared)
+    else:
+        backend = get_backend(dev.name)
     d = X.shape[1]
 
     def params(trees):
@@ -115,8 +126,11 @@ def run_gpufs(dev, X, y, args):
     (bm, Xb), t_bin = dev.timed(binning)
     fit(Xb, bm, 2)                              # warm-up: compiles the tree kernels
     (ens, _, _), t_fit = dev.timed(lambda: fit(Xb, bm, args.trees))
-    rec = dict(tool=f"gpufs-{dev.name}", bin_s=t_bin, fit_s=t_fit, per_tree_s=t_fit / args.trees,
-               n_trees=ens.n_trees)
+    rec = dict(tool=f"gpufs-{dev.name}" + ("-graphs" if cuda_graphs else ""), bin_s=t_bin,
+               fit_s=t_fit, per_tree_s=t_fit / args.trees, n_trees=ens.n_trees,
+               cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared)
+    if cuda_graphs:
+        rec["graphs"] = dict(captured=backend.graphs.captured, replayed=backend.graphs.replayed)
     if dev.name == "gpu" and args.profile_trees > 0:
         backend.profile = True
         backend.reset_timings()
@@ -198,6 +212,12 @@ def main():
     ap.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
                     help="cpu: smoke run of the same code on the CPU backends")
     ap.add_argument("--no-xgboost", action="store_true")
+    ap.add_argument("--cuda-graphs", default="off", choices=["off", "on", "both"],
+                    help="gpufs on the GPU: plain launches (off), each level replayed as a "
+                    "CUDA graph (on), or both in one run")
+    ap.add_argument("--hist-optin-shared", action="store_true",
+                    help="gpufs on the GPU: histogram tiles in the device's opt-in shared "
+                    "memory (GPUBackend(hist_optin_shared=True))")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="JSON lines file to append to (default: "
                     "bench/results/gpu_vs_xgboost.jsonl on the GPU, none on the CPU)")
@@ -220,7 +240,10 @@ def main():
                       trees=args.trees, depth=args.depth, bins=args.max_bins, mu=0.0,
                       simulator=args.device == "gpu" and not dev.cupy, machine=machine,
                       note=args.note)
-        tools = [run_gpufs(dev, X, y, args)]
+        modes = {"off": [False], "on": [True], "both": [False, True]}[args.cuda_graphs]
+        if args.device != "gpu":
+            modes = [False]
+        tools = [run_gpufs(dev, X, y, args, cuda_graphs=m) for m in modes]
         if not args.no_xgboost:
             tools.append(run_xgboost(dev, X, y, args))
         for r in tools:
@@ -231,10 +254,12 @@ def main():
             dev.xp.get_default_memory_pool().free_all_blocks()
     ratios = {}
     for rows, d in sizes:
-        by = {r["tool"].split("-")[0]: r for r in records
-              if r["features"] == d and r["rows"] == rows}
-        if "per_tree_s" in by.get("gpufs", {}) and "per_tree_s" in by.get("xgboost", {}):
-            ratios[f"{rows}x{d}"] = by["gpufs"]["per_tree_s"] / by["xgboost"]["per_tree_s"]
+        by = {r["tool"].split("-")[0] + ("-graphs" if r.get("cuda_graphs") else ""): r
+              for r in records if r["features"] == d and r["rows"] == rows}
+        for tool in ("gpufs", "gpufs-graphs"):
+            if "per_tree_s" in by.get(tool, {}) and "per_tree_s" in by.get("xgboost", {}):
+                ratios[f"{rows}x{d}" + tool[5:]] = (by[tool]["per_tree_s"]
+                                                    / by["xgboost"]["per_tree_s"])
     summary = dict(bench="gpu_vs_xgboost", device=args.device,
                    summary="gpufs per_tree_s / xgboost per_tree_s, by rows x features",
                    ratios=ratios, machine=machine, note=args.note)

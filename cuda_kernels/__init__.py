@@ -8,12 +8,13 @@ dtypes and launch geometry its kernels expect.
   binning     bin_transform_kernel                  float X -> uint8 bins (the CPU's cut rule)
   histogram   histogram_kernel                      (g, h) sums per (node, histogram slot),
                                                     int64, in the compact layout
-  split       search_kernel, decide_kernel          siblings' histograms by exact subtraction,
-                                                    penalized split search, and the level's
-                                                    decisions (the shared ``gpufs._level`` rule)
+  split       search_kernel                         siblings' histograms by exact subtraction,
+                                                    penalized split search, and (its last
+                                                    block) the level's decisions (the shared
+                                                    ``gpufs._level`` rule)
   partition   partition_count_kernel,               stable left/right partition of the split
-              partition_plan_kernel,                nodes' segments (block-level scans), the
-              partition_scatter_kernel              children's segments, the next build table
+              partition_scatter_kernel              nodes' segments (block-level scans), the
+                                                    children's segments, the next build table
   update      update_leaves_kernel                  raw[row] += value of the row's leaf
   predict     predict_binned_kernel,                ensemble prediction, binned or raw features
               predict_raw_kernel
@@ -35,19 +36,18 @@ from .objective import (REDUCE_BLOCK, extremes_kernel, logistic_gradients_kernel
                         logistic_loss_kernel, quantize_kernel, round_logistic_kernel,
                         round_softmax_kernel, round_squared_error_kernel,
                         softmax_gradients_kernel, softmax_loss_kernel, squared_error_loss_kernel)
-from .partition import (iota_kernel, partition_count_kernel, partition_plan_kernel,
-                        partition_scatter_kernel)
+from .partition import partition_count_kernel, partition_scatter_kernel
 from .predict import predict_binned_kernel, predict_raw_kernel
-from .split import OUT_FIELDS, decide_kernel, search_kernel
+from .split import MAX_SEARCH_THREADS, OUT_FIELDS, search_kernel
 from .update import update_leaves_kernel
 
 __all__ = [
-    "MAX_TILE_SLOTS", "OUT_FIELDS", "REDUCE_BLOCK", "tile_words", "tiles",
+    "MAX_SEARCH_THREADS", "MAX_TILE_SLOTS", "OUT_FIELDS", "REDUCE_BLOCK", "tile_words", "tiles",
     "bin_transform_kernel", "histogram_kernel", "search_kernel",
-    "decide_kernel", "partition_count_kernel", "partition_plan_kernel",
+    "partition_count_kernel",
     "partition_scatter_kernel", "update_leaves_kernel", "predict_binned_kernel",
     "predict_raw_kernel", "logistic_gradients_kernel", "softmax_gradients_kernel",
     "squared_error_loss_kernel", "logistic_loss_kernel", "softmax_loss_kernel",
     "round_squared_error_kernel", "round_logistic_kernel", "round_softmax_kernel",
-    "extremes_kernel", "quantize_kernel", "iota_kernel",
+    "extremes_kernel", "quantize_kernel",
 ]

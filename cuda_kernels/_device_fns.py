@@ -77,6 +77,15 @@ def find_segment(first, n, t):
 
 
 @cuda.jit(device=True)
+def row_at(rows, j, ident):
+    """The row at position j of a row buffer; position j itself where ``ident`` (the root's
+    rows are every row in order: no buffer holds them, so a tree starts without a launch)."""
+    if ident:
+        return int64(j)
+    return int64(rows[j])
+
+
+@cuda.jit(device=True)
 def task_range(start, count, first, rows_per_task, t):
     """Positions [lo, hi) of task t of a segment (start, count) whose tasks begin at
     ``first``: ``gpufs._tasks``' GPU rule, ceil(count / rows_per_task) near-equal runs."""

@@ -1,11 +1,11 @@
 """Histograms of a level's build nodes (the smaller child of each split) in one launch.
 
-``histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, fmask2, fcur, offset, tile_f, rows_per_task,
-out)``
+``histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f,
+rows_per_task, out)``
   Xb      (n, d) uint8 binned matrix, C order
   gh      (n, 2) int64 fixed-point (gradient, hessian) per row
   rows2   (2, n) int32: the two row-index buffers; rows2[cur] holds the build nodes' rows,
-          one contiguous segment per node
+          one contiguous segment per node; with ``ident`` (the root) position j is row j
   bld     (6, S) int64 build table, one column per node to build: segment start, count,
           output slot, sibling slot, parent slot, first task (tasks of all nodes numbered
           consecutively; node s has ceil(count / rows_per_task) of them)
@@ -48,7 +48,8 @@ Why the histogram kernel has this shape:
 import numpy as np
 from numba import cuda, int64, uint32
 
-from ._device_fns import add_split_word, find_segment, slot_of, split_word_value, task_range
+from ._device_fns import (add_split_word, find_segment, row_at, slot_of, split_word_value,
+                          task_range)
 
 #: Most histogram slots of one tile: its words (``tile_words``) fit numba-cuda's 48 KB of
 #: dynamic shared memory. At least 256, the widest feature.
@@ -110,7 +111,7 @@ assert tile_words(MAX_TILE_SLOTS) * 4 <= 48 * 1024 < tile_words(MAX_TILE_SLOTS +
 
 
 @cuda.jit(cache=True)
-def histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, fmask2, fcur, offset, tile_f,
+def histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f,
                      rows_per_task, out):
     task = cuda.blockIdx.x
     if task >= ctrl[2]:
@@ -145,7 +146,7 @@ def histogram_kernel(Xb, gh, rows2, cur, bld, ctrl, fmask2, fcur, offset, tile_f
     if rl < lanes:            # the last nt % nfs threads idle
         j = lo + rl
         while j < hi:
-            r = rows[j]
+            r = row_at(rows, j, ident)
             g = gh[r, 0]
             h = gh[r, 1]
             for f in range(fa + fl, fb, nfs):

@@ -2,18 +2,21 @@
 
 This is the CPU ``_partition``'s result exactly: within each split node's segment, the rows
 going left keep their relative order and come first, the rows going right keep theirs and
-follow. Three launches per level, all split nodes in each, sized by upper bounds (blocks past
-the device's task count return at once):
+follow. Two launches per level, all split nodes in each, sized by upper bounds (blocks past
+the device's task count skip the work):
 
-  1. ``partition_count_kernel``  one block per task: rows of the task going left
-  2. ``partition_plan_kernel``   one block: a block-level exclusive scan of the task counts
+  1. ``partition_count_kernel``  one block per task: rows of the task going left; then the
+                                 last block to finish (a ticket in ctrl[7], zero between
+                                 launches, after a ``threadfence``: CUDA's
+                                 threadFenceReduction pattern) plans (``_plan``):
+     ``_plan``                   one block: a block-level exclusive scan of the task counts
                                  (each thread a contiguous run, one block-wide scan of the run
                                  totals) gives every task its offset and every split its left
                                  count; then the children's segments, the level's left counts
                                  (into the output buffer), and the next level's build table
                                  (the smaller child of each split; its task offsets by a
                                  second block scan)
-  3. ``partition_scatter_kernel`` one block per task: a block scan of per-thread left counts
+  2. ``partition_scatter_kernel`` one block per task: a block scan of per-thread left counts
                                  gives each row its place in the other row buffer
 
 The rows move from ``rows2[cur]`` to ``rows2[1 - cur]``: the children's rows are read from
@@ -38,17 +41,36 @@ from numba import cuda, int32, int64
 from gpufs._categorical import CAT_WORDS
 
 from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
-                          find_segment, gpu_task_count, split_goes_left, task_range)
+                          find_segment, gpu_task_count, row_at, split_goes_left, task_range)
 
 #: Row of the split table ``spl`` holding 1 for a categorical split (after the bitset words).
 _CAT_ROW = 8 + CAT_WORDS
+#: ctrl's word counting the blocks of a fused launch that are done (``split._TICKET``).
+_TICKET = 7
 
 
 @cuda.jit(cache=True)
-def partition_count_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_left):
-    task = cuda.blockIdx.x
-    if task >= ctrl[1]:
+def partition_count_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left,
+                           chunk_off, nodes, bld, out_i, lc_base):
+    if cuda.blockIdx.x < ctrl[1]:  # the same for the whole block: its barriers are safe
+        _count(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left)
+    cuda.threadfence()
+    cuda.syncthreads()
+    last = cuda.shared.array(1, dtype=int32)
+    if cuda.threadIdx.x == 0:
+        last[0] = 1 if cuda.atomic.add(ctrl, _TICKET, 1) == cuda.gridDim.x - 1 else 0
+    cuda.syncthreads()
+    if last[0] == 0:
         return
+    cuda.threadfence()
+    if cuda.threadIdx.x == 0:
+        ctrl[_TICKET] = 0  # for the level's next fused launch
+    _plan(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes, bld, out_i, lc_base)
+
+
+@cuda.jit(device=True)
+def _count(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left):
+    task = cuda.blockIdx.x
     count = cuda.shared.array(1, dtype=int32)
     t = cuda.threadIdx.x
     if t == 0:
@@ -64,7 +86,7 @@ def partition_count_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_le
     rows = rows2[cur]
     mine = 0
     for j in range(lo + t, hi, cuda.blockDim.x):
-        if split_goes_left(col[rows[j]], thr, ml, cat, bits):
+        if split_goes_left(col[row_at(rows, j, ident)], thr, ml, cat, bits):
             mine += 1
     if mine:
         cuda.atomic.add(count, 0, int32(mine))  # 32-bit: a task has < 2**31 rows
@@ -73,9 +95,8 @@ def partition_count_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_le
         chunk_left[task] = count[0]
 
 
-@cuda.jit(cache=True)
-def partition_plan_kernel(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes, bld, out_i,
-                          lc_base):
+@cuda.jit(device=True)
+def _plan(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes, bld, out_i, lc_base):
     sh = cuda.shared.array(MAX_BLOCK, dtype=int64)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
@@ -113,7 +134,8 @@ def partition_plan_kernel(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes
 
 
 @cuda.jit(cache=True)
-def partition_scatter_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_off, nodes):
+def partition_scatter_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_off,
+                             nodes):
     task = cuda.blockIdx.x
     if task >= ctrl[1]:
         return
@@ -138,7 +160,7 @@ def partition_scatter_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_
     j1 = min(j0 + per, n_task)
     mine = int64(0)
     for j in range(lo + j0, lo + j1):
-        if split_goes_left(col[src[j]], thr, ml, cat, bits):
+        if split_goes_left(col[row_at(src, j, ident)], thr, ml, cat, bits):
             mine += 1
     lefts_before = block_inclusive_scan(sh, t, nt, mine) - mine  # within the task
     rights_before = j0 - lefts_before
@@ -147,19 +169,10 @@ def partition_scatter_kernel(Xcols, rows2, cur, spl, ctrl, rows_per_task, chunk_
     left_dst = start + task_lefts + lefts_before
     right_dst = start + nodes[1, 2 * spl[0, s] + 1] + (lo - start - task_lefts) + rights_before
     for j in range(lo + j0, lo + j1):
-        r = src[j]
+        r = row_at(src, j, ident)
         if split_goes_left(col[r], thr, ml, cat, bits):
             dst[left_dst] = r
             left_dst += 1
         else:
             dst[right_dst] = r
             right_dst += 1
-
-
-@cuda.jit(cache=True)
-def iota_kernel(rows):
-    """rows[i] = i: a tree starts with every row in the root, in order."""
-    i = cuda.grid(1)
-    while i < rows.shape[0]:
-        rows[i] = i
-        i += cuda.gridsize(1)

@@ -1,30 +1,37 @@
-"""Split search and decisions of one tree level: two launches, the CPU's rule bit for bit.
+"""Split search and decisions of one tree level: one launch, the CPU's rule bit for bit.
 
 ``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
-n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-cat_slot, max_onehot, cat_order, pf_f, pf_i)``
-  One thread per (slot, feature of the list): the best split of that feature at that node by
-  ``_gain``'s one bin scan (``scan_feature``: candidate order, empty-bin skip, tie-break),
-  exactly as the CPU's ``_search_pair``; a categorical feature (``cat_slot[f] >= 0``) by
+n_bins, penalty, allowed, used, scal, cat_slot, cat_order, pf_f, pf_i, decide, fmask2,
+active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
+  scal (8,) float64: g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+  min_split_gain, max_cat_to_onehot, the level's feature budget (-1: none) -- in device
+  memory, so a level's launch arguments are the same from tree to tree.
+  One block per (slot, feature of the list): the best split of that feature at that node,
+  the result of ``_gain``'s one bin scan (``scan_feature``: candidates, order, tie-break),
+  exactly as the CPU's ``_search_pair``, by the block's threads (``_scan_block``: int64
+  block scans of the bins, then a reduction); a categorical feature (``cat_slot[f] >= 0``) by
   ``_categorical``'s scan, which writes its scan order to ``cat_order[k, cat_slot[f]]``
   ((S, n_categorical, 256) uint8 scratch; pf_i's bin is then the size of the left set).
   Features neither allowed nor in Omega score -inf.
   With ``derive`` set, a slot that is the sibling of a built child (the previous level's
   build table ``bld``: built slot, sibling slot, parent slot) first gets its histogram of the
   feature as parent - built (``prev`` holds the parents'): the subtraction is fused into the
-  search, so no launch and no extra pass over the siblings' histograms.
+  search, so no launch and no extra pass over the siblings' histograms (neighbouring threads
+  subtract neighbouring slots).
   hist (S, n_slots, 2) int64 in the layout of ``offset`` ((d + 1,) int64: feature f's bins at
   slots offset[f] .. offset[f + 1] - 1, ``gpufs._hist_layout``; the subtraction and the scan
   touch only those); nodes (4, n_nodes) int64 node table (start, count, G_q, H_q);
   active (n_active,) int64 the level's nodes in node order; feats2 (2, d) int32 and
   ctrl[4 + fcur] the feature list; n_bins (d,) int32; penalty (d,) float64; allowed, used
   (d,) bool. Writes pf_f (2, S, d) float64 [score, gain] and pf_i (4, S, d) int64 [bin,
-  missing_left, G_L, H_L] at the listed features. Launch: 1-D grid-stride, any size.
+  missing_left, G_L, H_L] at the listed features. Launch: 1-D, any number of blocks (each
+  takes pairs block-stride), a power of two <= ``MAX_SEARCH_THREADS`` threads.
+  With ``decide`` set, the last block to finish (a ticket in ctrl[7], zero between launches,
+  after a ``threadfence``) then decides the level (``_decide``, below), so search and
+  decision are one launch.
 
-``decide_kernel(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active,
-allowed, used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl,
-out_i, out_f, cat_slot, cat_order)``
-  One block. Thread k runs ``_level.best_over_features`` for slot k; thread 0 then runs
+``_decide`` (the same arguments; run by one block, any size)
+  Thread k runs ``_level.best_over_features`` for slot k; thread 0 then runs
   ``_level.decide_level`` (the shared rule: feature budget, Omega-only fallback, leaf or split)
   and, in slot order, writes the level's results, the split table and the children's sums.
   Outputs:
@@ -45,16 +52,15 @@ out_i, out_f, cat_slot, cat_order)``
                    uint8 the same list as a mask (``histogram.histogram_kernel`` reads it)
     ctrl[0] splits, ctrl[1] partition tasks
   dec_f (2, S) float64 / dec_i (3, S) int64 and admitted_now (d,) bool are scratch.
-  Launch: grid 1, any block size.
 """
 import math
 
-from numba import cuda
+from numba import cuda, float64, int32, int64
 
 from gpufs._categorical import CAT_WORDS
 
-from ._device_fns import (LEAF, TAKE_BEST, best_over_features, decide_level, gpu_task_count,
-                          left_word, scan_categorical, scan_feature)
+from ._device_fns import (LEAF, TAKE_BEST, best_over_features, block_inclusive_scan,
+                          candidate, decide_level, gpu_task_count, left_word, scan_categorical)
 
 #: Fields of one slot in the level's output buffer, in order (then CAT_WORDS bitset words).
 OUT_FIELDS = ("feature", "bin", "missing_left", "gain", "left_count", "g_left", "h_left")
@@ -65,18 +71,57 @@ N_OUT = _N_FIELDS + CAT_WORDS
 #: segment count, first task, the CAT_WORDS bitset words, and 1 for a categorical split.
 SPL_ROWS = 8 + CAT_WORDS + 1
 _LC = 4
+#: ctrl's word counting the blocks of a fused launch that are done (zero between launches).
+_TICKET = 7
+#: The most threads of a search block (its shared scratch's width); a power of two.
+MAX_SEARCH_THREADS = 128
+#: A candidate index past every real one (2 x bins + missing side).
+_NO_CANDIDATE = 1 << 62
 
 
 @cuda.jit(cache=True)
 def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
-                  n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
-                  min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i):
+                  n_bins, penalty, allowed, used, scal, cat_slot, cat_order, pf_f, pf_i, decide,
+                  fmask2, active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i,
+                  out_f):
+    _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
+            n_bins, penalty, allowed, used, scal[0], scal[1], scal[2], scal[3], scal[4],
+            cat_slot, int64(scal[6]), cat_order, pf_f, pf_i)
+    if not decide:
+        return
+    # The last block to finish decides (no second launch): every block makes its results
+    # visible device-wide, then takes a ticket; the block holding the last one sees them all
+    # (CUDA's threadFenceReduction pattern; no block reads pf_f / pf_i before that).
+    cuda.threadfence()
+    cuda.syncthreads()
+    last = cuda.shared.array(1, dtype=int32)
+    if cuda.threadIdx.x == 0:
+        last[0] = 1 if cuda.atomic.add(ctrl, _TICKET, 1) == cuda.gridDim.x - 1 else 0
+    cuda.syncthreads()
+    if last[0] == 0:
+        return
+    cuda.threadfence()
+    if cuda.threadIdx.x == 0:
+        ctrl[_TICKET] = 0  # for the level's next fused launch
+    _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
+            used, admitted_now, int64(scal[7]), scal[5], rows_per_task, dec_f, dec_i, spl, ctrl,
+            out_i, out_f, cat_slot, cat_order)
+
+
+@cuda.jit(device=True)
+def _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
+            n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
+            min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i):
     d = feats2.shape[1]
     n_f = ctrl[4 + fcur]
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    sh_i = cuda.shared.array((3, MAX_SEARCH_THREADS), dtype=int64)
+    sh_f = cuda.shared.array((2, MAX_SEARCH_THREADS), dtype=float64)
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
     g_inv = 1.0 / g_scale
     h_inv = 1.0 / h_scale
-    p = cuda.grid(1)
+    p = cuda.blockIdx.x  # one block per (slot, feature): every branch below is block-uniform
     while p < n_active * d:
         k = p // d
         i = p - k * d
@@ -87,41 +132,134 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
             s = k >> 1
             if derive and bld[3, s] == k:
                 # The sibling of a built child: parent - built, exact in int64, written out
-                # (the next level subtracts from it) and then scanned by this same thread.
+                # (the next level subtracts from it); neighbouring threads, neighbouring slots.
                 parent = bld[4, s]
                 built = bld[2, s]
-                for w in range(lo, last + 1):
+                for w in range(lo + t, last + 1, nt):
                     hist[k, w, 0] = prev[parent, w, 0] - hist[built, w, 0]
                     hist[k, w, 1] = prev[parent, w, 1] - hist[built, w, 1]
+                cuda.syncthreads()
             if allowed[f] or used[f]:
                 node = active[k]
                 G_q = nodes[2, node]
                 H_q = nodes[3, node]
                 c = cat_slot[f]
                 if c >= 0:
-                    score, gain, b, ml, gl, hl = scan_categorical(
-                        hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale,
-                        g_inv, h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f],
-                        max_onehot, cat_order[k, c])
+                    # one thread: the scan sorts its categories in the scratch ``cat_order``
+                    score, gain, b, ml, gl, hl = -math.inf, 0.0, int64(0), int64(0), \
+                        int64(0), int64(0)
+                    if t == 0:
+                        score, gain, b, ml, gl, hl = scan_categorical(
+                            hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale,
+                            H_q / h_scale, g_inv, h_inv, reg_lambda, gain_divisor,
+                            min_child_weight, penalty[f], max_onehot, cat_order[k, c])
                 else:
-                    score, gain, b, ml, gl, hl = scan_feature(
-                        hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale, H_q / h_scale,
-                        g_inv, h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f])
-                pf_f[0, k, f] = score
-                pf_f[1, k, f] = gain
-                pf_i[0, k, f] = b
-                pf_i[1, k, f] = ml
-                pf_i[2, k, f] = gl
-                pf_i[3, k, f] = hl
-            else:
+                    score, gain, b, ml, gl, hl = _scan_block(
+                        hist, k, lo, last, n_bins[f], H_q, G_q / g_scale, H_q / h_scale,
+                        g_inv, h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f],
+                        sh_i, sh_f)
+                if t == 0:
+                    pf_f[0, k, f] = score
+                    pf_f[1, k, f] = gain
+                    pf_i[0, k, f] = b
+                    pf_i[1, k, f] = ml
+                    pf_i[2, k, f] = gl
+                    pf_i[3, k, f] = hl
+            elif t == 0:
                 pf_f[0, k, f] = -math.inf
-        p += cuda.gridsize(1)
+        cuda.syncthreads()  # the shared scratch is free again
+        p += cuda.gridDim.x
 
 
-@cuda.jit(cache=True)
-def decide_kernel(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active,
-                  allowed, used, admitted_now, budget, min_split_gain, rows_per_task, dec_f,
-                  dec_i, spl, ctrl, out_i, out_f, cat_slot, cat_order):
+@cuda.jit(device=True)
+def _scan_block(hist, k, lo, last, nb, H_q, G, H, g_inv, h_inv, reg_lambda, gain_divisor,
+                min_child_weight, pen, sh_i, sh_f):
+    """``_gain.scan_feature``'s result by the whole block (a power of two of threads): the
+    same candidates, each scored by the same ``candidate`` call, the same choice.
+
+    The bins go through in chunks of one per thread; an exact int64 block scan gives each
+    thread its threshold's left sums (the serial scan's running sums, bit for bit). The serial
+    scan keeps the first candidate of the strictly best score in its order (t ascending,
+    missing right before missing left; see its docstring: an empty bin's candidates repeat
+    the previous ones, and the score is non-decreasing in the gain, so its gain pre-check
+    changes no choice), so each thread keeps its own first best, and a tree reduction takes
+    the higher score, on equal scores the earlier candidate. Thread 0 returns the result
+    (the others' values are partial)."""
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    gn_q = hist[k, last, 0]
+    hn_q = hist[k, last, 1]
+    has_missing = gn_q != 0 or hn_q != 0
+    parent = (G * G) / (H + reg_lambda)  # ``parent_term``, as in ``scan_feature``
+    n_thr = nb if has_missing else nb - 1
+    b_score = -math.inf
+    b_gain = 0.0
+    b_idx = _NO_CANDIDATE
+    b_gl = int64(0)
+    b_hl = int64(0)
+    carry_g = int64(0)
+    carry_h = int64(0)
+    for c in range(0, n_thr, nt):
+        tb = c + t
+        bg = int64(0)
+        bh = int64(0)
+        if tb < n_thr:
+            bg = hist[k, lo + tb, 0]
+            bh = hist[k, lo + tb, 1]
+        gl_q = carry_g + block_inclusive_scan(sh_i[0], t, nt, bg)
+        hl_q = carry_h + block_inclusive_scan(sh_i[1], t, nt, bh)
+        carry_g += sh_i[0, nt - 1]
+        carry_h += sh_i[1, nt - 1]
+        cuda.syncthreads()  # every thread has read the totals before the next chunk's scan
+        if tb < n_thr:
+            gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv, reg_lambda,
+                                    gain_divisor, min_child_weight, pen)
+            if score > b_score:
+                b_score = score
+                b_gain = gain
+                b_idx = 2 * tb
+                b_gl = gl_q
+                b_hl = hl_q
+            if has_missing and tb != nb - 1:
+                cg = gl_q + gn_q
+                ch = hl_q + hn_q
+                gain, score = candidate(cg, ch, H_q, G, H, parent, g_inv, h_inv, reg_lambda,
+                                        gain_divisor, min_child_weight, pen)
+                if score > b_score:
+                    b_score = score
+                    b_gain = gain
+                    b_idx = 2 * tb + 1
+                    b_gl = cg
+                    b_hl = ch
+    sh_f[0, t] = b_score
+    sh_f[1, t] = b_gain
+    sh_i[0, t] = b_idx
+    sh_i[1, t] = b_gl
+    sh_i[2, t] = b_hl
+    cuda.syncthreads()
+    half = nt >> 1
+    while half > 0:
+        if t < half:
+            o = t + half
+            if sh_f[0, o] > sh_f[0, t] or (sh_f[0, o] == sh_f[0, t] and sh_i[0, o] < sh_i[0, t]):
+                sh_f[0, t] = sh_f[0, o]
+                sh_f[1, t] = sh_f[1, o]
+                sh_i[0, t] = sh_i[0, o]
+                sh_i[1, t] = sh_i[1, o]
+                sh_i[2, t] = sh_i[2, o]
+        cuda.syncthreads()
+        half >>= 1
+    score = sh_f[0, 0]
+    if score == -math.inf:  # no valid candidate: the serial scan's initial values
+        return score, 0.0, int64(0), int64(0), int64(0), int64(0)
+    idx = sh_i[0, 0]
+    return score, sh_f[1, 0], idx >> 1, idx & 1, sh_i[1, 0], sh_i[2, 0]
+
+
+@cuda.jit(device=True)
+def _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
+            used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl,
+            out_i, out_f, cat_slot, cat_order):
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     d = feats2.shape[1]

@@ -6,8 +6,9 @@ int32 class codes otherwise; ``w`` is (n_samples,) float64 sample weights or Non
 numpy or cupy; results stay on the arrays' device.
 
 What is guaranteed identical on the CPU and the GPU (given the same inputs), and why:
-  * ``init_score``: computed on the host from correctly rounded sums (``math.fsum`` over the
-    host copy of y and w), so a cupy y gives the numpy y's score.
+  * ``init_score``: computed from correctly rounded sums (``math.fsum``'s bits, by
+    ``quantize.correctly_rounded_sum`` on the rows' device), so a cupy y gives the numpy y's
+    score.
   * ``gradients`` / ``grad_hess``: squared error is ``raw - y`` (one IEEE subtraction per row,
     the same on both); logistic and softmax run the backend's gradient kernel, which compiles
     the per-row formulas of ``gpufs._exactmath`` (exp / log written with +, -, *, / only,
@@ -35,12 +36,10 @@ finite log-odds instead of an infinite one.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._device import device_of, namespace_of, to_host
-from .quantize import exact_mean
+from .quantize import correctly_rounded_sum, exact_mean
 
 __all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds",
            "logistic_loss_terms", "make_objective", "sigmoid", "softmax", "softplus"]
@@ -174,17 +173,20 @@ def _backend_for(a, backend):
 
 
 def _exact_weighted_mean(a, w):
-    """Weighted mean from correctly rounded sums (``math.fsum`` on the host).
+    """Weighted mean from correctly rounded sums (``quantize.correctly_rounded_sum``:
+    ``math.fsum``'s bits, computed where the rows are).
 
     Used for the initial score: a float reduction's result depends on the order of the rows
     (and on numpy's vs cupy's reduction trees), which would make the base score, and so every
-    tree after it, depend on row order and on the device.
+    tree after it, depend on row order and on the device. ``a * w`` is one IEEE
+    multiplication per row on either device.
     """
-    a = to_host(a).astype(np.float64, copy=False)
+    xp = namespace_of(a)
+    a = xp.asarray(a, dtype=xp.float64)
     if w is None:
-        return math.fsum(a) / a.shape[0]
-    w = to_host(w)
-    return math.fsum(a * w) / math.fsum(w)
+        return correctly_rounded_sum(a) / a.shape[0]
+    w = xp.asarray(w, dtype=xp.float64)
+    return correctly_rounded_sum(a * w) / correctly_rounded_sum(w)
 
 
 class _Objective:

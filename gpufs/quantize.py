@@ -10,13 +10,15 @@ Sums of integers are the same in any order, so a GPU's atomics give the CPU's hi
 float sum depends on the order of its additions, which numpy and cupy choose differently, so
 these sums are taken in two-word fixed point instead. The result is a host float that depends
 only on the multiset of the values, never on the device or the row order.
+``correctly_rounded_sum`` (the initial score's) is ``math.fsum``'s result from exact
+per-exponent integer sums, on the values' device.
 """
 from __future__ import annotations
 
 import math
 
 
-from ._device import namespace_of
+from ._device import namespace_of, to_host
 from ._types import QGRAD_DTYPE
 
 _HEADROOM_BITS = 62
@@ -170,6 +172,63 @@ def exact_sum_from_words(hi_sum: int, lo_sum: int, max_abs: float, n: int) -> fl
     """
     _, _, _, e, low_bits = _sum_factors(max_abs, n)
     return _combine(hi_sum, lo_sum, e, low_bits)
+
+
+#: Values per chunk of ``correctly_rounded_sum``: chunk x 2**27 < 2**53, so float64 sums of its
+#: integer parts are exact in any order.
+_FSUM_CHUNK = 1 << 25
+
+
+def correctly_rounded_sum(a) -> float:
+    """``math.fsum(a)`` (the correctly rounded sum) computed where ``a`` lives.
+
+    Each finite double is q * 2**(e - 53), q an integer with |q| < 2**53 (``frexp``); q splits
+    into a high part q >> 27 and a low part q & (2**27 - 1), each of magnitude < 2**27. Per
+    chunk of 2**25 values the parts are summed per exponent by ``bincount`` in float64: every
+    partial sum is an integer below 2**53, so exact in any order (cupy's atomics included).
+    The host adds the per-exponent sums as Python integers and rounds once
+    (``_int_times_pow2``): the exactly rounded sum, which is what ``math.fsum`` returns, so a
+    GPU gives the host's bits. With a non-finite value, or a sum that overflows, the host's
+    ``math.fsum`` of a copy decides (its own rules).
+
+    Parameters
+    ----------
+    a : ndarray, float64
+        numpy or cupy, any shape (flattened).
+
+    Returns
+    -------
+    float
+    """
+    xp = namespace_of(a)
+    a = xp.asarray(a, dtype=xp.float64).reshape(-1)
+    n = int(a.shape[0])
+    if n == 0:
+        return 0.0
+    m, e = xp.frexp(a)
+    finite = bool(xp.isfinite(a).all())
+    if not finite:
+        return math.fsum(to_host(a))
+    e = e.astype(xp.int64)
+    e_min, e_max = (int(v) for v in to_host(xp.stack([e.min(), e.max()])))
+    q = xp.ldexp(m, 53).astype(xp.int64)  # exact: m has at most 53 significant bits
+    parts = (q >> 27, q & ((1 << 27) - 1))
+    bucket = e - e_min
+    nb = e_max - e_min + 1
+    sums = xp.zeros((2, nb), dtype=xp.int64)  # < n x 2**27: no overflow below 2**36 values
+    for lo in range(0, n, _FSUM_CHUNK):
+        hi = min(n, lo + _FSUM_CHUNK)
+        for i, p in enumerate(parts):
+            sums[i] += xp.bincount(bucket[lo:hi], weights=p[lo:hi].astype(xp.float64),
+                                   minlength=nb).astype(xp.int64)
+    host = to_host(sums)
+    total = 0
+    for b in range(nb - 1, -1, -1):  # Horner in powers of two, exact Python integers
+        total = (total << 1) + (int(host[0, b]) << 27) + int(host[1, b])
+    out = _int_times_pow2(total, e_min - 53)
+    if not math.isfinite(out):
+        return math.fsum(to_host(a))
+    return out
 
 
 def nonfinite_sum(has_nan: bool, has_pos_inf: bool, has_neg_inf: bool) -> float:

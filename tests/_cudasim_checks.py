@@ -206,8 +206,15 @@ def check_update_raw(gpu, rows, node_start, node_count, leaf_nodes, leaf_values,
                                 np.asarray(leaf_nodes, np.int64),
                                 np.asarray(leaf_values, np.float64))
     raw_cpu[:, col] = cpu_col
-    gpu.update_leaves(raw_gpu[:, col], xp.asarray(rows), node_start, node_count, leaf_nodes,
-                      leaf_values)
+    # the raw-score update's kernel with one row buffer for both depth parities (the level
+    # step's trees reach it through ``update_raw``)
+    leaves = np.asarray(leaf_nodes, np.int64)
+    nodes = np.zeros((4, len(node_start)), np.int64)
+    nodes[0], nodes[1] = node_start, node_count
+    gpu._update_leaves(raw_gpu[:, col], gpu._view(xp.stack([xp.asarray(rows)] * 2)),
+                       gpu._view(xp.asarray(nodes)), gpu._view(xp.asarray(leaves)),
+                       gpu._view(xp.asarray(np.asarray(leaf_values, np.float64))),
+                       leaves.shape[0], int(rows.shape[0]))
     assert_same(raw_cpu, raw_gpu, "raw after update")
 
 

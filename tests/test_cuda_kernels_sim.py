@@ -7,7 +7,8 @@
 * ``test_kernels_compile_to_sass`` compiles every kernel with the real compiler for Ampere
   (sm_80) and Hopper (sm_90) -- NVVM to PTX, ptxas to SASS; the test extra installs them as
   wheels, no GPU needed -- and checks what the hardware will run: no spills, registers under
-  a stated bound, no 64-bit shared-memory compare-and-swap loops, native 32-bit shared
+  a stated bound and, at each kernel's largest block, within a block's 65,536 (shared memory
+  within 48 KiB), no 64-bit shared-memory compare-and-swap loops, native 32-bit shared
   atomics in the histogram; in the PTX, no float64 fused multiply-add in the split search
   (it would round differently from the CPU) and the objectives' explicit ``add.rn`` /
   ``mul.rn`` arithmetic (``gpufs._exactmath``).
@@ -83,24 +84,20 @@ def _kernel_signatures():
     return {
         "bin_transform_kernel": [(A(f32, 2, "A"), A(f64, 2), A(i64, 1), A(u8, 2)),
                                  (A(f64, 2), A(f64, 2), A(i64, 1), A(u8, 2))],
-        "histogram_kernel": [(A(u8, 2), A(i64, 2), A(i32, 2), i64, A(i64, 2), A(i64, 1),
+        "histogram_kernel": [(A(u8, 2), A(i64, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1),
                               A(u8, 2), i64, A(i64, 1), A(i64, 1), i64, A(i64, 3))],
         "search_kernel": [(A(i64, 3), A(i64, 3), A(i64, 2), b1, A(i64, 2), A(i64, 1), i64,
                            A(i32, 2), i64, A(i64, 1), A(i64, 1),
-                           A(i32, 1), A(f64, 1), A(b1, 1), A(b1, 1), f64, f64, f64, f64, f64,
-                           A(i32, 1), i64, A(u8, 3), A(f64, 3), A(i64, 3))],
-        "decide_kernel": [(A(f64, 3), A(i64, 3), A(i32, 2), A(u8, 2), i64, A(i64, 2),
-                           A(i64, 1), A(i64, 1), i64, A(b1, 1), A(b1, 1), A(b1, 1), i64, f64, i64,
-                           A(f64, 2), A(i64, 2), A(i64, 2), A(i64, 1), A(i64, 1),
-                           A(f64, 1), A(i32, 1), A(u8, 3))],
-        "partition_count_kernel": [(A(u8, 2), A(i32, 2), i64, A(i64, 2), A(i64, 1), i64,
-                                    A(i64, 1))],
-        "partition_plan_kernel": [(A(i64, 2), A(i64, 1), i64, A(i64, 1), A(i64, 1),
-                                   A(i64, 2), A(i64, 2), A(i64, 1), i64)],
-        "partition_scatter_kernel": [(A(u8, 2), A(i32, 2), i64, A(i64, 2), A(i64, 1), i64,
+                           A(i32, 1), A(f64, 1), A(b1, 1), A(b1, 1), A(f64, 1),
+                           A(i32, 1), A(u8, 3), A(f64, 3), A(i64, 3),
+                           b1, A(u8, 2), A(i64, 1), A(b1, 1), i64,
+                           A(f64, 2), A(i64, 2), A(i64, 2), A(i64, 1), A(f64, 1))],
+        "partition_count_kernel": [(A(u8, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1), i64,
+                                    A(i64, 1), A(i64, 1), A(i64, 2), A(i64, 2), A(i64, 1),
+                                    i64)],
+        "partition_scatter_kernel": [(A(u8, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1), i64,
                                       A(i64, 1), A(i64, 2))],
-        "iota_kernel": [(A(i32, 1),)],
-        "update_leaves_kernel": [(A(f64, 1, "A"), A(i32, 2), A(i64, 2), A(i64, 1),
+        "update_leaves_kernel": [(A(f64, 1, "A"), A(i32, 2), b1, A(i64, 2), A(i64, 1),
                                   A(f64, 1))],
         "predict_binned_kernel": [(A(u8, 2), A(i32, 2), A(u8, 2), A(b1, 2), A(f64, 2),
                                    A(i32, 1), A(f64, 2), A(b1, 1), A(u32, 3))],
@@ -122,13 +119,41 @@ def _kernel_signatures():
 
 
 #: Registers per thread each kernel must stay under (ptxas -v, sm_80 and sm_90; measured
-#: with numba-cuda 0.30 and CUDA 13.5: histogram 48-54, search 94-96, decide 79-94, the rest
-#: 20-58). 64 keeps four 256-thread blocks per SM within its 65,536 registers. The split
-#: search (``_gain``'s whole bin scan inlined in one thread) and the one-block kernels
-#: (decide, plan) get 128: the search runs 128-thread blocks over few (node, feature) pairs,
-#: the others one block per level.
-REGISTER_BOUND = {"search_kernel": 128, "decide_kernel": 128, "partition_plan_kernel": 128}
+#: with numba-cuda 0.30 and CUDA 13.5, before search / decide and count / plan were fused:
+#: histogram 48-54, search 94-96, decide 79-94, the rest 20-58). 64 keeps four 256-thread
+#: blocks per SM within its 65,536 registers. The split search (``_gain``'s whole bin scan
+#: inlined in one thread, then the decision in its last block) and the partition's count
+#: (then the plan in its last block) get 128: the search runs 128-thread blocks, the count
+#: at most 512 (``check_block_resources`` checks the product).
+REGISTER_BOUND = {"search_kernel": 128, "partition_count_kernel": 128}
 REGISTER_BOUND_DEFAULT = 64
+#: Registers a block may hold on every GPU gpufs targets (sm_70 to sm_90), and the unit they
+#: are allocated in per thread (256 per warp: 8 per thread).
+REGISTERS_PER_BLOCK = 65536
+REGISTER_UNIT = 8
+#: Shared memory per block without opting in (static + dynamic).
+SHARED_PER_BLOCK = 48 * 1024
+
+
+def check_block_resources(name, log, what):
+    """What only hardware refuses ("too many resources requested for launch"): the kernel's
+    largest block (``gpu.KERNEL_MAX_THREADS``) times its registers per thread (rounded up to
+    the allocation unit) within a block's 65,536 registers, and its static shared memory
+    (ptxas' report) plus its largest dynamic shared memory within 48 KiB."""
+    from gpufs.backends.gpu import KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS
+
+    threads = KERNEL_MAX_THREADS[name]
+    regs = int(re.search(r"Used (\d+) registers", log).group(1))
+    alloc = -(-regs // REGISTER_UNIT) * REGISTER_UNIT
+    assert alloc * threads <= REGISTERS_PER_BLOCK, (
+        f"{what}: {threads} threads x {alloc} registers > {REGISTERS_PER_BLOCK}")
+    smem = re.search(r"(\d+) bytes smem", log)
+    static = int(smem.group(1)) if smem else 0
+    dynamic = KERNEL_MAX_DYNAMIC_SHARED.get(name, 0)
+    assert static + dynamic <= SHARED_PER_BLOCK, (
+        f"{what}: {static} B static + {dynamic} B dynamic shared memory > {SHARED_PER_BLOCK}")
+    if name == "histogram_kernel":  # ``hist_optin_shared`` sizes tiles to the whole opt-in
+        assert static == 0, f"{what}: {static} B static shared memory"
 
 
 def compile_kernels(ccs):
@@ -193,6 +218,7 @@ def test_kernels_compile_to_sass(hopper):
         regs = int(re.search(r"Used (\d+) registers", log).group(1))
         bound = REGISTER_BOUND.get(name, REGISTER_BOUND_DEFAULT)
         assert regs <= bound, f"{what}: {regs} registers > {bound}"
+        check_block_resources(name, log, what)
         if sass is None:  # no shared-memory atomic at all: no compare-and-swap loop either
             assert "atom.shared" not in ptx and name != "histogram_kernel", what
         else:
@@ -202,7 +228,7 @@ def test_kernels_compile_to_sass(hopper):
         if name == "histogram_kernel":
             assert re.search(r"\bATOMS\.ADD\s", sass), f"{what}: no 32-bit shared atomics"
             assert re.search(r"\bREDG?\.E\.ADD\.64\b", sass), f"{what}: global flush"
-        if name in ("search_kernel", "decide_kernel"):
+        if name == "search_kernel":
             assert not re.search(r"\bfma\.rn\.f64", ptx), f"{what}: float64 FMA"
             assert not re.search(r"\b(div\.approx|div\.full)\.f64", ptx), what
         if name in OBJECTIVE_KERNELS:

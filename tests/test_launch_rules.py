@@ -30,6 +30,13 @@ def test_limits(grid, block, match):
         check_launch("k", grid, block)
 
 
+def test_block_past_the_kernels_declared_largest_is_refused():
+    # ``gpu.KERNEL_MAX_THREADS``: the block the SASS test checked the kernel's registers for
+    check_launch("partition_count_kernel", 1, 512, max_threads=512)
+    with pytest.raises(LaunchError, match="1024 threads, more than the 512 its registers"):
+        check_launch("partition_count_kernel", 1, 1024, max_threads=512)
+
+
 def test_shared_memory_limits():
     check_launch("k", 1, 32, DEFAULT_DYNAMIC_SHARED)
     with pytest.raises(LaunchError, match="without opting in"):

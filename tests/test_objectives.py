@@ -178,3 +178,20 @@ def test_negative_gradient_is_minus_the_gradient(kind):
     obj, raw, y = _case(kind, np.random.default_rng(6))
     g, _ = obj.gradients(raw, y)
     np.testing.assert_array_equal(obj.negative_gradient(raw, y), -g.T)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_init_score_means_are_math_fsums(weighted):
+    """The initial score's means come from ``quantize.correctly_rounded_sum`` (array
+    operations, so on the rows' device): the bits of ``math.fsum`` over the host's rows."""
+    import math
+
+    from gpufs.objectives import _exact_weighted_mean
+
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=2001) * 2.0 ** rng.integers(-40, 40, 2001)
+    if weighted:
+        w = rng.uniform(0.1, 3.0, 2001)
+        assert _exact_weighted_mean(y, w) == math.fsum(y * w) / math.fsum(w)
+    else:
+        assert _exact_weighted_mean(y, None) == math.fsum(y) / 2001

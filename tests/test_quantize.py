@@ -7,8 +7,8 @@ import pytest
 
 from gpufs.backends.cpu import CPUBackend
 from gpufs.penalties import PenaltyState
-from gpufs.quantize import (exact_mean, exact_sum, fixed_point_scale, prepare_gradients,
-                            quantize, scale_for)
+from gpufs.quantize import (exact_mean, exact_sum, fixed_point_scale, correctly_rounded_sum,
+                            prepare_gradients, quantize, scale_for)
 
 CPU = CPUBackend()
 
@@ -79,6 +79,23 @@ def test_exact_sum_edge_cases():
     assert exact_sum(np.full(4, 5e-324)) == 2e-323  # subnormals: still exact
     assert exact_sum(np.array([1e308, 1e308])) == np.inf
     assert exact_sum(np.array([[1.0, 2.0], [3.0, 4.5]])) == 10.5  # any shape, flattened
+
+
+@pytest.mark.parametrize("case", ["normal", "wide", "cancel", "tiny", "ties", "ints"])
+def test_correctly_rounded_sum_is_math_fsum(case):
+    """The device's correctly rounded sum (``correctly_rounded_sum``, array operations only: run
+    here on numpy) returns ``math.fsum``'s bits: the GPU's initial score is the CPU's."""
+    rng = np.random.default_rng(7)
+    a = {"normal": rng.normal(size=10_001),
+         "wide": rng.normal(size=5000) * 2.0 ** rng.integers(-300, 300, 5000),
+         "cancel": np.concatenate([[1e300, 1.0, -1e300], rng.normal(size=50) * 1e-290]),
+         "tiny": np.array([5e-324, 5e-324, -1e-310, 2.2250738585072014e-308]),
+         "ties": np.array([1.0, 2.0 ** -53, 2.0 ** -106, -2.0 ** -160]),
+         "ints": (rng.random(1000) < 0.3).astype(np.float64)}[case]
+    for v in (a, rng.permutation(a), -a):
+        assert correctly_rounded_sum(v) == math.fsum(v)
+    assert correctly_rounded_sum(np.zeros(0)) == 0.0
+    assert math.isnan(correctly_rounded_sum(np.array([1.0, np.nan])))
 
 
 def test_exact_mean_plain_and_weighted():

@@ -3,26 +3,30 @@
 Implements the interface of ``backends.cpu.CPUBackend`` (same methods, arguments, shapes,
 dtypes and results, bit for bit). Owns: device allocation (every array of a fit through one
 out-of-memory wrapper that names the array, its size and what to do), launch sizes, the
-kernels' views of the device arrays (made once per workspace, never per launch), and the
-per-phase timers of ``profile=True``.
+kernels' views of the device arrays (made once: per workspace, per fit for the caller's raw
+scores, targets and weights, at allocation for a round's gradients; never per launch: on an
+H200 a launch cost 205 us of host time with cupy arguments, 60 us with kept views), each
+kernel's largest block (``KERNEL_MAX_THREADS``), and the per-phase timers of ``profile=True``.
 
 Where data lives: X, the binned matrix, gradients, rows, histograms, node tables, task tables
 and raw scores stay on the device from input to model. Per tree the host sees:
   * two small copies while preparing the gradients: the largest magnitudes (which fix the
     power-of-two fixed-point scales) and the exact int64 sums (``quantize.prepare_gradients``);
   * one copy per level: the level's decisions, the features it admitted to Omega, the left
-    counts and the children's sums, packed in one int64 buffer (``split.decide_kernel``).
+    counts and the children's sums, packed in one int64 buffer (``split._decide``).
 The host keeps its own copy of the node table from those, so ``node_sums`` costs nothing.
 Uploads (host -> device) are the tree's tables at its start, the penalty vector and masks when
 they change, and the leaf values at the end.
 
 A level is a fixed sequence of launches, every one sized by an upper bound the host knows from
-its node counts (blocks past the device's exact counts return at once):
+its node counts (blocks past the device's exact counts skip the work):
   search (one thread per (node, feature): a sibling's histogram by subtraction, then
-  ``_gain``'s bin scan), decide (one block: the shared ``_level`` rule), partition count /
-  plan / scatter (block-level scans), and when the next level is searched: a memset and the
-  smaller children's histograms. Six launches per level; ``launches`` counts them per phase
-  and the simulator suite asserts the budget.
+  ``_gain``'s bin scan; its last block decides: the shared ``_level`` rule), partition count
+  (its last block plans: block-level scans) and scatter, and when the next level is searched:
+  a memset and the smaller children's histograms. Four launches per level; per tree the
+  extremes and quantizing of the gradients, the root's histogram (the root's rows need no
+  launch: ``ident``) and the raw-score update. ``launches`` counts them per phase and the
+  simulator suite asserts the budget.
 
 Simulator: under ``NUMBA_ENABLE_CUDASIM=1`` there is no cupy; ``GPUBackend()`` then runs the same
 kernels on numpy arrays (``xp = numpy``), with tiny launch sizes so the simulator (one Python
@@ -55,12 +59,36 @@ from .._categorical import CAT_WORDS
 from .._hist_layout import split_input, tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
 from .base import LevelResult, best_splits, kernel_for
-from .launch_rules import check_launch, launch_geometry
+from ._gpu_graphs import LevelGraphs
+from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
+                           launch_geometry)
 
 #: int64 fields per slot of the level's output buffer and rows of the split table (the
 #: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
 N_OUT = 7 + CAT_WORDS
 SPL_ROWS = 8 + CAT_WORDS + 1
+
+#: Each kernel's largest block (threads) this backend launches, and its largest dynamic
+#: shared memory (bytes), in one place: a GPU refuses a block of T threads whose registers,
+#: T x (registers per thread rounded up to 8), pass the SM's 65,536 ("too many resources
+#: requested for launch"), which the simulator never sees. The SASS test
+#: (``tests/test_cuda_kernels_sim.py``) checks every kernel's registers and shared memory
+#: against these; ``_launch`` refuses a larger block under the simulator, and the
+#: constructor refuses launch sizes past them.
+KERNEL_MAX_THREADS = {
+    "bin_transform_kernel": 256, "extremes_kernel": 256,
+    "quantize_kernel": 256,  # REDUCE_BLOCK: the reductions' shared arrays are this wide
+    "histogram_kernel": 1024, "partition_count_kernel": 512,  # hist_ / part_threads
+    "partition_scatter_kernel": 512, "update_leaves_kernel": 512, "search_kernel": 128,
+    "predict_binned_kernel": 128, "predict_raw_kernel": 128,
+    "logistic_gradients_kernel": 128, "softmax_gradients_kernel": 128,
+    "squared_error_loss_kernel": 128, "logistic_loss_kernel": 128, "softmax_loss_kernel": 128,
+    "round_squared_error_kernel": 128, "round_logistic_kernel": 128,
+    "round_softmax_kernel": 128,
+}
+#: The histogram's tile of at most ``cuda_kernels.MAX_TILE_SLOTS`` slots, 4 bytes per
+#: ``tile_words`` word (checked when the kernels load); the others use static shared memory.
+KERNEL_MAX_DYNAMIC_SHARED = {"histogram_kernel": 49140}
 
 
 def _simulator_enabled() -> bool:
@@ -117,16 +145,27 @@ class GPUBackend:
         Synchronizing around every phase costs time: leave it off for end-to-end timings.
         (Set the attribute ``kernel_events = True`` for device time per kernel instead:
         ``kernel_times()``.)
-    hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks : launch sizes
-        (defaults for a real GPU; tiny ones under the simulator). ``part_threads`` must be a
-        power of two <= 1024; ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (a tile
-        holds at least the widest feature's slots).
+    cuda_graphs : bool, optional
+        Replay each level's launches as a CUDA graph (``_gpu_graphs``). Default False: this
+        path has not run on a GPU yet (under the simulator the recorded launches are replayed
+        instead); enable it to measure it.
+    hist_optin_shared : bool, optional
+        Let the histogram's feature tiles use the device's opt-in shared memory (227 KiB per
+        block on Hopper, the attribute of NVIDIA/numba-cuda#94) instead of 48 KiB: fewer, wider
+        tiles, so each row's gradients are read fewer times. Default False: which is faster
+        awaits a GPU run (``bench_gpu_vs_xgboost.py --hist-optin-shared``).
+    hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks, search_threads :
+        launch sizes (defaults for a real GPU; tiny ones under the simulator).
+        ``part_threads`` must be a power of two <= 512, ``search_threads`` one <= 128;
+        ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (more with ``hist_optin_shared``;
+        a tile holds at least the widest feature's slots).
     """
 
     name = "gpu"
 
     def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_slots=None,
-                 part_threads=None, min_rows_per_task=None, max_blocks=None):
+                 part_threads=None, min_rows_per_task=None, max_blocks=None,
+                 search_threads=None, cuda_graphs=False, hist_optin_shared=False):
         self.simulator = _simulator_enabled()
         if not self.simulator:
             check_gpu_stack()  # a broken numpy / numba-cuda pair: one clear error, here
@@ -136,6 +175,8 @@ class GPUBackend:
         self._cupy = xp is not np
         self.kernels = _load_kernels()
         assert (self.kernels.split.N_OUT, self.kernels.split.SPL_ROWS) == (N_OUT, SPL_ROWS)
+        assert 4 * self.kernels.tile_words(self.kernels.MAX_TILE_SLOTS) \
+            == KERNEL_MAX_DYNAMIC_SHARED["histogram_kernel"]
         from numba import cuda
 
         self._cuda = cuda
@@ -145,9 +186,21 @@ class GPUBackend:
             self._sm_count = 1
         small = not self._cupy  # simulator: one Python thread per CUDA thread
         self.hist_threads = hist_threads or (16 if small else 256)
-        # 2,048 slots (33 KB): the shared memory of the former 8 features of 256 bins
-        self.tile_slots = tile_slots or (40 if small else 2048)
+        # The histogram's dynamic shared memory limit: 48 KiB, or the device's opt-in one.
+        self.hist_optin = self._optin_limit() if hist_optin_shared else 0
+        self._max_tile_slots = self.kernels.MAX_TILE_SLOTS
+        while self.hist_optin and 4 * self.kernels.tile_words(self._max_tile_slots + 1) \
+                <= self.hist_optin:
+            self._max_tile_slots += 1
+        self._optin_kernels = {}  # kernel -> its specialization with the attribute set
+        # 2,048 slots (33 KB): the shared memory of the former 8 features of 256 bins; with
+        # the opt-in, the largest tile that fits
+        self.tile_slots = tile_slots or (40 if small else
+                                         self._max_tile_slots if self.hist_optin else 2048)
         self.part_threads = part_threads or (8 if small else 256)
+        # one block per (node, feature), a thread per bin of a chunk (``split._scan_block``);
+        # 32: a 256-bin feature in 8 chunks (to be tuned on a GPU: 64 and 128 also work)
+        self.search_threads = search_threads or (8 if small else 32)
         self.min_rows_per_task = min_rows_per_task or (16 if small else 2048)
         self.max_blocks = max_blocks or (2 if small else 32 * self._sm_count)
         self._check_geometry()
@@ -158,15 +211,56 @@ class GPUBackend:
         self._uploads = {}  # name -> (host copy, device array): re-upload only on change
         self._scratch = {}  # workspace, last prepared binned matrix, ...
         self._streams = {}  # cupy stream pointer -> numba external stream
+        # The kernels' views of arrays that every round or tree passes again (``_kept_view``):
+        # "caller" the fit's raw scores, targets and weights (a few, most recent last);
+        # "round" the round's gradients; "tree" the tree's fixed-point gradients.
+        self._kept = {"caller": {}, "round": {}, "tree": {}}
+        self.cuda_graphs = bool(cuda_graphs)
+        self.graphs = LevelGraphs(self) if self.cuda_graphs else None
+        self._recording = None  # a level's operations while they are recorded for a graph
 
     # --- plumbing -------------------------------------------------------------------------
     def _check_geometry(self):
         v = self.part_threads
-        if v < 1 or v > 1024 or v & (v - 1):
-            raise ValueError(f"part_threads must be a power of two <= 1024, got {v}")
-        if not 1 <= self.tile_slots <= self.kernels.MAX_TILE_SLOTS:
-            raise ValueError(f"tile_slots must be in [1, {self.kernels.MAX_TILE_SLOTS}], got "
+        top = KERNEL_MAX_THREADS["partition_count_kernel"]  # its plan's registers
+        if v < 1 or v > top or v & (v - 1):
+            raise ValueError(f"part_threads must be a power of two <= {top}, got {v}")
+        if not 1 <= self.hist_threads <= KERNEL_MAX_THREADS["histogram_kernel"]:
+            raise ValueError(f"hist_threads must be in [1, "
+                             f"{KERNEL_MAX_THREADS['histogram_kernel']}], got "
+                             f"{self.hist_threads}")
+        v = self.search_threads
+        if v < 1 or v > self.kernels.MAX_SEARCH_THREADS or v & (v - 1):
+            raise ValueError(f"search_threads must be a power of two <= "
+                             f"{self.kernels.MAX_SEARCH_THREADS}, got {v}")
+        if not 1 <= self.tile_slots <= self._max_tile_slots:
+            raise ValueError(f"tile_slots must be in [1, {self._max_tile_slots}], got "
                              f"{self.tile_slots}")
+
+    def _optin_limit(self):
+        """The device's opt-in dynamic shared memory per block (bytes); under the simulator
+        the largest of the GPUs gpufs targets (``launch_rules.MAX_OPTIN_SHARED``)."""
+        if not self._cupy:
+            return MAX_OPTIN_SHARED
+        dev = self._cuda.get_current_device()
+        return int(getattr(dev, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"))
+
+    def _opted_in(self, kernel, args):
+        """``kernel`` specialized for ``args`` with its dynamic shared memory limit raised to
+        ``hist_optin`` (cuKernelSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES on the compiled
+        function: numba-cuda has no public API for it, NVIDIA/numba-cuda#94). Once per kernel and fit's
+        argument types. Never run on a GPU so far."""
+        spec = self._optin_kernels.get(kernel)
+        if spec is None:
+            from numba.cuda.cudadrv.driver import binding, driver
+
+            spec = kernel.specialize(*args)
+            (overload,) = spec.overloads.values()
+            fn = overload._codelibrary.get_cufunc()
+            attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            driver.cuKernelSetAttribute(attr, int(self.hist_optin), fn.handle, fn.device.id)
+            self._optin_kernels[kernel] = spec
+        return spec
 
     def reset_timings(self):
         """Zero the per-phase timers, launch counters and the transfer counter."""
@@ -175,6 +269,7 @@ class GPUBackend:
         self.transfers = 0  # device -> host copies (``_to_host``)
         self.hist_bytes = 0  # bytes the histogram launches had to read (rows x (d + 20))
         self.wrapped = {}  # phase -> arrays wrapped at launch (not passed as a kept view)
+        self.views_made = 0  # kernels' views made of the backend's own new arrays (per round)
         self._events = []
         self._used_max = 0
 
@@ -249,11 +344,18 @@ class GPUBackend:
         grid, block = launch_geometry(grid, block)
         shared = int(shared)
         if self.simulator:
-            check_launch(getattr(kernel, "__name__", phase), grid, block, shared, optin_shared)
+            name = getattr(kernel, "__name__", phase)
+            check_launch(name, grid, block, shared, optin_shared,
+                         max_threads=KERNEL_MAX_THREADS.get(name, 1024))
         arrays = sum(isinstance(a, np.ndarray) or is_cupy_array(a) for a in args)
         if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
             self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays
         args = [self._arg(a) for a in args]
+        if optin_shared and self._cupy and shared > DEFAULT_DYNAMIC_SHARED:
+            kernel = self._opted_in(kernel, args)
+        if self._recording is not None:  # a level for a CUDA graph: run at the level's end
+            self._recording.append(("launch", kernel, grid, block, shared, tuple(args)))
+            return
         if self.kernel_events and self._cupy:
             start, end = self.xp.cuda.Event(), self.xp.cuda.Event()
             start.record()
@@ -262,6 +364,43 @@ class GPUBackend:
             self._events.append((getattr(kernel, "__name__", phase), start, end))
             return
         kernel[grid, block, self._stream(), shared](*args)
+
+    def _graph_capture(self, ops):
+        """A level's recorded operations as an executable graph (cuda.core); under the
+        simulator the list itself."""
+        if not self._cupy:
+            return ops
+        from cuda.core import Stream
+
+        builder = Stream.from_handle(self.xp.cuda.get_current_stream().ptr) \
+            .create_graph_builder()
+        builder.begin_building()
+        for op in ops:
+            self._issue(op, builder, int(builder.stream.handle))
+        builder.end_building()
+        return builder.complete()
+
+    def _graph_launch(self, graph):
+        if not self._cupy:
+            for op in graph:
+                self._issue(op, 0, 0)
+            return
+        from cuda.core import Stream
+
+        graph.launch(Stream.from_handle(self.xp.cuda.get_current_stream().ptr))
+
+    def _issue(self, op, stream, stream_ptr):
+        """Run one recorded operation on ``stream`` (a numba stream or a GraphBuilder;
+        ``stream_ptr`` its handle for cupy's memset)."""
+        if op[0] == "memset":
+            _, ptr, nbytes, h, n_slots = op
+            if self._cupy:
+                self.xp.cuda.runtime.memsetAsync(ptr, 0, nbytes, stream_ptr)
+            else:
+                h[:n_slots] = 0
+            return
+        _, kernel, grid, block, shared, args = op
+        kernel[grid, block, stream, shared](*args)
 
     def kernel_times(self):
         """Device milliseconds per kernel, summed over the launches since ``reset_timings``,
@@ -423,19 +562,32 @@ class GPUBackend:
             g = self._alloc((k, n), np.float64, "the gradients")
             h = self._alloc((k, n), np.float64, "the hessians")
             loss = self._alloc((n,), np.float64, "the per-row losses")
+            # views made once here: the round's extremes and quantize launches take g[c], h[c]
+            vg, vh, vl = self._keep_new("round", g, h, loss, *g, *h)[:3]
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("gradients", kernel, self._grid_1d(n, threads), threads, raw, y,
-                             g, h, loss)
+                self._launch("gradients", kernel, self._grid_1d(n, threads), threads,
+                             self._kept_view(raw), self._kept_view(y), vg, vh, vl)
             return g, h, loss
 
     def _weights_arg(self, w):
         if w is not None:
-            return w
+            return self._kept_view(w)
         empty = self._scratch.get("no_weights")
         if empty is None:
-            empty = self._scratch["no_weights"] = self._alloc((0,), np.float64, "no weights")
+            empty = self._scratch["no_weights"] = self._view(
+                self._alloc((0,), np.float64, "no weights"))
         return empty
+
+    def _block_results(self, name, blocks, width, dtype):
+        """(device array, its view) of ``blocks`` x ``width`` per-block results of a reducing
+        kernel, allocated once per size and reused (the host copies them out each call)."""
+        key = (name, blocks)
+        got = self._scratch.get(key)
+        if got is None:
+            a = self._alloc((blocks, width), dtype, f"the {name}")
+            got = self._scratch[key] = (a, self._view(a))
+        return got
 
     def gradient_extremes(self, g, h, w, unit_hessian, divisor):
         """(max |g w|, max |h w|, max |q|) as host floats (``quantize.prepare_gradients``):
@@ -443,10 +595,12 @@ class GPUBackend:
         with self._phase("gradients"):
             n = int(g.shape[0])
             blocks = self._reduce_grid(n)
-            out = self._alloc((blocks, 3), np.float64, "the gradient extremes")
+            out, v_out = self._block_results("gradient extremes", blocks, 3, np.float64)
+            vg = self._kept_view(g, "round")
             self._launch("gradients", self.kernels.extremes_kernel, blocks,
-                         self._reduce_threads, g, h if h is not None else g,
-                         self._weights_arg(w), bool(unit_hessian), bool(divisor), out)
+                         self._reduce_threads, vg,
+                         self._kept_view(h, "round") if h is not None else vg,
+                         self._weights_arg(w), bool(unit_hessian), bool(divisor), v_out)
         m = self._to_host(out).max(axis=0)
         return float(m[0]), float(m[1]), float(m[2])
 
@@ -458,14 +612,25 @@ class GPUBackend:
         with self._phase("gradients"):
             n = int(g.shape[0])
             blocks = self._reduce_grid(n)
-            gh = self._alloc((n, 2), np.int64, "the fixed-point gradients")
-            sums = self._alloc((blocks, 8), np.int64, "the fixed-point sums")
+            if self.cuda_graphs:  # one buffer per fit: the histogram's graphs replay
+                got = self._scratch.get(("gh", n))
+                if got is None:
+                    a = self._alloc((n, 2), np.int64, "the fixed-point gradients")
+                    got = self._scratch[("gh", n)] = (a, self._view(a))
+                gh, v_gh = got
+                self._kept["tree"] = {self._view_key(gh): v_gh}
+            else:
+                gh = self._alloc((n, 2), np.int64, "the fixed-point gradients")
+                (v_gh,) = self._keep_new("tree", gh)  # the tree's kernels take this view
+            sums, v_sums = self._block_results("fixed-point sums", blocks, 8, np.int64)
             e1, e2, lo = ([float(v) for v in a] for a in (e1s, e2s, low_scales))
+            vg = self._kept_view(g, "round")
             self._launch("gradients", self.kernels.quantize_kernel, blocks,
-                         self._reduce_threads, g, h if h is not None else g,
+                         self._reduce_threads, vg,
+                         self._kept_view(h, "round") if h is not None else vg,
                          self._weights_arg(w), bool(unit_hessian), float(g_scale),
                          float(h_scale), e1[0], e2[0], lo[0], e1[1], e2[1], lo[1], e1[2],
-                         e2[2], lo[2], bool(divisor), gh, sums)
+                         e2[2], lo[2], bool(divisor), v_gh, v_sums)
         return gh, self._to_host(sums).sum(axis=0)
 
     # --- the level step ---------------------------------------------------------------------
@@ -497,6 +662,35 @@ class GPUBackend:
 
         return FakeCUDAArray(a)
 
+    @staticmethod
+    def _view_key(a):
+        """What identifies an array's memory for a kept view: address, shape, strides, dtype."""
+        ptr = a.data.ptr if hasattr(a.data, "ptr") else a.__array_interface__["data"][0]
+        return ptr, a.shape, a.strides, a.dtype.str
+
+    def _kept_view(self, a, group="caller"):
+        """The kernels' view of ``a``, made the first time ``a``'s memory is passed and kept
+        in ``group`` (the view holds ``a``, so its address cannot be reused while kept):
+        a fit's raw scores, targets and weights are wrapped once per fit, not per launch.
+        "caller" keeps the 16 most recently passed; "round" and "tree" hold only the current round's
+        and tree's arrays (``_keep_new`` replaces them)."""
+        kept = self._kept[group]
+        key = self._view_key(a)
+        v = kept.pop(key, None)
+        if v is None:
+            if len(kept) >= (16 if group == "caller" else 64):
+                kept.pop(next(iter(kept)))  # the least recently passed: a previous fit's
+            v = self._view(a)
+            self.views_made += 1
+        kept[key] = v  # most recent last
+        return v
+
+    def _keep_new(self, group, *arrays):
+        """Views of the backend's new arrays, made once at their allocation: ``group``'s old
+        ones (a previous round's or tree's) are dropped first."""
+        self._kept[group] = {}
+        return [self._kept_view(a, group) for a in arrays]
+
     def _workspace(self, n, d, max_depth, layout):
         """The device arrays of a tree of this shape and histogram layout, allocated once and
         reused by every tree of the fit (each through the out-of-memory wrapper)."""
@@ -524,74 +718,57 @@ class GPUBackend:
         data = self.prepare_binned(data)
         n, d = data.shape
         ws = self._workspace(n, d, int(max_depth), tree_layout(layout, split, d))
-        st = _GPUTree(ws, data, gh, self._view(gh), int(root_g), int(root_h), n,
+        st = _GPUTree(ws, data, gh, self._kept_view(gh, "tree"), int(root_g), int(root_h), n,
                       np.ascontiguousarray(feats, dtype=np.int32))
         with self._phase("start_tree"):
-            ws.begin(st)
-            if n:
-                self._launch("start_tree", self.kernels.iota_kernel,
-                             self._grid_1d(n, 256 if self._cupy else 32),
-                             256 if self._cupy else 32, ws.v["rows0"])
+            ws.begin(st)  # the root's rows are every row in order: no launch (``ident``)
             if st.n_feats and n:
                 self.hist_bytes += n * (st.n_feats + 20)
                 ws.zero_hist(ws.hist_index, 1)
                 self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=ws.tasks_for(n),
-                                n_feats=st.n_feats, out=ws.hist_index)
+                                n_feats=st.n_feats, out=ws.hist_index, ident=True)
         return st
 
-    def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out):
+    def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out, ident=False):
         if n_build_tasks == 0 or n_feats == 0:
             return
         self._launch("histogram", self.kernels.histogram_kernel,
                      (n_build_tasks, ws.n_tiles), self.hist_threads, st.data.v_row, st.v_gh,
-                     ws.v["rows2"], cur, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
+                     ws.v["rows2"], cur, ident, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
                      ws.v["offset"], ws.v["tile_f"], ws.rows_per_task, ws.v[f"hist{out}"],
-                     shared=ws.tile_bytes)
+                     shared=ws.tile_bytes, optin_shared=self.hist_optin)
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
 
-        Kernels, all on device arrays: search (one thread per (node, feature); siblings'
-        histograms derived there by subtraction), decide (one block: the shared
-        ``gpufs._level`` rule), partition count / plan / scatter, and when ``build_next`` the
-        smaller children's histograms.
-        Grids are sized by upper bounds the host knows (its copy of the node counts); the
-        exact counts stay on the device. Then one device -> host copy brings the level's
+        Kernels, all on device arrays: search (one block per (node, feature); siblings'
+        histograms derived there by subtraction; its last block decides by the shared
+        ``gpufs._level`` rule), partition count (its last block plans) and scatter, and when
+        ``build_next`` the smaller children's histograms.
+        Grids are sized by upper bounds the host knows (its copy of the node counts; with
+        ``cuda_graphs``, the tree shape's, and the launches run as one graph); the exact
+        counts stay on the device. Then one device -> host copy brings the level's
         decisions, left counts and children's sums. Returns a ``LevelResult``.
         """
         ws = st.ws
         k = st.n_active
         d = st.d
         with self._phase("level"):
-            pen, alw, usd = ws.set_params(penalty, allowed, used)
+            scal, pen, alw, usd = ws.set_params(penalty, allowed, used, split, int(budget))
             cat_slot, n_cat = split.categorical()
             v_slot, v_order = ws.categorical(cat_slot, n_cat)
-            threads = 128 if self._cupy else 16
             cur, a = st.level & 1, st.level & 1
             hist = ws.hist_index ^ cur
-            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
-                         threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
-                         st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
-                         st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen,
-                         alw, usd,
-                         float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
-                         float(split.gain_divisor), float(split.min_child_weight), v_slot,
-                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
-            self._launch("decide", self.kernels.decide_kernel, 1, self._block_for(k),
-                         ws.v["pf_f"], ws.v["pf_i"], ws.v["feats2"], ws.v["fmask2"], st.fcur,
-                         ws.v["nodes"],
-                         ws.v[f"active{a}"], ws.v[f"active{1 - a}"], k, alw, usd,
-                         ws.v["admitted_now"], int(budget), float(split.min_split_gain),
-                         ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
-                         ws.v["ctrl"], ws.v["out_i"], ws.v["out_f"], v_slot, v_order)
-            counts = st.node_count[st.active]
-            n_tasks = int(ws.tasks_for(counts).sum())  # >= the splits' tasks
-            self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k, n_split_max=k)
-            if build_next:
-                n_build = int(ws.tasks_for(counts // 2).sum())  # >= the smaller children's
-                ws.zero_hist(hist ^ 1, 2 * k)
-                self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1, n_build_tasks=n_build,
-                                n_feats=st.n_feats, out=hist ^ 1)
+            graph = self.graphs is not None
+            if graph:
+                self._recording = []
+            try:
+                self._level_launches(st, ws, k, d, hist, cur, a, scal, pen, alw, usd, v_slot,
+                                     v_order, split, build_next, graph)
+            finally:
+                ops, self._recording = self._recording, None
+            if graph:
+                self.graphs.run(ops)
         out = self._to_host(ws.out[: ws.field_base + N_OUT * k])  # the level's one copy
         res = st.apply_level(out, n_cat > 0)
         if build_next and st.n_active:
@@ -599,28 +776,43 @@ class GPUBackend:
             self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
         return res
 
-    def _partition(self, ws, cur, n_tasks, lc_base, n_split_max):
+    def _level_launches(self, st, ws, k, d, hist, cur, a, scal, pen, alw, usd, v_slot,
+                        v_order, split, build_next, graph):
+        """The level's launches (``level_step``), in order; recorded when ``graph``."""
+        threads = self.search_threads
+        # search, then (its last block) the level's decisions: one launch
+        self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, 1),
+                     threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
+                     st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
+                     st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen,
+                     alw, usd, scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"],
+                     True, ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
+                     ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
+                     ws.v["out_i"], ws.v["out_f"])
+        counts = st.node_count[st.active]
+        # grids: bounds from this tree's counts, or for a graph the tree shape's (the
+        # same every tree, so the level replays)
+        n_tasks = ws.max_tasks if graph else int(ws.tasks_for(counts).sum())
+        self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k,
+                        ident=st.level == 0)
+        if build_next:
+            n_build = ws.max_tasks if graph else int(ws.tasks_for(counts // 2).sum())
+            ws.zero_hist(hist ^ 1, 2 * k)
+            self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1,
+                            n_build_tasks=n_build, n_feats=st.n_feats, out=hist ^ 1)
+
+    def _partition(self, ws, cur, n_tasks, lc_base, ident=False):
         if n_tasks == 0:
             return
         pt = self.part_threads
+        # count, then (its last block) the plan: one launch; then the scatter
         self._launch("partition", self.kernels.partition_count_kernel, n_tasks, pt,
-                     ws.v["Xcols"], ws.v["rows2"], cur, ws.v["spl"], ws.v["ctrl"],
-                     ws.rows_per_task, ws.v["chunk_left"])
-        self._launch("partition", self.kernels.partition_plan_kernel, 1,
-                     self._block_for(max(n_tasks, n_split_max)), ws.v["spl"], ws.v["ctrl"],
+                     ws.v["Xcols"], ws.v["rows2"], cur, ident, ws.v["spl"], ws.v["ctrl"],
                      ws.rows_per_task, ws.v["chunk_left"], ws.v["chunk_off"], ws.v["nodes"],
                      ws.v["bld"], ws.v["out_i"], lc_base)
         self._launch("partition", self.kernels.partition_scatter_kernel, n_tasks, pt,
-                     ws.v["Xcols"], ws.v["rows2"], cur, ws.v["spl"], ws.v["ctrl"],
+                     ws.v["Xcols"], ws.v["rows2"], cur, ident, ws.v["spl"], ws.v["ctrl"],
                      ws.rows_per_task, ws.v["chunk_off"], ws.v["nodes"])
-
-    def _block_for(self, items):
-        """Threads of a one-block kernel: a power of two, enough for ``items`` if possible."""
-        cap = 1024 if self._cupy else 16
-        b = 32 if self._cupy else 4
-        while b < items and b < cap:
-            b *= 2
-        return b
 
     def node_sums(self, st):
         """Host (node_g, node_h, node_count) of the tree (n_nodes,) int64 each: assembled
@@ -636,14 +828,15 @@ class GPUBackend:
             ws = st.ws
             li, lf = ws.set_leaves(leaves, np.asarray(leaf_values, np.float64))
             self._update_leaves(raw_column, ws.v["rows2"], ws.v["nodes"], li, lf,
-                                leaves.shape[0], st.n)
+                                leaves.shape[0], st.n, ident=True)
 
-    def _update_leaves(self, raw_column, rows2, nodes, leaf_nodes, leaf_values, n_leaves, n):
+    def _update_leaves(self, raw_column, rows2, nodes, leaf_nodes, leaf_values, n_leaves, n,
+                       ident=False):
         parts = max(1, -(-n // (n_leaves * self.min_rows_per_task)))
         parts = min(parts, 65535)
         self._launch("update_raw", self.kernels.update_leaves_kernel, (n_leaves, parts),
-                     self.part_threads, self._view(raw_column), rows2, nodes, leaf_nodes,
-                     leaf_values)
+                     self.part_threads, self._kept_view(raw_column), rows2, ident, nodes,
+                     leaf_nodes, leaf_values)
 
     # --- the kernels one at a time (tests; the level step runs the same kernels) -----------
     def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
@@ -698,19 +891,20 @@ class GPUBackend:
         ws.upload_itab(itab)
         ws.feats2[0] = xp.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
-        pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_))
+        scal, pen, alw, usd = ws.set_params(penalty, allowed, np.zeros(d, np.bool_), split)
         cat_slot, n_cat = split.categorical()
         v_slot, v_order = ws.categorical(cat_slot, n_cat)
-        threads = 128 if self._cupy else 16
+        threads = self.search_threads
         if k and d:
             hist_v = self._view(hist)
-            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, threads),
+            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, 1),
                          threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
                          ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"], ws.v["offset"],
                          self._view(xp.asarray(split.n_bins, np.int32)), pen, alw, usd,
-                         float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
-                         float(split.gain_divisor), float(split.min_child_weight), v_slot,
-                         int(split.max_cat_to_onehot), v_order, ws.v["pf_f"], ws.v["pf_i"])
+                         scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"], False,
+                         ws.v["fmask2"], ws.v["active1"], ws.v["admitted_now"],
+                         ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
+                         ws.v["out_i"], ws.v["out_f"])
         pf_f = self._to_host(ws.pf_f)
         pf_i = self._to_host(ws.pf_i)
         order = self._to_host(ws.cat_order) if n_cat else None
@@ -749,7 +943,7 @@ class GPUBackend:
         ws.rows2[0] = xp.asarray(rows)
         data = self.prepare_binned(xp.asarray(Xb))
         ws.v["Xcols"] = data.v_col
-        self._partition(ws, 0, int(tasks.sum()), lc_base=0, n_split_max=m)
+        self._partition(ws, 0, int(tasks.sum()), lc_base=0)
         lc = self._to_host(ws.out[:m])
         moved = self._to_host(ws.rows2[1])
         host_rows = to_host(rows).copy()
@@ -758,20 +952,6 @@ class GPUBackend:
             host_rows[a:a + c] = moved[a:a + c]
         rows[...] = xp.asarray(host_rows)
         return lc.astype(np.int64)
-
-    def update_leaves(self, raw_column, rows, node_start, node_count, leaf_nodes, leaf_values):
-        """raw_column[rows of leaf l] += leaf_values[l], leaf l's rows being its segment of
-        ``rows`` (the update the level step's trees use, with one row buffer)."""
-        xp = self.xp
-        leaves = np.asarray(leaf_nodes, np.int64)
-        n = int(rows.shape[0])
-        rows2 = xp.stack([xp.asarray(rows), xp.asarray(rows)])
-        nodes = np.zeros((4, len(node_start)), np.int64)
-        nodes[0], nodes[1] = node_start, node_count
-        self._update_leaves(raw_column, self._view(rows2), self._view(xp.asarray(nodes)),
-                            self._view(xp.asarray(leaves)),
-                            self._view(xp.asarray(np.asarray(leaf_values, np.float64))),
-                            leaves.shape[0], n)
 
     def group_test_steps(self):
         """GT-GBM's group-test steps on this device (``group_testing.DeviceSteps``: a step's
@@ -860,6 +1040,12 @@ class DeviceBinnedMatrix:
         return self.by_row.shape
 
 
+#: The split search's scalars, in the order of ``split.search_kernel``'s ``scal`` (float64;
+#: max_cat_to_onehot and the level's feature budget are small integers, exact as floats).
+_SCALARS = ("g_scale", "h_scale", "reg_lambda", "gain_divisor", "min_child_weight",
+            "min_split_gain", "max_cat_to_onehot", "budget")
+_P0 = 8 * len(_SCALARS)  # bytes of the scalars at the start of the workspace's params
+
 #: Sections of the workspace's int64 table, in order: name -> shape as a function of
 #: (S = node slots of the widest level, n_nodes).
 _ITAB = (("ctrl", lambda S, N: (8,)), ("spl", lambda S, N: (SPL_ROWS, S)),
@@ -891,6 +1077,7 @@ class _Workspace:
         self.n_nodes = int(max(n_nodes or 2 ** (max_depth + 1) - 1, S))
         self.rows_per_task = be._rows_per_task(n)
         T = n // self.rows_per_task + S + 2  # >= the tasks of any level
+        self.max_tasks = T
         dd = max(d, 1)
         self._itab_shapes = [(name, shape(S, self.n_nodes)) for name, shape in _ITAB]
         size = sum(int(np.prod(s)) for _, s in self._itab_shapes)
@@ -914,7 +1101,8 @@ class _Workspace:
         self.fmask2 = alloc((2, dd), np.uint8, "the feature lists")
         chunk = alloc((2, T + 1), np.int64, "the partition's task counts")
         self.out = alloc((3 + dd + N_OUT * S,), np.int64, "the level's results")
-        self.params = alloc((10 * dd,), np.uint8, "the penalty vector and feature masks")
+        # the search's scalars (``_SCALARS``), the penalty vector and the feature masks
+        self.params = alloc((_P0 + 10 * dd,), np.uint8, "the penalty vector and feature masks")
         self.leaves = alloc((2 * self.n_nodes,), np.int64, "the leaf values")
         views = {}
         off = 0
@@ -922,14 +1110,15 @@ class _Workspace:
             size = int(np.prod(shape))
             views[name] = self.itab[off: off + size].reshape(shape)
             off += size
-        views.update(rows2=self.rows2, rows0=self.rows2[0], pf_f=self.pf_f, pf_i=self.pf_i,
+        views.update(rows2=self.rows2, pf_f=self.pf_f, pf_i=self.pf_i,
                      dec_f=self.dec_f, dec_i=self.dec_i, admitted_now=self.admitted_now,
                      feats2=self.feats2, fmask2=self.fmask2, offset=lay[: d + 1],
                      tile_f=lay[d + 1:], chunk_left=chunk[0], chunk_off=chunk[1],
                      out_i=self.out, out_f=self.out.view(np.float64),
-                     pen=self.params[: 8 * dd].view(np.float64),
-                     alw=self.params[8 * dd: 9 * dd].view(np.bool_),
-                     usd=self.params[9 * dd:].view(np.bool_),
+                     scal=self.params[:_P0].view(np.float64),
+                     pen=self.params[_P0: _P0 + 8 * dd].view(np.float64),
+                     alw=self.params[_P0 + 8 * dd: _P0 + 9 * dd].view(np.bool_),
+                     usd=self.params[_P0 + 9 * dd:].view(np.bool_),
                      leaf_i=self.leaves[: self.n_nodes],
                      leaf_f=self.leaves[self.n_nodes:].view(np.float64))
         for i, h in enumerate(self.hist):
@@ -941,6 +1130,7 @@ class _Workspace:
         self._params_host = None
         self._feats_host = None
         self._kept = {}
+        self._cat_slot = None  # (host copy, the kernels' view) of the categorical slots
         self.cat_order = None  # (S, n_categorical, 256) uint8, allocated on first need
 
     def categorical(self, cat_slot, n_cat):
@@ -951,7 +1141,11 @@ class _Workspace:
             self.cat_order = self.be._alloc((self.S, width, N_HIST_BINS), np.uint8,
                                              "the categorical split search's scratch")
             self.v["cat_order"] = self.be._view(self.cat_order)
-        return self.view_of(cat_slot), self.v["cat_order"]
+        # by content: without categorical features every level passes a new all -1 array
+        host = np.asarray(to_host(cat_slot), np.int32)
+        if self._cat_slot is None or not np.array_equal(self._cat_slot[0], host):
+            self._cat_slot = (host.copy(), self.be._view(self.be.xp.asarray(host)))
+        return self._cat_slot[1], self.v["cat_order"]
 
     def view_of(self, a):
         """The kernels' view of a caller's array that every level passes (the bin counts),
@@ -1015,26 +1209,35 @@ class _Workspace:
         kernel): the histogram kernel adds into them."""
         h = self.hist[index]
         n_slots = min(n_slots, h.shape[0])
-        if self.be._cupy:
+        if self.be._recording is not None:  # in order with the level's recorded launches
+            ptr = h.data.ptr if self.be._cupy else h.ctypes.data
+            self.be._recording.append(("memset", ptr, n_slots * h.strides[0], h, n_slots))
+        elif self.be._cupy:
             nbytes = n_slots * h.strides[0]
             self.be.xp.cuda.runtime.memsetAsync(h.data.ptr, 0, nbytes,
                                                 self.be.xp.cuda.get_current_stream().ptr)
         else:
             h[:n_slots] = 0
 
-    def set_params(self, penalty, allowed, used):
-        """Upload the level's penalty vector and masks (one copy, only when they changed);
-        returns the kernels' views (penalty float64, allowed bool, used bool)."""
+    def set_params(self, penalty, allowed, used, split=None, budget=-1):
+        """Upload the level's scalars (``_SCALARS`` from ``split`` and ``budget``), penalty
+        vector and masks (one copy, only when they changed); returns the kernels' views
+        (scalars float64, penalty float64, allowed bool, used bool). Scalars in device memory,
+        not launch arguments: a level's launches are then the same from tree to tree (what a
+        CUDA graph replays)."""
         d = self.d
         host = np.zeros(self.params.shape[0], np.uint8)
         dd = max(d, 1)
-        host[: 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
-        host[8 * dd: 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
-        host[9 * dd: 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
+        if split is not None:
+            host[:_P0] = np.array([float(getattr(split, a)) for a in _SCALARS[:-1]]
+                                  + [float(budget)], np.float64).view(np.uint8)
+        host[_P0: _P0 + 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
+        host[_P0 + 8 * dd: _P0 + 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
+        host[_P0 + 9 * dd: _P0 + 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
         if self._params_host is None or not np.array_equal(self._params_host, host):
             self._set(self.params, host)
             self._params_host = host
-        return self.v["pen"], self.v["alw"], self.v["usd"]
+        return self.v["scal"], self.v["pen"], self.v["alw"], self.v["usd"]
 
     def set_leaves(self, leaves, values):
         m = leaves.shape[0]
@@ -1071,7 +1274,7 @@ class _GPUTree:
         return int(self.active.shape[0])
 
     def apply_level(self, out, categorical=False):
-        """Read the level's copy (``split.decide_kernel``'s layout), update the host's node
+        """Read the level's copy (``split._decide``'s layout), update the host's node
         table and active nodes, and return the ``LevelResult``."""
         k, d = self.n_active, self.d
         n_adm, n_next = int(out[0]), int(out[2])
@@ -1108,9 +1311,10 @@ class _GPUTree:
         """The rows in their final order, each leaf's a contiguous segment (a host copy, for
         tests: the trees themselves read each leaf from its buffer)."""
         both = to_host(self.ws.rows2)
-        out = both[0].copy()
+        out = np.arange(both.shape[1], dtype=both.dtype)  # the root's rows (no buffer)
         for node in np.concatenate(self.leaves + [self.active]):
             depth = int(node + 1).bit_length() - 1
             a, c = self.node_start[node], self.node_count[node]
-            out[a:a + c] = both[depth & 1, a:a + c]
+            if depth:
+                out[a:a + c] = both[depth & 1, a:a + c]
         return out

@@ -83,7 +83,7 @@ def _check_dims(what, value, limits):
     return dims
 
 
-def check_launch(name, grid, block, shared=0, optin_shared=0):
+def check_launch(name, grid, block, shared=0, optin_shared=0, max_threads=MAX_THREADS_PER_BLOCK):
     """Raise ``LaunchError`` when a GPU would refuse launching ``name`` this way.
 
     Parameters
@@ -96,6 +96,9 @@ def check_launch(name, grid, block, shared=0, optin_shared=0):
         Bytes of dynamic shared memory.
     optin_shared : int
         The kernel's opted-in dynamic shared memory limit in bytes (0: not opted in, 48 KiB).
+    max_threads : int
+        The kernel's declared largest block (``gpu.KERNEL_MAX_THREADS``): the block its
+        registers were checked for (a larger one may need more than a GPU's 65,536).
     """
     try:
         _check_dims("grid", grid, MAX_GRID)
@@ -106,6 +109,9 @@ def check_launch(name, grid, block, shared=0, optin_shared=0):
         if threads > MAX_THREADS_PER_BLOCK:
             raise LaunchError(f"block {block!r} has {threads} threads, more than "
                               f"{MAX_THREADS_PER_BLOCK}")
+        if threads > max_threads:
+            raise LaunchError(f"block {block!r} has {threads} threads, more than the "
+                              f"{max_threads} its registers were checked for")
         if type(shared) is not int or shared < 0:
             raise LaunchError(f"dynamic shared memory must be a non-negative int (got "
                               f"{shared!r})")
