@@ -24,8 +24,9 @@ against :class:`ClusterBackend`, which implements the backend methods they call:
 
 Per level one sum of the left children's histograms (splits x the features' histogram slots
 x 16 bytes, ``gpufs._hist_layout``: a feature's value bins and its missing bin, whatever the
-number of shards) travels to the driver, and the plan (to every shard) travels back. The node gain bounds of the CPU level
-step (which let a node skip the paying features' histograms) are not kept on a cluster: a
+number of shards) travels to the driver, and the plan (to every shard) travels back. The
+node gain bounds of the CPU level step (which let a node skip the paying features'
+histograms) are not kept on a cluster: a
 node's bound is a sum over all its rows, and every shard must build the same features for the
 histograms to add up; no decision depends on the bounds, so the trees are the same. Everything
 else the grower needs (objective kernels on host arrays, for a forest) is the local CPU

@@ -8,7 +8,8 @@ partitions from their graph; a new shard replays the :class:`~gpufs.dask._journa
 then the interrupted call is sent to it), summing the shards' histograms among the workers
 (:meth:`ShardGroup.reduce`, the tree of ``_reduce``: the driver receives one sum), turning
 what cannot be recovered (a timeout, a shard that raised, partitions that cannot be
-recomputed) into a :class:`ClusterError` that says what happened and where, and counting the array bytes that travel each way.
+recomputed) into a :class:`ClusterError` that says what happened and where, and counting the
+array bytes that travel each way.
 
 Every wait has a timeout: nothing here can hang on a dead or stuck worker.
 """
@@ -355,12 +356,15 @@ class ShardGroup:
                                        f"{self._where()}: {type(exc).__name__}: {exc}") from exc
             elif t.done() and not t.cancelled():
                 got[i] = t.result()
-        slow = [addresses[i] for i in tasks if i not in got and i not in lost and i not in asked]
+        slow = [addresses[i] for i in tasks if i not in (got.keys() | lost.keys() | asked)]
         if slow and not gone - tasks.keys():
+            # a reduction waits on every worker: any of them may be the stuck one
+            stuck = list(addresses.values()) if watch else slow
             raise ClusterError(
                 f"gpufs.dask: timed out after {time.perf_counter() - t0:.1f} s (timeout="
-                f"{timeout:g}){self._where()}: no answer from worker(s) {slow[:4]}. Raise "
-                "the estimator's timeout for slower steps, or check the workers.")
+                f"{timeout:g}){self._where()}: no answer from worker(s) {stuck[:4]}"
+                f"{' (summing histograms among them)' if watch else ''}. Raise the "
+                "estimator's timeout for slower steps, or check the workers.")
         return got, lost
 
     def _rebuilt_holders(self, futs, old, parts, exc):
