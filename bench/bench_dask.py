@@ -6,9 +6,12 @@ histogram bins, squared error, float32 features generated on the workers
 single-process fit. Per worker count: time per tree of the boosting phase (the fit's ``boost``
 time over the trees; loading and binning reported apart), the bytes that pass through the
 driver per tree (``driver_bytes_per_tree``: the arrays the shards' calls sent to the workers
-plus those they returned, measured on every call of the boosting phase, both directions
-apart too), the bytes the level-step formula predicts (per level: workers x split nodes x
-histogram slots x 16; the root level sends one histogram per worker), the ratio to the
+plus those they and the reductions returned, measured on every call of the boosting phase,
+both directions apart too), the bytes the workers sent each other summing the histograms
+(``bytes_between_workers_per_tree``), the bytes the level-step formula predicts (the driver
+receives per level one sum: split nodes x histogram slots x 16, and the root's histogram; the
+workers send each other workers - 1 times that), the driver's round trips per tree (calls and
+reductions) and the reduction tree's depth, the ratio to the
 single-process estimator's time per tree measured in the same run, and ``xgboost.dask.train``
 (``tree_method="hist"``) on the same cluster and the same persisted data: its time per tree
 (training only, after its ``DaskQuantileDMatrix`` is built; its histograms are reduced among
@@ -66,16 +69,18 @@ def make_data(client, n, d, n_parts, seed=0):
 
 
 def predicted_bytes(est, n_workers, n_slots):
-    """The level-step formula: per tree, one root histogram per worker, then per level the
-    left child of every split that has a next level: workers x splits x slots x 16 (slots:
-    those of one node's histogram, every feature's value bins and its missing bin, what the
-    shards send; ``gpufs._hist_layout``)."""
+    """The level-step formula, one sum of the workers' histograms: per tree, the root's
+    histogram, then per level the left child of every split that has a next level: splits x
+    slots x 16 (slots: those of one node's histogram, every feature's value bins and its
+    missing bin, what the shards send; ``gpufs._hist_layout``). The driver receives it once;
+    the workers send each other ``n_workers - 1`` times it (each shard but the root sends one
+    sum, ``gpufs.dask._reduce``)."""
     s = est.ensemble_.stacked()
     D = est.ensemble_.max_depth
     total = 0
     for feat in s["feature"]:
         splits_with_next = int((feat[: 2 ** (D - 1) - 1] >= 0).sum())  # depths 0..D-2
-        total += n_workers * (1 + splits_with_next) * n_slots * 16
+        total += (1 + splits_with_next) * n_slots * 16
     return total
 
 
@@ -95,6 +100,7 @@ def run(args):
 
     from gpufs import GBFSRegressor
     from gpufs.dask import DaskGBFSRegressor
+    from gpufs.dask._reduce import depth
 
     cores = os.cpu_count() or 1
     out = Path(args.out) if args.out else RESULTS / f"dask_cpu{cores}.jsonl"
@@ -154,9 +160,17 @@ def run(args):
                                              + c["boost_bytes_to_workers"]) / args.trees,
                    "bytes_from_workers_per_tree": c["boost_bytes_from_workers"] / args.trees,
                    "bytes_to_workers_per_tree": c["boost_bytes_to_workers"] / args.trees,
+                   "bytes_between_workers_per_tree": (c["boost_bytes_between_workers"]
+                                                      / args.trees),
                    "calls_per_tree": c["boost_calls"] / args.trees,
+                   "reductions_per_tree": c["boost_reductions"] / args.trees,
+                   "reduce_s_per_tree": c["boost_reduce_seconds"] / args.trees,
+                   "reduction_depth": depth(n_used),
                    "formula_bytes_per_tree": predicted_bytes(est, n_used,
                                                              c["histogram_slots"]) / args.trees,
+                   "formula_bytes_between_workers_per_tree": (
+                       (n_used - 1) * predicted_bytes(est, n_used, c["histogram_slots"])
+                       / args.trees),
                    "histogram_slots_sent": c["histogram_slots"],
                    "binning_sample_bytes": c["binning_sample_bytes"]}
             if not args.no_xgboost:

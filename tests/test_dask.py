@@ -38,6 +38,7 @@ from gpufs.dask import (ClusterError, DaskControlBurnClassifier, DaskControlBurn
                         DaskGBFSClassifier, DaskGBFSRegressor)
 from gpufs.dask._exact import fsum_from_parts, fsum_part, merge_stats, sum_from_words, sum_stats
 from gpufs.dask._group import ShardGroup
+from gpufs.dask._reduce import children, depth
 from gpufs.dask._rows import ShardRows
 from gpufs.quantize import exact_sum, exact_sum_words
 
@@ -213,6 +214,7 @@ def test_gbfs_same_trees_on_one_and_four_workers():
     X, y, rng = _data(n=900, seed=15)
     kw = dict(n_estimators=6, max_depth=3, n_features_to_select=2, random_state=6)
     ref = GBFSRegressor(**kw).fit(X, y)
+    seen = {}
     for n_workers in (1, 4):
         with _cluster(n_workers) as cluster, Client(cluster, set_as_default=False) as c:
             est = DaskGBFSRegressor(client=c, **kw).fit(
@@ -221,6 +223,30 @@ def test_gbfs_same_trees_on_one_and_four_workers():
             assert len(est.cluster_["workers"]) == n_workers
         _assert_same_model(ref, est)
         assert _probes(ref) == _probes(est)
+        seen[n_workers] = est.cluster_
+    # The histograms are summed among the workers: the driver receives one sum per level
+    # whatever the number of workers (plus a few per-worker counts and sums), and the workers
+    # send each other the rest.
+    one, four = seen[1], seen[4]
+    assert one["bytes_between_workers"] == 0 and one["boost_reductions"] == 0
+    assert four["boost_bytes_between_workers"] > 2 * four["boost_bytes_from_workers"]
+    assert four["boost_bytes_from_workers"] <= 1.1 * one["boost_bytes_from_workers"]
+    assert four["boost_reductions"] > 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 13, 16, 100])
+def test_reduction_tree_sums_every_shard_once(n):
+    # every shard but the root has one parent; the farthest leaf is ceil(log2 n) hops away
+    parent = {}
+    for i in range(n):
+        for j in children(i, n):
+            assert j > i and j not in parent
+            parent[j] = i
+    assert sorted(parent) == list(range(1, n))
+    hops = [0] * n
+    for j in range(1, n):
+        hops[j] = hops[parent[j]] + 1
+    assert max(hops) == depth(n) <= math.ceil(math.log2(n))
 
 
 # --------------------------------------------------------------------------------------------
@@ -767,6 +793,39 @@ def test_worker_killed_during_group_tests_with_a_validation_split(client4, monke
     assert any("group tests" in r["phase"] for r in est.cluster_["recoveries"])
     for a, b in zip(ref.group_test_candidates_, est.group_test_candidates_):
         assert np.array_equal(a, b)
+    _assert_same_model(ref, est)
+
+
+def test_worker_killed_mid_reduction_is_rebuilt(client4, monkeypatch):
+    # The histograms are summed in a tree of the workers (0 <- 1, 2; 2 <- 3). A worker killed
+    # as the driver asks for a level's sum (first the last shard's, a leaf whose parent finds
+    # it gone, then the root's) is rebuilt from its journal, the sum is asked again, and the
+    # fit finishes with the single process's model.
+    _ready(client4)
+    X, y, _ = _data(n=800, seed=31)
+    kw = dict(n_estimators=5, max_depth=3, random_state=2)
+    ref = GBFSRegressor(**kw).fit(X, y)
+    pids = client4.run(os.getpid)
+    state = {"n": 0, "victims": []}
+    original = ShardGroup.reduce
+
+    def reduce(self, tag):
+        state["n"] += 1
+        if state["n"] in (4, 11):  # 3 reductions a tree (the root, levels 1 and 2)
+            victim = self.addresses[-1 if not state["victims"] else 0]
+            assert victim in pids and victim not in state["victims"]
+            state["victims"].append(victim)
+            os.kill(pids[victim], signal.SIGKILL)
+        return original(self, tag)
+
+    monkeypatch.setattr(ShardGroup, "reduce", reduce)
+    est = DaskGBFSRegressor(client=client4, timeout=120, **kw).fit(
+        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100))
+    monkeypatch.undo()
+    assert len(state["victims"]) == 2
+    rec = est.cluster_["recoveries"]
+    assert {r["lost"] for r in rec} == set(state["victims"])
+    assert est.cluster_["bytes_between_workers"] > 0
     _assert_same_model(ref, est)
 
 

@@ -77,6 +77,10 @@ def _same_state(a, b, where):
         x = getattr(getattr(a, "gt", None), name, None)
         y = getattr(getattr(b, "gt", None), name, None)
         assert (x is None) == (y is None) and (x is None or np.array_equal(x, y)), (where, name)
+    # the histograms kept for the reduction among the workers, under the same call's tag
+    assert (a.kept is None) == (b.kept is None), where
+    if a.kept is not None:
+        assert a.kept[0] == b.kept[0] and np.array_equal(a.kept[1], b.kept[1]), (where, "kept")
     if hasattr(a, "gt_first"):
         assert np.array_equal(a.gt_first.sums, b.gt_first.sums), where
         assert np.array_equal(a.gt_first.bins, b.gt_first.bins), where
@@ -87,11 +91,14 @@ class LocalGroup(ShardGroup):
     replay the journal and are compared with the live ones."""
 
     checks = 0
+    reductions = 0
 
     def __init__(self, client, loaded, timeout, n_jobs=None, what="X"):
         self.client, self.timeout, self.what, self.loaded, self.n_jobs = (
             None, float(timeout), what, loaded, n_jobs)
         self.bytes_sent = self.bytes_received = self.bytes_replayed = self.calls = 0
+        self.bytes_between_workers = self.reductions = 0
+        self.reduce_seconds = 0.0
         self.phase, self.journal, self.recoveries, self._pending = "starting", Journal(), [], []
         self.parts = [[0, 1], [2]]
         self.addresses = ["local-0", "local-1"]
@@ -116,6 +123,12 @@ class LocalGroup(ShardGroup):
     def _round(self, idx, send):
         return {i: send(i) for i in idx}, {}
 
+    def reduce(self, tag):
+        # the workers' tree, in this process: the kept payloads of the call, summed
+        assert all(a.kept is not None and a.kept[0] == tag for a in self.actors)
+        LocalGroup.reductions += 1
+        return self.actors[0].kept[1] + self.actors[1].kept[1]
+
     def close(self):
         self.actors = []
 
@@ -138,9 +151,9 @@ def test_replayed_journal_holds_the_live_state_at_every_call(monkeypatch):
     monkeypatch.setattr(_gbfs, "load", _local_load)
     monkeypatch.setattr(_gbfs, "ShardGroup", LocalGroup)
     monkeypatch.setattr(_gbfs, "default_client", lambda c: None)
-    LocalGroup.checks = 0
+    LocalGroup.checks = LocalGroup.reductions = 0
     est = DaskGBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
-    assert LocalGroup.checks > 200
+    assert LocalGroup.checks > 200 and LocalGroup.reductions > 50
     assert len(ref.mu_search_) > 1 and est.mu_search_ == [
         dict(p, seconds=q["seconds"]) for p, q in zip(ref.mu_search_, est.mu_search_)]
     sa, sb = ref.ensemble_.stacked(), est.ensemble_.stacked()

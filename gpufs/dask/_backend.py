@@ -7,24 +7,26 @@ against :class:`ClusterBackend`, which implements the backend methods they call:
 
 * ``gradient_extremes`` / ``quantize_gradients``: each shard's maxima and int64 sums; the
   driver takes the max of the maxima and the sum of the sums (both exact);
-* ``start_tree``: each shard's root histogram of its rows, summed (int64: exact, any order);
+* ``start_tree``: each shard's root histogram of its rows, summed among the workers
+  (``ShardGroup.call_reduced``: int64, exact in any order; the driver receives the sum);
 * ``level_step``: the decisions are made once, here, by ``CPUBackend.decide_level`` (the
   shared ``_gain`` and ``_categorical`` scans and the ``_level`` rule) on the summed
   histograms; the plan (a few numbers per split, category bitsets included) goes to every
-  shard, which partitions its rows and returns its rows-left counts and its left children's
-  histograms (``CPUBackend.advance_level``); the driver sums those and derives each right
-  child as parent - left (exact), as the single process derives the sibling of the child it
-  built;
+  shard, which partitions its rows, returns its rows-left counts and keeps its left
+  children's histograms (``CPUBackend.advance_level``); the workers sum those, the driver
+  receives the sum and derives each right child as parent - left (exact), as the single
+  process derives the sibling of the child it built;
 * ``node_sums``: the driver's node sums and counts (counts summed over the shards);
 * ``update_raw``: each shard adds the leaf values to its rows' raw scores. The journal
   (``_journal``) keeps, instead of this call, the tree's splits (:func:`replay_plan`, a few
   numbers per split) and leaf values: a rebuilt shard partitions its rows by them again and
   adds the same values, so the live tree states need not be kept.
 
-Per level only histograms of the left children (shards x splits x the features' histogram
-slots x 16 bytes, ``gpufs._hist_layout``: a feature's value bins and its missing bin) travel to
-the driver, and only the plan travels back. The node gain bounds of the CPU level
-step (which let a node skip the paying features' histograms) are not kept on a cluster: a
+Per level one sum of the left children's histograms (splits x the features' histogram slots
+x 16 bytes, ``gpufs._hist_layout``: a feature's value bins and its missing bin, whatever the
+number of shards) travels to the driver, and the plan (to every shard) travels back. The
+node gain bounds of the CPU level step (which let a node skip the paying features'
+histograms) are not kept on a cluster: a
 node's bound is a sum over all its rows, and every shard must build the same features for the
 histograms to add up; no decision depends on the bounds, so the trees are the same. Everything
 else the grower needs (objective kernels on host arrays, for a forest) is the local CPU
@@ -228,9 +230,9 @@ class ClusterBackend:
         st.max_depth, st.plans = int(max_depth), []
         st.layout = tree_layout(layout, split, d).without_most_freq()
         st.hist = np.zeros((1, st.layout.n_slots, 2), HIST_DTYPE)
-        parts = g.call("start_tree", int(max_depth), feats, st.layout,
-                       getattr(data, "column", None), per_shard=per_shard)
-        self._place(st, st.hist, slice(None), feats, sum(parts[1:], parts[0]))
+        _, summed = g.call_reduced("start_tree", int(max_depth), feats, st.layout,
+                                   getattr(data, "column", None), per_shard=per_shard)
+        self._place(st, st.hist, slice(None), feats, summed)
         return st
 
     @staticmethod
@@ -250,9 +252,9 @@ class ClusterBackend:
             st.active = np.zeros(0, np.int64)
             st.slot_full = np.ones(0, np.bool_)
             return result
-        answers = self.group.call("advance", plan, bool(build_next))
+        lefts, summed = self.group.call_reduced("advance", plan, bool(build_next))
         st.plans.append(replay_plan(plan, st.d))
-        left = sum(a[0] for a in answers[1:]) + answers[0][0]
+        left = sum(lefts[1:], lefts[0])
         nodes = st.active[plan.split_slot]
         L, R = 2 * nodes + 1, 2 * nodes + 2
         st.node_count[L] = left
@@ -266,7 +268,6 @@ class ClusterBackend:
         feats, n_feats = plan.next_feats, plan.next_n_feats
         if build_next:
             nxt = np.zeros((2 * n_split, st.layout.n_slots, 2), HIST_DTYPE)
-            summed = sum(a[1] for a in answers[1:]) + answers[0][1]
             self._place(st, nxt, slice(0, None, 2), feats[:n_feats], summed)
             built = np.arange(0, 2 * n_split, 2, dtype=np.int64)
             # the right child = parent - left: the single process's sibling subtraction

@@ -149,6 +149,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),
                              "bytes_from_workers": int(group.bytes_received),
+                             "bytes_between_workers": int(group.bytes_between_workers),
                              "calls": int(group.calls),
                              "recoveries": list(group.recoveries)}
         finally:

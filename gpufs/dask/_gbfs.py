@@ -231,19 +231,25 @@ class _DaskGBFSMixin(DaskEstimatorBase):
             rows = ShardRows(group, loaded.n, d, weighted, backend,
                              unit_hessian=not self.hessian,
                              divisor=self.penalty_scaling == "root_sse")
-            before = (group.bytes_sent, group.bytes_received, group.calls)
+            before = (group.bytes_sent, group.bytes_received, group.calls,
+                      group.bytes_between_workers, group.reductions, group.reduce_seconds)
             self._fit_binned(backend, rows, evals, costs, groups, "cpu", times, key, history,
                              gt)
             self.cluster_ = {"workers": list(group.addresses),
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),
                              "bytes_from_workers": int(group.bytes_received),
+                             "bytes_between_workers": int(group.bytes_between_workers),
                              "binning_sample_bytes": sample_bytes,
                              "validation_split_bytes": split_bytes,
                              "calls": int(group.calls),
                              "boost_bytes_to_workers": int(group.bytes_sent - before[0]),
                              "boost_bytes_from_workers": int(group.bytes_received - before[1]),
                              "boost_calls": int(group.calls - before[2]),
+                             "boost_bytes_between_workers": int(group.bytes_between_workers
+                                                                - before[3]),
+                             "boost_reductions": int(group.reductions - before[4]),
+                             "boost_reduce_seconds": group.reduce_seconds - before[5],
                              "histogram_slots": int(backend.layout.n_slots),
                              "recoveries": [r for g in groups_open for r in g.recoveries]}
         finally:

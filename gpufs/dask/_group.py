@@ -5,9 +5,11 @@ actor on each worker that holds partitions (the partitions never move), calling 
 method on every shard concurrently and waiting for all the answers with a timeout
 (:meth:`ShardGroup.call`), rebuilding a shard whose worker was lost (Dask recomputes its
 partitions from their graph; a new shard replays the :class:`~gpufs.dask._journal.Journal`,
-then the interrupted call is sent to it), turning what cannot be recovered (a timeout, a
-shard that raised, partitions that cannot be recomputed) into a :class:`ClusterError` that
-says what happened and where, and counting the array bytes that travel each way.
+then the interrupted call is sent to it), summing the shards' histograms among the workers
+(:meth:`ShardGroup.reduce`, the tree of ``_reduce``: the driver receives one sum), turning
+what cannot be recovered (a timeout, a shard that raised, partitions that cannot be
+recomputed) into a :class:`ClusterError` that says what happened and where, and counting the
+array bytes that travel each way.
 
 Every wait has a timeout: nothing here can hang on a dead or stuck worker.
 """
@@ -19,6 +21,7 @@ import time
 import numpy as np
 
 from ._journal import Journal
+from ._reduce import PeerLost
 
 __all__ = ["ClusterError", "ShardGroup", "wait_futures"]
 
@@ -106,7 +109,14 @@ class ShardGroup:
     parts : list of list of int
         The partitions each shard holds, in row order.
     bytes_sent, bytes_received : int
-        Array bytes passed to and returned by shard calls so far.
+        Array bytes passed to and returned by shard calls (and reductions) so far: what
+        passes through the driver.
+    bytes_between_workers : int
+        Array bytes the shards sent each other in reductions so far (never via the driver).
+    calls, reductions : int
+        Calls and reductions so far (each a round trip from the driver).
+    reduce_seconds : float
+        Wall seconds the driver waited for reductions so far.
     bytes_replayed : int
         Array bytes sent to rebuild shards (their journals and the calls sent again).
     recoveries : list of dict
@@ -123,7 +133,10 @@ class ShardGroup:
         self.bytes_sent = 0
         self.bytes_received = 0
         self.bytes_replayed = 0
+        self.bytes_between_workers = 0
         self.calls = 0
+        self.reductions = 0
+        self.reduce_seconds = 0.0
         self.phase = "starting"
         self.journal = Journal()
         self.recoveries = []
@@ -234,24 +247,74 @@ class ShardGroup:
                 callback([a[0][j] for a in answers])
         return [a[1] for a in answers]
 
+    def call_reduced(self, method, *args, per_shard=None):
+        """:meth:`call` of a method whose answers are (small, payload), with the payloads
+        (int64 arrays of one shape, or None on every shard) summed among the workers.
+
+        The call gets one more argument, its tag (None for a single shard, which returns its
+        payload: it is the sum); each shard keeps its payload under the tag and answers
+        True, then :meth:`reduce` brings the sum. Returns (the small answers in shard order,
+        the summed payload or None).
+        """
+        if len(self.actors) == 1:
+            small, payload = self.call(method, *args, None, per_shard=per_shard)[0]
+            return [small], payload
+        tag = self.calls + 1  # this call's number: a replayed journal keeps it
+        answers = self.call(method, *args, tag, per_shard=per_shard)
+        small = [a[0] for a in answers]
+        return small, (None if answers[0][1] is None else self.reduce(tag))
+
+    def reduce(self, tag):
+        """The sum over the shards of the payloads kept under ``tag``, summed in the
+        workers' binomial tree (``_reduce``) and brought from shard 0: the driver receives
+        one payload whatever the number of shards.
+
+        A shard lost during the reduction (its worker gone from the cluster, or unreachable
+        from its parent) is rebuilt with its whole journal (the call that kept the payload
+        included), and the reduction is asked again. Raises ClusterError as :meth:`call`.
+        """
+        if not self.actors:
+            raise ClusterError("gpufs.dask: the shards were released (the fit ended).")
+        t0 = time.perf_counter()
+        for _ in range(2 * len(self.actors) + 2):
+            peers = [(a, f.key) for a, f in zip(self.addresses, self._futures)]
+            got, lost = self._round([0], lambda i: self.actors[0].reduce(tag, peers, 0),
+                                    watch=True)
+            if not lost:
+                self.reductions += 1
+                total, between = got[0]
+                self.bytes_received += _array_bytes(total)
+                self.bytes_between_workers += int(between)
+                self.reduce_seconds += time.perf_counter() - t0
+                return total
+            mark = len(self.journal)
+            for i, exc in sorted(lost.items()):
+                self._rebuild(i, exc, mark)
+        raise ClusterError(f"gpufs.dask: workers kept being lost{self._where()}; the fit "
+                           "stopped.")
+
     # --- waiting, and what a lost worker costs ------------------------------------------------
-    def _round(self, idx, send):
-        """Send to shards ``idx`` and wait: ({i: answer}, {i: exception of a lost worker})."""
+    def _round(self, idx, send, watch=False):
+        """Send to shards ``idx`` and wait: ({i: answer}, {i: exception of a lost worker});
+        ``watch``: see :meth:`_wait`."""
         futs, lost = {}, {}
         for i in idx:
             try:
                 futs[i] = send(i)
             except (RuntimeError, OSError) as exc:  # "Worker holding Actor was lost"
                 lost[i] = exc
-        got, more = self._wait(futs)
+        got, more = self._wait(futs, watch)
         lost.update(more)
         return got, lost
 
-    def _wait(self, futs):
+    def _wait(self, futs, watch=False):
         """The answers of actor futures ``futs`` ({shard: future}), waiting at most the
-        timeout; a shard whose worker left the cluster is reported lost at once."""
+        timeout; a shard whose worker left the cluster is reported lost at once. ``watch``:
+        every shard's worker is watched (a reduction, whose call reaches them all), and the
+        wait ends, the shards that left reported lost, as soon as one leaves."""
         timeout = self.timeout
-        addresses = {i: self.addresses[i] for i in futs}
+        addresses = {i: self.addresses[i] for i in (range(len(self.addresses)) if watch
+                                                     else futs)}
         client = self.client
 
         async def gather():
@@ -264,36 +327,44 @@ class ShardGroup:
             while True:
                 waiting = [t for i, t in tasks.items() if not t.done() and i not in gone]
                 left = deadline - loop.time()
-                if not waiting or left <= 0:
+                if not waiting or left <= 0 or gone - tasks.keys():
                     break
                 await asyncio.wait(waiting, timeout=min(left, POLL_S))
                 if any(not t.done() for t in waiting):
                     alive = await client.scheduler.ncores(workers=list(set(addresses.values())))
-                    gone |= {i for i, t in tasks.items()
-                             if not t.done() and addresses[i] not in alive}
+                    gone |= {i for i in addresses if addresses[i] not in alive
+                             and (i not in tasks or not tasks[i].done())}
             return tasks, gone
 
         t0 = time.perf_counter()
         tasks, gone = self.client.sync(gather)
-        got, lost = {}, {}
+        got, asked = {}, set()  # asked: shards whose call failed for a lost watched shard
+        lost = {i: ConnectionError(f"worker {addresses[i]} left the cluster")
+                for i in gone - tasks.keys()}  # a watched shard: its parent's call is dropped
         for i, t in tasks.items():
             if i in gone and not t.done():
                 lost[i] = ConnectionError(f"worker {addresses[i]} left the cluster")
             elif t.done() and not t.cancelled() and t.exception() is not None:
                 exc = t.exception()
-                if isinstance(exc, OSError):
+                if isinstance(exc, PeerLost) and watch:  # lost: the shard, not its parent
+                    lost.setdefault(exc.shard, exc)
+                    asked.add(i)
+                elif isinstance(exc, OSError):
                     lost[i] = exc
                 else:
                     raise ClusterError(f"gpufs.dask: worker {addresses[i]} failed"
                                        f"{self._where()}: {type(exc).__name__}: {exc}") from exc
             elif t.done() and not t.cancelled():
                 got[i] = t.result()
-        slow = [addresses[i] for i in tasks if i not in got and i not in lost]
-        if slow:
+        slow = [addresses[i] for i in tasks if i not in (got.keys() | lost.keys() | asked)]
+        if slow and not gone - tasks.keys():
+            # a reduction waits on every worker: any of them may be the stuck one
+            stuck = list(addresses.values()) if watch else slow
             raise ClusterError(
                 f"gpufs.dask: timed out after {time.perf_counter() - t0:.1f} s (timeout="
-                f"{timeout:g}){self._where()}: no answer from worker(s) {slow[:4]}. Raise "
-                "the estimator's timeout for slower steps, or check the workers.")
+                f"{timeout:g}){self._where()}: no answer from worker(s) {stuck[:4]}"
+                f"{' (summing histograms among them)' if watch else ''}. Raise the "
+                "estimator's timeout for slower steps, or check the workers.")
         return got, lost
 
     def _rebuilt_holders(self, futs, old, parts, exc):

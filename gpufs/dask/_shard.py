@@ -23,6 +23,7 @@ from ..group_testing import (CPUSteps, pseudo_feature_bins, pseudo_feature_extre
                              pseudo_feature_histograms, standardize_extremes, standardize_with)
 from ..quantize import exact_sum_words
 from ._exact import fsum_part, sum_stats
+from ._reduce import reduce_subtree
 
 __all__ = ["Shard"]
 
@@ -61,6 +62,8 @@ class Shard:
         self.vec = {}
         self.snapshots = {}
         self.st = None
+        #: (call tag, payload): the last level's histograms, for the reduction (``_reduce``)
+        self.kept = None
         self._replayer = None
 
     def call(self, queued, method, args):
@@ -212,12 +215,13 @@ class Shard:
         return sums
 
     # --- trees ------------------------------------------------------------------------------
-    def start_tree(self, max_depth, feats, layout, column=None, gh=None):
+    def start_tree(self, max_depth, feats, layout, column=None, tag=None, gh=None):
         """Begin a tree on the stored fixed-point gradients (or on ``gh``, this shard's rows'
         fixed-point gradients computed by the driver: a forest), over every column or one
-        (``column``: a single-feature tree, whose feature 0 it is); returns the root
+        (``column``: a single-feature tree, whose feature 0 it is); returns (None, the root
         histogram of this shard's rows on the slots of ``feats`` in ``layout`` (a
-        ``HistLayout``), (1, their slots, 2) int64."""
+        ``HistLayout``), (1, their slots, 2) int64), the histogram kept under ``tag`` when
+        one is given (``_give``)."""
         if gh is not None:
             self.gh = np.ascontiguousarray(gh, dtype=np.int64)
         data = self.data
@@ -228,18 +232,34 @@ class Shard:
             # the root's sums are the driver's (a shard's own node sums are never read)
             self.st = self.backend.start_tree(data, self.gh, 0, 0, max_depth, feats,
                                               layout=layout)
-        return self._payload(self.st.hist, slice(None))
+        return None, self._give(self._payload(self.st.hist, slice(None)), tag)
 
-    def advance(self, plan, build_next):
+    def advance(self, plan, build_next, tag=None):
         """Partition this shard's rows by the driver's decisions (``CPUBackend
         .advance_level``); returns the rows sent left per split and, when ``build_next``, the
         left children's histograms of these rows (their siblings follow by subtraction on the
-        driver)."""
+        driver), kept under ``tag`` when one is given (``_give``), else None."""
+        self.kept = None
         with thread_limit(self.n_jobs):
             left = self.backend.advance_level(self.st, plan, build_next)
         if not build_next or plan.split_slot.shape[0] == 0:
             return left, None
-        return left, self._payload(self.st.hist, slice(0, None, 2))
+        return left, self._give(self._payload(self.st.hist, slice(0, None, 2)), tag)
+
+    def _give(self, payload, tag):
+        """The payload itself (no tag: the only shard, whose payload is the sum), or True
+        with the payload kept under ``tag`` for the reduction among the workers."""
+        if tag is None:
+            return payload
+        self.kept = (tag, payload)
+        return True
+
+    async def reduce(self, tag, peers, me):
+        """The sum of the payloads kept under ``tag`` by this shard and its descendants in
+        the binomial tree over ``peers`` (``_reduce.reduce_subtree``): (int64 array, bytes
+        received from children). Async: it runs on the worker's event loop, so a shard
+        waiting for its children never blocks another shard's call on the same worker."""
+        return await reduce_subtree(self.kept, tag, peers, me)
 
     def _payload(self, hist, slots):
         """The listed features' slots of the histograms at ``slots``."""
