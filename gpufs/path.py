@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from ._path_figure import draw_paths
+
 __all__ = ["PathPoint", "SelectionPath", "feature_names", "mu_path", "plot_path",
            "points_path", "selection_path"]
 
@@ -252,6 +254,7 @@ def plot_path(points, ax=None, label=None):
     -------
     matplotlib Axes
     """
-    from .plotting import plot_selection_path
-
-    return plot_selection_path(points_path(points, label or "mu path"), ax=ax)
+    # the drawing of gpufs.plotting.plot_selection_path, without importing gpufs.plotting
+    # (which imports this module)
+    return draw_paths([points_path(points, label or "mu path")], ax, validation=True,
+                      label_features=True)

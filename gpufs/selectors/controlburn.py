@@ -55,7 +55,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from .. import _scales
+from .. import _scales, model_io
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
 from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
@@ -70,6 +70,7 @@ from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
 from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
                     resolve_k)
+from ._controlburn_io import ControlBurnCodec
 from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, POOL_LAMBDA_MIN_RATIO,
                             abs_correlation, choose_k, has_near_copies)
 
@@ -782,3 +783,7 @@ class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControl
         """
         Xs = self._refit_X(X)
         return self.refit_estimator_.decision_function(Xs)
+
+
+# the model files' codec of this family (gpufs.model_io finds it by class)
+model_io.register_codec(ControlBurnCodec, ControlBurnRegressor, ControlBurnClassifier)

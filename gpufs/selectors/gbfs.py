@@ -20,7 +20,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales
+from .. import _scales, model_io
 from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
 from .._input import check_costs, check_groups, check_X
@@ -41,6 +41,7 @@ from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMix
                     SelectorBase, auto_k, input_device, int_range, real_range,
                     resolve_k)
 from ._exact_k import fit_exact_k, pool_size, total_gains
+from ._gbfs_io import GBFSCodec
 from ._k_search import known_outcomes
 from ._stability import selection_frequency
 
@@ -695,3 +696,7 @@ class GBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseGBFS):
             Labels from ``classes_``; cupy for cupy input when the labels are numeric.
         """
         return self._decode_classes(self.predict_proba(X).argmax(axis=1))
+
+
+# the model files' codec of this family (gpufs.model_io finds it by class)
+model_io.register_codec(GBFSCodec, GBFSRegressor, GBFSClassifier)

@@ -95,7 +95,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales
+from .. import _scales, model_io
 from .._colstats import column_mean_var, matvec_T, row_slices
 from .._device import get_namespace, namespace_of, to_host
 from .._input import check_X
@@ -104,6 +104,7 @@ from ..objectives import log_odds, sigmoid, softplus
 from ..path import selection_path
 from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
                     _deprecated_validation_keywords, input_device, resolve_k)
+from ._stagewise_io import StagewiseCodec
 
 __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "StagewiseRegressor"]
 
@@ -1087,3 +1088,7 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
 
     def _stage_loss(self):
         return LogisticStage(len(self.classes_), self.max_newton_iter, self.newton_tol)
+
+
+# the model files' codec of this family (gpufs.model_io finds it by class)
+model_io.register_codec(StagewiseCodec, StagewiseRegressor, StagewiseClassifier)
