@@ -1,20 +1,11 @@
 """Category -> code maps of a table's categorical columns (the input door's encoding).
 
 Owns the rule that turns the categories of a column into the codes the engine bins and splits
-on, learned once in ``fit`` and applied to every later table:
+on, learned once in ``fit`` and applied to every later table (most frequent category first,
+rare ones pooled in one last code, missing and unseen categories to NaN), and the maps' JSON
+form in model files.
 
-  * the codes are 0 .. n_codes - 1, most frequent category first (ties: in sorted order of
-    the category values), so code = bin and the bin order carries the frequency order;
-  * rare categories are pooled into one last code: a category keeps its own code while the
-    categories before it cover less than ``COVERAGE`` (99%) of the column's non-missing
-    values and it is among the ``max_codes - 1`` most frequent (LightGBM's binning rule for
-    categorical features); the rest share the next code;
-  * a missing value (null, None, NaN) and a category not seen in fit get NaN, which the
-    binning sends to the missing bin: at prediction time an unseen category goes where the
-    split sends missing values.
-
-A ``CategoryCodes`` is kept by the estimator (``category_codes_``) and by its ``BinMapper``,
-and saved in model files (``categories_to_dict`` / ``read_categories`` below).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

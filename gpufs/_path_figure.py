@@ -156,9 +156,10 @@ def draw_paths(resolved, ax, validation, label_features):
     bottom = axes[-1]
     if named_ticks:
         by_k = dict(zip(one.n_features, one.features))
-        set_tick_labels(bottom,  # "k" over "+name", or upright "k +name" on one line
-                         [f"{k}" + (f"\n+{short_label(by_k[k])}" if by_k.get(k) else "") for k in ks],
-                         [f"{k} +{short_label(by_k[k], 24)}" if by_k.get(k) else f"{k}" for k in ks])
+        # "k" over "+name", or upright "k +name" on one line
+        flat = [f"{k}" + (f"\n+{short_label(by_k[k])}" if by_k.get(k) else "") for k in ks]
+        upright = [f"{k} +{short_label(by_k[k], 24)}" if by_k.get(k) else f"{k}" for k in ks]
+        set_tick_labels(bottom, flat, upright)
     bottom.set_xlabel("number of selected features"
                       + (" (+ feature that entered)" if named_ticks else ""))
     return axes[0] if len(axes) == 1 else axes

@@ -4,24 +4,7 @@ Owns the cut-point rule. It uses only exact operations (row sampling by host-cho
 sorting, gathering, comparisons), so the same data gives the same cut points whether the
 columns sit in numpy or in cupy, and therefore the same bins on both devices.
 
-The rule, per feature:
-  1. take the rows of a seeded subsample (at most ``subsample`` rows, indices drawn on the host);
-  2. sort the non-missing values; let n be their count;
-  3. read the values at positions floor(i * (n - 1) / (max_bins - 1)) for i = 0 .. max_bins-1
-     (the minimum, max_bins - 2 inner quantiles, the maximum);
-  4. the cut points are the midpoints between consecutive distinct values read in step 3.
-  Exception: a feature with k <= max_bins distinct values in the subsample skips step 3: its
-  cut points are the midpoints between all its consecutive distinct values, so it gets k bins,
-  one per value, however rare some values are. Bin b holds the x with cuts[b-1] < x <= cuts[b]; NaN goes to bin 255 (``MISSING_BIN``).
-A constant or all-NaN feature has no cut points and one bin. A one-bin feature can still be
-split on whether it is missing (all values left, NaN right) when it has missing values.
-
-Categorical features (``fit(X, categories=...)``, the input door's ``CategoryCodes``) arrive
-as their category codes 0 .. n_codes - 1 (most frequent category first, rare ones pooled in
-the last code, NaN for missing and unseen categories): their bins are their codes. Their cut
-points are the midpoints k + 0.5 (k = 0 .. n_codes - 2), so the one bin rule maps code k to
-bin k and NaN to the missing bin; the category -> code map is kept in ``categories_`` and saved
-with the cut points.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -81,7 +64,7 @@ class BinMapper:
         self.random_state = random_state
 
     def fit(self, X, categories=None):
-        """Learn the cut points of every feature (the rule of the module docstring).
+        """Learn the cut points of every feature (the rule of ``docs/module_notes.rst``).
 
         Columns are processed in blocks (``_COLUMN_BLOCK`` at a time, more when the subsample
         has few rows), so the float64 sorted copy of the subsample never holds more than a

@@ -1,27 +1,11 @@
 """The tree and ensemble data model shared by the CPU and the GPU.
 
-Owns the struct-of-arrays representation (below), the prediction entry points, host/device
-moves, and the ensemble's JSON form (``ensemble_to_dict`` / ``ensemble_from_dict``, which
-checks every invariant below before any array reaches compiled code).
+Owns the struct-of-arrays representation (``TREE_FIELDS``: per node of a complete binary
+tree, node i's children 2i+1 and 2i+2), the prediction entry points, host/device moves, and
+the ensemble's JSON form (``ensemble_to_dict`` / ``ensemble_from_dict``, which checks every
+invariant of the arrays before any of them reaches compiled code).
 
-A tree of depth D is a complete binary tree of ``n_nodes = 2**(D+1) - 1`` nodes; node i has
-children 2i+1 and 2i+2. Per node:
-  feature        int32    split feature, -1 for a leaf or an unused node
-  bin_threshold  uint8    go left iff bin <= bin_threshold (missing bin: see missing_left)
-  threshold      float64  go left iff x <= threshold (raw-data prediction)
-  missing_left   bool     where a missing value goes
-  value          float64  leaf output, learning rate applied (set on internal nodes too)
-  gain           float64  loss reduction of the split (0 on leaves)
-  cover          float64  sum of hessians of the node's rows
-  count          int64    rows in the node
-  cat_bits       uint32   (n_nodes, W): on a split of a categorical feature, the bitset of the
-                          category bins sent left (``gpufs._categorical``); W = CAT_WORDS in
-                          an ensemble with categorical features, else 0 (no memory)
-A split on a categorical feature (``TreeEnsemble.is_categorical``) sends bin b left iff bit b
-of its ``cat_bits`` is set (the missing bin by missing_left); its bin_threshold and threshold
-are 0. An ensemble stacks these as (n_trees, n_nodes) arrays ((n_trees, n_nodes, W) for
-cat_bits); ``tree_column[t]`` is the output column (class, for softmax) that tree t adds to,
-and ``base_score`` (n_outputs,) starts every row.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -75,7 +59,7 @@ def n_nodes_for_depth(max_depth: int) -> int:
 
 @dataclass
 class Tree:
-    """One tree: a struct of 1-D host arrays over its nodes (see the module docstring).
+    """One tree: a struct of 1-D host arrays over its nodes (``docs/module_notes.rst``).
 
     Every field of ``TREE_FIELDS`` is also an attribute (``tree.feature`` is
     ``tree.arrays["feature"]``).
@@ -114,17 +98,6 @@ class Tree:
             return self.__dict__["arrays"][name]
         except KeyError:
             raise AttributeError(name) from None
-
-    def used_features(self) -> np.ndarray:
-        """The features the tree splits on.
-
-        Returns
-        -------
-        ndarray of shape (n_used,), int32
-            Sorted, without repetition.
-        """
-        f = self.arrays["feature"]
-        return np.unique(f[f >= 0])
 
 
 @dataclass
@@ -498,7 +471,7 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
 
 
 def _check_tree_structure(a, depth, at):
-    """The complete-binary-tree invariants of the module docstring, over all trees at once."""
+    """The complete-binary-tree invariants of ``docs/module_notes.rst``, over all trees at once."""
     feature = a["feature"]
     n_trees, n_nodes = feature.shape
     if n_trees == 0:

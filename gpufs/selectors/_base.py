@@ -1,29 +1,12 @@
 """What every gpufs selector shares: one base class for GBFS, stagewise and ControlBurn.
 
-Owns the estimator contract that does not depend on the method:
+Owns the estimator contract that does not depend on the method: parameter constraints, the
+input door (X, y and sample weights read through ``gpufs._input``, targets encoded), validation
+data and early stopping (``eval_set`` / ``validation_fraction``, ``EarlyStopping``), names and
+the selector interface (``transform``, ``get_support``, ...), ``selection_path_``, and
+``save_model`` / ``load_model`` (through ``gpufs.model_io``).
 
-* **parameters**: each estimator declares ``_parameter_constraints`` (scikit-learn's
-  ``Interval`` / ``StrOptions`` / ``HasMethods`` machinery, checked by ``_fit_context`` at the
-  start of ``fit``); ``gpufs._params`` builds the numeric ranges, which reject booleans, NaN
-  and infinities and name the parameter in their message;
-* **the input door**: :meth:`SelectorBase._prepare_fit` reads X, y and sample weights through
-  :mod:`gpufs._input` on the fitting device and encodes the target (labels to class codes for
-  classifiers, with :class:`ClassifierTargetMixin`; a float target for regressors, with
-  :class:`RegressorTargetMixin`);
-* **validation data**, the same rule in every family: ``eval_set`` (one ``(X, y)`` pair or a
-  list of pairs, as in LightGBM and XGBoost; early stopping watches the last pair) or
-  ``validation_fraction`` (held-out rows drawn by :func:`validation_split`, stratified by class
-  for classifiers); ``n_iter_no_change`` stops when the watched validation loss has not improved
-  for that many rounds (:class:`EarlyStopping`);
-* **names and the selector interface**: ``feature_names_in_``, ``selected_feature_names_``,
-  ``transform`` / ``get_support`` / ``get_feature_names_out`` on numpy, pandas, cupy and cudf
-  inputs (:class:`GPUFSSelectorMixin`), and :func:`input_device` (predictions run where the
-  input lives: cupy in, cupy out);
-* **the selection path**: ``selection_path_``, a dict in the form ``gpufs.path`` describes
-  (the features in the order they entered, where each entered, and the training and
-  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`;
-* **model files**: ``save_model`` / ``load_model`` through :mod:`gpufs.model_io` (one
-  versioned, validated format for every family).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -403,7 +386,7 @@ class GPUFSSelectorMixin(SelectorMixin):
 
 
 class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
-    """Base class of every gpufs selector (see the module docstring).
+    """Base class of every gpufs selector (``docs/module_notes.rst``).
 
     Subclasses declare ``_parameter_constraints``, decorate ``fit`` with scikit-learn's
     ``_fit_context`` and combine this class with :class:`ClassifierTargetMixin` or
