@@ -87,7 +87,7 @@ class BoostingCheckpoint:
 
     A fit that resumes from it (``fit_boosting(resume=...)``) grows the same trees as one that
     ran those rounds itself, as long as its penalty state would have made the same decisions
-    in them (the exact-k search's final fit: see ``selectors._k_search``).
+    in them (the exact-k search's final fit: see ``selectors._mu_search``).
 
     Parameters
     ----------

@@ -14,8 +14,8 @@ from ._costs import REWEIGHT_EPS, selected_features, tree_costs, usage_discount
 from ._linalg import SKETCHES
 from ._models import SmoothModel
 from ._problem import LassoProblem, forest_lasso_problem
-from ._results import LassoResult, Selection, SelectionPath, UnreachableKError
-from ._search import select_at_lambda, select_k, selection_path
+from ._results import LassoResult, Selection, SelectionsByK, UnreachableKError
+from ._search import select_at_lambda, select_k, selections_by_k
 from ._solver import (DEFAULT_MAX_ITER, DEFAULT_TOL, LOSSES, TreeLasso, lambda_max, lasso_path,
                       solve_lasso)
 
@@ -28,7 +28,7 @@ __all__ = [
     "REWEIGHT_EPS",
     "SKETCHES",
     "Selection",
-    "SelectionPath",
+    "SelectionsByK",
     "SmoothModel",
     "TreeLasso",
     "UnreachableKError",
@@ -38,8 +38,13 @@ __all__ = [
     "select_at_lambda",
     "select_k",
     "selected_features",
-    "selection_path",
+    "selections_by_k",
     "solve_lasso",
     "tree_costs",
     "usage_discount",
 ]
+
+# The names these had before (``gpufs.path`` has a SelectionPath and a selection_path of
+# another meaning); kept so that code written against them still runs.
+SelectionPath = SelectionsByK
+selection_path = selections_by_k

@@ -408,7 +408,7 @@ class _BaseControlBurn(SelectorBase):
         # for that the k search passed through (no extra solve).
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
-            self.selection_path_ = self._k_path(k_max, _lasso.selection_path, A, y_l,
+            self.selection_path_ = self._k_path(k_max, _lasso.selections_by_k, A, y_l,
                                                 masks, complete=importance,
                                                 near=near_copy_rule, **kw)
         elif self.alpha is None:

@@ -42,7 +42,7 @@ from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMix
                     resolve_k)
 from ._exact_k import fit_exact_k, pool_size, total_gains
 from ._gbfs_io import GBFSCodec
-from ._k_search import known_outcomes
+from ._mu_search import known_outcomes
 from ._stability import selection_frequency
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]

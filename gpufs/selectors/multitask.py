@@ -6,7 +6,7 @@ AISTATS 2020, Section 3 and Algorithm 1): the two input forms (a task-id column,
 ``(X_t, y_t)`` per task), the task labels, one boosted ensemble per task, the shared selection
 Omega_G (``selected_features_``) and each task's Omega_t (``selected_features_by_task_``), and
 prediction for given tasks. The penalty and the interleaved boosting loop live in
-``gpufs.multitask``; trees come from the one grower (``gpufs.grower``), parameters, the input
+``gpufs.multitask_boosting``; trees come from the one grower (``gpufs.grower``), parameters, the input
 door and the selector interface from the selector base (``selectors._base``).
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams
 from ..grower import TreeParams
-from ..multitask import MultiTaskPenaltyState, fit_multitask_boosting
+from ..multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
 from ..objectives import make_objective
 from ..penalties import PENALTY_SCALINGS
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, RegressorTargetMixin,
