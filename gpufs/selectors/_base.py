@@ -30,7 +30,8 @@ from ..backends import get_backend
 
 __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
            "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
-           "auto_k", "input_device", "int_range", "real_range", "resolve_k",
+           "FeatureBudget", "auto_k", "feature_budget", "input_device", "int_range",
+           "real_range", "resolve_k",
            "validation_split"]
 
 
@@ -263,6 +264,65 @@ def resolve_k(n_features_to_select, n_features):
     if isinstance(k, numbers.Integral):
         return int(k)
     return max(1, int(k * n_features))
+
+
+@dataclass(frozen=True)
+class FeatureBudget:
+    """``n_features_to_select`` (with ``tol``) resolved once per fit against the columns.
+
+    Parameters
+    ----------
+    k : int or None
+        The features asked for: ``resolve_k`` of an int or a fraction; for "auto" without
+        ``tol``, half the columns (scikit-learn's rule); None for None (no budget) and for
+        "auto" with ``tol`` (a first fit decides, ``auto_k``).
+    auto : bool
+        ``n_features_to_select="auto"``.
+    tol : float or None
+        "auto"'s least decrease of the loss a further feature must bring (None without).
+    """
+
+    k: int | None
+    auto: bool = False
+    tol: float | None = None
+
+    @property
+    def asked(self):
+        """The k given as a number (None for "auto" and for no budget): GT-GBM's default
+        number of candidates."""
+        return None if self.auto else self.k
+
+    @property
+    def needs_auto_fit(self):
+        """"auto" with ``tol``: k comes from a first, unbudgeted fit."""
+        return self.auto and self.tol is not None
+
+
+def feature_budget(n_features_to_select, tol, n_features):
+    """The ``FeatureBudget`` of a fit.
+
+    Parameters
+    ----------
+    n_features_to_select : int, float in (0, 1], "auto" or None
+    tol : float or None
+    n_features : int
+
+    Returns
+    -------
+    FeatureBudget
+
+    Examples
+    --------
+    >>> feature_budget(0.25, None, 10)
+    FeatureBudget(k=2, auto=False, tol=None)
+    >>> feature_budget("auto", None, 10), feature_budget("auto", 0.01, 10).needs_auto_fit
+    (FeatureBudget(k=5, auto=True, tol=None), True)
+    """
+    if n_features_to_select == "auto":
+        if tol is None:
+            return FeatureBudget(max(1, n_features // 2), auto=True)
+        return FeatureBudget(None, auto=True, tol=float(tol))
+    return FeatureBudget(resolve_k(n_features_to_select, n_features))
 
 
 def auto_k(losses, tol):
