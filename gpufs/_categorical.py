@@ -10,28 +10,7 @@ holds the missing values and the categories not seen in fit. A split sends a *se
 left: the value bins as a bitset of ``CAT_WORDS`` uint32 words (bit ``b & 31`` of word
 ``b >> 5``), the missing bin by ``missing_left``.
 
-The search (Fisher's ordering, as in LightGBM's ``FindBestThresholdCategorical`` and
-scikit-learn's ``_find_best_bin_to_split_category``) at one node, on the node's histogram:
-  1. the candidate categories are the bins holding hessian > 0 at this node (the value bins in
-     increasing order, then the missing bin); the others (empty here) go right;
-  2. ``m`` candidates, at most ``max_onehot``: one-vs-rest. Each candidate alone goes left, in
-     the order of step 1 (LightGBM's ``max_cat_to_onehot``);
-  3. otherwise the candidates are ordered by ``G_b / (H_b + lambda)`` (the bin's own leaf
-     value up to sign: scikit-learn and LightGBM smooth the same ratio by a constant, here the
-     tree's L2 term), ties by bin index, so the order is the same on every device (the sums are
-     the exact fixed-point ones, the ratio one IEEE division); then every prefix of that order
-     (1 .. m - 1 categories) is a candidate left set, scanned like numeric thresholds.
-The missing bin takes part as one more category (scikit-learn's rule), so the search decides
-where missing values go. Every candidate is scored by ``_gain.candidate``, the one gain
-formula, with the feature's one penalty: a categorical feature is one feature whatever the
-number of its categories. The strictly best score wins, so ties go to the first candidate in
-scan order.
-
-Why an ``order`` scratch array: the scan needs the candidates in sorted order, and a GPU
-thread has no room for a 256-entry local array (it would spill); the caller passes a
-256-entry slice of a scratch array (a global-memory slice on the GPU) that the scan fills with
-the candidates in scan order, the left set first, so the bitset is built from it afterwards
-(``left_word``).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 import math
 

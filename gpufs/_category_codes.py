@@ -1,24 +1,20 @@
 """Category -> code maps of a table's categorical columns (the input door's encoding).
 
 Owns the rule that turns the categories of a column into the codes the engine bins and splits
-on, learned once in ``fit`` and applied to every later table:
+on, learned once in ``fit`` and applied to every later table (most frequent category first,
+rare ones pooled in one last code, missing and unseen categories to NaN), and the maps' JSON
+form in model files.
 
-  * the codes are 0 .. n_codes - 1, most frequent category first (ties: in sorted order of
-    the category values), so code = bin and the bin order carries the frequency order;
-  * rare categories are pooled into one last code: a category keeps its own code while the
-    categories before it cover less than ``COVERAGE`` (99%) of the column's non-missing
-    values and it is among the ``max_codes - 1`` most frequent (LightGBM's binning rule for
-    categorical features); the rest share the next code;
-  * a missing value (null, None, NaN) and a category not seen in fit get NaN, which the
-    binning sends to the missing bin: at prediction time an unseen category goes where the
-    split sends missing values.
-
-A ``CategoryCodes`` is kept by the estimator (``category_codes_``) and by its ``BinMapper``,
-and saved in model files (``gpufs.model_io``).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from ._strict_json import (MAX_CLASSES, read_index_list, read_int, read_int_array, read_list,
+                           read_obj, read_scalar)
 
 #: Share of a column's non-missing values the own-code categories cover before the rest pool.
 COVERAGE = 0.99
@@ -146,7 +142,7 @@ class CategoryCodes:
             f"give its categories as in fit (a column of codes, such as pandas' .cat.codes, "
             f"is not its categories).")
 
-    # --- persistence (validated by gpufs.model_io) ----------------------------------------
+    # --- persistence (validated by read_categories) --------------------------------------
     def to_dict(self) -> dict:
         return {"n_features": self.n_features,
                 "features": [int(f) for f in self.features],
@@ -229,3 +225,74 @@ def _unique_counts(col, f):
         raise ValueError(f"categorical column {f} holds infinity; categories must be finite.")
     return [_plain(v) for v in uniq], counts
 
+
+# --- the JSON form of the category maps (model files) ---------------------------------------
+
+def categories_to_dict(codes) -> dict:
+    """The JSON form of a :class:`gpufs._category_codes.CategoryCodes`.
+
+    Parameters
+    ----------
+    codes : CategoryCodes
+        Category values must be strings, booleans, integers or finite numbers.
+
+    Returns
+    -------
+    dict
+    """
+    d = codes.to_dict()
+    for f, vals in zip(d["features"], d["values"]):
+        for v in vals:
+            if not isinstance(v, (str, bool, int, float)) or (
+                    isinstance(v, float) and not math.isfinite(v)):
+                raise ValueError(f"cannot save the categories of column {f}: {v!r} has no "
+                                 "JSON form (categories must be strings, booleans or numbers).")
+    return d
+
+
+def read_categories(d, at, n_features, max_codes):
+    """Validate a category-codes dict.
+
+    Rules: ``n_features`` is the model's; ``features`` are increasing column indices; each
+    column's ``values`` are distinct strings, or distinct booleans / numbers (finite), at most
+    ``MAX_CLASSES``; its ``n_codes`` is at most ``max_codes`` and at most the number of
+    values, and 0 only for a column without values (every row missing in fit).
+
+    Parameters
+    ----------
+    d : object
+        The parsed dict.
+    at : At
+        Where it sits in the file (for the error messages).
+    n_features, max_codes : int
+
+    Returns
+    -------
+    CategoryCodes
+    """
+    read_obj(d, at, ["n_features", "features", "values", "n_codes"])
+    if read_int(d["n_features"], at["n_features"]) != n_features:
+        at["n_features"].fail(f"{d['n_features']} differs from the model's {n_features} "
+                              "features.")
+    feats = read_index_list(d["features"], at["features"], n_features)
+    if np.any(np.diff(feats) <= 0):
+        at["features"].fail("column indices must be increasing.")
+    k = feats.shape[0]
+    vat, nat = at["values"], at["n_codes"]
+    read_list(d["values"], vat, k)
+    n_codes = read_int_array(d["n_codes"], nat, (k,), 0, max_codes)
+    values = {}
+    for i, vals in enumerate(d["values"]):
+        read_list(vals, vat[i], max_length=MAX_CLASSES)
+        kinds = {str if type(v) is str else "number" for v in vals}
+        if len(kinds) > 1:
+            vat[i].fail("categories must all be strings or all numbers.")
+        out = [read_scalar(v, vat[i][j]) for j, v in enumerate(vals)]
+        if any(v is None for v in out):
+            vat[i].fail("a category cannot be null (missing values have no code).")
+        if len(set(out)) != len(out):
+            vat[i].fail("a category appears twice.")
+        if n_codes[i] > len(out) or (n_codes[i] == 0) != (len(out) == 0):
+            nat[i].fail(f"{int(n_codes[i])} codes for {len(out)} categories.")
+        values[int(feats[i])] = out
+    return CategoryCodes(n_features, values, {int(f): int(n) for f, n in zip(feats, n_codes)})

@@ -137,17 +137,6 @@ def like(a, ref):
     return namespace_of(ref).asarray(a) if is_cupy_array(ref) else a
 
 
-def sparse_module(xp):
-    """The sparse-matrix module of array namespace ``xp``: ``scipy.sparse`` for numpy,
-    ``cupyx.scipy.sparse`` for cupy."""
-    if xp is np:
-        from scipy import sparse
-    else:  # pragma: no cover - needs a GPU
-        from cupyx.scipy import sparse
-    return sparse
-
-
-
 def to_host(a):
     """A numpy array (a copy from the device for cupy arrays; the array itself otherwise)."""
     if a is None:

@@ -8,62 +8,7 @@ either: the functions below are written with nothing but +, -, *, / on float64, 
 and integer operations, each of which IEEE 754 defines exactly (round to nearest even), so
 every device that follows IEEE 754 computes the same bits.
 
-One source, compiled by each backend: ``make_exact_math(mul, add, jit)`` returns the
-functions compiled with ``jit``; every multiplication and every addition / subtraction goes
-through the ``mul(a, b)`` / ``add(a, b)`` it is given. The backends bind them as
-
-  CPU (``numba.njit``)        plain ``a * b`` / ``a + b``: numba's CPU compiler never contracts
-                              a multiply and an add into a fused multiply-add (FMA) unless
-                              ``fastmath`` is on, and it is not;
-  GPU (``cuda.jit(device)``)  ``numba.cuda.libdevice.dmul_rn`` / ``dadd_rn``: CUDA contracts
-                              ``a * b + c`` into one FMA (rounded once, not twice), but these
-                              intrinsics compile to ``mul.rn.f64`` / ``add.rn.f64``, which are
-                              never contracted (``tests/test_cuda_kernels_sim.py`` checks the
-                              PTX has no ``fma.rn.f64``);
-  CUDA simulator, pure Python plain ``a * b`` / ``a + b`` (the simulator runs device code as
-                              Python; its libdevice functions are stubs).
-
-Divisions are plain ``/``: IEEE division is correctly rounded on the CPU and on CUDA
-(``div.rn.f64``, numba's default) and cannot be fused. Nothing here divides by zero.
-
-Accuracy (tests/test_exactmath.py, against 40-digit ``decimal`` references): ``exp``, ``log``,
-``log1p`` and ``softplus`` within about 1 ulp, ``sigmoid`` within about 2 ulp; relative error
-below 1e-15 over the whole double range they are defined on. The algorithms:
-
-  exp(x)     x = k ln2 + r with k = round(x / ln2), r by Cody-Waite with a two-part ln2
-             (k * LN2_HI is exact), |r| <= 0.3466; e^r by its Taylor polynomial of degree 13
-             (truncation < 5e-18); then * 2^k as two exact power-of-two multiplications
-             (2^j built from its IEEE bit pattern), so a subnormal result is rounded once.
-  log(x)     x = 2^k m with m in [sqrt(2)/2, sqrt(2)) read from the bits of x, f = m - 1
-             (exact); log(1 + f) = f - f^2/2 + s (f^2/2 + R), s = f / (2 + f), R the atanh
-             series 2 s^2/3 + 2 s^4/5 + ... + 2 s^20/21 (fdlibm's arrangement, plain Taylor
-             coefficients; truncation < 1e-18 relative); plus k ln2 in two parts.
-  log1p(u)   w = 1 + u rounded, its rounding error e by an exact TwoSum, then
-             log(w) + e / w.
-  softplus   log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
-  sigmoid    (p, q) = (1 / (1 + e^-x), e^-x / (1 + e^-x)) for x >= 0 (mirrored for x < 0): p and
-             q = 1 - p are each accurate, even where one of them is tiny.
-
-The objectives exponentiate only non-positive numbers (e^-|z|, e^(z - max)) and take log1p only
-of numbers in [0, 1]; for those they call ``exp_nonpositive`` and ``log1p_unit``, which give
-exactly exp's and log1p's bits without a branch (every path computed, the result selected), so
-the CPU compiler vectorizes a loop over rows (about 10x faster for the logistic loss, measured)
-and GPU warps do not diverge.
-
-The objectives' per-row formulas (``objectives.py`` documents the losses):
-
-  logistic_grad_hess(z, y)   g = p - y (as p (1 - y) - q y: exactly -q for y = 1 and p for
-                             y = 0), h = p q
-  logistic_loss(z, y)        softplus(z) for y = 0, softplus(-z) for y = 1 (= log(1 + e^z) - y z)
-  squared_error_loss(z, y)   (z - y)^2
-  softmax_grad_hess_row(raw, i, y, g, h)   row i: m = max_k raw[i, k], s = sum_k e^(raw[i,k] - m)
-                             in class order k = 0, 1, ...; p_k = e^(raw[i,k] - m) / s;
-                             g[k, i] = p_k - [y == k], h[k, i] = p_k (1 - p_k)
-  softmax_loss_row(raw, i, y)  log(s) + (m - raw[i, y])  (both terms >= 0)
-
-Caching note: the kernels that call these functions are cached on disk by numba, keyed on
-their own source files only; the content of this file is therefore part of the cache folder's
-name (``gpufs._numba_setup``), so an edit here recompiles every kernel.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -103,13 +48,14 @@ def make_exact_math(mul, add, jit, to_bits, from_bits):
     Parameters
     ----------
     mul, add : callables (a, b) -> float64, the product and the sum rounded to nearest, never
-        fused (see the module docstring for each backend's binding)
+        fused (``docs/module_notes.rst`` gives each backend's binding)
     jit : decorator compiling a scalar Python function for the backend (``numba.njit(...)``,
         ``numba.cuda.jit(device=True)``, or the identity for plain Python)
     to_bits, from_bits : callables float64 -> int64 and int64 -> float64 reinterpreting the
         IEEE 754 bit pattern (no conversion): powers of two and exponents are read and built
         from the bits instead of by loops of exact multiplications, which gives the same
-        values without data-dependent loops (``python_bits`` for plain Python)
+        values without data-dependent loops (``python_to_bits`` / ``python_from_bits`` for
+        plain Python)
 
     Returns
     -------

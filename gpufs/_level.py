@@ -7,16 +7,7 @@ The CPU backend compiles these functions with ``numba.njit``; the GPU backend co
 same functions with ``numba.cuda.jit(device=True)`` and runs them in a one-thread kernel, so
 both devices decide identically (like ``gpufs._gain`` for the gain formula).
 
-The rule (``gpufs.penalties`` documents it for users):
-  * every node of the level is decided with the penalty vector, the used set Omega and the
-    budget of the level's start;
-  * ``best_over_features`` gives a node two candidates, each the first maximum in increasing
-    feature order: the best over the ``allowed`` features and the best over ``used`` (Omega);
-  * nodes are visited in node order; a node whose best split would bring in a feature that is
-    neither in Omega nor already admitted at this level, when ``budget`` admissions have been
-    made (``budget < 0``: no budget), takes its best split on Omega instead;
-  * the node splits iff its chosen candidate exists and scores strictly above
-    ``min_split_gain``; a new feature it uses is admitted (once, in node order).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

@@ -2,30 +2,7 @@
 
 ``gpufs/__init__.py`` imports this module first, before any module that imports numba.
 
-Where compiled kernels are cached
----------------------------------
-Every CPU kernel is ``numba.njit(cache=True)`` and every GPU kernel ``cuda.jit(cache=True)``.
-By default numba writes its cache beside the source file (``__pycache__/*.nbi, *.nbc``) when
-that folder is writable. For an installed package that folder is inside ``site-packages``: the
-cache outlives ``pip uninstall`` (pip does not know those files), and the ``gpufs/`` folder it
-leaves behind is picked up by the import system as a namespace package ahead of a later
-editable install, so ``import gpufs`` breaks. gpufs therefore points numba's cache at a user
-cache folder, ``<user cache dir>/gpufs/numba/<gpufs version>-<digest>``
-(``~/.cache/gpufs/numba/...`` on Linux, following ``XDG_CACHE_HOME``; ``default_cache_dir``
-says what the digest covers), through numba's own ``NUMBA_CACHE_DIR`` setting.
-
-Precedence: a ``NUMBA_CACHE_DIR`` the user set in the environment wins; so does a cache folder
-set in an already-imported numba's config (``numba.config.CACHE_DIR = ...``). Otherwise gpufs
-sets ``NUMBA_CACHE_DIR`` in ``os.environ``: numba reads it when it is imported, and processes
-started from this one (multiprocessing, the CUDA-simulator test processes) inherit it.
-
-numba imported first: numba (and numba-cuda, which keeps its own copy of the config in
-``numba.cuda.core.config``) read the environment once at import. When either is already
-imported, its ``reload_config()`` is called after the variable is set. That is no extra
-intrusion: numba's compiler calls ``reload_config()`` itself before every compilation and
-re-reads all ``NUMBA_*`` variables whenever one of them changed, so it would have done the same
-at its next compilation - but too late, because the cache folder of a ``cache=True`` function
-is chosen when its decorator runs, at gpufs's import.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -77,7 +54,7 @@ def default_cache_dir() -> str:
 def configure_numba_cache() -> str:
     """Point numba's on-disk cache away from the installed package; return the folder in use.
 
-    See the module docstring for the rule. Idempotent; never creates the folder (numba does,
+    See ``docs/module_notes.rst`` for the rule. Idempotent; never creates the folder (numba does,
     on its first cache write).
     """
     user_dir = os.environ.get("NUMBA_CACHE_DIR")

@@ -6,49 +6,7 @@ weights ``w`` (one call each: :func:`check_boosting_scales` for GBFS, :func:`che
 for the other regressors), and the documentation of how weights interact with ``reg_lambda``
 and ``min_child_weight``.
 
-How weights enter a boosted tree
---------------------------------
-Row i contributes ``w_i * g_i`` and ``w_i * h_i`` to the gradient and hessian sums G and H of
-every node it falls in. ``min_child_weight`` is compared with a child's H (so with unit
-hessians, squared error or ``hessian=False``, it is the child's total weight); ``reg_lambda``
-is added to H in the gain ``G^2 / (H + lambda)`` and in the leaf value ``-G / (H + lambda)``.
-Therefore **weights times c, with reg_lambda times c and min_child_weight times c, give the
-same model**: every G and H scale by c, the leaf values do not change, the gains scale by c and
-so does the A-GBM divisor (``penalty_scaling="root_sse"``), so the penalized scores do not
-change. With ``penalty_scaling="none"`` the raw gain is compared with ``mu * cost`` and
-``min_split_gain``: scale those by c too. For c a power of two every one of these products is
-exact, and the trees are bit-identical (the fixed-point gradients of ``gpufs.quantize`` are
-then the same integers); for other c the products round, the fixed-point sums differ in their
-last bits, and trees are identical unless two candidate splits score within rounding of each
-other, with leaf values equal to rounding.
-
-The defaults (``reg_lambda=1``, ``min_child_weight=1e-3``) are meant for weights of mean about
-1. Weights normalized to sum 1 make every hessian sum n times smaller: ``reg_lambda=1`` then
-dwarfs the hessian sum of a leaf and shrinks every leaf value towards 0 (XGBoost's arithmetic
-is the same). Either keep weights at mean 1 (``w * n / w.sum()``) or scale ``reg_lambda`` and
-``min_child_weight`` with them.
-
-What is checked (before any tree is grown)
-------------------------------------------
-Bounds use the largest possible hessian per row: 1 for squared error or ``hessian=False``,
-1/4 for the logistic and softmax losses (``p (1 - p)``), and the target's range
-``R = max(y) - min(y)`` as the bound of a squared-error gradient (the first trees fit residuals
-``y - mean(y)``).
-
-* ValueError when the gain sums would leave float64's range: ``R * W`` (W the total weight)
-  above ``2**500`` or ``W * R**2`` above ``2**1000`` (the gain squares sums of gradients), or a
-  largest weighted gradient or hessian below ``2**-500`` (fixed-point gradients and squared
-  sums underflow), or a target range ``R`` itself below ``2**-500`` (whatever the weights:
-  ControlBurn's forest scales unweighted gradients, stagewise squares the residuals). The
-  message says to standardize y or rescale the weights.
-* UserWarning when no split can ever be made: the hessian sum of all rows is below twice
-  ``min_child_weight``, so no node has two children that each reach it (the fit would end
-  with stumps of one leaf, an empty selection).
-* UserWarning when ``reg_lambda`` swamps the hessian sums: the whole training set's hessian
-  sum is below ``reg_lambda``, or an average leaf of a ``max_depth`` tree
-  (``W * h / 2**max_depth``) holds a hessian sum below ``reg_lambda`` where unit weights would
-  give it one above (the weights' scale is to blame, not the data's size), so leaf values
-  shrink by more than half.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -141,7 +99,7 @@ def check_target_scale(est, y, sample_weight=None):
 
 
 def check_boosting_scales(est, y, sample_weight=None):
-    """The checks of the module docstring for a GBFS estimator about to fit.
+    """The checks of ``docs/module_notes.rst`` for a GBFS estimator about to fit.
 
     Parameters
     ----------

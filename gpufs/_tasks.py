@@ -6,20 +6,7 @@ positions of one segment. A segment of ``count`` rows cut into ``n`` tasks gives
 the positions ``[start + i * count // n, start + (i + 1) * count // n)``: near-equal runs that
 tile the segment in order (``task_bounds``).
 
-How many tasks a segment gets is the one thing the devices choose differently, each for its
-hardware:
-
-* the CPU (``cpu_task_count``) runs a task per thread of the pool, so a segment gets about
-  ``count / rows_per_task`` tasks but never more than a few per thread (a big node does not
-  become thousands of tasks) and at least one;
-* the GPU (``gpu_task_count``) runs a task per thread block, so a segment gets
-  ``ceil(count / rows_per_task)`` tasks: every block has at most ``rows_per_task`` rows, and
-  the grid grows with the data.
-
-The CPU backend compiles these functions with ``numba.njit``, the CUDA kernels with
-``numba.cuda.jit(device=True)``, and the host calls them on numpy arrays (every operation is
-elementwise), like ``gpufs._gain``. Their source is part of the numba cache key
-(``gpufs._numba_setup``).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

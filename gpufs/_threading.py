@@ -3,27 +3,7 @@
 Owns the choice of numba's threading layer (made once, before the first parallel kernel runs)
 and the per-fit thread limit that implements the estimators' ``n_jobs``.
 
-Why TBB. gpufs runs in notebooks, Dask workers, joblib pools and forked processes, on
-machines where other processes are busy. Measured on a 2-core box (``bench/bench_threads.py``
-has the cases): GNU OpenMP (numba's ``omp`` layer) kills a ``fork()`` child that runs a
-parallel kernel after its parent did ("fork() called from a process already using GNU
-OpenMP, this is unsafe"); numba's ``workqueue`` layer aborts the process when two Python
-threads run parallel kernels at once; and OpenMP's default busy-waiting made a small fit 10-30
-times slower beside two CPU-bound processes. Intel TBB (the ``tbb`` wheel, a dependency of
-gpufs) is both fork-safe and thread-safe in numba, its workers sleep instead of spinning, and
-with one task per chunk (``numba.set_parallel_chunksize(1)``) a worker the OS parks does not
-hold a loop back: the other threads steal its tasks.
-
-The ``tbb`` wheel installs ``libtbb.so.12`` into ``<prefix>/lib``, which is not on the dynamic
-loader's path of a virtual environment, so numba cannot load its TBB layer by itself; it is
-loaded here by its full path first (also when the user's ``NUMBA_THREADING_LAYER`` names
-``tbb`` or a layer choice that tries it, so that their choice works). When TBB cannot be loaded (a platform without the wheel),
-gpufs falls back to numba's default choice with OpenMP set to wait passively
-(``OMP_WAIT_POLICY=passive``, set before OpenMP starts) and says so with a warning once; the
-``omp`` layer is then not fork-safe. A user's ``NUMBA_THREADING_LAYER`` is always respected.
-
-Small work never reaches the thread pool at all: the kernels run serially below a work
-threshold (``backends/cpu.py``), which is what keeps small fits fast on a busy machine.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

@@ -4,30 +4,16 @@ Owns the cut-point rule. It uses only exact operations (row sampling by host-cho
 sorting, gathering, comparisons), so the same data gives the same cut points whether the
 columns sit in numpy or in cupy, and therefore the same bins on both devices.
 
-The rule, per feature:
-  1. take the rows of a seeded subsample (at most ``subsample`` rows, indices drawn on the host);
-  2. sort the non-missing values; let n be their count;
-  3. read the values at positions floor(i * (n - 1) / (max_bins - 1)) for i = 0 .. max_bins-1
-     (the minimum, max_bins - 2 inner quantiles, the maximum);
-  4. the cut points are the midpoints between consecutive distinct values read in step 3.
-  Exception: a feature with k <= max_bins distinct values in the subsample skips step 3: its
-  cut points are the midpoints between all its consecutive distinct values, so it gets k bins,
-  one per value, however rare some values are. Bin b holds the x with cuts[b-1] < x <= cuts[b]; NaN goes to bin 255 (``MISSING_BIN``).
-A constant or all-NaN feature has no cut points and one bin. A one-bin feature can still be
-split on whether it is missing (all values left, NaN right) when it has missing values.
-
-Categorical features (``fit(X, categories=...)``, the input door's ``CategoryCodes``) arrive
-as their category codes 0 .. n_codes - 1 (most frequent category first, rare ones pooled in
-the last code, NaN for missing and unseen categories): their bins are their codes. Their cut
-points are the midpoints k + 0.5 (k = 0 .. n_codes - 2), so the one bin rule maps code k to
-bin k and NaN to the missing bin; the category -> code map is kept in ``categories_`` and saved
-with the cut points.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ._category_codes import categories_to_dict, read_categories
 from ._device import namespace_of, to_host
+from ._strict_json import (MAX_BINNED_FEATURES, At, floats_out, plain, read_float_array,
+                           read_int, read_list, read_obj)
 from ._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
 
 #: Columns whose subsample is sorted at once in ``BinMapper.fit``: at least 16, and as many
@@ -78,7 +64,7 @@ class BinMapper:
         self.random_state = random_state
 
     def fit(self, X, categories=None):
-        """Learn the cut points of every feature (the rule of the module docstring).
+        """Learn the cut points of every feature (the rule of ``docs/module_notes.rst``).
 
         Columns are processed in blocks (``_COLUMN_BLOCK`` at a time, more when the subsample
         has few rows), so the float64 sorted copy of the subsample never holds more than a
@@ -277,16 +263,14 @@ class BinMapper:
         out[inner] = self.cuts_padded_[features[inner], bins[inner]]
         return out
 
-    # --- persistence (the format and its checks live in gpufs.model_io) -------------------
+    # --- persistence (the JSON form: bins_to_dict / read_bins below) ---------------------
     def to_dict(self) -> dict:
-        """The fitted cut points in the JSON form of ``gpufs.model_io``.
+        """The fitted cut points in the JSON form of the model files.
 
         Returns
         -------
         dict
         """
-        from .model_io import bins_to_dict
-
         return bins_to_dict(self)
 
     @classmethod
@@ -303,8 +287,6 @@ class BinMapper:
         BinMapper
             A ValueError naming the field is raised for anything invalid.
         """
-        from .model_io import plain, read_bins
-
         return cls._from_validated(*read_bins(plain(d)))
 
     @classmethod
@@ -370,3 +352,72 @@ def category_cuts(n_codes):
     cuts : ndarray of shape (max(n_codes - 1, 0),), float64
     """
     return np.arange(max(int(n_codes) - 1, 0), dtype=CUT_DTYPE) + 0.5
+
+
+# --- the JSON form of a fitted BinMapper (model files) ---------------------------------------
+
+def bins_to_dict(bm) -> dict:
+    """The JSON form of a fitted :class:`gpufs.binning.BinMapper`.
+
+    Parameters
+    ----------
+    bm : BinMapper
+
+    Returns
+    -------
+    dict
+    """
+    out = {"max_bins": int(bm.max_bins),
+           "subsample": None if bm.subsample is None else int(bm.subsample),
+           "random_state": int(bm.random_state),
+           "cuts": [floats_out(c) for c in bm.cuts_]}
+    categories = getattr(bm, "categories_", None)
+    if categories is not None:
+        out["categories"] = categories_to_dict(categories)
+    return out
+
+
+def read_bins(d, at=None, n_features=None):
+    """Validate a bins dict.
+
+    Parameters
+    ----------
+    d : object
+        The parsed dict.
+    at : At or None, default=None
+        Where it sits in the file (for the error messages).
+    n_features : int or None, default=None
+        The features the enclosing model declares (checked when given).
+
+    Returns
+    -------
+    max_bins, subsample, random_state : int, int or None, int
+    cuts : list of ndarray of shape (n_cuts,), float64
+        Finite and non-decreasing, at most ``max_bins - 1`` each.
+    categories : CategoryCodes or None
+        The categorical features' codes, whose cuts are ``category_cuts``.
+    """
+    at = at or At("bins")
+    read_obj(d, at, ["max_bins", "subsample", "random_state", "cuts"], ["categories"])
+    max_bins = read_int(d["max_bins"], at["max_bins"], 2, MAX_VALUE_BINS)
+    subsample = None if d["subsample"] is None else read_int(d["subsample"], at["subsample"], 1)
+    random_state = read_int(d["random_state"], at["random_state"], 0, 2**32 - 1)
+    cuts_in = read_list(d["cuts"], at["cuts"], n_features, MAX_BINNED_FEATURES)
+    if not cuts_in:
+        at["cuts"].fail("a model needs at least one feature.")
+    cuts = []
+    for f, c in enumerate(cuts_in):
+        read_list(c, at["cuts"][f], max_length=max_bins - 1)
+        a = read_float_array(c, at["cuts"][f], (len(c),))
+        down = np.flatnonzero(a[1:] < a[:-1])
+        if down.size:
+            at["cuts"][f][int(down[0]) + 1].fail("cut points must be in increasing order.")
+        cuts.append(a.astype(CUT_DTYPE))
+    categories = None
+    if d.get("categories") is not None:
+        categories = read_categories(d["categories"], at["categories"], len(cuts), max_bins)
+        for f, n in categories.n_codes.items():
+            if not np.array_equal(cuts[f], category_cuts(n)):
+                at["cuts"][f].fail(f"a categorical feature with {n} codes has the cut points "
+                                   "k + 0.5 for k < n - 1.")
+    return max_bins, subsample, random_state, cuts, categories

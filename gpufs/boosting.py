@@ -1,19 +1,11 @@
 """The boosting loop shared by every boosted selector.
 
-Owns: binning the training data once, the rounds of gradient boosting (gradients -> fixed point
+Owns: the rounds of gradient boosting (gradients -> fixed point
 -> one tree per output column -> raw-score update from the grower's row partition), the
 per-tree selection record, validation scoring and early stopping, and the progress bar.
 Device-agnostic: the backend and its array namespace do all array work.
 
-Every number that steers fitting is the same on the CPU and the GPU: gradients and losses come
-from the backend's exact objective kernels (``objectives`` docstring), the A-GBM divisor and
-the losses are fixed-point sums (``quantize.exact_sum``), and histograms are int64 sums. So
-the trees, the selected features and the early-stopping round are identical on both devices.
-
-The loop reads and changes per-row data (target, weights, raw scores, gradients, the
-validation rows) only through a :class:`BoostingRows` object: :class:`DeviceRows` holds them
-as arrays on the backend's device; ``gpufs.dask`` holds them in the workers of a cluster
-(``gpufs.dask._rows.ShardRows``), so that this one loop also runs a distributed fit.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -95,7 +87,7 @@ class BoostingCheckpoint:
 
     A fit that resumes from it (``fit_boosting(resume=...)``) grows the same trees as one that
     ran those rounds itself, as long as its penalty state would have made the same decisions
-    in them (the exact-k search's final fit: see ``selectors._k_search``).
+    in them (the exact-k search's final fit: see ``selectors._mu_search``).
 
     Parameters
     ----------

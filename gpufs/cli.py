@@ -1,6 +1,6 @@
 """The ``gpufs`` command line (also ``python -m gpufs``).
 
-Owns three commands and the rules every one of them follows:
+Owns three commands and the rules they all follow (never destroy data, one error line, ...):
 
   gpufs demo      GBFS on scikit-learn's breast-cancer data (it ships with scikit-learn): the
                   selected features in order of selection and the test accuracy.
@@ -9,22 +9,7 @@ Owns three commands and the rules every one of them follows:
                   (with the target) to a new table, a JSON report and the model.
   gpufs explain   prints the selection record of a saved model.
 
-Rules:
-
-* It never destroys data. It refuses to write over its input (the same file after resolving
-  links, hard links included) and over any existing file unless ``--force``; every output is
-  written to a temporary file in the target folder and renamed into place, so an interrupted
-  run leaves either the old file or the whole new one, never half a file. Outputs are checked
-  before the fit, so a long fit never ends in a refusal.
-* A user error (bad file, missing column, bad option, unusable device, bad hyperparameter)
-  prints one ``error: ...`` line on stderr and exits with status 2; ``--debug`` shows the
-  traceback instead. Anything else is a bug: one line that says so, status 1.
-* A progress bar (tqdm) is shown only when stdout and stderr are both terminals.
-* Warnings raised during the fit are printed as one ``warning: ...`` line each (and listed in
-  the report). A text column that looks like an identifier (``gpufs._identifiers``) is left
-  out with such a warning, unless ``--categorical`` names the columns.
-* On a cold kernel cache one line says the kernels are being compiled, and the compile time
-  is reported apart from the fit's (``gpufs._compile_watch``).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

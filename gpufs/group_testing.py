@@ -7,69 +7,7 @@ the standardized columns, the random subsets, the binary searches over them, and
 (:class:`GroupTestSearch`) that a :class:`gpufs.penalties.PenaltyState` asks for each tree's
 candidate set C.
 
-Algorithm 2, as implemented
----------------------------
-1. Once per fit the columns are min-max standardized (``standardize``): a value x of a column
-   with minimum lo and maximum hi becomes the integer ``rint((x - lo) / (hi - lo) * 255)`` in
-   [0, 255], i.e. (x - lo) / (hi - lo) in fixed point with 8 fractional bits (missing values
-   and constant columns give 0). Integer values make every sum of columns exact, so the
-   pseudo-features are the same integers however they are summed (BLAS, cuBLAS, a numba loop)
-   and the CPU and the GPU agree bit for bit.
-2. Per tree, ``p = ceil(e * s * log(s / delta))`` random subsets of ``m = floor(d / s)``
-   features are drawn (``draw_subsets``: each uniformly without replacement and in random
-   order, independently; ``s = 1``: one subset holding every feature), from a generator seeded
-   by the fit's seed and the tree's index. With ``subsets="per_fit"`` (``gt_subsets``) one draw
-   serves every tree, and the first step below, which depends on the data and the subsets
-   only, is computed once (``FirstStep``; the paper's precomputation, Section 4.2).
-3. The binary searches of all subsets run in lockstep (``group_test_candidates``): at each step
-   every unfinished subset's current group G (a run of its drawn order) is halved, G_L its
-   first ``|G| // 2`` features and G_R the rest. Each half's *pseudo-feature* is the sum of its
-   standardized columns; the right one is computed as (the kept group's pseudo-feature) minus
-   the left one, exactly. Each pseudo-feature is cut into ``max_bins`` equal-width bins between
-   its minimum v_lo and maximum v_hi over the rows (bin ``trunc((v - v_lo) * w)`` with
-   ``w = max_bins / (v_hi - v_lo + 1)``, one float64 division per pseudo-feature and one
-   float64 product per value, IEEE-rounded alike on both devices), histogrammed with the
-   tree's fixed-point gradients, and scored by the best gain of any threshold
-   (``gpufs._gain.candidate``, the one gain formula, unpenalized and unscaled: both halves are
-   compared at the same node). The better half is kept, the left one on a tie, until one
-   feature is left.
-4. C is the set of features the searches end on.
-Lines 1 and 11-16 of Algorithm 2 (score the free features Omega, then let a feature of C in
-only if its split beats Omega's best by the penalty) are the level rule every tree already
-follows (``gpufs._level``) with the allowed set restricted to Omega and C
-(``PenaltyState.allowed_mask``), so the exact histograms and split scans of the tree cover
-Omega + C instead of all d features.
-
-Where the group tests run: once per tree, at its root
------------------------------------------------------
-Algorithm 2 tests at every node ("let n_G be the samples to consider for this split"). gpufs
-runs the tests once per tree, on every training row with the tree's gradients, and every node
-of the tree then searches Omega + C exactly with the penalty. Reasons (measured numbers in
-``bench/bench_gtgbm.py``'s results):
-
-* cost: in a histogram engine a group test costs about ``2 p ceil(log2 m)`` pseudo-feature
-  histograms over the node's rows (2,610 for s = 10, delta = 0.05, d = 5,000, about half of
-  d) plus the sums of ``1.5 p m`` (about 14 d) columns per row. Each level of a tree holds
-  every row once, so testing at every node costs that much per level, while the exact search
-  costs about d/2 histogram updates per row per level (the smaller child of each split is
-  built, its sibling subtracted). Measured (the bench's ``scope`` records, Gisette shape,
-  depth 4, one thread, three runs): the tests at every node of a tree cost 3.0 to 3.7 times
-  the tests at its root (0.25 to 0.66 s against 0.07 to 0.18 s), a third to a half of the
-  whole exact tree (0.70 to 0.90 s), while GT-GBM's whole tree with root tests costs 0.08 to
-  0.12 s.
-* statistics: Theorem 4.2 asks for a number of rows at the tested node growing like (d / s)^2
-  (the paper's Figure 1 suggests linearly in d); the root has them all, a node at depth 3 an
-  eighth, where the tests of 500-feature groups are mostly noise.
-* the level step of both backends takes one allowed set per level; per-node candidate sets
-  would need a per-node mask in the CPU and GPU split search.
-The price: a feature whose effect shows only inside a region of the tree (an interaction) is
-found only when the root's tests happen to end on it; the exact search still sees Omega.
-
-Where group testing misses (the paper's caveat, tested in ``tests/test_group_testing.py``):
-two relevant features of opposite effect in one group cancel in its pseudo-feature, so a search
-whose group holds both is blind to them until a subset separates them; Theorem 4.1's number of
-subsets makes a subset isolating each of s relevant features likely (probability at least
-1 - delta), not certain.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

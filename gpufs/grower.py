@@ -20,11 +20,10 @@ import numpy as np
 
 from ._hist_layout import layout_of
 from .backends.base import LevelResult, SplitParams
-from .quantize import fixed_point_scale, quantize
 from .tree import Tree
 
 __all__ = ["GrownTree", "LevelResult", "SplitParams", "TreeParams", "grow_tree",
-           "grow_tree_from_gradients", "grow_tree_packed"]
+           "grow_tree_packed"]
 
 
 @dataclass(frozen=True)
@@ -212,36 +211,6 @@ def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_m
     gh = xp.stack([gq, hq], axis=1)
     return grow_tree_packed(backend, Xb, gh, int(gq.sum()), int(hq.sum()), g_scale, h_scale,
                             n_bins, bin_mapper, penalties, params, tree_index, gain_divisor)
-
-
-def grow_tree_from_gradients(backend, Xb, g, h, n_bins, bin_mapper, penalties,
-                             params: TreeParams, tree_index: int, *, divisor: bool = False):
-    """Quantize float gradients and hessians and grow a tree.
-
-    Parameters
-    ----------
-    backend : CPUBackend or GPUBackend
-    Xb : ndarray of shape (n_samples, n_features), uint8, or a prepared matrix
-    g, h : ndarray of shape (n_samples,), float64
-        Gradients and hessians (weights applied), on the backend's device.
-    n_bins : ndarray of shape (n_features,), int32
-    bin_mapper : BinMapper
-    penalties : PenaltyState
-    params : TreeParams
-    tree_index : int
-        As for :func:`grow_tree_packed`.
-    divisor : bool, default=False
-        Divide the gains by the A-GBM divisor of these gradients (else by 1).
-
-    Returns
-    -------
-    GrownTree
-    """
-    n = int(g.shape[0])
-    g_scale, h_scale = fixed_point_scale(g, n), fixed_point_scale(h, n)
-    div = penalties.gain_divisor(g, h) if divisor else 1.0
-    return grow_tree(backend, Xb, quantize(g, g_scale), quantize(h, h_scale), g_scale, h_scale,
-                     n_bins, bin_mapper, penalties, params, tree_index, gain_divisor=div)
 
 
 def _categorical_slots(bin_mapper, n_features):

@@ -5,34 +5,7 @@ softmax, where it is the number of classes); ``y`` is (n_samples,) float64 for r
 int32 class codes otherwise; ``w`` is (n_samples,) float64 sample weights or None. Arrays are
 numpy or cupy; results stay on the arrays' device.
 
-What is guaranteed identical on the CPU and the GPU (given the same inputs), and why:
-  * ``init_score``: computed from correctly rounded sums (``math.fsum``'s bits, by
-    ``quantize.correctly_rounded_sum`` on the rows' device), so a cupy y gives the numpy y's
-    score.
-  * ``gradients`` / ``grad_hess``: squared error is ``raw - y`` (one IEEE subtraction per row,
-    the same on both); logistic and softmax run the backend's gradient kernel, which compiles
-    the per-row formulas of ``gpufs._exactmath`` (exp / log written with +, -, *, / only,
-    every product and sum rounded separately, never fused) -- not numpy's or cupy's ``exp``,
-    which differ in the last bit between glibc and CUDA.
-  * ``loss``: per-row losses from the backend's loss kernel (the same ``_exactmath``
-    formulas), averaged with ``quantize.exact_mean`` (fixed-point sums: independent of the
-    device and of the row order). Early stopping compares these losses, so it stops at the
-    same round on both devices.
-  * ``proba`` (prediction only, never used while fitting) uses the array namespace's ``exp``
-    and may differ in the last bit between devices.
-
-The backend that runs the kernels is the ``backend`` argument (``fit_boosting`` passes its
-own); without one, the CPU backend for numpy arrays and the GPU backend for cupy arrays.
-
-Array-namespace functions
--------------------------
-:func:`sigmoid`, :func:`softplus`, :func:`softmax`, :func:`log_odds` and
-:func:`logistic_loss_terms` are the one implementation of these functions for everything that
-is not fitted by the exact kernels: predicted probabilities, the linear models of forward
-stagewise selection, and the tree-weight lasso of ControlBurn. They run in the namespace of their argument (numpy or cupy) and never
-overflow. Probabilities that enter a logarithm are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]``
-(:data:`PROB_CLIP`), the one clipping rule of the package: a class with no weight gets a large,
-finite log-odds instead of an infinite one.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -266,7 +239,7 @@ class _Objective:
             [_exact_weighted_mean(c, w) for c in self.init_columns(y)])
 
     def loss(self, raw, y, w, backend=None):
-        """Mean per-row loss, weighted by ``w``, as a host float (see the module docstring).
+        """Mean per-row loss, weighted by ``w``, as a host float (``docs/module_notes.rst``).
 
         Parameters
         ----------

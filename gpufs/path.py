@@ -6,15 +6,7 @@ family (``selection_path``), and ``mu_path``, which refits a GBFS estimator over
 ``mu`` (the error-vs-features curve of Xu, Huang, Weinberger, Zheng, "Gradient Boosted Feature
 Selection", KDD 2014, Figure 3). Drawing is ``gpufs.plotting.plot_selection_path``.
 
-What "the loss with j features" is, per family:
-  * GBFS: the loss after the last tree grown while the ensemble used j features (just before
-    the (j+1)-th entered, or after the final tree), from ``selection_record_``; features
-    that entered in the same tree share that tree's loss (no model had only some of them).
-  * Stagewise: the cost after round j (``cost_history_[j]``, round 0 is the bias alone).
-  * ControlBurn: the lasso's training loss (its objective without the penalty) of the
-    selection with j features, from ``selection_path_`` (every k up to ``path_k_max``,
-    default the size of the selection).
-  * ``mu_path``: one point per mu, the fitted model's validation score.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -22,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import clone, is_classifier
+
+from ._path_figure import draw_paths
 
 __all__ = ["PathPoint", "SelectionPath", "feature_names", "mu_path", "plot_path",
            "points_path", "selection_path"]
@@ -252,6 +246,7 @@ def plot_path(points, ax=None, label=None):
     -------
     matplotlib Axes
     """
-    from .plotting import plot_selection_path
-
-    return plot_selection_path(points_path(points, label or "mu path"), ax=ax)
+    # the drawing of gpufs.plotting.plot_selection_path, without importing gpufs.plotting
+    # (which imports this module)
+    return draw_paths([points_path(points, label or "mu path")], ax, validation=True,
+                      label_features=True)

@@ -3,30 +3,7 @@
 Owns the one computation of the penalty vector handed to the split kernels, the state of which
 features the ensemble already uses, and the rule for when a feature becomes free.
 
-The rule, as implemented and tested:
-  * A split on feature f scores ``gain / divisor - penalty[f]`` where
-    ``penalty[f] = mu * cost[f]`` if no feature of f's group is in Omega, else 0.
-    Without groups every feature is its own group, so a feature is free once it is in Omega.
-  * ``divisor`` is 1 (``penalty_scaling="none"``: GBFS of Xu, Huang, Weinberger, Zheng,
-    "Gradient Boosted Feature Selection", KDD 2014) or, for ``penalty_scaling="root_sse"``
-    (A-GBM of Han, Rao, Sorokina, Subbian, "Scalable Feature Selection for (Multitask)
-    Gradient Boosted Trees", AISTATS 2020), the largest gain any split of the
-    tree's root could reach: 0.5 * (sum_i g_i^2 / h_i - G^2 / H). With unit hessians this is
-    half the residual SSE at the root, so ``gain / divisor`` is the fraction of the residual
-    SSE a split removes and lies in [0, 1]. Its sums are fixed-point (``quantize.exact_sum``),
-    so it is the same number on the CPU and the GPU and the penalized scores compare alike.
-  * All nodes of one level are decided together with the penalty vector computed at the start
-    of that level. Features first used at level l join Omega after the level, so they are free
-    from level l + 1 of the same tree on, and in every later tree (for softmax, in the later
-    class trees of the same round too).
-  * With ``n_features_to_select = k``: once k features are in Omega only those features may be
-    split on. Within a level, nodes are visited in node order; a node whose best split would
-    bring in a feature beyond the budget takes its best split on a feature already in Omega
-    instead (or becomes a leaf if that split does not pay).
-  * With a candidate search (GT-GBM, ``gpufs.group_testing``): before each tree the search
-    names the tree's candidate features C, and the tree's splits may use only the free
-    features (those whose group is used) and C; a new feature still enters only when its
-    penalized score beats every free feature's, by the rule above.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

@@ -1,26 +1,11 @@
 """The tree and ensemble data model shared by the CPU and the GPU.
 
-Owns the struct-of-arrays representation (below), the prediction entry points, host/device
-moves, and the JSON entry points (the format itself: ``gpufs.model_io``).
+Owns the struct-of-arrays representation (``TREE_FIELDS``: per node of a complete binary
+tree, node i's children 2i+1 and 2i+2), the prediction entry points, host/device moves, and
+the ensemble's JSON form (``ensemble_to_dict`` / ``ensemble_from_dict``, which checks every
+invariant of the arrays before any of them reaches compiled code).
 
-A tree of depth D is a complete binary tree of ``n_nodes = 2**(D+1) - 1`` nodes; node i has
-children 2i+1 and 2i+2. Per node:
-  feature        int32    split feature, -1 for a leaf or an unused node
-  bin_threshold  uint8    go left iff bin <= bin_threshold (missing bin: see missing_left)
-  threshold      float64  go left iff x <= threshold (raw-data prediction)
-  missing_left   bool     where a missing value goes
-  value          float64  leaf output, learning rate applied (set on internal nodes too)
-  gain           float64  loss reduction of the split (0 on leaves)
-  cover          float64  sum of hessians of the node's rows
-  count          int64    rows in the node
-  cat_bits       uint32   (n_nodes, W): on a split of a categorical feature, the bitset of the
-                          category bins sent left (``gpufs._categorical``); W = CAT_WORDS in
-                          an ensemble with categorical features, else 0 (no memory)
-A split on a categorical feature (``TreeEnsemble.is_categorical``) sends bin b left iff bit b
-of its ``cat_bits`` is set (the missing bin by missing_left); its bin_threshold and threshold
-are 0. An ensemble stacks these as (n_trees, n_nodes) arrays ((n_trees, n_nodes, W) for
-cat_bits); ``tree_column[t]`` is the output column (class, for softmax) that tree t adds to,
-and ``base_score`` (n_outputs,) starts every row.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -30,6 +15,10 @@ import numpy as np
 
 from . import _types as T
 from ._categorical import CAT_WORDS
+from ._strict_json import (FORMAT_VERSION, MAX_CLASSES, MAX_COUNT, MAX_DEPTH, MAX_FEATURES,
+                           MAX_NODES, At, dumps, floats_out, loads, plain, read_bool_array,
+                           read_float_array, read_index_list, read_int, read_int_array,
+                           read_list, read_obj, short)
 
 TREE_FIELDS = {
     "feature": T.FEATURE_DTYPE,
@@ -70,7 +59,7 @@ def n_nodes_for_depth(max_depth: int) -> int:
 
 @dataclass
 class Tree:
-    """One tree: a struct of 1-D host arrays over its nodes (see the module docstring).
+    """One tree: a struct of 1-D host arrays over its nodes (``docs/module_notes.rst``).
 
     Every field of ``TREE_FIELDS`` is also an attribute (``tree.feature`` is
     ``tree.arrays["feature"]``).
@@ -109,17 +98,6 @@ class Tree:
             return self.__dict__["arrays"][name]
         except KeyError:
             raise AttributeError(name) from None
-
-    def used_features(self) -> np.ndarray:
-        """The features the tree splits on.
-
-        Returns
-        -------
-        ndarray of shape (n_used,), int32
-            Sorted, without repetition.
-        """
-        f = self.arrays["feature"]
-        return np.unique(f[f >= 0])
 
 
 @dataclass
@@ -291,17 +269,15 @@ class TreeEnsemble:
                                       a["value"], a["tree_column"], out, a["is_categorical"],
                                       a["cat_bits"])
 
-    # --- persistence: always through host arrays (format and checks: gpufs.model_io) ---------
+    # --- persistence: always through host arrays (ensemble_to_dict / ensemble_from_dict) -
     def to_dict(self) -> dict:
-        """The ensemble in the JSON form of ``gpufs.model_io``.
+        """The ensemble in the JSON form of the model files.
 
         Returns
         -------
         dict
             Plain lists, numbers and strings (+inf thresholds as the string "Infinity").
         """
-        from .model_io import ensemble_to_dict
-
         return ensemble_to_dict(self)
 
     @classmethod
@@ -319,8 +295,6 @@ class TreeEnsemble:
         TreeEnsemble
             A ValueError naming the field is raised for anything invalid.
         """
-        from .model_io import ensemble_from_dict, plain
-
         return ensemble_from_dict(plain(d))
 
     def to_json(self) -> str:
@@ -332,8 +306,6 @@ class TreeEnsemble:
             Python's float repr round-trips exactly, so a loaded ensemble predicts
             bit-identically.
         """
-        from .model_io import dumps
-
         return dumps(self.to_dict())
 
     @classmethod
@@ -348,8 +320,6 @@ class TreeEnsemble:
         -------
         TreeEnsemble
         """
-        from .model_io import loads
-
         return cls.from_dict(loads(s))
 
     def __getstate__(self):
@@ -357,3 +327,291 @@ class TreeEnsemble:
         state["_stacked"] = None
         state["_device_cache"] = None  # device arrays never travel in a pickle
         return state
+
+
+# --- the JSON form of an ensemble (model files) ---------------------------------------------
+
+#: The format tag of a standalone ensemble (``TreeEnsemble.to_dict``).
+ENSEMBLE_FORMAT = "gpufs.TreeEnsemble"
+
+
+def ensemble_fields(ens) -> dict:
+    """The JSON form of an ensemble inside a model file (no format tags).
+
+    Parameters
+    ----------
+    ens : TreeEnsemble
+
+    Returns
+    -------
+    dict
+        Plain lists, numbers and strings.
+    """
+    s = ens.stacked()
+    trees = {}
+    for k, dt in TREE_FIELDS.items():
+        if k == "cat_bits":
+            continue
+        trees[k] = floats_out(s[k]) if np.dtype(dt).kind == "f" else s[k].tolist()
+    out = {"max_depth": int(ens.max_depth), "n_features": int(ens.n_features),
+           "n_outputs": int(ens.n_outputs), "n_trees": int(ens.n_trees),
+           "base_score": floats_out(ens.base_score),
+           "tree_column": s["tree_column"].tolist(), "trees": trees}
+    if ens.categorical:
+        # the bitsets of the categorical splits only: [node, word 0, ..., word 7] per split
+        is_cat = ens.categorical_mask()
+        split = (s["feature"] >= 0) & is_cat[np.maximum(s["feature"], 0)]
+        out["categorical_features"] = np.flatnonzero(is_cat).tolist()
+        trees["cat_bits"] = [[[int(i)] + s["cat_bits"][t, i].tolist()
+                              for i in np.flatnonzero(split[t])] for t in range(ens.n_trees)]
+    return out
+
+
+def ensemble_to_dict(ens) -> dict:
+    """The JSON form of a :class:`gpufs.tree.TreeEnsemble` (standalone: with format tags).
+
+    Parameters
+    ----------
+    ens : TreeEnsemble
+
+    Returns
+    -------
+    dict
+    """
+    return {"format": ENSEMBLE_FORMAT, "format_version": FORMAT_VERSION,
+            **ensemble_fields(ens)}
+
+
+def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None,
+                       tagged=True, categorical=None):
+    """Validate an ensemble dict and build the :class:`gpufs.tree.TreeEnsemble`.
+
+    Parameters
+    ----------
+    d : object
+        The parsed dict.
+    at : At or None, default=None
+        Where it sits in the file (for the error messages).
+    n_features, n_outputs : int or None, default=None
+        What the enclosing model declares (checked when given).
+    cuts : list of ndarray or None, default=None
+        The bin mapper's cut points; with them every split's threshold must be the cut point
+        its bin threshold names.
+    tagged : bool, default=True
+        The dict carries ``format`` and ``format_version`` (a standalone ensemble).
+    categorical : ndarray of shape (n_features,), bool, or None, default=None
+        The bin mapper's categorical features, which the ensemble's
+        ``categorical_features`` must equal.
+
+    Returns
+    -------
+    TreeEnsemble
+    """
+    at = at or At("ensemble")
+    keys = ["max_depth", "n_features", "n_outputs", "n_trees", "base_score", "tree_column",
+            "trees"]
+    optional = ["categorical_features"]
+    if tagged:
+        if type(d) is not dict or d.get("format") != ENSEMBLE_FORMAT:
+            found = d.get("format") if type(d) is dict else None
+            at.fail(f"not a gpufs ensemble (format={short(found)}, expected "
+                    f"{ENSEMBLE_FORMAT!r}).")
+        read_obj(d, at, keys + ["format", "format_version"], optional)
+        if d["format_version"] != FORMAT_VERSION:
+            at["format_version"].fail(f"version {short(d['format_version'])} is not "
+                                      f"{FORMAT_VERSION}.")
+    else:
+        read_obj(d, at, keys, optional)
+    depth = read_int(d["max_depth"], at["max_depth"], 0, MAX_DEPTH)
+    d_feat = read_int(d["n_features"], at["n_features"], 1, MAX_FEATURES)
+    if n_features is not None and d_feat != n_features:
+        at["n_features"].fail(f"{d_feat} differs from the model's n_features_in {n_features}.")
+    k_out = read_int(d["n_outputs"], at["n_outputs"], 1, MAX_CLASSES)
+    if n_outputs is not None and k_out != n_outputs:
+        at["n_outputs"].fail(f"{k_out} outputs, but the model has {n_outputs}.")
+    n_nodes = n_nodes_for_depth(depth)
+    n_trees = read_int(d["n_trees"], at["n_trees"], 0, MAX_NODES // n_nodes)
+    base = read_float_array(d["base_score"], at["base_score"], (k_out,))
+    col = read_int_array(d["tree_column"], at["tree_column"], (n_trees,), 0, k_out - 1, np.int32)
+    tat = at["trees"]
+    is_cat = np.zeros(d_feat, dtype=bool)
+    if d.get("categorical_features") is not None:
+        cf = read_index_list(d["categorical_features"], at["categorical_features"], d_feat)
+        if np.any(np.diff(cf) <= 0):
+            at["categorical_features"].fail("feature indices must be increasing.")
+        is_cat[cf] = True
+    if categorical is not None and not np.array_equal(is_cat, categorical):
+        at["categorical_features"].fail("differs from the categorical features of the bins.")
+    fields = [k for k in TREE_FIELDS if k != "cat_bits"]
+    read_obj(d["trees"], tat, fields + (["cat_bits"] if is_cat.any() else []))
+    shape = (n_trees, n_nodes)
+    feature = read_int_array(d["trees"]["feature"], tat["feature"], shape, -1, d_feat - 1,
+                         T.FEATURE_DTYPE)
+    a = {"feature": feature}
+    a["bin_threshold"] = read_int_array(d["trees"]["bin_threshold"], tat["bin_threshold"], shape,
+                                    0, T.MAX_VALUE_BINS - 1, T.BIN_THRESHOLD_DTYPE)
+    a["threshold"] = read_float_array(d["trees"]["threshold"], tat["threshold"], shape,
+                                  nonfinite=("Infinity",))
+    a["missing_left"] = read_bool_array(d["trees"]["missing_left"], tat["missing_left"], shape)
+    a["value"] = read_float_array(d["trees"]["value"], tat["value"], shape)
+    a["gain"] = read_float_array(d["trees"]["gain"], tat["gain"], shape)
+    a["cover"] = read_float_array(d["trees"]["cover"], tat["cover"], shape, lo=0.0)
+    a["count"] = read_int_array(d["trees"]["count"], tat["count"], shape, 0, MAX_COUNT)
+    _check_tree_structure(a, depth, tat)
+    a["cat_bits"] = _read_cat_bits(d["trees"].get("cat_bits"), tat["cat_bits"], a, is_cat,
+                                   cuts)
+    if cuts is not None:
+        _check_thresholds(a, cuts, tat, is_cat)
+    _check_no_overflow(a["value"], col, base, k_out, tat["value"])
+    ens = TreeEnsemble(max_depth=depth, n_features=d_feat, base_score=base,
+                       is_categorical=is_cat if is_cat.any() else None)
+    for t in range(n_trees):
+        ens.append(Tree({k: a[k][t].copy() for k in TREE_FIELDS}), int(col[t]))
+    return ens
+
+
+def _check_tree_structure(a, depth, at):
+    """The complete-binary-tree invariants of ``docs/module_notes.rst``, over all trees at once."""
+    feature = a["feature"]
+    n_trees, n_nodes = feature.shape
+    if n_trees == 0:
+        return
+    internal = feature >= 0
+    first_last = 2 ** depth - 1                 # first node of the last level
+    bad = np.argwhere(internal[:, first_last:])
+    if bad.size:
+        t, i = bad[0]
+        at["feature"][int(t)][int(i) + first_last].fail(
+            f"a split on the last level of a depth-{depth} tree (its children would be "
+            "outside the tree).")
+    used = np.zeros_like(internal)
+    used[:, 0] = True
+    for level in range(depth):
+        lo, hi = 2 ** level - 1, 2 ** (level + 1) - 1
+        parent = used[:, lo:hi] & internal[:, lo:hi]
+        used[:, 2 * lo + 1:2 * hi + 1:2] = parent
+        used[:, 2 * lo + 2:2 * hi + 2:2] = parent
+    leaf = used & ~internal
+    defaults = {"feature": -1, "bin_threshold": 0, "threshold": 0.0, "missing_left": False,
+                "value": 0.0, "gain": 0.0, "cover": 0.0, "count": 0}
+    for k, dflt in defaults.items():
+        bad = np.argwhere(~used & (a[k] != dflt))
+        if bad.size:
+            t, i = (int(x) for x in bad[0])
+            at[k][t][i].fail(f"node {i} of tree {t} is below a leaf (unused) but holds "
+                             f"{a[k][t, i].item()!r}, not {dflt!r}.")
+    for k in ("bin_threshold", "threshold", "missing_left", "gain"):
+        bad = np.argwhere(leaf & (a[k] != defaults[k]))
+        if bad.size:
+            t, i = (int(x) for x in bad[0])
+            at[k][t][i].fail(f"node {i} of tree {t} is a leaf but holds "
+                             f"{a[k][t, i].item()!r}, not {defaults[k]!r}.")
+    inner = np.argwhere(internal)
+    if inner.size:
+        t, i = inner[:, 0], inner[:, 1]
+        c = a["count"]
+        bad = np.flatnonzero(c[t, i] != c[t, 2 * i + 1] + c[t, 2 * i + 2])
+        if bad.size:
+            tt, ii = int(t[bad[0]]), int(i[bad[0]])
+            at["count"][tt][ii].fail(f"node {ii} of tree {tt} holds {int(c[tt, ii])} rows, "
+                                     "not the sum of its children's.")
+        thr = a["threshold"][t, i]
+        bad = np.flatnonzero(~np.isfinite(thr) & (thr != np.inf))
+        if bad.size:
+            tt, ii = int(t[bad[0]]), int(i[bad[0]])
+            at["threshold"][tt][ii].fail("a split threshold must be a number or 'Infinity'.")
+
+
+def _read_cat_bits(v, at, a, is_cat, cuts):
+    """The category bitsets of the categorical splits -> uint32 (n_trees, n_nodes, W).
+
+    Every split on a categorical feature has exactly one entry ``[node, w0, ..., w7]`` (nodes
+    increasing), no other node has one; words are in [0, 2**32); no bit at or above the
+    feature's bin count is set (255 without cut points: the missing bin follows
+    ``missing_left``); such a split's bin threshold and threshold are 0."""
+    feature = a["feature"]
+    n_trees, n_nodes = feature.shape
+    if not is_cat.any():
+        return np.zeros((n_trees, n_nodes, 0), np.uint32)
+    out = np.zeros((n_trees, n_nodes, CAT_WORDS), np.uint32)
+    cat_split = (feature >= 0) & is_cat[np.maximum(feature, 0)]
+    for k in ("bin_threshold", "threshold"):
+        bad = np.argwhere(cat_split & (a[k] != 0))
+        if bad.size:
+            t, i = (int(x) for x in bad[0])
+            at.fail(f"node {i} of tree {t} splits a categorical feature but its {k} is "
+                    f"{a[k][t, i].item()!r}, not 0.")
+    n_bins = (np.full(is_cat.shape[0], T.MAX_VALUE_BINS, np.int64) if cuts is None
+              else np.array([c.shape[0] + 1 for c in cuts], dtype=np.int64))
+    read_list(v, at, n_trees)
+    for t, entries in enumerate(v):
+        want = np.flatnonzero(cat_split[t])
+        read_list(entries, at[t], want.shape[0])
+        if not entries:
+            continue
+        rows = read_int_array(entries, at[t], (len(entries), 1 + CAT_WORDS), 0, 2**32 - 1)
+        nodes = rows[:, 0]
+        if not np.array_equal(nodes, want):
+            j = int(np.flatnonzero(nodes != want)[0])
+            at[t][j][0].fail(f"tree {t}'s categorical splits are at nodes {want.tolist()[:8]}; "
+                             f"entry {j} names node {int(nodes[j])}.")
+        words = rows[:, 1:].astype(np.uint32)
+        bit = np.arange(32 * CAT_WORDS)
+        is_set = ((words[:, bit // 32] >> (bit % 32).astype(np.uint32)) & 1).astype(bool)
+        limit = n_bins[feature[t, nodes]]
+        bad = np.argwhere(is_set & (bit[None, :] >= limit[:, None]))
+        if bad.size:
+            j, b = (int(x) for x in bad[0])
+            at[t][j].fail(f"bit {b} is set, but feature {int(feature[t, nodes[j]])} has "
+                          f"{int(limit[j])} bins.")
+        out[t, nodes] = words
+    return out
+
+
+def _check_thresholds(a, cuts, at, is_cat=None):
+    """Every numeric split: bin threshold below its feature's bin count, threshold = that cut
+    point (+inf for the top bin, whose split sends every value left and missing values
+    right). Categorical splits are checked by ``_read_cat_bits``."""
+    numeric = a["feature"] >= 0
+    if is_cat is not None:
+        numeric &= ~is_cat[np.maximum(a["feature"], 0)]
+    inner = np.argwhere(numeric)
+    if not inner.size:
+        return
+    t, i = inner[:, 0], inner[:, 1]
+    f = a["feature"][t, i].astype(np.int64)
+    bt = a["bin_threshold"][t, i].astype(np.int64)
+    n_cuts = np.array([c.shape[0] for c in cuts], dtype=np.int64)
+    bad = np.flatnonzero(bt > n_cuts[f])
+    if bad.size:
+        j = bad[0]
+        at["bin_threshold"][int(t[j])][int(i[j])].fail(
+            f"bin threshold {int(bt[j])} >= n_bins {int(n_cuts[f[j]] + 1)} of feature "
+            f"{int(f[j])}.")
+    top = bt == n_cuts[f]
+    bad = np.flatnonzero(top & a["missing_left"][t, i])
+    if bad.size:
+        j = bad[0]
+        at["missing_left"][int(t[j])][int(i[j])].fail(
+            "a split on the top bin sends every value left; its missing values must go right.")
+    flat = np.concatenate(cuts + [np.zeros(1)])
+    start = np.concatenate([[0], np.cumsum(n_cuts)[:-1]])
+    expected = np.where(top, np.inf, flat[np.where(top, 0, start[f] + bt)])
+    bad = np.flatnonzero(expected != a["threshold"][t, i])
+    if bad.size:
+        j = bad[0]
+        at["threshold"][int(t[j])][int(i[j])].fail(
+            f"threshold {a['threshold'][t[j], i[j]].item()!r} is not the cut point "
+            f"{expected[j].item()!r} "
+            f"that bin threshold {int(bt[j])} of feature {int(f[j])} names.")
+
+
+def _check_no_overflow(value, col, base, k_out, at):
+    """No row's raw score (base + one leaf value per tree) can overflow float64."""
+    if value.shape[0] == 0:
+        return
+    with np.errstate(over="ignore"):
+        bound = np.abs(base).astype(np.float64)
+        np.add.at(bound, col.astype(np.int64), np.abs(value).max(axis=1))
+    if not np.isfinite(bound).all():
+        at.fail("leaf values so large that a prediction would overflow float64.")

@@ -30,7 +30,7 @@ from gpufs.backends.gpu import GPUBackend  # noqa: E402
 from gpufs.binning import BinMapper  # noqa: E402
 from gpufs.boosting import BoostingParams  # noqa: E402
 from gpufs.grower import TreeParams  # noqa: E402
-from gpufs.multitask import MultiTaskPenaltyState, fit_multitask_boosting  # noqa: E402
+from gpufs.multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting  # noqa: E402
 from gpufs.objectives import Logistic, SquaredError  # noqa: E402
 
 

@@ -48,7 +48,7 @@ def first_k_admitted(X, y, k, **params):
     from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
     from gpufs.grower import TreeParams
     from gpufs.penalties import PenaltyState
-    from gpufs.selectors._k_search import gbfs_mu_search
+    from gpufs.selectors._mu_search import gbfs_mu_search
 
     est = GBFSRegressor(n_estimators=1, device="cpu", random_state=0, **{
         key: v for key, v in params.items() if key != "n_estimators"}).fit(X, y)

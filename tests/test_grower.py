@@ -7,7 +7,7 @@ from gpufs._categorical import MAX_CAT_TO_ONEHOT
 from gpufs.backends.base import SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
-from gpufs.grower import GrownTree, TreeParams, grow_tree, grow_tree_from_gradients
+from gpufs.grower import GrownTree, TreeParams, grow_tree
 from gpufs.penalties import PenaltyState
 from gpufs.quantize import fixed_point_scale, quantize
 
@@ -66,13 +66,20 @@ HAND_G = np.array([-1.0, -1.0, 1.0, 1.0])
 HAND_BINS = np.array([2, 2], np.int32)
 
 
+def _grow_from_gradients(backend, Xb, g, h, n_bins, bin_mapper, penalties, params, tree_index):
+    """Quantize float gradients and hessians as the boosting loop does, and grow a tree."""
+    n = int(g.shape[0])
+    g_scale, h_scale = fixed_point_scale(g, n), fixed_point_scale(h, n)
+    return grow_tree(backend, Xb, quantize(g, g_scale), quantize(h, h_scale), g_scale, h_scale,
+                     n_bins, bin_mapper, penalties, params, tree_index, gain_divisor=1.0)
+
+
 def _hand(mu, max_depth=1, **params):
     ps = PenaltyState(mu, np.ones(2), np.arange(2, dtype=np.int32))
     p = dict(max_depth=max_depth, reg_lambda=0.0, learning_rate=0.5, min_child_weight=1e-3)
     p.update(params)
-    grown = grow_tree_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
-                                     _stub_mapper(HAND_BINS), ps, TreeParams(**p),
-                                     tree_index=3)
+    grown = _grow_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
+                                 _stub_mapper(HAND_BINS), ps, TreeParams(**p), tree_index=3)
     return grown, ps
 
 
@@ -99,9 +106,9 @@ def test_a_penalty_above_the_gain_leaves_a_leaf_and_a_used_feature_is_free():
     assert grown.leaf_nodes.tolist() == [0] and ps.order == []
     ps = PenaltyState(2.5, np.ones(2), np.arange(2, dtype=np.int32))
     ps.admit([0], -1)                             # feature 0 already in Omega: free
-    grown = grow_tree_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
-                                     _stub_mapper(HAND_BINS), ps,
-                                     TreeParams(max_depth=1, reg_lambda=0.0), tree_index=0)
+    grown = _grow_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
+                                 _stub_mapper(HAND_BINS), ps,
+                                 TreeParams(max_depth=1, reg_lambda=0.0), tree_index=0)
     assert grown.tree.feature[0] == 0 and grown.new_features == []
 
 

@@ -1,13 +1,13 @@
 """The reweighting steps of the tree-weight lasso (``gpufs.lasso``: ``usage_discount``, the
 ``discount`` of ``tree_costs``, ``TreeLasso.with_costs`` and ``reweight_steps`` of
-``select_k`` / ``selection_path`` / ``select_at_lambda``): the discount by hand, near-copies
+``select_k`` / ``selections_by_k`` / ``select_at_lambda``): the discount by hand, near-copies
 collapsing onto one column, the path agreeing with select_k, bad input."""
 import numpy as np
 import pytest
 
 from _lasso_data import _forest
 from gpufs.lasso import (TreeLasso, UnreachableKError, select_at_lambda, select_k,
-                         selected_features, selection_path, tree_costs, usage_discount)
+                         selected_features, selections_by_k, tree_costs, usage_discount)
 
 MASKS = np.array([[1, 0, 0],
                   [1, 1, 0],
@@ -95,8 +95,8 @@ def test_reweighting_moves_the_weight_of_near_copies_onto_one(seed):
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_path_entries_are_what_select_k_selects(loss):
     A, y, masks = _forest(300, 40, seed=4, loss=loss)
-    path = selection_path(A, y, masks, 5, loss=loss, reweight_steps=3)
-    plain = selection_path(A, y, masks, 5, loss=loss)
+    path = selections_by_k(A, y, masks, 5, loss=loss, reweight_steps=3)
+    plain = selections_by_k(A, y, masks, 5, loss=loss)
     assert path.lambda_max == plain.lambda_max
     np.testing.assert_array_equal(path.lambdas, plain.lambdas)
     assert path.n_solves > plain.n_solves

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from _lasso_data import _forest, _one_feature_per_tree
-from gpufs.lasso import (UnreachableKError, select_k, selected_features, selection_path,
+from gpufs.lasso import (UnreachableKError, select_k, selected_features, selections_by_k,
                          solve_lasso, tree_costs)
 
 
@@ -20,7 +20,7 @@ def test_bisection_hits_every_k(loss):
         # The lambda it reports really gives those features.
         res = solve_lasso(A, y, tree_costs(masks), sel.lam, loss=loss)
         np.testing.assert_array_equal(selected_features(res.weights, masks), sel.features)
-    path = selection_path(A, y, masks, n, loss=loss)
+    path = selections_by_k(A, y, masks, n, loss=loss)
     assert path.ks == list(range(1, n + 1)) and path.unreachable == {}
     for k, sel in path.selections.items():
         assert sel.features.size == k
@@ -31,7 +31,7 @@ def test_bisection_hits_every_k(loss):
 def test_bisection_on_a_real_forest_with_groups():
     A, y, masks = _forest(200, 40, seed=5)
     groups = np.array([0, 0, 1, 2, 2, 3, 4, 4])
-    path = selection_path(A, y, masks, 5, groups=groups)
+    path = selections_by_k(A, y, masks, 5, groups=groups)
     # k = 1 and 4 are unreachable on this forest: a single lambda step brings two features in
     assert path.ks == [2, 3, 5] and sorted(path.unreachable) == [1, 4]
     for k, sel in path.selections.items():
@@ -59,7 +59,7 @@ def test_unreachable_k_is_reported():
     assert info.value.below.k == 2 and info.value.above.k == 4
     below = select_k(A, y, masks, 3, strict=False)
     assert not below.exact and below.k == 2
-    path = selection_path(A, y, masks, 6)
+    path = selections_by_k(A, y, masks, 6)
     assert path.ks == [2, 4, 6]
     assert sorted(path.unreachable) == [1, 3, 5]
     assert "jumps from 0" in path.unreachable[1]
@@ -85,7 +85,7 @@ def test_zero_cost_trees_are_free_features():
     # every tree free: lambda has no effect, every useful tree is kept
     with pytest.raises(UnreachableKError, match="zero-cost"):
         select_k(A, y, masks, 2, feature_costs=np.zeros(6))
-    path = selection_path(A, y, masks, 6, feature_costs=costs)
+    path = selections_by_k(A, y, masks, 6, feature_costs=costs)
     assert path.ks == [2, 3, 4, 5, 6] and sorted(path.unreachable) == [1]
 
 
@@ -93,7 +93,7 @@ def test_path_reports_ks_beyond_the_end():
     A, y, masks = _one_feature_per_tree(n=5)
     A[:, 4] = np.random.default_rng(1).normal(size=A.shape[0])  # pure noise tree
     y = A[:, :4] @ np.ones(4)  # noiseless: at tiny lambda the noise tree may still enter
-    path = selection_path(A, y, masks, 5, lambda_min_ratio=0.5, n_lambdas=3)
+    path = selections_by_k(A, y, masks, 5, lambda_min_ratio=0.5, n_lambdas=3)
     # the grid ends at lambda_max / 2, where the noise tree has not entered yet
     assert path.ks == [1, 2, 3, 4] and list(path.unreachable) == [5]
     assert path.unreachable[5] == ("no lambda down to 1.01477 selects 5 features; the most "
@@ -106,7 +106,7 @@ def test_search_is_deterministic():
     sels = [select_k(A2, y2, masks2, 3, sketch="count", sketch_size=100) for _ in range(2)]
     assert sels[0].weights.tobytes() == sels[1].weights.tobytes()
     assert sels[0].lam == sels[1].lam
-    paths = [selection_path(A2, y2, masks2, 4) for _ in range(2)]
+    paths = [selections_by_k(A2, y2, masks2, 4) for _ in range(2)]
     assert paths[0].lambdas.tobytes() == paths[1].lambdas.tobytes()
     for k in paths[0].ks:
         assert (paths[0].selections[k].weights.tobytes()
@@ -133,15 +133,15 @@ def test_bad_k(small):
                                          rf"{masks.shape[1]} features"):
         select_k(A, y, masks, n_used + 1)
     with pytest.raises(ValueError, match="k_max must be >= 1"):
-        selection_path(A, y, masks, 0)
+        selections_by_k(A, y, masks, 0)
     with pytest.raises(ValueError, match=rf"k_max={n_used + 1} is larger"):
-        selection_path(A, y, masks, n_used + 1)
+        selections_by_k(A, y, masks, n_used + 1)
 
 
 def test_record_keeps_the_path_the_k_search_passed_through():
     A, y, masks = _forest(200, 40, seed=5)
     groups = np.array([0, 0, 1, 2, 2, 3, 4, 4])
-    full = selection_path(A, y, masks, 5, groups=groups)
+    full = selections_by_k(A, y, masks, 5, groups=groups)
     record = {}
     sel = select_k(A, y, masks, 5, groups=groups, record=record)
     points = record["path"]

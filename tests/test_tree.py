@@ -112,12 +112,6 @@ def test_stacked_arrays_are_cached_until_the_next_append():
     assert ens.stacked(1)["feature"].shape == (1, 7)  # a slice is never the cached whole
 
 
-def test_used_features():
-    t = _hand_tree()
-    assert t.used_features().tolist() == [0, 1]
-    assert Tree.empty(3).used_features().tolist() == []
-
-
 def test_pickle_keeps_the_trees_and_drops_the_caches():
     ens = TreeEnsemble(max_depth=2, n_features=2, base_score=np.array([0.25]))
     ens.append(_hand_tree(), 0)

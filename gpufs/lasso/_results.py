@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LassoResult", "Selection", "SelectionPath", "UnreachableKError"]
+__all__ = ["LassoResult", "Selection", "SelectionsByK", "UnreachableKError"]
 
 
 class UnreachableKError(ValueError):
@@ -86,7 +86,7 @@ class Selection:
     exact : bool
         False only when k was unreachable (``select_k(..., strict=False)``).
     n_solves : int
-        Lasso solves spent (for ``select_k``; 0 for entries of a SelectionPath).
+        Lasso solves spent (for ``select_k``; 0 for entries of a SelectionsByK).
     loss : float
         The data term of ``objective`` (the training loss of the weighted trees, without the
         penalty).
@@ -104,8 +104,8 @@ class Selection:
 
 
 @dataclass(frozen=True)
-class SelectionPath:
-    """Result of :func:`selection_path`.
+class SelectionsByK:
+    """Result of :func:`selections_by_k`.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Reaching k features: the lambda descent and the geometric bisection of ControlBurn (Liu,
 Xie, Udell, "ControlBurn: Feature Selection by Sparse Forests", KDD 2021, section 4.2.1), for
-one k (:func:`select_k`) or every k up to k_max (:func:`selection_path`). Zero-cost trees are
+one k (:func:`select_k`) or every k up to k_max (:func:`selections_by_k`). Zero-cost trees are
 free: their features are selected at every lambda and count toward k."""
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import numpy as np
 from . import _docs
 from .._device import to_host
 from ._costs import REWEIGHT_EPS, _as_masks, selected_features, tree_costs, usage_discount
-from ._results import Selection, SelectionPath, UnreachableKError
+from ._results import Selection, SelectionsByK, UnreachableKError
 from ._solver import DEFAULT_MAX_ITER, DEFAULT_TOL, TreeLasso, _geometric_grid
 
-__all__ = ["select_at_lambda", "select_k", "selection_path"]
+__all__ = ["select_at_lambda", "select_k", "selections_by_k"]
 
 #: select_k's descent stops below this fraction of lambda_max (its default).
 SELECT_K_LAMBDA_MIN_RATIO = 1e-6
@@ -253,10 +253,10 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
     $solver
     record : dict or None, default=None
         If given, ``record["path"]`` is set (also when k is unreachable) to the
-        :class:`SelectionPath` of k' = 1..k that the lambdas this search solved give, at no
+        :class:`SelectionsByK` of k' = 1..k that the lambdas this search solved give, at no
         extra solve: for each k' the largest solved lambda that selects exactly k' (with
         ``reweight_steps``, in the latest search that hit k'); a k' no solved lambda gave is
-        listed as unreachable with that reason (:func:`selection_path` searches every k'
+        listed as unreachable with that reason (:func:`selections_by_k` searches every k'
         instead).
 
     Returns
@@ -379,7 +379,7 @@ def select_at_lambda(A, y, tree_feature_masks, lam, *, feature_costs=None, group
 
 
 def _points_path(search, k_max, lmax):
-    """The SelectionPath of k = 1..k_max from the lambdas ``search`` has solved."""
+    """The SelectionsByK of k = 1..k_max from the lambdas ``search`` has solved."""
     selections, unreachable = {}, {}
     for k in range(1, k_max + 1):
         lam = search.hit(k)
@@ -389,7 +389,7 @@ def _points_path(search, k_max, lmax):
         else:
             selections[k] = _without_count(search.selection(lam))
     pts = search.sorted_points()
-    return SelectionPath(selections=selections, unreachable=unreachable, lambda_max=lmax,
+    return SelectionsByK(selections=selections, unreachable=unreachable, lambda_max=lmax,
                          lambdas=np.array([p[0] for p in pts]),
                          n_selected=np.array([p[1] for p in pts], dtype=np.int64),
                          n_solves=search.n_solves)
@@ -478,7 +478,7 @@ def _nearest(search, k, densest=True):
 
 
 @_docs.fill
-def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, groups=None,
+def selections_by_k(A, y, tree_feature_masks, k_max, *, feature_costs=None, groups=None,
                    group_costs=None, loss="squared", sample_weight=None, fit_intercept=True,
                    threshold=0.0, n_lambdas=40, lambda_min_ratio=1e-4, bisect_rtol=1e-7,
                    max_bisect=60, sketch=None, sketch_size=None, random_state=0,
@@ -522,7 +522,7 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
 
     Returns
     -------
-    SelectionPath
+    SelectionsByK
     """
     masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, feature_costs, groups,
                                              group_costs, loss, sample_weight, fit_intercept,
@@ -580,7 +580,7 @@ def selection_path(A, y, tree_feature_masks, k_max, *, feature_costs=None, group
                 nearest[k] = tuple(None if s is None else _without_count(s)
                                    for s in (exc.below, exc.above))
         n_solves += sum(solves)
-    return SelectionPath(selections=selections, unreachable=unreachable, lambda_max=lmax,
+    return SelectionsByK(selections=selections, unreachable=unreachable, lambda_max=lmax,
                          lambdas=np.array([p[0] for p in pts]),
                          n_selected=np.array([p[1] for p in pts], dtype=np.int64),
                          n_solves=n_solves, nearest=nearest)

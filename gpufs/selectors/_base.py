@@ -1,29 +1,12 @@
 """What every gpufs selector shares: one base class for GBFS, stagewise and ControlBurn.
 
-Owns the estimator contract that does not depend on the method:
+Owns the estimator contract that does not depend on the method: parameter constraints, the
+input door (X, y and sample weights read through ``gpufs._input``, targets encoded), validation
+data and early stopping (``eval_set`` / ``validation_fraction``, ``EarlyStopping``), names and
+the selector interface (``transform``, ``get_support``, ...), ``selection_path_``, and
+``save_model`` / ``load_model`` (through ``gpufs.model_io``).
 
-* **parameters**: each estimator declares ``_parameter_constraints`` (scikit-learn's
-  ``Interval`` / ``StrOptions`` / ``HasMethods`` machinery, checked by ``_fit_context`` at the
-  start of ``fit``); ``gpufs._params`` builds the numeric ranges, which reject booleans, NaN
-  and infinities and name the parameter in their message;
-* **the input door**: :meth:`SelectorBase._prepare_fit` reads X, y and sample weights through
-  :mod:`gpufs._input` on the fitting device and encodes the target (labels to class codes for
-  classifiers, with :class:`ClassifierTargetMixin`; a float target for regressors, with
-  :class:`RegressorTargetMixin`);
-* **validation data**, the same rule in every family: ``eval_set`` (one ``(X, y)`` pair or a
-  list of pairs, as in LightGBM and XGBoost; early stopping watches the last pair) or
-  ``validation_fraction`` (held-out rows drawn by :func:`validation_split`, stratified by class
-  for classifiers); ``n_iter_no_change`` stops when the watched validation loss has not improved
-  for that many rounds (:class:`EarlyStopping`);
-* **names and the selector interface**: ``feature_names_in_``, ``selected_feature_names_``,
-  ``transform`` / ``get_support`` / ``get_feature_names_out`` on numpy, pandas, cupy and cudf
-  inputs (:class:`GPUFSSelectorMixin`), and :func:`input_device` (predictions run where the
-  input lives: cupy in, cupy out);
-* **the selection path**: ``selection_path_``, a dict in the form ``gpufs.path`` describes
-  (the features in the order they entered, where each entered, and the training and
-  validation loss once it had), set by :meth:`SelectorBase._set_selection_path`;
-* **model files**: ``save_model`` / ``load_model`` through :mod:`gpufs.model_io` (one
-  versioned, validated format for every family).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -47,7 +30,8 @@ from ..backends import get_backend
 
 __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
            "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
-           "auto_k", "input_device", "int_range", "real_range", "resolve_k",
+           "FeatureBudget", "auto_k", "feature_budget", "input_device", "int_range",
+           "real_range", "resolve_k",
            "validation_split"]
 
 
@@ -282,6 +266,65 @@ def resolve_k(n_features_to_select, n_features):
     return max(1, int(k * n_features))
 
 
+@dataclass(frozen=True)
+class FeatureBudget:
+    """``n_features_to_select`` (with ``tol``) resolved once per fit against the columns.
+
+    Parameters
+    ----------
+    k : int or None
+        The features asked for: ``resolve_k`` of an int or a fraction; for "auto" without
+        ``tol``, half the columns (scikit-learn's rule); None for None (no budget) and for
+        "auto" with ``tol`` (a first fit decides, ``auto_k``).
+    auto : bool
+        ``n_features_to_select="auto"``.
+    tol : float or None
+        "auto"'s least decrease of the loss a further feature must bring (None without).
+    """
+
+    k: int | None
+    auto: bool = False
+    tol: float | None = None
+
+    @property
+    def asked(self):
+        """The k given as a number (None for "auto" and for no budget): GT-GBM's default
+        number of candidates."""
+        return None if self.auto else self.k
+
+    @property
+    def needs_auto_fit(self):
+        """"auto" with ``tol``: k comes from a first, unbudgeted fit."""
+        return self.auto and self.tol is not None
+
+
+def feature_budget(n_features_to_select, tol, n_features):
+    """The ``FeatureBudget`` of a fit.
+
+    Parameters
+    ----------
+    n_features_to_select : int, float in (0, 1], "auto" or None
+    tol : float or None
+    n_features : int
+
+    Returns
+    -------
+    FeatureBudget
+
+    Examples
+    --------
+    >>> feature_budget(0.25, None, 10)
+    FeatureBudget(k=2, auto=False, tol=None)
+    >>> feature_budget("auto", None, 10), feature_budget("auto", 0.01, 10).needs_auto_fit
+    (FeatureBudget(k=5, auto=True, tol=None), True)
+    """
+    if n_features_to_select == "auto":
+        if tol is None:
+            return FeatureBudget(max(1, n_features // 2), auto=True)
+        return FeatureBudget(None, auto=True, tol=float(tol))
+    return FeatureBudget(resolve_k(n_features_to_select, n_features))
+
+
 def auto_k(losses, tol):
     """``n_features_to_select="auto"`` with ``tol``: how many features to keep.
 
@@ -403,7 +446,7 @@ class GPUFSSelectorMixin(SelectorMixin):
 
 
 class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
-    """Base class of every gpufs selector (see the module docstring).
+    """Base class of every gpufs selector (``docs/module_notes.rst``).
 
     Subclasses declare ``_parameter_constraints``, decorate ``fit`` with scikit-learn's
     ``_fit_context`` and combine this class with :class:`ClassifierTargetMixin` or

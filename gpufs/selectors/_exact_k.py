@@ -1,6 +1,6 @@
 """Exactly k features by what they contribute: GBFS's ``n_features_to_select = k``.
 
-1. Price: the search over ``mu`` (``_k_search``) brackets the largest price at which a pool
+1. Price: the search over ``mu`` (``_mu_search``) brackets the largest price at which a pool
    of 2 k features enters within half the rounds (steps of 8, at most four probes, no
    bisection) and takes the bracket's lower end (0 if no probe admits them).
 2. Over-admit: the pool fit runs at that price over all rounds without a budget (resuming
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..boosting import BoostingCheckpoint, BoostingParams, fit_boosting
 from ..penalties import PenaltyState
-from ._k_search import MuSearch, gbfs_mu_search
+from ._mu_search import MuSearch, gbfs_mu_search
 
 __all__ = ["ExactK", "RestrictedPenalty", "fit_exact_k", "per_cost", "pool_size", "total_gains"]
 

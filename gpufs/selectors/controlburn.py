@@ -7,42 +7,7 @@ bisection on lambda to exactly k features (``gpufs.lasso``) -> refit on the sele
 and prediction through the refit model, on whichever device the input lives. Parameters,
 target encoding and names come from the shared selector base (``selectors._base``).
 
-Selection rules as implemented
-------------------------------
-* Trees that split on nothing (a bootstrap with one distinct target, say) use no feature; they
-  are left out of the lasso (they would be free constant columns, i.e. intercept).
-* The lasso's loss: squared error for regression, logistic for two classes (``y`` in {0, 1},
-  free intercept). Multiclass (K > 2) is a documented choice: ONE squared-loss problem on the
-  one-hot class indicators (the Brier score), stacked in K blocks of rows; tree t (grown for
-  class c) predicts only in block c, and the per-class intercepts are removed exactly by
-  weighted centering inside each block. The tree weights are therefore per class, the lambda is
-  shared, and a feature counts once however many classes use it: ``n_features_to_select`` is the
-  size of the union over classes. Memory is K times that of ``A``.
-* Costs (section 3.3): tree i costs the sum of ``feature_costs`` over the features it uses;
-  with ``feature_groups`` it pays once per group it touches (``group_costs[g]``, or the sum of the
-  group's feature costs, or 1). A feature is selected when a tree with positive weight uses it
-  (with groups: the features it uses, not the whole group).
-* Exactly k (section 4.2.1): ``gpufs.lasso.select_k`` halves lambda from lambda_max and bisects.
-  If no lambda gives exactly k (one tree brings in two new features at the same lambda), the
-  solution with the most features below k is completed with the new features of the next
-  solution above k, ranked by their weighted importance there; ``selection_exact_`` is then
-  False and a ``gpufs.SelectionWarning`` says what was selected. ``tree_weights_`` are those
-  of the solution below k. With no solution above k (not even at lambda = 0) the one below is
-  all there is, and fewer than k features are selected.
-* Near-copies (``selectors._near_copies``): when the k features hold two columns of absolute
-  correlation >= 0.9, the lasso is asked for a pool of 3 k features, its near-copies are
-  grouped, and the k groups of largest total importance are kept, one feature each (the
-  most important); ``tree_weights_`` and ``lambda_`` are then the pool's,
-  ``merged_near_copies_`` lists the groups and ``selection_exact_`` is False. A near-copy of
-  a kept feature brings almost nothing new, yet the lasso often keeps two copies of a strong
-  group before a weaker group enters.
-* Coverage: the forest can only select features its trees use (``forest_coverage_``). When that
-  is below k, k becomes the coverage, and the one ``gpufs.SelectionWarning`` of the fit also
-  says how many were selected and names the remedies (``max_features`` per-tree subsampling,
-  ``tree_type="sparse"`` or ``"single"``, ``min_rounds``/``max_depth``).
-* ``feature_importances_``: sum over trees of weight x (row-weighted) std of the tree's
-  predictions x the tree's share of gain on the feature, normalized to sum 1 (0 off the selection).
-  ``selected_features_`` is ordered by it (completion features last).
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -55,7 +20,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from .. import _scales
+from .. import _scales, model_io
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
 from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
@@ -70,6 +35,7 @@ from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
 from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
                     resolve_k)
+from ._controlburn_io import ControlBurnCodec
 from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, POOL_LAMBDA_MIN_RATIO,
                             abs_correlation, choose_k, has_near_copies)
 
@@ -442,7 +408,7 @@ class _BaseControlBurn(SelectorBase):
         # for that the k search passed through (no extra solve).
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), self.forest_coverage_)
-            self.selection_path_ = self._k_path(k_max, _lasso.selection_path, A, y_l,
+            self.selection_path_ = self._k_path(k_max, _lasso.selections_by_k, A, y_l,
                                                 masks, complete=importance,
                                                 near=near_copy_rule, **kw)
         elif self.alpha is None:
@@ -703,11 +669,12 @@ _PARAMS_DOC = """
         The lambda of the selection.
     selection_exact_ : bool
         False when the selection is not the features of one lasso solution with exactly k:
-        no lambda gave k (a completion, see the module docstring), or near-copies were merged
-        (``merged_near_copies_``).
+        no lambda gave k (a completion, see ``docs/module_notes.rst``), or near-copies were
+        merged (``merged_near_copies_``).
     merged_near_copies_ : list of list of int
         The groups of near-copies (absolute correlation >= 0.9) the near-copy rule merged, the
-        kept feature first (module docstring); empty when the lasso's k held no near-copies.
+        kept feature first (``docs/module_notes.rst``); empty when the lasso's k held no
+        near-copies.
     selection_path_ : dict
         The selection for every k = 1..``path_k_max`` (without it: those the k search for
         ``n_features_to_select`` passed through; empty with ``alpha``) from the one forest:
@@ -749,7 +716,7 @@ class ControlBurnRegressor(RegressorTargetMixin, RegressorMixin, _BaseControlBur
 
 class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControlBurn):
     __doc__ = ("ControlBurn feature selection for classification (logistic lasso for two "
-               "classes; multiclass: see the module docstring).\n" + _PARAMS_DOC
+               "classes; multiclass: see ``docs/module_notes.rst``).\n" + _PARAMS_DOC
                + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
     _task = "classification"
 
@@ -782,3 +749,7 @@ class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControl
         """
         Xs = self._refit_X(X)
         return self.refit_estimator_.decision_function(Xs)
+
+
+# the model files' codec of this family (gpufs.model_io finds it by class)
+model_io.register_codec(ControlBurnCodec, ControlBurnRegressor, ControlBurnClassifier)

@@ -11,6 +11,7 @@ penalty rule is documented and implemented in ``gpufs.penalties``, the trees in
 """
 from __future__ import annotations
 
+import copy
 import numbers
 import time
 import warnings
@@ -20,7 +21,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales
+from .. import _scales, model_io
 from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
 from .._input import check_costs, check_groups, check_X
@@ -38,10 +39,11 @@ from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS, PenaltyState
 from ..tree import TreeEnsemble
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
-                    SelectorBase, auto_k, input_device, int_range, real_range,
-                    resolve_k)
+                    SelectorBase, auto_k, feature_budget, input_device, int_range,
+                    real_range)
 from ._exact_k import fit_exact_k, pool_size, total_gains
-from ._k_search import known_outcomes
+from ._gbfs_io import GBFSCodec
+from ._mu_search import known_outcomes
 from ._stability import selection_frequency
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
@@ -186,15 +188,14 @@ class _BaseGBFS(SelectorBase):
         evals = [DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
                  for Xv, yv, wv in evals]
         times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
+        budget = feature_budget(self.n_features_to_select, self.tol, d)
         # GT-GBM's candidate search; its desired number of features defaults to k
-        gt = self._group_test_search(X, w, d, None if self.n_features_to_select == "auto"
-                                     else resolve_k(self.n_features_to_select, d), data.seed,
-                                     backend, times)
+        gt = self._group_test_search(X, w, d, budget.asked, data.seed, backend, times)
         return self._fit_binned(backend, rows, evals, costs, groups, data.device, times, key,
-                                history, gt, seed=data.seed)
+                                history, gt, seed=data.seed, budget=budget)
 
     def _fit_binned(self, backend, rows, evals, costs, groups, device, times, warm_key=None,
-                    history=(), gt=None, seed=0):
+                    history=(), gt=None, seed=0, budget=None):
         """The fit from binned data on: ``n_features_to_select`` ("auto" and the ``mu``
         search), the boosting rounds, early stopping and the selection record.
 
@@ -203,7 +204,8 @@ class _BaseGBFS(SelectorBase):
         ``times`` holds the binning time; ``warm_key`` and ``history`` are ``warm_start``'s
         key of this fit and the earlier probes' outcomes (kept with the fitted model); ``gt``
         GT-GBM's candidate search (``_group_test_search``) or None; ``seed`` the fit's seed
-        (``stability_rounds``' row draws).
+        (``stability_rounds``' row draws); ``budget`` the fit's ``FeatureBudget`` (None:
+        resolved here, for callers that have not).
         """
         d = int(rows.shape[1])
         times.setdefault("mu_search", 0.0)
@@ -216,18 +218,15 @@ class _BaseGBFS(SelectorBase):
                             min_split_gain=float(self.min_split_gain)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
-        auto = self.n_features_to_select == "auto"
-        mu, self.mu_search_ = float(self.mu), None
-        self.selection_frequency_ = None
-        if auto and self.tol is None:   # scikit-learn's "auto" without tol: half the columns
-            k = max(1, d // 2)
-        elif auto:
+        if budget is None:
+            budget = feature_budget(self.n_features_to_select, self.tol, d)
+        mu, mu_search, frequency = float(self.mu), None, {"selection_frequency_": None}
+        k = budget.k
+        if budget.needs_auto_fit:
             t0 = time.perf_counter()
             k = self._auto_k(backend, rows, costs, groups, mu, params, evals, device,
                              gt) or None
             times["auto_fit"] = time.perf_counter() - t0
-        else:
-            k = resolve_k(self.n_features_to_select, d)
         gt_seconds = 0.0 if gt is None else gt.seconds
         # With k, early stopping must not end the fit before the k-th feature enters: all
         # rounds are grown, and the model is cut back to its best validation round, but not
@@ -238,8 +237,8 @@ class _BaseGBFS(SelectorBase):
                                     hessian=params.hessian, n_iter_no_change=None,
                                     verbose=params.verbose)
         eval_rows = evals[-1] if evals else None
-        self.selection_pool_ = None
-        if k is not None and not (auto and self.tol is not None):
+        pool = None
+        if k is not None and not budget.needs_auto_fit:
             # exactly k by contribution: over-admit, choose, refit (selectors._exact_k)
             fit = fit_exact_k(backend, rows, self._objective, costs, groups,
                               self.penalty_scaling, self.bin_mapper_, params, k, mu,
@@ -247,12 +246,12 @@ class _BaseGBFS(SelectorBase):
                               known=known_outcomes(history, pool_size(k, d)),
                               candidate_search=gt, times=times,
                               frequency=self._frequency_for(backend, rows, costs, groups,
-                                                            params, seed))
-            self.mu_search_ = fit.search.as_records()
-            history += self.mu_search_
+                                                            params, seed, frequency))
+            mu_search = fit.search.as_records()
+            history += mu_search
             ensemble, record, n_rounds, penalties = (fit.ensemble, fit.record, fit.n_rounds,
                                                      fit.penalties)
-            mu, self.selection_pool_ = fit.mu, fit.pool
+            mu, pool = fit.mu, fit.pool
         else:
             penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k, gt)
             t0 = time.perf_counter()
@@ -260,7 +259,9 @@ class _BaseGBFS(SelectorBase):
                 backend, rows, None, None, self._objective, penalties, self.bin_mapper_,
                 params, eval_rows)
             times["boost"] = time.perf_counter() - t0
-        self.mu_ = mu
+        # the fitted attributes, set once the fit is done
+        self.mu_, self.mu_search_, self.selection_pool_ = mu, mu_search, pool
+        self.selection_frequency_ = frequency["selection_frequency_"]
         if gt is not None:
             times["group_test"] = gt.seconds - gt_seconds
         self.fit_times_ = times
@@ -289,18 +290,19 @@ class _BaseGBFS(SelectorBase):
                 "more features in.", SelectionWarning, stacklevel=4)
         return self
 
-    def _frequency_for(self, backend, rows, costs, groups, params, seed):
+    def _frequency_for(self, backend, rows, costs, groups, params, seed, kept):
         """``fit_exact_k``'s ``frequency`` for ``stability_rounds`` (None without): it also
-        keeps the frequencies as ``selection_frequency_``."""
+        keeps the last frequencies in ``kept["selection_frequency_"]``."""
         n_refits = int(getattr(self, "stability_rounds", 0) or 0)
         if n_refits == 0:
             return None
 
         def frequency(mu, k):
-            self.selection_frequency_, n_trees = selection_frequency(
+            freq, n_trees = selection_frequency(
                 backend, rows, self._objective, costs, groups, self.penalty_scaling,
                 self.bin_mapper_, params, mu, k, n_refits, seed)
-            return self.selection_frequency_, n_trees
+            kept["selection_frequency_"] = freq
+            return freq, n_trees
 
         return frequency
 
@@ -331,14 +333,18 @@ class _BaseGBFS(SelectorBase):
         entered. The first feature is always kept and features are added while each lowers
         it by more than ``tol`` (scikit-learn's ``SequentialFeatureSelector`` rule); features
         that entered in one tree share its loss, so the second of them never counts as an
-        improvement. The final fit then runs at the same ``mu`` with that budget.
+        improvement. The final fit then runs at the same ``mu`` with that budget. Returns that
+        number (0 when no feature entered) and sets no attribute of this estimator.
         """
         pen = PenaltyState(mu, costs, groups, self.penalty_scaling, None, gt)
         ensemble, record, n_rounds = fit_boosting(backend, rows, None, None, self._objective,
                                                   pen, self.bin_mapper_, params,
                                                   evals[-1] if evals else None)
-        self._finish(ensemble, record, n_rounds, pen, device)
-        path = selection_path(self)
+        # the unbudgeted model's path, read from a shallow copy: this estimator's fitted
+        # attributes are set once, by the final fit
+        probe = copy.copy(self)
+        probe._finish(ensemble, record, n_rounds, pen, device)
+        path = selection_path(probe)
         watched = path.val_loss if path.val_loss is not None else path.train_loss
         return auto_k(watched, float(self.tol))
 
@@ -695,3 +701,7 @@ class GBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseGBFS):
             Labels from ``classes_``; cupy for cupy input when the labels are numeric.
         """
         return self._decode_classes(self.predict_proba(X).argmax(axis=1))
+
+
+# the model files' codec of this family (gpufs.model_io finds it by class)
+model_io.register_codec(GBFSCodec, GBFSRegressor, GBFSClassifier)

@@ -6,7 +6,7 @@ AISTATS 2020, Section 3 and Algorithm 1): the two input forms (a task-id column,
 ``(X_t, y_t)`` per task), the task labels, one boosted ensemble per task, the shared selection
 Omega_G (``selected_features_``) and each task's Omega_t (``selected_features_by_task_``), and
 prediction for given tasks. The penalty and the interleaved boosting loop live in
-``gpufs.multitask``; trees come from the one grower (``gpufs.grower``), parameters, the input
+``gpufs.multitask_boosting``; trees come from the one grower (``gpufs.grower``), parameters, the input
 door and the selector interface from the selector base (``selectors._base``).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales
+from .. import _scales, model_io
 from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
 from .._device import resolve_device, to_host
 from .._input import check_costs, check_groups, check_sample_weight, check_X, check_y
@@ -30,11 +30,12 @@ from ..backends import get_backend
 from ..binning import BinMapper
 from ..boosting import BoostingParams
 from ..grower import TreeParams
-from ..multitask import MultiTaskPenaltyState, fit_multitask_boosting
+from ..multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
 from ..objectives import make_objective
 from ..penalties import PENALTY_SCALINGS
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, RegressorTargetMixin,
                     SelectorBase, input_device, int_range, real_range)
+from ._multitask_io import MultiTaskGBFSCodec
 
 __all__ = ["MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor"]
 
@@ -627,3 +628,7 @@ class MultiTaskGBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseMulti
         y_pred : ndarray of shape (n_samples,)
         """
         return self._decode_classes(self.predict_proba(X, task).argmax(axis=1))
+
+
+# the model files' codec of this family (gpufs.model_io finds it by class)
+model_io.register_codec(MultiTaskGBFSCodec, MultiTaskGBFSRegressor, MultiTaskGBFSClassifier)

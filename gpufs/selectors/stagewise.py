@@ -7,83 +7,7 @@ loss object per cost: :class:`LeastSquaresStage` and :class:`LogisticStage`) and
 Parameters, target encoding, validation data and early stopping come from the shared selector
 base (``selectors._base``); sigmoid and softplus from ``gpufs.objectives``.
 
-The algorithm
--------------
-1. Standard-normalize every feature: ``z_j = (x_j - mean_j) / std_j`` (weighted by
-   ``sample_weight`` when given, population std, ddof=0). The mean and std are kept in the model,
-   so ``predict`` works on raw inputs (``coef_`` / ``intercept_`` are in raw-input units).
-   A feature whose std is zero (constant up to rounding) can never be selected; it is never
-   divided by.
-2. Round 0 fits the bias alone (least squares: the weighted mean of y; logistic: the log-odds of
-   the weighted class frequency). The bias is not tuned again.
-3. Each round m = 1, 2, ... fits ONE weight for every feature not yet selected, with every other
-   weight fixed, and keeps the feature whose one-weight model has the lowest cost. Its weight is
-   then frozen. A feature is selected at most once, so round m adds the m-th selected feature
-   and the model after m rounds has exactly m non-zero weights.
-
-   * Least squares: the one-weight problem ``min_a (1/W) sum_p w_p (r_p - a z_jp)^2`` (r the
-     residual) has the closed form ``a_j = (z_j' W r) / (z_j' W z_j) = (z_j' W r) / W`` (the
-     standardization makes ``z_j' W z_j = W = sum w``), with cost ``(r'Wr - (z_j'Wr)^2 / W) / W``.
-     ``z_j' W r`` for all j at once is one matrix-vector product on the raw matrix:
-     ``(X' (w*r) - mean * sum(w*r)) / std``; no standardized copy of X is made.
-   * Logistic (labels +-1, cost ``(1/W) sum_p w_p log(1 + exp(-y_p f_p))``): Newton's method on
-     the single weight, for all candidate features at once. Every Newton pass computes gradient
-     and Hessian of all candidates in one sweep over X in row chunks (at most a chunk of rows
-     times n_features is ever materialized). It is safeguarded by a bracket: the derivative is
-     increasing, so its sign at each evaluated point narrows an interval around the minimum, and
-     a step leaving it is replaced by bisection; steps are clipped to ``_MAX_NEWTON_STEP``
-     standardized units (a separable feature has its optimum at infinity). It stops when every
-     candidate's step is at most ``newton_tol * (1 + |a|)`` or after ``max_newton_iter`` passes;
-     one more sweep evaluates the candidates' costs. Each round starts from the previous round's
-     solutions (warm start), which typically leaves 2-4 passes per round.
-   * Multiclass classification is one-vs-rest with ONE SHARED selected set: every class has its
-     own stagewise path of binary logistic models, and in each round every class fits its own
-     weight on each candidate; the feature chosen is the one with the lowest SUM over classes of
-     the one-vs-rest costs, and all classes then get their weight on it. ``n_features_to_select``
-     therefore means exactly that many features for the whole classifier. Two-class problems use
-     a single logistic model for ``classes_[1]``.
-
-All candidates are solved at once with array operations on the backend's array namespace (numpy
-on the CPU, cupy on the GPU); there is no Python loop over features (only over row chunks and
-over classes).
-
-Categorical features
---------------------
-A categorical column (``categorical_features``; its values are the input door's category
-codes) is one-hot encoded internally and fitted as ONE group: its candidate model adds one
-weight per category (a missing or unseen category adds nothing), all fitted together, and the
-round selects or drops the column as a whole. The indicators of one column are disjoint, so
-the group fit splits into one problem per category: least squares in closed form (each
-category's weight is its rows' weighted mean residual, the cost falls by
-``sum_c (sum_{p in c} w_p r_p)^2 / W_c / W``), logistic by Newton's method per category
-(``_category_candidates``). The weights are kept in ``category_coef_``; ``coef_`` and
-``standardized_coef_`` hold 0 for a categorical column.
-
-Stopping
---------
-At most ``n_features_to_select`` rounds; earlier when no candidate is left (all non-constant
-features used), when no candidate lowers the training cost by more than ``_NO_GAIN`` of the
-bias-alone cost (the model fits the training data; a warning says so when a count was asked
-for), when a round lowers the training cost by less than ``tol`` (that feature is then NOT
-added), or, with ``n_iter_no_change`` and validation data (``eval_set`` or
-``validation_fraction``), when the validation cost of the watched set has not improved for
-``n_iter_no_change`` rounds; the model is then cut back to the round with the lowest validation
-cost. ``validation_fraction`` rows are held out by zero training weight, so X is not copied.
-
-Dtypes and memory
------------------
-X is held once on the device in ``dtype`` ("float64" by default, "float32" halves memory; with
-float32 the matrix-vector products accumulate in float32 in BLAS/cuBLAS, so nearly tied candidates
-may be ordered differently from float64). Every vector (residual, margins, weights, means) is
-float64. Apart from X itself, full-size temporaries are avoided: the mean is a matrix-vector
-product, the variance and the Newton sweeps work on row chunks of about ``_CHUNK_ELEMENTS``.
-Precision note: ``X' r`` is taken on the raw (uncentered) matrix, so a feature whose mean is many
-orders of magnitude larger than its std loses that many digits in its score.
-Extreme magnitudes: a column whose largest |value| lies beyond ``2**+-256`` (float32:
-``2**+-40``), where squares and sums would leave the dtype's range, is fitted divided by a power
-of two (exact, so the standardized fit is the same; X is then copied once) and the model is put
-back in X's units. A column below float64's normal range (subnormal), whose weight per unit
-would overflow, is refused by name.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -95,7 +19,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales
+from .. import _scales, model_io
 from .._colstats import column_mean_var, matvec_T, row_slices
 from .._device import get_namespace, namespace_of, to_host
 from .._input import check_X
@@ -104,6 +28,7 @@ from ..objectives import log_odds, sigmoid, softplus
 from ..path import selection_path
 from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
                     _deprecated_validation_keywords, input_device, resolve_k)
+from ._stagewise_io import StagewiseCodec
 
 __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "StagewiseRegressor"]
 
@@ -807,7 +732,7 @@ _COMMON_PARAMS = """
             default="from_dtype"
         The categorical columns ("from_dtype": those of a categorical or string dtype of a
         table; else names, indices or a boolean mask; None: none). Each is one-hot encoded
-        internally and selected or dropped as one group (see the module docstring); missing
+        internally and selected or dropped as one group (``docs/module_notes.rst``); missing
         values are allowed in them. A column chosen by dtype with a value of its own on most
         rows (a name, an id: ``gpufs._identifiers``) is refused; named, it is used with a
         warning.
@@ -971,7 +896,7 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
     class fits its own weight on every candidate and the feature with the lowest summed
     one-vs-rest cost is added for all classes. Each one-weight problem is solved by Newton's
     method safeguarded by bisection (Watt, Borhani, Katsaggelos, "Machine Learning Refined",
-    2nd ed., section 9.6; see the module docstring).
+    2nd ed., section 9.6; see ``docs/module_notes.rst``).
 
     Parameters
     ----------""" + _COMMON_PARAMS + """
@@ -1087,3 +1012,7 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
 
     def _stage_loss(self):
         return LogisticStage(len(self.classes_), self.max_newton_iter, self.newton_tol)
+
+
+# the model files' codec of this family (gpufs.model_io finds it by class)
+model_io.register_codec(StagewiseCodec, StagewiseRegressor, StagewiseClassifier)

@@ -4,29 +4,7 @@ Owns the penalty of multitask A-GBM (Han, Rao, Sorokina, Subbian, "Scalable Feat
 for (Multitask) Gradient Boosted Trees", AISTATS 2020, Section 3, loss (2) and Algorithm 1)
 and the loop that grows each task's trees in turn.
 
-T related tasks have their own rows and one feature space. Task t's split on feature j scores
-
-    gain / divisor - mu_G * cost[j] * [j not in Omega_G] - mu_t * cost[j] * [j not in Omega_t]
-
-where Omega_G is the set of features any task has used so far and Omega_t the set task t has
-used; ``divisor`` is the A-GBM root divisor of the tree being grown (``penalty_scaling=
-"root_sse"``) or 1. With feature groups, "j in Omega" reads "some feature of j's group is in
-Omega", as for single-task GBFS (``gpufs.penalties``).
-
-The rule, as implemented and tested:
-  * every task tree is grown by the one grower (``gpufs.grower.grow_tree_packed``) with a
-    :class:`TaskPenaltyState`, a :class:`gpufs.penalties.PenaltyState` for Omega_t whose
-    penalty vector adds the shared term: the grower, the level rule (``gpufs._level``) and
-    both backends see the same interface as for one task and need no change;
-  * within a tree the single-task rule holds: all nodes of a level are decided with the
-    penalty vector of the level's start, features first used at level l are free (for this
-    task) from level l + 1 on;
-  * a feature task t uses for the first time enters Omega_t and, if new, Omega_G; it is then
-    cheaper for every other task (``mu_t`` instead of ``mu_G + mu_t``) from their next level;
-  * Algorithm 1's order: round k grows task 1's tree(s), then task 2's, ..., then round k + 1.
-    Task t's gradients and its A-GBM divisor come from its own rows only.
-
-No feature budget (``n_features_to_select``) and no early stopping: Algorithm 1 has neither.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exactly k features from GBFS: the search over mu (gpufs.selectors._k_search) and the
+"""Exactly k features from GBFS: the search over mu (gpufs.selectors._mu_search) and the
 estimators that use it."""
 import math
 import warnings
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpufs import GBFSClassifier, GBFSRegressor, SelectionWarning
-from gpufs.selectors._k_search import FLOOR, Probe, known_outcomes, search_mu
+from gpufs.selectors._mu_search import FLOOR, Probe, known_outcomes, search_mu
 
 
 def _counting_probe(count_of_mu, calls):

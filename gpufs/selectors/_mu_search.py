@@ -7,30 +7,7 @@ before any of them has shown that it keeps paying. Instead the search looks for 
 earned its place against the highest price that still lets k of them in; the final fit runs at
 that ``mu`` with the budget k, which then stops the selection at exactly k.
 
-The search, as implemented
---------------------------
-* A *probe* at ``mu`` is an unbudgeted fit on the already binned data (bins are computed once
-  per ``fit``) that stops as soon as the k-th feature enters the ensemble ("reached"), or after
-  the first half of the ``n_estimators`` rounds (``HORIZON``) with fewer than k features
-  ("short"). So ``mu_`` is the largest price at which k features enter within the first half
-  of the rounds: each selected feature has at least half of the ensemble to be used in, and a
-  short probe costs half a fit. Fits are deterministic, and the budget only acts once k
-  features are in, so the final budgeted fit at a reached ``mu`` follows the probe's trees and
-  selects exactly k.
-* Start at the estimator's ``mu`` (or 0.05 when it is 0). If the probe reaches k, multiply
-  ``mu`` by 4 until a probe falls short; if it falls short, divide by 4 until one reaches k.
-  With ``penalty_scaling="root_sse"`` no split scores above 1, so ``mu >= 1`` is known to select
-  nothing and is never probed. Below ``1e-4`` times the start the search probes ``mu = 0``: if
-  even that falls short, fewer than k features have any positive gain, and the fit keeps the
-  ones that do (the estimator warns, naming how many).
-* Then bisect on ``log(mu)`` between the largest reached and the smallest short ``mu`` until
-  their ratio is at most ``1 + rtol`` (default 0.5) or ``max_probes`` (default 8) probes ran.
-  The answer ``mu_`` is the largest ``mu`` that reached k.
-
-The number of features an unbudgeted fit selects is not strictly monotone in ``mu`` (a higher
-price can change which features enter and so what later trees need); the bisection keeps an
-invariant bracket (reached below, short above), so it always returns a ``mu`` that was seen to
-reach k.
+The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
@@ -112,7 +89,7 @@ def known_outcomes(records, k: int) -> list:
 
 def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
               rtol: float = 0.5, max_probes: int = 8, known=(), step: float = STEP) -> MuSearch:
-    """The largest ``mu`` at which ``probe`` reaches ``k`` features (module docstring).
+    """The largest ``mu`` at which ``probe`` reaches ``k`` features (``docs/module_notes.rst``).
 
     Parameters
     ----------
