@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _fuzz_sources import HypothesisSource, RandomSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -234,30 +235,6 @@ ACCEPTABLE = ("ok", "error")
 FAMILIES = ["gbfs", "gbfs_k", "stagewise", "controlburn", "multitask"]
 
 
-class _Hypothesis:
-    def __init__(self, data):
-        self.data = data
-
-    def int(self, lo, hi):
-        return self.data.draw(st.integers(lo, hi))
-
-    def pick(self, seq):
-        return seq[self.data.draw(st.integers(0, len(seq) - 1))]
-
-
-class _Random:
-    def __init__(self, seed):
-        import random
-
-        self.r = random.Random(seed)
-
-    def int(self, lo, hi):
-        return self.r.randint(lo, hi)
-
-    def pick(self, seq):
-        return seq[self.r.randrange(len(seq))]
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 @settings(max_examples=25, deadline=None, database=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
@@ -265,7 +242,7 @@ class _Random:
 def test_random_tables_give_a_result_or_one_clear_error(family, data, tmp_path_factory):
     tmpdir = str(tmp_path_factory.mktemp("input_fuzz"))
     seed = data.draw(st.integers(0, 2**32 - 1))
-    outcome, detail = run_case(_Hypothesis(data), seed, family, tmpdir)
+    outcome, detail = run_case(HypothesisSource(data), seed, family, tmpdir)
     assert outcome in ACCEPTABLE, f"{family}: {outcome}: {detail}"
 
 
@@ -273,7 +250,7 @@ def census(n, seed):
     counts = {}
     with tempfile.TemporaryDirectory() as tmpdir:
         for family in FAMILIES:
-            src = _Random(f"{seed}-{family}")
+            src = RandomSource(f"{seed}-{family}")
             c = collections.Counter()
             messages = collections.Counter()
             for i in range(n):

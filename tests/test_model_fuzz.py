@@ -47,7 +47,6 @@ import copy
 import json
 import math
 import os
-import random
 import select
 import signal
 import subprocess
@@ -56,6 +55,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from _fuzz_sources import HypothesisSource, RandomSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -154,32 +154,6 @@ def saved_models(tmpdir):
 # --------------------------------------------------------------------------------------------
 # Mutations
 # --------------------------------------------------------------------------------------------
-
-class RandomSource:
-    """Choices from a seeded ``random.Random`` (the census)."""
-
-    def __init__(self, seed):
-        self.r = random.Random(seed)
-
-    def int(self, lo, hi):
-        return self.r.randint(lo, hi)
-
-    def pick(self, seq):
-        return seq[self.r.randrange(len(seq))]
-
-
-class HypothesisSource:
-    """Choices drawn by hypothesis (the test: reproducible, shrinkable)."""
-
-    def __init__(self, data):
-        self.data = data
-
-    def int(self, lo, hi):
-        return self.data.draw(st.integers(lo, hi))
-
-    def pick(self, seq):
-        return seq[self.data.draw(st.integers(0, len(seq) - 1))]
-
 
 _BOUNDARY = [0, -1, 1, 2, 3, 15, 16, 17, 31, 32, 127, 128, 253, 254, 255, 256, 65535, 65536,
              2**31 - 1, 2**31, -2**31 - 1, 2**32, 2**53 + 1, 2**63 - 1, 2**63, -2**63 - 1, 2**64,
