@@ -41,12 +41,11 @@ from numba import cuda, int32, int64
 from gpufs._categorical import CAT_WORDS
 
 from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
-                          find_segment, gpu_task_count, row_at, split_goes_left, task_range)
+                          find_segment, gpu_task_count, last_block_done, row_at, split_goes_left,
+                          task_range)
 
 #: Row of the split table ``spl`` holding 1 for a categorical split (after the bitset words).
 _CAT_ROW = 8 + CAT_WORDS
-#: ctrl's word counting the blocks of a fused launch that are done (``split._TICKET``).
-_TICKET = 7
 
 
 @cuda.jit(cache=True)
@@ -54,17 +53,8 @@ def partition_count_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, c
                            chunk_off, nodes, bld, out_i, lc_base):
     if cuda.blockIdx.x < ctrl[1]:  # the same for the whole block: its barriers are safe
         _count(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left)
-    cuda.threadfence()
-    cuda.syncthreads()
-    last = cuda.shared.array(1, dtype=int32)
-    if cuda.threadIdx.x == 0:
-        last[0] = 1 if cuda.atomic.add(ctrl, _TICKET, 1) == cuda.gridDim.x - 1 else 0
-    cuda.syncthreads()
-    if last[0] == 0:
+    if not last_block_done(ctrl, cuda.shared.array(1, dtype=int32)):  # the last block plans
         return
-    cuda.threadfence()
-    if cuda.threadIdx.x == 0:
-        ctrl[_TICKET] = 0  # for the level's next fused launch
     _plan(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes, bld, out_i, lc_base)
 
 

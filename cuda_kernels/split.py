@@ -60,7 +60,8 @@ from numba import cuda, float64, int32, int64
 from gpufs._categorical import CAT_WORDS
 
 from ._device_fns import (LEAF, TAKE_BEST, best_over_features, block_inclusive_scan,
-                          candidate, decide_level, gpu_task_count, left_word, scan_categorical)
+                          candidate, decide_level, gpu_task_count, last_block_done, left_word,
+                          scan_categorical)
 
 #: Fields of one slot in the level's output buffer, in order (then CAT_WORDS bitset words).
 OUT_FIELDS = ("feature", "bin", "missing_left", "gain", "left_count", "g_left", "h_left")
@@ -71,8 +72,6 @@ N_OUT = _N_FIELDS + CAT_WORDS
 #: segment count, first task, the CAT_WORDS bitset words, and 1 for a categorical split.
 SPL_ROWS = 8 + CAT_WORDS + 1
 _LC = 4
-#: ctrl's word counting the blocks of a fused launch that are done (zero between launches).
-_TICKET = 7
 #: The most threads of a search block (its shared scratch's width); a power of two.
 MAX_SEARCH_THREADS = 128
 #: A candidate index past every real one (2 x bins + missing side).
@@ -89,20 +88,10 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
             cat_slot, int64(scal[6]), cat_order, pf_f, pf_i)
     if not decide:
         return
-    # The last block to finish decides (no second launch): every block makes its results
-    # visible device-wide, then takes a ticket; the block holding the last one sees them all
-    # (CUDA's threadFenceReduction pattern; no block reads pf_f / pf_i before that).
-    cuda.threadfence()
-    cuda.syncthreads()
-    last = cuda.shared.array(1, dtype=int32)
-    if cuda.threadIdx.x == 0:
-        last[0] = 1 if cuda.atomic.add(ctrl, _TICKET, 1) == cuda.gridDim.x - 1 else 0
-    cuda.syncthreads()
-    if last[0] == 0:
+    # The last block to finish decides (no second launch; no block reads pf_f / pf_i before
+    # every block's results are visible).
+    if not last_block_done(ctrl, cuda.shared.array(1, dtype=int32)):
         return
-    cuda.threadfence()
-    if cuda.threadIdx.x == 0:
-        ctrl[_TICKET] = 0  # for the level's next fused launch
     _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
             used, admitted_now, int64(scal[7]), scal[5], rows_per_task, dec_f, dec_i, spl, ctrl,
             out_i, out_f, cat_slot, cat_order)
