@@ -243,7 +243,15 @@ def main():
         modes = {"off": [False], "on": [True], "both": [False, True]}[args.cuda_graphs]
         if args.device != "gpu":
             modes = [False]
-        tools = [run_gpufs(dev, X, y, args, cuda_graphs=m) for m in modes]
+        tools = []
+        for m in modes:
+            try:
+                tools.append(run_gpufs(dev, X, y, args, cuda_graphs=m))
+            except Exception as e:  # a failing opt-in mode is a record, not the end of the run
+                if not m:
+                    raise
+                tools.append(dict(tool=f"gpufs-{dev.name}-graphs", cuda_graphs=True,
+                                  error=f"{type(e).__name__}: {e}"))
         if not args.no_xgboost:
             tools.append(run_xgboost(dev, X, y, args))
         for r in tools:

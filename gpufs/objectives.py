@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._device import device_of, namespace_of, to_host
+from ._device import device_of, namespace_of
 from .quantize import correctly_rounded_sum, exact_mean
 
 __all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds",
@@ -453,10 +453,11 @@ class Softmax(_Objective):
         Returns
         -------
         list of ndarray of shape (n_samples,), float64
-            ``y == c`` for every class c, on the host.
+            ``y == c`` for every class c, on ``y``'s device (the weights are there too:
+            a host column beside device weights failed on a real GPU).
         """
-        y = to_host(y)
-        return [(y == c).astype(np.float64) for c in range(self.n_classes)]
+        xp = namespace_of(y)
+        return [(y == c).astype(xp.float64) for c in range(self.n_classes)]
 
     def init_score_from_means(self, means):
         """The best constant model from the weighted class frequencies: their centred log.

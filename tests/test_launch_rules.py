@@ -77,3 +77,22 @@ def test_gpu_extra_keeps_numpy_below_2_5():
     extra = tomllib.loads((root / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]["gpu"]
     assert any(r.replace(" ", "").startswith("numpy") and "<2.5" in r for r in extra)
+
+
+def test_numba_cudas_low_occupancy_warning_is_quiet():
+    # On an H100 every GPU fit printed this warning dozens of times (the small levels at the
+    # bottom of a tree); the message is numba-cuda 0.30.4's, highlighted as it prints it.
+    import warnings
+
+    from gpufs.backends.gpu import quiet_low_occupancy_warnings
+
+    msg = ("\x1b[1mGrid size 8 will likely result in GPU under-utilization due to low "
+           "occupancy.\x1b[0m")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_low_occupancy_warnings()
+        warnings.warn_explicit(msg, RuntimeWarning, "dispatcher.py", 748,
+                               module="numba_cuda.numba.cuda.dispatcher")
+        warnings.warn_explicit("another warning", RuntimeWarning, "dispatcher.py", 748,
+                               module="numba_cuda.numba.cuda.dispatcher")
+    assert [str(w.message) for w in seen] == ["another warning"]

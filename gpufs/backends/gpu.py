@@ -50,6 +50,7 @@ import importlib.util
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -62,6 +63,18 @@ from .base import LevelResult, best_splits, kernel_for
 from ._gpu_graphs import LevelGraphs
 from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
                            launch_geometry)
+
+
+# numba-cuda warns on every launch of a grid smaller than twice the SM count. The small
+# levels at the bottom of a tree are such launches by design (a node's few rows), and the
+# warning flooded every GPU fit's output on an H100; it says nothing a user can act on.
+def quiet_low_occupancy_warnings():
+    """Ignore numba-cuda's low-occupancy warning (process-wide, that one message only)."""
+    warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU "
+                            r"under-utilization", module=r"numba_cuda\.")
+
+
+quiet_low_occupancy_warnings()
 
 #: int64 fields per slot of the level's output buffer and rows of the split table (the
 #: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
@@ -211,6 +224,7 @@ class GPUBackend:
         self._uploads = {}  # name -> (host copy, device array): re-upload only on change
         self._scratch = {}  # workspace, last prepared binned matrix, ...
         self._streams = {}  # cupy stream pointer -> numba external stream
+        self._capture_stream = None  # cuda.core stream the CUDA graphs are captured on
         # The kernels' views of arrays that every round or tree passes again (``_kept_view``):
         # "caller" the fit's raw scores, targets and weights (a few, most recent last);
         # "round" the round's gradients; "tree" the tree's fixed-point gradients.
@@ -370,10 +384,17 @@ class GPUBackend:
         simulator the list itself."""
         if not self._cupy:
             return ops
-        from cuda.core import Stream
+        from cuda.core import Device
 
-        builder = Stream.from_handle(self.xp.cuda.get_current_stream().ptr) \
-            .create_graph_builder()
+        # CUDA refuses to capture on the legacy default stream (cupy's current stream
+        # unless the user set one: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED on an H100), so the
+        # level is captured on a private stream; capture only records, and the graph is
+        # launched on cupy's current stream, in order with everything else.
+        if self._capture_stream is None:
+            dev = Device()
+            dev.set_current()
+            self._capture_stream = dev.create_stream()
+        builder = self._capture_stream.create_graph_builder()
         builder.begin_building()
         for op in ops:
             self._issue(op, builder, int(builder.stream.handle))
