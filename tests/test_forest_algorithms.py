@@ -1,6 +1,8 @@
 """The forest algorithms (``gpufs.forest._algorithms``): incremental depth bagging and
 bag-boosting (ControlBurn's Algorithms 1 and 2) and their stopping rules, classification,
 determinism, and the GPU backend's forests equal to the CPU's."""
+import re
+
 import numpy as np
 import pytest
 
@@ -173,53 +175,12 @@ def test_gpu_forest_equals_cpu_forest():
         np.testing.assert_allclose(fc.A, cp.asnumpy(fg.A), rtol=1e-12, atol=1e-12)
 
 
-_SIM_SCRIPT = r'''
-import sys
-sys.path.insert(0, "tests")
-import _cudasim_patch
-_cudasim_patch.apply()  # the simulator's shared-array allocation races (see that module)
-import numpy as np
-from gpufs.backends import get_backend
-from gpufs.binning import BinMapper
-from gpufs.forest import ForestParams, grow_forest
-cpu, gpu = get_backend("cpu"), get_backend("gpu")
-rng = np.random.RandomState(0)
-X = rng.randn(30, 3)
-X[::7, 1] = np.nan
-y = X[:, 0] + 0.3 * rng.randn(30)
-bm = BinMapper(16).fit(X)
-Xb = bm.transform(X, cpu)
-cases = [("regression", 0, y, dict(method="bagboost", max_depth=2, max_trees_per_round=3)),
-         ("regression", 0, y, dict(method="bag", max_depth=2, max_trees_per_round=3,
-                                   max_features=2)),
-         ("regression", 0, y, dict(method="bagboost", max_depth=1, tree_type="single",
-                                   max_trees_per_round=3)),
-         ("classification", 2, (y > 0).astype(np.int32),
-          dict(method="bagboost", max_depth=2, max_trees_per_round=3))]
-for task, nc, target, kw in cases:
-    fc = grow_forest(cpu, Xb, target, None, task, nc, bm, ForestParams(**kw), random_state=0)
-    fg = grow_forest(gpu, Xb, target, None, task, nc, bm, ForestParams(**kw), random_state=0)
-    for k, v in fc.ensemble.stacked().items():
-        assert np.array_equal(v, fg.ensemble.stacked()[k]), (kw, k)
-    assert np.array_equal(fc.A, fg.A), kw
-    assert np.array_equal(fc.feature_masks, fg.feature_masks), kw
-    assert fc.oob_improvement == fg.oob_improvement, kw
-print("SIM-FOREST-OK")
-'''
-
-
 @pytest.mark.cudasim
 def test_forest_on_simulated_gpu_kernels_equals_cpu():
-    """The GPU backend's kernels (numba CUDA simulator, own process) grow the CPU's forest."""
-    import os
-    import subprocess
-    import sys
+    """The GPU backend's kernels (numba CUDA simulator, own process, started early by
+    ``_simulator_runs``) grow the CPU's forests: ``tests/_cudasim_forest.py``."""
+    import _simulator_runs
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ)
-    env["NUMBA_ENABLE_CUDASIM"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(
-        [root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    proc = subprocess.run([sys.executable, "-c", _SIM_SCRIPT], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0 and "SIM-FOREST-OK" in proc.stdout, proc.stderr[-4000:]
+    code, out = _simulator_runs.result("_cudasim_forest.py")
+    assert code == 0, f"simulator forest check failed:\n{out[-4000:]}"
+    assert re.search(r"4 passed", out), out[-2000:]
