@@ -95,7 +95,7 @@ class Device:
 def run_gpufs(dev, X, y, args, cuda_graphs=False):
     from gpufs.backends import get_backend
     from gpufs.binning import BinMapper
-    from gpufs.boosting import BoostingParams, fit_boosting
+    from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
     from gpufs.grower import TreeParams
     from gpufs.objectives import SquaredError
     from gpufs.penalties import PenaltyState
@@ -115,7 +115,8 @@ def run_gpufs(dev, X, y, args, cuda_graphs=False):
 
     def fit(Xb, bm, trees):
         pen = PenaltyState(0.0, np.ones(d), np.arange(d))
-        return fit_boosting(backend, Xb, y, None, SquaredError(), pen, bm, params(trees))
+        return fit_boosting(backend, DeviceRows(backend, Xb, y), SquaredError(), pen, bm,
+                            params(trees))
 
     def binning():
         bm = BinMapper(args.max_bins - 1, random_state=0).fit(X)

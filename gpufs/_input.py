@@ -278,12 +278,29 @@ def category_values(X, mask):
     if frame is not None:
         columns = _frame_category_columns(frame, mask)
     else:
-        columns = _array_category_columns(to_host(_as_array(X, "cpu", "X")), mask)
+        columns = _array_category_columns(to_host(as_array(X, "cpu", "X")), mask)
     return {f: values[~missing] for f, (values, missing) in columns.items()}
 
 
-def _as_array(X, device: str, what: str):
-    """Any supported input -> numpy or cupy array (may alias the input; never written)."""
+def as_array(X, device: str, what: str):
+    """Any supported input as a numpy or cupy array (may alias the input; never written).
+
+    The door for array-like parameters (groups, costs, task labels) that need no other check.
+
+    Parameters
+    ----------
+    X : array-like
+        numpy, cupy, pandas, cudf, polars, pyarrow or a sequence.
+    device : {"cpu", "gpu"}
+        Where a table's values go.
+    what : str
+        The parameter's name, for error messages.
+
+    Returns
+    -------
+    ndarray
+        numpy or cupy.
+    """
     if hasattr(X, "tocsr") or hasattr(X, "toarray") and hasattr(X, "nnz"):
         raise TypeError(f"{what} is a sparse matrix; gpufs needs dense data. Convert it with "
                         f"{what}.toarray() if it fits in memory.")
@@ -370,7 +387,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
         arr = _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
                                   max_categories)
     else:
-        arr = _as_array(X, device, "X")
+        arr = as_array(X, device, "X")
         if arr.ndim == 2 and (reset or getattr(estimator, "category_codes_", None)):
             arr = _encode_array_categories(estimator, arr, reset, categorical_features,
                                            max_categories)
@@ -463,7 +480,7 @@ def check_y(y, n_samples: int, *, device: str = "cpu"):
     if y is None:
         raise ValueError("y is None; this estimator needs a target y to fit. "
                          "requires y to be passed, but the target y is None.")
-    arr = _as_array(y, device, "y")
+    arr = as_array(y, device, "y")
     if arr.ndim == 2 and arr.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
                       "the shape of y to (n_samples, ), for example using ravel().",
@@ -650,7 +667,7 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu",
         return None
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, float(sample_weight))
-    w = _as_array(sample_weight, device, "sample_weight")
+    w = as_array(sample_weight, device, "sample_weight")
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(
             f"sample_weight must have shape ({n_samples},), got {tuple(w.shape)}.")
@@ -681,7 +698,7 @@ def check_costs(costs, n_features: int):
     if costs is None:
         return np.ones(n_features, dtype=np.float64)
     try:
-        c = np.array(_as_array(costs, "cpu", "feature_costs"), dtype=np.float64, copy=True)
+        c = np.array(as_array(costs, "cpu", "feature_costs"), dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"feature_costs must be an array of numbers, one per feature: "
                          f"{exc}") from None
@@ -714,7 +731,7 @@ def check_groups(groups, n_features: int):
     """
     if groups is None:
         return np.arange(n_features, dtype=np.int32)
-    g = np.asarray(_as_array(groups, "cpu", "feature_groups"))
+    g = np.asarray(as_array(groups, "cpu", "feature_groups"))
     if g.ndim != 1 or g.shape[0] != n_features:
         raise ValueError(
             f"feature_groups must give one group label per feature: expected shape "

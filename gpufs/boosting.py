@@ -1,6 +1,6 @@
 """The boosting loop shared by every boosted selector.
 
-Owns: the rounds of gradient boosting (gradients -> fixed point
+Owns: the rounds of gradient boosting on binned rows (gradients -> fixed point
 -> one tree per output column -> raw-score update from the grower's row partition), the
 per-tree selection record, validation scoring and early stopping, and the progress bar.
 Device-agnostic: the backend and its array namespace do all array work.
@@ -10,6 +10,7 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -332,30 +333,47 @@ def _progress(total, verbose, desc):
     return tqdm(total=total, desc=desc, unit="tree")
 
 
-def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
-                 params: BoostingParams, eval_data=None, *, on_round_start=None, resume=None):
-    """Fit a boosted ensemble on binned data.
+class BoostingFit(NamedTuple):
+    """What :func:`fit_boosting` returns.
+
+    Parameters
+    ----------
+    ensemble : TreeEnsemble
+        Every tree grown (early stopping does not cut it).
+    record : SelectionRecord
+    n_rounds : int
+        The rounds to keep: the best validation round with ``n_iter_no_change``, else all.
+    """
+
+    ensemble: TreeEnsemble
+    record: SelectionRecord
+    n_rounds: int
+
+
+def fit_boosting(backend, rows: BoostingRows, objective, penalties, bin_mapper: BinMapper,
+                 params: BoostingParams, val_rows: BoostingRows | None = None, *,
+                 candidate_search=None, on_round_start=None, resume=None) -> BoostingFit:
+    """Fit a boosted ensemble on binned rows.
 
     Parameters
     ----------
     backend : CPUBackend or GPUBackend
         Or any backend the grower runs on (``gpufs.dask``'s cluster backend).
-    Xb : ndarray of shape (n_samples, n_features), uint8, or BoostingRows
-        On the backend's device; or the training rows held elsewhere (a
-        :class:`BoostingRows`, e.g. a cluster's workers), with ``y`` and ``w`` None.
-    y : ndarray of shape (n_samples,)
-        float64 targets or int32 class codes, on the same device.
-    w : ndarray of shape (n_samples,), float64, or None
-        Sample weights.
+    rows : BoostingRows
+        The training rows: :class:`DeviceRows` for arrays on the backend's device, or rows
+        held elsewhere (a cluster's workers).
     objective : SquaredError, Logistic or Softmax
         Its ``name`` picks the backend's gradient kernel.
     penalties : PenaltyState
         Omega grows in place.
     bin_mapper : BinMapper
-        The cut points ``Xb`` was binned with (the trees' raw thresholds).
+        The cut points the rows were binned with (the trees' raw thresholds).
     params : BoostingParams
-    eval_data : tuple (Xb_val, y_val, w_val), BoostingRows or None, default=None
-        Validation data on the same device (or validation rows held elsewhere).
+    val_rows : BoostingRows or None, default=None
+        Validation rows, held as the training rows are.
+    candidate_search : callable or None, default=None
+        GT-GBM's group tests (``group_testing.GroupTestSearch``), asked for every tree's
+        candidates (``grower.grow_tree_packed``); None: every feature is a candidate.
     on_round_start : callable or None, default=None
         Called at the start of every round with a function that returns the
         ``BoostingCheckpoint`` of that moment (taking one copies the raw scores).
@@ -366,23 +384,20 @@ def fit_boosting(backend, Xb, y, w, objective, penalties, bin_mapper: BinMapper,
 
     Returns
     -------
-    ensemble : TreeEnsemble
-        Every tree grown (early stopping does not cut it).
-    record : SelectionRecord
-    n_rounds : int
-        The rounds to keep: the best validation round with ``n_iter_no_change``, else all.
+    BoostingFit
+        ``(ensemble, record, n_rounds)``.
     """
-    rows = Xb if isinstance(Xb, BoostingRows) else DeviceRows(backend, Xb, y, w)
-    val_rows = eval_data
-    if eval_data is not None and not isinstance(eval_data, BoostingRows):
-        val_rows = DeviceRows(backend, *eval_data)
+    if not isinstance(rows, BoostingRows) or not (
+            val_rows is None or isinstance(val_rows, BoostingRows)):
+        raise TypeError("fit_boosting takes its training and validation rows as BoostingRows "
+                        "(DeviceRows(backend, Xb, y, w) for arrays on the backend's device).")
     with thread_limit(params.n_jobs):
         return _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_rows,
-                             on_round_start, resume)
+                             candidate_search, on_round_start, resume)
 
 
 def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_rows,
-                  on_round_start=None, resume=None):
+                  candidate_search, on_round_start, resume):
     d = rows.shape[1]
     n_bins = backend.xp.asarray(bin_mapper.n_bins_)
     K = objective.n_outputs(getattr(objective, "n_classes", 0))
@@ -433,10 +448,8 @@ def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_r
                 prep = prepare_gradients(backend, G[k], Hs[k], rows.w,
                                          unit_hessian=not params.hessian, divisor=divisor)
                 tree_index = ensemble.n_trees
-                grown = grow_tree_packed(backend, data, prep.gh, prep.G_q, prep.H_q,
-                                         prep.g_scale, prep.h_scale, n_bins, bin_mapper,
-                                         penalties, params.tree, tree_index,
-                                         gain_divisor=prep.gain_divisor)
+                grown = grow_tree_packed(backend, data, prep, n_bins, bin_mapper, penalties,
+                                         params.tree, tree_index, candidate_search)
                 grown.add_to(rows.raw_column(k))
                 ensemble.append(grown.tree, k)
                 record.tree_column.append(k)
@@ -463,4 +476,4 @@ def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_r
     n_rounds = ensemble.n_trees // K
     if val_rows is not None and params.n_iter_no_change and best_round > 0:
         n_rounds = best_round
-    return ensemble, record, n_rounds
+    return BoostingFit(ensemble, record, n_rounds)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ._hist_layout import layout_of
 from .backends.base import LevelResult, SplitParams
+from .quantize import PreparedGradients
 from .tree import Tree
 
 __all__ = ["GrownTree", "LevelResult", "SplitParams", "TreeParams", "grow_tree",
@@ -86,9 +87,8 @@ class GrownTree:
         self.backend.update_raw(raw_column, self.state, self.leaf_nodes, self.leaf_values)
 
 
-def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bins,
-                     bin_mapper, penalties, params: TreeParams, tree_index: int,
-                     gain_divisor: float = 1.0) -> GrownTree:
+def grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params: TreeParams,
+                     tree_index: int, candidate_search=None) -> GrownTree:
     """Grow one tree from packed fixed-point gradients.
 
     Parameters
@@ -97,12 +97,10 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
     Xb : ndarray of shape (n_samples, n_features), uint8, or a prepared matrix
         On the backend's device, or ``backend.prepare_binned(Xb)`` (prepare it once when
         growing many trees).
-    gh : ndarray of shape (n_samples, 2), int64
-        Fixed-point (gradient, hessian) per row, sample weights applied.
-    root_g_q, root_h_q : int
-        The exact sums of the two columns of ``gh``.
-    g_scale, h_scale : float
-        The power-of-two scales of ``gh``'s columns.
+    prep : PreparedGradients
+        The tree's fixed-point (gradient, hessian) per row (``gh``, sample weights applied,
+        on the backend's device), their exact sums, power-of-two scales and A-GBM gain
+        divisor (``quantize.prepare_gradients``).
     n_bins : ndarray of shape (n_features,), int32
         Value bins per feature, on the backend's device.
     bin_mapper : BinMapper
@@ -113,29 +111,36 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
     params : TreeParams
     tree_index : int
         Index of this tree in the ensemble (recorded as the first use of new features).
-    gain_divisor : float, default=1.0
-        The A-GBM divisor of this tree's gradients (1.0 for plain GBFS).
+    candidate_search : callable or None, default=None
+        GT-GBM's group tests (``group_testing.GroupTestSearch``):
+        ``candidate_search(backend, gh, G_q, H_q, g_scale, h_scale, params, tree_index)``
+        gives the int64 features the tree may bring into Omega, recorded with
+        ``penalties.set_tree_candidates``. None: every feature is a candidate.
 
     Returns
     -------
     GrownTree
     """
+    g_scale, h_scale = float(prep.g_scale), float(prep.h_scale)
     depth_max = params.max_depth
     d = Xb.shape[1]
     cat_slot, n_cat = _categorical_slots(bin_mapper, d)
     is_cat = cat_slot >= 0
     tree = Tree.empty(depth_max, categorical=n_cat > 0)
-    split = SplitParams(n_bins=n_bins, g_scale=float(g_scale), h_scale=float(h_scale),
-                        reg_lambda=float(params.reg_lambda), gain_divisor=float(gain_divisor),
+    split = SplitParams(n_bins=n_bins, g_scale=g_scale, h_scale=h_scale,
+                        reg_lambda=float(params.reg_lambda),
+                        gain_divisor=float(prep.gain_divisor),
                         min_child_weight=float(params.min_child_weight),
                         min_split_gain=float(params.min_split_gain), cat_slot=cat_slot,
                         n_cat=n_cat, layout=layout_of(bin_mapper, n_bins, d))
-    begin = getattr(penalties, "begin_tree", None)
-    if begin is not None:  # GT-GBM's group tests name the tree's candidates (penalties.py)
-        begin(backend, gh, int(root_g_q), int(root_h_q), float(g_scale), float(h_scale), params,
-              tree_index)
+    if candidate_search is not None:
+        # Once the budget is spent nothing is searched: only Omega may be split on.
+        cands = (np.zeros(0, np.int64) if penalties.budget_left() == 0 else
+                 candidate_search(backend, prep.gh, int(prep.G_q), int(prep.H_q), g_scale,
+                                  h_scale, params, tree_index))
+        penalties.set_tree_candidates(cands)
     feats = penalties.candidate_features(d)
-    state = backend.start_tree(Xb, gh, int(root_g_q), int(root_h_q), depth_max, feats,
+    state = backend.start_tree(Xb, prep.gh, int(prep.G_q), int(prep.H_q), depth_max, feats,
                                penalty=penalties.penalty_vector(), groups=penalties.groups,
                                split=split)
     reached = [np.zeros(1, np.int64)]
@@ -185,7 +190,8 @@ def grow_tree_packed(backend, Xb, gh, root_g_q, root_h_q, g_scale, h_scale, n_bi
 def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_mapper,
               penalties, params: TreeParams, tree_index: int,
               gain_divisor: float = 1.0) -> GrownTree:
-    """Grow one tree from separate fixed-point gradients and hessians.
+    """Grow one tree from separate fixed-point gradients and hessians (every feature a
+    candidate: :func:`grow_tree_packed` takes a candidate search).
 
     Parameters
     ----------
@@ -208,9 +214,10 @@ def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_m
     GrownTree
     """
     xp = backend.xp
-    gh = xp.stack([gq, hq], axis=1)
-    return grow_tree_packed(backend, Xb, gh, int(gq.sum()), int(hq.sum()), g_scale, h_scale,
-                            n_bins, bin_mapper, penalties, params, tree_index, gain_divisor)
+    prep = PreparedGradients(xp.stack([gq, hq], axis=1), int(gq.sum()), int(hq.sum()),
+                             float(g_scale), float(h_scale), float(gain_divisor))
+    return grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params,
+                            tree_index)
 
 
 def _categorical_slots(bin_mapper, n_features):

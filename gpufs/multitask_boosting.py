@@ -181,10 +181,8 @@ def _fit(backend, Xbs, ys, ws, objective, state, bin_mapper, params):
                 prep = prepare_gradients(backend, G[k], Hs[k], ws[t],
                                          unit_hessian=not params.hessian, divisor=divisor)
                 pen.global_tree_index = grown_so_far
-                grown = grow_tree_packed(backend, datas[t], prep.gh, prep.G_q, prep.H_q,
-                                         prep.g_scale, prep.h_scale, n_bins, bin_mapper, pen,
-                                         params.tree, ensembles[t].n_trees,
-                                         gain_divisor=prep.gain_divisor)
+                grown = grow_tree_packed(backend, datas[t], prep, n_bins, bin_mapper, pen,
+                                         params.tree, ensembles[t].n_trees)
                 grown.add_to(raws[t][:, k])
                 ensembles[t].append(grown.tree, k)
                 records[t].tree_column.append(k)

@@ -29,10 +29,6 @@ class PenaltyState:
         Divide the gains by the root's largest gain (A-GBM) or not (GBFS).
     n_features_to_select : int or None, default=None
         The feature budget (None: no budget).
-    candidate_search : callable or None, default=None
-        ``candidate_search(backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index)
-        -> int64 candidate features`` (``group_testing.GroupTestSearch``), called by
-        ``begin_tree``; None: every feature is a candidate (the exact search).
 
     Attributes
     ----------
@@ -44,8 +40,7 @@ class PenaltyState:
         The features of Omega in the order they entered.
     """
 
-    def __init__(self, mu, costs, groups, scaling="none", n_features_to_select=None,
-                 candidate_search=None):
+    def __init__(self, mu, costs, groups, scaling="none", n_features_to_select=None):
         if scaling not in PENALTY_SCALINGS:
             raise ValueError(f"penalty_scaling must be one of {PENALTY_SCALINGS}, got {scaling!r}.")
         self.mu = float(mu)
@@ -58,7 +53,6 @@ class PenaltyState:
         self.group_used = np.zeros(int(self.groups.max()) + 1 if n_features else 0, dtype=bool)
         self.first_use_tree = np.full(n_features, -1, dtype=np.int64)
         self.order: list[int] = []
-        self.candidate_search = candidate_search
         self.candidates = None          # the current tree's candidates (None: all features)
         self.candidates_by_tree: list[np.ndarray] = []
 
@@ -101,31 +95,18 @@ class PenaltyState:
             return mask
         return np.ones_like(self.used)
 
-    def begin_tree(self, backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index):
-        """Ask the candidate search (if any) for a tree's candidates and record them.
+    def set_tree_candidates(self, candidates) -> None:
+        """Record the candidates of the tree about to grow (GT-GBM's group tests).
 
-        Called by the grower before each tree. Once the budget is spent nothing is searched:
-        only Omega may be split on.
+        Called by the grower before each tree when it is given a candidate search; without
+        one, ``candidates`` stays None and every feature is a candidate.
 
         Parameters
         ----------
-        backend : CPUBackend or GPUBackend
-        gh : ndarray of shape (n_samples, 2), int64
-            The tree's fixed-point (gradient, hessian) per row.
-        G_q, H_q : int
-            Their exact sums.
-        g_scale, h_scale : float
-            Their power-of-two scales.
-        tree_params : TreeParams
-        tree_index : int
+        candidates : array-like of int
+            The features the tree may bring into Omega (empty once the budget is spent).
         """
-        if self.candidate_search is None:
-            return
-        if self.budget_left() == 0:
-            self.candidates = np.zeros(0, np.int64)
-        else:
-            self.candidates = np.asarray(self.candidate_search(
-                backend, gh, G_q, H_q, g_scale, h_scale, tree_params, tree_index), np.int64)
+        self.candidates = np.asarray(candidates, np.int64)
         self.candidates_by_tree.append(self.candidates)
 
     def candidate_features(self, n_features: int) -> np.ndarray:

@@ -16,7 +16,7 @@ per-exponent integer sums, on the values' device.
 from __future__ import annotations
 
 import math
-
+from typing import NamedTuple
 
 from ._device import namespace_of, to_host
 from ._types import QGRAD_DTYPE
@@ -299,23 +299,76 @@ def exact_mean(a, w=None) -> float:
     return exact_sum(a * w) / exact_sum(w)
 
 
-class PreparedGradients:
+class PreparedGradients(NamedTuple):
     """One tree's fixed-point gradients and the exact sums that steer its growth.
 
-    Attributes
+    Parameters
     ----------
     gh : ndarray of shape (n_samples, 2), int64
         ``rint(g w * g_scale)`` and ``rint(h w * h_scale)``, on the backend's device.
-    g_scale, h_scale : float
-        The power-of-two scales (``fixed_point_scale`` of g w and h w).
     G_q, H_q : int
         The exact sums of the two columns of ``gh`` (the root's sums).
-    gain_divisor : float
+    g_scale, h_scale : float
+        The power-of-two scales (``fixed_point_scale`` of g w and h w).
+    gain_divisor : float, default=1.0
         The A-GBM divisor ``0.5 * (sum g^2/h - G^2/H)`` over rows with h > 0
         (``penalties.PenaltyState.gain_divisor``'s value), or 1.0 when not asked for.
     """
 
-    __slots__ = ("gh", "g_scale", "h_scale", "G_q", "H_q", "gain_divisor")
+    gh: object
+    G_q: int
+    H_q: int
+    g_scale: float
+    h_scale: float
+    gain_divisor: float = 1.0
+
+
+class QuantizedSums(NamedTuple):
+    """The int64 sums ``backend.quantize_gradients`` returns (its ``sums``, shape (8,)), by
+    name: the two words (``exact_sum_words``) of sum g w, sum h w and sum q (q = g^2 w / h,
+    the A-GBM divisor's terms; zeros when not asked for), then the exact sums of the two
+    columns of ``gh``.
+
+    Parameters
+    ----------
+    g_hi, g_lo, h_hi, h_lo, q_hi, q_lo, G_q, H_q : int
+    """
+
+    g_hi: int
+    g_lo: int
+    h_hi: int
+    h_lo: int
+    q_hi: int
+    q_lo: int
+    G_q: int
+    H_q: int
+
+    @classmethod
+    def of(cls, sums) -> "QuantizedSums":
+        """The named sums of a backend's (8,) array (host or device).
+
+        Parameters
+        ----------
+        sums : ndarray of shape (8,), int64
+
+        Returns
+        -------
+        QuantizedSums
+        """
+        return cls(*(int(v) for v in to_host(sums)))
+
+    def words(self, i: int) -> tuple[int, int]:
+        """The (hi, lo) word sums of quantity i: 0 for g w, 1 for h w, 2 for q.
+
+        Parameters
+        ----------
+        i : int
+
+        Returns
+        -------
+        tuple of int
+        """
+        return self[2 * i], self[2 * i + 1]
 
 
 def prepare_gradients(backend, g, h, w=None, *, unit_hessian=False, divisor=False):
@@ -344,23 +397,19 @@ def prepare_gradients(backend, g, h, w=None, *, unit_hessian=False, divisor=Fals
     PreparedGradients
     """
     n = int(g.shape[0])
-    out = PreparedGradients()
     mg, mh, mq = backend.gradient_extremes(g, h, w, unit_hessian, divisor)
-    out.g_scale = scale_for(mg, n)
-    out.h_scale = scale_for(mh, n)
+    g_scale, h_scale = scale_for(mg, n), scale_for(mh, n)
     finite = math.isfinite(mg) and math.isfinite(mh) and math.isfinite(mq)
     factors = [_sum_factors(m, n) if finite and m > 0 else (1.0, 1.0, 1.0, 0, 0)
                for m in (mg, mh, mq)]
-    gh, sums = backend.quantize_gradients(
-        g, h, w, unit_hessian, out.g_scale, out.h_scale, [f[0] for f in factors],
+    gh, raw_sums = backend.quantize_gradients(
+        g, h, w, unit_hessian, g_scale, h_scale, [f[0] for f in factors],
         [f[1] for f in factors], [f[2] for f in factors], divisor)
-    out.gh = gh
-    out.G_q, out.H_q = int(sums[6]), int(sums[7])
-    out.gain_divisor = 1.0
+    sums = QuantizedSums.of(raw_sums)
+    gain_divisor = 1.0
     if divisor:
         if finite:
-            G, H, total = (_combine(int(sums[2 * i]), int(sums[2 * i + 1]), f[3], f[4])
-                           if m > 0 else 0.0
+            G, H, total = (_combine(*sums.words(i), f[3], f[4]) if m > 0 else 0.0
                            for i, (m, f) in enumerate(zip((mg, mh, mq), factors)))
         else:  # inf / NaN gradients: the array route says what a float sum gives
             xp = namespace_of(g)
@@ -371,5 +420,5 @@ def prepare_gradients(backend, g, h, w=None, *, unit_hessian=False, divisor=Fals
             G, H = exact_sum(gw), exact_sum(hw)
             total = exact_sum(xp.where(pos, gw * gw / xp.where(pos, hw, 1.0), 0.0))
         div = 0.5 * (total - G * G / H) if H > 0 else 0.0
-        out.gain_divisor = div if div > 0 else 1.0
-    return out
+        gain_divisor = div if div > 0 else 1.0
+    return PreparedGradients(gh, sums.G_q, sums.H_q, g_scale, h_scale, gain_divisor)

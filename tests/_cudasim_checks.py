@@ -15,7 +15,7 @@ from gpufs._hist_layout import HistLayout
 from gpufs.backends.base import SplitInfo, SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
-from gpufs.boosting import BoostingParams, fit_boosting
+from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
 from gpufs.grower import TreeParams, grow_tree
 from gpufs.objectives import Logistic, SquaredError
 from gpufs.penalties import PenaltyState
@@ -359,10 +359,11 @@ def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_de
         pen = _penalties(X.shape[1], mu, k, scaling, groups)
         ev = None
         if eval_rows:
-            ev = (dev(Xb[n_fit:]), dev(y[n_fit:]), None if w is None else dev(w[n_fit:]))
-        ens, rec, n_rounds = fit_boosting(be, dev(Xb[:n_fit]), dev(y[:n_fit]),
-                                          None if w is None else dev(w[:n_fit]), objective,
-                                          pen, bm, params, ev)
+            ev = DeviceRows(be, dev(Xb[n_fit:]), dev(y[n_fit:]),
+                            None if w is None else dev(w[n_fit:]))
+        rows = DeviceRows(be, dev(Xb[:n_fit]), dev(y[:n_fit]),
+                          None if w is None else dev(w[:n_fit]))
+        ens, rec, n_rounds = fit_boosting(be, rows, objective, pen, bm, params, ev)
         res.append((ens, rec, n_rounds, pen))
     (ea, ra, na, pa), (eb, rb, nb, pb) = res
     assert ea.n_trees == eb.n_trees and na == nb

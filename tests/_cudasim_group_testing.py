@@ -29,7 +29,7 @@ from _cudasim_checks import CPU, assert_same, assert_same_tree, grads, make_data
 
 from gpufs.backends.gpu import GPUBackend  # noqa: E402
 from gpufs.binning import BinMapper  # noqa: E402
-from gpufs.boosting import BoostingParams, fit_boosting  # noqa: E402
+from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting  # noqa: E402
 from gpufs.group_testing import (FirstStep, GroupTestSearch, draw_subsets,  # noqa: E402
                                  group_test_candidates,
                                  standardize, standardized_values)
@@ -82,10 +82,9 @@ def test_boosting_with_group_tests_cpu_equals_simulated_gpu(objective):
         search = GroupTestSearch(standardize(xp.asarray(X), be), s=2, delta=0.3, seed=11,
                                  max_bins=8,
                                  subsets="per_fit" if objective == "logistic" else "per_tree")
-        pen = PenaltyState(0.02, np.ones(8), np.arange(8, dtype=np.int32), "root_sse", None,
-                           search)
-        ens, rec, _ = fit_boosting(be, xp.asarray(Xb), xp.asarray(y), xp.asarray(w), obj, pen,
-                                   bm, params)
+        pen = PenaltyState(0.02, np.ones(8), np.arange(8, dtype=np.int32), "root_sse", None)
+        rows = DeviceRows(be, xp.asarray(Xb), xp.asarray(y), xp.asarray(w))
+        ens, rec, _ = fit_boosting(be, rows, obj, pen, bm, params, candidate_search=search)
         out.append((ens, rec, pen))
     (ea, ra, pa), (eb, rb, pb) = out
     assert pa.order == pb.order and len(pa.order) > 0

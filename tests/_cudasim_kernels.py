@@ -385,8 +385,7 @@ def test_transfer_and_launch_budget(data, depth):
     g, h, _ = gpu.round_gradients("squared_error", np.zeros((64, 1)), y)
     gpu.reset_timings()
     prep = prepare_gradients(gpu, g[0], h[0], None, unit_hessian=True)
-    grown = grow_tree_packed(gpu, prepared, prep.gh, prep.G_q, prep.H_q, prep.g_scale,
-                             prep.h_scale, bm.n_bins_, bm, _penalties(6, 0.0),
+    grown = grow_tree_packed(gpu, prepared, prep, bm.n_bins_, bm, _penalties(6, 0.0),
                              TreeParams(max_depth=depth), 0)
     grown.add_to(np.zeros(64))
     levels = gpu.launches["search"]  # search and decide: one launch per level

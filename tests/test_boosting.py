@@ -8,7 +8,7 @@ import pytest
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
-from gpufs.boosting import BoostingParams, SelectionRecord, fit_boosting
+from gpufs.boosting import BoostingParams, DeviceRows, SelectionRecord, fit_boosting
 from gpufs.grower import TreeParams, grow_tree
 from gpufs.objectives import Softmax, SquaredError
 from gpufs.penalties import PenaltyState
@@ -31,8 +31,8 @@ def _fit(n_estimators=3, eval_data=None, n_iter_no_change=None, mu=0.0):
     params = BoostingParams(n_estimators=n_estimators, n_iter_no_change=n_iter_no_change,
                             tree=TreeParams(max_depth=1, reg_lambda=0.0, learning_rate=0.5))
     ps = PenaltyState(mu, np.ones(1), np.zeros(1, np.int32))
-    return fit_boosting(CPU, XB, Y, None, SquaredError(), ps, MAPPER, params,
-                        eval_data=eval_data)
+    val = None if eval_data is None else DeviceRows(CPU, *eval_data)
+    return fit_boosting(CPU, DeviceRows(CPU, XB, Y), SquaredError(), ps, MAPPER, params, val)
 
 
 def test_rounds_computed_by_hand():
@@ -79,8 +79,8 @@ def test_train_loss_is_the_objectives_loss_of_the_ensemble():
     Xb = bm.transform(X, CPU)
     obj = SquaredError()
     params = BoostingParams(n_estimators=5, tree=TreeParams(max_depth=2))
-    ens, record, _ = fit_boosting(CPU, Xb, y, w, obj, PenaltyState(0.0, np.ones(3),
-                                                                   np.arange(3, dtype=np.int32)),
+    ens, record, _ = fit_boosting(CPU, DeviceRows(CPU, Xb, y, w), obj,
+                                  PenaltyState(0.0, np.ones(3), np.arange(3, dtype=np.int32)),
                                   bm, params)
     for r in range(5):
         raw = ens.predict_binned(Xb, CPU, stop=r + 1)

@@ -617,8 +617,6 @@ def test_a_compressed_output_without_its_library_is_refused_before_the_fit(
 def test_an_unwritable_output_folder_is_refused_before_the_fit(tmp_path, monkeypatch, capsys):
     import tempfile
 
-    import gpufs.cli as cli
-
     _planted().to_csv(tmp_path / "in.csv", index=False)
     (tmp_path / "ro").mkdir()
     real = tempfile.mkstemp
@@ -628,7 +626,7 @@ def test_an_unwritable_output_folder_is_refused_before_the_fit(tmp_path, monkeyp
             raise PermissionError(13, "Permission denied", os.path.join(dir, ".x.part"))
         return real(*args, dir=dir, **kw)
 
-    monkeypatch.setattr(cli.tempfile, "mkstemp", read_only_folder)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only_folder)
     _fit_must_not_start(monkeypatch)
     for option in ["--output", "--report", "--save-model"]:
         name = "ro/out.csv" if option == "--output" else "ro/out.json"

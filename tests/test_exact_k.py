@@ -48,6 +48,7 @@ def first_k_admitted(X, y, k, **params):
     from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
     from gpufs.grower import TreeParams
     from gpufs.penalties import PenaltyState
+    from gpufs.selectors._boost_setup import BoostSetup
     from gpufs.selectors._mu_search import gbfs_mu_search
 
     est = GBFSRegressor(n_estimators=1, device="cpu", random_state=0, **{
@@ -58,10 +59,11 @@ def first_k_admitted(X, y, k, **params):
                         tree=TreeParams(max_depth=params["max_depth"]))
     d = X.shape[1]
     costs, groups = np.ones(d), np.arange(d, dtype=np.int32)
-    search = gbfs_mu_search(backend, rows, None, None, est._objective, costs, groups,
-                            "root_sse", est.bin_mapper_, bp, k, 0.05)
+    setup = BoostSetup(backend, rows, est._objective, est.bin_mapper_, bp, costs, groups,
+                       "root_sse")
+    search = gbfs_mu_search(setup, k, 0.05)
     pen = PenaltyState(search.mu, costs, groups, "root_sse", k)
-    fit_boosting(backend, rows, None, None, est._objective, pen, est.bin_mapper_, bp,
+    fit_boosting(backend, rows, est._objective, pen, est.bin_mapper_, bp,
                  resume=search.checkpoint)
     return sorted(pen.order)
 
@@ -141,9 +143,8 @@ def test_stability_chooses_by_frequency_where_gain_would_not(monkeypatch):
 
     X, y, planted = sinusoids(1, n=800, d=40)
 
-    def inverted(backend, rows, objective, costs, groups, scaling, bin_mapper, params, mu, k,
-                 n_refits, seed):
-        return np.linspace(1.0, 0.0, rows.shape[1]), 0
+    def inverted(setup, mu, k, n_refits, seed):
+        return np.linspace(1.0, 0.0, setup.rows.shape[1]), 0
 
     monkeypatch.setattr(gbfs_module, "selection_frequency", inverted)
     est = GBFSRegressor(n_estimators=30, max_depth=3, n_features_to_select=3,

@@ -25,10 +25,10 @@ from gpufs.group_testing import (FirstStep, GroupTestSearch, draw_subsets, group
                                  isolation_probability, n_search_steps, n_subsets,
                                  pseudo_features_per_tree, standardize, standardized_values,
                                  subset_size)
-from gpufs.grower import TreeParams, grow_tree
+from gpufs.grower import TreeParams, grow_tree_packed
 from gpufs.model_io import ModelFileError
 from gpufs.penalties import PenaltyState
-from gpufs.quantize import fixed_point_scale, quantize
+from gpufs.quantize import PreparedGradients, fixed_point_scale, quantize
 
 from _reference import RefOmega
 from _reference_group_testing import ref_candidates, ref_gt_tree, ref_standardize
@@ -194,17 +194,19 @@ def test_tree_follows_algorithm_2(seed):
     groups = np.arange(d, dtype=np.int32) // (2 if seed % 2 else 1)   # bags of two, or none
     costs = rng.uniform(0.5, 1.5, size=d)
     mu = 0.6
-    pen = PenaltyState(mu, costs, groups, "none", None,
-                       GroupTestSearch(standardize(X, CPU), s=3, delta=0.2, seed=seed))
+    pen = PenaltyState(mu, costs, groups, "none", None)
+    search = GroupTestSearch(standardize(X, CPU), s=3, delta=0.2, seed=seed)
     omega = RefOmega(mu, costs, groups)
     for f in (2, 7):                        # an Omega from earlier trees
         pen.admit([f], 0)
         omega.admit(f, 0)
     params = TreeParams(max_depth=3)
-    grown = grow_tree(CPU, Xb, gq, hq, gs, hs, bm.n_bins_, bm, pen, params, tree_index=1)
+    prep = PreparedGradients(np.stack([gq, hq], axis=1), int(gq.sum()), int(hq.sum()), gs, hs)
+    grown = grow_tree_packed(CPU, Xb, prep, bm.n_bins_, bm, pen, params, tree_index=1,
+                             candidate_search=search)
     C = pen.candidates_by_tree[-1]
     want_c = np.unique(ref_candidates(ref_standardize(X), np.arange(n),
-                                      pen.candidate_search.subsets(1), gq, hq, gs, hs))
+                                      search.subsets(1), gq, hq, gs, hs))
     np.testing.assert_array_equal(C, want_c)
     ref = ref_gt_tree(Xb, gq, hq, gs, hs, bm.n_bins_, omega, C, max_depth=3, tree_index=1)
     np.testing.assert_array_equal(grown.tree.feature, ref["feature"])

@@ -14,6 +14,7 @@ from scipy.optimize import minimize_scalar
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gpufs._device import gpu_available
+from gpufs.selectors import _stagewise_stages as stages
 from gpufs.selectors import stagewise as sw
 from gpufs.selectors.stagewise import StagewiseClassifier, StagewiseRegressor
 
@@ -154,7 +155,7 @@ def test_closed_form_least_squares_against_minimize_scalar():
     W = w.sum()
     r = rng.standard_normal(n) * 3
     r -= (w @ r) / W
-    mu, sd, inv = sw._standardize_stats(X, w, W, np, "cpu")
+    mu, sd, inv = stages._standardize_stats(X, w, W, np, "cpu")
     assert sd[4] == 0 and inv[4] == 0
     a, cost = sw.LeastSquaresStage().candidates(X, np.zeros((n, 1)), r[:, None], w, W, mu,
                                                 inv, inv > 0, np, "cpu")
@@ -192,7 +193,7 @@ def test_newton_logistic_against_minimize_scalar(K):
     F = rng.standard_normal((n, K)) * 0.7
     Y = np.where(rng.random((n, K)) < 0.5, 1.0, -1.0)
     Y[:, 0] = np.where(X[:, 0] + X[:, 1] + rng.logistic(size=n) > 0, 1.0, -1.0)
-    mu, sd, inv = sw._standardize_stats(X, w, W, np, "cpu")
+    mu, sd, inv = stages._standardize_stats(X, w, W, np, "cpu")
     active = inv > 0
     stage = sw.LogisticStage(2 if K == 1 else K, 50, 1e-12)
     a, cost = stage.candidates(X, F, Y, w, W, mu, inv, active, np, "cpu")
@@ -232,8 +233,8 @@ def test_chunked_sweeps_match_single_chunk(monkeypatch):
     yc = (y > np.median(y)).astype(int)
     ref_r = StagewiseRegressor(5, device="cpu").fit(X, y)
     ref_c = StagewiseClassifier(5, device="cpu").fit(X, yc)
-    monkeypatch.setitem(sw._CHUNK_ELEMENTS, "cpu", 7 * 20)   # 7 rows per chunk
-    assert len(sw._row_chunks(600, 20, "cpu")) == 86
+    monkeypatch.setitem(stages._CHUNK_ELEMENTS, "cpu", 7 * 20)   # 7 rows per chunk
+    assert len(stages._row_chunks(600, 20, "cpu")) == 86
     r = StagewiseRegressor(5, device="cpu").fit(X, y)
     c = StagewiseClassifier(5, device="cpu").fit(X, yc)
     np.testing.assert_array_equal(r.selected_features_, ref_r.selected_features_)

@@ -23,7 +23,7 @@ import gpufs
 from gpufs import _threading
 from gpufs.backends.cpu import PARALLEL_MIN_WORK, CPUBackend
 from gpufs.binning import BinMapper
-from gpufs.boosting import BoostingParams, fit_boosting
+from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
 from gpufs.grower import TreeParams
 from gpufs.objectives import make_objective
 from gpufs.penalties import PenaltyState
@@ -126,16 +126,16 @@ def test_thread_limit_nests_and_restores():
 
 
 def test_estimator_n_jobs_reaches_the_boosting_loop(monkeypatch):
-    import gpufs.selectors.gbfs as gbfs_module
+    import gpufs.selectors._boost_setup as setup_module
 
     seen = []
-    real = gbfs_module.fit_boosting
+    real = setup_module.fit_boosting
 
     def spy(*args, **kwargs):
         seen.append(numba.get_num_threads())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gbfs_module, "fit_boosting", spy)
+    monkeypatch.setattr(setup_module, "fit_boosting", spy)
     X, y = _data()
     _model(n_jobs=1).fit(X[:2000], y[:2000])
     assert seen == [1]
@@ -167,8 +167,8 @@ def test_many_small_tasks_grow_the_same_trees_as_serial_kernels():
                     CPUBackend(n_threads=2, rows_per_task=257, parallel_min_work=0)):
         Xb = mapper.transform(X, backend)
         pen = PenaltyState(0.02, np.ones(X.shape[1]), np.arange(X.shape[1]), "root_sse")
-        ens, _, _ = fit_boosting(backend, Xb, y.astype(np.float64), None, obj, pen, mapper,
-                                 params, None)
+        rows = DeviceRows(backend, Xb, y.astype(np.float64))
+        ens, _, _ = fit_boosting(backend, rows, obj, pen, mapper, params)
         fits.append(repr(ens.to_dict()))
     assert fits[0] == fits[1]
 

@@ -23,7 +23,7 @@ from .._input import check_costs, check_groups, encode_known_classes
 from .._params import real_range
 from .._scales import check_boosting_scale_values
 from ..binning import BinMapper
-from ..selectors._base import eval_triples, resolve_k
+from ..selectors._base import eval_triples, feature_budget
 from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC
 from ._backend import ClusterBackend
 from ._data import classes_of, load
@@ -221,20 +221,20 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                                           keep_raw=group_testing, fit=not warm)
             times = {"bin": time.perf_counter() - t0}
             backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
+            budget = feature_budget(self.n_features_to_select, self.tol, d)
             gt = None
             if group_testing:  # the standardized columns, then the float rows are dropped
-                k = (None if self.n_features_to_select == "auto"
-                     else resolve_k(self.n_features_to_select, d))
-                gt = self._group_test_search(ShardedRaw(group, d), None, d, k, seed, backend,
-                                             times)
+                gt = self._group_test_search(ShardedRaw(group, d), None, d, budget.asked, seed,
+                                             backend, times)
                 group.defer("drop_raw")
             rows = ShardRows(group, loaded.n, d, weighted, backend,
                              unit_hessian=not self.hessian,
                              divisor=self.penalty_scaling == "root_sse")
             before = (group.bytes_sent, group.bytes_received, group.calls,
                       group.bytes_between_workers, group.reductions, group.reduce_seconds)
-            self._fit_binned(backend, rows, evals, costs, groups, "cpu", times, key, history,
-                             gt)
+            # the workers run the CPU kernels: the fitted device_ is "cpu"
+            self._fit_binned(backend, rows, evals, costs, groups, times, warm=(key, history),
+                             gt=gt, budget=budget, device="cpu")
             self.cluster_ = {"workers": list(group.addresses),
                              "partitions": [list(p) for p in group.parts],
                              "bytes_to_workers": int(group.bytes_sent),

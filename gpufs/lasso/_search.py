@@ -126,8 +126,12 @@ class _Search:
                          n_solves=self.n_solves, loss=float(res.objective - penalty))
 
 
-def _prepare_selection(A, y, tree_feature_masks, feature_costs, groups, group_costs, loss,
-                       sample_weight, fit_intercept, sketch, sketch_size, random_state, threshold):
+def _prepare_selection(A, y, tree_feature_masks, cost_args, threshold, **problem):
+    """The masks, the :class:`TreeLasso` and the number of features the forest uses.
+
+    ``cost_args`` are ``tree_costs``' ``(feature_costs, groups, group_costs)``; ``problem``
+    the ``TreeLasso`` keywords (loss, sample_weight, fit_intercept, sketch, sketch_size,
+    random_state)."""
     masks = _as_masks(tree_feature_masks)
     shape = getattr(A, "shape", None)
     n_trees = shape[1] if shape is not None and len(shape) == 2 else None
@@ -136,9 +140,8 @@ def _prepare_selection(A, y, tree_feature_masks, feature_costs, groups, group_co
                          "columns (one per tree)")
     if not (isinstance(threshold, numbers.Real) and threshold >= 0):
         raise ValueError(f"threshold must be a number >= 0, got {threshold!r}")
-    u = tree_costs(masks, feature_costs, groups, group_costs)
-    prob = TreeLasso(A, y, u, loss=loss, sample_weight=sample_weight, fit_intercept=fit_intercept,
-                     sketch=sketch, sketch_size=sketch_size, random_state=random_state)
+    u = tree_costs(masks, *cost_args)
+    prob = TreeLasso(A, y, u, **problem)
     return masks, prob, int(masks.any(axis=0).sum())
 
 
@@ -263,9 +266,10 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
     -------
     Selection
     """
-    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, feature_costs, groups,
-                                             group_costs, loss, sample_weight, fit_intercept,
-                                             sketch, sketch_size, random_state, threshold)
+    masks, prob, n_used = _prepare_selection(
+        A, y, tree_feature_masks, (feature_costs, groups, group_costs), threshold, loss=loss,
+        sample_weight=sample_weight, fit_intercept=fit_intercept, sketch=sketch,
+        sketch_size=sketch_size, random_state=random_state)
     _check_k(k, n_used, masks.shape[1])
     if not (0 < lambda_min_ratio < 1):
         raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}")
@@ -358,9 +362,10 @@ def select_at_lambda(A, y, tree_feature_masks, lam, *, feature_costs=None, group
     """
     if not (isinstance(lam, numbers.Real) and lam >= 0 and math.isfinite(lam)):
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-    masks, prob, _ = _prepare_selection(A, y, tree_feature_masks, feature_costs, groups,
-                                        group_costs, loss, sample_weight, fit_intercept, sketch,
-                                        sketch_size, random_state, threshold)
+    masks, prob, _ = _prepare_selection(
+        A, y, tree_feature_masks, (feature_costs, groups, group_costs), threshold, loss=loss,
+        sample_weight=sample_weight, fit_intercept=fit_intercept, sketch=sketch,
+        sketch_size=sketch_size, random_state=random_state)
     reweighting = _Reweighting(prob, masks, feature_costs, groups, group_costs, reweight_steps,
                                reweight_eps, threshold, tol, max_iter)
     search = _Search(prob, masks, threshold, tol, max_iter)
@@ -524,9 +529,10 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, feature_costs=None, grou
     -------
     SelectionsByK
     """
-    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, feature_costs, groups,
-                                             group_costs, loss, sample_weight, fit_intercept,
-                                             sketch, sketch_size, random_state, threshold)
+    masks, prob, n_used = _prepare_selection(
+        A, y, tree_feature_masks, (feature_costs, groups, group_costs), threshold, loss=loss,
+        sample_weight=sample_weight, fit_intercept=fit_intercept, sketch=sketch,
+        sketch_size=sketch_size, random_state=random_state)
     _check_k(k_max, n_used, masks.shape[1], what="k_max")
     search = _Search(prob, masks, threshold, tol, max_iter)
     lmax = prob.lambda_max()

@@ -69,8 +69,8 @@ class FitData:
 
     Attributes
     ----------
-    device : {"cpu", "gpu"}
     backend : CPUBackend or GPUBackend
+        The fitting device's backend (``device`` is its name).
     xp : module
         numpy or cupy, the backend's array namespace.
     X : ndarray of shape (n_samples, n_features)
@@ -85,7 +85,6 @@ class FitData:
         Drawn once per fit from ``random_state``; seeds everything random in the fit.
     """
 
-    device: str
     backend: object
     xp: object
     X: object
@@ -93,6 +92,11 @@ class FitData:
     y_input: object
     sample_weight: object
     seed: int
+
+    @property
+    def device(self) -> str:
+        """{"cpu", "gpu"}: the fitting device, the backend's ``name``."""
+        return self.backend.name
 
 
 # --------------------------------------------------------------------------------------------
@@ -477,7 +481,7 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         w = check_sample_weight(sample_weight, n, device=device)
         rng = check_random_state(getattr(self, "random_state", None))
         seed = int(rng.randint(np.iinfo(np.int32).max))
-        return FitData(device=device, backend=backend, xp=backend.xp, X=Xc, y=yc,
+        return FitData(backend=backend, xp=backend.xp, X=Xc, y=yc,
                        y_input=y_input, sample_weight=w, seed=seed)
 
     def _categorical_args(self):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..boosting import BoostingCheckpoint, BoostingParams, fit_boosting
+from ..boosting import BoostingCheckpoint
 from ..penalties import PenaltyState
 from ._mu_search import MuSearch, gbfs_mu_search
 
@@ -89,15 +89,14 @@ class RestrictedPenalty(PenaltyState):
 
     Parameters
     ----------
-    mu, costs, groups, scaling, n_features_to_select, candidate_search
+    mu, costs, groups, scaling, n_features_to_select
         As for :class:`gpufs.penalties.PenaltyState`.
     allowed : array-like of int
         The features a split may use at all.
     """
 
-    def __init__(self, mu, costs, groups, scaling, n_features_to_select, candidate_search,
-                 allowed):
-        super().__init__(mu, costs, groups, scaling, n_features_to_select, candidate_search)
+    def __init__(self, mu, costs, groups, scaling, n_features_to_select, allowed):
+        super().__init__(mu, costs, groups, scaling, n_features_to_select)
         self.only = np.zeros(self.used.shape[0], dtype=bool)
         self.only[np.asarray(allowed, dtype=np.int64)] = True
 
@@ -172,19 +171,15 @@ def _checkpoint_at(rows, ensemble, record, penalties, rounds):
                               record=record, penalty=snap)
 
 
-def fit_exact_k(backend, rows, objective, costs, groups, scaling, bin_mapper,
-                params: BoostingParams, k: int, mu_start: float, *, eval_rows=None, known=(),
-                candidate_search=None, frequency=None, times=None) -> ExactK:
+def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), frequency=None,
+                times=None) -> ExactK:
     """A GBFS fit that selects exactly k features by contribution (module docstring).
 
     Parameters
     ----------
-    backend : CPUBackend or GPUBackend
-    rows : BoostingRows
-        The binned training rows.
-    objective, costs, groups, scaling, bin_mapper, params
-        As for ``boosting.fit_boosting`` and ``penalties.PenaltyState``; ``params`` must not
-        stop early.
+    setup : BoostSetup
+        The fit's settings (``_boost_setup``): rows, objective, cut points, penalty, GT-GBM's
+        candidate search; its ``params`` must not stop early.
     k : int >= 1
     mu_start : float >= 0
         The search's first price.
@@ -192,7 +187,6 @@ def fit_exact_k(backend, rows, objective, costs, groups, scaling, bin_mapper,
         Validation rows of the final fit.
     known : sequence of Probe, default=()
         Outcomes for k known from earlier fits (``known_outcomes``).
-    candidate_search : GroupTestSearch or None, default=None
     frequency : callable or None, default=None
         ``frequency(mu, k) -> (ndarray of shape (n_features,), trees grown)``: selection
         frequencies (``_stability``) that rank the pool instead of the gains (gains break
@@ -207,6 +201,7 @@ def fit_exact_k(backend, rows, objective, costs, groups, scaling, bin_mapper,
     """
     times = {} if times is None else times
     lap = _Lap(times)
+    rows, costs, groups, scaling = setup.rows, setup.costs, setup.groups, setup.scaling
     d = int(rows.shape[1])
     k_pool = pool_size(k, d)
     if k_pool < d:
@@ -214,19 +209,16 @@ def fit_exact_k(backend, rows, objective, costs, groups, scaling, bin_mapper,
         # POOL_STEP times below the largest price that admits k_pool) needs no bisection. At
         # most MAX_PROBES probes of half a fit each, the pool fit and the final fit: at most
         # four fits' trees in all.
-        search = gbfs_mu_search(backend, rows, None, None, objective, costs, groups, scaling,
-                                bin_mapper, params, k_pool, mu_start, rtol=POOL_STEP - 1.0,
-                                max_probes=MAX_PROBES, step=POOL_STEP, known=known,
-                                candidate_search=candidate_search)
+        search = gbfs_mu_search(setup, k_pool, mu_start, rtol=POOL_STEP - 1.0,
+                                max_probes=MAX_PROBES, step=POOL_STEP, known=known)
     else:       # every feature in the pool: the price that admits them all is 0
         search = MuSearch(None, [], d)
     lap("mu_search")
     mu = 0.0 if search.mu is None else float(search.mu)
     grown = {"probes": sum(p.n_trees for p in search.probes)}
     # Until the search's probe stopped, the unbudgeted pool fit is that probe.
-    pool_pen = PenaltyState(mu, costs, groups, scaling, None, candidate_search)
-    pool_ens, pool_rec, _ = fit_boosting(backend, rows, None, None, objective, pool_pen,
-                                         bin_mapper, params, None, resume=search.checkpoint)
+    pool_pen = setup.penalties(mu)
+    pool_ens, pool_rec, _ = setup.fit(pool_pen, resume=search.checkpoint)
     K = pool_ens.n_outputs
     grown["pool"] = pool_ens.n_trees - (search.checkpoint.rounds * K if search.checkpoint
                                         else 0)
@@ -251,21 +243,19 @@ def fit_exact_k(backend, rows, objective, costs, groups, scaling, bin_mapper,
     else:
         # The pool fit's trees are the final fit's until the first left-out feature entered.
         out = next(f for f in pool if f not in chosen)
-        pen = RestrictedPenalty(mu, costs, groups, scaling, k, candidate_search, chosen)
+        pen = RestrictedPenalty(mu, costs, groups, scaling, k, chosen)
         rounds = int(pool_pen.first_use_tree[out]) // K
     info["resumed_round"] = rounds
     resume = _checkpoint_at(rows, pool_ens, pool_rec, pool_pen, rounds)
-    ensemble, record, n_rounds = fit_boosting(backend, rows, None, None, objective, pen,
-                                              bin_mapper, params, eval_rows, resume=resume)
+    ensemble, record, n_rounds = setup.fit(pen, eval_rows, resume=resume)
     grown["final"] = ensemble.n_trees - rounds * K
     if len(pen.order) < min(k, len(pool)) and mu > 0.0:
         # A chosen feature did not pay the price without the left-out ones: at mu = 0 every
         # chosen feature with a positive gain enters.
         mu = info["refit_mu"] = 0.0
         info["resumed_round"] = 0
-        pen = RestrictedPenalty(0.0, costs, groups, scaling, k, candidate_search, chosen)
-        ensemble, record, n_rounds = fit_boosting(backend, rows, None, None, objective, pen,
-                                                  bin_mapper, params, eval_rows)
+        pen = RestrictedPenalty(0.0, costs, groups, scaling, k, chosen)
+        ensemble, record, n_rounds = setup.fit(pen, eval_rows)
         grown["final"] += ensemble.n_trees
     lap("boost")
     return ExactK(ensemble, record, n_rounds, pen, mu, search, info)

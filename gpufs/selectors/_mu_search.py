@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 
 
-from ..boosting import BoostingParams, fit_boosting
+from ..boosting import BoostingParams
 from ..penalties import PenaltyState
 
 __all__ = ["Probe", "MuSearch", "known_outcomes", "search_mu", "gbfs_mu_search"]
@@ -189,8 +189,8 @@ class _ProbePenalty(PenaltyState):
     trees the search never uses.
     """
 
-    def __init__(self, mu, costs, groups, scaling, k, candidate_search=None):
-        super().__init__(mu, costs, groups, scaling, None, candidate_search)
+    def __init__(self, mu, costs, groups, scaling, k):
+        super().__init__(mu, costs, groups, scaling, None)
         self.k_stop = int(k)
         self.tree_index = -1
 
@@ -202,16 +202,14 @@ class _ProbePenalty(PenaltyState):
         return new
 
 
-def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_mapper,
-                   params: BoostingParams, k: int, mu_start: float, *, rtol: float = 0.5,
-                   max_probes: int = 8, known=(), candidate_search=None,
-                   step: float = STEP) -> MuSearch:
-    """``search_mu`` for a GBFS fit on binned data (``boosting.fit_boosting`` arguments).
+def gbfs_mu_search(setup, k: int, mu_start: float, *, rtol: float = 0.5,
+                   max_probes: int = 8, known=(), step: float = STEP) -> MuSearch:
+    """``search_mu`` for a GBFS fit on binned data (``setup``: a ``_boost_setup.BoostSetup``).
 
     Probes run without validation data and without early stopping: whether k features enter
     is a property of the training fit alone. The search costs the trees its probes grow (see
-    ``Probe.n_trees``) on top of the final fit. ``candidate_search`` (GT-GBM's group tests,
-    ``PenaltyState``) is used by every probe as by the final fit.
+    ``Probe.n_trees``) on top of the final fit. The setup's ``candidate_search`` (GT-GBM's
+    group tests) is used by every probe as by the final fit.
 
     Warm start: every probe keeps the checkpoint of its latest round start, and the search
     returns the one of the probe at the answer ``mu``: the round in which that probe's k-th
@@ -220,13 +218,16 @@ def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_map
     final fit resumes at that round (``fit_boosting(resume=...)``) and the search costs
     only the probes' trees in total.
     """
+    params = setup.params
     horizon = max(1, int(math.ceil(HORIZON * params.n_estimators)))
-    probe_params = BoostingParams(n_estimators=horizon, tree=params.tree,
-                                  hessian=params.hessian, n_iter_no_change=None, verbose=False)
+    probes = setup._replace(params=BoostingParams(
+        n_estimators=horizon, tree=params.tree, hessian=params.hessian, n_iter_no_change=None,
+        verbose=False))
+    scaling = setup.scaling
     kept = {}  # mu -> checkpoint, only for the largest mu that reached k so far
 
     def probe(mu):
-        pen = _ProbePenalty(mu, costs, groups, scaling, k, candidate_search)
+        pen = _ProbePenalty(mu, setup.costs, setup.groups, scaling, k)
         latest = []
 
         def on_round_start(make_checkpoint):
@@ -234,8 +235,7 @@ def gbfs_mu_search(backend, Xb, y, w, objective, costs, groups, scaling, bin_map
 
         t0 = time.perf_counter()
         try:
-            ensemble, _, _ = fit_boosting(backend, Xb, y, w, objective, pen, bin_mapper,
-                                          probe_params, None, on_round_start=on_round_start)
+            ensemble = probes.fit(pen, on_round_start=on_round_start).ensemble
             return Probe(float(mu), False, len(pen.order), int(ensemble.n_trees),
                          time.perf_counter() - t0)
         except _ReachedK:

@@ -12,23 +12,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..boosting import DeviceRows, fit_boosting
-from ..penalties import PenaltyState
+from ..boosting import DeviceRows
 
 __all__ = ["selection_frequency"]
 
 
-def selection_frequency(backend, rows, objective, costs, groups, scaling, bin_mapper, params,
-                        mu, k, n_refits, seed):
+def selection_frequency(setup, mu, k, n_refits, seed):
     """How often each feature is among the k chosen in ``n_refits`` half-row refits.
 
     Parameters
     ----------
-    backend : CPUBackend or GPUBackend
-    rows : DeviceRows
-        The binned training rows (arrays on the backend's device).
-    objective, costs, groups, scaling, bin_mapper, params
-        As for ``boosting.fit_boosting`` and ``penalties.PenaltyState``.
+    setup : BoostSetup
+        The fit's settings (``_boost_setup``); its rows must be :class:`DeviceRows` (arrays
+        on the backend's device). Its candidate search is not used.
     mu : float >= 0
         The price of every refit.
     k : int
@@ -47,6 +43,7 @@ def selection_frequency(backend, rows, objective, costs, groups, scaling, bin_ma
     """
     from ._exact_k import total_gains
 
+    backend, rows = setup.backend, setup.rows
     if not isinstance(rows, DeviceRows):
         raise ValueError("stability_rounds needs the rows in this process (not supported by "
                          "the Dask estimators).")
@@ -59,9 +56,8 @@ def selection_frequency(backend, rows, objective, costs, groups, scaling, bin_ma
         idx = xp.asarray(np.sort(rng.choice(n, half, replace=False)))
         sub = DeviceRows(backend, rows.Xb[idx], rows.y[idx],
                          None if rows.w is None else rows.w[idx])
-        pen = PenaltyState(mu, costs, groups, scaling)
-        ensemble, _, _ = fit_boosting(backend, sub, None, None, objective, pen, bin_mapper,
-                                      params, None)
+        pen = setup.penalties(mu)
+        ensemble = setup._replace(rows=sub, candidate_search=None).fit(pen).ensemble
         n_trees += ensemble.n_trees
         gains = total_gains(ensemble)
         chosen = sorted(pen.order, key=lambda f: (-gains[f], pen.order.index(f)))[:k]

@@ -25,7 +25,7 @@ from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
 from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
 from .._device import like, namespace_of, to_host
-from .._input import check_costs, check_groups, check_X, _as_array
+from .._input import as_array, check_costs, check_groups, check_X
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
 from .._warm_key import data_fingerprint
@@ -33,8 +33,8 @@ from .._warnings import SelectionWarning
 from ..binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
-from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, input_device,
-                    resolve_k)
+from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, feature_budget,
+                    input_device)
 from ._controlburn_io import ControlBurnCodec
 from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, POOL_LAMBDA_MIN_RATIO,
                             abs_correlation, choose_k, has_near_copies)
@@ -159,7 +159,7 @@ class _BaseControlBurn(SelectorBase):
         if groups_raw is None:
             return None, None
         check_groups(groups_raw, n_features)  # validation with clear messages
-        g = np.asarray(_as_array(groups_raw, "cpu", "feature_groups"))
+        g = np.asarray(as_array(groups_raw, "cpu", "feature_groups"))
         labels, inv = np.unique(g, return_inverse=True)
         gc = self.group_costs
         if gc is None:
@@ -170,7 +170,7 @@ class _BaseControlBurn(SelectorBase):
                 raise ValueError(f"group_costs has no cost for groups {missing[:5]}.")
             gc = np.array([gc[lab] for lab in labels.tolist()], dtype=np.float64)
         else:
-            gc = np.asarray(_as_array(gc, "cpu", "group_costs"), dtype=np.float64)
+            gc = np.asarray(as_array(gc, "cpu", "group_costs"), dtype=np.float64)
             if gc.ndim != 1 or gc.shape[0] != labels.shape[0]:
                 raise ValueError(f"group_costs must give one cost per group: expected shape "
                                  f"({labels.shape[0]},) (groups in sorted label order), got "
@@ -339,7 +339,9 @@ class _BaseControlBurn(SelectorBase):
         else:
             n_cov = self.forest_coverage_
             notes = []        # what the selection did differently from what was asked
-            k = min(max(1, d // 2), n_cov) if k_req is None else resolve_k(k_req, d)
+            # ControlBurn's None is half of the columns (as scikit-learn's selectors' None)
+            k = feature_budget(k_req, None, d).k
+            k = min(max(1, d // 2), n_cov) if k is None else k
             k_asked = k
             if k > n_cov:
                 notes.append(f"the forest uses only {n_cov} of the {d} features, fewer than "

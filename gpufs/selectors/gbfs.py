@@ -31,13 +31,14 @@ from .._warm_key import data_fingerprint
 from .._warnings import SelectionWarning
 from ..backends import get_backend
 from ..binning import BinMapper
-from ..boosting import BoostingParams, DeviceRows, fit_boosting
+from ..boosting import BoostingParams, DeviceRows
 from ..group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
 from ..grower import TreeParams
 from ..objectives import make_objective
 from ..path import selection_path
-from ..penalties import PENALTY_SCALINGS, PenaltyState
+from ..penalties import PENALTY_SCALINGS
 from ..tree import TreeEnsemble
+from ._boost_setup import BoostSetup
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, auto_k, feature_budget, input_device, int_range,
                     real_range)
@@ -191,25 +192,27 @@ class _BaseGBFS(SelectorBase):
         budget = feature_budget(self.n_features_to_select, self.tol, d)
         # GT-GBM's candidate search; its desired number of features defaults to k
         gt = self._group_test_search(X, w, d, budget.asked, data.seed, backend, times)
-        return self._fit_binned(backend, rows, evals, costs, groups, data.device, times, key,
-                                history, gt, seed=data.seed, budget=budget)
+        return self._fit_binned(backend, rows, evals, costs, groups, times, warm=(key, history),
+                                gt=gt, seed=data.seed, budget=budget)
 
-    def _fit_binned(self, backend, rows, evals, costs, groups, device, times, warm_key=None,
-                    history=(), gt=None, seed=0, budget=None):
+    def _fit_binned(self, backend, rows, evals, costs, groups, times, *, warm=(None, ()),
+                    gt=None, seed=0, budget=None, device=None):
         """The fit from binned data on: ``n_features_to_select`` ("auto" and the ``mu``
         search), the boosting rounds, early stopping and the selection record.
 
         ``rows`` and ``evals`` (a list) are ``boosting.BoostingRows`` of the training and the
         validation data: arrays on the device here, a cluster's workers for ``gpufs.dask``.
-        ``times`` holds the binning time; ``warm_key`` and ``history`` are ``warm_start``'s
+        ``times`` holds the binning time; ``warm`` is ``(warm_key, history)``: ``warm_start``'s
         key of this fit and the earlier probes' outcomes (kept with the fitted model); ``gt``
         GT-GBM's candidate search (``_group_test_search``) or None; ``seed`` the fit's seed
         (``stability_rounds``' row draws); ``budget`` the fit's ``FeatureBudget`` (None:
-        resolved here, for callers that have not).
+        resolved here, for callers that have not); ``device`` the fitted ``device_`` (None:
+        the backend's name; a cluster backend names the workers' device).
         """
         d = int(rows.shape[1])
         times.setdefault("mu_search", 0.0)
-        history = list(history)
+        warm_key, history = warm[0], list(warm[1])
+        device = backend.name if device is None else device
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
@@ -221,11 +224,12 @@ class _BaseGBFS(SelectorBase):
         if budget is None:
             budget = feature_budget(self.n_features_to_select, self.tol, d)
         mu, mu_search, frequency = float(self.mu), None, {"selection_frequency_": None}
+        setup = BoostSetup(backend, rows, self._objective, self.bin_mapper_, params, costs,
+                           groups, self.penalty_scaling, gt)
         k = budget.k
         if budget.needs_auto_fit:
             t0 = time.perf_counter()
-            k = self._auto_k(backend, rows, costs, groups, mu, params, evals, device,
-                             gt) or None
+            k = self._auto_k(setup, mu, evals, device) or None
             times["auto_fit"] = time.perf_counter() - t0
         gt_seconds = 0.0 if gt is None else gt.seconds
         # With k, early stopping must not end the fit before the k-th feature enters: all
@@ -236,28 +240,23 @@ class _BaseGBFS(SelectorBase):
             params = BoostingParams(n_estimators=params.n_estimators, tree=params.tree,
                                     hessian=params.hessian, n_iter_no_change=None,
                                     verbose=params.verbose)
+            setup = setup._replace(params=params)
         eval_rows = evals[-1] if evals else None
         pool = None
         if k is not None and not budget.needs_auto_fit:
             # exactly k by contribution: over-admit, choose, refit (selectors._exact_k)
-            fit = fit_exact_k(backend, rows, self._objective, costs, groups,
-                              self.penalty_scaling, self.bin_mapper_, params, k, mu,
-                              eval_rows=eval_rows,
-                              known=known_outcomes(history, pool_size(k, d)),
-                              candidate_search=gt, times=times,
-                              frequency=self._frequency_for(backend, rows, costs, groups,
-                                                            params, seed, frequency))
+            fit = fit_exact_k(setup, k, mu, eval_rows=eval_rows,
+                              known=known_outcomes(history, pool_size(k, d)), times=times,
+                              frequency=self._frequency_for(setup, seed, frequency))
             mu_search = fit.search.as_records()
             history += mu_search
             ensemble, record, n_rounds, penalties = (fit.ensemble, fit.record, fit.n_rounds,
                                                      fit.penalties)
             mu, pool = fit.mu, fit.pool
         else:
-            penalties = PenaltyState(mu, costs, groups, self.penalty_scaling, k, gt)
+            penalties = setup.penalties(mu, k)
             t0 = time.perf_counter()
-            ensemble, record, n_rounds = fit_boosting(
-                backend, rows, None, None, self._objective, penalties, self.bin_mapper_,
-                params, eval_rows)
+            ensemble, record, n_rounds = setup.fit(penalties, eval_rows)
             times["boost"] = time.perf_counter() - t0
         # the fitted attributes, set once the fit is done
         self.mu_, self.mu_search_, self.selection_pool_ = mu, mu_search, pool
@@ -271,7 +270,7 @@ class _BaseGBFS(SelectorBase):
             entered = (int(penalties.first_use_tree[penalties.order[k - 1]]) // K + 1
                        if len(penalties.order) >= k else n_rounds)
             n_rounds = max(best, entered)
-        self._finish(ensemble, record, n_rounds, penalties, device)
+        self._finish(ensemble, record, n_rounds, penalties, device, gt is not None)
         self.evals_result_ = self._eval_losses(evals)
         self._warm_key_, self._mu_history_ = warm_key, history
         n_sel = self.selected_features_.size
@@ -290,7 +289,7 @@ class _BaseGBFS(SelectorBase):
                 "more features in.", SelectionWarning, stacklevel=4)
         return self
 
-    def _frequency_for(self, backend, rows, costs, groups, params, seed, kept):
+    def _frequency_for(self, setup, seed, kept):
         """``fit_exact_k``'s ``frequency`` for ``stability_rounds`` (None without): it also
         keeps the last frequencies in ``kept["selection_frequency_"]``."""
         n_refits = int(getattr(self, "stability_rounds", 0) or 0)
@@ -298,9 +297,7 @@ class _BaseGBFS(SelectorBase):
             return None
 
         def frequency(mu, k):
-            freq, n_trees = selection_frequency(
-                backend, rows, self._objective, costs, groups, self.penalty_scaling,
-                self.bin_mapper_, params, mu, k, n_refits, seed)
+            freq, n_trees = selection_frequency(setup, mu, k, n_refits, seed)
             kept["selection_frequency_"] = freq
             return freq, n_trees
 
@@ -324,7 +321,7 @@ class _BaseGBFS(SelectorBase):
         return (tuple(params), data.device,
                 data_fingerprint(self, X_input, data.X, data.y, data.sample_weight))
 
-    def _auto_k(self, backend, rows, costs, groups, mu, params, evals, device, gt=None):
+    def _auto_k(self, setup, mu, evals, device):
         """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
         ``mu`` that each lowered the watched loss by more than ``tol``.
 
@@ -336,14 +333,13 @@ class _BaseGBFS(SelectorBase):
         improvement. The final fit then runs at the same ``mu`` with that budget. Returns that
         number (0 when no feature entered) and sets no attribute of this estimator.
         """
-        pen = PenaltyState(mu, costs, groups, self.penalty_scaling, None, gt)
-        ensemble, record, n_rounds = fit_boosting(backend, rows, None, None, self._objective,
-                                                  pen, self.bin_mapper_, params,
-                                                  evals[-1] if evals else None)
+        pen = setup.penalties(mu)
+        ensemble, record, n_rounds = setup.fit(pen, evals[-1] if evals else None)
         # the unbudgeted model's path, read from a shallow copy: this estimator's fitted
         # attributes are set once, by the final fit
         probe = copy.copy(self)
-        probe._finish(ensemble, record, n_rounds, pen, device)
+        probe._finish(ensemble, record, n_rounds, pen, device,
+                      setup.candidate_search is not None)
         path = selection_path(probe)
         watched = path.val_loss if path.val_loss is not None else path.train_loss
         return auto_k(watched, float(self.tol))
@@ -372,12 +368,13 @@ class _BaseGBFS(SelectorBase):
         return GroupTestSearch(Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows,
                                subsets=self.gt_subsets)
 
-    def _finish(self, ensemble, record, n_rounds, penalties, device):
-        """Keep the first n_rounds rounds and derive the selection from the trees kept."""
+    def _finish(self, ensemble, record, n_rounds, penalties, device, group_tested):
+        """Keep the first n_rounds rounds and derive the selection from the trees kept
+        (``group_tested``: GT-GBM's candidates were searched, ``group_test_candidates_``)."""
         K = ensemble.n_outputs
         n_trees = n_rounds * K
         self.group_test_candidates_ = (
-            None if penalties.candidate_search is None
+            None if not group_tested
             else [np.asarray(c, np.int64) for c in penalties.candidates_by_tree[:n_trees]])
         if n_trees < ensemble.n_trees:
             kept = TreeEnsemble(ensemble.max_depth, ensemble.n_features, ensemble.base_score,

@@ -90,9 +90,9 @@ def _missing(v) -> bool:
 def _task_ids(task, n):
     """The task of each of ``n`` rows -> (sorted distinct ids, int64 codes (n,)); a missing
     id (NaN, None, a null of a table) or ids of mixed types are named, not reported as "y"."""
-    from .._input import _as_array
+    from .._input import as_array
 
-    labels = np.asarray(to_host(_as_array(task, "cpu", "task")))
+    labels = np.asarray(to_host(as_array(task, "cpu", "task")))
     if labels.ndim != 1 or labels.shape[0] != n:
         raise ValueError(f"task must give one id per row: {n} rows, got shape "
                          f"{labels.shape}.")
@@ -235,7 +235,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
             w = xp.concatenate([xp.ones(n) if x is None else x for n, x in zip(counts, wc)])
         yenc = self._encode_target(y_input)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        data = FitData(device=device, backend=backend, xp=xp, X=X, y=yenc, y_input=y_input,
+        data = FitData(backend=backend, xp=xp, X=X, y=yenc, y_input=y_input,
                        sample_weight=w, seed=seed)
         codes = np.repeat(np.arange(n_tasks, dtype=np.int64), counts)
         return data, codes, np.arange(n_tasks)
