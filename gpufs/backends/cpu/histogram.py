@@ -20,8 +20,8 @@ from numba import njit, prange
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .. import _hist_layout, _tasks
-from .._types import HIST_DTYPE
+from ... import _hist_layout, _tasks
+from ..._types import HIST_DTYPE
 
 _slot = njit(inline="always")(_hist_layout.slot_of)
 _task_bounds = njit(inline="always")(_tasks.task_bounds)
