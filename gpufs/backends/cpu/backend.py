@@ -18,6 +18,8 @@ from ..._device import to_host
 from ..._hist_layout import split_input, tree_layout
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
 from ..base import LevelResult, best_splits, kernel_for
+from ._args import (Decisions, LevelOut, LevelState, NodeSums, PerFeature, Rows, Run,
+                    SearchSlots, Selection, SplitRule, split_args)
 from .binning import _bin_transform, _columns_of
 from .histogram import (AUTO, COLUMNS, ROWS, ROWS_PER_TASK, TASKS_PER_THREAD,
                         build_histograms, row_cost, sparse_rows, task_table)
@@ -170,20 +172,35 @@ class _LevelOutputs:
         self.cat_slot, self.n_cat = split.categorical()
         self.cat_bits = np.empty((n_slots, CAT_WORDS if self.n_cat else 0), np.uint32)
 
+    def args(self):
+        """The arrays as the compiled level functions take them (a ``LevelOut``)."""
+        return LevelOut(self.feature, self.bin, self.missing_left, self.gain, self.cat_bits,
+                        self.admitted)
+
     def result(self, n_admitted):
         return LevelResult(nodes=self.nodes, feature=self.feature, bin=self.bin,
                            missing_left=self.missing_left, gain=self.gain,
                            admitted=self.admitted[:n_admitted], cat_bits=self.cat_bits)
 
 
-def _advance_state(st, active, hist, feats, n_feats, full, slot_full):
-    """Move tree state ``st`` to the next level (what a level's compiled call returned)."""
-    st.active = active
-    st.hist = hist
-    st.feats = feats
-    st.n_feats = int(n_feats)
-    st.full = bool(full)
-    st.slot_full = slot_full
+def _nodes(st):
+    """Tree state ``st``'s per-node sums (a ``NodeSums``)."""
+    return NodeSums(st.node_count, st.node_g, st.node_h, st.node_s)
+
+
+def _level(st):
+    """Tree state ``st``'s current level (a ``LevelState``)."""
+    return LevelState(st.active, st.hist, st.feats, st.n_feats, st.full, st.slot_full)
+
+
+def _advance_state(st, level):
+    """Move tree state ``st`` to the next level (the ``LevelState`` a compiled call returned)."""
+    st.active = level.active
+    st.hist = level.hist
+    st.feats = level.feats
+    st.n_feats = int(level.n_feats)
+    st.full = bool(level.full)
+    st.slot_full = level.slot_full
 
 
 class CPUBackend:
@@ -241,6 +258,18 @@ class CPUBackend:
 
     def _threads(self):
         return numba.get_num_threads() if self.n_threads is None else int(self.n_threads)
+
+    def _run(self, parallel):
+        """How a compiled call runs (a ``Run``): on the thread pool when ``parallel``."""
+        return Run(bool(parallel), self._threads(), self.rows_per_task, self.parallel_min_work,
+                   _HIST_LOOPS[self.hist_loop])
+
+    def _rows(self, st):
+        """Tree state ``st``'s rows and this backend's row buffers (a ``Rows``)."""
+        n = st.Xb.shape[0]
+        return Rows(st.src, st.node_start, st.q,
+                    self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
+                    self._buffer("go_left", (n,), np.uint8))
 
     # --- arrays and the device -------------------------------------------------------------
     def owns(self, a):
@@ -425,8 +454,8 @@ class CPUBackend:
         st.parallel = n_threads > 1 and n * max(cost, 1) >= self.parallel_min_work
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         st.hist, self._scratch["priv"] = _root_histogram(
-            st.parallel, n_threads, self.rows_per_task, _HIST_LOOPS[self.hist_loop], st.src,
-            int(root_g), int(root_h), st.feats, st.n_feats, st.full, priv)
+            self._run(st.parallel), st.src, int(root_g), int(root_h), st.feats, st.n_feats,
+            st.full, priv)
         return st
 
     def _hist_source(self, data, gh, rows, layout):
@@ -479,25 +508,14 @@ class CPUBackend:
 
         ``split`` is a ``SplitParams``. Returns a ``LevelResult`` of host arrays (the
         decisions of this level's nodes and the features that entered Omega)."""
-        d = st.Xb.shape[1]
-        n = st.Xb.shape[0]
-        out = _LevelOutputs(st.active, d, split)
+        out = _LevelOutputs(st.active, st.Xb.shape[1], split)
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
-        (n_adm, next_active, next_hist, next_feats, next_n_feats, next_full,
-         self._scratch["priv"], next_slot_full) = _level_step(
-            st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work,
-            _HIST_LOOPS[self.hist_loop], st.src,
-            self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
-            self._buffer("go_left", (n,), np.uint8), priv, st.node_start, st.node_count,
-            st.node_g, st.node_h, st.active, st.hist, split.n_bins, penalty, allowed, used,
-            st.feats, st.n_feats, st.full, budget, split.g_scale, split.h_scale,
-            split.reg_lambda, split.gain_divisor, split.min_child_weight, split.min_split_gain,
-            build_next, out.feature, out.bin, out.missing_left, out.gain, out.admitted,
-            out.cat_slot, out.n_cat, split.max_cat_to_onehot, out.cat_bits, st.q, st.node_s,
-            st.slot_full, st.groups)
+        n_adm, level, self._scratch["priv"] = _level_step(
+            self._run(st.parallel), self._rows(st), priv, _nodes(st), _level(st),
+            split_args(split), Selection(penalty, allowed, used, budget), st.groups,
+            build_next, out.args())
         result = out.result(n_adm)
-        _advance_state(st, next_active, next_hist, next_feats, next_n_feats, next_full,
-                       next_slot_full)
+        _advance_state(st, level)
         return result
 
     # --- the level step in two halves, for a cluster (``gpufs.dask``) ---------------------
@@ -518,19 +536,11 @@ class CPUBackend:
         d = int(np.asarray(split.n_bins).shape[0])
         out = _LevelOutputs(st.active, d, split)
         penalty = np.asarray(penalty, np.float64)
-        (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl,
-         next_feats, next_n_feats, next_full) = _level_decide(
-            self._search_parallel(st), int(st.node_count[0]), st.node_g, st.node_h,
-            st.node_s, st.active, st.hist, st.layout.offset, split.n_bins, penalty, allowed,
-            used, st.feats, st.n_feats, st.full,
-            budget, split.g_scale, split.h_scale, split.reg_lambda, split.gain_divisor,
-            split.min_child_weight, split.min_split_gain, st.q.shape[0] > 0, st.slot_full,
-            out.cat_slot, out.n_cat, split.max_cat_to_onehot, out.feature, out.bin,
-            out.missing_left, out.gain, out.cat_bits, out.admitted)
-        result = out.result(n_adm)
-        plan = SplitPlan(split_slot, sf, sb, sm, sc, sbits, sgl, shl, int(n_adm), admitted_now,
-                         search_full, next_feats, int(next_n_feats), bool(next_full), penalty,
-                         split)
+        dec = _level_decide(self._search_parallel(st), st.layout.offset, _nodes(st), _level(st),
+                            split_args(split), Selection(penalty, allowed, used, budget),
+                            st.q.shape[0] > 0, out.args())
+        result = out.result(dec.n_admitted)
+        plan = SplitPlan(*dec, penalty, split)
         return result, plan
 
     def _search_parallel(self, st):
@@ -545,22 +555,12 @@ class CPUBackend:
         the next level's histograms of these rows (the smaller child of each split by this
         process's row counts, its sibling by exact subtraction). Advances ``st`` to the next
         level; returns the rows each split sent left, (n_split,) int64."""
-        n = st.Xb.shape[0]
-        split = plan.split
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
-        next_active, nxt, left, self._scratch["priv"], next_slot_full = _level_advance(
-            st.parallel, self._threads(), self.rows_per_task, self.parallel_min_work,
-            _HIST_LOOPS[self.hist_loop], st.src,
-            self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
-            self._buffer("go_left", (n,), np.uint8), priv, st.node_start, st.node_count,
-            st.node_g, st.node_h, st.active, st.hist, plan.penalty, split.g_scale,
-            split.h_scale, split.reg_lambda, split.gain_divisor, split.min_split_gain,
-            plan.split_slot, plan.feature, plan.bin, plan.missing_left, plan.is_cat,
-            plan.cat_bits, plan.left_g, plan.left_h, plan.n_admitted, plan.admitted_now,
-            plan.search_full, plan.next_feats, plan.next_n_feats, plan.next_full,
-            bool(build_next), st.q, st.node_s, st.groups)
-        _advance_state(st, next_active, nxt, plan.next_feats, plan.next_n_feats,
-                       plan.next_full, next_slot_full)
+        level, left, self._scratch["priv"] = _level_advance(
+            self._run(st.parallel), self._rows(st), priv, _nodes(st), _level(st),
+            split_args(plan.split), plan.penalty, st.groups,
+            Decisions(*plan[:len(Decisions._fields)]), bool(build_next))
+        _advance_state(st, level)
         return left
 
     def node_sums(self, st):
@@ -620,17 +620,14 @@ class CPUBackend:
         k, d = hist.shape[0], layout.n_features
         feats = np.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
-        cat_slot, n_cat = split.categorical()
-        cat_order = np.zeros((k, n_cat, N_HIST_BINS), np.uint8)
-        pf = [np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64, np.int64,
-                                              np.int64, np.int64)]
-        _search_ser(hist, layout.offset, np.asarray(node_g, np.int64),
-                    np.asarray(node_h, np.int64), np.asarray(split.n_bins, np.int32),
-                    np.asarray(penalty, np.float64), allowed, np.ones(k, np.bool_), feats, d,
-                    float(split.g_scale), float(split.h_scale), float(split.reg_lambda),
-                    float(split.gain_divisor), float(split.min_child_weight), cat_slot,
-                    int(split.max_cat_to_onehot), cat_order, *pf)
-        return best_splits(allowed, *pf, cat_slot=cat_slot, cat_order=cat_order)
+        sp = split_args(split)
+        cat_order = np.zeros((k, sp.n_cat, N_HIST_BINS), np.uint8)
+        pf = PerFeature(*(np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64,
+                                                          np.int64, np.int64, np.int64)))
+        _search_ser(SearchSlots(hist, layout.offset, np.asarray(node_g, np.int64),
+                                np.asarray(node_h, np.int64), np.ones(k, np.bool_), cat_order),
+                    feats, d, np.asarray(penalty, np.float64), allowed, sp, pf)
+        return best_splits(allowed, *pf, cat_slot=sp.cat_slot, cat_order=cat_order)
 
     def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
                   split_bin, missing_left, split_cat=None, split_bits=None):
@@ -644,14 +641,14 @@ class CPUBackend:
         sbits = (np.zeros((m, 0), np.uint32) if split_bits is None
                  else np.ascontiguousarray(split_bits, np.uint32))
         n_threads = self._threads()
-        return _partition(n_threads > 1, n_threads, self.rows_per_task,
-                          self.prepare_binned(Xb).by_column, rows, np.empty_like(rows),
-                          np.empty(rows.shape[0], np.uint8),
+        return _partition(self._run(n_threads > 1), self.prepare_binned(Xb).by_column, rows,
+                          np.empty_like(rows), np.empty(rows.shape[0], np.uint8),
                           np.asarray(node_start, np.int64)[split_nodes],
                           np.asarray(node_count, np.int64)[split_nodes],
-                          np.asarray(split_feature, np.int64), np.asarray(split_bin, np.int64),
-                          np.asarray(missing_left, np.bool_), sc, sbits,
-                          np.empty(0, np.float64), np.empty((len(split_nodes), 2), np.float64))
+                          SplitRule(np.asarray(split_feature, np.int64),
+                                    np.asarray(split_bin, np.int64),
+                                    np.asarray(missing_left, np.bool_), sc, sbits),
+                          np.empty(0, np.float64), np.empty((m, 2), np.float64))
 
     def group_test_steps(self):
         """GT-GBM's group-test steps on this device (``group_testing.CPUSteps``: columns

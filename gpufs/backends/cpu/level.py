@@ -15,6 +15,7 @@ from numba import njit, prange
 
 from ... import _level
 from ..._types import HIST_DTYPE, N_HIST_BINS
+from ._args import Decisions, LevelState, PerFeature, SearchSlots, SplitRule
 from ._device_fns import _best_over_features, _decide_level, _left_word
 from .histogram import build_histograms, row_cost, subtract_par, subtract_ser
 from .partition import _partition
@@ -58,80 +59,76 @@ def _paying_min(penalty, feats, n_feats, free):
 
 
 @njit(cache=True)
-def _level_step(parallel, n_threads, rows_per_task, parallel_min_work, mode, src, scratch,
-                go_left, priv, node_start, node_count, node_g, node_h, active, hist, n_bins,
-                penalty, allowed, used,
-                feats, n_feats, full, budget, g_scale, h_scale, reg_lambda, gain_divisor,
-                min_child_weight, min_split_gain, build_next, out_feature, out_bin, out_ml,
-                out_gain, admitted, cat_slot, n_cat, max_onehot, out_bits, q, node_s,
-                slot_full, groups):
+def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out):
     """One tree level: search -> decide -> partition -> children's sums -> next histograms.
 
-    ``src`` is the tuple of ``histogram.build_histograms`` (the binned matrix by row and by
-    column, the gradients, the rows, the layout's offsets, ...) and ``mode`` its row-wise /
-    column-wise choice. ``active`` (n_slots,) int64: the level's nodes in node order; ``hist``
-    their histograms, (n_slots, n_slots_of_layout, 2) int64 in the layout of ``src``'s
-    offsets (valid for ``feats[:n_feats]``; for a slot with ``slot_full`` False only for the
-    free features, those whose penalty is 0). Writes the decision of every slot into ``out_*``
-    (feature -1: the node is a leaf) and the admitted features into ``admitted``.
-    Categorical features (``cat_slot[f] >= 0``, ``n_cat`` of them) are searched by
-    ``_categorical``'s scan; their splits' bitsets go to ``out_bits`` (n_slots, CAT_WORDS)
-    uint32 (zeros on other slots) and their ``out_bin`` is 0.
+    The arguments are named tuples (``_args``): ``run`` a ``Run``; ``data`` the ``Rows``
+    (``data.src`` is the tuple of ``histogram.build_histograms``: the binned matrix by row and
+    by column, the gradients, the rows, the layout's offsets, ...); ``priv`` the histograms'
+    scratch; ``nodes`` the ``NodeSums``; ``level`` the ``LevelState`` (``hist`` valid for
+    ``feats[:n_feats]``; for a slot with ``slot_full`` False only for the free features, those
+    whose penalty is 0); ``sp`` the ``SplitArgs``; ``sel`` the ``Selection``. Writes the
+    decision of every slot into ``out`` (a ``LevelOut``; feature -1: the node is a leaf).
+    Categorical features (``sp.cat_slot[f] >= 0``) are searched by ``_categorical``'s scan;
+    their splits' bitsets go to ``out.cat_bits`` (zeros on other slots), their bin is 0.
 
-    Histograms only where they can matter. With bound terms ``q`` (n_samples,) float64 (empty:
-    none), ``node_s`` holds each node's sum of them; a node whose gain bound
+    Histograms only where they can matter. With bound terms ``data.q`` (n_samples,) float64
+    (empty: none), ``nodes.s`` holds each node's sum of them; a node whose gain bound
     (``_gain_bound_pays``) cannot pay the cheapest penalty of a feature outside Omega can only
     split on free features, so its children's histograms are built over those alone. Skipping
     a feature that cannot score above ``min_split_gain`` changes no decision: it can never be
     the node's choice, and a best split it would have displaced was a leaf anyway.
     ``groups`` (n_features,) int32: a feature admitted here makes its group free next level.
 
-    Returns (n_admitted, next_active, next_hist, next_feats, next_n_feats, next_full, priv,
-    next_slot_full): the next level's nodes (children of the splits, left then right, in node
-    order), their histograms (the smaller child of each split built, its sibling by exact
-    subtraction; an empty array when ``build_next`` is false), the features they cover, and
-    which of them cover the paying features too. Once the budget is spent only Omega's
+    Returns (n_admitted, next_level, priv): ``next_level`` the ``LevelState`` of the next
+    level's nodes (children of the splits, left then right, in node order), their histograms
+    (the smaller child of each split built, its sibling by exact subtraction; an empty array
+    when ``build_next`` is false), the features they cover, and which of them cover the
+    paying features too. Once the budget is spent only Omega's
     features can ever be split on, so the next histograms cover only them.
 
     The two halves are separate functions, compiled into this one call, so that a cluster can
     run them apart (``gpufs.dask``): ``_level_decide`` reads only the histograms and the
     nodes' sums, ``_level_advance`` only the decisions and the rows.
     """
-    par_search = n_threads > 1 and active.shape[0] * hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS
-    (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats,
-     next_n_feats, next_full) = _level_decide(
-        par_search, src[0].shape[0], node_g, node_h, node_s, active, hist, src[5], n_bins,
-        penalty, allowed, used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda,
-        gain_divisor, min_child_weight, min_split_gain, q.shape[0] > 0, slot_full, cat_slot,
-        n_cat, max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits, admitted)
-    next_active, nxt, _, priv, next_slot_full = _level_advance(
-        parallel, n_threads, rows_per_task, parallel_min_work, mode, src, scratch, go_left,
-        priv, node_start, node_count, node_g, node_h, active, hist, penalty, g_scale,
-        h_scale, reg_lambda, gain_divisor, min_split_gain, split_slot, sf, sb, sm, sc, sbits,
-        sgl, shl, n_adm, admitted_now, search_full, next_feats, next_n_feats, next_full,
-        build_next, q, node_s, groups)
-    return n_adm, next_active, nxt, next_feats, next_n_feats, next_full, priv, next_slot_full
+    par_search = (run.n_threads > 1
+                  and level.active.shape[0] * level.hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS)
+    dec = _level_decide(par_search, data.src[5], nodes, level, sp, sel, data.q.shape[0] > 0,
+                        out)
+    next_level, _, priv = _level_advance(run, data, priv, nodes, level, sp, sel.penalty, groups,
+                                         dec, build_next)
+    return dec.n_admitted, next_level, priv
 
 
 @njit(cache=True)
-def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, off, n_bins, penalty,
-                  allowed, used, feats, n_feats, full, budget, g_scale, h_scale, reg_lambda,
-                  gain_divisor, min_child_weight, min_split_gain, bounded, slot_full, cat_slot,
-                  n_cat, max_onehot, out_feature, out_bin, out_ml, out_gain, out_bits,
-                  admitted):
+def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
     """The first half of ``_level_step``: search and decide. Reads no rows.
 
-    ``parallel``: whether the search runs on the thread pool. ``n`` is the tree's row count
-    (the rounding allowance of ``_gain_bound_pays``);
-    ``bounded`` whether the tree keeps gain bounds (``node_s``). Writes ``out_*`` and
-    ``admitted`` as ``_level_step`` does. Returns (n_admitted, search_full, admitted_now,
-    split_slot, sf, sb, sm, sc, sbits, sgl, shl, next_feats, next_n_feats, next_full):
-    which slots were searched over the paying features too (n_slots,) bool; the features
-    admitted at this level (n_features,) bool; for each split, in node order, its slot,
-    feature and bin (int64; bin 0 for a categorical split), missing-left flag, whether it is
-    categorical and its bitset (n_split, out_bits' width) uint32, and its left child's
-    fixed-point sums (int64); and the features the next level's histograms cover.
+    ``parallel``: whether the search runs on the thread pool; ``off`` the layout's offsets
+    (n_features + 1,); ``bounded`` whether the tree keeps gain bounds (``nodes.s``); the tree's
+    row count, the rounding allowance of ``_gain_bound_pays``, is ``nodes.count[0]``. The
+    other arguments and ``out`` are ``_level_step``'s. Returns the level's ``Decisions``: for
+    each split, in node order, its slot, feature and bin (bin 0 for a categorical split),
+    missing-left flag, whether it is categorical and its bitset, and its left child's
+    fixed-point sums; the features admitted at this level (n_features,) bool; which slots
+    were searched over the paying features too (n_slots,) bool; and the features the next
+    level's histograms cover.
     """
+    node_g = nodes.g
+    node_h = nodes.h
+    node_s = nodes.s
+    n = nodes.count[0]
+    active, hist, feats, n_feats, full, slot_full = level
+    penalty, allowed, used, budget = sel
+    n_bins = sp.n_bins
+    g_scale = sp.g_scale
+    h_scale = sp.h_scale
+    reg_lambda = sp.reg_lambda
+    gain_divisor = sp.gain_divisor
+    min_split_gain = sp.min_split_gain
+    cat_slot = sp.cat_slot
+    n_cat = sp.n_cat
+    out_feature, out_bin, out_ml, out_gain, out_bits, admitted = out
     n_slots = active.shape[0]
     d = n_bins.shape[0]
     slot_g = np.empty(n_slots, np.int64)
@@ -163,16 +160,12 @@ def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, off, n_bins
     pf_hl = np.empty((n_slots, d), np.int64)
     # the categorical scan's order of each (slot, categorical feature): the left set first
     cat_order = np.empty((n_slots, n_cat, N_HIST_BINS), np.uint8)
+    slots = SearchSlots(hist, off, slot_g, slot_h, search_full, cat_order)
+    pf = PerFeature(pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
     if parallel:
-        _search_par(hist, off, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats,
-                    n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-                    cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
-                    pf_hl)
+        _search_par(slots, feats, n_feats, penalty, wanted, sp, pf)
     else:
-        _search_ser(hist, off, slot_g, slot_h, n_bins, penalty, wanted, search_full, feats,
-                    n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-                    cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
-                    pf_hl)
+        _search_ser(slots, feats, n_feats, penalty, wanted, sp, pf)
     best_f = np.empty(n_slots, np.int64)
     best_s = np.empty(n_slots, np.float64)
     fb_f = np.empty(n_slots, np.int64)
@@ -240,17 +233,12 @@ def _level_decide(parallel, n, node_g, node_h, node_s, active, hist, off, n_bins
                 next_feats[next_n_feats] = f
                 next_n_feats += 1
         next_full = next_n_feats == d
-    return (n_adm, search_full, admitted_now, split_slot, sf, sb, sm, sc, sbits, sgl, shl,
-            next_feats, next_n_feats, next_full)
+    return Decisions(split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now,
+                     search_full, next_feats, next_n_feats, next_full)
 
 
 @njit(cache=True)
-def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, mode, src, scratch,
-                   go_left, priv, node_start, node_count, node_g, node_h, active, hist,
-                   penalty, g_scale, h_scale, reg_lambda, gain_divisor, min_split_gain,
-                   split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now,
-                   search_full, next_feats, next_n_feats, next_full, build_next, q, node_s,
-                   groups):
+def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, build_next):
     """The second half of ``_level_step``: partition the rows by ``_level_decide``'s
     decisions (and sum the children's bound terms when ``q`` is not empty), set the
     children's segments and sums, decide which children's histograms cover the paying
@@ -259,9 +247,22 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, mode, 
     ``hist``; both children of a pair whose parent covered the free features only while a
     feature was admitted at this level).
 
-    Returns (next_active, next_hist, left, priv, next_slot_full): ``left`` (n_split,) int64
-    the rows each split sent left; the others as ``_level_step``'s.
+    The arguments are ``_level_step``'s, with ``dec`` the ``Decisions`` of
+    ``_level_decide``. Returns (next_level, left, priv): ``left`` (n_split,) int64 the rows
+    each split sent left; the others as ``_level_step``'s.
     """
+    parallel, n_threads, rows_per_task, parallel_min_work, mode = run
+    src, node_start, q, scratch, go_left = data
+    node_count, node_g, node_h, node_s = nodes
+    active = level.active
+    hist = level.hist
+    g_scale = sp.g_scale
+    h_scale = sp.h_scale
+    reg_lambda = sp.reg_lambda
+    gain_divisor = sp.gain_divisor
+    min_split_gain = sp.min_split_gain
+    (split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now, search_full, next_feats,
+     next_n_feats, next_full) = dec
     Xb_cols = src[1]
     rows = src[3]
     off = src[5]
@@ -282,8 +283,8 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, mode, 
     h_inv = 1.0 / h_scale
 
     seg_q = np.empty((n_split, 2), np.float64)
-    left = _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left,
-                      seg_start, seg_count, sf, sb, sm, sc, sbits, q, seg_q)
+    left = _partition(run, Xb_cols, rows, scratch, go_left, seg_start, seg_count,
+                      SplitRule(sf, sb, sm, sc, sbits), q, seg_q)
     next_active = np.empty(2 * n_split, np.int64)
     for i in range(n_split):
         k = split_slot[i]
@@ -334,8 +335,8 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, mode, 
             next_slot_full[2 * i + 1] = need
 
     if not build_next or n_split == 0:
-        return (next_active, np.empty((0, n_hist, 2), HIST_DTYPE), left, priv,
-                next_slot_full)
+        return (LevelState(next_active, np.empty((0, n_hist, 2), HIST_DTYPE), next_feats,
+                           next_n_feats, next_full, next_slot_full), left, priv)
     nxt = np.empty((2 * n_split, n_hist, 2), HIST_DTYPE)
     # Two groups of pairs: those built over every next feature, those over the free ones.
     free_feats = np.empty(next_n_feats, next_feats.dtype)
@@ -405,7 +406,8 @@ def _level_advance(parallel, n_threads, rows_per_task, parallel_min_work, mode, 
             subtract_par(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
         else:
             subtract_ser(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
-    return next_active, nxt, left, priv, next_slot_full
+    return (LevelState(next_active, nxt, next_feats, next_n_feats, next_full, next_slot_full),
+            left, priv)
 
 
 @njit(inline="always")
@@ -443,15 +445,13 @@ def _bound_terms_ser(gh, g_inv, h_inv, out, sums):
 
 
 @njit(cache=True)
-def _root_histogram(parallel, n_threads, rows_per_task, mode, src, root_g, root_h, feats,
-                    n_feats, full, priv):
+def _root_histogram(run, src, root_g, root_h, feats, n_feats, full, priv):
     """The root's histogram (1, n_slots, 2) int64 over the listed features (every row)."""
     n = src[0].shape[0]
     d = src[0].shape[1]
     out = np.empty((1, src[5][d], 2), HIST_DTYPE)
-    priv = build_histograms(parallel, n_threads, rows_per_task, mode, src, np.zeros(1, np.int64),
-                            np.full(1, n, np.int64), np.zeros(1, np.int64),
-                            np.full(1, root_g, np.int64), np.full(1, root_h, np.int64), feats,
-                            n_feats, full, out, priv)
+    priv = build_histograms(run.parallel, run.n_threads, run.rows_per_task, run.mode, src,
+                            np.zeros(1, np.int64), np.full(1, n, np.int64),
+                            np.zeros(1, np.int64), np.full(1, root_g, np.int64),
+                            np.full(1, root_h, np.int64), feats, n_feats, full, out, priv)
     return out, priv
-

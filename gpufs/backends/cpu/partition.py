@@ -6,7 +6,7 @@ and a scatter pass (lefts, then rights, each in their original order, for any ch
 with a ``prange`` and a serial driver. The GPU's counterpart is ``cuda_kernels/partition.py``.
 
 Shapes: ``Xb_cols`` (n_features, n_samples) uint8; ``rows`` (n_samples,) int32, one segment
-per node; per split ``sf``, ``sb`` int64, ``sm``, ``sc`` bool, ``sbits`` (n_split, W) uint32.
+per node; the splits in a ``SplitRule`` (``_args``), (n_split,) per field.
 """
 import numpy as np
 from numba import njit, prange
@@ -16,14 +16,14 @@ from .histogram import TASKS_PER_THREAD, task_table
 
 
 @njit(inline="always")
-def _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
-                     t_left, q, t_q):
+def _part_count_task(t, Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q):
+    t_seg, t_lo, t_hi = tasks
     s = t_seg[t]
-    col = Xb_cols[sf[s]]  # the split feature's bins, contiguous: one byte per row read
-    thr = sb[s]
-    ml = sm[s]
-    cat = sc[s]
-    bits = sbits[s]
+    col = Xb_cols[rule.feature[s]]  # the split feature's bins, contiguous: one byte per row
+    thr = rule.bin[s]
+    ml = rule.missing_left[s]
+    cat = rule.is_cat[s]
+    bits = rule.cat_bits[s]
     nl = 0
     if q.shape[0] == 0:
         for j in range(t_lo[t], t_hi[t]):
@@ -49,20 +49,18 @@ def _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits,
     t_left[t] = nl
 
 
+# The tasks' outputs (go_left, t_left, t_q) are plain arguments: numba's prange loses a write
+# through a named tuple's field in the loop body (numba 0.68, checked).
 @njit(parallel=True, cache=True)
-def _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left, t_left,
-                    q, t_q):
-    for t in prange(t_seg.shape[0]):
-        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
-                         t_left, q, t_q)
+def _part_count_par(Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q):
+    for t in prange(tasks[0].shape[0]):
+        _part_count_task(t, Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q)
 
 
 @njit(cache=True)
-def _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left, t_left,
-                    q, t_q):
-    for t in range(t_seg.shape[0]):
-        _part_count_task(t, Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
-                         t_left, q, t_q)
+def _part_count_ser(Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q):
+    for t in range(tasks[0].shape[0]):
+        _part_count_task(t, Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q)
 
 
 @njit(inline="always")
@@ -101,25 +99,24 @@ def _part_scatter_ser(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out
 
 
 @njit(cache=True)
-def _partition(parallel, n_threads, rows_per_task, Xb_cols, rows, scratch, go_left, seg_start,
-               seg_count, sf, sb, sm, sc, sbits, q, seg_q):
-    """Stable in-place partition of each segment by its split; returns left counts (m,).
+def _partition(run, Xb_cols, rows, scratch, go_left, seg_start, seg_count, rule, q, seg_q):
+    """Stable in-place partition of each segment by its split (``rule``, a ``SplitRule``);
+    returns left counts (m,). ``run`` (a ``Run``) says whether it runs on the thread pool.
 
     Reads the column-major copy of the bins (``Xb_cols`` (n_features, n_samples) uint8): a
     row-major read would fetch a cache line per row for one byte (measured 9x slower at
     1,000,000 x 100). With bound terms ``q`` (n_samples,) float64 (empty: none), also writes
     each segment's (left, right) sums of them into ``seg_q`` (m, 2)."""
-    n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
-    t_seg, t_lo, t_hi, _ = task_table(seg_start, seg_count, n_tasks_max, rows_per_task)
+    parallel = run.parallel
+    n_tasks_max = TASKS_PER_THREAD * run.n_threads if parallel else 1
+    t_seg, t_lo, t_hi, _ = task_table(seg_start, seg_count, n_tasks_max, run.rows_per_task)
     T = t_seg.shape[0]
     t_left = np.empty(T, np.int64)
     t_q = np.zeros((T, 2), np.float64)
     if parallel:
-        _part_count_par(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
-                        t_left, q, t_q)
+        _part_count_par(Xb_cols, rows, (t_seg, t_lo, t_hi), rule, go_left, t_left, q, t_q)
     else:
-        _part_count_ser(Xb_cols, rows, t_seg, t_lo, t_hi, sf, sb, sm, sc, sbits, go_left,
-                        t_left, q, t_q)
+        _part_count_ser(Xb_cols, rows, (t_seg, t_lo, t_hi), rule, go_left, t_left, q, t_q)
     m = seg_start.shape[0]
     left = np.zeros(m, np.int64)
     for t in range(T):

@@ -6,8 +6,8 @@ of pairs) and ``_search_ser``, with the sizes that choose between them. The deci
 per-feature results is ``gpufs._level``'s, in ``level.py``. The GPU's counterpart is
 ``cuda_kernels/split.py``.
 
-Shapes: ``hist`` (n_slots, layout.n_slots, 2) int64; ``pf_*`` (n_slots, n_features), the
-per-feature results (score, gain float64; bin, missing-left, left G, left H int64).
+Arguments in named tuples (``_args``): ``SearchSlots`` (``hist`` (n_slots, layout.n_slots, 2)
+int64, ...), ``SplitArgs``, and ``PerFeature`` (n_slots, n_features) per-feature results.
 """
 import numpy as np
 from numba import njit, prange
@@ -16,17 +16,26 @@ from ._device_fns import _scan_categorical, _scan_feature
 
 
 @njit(cache=True)
-def _search_range(a, b, hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
-                  n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-                  cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl,
-                  pf_hl):
+def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
     """The best split of the (slot, feature) pairs a .. b - 1 (pair p: slot p // n_feats,
-    feature feats[p % n_feats]) into pf_* (n_slots, n_features).
+    feature feats[p % n_feats]) into ``pf`` (``PerFeature``, (n_slots, n_features) each).
+    ``slots`` is a ``SearchSlots``, ``sp`` a ``SplitArgs`` (``_args``); ``penalty``
+    (n_features,) float64, ``wanted`` (n_features,) bool: allowed or in Omega.
 
     A called function with the loop inside (not a pair body inlined into each driver's loop,
     which numba compiled 5x slower: 230 against 45 ns per pair on the wide table), slot by
     slot: a slot's sums, (G, H) as float64 and output rows are read once, not per pair
     (8,000 x 1,500: 44 against 33 ns per pair)."""
+    hist, off, slot_g, slot_h, slot_full, cat_order = slots
+    pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl = pf
+    n_bins = sp.n_bins
+    g_scale = sp.g_scale
+    h_scale = sp.h_scale
+    reg_lambda = sp.reg_lambda
+    gain_divisor = sp.gain_divisor
+    min_child_weight = sp.min_child_weight
+    cat_slot = sp.cat_slot
+    max_onehot = sp.max_onehot
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
     g_inv = 1.0 / g_scale
     h_inv = 1.0 / h_scale
@@ -52,8 +61,8 @@ def _search_range(a, b, hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot
             f = feats[i]
             pen = penalty[f]
             # A slot that is not ``slot_full`` has histograms of the free features only
-            # (penalty 0): no feature that pays can score there (``_gain_bound``), and its
-            # bins were never built.
+            # (penalty 0): no feature that pays can score there (``level._gain_bound_pays``),
+            # and its bins were never built.
             if not wanted[f] or (not full_k and pen > 0.0):
                 s_score[f] = -np.inf
                 continue
@@ -85,24 +94,15 @@ SEARCH_PARALLEL_MIN_SLOTS = 1 << 13
 
 
 @njit(parallel=True, cache=True)
-def _search_par(hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
-                n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
-                max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
-    total = hist.shape[0] * n_feats
+def _search_par(slots, feats, n_feats, penalty, wanted, sp, pf):
+    total = slots.hist.shape[0] * n_feats
     n_tasks = max(1, min(SEARCH_TASKS_MAX, total // SEARCH_PAIRS_PER_TASK))
     for t in prange(n_tasks):
-        _search_range((t * total) // n_tasks, ((t + 1) * total) // n_tasks, hist, off, slot_g,
-                      slot_h, n_bins, penalty, wanted, slot_full, feats, n_feats, g_scale,
-                      h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot, max_onehot,
-                      cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
+        _search_range((t * total) // n_tasks, ((t + 1) * total) // n_tasks, slots, feats,
+                      n_feats, penalty, wanted, sp, pf)
 
 
 @njit(cache=True)
-def _search_ser(hist, off, slot_g, slot_h, n_bins, penalty, wanted, slot_full, feats,
-                n_feats, g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight, cat_slot,
-                max_onehot, cat_order, pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl):
-    _search_range(0, hist.shape[0] * n_feats, hist, off, slot_g, slot_h, n_bins, penalty,
-                  wanted, slot_full, feats, n_feats, g_scale, h_scale, reg_lambda, gain_divisor,
-                  min_child_weight, cat_slot, max_onehot, cat_order, pf_score, pf_gain, pf_bin,
-                  pf_ml, pf_gl, pf_hl)
-
+def _search_ser(slots, feats, n_feats, penalty, wanted, sp, pf):
+    _search_range(0, slots.hist.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted,
+                  sp, pf)
