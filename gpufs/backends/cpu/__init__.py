@@ -15,7 +15,8 @@ from ... import _threading
 
 _threading.configure()  # numba's threading layer, chosen before the first parallel kernel
 
-from .backend import BinnedMatrix, CPUBackend, SplitPlan
+from ..base import SplitPlan
+from .backend import BinnedMatrix, CPUBackend
 from .level import PARALLEL_MIN_WORK
 
 __all__ = ["BinnedMatrix", "CPUBackend", "PARALLEL_MIN_WORK", "SplitPlan"]

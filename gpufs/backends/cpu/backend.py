@@ -8,8 +8,6 @@ Shapes and dtypes: the package docstring and ``gpufs.backends.base``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numba
 import numpy as np
 
@@ -17,7 +15,7 @@ from ..._categorical import CAT_WORDS
 from ..._device import to_host
 from ..._hist_layout import split_input, tree_layout
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
-from ..base import LevelResult, best_splits, kernel_for
+from ..base import LevelResult, SplitPlan, best_splits, kernel_for
 from ._args import (Decisions, LevelOut, LevelState, NodeSums, PerFeature, Rows, Run,
                     SearchSlots, Selection, SplitRule, split_args)
 from .binning import _bin_transform, _columns_of
@@ -94,58 +92,6 @@ class BinnedMatrix:
                                           + (layout.offset.astype(np.int32),))
         self._sparse["last"] = (layout, got)
         return got
-
-
-class SplitPlan(NamedTuple):
-    """One level's decisions as the rows' half of the level step reads them
-    (``CPUBackend.decide_level`` -> ``CPUBackend.advance_level``): a few numbers per split.
-
-    Parameters
-    ----------
-    split_slot : ndarray of shape (n_split,), int64
-        Each split's slot in the level, in node order.
-    feature, bin : ndarray of shape (n_split,), int64
-        Its feature and threshold bin (bin 0 for a categorical split).
-    missing_left, is_cat : ndarray of shape (n_split,), bool
-        Where its missing values go; whether it is categorical.
-    cat_bits : ndarray of shape (n_split, n_words), uint32
-        The categories a categorical split sends left (n_words 0 without categorical
-        features).
-    left_g, left_h : ndarray of shape (n_split,), int64
-        Its left child's fixed-point sums.
-    n_admitted : int
-        Features admitted at this level.
-    admitted_now : ndarray of shape (n_features,), bool
-        Which.
-    search_full : ndarray of shape (n_slots,), bool
-        The slots searched over the paying features too (the node gain bounds).
-    next_feats : ndarray of shape (n_features,), int32
-        ``next_feats[:next_n_feats]``: the features the next level's histograms cover.
-    next_n_feats : int
-    next_full : bool
-        Whether they are all the features.
-    penalty : ndarray of shape (n_features,), float64
-        The level's penalty vector (the children's gain bounds read it).
-    split : SplitParams
-        The tree's split parameters.
-    """
-
-    split_slot: np.ndarray
-    feature: np.ndarray
-    bin: np.ndarray
-    missing_left: np.ndarray
-    is_cat: np.ndarray
-    cat_bits: np.ndarray
-    left_g: np.ndarray
-    left_h: np.ndarray
-    n_admitted: int
-    admitted_now: np.ndarray
-    search_full: np.ndarray
-    next_feats: np.ndarray
-    next_n_feats: int
-    next_full: bool
-    penalty: np.ndarray
-    split: object
 
 
 class _CPUTree:
