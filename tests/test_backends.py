@@ -1,7 +1,7 @@
 """The backend interface (``gpufs.backends.base``): both backends implement the ``Backend``
 protocol (what the engine calls) and the ``BackendProbes`` protocol (what only tests call) with
-the same signatures, and no engine module calls a probe; the records it exchanges (``SplitInfo``); the task rule
-(``gpufs._tasks``); and what the rest of the package asks of a backend instead of testing the
+the same signatures, and no engine module calls a probe; the records it exchanges
+(``SplitInfo``); the task rule (``gpufs._tasks``); and what the rest of the package asks of a backend instead of testing the
 device (``owns``, ``to_device``, ``synchronize``).
 
 The GPU backend is checked here as a class (no GPU needed); its results are compared with the
@@ -97,11 +97,7 @@ def _probe_calls(text):
 
 
 #: Engine modules that still call a probe, with the reason; remove a name when its call goes.
-KNOWN_PROBE_CALLS = {
-    # group_testing.DeviceSteps (the GPU's group tests) calls backend.histograms; it moves
-    # into the GPU backend with issue 28's group-testing item.
-    "gpufs/group_testing.py",
-}
+KNOWN_PROBE_CALLS = set()
 
 
 def _engine_sources():

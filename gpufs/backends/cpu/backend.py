@@ -19,6 +19,7 @@ from ..base import LevelResult, SplitPlan, best_splits, kernel_for
 from ._args import (Decisions, LevelOut, LevelState, NodeSums, PerFeature, Rows, Run,
                     SearchSlots, Selection, SplitRule, split_args)
 from .binning import _bin_transform, _columns_of
+from .group_testing import CPUSteps
 from .histogram import (AUTO, COLUMNS, ROWS, ROWS_PER_TASK, TASKS_PER_THREAD,
                         build_histograms, row_cost, sparse_rows, task_table)
 from .level import (PARALLEL_MIN_WORK, _bound_terms_par, _bound_terms_ser, _gain_bound_pays,
@@ -30,6 +31,8 @@ from .partition import _partition
 from .predict import _predict_binned, _predict_raw
 from .split import SEARCH_PARALLEL_MIN_SLOTS, _search_ser
 from .update import _update_raw_par, _update_raw_ser
+
+__all__ = ["BinnedMatrix", "CPUBackend"]
 
 _HIST_LOOPS = {"auto": AUTO, "rows": ROWS, "columns": COLUMNS}
 #: Rows below which per-row kernels run on the calling thread only.
@@ -597,10 +600,8 @@ class CPUBackend:
                           np.empty(0, np.float64), np.empty((m, 2), np.float64))
 
     def group_test_steps(self):
-        """GT-GBM's group-test steps on this device (``group_testing.CPUSteps``: columns
+        """GT-GBM's group-test steps on this device (``backends.cpu.group_testing.CPUSteps``: columns
         summed by numba kernels)."""
-        from ...group_testing import CPUSteps
-
         return CPUSteps
 
     # --- prediction -----------------------------------------------------------------------
