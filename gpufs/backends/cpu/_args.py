@@ -2,7 +2,8 @@
 
 Owns the argument records of ``level.py``, ``split.py`` and ``partition.py`` (as XGBoost passes
 ``EvaluateSplitInputs``): how a call runs (``Run``), a tree's per-node sums (``NodeSums``),
-one level's nodes and histograms (``LevelState``), the rows and their buffers (``Rows``), the
+one level's nodes and histograms (``LevelState``), the rows and their buffers (``Rows``,
+``HistSource``), the
 split parameters (``SplitArgs``), the level's penalties (``Selection``), the per-slot outputs
 (``LevelOut``), one level's decisions (``Decisions``), the splits a partition applies
 (``SplitRule``) and the split search's inputs and outputs (``SearchSlots``, ``PerFeature``).
@@ -50,12 +51,34 @@ class LevelState(NamedTuple):
     slot_full: np.ndarray
 
 
+class HistSource(NamedTuple):
+    """What the histogram kernels read (``histogram.build_histograms``' ``src``): the binned
+    matrix by row (n, d) and by column (d, n) uint8, the gradients ``gh`` (n, 2) int64, the
+    rows (n,) int32, a gather scratch ``ghs`` (n, 2) int64, and the layout's part
+    (``BinnedMatrix.hist_parts``): offsets (d + 1,) int64, most frequent slots (d,) int32,
+    the sparse rows list (``histogram.sparse_rows``: ``sp_ptr`` (n + 1,) int64, ``sp_slot``
+    (nnz,) int32, ``dense_f`` and ``sparse_f`` int32) and the offsets as int32."""
+
+    by_row: np.ndarray
+    by_column: np.ndarray
+    gh: np.ndarray
+    rows: np.ndarray
+    ghs: np.ndarray
+    offset: np.ndarray
+    most_freq: np.ndarray
+    sp_ptr: np.ndarray
+    sp_slot: np.ndarray
+    dense_f: np.ndarray
+    sparse_f: np.ndarray
+    offset32: np.ndarray
+
+
 class Rows(NamedTuple):
-    """The rows: the histogram kernels' ``src`` tuple (``histogram.build_histograms``), each
-    node's segment start (n_nodes,) int64, the rows' bound terms (n_samples,) float64 (empty:
+    """The rows: the histogram kernels' ``HistSource``, each node's segment start (n_nodes,)
+    int64, the rows' bound terms (n_samples,) float64 (empty:
     no bounds), and the partition's scratch rows (int32) and go-left flags (uint8)."""
 
-    src: tuple
+    src: HistSource
     node_start: np.ndarray
     q: np.ndarray
     scratch: np.ndarray

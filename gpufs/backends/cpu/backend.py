@@ -16,8 +16,8 @@ from ..._device import to_host
 from ..._hist_layout import split_input, tree_layout
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
 from ..base import LevelResult, SplitPlan, best_splits, kernel_for
-from ._args import (Decisions, LevelOut, LevelState, NodeSums, PerFeature, Rows, Run,
-                    SearchSlots, Selection, SplitRule, split_args)
+from ._args import (Decisions, HistSource, LevelOut, LevelState, NodeSums, PerFeature, Rows,
+                    Run, SearchSlots, Selection, SplitRule, split_args)
 from .binning import _bin_transform, _columns_of
 from .group_testing import CPUSteps
 from .histogram import (AUTO, COLUMNS, ROWS, ROWS_PER_TASK, TASKS_PER_THREAD,
@@ -409,8 +409,9 @@ class CPUBackend:
 
     def _hist_source(self, data, gh, rows, layout):
         """The histogram kernels' inputs (``histogram.build_histograms``' ``src``)."""
-        return (data.by_row, data.by_column, gh, rows,
-                self._buffer("ghs", (data.shape[0], 2), np.int64)) + data.hist_parts(layout)
+        return HistSource(data.by_row, data.by_column, gh, rows,
+                          self._buffer("ghs", (data.shape[0], 2), np.int64),
+                          *data.hist_parts(layout))
 
     #: Rows of the sample that estimates a tree's root gain bound (``_bounds_may_skip``).
     BOUND_SAMPLE_ROWS = 4096
@@ -600,7 +601,7 @@ class CPUBackend:
                           np.empty(0, np.float64), np.empty((m, 2), np.float64))
 
     def group_test_steps(self):
-        """GT-GBM's group-test steps on this device (``backends.cpu.group_testing.CPUSteps``: columns
+        """GT-GBM's group-test steps on this device (``group_testing.CPUSteps``: columns
         summed by numba kernels)."""
         return CPUSteps
 

@@ -63,8 +63,8 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
     """One tree level: search -> decide -> partition -> children's sums -> next histograms.
 
     The arguments are named tuples (``_args``): ``run`` a ``Run``; ``data`` the ``Rows``
-    (``data.src`` is the tuple of ``histogram.build_histograms``: the binned matrix by row and
-    by column, the gradients, the rows, the layout's offsets, ...); ``priv`` the histograms'
+    (``data.src`` the ``HistSource`` of ``histogram.build_histograms``: the binned matrix by
+    row and by column, the gradients, the rows, the layout's offsets, ...); ``priv`` the histograms'
     scratch; ``nodes`` the ``NodeSums``; ``level`` the ``LevelState`` (``hist`` valid for
     ``feats[:n_feats]``; for a slot with ``slot_full`` False only for the free features, those
     whose penalty is 0); ``sp`` the ``SplitArgs``; ``sel`` the ``Selection``. Writes the
@@ -93,7 +93,7 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
     """
     par_search = (run.n_threads > 1
                   and level.active.shape[0] * level.hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS)
-    dec = _level_decide(par_search, data.src[5], nodes, level, sp, sel, data.q.shape[0] > 0,
+    dec = _level_decide(par_search, data.src.offset, nodes, level, sp, sel, data.q.shape[0] > 0,
                         out)
     next_level, _, priv = _level_advance(run, data, priv, nodes, level, sp, sel.penalty, groups,
                                          dec, build_next)
@@ -263,11 +263,10 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
     min_split_gain = sp.min_split_gain
     (split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now, search_full, next_feats,
      next_n_feats, next_full) = dec
-    Xb_cols = src[1]
-    rows = src[3]
-    off = src[5]
-    n = src[0].shape[0]
-    d = src[0].shape[1]
+    Xb_cols = src.by_column
+    rows = src.rows
+    off = src.offset
+    n, d = src.by_row.shape
     n_hist = off[d]
     bounded = q.shape[0] > 0
     n_split = split_slot.shape[0]
@@ -447,9 +446,8 @@ def _bound_terms_ser(gh, g_inv, h_inv, out, sums):
 @njit(cache=True)
 def _root_histogram(run, src, root_g, root_h, feats, n_feats, full, priv):
     """The root's histogram (1, n_slots, 2) int64 over the listed features (every row)."""
-    n = src[0].shape[0]
-    d = src[0].shape[1]
-    out = np.empty((1, src[5][d], 2), HIST_DTYPE)
+    n, d = src.by_row.shape
+    out = np.empty((1, src.offset[d], 2), HIST_DTYPE)
     priv = build_histograms(run.parallel, run.n_threads, run.rows_per_task, run.mode, src,
                             np.zeros(1, np.int64), np.full(1, n, np.int64),
                             np.zeros(1, np.int64), np.full(1, root_g, np.int64),
