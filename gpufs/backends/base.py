@@ -1,26 +1,14 @@
 """The backend interface: what the engine asks of a device, and the records it exchanges.
 
-Owns the :class:`Backend` protocol that ``backends.cpu.CPUBackend`` (numba on host numpy
-arrays) and ``backends.gpu.GPUBackend`` (numba.cuda kernels on cupy arrays) implement, with the
-same method names, arguments, shapes, dtypes and results, bit for bit: only what the engine
-calls. The kernels one at a time, which only tests call, sit behind :class:`BackendProbes`.
-And the small records that cross the interface: :class:`SplitParams` (what a tree's split
-search needs besides the histograms), :class:`LevelResult` (one level's decisions),
-:class:`SplitPlan` (one level's decisions as the rows' half of a level reads them) and
-:class:`SplitInfo` (the best split of each histogram slot, as ``find_splits`` returns it).
-
-Everything outside ``gpufs/backends/`` and ``gpufs/_device.py`` talks to a device through this
-interface only: the grower, boosting, the forests, binning, the objectives and the estimators
-never branch on the device. Array arguments live on the backend's device (its ``xp``) unless a
-method says "host".
-
-Shapes and dtypes (``gpufs._types``): ``Xb`` (n_samples, n_features) uint8 bins (255 =
-missing); ``gh`` (n_samples, 2) int64 fixed-point (gradient, hessian); ``rows`` (n_samples,)
-int32 row indices, one contiguous segment per tree node; ``node_*`` (n_nodes,) int64 per node
-of the complete tree; ``hist`` (n_slots, layout.n_slots, 2) int64 sums of (g, h) per (node
-slot, histogram slot) in the tree's ``HistLayout`` (``gpufs._hist_layout``: feature f's bins
-at slots ``offset[f] .. offset[f + 1] - 1``); ``raw`` (n_samples, n_outputs) float64 raw
-scores.
+Owns the :class:`Backend` protocol (what the engine calls) that ``backends.cpu.CPUBackend``
+(numba on host numpy arrays) and ``backends.gpu.GPUBackend`` (numba.cuda kernels on cupy
+arrays) implement with the same names, arguments, shapes, dtypes and results, bit for bit;
+:class:`BackendProbes` (the kernels one at a time, which only tests call); and the records that
+cross the interface: :class:`SplitParams` (a tree's split parameters), :class:`LevelResult`
+(one level's decisions), :class:`SplitPlan` (the decisions as the rows' half of a level reads
+them) and :class:`SplitInfo` (each slot's best split, ``find_splits``'). Nothing outside
+``gpufs/backends/`` and ``gpufs/_device.py`` branches on the device. Shapes, dtypes and the
+rest: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
