@@ -1,5 +1,5 @@
 """Row-wise against column-wise CPU histograms, by shape: the measurement behind
-``gpufs.backends._cpu_hist.use_columns`` (issue 24, item 3).
+``gpufs.backends.cpu.histogram.use_columns`` (issue 24, item 3).
 
 For each shape (rows n, features d, value bins per feature) of uniform random bins, one
 ``build_histograms`` call of the root (every row) and of a child (half the rows, scattered),
@@ -28,7 +28,7 @@ SHAPES = [(200, 500), (2000, 56), (2000, 500), (20000, 100), (20000, 500), (2000
 
 def measure(n, d, n_bins, rng):
     from gpufs._hist_layout import HistLayout
-    from gpufs.backends import _cpu_hist as H
+    from gpufs.backends.cpu import histogram as H
     from gpufs.backends.cpu import CPUBackend
 
     Xb = rng.integers(0, n_bins, size=(n, d)).astype(np.uint8)

@@ -4,7 +4,7 @@ The formulas are those of ``gpufs._exactmath`` (exp, log, softplus, sigmoid and 
 objective functions written with +, -, *, / only), compiled here as device functions with
 ``mul`` / ``add`` bound to libdevice's ``dmul_rn`` / ``dadd_rn``: those compile to
 ``mul.rn.f64`` / ``add.rn.f64``, which neither NVVM nor ptxas fuses into an FMA, so every
-operation rounds exactly as on the CPU (``gpufs/backends/cpu.py`` compiles the same source
+operation rounds exactly as on the CPU (``gpufs/backends/cpu/objective.py`` compiles the same source
 with plain ``*`` / ``+``). Under the CUDA simulator (whose libdevice functions are stubs) they
 are plain Python ``*`` / ``+``.
 

@@ -19,7 +19,9 @@ _CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
 #: checks only the time stamp of a kernel's own file, so an edit of these files would leave
 #: stale kernels behind; their content hash is part of the cache folder's name instead.
 _INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py", "_categorical.py", "_tasks.py",
-                    "_hist_layout.py")
+                    "_hist_layout.py", "backends/cpu/_device_fns.py",
+                    "backends/cpu/histogram.py", "backends/cpu/split.py",
+                    "backends/cpu/partition.py")
 
 
 def _inlined_sources_digest() -> str:
@@ -29,7 +31,7 @@ def _inlined_sources_digest() -> str:
     h = hashlib.sha256()
     for name in _INLINED_SOURCES:
         try:
-            with open(os.path.join(here, name), "rb") as fh:
+            with open(os.path.join(here, *name.split("/")), "rb") as fh:
                 h.update(fh.read())
         except OSError:
             h.update(name.encode())

@@ -13,6 +13,9 @@ MISSING_BIN = 255
 #: Histogram slots of a feature at most (255 value bins + the missing bin); the full
 #: (dense) layout gives every feature this many (``gpufs._hist_layout``).
 N_HIST_BINS = 256
+#: GT-GBM's standardized columns are integers in [0, STANDARDIZED_MAX] (8 fractional bits;
+#: ``gpufs.group_testing``).
+STANDARDIZED_MAX = 255
 #: A feature whose most frequent bin holds at least this fraction of the binning sample is
 #: sparse: that bin is derived from the node's totals instead of accumulated, and the CPU
 #: reads the feature's other bins from a row-wise list of them (``gpufs._hist_layout``).

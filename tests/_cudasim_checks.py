@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpufs._device import to_host
-from gpufs.backends import cpu as cpu_kernels
 from gpufs._categorical import MAX_CAT_TO_ONEHOT
+from gpufs._device import to_host
 from gpufs._hist_layout import HistLayout
 from gpufs.backends.base import SplitInfo, SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
+from gpufs.backends.cpu import update as cpu_update
 from gpufs.binning import BinMapper
 from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
 from gpufs.grower import TreeParams, grow_tree
@@ -202,9 +202,9 @@ def check_update_raw(gpu, rows, node_start, node_count, leaf_nodes, leaf_values,
     raw_gpu = xp.asarray(raw)
     col = n_outputs - 1  # with n_outputs > 1 the column is a strided view
     cpu_col = np.ascontiguousarray(raw_cpu[:, col])
-    cpu_kernels._update_raw_ser(cpu_col, rows, node_start, node_count,
-                                np.asarray(leaf_nodes, np.int64),
-                                np.asarray(leaf_values, np.float64))
+    cpu_update._update_raw_ser(cpu_col, rows, node_start, node_count,
+                               np.asarray(leaf_nodes, np.int64),
+                               np.asarray(leaf_values, np.float64))
     raw_cpu[:, col] = cpu_col
     # the raw-score update's kernel with one row buffer for both depth parities (the level
     # step's trees reach it through ``update_raw``)

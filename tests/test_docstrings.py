@@ -23,7 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Returns section for a function that returns something.
 CODES = ("GL08", "PR01", "PR02", "RT01")
 #: Methods documented elsewhere: the backends implement the Backend protocol's docstrings.
-PROTOCOL_IMPLEMENTATIONS = ("gpufs.backends.cpu.CPUBackend", "gpufs.backends.gpu.GPUBackend")
+PROTOCOL_IMPLEMENTATIONS = ("gpufs.backends.cpu.backend.CPUBackend",
+                            "gpufs.backends.gpu.GPUBackend")
 
 
 def _public_modules():

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from gpufs._exactmath import python_exact_math
-from gpufs.backends.cpu import CPUBackend, _em as NJ
+from gpufs.backends.cpu import CPUBackend
+from gpufs.backends.cpu.objective import _em as NJ
 
 PY = python_exact_math()
 CPU = CPUBackend()

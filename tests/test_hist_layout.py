@@ -12,7 +12,7 @@ import pytest
 
 from gpufs import GBFSClassifier
 from gpufs._hist_layout import HistLayout, slot_of
-from gpufs.backends._cpu_hist import sparse_rows
+from gpufs.backends.cpu.histogram import sparse_rows
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
 

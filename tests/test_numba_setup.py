@@ -22,7 +22,8 @@ import importlib, json, os, pkgutil, sys
 {before}
 import gpufs
 from gpufs import _numba_setup
-modules = ["gpufs.backends.cpu"]
+import gpufs.backends.cpu as cpu
+modules = ["gpufs.backends.cpu." + m.name for m in pkgutil.iter_modules(cpu.__path__)]
 try:
     import numba.cuda  # noqa: F401
     import gpufs.cuda_kernels as ck
@@ -51,7 +52,8 @@ def _probe(tmp_path, before="", **env_overrides):
 
 def _kernel_dirs(result):
     """Every cached kernel's cache folder; the CPU backend must have some."""
-    assert result["paths"]["gpufs.backends.cpu"], "no cache=True kernel found in the CPU backend"
+    assert result["paths"]["gpufs.backends.cpu.level"], \
+        "no cache=True kernel found in the CPU backend"
     return [p for paths in result["paths"].values() for p in paths]
 
 
@@ -100,4 +102,4 @@ def test_a_cache_dir_set_in_numbas_config_before_gpufs_wins(tmp_path):
     mine = str(tmp_path / "from-code")
     r = _probe(tmp_path, before=f"import numba\nnumba.config.CACHE_DIR = {mine!r}")
     assert r["setting"] == mine and r["env"] is None
-    assert all(_inside(d, mine) for d in r["paths"]["gpufs.backends.cpu"])
+    assert all(_inside(d, mine) for d in r["paths"]["gpufs.backends.cpu.level"])

@@ -1,29 +1,19 @@
 """The backend interface: what the engine asks of a device, and the records it exchanges.
 
-Owns the :class:`Backend` protocol that ``backends.cpu.CPUBackend`` (numba on host numpy
-arrays) and ``backends.gpu.GPUBackend`` (numba.cuda kernels on cupy arrays) implement, with the
-same method names, arguments, shapes, dtypes and results, bit for bit; and the small records
-that cross the interface: :class:`SplitParams` (what a tree's split search needs besides the
-histograms), :class:`LevelResult` (one level's decisions) and :class:`SplitInfo` (the best split
-of each histogram slot, as ``find_splits`` returns it).
-
-Everything outside ``gpufs/backends/`` and ``gpufs/_device.py`` talks to a device through this
-interface only: the grower, boosting, the forests, binning, the objectives and the estimators
-never branch on the device. Array arguments live on the backend's device (its ``xp``) unless a
-method says "host".
-
-Shapes and dtypes (``gpufs._types``): ``Xb`` (n_samples, n_features) uint8 bins (255 =
-missing); ``gh`` (n_samples, 2) int64 fixed-point (gradient, hessian); ``rows`` (n_samples,)
-int32 row indices, one contiguous segment per tree node; ``node_*`` (n_nodes,) int64 per node
-of the complete tree; ``hist`` (n_slots, layout.n_slots, 2) int64 sums of (g, h) per (node
-slot, histogram slot) in the tree's ``HistLayout`` (``gpufs._hist_layout``: feature f's bins
-at slots ``offset[f] .. offset[f + 1] - 1``); ``raw`` (n_samples, n_outputs) float64 raw
-scores.
+Owns the :class:`Backend` protocol (what the engine calls) that ``backends.cpu.CPUBackend``
+(numba on host numpy arrays) and ``backends.gpu.GPUBackend`` (numba.cuda kernels on cupy
+arrays) implement with the same names, arguments, shapes, dtypes and results, bit for bit;
+:class:`BackendProbes` (the kernels one at a time, which only tests call); and the records that
+cross the interface: :class:`SplitParams` (a tree's split parameters), :class:`LevelResult`
+(one level's decisions), :class:`SplitPlan` (the decisions as the rows' half of a level reads
+them) and :class:`SplitInfo` (each slot's best split, ``find_splits``'). Nothing outside
+``gpufs/backends/`` and ``gpufs/_device.py`` branches on the device. Shapes, dtypes and the
+rest: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,8 +22,8 @@ from .._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
 from .._device import to_host
 from .._hist_layout import HistLayout
 
-__all__ = ["Backend", "LevelResult", "SplitInfo", "SplitParams", "best_splits",
-           "categorical_slots", "kernel_for"]
+__all__ = ["Backend", "BackendProbes", "LevelResult", "SplitInfo", "SplitParams", "SplitPlan",
+           "best_splits", "categorical_slots", "kernel_for"]
 
 
 def categorical_slots(is_categorical, n_features):
@@ -182,6 +172,58 @@ class LevelResult:
     cat_bits: np.ndarray | None = None
 
 
+class SplitPlan(NamedTuple):
+    """One level's decisions as the rows' half of the level step reads them
+    (``Backend.decide_level`` -> ``Backend.advance_level``): a few numbers per split.
+
+    Parameters
+    ----------
+    split_slot : ndarray of shape (n_split,), int64
+        Each split's slot in the level, in node order.
+    feature, bin : ndarray of shape (n_split,), int64
+        Its feature and threshold bin (bin 0 for a categorical split).
+    missing_left, is_cat : ndarray of shape (n_split,), bool
+        Where its missing values go; whether it is categorical.
+    cat_bits : ndarray of shape (n_split, n_words), uint32
+        The categories a categorical split sends left (n_words 0 without categorical
+        features).
+    left_g, left_h : ndarray of shape (n_split,), int64
+        Its left child's fixed-point sums.
+    n_admitted : int
+        Features admitted at this level.
+    admitted_now : ndarray of shape (n_features,), bool
+        Which.
+    search_full : ndarray of shape (n_slots,), bool
+        The slots searched over the paying features too (the node gain bounds).
+    next_feats : ndarray of shape (n_features,), int32
+        ``next_feats[:next_n_feats]``: the features the next level's histograms cover.
+    next_n_feats : int
+    next_full : bool
+        Whether they are all the features.
+    penalty : ndarray of shape (n_features,), float64
+        The level's penalty vector (the children's gain bounds read it).
+    split : SplitParams
+        The tree's split parameters.
+    """
+
+    split_slot: np.ndarray
+    feature: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    is_cat: np.ndarray
+    cat_bits: np.ndarray
+    left_g: np.ndarray
+    left_h: np.ndarray
+    n_admitted: int
+    admitted_now: np.ndarray
+    search_full: np.ndarray
+    next_feats: np.ndarray
+    next_n_feats: int
+    next_full: bool
+    penalty: np.ndarray
+    split: object
+
+
 @dataclass(eq=False)
 class SplitInfo:
     """The best split of each histogram slot, as the level step's search finds it.
@@ -314,24 +356,6 @@ class Backend(Protocol):
 
     def synchronize(self) -> None:
         """Wait until the work queued on the device is done (so that a timer may stop)."""
-
-    def task_table(self, seg_start, seg_count):
-        """How the histogram and partition kernels cut row segments into tasks.
-
-        Every segment is cut into near-equal runs of consecutive positions
-        (``gpufs._tasks.task_bounds``); how many is the device's rule (``gpufs._tasks``).
-
-        Parameters
-        ----------
-        seg_start, seg_count : ndarray of shape (n_segments,), int64
-            First position and number of rows of each segment of the row-index array.
-
-        Returns
-        -------
-        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
-            Host arrays: task t covers positions ``[t_lo[t], t_hi[t])`` of segment
-            ``t_seg[t]``; each segment's tasks tile it in order.
-        """
 
     # --- binning and gradients -------------------------------------------------------------
     def bin_transform(self, X, cuts_padded, n_cuts):
@@ -511,6 +535,43 @@ class Backend(Protocol):
         LevelResult
         """
 
+    def decide_level(self, st, penalty, allowed, used, budget, split):
+        """The decisions of :meth:`level_step` from the level's histograms and the nodes'
+        sums; reads no rows (a cluster's driver decides once on the summed histograms).
+
+        Parameters
+        ----------
+        st : object
+            A tree state (:meth:`start_tree`'s, or a driver's without rows); not advanced.
+        penalty, allowed, used, budget, split
+            As for :meth:`level_step`.
+
+        Returns
+        -------
+        result : LevelResult
+        plan : SplitPlan
+            What :meth:`advance_level` needs, a few numbers per split.
+        """
+
+    def advance_level(self, st, plan, build_next):
+        """The rows' half of :meth:`level_step`: partition the rows by ``plan``, set the
+        children's segments and sums, and build the next level's histograms of these rows.
+
+        Parameters
+        ----------
+        st : object
+            The tree state of :meth:`start_tree`, advanced in place to the next level.
+        plan : SplitPlan
+            :meth:`decide_level`'s (of this process, or of a cluster's driver).
+        build_next : bool
+            Build the histograms of the next level (False on the last level).
+
+        Returns
+        -------
+        left_count : ndarray of shape (n_split,), int64
+            Host: the rows each split sent left.
+        """
+
     def node_sums(self, st):
         """The fixed-point sums and row counts of every node of the tree.
 
@@ -538,7 +599,89 @@ class Backend(Protocol):
         leaf_values : ndarray of shape (n_leaves,), float64
         """
 
-    # --- the level's kernels one at a time (tests; the level step runs the same) -----------
+    def group_test_steps(self):
+        """GT-GBM's group tests on this device.
+
+        Returns
+        -------
+        type
+            The class that standardizes columns (``standardize(X, block)``) and computes and
+            scores a search step's pseudo-features (``gpufs.group_testing.CPUSteps`` or
+            ``DeviceSteps``).
+        """
+
+    # --- prediction ------------------------------------------------------------------------
+    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column,
+                       out, is_cat, cat_bits):
+        """Add every tree's leaf value to its output column, walking the trees on bins.
+
+        Parameters
+        ----------
+        Xb : ndarray of shape (n_samples, n_features), uint8
+        feature : ndarray of shape (n_trees, n_nodes), int32
+        bin_threshold : ndarray of shape (n_trees, n_nodes), uint8
+        missing_left : ndarray of shape (n_trees, n_nodes), bool
+        value : ndarray of shape (n_trees, n_nodes), float64
+        tree_column : ndarray of shape (n_trees,), int32
+        out : ndarray of shape (n_samples, n_outputs), float64
+            Updated in place, trees in order.
+        is_cat : ndarray of shape (n_features,), bool
+            The categorical features.
+        cat_bits : ndarray of shape (n_trees, n_nodes, n_words), uint32
+            Categorical splits' bitsets (n_words may be 0 without categorical features).
+
+        Returns
+        -------
+        out : ndarray of shape (n_samples, n_outputs), float64
+        """
+
+    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
+                    cat_bits):
+        """As :meth:`predict_binned`, on raw float features (NaN = missing).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float32 or float64
+        feature : ndarray of shape (n_trees, n_nodes), int32
+        threshold : ndarray of shape (n_trees, n_nodes), float64
+        missing_left : ndarray of shape (n_trees, n_nodes), bool
+        value : ndarray of shape (n_trees, n_nodes), float64
+        tree_column : ndarray of shape (n_trees,), int32
+        out : ndarray of shape (n_samples, n_outputs), float64
+        is_cat, cat_bits
+            As for :meth:`predict_binned` (a categorical feature's raw values are its codes).
+
+        Returns
+        -------
+        out : ndarray of shape (n_samples, n_outputs), float64
+        """
+
+
+@runtime_checkable
+class BackendProbes(Protocol):
+    """The level's kernels one at a time, as the level step runs them: what tests call to
+    check a backend's pieces against the oracles (the engine never calls them;
+    ``tests/test_backends.py`` checks that).
+    """
+
+    def task_table(self, seg_start, seg_count):
+        """How the histogram and partition kernels cut row segments into tasks.
+
+        Every segment is cut into near-equal runs of consecutive positions
+        (``gpufs._tasks.task_bounds``); how many is the device's rule (``gpufs._tasks``).
+
+        Parameters
+        ----------
+        seg_start, seg_count : ndarray of shape (n_segments,), int64
+            First position and number of rows of each segment of the row-index array.
+
+        Returns
+        -------
+        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
+            Host arrays: task t covers positions ``[t_lo[t], t_hi[t])`` of segment
+            ``t_seg[t]``; each segment's tasks tile it in order.
+        """
+
     def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
                    layout=None):
         """Histograms of some nodes.
@@ -605,61 +748,4 @@ class Backend(Protocol):
         Returns
         -------
         left_count : ndarray of shape (n_split,), int64
-        """
-
-    def group_test_steps(self):
-        """GT-GBM's group tests on this device.
-
-        Returns
-        -------
-        type
-            The class that standardizes columns (``standardize(X, block)``) and computes and
-            scores a search step's pseudo-features (``gpufs.group_testing.CPUSteps`` or
-            ``DeviceSteps``).
-        """
-
-    # --- prediction ------------------------------------------------------------------------
-    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column,
-                       out, is_cat, cat_bits):
-        """Add every tree's leaf value to its output column, walking the trees on bins.
-
-        Parameters
-        ----------
-        Xb : ndarray of shape (n_samples, n_features), uint8
-        feature : ndarray of shape (n_trees, n_nodes), int32
-        bin_threshold : ndarray of shape (n_trees, n_nodes), uint8
-        missing_left : ndarray of shape (n_trees, n_nodes), bool
-        value : ndarray of shape (n_trees, n_nodes), float64
-        tree_column : ndarray of shape (n_trees,), int32
-        out : ndarray of shape (n_samples, n_outputs), float64
-            Updated in place, trees in order.
-        is_cat : ndarray of shape (n_features,), bool
-            The categorical features.
-        cat_bits : ndarray of shape (n_trees, n_nodes, n_words), uint32
-            Categorical splits' bitsets (n_words may be 0 without categorical features).
-
-        Returns
-        -------
-        out : ndarray of shape (n_samples, n_outputs), float64
-        """
-
-    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
-                    cat_bits):
-        """As :meth:`predict_binned`, on raw float features (NaN = missing).
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_features), float32 or float64
-        feature : ndarray of shape (n_trees, n_nodes), int32
-        threshold : ndarray of shape (n_trees, n_nodes), float64
-        missing_left : ndarray of shape (n_trees, n_nodes), bool
-        value : ndarray of shape (n_trees, n_nodes), float64
-        tree_column : ndarray of shape (n_trees,), int32
-        out : ndarray of shape (n_samples, n_outputs), float64
-        is_cat, cat_bits
-            As for :meth:`predict_binned` (a categorical feature's raw values are its codes).
-
-        Returns
-        -------
-        out : ndarray of shape (n_samples, n_outputs), float64
         """

@@ -977,7 +977,7 @@ class GPUBackend:
     def group_test_steps(self):
         """GT-GBM's group-test steps on this device (``group_testing.DeviceSteps``: a step's
         pseudo-features as one matrix product)."""
-        from ..group_testing import DeviceSteps
+        from ._gpu_group_testing import DeviceSteps
 
         return DeviceSteps
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._hist_layout import HistLayout, tree_layout
 from .._types import HIST_DTYPE
-from ..backends._cpu_hist import subtract_ser
+from ..backends.cpu.histogram import subtract_ser
 from ..backends.base import SplitParams
 from ..backends.cpu import CPUBackend
 

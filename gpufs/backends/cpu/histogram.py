@@ -20,8 +20,8 @@ from numba import njit, prange
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .. import _hist_layout, _tasks
-from .._types import HIST_DTYPE
+from ... import _hist_layout, _tasks
+from ..._types import HIST_DTYPE
 
 _slot = njit(inline="always")(_hist_layout.slot_of)
 _task_bounds = njit(inline="always")(_tasks.task_bounds)
@@ -109,10 +109,9 @@ def row_cost(src, n_feats, full):
     """Histogram updates per row of a build over ``n_feats`` features (every feature when
     ``full``): the listed features, or the dense ones and the row's share of the sparse
     rows list (``build_histograms``' ``src``)."""
-    sparse_f = src[10]
-    if full and sparse_f.shape[0] > 0:
-        n = max(src[0].shape[0], 1)
-        return src[9].shape[0] + (src[8].shape[0] + n - 1) // n
+    if full and src.sparse_f.shape[0] > 0:
+        n = max(src.by_row.shape[0], 1)
+        return src.dense_f.shape[0] + (src.sp_slot.shape[0] + n - 1) // n
     return n_feats
 
 
@@ -408,15 +407,13 @@ def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, s
     """Histograms of the segments into ``out[slot_of_seg[s]]`` (only the listed features'
     slots; every slot when ``full``).
 
-    ``src`` is the tuple (Xb (n, d) uint8, Xb_cols (d, n) uint8, gh (n, 2) int64, rows (n,)
-    int32, ghs (n, 2) int64 scratch, offset (d + 1,) int64, most_freq (d,) int32, sp_ptr
-    (n + 1,) int64, sp_slot (nnz,) int32, dense_f int32, sparse_f int32, offset (d + 1,)
-    int32): the binned matrix both ways, the gradients, the rows, the layout and the sparse
-    rows list (``sparse_rows``; ``sparse_f`` empty when the tree reads none). With every
+    ``src`` is a ``HistSource`` (``_args``: the binned matrix both ways, the gradients, the
+    rows, the layout and the sparse rows list, ``sparse_rows``; ``sparse_f`` empty when the
+    tree reads none). With every
     feature listed and sparse features, those are read from the list and their most frequent
     slot derived from the segments' totals ``seg_g`` / ``seg_h`` (int64); the other features
-    (all of them otherwise) row-wise or column-wise by ``use_columns(mode, ...)``. ``priv`` is scratch
-    (n_priv, 2 n_slots) int64 for the extra row-wise tasks of big segments; when it is too
+    (all of them otherwise) row-wise or column-wise by ``use_columns(mode, ...)``. ``priv`` is
+    scratch (n_priv, 2 n_slots) int64 for the extra row-wise tasks of big segments; when it is too
     small a bigger one is allocated and returned (callers keep it).
     """
     Xb, Xb_cols, gh, rows, ghs, off, most_freq, sp_ptr, sp_slot, dense_f, sparse_f, off32 = src

@@ -1,0 +1,234 @@
+"""The CPU's objectives and fixed point: gradients, losses, and their quantization.
+
+Owns the per-row kernels of one boosting round (gradients, hessians and losses of squared
+error, logistic and softmax, in one pass or apart) by ``gpufs._exactmath``'s formulas, compiled
+so that each operation rounds as IEEE 754 says, like the GPU's; and the fixed-point pass of
+``gpufs.quantize.prepare_gradients`` (the extremes, then the int64 (g, h) and their exact
+sums). The GPU's counterpart is ``cuda_kernels/objective.py``.
+"""
+import numpy as np
+from numba import njit, prange
+from numba.core import types
+from numba.extending import intrinsic
+
+from ... import _exactmath
+from ._device_fns import ROW_BLOCK
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The IEEE 754 bits of a float64 as an int64 (an LLVM bitcast: no conversion)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_f64(typingctx, b):
+    """The float64 with the IEEE 754 bits of an int64 (an LLVM bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+# The objectives' exact math (``gpufs._exactmath``): plain * and +, which numba's CPU compiler
+# never contracts into FMAs (no fastmath), so each rounds as IEEE 754 says, like the GPU's
+# dmul_rn / dadd_rn.
+_em = _exactmath.make_exact_math(njit(inline="always")(_exactmath.py_mul),
+                                 njit(inline="always")(_exactmath.py_add),
+                                 njit(error_model="numpy", inline="always"),
+                                 njit(inline="always")(lambda x: _f64_bits(x)),
+                                 njit(inline="always")(lambda b: _bits_f64(b)))
+_logistic_grad_hess = _em.logistic_grad_hess
+_logistic_grad_hess_loss = _em.logistic_grad_hess_loss
+_logistic_loss = _em.logistic_loss
+_squared_error_loss = _em.squared_error_loss
+_softmax_grad_hess_row = _em.softmax_grad_hess_row
+_softmax_grad_hess_loss_row = _em.softmax_grad_hess_loss_row
+_softmax_loss_row = _em.softmax_loss_row
+
+
+# The per-row fixed-point arithmetic, shared with the GPU's kernels (``gpufs._exactmath``).
+_fp = _exactmath.make_fixed_point(np.rint, np.int64, njit(inline="always"))
+_weighted = _fp.weighted
+_fixed = _fp.fixed
+_two_word = _fp.two_word
+
+
+@njit(inline="always")
+def _extremes_chunk(c, n_chunks, g, h, w, unit_hessian, divisor, out):
+    n = g.shape[0]
+    has_w = w.shape[0] > 0
+    mg = 0.0
+    mh = 0.0
+    mq = 0.0
+    for i in range((c * n) // n_chunks, ((c + 1) * n) // n_chunks):
+        gi, hi = _weighted(g, h, w, has_w, unit_hessian, i)
+        mg = max(mg, abs(gi))
+        mh = max(mh, abs(hi))
+        if divisor and hi > 0:
+            mq = max(mq, abs(gi * gi / hi))
+    out[c, 0] = mg
+    out[c, 1] = mh
+    out[c, 2] = mq
+
+
+@njit(parallel=True, cache=True)
+def _extremes_par(g, h, w, unit_hessian, divisor, out):
+    for c in prange(out.shape[0]):
+        _extremes_chunk(c, out.shape[0], g, h, w, unit_hessian, divisor, out)
+
+
+@njit(cache=True)
+def _extremes_ser(g, h, w, unit_hessian, divisor, out):
+    for c in range(out.shape[0]):
+        _extremes_chunk(c, out.shape[0], g, h, w, unit_hessian, divisor, out)
+
+
+@njit(inline="always")
+def _quantize_chunk(c, n_chunks, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales,
+                    divisor, gh, sums):
+    n = g.shape[0]
+    has_w = w.shape[0] > 0
+    acc = sums[c]
+    acc[:] = 0
+    for i in range((c * n) // n_chunks, ((c + 1) * n) // n_chunks):
+        gi, hi = _weighted(g, h, w, has_w, unit_hessian, i)
+        a = _fixed(gi, g_scale)
+        b = _fixed(hi, h_scale)
+        gh[i, 0] = a
+        gh[i, 1] = b
+        acc[6] += a
+        acc[7] += b
+        u, v = _two_word((gi * e1s[0]) * e2s[0], low_scales[0])
+        acc[0] += u
+        acc[1] += v
+        u, v = _two_word((hi * e1s[1]) * e2s[1], low_scales[1])
+        acc[2] += u
+        acc[3] += v
+        if divisor:
+            q = gi * gi / hi if hi > 0 else 0.0
+            u, v = _two_word((q * e1s[2]) * e2s[2], low_scales[2])
+            acc[4] += u
+            acc[5] += v
+
+
+@njit(parallel=True, cache=True)
+def _quantize_par(g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor, gh,
+                  sums):
+    for c in prange(sums.shape[0]):
+        _quantize_chunk(c, sums.shape[0], g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
+                        low_scales, divisor, gh, sums)
+
+
+@njit(cache=True)
+def _quantize_ser(g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor, gh,
+                  sums):
+    for c in range(sums.shape[0]):
+        _quantize_chunk(c, sums.shape[0], g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
+                        low_scales, divisor, gh, sums)
+
+
+# --- one round's gradients and losses ------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def _logistic_gradients(raw, y, g, h):
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            gi, hi = _logistic_grad_hess(raw[i, 0], float(y[i]))
+            g[0, i] = gi
+            h[0, i] = hi
+
+
+@njit(parallel=True, cache=True)
+def _softmax_gradients(raw, y, g, h):
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            _softmax_grad_hess_row(raw, i, y[i], g, h)
+
+
+@njit(parallel=True, cache=True)
+def _squared_error_losses(raw, y, out):
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            out[i] = _squared_error_loss(raw[i, 0], float(y[i]))
+
+
+@njit(parallel=True, cache=True)
+def _logistic_losses(raw, y, out):
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            out[i] = _logistic_loss(raw[i, 0], float(y[i]))
+
+
+@njit(parallel=True, cache=True)
+def _softmax_losses(raw, y, out):
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            out[i] = _softmax_loss_row(raw, i, y[i])
+
+
+@njit(inline="always")
+def _round_row(kind, i, raw, y, g, h, loss):
+    if kind == 0:  # squared error: g = raw - y (one IEEE subtraction), h = 1
+        z = raw[i, 0]
+        yi = float(y[i])
+        g[0, i] = z - yi
+        h[0, i] = 1.0
+        loss[i] = _squared_error_loss(z, yi)
+    elif kind == 1:
+        gi, hi, li = _logistic_grad_hess_loss(raw[i, 0], float(y[i]))
+        g[0, i] = gi
+        h[0, i] = hi
+        loss[i] = li
+    else:
+        loss[i] = _softmax_grad_hess_loss_row(raw, i, np.int64(y[i]), g, h)
+
+
+@njit(inline="always")
+def _logistic_round_rows(lo, hi, z, y, g, h, loss):
+    """Rows lo..hi-1: a loop of branch-free row functions over 1-D arrays, which the compiler
+    vectorizes (``_exactmath.logistic_grad_hess_loss``; the callers compile with numpy's error
+    model, so a division carries no zero check that would stop it)."""
+    for i in range(lo, hi):
+        gi, hi_, li = _logistic_grad_hess_loss(z[i], float(y[i]))
+        g[i] = gi
+        h[i] = hi_
+        loss[i] = li
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _logistic_round_par(z, y, g, h, loss):
+    n = z.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        _logistic_round_rows(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK), z, y, g, h, loss)
+
+
+@njit(cache=True, error_model="numpy")
+def _logistic_round_ser(z, y, g, h, loss):
+    _logistic_round_rows(0, z.shape[0], z, y, g, h, loss)
+
+
+@njit(parallel=True, cache=True)
+def _round_par(kind, raw, y, g, h, loss):
+    n = raw.shape[0]
+    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
+        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            _round_row(kind, i, raw, y, g, h, loss)
+
+
+@njit(cache=True)
+def _round_ser(kind, raw, y, g, h, loss):
+    for i in range(raw.shape[0]):
+        _round_row(kind, i, raw, y, g, h, loss)
+
+
+_GRADIENT_KERNELS = {"logistic": _logistic_gradients, "softmax": _softmax_gradients}
+_LOSS_KERNELS = {"squared_error": _squared_error_losses, "logistic": _logistic_losses,
+                 "softmax": _softmax_losses}
+_ROUND_KINDS = {"squared_error": 0, "logistic": 1, "softmax": 2}
