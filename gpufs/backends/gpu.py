@@ -58,8 +58,9 @@ from .. import _tasks
 from .._device import check_gpu_stack, get_namespace, is_cupy_array, to_host
 from .._categorical import CAT_WORDS
 from .._hist_layout import split_input, tree_layout
-from .._types import HIST_DTYPE, N_HIST_BINS, X_BINNED_DTYPE
+from .._types import HIST_DTYPE, N_HIST_BINS, N_OUT, SPL_ROWS, X_BINNED_DTYPE
 from .base import LevelResult, best_splits, kernel_for
+from ._gpu_advance import advance_level, level_histograms
 from ._gpu_graphs import LevelGraphs
 from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
                            launch_geometry)
@@ -75,11 +76,6 @@ def quiet_low_occupancy_warnings():
 
 
 quiet_low_occupancy_warnings()
-
-#: int64 fields per slot of the level's output buffer and rows of the split table (the
-#: layouts of ``cuda_kernels.split``: checked equal when the kernels load).
-N_OUT = 7 + CAT_WORDS
-SPL_ROWS = 8 + CAT_WORDS + 1
 
 #: Each kernel's largest block (threads) this backend launches, and its largest dynamic
 #: shared memory (bytes), in one place: a GPU refuses a block of T threads whose registers,
@@ -187,7 +183,6 @@ class GPUBackend:
         self.xp = xp
         self._cupy = xp is not np
         self.kernels = _load_kernels()
-        assert (self.kernels.split.N_OUT, self.kernels.split.SPL_ROWS) == (N_OUT, SPL_ROWS)
         assert 4 * self.kernels.tile_words(self.kernels.MAX_TILE_SLOTS) \
             == KERNEL_MAX_DYNAMIC_SHARED["histogram_kernel"]
         from numba import cuda
@@ -835,6 +830,13 @@ class GPUBackend:
                      ws.v["Xcols"], ws.v["rows2"], cur, ident, ws.v["spl"], ws.v["ctrl"],
                      ws.rows_per_task, ws.v["chunk_off"], ws.v["nodes"])
 
+    def advance_level(self, st, plan, build_next):
+        """The rows' half of ``level_step`` by a ``SplitPlan`` decided elsewhere (a Dask
+        driver's ``CPUBackend.decide_level``): ``CPUBackend.advance_level``'s meaning and
+        result, bit for bit (``_gpu_advance``); the level's histograms are then complete in
+        ``st.hist`` (on the device). Returns the rows each split sent left, (n_split,) int64."""
+        return advance_level(self, st, plan, build_next)
+
     def node_sums(self, st):
         """Host (node_g, node_h, node_count) of the tree (n_nodes,) int64 each: assembled
         from the levels' copies, no transfer of its own."""
@@ -1293,6 +1295,16 @@ class _GPUTree:
     @property
     def n_active(self):
         return int(self.active.shape[0])
+
+    @property
+    def layout(self):
+        """The tree's ``HistLayout``."""
+        return self.ws.layout
+
+    @property
+    def hist(self):
+        """The level's histograms on the device (``_gpu_advance.level_histograms``)."""
+        return level_histograms(self)
 
     def apply_level(self, out, categorical=False):
         """Read the level's copy (``split._decide``'s layout), update the host's node
