@@ -128,3 +128,83 @@ def test_advance_level_equals_the_cpu(seed, budget):
         cpu.update_raw(want, st_c, leaves, values)
         gpu.update_raw(got, st_g, leaves, values)
         assert_same(want, got, "raw scores")
+
+
+def _worker_setup():
+    """A worker process's simulator, as this process's: the shared-memory lock, quick
+    thread switches."""
+    import sys
+
+    import _cudasim_patch
+
+    _cudasim_patch.apply()
+    sys.setswitchinterval(1e-4)
+    return os.environ.get("NUMBA_ENABLE_CUDASIM")
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Worker processes (they inherit NUMBA_ENABLE_CUDASIM=1): the simulator swaps module
+    # globals during a launch, so two shards' launches in threads of one process would race.
+    # Without Dask's sampling profiler (every 10 ms it reads every thread's frames): beside
+    # the simulator's one Python thread per CUDA thread it left a block hung at a barrier.
+    os.environ["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as c:
+        assert set(c.run(_worker_setup).values()) == {"1"}
+        yield c
+
+
+def _same_trees(a, b):
+    sa, sb = a.ensemble_.stacked(), b.ensemble_.stacked()
+    assert set(sa) == set(sb)
+    for k in sa:
+        assert_same(sa[k], sb[k], f"trees[{k}]")
+
+
+def _table(n=2000, d=8, seed=0):
+    """n x d with NaNs, column 0 category codes 0..5 (a categorical feature), a duplicate."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, 0] = rng.integers(0, 6, size=n)
+    X[:, 4] = X[:, 1]
+    X[rng.random(X.shape) < 0.05] = np.nan
+    z = np.nan_to_num(X)
+    y = np.array([0.0, 1.0, -1.0, 0.5, 2.0, -0.5])[np.nan_to_num(X[:, 0], nan=0).astype(int)]
+    y = y + z[:, 1] - 0.5 * z[:, 2] + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_gpu_shards_on_a_local_cluster(client, kind):
+    import dask.array as da
+
+    from gpufs import GBFSClassifier, GBFSRegressor
+    from gpufs.dask import DaskGBFSClassifier, DaskGBFSRegressor
+
+    # the regressor at the brief's size; the weighted classifier smaller (the simulator's
+    # time is the test's: about a minute for both on a loaded 2-core box)
+    n, trees, chunk = (2000, 5, 700) if kind == "regressor" else (600, 3, 250)
+    X, y = _table(n)
+    w = None
+    single, dask_cls = GBFSRegressor, DaskGBFSRegressor
+    if kind == "classifier":
+        y = (y > np.median(y)).astype(np.int64)
+        w = np.random.default_rng(3).uniform(0.5, 2.0, size=y.shape[0])
+        single, dask_cls = GBFSClassifier, DaskGBFSClassifier
+    kw = dict(n_estimators=trees, max_depth=3, mu=0.1, max_bins=32, random_state=0,
+              categorical_features=[0])
+    Xd, yd = da.from_array(X, chunks=(chunk, 8)), da.from_array(y, chunks=chunk)
+    wd = None if w is None else da.from_array(w, chunks=chunk)
+    ref = single(device="cpu", **kw).fit(X, y, sample_weight=w)
+    cpu = dask_cls(device="cpu", client=client, timeout=120, **kw).fit(Xd, yd, sample_weight=wd)
+    gpu = dask_cls(device="gpu", client=client, timeout=120, **kw).fit(Xd, yd, sample_weight=wd)
+    assert gpu.cluster_["shard_backends"] == ["gpu", "gpu"]
+    assert cpu.cluster_["shard_backends"] == ["cpu", "cpu"]
+    _same_trees(ref, gpu)
+    _same_trees(cpu, gpu)
+    assert np.array_equal(ref.selected_features_, gpu.selected_features_)
+    assert gpu.ensemble_.stacked()["is_categorical"].any()
+    assert_same(np.asarray(ref.predict(X)), np.asarray(gpu.predict(X)), "predictions")

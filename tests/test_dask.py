@@ -533,9 +533,11 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor().fit(X, yd)
     with pytest.raises(ValueError, match="y has 4 partitions where X has 2"):
         DaskGBFSRegressor().fit(Xd, dd.from_pandas(pd.Series(y), npartitions=4))
-    for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
-        with pytest.raises(ValueError, match="GPU workers \\(dask_cuda\\) are not supported yet"):
-            cls(device="gpu").fit(Xd, yd)
+    with pytest.raises(ValueError, match="DaskControlBurnRegressor runs its workers' kernels "
+                                         "on the CPU backend"):
+        DaskControlBurnRegressor(device="gpu").fit(Xd, yd)
+    with pytest.raises(ValueError, match="GT-GBM's group tests run on the CPU shards only"):
+        DaskGBFSRegressor(device="gpu", split_search="group_testing").fit(Xd, yd)
     with pytest.raises(ValueError, match="give either validation_fraction or eval_set"):
         DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd, eval_set=(Xd, yd))
     with pytest.raises(ValueError, match="stability_rounds is not supported by the Dask"):
