@@ -7,7 +7,8 @@ its own, started by ``tests/test_dask_gpu_sim.py``. Checks, bit for bit:
   (``CPUBackend.decide_level``, on histograms summed over two shards of rows) applied to each
   shard on both backends, on data with categorical features, missing values, penalties, a
   feature budget and paid-for features; left counts, both children's histograms and the
-  node tables equal at every level, and the raw-score update after the tree;
+  node tables equal at every level, the raw-score update after the tree, and the same
+  update by a rebuilt shard's replay of the splits (``Shard.replay_tree``);
 * a ``DaskGBFSRegressor`` / ``DaskGBFSClassifier`` with ``device="gpu"`` (GPU shards,
   simulated) on a ``LocalCluster(processes=False)``: the trees and selection of the CPU shards
   and of the single-process estimator.
@@ -32,9 +33,11 @@ _cudasim_patch.apply()
 from _cudasim_checks import assert_same, binned, grads, make_cat_data  # noqa: E402
 
 from gpufs._device import to_host  # noqa: E402
+from gpufs._hist_layout import HistLayout  # noqa: E402
 from gpufs.backends.base import SplitParams, categorical_slots  # noqa: E402
 from gpufs.backends.cpu import CPUBackend  # noqa: E402
 from gpufs.backends.gpu import GPUBackend  # noqa: E402
+from gpufs.dask._backend import replay_plan  # noqa: E402
 
 
 def _shard_backends():
@@ -80,7 +83,7 @@ def test_advance_level_equals_the_cpu(seed, budget):
                            max_depth, feats, layout=layout)
     st.node_count[0] = X.shape[0]
     st.hist = sum(s[3].hist for s in shards)
-    reached, was_split, n_cat_splits = [0], [], 0
+    reached, was_split, n_cat_splits, plans = [0], [], 0, []
     for level in range(max_depth):
         build_next = level + 1 < max_depth
         _, plan = driver.decide_level(st, penalty, allowed, used, budget, split)
@@ -100,6 +103,7 @@ def test_advance_level_equals_the_cpu(seed, budget):
         if n_split == 0:
             break
         n_cat_splits += int(np.count_nonzero(plan.is_cat))
+        plans.append(replay_plan(plan, d))
         # the driver advances as ``ClusterBackend.level_step`` does (its histograms: the
         # shards' summed)
         nodes = st.active[plan.split_slot]
@@ -128,6 +132,18 @@ def test_advance_level_equals_the_cpu(seed, budget):
         cpu.update_raw(want, st_c, leaves, values)
         gpu.update_raw(got, st_g, leaves, values)
         assert_same(want, got, "raw scores")
+        # a rebuilt shard's replay (``Shard.replay_tree``): the rows partitioned again by the
+        # splits alone, no histogram, on a backend of its own
+        replayer = GPUBackend()
+        tiny = HistLayout.from_n_bins(np.ones(d, np.int64))
+        st_r = replayer.start_tree(gpu.prepare_binned(gpu.xp.asarray(Xb[rows])),
+                                   gpu.xp.zeros((rows.shape[0], 2), np.int64), 0, 0, max_depth,
+                                   np.zeros(0, np.int32), layout=tiny)
+        for p in plans:
+            replayer.advance_level(st_r, p, False)
+        again = gpu.xp.zeros(rows.shape[0])
+        replayer.update_raw(again, st_r, leaves, values)
+        assert_same(want, again, "raw scores after a replay")
 
 
 def _worker_setup():
