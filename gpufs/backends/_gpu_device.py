@@ -28,6 +28,7 @@ from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launc
 __all__ = ["DeviceMixin", "GPUOutOfMemoryError", "KERNEL_MAX_DYNAMIC_SHARED",
            "KERNEL_MAX_THREADS", "quiet_low_occupancy_warnings"]
 
+
 # numba-cuda warns on every launch of a grid smaller than twice the SM count. The small
 # levels at the bottom of a tree are such launches by design (a node's few rows), and the
 # warning flooded every GPU fit's output on an H100; it says nothing a user can act on.
@@ -101,6 +102,7 @@ def _fmt_bytes(n) -> str:
             return f"{n:,.0f} bytes" if unit == "bytes" else f"{n:,.2f} {unit}"
         n /= 1024
     return f"{n}"
+
 
 class DeviceMixin:
     """The device plumbing of ``GPUBackend`` (its attributes are set by its constructor)."""
