@@ -136,8 +136,8 @@ class DeviceMixin:
     def _opted_in(self, kernel, args):
         """``kernel`` specialized for ``args`` with its dynamic shared memory limit raised to
         ``hist_optin`` (cuKernelSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES on the compiled
-        function: numba-cuda has no public API for it, NVIDIA/numba-cuda#94). Once per kernel and fit's
-        argument types. Never run on a GPU so far."""
+        function: numba-cuda has no public API for it, NVIDIA/numba-cuda#94). Once per kernel
+        and fit's argument types. Never run on a GPU so far."""
         spec = self._optin_kernels.get(kernel)
         if spec is None:
             from numba.cuda.cudadrv.driver import binding, driver
@@ -404,8 +404,8 @@ class DeviceMixin:
         """The kernels' view of ``a``, made the first time ``a``'s memory is passed and kept
         in ``group`` (the view holds ``a``, so its address cannot be reused while kept):
         a fit's raw scores, targets and weights are wrapped once per fit, not per launch.
-        "caller" keeps the 16 most recently passed; "round" and "tree" hold only the current round's
-        and tree's arrays (``_keep_new`` replaces them)."""
+        "caller" keeps the 16 most recently passed; "round" and "tree" hold only the current
+        round's and tree's arrays (``_keep_new`` replaces them)."""
         kept = self._kept[group]
         key = self._view_key(a)
         v = kept.pop(key, None)
