@@ -146,6 +146,57 @@ def test_advance_level_equals_the_cpu(seed, budget):
         assert_same(want, again, "raw scores after a replay")
 
 
+@pytest.mark.parametrize("seed,budget", [(0, -1), (1, 1)])
+def test_decide_level_equals_the_cpu(seed, budget):
+    """``GPUBackend.decide_level`` (one process's rows, true root sums): the CPU's result and
+    plan at every level, then both advance by the plan."""
+    X, y = make_cat_data(n=160, d=6, levels=(11, 3), seed=seed, nan_frac=0.15)
+    bm, Xb = binned(X, 16, categorical=[0, 1])
+    gq, hq, gs, hs = grads(y, seed=seed + 1)
+    gh = np.ascontiguousarray(np.stack([gq, hq], axis=1), np.int64)
+    d = X.shape[1]
+    cat_slot, n_cat = categorical_slots(bm.is_categorical_, d)
+    layout = bm.hist_layout().without_most_freq()
+    split = SplitParams(n_bins=bm.n_bins_.astype(np.int32), g_scale=gs, h_scale=hs,
+                        reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
+                        min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat, layout=layout)
+    penalty = np.array([0.0, 0.3, 0.0, 2.0, 0.1, 0.0])
+    allowed = np.ones(d, np.bool_)
+    allowed[5] = False
+    used = np.zeros(d, np.bool_)
+    used[2] = True
+    feats = np.arange(d, dtype=np.int32)
+    cpu, gpu = _shard_backends()
+    root = (int(gq.sum()), int(hq.sum()))
+    st_c = cpu.start_tree(cpu.prepare_binned(Xb), gh, *root, 4, feats, layout=layout)
+    st_g = gpu.start_tree(gpu.prepare_binned(gpu.xp.asarray(Xb)), gpu.xp.asarray(gh), *root,
+                          4, feats, layout=layout)
+    n_split = 0
+    for level in range(4):
+        res_c, plan_c = cpu.decide_level(st_c, penalty, allowed, used, budget, split)
+        res_g, plan_g = gpu.decide_level(st_g, penalty, allowed, used, budget, split)
+        for k, v in vars(res_c).items():
+            assert_same(v, getattr(res_g, k), f"level {level}: result.{k}")
+        for k in plan_c._fields:
+            a, b = getattr(plan_c, k), getattr(plan_g, k)
+            if k == "next_feats":
+                a, b = a[:plan_c.next_n_feats], b[:plan_g.next_n_feats]
+            if k == "split":
+                assert a is b
+            elif isinstance(a, np.ndarray):
+                assert_same(a, b, f"level {level}: plan.{k}")
+            else:
+                assert a == b, f"level {level}: plan.{k}: {a} != {b}"
+        n_split += plan_c.split_slot.shape[0]
+        if not plan_c.split_slot.shape[0]:
+            break
+        build = level < 3
+        assert_same(cpu.advance_level(st_c, plan_c, build),
+                    gpu.advance_level(st_g, plan_c, build), f"level {level}: left counts")
+        used = used | plan_c.admitted_now
+    assert n_split >= 3
+
+
 def _worker_setup():
     """A worker process's simulator, as this process's: the shared-memory lock, quick
     thread switches."""

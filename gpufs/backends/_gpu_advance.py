@@ -1,4 +1,4 @@
-"""The GPU's rows' half of a level (``GPUBackend.advance_level``), for a Dask shard.
+"""The GPU's two halves of a level (``GPUBackend.advance_level``, ``decide_level``), for Dask.
 
 Owns the step a GPU shard runs per level when the driver decides (``gpufs.dask``): upload
 the driver's ``SplitPlan`` as the split table the search kernel would have written, then the
@@ -6,16 +6,18 @@ existing partition (count + plan, scatter) and histogram launches, then the buil
 siblings by exact int64 subtraction (array ops, no kernel of ours), so the level's
 histograms are complete on the device, as ``CPUBackend.advance_level`` leaves them on the host.
 Two device -> host copies per level: the left counts here, and the caller's payload of the
-histograms (``level_histograms``).
+histograms (``level_histograms``). And ``decide_level``: the search kernel's decisions on
+those histograms, read back as the CPU's ``SplitPlan`` (a Dask driver decides on the host).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._categorical import CAT_WORDS
-from .._types import SPL_ROWS
+from .._types import N_OUT, SPL_ROWS
+from .cpu import SplitPlan
 
-__all__ = ["advance_level"]
+__all__ = ["advance_level", "decide_level"]
 
 
 def _split_table(st, plan, S):
@@ -110,4 +112,53 @@ def level_histograms(st):
     children are there: their siblings are derived by the next search)."""
     ws = st.ws
     return ws.hist[ws.hist_index ^ (st.level & 1)][:st.n_active]
+
+
+
+def decide_level(be, st, penalty, allowed, used, budget, split):
+    """``CPUBackend.decide_level`` on the device, for a tree advanced by ``advance_level``
+    (its level's histograms complete): the search kernel's decisions (no subtraction), read
+    back as the CPU's (``LevelResult``, ``SplitPlan``); changes no state of ``st``."""
+    ws = st.ws
+    k, d = st.n_active, st.d
+    a = st.level & 1
+    hist = ws.hist_index ^ a
+    # the level's tables as the search reads them (``advance_level`` keeps them on the host)
+    ctrl = np.zeros(ws.arrays["ctrl"].shape[0], np.int64)
+    ctrl[4 + st.fcur] = st.n_feats
+    ws._set(ws.itab[:ctrl.shape[0]], ctrl)
+    ws._set(ws.arrays["nodes"][2:4], np.stack([st.node_g, st.node_h]))
+    ws._set(ws.arrays[f"active{a}"][:k], st.active)
+    ws.set_feats(st.fcur, st.feats[:st.n_feats])
+    scal, pen, alw, usd = ws.set_params(penalty, allowed, used, split, int(budget))
+    cat_slot, n_cat = split.categorical()
+    v_slot, v_order = ws.categorical(cat_slot, n_cat)
+    with be._phase("level"):
+        be._launch("search", be.kernels.search_kernel, be._grid_1d(k * d, 1),
+                   be.search_threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"],
+                   ws.v["bld"], False, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
+                   st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen, alw,
+                   usd, scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"], True,
+                   ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
+                   ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"], ws.v["out_i"],
+                   ws.v["out_f"])
+    out = be._to_host(ws.out[: ws.field_base + N_OUT * k])
+    res, fields = st.level_result(out, n_cat > 0)
+    slot = np.flatnonzero(fields[0] >= 0).astype(np.int64)
+    sf = fields[0][slot]
+    is_cat = (np.asarray(cat_slot)[sf] >= 0) if n_cat else np.zeros(slot.shape[0], np.bool_)
+    admitted_now = np.zeros(d, np.bool_)
+    admitted_now[res.admitted] = True
+    n_next = int(out[2])
+    if budget >= 0 and res.admitted.shape[0] >= budget:  # the kernel's rule: Omega's only
+        nxt = np.flatnonzero(np.asarray(used, np.bool_) | admitted_now)
+    else:
+        nxt = st.feats[:st.n_feats]
+    next_feats = np.zeros(d, np.int32)
+    next_feats[:n_next] = nxt
+    plan = SplitPlan(slot, sf, fields[1][slot], fields[2][slot] == 1, is_cat,
+                     res.cat_bits[slot], fields[5][slot], fields[6][slot],
+                     int(res.admitted.shape[0]), admitted_now, np.ones(k, np.bool_),
+                     next_feats, n_next, n_next == d, np.asarray(penalty, np.float64), split)
+    return res, plan
 

@@ -292,11 +292,11 @@ class _GPUTree:
         """The level's histograms on the device (``_gpu_advance.level_histograms``)."""
         return level_histograms(self)
 
-    def apply_level(self, out, categorical=False):
-        """Read the level's copy (``split._decide``'s layout), update the host's node
-        table and active nodes, and return the ``LevelResult``."""
+    def level_result(self, out, categorical=False):
+        """The ``LevelResult`` of the level's copy (``split._decide``'s layout) and its
+        per-slot fields, (N_OUT, n_active) int64; changes nothing."""
         k = self.n_active
-        n_adm, n_next = int(out[0]), int(out[2])
+        n_adm = int(out[0])
         base = self.ws.field_base
         fields = out[base: base + N_OUT * k].reshape(N_OUT, k)
         feature = fields[0].astype(np.int32)
@@ -305,6 +305,14 @@ class _GPUTree:
         res = LevelResult(nodes=self.active, feature=feature, bin=fields[1].astype(np.int32),
                           missing_left=fields[2] == 1, gain=fields[3].copy().view(np.float64),
                           admitted=out[3: 3 + n_adm].copy(), cat_bits=bits)
+        return res, fields
+
+    def apply_level(self, out, categorical=False):
+        """Read the level's copy (``split._decide``'s layout), update the host's node
+        table and active nodes, and return the ``LevelResult``."""
+        n_next = int(out[2])
+        res, fields = self.level_result(out, categorical)
+        feature = res.feature
         split = feature >= 0
         nodes = self.active[split]
         lc, gl, hl = fields[4][split], fields[5][split], fields[6][split]

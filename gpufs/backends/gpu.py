@@ -21,7 +21,7 @@ from .._categorical import CAT_WORDS
 from .._device import check_gpu_stack, get_namespace, to_host
 from .._hist_layout import split_input, tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, N_OUT, X_BINNED_DTYPE
-from ._gpu_advance import advance_level
+from ._gpu_advance import advance_level, decide_level
 from ._gpu_device import (KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS,  # noqa: F401
                           DeviceMixin, GPUOutOfMemoryError, _fmt_bytes, _load_kernels,
                           _simulator_enabled, quiet_low_occupancy_warnings)
@@ -399,6 +399,12 @@ class GPUBackend(DeviceMixin):
         result, bit for bit (``_gpu_advance``); the level's histograms are then complete in
         ``st.hist`` (on the device). Returns the rows each split sent left, (n_split,) int64."""
         return advance_level(self, st, plan, build_next)
+
+    def decide_level(self, st, penalty, allowed, used, budget, split):
+        """``CPUBackend.decide_level`` for a tree advanced by ``advance_level``: the level's
+        decisions by the search kernel, read back as (``LevelResult``, ``SplitPlan``), bit
+        for bit the CPU's (``_gpu_advance``). A Dask driver decides on the host instead."""
+        return decide_level(self, st, penalty, allowed, used, budget, split)
 
     def node_sums(self, st):
         """Host (node_g, node_h, node_count) of the tree (n_nodes,) int64 each: assembled
