@@ -197,30 +197,19 @@ def test_decide_level_equals_the_cpu(seed, budget):
     assert n_split >= 3
 
 
-def _worker_setup():
-    """A worker process's simulator, as this process's: the shared-memory lock, quick
-    thread switches."""
-    import sys
-
-    import _cudasim_patch
-
-    _cudasim_patch.apply()
-    sys.setswitchinterval(1e-4)
-    return os.environ.get("NUMBA_ENABLE_CUDASIM")
-
-
 @pytest.fixture(scope="module")
 def client():
-    # Worker processes (they inherit NUMBA_ENABLE_CUDASIM=1): the simulator swaps module
-    # globals during a launch, so two shards' launches in threads of one process would race.
-    # Without Dask's sampling profiler (every 10 ms it reads every thread's frames): beside
-    # the simulator's one Python thread per CUDA thread it left a block hung at a barrier.
-    os.environ["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
+    # In-process workers (threads): simulated launches take turns (``_gpu_device``'s lock),
+    # and the simulator's shared-memory lock (``_cudasim_patch``) is this process's. Dask's
+    # sampling profiler off: in worker processes, beside the simulator's one Python thread
+    # per CUDA thread, a simulated block hung at a barrier.
+    import dask
+
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, \
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                     dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
-        assert set(c.run(_worker_setup).values()) == {"1"}
         yield c
 
 
@@ -266,8 +255,8 @@ def test_gpu_shards_on_a_local_cluster(client, kind):
     Xd, yd = da.from_array(X, chunks=(chunk, 8)), da.from_array(y, chunks=chunk)
     wd = None if w is None else da.from_array(w, chunks=chunk)
     ref = single(device="cpu", **kw).fit(X, y, sample_weight=w)
-    cpu = dask_cls(device="cpu", client=client, timeout=120, **kw).fit(Xd, yd, sample_weight=wd)
-    gpu = dask_cls(device="gpu", client=client, timeout=120, **kw).fit(Xd, yd, sample_weight=wd)
+    cpu = dask_cls(device="cpu", client=client, timeout=300, **kw).fit(Xd, yd, sample_weight=wd)
+    gpu = dask_cls(device="gpu", client=client, timeout=300, **kw).fit(Xd, yd, sample_weight=wd)
     assert gpu.cluster_["shard_backends"] == ["gpu", "gpu"]
     assert cpu.cluster_["shard_backends"] == ["cpu", "cpu"]
     _same_trees(ref, gpu)

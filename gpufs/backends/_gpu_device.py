@@ -14,6 +14,7 @@ import contextlib
 import importlib.util
 import os
 import sys
+import threading
 import time
 import warnings
 
@@ -102,6 +103,12 @@ def _fmt_bytes(n) -> str:
             return f"{n:,.0f} bytes" if unit == "bytes" else f"{n:,.2f} {unit}"
         n /= 1024
     return f"{n}"
+
+
+#: numba's CUDA simulator swaps the ``cuda`` module in a kernel's globals for the launch and
+#: keeps the launch's grid in module state, so two simulated launches from threads of one
+#: process (Dask shards on in-process workers) would see each other's; a GPU has no such limit.
+_SIMULATOR_LOCK = threading.Lock()
 
 
 class DeviceMixin:
@@ -250,6 +257,10 @@ class DeviceMixin:
             kernel[grid, block, self._stream(), shared](*args)
             end.record()
             self._events.append((getattr(kernel, "__name__", phase), start, end))
+            return
+        if self.simulator:  # one simulated launch at a time per process (see _SIMULATOR_LOCK)
+            with _SIMULATOR_LOCK:
+                kernel[grid, block, self._stream(), shared](*args)
             return
         kernel[grid, block, self._stream(), shared](*args)
 
