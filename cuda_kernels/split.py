@@ -57,20 +57,15 @@ import math
 
 from numba import cuda, float64, int32, int64
 
-from gpufs._categorical import CAT_WORDS
+from gpufs._types import CAT_WORDS, N_OUT, OUT_FIELDS, SPL_ROWS  # noqa: F401 (re-exported)
 
 from ._device_fns import (LEAF, TAKE_BEST, best_over_features, block_inclusive_scan,
                           candidate, decide_level, gpu_task_count, last_block_done, left_word,
                           scan_categorical)
 
-#: Fields of one slot in the level's output buffer, in order (then CAT_WORDS bitset words).
-OUT_FIELDS = ("feature", "bin", "missing_left", "gain", "left_count", "g_left", "h_left")
+# The layouts of the output buffer (OUT_FIELDS, N_OUT) and of the split table (SPL_ROWS) are
+# ``gpufs._types``', shared with the backend.
 _N_FIELDS = len(OUT_FIELDS)
-#: Fields per slot in the output buffer: OUT_FIELDS, then the category bitset's words.
-N_OUT = _N_FIELDS + CAT_WORDS
-#: Rows of the split table ``spl``: node, slot, feature, bin, missing_left, segment start,
-#: segment count, first task, the CAT_WORDS bitset words, and 1 for a categorical split.
-SPL_ROWS = 8 + CAT_WORDS + 1
 _LC = 4
 #: The most threads of a search block (its shared scratch's width); a power of two.
 MAX_SEARCH_THREADS = 128

@@ -14,10 +14,7 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 import math
 
-from ._types import MISSING_BIN
-
-#: uint32 words of one category bitset (256 bins).
-CAT_WORDS = 8
+from ._types import CAT_WORDS, MISSING_BIN  # noqa: F401  (CAT_WORDS: re-exported)
 #: Categorical features with at most this many candidate categories at a node are split
 #: one-vs-rest (LightGBM's ``max_cat_to_onehot`` default).
 MAX_CAT_TO_ONEHOT = 4

@@ -184,3 +184,21 @@ def _setup_rmm_pool_once() -> None:
     if type(current) is rmm.mr.CudaMemoryResource:  # rmm's default: nobody chose one
         rmm.mr.set_current_device_resource(rmm.mr.PoolMemoryResource(current))
     cupy.cuda.set_allocator(rmm_cupy_allocator)
+
+
+def shard_device(device, refuse=None) -> str:
+    """The device of a Dask fit's shards for an estimator's ``device``: "gpu" for "gpu", else
+    "cpu" ("auto" included: the driver does not see the workers' devices). ``refuse``: why
+    GPU shards cannot run this fit (raised as a ValueError for ``device="gpu"``), or None."""
+    if device != "gpu":
+        return "cpu"
+    if refuse:
+        raise ValueError(refuse)
+    return "gpu"
+
+
+def kept_device(device, a) -> str:
+    """Where a fit on ``device`` ("cpu" or "gpu") keeps the input ``a``: on the GPU when the
+    fit is there and ``a`` is there already (cupy, or a cudf frame), else on the host."""
+    on_gpu = is_cupy_array(a) or type(a).__module__.split(".")[0] in ("cudf", "dask_cudf")
+    return "gpu" if device == "gpu" and on_gpu else "cpu"

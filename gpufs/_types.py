@@ -47,3 +47,14 @@ COUNT_DTYPE = np.int64            # rows in the node
 
 #: Raw (margin) predictions.
 RAW_DTYPE = np.float64
+
+#: uint32 words of one category bitset (256 bins; ``gpufs._categorical``'s bitsets).
+CAT_WORDS = 8
+#: The GPU level's buffer layouts, shared by ``gpufs.backends`` and ``cuda_kernels.split``:
+#: the fields of one slot in the level's output buffer (then the CAT_WORDS bitset words) ...
+OUT_FIELDS = ("feature", "bin", "missing_left", "gain", "left_count", "g_left", "h_left")
+#: ... int64 entries per slot of that buffer ...
+N_OUT = len(OUT_FIELDS) + CAT_WORDS
+#: ... and the rows of the split table: node, slot, feature, bin, missing_left, segment start,
+#: segment count, first task, the CAT_WORDS bitset words, 1 for a categorical split.
+SPL_ROWS = 8 + CAT_WORDS + 1

@@ -439,7 +439,7 @@ def test_every_launch_is_checked_against_the_real_launchers_rules(data, monkeypa
     """Under the simulator every launch goes through ``check_launch`` with exactly what is
     launched: a grid of numpy integers (accepted by the simulator, refused by an H200) fails
     here when ``_launch`` stops turning it into Python ints."""
-    import gpufs.backends.gpu as gpu_module
+    import gpufs.backends._gpu_device as gpu_module  # where ``_launch`` lives
     from gpufs.backends.launch_rules import LaunchError
 
     X, y, bm, Xb = data

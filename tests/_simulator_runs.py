@@ -30,6 +30,8 @@ OWNERS = {
     "tests/test_group_testing.py::test_group_testing_under_the_cuda_simulator":
         "_cudasim_group_testing.py",
     "tests/test_multitask.py::test_multitask_under_the_cuda_simulator": "_cudasim_multitask.py",
+    "tests/test_dask_gpu_sim.py::test_dask_gpu_shards_under_the_cuda_simulator":
+        "_cudasim_dask.py",
 }
 
 _results: dict[str, tuple[int, str]] = {}     # file -> (returncode, stdout + stderr)

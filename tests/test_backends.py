@@ -63,18 +63,14 @@ def _check_implements(cls, name, protocol):
 @pytest.mark.parametrize("cls", [CPUBackend, GPUBackend])
 def test_both_backends_implement_every_method_with_the_protocols_signature(cls, protocol):
     for name in _protocol_methods(protocol):
-        if cls is GPUBackend and name in TWO_PHASE:
-            continue  # test_gpu_backend_has_the_two_phase_level
         _check_implements(cls, name, protocol)
     assert cls.name in ("cpu", "gpu")
 
 
-_GPU_TWO_PHASE = pytest.mark.xfail(strict=True, reason="GPU two-phase level: branch daskgpu")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_GPU_TWO_PHASE) for n in TWO_PHASE])
-def test_gpu_backend_has_the_two_phase_level(name):
-    _check_implements(GPUBackend, name, Backend)
+def test_both_backends_have_the_two_phase_level_dask_uses():
+    for cls in (CPUBackend, GPUBackend):
+        for name in TWO_PHASE:
+            _check_implements(cls, name, Backend)
 
 
 def test_split_plan_starts_with_the_compiled_decisions():

@@ -33,6 +33,7 @@ pd = pytest.importorskip("pandas")
 from distributed import Client, LocalCluster  # noqa: E402
 
 from gpufs import ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor
+from gpufs._device import gpu_available
 from gpufs.binning import BinMapper
 from gpufs.dask import (ClusterError, DaskControlBurnClassifier, DaskControlBurnRegressor,
                         DaskGBFSClassifier, DaskGBFSRegressor)
@@ -533,9 +534,15 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor().fit(X, yd)
     with pytest.raises(ValueError, match="y has 4 partitions where X has 2"):
         DaskGBFSRegressor().fit(Xd, dd.from_pandas(pd.Series(y), npartitions=4))
-    for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
-        with pytest.raises(ValueError, match="GPU workers \\(dask_cuda\\) are not supported yet"):
-            cls(device="gpu").fit(Xd, yd)
+    with pytest.raises(ValueError, match="DaskControlBurnRegressor runs its workers' kernels "
+                                         "on the CPU backend"):
+        DaskControlBurnRegressor(device="gpu").fit(Xd, yd)
+    with pytest.raises(ValueError, match="GT-GBM's group tests run on the CPU shards only"):
+        DaskGBFSRegressor(device="gpu", split_search="group_testing").fit(Xd, yd)
+    if not gpu_available():  # GPU shards on workers without a GPU: one clear error
+        with pytest.raises(RuntimeError, match="device=.gpu., but this worker cannot run the "
+                                               "GPU backend"):
+            DaskGBFSRegressor(device="gpu").fit(Xd, yd)
     with pytest.raises(ValueError, match="give either validation_fraction or eval_set"):
         DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd, eval_set=(Xd, yd))
     with pytest.raises(ValueError, match="stability_rounds is not supported by the Dask"):

@@ -35,7 +35,7 @@ class _LocalLoaded(Loaded):
 
 
 def _local_load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=True,
-                what="X"):
+                what="X", device="cpu"):
     cuts = [0, X.shape[0] // 3, X.shape[0] // 2, X.shape[0]]
     blocks = [(X[a:b], y[a:b], None if sample_weight is None else sample_weight[a:b])
               for a, b in zip(cuts[:-1], cuts[1:])]
@@ -93,7 +93,7 @@ class LocalGroup(ShardGroup):
     checks = 0
     reductions = 0
 
-    def __init__(self, client, loaded, timeout, n_jobs=None, what="X"):
+    def __init__(self, client, loaded, timeout, n_jobs=None, what="X", device="cpu"):
         self.client, self.timeout, self.what, self.loaded, self.n_jobs = (
             None, float(timeout), what, loaded, n_jobs)
         self.bytes_sent = self.bytes_received = self.bytes_replayed = self.calls = 0

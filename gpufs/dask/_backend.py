@@ -13,7 +13,8 @@ against :class:`ClusterBackend`, which implements the backend methods they call:
   shared ``_gain`` and ``_categorical`` scans and the ``_level`` rule) on the summed
   histograms; the plan (a few numbers per split, category bitsets included) goes to every
   shard, which partitions its rows, returns its rows-left counts and keeps its left
-  children's histograms (``CPUBackend.advance_level``); the workers sum those, the driver
+  children's histograms (``advance_level`` of the shard's backend, the CPU's or the GPU's);
+  the workers sum those, the driver
   receives the sum and derives each right child as parent - left (exact), as the single
   process derives the sibling of the child it built;
 * ``node_sums``: the driver's node sums and counts (counts summed over the shards);
@@ -41,7 +42,6 @@ import numpy as np
 
 from .._hist_layout import HistLayout, tree_layout
 from .._types import HIST_DTYPE
-from ..backends.cpu.histogram import subtract_ser
 from ..backends.base import SplitParams
 from ..backends.cpu import CPUBackend
 
@@ -269,10 +269,10 @@ class ClusterBackend:
         if build_next:
             nxt = np.zeros((2 * n_split, st.layout.n_slots, 2), HIST_DTYPE)
             self._place(st, nxt, slice(0, None, 2), feats[:n_feats], summed)
-            built = np.arange(0, 2 * n_split, 2, dtype=np.int64)
-            # the right child = parent - left: the single process's sibling subtraction
-            subtract_ser(feats, n_feats, st.layout.offset, plan.split_slot, built, built + 1,
-                         st.hist, nxt)
+            # the right child = parent - left, exact in int64: the single process's sibling
+            # subtraction, on the listed features' slots
+            cols = st.layout.slots_of(feats[:n_feats])
+            nxt[1::2, cols] = st.hist[plan.split_slot][:, cols] - nxt[0::2][:, cols]
         else:
             nxt = np.empty((0, st.layout.n_slots, 2), HIST_DTYPE)
         st.active, st.hist = nxt_active, nxt

@@ -92,7 +92,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         self : object
         """
         self._check_params()
-        check_cluster_params(self)
+        check_cluster_params(self, gpu_shards=False)
         import dask.array as dask_array
 
         client = default_client(self.client)

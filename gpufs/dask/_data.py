@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._category_codes import CategoryCodes, count_values, merge_counts
+from .._device import kept_device
 from .._identifiers import check_identifier_columns
 from .._input import (ALL_ZERO_WEIGHTS, _check_feature_names, _frame,
                       categorical_mask, category_values, check_classification_labels,
@@ -81,12 +82,14 @@ def _schema(X):
     return ("array", int(a.shape[1]) if a.ndim == 2 else -1, str(a.dtype))
 
 
-def load_part(index, X, y, w, classify, layout, ref):
+def load_part(index, X, y, w, classify, layout, ref, device="cpu"):
     """Check one partition on its worker: a :class:`Part`, or a ``_PartError`` (with the
     partition's index) that the driver raises for it.
 
     ``classify``: True for a classifier (``y`` holds labels), False for a regressor.
     ``layout`` (``_Layout``): the collection's names and category codes, ``ref`` its schema.
+    ``device``: the shards' ("gpu": rows already on the GPU, cupy or cudf, stay there as a
+    cupy array; the target and weights, a few bytes a row, come to the host).
     """
     from ._exact import fsum_part
 
@@ -97,7 +100,7 @@ def load_part(index, X, y, w, classify, layout, ref):
     try:
         part = Part()
         part.index = int(index)
-        Xc = check_X(layout, X, device="cpu", reset=False, allow_empty=True)
+        Xc = check_X(layout, X, device=kept_device(device, X), reset=False, allow_empty=True)
         n = int(Xc.shape[0])
         of = "y"
         yc = check_y(y, n, device="cpu")
@@ -313,7 +316,8 @@ def _learn_codes(client, x_futures, mask, ref, names, d, max_categories, timeout
     return CategoryCodes.learn_counts(merged, d, max_categories)
 
 
-def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=True, what="X"):
+def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=True, what="X",
+         device="cpu"):
     """Compute and check the partitions of (X, y, sample_weight) on the cluster.
 
     Parameters
@@ -335,6 +339,8 @@ def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=Tru
     reset : bool, default=True
     what : str
         The data's name in messages ("X", "eval_set[0]", ...).
+    device : {"cpu", "gpu"}, default="cpu"
+        The shards' (``load_part``: a GPU fit keeps cupy and cudf partitions on their GPU).
 
     Returns
     -------
@@ -379,7 +385,7 @@ def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=Tru
         estimator.category_codes_ = codes
     layout = _Layout(d, names, getattr(estimator, "category_codes_", None))
     futures = [client.submit(load_part, i, x_f[i], y_f[i], w_f[i], classify, layout, ref,
-                             pure=False) for i in range(n_p)]
+                             device, pure=False) for i in range(n_p)]
     summaries = wait_futures(client, [client.submit(summary_of, f, pure=False)
                                       for f in futures], timeout,
                              f"computing the partitions of {what}")

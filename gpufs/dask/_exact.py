@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from .._device import namespace_of
 from ..quantize import exact_sum_from_words, nonfinite_sum
 
 #: Every finite float64 is an integer multiple of 2**-1074; frexp's 53-bit mantissas of
@@ -60,13 +61,14 @@ def fsum_from_parts(parts) -> float:
 def sum_stats(a) -> tuple:
     """(count, largest finite-or-not magnitude, has NaN, has +inf, has -inf) of ``a``, the
     first pass of a distributed ``quantize.exact_sum``."""
-    a = np.asarray(a).reshape(-1)
+    xp = namespace_of(a)  # a GPU shard's values stay on its device: a few scalars come back
+    a = xp.asarray(a).reshape(-1)
     if a.shape[0] == 0:
         return 0, 0.0, False, False, False
-    m = float(np.abs(a).max())
+    m = float(xp.abs(a).max())
     if math.isfinite(m):
         return int(a.shape[0]), m, False, False, False
-    return (int(a.shape[0]), m, bool(np.isnan(a).any()), bool((a == math.inf).any()),
+    return (int(a.shape[0]), m, bool(xp.isnan(a).any()), bool((a == math.inf).any()),
             bool((a == -math.inf).any()))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.base import _fit_context, is_classifier
 from sklearn.utils import check_random_state
 
+from .._device import shard_device
 from .._input import check_costs, check_groups, encode_known_classes
 from .._params import real_range
 from .._scales import check_boosting_scale_values
@@ -51,18 +52,25 @@ def default_client(client):
             from None
 
 
-def check_cluster_params(est):
+def check_cluster_params(est, gpu_shards=True):
     """The parameters a distributed fit does not take, refused with what to do instead:
-    ``device="gpu"`` (the workers run the CPU kernels; GPU workers are not built) and
-    ``stability_rounds`` (its refits draw half of the rows in one place)."""
+    ``stability_rounds`` (its refits draw half of the rows in one place), and
+    ``device="gpu"`` where the shards cannot run on a GPU (``gpu_shards`` False: ControlBurn;
+    GT-GBM's group tests). Returns the shards' device (``_device.shard_device``)."""
     if getattr(est, "stability_rounds", 0):
         raise ValueError("stability_rounds is not supported by the Dask estimators (its "
                          "refits draw half of the rows in one place): use "
                          "stability_rounds=0, or the single-process estimator.")
-    if est.device not in ("auto", "cpu"):
-        raise ValueError(f"device={est.device!r}: the Dask estimators run their workers' "
-                         "kernels on the CPU backend (device='cpu' or 'auto'); GPU workers "
-                         "(dask_cuda) are not supported yet.")
+    refuse = None
+    if not gpu_shards:
+        refuse = (f"device='gpu': {type(est).__name__} runs its workers' kernels on the CPU "
+                  "backend (its single-feature trees and lasso are not built for GPU "
+                  "shards); use device='cpu' or 'auto'.")
+    elif getattr(est, "split_search", "exact") == "group_testing":
+        refuse = ("device='gpu' with split_search='group_testing': GT-GBM's group tests run "
+                  "on the CPU shards only (their per-shard blocked sums are not built for GPU "
+                  "shards); use device='cpu', or split_search='exact' on GPU shards.")
+    return shard_device(est.device, refuse)
 
 
 def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=True,
@@ -169,14 +177,14 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         -------
         self : object
         """
-        check_cluster_params(self)
+        device = check_cluster_params(self)
         self._check_validation_params(eval_set)
         client = default_client(self.client)
         timeout = float(self.timeout)
         classify = is_classifier(self)
         t0 = time.perf_counter()
         loaded = load(client, X, y, sample_weight, classify=classify, timeout=timeout,
-                      estimator=self)
+                      estimator=self, device=device)
         d = loaded.n_features
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
@@ -187,7 +195,8 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         self._objective = self._make_objective()
         weighted = sample_weight is not None
         self._check_scales(loaded, weighted)
-        evals_loaded = self._load_evals(client, eval_set, sample_weight_eval_set, timeout)
+        evals_loaded = self._load_evals(client, eval_set, sample_weight_eval_set, timeout,
+                                        device)
         split_bytes = 0
         if self.validation_fraction is not None:  # the rows one process holds out
             loaded, held, split_bytes = split_validation(
@@ -203,14 +212,14 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         group_testing = self.split_search == "group_testing"
         groups_open = []
         try:
-            group = ShardGroup(client, loaded, timeout, self.n_jobs)
+            group = ShardGroup(client, loaded, timeout, self.n_jobs, device=device)
             groups_open.append(group)
             kind = target_kind(self)
             classes = getattr(self, "classes_", None)
             group.call("set_target", classes, kind)
             evals = []
             for lv, w_val, what in evals_loaded:
-                g = ShardGroup(client, lv, timeout, self.n_jobs, what=what)
+                g = ShardGroup(client, lv, timeout, self.n_jobs, what=what, device=device)
                 groups_open.append(g)
                 g.call("set_target", classes, kind)
                 evals.append(ShardRows(g, lv.n, d, w_val))
@@ -251,13 +260,14 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                              "boost_reductions": int(group.reductions - before[4]),
                              "boost_reduce_seconds": group.reduce_seconds - before[5],
                              "histogram_slots": int(backend.layout.n_slots),
-                             "recoveries": [r for g in groups_open for r in g.recoveries]}
+                             "recoveries": [r for g in groups_open for r in g.recoveries],
+                             "shard_backends": group.call("backend_name")}
         finally:
             for g in groups_open:
                 g.close()
         return self
 
-    def _load_evals(self, client, eval_set, sample_weight_eval_set, timeout):
+    def _load_evals(self, client, eval_set, sample_weight_eval_set, timeout, device="cpu"):
         """The ``eval_set`` pairs' partitions, checked against the training data: a list of
         (Loaded, weighted, name)."""
         classify = is_classifier(self)
@@ -266,7 +276,7 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         for i, (Xv, yv, wv) in enumerate(pairs):
             what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
             lv = load(client, Xv, yv, wv, classify=classify, timeout=timeout, estimator=self,
-                      reset=False, what=what)
+                      reset=False, what=what, device=device)
             if classify:
                 for s in lv.summaries:
                     encode_known_classes(s.labels, self.classes_, what)
@@ -302,7 +312,8 @@ class DaskGBFSRegressor(_DaskGBFSMixin, GBFSRegressor):
                + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
                                      + "\n    Attributes\n", 1)
                + """    cluster_ : dict
-        The workers and partitions of the fit and the array bytes sent each way.
+        The workers and partitions of the fit, the array bytes sent each way, and
+        ``"shard_backends"``: each shard's backend ("cpu" or "gpu").
 """)
     _parameter_constraints = {**GBFSRegressor._parameter_constraints, **_CONSTRAINTS}
 
@@ -315,7 +326,8 @@ class DaskGBFSClassifier(_DaskGBFSMixin, GBFSClassifier):
                + """    classes_ : ndarray of shape (n_classes,)
         The class labels.
     cluster_ : dict
-        The workers and partitions of the fit and the array bytes sent each way.
+        The workers and partitions of the fit, the array bytes sent each way, and
+        ``"shard_backends"``: each shard's backend ("cpu" or "gpu").
 """)
     _parameter_constraints = {**GBFSClassifier._parameter_constraints, **_CONSTRAINTS}
 

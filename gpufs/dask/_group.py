@@ -101,6 +101,8 @@ class ShardGroup:
         Threads each shard's kernels may use (``gpufs._threading.thread_limit``).
     what : str
         The data's name in messages.
+    device : {"cpu", "gpu"}, default="cpu"
+        The shards' backend (``Shard``'s ``device``).
 
     Attributes
     ----------
@@ -124,8 +126,9 @@ class ShardGroup:
         journal entries replayed and the seconds the rebuild took.
     """
 
-    def __init__(self, client, loaded, timeout, n_jobs=None, what="X"):
+    def __init__(self, client, loaded, timeout, n_jobs=None, what="X", device="cpu"):
         self.client = client
+        self.device = device
         self.timeout = float(timeout)
         self.what = what
         self.loaded = loaded
@@ -174,7 +177,8 @@ class ShardGroup:
         idx = self.parts[i]
         offsets = self.loaded.offsets
         return self.client.submit(Shard, [self.loaded.futures[j] for j in idx],
-                                  [int(offsets[j]) for j in idx], self.n_jobs, actor=True,
+                                  [int(offsets[j]) for j in idx], self.n_jobs, self.device,
+                                  actor=True,
                                   workers=[address], allow_other_workers=False, pure=False)
 
     def __len__(self):

@@ -21,7 +21,8 @@ SETUP = frozenset({"set_target", "bin", "drop_raw", "gt_standardize", "store_wei
 
 #: Calls that read shard state and change none of it.
 QUERIES = frozenset({"sample", "target", "init_parts", "words", "extremes", "leaf_of_rows",
-                     "gt_column_extremes", "gt_hist", "tree_predictions", "noop"})
+                     "gt_column_extremes", "gt_hist", "tree_predictions", "noop",
+                     "backend_name"})
 
 
 def _snap(args):

@@ -1,7 +1,8 @@
 """One worker's part of a distributed fit: a Dask actor that keeps its rows and works on them.
 
-Owns everything a worker does, on the partitions it holds, with the CPU backend's kernels
-(``gpufs.backends.cpu``): the binning sample and the bins, the target, the raw scores, the
+Owns everything a worker does, on the partitions it holds, with one backend's kernels (the
+CPU's, or the GPU's: ``device="gpu"``, every array of the fit on the worker's GPU, cupy; numpy
+under the simulator): the binning sample and the bins, the target, the raw scores, the
 gradients and their fixed point, the tree state (its row segments per node), the histograms of
 its rows, the partition by the driver's decisions, the raw-score update, the two-pass
 pieces of the exact sums, and its rows' part of GT-GBM's group tests. The arrays stay in the
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._device import namespace_of, to_host
 from .._hist_layout import HistLayout
 from .._threading import thread_limit
-from ..backends.cpu import BinnedMatrix, CPUBackend
+from ..backends._shard_backend import shard_backend
+from ..backends.cpu import BinnedMatrix
 from ..group_testing import (CPUSteps, pseudo_feature_bins, pseudo_feature_extremes,
                              pseudo_feature_histograms, standardize_extremes, standardize_with)
 from ..quantize import exact_sum_words
@@ -45,26 +48,34 @@ class Shard:
     offsets : list of int
         The global index of each part's first row.
     n_jobs : int or None
-        Threads of this shard's kernels.
+        Threads of this shard's kernels (the CPU's).
+    device : {"cpu", "gpu"}, default="cpu"
+        The backend of this shard's kernels: ``CPUBackend``, or ``GPUBackend`` on the
+        worker's current GPU (one per worker: ``dask_cuda.LocalCUDACluster``).
     """
 
-    def __init__(self, parts, offsets, n_jobs=None):
+    def __init__(self, parts, offsets, n_jobs=None, device="cpu"):
         self.parts = list(parts)
         self.offsets = list(offsets)
         self.n = int(sum(p.X.shape[0] for p in self.parts))
         self.n_jobs = n_jobs
-        # No node gain bounds: every shard builds the same features' histograms, so they add
-        # up (``_backend``'s module docstring). Every bin accumulated: a shard's node totals
-        # are the cluster's, so no bin can be derived from them here.
-        self.backend = CPUBackend(gain_bounds="never", most_freq=False)
+        self.device = device
+        self.backend = self._new_backend()
+        #: the namespace of the shard's arrays (cupy for a GPU shard; numpy otherwise)
+        self.xp = self.backend.xp
         w = [p.w for p in self.parts]
-        self.w = None if any(x is None for x in w) else np.concatenate(w)
+        self.w = None if any(x is None for x in w) else self.xp.asarray(np.concatenate(w))
         self.vec = {}
         self.snapshots = {}
         self.st = None
         #: (call tag, payload): the last level's histograms, for the reduction (``_reduce``)
         self.kept = None
         self._replayer = None
+
+    def _new_backend(self):
+        """A backend for this shard's trees (``backends._shard_backend``: no node gain
+        bounds, every bin accumulated, so the shards' histograms add up)."""
+        return shard_backend(self.device)
 
     def call(self, queued, method, args):
         """Run the queued calls ((method, args) pairs, ``ShardGroup.defer``), then
@@ -79,6 +90,10 @@ class Shard:
             getattr(self, m)(*a)
         return None
 
+    def backend_name(self):
+        """The name of this shard's backend ("cpu" or "gpu")."""
+        return self.backend.name
+
     def noop(self):
         """Nothing (a call that only carries deferred calls)."""
         return None
@@ -90,8 +105,9 @@ class Shard:
         ``positive_only``) -> the rows, stacked in part order, float as converted."""
         out = []
         for p, idx in zip(self.parts, picks):
-            X = p.X if p.w is None or not positive_only else p.X[p.w > 0]
-            out.append(X if idx is None else X[np.asarray(idx, np.int64)])
+            xp = namespace_of(p.X)  # a cupy partition is indexed on its device
+            X = p.X if p.w is None or not positive_only else p.X[xp.asarray(p.w > 0)]
+            out.append(to_host(X if idx is None else X[xp.asarray(idx, np.int64)]))
         return np.concatenate(out) if out else None
 
     def drop_raw(self):
@@ -107,7 +123,7 @@ class Shard:
         unless ``keep_raw``."""
         with thread_limit(self.n_jobs):
             d = cuts_padded.shape[0]
-            Xb = np.empty((self.n, d), np.uint8)
+            Xb = self.xp.empty((self.n, d), np.uint8)
             at = 0
             for p in self.parts:
                 m = p.X.shape[0]
@@ -125,25 +141,27 @@ class Shard:
         "codes" (int32 class codes); ``classes`` the sorted labels (classification)."""
         y = np.concatenate([p.y for p in self.parts]) if self.parts else np.empty(0)
         if kind == "float":
-            self.y = np.asarray(y, dtype=np.float64)
+            y = np.asarray(y, dtype=np.float64)
         else:
             codes = np.searchsorted(classes, y).astype(np.int32)
-            self.y = codes.astype(np.float64) if kind == "binary" else codes
+            y = codes.astype(np.float64) if kind == "binary" else codes
+        self.y = self.xp.asarray(y)
         return None
 
     def target(self):
         """The encoded target and the weights (or None) of the shard's rows, in local order
         (a forest on the driver needs them)."""
-        return self.y, self.w
+        return to_host(self.y), to_host(self.w)
 
     # --- exact sums -----------------------------------------------------------------------
     def init_parts(self, objective):
         """``fsum_part`` of each of ``objective.init_columns(y)`` (times w), and of w (or the
         row count): the pieces of ``objectives._exact_weighted_mean``."""
-        cols = objective.init_columns(self.y)
-        if self.w is None:
+        y, w = to_host(self.y), to_host(self.w)  # once per fit
+        cols = objective.init_columns(y)
+        if w is None:
             return [fsum_part(c) for c in cols], None
-        return [fsum_part(np.asarray(c, np.float64) * self.w) for c in cols], fsum_part(self.w)
+        return [fsum_part(np.asarray(c, np.float64) * w) for c in cols], fsum_part(w)
 
     def words(self, name, max_abs, n):
         """``quantize.exact_sum_words`` of a stored vector at the global scales."""
@@ -161,7 +179,7 @@ class Shard:
     # --- boosting rounds --------------------------------------------------------------------
     def init_raw(self, base):
         """Every row's raw scores start at ``base`` (n_outputs,)."""
-        self.raw = np.tile(np.asarray(base, np.float64), (self.n, 1))
+        self.raw = self.xp.tile(self.xp.asarray(np.asarray(base, np.float64)), (self.n, 1))
         return None
 
     def snapshot_raw(self, token):
@@ -232,7 +250,7 @@ class Shard:
             # the root's sums are the driver's (a shard's own node sums are never read)
             self.st = self.backend.start_tree(data, self.gh, 0, 0, max_depth, feats,
                                               layout=layout)
-        return None, self._give(self._payload(self.st.hist, slice(None)), tag)
+        return None, self._give(self._payload(slice(None)), tag)
 
     def advance(self, plan, build_next, tag=None):
         """Partition this shard's rows by the driver's decisions (``CPUBackend
@@ -244,7 +262,7 @@ class Shard:
             left = self.backend.advance_level(self.st, plan, build_next)
         if not build_next or plan.split_slot.shape[0] == 0:
             return left, None
-        return left, self._give(self._payload(self.st.hist, slice(0, None, 2)), tag)
+        return left, self._give(self._payload(slice(0, None, 2)), tag)
 
     def _give(self, payload, tag):
         """The payload itself (no tag: the only shard, whose payload is the sum), or True
@@ -261,10 +279,13 @@ class Shard:
         waiting for its children never blocks another shard's call on the same worker."""
         return await reduce_subtree(self.kept, tag, peers, me)
 
-    def _payload(self, hist, slots):
-        """The listed features' slots of the histograms at ``slots``."""
-        return np.ascontiguousarray(hist[slots][:, self.st.layout.slots_of(
-            self.st.feats[:self.st.n_feats])])
+    def _payload(self, slots):
+        """The listed features' slots of the level's histograms at ``slots``, on the host
+        (a GPU shard's selected on the device, then copied)."""
+        st = self.st
+        cols = st.layout.slots_of(st.feats[:st.n_feats])
+        hist = st.hist[slots]
+        return np.ascontiguousarray(to_host(hist[:, namespace_of(hist).asarray(cols)]))
 
     def update_raw(self, k, leaf_nodes, leaf_values):
         """raw[:, k] += the leaf value of each row (from the tree state's row segments)."""
@@ -277,13 +298,13 @@ class Shard:
         levels' splits (``_backend.replay_plan``): what ``update_raw`` did, by the same
         partition and update kernels, without the tree state or the gradients."""
         if self._replayer is None:  # its own scratch buffers: the live tree state keeps its
-            self._replayer = CPUBackend(gain_bounds="never", most_freq=False)
+            self._replayer = self._new_backend()
         be = self._replayer
         # No histogram is built: the smallest layout (2 slots a feature) keeps the root's
         # empty histogram small however wide the table is.
         tiny = HistLayout.from_n_bins(np.ones(self.data.shape[1], np.int64))
         with thread_limit(self.n_jobs):
-            st = be.start_tree(self.data, np.zeros((self.n, 2), np.int64), 0, 0, max_depth,
+            st = be.start_tree(self.data, self.xp.zeros((self.n, 2), np.int64), 0, 0, max_depth,
                                np.zeros(0, np.int32), layout=tiny)
             for plan in plans:
                 be.advance_level(st, plan, False)
@@ -294,10 +315,11 @@ class Shard:
         """The leaf node of each of this shard's rows, (n,) int32 in local row order (a
         forest on the driver adds the leaf values itself)."""
         st = self.st
+        rows = to_host(st.rows)  # a GPU tree's: one host copy of the final order
         out = np.empty(self.n, np.int32)
         for node in np.asarray(leaf_nodes, np.int64).tolist():
             lo = st.node_start[node]
-            out[st.rows[lo:lo + st.node_count[node]]] = node
+            out[rows[lo:lo + st.node_count[node]]] = node
         return out
 
     # --- group testing (GT-GBM, ``_gt.ClusterSteps`` on the driver) -----------------------------
@@ -382,9 +404,9 @@ class Shard:
     # --- validation data --------------------------------------------------------------------
     def predict(self, arrays):
         """raw += the trees' outputs on this shard's binned rows (``predict_binned``)."""
+        a = {k: self.xp.asarray(v) for k, v in arrays.items()}  # the trees on the device
         with thread_limit(self.n_jobs):
-            self.backend.predict_binned(self.data.by_row, arrays["feature"],
-                                        arrays["bin_threshold"], arrays["missing_left"],
-                                        arrays["value"], arrays["tree_column"], self.raw,
-                                        arrays["is_categorical"], arrays["cat_bits"])
+            self.backend.predict_binned(self.data.by_row, a["feature"], a["bin_threshold"],
+                                        a["missing_left"], a["value"], a["tree_column"],
+                                        self.raw, a["is_categorical"], a["cat_bits"])
         return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._device import namespace_of
 from ..selectors._base import validation_split
 from ._data import Loaded, summary_of
 from ._group import wait_futures
@@ -37,7 +38,8 @@ def take_rows(part, packed, keep_set):
     mask = np.unpackbits(packed, count=n).astype(bool) == bool(keep_set)
     out = Part()
     out.index = part.index
-    out.X, out.y = part.X[mask], part.y[mask]
+    out.X = part.X[namespace_of(part.X).asarray(mask)]  # a cupy partition: on its GPU
+    out.y = part.y[mask]
     out.w = None if part.w is None else part.w[mask]
     s, m = part.summary, int(mask.sum())
     w = out.w

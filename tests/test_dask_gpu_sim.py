@@ -1,0 +1,21 @@
+"""The Dask GPU shards under the numba CUDA simulator (``tests/_cudasim_dask.py``).
+
+``test_dask_gpu_shards_under_the_cuda_simulator`` runs that file in its own pytest process
+with ``NUMBA_ENABLE_CUDASIM=1`` (``_simulator_runs``): ``GPUBackend.advance_level`` against
+the CPU's, and Dask fits with ``device="gpu"`` on a ``LocalCluster`` against the CPU shards
+and one process, bit for bit.
+"""
+import re
+
+import pytest
+
+import _simulator_runs
+
+pytest.importorskip("distributed")
+
+
+def test_dask_gpu_shards_under_the_cuda_simulator():
+    code, out = _simulator_runs.result("_cudasim_dask.py")
+    tail = out[-4000:]
+    assert code == 0, f"simulator Dask GPU check failed:\n{tail}"
+    assert re.search(r"\d+ passed", out) and "skipped" not in out.splitlines()[-1], tail
