@@ -4,8 +4,8 @@
 Owns Algorithm 2 of Han, Rao, Sorokina and Subbian, "Scalable Feature Selection for
 (Multitask) Gradient Boosted Trees" (AISTATS 2020, Section 4, Theorem 4.1) in histogram form:
 the standardized columns, the random subsets, the binary searches over them, and the callable
-(:class:`GroupTestSearch`) that a :class:`gpufs.penalties.PenaltyState` asks for each tree's
-candidate set C.
+(:class:`GroupTestSearch`) that the grower asks for each tree's candidate set C (the
+``candidate_search`` argument of ``boosting.fit_boosting``).
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """

@@ -546,8 +546,8 @@ class GPUBackend(DeviceMixin):
         return lc.astype(np.int64)
 
     def group_test_steps(self):
-        """GT-GBM's group-test steps on this device (``group_testing.DeviceSteps``: a step's
-        pseudo-features as one matrix product)."""
+        """GT-GBM's group-test steps on this device (``_gpu_group_testing.DeviceSteps``: a
+        step's pseudo-features as one matrix product)."""
         from ._gpu_group_testing import DeviceSteps
 
         return DeviceSteps
