@@ -25,13 +25,13 @@ TIMEOUT = 1800  # seconds for one file: only a hang reaches it
 #: the suite reaches them, which is the order they are started in.
 OWNERS = {
     "tests/test_cuda_kernels_sim.py::test_simulator_suite": "_cudasim_kernels.py",
+    "tests/test_dask_gpu_sim.py::test_dask_gpu_shards_under_the_cuda_simulator":
+        "_cudasim_dask.py",
     "tests/test_forest_algorithms.py::test_forest_on_simulated_gpu_kernels_equals_cpu":
         "_cudasim_forest.py",
     "tests/test_group_testing.py::test_group_testing_under_the_cuda_simulator":
         "_cudasim_group_testing.py",
     "tests/test_multitask.py::test_multitask_under_the_cuda_simulator": "_cudasim_multitask.py",
-    "tests/test_dask_gpu_sim.py::test_dask_gpu_shards_under_the_cuda_simulator":
-        "_cudasim_dask.py",
 }
 
 _results: dict[str, tuple[int, str]] = {}     # file -> (returncode, stdout + stderr)
