@@ -22,8 +22,8 @@ from .binning import _bin_transform, _columns_of
 from .group_testing import CPUSteps
 from .histogram import (AUTO, COLUMNS, ROWS, ROWS_PER_TASK, TASKS_PER_THREAD,
                         build_histograms, row_cost, sparse_rows, task_table)
-from .level import (PARALLEL_MIN_WORK, _bound_terms_par, _bound_terms_ser, _gain_bound_pays,
-                    _level_advance, _level_decide, _level_step, _root_histogram)
+from .level import (PARALLEL_MIN_WORK, _level_decide_entry, _bound_terms_par, _bound_terms_ser, _gain_bound_pays,
+                    _level_advance, _level_step, _root_histogram)
 from .objective import (_GRADIENT_KERNELS, _LOSS_KERNELS, _ROUND_KINDS, _extremes_par,
                         _extremes_ser, _logistic_round_par, _logistic_round_ser,
                         _quantize_par, _quantize_ser, _round_par, _round_ser)
@@ -143,7 +143,9 @@ def _level(st):
 
 
 def _advance_state(st, level):
-    """Move tree state ``st`` to the next level (the ``LevelState`` a compiled call returned)."""
+    """Move tree state ``st`` to the next level (a compiled call's plain tuple in
+    ``LevelState``'s field order)."""
+    level = LevelState(*level)
     st.active = level.active
     st.hist = level.hist
     st.feats = level.feats
@@ -486,9 +488,10 @@ class CPUBackend:
         d = int(np.asarray(split.n_bins).shape[0])
         out = _LevelOutputs(st.active, d, split)
         penalty = np.asarray(penalty, np.float64)
-        dec = _level_decide(self._search_parallel(st), st.layout.offset, _nodes(st), _level(st),
-                            split_args(split), Selection(penalty, allowed, used, budget),
-                            st.q.shape[0] > 0, out.args())
+        dec = Decisions(*_level_decide_entry(
+            self._search_parallel(st), st.layout.offset, _nodes(st), _level(st),
+            split_args(split), Selection(penalty, allowed, used, budget), st.q.shape[0] > 0,
+            out.args()))
         result = out.result(dec.n_admitted)
         plan = SplitPlan(*dec, penalty, split)
         return result, plan

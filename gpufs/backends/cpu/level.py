@@ -15,7 +15,7 @@ from numba import njit, prange
 
 from ... import _level
 from ..._types import HIST_DTYPE, N_HIST_BINS
-from ._args import Decisions, LevelState, PerFeature, SearchSlots, SplitRule
+from ._args import Decisions, PerFeature, SearchSlots, SplitRule
 from ._device_fns import _best_over_features, _decide_level, _left_word
 from .histogram import build_histograms, row_cost, subtract_par, subtract_ser
 from .partition import _partition
@@ -80,7 +80,8 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
     the node's choice, and a best split it would have displaced was a leaf anyway.
     ``groups`` (n_features,) int32: a feature admitted here makes its group free next level.
 
-    Returns (n_admitted, next_level, priv): ``next_level`` the ``LevelState`` of the next
+    Returns (n_admitted, next_level, priv): ``next_level`` a plain tuple in ``LevelState``'s
+    field order (``_level_decide_entry`` says why) for the next
     level's nodes (children of the splits, left then right, in node order), their histograms
     (the smaller child of each split built, its sibling by exact subtraction; an empty array
     when ``build_next`` is false), the features they cover, and which of them cover the
@@ -98,6 +99,18 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
     next_level, _, priv = _level_advance(run, data, priv, nodes, level, sp, sel.penalty, groups,
                                          dec, build_next)
     return dec.n_admitted, next_level, priv
+
+
+@njit(cache=True)
+def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
+    """``_level_decide`` for a call from Python: its ``Decisions`` as a plain tuple, in that
+    order. Compiled calls called from Python return no named tuple: numba boxes one by
+    calling its class, Python code where a signal's handler can raise, and a Ctrl-C there
+    killed the process with SIGSEGV (CLI test, 2026-11-26)."""
+    d = _level_decide(parallel, off, nodes, level, sp, sel, bounded, out)
+    return (d.split_slot, d.feature, d.bin, d.missing_left, d.is_cat, d.cat_bits, d.left_g,
+            d.left_h, d.n_admitted, d.admitted_now, d.search_full, d.next_feats,
+            d.next_n_feats, d.next_full)
 
 
 @njit(cache=True)
@@ -334,8 +347,8 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
             next_slot_full[2 * i + 1] = need
 
     if not build_next or n_split == 0:
-        return (LevelState(next_active, np.empty((0, n_hist, 2), HIST_DTYPE), next_feats,
-                           next_n_feats, next_full, next_slot_full), left, priv)
+        return ((next_active, np.empty((0, n_hist, 2), HIST_DTYPE), next_feats,
+                 next_n_feats, next_full, next_slot_full), left, priv)
     nxt = np.empty((2 * n_split, n_hist, 2), HIST_DTYPE)
     # Two groups of pairs: those built over every next feature, those over the free ones.
     free_feats = np.empty(next_n_feats, next_feats.dtype)
@@ -405,7 +418,7 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
             subtract_par(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
         else:
             subtract_ser(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
-    return (LevelState(next_active, nxt, next_feats, next_n_feats, next_full, next_slot_full),
+    return ((next_active, nxt, next_feats, next_n_feats, next_full, next_slot_full),
             left, priv)
 
 
