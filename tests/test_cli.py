@@ -735,9 +735,9 @@ def test_ctrl_c_during_the_fit_is_an_interrupt_not_an_internal_error(tmp_path):
 
     _long_fit_table(tmp_path)
     # The same command once, 2 trees, in another folder: its kernels are compiled and cached
-    # before the signal, so it lands in the boosting rounds as this test means. On a cold
-    # cache (a CI dry run) the signal landed in numba's first compile and the process died
-    # of SIGSEGV: a known, open bug (CHANGELOG, Known issues), not what this test checks.
+    # before the signal, so it lands in the boosting rounds as this test means (on CI's cold
+    # cache it landed in the first compile). This test caught a SIGSEGV: a compiled level
+    # function returned a named tuple, whose boxing ran Python code where the handler raised.
     warm = tmp_path.parent / (tmp_path.name + "-warm")
     warm.mkdir()
     (warm / "in.csv").write_bytes((tmp_path / "in.csv").read_bytes())
