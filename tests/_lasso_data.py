@@ -1,10 +1,12 @@
 """Test data for the tree-weight lasso tests: small forests of scikit-learn trees, one-feature
-trees, and a cvxpy reference solver."""
+trees, the ``small`` fixture (import it by name), and a cvxpy reference solver."""
 import warnings
 
 import numpy as np
 import pytest
 from sklearn.tree import DecisionTreeRegressor
+
+from gpufs.lasso import tree_costs
 
 
 def _forest(m, n_trees, n_features=8, seed=0, loss="squared", depth_max=3):
@@ -27,6 +29,13 @@ def _forest(m, n_trees, n_features=8, seed=0, loss="squared", depth_max=3):
         used = tree.tree_.feature[tree.tree_.feature >= 0]
         masks[i, used] = True
     return A, y, masks
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A forest of 10 trees on 40 rows: ``(A, y, masks, tree_costs(masks))``."""
+    A, y, masks = _forest(40, 10, seed=13)
+    return A, y, masks, tree_costs(masks)
 
 
 def _cvxpy_solve(A, y, u, lam, loss, sample_weight=None, fit_intercept=True):

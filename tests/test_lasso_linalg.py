@@ -74,6 +74,8 @@ def test_check_sketch():
     assert _linalg._check_sketch("count", None, "squared", 50, 3) == ("count", 50)
     assert _linalg._check_sketch("rows", None, "logistic", 5000, 3) == ("rows", 1000)
     with pytest.raises(ValueError, match="sketch must be None or one of"):
-        _linalg._check_sketch("srht", None, "squared", 50, 3)
+        _linalg._check_sketch_kind("srht", "squared")
+    with pytest.raises(ValueError, match="only defined for the squared loss"):
+        _linalg._check_sketch_kind("count", "logistic")
     with pytest.raises(ValueError, match=r"sketch_size must be an integer in \[1, 50\]"):
         _linalg._check_sketch("count", 0, "squared", 50, 3)

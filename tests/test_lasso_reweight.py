@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from _lasso_data import _forest
-from gpufs.lasso import (TreeLasso, UnreachableKError, select_at_lambda, select_k,
-                         selected_features, selections_by_k, tree_costs, usage_discount)
+from gpufs.lasso import (Datafit, Reweighting, TreeLasso, UnreachableKError, select_at_lambda,
+                         select_k, selected_features, selections_by_k, tree_costs,
+                         usage_discount)
 
 MASKS = np.array([[1, 0, 0],
                   [1, 1, 0],
@@ -46,9 +47,9 @@ def test_bad_discounts():
         usage_discount(np.ones(3), MASKS)
     A, y, masks = _forest(100, 10, seed=1)
     with pytest.raises(ValueError, match="reweight_steps must be an integer >= 0"):
-        select_k(A, y, masks, 2, reweight_steps=-1)
+        select_k(A, y, masks, 2, reweight=Reweighting(steps=-1))
     with pytest.raises(ValueError, match="reweight_eps must be a number > 0"):
-        select_k(A, y, masks, 2, reweight_steps=1, reweight_eps=0)
+        select_k(A, y, masks, 2, reweight=Reweighting(steps=1, eps=0))
     with pytest.raises(ValueError, match="lam must be a finite number >= 0"):
         select_at_lambda(A, y, masks, -1.0)
 
@@ -84,7 +85,7 @@ def test_reweighting_moves_the_weight_of_near_copies_onto_one(seed):
     plain = select_k(A, y, masks, 2)
     # The plain lasso keeps both copies: averaging their noise pays as much as s2 does.
     assert plain.features.tolist() == [0, 1]
-    rw = select_k(A, y, masks, 2, reweight_steps=3)
+    rw = select_k(A, y, masks, 2, reweight=Reweighting(steps=3))
     assert rw.exact and rw.k == 2 and 2 in rw.features.tolist()
     np.testing.assert_array_equal(rw.features, selected_features(rw.weights, masks))
     assert rw.n_solves > plain.n_solves
@@ -95,19 +96,21 @@ def test_reweighting_moves_the_weight_of_near_copies_onto_one(seed):
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_path_entries_are_what_select_k_selects(loss):
     A, y, masks = _forest(300, 40, seed=4, loss=loss)
-    path = selections_by_k(A, y, masks, 5, loss=loss, reweight_steps=3)
-    plain = selections_by_k(A, y, masks, 5, loss=loss)
+    path = selections_by_k(A, y, masks, 5, datafit=Datafit(loss=loss),
+                           reweight=Reweighting(steps=3))
+    plain = selections_by_k(A, y, masks, 5, datafit=Datafit(loss=loss))
     assert path.lambda_max == plain.lambda_max
     np.testing.assert_array_equal(path.lambdas, plain.lambdas)
     assert path.n_solves > plain.n_solves
     for k in range(1, 6):
         if k in path.selections:
-            sel = select_k(A, y, masks, k, loss=loss, reweight_steps=3)
+            sel = select_k(A, y, masks, k, datafit=Datafit(loss=loss),
+                           reweight=Reweighting(steps=3))
             assert path.selections[k].features.tolist() == sel.features.tolist()
             assert path.selections[k].lam == sel.lam
         else:
             with pytest.raises(UnreachableKError):
-                select_k(A, y, masks, k, loss=loss, reweight_steps=3)
+                select_k(A, y, masks, k, datafit=Datafit(loss=loss), reweight=Reweighting(steps=3))
             assert path.unreachable[k]
 
 
@@ -116,17 +119,17 @@ def test_select_at_lambda():
     lam = select_k(A, y, masks, 2).lam
     plain = select_at_lambda(A, y, masks, lam)
     assert plain.features.tolist() == [0, 1] and plain.k == 2
-    rw = select_at_lambda(A, y, masks, lam, reweight_steps=3)
+    rw = select_at_lambda(A, y, masks, lam, reweight=Reweighting(steps=3))
     # at the same lambda the copies collapse onto one; s2 does not pay at this lambda yet
     assert rw.k == 1 and rw.features.tolist() in ([0], [1])
     assert rw.lam == lam
     # zero steps is the plain lasso; no tree has weight above lambda_max
     lmax = TreeLasso(A, y, tree_costs(masks)).lambda_max()
-    assert select_at_lambda(A, y, masks, 2 * lmax, reweight_steps=3).k == 0
+    assert select_at_lambda(A, y, masks, 2 * lmax, reweight=Reweighting(steps=3)).k == 0
 
 
 def test_record_holds_the_last_search():
     A, y, masks = _two_copies_and_a_weaker_signal(0)
     record = {}
-    sel = select_k(A, y, masks, 2, reweight_steps=3, record=record)
+    sel = select_k(A, y, masks, 2, reweight=Reweighting(steps=3), record=record)
     assert record["path"].selections[2].features.tolist() == sel.features.tolist()

@@ -4,9 +4,9 @@ features, determinism and bad k."""
 import numpy as np
 import pytest
 
-from _lasso_data import _forest, _one_feature_per_tree
-from gpufs.lasso import (UnreachableKError, select_k, selected_features, selections_by_k,
-                         solve_lasso, tree_costs)
+from _lasso_data import _forest, _one_feature_per_tree, small  # noqa: F401 (a fixture)
+from gpufs.lasso import (Datafit, FeatureCosts, KSearch, UnreachableKError, select_k,
+                         selected_features, selections_by_k, solve_lasso, tree_costs)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
@@ -14,13 +14,13 @@ def test_bisection_hits_every_k(loss):
     A, y, masks = _one_feature_per_tree(loss=loss)
     n = masks.shape[1]
     for k in range(1, n + 1):
-        sel = select_k(A, y, masks, k, loss=loss)
+        sel = select_k(A, y, masks, k, datafit=Datafit(loss=loss))
         assert sel.exact and sel.k == k and sel.features.size == k
         np.testing.assert_array_equal(sel.features, selected_features(sel.weights, masks))
         # The lambda it reports really gives those features.
-        res = solve_lasso(A, y, tree_costs(masks), sel.lam, loss=loss)
+        res = solve_lasso(A, y, tree_costs(masks), sel.lam, datafit=Datafit(loss=loss))
         np.testing.assert_array_equal(selected_features(res.weights, masks), sel.features)
-    path = selections_by_k(A, y, masks, n, loss=loss)
+    path = selections_by_k(A, y, masks, n, datafit=Datafit(loss=loss))
     assert path.ks == list(range(1, n + 1)) and path.unreachable == {}
     for k, sel in path.selections.items():
         assert sel.features.size == k
@@ -31,7 +31,7 @@ def test_bisection_hits_every_k(loss):
 def test_bisection_on_a_real_forest_with_groups():
     A, y, masks = _forest(200, 40, seed=5)
     groups = np.array([0, 0, 1, 2, 2, 3, 4, 4])
-    path = selections_by_k(A, y, masks, 5, groups=groups)
+    path = selections_by_k(A, y, masks, 5, costs=FeatureCosts(groups=groups))
     # k = 1 and 4 are unreachable on this forest: a single lambda step brings two features in
     assert path.ks == [2, 3, 5] and sorted(path.unreachable) == [1, 4]
     for k, sel in path.selections.items():
@@ -71,21 +71,22 @@ def test_zero_cost_trees_are_free_features():
     A, y, masks = _one_feature_per_tree(n=6)
     costs = np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])       # feature 3 is free
     for k in range(1, 7):
-        sel = select_k(A, y, masks, k, feature_costs=costs)
+        sel = select_k(A, y, masks, k, costs=FeatureCosts(feature_costs=costs))
         assert sel.k == k and 3 in sel.features.tolist()
     # two free features: k = 1 cannot be reached, and says why
     costs[0] = 0.0
     with pytest.raises(UnreachableKError, match=r"k=1 is unreachable: the zero-cost \(free\) "
                                                 r"trees alone select 2 features") as info:
-        select_k(A, y, masks, 1, feature_costs=costs)
+        select_k(A, y, masks, 1, costs=FeatureCosts(feature_costs=costs))
     assert info.value.below is None and info.value.above.features.tolist() == [0, 3]
-    sparsest = select_k(A, y, masks, 1, feature_costs=costs, strict=False)
+    sparsest = select_k(A, y, masks, 1, costs=FeatureCosts(feature_costs=costs), strict=False)
     assert not sparsest.exact and sparsest.features.tolist() == [0, 3]
-    assert select_k(A, y, masks, 2, feature_costs=costs).features.tolist() == [0, 3]
+    sel = select_k(A, y, masks, 2, costs=FeatureCosts(feature_costs=costs))
+    assert sel.features.tolist() == [0, 3]
     # every tree free: lambda has no effect, every useful tree is kept
     with pytest.raises(UnreachableKError, match="zero-cost"):
-        select_k(A, y, masks, 2, feature_costs=np.zeros(6))
-    path = selections_by_k(A, y, masks, 6, feature_costs=costs)
+        select_k(A, y, masks, 2, costs=FeatureCosts(feature_costs=np.zeros(6)))
+    path = selections_by_k(A, y, masks, 6, costs=FeatureCosts(feature_costs=costs))
     assert path.ks == [2, 3, 4, 5, 6] and sorted(path.unreachable) == [1]
 
 
@@ -93,7 +94,7 @@ def test_path_reports_ks_beyond_the_end():
     A, y, masks = _one_feature_per_tree(n=5)
     A[:, 4] = np.random.default_rng(1).normal(size=A.shape[0])  # pure noise tree
     y = A[:, :4] @ np.ones(4)  # noiseless: at tiny lambda the noise tree may still enter
-    path = selections_by_k(A, y, masks, 5, lambda_min_ratio=0.5, n_lambdas=3)
+    path = selections_by_k(A, y, masks, 5, search=KSearch(lambda_min_ratio=0.5), n_lambdas=3)
     # the grid ends at lambda_max / 2, where the noise tree has not entered yet
     assert path.ks == [1, 2, 3, 4] and list(path.unreachable) == [5]
     assert path.unreachable[5] == ("no lambda down to 1.01477 selects 5 features; the most "
@@ -103,7 +104,8 @@ def test_path_reports_ks_beyond_the_end():
 
 def test_search_is_deterministic():
     A2, y2, masks2 = _forest(150, 40, seed=6)
-    sels = [select_k(A2, y2, masks2, 3, sketch="count", sketch_size=100) for _ in range(2)]
+    sketched = Datafit(sketch="count", sketch_size=100)
+    sels = [select_k(A2, y2, masks2, 3, datafit=sketched) for _ in range(2)]
     assert sels[0].weights.tobytes() == sels[1].weights.tobytes()
     assert sels[0].lam == sels[1].lam
     paths = [selections_by_k(A2, y2, masks2, 4) for _ in range(2)]
@@ -111,12 +113,6 @@ def test_search_is_deterministic():
     for k in paths[0].ks:
         assert (paths[0].selections[k].weights.tobytes()
                 == paths[1].selections[k].weights.tobytes())
-
-
-@pytest.fixture(scope="module")
-def small():
-    A, y, masks = _forest(40, 10, seed=13)
-    return A, y, masks, tree_costs(masks)
 
 
 def test_bad_k(small):
@@ -141,9 +137,9 @@ def test_bad_k(small):
 def test_record_keeps_the_path_the_k_search_passed_through():
     A, y, masks = _forest(200, 40, seed=5)
     groups = np.array([0, 0, 1, 2, 2, 3, 4, 4])
-    full = selections_by_k(A, y, masks, 5, groups=groups)
+    full = selections_by_k(A, y, masks, 5, costs=FeatureCosts(groups=groups))
     record = {}
-    sel = select_k(A, y, masks, 5, groups=groups, record=record)
+    sel = select_k(A, y, masks, 5, costs=FeatureCosts(groups=groups), record=record)
     points = record["path"]
     assert points.n_solves == sel.n_solves           # no solve beyond the search's own
     np.testing.assert_array_equal(points.selections[5].features, sel.features)
@@ -158,5 +154,5 @@ def test_record_keeps_the_path_the_k_search_passed_through():
     # an unreachable k still leaves its path in the record
     record = {}
     with pytest.raises(UnreachableKError):
-        select_k(A, y, masks, 4, groups=groups, record=record)
+        select_k(A, y, masks, 4, costs=FeatureCosts(groups=groups), record=record)
     assert 4 in record["path"].unreachable and record["path"].ks

@@ -4,10 +4,11 @@ sketching, row weights, determinism, convergence warnings and every rejected inp
 import numpy as np
 import pytest
 
-from _lasso_data import _cvxpy_solve, _forest
+from _lasso_data import _cvxpy_solve, _forest, small  # noqa: F401 (a fixture)
 from gpufs import lasso
 from gpufs._device import gpu_available
-from gpufs.lasso import TreeLasso, lambda_max, lasso_path, select_k, solve_lasso, tree_costs
+from gpufs.lasso import (Datafit, SolverOptions, TreeLasso, lambda_max, lasso_path, select_k,
+                         solve_lasso, tree_costs)
 
 
 # name -> (m, T, loss, cost kind, sample weights, fit_intercept)
@@ -45,7 +46,8 @@ def _case(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_cvxpy(name, frac):
     A, y, u, loss, r, fit_intercept = _case(name)
-    prob = TreeLasso(A, y, u, loss=loss, sample_weight=r, fit_intercept=fit_intercept)
+    prob = TreeLasso(A, y, u, datafit=Datafit(loss=loss, sample_weight=r,
+                                              fit_intercept=fit_intercept))
     lam = frac * prob.lambda_max()
     res = prob.solve(lam)
     assert res.converged and res.kkt <= lasso.DEFAULT_TOL
@@ -65,10 +67,10 @@ def test_matches_cvxpy(name, frac):
 def test_lambda_max_is_the_threshold(loss):
     A, y, masks = _forest(150, 30, seed=3, loss=loss)
     u = tree_costs(masks, feature_costs=np.linspace(0.5, 2.0, masks.shape[1]))
-    prob = TreeLasso(A, y, u, loss=loss)
+    prob = TreeLasso(A, y, u, datafit=Datafit(loss=loss))
     lmax = prob.lambda_max()
     assert lmax > 0
-    assert lmax == lambda_max(A, y, u, loss=loss)
+    assert lmax == lambda_max(A, y, u, datafit=Datafit(loss=loss))
     at = prob.solve(lmax)
     assert not np.any(np.asarray(at.weights) > 0)
     below = prob.solve(lmax * (1 - 1e-3))
@@ -116,7 +118,7 @@ def test_sketch_close_to_unsketched(kind):
     full = TreeLasso(A, y, u)
     lam = 0.05 * full.lambda_max()
     exact = full.solve(lam)
-    sk = TreeLasso(A, y, u, sketch=kind, sketch_size=2000, random_state=0)
+    sk = TreeLasso(A, y, u, datafit=Datafit(sketch=kind, sketch_size=2000, random_state=0))
     res = sk.solve(lam)
     # The full-data objective at the sketched solution is within 1% of the optimum.
     assert exact.objective <= res.objective <= exact.objective * 1.01
@@ -128,9 +130,10 @@ def test_sketch_close_to_unsketched(kind):
 def test_rows_sketch_logistic():
     A, y, masks = _forest(5000, 20, seed=9, loss="logistic")
     u = tree_costs(masks)
-    full = TreeLasso(A, y, u, loss="logistic")
+    full = TreeLasso(A, y, u, datafit=Datafit(loss="logistic"))
     lam = 0.1 * full.lambda_max()
-    res = TreeLasso(A, y, u, loss="logistic", sketch="rows", sketch_size=2500).solve(lam)
+    rows = Datafit(loss="logistic", sketch="rows", sketch_size=2500)
+    res = TreeLasso(A, y, u, datafit=rows).solve(lam)
     assert res.objective <= full.solve(lam).objective * 1.02
 
 
@@ -139,7 +142,7 @@ def test_row_weights_match_repeated_rows():
     A, y, masks = _forest(60, 20, seed=10)
     u = tree_costs(masks)
     reps = np.random.default_rng(0).integers(1, 4, size=60)
-    a = solve_lasso(A, y, u, 0.01, sample_weight=reps)
+    a = solve_lasso(A, y, u, 0.01, datafit=Datafit(sample_weight=reps))
     b = solve_lasso(np.repeat(A, reps, axis=0), np.repeat(y, reps), u, 0.01)
     np.testing.assert_allclose(a.weights, b.weights, rtol=1e-9, atol=1e-12)
     assert a.intercept == pytest.approx(b.intercept, rel=1e-9)
@@ -148,7 +151,8 @@ def test_row_weights_match_repeated_rows():
 def test_not_converged_warns():
     A, y, masks = _forest(150, 40, seed=11, loss="logistic")
     with pytest.warns(Warning, match="stopped after 3 iterations"):
-        res = solve_lasso(A, y, tree_costs(masks), 1e-4, loss="logistic", max_iter=3)
+        res = solve_lasso(A, y, tree_costs(masks), 1e-4, datafit=Datafit(loss="logistic"),
+                          solver=SolverOptions(max_iter=3))
     assert not res.converged and res.n_iter == 3
 
 
@@ -160,29 +164,23 @@ def test_gpu_matches_cpu(loss):
 
     A, y, masks = _forest(500, 40, seed=12, loss=loss)
     u = tree_costs(masks)
-    cpu = solve_lasso(A, y, u, 1e-3, loss=loss)
-    gpu = solve_lasso(cupy.asarray(A), y, u, 1e-3, loss=loss)
+    cpu = solve_lasso(A, y, u, 1e-3, datafit=Datafit(loss=loss))
+    gpu = solve_lasso(cupy.asarray(A), y, u, 1e-3, datafit=Datafit(loss=loss))
     assert isinstance(gpu.weights, cupy.ndarray)
     np.testing.assert_allclose(gpu.weights.get(), cpu.weights, rtol=1e-8, atol=1e-10)
-    again = solve_lasso(cupy.asarray(A), y, u, 1e-3, loss=loss)
+    again = solve_lasso(cupy.asarray(A), y, u, 1e-3, datafit=Datafit(loss=loss))
     assert again.weights.get().tobytes() == gpu.weights.get().tobytes()
-    sel_c = select_k(A, y, masks, 3, loss=loss)
-    sel_g = select_k(cupy.asarray(A), y, masks, 3, loss=loss)
+    sel_c = select_k(A, y, masks, 3, datafit=Datafit(loss=loss))
+    sel_g = select_k(cupy.asarray(A), y, masks, 3, datafit=Datafit(loss=loss))
     np.testing.assert_array_equal(sel_c.features, sel_g.features)
 
 
 def test_solver_is_deterministic():
     A, y, masks = _forest(150, 40, seed=6, loss="logistic")
     u = tree_costs(masks)
-    runs = [solve_lasso(A, y, u, 1e-3, loss="logistic") for _ in range(2)]
+    runs = [solve_lasso(A, y, u, 1e-3, datafit=Datafit(loss="logistic")) for _ in range(2)]
     assert runs[0].weights.tobytes() == runs[1].weights.tobytes()
     assert runs[0].intercept == runs[1].intercept and runs[0].n_iter == runs[1].n_iter
-
-
-@pytest.fixture(scope="module")
-def small():
-    A, y, masks = _forest(40, 10, seed=13)
-    return A, y, masks, tree_costs(masks)
 
 
 def test_bad_shapes(small):
@@ -194,7 +192,7 @@ def test_bad_shapes(small):
     with pytest.raises(ValueError, match="A must be 2-D"):
         solve_lasso(A[:, 0], y, u, 0.1)
     with pytest.raises(ValueError, match="sample_weight has length 3"):
-        solve_lasso(A, y, u, 0.1, sample_weight=[1.0, 2.0, 3.0])
+        solve_lasso(A, y, u, 0.1, datafit=Datafit(sample_weight=[1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match="warm_start has"):
         TreeLasso(A, y, u).solve(0.1, warm_start=solve_lasso(A[:, :5], y, u[:5], 0.1))
 
@@ -214,27 +212,27 @@ def test_bad_values(small):
     with pytest.raises(ValueError, match="A contains NaN"):
         solve_lasso(A_nan, y, u, 0.1)
     with pytest.raises(ValueError, match="loss must be one of"):
-        solve_lasso(A, y, u, 0.1, loss="hinge")
+        solve_lasso(A, y, u, 0.1, datafit=Datafit(loss="hinge"))
     with pytest.raises(ValueError, match=r"loss='logistic' needs y in \{0, 1\}"):
-        solve_lasso(A, y, u, 0.1, loss="logistic")
+        solve_lasso(A, y, u, 0.1, datafit=Datafit(loss="logistic"))
     with pytest.raises(ValueError, match="needs both classes"):
-        solve_lasso(A, np.ones_like(y), u, 0.1, loss="logistic")
+        solve_lasso(A, np.ones_like(y), u, 0.1, datafit=Datafit(loss="logistic"))
     with pytest.raises(ValueError, match="sample_weight must be >= 0"):
-        solve_lasso(A, y, u, 0.1, sample_weight=-np.ones_like(y))
+        solve_lasso(A, y, u, 0.1, datafit=Datafit(sample_weight=-np.ones_like(y)))
     with pytest.raises(ValueError, match="positive sum"):
-        solve_lasso(A, y, u, 0.1, sample_weight=np.zeros_like(y))
+        solve_lasso(A, y, u, 0.1, datafit=Datafit(sample_weight=np.zeros_like(y)))
     with pytest.raises(ValueError, match="tol must be a positive number"):
-        solve_lasso(A, y, u, 0.1, tol=0)
+        solve_lasso(A, y, u, 0.1, solver=SolverOptions(tol=0))
     with pytest.raises(ValueError, match="max_iter must be a positive integer"):
-        solve_lasso(A, y, u, 0.1, max_iter=0)
+        solve_lasso(A, y, u, 0.1, solver=SolverOptions(max_iter=0))
 
 
 def test_bad_sketch(small):
     A, y, masks, u = small
     with pytest.raises(ValueError, match="sketch must be None or one of"):
-        solve_lasso(A, y, u, 0.1, sketch="srht")
+        solve_lasso(A, y, u, 0.1, datafit=Datafit(sketch="srht"))
     with pytest.raises(ValueError, match=r"sketch_size must be an integer in \[1, 40\]"):
-        solve_lasso(A, y, u, 0.1, sketch="count", sketch_size=41)
+        solve_lasso(A, y, u, 0.1, datafit=Datafit(sketch="count", sketch_size=41))
     yb = (y > np.median(y)).astype(float)
     with pytest.raises(ValueError, match="only defined for the squared loss; use sketch='rows'"):
-        solve_lasso(A, yb, u, 0.1, loss="logistic", sketch="gaussian")
+        solve_lasso(A, yb, u, 0.1, datafit=Datafit(loss="logistic", sketch="gaussian"))

@@ -6,30 +6,38 @@ per-tree costs ``u`` (feature costs and feature groups, sections 3.3.1-3.3.2), t
 sketching (3.3.3), ``lambda_max``, warm-started lambda paths and the bisection on lambda that
 reaches exactly ``k`` selected features (4.2.1). The forest is grown elsewhere; this module
 only sees its per-tree predictions ``A``, which features each tree uses and which output it
-predicts.
+predicts. The entry points take their settings as small records (``_options``): the
+:class:`Datafit`, the :class:`FeatureCosts`, the :class:`KSearch`, the :class:`Reweighting`
+and the :class:`SolverOptions`.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from ._costs import REWEIGHT_EPS, selected_features, tree_costs, usage_discount
 from ._linalg import SKETCHES
 from ._models import SmoothModel
+from ._options import (DEFAULT_MAX_ITER, DEFAULT_TOL, LOSSES, Datafit, FeatureCosts, KSearch,
+                       Reweighting, SolverOptions)
 from ._problem import LassoProblem, forest_lasso_problem
 from ._results import LassoResult, Selection, SelectionsByK, UnreachableKError
 from ._search import select_at_lambda, select_k, selections_by_k
-from ._solver import (DEFAULT_MAX_ITER, DEFAULT_TOL, LOSSES, TreeLasso, lambda_max, lasso_path,
-                      solve_lasso)
+from ._solver import TreeLasso, lambda_max, lasso_path, solve_lasso
 
 __all__ = [
     "DEFAULT_MAX_ITER",
     "DEFAULT_TOL",
+    "Datafit",
+    "FeatureCosts",
+    "KSearch",
     "LOSSES",
     "LassoProblem",
     "LassoResult",
     "REWEIGHT_EPS",
+    "Reweighting",
     "SKETCHES",
     "Selection",
     "SelectionsByK",
     "SmoothModel",
+    "SolverOptions",
     "TreeLasso",
     "UnreachableKError",
     "lambda_max",

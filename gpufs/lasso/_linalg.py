@@ -21,14 +21,22 @@ _CHUNK_ELEMS = 1 << 23
 _EIGVALSH_MAX_T = 3000
 
 
-def _check_sketch(sketch, sketch_size, loss, m, n_trees):
+def _check_sketch_kind(sketch, loss):
+    """The checks of a sketch that need no data (a :class:`Datafit` makes them)."""
     if sketch is None:
-        return None, None
+        return
     if sketch not in SKETCHES:
         raise ValueError(f"sketch must be None or one of {SKETCHES}, got {sketch!r}")
     if loss == "logistic" and sketch != "rows":
         raise ValueError(f"sketch={sketch!r} is only defined for the squared loss; use "
                          "sketch='rows' (row subsampling) with the logistic loss")
+
+
+def _check_sketch(sketch, sketch_size, loss, m, n_trees):
+    """``(sketch, sketch_size)`` with the size checked against (and defaulted from) the data;
+    the kind was checked by the :class:`Datafit` it comes from."""
+    if sketch is None:
+        return None, None
     if sketch_size is None:
         sketch_size = min(m, max(10 * (n_trees + 1), 1000))
     if (not isinstance(sketch_size, numbers.Integral) or isinstance(sketch_size, bool)

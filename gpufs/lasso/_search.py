@@ -13,14 +13,17 @@ import numpy as np
 
 from . import _docs
 from .._device import to_host
-from ._costs import REWEIGHT_EPS, _as_masks, selected_features, tree_costs, usage_discount
+from ._costs import _as_masks, selected_features, tree_costs, usage_discount
+from ._options import Datafit, FeatureCosts, KSearch, Reweighting, SolverOptions, _keywords
 from ._results import Selection, SelectionsByK, UnreachableKError
-from ._solver import DEFAULT_MAX_ITER, DEFAULT_TOL, TreeLasso, _geometric_grid
+from ._solver import TreeLasso, _geometric_grid
 
 __all__ = ["select_at_lambda", "select_k", "selections_by_k"]
 
 #: select_k's descent stops below this fraction of lambda_max (its default).
 SELECT_K_LAMBDA_MIN_RATIO = 1e-6
+#: selections_by_k's grid ends at this fraction of lambda_max (its default).
+GRID_LAMBDA_MIN_RATIO = 1e-4
 #: Reweighting stops early once no cost factor moves by more than this between two steps.
 DISCOUNT_RTOL = 1e-3
 #: A reweighting step's lambda bisection stops at this relative width at finest.
@@ -30,9 +33,9 @@ STEP_BISECT_RTOL = 1e-4
 class _Search:
     """Solutions at the lambdas tried so far, each warm-started from the nearest one."""
 
-    def __init__(self, prob, masks, threshold, tol, max_iter):
+    def __init__(self, prob, masks, threshold, solver):
         self.prob, self.masks, self.threshold = prob, masks, threshold
-        self.tol, self.max_iter = tol, max_iter
+        self.tol, self.max_iter = solver.tol, solver.max_iter
         self.points = {}  # lam -> (LassoResult, features)
         self.n_solves = 0
         self.not_converged = []
@@ -126,12 +129,17 @@ class _Search:
                          n_solves=self.n_solves, loss=float(res.objective - penalty))
 
 
-def _prepare_selection(A, y, tree_feature_masks, cost_args, threshold, **problem):
-    """The masks, the :class:`TreeLasso` and the number of features the forest uses.
+def _record(value, cls, name):
+    """``value`` when it is a ``cls`` (one of the settings records), else a TypeError."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a gpufs.lasso.{cls.__name__}, got "
+                        f"{type(value).__name__}")
+    return value
 
-    ``cost_args`` are ``tree_costs``' ``(feature_costs, groups, group_costs)``; ``problem``
-    the ``TreeLasso`` keywords (loss, sample_weight, fit_intercept, sketch, sketch_size,
-    random_state)."""
+
+def _prepare_selection(A, y, tree_feature_masks, costs, datafit, threshold):
+    """The masks, the :class:`TreeLasso` and the number of features the forest uses."""
+    costs = _record(costs, FeatureCosts, "costs")
     masks = _as_masks(tree_feature_masks)
     shape = getattr(A, "shape", None)
     n_trees = shape[1] if shape is not None and len(shape) == 2 else None
@@ -140,25 +148,22 @@ def _prepare_selection(A, y, tree_feature_masks, cost_args, threshold, **problem
                          "columns (one per tree)")
     if not (isinstance(threshold, numbers.Real) and threshold >= 0):
         raise ValueError(f"threshold must be a number >= 0, got {threshold!r}")
-    u = tree_costs(masks, *cost_args)
-    prob = TreeLasso(A, y, u, **problem)
+    u = tree_costs(masks, **_keywords(costs))
+    prob = TreeLasso(A, y, u, datafit=datafit)
     return masks, prob, int(masks.any(axis=0).sum())
 
 
-class _Reweighting:
+class _ReweightSteps:
     """The reweighting steps of one lasso (see the package docstring): from a selection,
     discount the costs by its usage and search again, until the discount settles."""
 
-    def __init__(self, prob, masks, feature_costs, groups, group_costs, steps, eps, threshold,
-                 tol, max_iter):
-        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
-            raise ValueError(f"reweight_steps must be an integer >= 0, got {steps!r}")
-        if not (isinstance(eps, numbers.Real) and eps > 0):
-            raise ValueError(f"reweight_eps must be a number > 0, got {eps!r}")
-        self.prob, self.masks, self.groups = prob, masks, groups
-        self.steps, self.eps = int(steps), float(eps)
-        self.threshold, self.tol, self.max_iter = threshold, tol, max_iter
-        self._costs = (lambda discount: tree_costs(masks, feature_costs, groups, group_costs,
+    def __init__(self, prob, masks, costs, reweight, threshold, solver):
+        reweight = _record(reweight, Reweighting, "reweight")
+        self.solver = _record(solver, SolverOptions, "solver")
+        self.prob, self.masks, self.groups = prob, masks, costs.groups
+        self.steps, self.eps = int(reweight.steps), float(reweight.eps)
+        self.threshold = threshold
+        self._costs = (lambda discount: tree_costs(masks, **_keywords(costs),
                                                    discount=discount))
 
     def discount(self, basis):
@@ -170,7 +175,7 @@ class _Reweighting:
         warm-started from ``basis`` (the last step's Selection): its first solve starts from
         the basis's weights, and a search for k starts at the basis's lambda."""
         search = _Search(self.prob.with_costs(self._costs(discount)), self.masks,
-                         self.threshold, self.tol, self.max_iter)
+                         self.threshold, self.solver)
         if basis is not None:
             search.seed, search.lam_start = basis, float(basis.lam)
         return search
@@ -216,49 +221,41 @@ def _check_k(k, n_used, n_features, what="k"):
 
 
 @_docs.fill
-def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, group_costs=None,
-             loss="squared", sample_weight=None, fit_intercept=True, threshold=0.0,
-             lambda_min_ratio=SELECT_K_LAMBDA_MIN_RATIO, bisect_rtol=1e-7, max_bisect=60,
-             strict=True, sketch=None, sketch_size=None, random_state=0, reweight_steps=0,
-             reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER, record=None):
+def select_k(A, y, tree_feature_masks, k, *, costs=FeatureCosts(), datafit=Datafit(),
+             threshold=0.0, search=KSearch(), strict=True, reweight=Reweighting(),
+             solver=SolverOptions(), record=None):
     """Find a lambda whose solution selects exactly ``k`` features (ControlBurn, section 4.2.1).
 
     Starting at lambda_max (only the zero-cost trees kept), lambda is halved, each solve
     warm-started from the last, until at least k features are selected (or lambda falls below
-    ``lambda_min_ratio * lambda_max``); a jump past k is then bisected geometrically between
-    the last two lambdas until their ratio is within ``1 + bisect_rtol``. The features of
-    zero-cost trees are selected at every lambda and count toward k.
+    ``search.lambda_min_ratio * lambda_max``, 1e-6 by default); a jump past k is then bisected
+    geometrically between the last two lambdas until their ratio is within
+    ``1 + search.bisect_rtol``. The features of zero-cost trees are selected at every lambda
+    and count toward k.
 
     Parameters
     ----------
     $data
-    tree_feature_masks : ndarray of shape (n_trees, n_features), bool
-        ``[i, j]`` is True when tree i splits on feature j.
+    $masks
     k : int >= 1
         The number of features to select.
-    feature_costs, groups, group_costs : see :func:`tree_costs`
-        The tree costs.
-    $problem
-    threshold : float >= 0, default=0.0
-        A feature counts as selected when a tree with ``weight > threshold`` uses it.
-    lambda_min_ratio : float in (0, 1), default=1e-6
-        The descent stops below ``lambda_min_ratio * lambda_max``.
-    bisect_rtol : float, default=1e-7
-        The bisection stops when its bracket's ratio is within ``1 + bisect_rtol``.
-    max_bisect : int, default=60
-        Bisection steps at most.
+    $costs
+    $datafit
+    $threshold
+    search : KSearch, default=KSearch()
+        The descent's floor and the bisection's width and steps (:class:`KSearch`).
     strict : bool, default=True
         If no lambda gives exactly k: True raises :class:`UnreachableKError` saying why (it
         carries the nearest selections below and above k); False returns the solution with
         the most features below k (the sparsest one when the free features alone exceed k),
         with ``exact=False``.
-    $reweight
-    $solver
+    $reweighting
+    $solver_options
     record : dict or None, default=None
         If given, ``record["path"]`` is set (also when k is unreachable) to the
         :class:`SelectionsByK` of k' = 1..k that the lambdas this search solved give, at no
         extra solve: for each k' the largest solved lambda that selects exactly k' (with
-        ``reweight_steps``, in the latest search that hit k'); a k' no solved lambda gave is
+        reweighting steps, in the latest search that hit k'); a k' no solved lambda gave is
         listed as unreachable with that reason (:func:`selections_by_k` searches every k'
         instead).
 
@@ -266,15 +263,11 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
     -------
     Selection
     """
-    masks, prob, n_used = _prepare_selection(
-        A, y, tree_feature_masks, (feature_costs, groups, group_costs), threshold, loss=loss,
-        sample_weight=sample_weight, fit_intercept=fit_intercept, sketch=sketch,
-        sketch_size=sketch_size, random_state=random_state)
+    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, costs, datafit,
+                                             threshold)
     _check_k(k, n_used, masks.shape[1])
-    if not (0 < lambda_min_ratio < 1):
-        raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}")
-    reweighting = _Reweighting(prob, masks, feature_costs, groups, group_costs, reweight_steps,
-                               reweight_eps, threshold, tol, max_iter)
+    search = _record(search, KSearch, "search")
+    reweighting = _ReweightSteps(prob, masks, costs, reweight, threshold, solver)
 
     def keep_path(search):
         if record is not None:
@@ -292,15 +285,15 @@ def select_k(A, y, tree_feature_masks, k, *, feature_costs=None, groups=None, gr
                     n_solves=old.n_solves + path.n_solves)
             record["path"] = path
 
-    return _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bisect,
-                                strict, keep_path)
+    return _select_k_reweighted(reweighting, k, search, strict, keep_path)
 
 
-def _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bisect, strict,
-                         on_search=None):
+def _select_k_reweighted(reweighting, k, k_search, strict, on_search=None):
     """The search for k on the plain costs, then the reweighting steps from its selection (or,
     k unreachable, from the selection below k): what :func:`select_k` returns or raises.
     ``on_search(search)`` sees every search, the last one last."""
+    lambda_min_ratio = k_search.ratio(SELECT_K_LAMBDA_MIN_RATIO)
+    bisect_rtol, max_bisect = k_search.bisect_rtol, k_search.max_bisect
 
     def step(search):
         # A reweighting step bisects to STEP_BISECT_RTOL at finest: it only has to find its
@@ -310,7 +303,7 @@ def _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bise
                          max_bisect, strict, lam_start=search.lam_start)
 
     search = _Search(reweighting.prob, reweighting.masks, reweighting.threshold,
-                     reweighting.tol, reweighting.max_iter)
+                     reweighting.solver)
     first, error = None, None
     try:
         first = step(search)
@@ -332,28 +325,22 @@ def _select_k_reweighted(reweighting, k, lambda_min_ratio, bisect_rtol, max_bise
 
 
 @_docs.fill
-def select_at_lambda(A, y, tree_feature_masks, lam, *, feature_costs=None, groups=None,
-                     group_costs=None, loss="squared", sample_weight=None, fit_intercept=True,
-                     threshold=0.0, sketch=None, sketch_size=None, random_state=0,
-                     reweight_steps=0, reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL,
-                     max_iter=DEFAULT_MAX_ITER):
+def select_at_lambda(A, y, tree_feature_masks, lam, *, costs=FeatureCosts(), datafit=Datafit(),
+                     threshold=0.0, reweight=Reweighting(), solver=SolverOptions()):
     """The selection of the lasso at one ``lam`` (and its reweighting steps, each a solve
     at the same ``lam`` on the discounted costs).
 
     Parameters
     ----------
     $data
-    tree_feature_masks : ndarray of shape (n_trees, n_features), bool
-        ``[i, j]`` is True when tree i splits on feature j.
+    $masks
     lam : float >= 0
         The lasso's lambda.
-    feature_costs, groups, group_costs : see :func:`tree_costs`
-        The tree costs.
-    $problem
-    threshold : float >= 0, default=0.0
-        A feature counts as selected when a tree with ``weight > threshold`` uses it.
-    $reweight
-    $solver
+    $costs
+    $datafit
+    $threshold
+    $reweighting
+    $solver_options
 
     Returns
     -------
@@ -362,13 +349,9 @@ def select_at_lambda(A, y, tree_feature_masks, lam, *, feature_costs=None, group
     """
     if not (isinstance(lam, numbers.Real) and lam >= 0 and math.isfinite(lam)):
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-    masks, prob, _ = _prepare_selection(
-        A, y, tree_feature_masks, (feature_costs, groups, group_costs), threshold, loss=loss,
-        sample_weight=sample_weight, fit_intercept=fit_intercept, sketch=sketch,
-        sketch_size=sketch_size, random_state=random_state)
-    reweighting = _Reweighting(prob, masks, feature_costs, groups, group_costs, reweight_steps,
-                               reweight_eps, threshold, tol, max_iter)
-    search = _Search(prob, masks, threshold, tol, max_iter)
+    masks, prob, _ = _prepare_selection(A, y, tree_feature_masks, costs, datafit, threshold)
+    reweighting = _ReweightSteps(prob, masks, costs, reweight, threshold, solver)
+    search = _Search(prob, masks, threshold, reweighting.solver)
     search.eval(float(lam))
     search.warn_if_needed()
     first = search.selection(float(lam))
@@ -483,58 +466,50 @@ def _nearest(search, k, densest=True):
 
 
 @_docs.fill
-def selections_by_k(A, y, tree_feature_masks, k_max, *, feature_costs=None, groups=None,
-                   group_costs=None, loss="squared", sample_weight=None, fit_intercept=True,
-                   threshold=0.0, n_lambdas=40, lambda_min_ratio=1e-4, bisect_rtol=1e-7,
-                   max_bisect=60, sketch=None, sketch_size=None, random_state=0,
-                   reweight_steps=0, reweight_eps=REWEIGHT_EPS, tol=DEFAULT_TOL,
-                   max_iter=DEFAULT_MAX_ITER):
+def selections_by_k(A, y, tree_feature_masks, k_max, *, costs=FeatureCosts(), datafit=Datafit(),
+                    threshold=0.0, n_lambdas=40, search=KSearch(), reweight=Reweighting(),
+                    solver=SolverOptions()):
     """The selected features for every k = 1..k_max, in one warm-started sweep.
 
-    Solves on ``n_lambdas`` geometric lambdas from lambda_max down to lambda_min_ratio *
-    lambda_max (stopping early once k_max features are selected), then, for every k the grid
+    Solves on ``n_lambdas`` geometric lambdas from lambda_max down to
+    ``search.lambda_min_ratio * lambda_max`` (1e-4 by default; stopping early once k_max
+    features are selected), then, for every k the grid
     skipped, bisects the first (largest-lambda) bracket of neighbouring solutions whose counts
     straddle k. For each k the largest lambda found giving exactly k is kept. Ks that no lambda
     gives are listed in ``unreachable`` with the reason, never silently dropped.
 
-    With ``reweight_steps`` every k is then searched exactly as :func:`select_k` (with its
+    With reweighting steps every k is then searched exactly as :func:`select_k` (with its
     default ``lambda_min_ratio``) searches and reweights it: each entry is what
-    ``select_k(..., k, reweight_steps=...)`` selects, and its lambda belongs to its own
+    ``select_k(..., k, reweight=...)`` selects, and its lambda belongs to its own
     discounted costs. ``lambdas`` and ``n_selected`` describe the plain sweep.
 
     Parameters
     ----------
     $data
-    tree_feature_masks : ndarray of shape (n_trees, n_features), bool
-        ``[i, j]`` is True when tree i splits on feature j.
+    $masks
     k_max : int >= 1
         The largest k.
-    feature_costs, groups, group_costs : see :func:`tree_costs`
-        The tree costs.
-    $problem
-    threshold : float >= 0, default=0.0
-        A feature counts as selected when a tree with ``weight > threshold`` uses it.
+    $costs
+    $datafit
+    $threshold
     n_lambdas : int >= 2, default=40
         Lambdas of the geometric grid.
-    lambda_min_ratio : float in (0, 1), default=1e-4
-        The grid's smallest lambda, relative to lambda_max.
-    bisect_rtol : float, default=1e-7
-        A bisection stops when its bracket's ratio is within ``1 + bisect_rtol``.
-    max_bisect : int, default=60
-        Bisection steps per k at most.
-    $reweight
-    $solver
+    search : KSearch, default=KSearch()
+        The grid's smallest lambda relative to lambda_max, and the bisections' width and steps
+        per k (:class:`KSearch`).
+    $reweighting
+    $solver_options
 
     Returns
     -------
     SelectionsByK
     """
-    masks, prob, n_used = _prepare_selection(
-        A, y, tree_feature_masks, (feature_costs, groups, group_costs), threshold, loss=loss,
-        sample_weight=sample_weight, fit_intercept=fit_intercept, sketch=sketch,
-        sketch_size=sketch_size, random_state=random_state)
+    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, costs, datafit,
+                                             threshold)
     _check_k(k_max, n_used, masks.shape[1], what="k_max")
-    search = _Search(prob, masks, threshold, tol, max_iter)
+    k_search = _record(search, KSearch, "search")
+    reweighting = _ReweightSteps(prob, masks, costs, reweight, threshold, solver)
+    search = _Search(prob, masks, threshold, reweighting.solver)
     lmax = prob.lambda_max()
     selections, unreachable = {}, {}
     try:
@@ -544,12 +519,13 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, feature_costs=None, grou
                                   "no feature is selected")
             search.eval(0.0)
         else:
-            for lam in _geometric_grid(lmax, n_lambdas, lambda_min_ratio):
+            for lam in _geometric_grid(lmax, n_lambdas,
+                                       k_search.ratio(GRID_LAMBDA_MIN_RATIO)):
                 if search.k(lam) >= k_max:
                     break
             for k in range(1, k_max + 1):
                 if search.hit(k) is None:
-                    lam, why = search.bisect(k, bisect_rtol, max_bisect)
+                    lam, why = search.bisect(k, k_search.bisect_rtol, k_search.max_bisect)
                     if lam is None:
                         unreachable[k] = why
         # Bisections for a later k can find a larger lambda for an earlier one: take, for
@@ -565,8 +541,6 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, feature_costs=None, grou
         search.warn_if_needed()
     pts = search.sorted_points()
     n_solves = search.n_solves
-    reweighting = _Reweighting(prob, masks, feature_costs, groups, group_costs, reweight_steps,
-                               reweight_eps, threshold, tol, max_iter)
     if reweighting.steps and lmax > 0:
         # Every k exactly as select_k reweights it (the steps depend on where they start, so
         # the path starts each k where select_k does, not from the sweep's solutions).
@@ -574,9 +548,9 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, feature_costs=None, grou
         selections, unreachable, nearest = {}, {}, {}
         for k in range(1, k_max + 1):
             try:
-                sel = _select_k_reweighted(reweighting, k, SELECT_K_LAMBDA_MIN_RATIO,
-                                           bisect_rtol, max_bisect, True,
-                                           lambda s: solves.append(s.n_solves))
+                sel = _select_k_reweighted(
+                    reweighting, k, dataclasses.replace(k_search, lambda_min_ratio=None), True,
+                    lambda s: solves.append(s.n_solves))
                 selections[k] = _without_count(sel)
             except UnreachableKError as exc:
                 # Each k has costs of its own (reweighted from its own selections), so the

@@ -17,15 +17,11 @@ from . import _docs
 from ._costs import _host_vector, _nonneg
 from ._linalg import _check_sketch, _gram, _sketch_square
 from ._models import _DirectLogistic, _DirectSquare, _GramSquare
+from ._options import DEFAULT_MAX_ITER, DEFAULT_TOL, Datafit, SolverOptions, _keywords
 from ._results import LassoResult
 
-__all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "LOSSES", "TreeLasso", "lambda_max", "lasso_path",
-           "solve_lasso"]
+__all__ = ["TreeLasso", "lambda_max", "lasso_path", "solve_lasso"]
 
-LOSSES = ("squared", "logistic")
-#: Default relative KKT tolerance (see the package docstring).
-DEFAULT_TOL = 1e-9
-DEFAULT_MAX_ITER = 20_000
 #: Iterations between KKT checks (each check is one host sync and one extra gradient).
 _CHECK_EVERY = 10
 #: Working sets: at least this many trees are added per round; smaller forests are solved whole.
@@ -33,9 +29,8 @@ _WS_MIN_ADD = 16
 
 
 def _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept):
-    """Validate the lasso's data: ``(A float64 (m, T) on xp, y, u, r host float64)``."""
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    """Validate the lasso's data (``loss`` is checked by its :class:`Datafit`):
+    ``(A float64 (m, T) on xp, y, u, r host float64)``."""
     A = xp.asarray(A)
     if A.ndim != 2:
         raise ValueError(f"A must be 2-D (n_rows, n_trees), got shape {tuple(A.shape)}")
@@ -85,15 +80,19 @@ class TreeLasso:
     $data
     costs : ndarray of shape (n_trees,)
         Tree costs ``u`` >= 0 (see :func:`tree_costs`); a tree of cost 0 is never penalized.
-    $problem
+    $datafit
     """
 
-    def __init__(self, A, y, costs, *, loss="squared", sample_weight=None, fit_intercept=True,
-                 sketch=None, sketch_size=None, random_state=0):
+    def __init__(self, A, y, costs, *, datafit=Datafit()):
+        datafit = _datafit(datafit)
+        loss, fit_intercept = datafit.loss, datafit.fit_intercept
         xp = namespace_of(A)
-        A, y_h, u_h, r_h = _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept)
+        A, y_h, u_h, r_h = _checked_problem(xp, A, y, costs, loss, datafit.sample_weight,
+                                            fit_intercept)
         m, n_trees = A.shape
-        sketch, sketch_size = _check_sketch(sketch, sketch_size, loss, m, n_trees)
+        sketch, sketch_size = _check_sketch(datafit.sketch, datafit.sketch_size, loss, m,
+                                            n_trees)
+        random_state = datafit.random_state
         self.xp = xp
         self.loss = loss
         self.fit_intercept = bool(fit_intercept)
@@ -303,11 +302,7 @@ class TreeLasso:
         LassoResult
         """
         lam = _check_lam(lam)
-        if isinstance(tol, bool) or not (isinstance(tol, numbers.Real) and tol > 0):
-            raise ValueError(f"tol must be a positive number, got {tol!r}")
-        if isinstance(max_iter, bool) or not (isinstance(max_iter, numbers.Integral)
-                                              and max_iter >= 1):
-            raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+        SolverOptions(tol, max_iter)  # raises on a bad tol or max_iter
         w, b, n_iter, converged, kkt, fval = self._solve(lam, warm_start, float(tol), int(max_iter))
         if not converged:
             from sklearn.exceptions import ConvergenceWarning
@@ -534,10 +529,22 @@ def _check_lam(lam):
     return float(lam)
 
 
+def _datafit(datafit):
+    if not isinstance(datafit, Datafit):
+        raise TypeError(f"datafit must be a gpufs.lasso.Datafit, got {type(datafit).__name__}")
+    return datafit
+
+
+def _solver_options(solver):
+    if not isinstance(solver, SolverOptions):
+        raise TypeError("solver must be a gpufs.lasso.SolverOptions, got "
+                        f"{type(solver).__name__}")
+    return solver
+
+
 @_docs.fill
-def solve_lasso(A, y, costs, lam, *, loss="squared", sample_weight=None, fit_intercept=True,
-                sketch=None, sketch_size=None, random_state=0, tol=DEFAULT_TOL,
-                max_iter=DEFAULT_MAX_ITER, warm_start=None):
+def solve_lasso(A, y, costs, lam, *, datafit=Datafit(), solver=SolverOptions(),
+                warm_start=None):
     """Solve the tree-weight lasso once.
 
     Parameters
@@ -546,23 +553,21 @@ def solve_lasso(A, y, costs, lam, *, loss="squared", sample_weight=None, fit_int
     costs : ndarray of shape (n_trees,)
         Tree costs >= 0.
     lam : float >= 0
-    $problem
-    $solver
+    $datafit
+    $solver_options
     warm_start : LassoResult or None, default=None
 
     Returns
     -------
     LassoResult
     """
-    prob = TreeLasso(A, y, costs, loss=loss, sample_weight=sample_weight,
-                     fit_intercept=fit_intercept, sketch=sketch, sketch_size=sketch_size,
-                     random_state=random_state)
-    return prob.solve(lam, warm_start=warm_start, tol=tol, max_iter=max_iter)
+    solver = _solver_options(solver)
+    prob = TreeLasso(A, y, costs, datafit=datafit)
+    return prob.solve(lam, warm_start=warm_start, **_keywords(solver))
 
 
 @_docs.fill
-def lambda_max(A, y, costs, *, loss="squared", sample_weight=None, fit_intercept=True,
-               sketch=None, sketch_size=None, random_state=0):
+def lambda_max(A, y, costs, *, datafit=Datafit()):
     """Smallest lambda giving w = 0 on every positive-cost tree (see
     :meth:`TreeLasso.lambda_max`).
 
@@ -570,21 +575,18 @@ def lambda_max(A, y, costs, *, loss="squared", sample_weight=None, fit_intercept
     ----------
     $data
     costs : ndarray of shape (n_trees,)
-    $problem
+    $datafit
 
     Returns
     -------
     float
     """
-    return TreeLasso(A, y, costs, loss=loss, sample_weight=sample_weight,
-                     fit_intercept=fit_intercept, sketch=sketch, sketch_size=sketch_size,
-                     random_state=random_state).lambda_max()
+    return TreeLasso(A, y, costs, datafit=datafit).lambda_max()
 
 
 @_docs.fill
-def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3, loss="squared",
-               sample_weight=None, fit_intercept=True, sketch=None, sketch_size=None,
-               random_state=0, tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
+def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3,
+               datafit=Datafit(), solver=SolverOptions()):
     """Warm-started solutions over a grid of lambdas.
 
     The lambdas are solved from the largest down, each warm-started from the previous.
@@ -598,17 +600,16 @@ def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3, l
         down to ``lambda_min_ratio * lambda_max``.
     n_lambdas : int >= 2, default=30
     lambda_min_ratio : float in (0, 1), default=1e-3
-    $problem
-    $solver
+    $datafit
+    $solver_options
 
     Returns
     -------
     list of LassoResult
         In the order of ``lams``.
     """
-    prob = TreeLasso(A, y, costs, loss=loss, sample_weight=sample_weight,
-                     fit_intercept=fit_intercept, sketch=sketch, sketch_size=sketch_size,
-                     random_state=random_state)
+    solver = _solver_options(solver)
+    prob = TreeLasso(A, y, costs, datafit=datafit)
     if lams is None:
         lams = _geometric_grid(prob.lambda_max(), n_lambdas, lambda_min_ratio)
     lams = [_check_lam(x) for x in np.asarray(lams, dtype=np.float64).ravel()]
@@ -616,7 +617,7 @@ def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3, l
     out = [None] * len(lams)
     prev = None
     for i in order:
-        prev = prob.solve(lams[i], warm_start=prev, tol=tol, max_iter=max_iter)
+        prev = prob.solve(lams[i], warm_start=prev, **_keywords(solver))
         out[i] = prev
     return out
 

@@ -312,10 +312,12 @@ class _BaseControlBurn(SelectorBase):
                                                    problem.loss, problem.fit_intercept,
                                                    problem.trees)
         masks = masks_all[trees]
-        kw = dict(feature_costs=feature_costs, groups=groups, group_costs=group_costs,
-                  loss=loss, sample_weight=w_l, fit_intercept=fit_intercept,
-                  sketch=self.sketch, sketch_size=self.sketch_size, random_state=seed,
-                  reweight_steps=self.reweight_steps)
+        kw = dict(costs=_lasso.FeatureCosts(feature_costs=feature_costs, groups=groups,
+                                            group_costs=group_costs),
+                  datafit=_lasso.Datafit(loss=loss, sample_weight=w_l,
+                                         fit_intercept=fit_intercept, sketch=self.sketch,
+                                         sketch_size=self.sketch_size, random_state=seed),
+                  reweight=_lasso.Reweighting(steps=self.reweight_steps))
 
         # Per-tree scale for importances: the (row-weighted) std of the tree's column.
         xp = namespace_of(A)
@@ -371,10 +373,12 @@ class _BaseControlBurn(SelectorBase):
                 # the plain lasso (the grouping does what the reweighting would), a coarse
                 # bisection, and no lambda below 1e-3 lambda_max (where solves are slow);
                 # with no lambda giving k_pool, the most features found below it.
-                pool_kw = {**kw, "reweight_steps": 0}
+                pool_kw = {**kw, "reweight": _lasso.Reweighting(steps=0)}
                 pool = _lasso.select_k(A, y_l, masks, k_pool, strict=False,
-                                       bisect_rtol=POOL_BISECT_RTOL,
-                                       lambda_min_ratio=POOL_LAMBDA_MIN_RATIO, **pool_kw)
+                                       search=_lasso.KSearch(
+                                           lambda_min_ratio=POOL_LAMBDA_MIN_RATIO,
+                                           bisect_rtol=POOL_BISECT_RTOL),
+                                       **pool_kw)
                 if pool.k <= k:
                     return None
                 chosen, merged = choose_k(pool.features.tolist(), importance(pool.weights),
