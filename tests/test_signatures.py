@@ -29,15 +29,12 @@ KNOWN_LONG = {
     "gpufs/_gain.py:make_scan_feature.scan_feature": "compiled kernel (backend factory)",
     "gpufs/_categorical.py:make_scan_categorical.scan_categorical": "compiled kernel "
                                                                     "(backend factory)",
-    # Not yet regrouped (issue 28): the public lasso functions' keyword lists and the
-    # ControlBurn fit step shared with gpufs.dask.
+    # Not yet regrouped (issue 28): the public lasso functions' keyword lists.
     "gpufs/lasso/_search.py:select_k": "public gpufs.lasso API, keyword list not yet grouped",
     "gpufs/lasso/_search.py:selections_by_k": "public gpufs.lasso API, not yet grouped",
     "gpufs/lasso/_search.py:select_at_lambda": "public gpufs.lasso API, not yet grouped",
     "gpufs/lasso/_solver.py:lasso_path": "public gpufs.lasso API, not yet grouped",
     "gpufs/lasso/_solver.py:solve_lasso": "public gpufs.lasso API, not yet grouped",
-    "gpufs/selectors/controlburn.py:_BaseControlBurn._forest_and_selection":
-        "called positionally by gpufs/dask/_controlburn.py (the Dask engineer's this session)",
 }
 
 
