@@ -37,16 +37,13 @@ from .._input import check_costs, check_groups
 from ..binning import BinMapper
 from ..selectors._near_copies import column_correlation
 from ..selectors._controlburn_fit import ForestData
-from ..selectors.controlburn import (_PARAMS_DOC, ControlBurnClassifier,
-                                     ControlBurnRegressor, _refit_has)
-from sklearn.utils.metaestimators import available_if
+from ..selectors.controlburn import _PARAMS_DOC, ControlBurnClassifier, ControlBurnRegressor
 from ._backend import ClusterBackend, ShardedBins
 from ._data import classes_of, encoded_columns, load
 from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token
 from ._gbfs import (_CLUSTER_PARAMS_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
                     bin_on_cluster, check_cluster_params, default_client)
 from ._group import ShardGroup
-from ._predict import is_dask, lazy_apply
 
 __all__ = ["DaskControlBurnClassifier", "DaskControlBurnRegressor"]
 
@@ -246,21 +243,3 @@ class DaskControlBurnClassifier(_DaskControlBurnMixin, ControlBurnClassifier):
                                      + "\n    Attributes\n", 1)
                + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
     _parameter_constraints = {**ControlBurnClassifier._parameter_constraints, **_CONSTRAINTS}
-
-    @available_if(_refit_has("predict_proba"))
-    def predict_proba(self, X):
-        """Class probabilities of the refit model.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : dask collection or ndarray of shape (n_samples, n_classes)
-            Lazy for a Dask collection; else as the single-process ``predict_proba``.
-        """
-        if not is_dask(X):
-            return super().predict_proba(X)
-        return lazy_apply(self, DaskControlBurnClassifier, X, "predict_proba",
-                          width=len(self.classes_), columns=self.classes_)

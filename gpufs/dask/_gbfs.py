@@ -32,7 +32,6 @@ from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token, warm_key
 from ._exact import fsum_from_parts
 from ._group import ShardGroup
 from ._gt import ShardedRaw
-from ._predict import is_dask, lazy_apply
 from ._rows import ShardRows
 from ._validation import split_validation
 
@@ -330,21 +329,3 @@ class DaskGBFSClassifier(_DaskGBFSMixin, GBFSClassifier):
         ``"shard_backends"``: each shard's backend ("cpu" or "gpu").
 """)
     _parameter_constraints = {**GBFSClassifier._parameter_constraints, **_CONSTRAINTS}
-
-    def predict_proba(self, X):
-        """Class probabilities.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : dask collection or ndarray of shape (n_samples, n_classes)
-            Lazy for a Dask collection (a DataFrame with one column per class for a frame);
-            else as the single-process ``predict_proba``.
-        """
-        if not is_dask(X):
-            return super().predict_proba(X)
-        return lazy_apply(self, _DaskGBFSMixin, X, "predict_proba", width=len(self.classes_),
-                          columns=self.classes_)
