@@ -34,7 +34,6 @@ from ..binning import BinMapper
 from ..boosting import BoostingParams, DeviceRows
 from ..group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
 from ..grower import TreeParams
-from ..objectives import make_objective
 from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS
 from ..tree import TreeEnsemble
@@ -42,6 +41,7 @@ from ._boost_setup import BoostSetup
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, auto_k, feature_budget, input_device, int_range,
                     real_range)
+from ._boosted import BoostedClassifierMixin, BoostedRegressorMixin
 from ._exact_k import fit_exact_k, pool_size, total_gains
 from ._gbfs_io import GBFSCodec
 from ._mu_search import known_outcomes
@@ -605,7 +605,7 @@ _PARAMS_DOC = """
 """
 
 
-class GBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseGBFS):
+class GBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin, _BaseGBFS):
     __doc__ = ("Gradient Boosted Feature Selection for regression (squared error).\n"
                + _PARAMS_DOC + """
     Examples
@@ -619,12 +619,6 @@ class GBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseGBFS):
     >>> sorted(est.selected_features_.tolist())
     [0, 3]
 """)
-
-    def _make_objective(self):
-        return make_objective("regression")
-
-    def _boosting_target(self, y):
-        return y
 
     def predict(self, X):
         """Predicted values.
@@ -641,19 +635,13 @@ class GBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseGBFS):
         return self._raw_predict(X)[:, 0]
 
 
-class GBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseGBFS):
+class GBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin,
+                     _BaseGBFS):
     __doc__ = ("Gradient Boosted Feature Selection for classification (binary log loss, or "
                "softmax with one tree per class per round and one shared set of used "
                "features).\n" + _PARAMS_DOC + """    classes_ : ndarray of shape (n_classes,)
         The class labels.
 """)
-
-    def _make_objective(self):
-        return make_objective("classification", len(self.classes_))
-
-    def _boosting_target(self, codes):
-        # The logistic kernels read a float 0/1 target; softmax reads the int32 codes.
-        return codes.astype(np.float64) if len(self.classes_) == 2 else codes
 
     def decision_function(self, X):
         """Raw scores.

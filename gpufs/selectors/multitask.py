@@ -31,10 +31,10 @@ from ..binning import BinMapper
 from ..boosting import BoostingParams
 from ..grower import TreeParams
 from ..multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
-from ..objectives import make_objective
 from ..penalties import PENALTY_SCALINGS
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, RegressorTargetMixin,
                     SelectorBase, input_device, int_range, real_range)
+from ._boosted import BoostedClassifierMixin, BoostedRegressorMixin
 from ._multitask_io import MultiTaskGBFSCodec
 
 __all__ = ["MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor"]
@@ -518,7 +518,8 @@ _PARAMS_DOC = """
 """
 
 
-class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTaskGBFS):
+class MultiTaskGBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin,
+                             _BaseMultiTaskGBFS):
     __doc__ = ("Multitask gradient boosted feature selection for regression (squared error).\n"
                + _PARAMS_DOC + """
     Examples
@@ -534,12 +535,6 @@ class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTas
     >>> [sorted(s.tolist()) for s in est.selected_features_by_task_]
     [[0, 1], [0, 2], [0, 3]]
 """)
-
-    def _make_objective(self):
-        return make_objective("regression")
-
-    def _boosting_target(self, y):
-        return y
 
     def score(self, X, y, task=None, sample_weight=None):
         from sklearn.metrics import r2_score
@@ -566,18 +561,13 @@ class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTas
         return self._raw_predict(X, task)[:, 0]
 
 
-class MultiTaskGBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseMultiTaskGBFS):
+class MultiTaskGBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin,
+                              _BaseMultiTaskGBFS):
     __doc__ = ("Multitask gradient boosted feature selection for classification (binary log "
                "loss, or softmax; the classes are shared by all tasks).\n" + _PARAMS_DOC
                + """    classes_ : ndarray of shape (n_classes,)
         The class labels of all tasks together.
 """)
-
-    def _make_objective(self):
-        return make_objective("classification", len(self.classes_))
-
-    def _boosting_target(self, codes):
-        return codes.astype(np.float64) if len(self.classes_) == 2 else codes
 
     def score(self, X, y, task=None, sample_weight=None):
         from sklearn.metrics import accuracy_score

@@ -75,6 +75,37 @@ class _StagewiseBase(SelectorBase):
                              f"features in X ({n_features}).")
         return k
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
+            X_val=None, y_val=None, sample_weight_val=None):
+        """Run the stagewise rounds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas, cupy, cudf, polars or pyarrow; no missing values.
+        y : array-like of shape (n_samples,)
+            Target values (regressor) or class labels, at least two classes (classifier).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights.
+        eval_set : tuple (X_val, y_val) or list of such tuples, default=None
+            Validation data. Every pair's cost after each round is kept in ``evals_result_``;
+            the LAST pair is the one ``validation_cost_history_`` and early stopping
+            (``n_iter_no_change``) watch. Cannot be combined with ``validation_fraction``.
+        sample_weight_eval_set : list of array-like, default=None
+            One weight array (or None) per ``eval_set`` pair.
+        X_val, y_val, sample_weight_val : deprecated
+            Use ``eval_set=(X_val, y_val)`` and ``sample_weight_eval_set=[sample_weight_val]``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
+            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
+        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
+
     def _fit(self, X, y, sample_weight, eval_set, sample_weight_eval_set):
         from tqdm.auto import tqdm
 
@@ -328,31 +359,6 @@ _COMMON_PARAMS = """
     random_state : int, RandomState instance or None, default=None
         Seed of the ``validation_fraction`` split."""
 
-_FIT_DOC = """Run the stagewise rounds.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            numpy, pandas, cupy, cudf, polars or pyarrow; no missing values.
-        y : array-like of shape (n_samples,)
-            {target}
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights.
-        eval_set : tuple (X_val, y_val) or list of such tuples, default=None
-            Validation data. Every pair's cost after each round is kept in ``evals_result_``;
-            the LAST pair is the one ``validation_cost_history_`` and early stopping
-            (``n_iter_no_change``) watch. Cannot be combined with ``validation_fraction``.
-        sample_weight_eval_set : list of array-like, default=None
-            One weight array (or None) per ``eval_set`` pair.
-        X_val, y_val, sample_weight_val : deprecated
-            Use ``eval_set=(X_val, y_val)`` and ``sample_weight_eval_set=[sample_weight_val]``.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-
 _COMMON_ATTRIBUTES = """
     selected_features_ : ndarray of shape (n_selected,), int64
         Feature indices in the order they were selected.
@@ -441,15 +447,6 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
         self.random_state = random_state
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
-            X_val=None, y_val=None, sample_weight_val=None):
-        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
-            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
-        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
-
-    fit.__doc__ = _FIT_DOC.format(target="Target values.")
-
     def predict(self, X):
         """Predicted values.
 
@@ -528,15 +525,6 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
-            X_val=None, y_val=None, sample_weight_val=None):
-        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
-            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
-        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
-
-    fit.__doc__ = _FIT_DOC.format(target="Class labels (at least two classes).")
 
     def decision_function(self, X):
         """Margins.
