@@ -41,8 +41,8 @@ from ..selectors.controlburn import _PARAMS_DOC, ControlBurnClassifier, ControlB
 from ._backend import ClusterBackend, ShardedBins
 from ._data import classes_of, encoded_columns, load
 from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token
-from ._gbfs import (_CLUSTER_PARAMS_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
-                    bin_on_cluster, check_cluster_params, default_client)
+from ._gbfs import (_CLASSES_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
+                    bin_on_cluster, check_cluster_params, dask_doc, default_client)
 from ._group import ShardGroup
 
 __all__ = ["DaskControlBurnClassifier", "DaskControlBurnRegressor"]
@@ -228,18 +228,22 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
                 est.fit(np.asarray(Xh), np.asarray(yh))
         return est
 
+
+_CLUSTER_DOC = """    cluster_ : dict
+        The workers and partitions of the fit, the array bytes sent each way, the calls and
+        the recoveries from lost workers.
+"""
+
+
 class DaskControlBurnRegressor(_DaskControlBurnMixin, ControlBurnRegressor):
-    __doc__ = ("ControlBurn feature selection for regression on a Dask cluster: the model of "
-               "``ControlBurnRegressor`` on the same rows, bit for bit.\n"
-               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
-                                     + "\n    Attributes\n", 1))
+    __doc__ = dask_doc("ControlBurn feature selection for regression on a Dask cluster: the "
+                       "model of ``ControlBurnRegressor`` on the same rows, bit for bit.",
+                       _PARAMS_DOC, _CLUSTER_DOC)
     _parameter_constraints = {**ControlBurnRegressor._parameter_constraints, **_CONSTRAINTS}
 
 
 class DaskControlBurnClassifier(_DaskControlBurnMixin, ControlBurnClassifier):
-    __doc__ = ("ControlBurn feature selection for classification on a Dask cluster: the model "
-               "of ``ControlBurnClassifier`` on the same rows, bit for bit.\n"
-               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
-                                     + "\n    Attributes\n", 1)
-               + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
+    __doc__ = dask_doc("ControlBurn feature selection for classification on a Dask cluster: "
+                       "the model of ``ControlBurnClassifier`` on the same rows, bit for bit.",
+                       _PARAMS_DOC, _CLASSES_DOC + _CLUSTER_DOC)
     _parameter_constraints = {**ControlBurnClassifier._parameter_constraints, **_CONSTRAINTS}
