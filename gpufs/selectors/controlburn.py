@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from .. import _scales, model_io
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
-from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
+from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import like, namespace_of, to_host
 from .._input import as_array, check_costs, check_groups, check_X
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
@@ -717,16 +717,7 @@ _PARAMS_DOC = """
         True when ``warm_start`` reused the previous fit's forest.
     device_ : str
         "cpu" or "gpu", where the model was fitted.
-    is_categorical_ : ndarray of shape (n_features,), bool
-        The columns fitted as categorical features.
-    category_codes_ : CategoryCodes or None
-        Their category -> code maps (``categories(f)``: column f's categories, most frequent
-        first, the pooled rare ones last); None without categorical columns.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features,), object
-        Column names, when the input had string column names.
-"""
+""" + INPUT_ATTRIBUTES_DOC
 
 
 class ControlBurnRegressor(RegressorTargetMixin, RegressorMixin, _BaseControlBurn):

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
+from .._docstrings import INPUT_ATTRIBUTES_DOC
 from .._device import get_namespace, to_host
 from .._input import check_X
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
@@ -383,15 +384,7 @@ _COMMON_ATTRIBUTES = """
         layout per category; ``coef_`` holds 0 for those columns).
     device_ : str
         "cpu" or "gpu", where fit ran.
-    is_categorical_ : ndarray of shape (n_features,), bool
-        The columns fitted as categorical features.
-    category_codes_ : CategoryCodes or None
-        Their category -> code maps (``categories(f)``: column f's categories, most frequent
-        first, the pooled rare ones last); None without categorical columns.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features,), object
-        Column names, when the input had string column names."""
+""" + INPUT_ATTRIBUTES_DOC.rstrip("\n")
 
 
 class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
