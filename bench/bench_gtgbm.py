@@ -187,7 +187,8 @@ def run_lightgbm(Xtr, ytr, Xte, yte, depth, mu, trees, n_classes):
 def scope_cost(model, Xtr, ytr, params):
     """The group tests of tree 0 at its root and at every node it split (module docstring)."""
     from gpufs.backends.cpu import CPUBackend
-    from gpufs.group_testing import draw_subsets, group_test_candidates, standardize
+    from gpufs.group_testing import (GroupTestParams, draw_subsets, group_test_candidates,
+                                     standardize)
     from gpufs.quantize import fixed_point_scale, quantize
 
     be = CPUBackend()
@@ -215,7 +216,7 @@ def scope_cost(model, Xtr, ytr, params):
             gather_s += time.perf_counter() - t0
             t0 = time.perf_counter()
             group_test_candidates(be, Qv, ghv, int(ghv[:, 0].sum()), int(ghv[:, 1].sum()), gs,
-                                  hs, subsets, max_bins=255)
+                                  hs, subsets, params=GroupTestParams(max_bins=255))
             level_s += time.perf_counter() - t0
             nodes_tested += 1
         per_level.append(level_s)

@@ -1,4 +1,4 @@
-"""Parameter descriptions shared by several docstrings, written once.
+"""Parameter and attribute descriptions shared by several docstrings, written once.
 
 A docstring names a shared block as ``$name`` on a line of its own, indented like the
 parameters around it; the decorator that :func:`filler` makes puts the block there. The
@@ -54,4 +54,17 @@ TREE_CATEGORICAL_FEATURES_DOC = """    categorical_features : "from_dtype", arra
         column chosen by dtype with a value of its own on most rows (a name, an id:
         ``gpufs._identifiers``) is refused at fit, naming it; named here, it is used with a
         warning.
+"""
+
+
+#: The fitted attributes every selector sets from its input (``_input``, the input door).
+INPUT_ATTRIBUTES_DOC = """    is_categorical_ : ndarray of shape (n_features,), bool
+        The columns fitted as categorical features.
+    category_codes_ : CategoryCodes or None
+        Their category -> code maps (``categories(f)``: column f's categories, most frequent
+        first, the pooled rare ones last); None without categorical columns.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features,), object
+        Column names, when the input had string column names.
 """

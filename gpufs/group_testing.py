@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from .backends.cpu.group_testing import (CPUSteps, best_gains, concat_groups,  #
                                          pseudo_feature_histograms, standardize_extremes,
                                          standardize_with)
 
-__all__ = ["FirstStep", "GroupTestSearch", "best_gains", "draw_subsets",
+__all__ = ["FirstStep", "GroupTestParams", "GroupTestSearch", "best_gains", "draw_subsets",
            "group_test_candidates", "isolation_probability", "n_search_steps", "n_subsets",
            "pseudo_feature_bins", "pseudo_feature_extremes", "pseudo_feature_histograms",
            "pseudo_features_per_tree", "standardize", "standardize_extremes",
@@ -220,9 +221,26 @@ class FirstStep:
         self.bins = steps.bins(self.sums)
 
 
+class GroupTestParams(NamedTuple):
+    """How a group test bins and scores its pseudo-features.
+
+    Parameters
+    ----------
+    max_bins : int in [2, 255], default=255
+        Equal-width bins of each pseudo-feature.
+    reg_lambda : float, default=1.0
+        As in the tree's split search.
+    min_child_weight : float, default=1e-3
+        As in the tree's split search.
+    """
+
+    max_bins: int = 255
+    reg_lambda: float = 1.0
+    min_child_weight: float = 1e-3
+
+
 def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *,
-                          max_bins=255, reg_lambda=1.0, min_child_weight=1e-3, first=None,
-                          trace=None):
+                          params=GroupTestParams(), first=None, trace=None):
     """The binary searches of all subsets over the rows of ``gh``: where each ends.
 
     Parameters
@@ -233,8 +251,8 @@ def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *
     G_q, H_q : int, the exact sums of ``gh``'s columns
     g_scale, h_scale : float, the power-of-two scales of ``gh``'s columns
     subsets : int64 (p, m), ``draw_subsets``'s result
-    max_bins : int in [2, 255], equal-width bins of each pseudo-feature
-    reg_lambda, min_child_weight : as in the tree's split search
+    params : GroupTestParams, default=GroupTestParams()
+        The bins and the scoring of the pseudo-features.
     first : FirstStep or None
         The first step's pseudo-features and bins, computed once for these subsets (the
         same numbers this function would compute).
@@ -247,8 +265,8 @@ def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *
     int64 (p,): the feature each subset's search ended on (subset order; may repeat).
     """
     p, m = subsets.shape
-    scan = (int(max_bins), int(G_q), int(H_q), 1.0 / float(g_scale), 1.0 / float(h_scale),
-            float(reg_lambda), float(min_child_weight))
+    scan = (int(params.max_bins), int(G_q), int(H_q), 1.0 / float(g_scale),
+            1.0 / float(h_scale), float(params.reg_lambda), float(params.min_child_weight))
     steps = backend.group_test_steps()(backend, Q, gh, p, scan)
     lo = np.zeros(p, np.int64)
     hi = np.full(p, m, np.int64)
@@ -352,7 +370,7 @@ class GroupTestSearch:
             first = self._first
         found = group_test_candidates(
             backend, self.Q, gh, G_q, H_q, g_scale, h_scale, subsets,
-            max_bins=self.max_bins, reg_lambda=tree_params.reg_lambda,
-            min_child_weight=tree_params.min_child_weight, first=first)
+            params=GroupTestParams(self.max_bins, tree_params.reg_lambda,
+                                   tree_params.min_child_weight), first=first)
         self.seconds += time.perf_counter() - t0
         return np.unique(found)

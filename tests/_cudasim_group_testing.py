@@ -30,8 +30,8 @@ from _cudasim_checks import CPU, assert_same, assert_same_tree, grads, make_data
 from gpufs.backends.gpu import GPUBackend  # noqa: E402
 from gpufs.binning import BinMapper  # noqa: E402
 from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting  # noqa: E402
-from gpufs.group_testing import (FirstStep, GroupTestSearch, draw_subsets,  # noqa: E402
-                                 group_test_candidates,
+from gpufs.group_testing import (FirstStep, GroupTestParams, GroupTestSearch,  # noqa: E402
+                                 draw_subsets, group_test_candidates,
                                  standardize, standardized_values)
 from gpufs.grower import TreeParams  # noqa: E402
 from gpufs.objectives import Logistic, SquaredError  # noqa: E402
@@ -54,7 +54,8 @@ def test_group_tests_cpu_equals_simulated_gpu(seed, max_bins):
         trace = []
         first = FirstStep(be, Q, subsets, max_bins) if seed == 1 else None  # per_fit's path
         c = group_test_candidates(be, Q, be.xp.asarray(gh), int(gq.sum()), int(hq.sum()), gs,
-                                  hs, subsets, max_bins=max_bins, first=first, trace=trace)
+                                  hs, subsets, params=GroupTestParams(max_bins=max_bins),
+                                  first=first, trace=trace)
         out.append((c, trace))
     (ca, ta), (cb, tb) = out
     assert_same(ca, cb, "candidates")

@@ -220,7 +220,9 @@ def test_coverage_and_completion_warnings_say_what_was_selected():
         warnings.simplefilter("always")
         est = ControlBurnClassifier(n_features_to_select=8, max_depth=4, random_state=0,
                                     device="cpu").fit(X, y)
-    (message,) = [str(w.message) for w in rec if w.category is SelectionWarning]
+    (warning,) = [w for w in rec if w.category is SelectionWarning]
+    message = str(warning.message)
+    assert warning.filename == __file__       # it points at the line that called fit
     n_sel = est.selected_features_.size
     assert est.forest_coverage_ == 6 and n_sel == 4 and not est.selection_exact_
     assert message.startswith("the forest uses only 6 of the 10 features, fewer than "
@@ -269,6 +271,22 @@ def test_selection_warning_is_a_filterable_user_warning():
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", category=gpufs.SelectionWarning)
         ControlBurnRegressor(**kw).fit(X, y)       # nothing else is raised
+
+
+def test_dask_estimators_offer_predict_proba_where_the_single_process_ones_do():
+    """One lazy ``predict_proba`` serves every Dask estimator (``DaskEstimatorBase``); it is
+    there only where the single-process class has one (ControlBurn's: the refit model's)."""
+    pytest.importorskip("dask.distributed")
+    from sklearn.svm import LinearSVC
+
+    from gpufs.dask import (DaskControlBurnClassifier, DaskControlBurnRegressor,
+                            DaskGBFSClassifier, DaskGBFSRegressor)
+
+    assert hasattr(DaskGBFSClassifier(), "predict_proba")
+    assert hasattr(DaskControlBurnClassifier(), "predict_proba")
+    assert not hasattr(DaskGBFSRegressor(), "predict_proba")
+    assert not hasattr(DaskControlBurnRegressor(), "predict_proba")
+    assert not hasattr(DaskControlBurnClassifier(refit_estimator=LinearSVC()), "predict_proba")
 
 
 def test_coverage_warning_and_remedies():

@@ -21,8 +21,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
-from gpufs.group_testing import (FirstStep, GroupTestSearch, draw_subsets, group_test_candidates,
-                                 isolation_probability, n_search_steps, n_subsets,
+from gpufs.group_testing import (FirstStep, GroupTestParams, GroupTestSearch, draw_subsets,
+                                 group_test_candidates, isolation_probability, n_search_steps, n_subsets,
                                  pseudo_features_per_tree, standardize, standardized_values,
                                  subset_size)
 from gpufs.grower import TreeParams, grow_tree_packed
@@ -119,8 +119,7 @@ def test_fast_path_picks_the_reference_candidates(case):
         trace = []
         got = group_test_candidates(be, standardize(X, be), np.stack([gq, hq], 1),
                                     int(gq.sum()), int(hq.sum()), gs, hs, subsets,
-                                    max_bins=nb, reg_lambda=lam, min_child_weight=mcw,
-                                    trace=trace)
+                                    params=GroupTestParams(nb, lam, mcw), trace=trace)
         np.testing.assert_array_equal(got, want)
         # step by step: the same groups compared, with bit-identical gains
         for i in range(subsets.shape[0]):
@@ -147,7 +146,8 @@ def test_precomputed_first_step_changes_nothing(case):
         for f in (None, first):
             trace = []
             c = group_test_candidates(CPU, Q, gh, int(gq.sum()), int(hq.sum()), gs, hs,
-                                      subsets, max_bins=64, first=f, trace=trace)
+                                      subsets, params=GroupTestParams(max_bins=64), first=f,
+                                      trace=trace)
             runs.append((c, [(t["gain_left"].tolist(), t["gain_right"].tolist())
                              for t in trace]))
         assert runs[0][0].tolist() == runs[1][0].tolist()

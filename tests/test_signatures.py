@@ -20,18 +20,14 @@ MAX_PARAMS = 12
 #: Functions still over the limit, with the reason. Names are "path:qualified name".
 KNOWN_LONG = {
     # Other engineers' work this session (issue 28's backend half): the engine's level
-    # functions and the backends' group-testing entry point are being regrouped there.
+    # functions are being regrouped there.
     "gpufs/backends/gpu.py:GPUBackend._level_launches": "backends: regrouped with the level "
                                                         "kernels' named tuples",
-    "gpufs/group_testing.py:group_test_candidates": "group testing moves into the backends",
     # Compiled functions made by a factory (each backend compiles its own copy): jitted by
     # the caller, so no decorator marks them here.
     "gpufs/_gain.py:make_scan_feature.scan_feature": "compiled kernel (backend factory)",
     "gpufs/_categorical.py:make_scan_categorical.scan_categorical": "compiled kernel "
                                                                     "(backend factory)",
-    # Not yet regrouped (issue 28): the ControlBurn fit step shared with gpufs.dask.
-    "gpufs/selectors/controlburn.py:_BaseControlBurn._forest_and_selection":
-        "called positionally by gpufs/dask/_controlburn.py (the Dask engineer's this session)",
 }
 
 

@@ -36,16 +36,14 @@ from .. import _scales
 from .._input import check_costs, check_groups
 from ..binning import BinMapper
 from ..selectors._near_copies import column_correlation
-from ..selectors.controlburn import (_PARAMS_DOC, ControlBurnClassifier,
-                                     ControlBurnRegressor, _refit_has)
-from sklearn.utils.metaestimators import available_if
+from ..selectors._controlburn_fit import ForestData
+from ..selectors.controlburn import _PARAMS_DOC, ControlBurnClassifier, ControlBurnRegressor
 from ._backend import ClusterBackend, ShardedBins
 from ._data import classes_of, encoded_columns, load
 from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token
-from ._gbfs import (_CLUSTER_PARAMS_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
-                    bin_on_cluster, check_cluster_params, default_client)
+from ._gbfs import (_CLASSES_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
+                    bin_on_cluster, check_cluster_params, dask_doc, default_client)
 from ._group import ShardGroup
-from ._predict import is_dask, lazy_apply
 
 __all__ = ["DaskControlBurnClassifier", "DaskControlBurnRegressor"]
 
@@ -131,31 +129,35 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
                 forest.A = self._tree_predictions(group, forest, loaded.n)
                 times["bin"], times["forest"] = 0.0, 0.0
                 times["tree_predictions"] = time.perf_counter() - t1
+                bin_mapper = self.bin_mapper_
             else:
                 forest = None
-                self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
-                bin_on_cluster(group, loaded, self.bin_mapper_, self.category_codes_,
+                bin_mapper = BinMapper(self.max_bins, random_state=seed)
+                bin_on_cluster(group, loaded, bin_mapper, self.category_codes_,
                                positive_only=False)
                 times["bin"] = time.perf_counter() - t0
-            self.forest_reused_ = reuse
-            self._forest_key_ = key
-            backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
-            self._forest_and_selection(backend, ShardedBins(loaded.n, d), y_enc, w, n_classes,
-                                       costs, groups_forest, groups_lasso, group_costs, seed,
-                                       "cpu", times, forest, corr_of=lambda features: (
-                                           column_correlation(encoded_columns(
-                                               self, X, features, loaded.dtype), dask_array)))
-            self.cluster_ = {"workers": list(group.addresses),
-                             "partitions": [list(p) for p in group.parts],
-                             "bytes_to_workers": int(group.bytes_sent),
-                             "bytes_from_workers": int(group.bytes_received),
-                             "bytes_between_workers": int(group.bytes_between_workers),
-                             "calls": int(group.calls),
-                             "recoveries": list(group.recoveries)}
+            result = self._fit_step(ForestData(
+                ClusterBackend(group, bin_mapper.n_bins_), ShardedBins(loaded.n, d), y_enc, w,
+                n_classes, costs, groups_forest, groups_lasso, group_costs, seed, bin_mapper,
+                corr_of=lambda features: column_correlation(
+                    encoded_columns(self, X, features, loaded.dtype), dask_array)), forest)
+            times.update(result.times)
+            # fit -> _fit_context -> the caller: warnings point at the caller; the driver's
+            # lasso and forest decisions run on the CPU
+            self._set_fit_result(result, bin_mapper, key, reuse, "cpu", stacklevel=3)
+            cluster = {"workers": list(group.addresses),
+                       "partitions": [list(p) for p in group.parts],
+                       "bytes_to_workers": int(group.bytes_sent),
+                       "bytes_from_workers": int(group.bytes_received),
+                       "bytes_between_workers": int(group.bytes_between_workers),
+                       "calls": int(group.calls),
+                       "recoveries": list(group.recoveries)}
         finally:
             group.close()
+        self.cluster_ = cluster
         t0 = time.perf_counter()
-        self._refit_cluster(X, y, sample_weight, y_enc, w, seed, loaded.dtype)
+        self.refit_estimator_ = self._refit_cluster(X, y, sample_weight, y_enc, w, seed,
+                                                    loaded.dtype)
         times["refit"] = time.perf_counter() - t0
         self.fit_times_ = times
         return self
@@ -189,7 +191,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         return y, w
 
     def _refit_cluster(self, X, y, sample_weight, y_enc, w, seed, dtype):
-        """``ControlBurn._refit`` on the cluster: a Dask GBFS fit on the selected columns as
+        """``ControlBurn._refit`` on the cluster, returning the fitted model: a Dask GBFS fit on the selected columns as
         the input door converted them (category codes for categorical columns, split as
         categories again: the single process's default), or the given ``refit_estimator`` on
         those columns gathered to the driver."""
@@ -201,8 +203,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             est = DummyRegressor() if self._task == "regression" else DummyClassifier(
                 strategy="prior")
             est.fit(np.zeros((y_enc.shape[0], 1)), y_host, sample_weight=w)
-            self.refit_estimator_ = est
-            return
+            return est
         Xs = encoded_columns(self, X, idx, dtype)
         cat = np.flatnonzero(self.is_categorical_[idx])
         if self.refit_estimator is None:
@@ -225,38 +226,24 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
                 est.fit(np.asarray(Xh), np.asarray(yh), sample_weight=w)
             else:
                 est.fit(np.asarray(Xh), np.asarray(yh))
-        self.refit_estimator_ = est
+        return est
+
+
+_CLUSTER_DOC = """    cluster_ : dict
+        The workers and partitions of the fit, the array bytes sent each way, the calls and
+        the recoveries from lost workers.
+"""
+
 
 class DaskControlBurnRegressor(_DaskControlBurnMixin, ControlBurnRegressor):
-    __doc__ = ("ControlBurn feature selection for regression on a Dask cluster: the model of "
-               "``ControlBurnRegressor`` on the same rows, bit for bit.\n"
-               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
-                                     + "\n    Attributes\n", 1))
+    __doc__ = dask_doc("ControlBurn feature selection for regression on a Dask cluster: the "
+                       "model of ``ControlBurnRegressor`` on the same rows, bit for bit.",
+                       _PARAMS_DOC, _CLUSTER_DOC)
     _parameter_constraints = {**ControlBurnRegressor._parameter_constraints, **_CONSTRAINTS}
 
 
 class DaskControlBurnClassifier(_DaskControlBurnMixin, ControlBurnClassifier):
-    __doc__ = ("ControlBurn feature selection for classification on a Dask cluster: the model "
-               "of ``ControlBurnClassifier`` on the same rows, bit for bit.\n"
-               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
-                                     + "\n    Attributes\n", 1)
-               + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
+    __doc__ = dask_doc("ControlBurn feature selection for classification on a Dask cluster: "
+                       "the model of ``ControlBurnClassifier`` on the same rows, bit for bit.",
+                       _PARAMS_DOC, _CLASSES_DOC + _CLUSTER_DOC)
     _parameter_constraints = {**ControlBurnClassifier._parameter_constraints, **_CONSTRAINTS}
-
-    @available_if(_refit_has("predict_proba"))
-    def predict_proba(self, X):
-        """Class probabilities of the refit model.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : dask collection or ndarray of shape (n_samples, n_classes)
-            Lazy for a Dask collection; else as the single-process ``predict_proba``.
-        """
-        if not is_dask(X):
-            return super().predict_proba(X)
-        return lazy_apply(self, DaskControlBurnClassifier, X, "predict_proba",
-                          width=len(self.classes_), columns=self.classes_)

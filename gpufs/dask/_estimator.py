@@ -3,8 +3,8 @@
 Owns the conversion between a Dask estimator and its single-process class (the first class
 in its MRO defined outside ``gpufs.dask``: ``GBFSRegressor``, ``ControlBurnClassifier``, ...),
 the model file (the single-process estimator's, so either class loads it), pickling without
-the client, ``predict`` / ``transform`` on Dask collections (lazily, partition by
-partition, with the single-process methods), and ``warm_start``'s key of a distributed fit
+the client, ``predict`` / ``predict_proba`` / ``transform`` on Dask collections (lazily,
+partition by partition, with the single-process methods), and ``warm_start``'s key of a distributed fit
 (the data's Dask token, which the graph determines, instead of the single process's sums
 over the rows). The fits live in ``_gbfs.py`` and ``_controlburn.py``.
 """
@@ -14,6 +14,7 @@ import numbers
 
 import numpy as np
 from sklearn.base import is_classifier
+from sklearn.utils.metaestimators import available_if
 
 from ._data import _dask_kind
 from ._predict import lazy_apply
@@ -84,9 +85,17 @@ def predict_dtype(est):
     return est.classes_.dtype if is_classifier(est) else np.dtype(np.float64)
 
 
+def _single_process_has(method):
+    """``available_if``'s check: the single-process class offers ``method`` (a regressor has
+    no ``predict_proba``; ControlBurn's only when its refit model has one)."""
+    def check(self):
+        return hasattr(super(DaskEstimatorBase, self), method)
+    return check
+
+
 class DaskEstimatorBase:
     """The single-process model behind a Dask estimator: conversion, model file, pickling,
-    and ``predict`` / ``transform`` on Dask collections."""
+    and ``predict`` / ``predict_proba`` / ``transform`` on Dask collections."""
 
     def to_single_process(self):
         """The fitted model as the single-process estimator, without the client.
@@ -152,6 +161,25 @@ class DaskEstimatorBase:
         if _dask_kind(X) is None:
             return super().predict(X)
         return lazy_apply(self, DaskEstimatorBase, X, "predict", dtype=predict_dtype(self))
+
+    @available_if(_single_process_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities (for ControlBurn: of its refit model).
+
+        Parameters
+        ----------
+        X : dask collection or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : dask collection or ndarray of shape (n_samples, n_classes)
+            Lazy for a Dask collection (a DataFrame with one column per class for a frame);
+            else as the single-process ``predict_proba``.
+        """
+        if _dask_kind(X) is None:
+            return super().predict_proba(X)
+        return lazy_apply(self, DaskEstimatorBase, X, "predict_proba",
+                          width=len(self.classes_), columns=self.classes_)
 
     def transform(self, X):
         """The selected columns of X.

@@ -32,7 +32,6 @@ from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token, warm_key
 from ._exact import fsum_from_parts
 from ._group import ShardGroup
 from ._gt import ShardedRaw
-from ._predict import is_dask, lazy_apply
 from ._rows import ShardRows
 from ._validation import split_validation
 
@@ -305,46 +304,33 @@ _CLUSTER_PARAMS_DOC = """    client : distributed.Client or None, default=None
 
 _CONSTRAINTS = {"client": "no_validation", "timeout": [real_range(0, closed="neither")]}
 
+_CLASSES_DOC = """    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+"""
 
-class DaskGBFSRegressor(_DaskGBFSMixin, GBFSRegressor):
-    __doc__ = ("Gradient Boosted Feature Selection for regression on a Dask cluster: the "
-               "model of ``GBFSRegressor`` on the same rows, bit for bit.\n"
-               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
-                                     + "\n    Attributes\n", 1)
-               + """    cluster_ : dict
+_GBFS_CLUSTER_DOC = """    cluster_ : dict
         The workers and partitions of the fit, the array bytes sent each way, and
         ``"shard_backends"``: each shard's backend ("cpu" or "gpu").
-""")
+"""
+
+
+def dask_doc(summary, params_doc, attributes=""):
+    """A Dask estimator's docstring: ``summary``, then the single-process ``params_doc`` with
+    the cluster's parameters (``client``, ``timeout``) before its Attributes, and
+    ``attributes`` appended to them."""
+    return (summary + "\n" + params_doc.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
+                                                + "\n    Attributes\n", 1) + attributes)
+
+
+class DaskGBFSRegressor(_DaskGBFSMixin, GBFSRegressor):
+    __doc__ = dask_doc("Gradient Boosted Feature Selection for regression on a Dask cluster: "
+                       "the model of ``GBFSRegressor`` on the same rows, bit for bit.",
+                       _PARAMS_DOC, _GBFS_CLUSTER_DOC)
     _parameter_constraints = {**GBFSRegressor._parameter_constraints, **_CONSTRAINTS}
 
 
 class DaskGBFSClassifier(_DaskGBFSMixin, GBFSClassifier):
-    __doc__ = ("Gradient Boosted Feature Selection for classification on a Dask cluster: the "
-               "model of ``GBFSClassifier`` on the same rows, bit for bit.\n"
-               + _PARAMS_DOC.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
-                                     + "\n    Attributes\n", 1)
-               + """    classes_ : ndarray of shape (n_classes,)
-        The class labels.
-    cluster_ : dict
-        The workers and partitions of the fit, the array bytes sent each way, and
-        ``"shard_backends"``: each shard's backend ("cpu" or "gpu").
-""")
+    __doc__ = dask_doc("Gradient Boosted Feature Selection for classification on a Dask "
+                       "cluster: the model of ``GBFSClassifier`` on the same rows, bit for bit.",
+                       _PARAMS_DOC, _CLASSES_DOC + _GBFS_CLUSTER_DOC)
     _parameter_constraints = {**GBFSClassifier._parameter_constraints, **_CONSTRAINTS}
-
-    def predict_proba(self, X):
-        """Class probabilities.
-
-        Parameters
-        ----------
-        X : dask collection or array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : dask collection or ndarray of shape (n_samples, n_classes)
-            Lazy for a Dask collection (a DataFrame with one column per class for a frame);
-            else as the single-process ``predict_proba``.
-        """
-        if not is_dask(X):
-            return super().predict_proba(X)
-        return lazy_apply(self, _DaskGBFSMixin, X, "predict_proba", width=len(self.classes_),
-                          columns=self.classes_)

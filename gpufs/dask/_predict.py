@@ -51,8 +51,3 @@ def lazy_apply(est, owner, X, method, width=None, columns=None, dtype=np.float64
         return X.map_blocks(fn, drop_axis=1, dtype=dtype)
     return X.map_blocks(fn, chunks=(X.chunks[0], (width,)),
                         dtype=dtype)
-
-
-def is_dask(X) -> bool:
-    """True for a ``dask.array`` or ``dask.dataframe`` collection."""
-    return _dask_kind(X) is not None

@@ -102,9 +102,7 @@ class ControlBurnCodec:
         path = read_free_form(f["selection_path"], at["selection_path"])
         times = read_free_form(f["fit_times"], at["fit_times"])
         est.refit_estimator_ = ControlBurnCodec._read_refit(est, f["refit"], at["refit"], sel)
-        est.selected_features_ = sel
-        est.support_ = np.zeros(d, dtype=bool)
-        est.support_[sel] = True
+        est._set_support(sel)
         est.feature_importances_ = imp
         est.forest_coverage_, est.forest_features_ = cov, forest_features
         est.n_trees_, est.tree_weights_ = n_trees, weights

@@ -135,10 +135,8 @@ class GBFSCodec:
         check_importances(imp, [ens], at["feature_importances"])
         est.ensemble_ = ens
         est.n_estimators_ = rounds
-        est.selected_features_ = selected
+        est._set_support(selected)
         est.first_use_tree_ = first
-        est.support_ = np.zeros(d, dtype=bool)
-        est.support_[selected] = True
         est.feature_importances_ = imp
         est.selection_record_ = {"tree_column": rcol.tolist(),
                                  "features_added": features_added, **losses}

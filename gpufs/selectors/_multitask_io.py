@@ -140,9 +140,7 @@ class MultiTaskGBFSCodec:
         est.ensembles_ = ensembles
         est.n_estimators_ = rounds
         est.mu_t_ = mu_t
-        est.selected_features_ = selected
-        est.support_ = np.zeros(d, dtype=bool)
-        est.support_[selected] = True
+        est._set_support(selected)
         est.selected_features_by_task_ = by_task
         est.first_use_tree_by_task_ = np.stack(first_use) if first_use else \
             np.zeros((0, d), np.int64)

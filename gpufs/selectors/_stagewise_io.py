@@ -166,9 +166,7 @@ class StagewiseCodec:
             evals = [] if vch is None else [vch]
         est.evals_result_ = evals
         est.mean_, est.std_ = mean, std
-        est.selected_features_ = sel.astype(np.intp)
-        est.support_ = np.zeros(d, dtype=bool)
-        est.support_[sel] = True
+        est._set_support(sel)
         est.cost_history_, est.validation_cost_history_ = cost, vch
         est.standardized_coef_, est.bias_ = a, bias
         est.coef_, est.intercept_ = coef, intercept

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from .. import _scales, model_io
 from .. import lasso as _lasso
 from .._colstats import column_mean_var, row_slices
-from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
+from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import like, namespace_of, to_host
 from .._input import as_array, check_costs, check_groups, check_X
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
@@ -35,6 +35,7 @@ from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
 from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, feature_budget,
                     input_device)
+from ._controlburn_fit import BurnResult, BurnSelection, ForestData
 from ._controlburn_io import ControlBurnCodec
 from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, POOL_LAMBDA_MIN_RATIO,
                             abs_correlation, choose_k, has_near_copies)
@@ -46,6 +47,16 @@ def _lap(t0, backend):
     """Seconds since t0, after the backend's device has finished its queued work."""
     backend.synchronize()
     return time.perf_counter() - t0
+
+
+def _importances(selected, importances, n_features):
+    """(n_features,) float64: ``importances`` on the ``selected`` features (negatives as 0),
+    normalized to sum 1; 0 off the selection."""
+    support = np.zeros(n_features, dtype=bool)
+    support[np.asarray(selected, dtype=np.int64)] = True
+    imp = np.where(support, np.maximum(np.asarray(importances, float), 0.0), 0.0)
+    tot = imp.sum()
+    return imp / tot if tot > 0 else imp
 
 
 #: Elements per row chunk of the importance scale's variance pass.
@@ -219,64 +230,76 @@ class _BaseControlBurn(SelectorBase):
         times = {}
         key = self._forest_key(X_input, X, y_enc, w, costs, groups_forest, device)
         forest = getattr(self, "forest_", None) if self.warm_start else None
+        reused = forest is not None and getattr(self, "_forest_key_", None) == key
         Xb = None
-        if forest is not None and getattr(self, "_forest_key_", None) == key:
+        if reused:
             # warm_start on the same data with the same forest parameters: the forest does
             # not depend on k, so only its predictions on the training rows are recomputed.
             t0 = time.perf_counter()
             forest.A = forest.tree_predictions(X, backend)
             times["bin"], times["forest"] = 0.0, 0.0
             times["tree_predictions"] = _lap(t0, backend)
-            self.forest_reused_ = True
+            bin_mapper = self.bin_mapper_
         else:
             t0 = time.perf_counter()
-            self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed).fit(
+            bin_mapper = BinMapper(self.max_bins, random_state=seed).fit(
                 X, categories=self.category_codes_)
-            Xb = self.bin_mapper_.transform(X, backend)
+            Xb = bin_mapper.transform(X, backend)
             times["bin"] = _lap(t0, backend)
             forest = None
-            self.forest_reused_ = False
-        self._forest_key_ = key
-        self._forest_and_selection(backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                                   groups_lasso, group_costs, seed, device, times, forest,
-                                   corr_of=lambda features: abs_correlation(X, features))
+        result = self._fit_step(ForestData(
+            backend, Xb, y_enc, w, n_classes, costs, groups_forest, groups_lasso, group_costs,
+            seed, bin_mapper, corr_of=lambda features: abs_correlation(X, features)), forest)
+        times.update(result.times)
+        # fit -> honours_n_jobs -> _fit_context -> the caller: warnings point at the caller
+        self._set_fit_result(result, bin_mapper, key, reused, device, stacklevel=4)
         t0 = time.perf_counter()
-        self._refit(X, data.y_input, w, seed)
+        self.refit_estimator_ = self._refit(X, data.y_input, w, seed)
         times["refit"] = _lap(t0, backend)
         self.fit_times_ = times
         return self
 
-    def _forest_and_selection(self, backend, Xb, y_enc, w, n_classes, costs, groups_forest,
-                              groups_lasso, group_costs, seed, device, times, forest=None,
-                              corr_of=None):
-        """Grow the forest on binned data (unless ``forest``, one kept by ``warm_start`` with
-        its predictions recomputed, is given) and select features with the lasso: the fit
-        between the bins and the refit. ``Xb`` is what ``backend`` grows trees on (the binned
-        matrix here, a stand-in for the workers' rows on a cluster, ``gpufs.dask``); ``y_enc``
-        and ``w`` are arrays on the backend's device; ``corr_of(features)`` gives the absolute
-        correlation matrix of some columns (``_near_copies.abs_correlation``) for the
-        near-copy rule, None skips it."""
-        d = int(self.n_features_in_)
+    def _fit_step(self, data, forest=None):
+        """Grow the forest from ``data`` (a :class:`ForestData`), unless ``forest``, one kept by
+        ``warm_start`` with its predictions recomputed, is given, and select features with the
+        lasso: the fit between the bins and the refit, shared with ``gpufs.dask`` (whose
+        ``data.Xb`` stands in for the workers' rows). Returns a :class:`BurnResult`; writes
+        nothing on ``self``."""
+        times = {}
         if forest is None:
             t0 = time.perf_counter()
-            forest = grow_forest(backend, Xb, y_enc, w, self._task, n_classes,
-                                 self.bin_mapper_, self._forest_params(), costs=costs,
-                                 groups=groups_forest, random_state=seed)
-            times["forest"] = _lap(t0, backend)
-        self.device_ = device
+            forest = grow_forest(data.backend, data.Xb, data.y, data.sample_weight, self._task,
+                                 data.n_classes, data.bin_mapper, self._forest_params(),
+                                 costs=data.costs, groups=data.groups, random_state=data.seed)
+            times["forest"] = _lap(t0, data.backend)
         t0 = time.perf_counter()
-        self._select(forest, y_enc, w, n_classes, costs if self.feature_costs is not None
-                     else None, groups_lasso, group_costs, seed, d, corr_of)
-        times["select"] = _lap(t0, backend)
-        if self.selected_features_.size == 0:
-            why = ("no tree of the forest splits on any feature" if self.forest_coverage_ == 0
+        selection, messages = self._select(forest, data)
+        times["select"] = _lap(t0, data.backend)
+        if selection.selected_features.size == 0:
+            why = ("no tree of the forest splits on any feature" if selection.forest_coverage == 0
                    else f"at alpha={self.alpha:g} the lasso keeps no tree"
                    if self.alpha is not None else "the lasso keeps no tree")
-            warnings.warn(f"no feature was selected: {why}. Set n_features_to_select to the "
-                          "number of features you want, or a smaller alpha.", SelectionWarning,
-                          stacklevel=4)
+            messages.append(f"no feature was selected: {why}. Set n_features_to_select to the "
+                            "number of features you want, or a smaller alpha.")
         forest.drop_predictions()
-        self.forest_ = forest
+        return BurnResult(forest, selection, times, messages)
+
+    def _set_fit_result(self, result, bin_mapper, forest_key, reused, device, stacklevel):
+        """Set the fitted attributes of the fit step's ``result`` (a :class:`BurnResult`), the
+        cut points, the ``warm_start`` key and the device, in one place, and raise the
+        step's warnings at ``stacklevel`` as seen from the caller."""
+        s = result.selection
+        self.bin_mapper_, self._forest_key_ = bin_mapper, forest_key
+        self.forest_reused_, self.device_, self.forest_ = reused, device, result.forest
+        self.forest_coverage_, self.forest_features_ = s.forest_coverage, s.forest_features
+        self.n_trees_, self.tree_weights_ = s.n_trees, s.tree_weights
+        self.intercept_, self.lambda_ = s.intercept, s.lam
+        self.selection_exact_, self.merged_near_copies_ = s.exact, s.merged_near_copies
+        self._set_support(s.selected_features)
+        self.feature_importances_ = s.feature_importances
+        self.selection_path_ = s.path
+        for message in result.warnings:
+            warnings.warn(message, SelectionWarning, stacklevel=stacklevel + 1)
 
     def _forest_key(self, X_input, X, y_enc, w, costs, groups, device):
         """What the forest depends on, for ``warm_start``: its parameters, the device, the
@@ -289,23 +312,29 @@ class _BaseControlBurn(SelectorBase):
                 tuple(np.asarray(costs).tolist()), tuple(np.asarray(groups).tolist()))
 
     # --- selection ------------------------------------------------------------------------
-    def _select(self, forest, y_enc, w, n_classes, feature_costs, groups, group_costs, seed, d,
-                corr_of=None):
+    def _select(self, forest, data):
+        """The lasso's selection from ``forest`` (its training predictions ``forest.A``) and
+        ``data`` (a :class:`ForestData`): ``(BurnSelection, warning messages)``."""
+        y_enc, w, n_classes, groups, group_costs, seed, corr_of = (
+            data.y, data.sample_weight, data.n_classes, data.lasso_groups, data.group_costs,
+            data.seed, data.corr_of)
+        feature_costs = data.costs if self.feature_costs is not None else None
+        d = int(self.n_features_in_)
         masks_all = forest.feature_masks
         covered = masks_all.any(axis=0)
-        self.forest_coverage_ = int(covered.sum())
-        self.forest_features_ = np.flatnonzero(covered).astype(np.int64)
-        self.n_trees_ = int(masks_all.shape[0])
-        self.tree_weights_ = np.zeros(self.n_trees_)
-        self.intercept_ = 0.0
-        self.lambda_ = None
-        self.selection_exact_ = True
-        self.merged_near_copies_ = []
-        self.selection_path_ = None
-        if self.forest_coverage_ == 0:
-            self._set_selection(np.zeros(0, np.int64), np.zeros(d))
-            self.selection_path_ = self._k_path(0, None)
-            return
+        n_cov = int(covered.sum())
+        n_trees = int(masks_all.shape[0])
+        tree_weights = np.zeros(n_trees)
+        exact, merged, messages = True, [], []
+
+        def selection(order, imp, icpt, lam, path):
+            return BurnSelection(
+                np.asarray(order, dtype=np.int64), _importances(order, imp, d), n_cov,
+                np.flatnonzero(covered).astype(np.int64), n_trees, tree_weights, icpt, lam,
+                exact, merged, path)
+
+        if n_cov == 0:
+            return selection([], np.zeros(d), 0.0, None, self._k_path(0, None)), messages
         problem = _lasso.forest_lasso_problem(forest.A, masks_all, forest.tree_column, y_enc, w,
                                               n_classes)
         A, y_l, w_l, loss, fit_intercept, trees = (problem.A, problem.y, problem.sample_weight,
@@ -339,7 +368,6 @@ class _BaseControlBurn(SelectorBase):
             feats, weights, lam, icpt, extra = (sel.features, sel.weights, float(self.alpha),
                                                 sel.intercept, [])
         else:
-            n_cov = self.forest_coverage_
             notes = []        # what the selection did differently from what was asked
             # ControlBurn's None is half of the columns (as scikit-learn's selectors' None)
             k = feature_budget(k_req, None, d).k
@@ -355,7 +383,7 @@ class _BaseControlBurn(SelectorBase):
                                       **kw)
                 extra = []
             except _lasso.UnreachableKError as exc:
-                self.selection_exact_ = False
+                exact = False
                 sel, extra, done = self._complete(k, importance, exc.below, exc.above)
                 notes.append(f"no lambda selects exactly {k} features ({exc}); {done}")
             feats, weights, lam, icpt = sel.features, sel.weights, sel.lam, sel.intercept
@@ -366,7 +394,7 @@ class _BaseControlBurn(SelectorBase):
                 if corr_of is None or len(features) < 2 or not has_near_copies(
                         corr_of(features)):
                     return None
-                k_pool = min(self.forest_coverage_, POOL_FACTOR * k)
+                k_pool = min(n_cov, POOL_FACTOR * k)
                 if k_pool <= k:
                     return None
                 # A pool only proposes candidates and ranks them, so it is searched cheaply:
@@ -389,38 +417,35 @@ class _BaseControlBurn(SelectorBase):
             if rule is not None:
                 # The selection is the pool's choice: what was said of the k search no longer
                 # describes it (the coverage did not limit k, or the pool would be k).
-                sel, chosen, self.merged_near_copies_ = rule
+                sel, chosen, merged = rule
                 feats, weights, lam, icpt = (np.asarray(chosen, np.int64), sel.weights, sel.lam,
                                              sel.intercept)
-                extra, notes, self.selection_exact_ = [], [], False
+                extra, notes, exact = [], [], False
             n_sel = len(feats) + len(extra)
             if n_sel < k_asked:
                 notes.append(f"selected {'all ' if n_sel == n_cov > 1 else ''}{n_sel} "
                              f"feature{'s' if n_sel != 1 else ''}")
             if notes:
-                warnings.warn("; ".join(notes) + "."
-                              + (" " + _COVERAGE_REMEDY if n_sel < k_asked else ""),
-                              SelectionWarning, stacklevel=5)
+                messages.append("; ".join(notes) + "."
+                                + (" " + _COVERAGE_REMEDY if n_sel < k_asked else ""))
         w_host = np.asarray(to_host(weights), dtype=np.float64)
-        self.tree_weights_[trees] = w_host
-        self.intercept_ = float(icpt)
-        self.lambda_ = float(lam)
+        tree_weights[trees] = w_host
         imp = importance(w_host)
         order = sorted(feats.tolist(), key=lambda f: (-imp[f], f)) + list(extra)
-        self._set_selection(np.asarray(order, dtype=np.int64), imp)
 
         # The k-path, with the lasso's training loss (its objective without the penalty):
         # every k up to path_k_max, searched; without path_k_max, the k up to the one asked
         # for that the k search passed through (no extra solve).
         if self.path_k_max is not None:
-            k_max = min(int(self.path_k_max), self.forest_coverage_)
-            self.selection_path_ = self._k_path(k_max, _lasso.selections_by_k, A, y_l,
-                                                masks, complete=importance,
-                                                near=near_copy_rule, **kw)
+            k_max = min(int(self.path_k_max), n_cov)
+            path = self._k_path(k_max, _lasso.selections_by_k, A, y_l,
+                                masks, complete=importance,
+                                near=near_copy_rule, **kw)
         elif self.alpha is None:
-            self.selection_path_ = self._k_path(0, lambda: search_record["path"])
+            path = self._k_path(0, lambda: search_record["path"])
         else:
-            self.selection_path_ = self._k_path(0, None)
+            path = self._k_path(0, None)
+        return selection(order, imp, float(icpt), float(lam), path), messages
 
     def _k_path(self, k_max, path_of, *args, complete=None, near=None, **kw):
         """``selection_path_`` from ``path_of(*args, **kw)``, a lasso SelectionPath (none
@@ -484,12 +509,6 @@ class _BaseControlBurn(SelectorBase):
                               f"feature{'s' if len(extra) != 1 else ''} of the next solution "
                               "above")
 
-    def _set_selection(self, selected, importances):
-        self._set_support(selected)
-        imp = np.where(self.support_, np.maximum(np.asarray(importances, float), 0.0), 0.0)
-        tot = imp.sum()
-        self.feature_importances_ = imp / tot if tot > 0 else imp
-
     # --- refit & predict --------------------------------------------------------------------
     def _default_refit(self, seed):
         from .gbfs import GBFSClassifier, GBFSRegressor
@@ -498,6 +517,7 @@ class _BaseControlBurn(SelectorBase):
         return cls(mu=0.0, device=self.device, random_state=seed)
 
     def _refit(self, X, y, w, seed):
+        """The refit model, fitted on the selected columns of ``X`` (a dummy without any)."""
         idx = np.sort(self.selected_features_)
         if idx.size == 0:
             from sklearn.dummy import DummyClassifier, DummyRegressor
@@ -506,8 +526,7 @@ class _BaseControlBurn(SelectorBase):
                 strategy="prior")
             est.fit(np.zeros((X.shape[0], 1)), to_host(y),
                     sample_weight=None if w is None else to_host(w))
-            self.refit_estimator_ = est
-            return
+            return est
         gpufs_refit = self.refit_estimator is None
         est = self._default_refit(seed) if gpufs_refit else clone(self.refit_estimator)
         if "categorical_features" in est.get_params(deep=False):
@@ -523,7 +542,7 @@ class _BaseControlBurn(SelectorBase):
             est.fit(Xs, ys, sample_weight=w)
         else:
             est.fit(Xs, ys)
-        self.refit_estimator_ = est
+        return est
 
     def _refit_X(self, X):
         check_is_fitted(self, "refit_estimator_")
@@ -702,16 +721,7 @@ _PARAMS_DOC = """
         True when ``warm_start`` reused the previous fit's forest.
     device_ : str
         "cpu" or "gpu", where the model was fitted.
-    is_categorical_ : ndarray of shape (n_features,), bool
-        The columns fitted as categorical features.
-    category_codes_ : CategoryCodes or None
-        Their category -> code maps (``categories(f)``: column f's categories, most frequent
-        first, the pooled rare ones last); None without categorical columns.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features,), object
-        Column names, when the input had string column names.
-"""
+""" + INPUT_ATTRIBUTES_DOC
 
 
 class ControlBurnRegressor(RegressorTargetMixin, RegressorMixin, _BaseControlBurn):

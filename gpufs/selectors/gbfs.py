@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
-from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
+from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
 from .._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
@@ -34,7 +34,6 @@ from ..binning import BinMapper
 from ..boosting import BoostingParams, DeviceRows
 from ..group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
 from ..grower import TreeParams
-from ..objectives import make_objective
 from ..path import selection_path
 from ..penalties import PENALTY_SCALINGS
 from ..tree import TreeEnsemble
@@ -42,6 +41,7 @@ from ._boost_setup import BoostSetup
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, auto_k, feature_budget, input_device, int_range,
                     real_range)
+from ._boosted import BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin
 from ._exact_k import fit_exact_k, pool_size, total_gains
 from ._gbfs_io import GBFSCodec
 from ._mu_search import known_outcomes
@@ -71,14 +71,7 @@ class _BaseGBFS(SelectorBase):
         "gt_s": [int_range(1), None],
         "gt_delta": [real_range(0, 1, closed="neither")],
         "gt_subsets": [StrOptions({"per_tree", "per_fit"})],
-        "n_estimators": [int_range(1)],
-        "learning_rate": [real_range(0, closed="neither")],
-        "max_depth": [int_range(1, 16)],
-        "max_bins": [int_range(2, 255)],
-        "reg_lambda": [real_range(0)],
-        "min_child_weight": [real_range(0)],
-        "min_split_gain": [real_range(0)],
-        "hessian": ["boolean"],
+        **BOOSTING_CONSTRAINTS,
         "validation_fraction": [real_range(0, 1, closed="neither"), None],
         "n_iter_no_change": [int_range(1), None],
         "warm_start": ["boolean"],
@@ -591,21 +584,12 @@ _PARAMS_DOC = """
         The cut points of every feature.
     n_estimators_ : int
         Rounds kept (fewer than ``n_estimators`` after early stopping).
-    is_categorical_ : ndarray of shape (n_features,), bool
-        The columns fitted as categorical features.
-    category_codes_ : CategoryCodes or None
-        Their category -> code maps (``categories(f)``: column f's categories, most frequent
-        first, the pooled rare ones last); None without categorical columns.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features,), object
-        Column names, when the input had string column names.
-    device_ : str
+""" + INPUT_ATTRIBUTES_DOC + """    device_ : str
         "cpu" or "gpu", where the model was fitted.
 """
 
 
-class GBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseGBFS):
+class GBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin, _BaseGBFS):
     __doc__ = ("Gradient Boosted Feature Selection for regression (squared error).\n"
                + _PARAMS_DOC + """
     Examples
@@ -619,12 +603,6 @@ class GBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseGBFS):
     >>> sorted(est.selected_features_.tolist())
     [0, 3]
 """)
-
-    def _make_objective(self):
-        return make_objective("regression")
-
-    def _boosting_target(self, y):
-        return y
 
     def predict(self, X):
         """Predicted values.
@@ -641,19 +619,13 @@ class GBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseGBFS):
         return self._raw_predict(X)[:, 0]
 
 
-class GBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseGBFS):
+class GBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin,
+                     _BaseGBFS):
     __doc__ = ("Gradient Boosted Feature Selection for classification (binary log loss, or "
                "softmax with one tree per class per round and one shared set of used "
                "features).\n" + _PARAMS_DOC + """    classes_ : ndarray of shape (n_classes,)
         The class labels.
 """)
-
-    def _make_objective(self):
-        return make_objective("classification", len(self.classes_))
-
-    def _boosting_target(self, codes):
-        # The logistic kernels read a float 0/1 target; softmax reads the int32 codes.
-        return codes.astype(np.float64) if len(self.classes_) == 2 else codes
 
     def decision_function(self, X):
         """Raw scores.

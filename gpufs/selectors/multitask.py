@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
-from .._docstrings import TREE_CATEGORICAL_FEATURES_DOC
+from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import resolve_device, to_host
 from .._input import check_costs, check_groups, check_sample_weight, check_X, check_y
 from .._params import N_JOBS_CONSTRAINT
@@ -31,10 +31,10 @@ from ..binning import BinMapper
 from ..boosting import BoostingParams
 from ..grower import TreeParams
 from ..multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
-from ..objectives import make_objective
 from ..penalties import PENALTY_SCALINGS
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, RegressorTargetMixin,
-                    SelectorBase, input_device, int_range, real_range)
+                    SelectorBase, input_device, real_range)
+from ._boosted import BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin
 from ._multitask_io import MultiTaskGBFSCodec
 
 __all__ = ["MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor"]
@@ -147,14 +147,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
-        "n_estimators": [int_range(1)],
-        "learning_rate": [real_range(0, closed="neither")],
-        "max_depth": [int_range(1, 16)],
-        "max_bins": [int_range(2, 255)],
-        "reg_lambda": [real_range(0)],
-        "min_child_weight": [real_range(0)],
-        "min_split_gain": [real_range(0)],
-        "hessian": ["boolean"],
+        **BOOSTING_CONSTRAINTS,
         "device": DEVICE_CONSTRAINT,
         "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
@@ -504,21 +497,13 @@ _PARAMS_DOC = """
         Rounds grown.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, boost.
-    is_categorical_ : ndarray of shape (n_features,), bool
-        The columns fitted as categorical features.
-    category_codes_ : CategoryCodes or None
-        Their category -> code maps (``categories(f)``: column f's categories, most frequent
-        first, the pooled rare ones last); None without categorical columns.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features,), object
-        Column names, when the input had string column names.
-    device_ : str
+""" + INPUT_ATTRIBUTES_DOC + """    device_ : str
         "cpu" or "gpu", where the model was fitted.
 """
 
 
-class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTaskGBFS):
+class MultiTaskGBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin,
+                             _BaseMultiTaskGBFS):
     __doc__ = ("Multitask gradient boosted feature selection for regression (squared error).\n"
                + _PARAMS_DOC + """
     Examples
@@ -534,12 +519,6 @@ class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTas
     >>> [sorted(s.tolist()) for s in est.selected_features_by_task_]
     [[0, 1], [0, 2], [0, 3]]
 """)
-
-    def _make_objective(self):
-        return make_objective("regression")
-
-    def _boosting_target(self, y):
-        return y
 
     def score(self, X, y, task=None, sample_weight=None):
         from sklearn.metrics import r2_score
@@ -566,18 +545,13 @@ class MultiTaskGBFSRegressor(RegressorTargetMixin, RegressorMixin, _BaseMultiTas
         return self._raw_predict(X, task)[:, 0]
 
 
-class MultiTaskGBFSClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseMultiTaskGBFS):
+class MultiTaskGBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin,
+                              _BaseMultiTaskGBFS):
     __doc__ = ("Multitask gradient boosted feature selection for classification (binary log "
                "loss, or softmax; the classes are shared by all tasks).\n" + _PARAMS_DOC
                + """    classes_ : ndarray of shape (n_classes,)
         The class labels of all tasks together.
 """)
-
-    def _make_objective(self):
-        return make_objective("classification", len(self.classes_))
-
-    def _boosting_target(self, codes):
-        return codes.astype(np.float64) if len(self.classes_) == 2 else codes
 
     def score(self, X, y, task=None, sample_weight=None):
         from sklearn.metrics import accuracy_score

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
+from .._docstrings import INPUT_ATTRIBUTES_DOC
 from .._device import get_namespace, to_host
 from .._input import check_X
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
@@ -74,6 +75,37 @@ class _StagewiseBase(SelectorBase):
             raise ValueError(f"n_features_to_select={k} is larger than the number of "
                              f"features in X ({n_features}).")
         return k
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
+            X_val=None, y_val=None, sample_weight_val=None):
+        """Run the stagewise rounds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            numpy, pandas, cupy, cudf, polars or pyarrow; no missing values.
+        y : array-like of shape (n_samples,)
+            Target values (regressor) or class labels, at least two classes (classifier).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights.
+        eval_set : tuple (X_val, y_val) or list of such tuples, default=None
+            Validation data. Every pair's cost after each round is kept in ``evals_result_``;
+            the LAST pair is the one ``validation_cost_history_`` and early stopping
+            (``n_iter_no_change``) watch. Cannot be combined with ``validation_fraction``.
+        sample_weight_eval_set : list of array-like, default=None
+            One weight array (or None) per ``eval_set`` pair.
+        X_val, y_val, sample_weight_val : deprecated
+            Use ``eval_set=(X_val, y_val)`` and ``sample_weight_eval_set=[sample_weight_val]``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
+            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
+        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
 
     def _fit(self, X, y, sample_weight, eval_set, sample_weight_eval_set):
         from tqdm.auto import tqdm
@@ -328,31 +360,6 @@ _COMMON_PARAMS = """
     random_state : int, RandomState instance or None, default=None
         Seed of the ``validation_fraction`` split."""
 
-_FIT_DOC = """Run the stagewise rounds.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            numpy, pandas, cupy, cudf, polars or pyarrow; no missing values.
-        y : array-like of shape (n_samples,)
-            {target}
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights.
-        eval_set : tuple (X_val, y_val) or list of such tuples, default=None
-            Validation data. Every pair's cost after each round is kept in ``evals_result_``;
-            the LAST pair is the one ``validation_cost_history_`` and early stopping
-            (``n_iter_no_change``) watch. Cannot be combined with ``validation_fraction``.
-        sample_weight_eval_set : list of array-like, default=None
-            One weight array (or None) per ``eval_set`` pair.
-        X_val, y_val, sample_weight_val : deprecated
-            Use ``eval_set=(X_val, y_val)`` and ``sample_weight_eval_set=[sample_weight_val]``.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-
 _COMMON_ATTRIBUTES = """
     selected_features_ : ndarray of shape (n_selected,), int64
         Feature indices in the order they were selected.
@@ -377,15 +384,7 @@ _COMMON_ATTRIBUTES = """
         layout per category; ``coef_`` holds 0 for those columns).
     device_ : str
         "cpu" or "gpu", where fit ran.
-    is_categorical_ : ndarray of shape (n_features,), bool
-        The columns fitted as categorical features.
-    category_codes_ : CategoryCodes or None
-        Their category -> code maps (``categories(f)``: column f's categories, most frequent
-        first, the pooled rare ones last); None without categorical columns.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features,), object
-        Column names, when the input had string column names."""
+""" + INPUT_ATTRIBUTES_DOC.rstrip("\n")
 
 
 class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
@@ -440,15 +439,6 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
-            X_val=None, y_val=None, sample_weight_val=None):
-        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
-            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
-        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
-
-    fit.__doc__ = _FIT_DOC.format(target="Target values.")
 
     def predict(self, X):
         """Predicted values.
@@ -528,15 +518,6 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
-            X_val=None, y_val=None, sample_weight_val=None):
-        eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
-            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
-        return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
-
-    fit.__doc__ = _FIT_DOC.format(target="Class labels (at least two classes).")
 
     def decision_function(self, X):
         """Margins.

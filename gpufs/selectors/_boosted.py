@@ -1,0 +1,48 @@
+"""What the boosted selectors' estimators share: GBFS and multitask GBFS alike.
+
+Owns :class:`BoostedRegressorMixin` and :class:`BoostedClassifierMixin`: the objective a fit
+boosts (``gpufs.objectives.make_objective``) and the target its kernels read, and
+``BOOSTING_CONSTRAINTS``, the rules of the boosting hyperparameters: written once for both
+families (``gbfs``, ``multitask``) and the Dask estimators built on them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._params import int_range, real_range
+from ..objectives import make_objective
+
+__all__ = ["BOOSTING_CONSTRAINTS", "BoostedClassifierMixin", "BoostedRegressorMixin"]
+
+#: The ``_parameter_constraints`` of the boosting hyperparameters (``boosting.BoostingParams``).
+BOOSTING_CONSTRAINTS = {
+    "n_estimators": [int_range(1)],
+    "learning_rate": [real_range(0, closed="neither")],
+    "max_depth": [int_range(1, 16)],
+    "max_bins": [int_range(2, 255)],
+    "reg_lambda": [real_range(0)],
+    "min_child_weight": [real_range(0)],
+    "min_split_gain": [real_range(0)],
+    "hessian": ["boolean"],
+}
+
+
+class BoostedRegressorMixin:
+    """Squared error, boosted on the float64 target as it is."""
+
+    def _make_objective(self):
+        return make_objective("regression")
+
+    def _boosting_target(self, y):
+        return y
+
+
+class BoostedClassifierMixin:
+    """Binary log loss, or softmax over ``classes_`` (one tree per class per round)."""
+
+    def _make_objective(self):
+        return make_objective("classification", len(self.classes_))
+
+    def _boosting_target(self, codes):
+        # The logistic kernels read a float 0/1 target; softmax reads the int32 codes.
+        return codes.astype(np.float64) if len(self.classes_) == 2 else codes
