@@ -21,8 +21,6 @@ MAX_PARAMS = 12
 KNOWN_LONG = {
     # Other engineers' work this session (issue 28's backend half): the engine's level
     # functions and the backends' group-testing entry point are being regrouped there.
-    "gpufs/backends/gpu.py:GPUBackend._level_launches": "backends: regrouped with the level "
-                                                        "kernels' named tuples",
     "gpufs/group_testing.py:group_test_candidates": "group testing moves into the backends",
     # Compiled functions made by a factory (each backend compiles its own copy): jitted by
     # the caller, so no decorator marks them here.
