@@ -571,23 +571,22 @@ class GPUBackend(DeviceMixin):
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
                        is_cat, cat_bits):
         with self._phase("predict"):
-            if Xb.shape[0] and feature.shape[0]:
-                threads = 128 if self._cupy else 32
-                self._launch("predict", self.kernels.predict_binned_kernel,
-                             self._grid_1d(Xb.shape[0], threads), threads,
-                             Xb, feature, bin_threshold, missing_left, value, tree_column, out,
-                             is_cat, cat_bits)
+            self._predict(self.kernels.predict_binned_kernel, Xb, feature, bin_threshold,
+                          missing_left, value, tree_column, out, is_cat, cat_bits)
             return out
 
     def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
                     cat_bits):
         with self._phase("predict"):
-            X = self._float_input(X)
-            if X.shape[0] and feature.shape[0]:
-                threads = 128 if self._cupy else 32
-                self._launch("predict", self.kernels.predict_raw_kernel,
-                             self._grid_1d(X.shape[0], threads), threads,
-                             X, feature, threshold, missing_left, value, tree_column, out,
-                             is_cat, cat_bits)
+            self._predict(self.kernels.predict_raw_kernel, self._float_input(X), feature,
+                          threshold, missing_left, value, tree_column, out, is_cat, cat_bits)
             return out
+
+    def _predict(self, kernel, X, feature, *trees):
+        """Launch a prediction kernel on (X, feature, *trees): a thread per row of X, each
+        walking every tree (no launch without rows or trees)."""
+        if X.shape[0] and feature.shape[0]:
+            threads = 128 if self._cupy else 32
+            self._launch("predict", kernel, self._grid_1d(X.shape[0], threads), threads, X,
+                         feature, *trees)
 
