@@ -30,6 +30,7 @@ def measure(n, d, n_bins, rng):
     from gpufs._hist_layout import HistLayout
     from gpufs.backends.cpu import histogram as H
     from gpufs.backends.cpu import CPUBackend
+    from gpufs.backends.cpu._args import Run, Segments
 
     Xb = rng.integers(0, n_bins, size=(n, d)).astype(np.uint8)
     layout = HistLayout.from_n_bins(np.full(d, n_bins))
@@ -45,9 +46,9 @@ def measure(n, d, n_bins, rng):
                                        ("half", rows_sub, n // 2)):
                 src = be._hist_source(data, gh, rows, layout)
                 out = np.empty((1, layout.n_slots, 2), np.int64)
-                args = (threads > 1, threads, 16384, code, src, np.zeros(1, np.int64),
-                        np.full(1, count, np.int64), np.zeros(1, np.int64),
-                        np.zeros(1, np.int64), np.zeros(1, np.int64),
+                z = np.zeros(1, np.int64)
+                run = Run(threads > 1, threads, 16384, 0, code)
+                args = (threads > 1, run, src, Segments(z, np.full(1, count, np.int64), z, z, z),
                         np.arange(d, dtype=np.int32), d, True, out, np.empty((0, 0), np.int64))
                 H.build_histograms(*args)  # compile / load, and the private copies' scratch
                 reps = max(3, int(2e6 // (count * d)))

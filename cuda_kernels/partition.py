@@ -48,6 +48,16 @@ from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
 _CAT_ROW = 8 + CAT_WORDS
 
 
+@cuda.jit(device=True)
+def _task_split(Xcols, spl, ctrl, rows_per_task, task):
+    """Task ``task``'s split ``s`` and rows [lo, hi), and the split as ``split_goes_left``
+    reads it: the feature's column, threshold bin, missing-left, categorical flag, bitset."""
+    s = find_segment(spl[7], ctrl[0], task)
+    lo, hi = task_range(spl[5, s], spl[6, s], spl[7, s], rows_per_task, task)
+    return (s, lo, hi, Xcols[spl[2, s]], spl[3, s], spl[4, s], spl[_CAT_ROW, s] != 0,
+            spl[8:_CAT_ROW, s])
+
+
 @cuda.jit(cache=True)
 def partition_count_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left,
                            chunk_off, nodes, bld, out_i, lc_base):
@@ -66,13 +76,7 @@ def _count(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left):
     if t == 0:
         count[0] = 0
     cuda.syncthreads()
-    s = find_segment(spl[7], ctrl[0], task)
-    lo, hi = task_range(spl[5, s], spl[6, s], spl[7, s], rows_per_task, task)
-    col = Xcols[spl[2, s]]
-    thr = spl[3, s]
-    ml = spl[4, s]
-    cat = spl[_CAT_ROW, s] != 0
-    bits = spl[8:_CAT_ROW, s]
+    s, lo, hi, col, thr, ml, cat, bits = _task_split(Xcols, spl, ctrl, rows_per_task, task)
     rows = rows2[cur]
     mine = 0
     for j in range(lo + t, hi, cuda.blockDim.x):
@@ -132,14 +136,8 @@ def partition_scatter_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task,
     sh = cuda.shared.array(MAX_BLOCK, dtype=int64)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    s = find_segment(spl[7], ctrl[0], task)
+    s, lo, hi, col, thr, ml, cat, bits = _task_split(Xcols, spl, ctrl, rows_per_task, task)
     start = spl[5, s]
-    lo, hi = task_range(start, spl[6, s], spl[7, s], rows_per_task, task)
-    col = Xcols[spl[2, s]]
-    thr = spl[3, s]
-    ml = spl[4, s]
-    cat = spl[_CAT_ROW, s] != 0
-    bits = spl[8:_CAT_ROW, s]
     src = rows2[cur]
     dst = rows2[1 - cur]
 

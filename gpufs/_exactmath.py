@@ -259,9 +259,8 @@ def make_exact_math(mul, add, jit, to_bits, from_bits):
         return m, s
 
     @jit
-    def softmax_grad_hess_row(raw, i, y, g, h):
-        """g[k, i], h[k, i] for every class k of row i with class code y (int)."""
-        m, s = row_max_sumexp(raw, i)
+    def softmax_grad_hess_at(raw, i, y, g, h, m, s):
+        """g[k, i], h[k, i] of row i from its ``row_max_sumexp`` (m, s)."""
         for k in range(raw.shape[1]):
             p = exp_nonpositive(add(raw[i, k], -m)) / s
             t = 1.0 if k == y else 0.0
@@ -269,10 +268,22 @@ def make_exact_math(mul, add, jit, to_bits, from_bits):
             h[k, i] = mul(p, add(1.0, -p))
 
     @jit
-    def softmax_loss_row(raw, i, y):
-        """-log p_y of row i: log(s) + (m - raw[i, y]), both terms >= 0."""
-        m, s = row_max_sumexp(raw, i)
+    def softmax_loss_at(raw, i, y, m, s):
+        """-log p_y of row i from its ``row_max_sumexp`` (m, s): log(s) + (m - raw[i, y]),
+        both terms >= 0."""
         return add(log(s), add(m, -raw[i, y]))
+
+    @jit
+    def softmax_grad_hess_row(raw, i, y, g, h):
+        """g[k, i], h[k, i] for every class k of row i with class code y (int)."""
+        m, s = row_max_sumexp(raw, i)
+        softmax_grad_hess_at(raw, i, y, g, h, m, s)
+
+    @jit
+    def softmax_loss_row(raw, i, y):
+        """-log p_y of row i."""
+        m, s = row_max_sumexp(raw, i)
+        return softmax_loss_at(raw, i, y, m, s)
 
     @jit
     def logistic_grad_hess_loss(z, y):
@@ -300,12 +311,8 @@ def make_exact_math(mul, add, jit, to_bits, from_bits):
         """``softmax_grad_hess_row`` and returns ``softmax_loss_row``, bit for bit, from one
         pass over the row's exponentials."""
         m, s = row_max_sumexp(raw, i)
-        for k in range(raw.shape[1]):
-            p = exp_nonpositive(add(raw[i, k], -m)) / s
-            t = 1.0 if k == y else 0.0
-            g[k, i] = add(p, -t)
-            h[k, i] = mul(p, add(1.0, -p))
-        return add(log(s), add(m, -raw[i, y]))
+        softmax_grad_hess_at(raw, i, y, g, h, m, s)
+        return softmax_loss_at(raw, i, y, m, s)
 
     return SimpleNamespace(
         pow2=pow2, scale2=scale2, exp=exp, exp_nonpositive=exp_nonpositive,

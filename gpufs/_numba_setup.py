@@ -15,13 +15,17 @@ from ._version import __version__
 _CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
 
 
-#: Modules whose functions are compiled *into* kernels defined in other files. numba's cache
+#: Modules whose functions or constants are compiled *into* kernels defined in other files
+#: (the layout constants of ``_types``, the named tuples of ``_args`` too). numba's cache
 #: checks only the time stamp of a kernel's own file, so an edit of these files would leave
 #: stale kernels behind; their content hash is part of the cache folder's name instead.
+#: ``tests/test_numba_setup.py`` derives the list from the cached kernels' code and fails on
+#: a missing file.
 _INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py", "_categorical.py", "_tasks.py",
-                    "_hist_layout.py", "backends/cpu/_device_fns.py",
-                    "backends/cpu/histogram.py", "backends/cpu/split.py",
-                    "backends/cpu/partition.py")
+                    "_hist_layout.py", "_types.py", "backends/cpu/_args.py",
+                    "backends/cpu/_device_fns.py", "backends/cpu/histogram.py",
+                    "backends/cpu/split.py", "backends/cpu/partition.py",
+                    "cuda_kernels/_device_fns.py")
 
 
 def _inlined_sources_digest() -> str:

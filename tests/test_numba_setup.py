@@ -6,10 +6,15 @@ Every case asks numba itself where each of gpufs's cached kernels (CPU and CUDA)
 written, through the dispatcher's cache object. The fresh-install sequence that once broke
 (install, run, reinstall editable) is run end to end by ``.ci/run``.
 """
+import ast
+import importlib
+import importlib.util
 import json
 import os
+import pkgutil
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -103,3 +108,113 @@ def test_a_cache_dir_set_in_numbas_config_before_gpufs_wins(tmp_path):
     r = _probe(tmp_path, before=f"import numba\nnumba.config.CACHE_DIR = {mine!r}")
     assert r["setting"] == mine and r["env"] is None
     assert all(_inside(d, mine) for d in r["paths"]["gpufs.backends.cpu.level"])
+
+
+
+def _defined_in(module_name, name):
+    """The gpufs module that defines global ``name`` of ``module_name``: followed through the
+    module's ``from x import name`` lines (re-exports too); ``from .. import _tasks`` gives
+    ``gpufs._tasks`` itself; a name bound in the module (or imported from outside gpufs)
+    gives the module."""
+    mod = sys.modules[module_name]
+    with open(mod.__file__, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    package = module_name if hasattr(mod, "__path__") else module_name.rpartition(".")[0]
+    for node in tree.body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        src = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+        if src != "gpufs" and not src.startswith("gpufs."):
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) == name:
+                sub = f"{src}.{alias.name}"
+                if isinstance(sys.modules.get(sub), types.ModuleType):
+                    return sub
+                return _defined_in(src, alias.name)
+    return module_name
+
+
+def _code_names(code):
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def _files_compiled_into(fn, files, seen):
+    """Add to ``files`` the module of every global that compiled ``fn`` reads (constants,
+    named tuples, compiled functions: followed into those, and into closures' cells)."""
+    from numba.core.dispatcher import Dispatcher
+
+    if fn in seen:
+        return
+    seen.add(fn)
+    files.add(sys.modules[fn.__module__].__file__)
+    names = _code_names(fn.__code__)
+    found = [(fn.__module__, n, fn.__globals__[n]) for n in names if n in fn.__globals__]
+    for _, _, obj in list(found):
+        if isinstance(obj, types.ModuleType) and obj.__name__.startswith("gpufs."):
+            found += [(obj.__name__, n, getattr(obj, n)) for n in names if hasattr(obj, n)]
+    for cell in fn.__closure__ or ():
+        found.append((None, None, cell.cell_contents))
+    for module_name, name, obj in found:
+        if isinstance(obj, Dispatcher):
+            _files_compiled_into(obj.py_func, files, seen)
+        elif isinstance(obj, types.FunctionType) and obj.__module__.startswith("gpufs"):
+            _files_compiled_into(obj, files, seen)
+        elif module_name is not None and not isinstance(obj, types.ModuleType):
+            origin = _defined_in(module_name, name)
+            if origin.startswith("gpufs"):
+                files.add(sys.modules[origin].__file__)
+
+
+def _sources_compiled_into_other_files_kernels():
+    """{file (relative to the package): the cached kernels of other files it is compiled
+    into}, from the kernels themselves: every ``cache=True`` dispatcher of the CPU backend
+    and of the CUDA kernels (when numba.cuda imports), and what its code reads."""
+    import gpufs
+    import gpufs.backends.cpu as cpu
+
+    names = ["gpufs.backends.cpu." + m.name for m in pkgutil.iter_modules(cpu.__path__)]
+    try:
+        import numba.cuda  # noqa: F401
+
+        import gpufs.cuda_kernels as ck
+        names += ["gpufs.cuda_kernels." + m.name for m in pkgutil.iter_modules(ck.__path__)]
+    except ImportError:
+        pass
+    for name in names:
+        importlib.import_module(name)
+    base = os.path.dirname(gpufs.__file__)
+    out = {}
+    for name, mod in list(sys.modules.items()):
+        if name != "gpufs" and not name.startswith("gpufs."):
+            continue
+        for kname, obj in list(vars(mod).items()):
+            if not getattr(getattr(obj, "_cache", None), "cache_path", None):
+                continue
+            own = sys.modules[obj.py_func.__module__].__file__
+            files = set()
+            _files_compiled_into(obj.py_func, files, set())
+            for f in files - {own}:
+                rel = os.path.relpath(f, base).replace(os.sep, "/")
+                out.setdefault(rel, set()).add(f"{name}.{kname}")
+    return out
+
+
+def test_every_source_compiled_into_other_files_kernels_is_hashed():
+    """numba's cache checks only a kernel's own file: every file whose functions or constants
+    are compiled into another file's cached kernels must be in ``_INLINED_SOURCES`` (hashed
+    into the cache folder's name), or an edit of it would load stale kernels."""
+    from gpufs import _numba_setup
+
+    needed = _sources_compiled_into_other_files_kernels()
+    # the scan sees the shared rules and the layout constants (it is not blind)
+    assert {"_gain.py", "_types.py"} <= set(needed), sorted(needed)
+    missing = {f: sorted(k)[:3] for f, k in needed.items()
+               if f not in _numba_setup._INLINED_SOURCES}
+    assert not missing, f"add to _numba_setup._INLINED_SOURCES: {missing}"
+    here = os.path.dirname(_numba_setup.__file__)
+    assert all(os.path.isfile(os.path.join(here, f)) for f in _numba_setup._INLINED_SOURCES)

@@ -14,6 +14,7 @@ and one per level. The device plumbing is ``_gpu_device``'s, a tree's memory
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +31,21 @@ from ._gpu_workspace import DeviceBinnedMatrix, _GPUTree, _Workspace
 from .base import best_splits, kernel_for
 
 __all__ = ["DeviceBinnedMatrix", "GPUBackend", "GPUOutOfMemoryError"]
+
+
+class _LevelViews(NamedTuple):
+    """The kernels' views of one level's parameters, as the search kernel reads them
+    (``_Workspace.set_params``, ``.categorical``, ``.view_of``): the scalars (float64), the
+    penalty (d,) float64, allowed and used (d,) bool, the categorical slots (d,) int32, the
+    categorical scan's scratch (S, max(n_cat, 1), 256) uint8 and the bin counts (d,) int32."""
+
+    scalars: object
+    penalty: object
+    allowed: object
+    used: object
+    cat_slot: object
+    cat_order: object
+    n_bins: object
 
 
 class GPUBackend(DeviceMixin):
@@ -331,19 +347,15 @@ class GPUBackend(DeviceMixin):
         """
         ws = st.ws
         k = st.n_active
-        d = st.d
         with self._phase("level"):
-            scal, pen, alw, usd = ws.set_params(penalty, allowed, used, split, int(budget))
             cat_slot, n_cat = split.categorical()
-            v_slot, v_order = ws.categorical(cat_slot, n_cat)
-            cur, a = st.level & 1, st.level & 1
-            hist = ws.hist_index ^ cur
+            views = _LevelViews(*ws.set_params(penalty, allowed, used, split, int(budget)),
+                                *ws.categorical(cat_slot, n_cat), ws.view_of(split.n_bins))
             graph = self.graphs is not None
             if graph:
                 self._recording = []
             try:
-                self._level_launches(st, ws, k, d, hist, cur, a, scal, pen, alw, usd, v_slot,
-                                     v_order, split, build_next, graph)
+                self._level_launches(st, views, build_next, graph)
             finally:
                 ops, self._recording = self._recording, None
             if graph:
@@ -355,16 +367,20 @@ class GPUBackend(DeviceMixin):
             self.hist_bytes += int(np.minimum(c[0::2], c[1::2]).sum()) * (st.n_feats + 20)
         return res
 
-    def _level_launches(self, st, ws, k, d, hist, cur, a, scal, pen, alw, usd, v_slot,
-                        v_order, split, build_next, graph):
-        """The level's launches (``level_step``), in order; recorded when ``graph``."""
+    def _level_launches(self, st, views, build_next, graph):
+        """The level's launches (``level_step``), in order, reading the level's device
+        parameters ``views`` (``_LevelViews``); recorded when ``graph``."""
+        ws, k, d = st.ws, st.n_active, st.d
+        cur = a = st.level & 1  # the rows' and the active nodes' double buffers
+        hist = ws.hist_index ^ cur
         threads = self.search_threads
         # search, then (its last block) the level's decisions: one launch
         self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, 1),
                      threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
                      st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
-                     st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen,
-                     alw, usd, scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"],
+                     st.fcur, ws.v["ctrl"], ws.v["offset"], views.n_bins, views.penalty,
+                     views.allowed, views.used, views.scalars, views.cat_slot, views.cat_order,
+                     ws.v["pf_f"], ws.v["pf_i"],
                      True, ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
                      ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
                      ws.v["out_i"], ws.v["out_f"])
@@ -555,23 +571,22 @@ class GPUBackend(DeviceMixin):
     def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
                        is_cat, cat_bits):
         with self._phase("predict"):
-            if Xb.shape[0] and feature.shape[0]:
-                threads = 128 if self._cupy else 32
-                self._launch("predict", self.kernels.predict_binned_kernel,
-                             self._grid_1d(Xb.shape[0], threads), threads,
-                             Xb, feature, bin_threshold, missing_left, value, tree_column, out,
-                             is_cat, cat_bits)
+            self._predict(self.kernels.predict_binned_kernel, Xb, feature, bin_threshold,
+                          missing_left, value, tree_column, out, is_cat, cat_bits)
             return out
 
     def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
                     cat_bits):
         with self._phase("predict"):
-            X = self._float_input(X)
-            if X.shape[0] and feature.shape[0]:
-                threads = 128 if self._cupy else 32
-                self._launch("predict", self.kernels.predict_raw_kernel,
-                             self._grid_1d(X.shape[0], threads), threads,
-                             X, feature, threshold, missing_left, value, tree_column, out,
-                             is_cat, cat_bits)
+            self._predict(self.kernels.predict_raw_kernel, self._float_input(X), feature,
+                          threshold, missing_left, value, tree_column, out, is_cat, cat_bits)
             return out
+
+    def _predict(self, kernel, X, feature, *trees):
+        """Launch a prediction kernel on (X, feature, *trees): a thread per row of X, each
+        walking every tree (no launch without rows or trees)."""
+        if X.shape[0] and feature.shape[0]:
+            threads = 128 if self._cupy else 32
+            self._launch("predict", kernel, self._grid_1d(X.shape[0], threads), threads, X,
+                         feature, *trees)
 

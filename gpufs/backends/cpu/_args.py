@@ -1,12 +1,13 @@
 """The named tuples the compiled CPU level functions take, grouped by what they carry.
 
-Owns the argument records of ``level.py``, ``split.py`` and ``partition.py`` (as XGBoost passes
-``EvaluateSplitInputs``): how a call runs (``Run``), a tree's per-node sums (``NodeSums``),
-one level's nodes and histograms (``LevelState``), the rows and their buffers (``Rows``,
-``HistSource``), the
-split parameters (``SplitArgs``), the level's penalties (``Selection``), the per-slot outputs
-(``LevelOut``), one level's decisions (``Decisions``), the splits a partition applies
-(``SplitRule``) and the split search's inputs and outputs (``SearchSlots``, ``PerFeature``).
+Owns the argument records of ``level.py``, ``split.py``, ``partition.py``, ``histogram.py``
+and ``objective.py`` (as XGBoost passes ``EvaluateSplitInputs``): how a call runs (``Run``),
+per-node sums (``NodeSums``), one level (``LevelState``), the rows and their buffers (``Rows``,
+``HistSource``), a histogram build's segments and tasks (``Segments``, ``RowTasks``), the
+gradients' fixed point (``FixedScales``), the split parameters (``SplitArgs``), the penalties
+(``Selection``), the per-slot outputs (``LevelOut``), a level's decisions (``Decisions``), a
+partition's splits (``SplitRule``), the split search's slots and results (``SearchSlots``,
+``PerFeature``).
 numba's nopython mode takes named tuples of arrays and scalars as they are; but a write
 through a tuple's field inside a ``prange`` body is lost (numba 0.68): outputs that parallel
 loops write stay plain arguments or are unpacked before the loop.
@@ -71,6 +72,41 @@ class HistSource(NamedTuple):
     dense_f: np.ndarray
     sparse_f: np.ndarray
     offset32: np.ndarray
+
+
+class Segments(NamedTuple):
+    """The row segments a histogram build fills (``histogram.build_histograms``), (m,) int64
+    each: first row's position in ``rows``, row count, output slot, and the segment's sums G
+    and H (exact; the sparse features' most frequent slots are derived from them)."""
+
+    start: np.ndarray
+    count: np.ndarray
+    slot: np.ndarray
+    g: np.ndarray
+    h: np.ndarray
+
+
+class RowTasks(NamedTuple):
+    """A row-wise build's tasks (``histogram.task_table``), (T,) int64 each: the output slot,
+    the rows' positions [lo, hi), and the private copy the task fills (-1: the slot's own)."""
+
+    slot: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    priv: np.ndarray
+
+
+class FixedScales(NamedTuple):
+    """The fixed point of ``quantize.prepare_gradients`` as its compiled pass reads it: the
+    scales of g and h (float64), each sum's two exact-split factors and low-word scales (3,)
+    float64 (g, h, q), and whether the bound terms q are summed."""
+
+    g_scale: float
+    h_scale: float
+    e1s: np.ndarray
+    e2s: np.ndarray
+    low_scales: np.ndarray
+    divisor: bool
 
 
 class Rows(NamedTuple):

@@ -16,8 +16,9 @@ from ..._device import to_host
 from ..._hist_layout import split_input, tree_layout
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
 from ..base import LevelResult, SplitPlan, best_splits, kernel_for
-from ._args import (Decisions, HistSource, LevelOut, LevelState, NodeSums, PerFeature, Rows,
-                    Run, SearchSlots, Selection, SplitRule, split_args)
+from ._args import (Decisions, FixedScales, HistSource, LevelOut, LevelState, NodeSums,
+                    PerFeature, Rows, Run, SearchSlots, Segments, Selection, SplitRule,
+                    split_args)
 from .binning import _bin_transform, _columns_of
 from .group_testing import CPUSteps
 from .histogram import (AUTO, COLUMNS, ROWS, ROWS_PER_TASK, TASKS_PER_THREAD,
@@ -328,9 +329,10 @@ class CPUBackend:
         gh = np.empty((n, 2), np.int64)
         sums = np.empty((self._chunks(n), 8), np.int64)
         (_quantize_par if sums.shape[0] > 1 else _quantize_ser)(
-            g, _no_weights(h), _no_weights(w), bool(unit_hessian), float(g_scale),
-            float(h_scale), np.asarray(e1s, np.float64), np.asarray(e2s, np.float64),
-            np.asarray(low_scales, np.float64), bool(divisor), gh, sums)
+            g, _no_weights(h), _no_weights(w), bool(unit_hessian),
+            FixedScales(float(g_scale), float(h_scale), np.asarray(e1s, np.float64),
+                        np.asarray(e2s, np.float64), np.asarray(low_scales, np.float64),
+                        bool(divisor)), gh, sums)
         return gh, sums.sum(axis=0)
 
     # --- trees ----------------------------------------------------------------------------
@@ -555,10 +557,10 @@ class CPUBackend:
             totals[i] = gh[rows[starts[i]: starts[i] + counts[i]]].sum(axis=0)
         out = np.zeros((build.shape[0], layout.n_slots, 2), HIST_DTYPE)
         n_threads = self._threads()
-        build_histograms(n_threads > 1, n_threads, self.rows_per_task,
-                         _HIST_LOOPS[self.hist_loop], self._hist_source(data, gh, rows, layout),
-                         starts, counts, np.arange(build.shape[0], dtype=np.int64),
-                         totals[:, 0].copy(), totals[:, 1].copy(), feats, feats.shape[0],
+        segs = Segments(starts, counts, np.arange(build.shape[0], dtype=np.int64),
+                        totals[:, 0].copy(), totals[:, 1].copy())
+        build_histograms(n_threads > 1, self._run(n_threads > 1),
+                         self._hist_source(data, gh, rows, layout), segs, feats, feats.shape[0],
                          feats.shape[0] == d, out, np.empty((0, 0), HIST_DTYPE))
         if given is None:
             return out.reshape(build.shape[0], d, N_HIST_BINS, 2)

@@ -22,6 +22,7 @@ from numba.extending import intrinsic
 
 from ... import _hist_layout, _tasks
 from ..._types import HIST_DTYPE
+from ._args import RowTasks
 
 _slot = njit(inline="always")(_hist_layout.slot_of)
 _task_bounds = njit(inline="always")(_tasks.task_bounds)
@@ -127,8 +128,6 @@ def use_columns(mode, n_rows, hist_bytes):
     return (COLUMN_MIN_ROWS <= n_rows <= COLUMN_MAX_ROWS
             and hist_bytes > COLUMN_MIN_HIST_BYTES)
 
-
-# --- one node's histogram -------------------------------------------------------------------
 
 # --- one node's histogram -------------------------------------------------------------------
 # The loops over rows are called functions with explicit arrays (not bodies inlined into the
@@ -298,32 +297,29 @@ def _segment_sparse(H, rows, ghs, lo, hi, off, sparse_f, sp_ptr, sp_slot):
 # --- a level's histograms -------------------------------------------------------------------
 
 @njit(inline="always")
-def _row_task(t, Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv, feats,
-              n_feats, full, sparse, out2, priv2):
-    p = t_priv[t]
-    H = out2[t_slot[t]] if p < 0 else priv2[p]
-    _zero(H, feats, n_feats, off, full)
+def _row_task(t, src, tasks, feats, n_feats, full, sparse, out2, priv2):
+    """Row-wise task t (``RowTasks``) of ``src`` (``HistSource``) into its slot of ``out2``
+    or its private copy in ``priv2`` (plain arguments: written inside ``prange``)."""
+    p = tasks.priv[t]
+    H = out2[tasks.slot[t]] if p < 0 else priv2[p]
+    _zero(H, feats, n_feats, src.offset, full)
     if full and not sparse:
-        _rows_into_all(Xb, gh, rows, t_lo[t], t_hi[t], off32, H)
+        _rows_into_all(src.by_row, src.gh, src.rows, tasks.lo[t], tasks.hi[t], src.offset32, H)
     else:
-        _rows_into(Xb, gh, rows, t_lo[t], t_hi[t], feats, n_feats, off32, sparse, sp_ptr,
-                   sp_slot, H)
+        _rows_into(src.by_row, src.gh, src.rows, tasks.lo[t], tasks.hi[t], feats, n_feats,
+                   src.offset32, sparse, src.sp_ptr, src.sp_slot, H)
 
 
 @njit(parallel=True, cache=True)
-def _row_tasks_par(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
-                   feats, n_feats, full, sparse, out2, priv2):
-    for t in prange(t_slot.shape[0]):
-        _row_task(t, Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
-                  feats, n_feats, full, sparse, out2, priv2)
+def _row_tasks_par(src, tasks, feats, n_feats, full, sparse, out2, priv2):
+    for t in prange(tasks.slot.shape[0]):
+        _row_task(t, src, tasks, feats, n_feats, full, sparse, out2, priv2)
 
 
 @njit(cache=True)
-def _row_tasks_ser(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
-                   feats, n_feats, full, sparse, out2, priv2):
-    for t in range(t_slot.shape[0]):
-        _row_task(t, Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
-                  feats, n_feats, full, sparse, out2, priv2)
+def _row_tasks_ser(src, tasks, feats, n_feats, full, sparse, out2, priv2):
+    for t in range(tasks.slot.shape[0]):
+        _row_task(t, src, tasks, feats, n_feats, full, sparse, out2, priv2)
 
 
 @njit(inline="always")
@@ -402,21 +398,23 @@ def _gather_ser(gh, rows, seg_start, seg_count, ghs):
 
 
 @njit(cache=True)
-def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, seg_count,
-                     slot_of_seg, seg_g, seg_h, feats, n_feats, full, out, priv):
-    """Histograms of the segments into ``out[slot_of_seg[s]]`` (only the listed features'
-    slots; every slot when ``full``).
+def build_histograms(parallel, run, src, segs, feats, n_feats, full, out, priv):
+    """Histograms of the segments ``segs`` (``Segments``) into ``out[segs.slot[s]]`` (only
+    the listed features' slots; every slot when ``full``), on the thread pool when
+    ``parallel`` (``run``, a ``Run``, gives the threads, the task size and the loop mode).
 
     ``src`` is a ``HistSource`` (``_args``: the binned matrix both ways, the gradients, the
     rows, the layout and the sparse rows list, ``sparse_rows``; ``sparse_f`` empty when the
-    tree reads none). With every
-    feature listed and sparse features, those are read from the list and their most frequent
-    slot derived from the segments' totals ``seg_g`` / ``seg_h`` (int64); the other features
-    (all of them otherwise) row-wise or column-wise by ``use_columns(mode, ...)``. ``priv`` is
-    scratch (n_priv, 2 n_slots) int64 for the extra row-wise tasks of big segments; when it is too
-    small a bigger one is allocated and returned (callers keep it).
+    tree reads none). With every feature listed and sparse features, those are read from the
+    list and their most frequent slot derived from the segments' totals ``segs.g`` /
+    ``segs.h`` (int64); the other features (all of them otherwise) row-wise or column-wise by
+    ``use_columns(run.mode, ...)``. ``priv`` is scratch (n_priv, 2 n_slots) int64 for the
+    extra row-wise tasks of big segments; when it is too small a bigger one is allocated and
+    returned (callers keep it).
     """
-    Xb, Xb_cols, gh, rows, ghs, off, most_freq, sp_ptr, sp_slot, dense_f, sparse_f, off32 = src
+    n_threads, rows_per_task, mode = run.n_threads, run.rows_per_task, run.mode
+    seg_start, seg_count, slot_of_seg = segs.start, segs.count, segs.slot
+    off, dense_f, sparse_f = src.offset, src.dense_f, src.sparse_f
     width = 2 * off[off.shape[0] - 1]
     out2 = out.reshape((out.shape[0], width))
     m = seg_start.shape[0]
@@ -431,16 +429,18 @@ def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, s
         dense_words += 2 * (off[lf[i] + 1] - off[lf[i]])
     if use_columns(mode, n_rows, 8 * dense_words):
         if parallel:
-            _gather_par(gh, rows, seg_start, seg_count, ghs)
+            _gather_par(src.gh, src.rows, seg_start, seg_count, src.ghs)
         else:
-            _gather_ser(gh, rows, seg_start, seg_count, ghs)
+            _gather_ser(src.gh, src.rows, seg_start, seg_count, src.ghs)
         n_tasks = n_lf + (m if sparse else 0)
         if parallel:
-            _col_tasks_par(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f,
-                           seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
+            _col_tasks_par(n_tasks, src.by_column, src.rows, src.ghs, off, src.sp_ptr,
+                           src.sp_slot, sparse_f, seg_start, seg_count, slot_of_seg, lf, n_lf,
+                           out2)
         else:
-            _col_tasks_ser(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f,
-                           seg_start, seg_count, slot_of_seg, lf, n_lf, out2)
+            _col_tasks_ser(n_tasks, src.by_column, src.rows, src.ghs, off, src.sp_ptr,
+                           src.sp_slot, sparse_f, seg_start, seg_count, slot_of_seg, lf, n_lf,
+                           out2)
     else:
         n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
         rpt = rows_per_task
@@ -461,12 +461,11 @@ def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, s
                 n_priv += 1
         if priv.shape[0] < n_priv or priv.shape[1] != width:
             priv = np.empty((n_priv, width), HIST_DTYPE)
+        tasks = RowTasks(t_slot, t_lo, t_hi, t_priv)
         if parallel:
-            _row_tasks_par(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
-                           lf, n_lf, full, sparse, out2, priv)
+            _row_tasks_par(src, tasks, lf, n_lf, full, sparse, out2, priv)
         else:
-            _row_tasks_ser(Xb, gh, rows, off, off32, sp_ptr, sp_slot, t_slot, t_lo, t_hi, t_priv,
-                           lf, n_lf, full, sparse, out2, priv)
+            _row_tasks_ser(src, tasks, lf, n_lf, full, sparse, out2, priv)
         if n_priv:
             # the word ranges to add up: every slot (blocks of REDUCE_WORDS) or the listed
             # features' slots
@@ -489,8 +488,8 @@ def build_histograms(parallel, n_threads, rows_per_task, mode, src, seg_start, s
                 _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv)
     if sparse:
         for s in range(m):
-            _derive_most_freq(out2[slot_of_seg[s]], sparse_f, off, most_freq, seg_g[s],
-                              seg_h[s])
+            _derive_most_freq(out2[slot_of_seg[s]], sparse_f, off, src.most_freq, segs.g[s],
+                              segs.h[s])
     return priv
 
 

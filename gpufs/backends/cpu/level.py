@@ -15,7 +15,7 @@ from numba import njit, prange
 
 from ... import _level
 from ..._types import HIST_DTYPE, N_HIST_BINS
-from ._args import Decisions, PerFeature, SearchSlots, SplitRule
+from ._args import Decisions, PerFeature, SearchSlots, Segments, SplitRule
 from ._device_fns import _best_over_features, _decide_level, _left_word
 from .histogram import build_histograms, row_cost, subtract_par, subtract_ser
 from .partition import _partition
@@ -264,7 +264,7 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
     ``_level_decide``. Returns (next_level, left, priv): ``left`` (n_split,) int64 the rows
     each split sent left; the others as ``_level_step``'s.
     """
-    parallel, n_threads, rows_per_task, parallel_min_work, mode = run
+    parallel, parallel_min_work = run.parallel, run.parallel_min_work
     src, node_start, q, scratch, go_left = data
     node_count, node_g, node_h, node_s = nodes
     active = level.active
@@ -410,8 +410,8 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
         if g_n == 0:
             continue
         par_next = parallel and work * row_cost(src, g_n, g_all) >= parallel_min_work
-        priv = build_histograms(par_next, n_threads, rows_per_task, mode, src, b_start,
-                                b_count, b_slot, b_g, b_h, g_feats, g_n, g_all, nxt, priv)
+        priv = build_histograms(par_next, run, src, Segments(b_start, b_count, b_slot, b_g, b_h),
+                                g_feats, g_n, g_all, nxt, priv)
         if direct:
             continue
         if parallel:
@@ -461,8 +461,7 @@ def _root_histogram(run, src, root_g, root_h, feats, n_feats, full, priv):
     """The root's histogram (1, n_slots, 2) int64 over the listed features (every row)."""
     n, d = src.by_row.shape
     out = np.empty((1, src.offset[d], 2), HIST_DTYPE)
-    priv = build_histograms(run.parallel, run.n_threads, run.rows_per_task, run.mode, src,
-                            np.zeros(1, np.int64), np.full(1, n, np.int64),
-                            np.zeros(1, np.int64), np.full(1, root_g, np.int64),
-                            np.full(1, root_h, np.int64), feats, n_feats, full, out, priv)
+    segs = Segments(np.zeros(1, np.int64), np.full(1, n, np.int64), np.zeros(1, np.int64),
+                    np.full(1, root_g, np.int64), np.full(1, root_h, np.int64))
+    priv = build_histograms(run.parallel, run, src, segs, feats, n_feats, full, out, priv)
     return out, priv

@@ -86,10 +86,14 @@ def _extremes_ser(g, h, w, unit_hessian, divisor, out):
 
 
 @njit(inline="always")
-def _quantize_chunk(c, n_chunks, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales,
-                    divisor, gh, sums):
+def _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums):
+    """Chunk c of sums.shape[0]: its rows' fixed-point (g, h) into ``gh`` and its exact sums
+    into ``sums[c]`` by the ``FixedScales`` ``fp`` (``gh`` and ``sums`` plain arguments:
+    written inside ``prange``)."""
     n = g.shape[0]
+    n_chunks = sums.shape[0]
     has_w = w.shape[0] > 0
+    g_scale, h_scale, e1s, e2s, low_scales, divisor = fp
     acc = sums[c]
     acc[:] = 0
     for i in range((c * n) // n_chunks, ((c + 1) * n) // n_chunks):
@@ -114,19 +118,15 @@ def _quantize_chunk(c, n_chunks, g, h, w, unit_hessian, g_scale, h_scale, e1s, e
 
 
 @njit(parallel=True, cache=True)
-def _quantize_par(g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor, gh,
-                  sums):
+def _quantize_par(g, h, w, unit_hessian, fp, gh, sums):
     for c in prange(sums.shape[0]):
-        _quantize_chunk(c, sums.shape[0], g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
-                        low_scales, divisor, gh, sums)
+        _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums)
 
 
 @njit(cache=True)
-def _quantize_ser(g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor, gh,
-                  sums):
+def _quantize_ser(g, h, w, unit_hessian, fp, gh, sums):
     for c in range(sums.shape[0]):
-        _quantize_chunk(c, sums.shape[0], g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
-                        low_scales, divisor, gh, sums)
+        _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums)
 
 
 # --- one round's gradients and losses ------------------------------------------------------
