@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
@@ -35,6 +36,7 @@ OWNERS = {
 }
 
 _results: dict[str, tuple[int, str]] = {}     # file -> (returncode, stdout + stderr)
+_times: dict[str, tuple[float, float]] = {}   # file -> (start, end), time.monotonic()
 _done: dict[str, threading.Event] = {}
 _current: list[subprocess.Popen] = []         # the child running now (to stop at exit)
 _stop = threading.Event()
@@ -56,6 +58,7 @@ def _run(name: str, nice: int = 0) -> tuple[int, str]:
     renice = shutil.which("nice") if nice else None
     if renice:
         cmd = [renice, "-n", str(int(nice))] + cmd
+    began = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     _current.append(proc)
@@ -67,6 +70,7 @@ def _run(name: str, nice: int = 0) -> tuple[int, str]:
         return -9, out + f"\n[killed after {TIMEOUT} s]"
     finally:
         _current.remove(proc)
+        _times[name] = (began, time.monotonic())
     return proc.returncode, out
 
 
@@ -92,6 +96,13 @@ def stop() -> None:
     _stop.set()
     for proc in list(_current):
         proc.kill()
+
+
+def timings(origin: float) -> list[str]:
+    """One line per simulator file run in this session: when it started and ended, in seconds
+    since ``origin`` (``time.monotonic()``), and its own wall time."""
+    return [f"{n}: {a - origin:6.1f} s -> {b - origin:6.1f} s ({b - a:6.1f} s)"
+            for n, (a, b) in sorted(_times.items(), key=lambda kv: kv[1])]
 
 
 def result(name: str) -> tuple[int, str]:
