@@ -12,6 +12,7 @@ the child pytest's exit status and output.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -112,3 +113,16 @@ def result(name: str) -> tuple[int, str]:
         _done[name].wait()
         return _results[name]
     return _run(name)
+
+
+def assert_passed(name: str) -> str:
+    """The owning test's check: the child pytest on ``tests/<name>`` exited 0 and its summary
+    line counts passed tests and no failure, error or skip (a file that skips itself for want
+    of the simulator also exits 0). Returns the output."""
+    code, out = result(name)
+    tail = out[-4000:]
+    assert code == 0, f"simulator file {name} failed:\n{tail}"
+    last = out.strip().splitlines()[-1] if out.strip() else ""
+    assert re.search(r"\d+ passed", last), f"{name}: no test passed:\n{tail}"
+    assert not re.search(r"\b(failed|errors?|skipped)\b", last), f"{name}: {last}\n{tail}"
+    return out
