@@ -200,12 +200,8 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
                     best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins,
                                       used_at_start, reg_lambda, gain_divisor,
                                       min_child_weight, penalties, is_cat, max_onehot)
-            if best is None or not (best["score"] > min_split_gain):
-                continue
-            f = best["feature"]
-            if not used_at_start[f] and f not in admitted:
-                admitted.append(f)
-            next_level += split_node(out, node_rows, node, best)
+            next_level += take_split(out, node_rows, node, best, min_split_gain,
+                                     used_at_start, admitted)
         admit_level(omega, admitted, new_features, tree_index)
         level = next_level
         if not level:
@@ -215,6 +211,18 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
     out["new_features"] = new_features
     out["n_fallbacks"] = n_fallbacks
     return out
+
+
+def take_split(out, node_rows, node, best, min_split_gain, used_at_start, admitted):
+    """Split ``node`` by ``best`` (``best_split``'s dict, or None) when its penalized score
+    beats ``min_split_gain``: a feature not in Omega at the level's start joins ``admitted``
+    (once, in node order); returns the children ([] for a leaf)."""
+    if best is None or not (best["score"] > min_split_gain):
+        return []
+    f = best["feature"]
+    if not used_at_start[f] and f not in admitted:
+        admitted.append(f)
+    return split_node(out, node_rows, node, best)
 
 
 def split_node(out, node_rows, node, best):

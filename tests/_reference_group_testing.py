@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from _reference import admit_level, best_split, ref_gain, split_node, write_leaves
+from _reference import admit_level, best_split, ref_gain, take_split, write_leaves
 
 
 def ref_standardize(X):
@@ -135,12 +135,8 @@ def ref_gt_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, candidates, *, max_
             rows = node_rows[node]
             best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, reg_lambda,
                               gain_divisor, min_child_weight, penalties)
-            if best is None or not (best["score"] > min_split_gain):
-                continue
-            f = best["feature"]
-            if not used_at_start[f] and f not in admitted:
-                admitted.append(f)
-            next_level += split_node(out, node_rows, node, best)
+            next_level += take_split(out, node_rows, node, best, min_split_gain,
+                                     used_at_start, admitted)
         admit_level(omega, admitted, new, tree_index)
         level = next_level
         if not level:
