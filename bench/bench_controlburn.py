@@ -44,6 +44,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _machine  # noqa: E402  (bench/_machine.py: the one machine description)
+from _records import append_records  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -370,9 +371,7 @@ def main(argv=None):
             if v and p and "cv_roc_auc" in v and "cv_roc_auc" in p and name != "gpufs":
                 summary[f"auc_{name}_minus_pkg"] = v["cv_roc_auc"] - p["cv_roc_auc"]
         records.append(summary)
-        with open(out, "a") as fh:
-            for rec in records:
-                fh.write(json.dumps({**common, **rec}) + "\n")
+        append_records(out, [{**common, **rec} for rec in records])
         log(f"  summary {summary}")
     log(f"wrote {out}")
 

@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import machine_info  # noqa: E402
+from _records import append_records  # noqa: E402
 from _peers import lightgbm_cegb_params, time_gpufs, time_lightgbm  # noqa: E402
 
 
@@ -62,11 +63,10 @@ def main():
     results = [run_gpufs(X, y, args), run_lightgbm(X, y, args)]
     ratio = results[0]["per_tree_s"] / results[1]["per_tree_s"]
     out = args.out or os.path.join(os.path.dirname(__file__), "results", "cpu_gbfs.jsonl")
-    with open(out, "a") as fh:
-        for r in results:
-            rec = {**common, **r, "gpufs_over_lightgbm_per_tree": ratio}
-            fh.write(json.dumps(rec) + "\n")
-            print(json.dumps(rec))
+    records = [{**common, **r, "gpufs_over_lightgbm_per_tree": ratio} for r in results]
+    for rec in records:
+        print(json.dumps(rec))
+    append_records(out, records)
     print(f"per-tree time ratio gpufs/LightGBM = {ratio:.3f} (<= 1.0 meets the goal)")
 
 

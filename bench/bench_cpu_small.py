@@ -34,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import machine_info  # noqa: E402
+from _records import append_records  # noqa: E402
 from _peers import lightgbm_cegb_params  # noqa: E402
 from _quiet import renice_others  # noqa: E402
 
@@ -192,9 +193,7 @@ def main():
             rec["gpufs_busy_over_quiet"] = rec["gpufs_fit_s"] / quiet["gpufs_fit_s"]
             print(f"small fit beside two burners: {rec['gpufs_busy_over_quiet']:.2f}x its quiet "
                   "time (goal <= 3)")
-    with open(args.out, "a") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec) + "\n")
+    append_records(args.out, records)
     for rec in records:
         print(f"{rec['case']}: gpufs {rec['gpufs_fit_s']:.3f} s, LightGBM "
               f"{rec['lightgbm_fit_s']:.3f} s, ratio {rec['gpufs_over_lightgbm']:.2f}")

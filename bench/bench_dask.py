@@ -48,6 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
+from _records import append_records  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -182,9 +183,7 @@ def run(args):
             if args.controlburn_rows:
                 records.append(controlburn(client, args, nw, threads))
                 print(json.dumps(records[-1]), flush=True)
-    with open(out, "a") as fh:
-        for r in records:
-            fh.write(json.dumps(r) + "\n")
+    append_records(out, records)
     print(f"appended {len(records)} records to {out}")
 
 

@@ -55,6 +55,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # bench/_machine.py; gpufs from this checkout
 from _machine import machine_info  # noqa: E402
+from _records import append_records  # noqa: E402
 
 
 def make_data(n, d, seed):
@@ -275,9 +276,7 @@ def main():
     records.append(summary)
     print(json.dumps(summary), flush=True)
     if out:
-        with open(out, "a") as fh:
-            for r in records:
-                fh.write(json.dumps(r) + "\n")
+        append_records(out, records)
 
 
 if __name__ == "__main__":

@@ -369,6 +369,14 @@ def sel_gbfs(Xtr, ytr, task, k, state):
     return [int(j) for j in est.selected_features_], info
 
 
+def _controlburn_result(est):
+    """A fitted ControlBurn's selection and what the summary reports of its fit."""
+    info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
+            "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
+            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
+    return [int(j) for j in est.selected_features_], info
+
+
 def sel_controlburn(Xtr, ytr, task, k, state):
     from gpufs import ControlBurnClassifier, ControlBurnRegressor
 
@@ -377,10 +385,7 @@ def sel_controlburn(Xtr, ytr, task, k, state):
     # a user makes with n_features_to_select=k (the lasso search and the refit).
     est = state.setdefault("cb", cls(warm_start=True, random_state=SEED))
     est.set_params(n_features_to_select=k).fit(Xtr, ytr)
-    info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
-            "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
-            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
-    return [int(j) for j in est.selected_features_], info
+    return _controlburn_result(est)
 
 
 def sel_controlburn_rw0(Xtr, ytr, task, k, state):
@@ -392,10 +397,7 @@ def sel_controlburn_rw0(Xtr, ytr, task, k, state):
     cls = ControlBurnRegressor if task == "regression" else ControlBurnClassifier
     est = state.setdefault("cb_rw0", cls(warm_start=True, random_state=SEED, reweight_steps=0))
     est.set_params(n_features_to_select=k).fit(Xtr, ytr)
-    info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
-            "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
-            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
-    return [int(j) for j in est.selected_features_], info
+    return _controlburn_result(est)
 
 
 def sel_stagewise(Xtr, ytr, task, k, state):

@@ -13,22 +13,16 @@ its own, started by ``tests/test_dask_gpu_sim.py``. Checks, bit for bit:
   simulated) on a ``LocalCluster(processes=False)``: the trees and selection of the CPU shards
   and of the single-process estimator.
 """
-import os
-import sys
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
-if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-    pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through "
-                "tests/test_dask_gpu_sim.py", allow_module_level=True)
+import _cudasim_patch
+
+_cudasim_patch.enter("tests/test_dask_gpu_sim.py")  # skips unless the simulator is on
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
-sys.setswitchinterval(1e-4)
-
-import _cudasim_patch  # noqa: E402
-
-_cudasim_patch.apply()
 
 from _cudasim_checks import assert_same, binned, grads, make_cat_data  # noqa: E402
 
@@ -45,8 +39,25 @@ def _shard_backends():
     return CPUBackend(gain_bounds="never", most_freq=False), GPUBackend()
 
 
-@pytest.mark.parametrize("seed,budget", [(0, -1), (1, 1)])
-def test_advance_level_equals_the_cpu(seed, budget):
+class _Level(NamedTuple):
+    """One level step's inputs: the binned rows, their quantized gradients, the split
+    parameters and the penalty state of both level tests."""
+    X: np.ndarray          # (n, d) float64, raw, with NaNs
+    Xb: np.ndarray         # (n, d) uint8, binned
+    gq: np.ndarray         # (n,) int64, quantized gradients
+    hq: np.ndarray         # (n,) int64, quantized hessians
+    gh: np.ndarray         # (n, 2) int64, both
+    layout: HistLayout
+    split: SplitParams
+    penalty: np.ndarray    # (d,) float64
+    allowed: np.ndarray    # (d,) bool
+    used: np.ndarray       # (d,) bool
+    feats: np.ndarray      # (d,) int32
+
+
+def _level_inputs(seed):
+    """Categorical features, missing values, free, paid and costly features, one feature not
+    allowed and one already paid for (n=160, d=6)."""
     X, y = make_cat_data(n=160, d=6, levels=(11, 3), seed=seed, nan_frac=0.15)
     bm, Xb = binned(X, 16, categorical=[0, 1])
     gq, hq, gs, hs = grads(y, seed=seed + 1)
@@ -62,7 +73,14 @@ def test_advance_level_equals_the_cpu(seed, budget):
     allowed[5] = False
     used = np.zeros(d, np.bool_)
     used[2] = True
-    feats = np.arange(d, dtype=np.int32)
+    return _Level(X, Xb, gq, hq, gh, layout, split, penalty, allowed, used,
+                  np.arange(d, dtype=np.int32))
+
+
+@pytest.mark.parametrize("seed,budget", [(0, -1), (1, 1)])
+def test_advance_level_equals_the_cpu(seed, budget):
+    X, Xb, gq, hq, gh, layout, split, penalty, allowed, used, feats = _level_inputs(seed)
+    d = X.shape[1]
     max_depth = 4
     # two shards of rows, unequal, interleaved (a shard's rows are any subset)
     rng = np.random.default_rng(seed)
@@ -150,22 +168,7 @@ def test_advance_level_equals_the_cpu(seed, budget):
 def test_decide_level_equals_the_cpu(seed, budget):
     """``GPUBackend.decide_level`` (one process's rows, true root sums): the CPU's result and
     plan at every level, then both advance by the plan."""
-    X, y = make_cat_data(n=160, d=6, levels=(11, 3), seed=seed, nan_frac=0.15)
-    bm, Xb = binned(X, 16, categorical=[0, 1])
-    gq, hq, gs, hs = grads(y, seed=seed + 1)
-    gh = np.ascontiguousarray(np.stack([gq, hq], axis=1), np.int64)
-    d = X.shape[1]
-    cat_slot, n_cat = categorical_slots(bm.is_categorical_, d)
-    layout = bm.hist_layout().without_most_freq()
-    split = SplitParams(n_bins=bm.n_bins_.astype(np.int32), g_scale=gs, h_scale=hs,
-                        reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
-                        min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat, layout=layout)
-    penalty = np.array([0.0, 0.3, 0.0, 2.0, 0.1, 0.0])
-    allowed = np.ones(d, np.bool_)
-    allowed[5] = False
-    used = np.zeros(d, np.bool_)
-    used[2] = True
-    feats = np.arange(d, dtype=np.int32)
+    X, Xb, gq, hq, gh, layout, split, penalty, allowed, used, feats = _level_inputs(seed)
     cpu, gpu = _shard_backends()
     root = (int(gq.sum()), int(hq.sum()))
     st_c = cpu.start_tree(cpu.prepare_binned(Xb), gh, *root, 4, feats, layout=layout)
@@ -240,9 +243,10 @@ def test_gpu_shards_on_a_local_cluster(client, kind):
     from gpufs import GBFSClassifier, GBFSRegressor
     from gpufs.dask import DaskGBFSClassifier, DaskGBFSRegressor
 
-    # the regressor at the brief's size; the weighted classifier smaller (the simulator's
-    # time is the test's: about a minute for both on a loaded 2-core box)
-    n, trees, chunk = (2000, 5, 700) if kind == "regressor" else (600, 3, 250)
+    # small: the simulator's time is the test's (at 2000 rows and 5 trees the regressor took
+    # 99 s of this file's 180 s on a loaded 2-core box); three partitions on two workers, a
+    # partition larger than a histogram block, either way
+    n, trees, chunk = (1000, 4, 350) if kind == "regressor" else (600, 3, 250)
     X, y = _table(n)
     w = None
     single, dask_cls = GBFSRegressor, DaskGBFSRegressor

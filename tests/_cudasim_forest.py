@@ -7,21 +7,12 @@ trees, a classifier) on both backends and compares every tree, the per-tree feat
 the out-of-bag improvements. Inputs are tiny: the simulator runs one Python thread per CUDA
 thread.
 """
-import os
-import sys
-
 import numpy as np
 import pytest
 
-if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-    pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through "
-                "tests/test_forest_algorithms.py", allow_module_level=True)
+import _cudasim_patch
 
-sys.setswitchinterval(1e-4)
-
-import _cudasim_patch  # noqa: E402
-
-_cudasim_patch.apply()  # the simulator's shared-array allocation races (see that module)
+_cudasim_patch.enter("tests/test_forest_algorithms.py")  # skips unless the simulator is on
 
 from gpufs.backends import get_backend  # noqa: E402
 from gpufs.binning import BinMapper  # noqa: E402

@@ -8,22 +8,14 @@ every step bit for bit, hence the same candidates, and a boosted fit with the gr
 same trees and candidate sets. Inputs are tiny: the simulator runs one Python thread per CUDA
 thread.
 """
-import os
-import sys
-
 import numpy as np
 import pytest
 
-if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-    pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through "
-                "tests/test_group_testing.py", allow_module_level=True)
+import _cudasim_patch
+
+_cudasim_patch.enter("tests/test_group_testing.py")  # skips unless the simulator is on
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
-sys.setswitchinterval(1e-4)
-
-import _cudasim_patch  # noqa: E402
-
-_cudasim_patch.apply()
 
 from _cudasim_checks import CPU, assert_same, assert_same_tree, grads, make_data  # noqa: E402
 

@@ -10,28 +10,17 @@ runs one Python thread per CUDA thread; launch geometries are varied on purpose 
 per node, feature tiles that do not divide d, idle threads, one-thread blocks) so the paths a
 real GPU takes with big inputs are taken here with small ones.
 """
-import os
-import sys
-
 import numpy as np
 import pytest
 
-if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-    pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through "
-                "tests/test_cuda_kernels_sim.py", allow_module_level=True)
+import _cudasim_patch
+
+_cudasim_patch.enter("tests/test_cuda_kernels_sim.py")  # skips unless the simulator is on
 
 # The split-word histogram lets 32-bit words wrap on purpose (modular arithmetic, as the
 # hardware does); the simulator's numpy scalars warn about it, and warning from hundreds of
 # simulated threads is slow.
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
-
-# The simulator's block manager busy-polls its threads; a short GIL switch interval lets the
-# simulated threads run instead of waiting 5 ms for the GIL at every barrier (10x faster).
-sys.setswitchinterval(1e-4)
-
-import _cudasim_patch  # noqa: E402
-
-_cudasim_patch.apply()  # the simulator's shared-array allocation races (see that module)
 
 from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
                              binned, check_bin_transform, check_find_splits,

@@ -7,22 +7,14 @@ arrays) grows the same trees, records the same losses and builds the same Omega_
 as the CPU, with several tasks' binned matrices alternating through one backend. Inputs are
 tiny: the simulator runs one Python thread per CUDA thread.
 """
-import os
-import sys
-
 import numpy as np
 import pytest
 
-if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-    pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through "
-                "tests/test_multitask.py", allow_module_level=True)
+import _cudasim_patch
+
+_cudasim_patch.enter("tests/test_multitask.py")  # skips unless the simulator is on
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
-sys.setswitchinterval(1e-4)
-
-import _cudasim_patch  # noqa: E402
-
-_cudasim_patch.apply()
 
 from _cudasim_checks import CPU, assert_same, assert_same_tree, make_data  # noqa: E402
 

@@ -200,37 +200,65 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
                     best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins,
                                       used_at_start, reg_lambda, gain_divisor,
                                       min_child_weight, penalties, is_cat, max_onehot)
-            if best is None or not (best["score"] > min_split_gain):
-                continue
-            f = best["feature"]
-            if not used_at_start[f] and f not in admitted:
-                admitted.append(f)
-            out["feature"][node] = f
-            out["bin_threshold"][node] = best["bin"]
-            out["missing_left"][node] = best["missing_left"]
-            out["gain"][node] = best["gain"]
-            if best["bits"] is not None:
-                out["cat_bits"][node] = best["bits"]
-            node_rows[2 * node + 1] = rows[best["left"]]
-            node_rows[2 * node + 2] = rows[~best["left"]]
-            next_level += [2 * node + 1, 2 * node + 2]
-        for f in admitted:
-            if not omega.used[f]:
-                new_features.append(f)
-            omega.admit(f, tree_index)
+            next_level += take_split(out, node_rows, node, best, min_split_gain,
+                                     used_at_start, admitted)
+        admit_level(omega, admitted, new_features, tree_index)
         level = next_level
         if not level:
             break
-    for node, rows in node_rows.items():
-        Gq, Hq = int(gq[rows].sum()), int(hq[rows].sum())
-        out["value"][node] = ref_leaf_value(Gq / g_scale, Hq / h_scale, reg_lambda,
-                                            learning_rate)
-        out["cover"][node] = Hq / h_scale
-        out["count"][node] = rows.shape[0]
+    write_leaves(out, node_rows, gq, hq, g_scale, h_scale, reg_lambda, learning_rate)
     out["node_rows"] = node_rows
     out["new_features"] = new_features
     out["n_fallbacks"] = n_fallbacks
     return out
+
+
+def take_split(out, node_rows, node, best, min_split_gain, used_at_start, admitted):
+    """Split ``node`` by ``best`` (``best_split``'s dict, or None) when its penalized score
+    beats ``min_split_gain``: a feature not in Omega at the level's start joins ``admitted``
+    (once, in node order); returns the children ([] for a leaf)."""
+    if best is None or not (best["score"] > min_split_gain):
+        return []
+    f = best["feature"]
+    if not used_at_start[f] and f not in admitted:
+        admitted.append(f)
+    return split_node(out, node_rows, node, best)
+
+
+def split_node(out, node_rows, node, best):
+    """Write ``best`` (``best_split``'s dict) into the node arrays ``out`` at ``node`` and its
+    children's rows into ``node_rows``; returns the two children."""
+    out["feature"][node] = best["feature"]
+    out["bin_threshold"][node] = best["bin"]
+    out["missing_left"][node] = best["missing_left"]
+    out["gain"][node] = best["gain"]
+    if best["bits"] is not None:
+        out["cat_bits"][node] = best["bits"]
+    rows = node_rows[node]
+    node_rows[2 * node + 1] = rows[best["left"]]
+    node_rows[2 * node + 2] = rows[~best["left"]]
+    return [2 * node + 1, 2 * node + 2]
+
+
+def admit_level(omega, admitted, new_features, tree_index):
+    """After a level: the features it used first (``admitted``, in node order) join Omega;
+    those new to the model are appended to ``new_features``."""
+    for f in admitted:
+        if not omega.used[f]:
+            new_features.append(f)
+        omega.admit(f, tree_index)
+
+
+def write_leaves(out, node_rows, gq, hq, g_scale, h_scale, reg_lambda, learning_rate):
+    """Every node's value (from its rows' integer sums), count and, where ``out`` keeps it,
+    cover."""
+    for node, rows in node_rows.items():
+        Gq, Hq = int(gq[rows].sum()), int(hq[rows].sum())
+        out["value"][node] = ref_leaf_value(Gq / g_scale, Hq / h_scale, reg_lambda,
+                                            learning_rate)
+        if "cover" in out:
+            out["cover"][node] = Hq / h_scale
+        out["count"][node] = rows.shape[0]
 
 
 def ref_histogram(Xb, gq, hq, rows):

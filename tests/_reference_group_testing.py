@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from _reference import best_split, ref_gain, ref_leaf_value
+from _reference import admit_level, best_split, ref_gain, take_split, write_leaves
 
 
 def ref_standardize(X):
@@ -135,29 +135,12 @@ def ref_gt_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, candidates, *, max_
             rows = node_rows[node]
             best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, reg_lambda,
                               gain_divisor, min_child_weight, penalties)
-            if best is None or not (best["score"] > min_split_gain):
-                continue
-            f = best["feature"]
-            if not used_at_start[f] and f not in admitted:
-                admitted.append(f)
-            out["feature"][node] = f
-            out["bin_threshold"][node] = best["bin"]
-            out["missing_left"][node] = best["missing_left"]
-            out["gain"][node] = best["gain"]
-            node_rows[2 * node + 1] = rows[best["left"]]
-            node_rows[2 * node + 2] = rows[~best["left"]]
-            next_level += [2 * node + 1, 2 * node + 2]
-        for f in admitted:
-            if not omega.used[f]:
-                new.append(f)
-            omega.admit(f, tree_index)
+            next_level += take_split(out, node_rows, node, best, min_split_gain,
+                                     used_at_start, admitted)
+        admit_level(omega, admitted, new, tree_index)
         level = next_level
         if not level:
             break
-    for node, rows in node_rows.items():
-        Gq, Hq = int(gq[rows].sum()), int(hq[rows].sum())
-        out["value"][node] = ref_leaf_value(Gq / g_scale, Hq / h_scale, reg_lambda,
-                                            learning_rate)
-        out["count"][node] = rows.shape[0]
+    write_leaves(out, node_rows, gq, hq, g_scale, h_scale, reg_lambda, learning_rate)
     out["new_features"] = new
     return out

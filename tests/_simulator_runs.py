@@ -12,10 +12,12 @@ the child pytest's exit status and output.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
@@ -35,6 +37,7 @@ OWNERS = {
 }
 
 _results: dict[str, tuple[int, str]] = {}     # file -> (returncode, stdout + stderr)
+_times: dict[str, tuple[float, float]] = {}   # file -> (start, end), time.monotonic()
 _done: dict[str, threading.Event] = {}
 _current: list[subprocess.Popen] = []         # the child running now (to stop at exit)
 _stop = threading.Event()
@@ -56,6 +59,7 @@ def _run(name: str, nice: int = 0) -> tuple[int, str]:
     renice = shutil.which("nice") if nice else None
     if renice:
         cmd = [renice, "-n", str(int(nice))] + cmd
+    began = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     _current.append(proc)
@@ -67,6 +71,7 @@ def _run(name: str, nice: int = 0) -> tuple[int, str]:
         return -9, out + f"\n[killed after {TIMEOUT} s]"
     finally:
         _current.remove(proc)
+        _times[name] = (began, time.monotonic())
     return proc.returncode, out
 
 
@@ -94,6 +99,13 @@ def stop() -> None:
         proc.kill()
 
 
+def timings(origin: float) -> list[str]:
+    """One line per simulator file run in this session: when it started and ended, in seconds
+    since ``origin`` (``time.monotonic()``), and its own wall time."""
+    return [f"{n}: {a - origin:6.1f} s -> {b - origin:6.1f} s ({b - a:6.1f} s)"
+            for n, (a, b) in sorted(_times.items(), key=lambda kv: kv[1])]
+
+
 def result(name: str) -> tuple[int, str]:
     """(returncode, output) of the child pytest on ``tests/<name>``: the early run's if one
     was started, else a run now."""
@@ -101,3 +113,16 @@ def result(name: str) -> tuple[int, str]:
         _done[name].wait()
         return _results[name]
     return _run(name)
+
+
+def assert_passed(name: str) -> str:
+    """The owning test's check: the child pytest on ``tests/<name>`` exited 0 and its summary
+    line counts passed tests and no failure, error or skip (a file that skips itself for want
+    of the simulator also exits 0). Returns the output."""
+    code, out = result(name)
+    tail = out[-4000:]
+    assert code == 0, f"simulator file {name} failed:\n{tail}"
+    last = out.strip().splitlines()[-1] if out.strip() else ""
+    assert re.search(r"\d+ passed", last), f"{name}: no test passed:\n{tail}"
+    assert not re.search(r"\b(failed|errors?|skipped)\b", last), f"{name}: {last}\n{tail}"
+    return out

@@ -5,6 +5,9 @@ put it on ``sys.path`` so ``from _reference import ...`` works under any pytest 
 """
 import os
 import sys
+import time
+
+_T0 = time.monotonic()  # the session's start, for the simulator files' timeline
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
@@ -30,3 +33,14 @@ def pytest_sessionfinish(session, exitstatus):
     import _simulator_runs
 
     _simulator_runs.stop()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The simulator files' timeline (where the background core's time went)."""
+    import _simulator_runs
+
+    lines = _simulator_runs.timings(_T0)
+    if lines:
+        terminalreporter.write_sep("-", "simulator files (background, serial)")
+        for line in lines:
+            terminalreporter.write_line(line)

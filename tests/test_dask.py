@@ -17,6 +17,7 @@ collection's are refused before any fitting; every rejected input names its caus
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -60,6 +61,14 @@ def client():
         yield c
 
 
+@pytest.fixture(scope="module")
+def client4():
+    """A 4-worker cluster for the lost-worker tests (a killed worker restarts cold) and
+    the four-worker fit."""
+    with _cluster(4) as cluster, Client(cluster, set_as_default=False) as c:
+        yield c
+
+
 def _data(n=1200, d=6, seed=0, nan=0.05):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -71,6 +80,17 @@ def _data(n=1200, d=6, seed=0, nan=0.05):
 
 #: Uneven row chunks with an empty one (1200 rows).
 _CHUNKS = (300, 0, 517, 1, 382)
+
+
+def _chunked(X, y, rows, w=None):
+    """``X`` (n, d), ``y`` (n,) and ``w`` (n,) as Dask arrays of ``rows`` rows a chunk (an int
+    or a tuple of chunk sizes), as ``fit`` takes them: ``{"X": ..., "y": ...,
+    "sample_weight": ...}``."""
+    out = {"X": da.from_array(X, chunks=(rows, X.shape[1])),
+           "y": da.from_array(y, chunks=(rows,))}
+    if w is not None:
+        out["sample_weight"] = da.from_array(w, chunks=(rows,))
+    return out
 
 
 def _assert_same_model(ref, est):
@@ -100,9 +120,7 @@ def test_gbfs_regressor_uneven_partitions_weights_costs(client):
     costs = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0])
     kw = dict(n_estimators=6, max_depth=3, mu=0.02, feature_costs=costs, random_state=3)
     ref = GBFSRegressor(**kw).fit(X, y, sample_weight=w)
-    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(_CHUNKS, 6)),
-                                      da.from_array(y, chunks=(_CHUNKS,)),
-                                      sample_weight=da.from_array(w, chunks=(_CHUNKS,)))
+    est = DaskGBFSRegressor(**kw).fit(**_chunked(X, y, _CHUNKS, w))
     _assert_same_model(ref, est)
     assert len(est.cluster_["workers"]) == min(N_WORKERS, 4)  # 4 non-empty partitions
     assert sorted(i for p in est.cluster_["partitions"] for i in p) == list(range(5))
@@ -168,8 +186,7 @@ def test_gbfs_binary_subsampled_cut_points_and_k_search(client, monkeypatch):
     kw = dict(n_estimators=8, max_depth=3, n_features_to_select=2, random_state=5)
     ref = GBFSClassifier(**kw).fit(X, yb)
     chunks = (0, 700, 500)
-    est = DaskGBFSClassifier(**kw).fit(da.from_array(X, chunks=(chunks, 6)),
-                                       da.from_array(yb, chunks=(chunks,)))
+    est = DaskGBFSClassifier(**kw).fit(**_chunked(X, yb, chunks))
     _assert_same_model(ref, est)
     assert est.selected_features_.shape == (2,)
     assert len(ref.mu_search_) > 1 and _probes(ref) == _probes(est)
@@ -204,23 +221,27 @@ def test_gbfs_auto_k_with_tol(client):
     kw = dict(n_estimators=6, max_depth=3, mu=0.01, n_features_to_select="auto", tol=0.01,
               random_state=2)
     ref = GBFSRegressor(**kw).fit(X, y)
-    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(300, 6)),
-                                      da.from_array(y, chunks=300))
+    est = DaskGBFSRegressor(**kw).fit(**_chunked(X, y, 300))
     _assert_same_model(ref, est)
     assert 1 <= len(ref.selected_features_) < X.shape[1]
 
 
-@pytest.mark.slow  # two more clusters to start (about 10-30 s on a busy 2-core box)
-def test_gbfs_same_trees_on_one_and_four_workers():
+@pytest.mark.slow  # one more cluster to start (about 5-15 s on a busy 2-core box)
+def test_gbfs_same_trees_on_one_and_four_workers(client4):
     X, y, rng = _data(n=900, seed=15)
     kw = dict(n_estimators=6, max_depth=3, n_features_to_select=2, random_state=6)
     ref = GBFSRegressor(**kw).fit(X, y)
     seen = {}
     for n_workers in (1, 4):
-        with _cluster(n_workers) as cluster, Client(cluster, set_as_default=False) as c:
+        with contextlib.ExitStack() as stack:
+            if n_workers == 4:  # the lost-worker tests' cluster (a killed worker is restarted)
+                c = client4
+                c.wait_for_workers(4, timeout=180)
+            else:
+                cluster = stack.enter_context(_cluster(n_workers))
+                c = stack.enter_context(Client(cluster, set_as_default=False))
             est = DaskGBFSRegressor(client=c, **kw).fit(
-                da.from_array(X, chunks=((150, 0, 300, 1, 449), 6)),
-                da.from_array(y, chunks=((150, 0, 300, 1, 449),)))
+                **_chunked(X, y, (150, 0, 300, 1, 449)))
             assert len(est.cluster_["workers"]) == n_workers
         _assert_same_model(ref, est)
         assert _probes(ref) == _probes(est)
@@ -326,9 +347,7 @@ def test_controlburn_regressor_weights(client):
     kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=2)
     ref = ControlBurnRegressor(**kw).fit(X, y, sample_weight=w)
     chunks = (250, 0, 550)
-    est = DaskControlBurnRegressor(**kw).fit(da.from_array(X, chunks=(chunks, 6)),
-                                             da.from_array(y, chunks=(chunks,)),
-                                             sample_weight=da.from_array(w, chunks=(chunks,)))
+    est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, chunks, w))
     _assert_same_controlburn(ref, est, X)
     assert isinstance(est.refit_estimator_, DaskGBFSRegressor)  # the refit ran on the cluster
     assert np.array_equal(ref.predict(X), est.predict(X))
@@ -342,8 +361,7 @@ def test_controlburn_classifier_sparse_trees(client):
     kw = dict(n_features_to_select=2, max_depth=2, tree_type="sparse", max_trees_per_round=5,
               random_state=4, refit_estimator=GBFSClassifier(n_estimators=5, max_depth=2))
     ref = ControlBurnClassifier(**kw).fit(X, yc)
-    est = DaskControlBurnClassifier(**kw).fit(da.from_array(X, chunks=(300, 6)),
-                                              da.from_array(yc, chunks=300))
+    est = DaskControlBurnClassifier(**kw).fit(**_chunked(X, yc, 300))
     _assert_same_controlburn(ref, est, X)
     assert type(est.refit_estimator_) is GBFSClassifier  # the user's, fit on the driver
     Xd = da.from_array(X, chunks=(300, 6))
@@ -357,8 +375,7 @@ def test_controlburn_single_feature_trees(client):
     kw = dict(n_features_to_select=2, max_depth=2, tree_type="single", max_trees_per_round=3,
               random_state=6, refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
     ref = ControlBurnRegressor(**kw).fit(X, y)
-    est = DaskControlBurnRegressor(**kw).fit(da.from_array(X, chunks=(250, 5)),
-                                             da.from_array(y, chunks=250))
+    est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, 250))
     _assert_same_controlburn(ref, est, X)
     assert len(set(ref.forest_.ensemble.stacked()["feature"].max(axis=1).tolist())) > 1
 
@@ -395,17 +412,14 @@ def test_validation_fraction_holds_out_the_single_process_rows(client):
               n_iter_no_change=2, random_state=8)
     ref = GBFSClassifier(**kw).fit(X, yc, sample_weight=w)
     chunks = (200, 0, 350, 350)
-    est = DaskGBFSClassifier(**kw).fit(da.from_array(X, chunks=(chunks, 6)),
-                                       da.from_array(yc, chunks=(chunks,)),
-                                       sample_weight=da.from_array(w, chunks=(chunks,)))
+    est = DaskGBFSClassifier(**kw).fit(**_chunked(X, yc, chunks, w))
     _assert_same_model(ref, est)
     assert np.array_equal(ref.evals_result_[0], est.evals_result_[0])
     assert est.cluster_["validation_split_bytes"] == 900  # one byte a row (int8 codes)
     # regression: not stratified, nothing gathered
     kw = dict(n_estimators=5, max_depth=3, mu=0.01, validation_fraction=0.3, random_state=9)
     ref = GBFSRegressor(**kw).fit(X, y)
-    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(300, 6)),
-                                      da.from_array(y, chunks=300))
+    est = DaskGBFSRegressor(**kw).fit(**_chunked(X, y, 300))
     _assert_same_model(ref, est)
     assert est.cluster_["validation_split_bytes"] == 0
 
@@ -452,9 +466,7 @@ def test_group_testing_candidates_as_one_process(client, subsets):
               gt_subsets=subsets, random_state=11)
     ref = GBFSRegressor(**kw).fit(X, y, sample_weight=w)
     chunks = (150, 0, 300, 250)
-    est = DaskGBFSRegressor(**kw).fit(da.from_array(X, chunks=(chunks, d)),
-                                      da.from_array(y, chunks=(chunks,)),
-                                      sample_weight=da.from_array(w, chunks=(chunks,)))
+    est = DaskGBFSRegressor(**kw).fit(**_chunked(X, y, chunks, w))
     assert len(ref.group_test_candidates_) == 6
     for a, b in zip(ref.group_test_candidates_, est.group_test_candidates_):
         assert np.array_equal(a, b)
@@ -474,8 +486,7 @@ def test_controlburn_near_copy_rule_on_the_cluster(client):
     kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=1,
               reweight_steps=0)
     ref = ControlBurnRegressor(**kw).fit(X, y)
-    est = DaskControlBurnRegressor(**kw).fit(da.from_array(X, chunks=(200, 6)),
-                                             da.from_array(y, chunks=200))
+    est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, 200))
     _assert_same_controlburn(ref, est, X)
     assert ref.merged_near_copies_ == est.merged_near_copies_
     assert [sorted(g) for g in ref.merged_near_copies_] == [[0, 1]]  # the rule was used
@@ -700,13 +711,6 @@ def test_worker_stuck_mid_fit_times_out(client, monkeypatch):
     finally:
         if state["victim"] is not None:
             os.kill(pids[state["victim"]], signal.SIGCONT)
-
-
-@pytest.fixture(scope="module")
-def client4():
-    """A 4-worker cluster for the lost-worker tests (a killed worker restarts cold)."""
-    with _cluster(4) as cluster, Client(cluster, set_as_default=False) as c:
-        yield c
 
 
 def _ready(client, n=3):

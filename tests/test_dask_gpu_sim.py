@@ -5,8 +5,6 @@ with ``NUMBA_ENABLE_CUDASIM=1`` (``_simulator_runs``): ``GPUBackend.advance_leve
 the CPU's, and Dask fits with ``device="gpu"`` on a ``LocalCluster`` against the CPU shards
 and one process, bit for bit.
 """
-import re
-
 import pytest
 
 import _simulator_runs
@@ -15,7 +13,4 @@ pytest.importorskip("distributed")
 
 
 def test_dask_gpu_shards_under_the_cuda_simulator():
-    code, out = _simulator_runs.result("_cudasim_dask.py")
-    tail = out[-4000:]
-    assert code == 0, f"simulator Dask GPU check failed:\n{tail}"
-    assert re.search(r"\d+ passed", out) and "skipped" not in out.splitlines()[-1], tail
+    _simulator_runs.assert_passed("_cudasim_dask.py")

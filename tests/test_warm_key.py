@@ -18,6 +18,20 @@ def _integer_columns(seed=0, n=400, d=6):
     return X.astype(np.float64), (X[:, 0] > 4).astype(int)
 
 
+def _warm_selectors(n_estimators):
+    """GBFS (``n_estimators`` trees) and ControlBurn with ``warm_start=True`` choosing one
+    feature: a factory of a fresh estimator each, as pytest parameters."""
+    return [
+        pytest.param(lambda: GBFSClassifier(n_estimators=n_estimators, max_depth=2,
+                                            n_features_to_select=1, warm_start=True,
+                                            random_state=0, device="cpu"), id="gbfs"),
+        pytest.param(lambda: ControlBurnClassifier(
+            n_features_to_select=1, max_depth=2, max_trees_per_round=10,
+            refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10), warm_start=True,
+            random_state=0, device="cpu"), id="controlburn"),
+    ]
+
+
 def test_column_checksums_see_permutations_and_dtypes():
     X, _ = _integer_columns()
     c = column_checksums(X)
@@ -55,13 +69,7 @@ def test_fingerprint_covers_names_dtypes_and_categories():
     assert data_fingerprint(est, frame, X, y, np.ones(len(y))) != base
 
 
-@pytest.mark.parametrize("make", [
-    lambda: GBFSClassifier(n_estimators=15, max_depth=2, n_features_to_select=1,
-                           warm_start=True, random_state=0, device="cpu"),
-    lambda: ControlBurnClassifier(n_features_to_select=1, max_depth=2, max_trees_per_round=10,
-                                  refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10),
-                                  warm_start=True, random_state=0, device="cpu"),
-], ids=["gbfs", "controlburn"])
+@pytest.mark.parametrize("make", _warm_selectors(n_estimators=15))
 def test_warm_start_refits_when_integer_columns_are_reordered(make):
     """The issue's case: the columns reordered keep X's sum; a warm fit must not reuse the
     old bins, probes or forest, and must select what a cold fit selects."""
@@ -85,13 +93,7 @@ def test_warm_start_refits_when_integer_columns_are_reordered(make):
     assert est.bin_mapper_ is before
 
 
-@pytest.mark.parametrize("make", [
-    lambda: GBFSClassifier(n_estimators=10, max_depth=2, n_features_to_select=1,
-                           warm_start=True, random_state=0, device="cpu"),
-    lambda: ControlBurnClassifier(n_features_to_select=1, max_depth=2, max_trees_per_round=10,
-                                  refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10),
-                                  warm_start=True, random_state=0, device="cpu"),
-], ids=["gbfs", "controlburn"])
+@pytest.mark.parametrize("make", _warm_selectors(n_estimators=10))
 def test_warm_start_refits_on_renamed_or_retyped_columns(make):
     X, y = _integer_columns()
     frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
