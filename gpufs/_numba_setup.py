@@ -34,10 +34,17 @@ def _inlined_sources_digest() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
     for name in _INLINED_SOURCES:
-        try:
-            with open(os.path.join(here, *name.split("/")), "rb") as fh:
-                h.update(fh.read())
-        except OSError:
+        # cuda_kernels/ sits inside the installed package, but beside it in a source checkout
+        # (pyproject maps gpufs.cuda_kernels to the top-level folder): read whichever exists
+        places = [os.path.join(here, *name.split("/"))]
+        if name.startswith("cuda_kernels/"):
+            places.append(os.path.join(os.path.dirname(here), *name.split("/")))
+        for path in places:
+            if os.path.exists(path):
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
+                break
+        else:
             h.update(name.encode())
     return h.hexdigest()[:12]
 
