@@ -35,6 +35,11 @@ at most 10 minutes each; every step appends its JSON to ``$OUT`` and its log to
   smoke     a 20,000 x 20 GBFS fit (k = 3) on the GPU and the CPU: same selection -> smoke.json
   e2e       ``bench_gpu_e2e.py`` -> gpu_e2e.jsonl
   cpu       ``bench_cpu_gbfs.py`` (1M x 100, depth 4) vs LightGBM CEGB -> cpu_gbfs.jsonl
+  stack     ``bench_gpu_stack.py``: ControlBurn 1M x 100, GT-GBM 100k x 5,000, stagewise
+            1M x 1,000, each GPU vs CPU with the selections compared -> gpu_stack.jsonl
+  cudf      ``bench_gpu_stack.py --cases cudf``: a cudf frame with categorical and null
+            columns through fit / transform / predict under rmm's pool, its peak (needs the
+            cudf and rmm wheels carried: split libcudf over several calls) -> gpu_cudf.jsonl
 
 Nothing here is a claim: the records are what the next GPU session measures; copy them into
 ``bench/results/`` and commit them with the GPU model they name.
@@ -51,7 +56,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "gbfs", "controlburn", "cpu")
+STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "gbfs", "controlburn", "cpu",
+         "stack", "cudf")
 DEFAULT_STEPS = ("env", "tests", "xgboost", "gbfs", "controlburn")
 QUICK_STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "cpu")
 #: seconds per step in --quick (the whole under 8 minutes, a start included)
@@ -197,6 +203,12 @@ def main(argv=None):
             rc = _run([py, os.path.join(HERE, "bench_cpu_gbfs.py"), "--trees",
                        str(trees), "--out", os.path.join(args.out, "cpu_gbfs.jsonl")], log,
                       env, timeout=limit)
+        elif step in ("stack", "cudf"):
+            name = "gpu_stack.jsonl" if step == "stack" else "gpu_cudf.jsonl"
+            rc = _run([py, os.path.join(HERE, "bench_gpu_stack.py"), "--out",
+                       os.path.join(args.out, name)]
+                      + (["--cases", "cudf"] if step == "cudf" else []), log, env,
+                      timeout=limit)
         elif step == "gbfs":
             rc = _run([py, os.path.join(HERE, "bench_gpu_gbfs.py"), "--trees", str(trees),
                        "--out", os.path.join(args.out, "gpu_gbfs.jsonl")], log, env)
