@@ -479,10 +479,18 @@ XB = np.random.default_rng(0).standard_normal((30, 4))
 YB = XB[:, 0] + 1.0
 
 
-def test_n_features_to_select_larger_than_the_data():
-    with pytest.raises(ValueError, match="n_features_to_select=9 is larger than the number of "
-                                         "features in X \\(4\\)"):
-        StagewiseRegressor(9, device="cpu").fit(XB, YB)
+def test_n_features_to_select_larger_than_the_data_warns_and_selects_all():
+    """Issue 36, item 7: stagewise raised where GBFS and ControlBurn warn; now the one rule
+    of every family (``feature_budget``): warn at once, select every usable feature."""
+    from gpufs import SelectionWarning
+
+    X = np.random.default_rng(1).standard_normal((60, 4))
+    y = X @ np.array([3.0, -2.0, 1.0, 0.5])
+    with pytest.warns(SelectionWarning, match=r"n_features_to_select=9 is larger than the "
+                      r"number of features in X \(4\): selecting all 4") as rec:
+        m = StagewiseRegressor(9, device="cpu").fit(X, y)
+    assert rec[0].filename == __file__
+    assert sorted(m.selected_features_.tolist()) == [0, 1, 2, 3]
 
 
 def test_bad_inputs():

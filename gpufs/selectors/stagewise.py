@@ -68,13 +68,8 @@ class _StagewiseBase(SelectorBase):
         """The number of rounds the fit's ``FeatureBudget`` allows."""
         # "auto" with tol: until a round does not lower the watched cost by more than tol;
         # "auto" without: half of the columns (scikit-learn's "auto"); None: every column
-        k = budget.k
-        if k is None:
-            return n_features
-        if k > n_features:
-            raise ValueError(f"n_features_to_select={k} is larger than the number of "
-                             f"features in X ({n_features}).")
-        return k
+        # a k above n_features was cut to n_features, with a warning, by feature_budget
+        return n_features if budget.k is None else min(budget.k, n_features)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
