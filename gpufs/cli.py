@@ -162,9 +162,9 @@ def _jsonable(value):
 def _feature_scores(est, method: str):
     """(score per feature, what the score means) for the report and the printout."""
     if method == "stagewise":
-        coef = np.atleast_2d(np.asarray(est.standardized_coef_, dtype=np.float64))
-        return np.abs(coef).sum(axis=0), "|weight| on the standardized feature (summed over " \
-                                         "classes)"
+        return est._feature_scores(), ("|weight| on the standardized feature (a categorical "
+                                       "column: the RMS spread of its category weights), "
+                                       "summed over classes")
     meaning = ("share of the ensemble's total split gain" if method == "gbfs" else
                "share of the forest's lasso-weighted importance")
     return np.asarray(est.feature_importances_, dtype=np.float64), meaning

@@ -238,6 +238,34 @@ def test_stagewise_selects_a_categorical_column_as_one_group():
     np.testing.assert_allclose(est.predict(df[["shop", "b"]])[miss], est.intercept_)
 
 
+def test_stagewise_cli_scores_a_selected_categorical_column(tmp_path, monkeypatch, capsys):
+    """Issue 36, item 11: the CLI printed "score 0.0000" for a selected categorical column
+    (its weights are in category_coef_, the score read coef_). Its score is now the RMS
+    spread of its category weights, on the margin's scale as a numeric |weight| is."""
+    import re
+
+    from gpufs.cli import main
+
+    rng = np.random.default_rng(0)
+    n = 300
+    grp = rng.choice(["a", "b", "c"], n)
+    x = rng.normal(size=n)
+    y = np.select([grp == "a", grp == "b"], [-2.0, 0.0], 2.0) + 0.5 * x \
+        + 0.1 * rng.normal(size=n)
+    pd.DataFrame({"grp": grp, "x": x, "y": y}).to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "t.csv", "--target", "y", "--method", "stagewise", "-k", "2",
+                 "--categorical", "grp", "--device", "cpu", "--report", "r.json"]) == 0
+    out = capsys.readouterr().out
+    scores = dict(re.findall(r"^\s*\d+\. (\S+).*?\(score ([0-9.]+)", out, re.M))
+    assert set(scores) == {"grp", "x"}
+    # the weights are about -2, 0 and 2 about the mean: spread sqrt(8/3) = 1.63
+    assert float(scores["grp"]) == pytest.approx(np.sqrt(8 / 3), rel=0.05)
+    assert float(scores["x"]) == pytest.approx(0.5, rel=0.1)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert all(s["score"] > 0.1 for s in report["selected"])
+
+
 def test_numpy_with_categorical_indices_equals_the_table():
     """Category values in a numpy array, named by index, give the same model as the table."""
     df, y = _table()

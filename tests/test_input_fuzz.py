@@ -160,7 +160,7 @@ def _perturbed(X, rng):
 
 
 def _check_new_rows(est, X, task, rng):
-    """Predictions for new rows: sound numbers, or a ValueError (stagewise refuses NaN)."""
+    """Predictions for new rows: sound numbers, or a ValueError."""
     kw = {} if task is None else {"task": task}
     X2 = _perturbed(X, rng)
     try:
