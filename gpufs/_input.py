@@ -143,6 +143,14 @@ def _fitted_mask(estimator, n_features):
     return codes.is_categorical
 
 
+def _caller_stacklevel():
+    """The stacklevel that points a warning of this module at the user's line (the first
+    frame outside gpufs and scikit-learn's fit wrapper)."""
+    from .selectors._base import _user_stacklevel
+
+    return _user_stacklevel()
+
+
 def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
                         max_categories):
     """A pandas / polars / pyarrow / cudf / modin table -> float array (categorical columns
@@ -166,6 +174,13 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
             "categorical_features); convert the others (dates, for example, to numbers) first.")
     cols = list(frame.columns)
     num = [cols[i] for i in range(d) if not mask[i]]
+    if reset and _module_root(X) != "cudf":     # an integer id is used, with a warning
+        from ._identifiers import warn_integer_identifiers
+
+        ints = [i for i in range(d) if not mask[i] and frame.schema[cols[i]].is_integer()]
+        if ints:
+            warn_integer_identifiers(((names[i], frame[cols[i]].to_numpy()) for i in ints),
+                                     stacklevel=_caller_stacklevel())
     f32 = bool(num) and not mask.any() and all(
         frame.schema[c] == nw.Float32 for c in num)
     target = nw.Float32 if f32 else nw.Float64

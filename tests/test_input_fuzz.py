@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _fuzz_sources import HypothesisSource, RandomSource
+from _fuzz_sources import HypothesisSource, RandomSource, odd_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -300,6 +300,71 @@ def test_plot_selection_frequency_says_what_is_missing():
     with pytest.raises(ValueError, match=r"stability_rounds=2 refits only with a number of "
                                          r"features to select, and n_features_to_select=None"):
         plot_selection_frequency(est)
+
+
+# --------------------------------------------------------------------------------------------
+# gpufs.lasso's records: each field takes an odd value or refuses it by name, at once
+# --------------------------------------------------------------------------------------------
+
+_RECORD_FIELDS = {"Datafit": ["fit_intercept", "random_state", "sketch_size"],
+                  "SolverOptions": ["tol", "max_iter"],
+                  "KSearch": ["lambda_min_ratio", "bisect_rtol", "max_bisect"],
+                  "Reweighting": ["steps", "eps"]}
+
+
+def run_record_case(src):
+    """("ok" | "error" | a finding, detail) for one record made with one odd field."""
+    from _lasso_data import _forest
+
+    import gpufs.lasso as gl
+
+    record = src.pick(sorted(_RECORD_FIELDS))
+    field = src.pick(_RECORD_FIELDS[record])
+    value = odd_value(src)
+    kw = {field: value}
+    if record == "Datafit" and field != "random_state" and src.int(0, 1):
+        kw["sketch"] = "gaussian"
+    try:
+        made = getattr(gl, record)(**kw)
+    except ValueError as exc:
+        # the field is named (the records' own spelling of Reweighting's fields)
+        named = {"steps": "reweight_steps", "eps": "reweight_eps"}.get(field, field)
+        if named not in str(exc):
+            return "unnamed", f"{record}({field}={value!r}): {exc}"
+        return "error", str(exc)
+    except Exception as exc:  # noqa: BLE001 - the finding
+        return "crash", f"{record}({field}={value!r}): {type(exc).__name__}: {exc}"
+    A, y, masks = _forest(120, 10, n_features=5)
+    costs = np.ones(A.shape[1])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if record in ("Datafit", "SolverOptions"):
+                key = "datafit" if record == "Datafit" else "solver"
+                res = gl.solve_lasso(A, y, costs, 1e-2, **{key: made})
+                weights = np.asarray(res.weights)
+            else:
+                key = "search" if record == "KSearch" else "reweight"
+                res = gl.select_k(A, y, masks, 2, strict=False, **{key: made})
+                weights = np.asarray(res.weights)
+    except (ValueError, TypeError) as exc:
+        # a value the record took must not fail later (the records check at construction)
+        if record == "Datafit" and field == "sketch_size":
+            return "error", str(exc)        # checked against the rows, at the solve
+        return "late", f"{record}({field}={value!r}) made, then: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001
+        return "crash", f"{record}({field}={value!r}) then {type(exc).__name__}: {exc}"
+    if not np.isfinite(weights).all():
+        return "wrong", f"{record}({field}={value!r}): weights not finite"
+    return "ok", ""
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_lasso_records_take_a_value_or_refuse_it_by_name(data):
+    outcome, detail = run_record_case(HypothesisSource(data))
+    assert outcome in ACCEPTABLE, f"{outcome}: {detail}"
 
 
 def census(n, seed):
