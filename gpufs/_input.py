@@ -179,7 +179,8 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
 
         ints = [i for i in range(d) if not mask[i] and frame.schema[cols[i]].is_integer()]
         if ints:
-            warn_integer_identifiers(((names[i], frame[cols[i]].to_numpy()) for i in ints),
+            warn_integer_identifiers(((names[i], frame.get_column(cols[i]).to_numpy())
+                                      for i in ints),
                                      stacklevel=_caller_stacklevel())
     f32 = bool(num) and not mask.any() and all(
         frame.schema[c] == nw.Float32 for c in num)

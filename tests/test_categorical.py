@@ -373,8 +373,10 @@ def test_bad_categorical_columns():
     dated = df.assign(when=pd.Timestamp("2020-01-01"))
     with pytest.raises(ValueError, match=r"non-numeric columns: 'when' \(dtype Datetime"):
         GBFSRegressor(**_SMALL).fit(dated, y)
-    with pytest.raises(ValueError, match="Input X contains NaN"):  # NaN in a numeric column
-        StagewiseRegressor(**_SMALL).fit(df.assign(a=np.nan), y)
+    # stagewise takes NaN in a numeric column now (issue 36, item 6): an all-missing one is
+    # constant, never selected
+    est = StagewiseRegressor(**_SMALL).fit(df.assign(a=np.nan), y)
+    assert "a" not in list(est.selected_feature_names_)
 
 
 # --- the command line ---------------------------------------------------------------------------
