@@ -107,12 +107,13 @@ def _task(y, task: str) -> str:
         else "regression"
 
 
-def _estimator(args, task: str, categorical=None):
+def _estimator(args, task: str):
     from . import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
                    StagewiseClassifier, StagewiseRegressor)
 
     classification = task == "classification"
-    categorical = categorical or _drop_list(args.categorical) or "from_dtype"
+    # the columns _select resolved (--categorical and the other text columns), else by dtype
+    categorical = getattr(args, "categorical_columns", None) or "from_dtype"
     common = dict(n_features_to_select=args.k, device=args.device,
                   random_state=args.random_state, verbose=_progress(args),
                   categorical_features=categorical)
@@ -236,8 +237,9 @@ def _select(args) -> int:
     task = _task(y, args.task)
 
     gone = {column for column, _ in left_out}
-    est = _estimator(args, task, named + [c for c in text if c not in named and c not in gone]
-                     if named else None)
+    args.categorical_columns = (named + [c for c in text if c not in named and c not in gone]
+                                if named else None)
+    est = _estimator(args, task)
     if args.save_model is not None and not hasattr(est, "save_model"):
         raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out "
                         "--save-model")
