@@ -143,12 +143,22 @@ def _fitted_mask(estimator, n_features):
     return codes.is_categorical
 
 
-def _caller_stacklevel():
-    """The stacklevel that points a warning of this module at the user's line (the first
-    frame outside gpufs and scikit-learn's fit wrapper)."""
-    from .selectors._base import _user_stacklevel
+def _user_stacklevel():
+    """The ``stacklevel`` of a warning raised by this module's caller that points at the
+    user's line: the first frame outside gpufs and scikit-learn's fit wrapper."""
+    import os
+    import sys
 
-    return _user_stacklevel()
+    here = os.path.dirname(os.path.abspath(__file__))                    # .../gpufs
+    skip = (here + os.sep, os.path.join("sklearn", "base.py"),
+            os.path.join("sklearn", "utils", "_set_output.py"))
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not (name.startswith(skip[0]) or name.endswith(skip[1:])):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
 
 
 def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
@@ -181,7 +191,7 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
         if ints:
             warn_integer_identifiers(((names[i], frame.get_column(cols[i]).to_numpy())
                                       for i in ints),
-                                     stacklevel=_caller_stacklevel())
+                                     stacklevel=_user_stacklevel() + 1)
     f32 = bool(num) and not mask.any() and all(
         frame.schema[c] == nw.Float32 for c in num)
     target = nw.Float32 if f32 else nw.Float64

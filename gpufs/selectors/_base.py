@@ -23,8 +23,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import model_io
 from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
-from .._input import (_frame, check_classification_labels, check_regression_target,
-                      check_sample_weight, check_X, check_y, encode_classes, encode_known_classes)
+from .._input import (_frame, _user_stacklevel, check_classification_labels,
+                      check_regression_target, check_sample_weight, check_X, check_y,
+                      encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..backends import get_backend
 
@@ -343,23 +344,6 @@ def feature_budget(n_features_to_select, tol, n_features, *, warn=True):
         k = int(n_features)
     return FeatureBudget(k)
 
-
-def _user_stacklevel():
-    """The ``stacklevel`` of a warning raised by this module's caller that points at the
-    user's line: the first frame outside gpufs and scikit-learn's fit wrapper."""
-    import os
-    import sys
-
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../gpufs
-    skip = (here + os.sep, os.path.join("sklearn", "base.py"),
-            os.path.join("sklearn", "utils", "_set_output.py"))
-    frame, level = sys._getframe(1), 1
-    while frame is not None:
-        name = os.path.abspath(frame.f_code.co_filename)
-        if not (name.startswith(skip[0]) or name.endswith(skip[1:])):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 1
 
 
 def auto_k(losses, tol):

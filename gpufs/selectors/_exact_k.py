@@ -227,7 +227,7 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
     gains = total_gains(pool_ens)
     freq = None
     if frequency is not None:   # also when the pool holds k or fewer: the frequencies are
-        # the refits' evidence, promised whenever stability_rounds > 0 (issue 36, item 8)
+        # the refits' evidence, promised whenever stability_rounds > 0
         freq, grown["stability"] = frequency(mu, k)
         lap("stability")
     value = per_cost(gains, costs)
