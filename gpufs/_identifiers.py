@@ -1,24 +1,14 @@
-"""Identifier-like categorical columns: the one rule that keeps a name or an id from becoming a
-feature unnoticed.
+"""Identifier-like columns: the rules that keep a name or an id from becoming a feature
+unnoticed (a tree memorises the training rows through it).
 
-A text column with a different value on (almost) every row - a name, an order id - is no
-feature: each category marks one or two training rows, so a tree that splits on it memorises
-those rows and predicts nothing on new ones (on breast cancer with a ``name`` column GBFS
-selected it and its held-out accuracy fell from 0.92 to 0.37). The rule, on the distinct
-share AND the row count: a categorical column is identifier-like when it has at least
-``MIN_DISTINCT`` distinct values and either more than ``MAX_DISTINCT_SHARE`` of its
-non-missing values are distinct on at least ``MIN_ROWS_FOR_SHARE`` rows, or more than
-``SMALL_TABLE_SHARE`` of them on fewer rows (a 20-level category on 30 rows, 1.5 rows a level,
-is a category; 30 names on 30 rows are not).
-
-An integer column of a table with a different value on every row that is also monotone in row
-order (a row number, an auto-increment key) or spread like a hash over a range far wider than
-the rows (``integer_identifier``) is used as a number, as every numeric column is, but fit
-warns, naming it (the CLI prints the warning); dates are no integers and are refused by name
-by the input door when their type says so (``docs/cli.rst`` says what a CSV's dates become). Found among the columns chosen by dtype
-(``categorical_features="from_dtype"``), fit refuses it, naming it; named by the user, it is
-used, with a warning. The input door (``gpufs._input``), the Dask loader and ``gpufs select``
-(which leaves such columns out, with a warning) all ask ``identifier_like``.
+A categorical column is identifier-like with at least ``MIN_DISTINCT`` distinct values and
+more than ``MAX_DISTINCT_SHARE`` of its non-missing values distinct on ``MIN_ROWS_FOR_SHARE``
+rows or more, more than ``SMALL_TABLE_SHARE`` on fewer (a 20-level category on 30 rows is a
+category). Chosen by dtype, fit refuses it, naming it; named by the user, it is used with a
+warning; ``gpufs select`` leaves it out with a warning. An integer table column unique per row
+and monotone or spread like hashes (``integer_identifier``) is used as a number, with a
+warning naming it. The input door (``gpufs._input``), the Dask loader and the CLI ask here;
+``docs/cli.rst`` states the rules for users.
 """
 from __future__ import annotations
 
