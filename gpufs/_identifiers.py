@@ -1,15 +1,14 @@
-"""Identifier-like categorical columns: the one rule that keeps a name or an id from becoming a
-feature unnoticed.
+"""Identifier-like columns: the rules that keep a name or an id from becoming a feature
+unnoticed (a tree memorises the training rows through it).
 
-A text column with a different value on (almost) every row - a name, an order id - is no
-feature: each category marks one or two training rows, so a tree that splits on it memorises
-those rows and predicts nothing on new ones (on breast cancer with a ``name`` column GBFS
-selected it and its held-out accuracy fell from 0.92 to 0.37). The rule: a categorical column
-is identifier-like when more than ``MAX_DISTINCT_SHARE`` of its non-missing values are
-distinct (at least ``MIN_DISTINCT`` of them). Found among the columns chosen by dtype
-(``categorical_features="from_dtype"``), fit refuses it, naming it; named by the user, it is
-used, with a warning. The input door (``gpufs._input``), the Dask loader and ``gpufs select``
-(which leaves such columns out, with a warning) all ask ``identifier_like``.
+A categorical column is identifier-like with at least ``MIN_DISTINCT`` distinct values and
+more than ``MAX_DISTINCT_SHARE`` of its non-missing values distinct on ``MIN_ROWS_FOR_SHARE``
+rows or more, more than ``SMALL_TABLE_SHARE`` on fewer (a 20-level category on 30 rows is a
+category). Chosen by dtype, fit refuses it, naming it; named by the user, it is used with a
+warning; ``gpufs select`` leaves it out with a warning. An integer table column unique per row
+and monotone or spread like hashes (``integer_identifier``) is used as a number, with a
+warning naming it. The input door (``gpufs._input``), the Dask loader and the CLI ask here;
+``docs/cli.rst`` states the rules for users.
 """
 from __future__ import annotations
 
@@ -20,6 +19,13 @@ import warnings
 MAX_DISTINCT_SHARE = 0.5
 #: ... and it has at least this many distinct values (a 4-row toy table is not judged).
 MIN_DISTINCT = 10
+#: Below this many non-missing values the distinct share must exceed ``SMALL_TABLE_SHARE``:
+#: on a small table a real category has few rows per level.
+MIN_ROWS_FOR_SHARE = 100
+SMALL_TABLE_SHARE = 0.9
+#: An integer column unique on every row whose range exceeds this many times its rows is
+#: spread like hashes (a row number's range is the rows; a count's far smaller).
+HASH_SPREAD = 1000
 
 
 def identifier_like(n_distinct: int, n_present: int) -> bool:
@@ -42,8 +48,75 @@ def identifier_like(n_distinct: int, n_present: int) -> bool:
     True
     >>> identifier_like(30, 2000)       # a 30-level category
     False
+    >>> identifier_like(20, 30), identifier_like(30, 30)    # a small table: 20 levels; names
+    (False, True)
     """
-    return n_distinct >= MIN_DISTINCT and n_distinct > MAX_DISTINCT_SHARE * n_present
+    share = MAX_DISTINCT_SHARE if n_present >= MIN_ROWS_FOR_SHARE else SMALL_TABLE_SHARE
+    return n_distinct >= MIN_DISTINCT and n_distinct > share * n_present
+
+
+def integer_identifier(values):
+    """Why an integer column looks like an identifier ("increasing", "decreasing" or "spread
+    like hashes"), or None.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows,), integer
+        The column, in row order.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> integer_identifier(np.arange(1000, 1050))
+    'increasing'
+    >>> integer_identifier(np.arange(50) % 7) is None
+    True
+    """
+    import numpy as np
+
+    v = np.asarray(values)
+    n = v.shape[0]
+    if v.dtype.kind not in "iu" or n < MIN_DISTINCT:
+        return None
+    step = np.diff(v.astype(np.float64))
+    if bool((step > 0).all()):
+        why = "increasing"
+    elif bool((step < 0).all()):
+        why = "decreasing"
+    else:
+        if np.unique(v).size != n:
+            return None
+        spread = float(v.max()) - float(v.min())
+        if spread <= HASH_SPREAD * n:
+            return None
+        why = "spread like hashes"
+    return why
+
+
+def warn_integer_identifiers(frame_columns, stacklevel=5):
+    """Warn (UserWarning) about each integer column that ``integer_identifier`` flags.
+
+    Parameters
+    ----------
+    frame_columns : iterable of (name, ndarray)
+        The table's non-categorical columns.
+    stacklevel : int
+    """
+    found = []
+    for name, values in frame_columns:
+        why = integer_identifier(values)
+        if why is not None:
+            found.append(f"{str(name)!r} ({len(values)} distinct values in {len(values)} rows, "
+                         f"{why})")
+    if found:
+        warnings.warn(f"integer column {', '.join(found)} looks like an identifier (a row "
+                      "number or a key), not a feature: it is used as a number; leave it out "
+                      "of X (in the CLI: --drop) if it is an id.", UserWarning,
+                      stacklevel=stacklevel)
 
 
 def describe(name, n_distinct: int, n_present: int) -> str:

@@ -143,6 +143,24 @@ def _fitted_mask(estimator, n_features):
     return codes.is_categorical
 
 
+def _user_stacklevel():
+    """The ``stacklevel`` of a warning raised by this module's caller that points at the
+    user's line: the first frame outside gpufs and scikit-learn's fit wrapper."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))                    # .../gpufs
+    skip = (here + os.sep, os.path.join("sklearn", "base.py"),
+            os.path.join("sklearn", "utils", "_set_output.py"))
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not (name.startswith(skip[0]) or name.endswith(skip[1:])):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
+
+
 def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
                         max_categories):
     """A pandas / polars / pyarrow / cudf / modin table -> float array (categorical columns
@@ -166,6 +184,14 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
             "categorical_features); convert the others (dates, for example, to numbers) first.")
     cols = list(frame.columns)
     num = [cols[i] for i in range(d) if not mask[i]]
+    if reset and _module_root(X) != "cudf":     # an integer id is used, with a warning
+        from ._identifiers import warn_integer_identifiers
+
+        ints = [i for i in range(d) if not mask[i] and frame.schema[cols[i]].is_integer()]
+        if ints:
+            warn_integer_identifiers(((names[i], frame.get_column(cols[i]).to_numpy())
+                                      for i in ints),
+                                     stacklevel=_user_stacklevel() + 1)
     f32 = bool(num) and not mask.any() and all(
         frame.schema[c] == nw.Float32 for c in num)
     target = nw.Float32 if f32 else nw.Float64

@@ -112,7 +112,8 @@ def _estimator(args, task: str):
                    StagewiseClassifier, StagewiseRegressor)
 
     classification = task == "classification"
-    categorical = _drop_list(args.categorical) or "from_dtype"
+    # the columns _select resolved (--categorical and the other text columns), else by dtype
+    categorical = getattr(args, "categorical_columns", None) or "from_dtype"
     common = dict(n_features_to_select=args.k, device=args.device,
                   random_state=args.random_state, verbose=_progress(args),
                   categorical_features=categorical)
@@ -162,9 +163,9 @@ def _jsonable(value):
 def _feature_scores(est, method: str):
     """(score per feature, what the score means) for the report and the printout."""
     if method == "stagewise":
-        coef = np.atleast_2d(np.asarray(est.standardized_coef_, dtype=np.float64))
-        return np.abs(coef).sum(axis=0), "|weight| on the standardized feature (summed over " \
-                                         "classes)"
+        return est._feature_scores(), ("|weight| on the standardized feature (a categorical "
+                                       "column: the RMS spread of its category weights), "
+                                       "summed over classes")
     meaning = ("share of the ensemble's total split gain" if method == "gbfs" else
                "share of the forest's lasso-weighted importance")
     return np.asarray(est.feature_importances_, dtype=np.float64), meaning
@@ -217,18 +218,15 @@ def _select(args) -> int:
     if other:
         raise UserError(f"feature columns must be numeric, text or categorical; not: "
                         f"{_short_list(other)} (leave them out with --drop)")
-    if named:
-        stray = [c for c in text if c not in named]
-        if stray:
-            raise UserError(f"text columns {_short_list(stray)} are not in --categorical; "
-                            "name them there too, or leave them out with --drop")
     notes = []
-    left_out = [] if named else _identifier_columns(X, text)
+    # --categorical adds to the text columns (categorical by their type): those not named
+    # are judged as without it
+    left_out = _identifier_columns(X, [c for c in text if c not in named])
     for column, evidence in left_out:  # said now, before the long fit
         notes.append(f"left out the text column {evidence}: it looks like an identifier, not "
                      "a feature (most rows have a value of their own); pass --drop "
                      f"{shlex.quote(column)} to leave it out without this warning, or name "
-                     "it (with the other text columns) in --categorical to use it")
+                     "it in --categorical to use it")
         sys.stderr.write(f"warning: {printable(notes[-1])}\n")
     X = X.drop(columns=[column for column, _ in left_out])
     if X.shape[1] == 0:
@@ -238,6 +236,9 @@ def _select(args) -> int:
                         "values; remove those rows first")
     task = _task(y, args.task)
 
+    gone = {column for column, _ in left_out}
+    args.categorical_columns = (named + [c for c in text if c not in named and c not in gone]
+                                if named else None)
     est = _estimator(args, task)
     if args.save_model is not None and not hasattr(est, "save_model"):
         raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out "

@@ -171,8 +171,19 @@ def plot_selection_frequency(estimator, ax=None, top=None):
 
     freq = getattr(estimator, "selection_frequency_", None)
     if freq is None:
-        raise ValueError(f"{type(estimator).__name__} has no selection frequencies: fit it "
-                         "with n_features_to_select and stability_rounds > 0.")
+        name = type(estimator).__name__
+        if not hasattr(estimator, "stability_rounds"):
+            raise ValueError(f"{name} has no selection frequencies: they come from GBFS's "
+                             "stability_rounds.")
+        if not getattr(estimator, "stability_rounds", 0):
+            raise ValueError(f"{name} has no selection frequencies: fit it with "
+                             "n_features_to_select and stability_rounds > 0.")
+        raise ValueError(
+            f"{name} has no selection frequencies: stability_rounds="
+            f"{estimator.stability_rounds} refits only with a number of features to select, "
+            f"and n_features_to_select={estimator.n_features_to_select!r}"
+            f"{' with tol' if estimator.n_features_to_select == 'auto' else ''} gives none. "
+            "Set n_features_to_select to a number.")
     freq = np.asarray(freq, dtype=np.float64)
     gains = np.zeros_like(freq)
     pool = getattr(estimator, "selection_pool_", None) or {}

@@ -1,11 +1,13 @@
 """Every rejected input, with the message it gets, and the user's data left untouched."""
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from gpufs import (ControlBurnClassifier, GBFSClassifier, GBFSRegressor,
-                   StagewiseClassifier)
+from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
+                   SelectionWarning, StagewiseClassifier, StagewiseRegressor)
 from gpufs._device import gpu_available
 
 RNG = np.random.default_rng(0)
@@ -21,6 +23,26 @@ def fitted():
 
 def _both(**kw):
     return [GBFSRegressor(device="cpu", **kw), GBFSClassifier(device="cpu", **kw)]
+
+
+# --- n_features_to_select above the number of features ----------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda: StagewiseRegressor(9, device="cpu"),
+    lambda: GBFSRegressor(n_features_to_select=9, n_estimators=3, device="cpu"),
+    lambda: ControlBurnRegressor(n_features_to_select=9, device="cpu"),
+], ids=["stagewise", "gbfs", "controlburn"])
+def test_k_above_the_features_is_said_at_once_by_every_family(make):
+    """Issue 36, item 7: one rule for every family, before any work. Stagewise raised;
+    ControlBurn said so only after about 60 s of lasso solves. With the warning made an error,
+    fit stops at it: nothing (no forest, no bins, no weights) was fitted before."""
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SelectionWarning)
+        with pytest.raises(SelectionWarning, match=r"n_features_to_select=9 is larger than the "
+                           r"number of features in X \(4\): selecting all 4"):
+            est.fit(X, Y_REG)
+    assert not [a for a in ("forest_", "bin_mapper_", "coef_", "mean_") if hasattr(est, a)]
 
 
 # --- y ----------------------------------------------------------------------------------------

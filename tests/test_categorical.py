@@ -238,6 +238,34 @@ def test_stagewise_selects_a_categorical_column_as_one_group():
     np.testing.assert_allclose(est.predict(df[["shop", "b"]])[miss], est.intercept_)
 
 
+def test_stagewise_cli_scores_a_selected_categorical_column(tmp_path, monkeypatch, capsys):
+    """Issue 36, item 11: the CLI printed "score 0.0000" for a selected categorical column
+    (its weights are in category_coef_, the score read coef_). Its score is now the RMS
+    spread of its category weights, on the margin's scale as a numeric |weight| is."""
+    import re
+
+    from gpufs.cli import main
+
+    rng = np.random.default_rng(0)
+    n = 300
+    grp = rng.choice(["a", "b", "c"], n)
+    x = rng.normal(size=n)
+    y = np.select([grp == "a", grp == "b"], [-2.0, 0.0], 2.0) + 0.5 * x \
+        + 0.1 * rng.normal(size=n)
+    pd.DataFrame({"grp": grp, "x": x, "y": y}).to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["select", "t.csv", "--target", "y", "--method", "stagewise", "-k", "2",
+                 "--categorical", "grp", "--device", "cpu", "--report", "r.json"]) == 0
+    out = capsys.readouterr().out
+    scores = dict(re.findall(r"^\s*\d+\. (\S+).*?\(score ([0-9.]+)", out, re.M))
+    assert set(scores) == {"grp", "x"}
+    # the weights are about -2, 0 and 2 about the mean: spread sqrt(8/3) = 1.63
+    assert float(scores["grp"]) == pytest.approx(np.sqrt(8 / 3), rel=0.05)
+    assert float(scores["x"]) == pytest.approx(0.5, rel=0.1)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert all(s["score"] > 0.1 for s in report["selected"])
+
+
 def test_numpy_with_categorical_indices_equals_the_table():
     """Category values in a numpy array, named by index, give the same model as the table."""
     df, y = _table()
@@ -345,8 +373,10 @@ def test_bad_categorical_columns():
     dated = df.assign(when=pd.Timestamp("2020-01-01"))
     with pytest.raises(ValueError, match=r"non-numeric columns: 'when' \(dtype Datetime"):
         GBFSRegressor(**_SMALL).fit(dated, y)
-    with pytest.raises(ValueError, match="Input X contains NaN"):  # NaN in a numeric column
-        StagewiseRegressor(**_SMALL).fit(df.assign(a=np.nan), y)
+    # stagewise takes NaN in a numeric column now (issue 36, item 6): an all-missing one is
+    # constant, never selected
+    est = StagewiseRegressor(**_SMALL).fit(df.assign(a=np.nan), y)
+    assert "a" not in list(est.selected_feature_names_)
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -448,3 +478,79 @@ def test_the_identifier_rule_leaves_real_categories_alone():
                       "zip": np.array([f"z{i:03d}" for i in range(300)] * 2, dtype=object)})
     est = GBFSRegressor(n_estimators=3, **_SMALL).fit(X, rng.normal(size=600))
     assert list(est.is_categorical_) == [False, True]
+
+
+# --- identifiers and categories (issue 36, item 10) --------------------------------------------
+
+def test_a_20_level_category_on_30_rows_is_not_an_identifier():
+    """It was refused as an identifier (20 distinct values > half of 30). The rule reads the
+    distinct share AND the row count: on fewer than 100 rows, over 90 % must be distinct."""
+    from gpufs._identifiers import identifier_like
+
+    assert not identifier_like(20, 30) and identifier_like(30, 30) and identifier_like(28, 30)
+    rng = np.random.default_rng(0)
+    levels = np.array([f"g{i:02d}" for i in range(20)])
+    grp = np.r_[levels, rng.choice(levels, 10)]            # all 20 levels on 30 rows
+    df = pd.DataFrame({"grp": grp, "x": rng.normal(size=30)})
+    y = (df["grp"].isin(levels[:10]).to_numpy() * 2.0) + df["x"].to_numpy()
+    est = GBFSRegressor(n_estimators=5, device="cpu").fit(df, y)
+    assert est.is_categorical_.tolist() == [True, False]
+    names = pd.Series([f"person {i}" for i in range(30)])
+    with pytest.raises(ValueError, match=r"'name' \(30 distinct values in 30 rows\) looks like "
+                                         r"an identifier"):
+        GBFSRegressor(n_estimators=5, device="cpu").fit(df.assign(name=names), y)
+
+
+@pytest.mark.parametrize("values, why", [
+    (np.arange(1000, 1040), "increasing"),
+    (np.arange(40)[::-1], "decreasing"),
+    (np.random.default_rng(0).permutation(40) * 7_919_000_003, "spread like hashes"),
+])
+def test_an_integer_id_column_is_warned_about_by_name(values, why):
+    """An integer id was used silently as a feature (only text ids were detected)."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"order_id": values, "x": rng.normal(size=40),
+                       "count": rng.integers(0, 5, 40)})
+    with pytest.warns(UserWarning, match=rf"integer column 'order_id' \(40 distinct values in "
+                                         rf"40 rows, {why}\) looks like an identifier") as rec:
+        StagewiseRegressor(1, device="cpu").fit(df, df["x"].to_numpy())
+    assert [w.filename for w in rec if "order_id" in str(w.message)] == [__file__]
+    assert not any("'count'" in str(w.message) for w in rec)     # a small count is a number
+    # a shuffled small-range unique column (a measurement in whole units) is not flagged
+    from gpufs._identifiers import integer_identifier
+    assert integer_identifier(rng.permutation(40) + 50) is None
+
+
+def _cli(tmp_path, monkeypatch, df, *argv):
+    from gpufs.cli import main
+
+    df.to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    return main(["select", "t.csv", "--device", "cpu", "--report", "r.json", *argv])
+
+
+def test_cli_categorical_needs_no_other_text_column_named(tmp_path, monkeypatch, capsys):
+    """--categorical grp also required naming every other text column, so the way out of a
+    refusal took two tries. The text columns not named stay categorical."""
+    rng = np.random.default_rng(0)
+    n = 200
+    df = pd.DataFrame({"grp": rng.integers(0, 4, n), "city": rng.choice(["a", "b", "c"], n),
+                       "x": rng.normal(size=n)})
+    df["y"] = df["grp"] * 1.0 + (df["city"] == "a") * 2.0 + 0.1 * rng.normal(size=n)
+    assert _cli(tmp_path, monkeypatch, df, "--target", "y", "--categorical", "grp",
+                "-k", "2", "--method", "stagewise") == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert {s["name"] for s in report["selected"]} == {"grp", "city"}
+
+
+def test_cli_stagewise_on_a_table_with_empty_cells(tmp_path, monkeypatch, capsys):
+    """Issue 36, item 6: the CLI could not run stagewise on a table with NaN."""
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    df["y"] = 2 * df["a"] - df["c"] + 0.1 * rng.normal(size=n)
+    df.loc[rng.random(n) < 0.2, "a"] = np.nan
+    assert _cli(tmp_path, monkeypatch, df, "--target", "y", "-k", "2",
+                "--method", "stagewise") == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert {s["name"] for s in report["selected"]} == {"a", "c"}

@@ -216,8 +216,6 @@ def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp
     (["select", "missing.csv", "--target", "label"], "no such file: missing.csv"),
     (["select", "in.csv", "--target", "label", "--categorical", "zzz"],
      "--categorical: no feature column 'zzz'"),
-    (["select", "in.csv", "--target", "label", "--categorical", "c1"],
-     "text columns 'note' are not in --categorical"),
     (["select", "in.csv", "--target", "label", "--drop", "zzz"], "--drop: no column 'zzz'"),
     (["select", "in.csv", "--target", "label", "--drop", "label"], "names the target column"),
     (["select", "in.csv", "--target", "label", "--method", "stagewise", "--mu", "0.1"],

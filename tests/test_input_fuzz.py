@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _fuzz_sources import HypothesisSource, RandomSource
+from _fuzz_sources import HypothesisSource, RandomSource, odd_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -118,6 +118,11 @@ def _estimators():
             n_estimators=3, max_depth=2, max_bins=16, device="cpu"),
         "gbfs_k": lambda c: (gpufs.GBFSClassifier if c else gpufs.GBFSRegressor)(
             n_estimators=3, max_depth=2, n_features_to_select=1, device="cpu"),
+        # stability_rounds with a k at, below or above the columns (the pool of k or fewer
+        # features skipped the refits and left selection_frequency_ None: issue 36, item 8)
+        "gbfs_stability": lambda c, k=1: (gpufs.GBFSClassifier if c else gpufs.GBFSRegressor)(
+            n_estimators=3, max_depth=2, n_features_to_select=k, stability_rounds=2,
+            random_state=0, device="cpu"),
         "stagewise": lambda c: (gpufs.StagewiseClassifier if c else gpufs.StagewiseRegressor)(
             n_features_to_select=2, device="cpu"),
         "controlburn": lambda c: (gpufs.ControlBurnClassifier if c else
@@ -155,7 +160,7 @@ def _perturbed(X, rng):
 
 
 def _check_new_rows(est, X, task, rng):
-    """Predictions for new rows: sound numbers, or a ValueError (stagewise refuses NaN)."""
+    """Predictions for new rows: sound numbers, or a ValueError."""
     kw = {} if task is None else {"task": task}
     X2 = _perturbed(X, rng)
     try:
@@ -197,6 +202,20 @@ def _check_fitted(est, X, task, tmpdir):
     return None
 
 
+def _check_frequency(est):
+    """With ``stability_rounds``: ``selection_frequency_`` is there, one share in [0, 1] per
+    feature (never None), and ``plot_selection_frequency``'s data is read without error."""
+    if not getattr(est, "stability_rounds", 0):
+        return None
+    freq = est.selection_frequency_
+    if freq is None:
+        return "stability_rounds > 0 but selection_frequency_ is None"
+    freq = np.asarray(freq)
+    if freq.shape != (est.n_features_in_,) or not ((freq >= 0) & (freq <= 1)).all():
+        return f"selection_frequency_ {freq!r}"
+    return None
+
+
 def run_case(src, seed, family, tmpdir):
     """(outcome, detail): "error" (a clear ValueError / TypeError), "ok", or a finding."""
     rng = np.random.default_rng(seed)
@@ -205,7 +224,8 @@ def run_case(src, seed, family, tmpdir):
     classify = bool(src.int(0, 1))
     y = random_target(src, rng, n, classify)
     task = np.arange(n) % 2 if family == "multitask" else None
-    est = _estimators()[family](classify)
+    est = (_estimators()[family](classify, src.int(1, 6)) if family == "gbfs_stability"
+           else _estimators()[family](classify))
     kw = {} if task is None else {"task": task}
     if src.int(0, 3) == 0:                     # weights: some zero, or all but one row
         w = rng.random(n) * src.pick([1.0, 1e-200, 1e200])
@@ -223,7 +243,8 @@ def run_case(src, seed, family, tmpdir):
         except Exception as exc:  # noqa: BLE001 - the finding
             return "crash", f"fit: {type(exc).__name__}: {exc}"[:400]
         try:
-            bad = _check_fitted(est, X, task, tmpdir) or _check_new_rows(est, X, task, rng)
+            bad = (_check_fitted(est, X, task, tmpdir) or _check_new_rows(est, X, task, rng)
+                   or _check_frequency(est))
         except Exception as exc:  # noqa: BLE001
             return "crash", f"after fit: {type(exc).__name__}: {exc}"[:400]
     if bad is not None:
@@ -232,7 +253,7 @@ def run_case(src, seed, family, tmpdir):
 
 
 ACCEPTABLE = ("ok", "error")
-FAMILIES = ["gbfs", "gbfs_k", "stagewise", "controlburn", "multitask"]
+FAMILIES = ["gbfs", "gbfs_k", "gbfs_stability", "stagewise", "controlburn", "multitask"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -244,6 +265,106 @@ def test_random_tables_give_a_result_or_one_clear_error(family, data, tmp_path_f
     seed = data.draw(st.integers(0, 2**32 - 1))
     outcome, detail = run_case(HypothesisSource(data), seed, family, tmpdir)
     assert outcome in ACCEPTABLE, f"{family}: {outcome}: {detail}"
+
+
+def test_stability_rounds_run_when_the_pool_holds_k_or_fewer():
+    """Issue 36, item 8: the pool at the searched price held k = 2 features, so the refits
+    were skipped and selection_frequency_ was None although stability_rounds=5 was set."""
+    import gpufs
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6))
+    y = 2 * X[:, 0] + X[:, 1] + 0.1 * rng.normal(size=400)
+    est = gpufs.GBFSRegressor(n_estimators=10, max_depth=3, n_features_to_select=2,
+                              stability_rounds=5, device="cpu", random_state=0).fit(X, y)
+    assert len(est.selection_pool_["features"]) <= 2
+    freq = est.selection_frequency_
+    assert freq is not None and freq.shape == (6,)
+    # the refits on half the rows choose the two real signals every time
+    assert freq[0] == 1.0 and freq[1] == 1.0 and freq[2:].sum() == 0.0
+    assert est.selection_pool_["frequency"] == [1.0, 1.0]
+    assert est.fit_times_["stability"] >= 0.0
+
+
+def test_plot_selection_frequency_says_what_is_missing():
+    """With stability_rounds set but no number of features, the message no longer asks
+    for stability_rounds > 0."""
+    import gpufs
+    from gpufs.plotting import plot_selection_frequency
+
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    est = gpufs.GBFSRegressor(n_estimators=3, stability_rounds=2, device="cpu").fit(
+        X, X[:, 0])
+    with pytest.raises(ValueError, match=r"stability_rounds=2 refits only with a number of "
+                                         r"features to select, and n_features_to_select=None"):
+        plot_selection_frequency(est)
+
+
+# --------------------------------------------------------------------------------------------
+# gpufs.lasso's records: each field takes an odd value or refuses it by name, at once
+# --------------------------------------------------------------------------------------------
+
+_RECORD_FIELDS = {"Datafit": ["fit_intercept", "random_state", "sketch_size"],
+                  "SolverOptions": ["tol", "max_iter"],
+                  "KSearch": ["lambda_min_ratio", "bisect_rtol", "max_bisect"],
+                  "Reweighting": ["steps", "eps"]}
+
+
+def run_record_case(src):
+    """("ok" | "error" | a finding, detail) for one record made with one odd field."""
+    from _lasso_data import _forest
+
+    import gpufs.lasso as gl
+
+    record = src.pick(sorted(_RECORD_FIELDS))
+    field = src.pick(_RECORD_FIELDS[record])
+    value = odd_value(src)
+    kw = {field: value}
+    if record == "Datafit" and field != "random_state" and src.int(0, 1):
+        kw["sketch"] = "gaussian"
+    try:
+        made = getattr(gl, record)(**kw)
+    except ValueError as exc:
+        # the field is named (the records' own spelling of Reweighting's fields)
+        named = {"steps": "reweight_steps", "eps": "reweight_eps"}.get(field, field)
+        if named not in str(exc):
+            return "unnamed", f"{record}({field}={value!r}): {exc}"
+        return "error", str(exc)
+    except Exception as exc:  # noqa: BLE001 - the finding
+        return "crash", f"{record}({field}={value!r}): {type(exc).__name__}: {exc}"
+    A, y, masks = _forest(120, 10, n_features=5)
+    costs = np.ones(A.shape[1])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if record in ("Datafit", "SolverOptions"):
+                key = "datafit" if record == "Datafit" else "solver"
+                res = gl.solve_lasso(A, y, costs, 1e-2, **{key: made})
+                weights = np.asarray(res.weights)
+            else:
+                key = "search" if record == "KSearch" else "reweight"
+                res = gl.select_k(A, y, masks, 2, strict=False, **{key: made})
+                weights = np.asarray(res.weights)
+    except (ValueError, TypeError) as exc:
+        # a value the record took must not fail later (the records check at construction)
+        if record == "Datafit" and field == "sketch_size":
+            return "error", str(exc)        # checked against the rows, at the solve
+        return "late", f"{record}({field}={value!r}) made, then: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001
+        return "crash", f"{record}({field}={value!r}) then {type(exc).__name__}: {exc}"
+    if not np.isfinite(weights).all():
+        return "wrong", f"{record}({field}={value!r}): weights not finite"
+    return "ok", ""
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_lasso_records_take_a_value_or_refuse_it_by_name(data):
+    outcome, detail = run_record_case(HypothesisSource(data))
+    assert outcome in ACCEPTABLE, f"{outcome}: {detail}"
 
 
 def census(n, seed):

@@ -35,6 +35,7 @@ from sklearn.utils.validation import has_fit_parameter
 from .. import _scales
 from .._input import check_costs, check_groups
 from ..binning import BinMapper
+from ..selectors._base import feature_budget
 from ..selectors._near_copies import column_correlation
 from ..selectors._controlburn_fit import ForestData
 from ..selectors.controlburn import _PARAMS_DOC, ControlBurnClassifier, ControlBurnRegressor
@@ -100,6 +101,8 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         loaded = load(client, X, y, sample_weight, classify=classify, timeout=timeout,
                       estimator=self)
         d = loaded.n_features
+        if self.alpha is None:      # a k above d: said now, before the forest and the lasso
+            feature_budget(self.n_features_to_select, None, d)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         costs = check_costs(self.feature_costs, d)
         groups_lasso, group_costs = self._group_costs(self.feature_groups, d)

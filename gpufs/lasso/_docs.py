@@ -25,7 +25,7 @@ sketch : {"gaussian", "count", "rows"} or None, default=None
     Row sketching (see the package docstring).
 sketch_size : int or None, default=None
     Rows of the sketch; default min(n_samples, max(10 (n_trees + 1), 1000)).
-random_state : int, numpy Generator or None, default=0
+random_state : int >= 0, numpy RandomState or Generator, or None, default=0
     Seed of the sketch (None draws a fresh, non-reproducible one).""",
     "reweight": """\
 steps : int >= 0, default=0

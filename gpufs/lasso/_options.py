@@ -8,8 +8,11 @@ and a solver object and R's ``glm`` a ``control`` list; every default is the old
 """
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, fields
+
+import numpy as np
 
 from . import _docs
 from ._costs import REWEIGHT_EPS
@@ -36,7 +39,22 @@ def _is_int(value, least):
 
 
 def _is_real(value):
-    return not isinstance(value, bool) and isinstance(value, numbers.Real)
+    """A finite real number (not a bool): inf and nan are refused where they are made."""
+    return (not isinstance(value, bool) and isinstance(value, numbers.Real)
+            and math.isfinite(value))
+
+
+def _is_bool(value):
+    """True or False (numpy's bool too); not 1, "yes" or None."""
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_seed(value):
+    """scikit-learn's ``check_random_state`` seeds, and numpy Generators: None, an int in
+    [0, 2**32) (not a bool), a ``RandomState`` or a ``Generator``."""
+    if value is None or isinstance(value, (np.random.RandomState, np.random.Generator)):
+        return True
+    return _is_int(value, 0) and value < 2 ** 32
 
 
 def _keywords(record):
@@ -64,7 +82,28 @@ class Datafit:
     def __post_init__(self):
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        _require(_is_bool(self.fit_intercept), "fit_intercept", "a bool (True or False)",
+                 self.fit_intercept)
+        _require(_is_seed(self.random_state), "random_state",
+                 "None, an int in [0, 2**32), a numpy RandomState or a numpy Generator",
+                 self.random_state)
         _check_sketch_kind(self.sketch, self.loss)
+
+    def rng(self):
+        """The sketch's random generator: ``random_state`` itself when it is a Generator;
+        from a RandomState, a Generator seeded by one draw of it (scikit-learn's use of a
+        RandomState as a seed source); else ``numpy.random.default_rng(random_state)``.
+
+        Returns
+        -------
+        numpy.random.Generator
+        """
+        rs = self.random_state
+        if isinstance(rs, np.random.Generator):
+            return rs
+        if isinstance(rs, np.random.RandomState):
+            return np.random.default_rng(int(rs.randint(0, 2 ** 32, dtype=np.int64)))
+        return np.random.default_rng(rs)
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,7 +151,7 @@ class KSearch:
     def __post_init__(self):
         r, rtol = self.lambda_min_ratio, self.bisect_rtol
         _require(r is None or (_is_real(r) and 0 < r < 1), "lambda_min_ratio", "in (0, 1)", r)
-        _require(_is_real(rtol) and rtol >= 0, "bisect_rtol", "a number >= 0", rtol)
+        _require(_is_real(rtol) and rtol >= 0, "bisect_rtol", "a number >= 0 (finite)", rtol)
         _require(_is_int(self.max_bisect, 0), "max_bisect", "an integer >= 0", self.max_bisect)
 
     def ratio(self, default):
@@ -146,7 +185,8 @@ class Reweighting:
     def __post_init__(self):
         # named as the keywords these fields replace (and ControlBurn's reweight_steps)
         _require(_is_int(self.steps, 0), "reweight_steps", "an integer >= 0", self.steps)
-        _require(_is_real(self.eps) and self.eps > 0, "reweight_eps", "a number > 0", self.eps)
+        _require(_is_real(self.eps) and self.eps > 0, "reweight_eps", "a number > 0 (finite)",
+                 self.eps)
 
 
 @_docs.fill
@@ -163,5 +203,6 @@ class SolverOptions:
     max_iter: int = DEFAULT_MAX_ITER
 
     def __post_init__(self):
-        _require(_is_real(self.tol) and self.tol > 0, "tol", "a positive number", self.tol)
+        _require(_is_real(self.tol) and self.tol > 0, "tol", "a positive number (finite)",
+                 self.tol)
         _require(_is_int(self.max_iter, 1), "max_iter", "a positive integer", self.max_iter)

@@ -92,7 +92,6 @@ class TreeLasso:
         m, n_trees = A.shape
         sketch, sketch_size = _check_sketch(datafit.sketch, datafit.sketch_size, loss, m,
                                             n_trees)
-        random_state = datafit.random_state
         self.xp = xp
         self.loss = loss
         self.fit_intercept = bool(fit_intercept)
@@ -102,8 +101,7 @@ class TreeLasso:
         self.u = xp.asarray(u_h)
         self.u_host = u_h
         self.sketch, self.sketch_size = sketch, sketch_size
-        rng = (random_state if isinstance(random_state, np.random.Generator)
-               else np.random.default_rng(random_state))
+        rng = datafit.rng()
         if loss == "squared":
             self._model, self._b0 = self._squared_model(rng)
         else:

@@ -23,8 +23,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import model_io
 from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
-from .._input import (_frame, check_classification_labels, check_regression_target,
-                      check_sample_weight, check_X, check_y, encode_classes, encode_known_classes)
+from .._input import (_frame, _user_stacklevel, check_classification_labels,
+                      check_regression_target, check_sample_weight, check_X, check_y,
+                      encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..backends import get_backend
 
@@ -302,7 +303,7 @@ class FeatureBudget:
         return self.auto and self.tol is not None
 
 
-def feature_budget(n_features_to_select, tol, n_features):
+def feature_budget(n_features_to_select, tol, n_features, *, warn=True):
     """The ``FeatureBudget`` of a fit.
 
     Parameters
@@ -310,6 +311,8 @@ def feature_budget(n_features_to_select, tol, n_features):
     n_features_to_select : int, float in (0, 1], "auto" or None
     tol : float or None
     n_features : int
+    warn : bool, default=True
+        Warn when k is above ``n_features`` (False: the fit already did, before its work).
 
     Returns
     -------
@@ -321,12 +324,26 @@ def feature_budget(n_features_to_select, tol, n_features):
     FeatureBudget(k=2, auto=False, tol=None)
     >>> feature_budget("auto", None, 10), feature_budget("auto", 0.01, 10).needs_auto_fit
     (FeatureBudget(k=5, auto=True, tol=None), True)
+
+    An int k above ``n_features`` warns (``SelectionWarning``) and becomes ``n_features``:
+    every family then selects all the features it can use.
     """
     if n_features_to_select == "auto":
         if tol is None:
             return FeatureBudget(max(1, n_features // 2), auto=True)
         return FeatureBudget(None, auto=True, tol=float(tol))
-    return FeatureBudget(resolve_k(n_features_to_select, n_features))
+    k = resolve_k(n_features_to_select, n_features)
+    if k is not None and k > n_features:
+        # one rule for every family, before any work: warn and select every feature
+        from .._warnings import SelectionWarning
+
+        if warn:
+            warnings.warn(f"n_features_to_select={k} is larger than the number of features in "
+                          f"X ({n_features}): selecting all {n_features} (those that the "
+                          "method can use).", SelectionWarning, stacklevel=_user_stacklevel())
+        k = int(n_features)
+    return FeatureBudget(k)
+
 
 
 def auto_k(losses, tol):

@@ -226,7 +226,8 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
     pool = list(pool_pen.order)
     gains = total_gains(pool_ens)
     freq = None
-    if frequency is not None and len(pool) > k:
+    if frequency is not None:   # also when the pool holds k or fewer: the frequencies are
+        # the refits' evidence, promised whenever stability_rounds > 0
         freq, grown["stability"] = frequency(mu, k)
         lap("stability")
     value = per_cost(gains, costs)

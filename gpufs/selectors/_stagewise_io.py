@@ -39,7 +39,7 @@ class StagewiseCodec:
                                          f"{want!r} allows ({limit}).")
     keys = ["device", "mean", "std", "selected_features", "standardized_coef", "bias", "coef",
             "intercept", "weights_history", "cost_history", "validation_cost_history"]
-    optional = ["evals_result", "categories", "category_coef"]
+    optional = ["evals_result", "categories", "category_coef", "missing_coef"]
 
     @staticmethod
     def write(est):
@@ -56,7 +56,30 @@ class StagewiseCodec:
                                         else floats_out(est.validation_cost_history_)),
             "evals_result": [floats_out(r) for r in est.evals_result_],
             **StagewiseCodec._write_categories(est),
+            **({"missing_coef": [[int(f), floats_out(np.atleast_1d(a))]
+                                 for f, a in sorted(est.missing_coef_.items())]}
+               if getattr(est, "missing_coef_", None) else {}),
         }
+
+    @staticmethod
+    def _read_missing(est, f, at, sel, m, classifier, is_cat):
+        """The missing offsets: one per selected numeric column that had holes in fit,
+        ``m`` finite floats each, in column order."""
+        est.missing_coef_ = {}
+        if "missing_coef" not in f:
+            return
+        at_m = at["missing_coef"]
+        entries = read_list(f["missing_coef"], at_m, None)
+        allowed = {int(x) for x in sel if not is_cat[x]}
+        last = -1
+        for i, e in enumerate(entries):
+            read_list(e, at_m[i], 2)
+            col = read_int(e[0], at_m[i][0], 0, est.n_features_in_ - 1)
+            if col not in allowed or col <= last:
+                at_m[i][0].fail("not a selected numeric column, in increasing order.")
+            last = col
+            a = read_float_array(e[1], at_m[i][1], (m,))
+            est.missing_coef_[col] = a if classifier else float(a[0])
 
     @staticmethod
     def _write_categories(est):
@@ -106,7 +129,9 @@ class StagewiseCodec:
         sel = read_index_list(f["selected_features"], at["selected_features"], d)
         k = sel.shape[0]
         is_cat = StagewiseCodec._read_categories(est, f, at, sel, m, classifier)
-        if np.any((std[sel] == 0) & ~is_cat[sel]):
+        StagewiseCodec._read_missing(est, f, at, sel, m, classifier, is_cat)
+        has_offset = np.isin(sel, list(est.missing_coef_))
+        if np.any((std[sel] == 0) & ~is_cat[sel] & ~has_offset):
             at["selected_features"].fail("a constant feature (std 0) cannot be selected.")
         coef_shape = (m, d) if classifier else (d,)
         hist_shape = (k + 1, m, d) if classifier else (k + 1, d)

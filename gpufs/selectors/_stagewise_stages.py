@@ -355,8 +355,13 @@ _SAFE_EXPONENT = {"float64": 256, "float32": 40}
 def _column_exponents(X, xp):
     """int64 (n_features,) host: e with max |X[:, j]| in [2**(e-1), 2**e) for the columns
     outside ``_SAFE_EXPONENT``, 0 for the others (and for all-zero columns)."""
-    with np.errstate(over="ignore"):
-        top = np.maximum(np.abs(to_host(xp.max(X, axis=0))), np.abs(to_host(xp.min(X, axis=0))))
+    import warnings
+
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # an all-missing column: nan
+        top = np.maximum(np.abs(to_host(xp.nanmax(X, axis=0))),
+                         np.abs(to_host(xp.nanmin(X, axis=0))))
+    top = np.nan_to_num(top, nan=0.0)
     e = np.frexp(top.astype(np.float64))[1].astype(np.int64)
     return np.where(np.abs(e) > _SAFE_EXPONENT[np.dtype(X.dtype).name], e, 0)
 

@@ -217,6 +217,8 @@ class _BaseControlBurn(SelectorBase):
         device, backend, X, w, seed = (data.device, data.backend, data.X, data.sample_weight,
                                        data.seed)
         d = X.shape[1]
+        if self.alpha is None:      # a k above d: said now, before the forest and the lasso
+            feature_budget(self.n_features_to_select, None, d)
         costs = check_costs(self.feature_costs, d)
         groups_lasso, group_costs = self._group_costs(self.feature_groups, d)
         groups_forest = check_groups(self.feature_groups, d)
@@ -370,7 +372,7 @@ class _BaseControlBurn(SelectorBase):
         else:
             notes = []        # what the selection did differently from what was asked
             # ControlBurn's None is half of the columns (as scikit-learn's selectors' None)
-            k = feature_budget(k_req, None, d).k
+            k = feature_budget(k_req, None, d, warn=False).k   # fit warned of a k above d
             k = min(max(1, d // 2), n_cov) if k is None else k
             k_asked = k
             if k > n_cov:

@@ -154,6 +154,7 @@ class _BaseGBFS(SelectorBase):
         X_input = X
         data = self._prepare_fit(X, y, sample_weight)
         d = data.X.shape[1]
+        budget = feature_budget(self.n_features_to_select, self.tol, d)   # warns of k > d now
         backend, xp = data.backend, data.xp
         costs = check_costs(self.feature_costs, d)
         groups = check_groups(self.feature_groups, d)
@@ -182,7 +183,6 @@ class _BaseGBFS(SelectorBase):
         evals = [DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
                  for Xv, yv, wv in evals]
         times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
-        budget = feature_budget(self.n_features_to_select, self.tol, d)
         # GT-GBM's candidate search; its desired number of features defaults to k
         gt = self._group_test_search(X, w, d, budget.asked, data.seed, backend, times)
         return self._fit_binned(backend, rows, evals, costs, groups, times, warm=(key, history),

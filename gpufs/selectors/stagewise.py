@@ -68,13 +68,8 @@ class _StagewiseBase(SelectorBase):
         """The number of rounds the fit's ``FeatureBudget`` allows."""
         # "auto" with tol: until a round does not lower the watched cost by more than tol;
         # "auto" without: half of the columns (scikit-learn's "auto"); None: every column
-        k = budget.k
-        if k is None:
-            return n_features
-        if k > n_features:
-            raise ValueError(f"n_features_to_select={k} is larger than the number of "
-                             f"features in X ({n_features}).")
-        return k
+        # a k above n_features was cut to n_features, with a warning, by feature_budget
+        return n_features if budget.k is None else min(budget.k, n_features)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
@@ -84,7 +79,9 @@ class _StagewiseBase(SelectorBase):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            numpy, pandas, cupy, cudf, polars or pyarrow; no missing values.
+            numpy, pandas, cupy, cudf, polars or pyarrow. NaN marks a missing value: a
+            column with some is filled with its weighted mean and fitted with a missing
+            offset of its own (``missing_coef_``; ``docs/guide/stagewise.rst``).
         y : array-like of shape (n_samples,)
             Target values (regressor) or class labels, at least two classes (classifier).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -112,9 +109,17 @@ class _StagewiseBase(SelectorBase):
 
         self._check_validation_params(eval_set)
         dtype = np.dtype(self.dtype)
-        data = self._prepare_fit(X, y, sample_weight, dtype=dtype, allow_nan=False)
+        data = self._prepare_fit(X, y, sample_weight, dtype=dtype, allow_nan=True)
         xp, device, Xa = data.xp, data.device, data.X
         n, d = Xa.shape
+        # numeric columns with missing values (docs/guide/stagewise.rst): filled with their
+        # weighted mean of the training rows, plus a missing offset fitted with the column
+        holes = xp.isnan(Xa).any(axis=0)
+        holes[xp.asarray(self.is_categorical_)] = False
+        miss_cols = [int(f) for f in np.flatnonzero(to_host(holes))]
+        miss_mask = {f: xp.isnan(Xa[:, f]) for f in miss_cols}
+        if miss_cols:
+            Xa = Xa.copy()          # the user's array is never written
         # categorical columns: their codes apart, zeros in X (constant: never a numeric
         # candidate); X is the door's fresh encoding then, not the user's array
         cat_cols = np.flatnonzero(self.is_categorical_)
@@ -138,7 +143,7 @@ class _StagewiseBase(SelectorBase):
         evals = [(Xv, stage.targets(yv, xp),
                   xp.ones(Xv.shape[0], dtype=xp.float64) if wv is None else wv)
                  for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data,
-                                                   dtype=dtype, allow_nan=False)]
+                                                   dtype=dtype, allow_nan=True)]
         eval_idx = []
         for Xv, _, _ in evals:
             eval_idx.append({f: _category_index(Xv[:, f], n, xp) for f, n in n_codes.items()})
@@ -153,6 +158,19 @@ class _StagewiseBase(SelectorBase):
             eval_idx = [{f: ix[val] for f, ix in cat_idx.items()}]
             w = w.copy()
             w[val] = 0.0
+        # the missing rule: each column's fill value is its weighted mean over the observed
+        # training rows (the filled column keeps that mean, so its standardized value is 0
+        # on a missing row); the missing offset's index: 0 on a missing row, 1 (a slot of
+        # weight 0) on the others
+        miss_idx, fill = {}, np.zeros(d)
+        for f in miss_cols:
+            obs = ~miss_mask[f]
+            wo = w * obs
+            W_obs = float(wo.sum())
+            fill[f] = (float(wo @ xp.where(obs, Xa[:, f], 0).astype(xp.float64)) / W_obs
+                       if W_obs > 0 else 0.0)
+            Xa[:, f] = xp.where(obs, Xa[:, f], xp.asarray(fill[f], dtype=Xa.dtype))
+            miss_idx[f] = xp.where(obs, 1, 0).astype(xp.int64)
         W = float(w.sum())
         if not W > 0:
             raise ValueError("The training rows have zero total sample_weight; at least one "
@@ -163,6 +181,8 @@ class _StagewiseBase(SelectorBase):
         constant_y = _constant_target(Y, w, xp)
 
         mean, std, inv_std = _standardize_stats(Xa, w, W, xp, device)
+        # a validation row's missing value counts at the training mean (standardized 0)
+        eval_miss = [_fill_missing(Xv, to_host(mean), miss_cols, xp) for Xv, _, _ in evals]
         bias = stage.bias(Y, w, W, xp)                             # (K,) float64
         K = Y.shape[1]
         F = xp.broadcast_to(bias[None, :], (n, K)).copy()
@@ -171,7 +191,11 @@ class _StagewiseBase(SelectorBase):
         active = inv_std > 0                                       # constant: never selectable
         for f, n_f in n_codes.items():
             active[f] = n_f > 0
-        cat_coef = {}
+        for f in miss_cols:      # holes and observed values on weighted rows: the offset
+            on = w > 0           # can move the missing rows even when the rest is constant
+            active[f] = bool(active[f]) or (bool((miss_mask[f] & on).any())
+                                            and bool((~miss_mask[f] & on).any()))
+        cat_coef, miss_coef = {}, {}
         coef_std = np.zeros((K, d), dtype=np.float64)
         costs = [stage.cost(F, Y, w, W, xp)]
         eval_costs = [[stage.cost(Fv, Yv, wv, Wv, xp)]
@@ -200,6 +224,12 @@ class _StagewiseBase(SelectorBase):
                         groups[f] = _category_candidates(stage, cat_idx[f], n_codes[f], F, Y,
                                                          w, W, xp)
                         total[f] = groups[f][1]
+                offsets = {}
+                for f in miss_cols:  # the column's weight and its missing offset together:
+                    if bool(active[f]):  # they move disjoint rows, so their gains add
+                        offsets[f] = _category_candidates(stage, miss_idx[f], 1, F, Y, w, W,
+                                                          xp)
+                        total[f] = total[f] + offsets[f][1] - costs[-1]
                 total = xp.where(active, total, xp.inf)
                 j = int(xp.argmin(total))
                 new_cost = float(total[j])
@@ -216,6 +246,9 @@ class _StagewiseBase(SelectorBase):
                 else:
                     a_j = to_host(a[:, j]).astype(np.float64)
                     F += _column(Xa, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
+                if j in offsets:
+                    F += offsets[j][0][xp.arange(K)[None, :], miss_idx[j][:, None]]
+                    miss_coef[j] = to_host(offsets[j][0][:, 0]).astype(np.float64)
                 active[j] = False
                 selected.append(j)
                 coef_std[:, j] = a_j
@@ -224,12 +257,14 @@ class _StagewiseBase(SelectorBase):
                 costs.append(stage.cost(F, Y, w, W, xp))
                 bar.update(1)
                 bar.set_postfix(cost=f"{costs[-1]:.6g}")
-                for Fv, (Xv, Yv, wv), Wv, ec, ix in zip(eval_F, evals, eval_W, eval_costs,
-                                                        eval_idx):
+                for Fv, (Xv, Yv, wv), Wv, ec, ix, mx in zip(eval_F, evals, eval_W, eval_costs,
+                                                            eval_idx, eval_miss):
                     if j in groups:
                         Fv += groups[j][0][xp.arange(K)[None, :], ix[j][:, None]]
                     else:
                         Fv += _column(Xv, j, mean, inv_std)[:, None] * xp.asarray(a_j)[None, :]
+                    if j in offsets:
+                        Fv += offsets[j][0][xp.arange(K)[None, :], mx[j][:, None]]
                     ec.append(stage.cost(Fv, Yv, wv, Wv, xp))
                 if evals and stopper.update(eval_costs[-1][-1]):
                     stopped_early = True
@@ -244,6 +279,7 @@ class _StagewiseBase(SelectorBase):
             for j in selected[keep:]:
                 coef_std[:, j] = 0.0
                 cat_coef.pop(j, None)
+                miss_coef.pop(j, None)
             selected = selected[:keep]
             costs = costs[:keep + 1]
             eval_costs = [ec[:keep + 1] for ec in eval_costs]
@@ -288,6 +324,9 @@ class _StagewiseBase(SelectorBase):
         # {column: weights per category} in coef_'s layout, selected categorical columns only
         self.category_coef_ = {int(f): (a[0] if self._one_output else a)
                                for f, a in cat_coef.items()}
+        # {column: the offset added on its missing rows}, selected columns with holes in fit
+        self.missing_coef_ = {int(f): (float(a[0]) if self._one_output else a)
+                              for f, a in sorted(miss_coef.items())}
         self._set_selection_path(selection_path(self),
                                  entry_round=list(range(1, len(selected) + 1)))
         return self
@@ -299,14 +338,21 @@ class _StagewiseBase(SelectorBase):
         check_is_fitted(self, "selected_features_")
         device = input_device(X)
         xp = get_namespace(device)
-        Xa = check_X(self, X, device=device, reset=False, allow_nan=False)
+        Xa = check_X(self, X, device=device, reset=False, allow_nan=True)
         is_cat = self.is_categorical_
         sel = np.asarray([f for f in self.selected_features_ if not is_cat[f]], dtype=np.int64)
         coef = np.atleast_2d(self.coef_)                 # (K, d) host
         out = xp.broadcast_to(xp.asarray(np.atleast_1d(self.intercept_))[None, :],
                               (Xa.shape[0], coef.shape[0])).copy()
         if sel.size:
-            out += Xa[:, xp.asarray(sel)] @ xp.asarray(coef[:, sel].T)
+            Xs = Xa[:, xp.asarray(sel)]
+            holes = xp.isnan(Xs)
+            if bool(holes.any()):       # a missing value: the column's mean (docs' rule)
+                Xs = xp.where(holes, xp.asarray(self.mean_[sel], dtype=Xs.dtype)[None, :], Xs)
+            out += Xs @ xp.asarray(coef[:, sel].T)
+        for f, a in sorted(getattr(self, "missing_coef_", {}).items()):
+            col = Xa[:, f]
+            out += xp.where(xp.isnan(col)[:, None], xp.asarray(np.atleast_1d(a))[None, :], 0.0)
         # a selected categorical column, in column order (a loaded model's dict is sorted:
         # the same order of additions, the same bits)
         for f, a in sorted(self._category_coef_2d().items()):
@@ -316,12 +362,25 @@ class _StagewiseBase(SelectorBase):
             out += pad[xp.arange(a.shape[0])[None, :], idx[:, None]]
         return out, xp
 
+    def _feature_scores(self):
+        """One score per feature (0 for the unselected), summed over the models: a numeric
+        column's |weight| on the standardized scale (the spread of its share of the margin);
+        a categorical column's spread of its category weights, the root mean square about
+        their mean (what |weight| is for a column of equally frequent categories). The CLI
+        prints them."""
+        score = np.abs(np.atleast_2d(np.asarray(self.standardized_coef_,
+                                                dtype=np.float64))).sum(axis=0)
+        for f, a in self._category_coef_2d().items():
+            centered = a - a.mean(axis=1, keepdims=True)
+            score[f] = float(np.sqrt((centered ** 2).mean(axis=1)).sum())
+        return score
+
     def _category_coef_2d(self):
         return {f: np.atleast_2d(a) for f, a in getattr(self, "category_coef_", {}).items()}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         tags.input_tags.sparse = False
         return tags
 
@@ -382,6 +441,11 @@ _COMMON_ATTRIBUTES = """
     category_coef_ : dict of int -> ndarray
         The weight of every category of each selected categorical column (in ``coef_``'s
         layout per category; ``coef_`` holds 0 for those columns).
+    missing_coef_ : dict of int -> float (regressor) or ndarray of shape (n_models,)
+        For each selected numeric column that had missing values in fit: the margin added
+        on a row where it is missing (where the column itself counts at its mean,
+        ``mean_``). Selected, dropped and counted with its column; a column without missing
+        values in fit counts at its mean on a missing row, with no offset.
     device_ : str
         "cpu" or "gpu", where fit ran.
 """ + INPUT_ATTRIBUTES_DOC.rstrip("\n")
@@ -577,6 +641,19 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
 
     def _stage_loss(self):
         return LogisticStage(len(self.classes_), self.max_newton_iter, self.newton_tol)
+
+
+def _fill_missing(Xv, fill, miss_cols, xp):
+    """Fill the missing values of an evaluation matrix (in place, its own copy) with the
+    training rule: ``fill[f]`` in every column. Returns the missing offsets' row index of
+    the columns of ``miss_cols`` (0 missing, 1 not)."""
+    idx = {}
+    holes = xp.isnan(Xv)
+    for f in miss_cols:
+        idx[f] = xp.where(holes[:, f], 0, 1).astype(xp.int64)
+    if bool(holes.any()):
+        Xv[...] = xp.where(holes, xp.asarray(fill, dtype=Xv.dtype)[None, :], Xv)
+    return idx
 
 
 # the model files' codec of this family (gpufs.model_io finds it by class)
