@@ -3,9 +3,11 @@
 Owns the map float64 g -> int64 g_q = rint(g * scale). ``scale`` is a power of two, so
 ``g * scale`` is exact and the rounding is the only approximation. It is chosen per tree from
 the largest magnitude alone, so that every row's value is bounded: |g_q| <= ``QGRAD_BOUND`` =
-2**15 (16 signed bits' magnitude, as XGBoost's ``GradientQuantiser`` and LightGBM's quantized
-training bound theirs), and additionally n_rows * max|g_q| < 2**62, so int64 sums of all rows
-cannot overflow (the second bound binds only past 2**47 rows). Sums of integers are the same
+2**15 (16 signed bits' magnitude), and additionally n_rows * max|g_q| < 2**62, so int64 sums
+of all rows cannot overflow (the second bound binds only past 2**47 rows). That is finer than
+LightGBM's quantized training (a few bits per row by default, stochastically rounded) and
+coarser than XGBoost's ``GradientQuantiser``, which, like gpufs before, bounds only the total
+(max of the positive and the negative sums within int64) and so needs 64-bit accumulators. Sums of integers are the same
 in any order, so a GPU's atomics give the CPU's histograms.
 
 The per-row bound is what the fast accumulators stand on: a run of at most
