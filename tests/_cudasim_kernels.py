@@ -162,8 +162,9 @@ def test_bounded_kernel_refuses_unbounded_values_and_long_tasks(data):
         GPUBackend(min_rows_per_task=PACK_CHUNK_ROWS + 1)
     with pytest.raises(ValueError, match="hist_kernel"):
         GPUBackend(hist_kernel="packed64")
-    assert GPUBackend(hist_kernel="split_word",
-                      min_rows_per_task=10 ** 6)._rows_per_task(10 ** 9) == 10 ** 6
+    # the split words take any task: 10**9 rows over 8 tasks per SM (one SM simulated)
+    assert GPUBackend(hist_kernel="split_word")._rows_per_task(10 ** 9) == 10 ** 9 // 8
+    assert GPUBackend()._rows_per_task(10 ** 9) == PACK_CHUNK_ROWS
 
 
 def _level(y, Xb, counts=(20, 1, 25, 18)):
