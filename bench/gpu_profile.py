@@ -28,8 +28,10 @@ Steps (each writes before the next starts, so a timeout keeps what was done):
            atomic request, achieved / theoretical occupancy, registers, the three largest
            warp-stall reasons -> profile_summary.json and profile_summary.md
 
-Here (no GPU): ``python bench/gpu_profile.py --dry-run`` prints the commands, and
-``python bench/gpu_profile.py --self-check`` runs the summary on a made-up ncu CSV.
+Here (no GPU): ``python bench/gpu_profile.py --dry-run`` prints the commands,
+``python bench/gpu_profile.py --self-check`` runs the summary on a made-up ncu CSV, and the
+workloads run under the CUDA simulator at toy sizes (``NUMBA_ENABLE_CUDASIM=1 ... --step
+prepare --rows 200 --features 5``, then ``--step ab --depth 2 --trees 1``).
 Nothing here is a claim until a device run writes it.
 """
 from __future__ import annotations
@@ -82,11 +84,13 @@ XGB_LAUNCHES = 12
 def _data(args):
     """The binned matrix (device), targets (device) and bin mapper, from --work (made by the
     prepare step)."""
-    import cupy as cp
     import numpy as np
 
-    Xb = cp.asarray(np.load(os.path.join(args.work, "Xb.npy")))
-    y = cp.asarray(np.load(os.path.join(args.work, "y.npy")))
+    xp = np
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # the simulator runs on numpy
+        import cupy as xp
+    Xb = xp.asarray(np.load(os.path.join(args.work, "Xb.npy")))
+    y = xp.asarray(np.load(os.path.join(args.work, "y.npy")))
     with open(os.path.join(args.work, "bm.pkl"), "rb") as fh:
         bm = pickle.load(fh)
     return Xb, y, bm
@@ -105,6 +109,7 @@ def _make_rows(n, d, seed):
 def step_prepare(args):
     import numpy as np
 
+    from gpufs._device import to_host
     from gpufs.backends.gpu import GPUBackend
     from gpufs.binning import BinMapper
 
@@ -114,7 +119,7 @@ def step_prepare(args):
     bm = BinMapper(255, random_state=0).fit(X)
     be = GPUBackend()
     Xb = be.bin_transform(X, bm.cuts_padded_, bm.n_bins_ - 1)
-    np.save(os.path.join(args.work, "Xb.npy"), be.xp.asnumpy(Xb))
+    np.save(os.path.join(args.work, "Xb.npy"), to_host(Xb))
     np.save(os.path.join(args.work, "y.npy"), y)
     if args.xgboost_x:
         np.save(os.path.join(args.work, "X.npy"), X)
@@ -145,10 +150,9 @@ def trees_digest(ensemble):
 
     h = hashlib.sha256()
     for t in ensemble.trees:
-        for k, v in sorted(vars(t).items()):
-            if isinstance(v, np.ndarray):
-                h.update(k.encode())
-                h.update(np.ascontiguousarray(v).tobytes())
+        for k, v in sorted(t.arrays.items()):
+            h.update(k.encode())
+            h.update(np.ascontiguousarray(v).tobytes())
     return h.hexdigest()[:16]
 
 
@@ -393,25 +397,14 @@ def run_all(args):
         with open(log, "a") as fh:
             fh.write(f"metrics kept: {len(metrics)} of {len(METRICS)}; dropped: "
                      f"{sorted(set(METRICS) - set(metrics))}\n")
-    reports = []
-    if "ncu" in args.steps:
-        for kernel in HIST_KERNELS:
-            rep = os.path.join(args.work, f"gpufs_{kernel}")
-            run(ncu_command(args.ncu, rep, GPUFS_KERNELS, GPUFS_LAUNCHES, metrics,
-                            _self(args, "fit-once", "--hist-kernel", kernel)), 200)
-            reports.append((f"gpufs_{kernel}", rep))
-    if "xgboost" in args.steps and have_xgb:
-        rep = os.path.join(args.work, "xgboost")
-        run(ncu_command(args.ncu, rep, XGB_KERNELS, XGB_LAUNCHES, metrics,
-                        _self(args, "xgboost-once")), 150)
-        reports.append(("xgboost", rep))
-    if args.dry_run:
-        return
-    peak = _peak_bandwidth()
+    peak = None if args.dry_run else _peak_bandwidth()
     summary, md = dict(peak_bytes_s=peak, rows=args.rows, features=args.features), []
-    for name, rep in reports:
-        if not os.path.exists(rep + ".ncu-rep"):
-            continue
+
+    def export(name, rep):
+        """The report's raw CSV and the summary so far, written at once (a later step that
+        times out keeps them)."""
+        if args.dry_run or not os.path.exists(rep + ".ncu-rep"):
+            return
         csv_text = subprocess.run([args.ncu, "--import", rep + ".ncu-rep", "--csv", "--page",
                                    "raw"], capture_output=True, text=True).stdout
         with open(os.path.join(args.out, f"ncu_{name}.csv"), "w") as fh:
@@ -422,6 +415,18 @@ def run_all(args):
             json.dump(summary, fh, indent=1)
         with open(os.path.join(args.out, "profile_summary.md"), "w") as fh:
             fh.write("\n".join(md))
+
+    if "ncu" in args.steps:
+        for kernel in HIST_KERNELS:
+            rep = os.path.join(args.work, f"gpufs_{kernel}")
+            run(ncu_command(args.ncu, rep, GPUFS_KERNELS, GPUFS_LAUNCHES, metrics,
+                            _self(args, "fit-once", "--hist-kernel", kernel)), 200)
+            export(f"gpufs_{kernel}", rep)
+    if "xgboost" in args.steps and have_xgb:
+        rep = os.path.join(args.work, "xgboost")
+        run(ncu_command(args.ncu, rep, XGB_KERNELS, XGB_LAUNCHES, metrics,
+                        _self(args, "xgboost-once")), 150)
+        export("xgboost", rep)
     print("\n".join(md))
 
 
