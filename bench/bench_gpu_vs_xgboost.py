@@ -27,6 +27,7 @@ Per size and tool, one JSON line:
                  captured and replayed; ``--cuda-graphs both`` times both paths in one run
   hist_optin_shared (gpufs) histogram tiles sized to the opt-in shared memory
                  (``--hist-optin-shared``)
+  hist_kernel    (gpufs) the histogram kernel, "bounded" or "split_word" (``--hist-kernel``)
   gpu            GPU model (nvidia-smi), with the rest of the machine
 The device is synchronized (``cupy.cuda.runtime.deviceSynchronize()``) before every timer stops.
 A final line holds the ratios gpufs / XGBoost per size.
@@ -101,10 +102,11 @@ def run_gpufs(dev, X, y, args, cuda_graphs=False):
     from gpufs.objectives import SquaredError
     from gpufs.penalties import PenaltyState
 
-    if dev.name == "gpu" and (cuda_graphs or args.hist_optin_shared):
+    if dev.name == "gpu" and (cuda_graphs or args.hist_optin_shared or args.hist_kernel):
         from gpufs.backends.gpu import GPUBackend
 
-        backend = GPUBackend(cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared)
+        backend = GPUBackend(cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared,
+                             hist_kernel=args.hist_kernel)
     else:
         backend = get_backend(dev.name)
     d = X.shape[1]
@@ -130,7 +132,8 @@ def run_gpufs(dev, X, y, args, cuda_graphs=False):
     (ens, _, _), t_fit = dev.timed(lambda: fit(Xb, bm, args.trees))
     rec = dict(tool=f"gpufs-{dev.name}" + ("-graphs" if cuda_graphs else ""), bin_s=t_bin,
                fit_s=t_fit, per_tree_s=t_fit / args.trees, n_trees=ens.n_trees,
-               cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared)
+               cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared,
+               hist_kernel=getattr(backend, "hist_kernel", None))
     if cuda_graphs:
         rec["graphs"] = dict(captured=backend.graphs.captured, replayed=backend.graphs.replayed)
     if dev.name == "gpu" and args.profile_trees > 0:
@@ -152,7 +155,8 @@ def run_gpufs(dev, X, y, args, cuda_graphs=False):
         times = backend.kernel_times()
         backend.kernel_events = False
         rec["kernels_ms_per_tree"] = {k: v / args.profile_trees for k, v in times.items()}
-        hist_ms = rec["kernels_ms_per_tree"].get("histogram_kernel")
+        hist_ms = (rec["kernels_ms_per_tree"].get("histogram_bounded_kernel")
+                   or rec["kernels_ms_per_tree"].get("histogram_kernel"))
         bw = _bandwidth(dev, args)
         bytes_per_tree = backend.hist_bytes / args.profile_trees
         bound = dict(bytes_per_tree=bytes_per_tree, bandwidth_bytes_s=bw)
@@ -217,6 +221,8 @@ def main():
     ap.add_argument("--cuda-graphs", default="off", choices=["off", "on", "both"],
                     help="gpufs on the GPU: plain launches (off), each level replayed as a "
                     "CUDA graph (on), or both in one run")
+    ap.add_argument("--hist-kernel", default=None, choices=("bounded", "split_word"),
+                    help="the GPU histogram kernel (default: launch_rules.HIST_KERNEL)")
     ap.add_argument("--hist-optin-shared", action="store_true",
                     help="gpufs on the GPU: histogram tiles in the device's opt-in shared "
                     "memory (GPUBackend(hist_optin_shared=True))")

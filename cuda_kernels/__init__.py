@@ -6,8 +6,9 @@ the business of ``gpufs.backends.gpu.GPUBackend``; each module's docstring gives
 dtypes and launch geometry its kernels expect.
 
   binning     bin_transform_kernel                  float X -> uint8 bins (the CPU's cut rule)
-  histogram   histogram_kernel                      (g, h) sums per (node, histogram slot),
-                                                    int64, in the compact layout
+  histogram   histogram_bounded_kernel,             (g, h) sums per (node, histogram slot),
+              histogram_kernel                      int64, in the compact layout (bounded
+                                                    fixed point; any int64: split words)
   split       search_kernel                         siblings' histograms by exact subtraction,
                                                     penalized split search, and (its last
                                                     block) the level's decisions (the shared
@@ -31,7 +32,8 @@ their content is part of the cache folder's name (``gpufs._numba_setup``), so ed
 recompiles these kernels.
 """
 from .binning import bin_transform_kernel
-from .histogram import MAX_TILE_SLOTS, histogram_kernel, tile_words, tiles
+from .histogram import (MAX_BOUNDED_TILE_SLOTS, MAX_TILE_SLOTS, bounded_tile_words,
+                        histogram_bounded_kernel, histogram_kernel, tile_words, tiles)
 from .objective import (REDUCE_BLOCK, extremes_kernel, logistic_gradients_kernel,
                         logistic_loss_kernel, quantize_kernel, round_logistic_kernel,
                         round_softmax_kernel, round_squared_error_kernel,
@@ -42,8 +44,9 @@ from .split import MAX_SEARCH_THREADS, OUT_FIELDS, search_kernel
 from .update import update_leaves_kernel
 
 __all__ = [
-    "MAX_SEARCH_THREADS", "MAX_TILE_SLOTS", "OUT_FIELDS", "REDUCE_BLOCK", "tile_words", "tiles",
-    "bin_transform_kernel", "histogram_kernel", "search_kernel",
+    "MAX_SEARCH_THREADS", "MAX_TILE_SLOTS", "MAX_BOUNDED_TILE_SLOTS", "OUT_FIELDS",
+    "REDUCE_BLOCK", "tile_words", "bounded_tile_words", "tiles",
+    "bin_transform_kernel", "histogram_kernel", "histogram_bounded_kernel", "search_kernel",
     "partition_count_kernel",
     "partition_scatter_kernel", "update_leaves_kernel", "predict_binned_kernel",
     "predict_raw_kernel", "logistic_gradients_kernel", "softmax_gradients_kernel",

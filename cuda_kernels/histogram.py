@@ -1,5 +1,10 @@
 """Histograms of a level's build nodes (the smaller child of each split) in one launch.
 
+Two kernels with one signature, chosen by ``backends.launch_rules.HIST_KERNEL``:
+``histogram_bounded_kernel`` (the default) for fixed-point values bounded per row by
+``gpufs.quantize.QGRAD_BOUND`` and tasks of at most ``PACK_CHUNK_ROWS`` rows, and
+``histogram_kernel`` (split words), exact for any int64 values and task sizes.
+
 ``histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f,
 rows_per_task, out)``
   Xb      (n, d) uint8 binned matrix, C order
@@ -25,6 +30,25 @@ counts.
 The siblings of the built nodes are derived by subtraction in the next level's
 ``split.search_kernel``.
 
+Why ``histogram_bounded_kernel`` (same arguments, tiles of ``bounded_tile_words``):
+  * ``gpufs.quantize`` bounds every row's |g_q| and |h_q| by 2**15, and the backend cuts
+    tasks of at most ``PACK_CHUNK_ROWS`` = 2**16 - 1 rows (``launch_rules.max_rows_per_task``),
+    so a block's sum of either quantity in one bin stays within +-(2**31 - 2**15): one int32
+    shared word per quantity holds it exactly, and each element costs two native 32-bit
+    shared atomics whose results are not read (no carry, no returned value to wait for)
+    instead of the split words' two to four returning atomics and carry arithmetic.
+  * A slot is 2 words (g, h) and every 16 slots are followed by one word of padding
+    (``bounded_tile_word``): half the shared memory per slot, so a tile holds twice the
+    features and each row's gradients are read by half as many tiles.
+  * Why not one 64-bit atomic on a packed (g, h) word: the hardware has none for shared
+    memory. ptxas lowers PTX ``atom.shared.add.u64`` to a compare-and-swap loop
+    (``ATOMS.CAST.SPIN.64``) on sm_80, sm_90 and sm_100 (checked with the CUDA 13 ptxas of
+    the test extra), which is what the split words were built to avoid; the SASS test
+    refuses it. (The CPU, with no atomics, can use the packed word: ``quantize.pack``.)
+  * The flush sign-extends each word to int64 and adds it to the global histogram with one
+    native 64-bit global atomic, as the split-word kernel does: both kernels give the CPU's
+    histograms bit for bit.
+
 Why the histogram kernel has this shape:
   * Exact integer sums without 64-bit shared atomics, which the hardware runs as
     compare-and-swap loops (``ATOMS.CAST.SPIN.64`` in the SASS): each int64 value is added
@@ -46,7 +70,7 @@ Why the histogram kernel has this shape:
     padding (``tile_word``), which puts neighbouring features' same bins on different banks.
 """
 import numpy as np
-from numba import cuda, int64, uint32
+from numba import cuda, int32, int64, uint32
 
 from ._device_fns import (add_split_word, find_segment, row_at, slot_of, split_word_value,
                           task_range)
@@ -109,6 +133,35 @@ def tiles(offset, tile_slots):
 
 assert tile_words(MAX_TILE_SLOTS) * 4 <= 48 * 1024 < tile_words(MAX_TILE_SLOTS + 1) * 4
 
+#: Most histogram slots of one tile of ``histogram_bounded_kernel`` within 48 KB.
+MAX_BOUNDED_TILE_SLOTS = 5957
+
+
+def bounded_tile_words(n_slots):
+    """The int32 words of a shared tile of ``histogram_bounded_kernel``: 2 per slot, one
+    padding word per 16 slots.
+
+    Parameters
+    ----------
+    n_slots : int
+        Histogram slots of the tile.
+
+    Returns
+    -------
+    int
+    """
+    return 2 * n_slots + n_slots // 16 + 1
+
+
+@cuda.jit(device=True)
+def bounded_tile_word(s):
+    """The first word of slot ``s`` of a bounded tile: [g, h]."""
+    return 2 * s + (s >> 4)
+
+
+assert (bounded_tile_words(MAX_BOUNDED_TILE_SLOTS) * 4 <= 48 * 1024
+        < bounded_tile_words(MAX_BOUNDED_TILE_SLOTS + 1) * 4)
+
 
 @cuda.jit(cache=True)
 def histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f,
@@ -162,3 +215,57 @@ def histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset,
         v = split_word_value(sh, tile_word(sl) + 2 * (k & 1))
         if v != 0:  # adding 0 changes nothing; most bins of a small task are empty
             cuda.atomic.add(out, (slot, t0 + sl, k & 1), v)
+
+
+@cuda.jit(cache=True)
+def histogram_bounded_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset,
+                             tile_f, rows_per_task, out):
+    task = cuda.blockIdx.x
+    if task >= ctrl[2]:
+        return  # the whole block leaves together, before any barrier
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    fa = tile_f[cuda.blockIdx.y]
+    fb = tile_f[cuda.blockIdx.y + 1]
+    mask = fmask2[fcur]
+    listed = 0
+    for f in range(fa + tid, fb, nt):
+        if mask[f] != 0:
+            listed = 1
+    if cuda.syncthreads_or(listed) == 0:
+        return  # no feature of this tile is built: the whole block leaves
+    t0 = offset[fa]
+    n_slots = offset[fb] - t0
+    sh = cuda.shared.array(0, dtype=int32)
+    for k in range(tid, 2 * n_slots + (n_slots >> 4) + 1, nt):
+        sh[k] = 0
+    cuda.syncthreads()
+
+    s = find_segment(bld[5], ctrl[0], task)
+    lo, hi = task_range(bld[0, s], bld[1, s], bld[5, s], rows_per_task, task)
+    slot = bld[2, s]
+    rows = rows2[cur]
+    nf = fb - fa
+    nfs = min(nf, nt)         # features in flight per row
+    lanes = nt // nfs         # rows in flight per block
+    fl = tid % nfs            # this thread's first feature within the tile
+    rl = tid // nfs           # this thread's row lane
+    if rl < lanes:            # the last nt % nfs threads idle
+        j = lo + rl
+        while j < hi:
+            r = row_at(rows, j, ident)
+            g = int32(gh[r, 0])  # exact: |g|, |h| <= QGRAD_BOUND
+            h = int32(gh[r, 1])
+            for f in range(fa + fl, fb, nfs):
+                if mask[f] != 0:
+                    w = bounded_tile_word(
+                        slot_of(int64(Xb[r, f]), offset[f], offset[f + 1] - 1) - t0)
+                    cuda.atomic.add(sh, w, g)
+                    cuda.atomic.add(sh, w + 1, h)
+            j += lanes
+    cuda.syncthreads()
+
+    for k in range(tid, 2 * n_slots, nt):
+        v = int64(sh[bounded_tile_word(k >> 1) + (k & 1)])
+        if v != 0:  # adding 0 changes nothing; most bins of a small task are empty
+            cuda.atomic.add(out, (slot, t0 + (k >> 1), k & 1), v)

@@ -1,9 +1,24 @@
 """Fixed point: exact, order-independent sums on every device.
 
 Owns the map float64 g -> int64 g_q = rint(g * scale). ``scale`` is a power of two, so
-``g * scale`` is exact and the rounding is the only approximation; it is chosen per tree so
-that the sum of |g_q| over all rows stays below 2**62 and int64 sums cannot overflow.
-Sums of integers are the same in any order, so a GPU's atomics give the CPU's histograms.
+``g * scale`` is exact and the rounding is the only approximation. It is chosen per tree from
+the largest magnitude alone, so that every row's value is bounded: |g_q| <= ``QGRAD_BOUND`` =
+2**15 (16 signed bits' magnitude), and additionally n_rows * max|g_q| < 2**62, so int64 sums
+of all rows cannot overflow (the second bound binds only past 2**47 rows). That is finer than
+LightGBM's quantized training (a few bits per row by default, stochastically rounded) and
+coarser than XGBoost's ``GradientQuantiser``, which, like gpufs before, bounds only the total
+(max of the positive and the negative sums within int64) and so needs 64-bit accumulators. Sums of integers are the same
+in any order, so a GPU's atomics give the CPU's histograms.
+
+The per-row bound is what the fast accumulators stand on: a run of at most
+``PACK_CHUNK_ROWS`` (2**16 - 1) rows sums each quantity to |sum| <= 2**31 - 2**15 < 2**31, so
+a block (GPU) accumulates g and h each in one 32-bit shared word with one native 32-bit
+atomic and no carry (the hardware has no native 64-bit shared atomic add: ptxas lowers
+``atom.shared.add.u64`` to a compare-and-swap loop, ``ATOMS.CAST.SPIN.64``, on sm_80, sm_90
+and sm_100), and a row chunk (CPU) may add (g, h) packed in one int64 word (``pack``: g in
+the high 32 bits, h in the low 32; one integer addition per element, ``unpack`` when
+flushing). Histogram cells stay int64 pairs, so the sums
+stay exact and both devices' histograms stay equal bit for bit.
 
 ``exact_sum`` / ``exact_mean`` use the same idea for the float reductions that steer fitting
 (the A-GBM root divisor, the train and validation losses that early stopping compares): a
@@ -23,6 +38,17 @@ from ._types import QGRAD_DTYPE
 
 _HEADROOM_BITS = 62
 
+#: Bits of a fixed-point gradient's magnitude: max|g| * scale < 2**QGRAD_BITS, so after rounding
+#: |g_q| <= QGRAD_BOUND (the rounding of a value below 2**15 reaches 2**15 at most).
+QGRAD_BITS = 15
+#: The largest magnitude of one row's fixed-point value (g_q or h_q), whatever the row count.
+QGRAD_BOUND = 1 << QGRAD_BITS
+#: The most rows whose values one 32-bit word sums without overflow:
+#: PACK_CHUNK_ROWS * QGRAD_BOUND = 2**31 - 2**15 < 2**31 (int32 g; uint32 h a fortiori).
+PACK_CHUNK_ROWS = (1 << (31 - QGRAD_BITS)) - 1
+_LOW32 = (1 << 32) - 1
+_SIGN32 = 1 << 31
+
 
 def _row_bits(n_rows: int) -> int:
     return max(1, math.ceil(math.log2(n_rows + 1)))
@@ -41,14 +67,51 @@ def scale_for(max_abs: float, n_rows: int) -> float:
     Returns
     -------
     float
-        The largest ``2**k`` with ``2**row_bits * max_abs * 2**k < 2**62``, ``row_bits``
-        the bits of ``n_rows`` (so ``n_rows * max_abs * 2**k < 2**62``); 1.0 for 0, inf or
-        NaN.
+        ``2**(b - exp_max)`` with ``max_abs < 2**exp_max`` (``frexp``) and
+        ``b = min(QGRAD_BITS, 62 - row_bits)``, ``row_bits`` the bits of ``n_rows``: the
+        largest power of two with ``max_abs * 2**k < 2**15`` (so every rounded value is at most
+        ``QGRAD_BOUND``) and ``n_rows * max_abs * 2**k < 2**62`` (int64 sums cannot
+        overflow; binding only past 2**47 rows); 1.0 for 0, inf or NaN.
     """
     if max_abs == 0.0 or not math.isfinite(max_abs):
         return 1.0
     _, exp_max = math.frexp(max_abs)  # max_abs < 2**exp_max
-    return math.ldexp(1.0, _HEADROOM_BITS - _row_bits(n_rows) - exp_max)
+    bits = min(QGRAD_BITS, _HEADROOM_BITS - _row_bits(n_rows))
+    return math.ldexp(1.0, bits - exp_max)
+
+
+def pack(g_q, h_q):
+    """(g, h) fixed-point values as one int64 word each: ``g * 2**32 + h``.
+
+    Words of at most ``PACK_CHUNK_ROWS`` rows add as int64 without overflow, and ``unpack`` of
+    their sum gives (sum g, sum h) exactly: both sums fit 32 signed bits, the low half's is
+    sign-extended and its borrow taken back from the high half (so h may be negative too).
+
+    Parameters
+    ----------
+    g_q, h_q : int or ndarray of int64
+        Magnitudes at most ``QGRAD_BOUND``.
+
+    Returns
+    -------
+    int or ndarray of int64
+    """
+    return (g_q << 32) + h_q
+
+
+def unpack(word):
+    """The (g sum, h sum) of a sum of at most ``PACK_CHUNK_ROWS`` ``pack`` words.
+
+    Parameters
+    ----------
+    word : int or ndarray of int64
+
+    Returns
+    -------
+    g, h : int or ndarray of int64
+    """
+    h = ((word & _LOW32) ^ _SIGN32) - _SIGN32  # the low 32 bits, sign-extended
+    return (word - h) >> 32, h
 
 
 def fixed_point_scale(a, n_rows: int) -> float:

@@ -30,6 +30,7 @@ from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
                              segments)
 
 from gpufs._hist_layout import HistLayout  # noqa: E402
+from gpufs.quantize import PACK_CHUNK_ROWS, QGRAD_BOUND  # noqa: E402
 from gpufs.binning import BinMapper  # noqa: E402
 from gpufs.backends.gpu import GPUBackend, GPUOutOfMemoryError  # noqa: E402
 from gpufs.objectives import make_objective  # noqa: E402
@@ -55,41 +56,50 @@ def test_bin_transform(gpu, data):
     check_bin_transform(gpu, data[0])
 
 
+@pytest.mark.parametrize("kernel", ["bounded", "split_word"])
 @pytest.mark.parametrize("threads,tile", [(16, 17), (8, 40), (32, 100), (5, 30)])
-def test_histograms(data, threads, tile):
+def test_histograms(data, threads, tile, kernel):
     """The full layout (a tile per feature: 256 slots each) and the compact layout of the
     bin counts (tiles of ``tile`` slots: one to five features of 17 slots), with the most
-    frequent bin of a sparse feature derived by the CPU."""
+    frequent bin of a sparse feature derived by the CPU; both histogram kernels (the
+    split-word one also with values near the int64 range)."""
     X, y, bm, Xb = data
     Xb = Xb.copy()
     Xb[np.arange(64) % 9 != 0, 1] = 2  # feature 1: bin 2 holds 8 rows in 9 (sparse)
     Xb[::13, 4] = 255                   # missing values
     compact = HistLayout.from_n_bins(bm.n_bins_)
     sparse = HistLayout(compact.offset, np.where(np.arange(6) == 1, 2, -1))
-    gpu = GPUBackend(hist_threads=threads, tile_slots=tile, min_rows_per_task=8)
+    gpu = GPUBackend(hist_threads=threads, tile_slots=tile, min_rows_per_task=8,
+                     hist_kernel=kernel)
+    assert gpu._hist_fn is getattr(gpu.kernels, {"bounded": "histogram_bounded_kernel",
+                                                 "split_word": "histogram_kernel"}[kernel])
     gq, hq, _, _ = grads(y)
+    assert np.abs(gq).max() > QGRAD_BOUND // 2  # the scales use the bound's top bit
     # Nodes 3..6 with 20, 0, 25, 19 rows; build an empty node too.
     rows, ns, nc = segments(64, [20, 0, 25, 19])
     for layout in (None, compact, sparse):
-        check_histograms(gpu, Xb, *_big_values(y), rows, ns, nc, np.array([3, 4, 6]), layout)
+        if kernel == "split_word":
+            check_histograms(gpu, Xb, *_big_values(y), rows, ns, nc, np.array([3, 4, 6]),
+                             layout)
         check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4, 6]), layout)
         check_histograms(gpu, Xb, gq, hq, np.arange(64, dtype=np.int32), ns, nc,
                          np.array([0]), layout)
 
 
-def test_histograms_in_opted_in_shared_memory():
-    """``hist_optin_shared=True``: one tile of 16 full-width features (4,112 slots, 66 KB of
-    dynamic shared memory, past the 48 KiB a kernel gets without opting in), launched with
-    the opt-in limit that the launch validator then applies; the CPU's histograms. Without
-    the opt-in such a tile is refused when the backend is made."""
-    X, y = make_data(48, 16, seed=2)
+@pytest.mark.parametrize("kernel,d", [("split_word", 16), ("bounded", 24)])
+def test_histograms_in_opted_in_shared_memory(kernel, d):
+    """``hist_optin_shared=True``: one tile of d full-width features (4,112 slots, 66 KB of
+    split words; 6,168 slots, 50 KB of bounded words: past the 48 KiB a kernel gets without
+    opting in), launched with the opt-in limit that the launch validator then applies; the
+    CPU's histograms. Without the opt-in such a tile is refused when the backend is made."""
+    X, y = make_data(48, d, seed=2)
     bm, Xb = binned(X, 16)
-    slots = 16 * 257
-    assert 4 * GPUBackend().kernels.tile_words(slots) > 48 * 1024
+    slots = d * 257
+    assert 4 * GPUBackend(hist_kernel=kernel).tile_words(slots) > 48 * 1024
     with pytest.raises(ValueError, match="tile_slots"):
-        GPUBackend(tile_slots=slots)
+        GPUBackend(tile_slots=slots, hist_kernel=kernel)
     gpu = GPUBackend(hist_optin_shared=True, tile_slots=slots, hist_threads=16,
-                     min_rows_per_task=16)
+                     min_rows_per_task=16, hist_kernel=kernel)
     gq, hq, _, _ = grads(y)
     rows, ns, nc = segments(48, [30, 18])
     check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4]), None)
@@ -109,13 +119,52 @@ def test_histogram_split_words_carry(data):
     """The 32-bit (low, high) word pairs give the exact int64 sums: every row in one bin of
     every feature (the most carries), values of both signs near the largest the scales allow."""
     X, y, bm, Xb = data
-    gpu = GPUBackend(hist_threads=16, tile_slots=3, min_rows_per_task=64)
+    gpu = GPUBackend(hist_threads=16, tile_slots=3, min_rows_per_task=64,
+                     hist_kernel="split_word")
     g, h = _big_values(y)
     same_bin = np.zeros_like(Xb)
     hist = check_histograms(gpu, same_bin, g, h, np.arange(64, dtype=np.int32),
                             np.zeros(1, np.int64), np.array([64]), np.array([0]))
     assert hist[0, 0, 0, 0] == g.sum() and hist[0, 0, 0, 1] == h.sum()
     assert h.sum() > 2 ** 58  # the low words wrapped many times: the carries were exercised
+
+
+def test_bounded_histogram_at_the_worst_chunk():
+    """The bounded kernel's limit case: one task of PACK_CHUNK_ROWS (2**16 - 1) rows, every
+    row at the largest magnitude the scales give (2**15; g of both signs in two features'
+    bins, h at the bound), all in one bin: each 32-bit word reaches +-(2**31 - 2**15) and the
+    flushed int64 sums are the CPU's."""
+    n = PACK_CHUNK_ROWS
+    gpu = GPUBackend(hist_threads=64, min_rows_per_task=n)
+    assert gpu._rows_per_task(n) == n and gpu._rows_per_task(10 ** 9) == n  # capped
+    Xb = np.zeros((n, 2), np.uint8)
+    Xb[:, 1] = 3
+    g = np.full(n, -QGRAD_BOUND, np.int64)
+    h = np.full(n, QGRAD_BOUND, np.int64)
+    rows = np.arange(n, dtype=np.int32)
+    hist = check_histograms(gpu, Xb, g, h, rows, np.zeros(1, np.int64), np.array([n]),
+                            np.array([0]))
+    assert hist[0, 0, 0, 0] == -(2 ** 31 - 2 ** 15) and hist[0, 1, 3, 1] == 2 ** 31 - 2 ** 15
+    hist = check_histograms(gpu, Xb, -g, h, rows, np.zeros(1, np.int64), np.array([n]),
+                            np.array([0]))
+    assert hist[0, 1, 3, 0] == 2 ** 31 - 2 ** 15
+
+
+def test_bounded_kernel_refuses_unbounded_values_and_long_tasks(data):
+    """Values past QGRAD_BOUND would wrap the bounded kernel's words: refused under the
+    simulator (the split-word kernel takes them), as are tasks longer than it sums."""
+    X, y, bm, Xb = data
+    g, h = _big_values(y)
+    rows, ns, nc = segments(64, [64])
+    with pytest.raises(ValueError, match="QGRAD_BOUND"):
+        check_histograms(GPUBackend(), Xb, g, h, rows, ns, nc, np.array([3]))
+    with pytest.raises(ValueError, match="min_rows_per_task"):
+        GPUBackend(min_rows_per_task=PACK_CHUNK_ROWS + 1)
+    with pytest.raises(ValueError, match="hist_kernel"):
+        GPUBackend(hist_kernel="packed64")
+    # the split words take any task: 10**9 rows over 8 tasks per SM (one SM simulated)
+    assert GPUBackend(hist_kernel="split_word")._rows_per_task(10 ** 9) == 10 ** 9 // 8
+    assert GPUBackend()._rows_per_task(10 ** 9) == PACK_CHUNK_ROWS
 
 
 def _level(y, Xb, counts=(20, 1, 25, 18)):
@@ -468,7 +517,10 @@ def test_bad_geometry():
     with pytest.raises(ValueError, match="power of two"):
         GPUBackend(part_threads=3)
     with pytest.raises(ValueError, match="tile_slots"):
-        GPUBackend(tile_slots=2979)
+        GPUBackend(tile_slots=5958)
+    with pytest.raises(ValueError, match="tile_slots"):
+        GPUBackend(tile_slots=2979, hist_kernel="split_word")
+    GPUBackend(tile_slots=5957)
 
 
 def test_profile_timers(data):

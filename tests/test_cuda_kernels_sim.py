@@ -86,6 +86,9 @@ def _kernel_signatures():
                                  (A(f64, 2), A(f64, 2), A(i64, 1), A(u8, 2))],
         "histogram_kernel": [(A(u8, 2), A(i64, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1),
                               A(u8, 2), i64, A(i64, 1), A(i64, 1), i64, A(i64, 3))],
+        "histogram_bounded_kernel": [(A(u8, 2), A(i64, 2), A(i32, 2), i64, b1, A(i64, 2),
+                                      A(i64, 1), A(u8, 2), i64, A(i64, 1), A(i64, 1), i64,
+                                      A(i64, 3))],
         "search_kernel": [(A(i64, 3), A(i64, 3), A(i64, 2), b1, A(i64, 2), A(i64, 1), i64,
                            A(i32, 2), i64, A(i64, 1), A(i64, 1),
                            A(i32, 1), A(f64, 1), A(b1, 1), A(b1, 1), A(f64, 1),
@@ -152,7 +155,7 @@ def check_block_resources(name, log, what):
     dynamic = KERNEL_MAX_DYNAMIC_SHARED.get(name, 0)
     assert static + dynamic <= SHARED_PER_BLOCK, (
         f"{what}: {static} B static + {dynamic} B dynamic shared memory > {SHARED_PER_BLOCK}")
-    if name == "histogram_kernel":  # ``hist_optin_shared`` sizes tiles to the whole opt-in
+    if name in HISTOGRAM_KERNELS:  # ``hist_optin_shared`` sizes tiles to the whole opt-in
         assert static == 0, f"{what}: {static} B static shared memory"
 
 
@@ -220,20 +223,30 @@ def test_kernels_compile_to_sass(hopper):
         assert regs <= bound, f"{what}: {regs} registers > {bound}"
         check_block_resources(name, log, what)
         if sass is None:  # no shared-memory atomic at all: no compare-and-swap loop either
-            assert "atom.shared" not in ptx and name != "histogram_kernel", what
+            assert "atom.shared" not in ptx and name not in HISTOGRAM_KERNELS, what
         else:
             assert "ATOMS.CAS" not in sass and "CAST.SPIN" not in sass, f"{what}: CAS loop"
             assert not re.search(r"ATOMS\.[\w.]*64", sass), f"{what}: 64-bit shared atomic"
             assert not re.search(r"\b(LDL|STL)\b", sass), f"{what}: local memory"
-        if name == "histogram_kernel":
+        if name in HISTOGRAM_KERNELS:
             assert re.search(r"\bATOMS\.ADD\s", sass), f"{what}: no 32-bit shared atomics"
             assert re.search(r"\bREDG?\.E\.ADD\.64\b", sass), f"{what}: global flush"
+        if name == "histogram_bounded_kernel":
+            # 32-bit adds in (g, h) pairs (the element loop is unrolled), none of whose
+            # results is read (RZ: no wait for the old value, no carry), and no 64-bit
+            # shared atomic (checked above)
+            adds = re.findall(r"\bATOMS\.ADD\s+(\w+)", sass)
+            assert adds and len(adds) % 2 == 0 and set(adds) == {"RZ"}, (
+                f"{what}: shared adds {adds}")
         if name == "search_kernel":
             assert not re.search(r"\bfma\.rn\.f64", ptx), f"{what}: float64 FMA"
             assert not re.search(r"\b(div\.approx|div\.full)\.f64", ptx), what
         if name in OBJECTIVE_KERNELS:
             check_exact_float_ptx(ptx, name)
 
+
+#: The histogram kernels (``launch_rules.HIST_KERNELS``).
+HISTOGRAM_KERNELS = ("histogram_kernel", "histogram_bounded_kernel")
 
 #: Kernels built from ``gpufs._exactmath`` (``cuda_kernels/objective.py``).
 OBJECTIVE_KERNELS = ("logistic_gradients_kernel", "softmax_gradients_kernel",

@@ -8,7 +8,8 @@ import pytest
 from gpufs.backends.cpu import CPUBackend
 from gpufs.penalties import PenaltyState
 from gpufs.quantize import (exact_mean, exact_sum, fixed_point_scale, correctly_rounded_sum,
-                            prepare_gradients, quantize, scale_for)
+                            prepare_gradients, quantize, scale_for,
+                            PACK_CHUNK_ROWS, QGRAD_BOUND, pack, unpack)
 
 CPU = CPUBackend()
 
@@ -16,28 +17,86 @@ CPU = CPUBackend()
 # --- scales -------------------------------------------------------------------------------------
 
 def test_scale_for_hand_computed():
-    # max_abs = 1 (< 2**1), one row (1 bit): 2**(62 - 1 - 1)
-    assert scale_for(1.0, 1) == 2.0 ** 60
-    # max_abs = 0.75 (< 2**0), 3 rows (2 bits): 2**(62 - 2 - 0)
-    assert scale_for(0.75, 3) == 2.0 ** 60
-    # max_abs = 5 (< 2**3), 1000 rows (10 bits): 2**(62 - 10 - 3)
-    assert scale_for(5.0, 1000) == 2.0 ** 49
+    # 2**(min(15, 62 - row_bits) - exp_max), max_abs < 2**exp_max (frexp):
+    # max_abs = 1 (< 2**1): 2**(15 - 1), whatever the (small) row count
+    assert scale_for(1.0, 1) == scale_for(1.0, 10**9) == 2.0 ** 14
+    # max_abs = 0.75 (< 2**0): 2**15
+    assert scale_for(0.75, 3) == 2.0 ** 15
+    # max_abs = 5 (< 2**3): 2**12
+    assert scale_for(5.0, 1000) == 2.0 ** 12
+    # 2**51 - 1 rows (51 bits): the int64 headroom binds, 2**(62 - 51 - 1)
+    assert scale_for(1.0, 2 ** 51 - 1) == 2.0 ** 10
     for bad in (0.0, math.inf, math.nan):
         assert scale_for(bad, 10) == 1.0
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 1000, 10**6])
+@pytest.mark.parametrize("n", [1, 2, 3, 1000, 10**6, 2 ** 47, 2 ** 55])
 @pytest.mark.parametrize("max_abs", [2.0 ** -500, 3e-7, 0.25, 1.0, 7.5, 1e12, 1e300])
-def test_scale_leaves_headroom_and_is_the_largest_power_of_two(n, max_abs):
-    # 2**-500: the smallest weighted gradient the estimators accept (``gpufs._scales``);
-    # far below it (about 2**-960) the scale itself would not be a finite double.
+def test_scale_bounds_every_row_and_is_the_largest_power_of_two(n, max_abs):
+    # 2**-500: the smallest weighted gradient the estimators accept (``gpufs._scales``).
     s = scale_for(max_abs, n)
     assert math.frexp(s)[0] == 0.5  # a power of two
-    # n values of magnitude max_abs, scaled, stay below 2**62 (int64 sums cannot overflow)...
-    assert n * max_abs * s < 2.0 ** 62
-    # ...and twice the scale could reach 2**62 for the worst row count of its bit width
+    # every row's value rounds to at most QGRAD_BOUND = 2**15 in magnitude...
+    assert max_abs * s < 2.0 ** 15
+    assert abs(int(np.rint(max_abs * s))) <= QGRAD_BOUND == 2 ** 15
+    assert abs(int(quantize(np.array([-max_abs, max_abs]), s).max())) <= QGRAD_BOUND
+    # ...n values of magnitude max_abs, scaled, stay below 2**62 (int64 sums cannot overflow)
+    assert n * (max_abs * s) < 2.0 ** 62
+    # and twice the scale breaks one of the two bounds (the worst row count of n's bit width)
     rows_bound = 2 ** max(1, math.ceil(math.log2(n + 1)))
-    assert rows_bound * max_abs * 2 * s >= 2.0 ** 62
+    assert max_abs * 2 * s >= 2.0 ** 15 or rows_bound * (max_abs * 2 * s) >= 2.0 ** 62
+
+
+def test_the_largest_rounded_value_reaches_the_bound():
+    # just below a power of two the scaled value is just below 2**15 and rounds up to it:
+    # the bound is 2**15 inclusive, not 2**15 - 1, and the chunk size accounts for that
+    m = 1.0 - 2.0 ** -20
+    s = scale_for(m, 10)
+    assert s == 2.0 ** 15 and int(quantize(np.array([m, -m]), s)[0]) == 2 ** 15
+
+
+def test_chunk_of_bounded_rows_fits_32_signed_bits():
+    assert PACK_CHUNK_ROWS == 2 ** 16 - 1
+    assert PACK_CHUNK_ROWS * QGRAD_BOUND <= 2 ** 31 - 1  # int32 holds the worst chunk sum
+    assert (PACK_CHUNK_ROWS + 1) * QGRAD_BOUND > 2 ** 31 - 1  # and no longer chunk would
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_packed_sums_are_exact_at_the_worst_chunk(sign):
+    """A chunk of PACK_CHUNK_ROWS rows, each at the bound (the worst case) or random, summed
+    as packed int64 words gives (sum g, sum h) exactly, h of either sign."""
+    n = PACK_CHUNK_ROWS
+    for g, h in ((np.full(n, sign * QGRAD_BOUND), np.full(n, QGRAD_BOUND)),
+                 (np.full(n, sign * QGRAD_BOUND), np.full(n, -QGRAD_BOUND)),
+                 (np.full(n, -sign * QGRAD_BOUND), np.zeros(n, np.int64))):
+        g, h = g.astype(np.int64), h.astype(np.int64)
+        words = pack(g, h)
+        assert unpack(int(words.sum())) == (int(g.sum()), int(h.sum()))
+        assert abs(int(g.sum())) == n * QGRAD_BOUND or int(g.sum()) == 0
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        g = rng.integers(-QGRAD_BOUND, QGRAD_BOUND + 1, n)
+        h = rng.integers(0, QGRAD_BOUND + 1, n) * sign
+        gs, hs = unpack(np.cumsum(pack(g, h)))  # every prefix of the chunk, vectorized
+        np.testing.assert_array_equal(gs, np.cumsum(g))
+        np.testing.assert_array_equal(hs, np.cumsum(h))
+
+
+def test_quantized_gradients_pack_exactly_and_a_longer_chunk_can_overflow():
+    """Gradients quantized by the rule: any chunk of PACK_CHUNK_ROWS rows packs exactly, while
+    a chunk of 2**16 + 1 rows at the bound wraps (the bound is tight, not decorative)."""
+    rng = np.random.default_rng(2)
+    n = 3 * PACK_CHUNK_ROWS
+    g = rng.normal(size=n) * 4.0
+    h = rng.uniform(0.0, 0.25, size=n)
+    gq, hq = quantize(g, fixed_point_scale(g, n)), quantize(h, fixed_point_scale(h, n))
+    assert np.abs(gq).max() <= QGRAD_BOUND and hq.max() <= QGRAD_BOUND
+    assert np.abs(gq).max() > QGRAD_BOUND // 2  # the scale is the largest: the top bit is used
+    for lo in range(0, n, PACK_CHUNK_ROWS):
+        c = slice(lo, lo + PACK_CHUNK_ROWS)
+        assert unpack(int(pack(gq[c], hq[c]).sum())) == (int(gq[c].sum()), int(hq[c].sum()))
+    over = np.full(2 ** 16 + 1, QGRAD_BOUND, np.int64)
+    assert unpack(int(pack(over, over).sum())) != (int(over.sum()), int(over.sum()))
 
 
 def test_fixed_point_scale_of_an_array():

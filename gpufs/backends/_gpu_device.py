@@ -24,7 +24,7 @@ from .. import _tasks
 from .._device import is_cupy_array, to_host
 from ._gpu_workspace import _Workspace
 from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
-                           launch_geometry)
+                           launch_geometry, max_rows_per_task)
 
 __all__ = ["DeviceMixin", "GPUOutOfMemoryError", "KERNEL_MAX_DYNAMIC_SHARED",
            "KERNEL_MAX_THREADS", "quiet_low_occupancy_warnings"]
@@ -51,7 +51,8 @@ quiet_low_occupancy_warnings()
 KERNEL_MAX_THREADS = {
     "bin_transform_kernel": 256, "extremes_kernel": 256,
     "quantize_kernel": 256,  # REDUCE_BLOCK: the reductions' shared arrays are this wide
-    "histogram_kernel": 1024, "partition_count_kernel": 512,  # hist_ / part_threads
+    "histogram_kernel": 1024, "histogram_bounded_kernel": 1024,  # hist_threads
+    "partition_count_kernel": 512,  # part_threads
     "partition_scatter_kernel": 512, "update_leaves_kernel": 512, "search_kernel": 128,
     "predict_binned_kernel": 128, "predict_raw_kernel": 128,
     "logistic_gradients_kernel": 128, "softmax_gradients_kernel": 128,
@@ -60,8 +61,9 @@ KERNEL_MAX_THREADS = {
     "round_softmax_kernel": 128,
 }
 #: The histogram's tile of at most ``cuda_kernels.MAX_TILE_SLOTS`` slots, 4 bytes per
-#: ``tile_words`` word (checked when the kernels load); the others use static shared memory.
-KERNEL_MAX_DYNAMIC_SHARED = {"histogram_kernel": 49140}
+#: ``tile_words`` word (``MAX_BOUNDED_TILE_SLOTS`` and ``bounded_tile_words`` for the bounded
+#: kernel; checked when the kernels load); the others use static shared memory.
+KERNEL_MAX_DYNAMIC_SHARED = {"histogram_kernel": 49140, "histogram_bounded_kernel": 49148}
 
 
 def _simulator_enabled() -> bool:
@@ -128,6 +130,11 @@ class DeviceMixin:
         if v < 1 or v > self.kernels.MAX_SEARCH_THREADS or v & (v - 1):
             raise ValueError(f"search_threads must be a power of two <= "
                              f"{self.kernels.MAX_SEARCH_THREADS}, got {v}")
+        cap = max_rows_per_task(self.hist_kernel)
+        if cap is not None and not 1 <= self.min_rows_per_task <= cap:
+            raise ValueError(f"min_rows_per_task must be in [1, {cap}] with the "
+                             f"{self.hist_kernel!r} histogram kernel, got "
+                             f"{self.min_rows_per_task}")
         if not 1 <= self.tile_slots <= self._max_tile_slots:
             raise ValueError(f"tile_slots must be in [1, {self._max_tile_slots}], got "
                              f"{self.tile_slots}")
@@ -381,8 +388,11 @@ class DeviceMixin:
                 f"fit with device='cpu'.")
 
     def _rows_per_task(self, total_rows):
-        """Rows per task so the root's launch has a few blocks per SM, but never tiny tasks."""
-        return max(self.min_rows_per_task, -(-int(total_rows) // (8 * self._sm_count)))
+        """Rows per task so the root's launch has a few blocks per SM, but never tiny tasks,
+        nor more than the histogram kernel sums exactly (``launch_rules.max_rows_per_task``)."""
+        rpt = max(self.min_rows_per_task, -(-int(total_rows) // (8 * self._sm_count)))
+        cap = max_rows_per_task(self.hist_kernel)
+        return rpt if cap is None else min(rpt, cap)
 
     def _grid_1d(self, n_items, threads):
         return max(1, min(self.max_blocks, -(-int(n_items) // threads)))

@@ -96,7 +96,7 @@ class _Workspace:
                            f"({S} nodes)") for _ in range(2 if hist else 0)]
         tile_f, max_slots = be.kernels.tiles(layout.offset, be.tile_slots)
         self.n_tiles = int(tile_f.shape[0] - 1)
-        self.tile_bytes = 4 * be.kernels.tile_words(max_slots)
+        self.tile_bytes = 4 * be.tile_words(max_slots)
         lay = alloc((d + 1 + tile_f.shape[0],), np.int64, "the histogram layout")
         self._set(lay, np.concatenate([layout.offset, tile_f]))
         self.itab = alloc((size,), np.int64, "the tree's node and task tables")

@@ -28,6 +28,7 @@ from ._gpu_device import (KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS,  # noqa
                           _simulator_enabled, quiet_low_occupancy_warnings)
 from ._gpu_graphs import LevelGraphs
 from ._gpu_workspace import DeviceBinnedMatrix, _GPUTree, _Workspace
+from . import launch_rules
 from .base import best_splits, kernel_for
 
 __all__ = ["DeviceBinnedMatrix", "GPUBackend", "GPUOutOfMemoryError"]
@@ -70,18 +71,24 @@ class GPUBackend(DeviceMixin):
         block on Hopper, the attribute of NVIDIA/numba-cuda#94) instead of 48 KiB: fewer, wider
         tiles, so each row's gradients are read fewer times. Default False: which is faster
         awaits a GPU run (``bench_gpu_vs_xgboost.py --hist-optin-shared``).
+    hist_kernel : {"bounded", "split_word"}, optional
+        The histogram kernel (``launch_rules.HIST_KERNEL`` by default, "bounded"): both give
+        the CPU's histograms bit for bit; "bounded" needs fixed-point gradients bounded per
+        row as ``gpufs.quantize`` makes them, and caps tasks at ``PACK_CHUNK_ROWS`` rows.
     hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks, search_threads :
         launch sizes (defaults for a real GPU; tiny ones under the simulator).
         ``part_threads`` must be a power of two <= 512, ``search_threads`` one <= 128;
-        ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (more with ``hist_optin_shared``;
-        a tile holds at least the widest feature's slots).
+        ``tile_slots`` <= ``cuda_kernels.MAX_TILE_SLOTS`` (``MAX_BOUNDED_TILE_SLOTS`` for the
+        bounded kernel; more with ``hist_optin_shared``; a tile holds at least the widest
+        feature's slots).
     """
 
     name = "gpu"
 
     def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_slots=None,
                  part_threads=None, min_rows_per_task=None, max_blocks=None,
-                 search_threads=None, cuda_graphs=False, hist_optin_shared=False):
+                 search_threads=None, cuda_graphs=False, hist_optin_shared=False,
+                 hist_kernel=None):
         self.simulator = _simulator_enabled()
         if not self.simulator:
             check_gpu_stack()  # a broken numpy / numba-cuda pair: one clear error, here
@@ -90,8 +97,16 @@ class GPUBackend(DeviceMixin):
         self.xp = xp
         self._cupy = xp is not np
         self.kernels = _load_kernels()
-        assert 4 * self.kernels.tile_words(self.kernels.MAX_TILE_SLOTS) \
+        k = self.kernels
+        assert 4 * k.tile_words(k.MAX_TILE_SLOTS) \
             == KERNEL_MAX_DYNAMIC_SHARED["histogram_kernel"]
+        assert 4 * k.bounded_tile_words(k.MAX_BOUNDED_TILE_SLOTS) \
+            == KERNEL_MAX_DYNAMIC_SHARED["histogram_bounded_kernel"]
+        self.hist_kernel = launch_rules.HIST_KERNEL if hist_kernel is None else hist_kernel
+        launch_rules.max_rows_per_task(self.hist_kernel)  # refuses an unknown name
+        bounded = self.hist_kernel == "bounded"
+        self._hist_fn = k.histogram_bounded_kernel if bounded else k.histogram_kernel
+        self.tile_words = k.bounded_tile_words if bounded else k.tile_words
         from numba import cuda
 
         self._cuda = cuda
@@ -103,15 +118,16 @@ class GPUBackend(DeviceMixin):
         self.hist_threads = hist_threads or (16 if small else 256)
         # The histogram's dynamic shared memory limit: 48 KiB, or the device's opt-in one.
         self.hist_optin = self._optin_limit() if hist_optin_shared else 0
-        self._max_tile_slots = self.kernels.MAX_TILE_SLOTS
-        while self.hist_optin and 4 * self.kernels.tile_words(self._max_tile_slots + 1) \
+        self._max_tile_slots = k.MAX_BOUNDED_TILE_SLOTS if bounded else k.MAX_TILE_SLOTS
+        while self.hist_optin and 4 * self.tile_words(self._max_tile_slots + 1) \
                 <= self.hist_optin:
             self._max_tile_slots += 1
         self._optin_kernels = {}  # kernel -> its specialization with the attribute set
-        # 2,048 slots (33 KB): the shared memory of the former 8 features of 256 bins; with
-        # the opt-in, the largest tile that fits
+        # 33 KB of shared memory (the former 8 features of 256 bins): 2,048 split-word slots,
+        # 4,096 bounded ones; with the opt-in, the largest tile that fits
         self.tile_slots = tile_slots or (40 if small else
-                                         self._max_tile_slots if self.hist_optin else 2048)
+                                         self._max_tile_slots if self.hist_optin else
+                                         4096 if bounded else 2048)
         self.part_threads = part_threads or (8 if small else 256)
         # one block per (node, feature), a thread per bin of a chunk (``split._scan_block``);
         # 32: a 256-bin feature in 8 chunks (to be tuned on a GPU: 64 and 128 also work)
@@ -327,7 +343,15 @@ class GPUBackend(DeviceMixin):
     def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out, ident=False):
         if n_build_tasks == 0 or n_feats == 0:
             return
-        self._launch("histogram", self.kernels.histogram_kernel,
+        if self.simulator and self.hist_kernel == "bounded":
+            # The bounded kernel's precondition (``gpufs.quantize`` guarantees it; checked
+            # here, where it is free, so a test feeding other values fails loudly).
+            from ..quantize import QGRAD_BOUND
+
+            if st.gh.size and int(np.abs(st.gh).max()) > QGRAD_BOUND:
+                raise ValueError("the bounded histogram kernel needs |gh| <= QGRAD_BOUND "
+                                 "(gpufs.quantize); use hist_kernel='split_word'")
+        self._launch("histogram", self._hist_fn,
                      (n_build_tasks, ws.n_tiles), self.hist_threads, st.data.v_row, st.v_gh,
                      ws.v["rows2"], cur, ident, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
                      ws.v["offset"], ws.v["tile_f"], ws.rows_per_task, ws.v[f"hist{out}"],

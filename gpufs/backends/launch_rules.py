@@ -24,6 +24,44 @@ DEFAULT_DYNAMIC_SHARED = 48 * 1024
 MAX_OPTIN_SHARED = 227 * 1024
 
 
+#: The histogram kernel a ``GPUBackend`` launches unless told otherwise (``hist_kernel=``),
+#: the one switch for A/B runs on a device:
+#:   "bounded"    ``histogram_bounded_kernel``: one int32 shared word per (slot, quantity),
+#:                two fire-and-forget 32-bit shared atomics per element; needs the per-row
+#:                bound of ``gpufs.quantize`` and tasks of at most ``max_rows_per_task``
+#:                rows. The default: half the shared atomics of the split words, no carry
+#:                logic, no atomic whose result is waited for, and twice the features per
+#:                tile (read in the SASS; not yet timed on a GPU).
+#:   "split_word" ``histogram_kernel``: (low, high) 32-bit word pairs with carries, exact
+#:                for any int64 values and task size (the kernel timed on the H100 at
+#:                16ccc71).
+HIST_KERNEL = "bounded"
+HIST_KERNELS = ("bounded", "split_word")
+
+
+def max_rows_per_task(hist_kernel):
+    """The most rows one histogram task (one block) may sum with ``hist_kernel``: for the
+    bounded kernel ``gpufs.quantize.PACK_CHUNK_ROWS`` (2**16 - 1 rows of values at most
+    2**15 in magnitude sum within an int32 word); no limit (None) for the split words.
+
+    Parameters
+    ----------
+    hist_kernel : str
+        One of ``HIST_KERNELS``.
+
+    Returns
+    -------
+    int or None
+    """
+    if hist_kernel not in HIST_KERNELS:
+        raise ValueError(f"hist_kernel must be one of {HIST_KERNELS}, got {hist_kernel!r}")
+    if hist_kernel == "bounded":
+        from ..quantize import PACK_CHUNK_ROWS
+
+        return PACK_CHUNK_ROWS
+    return None
+
+
 class LaunchError(ValueError):
     """A launch configuration a real GPU would refuse."""
 
