@@ -197,28 +197,29 @@ def _root_gains(est, X, y):
 
 
 def test_exact_k_returns_k_filled_from_the_best_remaining(tmp_path):
-    """The issue's case at small size: at mu = 0 the model splits on 8 columns only (y is an
-    exact sum of their steps), and n_features_to_select=10 returned those 8. Now the two
-    noise columns of largest root-split gain on the final model's gradients fill it, are
-    marked in ``selection_filled_`` and kept in the model file; the warning stays. (The
-    training-gain ranking: its pool is every column at mu = 0, the eight and nothing else;
-    the held-out ranking's pool grows on 70 % of the rows.)"""
+    """The issue's case at small size (k = 10 returned 8 at mu = 0): y is an exact sum of
+    steps of 8 columns, and 30 trees of depth 2 at mu = 0 split on 6 of them only. The other
+    4 come from the best remaining candidates by root-split gain on the final model's
+    gradients: the two missing signals first, then the two best noise columns; they are
+    marked in ``selection_filled_`` and kept in the model file; the warning stays."""
     import _planted_noise as pn
 
     from gpufs import SelectionWarning
 
-    X, y, planted = pn.exact_fill(0)
-    with pytest.warns(SelectionWarning, match=r"only 8 features entered the model at mu=0 .*"
-                                              r"filled with the 2 other features"):
-        est = GBFSRegressor(n_features_to_select=10, mu=0.0, pool_ranking="gain",
+    X, y, _ = pn.exact_fill(0)
+    with pytest.warns(SelectionWarning, match=r"only 6 features entered the model at mu=0 .*"
+                                              r"filled with the 4 other features"):
+        est = GBFSRegressor(n_features_to_select=10, mu=0.0, n_estimators=30, max_depth=2,
                             random_state=0, device="cpu").fit(X, y)
     assert est.selected_features_.size == 10 and est.get_support().sum() == 10
-    assert sorted(est.selected_features_[:8].tolist()) == list(range(8))
-    assert _split_features(est) == set(range(8))      # the model does not split on the fill
+    model = est.selected_features_[:6].tolist()
+    assert _split_features(est) == set(model)       # the model does not split on the fill
     filled = est.selection_filled_.tolist()
-    assert est.selected_features_[8:].tolist() == filled
+    assert est.selected_features_[6:].tolist() == filled
     gains = _root_gains(est, X, y)
-    assert filled == (8 + np.argsort(-gains[8:], kind="stable")[:2]).tolist()
+    rest = [f for f in range(12) if f not in model]
+    assert filled == sorted(rest, key=lambda f: (-gains[f], f))[:4]
+    assert set(filled[:2]) == set(range(8)) - set(model)   # the missed signals first
     path = tmp_path / "m.json"
     est.save_model(path)
     back = GBFSRegressor.load_model(path)
