@@ -53,13 +53,18 @@ def default_client(client):
 
 def check_cluster_params(est, gpu_shards=True):
     """The parameters a distributed fit does not take, refused with what to do instead:
-    ``stability_rounds`` (its refits draw half of the rows in one place), and
+    ``stability_rounds`` (its refits draw half of the rows in one place),
+    ``pool_ranking="heldout"`` (so is its held-out split), and
     ``device="gpu"`` where the shards cannot run on a GPU (``gpu_shards`` False: ControlBurn;
     GT-GBM's group tests). Returns the shards' device (``_device.shard_device``)."""
     if getattr(est, "stability_rounds", 0):
         raise ValueError("stability_rounds is not supported by the Dask estimators (its "
                          "refits draw half of the rows in one place): use "
                          "stability_rounds=0, or the single-process estimator.")
+    if getattr(est, "pool_ranking", "gain") == "heldout":
+        raise ValueError("pool_ranking='heldout' is not supported by the Dask estimators (its "
+                         "held-out rows are drawn in one place): use pool_ranking='gain', or "
+                         "the single-process estimator.")
     refuse = None
     if not gpu_shards:
         refuse = (f"device='gpu': {type(est).__name__} runs its workers' kernels on the CPU "
@@ -134,7 +139,7 @@ class _DaskGBFSMixin(DaskEstimatorBase):
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
                  n_features_to_select=None, tol=None, stability_rounds=0,
-                 pool_ranking="heldout", split_search="exact", gt_s=None,
+                 pool_ranking="gain", split_search="exact", gt_s=None,
                  gt_delta=0.05, gt_subsets="per_tree", n_estimators=100, learning_rate=0.1,
                  max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
                  min_split_gain=0.0, hessian=True, cat_smooth=10.0, cat_l2=10.0,
@@ -322,6 +327,10 @@ def dask_doc(summary, params_doc, attributes=""):
     """A Dask estimator's docstring: ``summary``, then the single-process ``params_doc`` with
     the cluster's parameters (``client``, ``timeout``) before its Attributes, and
     ``attributes`` appended to them."""
+    params_doc = params_doc.replace(  # the held-out split is drawn in one place: refused
+        'pool_ranking : {"heldout", "gain"}, default="heldout"',
+        'pool_ranking : {"heldout", "gain"}, default="gain"\n        On a cluster "gain" only '
+        '("heldout" is refused). In one process:', 1)
     return (summary + "\n" + params_doc.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
                                                 + "\n    Attributes\n", 1) + attributes)
 
