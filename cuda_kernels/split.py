@@ -3,8 +3,9 @@
 ``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
 n_bins, penalty, allowed, used, scal, cat_slot, cat_order, pf_f, pf_i, decide, fmask2,
 active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
-  scal (8,) float64: g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-  min_split_gain, max_cat_to_onehot, the level's feature budget (-1: none) -- in device
+  scal (12,) float64: g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
+  min_split_gain, max_cat_to_onehot, cat_smooth, cat_l2, min_data_per_group,
+  max_cat_threshold, the level's feature budget (-1: none) -- in device
   memory, so a level's launch arguments are the same from tree to tree.
   One block per (slot, feature of the list): the best split of that feature at that node,
   the result of ``_gain``'s one bin scan (``scan_feature``: candidates, order, tie-break),
@@ -80,7 +81,8 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
                   out_f):
     _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
             n_bins, penalty, allowed, used, scal[0], scal[1], scal[2], scal[3], scal[4],
-            cat_slot, int64(scal[6]), cat_order, pf_f, pf_i)
+            cat_slot, int64(scal[6]), cat_order, pf_f, pf_i, scal[7], scal[8], scal[9],
+            int64(scal[10]))
     if not decide:
         return
     # The last block to finish decides (no second launch; no block reads pf_f / pf_i before
@@ -88,14 +90,15 @@ def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur
     if not last_block_done(ctrl, cuda.shared.array(1, dtype=int32)):
         return
     _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
-            used, admitted_now, int64(scal[7]), scal[5], rows_per_task, dec_f, dec_i, spl, ctrl,
+            used, admitted_now, int64(scal[11]), scal[5], rows_per_task, dec_f, dec_i, spl, ctrl,
             out_i, out_f, cat_slot, cat_order)
 
 
 @cuda.jit(device=True)
 def _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
             n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
-            min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i):
+            min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i, cat_smooth, cat_l2,
+            min_data_per_group, max_cat_threshold):
     d = feats2.shape[1]
     n_f = ctrl[4 + fcur]
     t = cuda.threadIdx.x
@@ -136,7 +139,9 @@ def _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl
                         score, gain, b, ml, gl, hl = scan_categorical(
                             hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale,
                             H_q / h_scale, g_inv, h_inv, reg_lambda, gain_divisor,
-                            min_child_weight, penalty[f], max_onehot, cat_order[k, c])
+                            min_child_weight, penalty[f], max_onehot, cat_order[k, c],
+                            float64(nodes[1, node]), cat_smooth, cat_l2, min_data_per_group,
+                            max_cat_threshold)
                 else:
                     score, gain, b, ml, gl, hl = _scan_block(
                         hist, k, lo, last, n_bins[f], H_q, G_q / g_scale, H_q / h_scale,

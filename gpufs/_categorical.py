@@ -25,14 +25,35 @@ def make_scan_categorical(candidate):
     for why each backend passes its own compilation)."""
 
     def scan_categorical(hist, k, lo, last, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
-                         gain_divisor, min_child_weight, pen, max_onehot, order):
+                         gain_divisor, min_child_weight, pen, max_onehot, order, n_rows,
+                         cat_smooth, cat_l2, min_data_per_group, max_cat_threshold):
         """The best categorical split of one feature at node ``k`` of a level's histograms.
 
         Arguments as ``_gain.scan_feature``'s (bin t at slot ``lo + t``, the missing bin at
-        slot ``last``), plus ``max_onehot`` and ``order`` (a writable integer array of at
-        least 256 entries). Returns ``(score, gain, n_left, missing_left, g_left_q,
-        h_left_q)``; score is -inf when no candidate is valid. On return ``order[:n_left]``
-        are the bins sent left (255 = the missing bin).
+        slot ``last``), plus ``max_onehot``, ``order`` (a writable integer array of at
+        least 256 entries), the node's row count ``n_rows`` (float; 0: unknown, the rows of
+        a category are then its hessian sum) and LightGBM's four guards of a split over
+        sorted categories (``cat_smooth``, ``cat_l2``, ``min_data_per_group``,
+        ``max_cat_threshold``; 0, 0, 0 and >= 255 give the unguarded scan). Returns
+        ``(score, gain, n_left, missing_left, g_left_q, h_left_q)``; score is -inf when no
+        candidate is valid. On return ``order[:n_left]`` are the bins sent left (255 = the
+        missing bin).
+
+        With more than ``max_onehot`` categories at the node (LightGBM's rule, rows
+        estimated as LightGBM does, from the hessian: a category's rows are
+        ``H_b / H * n_rows``, with no rounding):
+
+        - only categories of at least ``cat_smooth`` rows are sorted and may go left (the
+          others go right);
+        - they are sorted by ``G_b / (H_b + reg_lambda + cat_smooth)``;
+        - the children's terms of the gain take ``reg_lambda + cat_l2`` (the parent's keeps
+          ``reg_lambda``, so the extra L2 lowers the gain of every categorical split);
+        - a candidate is scored only after at least ``min_data_per_group`` rows joined the
+          left side since the last scored one, and only while the right side holds at least
+          ``min_data_per_group`` rows;
+        - at most ``max_cat_threshold`` categories go left; when that cap is below the
+          number of sorted categories less one, the prefixes are taken from both ends of the
+          order (low end first, so a tie keeps the low end's), else from the low end only.
         """
         m = 0
         for t in range(nb):
@@ -70,43 +91,81 @@ def make_scan_categorical(candidate):
                 order[b_pos] = order[0]
                 order[0] = t
         else:
-            # Insertion sort by (G_b / (H_b + lambda), b). H_b > 0, so the ratio is finite
-            # even with lambda = 0. The sums are scaled by dividing by the power-of-two scales
-            # (exact, and the same bits as multiplying by g_inv / h_inv), so no product feeds
-            # an addition: no fused multiply-add can round the GPU's key differently.
-            g_scale = 1.0 / g_inv
-            h_scale = 1.0 / h_inv
-            for i in range(1, m):
+            # Rows of a fixed-point hessian sum hq: hq * per_h. Each estimate is one product
+            # that only feeds a comparison, so no fused multiply-add can round it differently.
+            per_h = h_inv
+            if n_rows > 0.0:
+                per_h = n_rows / H_q
+            used = 0
+            for i in range(m):
                 t = order[i]
                 st = min(lo + t, last)
-                kt = (hist[k, st, 0] / g_scale) / (hist[k, st, 1] / h_scale + reg_lambda)
+                if hist[k, st, 1] * per_h >= cat_smooth:
+                    order[used] = t
+                    used += 1
+            smooth = reg_lambda + cat_smooth
+            lam_c = reg_lambda + cat_l2
+            # Insertion sort by (G_b / (H_b + lambda + cat_smooth), b). H_b > 0, so the ratio
+            # is finite even with lambda = 0. The sums are scaled by dividing by the
+            # power-of-two scales (exact, and the same bits as multiplying by g_inv / h_inv),
+            # so no product feeds an addition: no fused multiply-add can round the GPU's key
+            # differently.
+            g_scale = 1.0 / g_inv
+            h_scale = 1.0 / h_inv
+            for i in range(1, used):
+                t = order[i]
+                st = min(lo + t, last)
+                kt = (hist[k, st, 0] / g_scale) / (hist[k, st, 1] / h_scale + smooth)
                 j = i - 1
                 while j >= 0:
                     u = order[j]
                     su = min(lo + u, last)
-                    ku = (hist[k, su, 0] / g_scale) / (hist[k, su, 1] / h_scale
-                                                       + reg_lambda)
+                    ku = (hist[k, su, 0] / g_scale) / (hist[k, su, 1] / h_scale + smooth)
                     if ku > kt or (ku == kt and u > t):
                         order[j + 1] = u
                         j -= 1
                     else:
                         break
                 order[j + 1] = t
-            gl_q = zero
-            hl_q = zero
-            for j in range(m - 1):
-                t = order[j]
-                st = min(lo + t, last)
-                gl_q += hist[k, st, 0]
-                hl_q += hist[k, st, 1]
-                gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
-                                        reg_lambda, gain_divisor, min_child_weight, pen)
-                if score > b_score:
-                    b_score = score
-                    b_gain = gain
-                    b_n = j + 1
-                    b_gl = gl_q
-                    b_hl = hl_q
+            n_dir = 1
+            cap = used - 1
+            if max_cat_threshold < used - 1:
+                n_dir = 2
+                cap = max_cat_threshold
+            b_dir = 0
+            for dr in range(n_dir):
+                gl_q = zero
+                hl_q = zero
+                grp_q = zero
+                for j in range(cap):
+                    t = order[j] if dr == 0 else order[used - 1 - j]
+                    st = min(lo + t, last)
+                    gl_q += hist[k, st, 0]
+                    hl_q += hist[k, st, 1]
+                    grp_q += hist[k, st, 1]
+                    if (H_q - hl_q) * per_h < min_data_per_group:
+                        break
+                    if grp_q * per_h < min_data_per_group:
+                        continue
+                    grp_q = zero
+                    gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
+                                            lam_c, gain_divisor, min_child_weight, pen)
+                    if score > b_score:
+                        b_score = score
+                        b_gain = gain
+                        b_n = j + 1
+                        b_dir = dr
+                        b_gl = gl_q
+                        b_hl = hl_q
+            if b_dir == 1:  # the high end's prefix first: order[:b_n] is the left set
+                i = 0
+                j = used - 1
+                while i < j:
+                    t = order[i]
+                    order[i] = order[j]
+                    order[j] = t
+                    i += 1
+                    j -= 1
         b_ml = 0
         for j in range(b_n):
             if order[j] == MISSING_BIN:

@@ -42,6 +42,10 @@ class TreeParams:
         Least hessian sum of a child.
     min_split_gain : float, default=0.0
         A node splits only when its penalized gain is strictly above this.
+    cat_smooth, cat_l2, min_data_per_group : float, default=0.0
+    max_cat_threshold : int, default=256
+        LightGBM's guards of a split over sorted categories (``gpufs._categorical``); the
+        defaults guard nothing (the boosted estimators pass theirs).
     """
 
     max_depth: int = 4
@@ -49,6 +53,10 @@ class TreeParams:
     learning_rate: float = 0.1
     min_child_weight: float = 1e-3
     min_split_gain: float = 0.0
+    cat_smooth: float = 0.0
+    cat_l2: float = 0.0
+    min_data_per_group: float = 0.0
+    max_cat_threshold: int = 256
 
 
 @dataclass
@@ -132,7 +140,11 @@ def grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params: T
                         gain_divisor=float(prep.gain_divisor),
                         min_child_weight=float(params.min_child_weight),
                         min_split_gain=float(params.min_split_gain), cat_slot=cat_slot,
-                        n_cat=n_cat, layout=layout_of(bin_mapper, n_bins, d))
+                        n_cat=n_cat, cat_smooth=float(params.cat_smooth),
+                        cat_l2=float(params.cat_l2),
+                        min_data_per_group=float(params.min_data_per_group),
+                        max_cat_threshold=int(params.max_cat_threshold),
+                        layout=layout_of(bin_mapper, n_bins, d))
     if candidate_search is not None:
         # Once the budget is spent nothing is searched: only Omega may be split on.
         cands = (np.zeros(0, np.int64) if penalties.budget_left() == 0 else

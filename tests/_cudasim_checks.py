@@ -156,15 +156,16 @@ def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build, layou
 
 def check_find_splits(gpu, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
                       reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
-                      is_categorical=None, max_cat_to_onehot=MAX_CAT_TO_ONEHOT):
+                      is_categorical=None, max_cat_to_onehot=MAX_CAT_TO_ONEHOT, **guards):
     """CPU and GPU ``find_splits`` give equal ``SplitInfo`` records; returns the CPU's.
-    ``is_categorical`` / ``max_cat_to_onehot``: the categorical features of the search."""
+    ``is_categorical`` / ``max_cat_to_onehot``: the categorical features of the search;
+    ``guards``: ``SplitParams``' categorical guards (cat_smooth, ...)."""
     xp = gpu.xp
     cat_slot, n_cat = categorical_slots(is_categorical, len(n_bins))
     split = dict(g_scale=g_scale, h_scale=h_scale, reg_lambda=reg_lambda,
                  gain_divisor=gain_divisor, min_child_weight=min_child_weight,
                  min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat,
-                 max_cat_to_onehot=max_cat_to_onehot)
+                 max_cat_to_onehot=max_cat_to_onehot, **guards)
     want = CPU.find_splits(hist, node_g, node_h, penalty, allowed,
                            SplitParams(n_bins=n_bins, **split))
     got = gpu.find_splits(xp.asarray(hist), node_g, node_h, penalty, allowed,
@@ -340,16 +341,19 @@ def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None,
 
 def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_depth=3,
                        scaling="none", k=None, groups=None, hessian=True, eval_rows=0,
-                       max_bins=16, weighted=False, n_iter_no_change=None, categorical=None):
+                       max_bins=16, weighted=False, n_iter_no_change=None, categorical=None,
+                       tree=None):
     """fit_boosting on both backends: every tree array, the selection record (losses
     included, exactly) and Omega equal. ``weighted`` draws non-dyadic sample weights;
-    ``categorical`` names columns of category codes (``binned``)."""
+    ``categorical`` names columns of category codes (``binned``); ``tree`` more
+    ``TreeParams`` (the categorical guards)."""
     xp = gpu.xp
     objective = objective or SquaredError()
     bm, Xb = binned(X, max_bins, categorical)
     params = BoostingParams(n_estimators=n_estimators, hessian=hessian,
                             n_iter_no_change=n_iter_no_change,
-                            tree=TreeParams(max_depth=max_depth, learning_rate=0.3))
+                            tree=TreeParams(max_depth=max_depth, learning_rate=0.3,
+                                            **(tree or {})))
     if np.issubdtype(np.asarray(y).dtype, np.integer):
         y = np.asarray(y, np.int32)
     n_fit = X.shape[0] - eval_rows

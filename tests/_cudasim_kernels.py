@@ -579,6 +579,45 @@ def test_find_splits_categorical(gpu, cat_data, onehot):
             assert (res.bin[big] == 0).all()
 
 
+#: LightGBM's four guards of a sorted categorical split, one at a time and all together
+#: (``gpufs._categorical``; in ``find_splits`` a category's rows are its hessian sum).
+GUARDS = [dict(cat_smooth=3.0), dict(cat_l2=10.0), dict(min_data_per_group=4.0),
+          dict(max_cat_threshold=2),
+          dict(cat_smooth=2.0, cat_l2=5.0, min_data_per_group=3.0, max_cat_threshold=3)]
+
+
+@pytest.mark.parametrize("guards", GUARDS)
+def test_find_splits_categorical_guards(gpu, cat_data, guards):
+    """The guarded categorical scan: the same split, score, sums and bitset on both
+    devices; a capped left set holds at most ``max_cat_threshold`` categories."""
+    X, y, bm, Xb = cat_data
+    gq, hq, gs, hs = grads(y, seed=7)
+    rows, ns, nc = segments(96, [40, 2, 30, 24])
+    nodes = np.array([3, 4, 5, 6])
+    hist = CPU.histograms(Xb, np.stack([gq, hq], axis=1), rows, ns, nc, nodes)
+    node_g, node_h = hist[:, 0, :, 0].sum(axis=1), hist[:, 0, :, 1].sum(axis=1)
+    d = Xb.shape[1]
+    res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d),
+                            np.arange(d) < 2, gs, hs, is_categorical=bm.is_categorical_,
+                            max_cat_to_onehot=0, **guards)
+    cap = guards.get("max_cat_threshold", 256)
+    for s in range(4):
+        if res.feature[s] >= 0:
+            n_left = sum(bin(int(w)).count("1") for w in res.cat_bits[s]) \
+                + int(res.missing_left[s])
+            assert n_left <= cap
+
+
+@pytest.mark.parametrize("guards", GUARDS[-1:] + [dict(min_data_per_group=20.0)])
+def test_fit_boosting_categorical_guards(gpu, cat_data, guards):
+    """Whole guarded fits (a category's rows estimated from the node's row count): every
+    tree equal on both devices."""
+    X, y, bm, Xb = cat_data
+    ens, _, pen = check_fit_boosting(gpu, X, y, mu=0.0, n_estimators=3, max_depth=3,
+                                     categorical=[0, 1], tree=guards)
+    check_predict(gpu, ens, X, Xb)
+
+
 def test_partition_categorical(gpu, cat_data):
     X, y, bm, Xb = cat_data
     rows, ns, nc = segments(96, [40, 2, 30, 24])

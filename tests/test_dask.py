@@ -183,7 +183,8 @@ def test_gbfs_binary_subsampled_cut_points_and_k_search(client, monkeypatch):
     resumed = _count_resumes(monkeypatch)
     X, y, rng = _data(seed=4)
     yb = (y > 0.3).astype(np.int64)
-    kw = dict(n_estimators=8, max_depth=3, n_features_to_select=2, random_state=5)
+    kw = dict(n_estimators=8, max_depth=3, n_features_to_select=2, random_state=5,
+              pool_ranking="gain")
     ref = GBFSClassifier(**kw).fit(X, yb)
     chunks = (0, 700, 500)
     est = DaskGBFSClassifier(**kw).fit(**_chunked(X, yb, chunks))
@@ -202,7 +203,8 @@ def test_gbfs_k_search_multiclass_eval_set_root_sse(client, monkeypatch):
     yc = np.digitize(y + 0.5 * np.nan_to_num(X[:, 5]), [-1.0, 0.5, 1.5])
     Xv, yv, _ = _data(n=200, d=8, seed=14)
     yvc = np.digitize(yv, [-1.0, 0.5, 1.5])
-    kw = dict(n_estimators=6, max_depth=2, n_features_to_select=3, random_state=1)
+    kw = dict(n_estimators=6, max_depth=2, n_features_to_select=3, random_state=1,
+              pool_ranking="gain")
     ref = GBFSClassifier(**kw).fit(X, yc, eval_set=(Xv, yvc))
     est = DaskGBFSClassifier(**kw).fit(
         da.from_array(X, chunks=(400, 8)), da.from_array(yc, chunks=400),
@@ -229,7 +231,8 @@ def test_gbfs_auto_k_with_tol(client):
 @pytest.mark.slow  # one more cluster to start (about 5-15 s on a busy 2-core box)
 def test_gbfs_same_trees_on_one_and_four_workers(client4):
     X, y, rng = _data(n=900, seed=15)
-    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=2, random_state=6)
+    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=2, random_state=6,
+              pool_ranking="gain")
     ref = GBFSRegressor(**kw).fit(X, y)
     seen = {}
     for n_workers in (1, 4):
@@ -429,7 +432,8 @@ def test_warm_start_keyed_on_the_dask_token(client):
     Xz = np.nan_to_num(X)
     y = 2.0 * Xz[:, 0] - Xz[:, 3] + 0.7 * Xz[:, 1] + 0.3 * rng.normal(size=800)
     # k = 2 then 1: the pool of 2k is below d = 6, so both fits search mu (k = 3 would not)
-    kw = dict(n_estimators=12, max_depth=3, n_features_to_select=2, warm_start=True,
+    kw = dict(n_estimators=12, max_depth=3, n_features_to_select=2, pool_ranking="gain",
+              warm_start=True,
               random_state=10)
     Xd, yd = da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300)
     ref = GBFSRegressor(**kw).fit(X, y)
@@ -749,7 +753,8 @@ def test_worker_killed_mid_fit_is_rebuilt_with_the_same_model(client4, monkeypat
     yc = np.digitize(y, [-1.0, 0.5, 1.5])
     Xv, yv, _ = _data(n=300, d=6, seed=22)
     yvc = np.digitize(yv, [-1.0, 0.5, 1.5])
-    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=3, random_state=4)
+    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=3, random_state=4,
+              pool_ranking="gain")
     ref = GBFSClassifier(**kw).fit(X, yc, eval_set=(Xv, yvc))
     state = _kill_at_calls(monkeypatch, client4, {40, 150})
     est = DaskGBFSClassifier(client=client4, timeout=120, **kw).fit(

@@ -160,7 +160,8 @@ def test_plot_selection_frequency():
 
     X, y, planted = sinusoids(2, n=800, d=40)
     est = GBFSRegressor(n_estimators=30, max_depth=3, n_features_to_select=5,
-                        stability_rounds=4, random_state=0, device="cpu").fit(X, y)
+                        stability_rounds=4, pool_ranking="gain", random_state=0,
+                        device="cpu").fit(X, y)
     ax = plot_selection_frequency(est)
     heights = [p.get_height() for p in ax.patches]
     assert heights == sorted(heights, reverse=True) and len(heights) >= 5
@@ -172,3 +173,63 @@ def test_plot_selection_frequency():
     with pytest.raises(ValueError, match="stability_rounds"):
         plot_selection_frequency(GBFSRegressor(n_estimators=5, n_features_to_select=2,
                                                device="cpu").fit(X, y))
+
+
+# --- exact k means k (issue 35, item 3) ------------------------------------------------------
+def _root_gains(est, X, y):
+    """The fill rule recomputed in numpy: each feature's best split gain over all rows, on
+    the squared error's gradients at the final model's predictions (h = 1, lambda = 1)."""
+    from gpufs.backends.cpu import CPUBackend
+
+    Xb = np.asarray(est.bin_mapper_.transform(np.asarray(X, np.float64), CPUBackend()))
+    g = est.predict(X) - y
+    out = np.full(X.shape[1], -np.inf)
+    for f in range(X.shape[1]):
+        b = Xb[:, f].astype(np.int64)
+        G, H = np.bincount(b, g, 256), np.bincount(b, minlength=256).astype(float)
+        gl, hl = np.cumsum(G)[:-1], np.cumsum(H)[:-1]
+        ok = (hl > 0) & (H.sum() - hl > 0)
+        gain = 0.5 * (gl ** 2 / (hl + 1) + (G.sum() - gl) ** 2 / (H.sum() - hl + 1)
+                      - G.sum() ** 2 / (H.sum() + 1))
+        if ok.any():
+            out[f] = gain[ok].max()
+    return out
+
+
+def test_exact_k_returns_k_filled_from_the_best_remaining(tmp_path):
+    """The issue's case at small size (k = 10 returned 8 at mu = 0): y is an exact sum of
+    steps of 8 columns, and 30 trees of depth 2 at mu = 0 split on 6 of them only. The other
+    4 come from the best remaining candidates by root-split gain on the final model's
+    gradients: the two missing signals first, then the two best noise columns; they are
+    marked in ``selection_filled_`` and kept in the model file; the warning stays."""
+    import _planted_noise as pn
+
+    from gpufs import SelectionWarning
+
+    X, y, _ = pn.exact_fill(0)
+    with pytest.warns(SelectionWarning, match=r"only 6 features entered the model at mu=0 .*"
+                                              r"filled with the 4 other features"):
+        est = GBFSRegressor(n_features_to_select=10, mu=0.0, n_estimators=30, max_depth=2,
+                            random_state=0, device="cpu").fit(X, y)
+    assert est.selected_features_.size == 10 and est.get_support().sum() == 10
+    model = est.selected_features_[:6].tolist()
+    assert _split_features(est) == set(model)       # the model does not split on the fill
+    filled = est.selection_filled_.tolist()
+    assert est.selected_features_[6:].tolist() == filled
+    gains = _root_gains(est, X, y)
+    rest = [f for f in range(12) if f not in model]
+    assert filled == sorted(rest, key=lambda f: (-gains[f], f))[:4]
+    assert set(filled[:2]) == set(range(8)) - set(model)   # the missed signals first
+    path = tmp_path / "m.json"
+    est.save_model(path)
+    back = GBFSRegressor.load_model(path)
+    np.testing.assert_array_equal(back.selected_features_, est.selected_features_)
+    np.testing.assert_array_equal(back.selection_filled_, est.selection_filled_)
+    np.testing.assert_array_equal(back.transform(X), est.transform(X))
+
+
+def test_exact_k_no_fill_when_the_model_reaches_k():
+    X, y, planted = sinusoids(0, n=600, d=30)
+    est = GBFSRegressor(n_estimators=20, max_depth=3, n_features_to_select=5, random_state=0,
+                        device="cpu").fit(X, y)
+    assert est.selection_filled_.size == 0 and est.selected_features_.size == 5

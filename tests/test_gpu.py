@@ -220,3 +220,34 @@ def test_out_of_memory_is_a_clear_error(gpu, cp):
     assert "free" in msg and "max_depth" in msg and "device='cpu'" in msg
     # The device is still usable afterwards.
     assert int(cp.arange(10).sum()) == 45
+
+
+def test_exact_k_fills_to_k_on_the_gpu():
+    """Issue 35 / 37: exact k returns k on the device too. Where the model splits on 6
+    columns only, k = 10 is filled from the best remaining candidates, the same ones as on
+    the CPU (the same rule, on histograms built by the device)."""
+    import _planted_noise as pn
+
+    from gpufs import GBFSRegressor
+
+    X, y, _ = pn.exact_fill(0)
+    kw = dict(n_features_to_select=10, mu=0.0, n_estimators=30, max_depth=2, random_state=0)
+    got = GBFSRegressor(device="gpu", **kw).fit(X, y)
+    want = GBFSRegressor(device="cpu", **kw).fit(X, y)
+    assert got.selected_features_.size == 10 and got.selection_filled_.size == 4
+    np.testing.assert_array_equal(got.selected_features_, want.selected_features_)
+    np.testing.assert_array_equal(got.selection_filled_, want.selection_filled_)
+
+
+def test_guarded_categorical_fit_equals_the_cpu():
+    """The categorical guards (estimator defaults) on the device: the same trees."""
+    import _planted_noise as pn
+
+    from gpufs import GBFSClassifier
+
+    X, y, _ = pn.churn(0)
+    kw = dict(n_features_to_select=3, random_state=0)
+    got = GBFSClassifier(device="gpu", **kw).fit(X, y)
+    want = GBFSClassifier(device="cpu", **kw).fit(X, y)
+    np.testing.assert_array_equal(got.selected_features_, want.selected_features_)
+    np.testing.assert_array_equal(got.predict_proba(X), want.predict_proba(X))

@@ -337,6 +337,9 @@ def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
         X, y = _planted(0)
         est = GBFSRegressor(n_features_to_select=3, n_estimators=20, max_depth=3,
                             device="cpu", random_state=0)
+    # the resumes are the training-gain ranking's (with held-out rows the pool grows on
+    # part of them and the final fit on all, from round 0)
+    est.set_params(pool_ranking="gain")
     warm = clone(est).fit(X, y, **fit_kw)
     cold = clone(est)
     seen = _fit_without_warm_start(monkeypatch, cold, X, y, **fit_kw)

@@ -51,9 +51,11 @@ class DeviceBinnedMatrix:
 
 
 #: The split search's scalars, in the order of ``split.search_kernel``'s ``scal`` (float64;
-#: max_cat_to_onehot and the level's feature budget are small integers, exact as floats).
+#: max_cat_to_onehot, max_cat_threshold and the level's feature budget are small integers,
+#: exact as floats).
 _SCALARS = ("g_scale", "h_scale", "reg_lambda", "gain_divisor", "min_child_weight",
-            "min_split_gain", "max_cat_to_onehot", "budget")
+            "min_split_gain", "max_cat_to_onehot", "cat_smooth", "cat_l2",
+            "min_data_per_group", "max_cat_threshold", "budget")
 _P0 = 8 * len(_SCALARS)  # bytes of the scalars at the start of the workspace's params
 
 #: Sections of the workspace's int64 table, in order: name -> shape as a function of

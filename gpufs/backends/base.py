@@ -97,6 +97,10 @@ class SplitParams:
     max_cat_to_onehot : int, default=4
         Categorical features with at most this many candidate categories at a node are split
         one-vs-rest (``gpufs._categorical``).
+    cat_smooth, cat_l2, min_data_per_group : float, default=0.0
+    max_cat_threshold : int, default=256
+        LightGBM's guards of a split over sorted categories (``gpufs._categorical``); the
+        defaults guard nothing (the estimators pass theirs).
     layout : HistLayout or None, default=None
         Where each feature's bins sit in a node's histogram (``gpufs._hist_layout``; the
         grower passes the bin mapper's); None: the compact layout of ``n_bins``.
@@ -112,6 +116,10 @@ class SplitParams:
     cat_slot: np.ndarray | None = None
     n_cat: int = 0
     max_cat_to_onehot: int = MAX_CAT_TO_ONEHOT
+    cat_smooth: float = 0.0
+    cat_l2: float = 0.0
+    min_data_per_group: float = 0.0
+    max_cat_threshold: int = 256
     layout: HistLayout | None = None
 
     def hist_layout(self):

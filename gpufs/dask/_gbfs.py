@@ -53,13 +53,18 @@ def default_client(client):
 
 def check_cluster_params(est, gpu_shards=True):
     """The parameters a distributed fit does not take, refused with what to do instead:
-    ``stability_rounds`` (its refits draw half of the rows in one place), and
+    ``stability_rounds`` (its refits draw half of the rows in one place),
+    ``pool_ranking="heldout"`` (so is its held-out split), and
     ``device="gpu"`` where the shards cannot run on a GPU (``gpu_shards`` False: ControlBurn;
     GT-GBM's group tests). Returns the shards' device (``_device.shard_device``)."""
     if getattr(est, "stability_rounds", 0):
         raise ValueError("stability_rounds is not supported by the Dask estimators (its "
                          "refits draw half of the rows in one place): use "
                          "stability_rounds=0, or the single-process estimator.")
+    if getattr(est, "pool_ranking", "gain") == "heldout":
+        raise ValueError("pool_ranking='heldout' is not supported by the Dask estimators (its "
+                         "held-out rows are drawn in one place): use pool_ranking='gain', or "
+                         "the single-process estimator.")
     refuse = None
     if not gpu_shards:
         refuse = (f"device='gpu': {type(est).__name__} runs its workers' kernels on the CPU "
@@ -134,21 +139,25 @@ class _DaskGBFSMixin(DaskEstimatorBase):
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
                  n_features_to_select=None, tol=None, stability_rounds=0,
-                 split_search="exact", gt_s=None,
+                 pool_ranking="gain", split_search="exact", gt_s=None,
                  gt_delta=0.05, gt_subsets="per_tree", n_estimators=100, learning_rate=0.1,
                  max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
-                 min_split_gain=0.0, hessian=True, validation_fraction=None,
+                 min_split_gain=0.0, hessian=True, cat_smooth=10.0, cat_l2=10.0,
+                 min_data_per_group=20, max_cat_threshold=32, validation_fraction=None,
                  n_iter_no_change=None, warm_start=False, device="auto", n_jobs=None,
                  random_state=None, verbose=False, client=None, timeout=DEFAULT_TIMEOUT):
         super().__init__(
             mu=mu, penalty_scaling=penalty_scaling, feature_costs=feature_costs,
             feature_groups=feature_groups, categorical_features=categorical_features,
             n_features_to_select=n_features_to_select, tol=tol,
-            stability_rounds=stability_rounds, split_search=split_search,
+            stability_rounds=stability_rounds, pool_ranking=pool_ranking,
+            split_search=split_search,
             gt_s=gt_s, gt_delta=gt_delta, gt_subsets=gt_subsets, n_estimators=n_estimators,
             learning_rate=learning_rate, max_depth=max_depth, max_bins=max_bins,
             reg_lambda=reg_lambda, min_child_weight=min_child_weight,
-            min_split_gain=min_split_gain, hessian=hessian,
+            min_split_gain=min_split_gain, hessian=hessian, cat_smooth=cat_smooth,
+            cat_l2=cat_l2, min_data_per_group=min_data_per_group,
+            max_cat_threshold=max_cat_threshold,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
             warm_start=warm_start, device=device, n_jobs=n_jobs, random_state=random_state,
             verbose=verbose)
@@ -318,6 +327,10 @@ def dask_doc(summary, params_doc, attributes=""):
     """A Dask estimator's docstring: ``summary``, then the single-process ``params_doc`` with
     the cluster's parameters (``client``, ``timeout``) before its Attributes, and
     ``attributes`` appended to them."""
+    params_doc = params_doc.replace(  # the held-out split is drawn in one place: refused
+        'pool_ranking : {"heldout", "gain"}, default="heldout"',
+        'pool_ranking : {"heldout", "gain"}, default="gain"\n        On a cluster "gain" only '
+        '("heldout" is refused). In one process:', 1)
     return (summary + "\n" + params_doc.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
                                                 + "\n    Attributes\n", 1) + attributes)
 

@@ -2,8 +2,9 @@
 
 Owns :class:`BoostedRegressorMixin` and :class:`BoostedClassifierMixin`: the objective a fit
 boosts (``gpufs.objectives.make_objective``) and the target its kernels read, and
-``BOOSTING_CONSTRAINTS``, the rules of the boosting hyperparameters: written once for both
-families (``gbfs``, ``multitask``) and the Dask estimators built on them.
+``BOOSTING_CONSTRAINTS``, the rules of the boosting hyperparameters (LightGBM's categorical
+guards among them, passed on by ``cat_guards``): written once for both families (``gbfs``,
+``multitask``) and the Dask estimators built on them.
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import numpy as np
 from .._params import int_range, real_range
 from ..objectives import make_objective
 
-__all__ = ["BOOSTING_CONSTRAINTS", "BoostedClassifierMixin", "BoostedRegressorMixin"]
+__all__ = ["BOOSTING_CONSTRAINTS", "BoostedClassifierMixin", "BoostedRegressorMixin",
+           "cat_guards"]
 
 #: The ``_parameter_constraints`` of the boosting hyperparameters (``boosting.BoostingParams``).
 BOOSTING_CONSTRAINTS = {
@@ -24,7 +26,18 @@ BOOSTING_CONSTRAINTS = {
     "min_child_weight": [real_range(0)],
     "min_split_gain": [real_range(0)],
     "hessian": ["boolean"],
+    "cat_smooth": [real_range(0)],
+    "cat_l2": [real_range(0)],
+    "min_data_per_group": [real_range(0)],
+    "max_cat_threshold": [int_range(1, 256)],
 }
+
+
+def cat_guards(est):
+    """The categorical guards of a boosted estimator as ``TreeParams`` keywords."""
+    return {"cat_smooth": float(est.cat_smooth), "cat_l2": float(est.cat_l2),
+            "min_data_per_group": float(est.min_data_per_group),
+            "max_cat_threshold": int(est.max_cat_threshold)}
 
 
 class BoostedRegressorMixin:

@@ -1,15 +1,15 @@
 """Exactly k features by what they contribute: GBFS's ``n_features_to_select = k``.
 
-1. Price: the search over ``mu`` (``_mu_search``) brackets the largest price at which a pool
-   of 2 k features enters within half the rounds (steps of 8, at most four probes, no
-   bisection) and takes the bracket's lower end (0 if no probe admits them).
-2. Over-admit: the pool fit runs at that price over all rounds without a budget (resuming
-   from the winning probe): every feature that pays the price at some round enters.
-3. Choose: the k pool features of largest total split gain per unit of cost there (with
-   ``stability_rounds``, of largest selection frequency: ``_stability``).
-4. Refit: the final fit runs at the same price and may split on the k chosen only (budget k);
-   it resumes from the pool fit where the first left-out feature entered. If a chosen feature
-   does not enter at that price, it runs again at ``mu = 0``.
+1. Price: the ``mu`` search (``_mu_search``) brackets the largest price at which 2 k features
+   enter within half the rounds (steps of 8, at most four probes) and takes its lower end.
+2. Over-admit: the pool fit runs at that price over all rounds without a budget.
+3. Choose: the k pool features that save most on held-out rows (``pool_ranking="heldout"``:
+   steps 1-2 on 70 % of the rows, ``heldout_permutation_gains`` on the rest; split gains on
+   the rows that chose the splits favour many-valued columns), or of largest training gain
+   (``"gain"``), per unit of cost; with ``stability_rounds``, by selection frequency first.
+4. Refit at the same price on the k chosen only (``"gain"``: resumed from the pool fit where
+   the first left-out feature entered); again at ``mu = 0`` if a chosen one did not enter.
+5. Fill (``fill_candidates``): fewer than k in the model: the best remaining root splits.
 Why: the budget alone keeps the first k to enter, and a noise column that wins one split in a
 small deep node before a weak signal's turn keeps its slot (``docs/guide/gbfs.rst``).
 """
@@ -20,11 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._device import to_host
 from ..boosting import BoostingCheckpoint
 from ..penalties import PenaltyState
 from ._mu_search import MuSearch, gbfs_mu_search
 
-__all__ = ["ExactK", "RestrictedPenalty", "fit_exact_k", "per_cost", "pool_size", "total_gains"]
+__all__ = ["ExactK", "RestrictedPenalty", "fill_candidates", "fit_exact_k",
+           "heldout_permutation_gains", "per_cost", "pool_size", "split_heldout", "total_gains"]
 
 
 def total_gains(ensemble) -> np.ndarray:
@@ -134,7 +136,8 @@ class ExactK:
     mu : the price of the final fit (the search's, or 0 after the fallback)
     search : MuSearch of the pool
     pool : dict, ``selection_pool_`` of the estimator: "features" (the pool, in the order
-        they entered), "gain" (their total gain in the pool fit), "frequency" (theirs, or
+        they entered), "gain" (their total gain in the pool fit), "heldout_gain" (what they
+        save on the held-out rows, or None), "frequency" (theirs, or
         None), "chosen" (the k, best first), "resumed_round" (where the final fit started
         from the pool fit's trees), "refit_mu" (the final fit's price) and "trees_grown"
         (per phase: "probes", "pool", "stability", "final")
@@ -172,7 +175,7 @@ def _checkpoint_at(rows, ensemble, record, penalties, rounds):
 
 
 def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), frequency=None,
-                times=None) -> ExactK:
+                times=None, heldout=None, heldout_seed=0) -> ExactK:
     """A GBFS fit that selects exactly k features by contribution (module docstring).
 
     Parameters
@@ -193,7 +196,15 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
         ties).
     times : dict or None, default=None
         Filled with the wall seconds of the phases: "mu_search", "pool" (the pool fit),
-        "stability" (the frequencies) and "boost" (the final fit).
+        "stability" (the frequencies), "heldout" (the held-out gains) and "boost" (the
+        final fit).
+    heldout : tuple of two DeviceRows, or None, default=None
+        (fit rows, held-out rows) (``split_heldout``): the search and the pool fit run on
+        the fit rows and the pool is ranked by what its features save on the held-out rows
+        (``heldout_permutation_gains``, permutations drawn from ``heldout_seed``); the final
+        fit then runs on all the rows from the first round. None: everything on all the
+        rows, the pool ranked by its training gain.
+    heldout_seed : int, default=0
 
     Returns
     -------
@@ -201,6 +212,9 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
     """
     times = {} if times is None else times
     lap = _Lap(times)
+    full = setup
+    if heldout is not None:
+        setup = setup._replace(rows=heldout[0])
     rows, costs, groups, scaling = setup.rows, setup.costs, setup.groups, setup.scaling
     d = int(rows.shape[1])
     k_pool = pool_size(k, d)
@@ -225,6 +239,11 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
     lap("pool")
     pool = list(pool_pen.order)
     gains = total_gains(pool_ens)
+    train_gains = gains
+    if heldout is not None:
+        gains = heldout_permutation_gains(pool_ens, heldout[1], setup.objective, pool,
+                                          heldout_seed)
+        lap("heldout")
     freq = None
     if frequency is not None:   # also when the pool holds k or fewer: the frequencies are
         # the refits' evidence, promised whenever stability_rounds > 0
@@ -234,10 +253,19 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
     rank = sorted(pool, key=lambda f: ((-freq[f],) if freq is not None else ())
                   + (-value[f], pool.index(f)))
     chosen = rank[:k]
-    info = {"features": pool, "gain": [float(gains[f]) for f in pool],
+    info = {"features": pool, "gain": [float(train_gains[f]) for f in pool],
+            "heldout_gain": (None if heldout is None else [float(gains[f]) for f in pool]),
             "frequency": None if freq is None else [float(freq[f]) for f in pool],
             "chosen": chosen, "resumed_round": None, "refit_mu": mu, "trees_grown": grown}
-    if len(pool) <= k:
+    if heldout is not None:
+        # The pool grew on part of the rows: the final fit grows on all of them, from the
+        # first round, and may split on the chosen only.
+        pen = RestrictedPenalty(mu, costs, groups, scaling, k, chosen)
+        info["resumed_round"] = 0
+        ensemble, record, n_rounds = full.fit(pen, eval_rows)
+        grown["final"] = ensemble.n_trees
+        setup = full
+    elif len(pool) <= k:
         # Nothing to leave out: the pool fit is the final fit (its last round's state is
         # rebuilt only to replay the validation losses).
         pen, rounds = pool_pen, pool_ens.n_trees // K
@@ -246,10 +274,11 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
         out = next(f for f in pool if f not in chosen)
         pen = RestrictedPenalty(mu, costs, groups, scaling, k, chosen)
         rounds = int(pool_pen.first_use_tree[out]) // K
-    info["resumed_round"] = rounds
-    resume = _checkpoint_at(rows, pool_ens, pool_rec, pool_pen, rounds)
-    ensemble, record, n_rounds = setup.fit(pen, eval_rows, resume=resume)
-    grown["final"] = ensemble.n_trees - rounds * K
+    if heldout is None:
+        info["resumed_round"] = rounds
+        resume = _checkpoint_at(rows, pool_ens, pool_rec, pool_pen, rounds)
+        ensemble, record, n_rounds = setup.fit(pen, eval_rows, resume=resume)
+        grown["final"] = ensemble.n_trees - rounds * K
     if len(pen.order) < min(k, len(pool)) and mu > 0.0:
         # A chosen feature did not pay the price without the left-out ones: at mu = 0 every
         # chosen feature with a positive gain enters.
@@ -272,3 +301,159 @@ class _Lap:
         t = time.perf_counter()
         self.times[name] = self.times.get(name, 0.0) + t - self.t0
         self.t0 = t
+
+
+def fill_candidates(setup, ensemble, selected, n_fill) -> list:
+    """The ``n_fill`` features that fill an exact-k selection the model could not reach:
+    the rule of ``selection_filled_``.
+
+    Outside ``selected``, the features of largest root-split gain on the final model's
+    gradients (the best split of each feature over all rows, at the raw scores of
+    ``ensemble``, with no penalty; summed over the outputs of a multiclass model): the
+    features whose split a further round's root would gain most from. Ties go to the lower
+    index; a feature with no valid split (a constant column) is never a candidate, so fewer
+    than ``n_fill`` come back when fewer have one. The histograms are built by the fit's
+    backend (either device) and scanned by the level step's scans on the host.
+
+    Parameters
+    ----------
+    setup : BoostSetup
+    ensemble : TreeEnsemble
+        The final model.
+    selected : sequence of int
+        The features the model selected.
+    n_fill : int >= 0
+
+    Returns
+    -------
+    list of int
+        Best first.
+    """
+    from .._hist_layout import layout_of
+    from .._types import ROW_INDEX_DTYPE
+    from ..backends.base import SplitParams, categorical_slots
+    from ..backends.cpu.split import feature_gains
+    from ..quantize import prepare_gradients
+
+    rows, backend, params = setup.rows, setup.backend, setup.params
+    Xb = getattr(rows, "Xb", None)
+    if n_fill <= 0 or Xb is None:   # (a cluster's rows: no fill, the warning stays)
+        return []
+    n, d = int(rows.shape[0]), int(rows.shape[1])
+    bm = setup.bin_mapper
+    n_bins = np.asarray(bm.n_bins_, np.int32)
+    cat_slot, n_cat = categorical_slots(getattr(bm, "is_categorical_", None), d)
+    tree = params.tree
+    rows.start_raw(np.asarray(ensemble.base_score, dtype=np.float64))
+    if ensemble.n_trees:
+        rows.add_trees(ensemble, 0, ensemble.n_trees)
+    G, Hs, _ = rows.round_gradients(setup.objective)
+    xp = backend.xp
+    all_rows = xp.arange(n, dtype=ROW_INDEX_DTYPE)
+    one = np.zeros(1, np.int64)
+    layout = layout_of(bm, n_bins, d)
+    total = np.zeros(d)
+    valid = np.zeros(d, bool)
+    for c in range(ensemble.n_outputs):
+        prep = prepare_gradients(backend, G[c], Hs[c], rows.w, unit_hessian=not params.hessian)
+        hist = backend.histograms(Xb, prep.gh, all_rows, one, np.array([n], np.int64), one,
+                                  layout=layout)
+        split = SplitParams(n_bins=n_bins, g_scale=float(prep.g_scale),
+                            h_scale=float(prep.h_scale), reg_lambda=float(tree.reg_lambda),
+                            gain_divisor=1.0, min_child_weight=float(tree.min_child_weight),
+                            min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat,
+                            cat_smooth=float(tree.cat_smooth), cat_l2=float(tree.cat_l2),
+                            min_data_per_group=float(tree.min_data_per_group),
+                            max_cat_threshold=int(tree.max_cat_threshold), layout=layout)
+        gains = feature_gains(np.asarray(to_host(hist)), [int(prep.G_q)], [int(prep.H_q)],
+                              [n], split)[0]
+        ok = gains > -np.inf
+        valid |= ok
+        total += np.where(ok, gains, 0.0)
+    taken = {int(f) for f in selected}
+    cands = [f for f in range(d) if valid[f] and f not in taken]
+    cands.sort(key=lambda f: (-total[f], f))
+    return cands[:n_fill]
+
+
+#: The share of the rows the held-out ranking of the pool keeps out of the search and the
+#: pool fit (``fit_exact_k``'s ``heldout``).
+HELDOUT_FRACTION = 0.3
+#: Permutations of each column (``heldout_permutation_gains``), averaged: at most this many,
+#: and about PERMUTED_ROWS rows in all (one permutation of 10,000 held-out rows is already
+#: steady; 8 of 900 rows were needed on the planted noise of ``tests/_planted_noise.py``).
+N_PERMUTATIONS = 8
+PERMUTED_ROWS = 10_000
+
+
+def split_heldout(setup, seed, fraction=HELDOUT_FRACTION):
+    """(fit rows, held-out rows) of ``setup.rows``: a seeded random ``fraction`` of the rows
+    held out (at least one row on each side), as :class:`DeviceRows` on the rows' device; None
+    for rows that are not in this process (a cluster's) or too few rows."""
+    from ..boosting import DeviceRows
+
+    rows, xp = setup.rows, setup.backend.xp
+    if not isinstance(rows, DeviceRows):
+        return None
+    n = int(rows.shape[0])
+    n_out = round(fraction * n)
+    if n_out < 1 or n - n_out < 2:
+        return None
+    perm = np.random.default_rng([int(seed), 35]).permutation(n)
+    parts = []
+    for idx in (np.sort(perm[n_out:]), np.sort(perm[:n_out])):
+        ix = xp.asarray(idx)
+        parts.append(DeviceRows(setup.backend, rows.Xb[ix], rows.y[ix],
+                                None if rows.w is None else rows.w[ix]))
+    return parts[0], parts[1]
+
+
+def heldout_permutation_gains(ensemble, rows, objective, features, seed) -> np.ndarray:
+    """What each feature's splits save on rows the trees were not grown on: the held-out loss
+    of the ensemble with the feature's column permuted among the held-out rows, minus its
+    loss as it is (permutation importance, Breiman 2001), times the held-out rows' count,
+    averaged over ``min(N_PERMUTATIONS, PERMUTED_ROWS // n)`` (at least 1) seeded
+    permutations.
+
+    A feature whose splits fitted noise saves nothing there (its permuted splits fit other
+    noise, as badly); a real signal's column, permuted, loses what its splits explained.
+
+    Parameters
+    ----------
+    ensemble : TreeEnsemble
+    rows : DeviceRows
+        The held-out rows.
+    objective : SquaredError, Logistic or Softmax
+    features : sequence of int
+        The features to score (the others get 0).
+    seed : int
+        The permutation's seed.
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64
+    """
+    from ..boosting import DeviceRows
+
+    gains = np.zeros(ensemble.n_features)
+    if not ensemble.n_trees:
+        return gains
+    base = np.asarray(ensemble.base_score, dtype=np.float64)
+    n = int(rows.shape[0])
+
+    def loss(r):
+        r.start_raw(base)
+        r.add_trees(ensemble, 0, ensemble.n_trees)
+        return float(r.loss(objective))
+
+    l0 = loss(rows)
+    xp = rows.backend.xp
+    rng = np.random.default_rng([int(seed), 36])
+    n_perm = max(1, min(N_PERMUTATIONS, PERMUTED_ROWS // max(n, 1)))
+    perms = [xp.asarray(rng.permutation(n)) for _ in range(n_perm)]
+    for f in features:
+        Xp = xp.array(rows.Xb, copy=True)
+        for perm in perms:
+            Xp[:, f] = rows.Xb[perm, f]
+            gains[f] += (loss(DeviceRows(rows.backend, Xp, rows.y, rows.w)) - l0) * n
+    return gains / len(perms)

@@ -26,8 +26,10 @@ class GBFSCodec:
     #: cut points: up to ``MAX_BINNED_FEATURES`` features
     binned = True
     #: parameters added after format 2 appeared: a file may lack them (they take defaults)
-    params_since_format2 = frozenset({"categorical_features", "gt_delta", "gt_s", "gt_subsets",
-                                      "n_jobs", "split_search", "tol", "warm_start"})
+    params_since_format2 = frozenset({"cat_l2", "cat_smooth", "categorical_features",
+                                      "gt_delta", "gt_s", "gt_subsets", "max_cat_threshold",
+                                      "min_data_per_group", "n_jobs", "pool_ranking", "split_search", "tol",
+                                      "warm_start"})
 
     @staticmethod
     def check_fit_params(est, at):
@@ -49,17 +51,21 @@ class GBFSCodec:
             "feature_importances", "selection_record", "mu", "mu_search", "fit_times",
             "selection_path"]
     #: keys a file may lack (written before the attribute existed)
-    optional = ["evals_result"]
+    optional = ["evals_result", "selection_filled"]
 
     @staticmethod
     def write(est):
         rec = est.selection_record_
+        filled = np.asarray(getattr(est, "selection_filled_", ()), dtype=np.int64)
+        selected = np.asarray(est.selected_features_)
         return {
             "device": str(est.device_),
             "ensemble": ensemble_fields(est.ensemble_),
             "bins": bins_to_dict(est.bin_mapper_),
             "n_estimators": int(est.n_estimators_),
-            "selected_features": np.asarray(est.selected_features_).tolist(),
+            # the model's selection; the exact-k fill is kept apart (``selection_filled``)
+            "selected_features": selected[:selected.size - filled.size].tolist(),
+            "selection_filled": filled.tolist(),
             "first_use_tree": np.asarray(est.first_use_tree_).tolist(),
             "feature_importances": floats_out(est.feature_importances_),
             "selection_record": {
@@ -135,7 +141,12 @@ class GBFSCodec:
         check_importances(imp, [ens], at["feature_importances"])
         est.ensemble_ = ens
         est.n_estimators_ = rounds
-        est._set_support(selected)
+        filled = (read_index_list(f["selection_filled"], at["selection_filled"], d)
+                  if "selection_filled" in f else np.zeros(0, np.int64))
+        if np.intersect1d(filled, selected).size:
+            at["selection_filled"].fail("a filled feature is also one the model selected.")
+        est._set_support(np.concatenate([selected, filled]))
+        est.selection_filled_ = filled
         est.first_use_tree_ = first
         est.feature_importances_ = imp
         est.selection_record_ = {"tree_column": rcol.tolist(),

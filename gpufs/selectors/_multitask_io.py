@@ -32,7 +32,8 @@ class MultiTaskGBFSCodec:
     #: cut points: up to ``MAX_BINNED_FEATURES`` features
     binned = True
     #: parameters added after format 2 appeared: a file may lack them (they take defaults)
-    params_since_format2 = frozenset({"categorical_features", "n_jobs"})
+    params_since_format2 = frozenset({"cat_l2", "cat_smooth", "categorical_features",
+                                      "max_cat_threshold", "min_data_per_group", "n_jobs"})
     keys = ["device", "tasks", "bins", "ensembles", "n_estimators", "mu_t",
             "selected_features", "selected_features_by_task", "feature_importances",
             "selection_records", "fit_times", "selection_path"]

@@ -41,8 +41,9 @@ from ._boost_setup import BoostSetup
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, auto_k, feature_budget, input_device, int_range,
                     real_range)
-from ._boosted import BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin
-from ._exact_k import fit_exact_k, pool_size, total_gains
+from ._boosted import (BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin,
+                       cat_guards)
+from ._exact_k import fill_candidates, fit_exact_k, pool_size, split_heldout, total_gains
 from ._gbfs_io import GBFSCodec
 from ._mu_search import known_outcomes
 from ._stability import selection_frequency
@@ -67,6 +68,7 @@ class _BaseGBFS(SelectorBase):
                                  StrOptions({"auto"}), None],
         "tol": [real_range(0), None],
         "stability_rounds": [int_range(0)],
+        "pool_ranking": [StrOptions({"heldout", "gain"})],
         "split_search": [StrOptions({"exact", "group_testing"})],
         "gt_s": [int_range(1), None],
         "gt_delta": [real_range(0, 1, closed="neither")],
@@ -84,10 +86,11 @@ class _BaseGBFS(SelectorBase):
     def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
                  feature_groups=None, categorical_features="from_dtype",
                  n_features_to_select=None, tol=None, stability_rounds=0,
-                 split_search="exact", gt_s=None,
+                 pool_ranking="heldout", split_search="exact", gt_s=None,
                  gt_delta=0.05, gt_subsets="per_tree", n_estimators=100,
                  learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
-                 min_child_weight=1e-3, min_split_gain=0.0, hessian=True,
+                 min_child_weight=1e-3, min_split_gain=0.0, hessian=True, cat_smooth=10.0,
+                 cat_l2=10.0, min_data_per_group=20, max_cat_threshold=32,
                  validation_fraction=None, n_iter_no_change=None, warm_start=False,
                  device="auto", n_jobs=None, random_state=None, verbose=False):
         self.mu = mu
@@ -98,6 +101,7 @@ class _BaseGBFS(SelectorBase):
         self.n_features_to_select = n_features_to_select
         self.tol = tol
         self.stability_rounds = stability_rounds
+        self.pool_ranking = pool_ranking
         self.split_search = split_search
         self.gt_s = gt_s
         self.gt_delta = gt_delta
@@ -109,6 +113,10 @@ class _BaseGBFS(SelectorBase):
         self.reg_lambda = reg_lambda
         self.min_child_weight = min_child_weight
         self.min_split_gain = min_split_gain
+        self.cat_smooth = cat_smooth
+        self.cat_l2 = cat_l2
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_threshold = max_cat_threshold
         self.hessian = hessian
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
@@ -211,7 +219,8 @@ class _BaseGBFS(SelectorBase):
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
                             learning_rate=float(self.learning_rate),
                             min_child_weight=float(self.min_child_weight),
-                            min_split_gain=float(self.min_split_gain)),
+                            min_split_gain=float(self.min_split_gain),
+                            **cat_guards(self)),
             hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
             verbose=bool(self.verbose))
         if budget is None:
@@ -238,9 +247,12 @@ class _BaseGBFS(SelectorBase):
         pool = None
         if k is not None and not budget.needs_auto_fit:
             # exactly k by contribution: over-admit, choose, refit (selectors._exact_k)
+            heldout = (split_heldout(setup, seed)
+                       if getattr(self, "pool_ranking", "gain") == "heldout" else None)
             fit = fit_exact_k(setup, k, mu, eval_rows=eval_rows,
                               known=known_outcomes(history, pool_size(k, d)), times=times,
-                              frequency=self._frequency_for(setup, seed, frequency))
+                              frequency=self._frequency_for(setup, seed, frequency),
+                              heldout=heldout, heldout_seed=seed)
             mu_search = fit.search.as_records()
             history += mu_search
             ensemble, record, n_rounds, penalties = (fit.ensemble, fit.record, fit.n_rounds,
@@ -267,6 +279,15 @@ class _BaseGBFS(SelectorBase):
         self.evals_result_ = self._eval_losses(evals)
         self._warm_key_, self._mu_history_ = warm_key, history
         n_sel = self.selected_features_.size
+        filled = []
+        if k is not None and n_sel < k:
+            # Exact k means k where the table has k usable columns: the rest come from the
+            # best remaining candidates (``fill_candidates``' rule), marked in
+            # ``selection_filled_``.
+            filled = fill_candidates(setup, self.ensemble_, self.selected_features_,
+                                     k - n_sel)
+            self._set_support(self.selected_features_.tolist() + filled)
+        self.selection_filled_ = np.asarray(filled, dtype=np.int64)
         if n_sel == 0 and k is None:
             warnings.warn(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
@@ -274,12 +295,16 @@ class _BaseGBFS(SelectorBase):
                 "features you want.", SelectionWarning, stacklevel=4)
         elif k is not None and n_sel < k:
             # Counted in the final fit (all rounds), not in the search's probes (half of them).
+            fill = (f"; the selection is filled with the {len(filled)} other feature"
+                    f"{'s' if len(filled) != 1 else ''} of largest root-split gain on the "
+                    "final model's gradients (selection_filled_)" if filled else
+                    f": no other feature has a valid split; selected those {n_sel}")
             warnings.warn(
-                f"only {n_sel} feature{'s' if n_sel != 1 else ''} entered the model at mu=0 "
-                f"in {n_rounds} rounds, fewer than n_features_to_select={k}: no other feature "
-                f"has a split with positive gain; selected those {n_sel}. More rounds "
-                "(n_estimators), deeper trees (max_depth) or a smaller min_child_weight let "
-                "more features in.", SelectionWarning, stacklevel=4)
+                f"only {n_sel} feature{'s' if n_sel != 1 else ''} entered the model at "
+                f"mu={mu:g} in {n_rounds} rounds, fewer than n_features_to_select={k}{fill}. "
+                "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
+                "min_child_weight let more features into the model.", SelectionWarning,
+                stacklevel=4)
         return self
 
     def _frequency_for(self, setup, seed, kept):
@@ -455,6 +480,14 @@ _PARAMS_DOC = """
         (stability selection, Meinshausen and Buhlmann, JRSS-B 2010). The k chosen are then
         those of the pool chosen most often (``selection_frequency_``; gain breaks ties).
         Costs B fits of half the rows; 0: no refits, ``selection_frequency_`` is None.
+    pool_ranking : {"heldout", "gain"}, default="heldout"
+        With ``n_features_to_select``: how the pool is ranked. "heldout": the search and the
+        pool fit run on 70 % of the rows (a seeded draw) and each pool feature is ranked by
+        what it saves on the other 30 %, rows its splits did not see (the pool model's loss
+        there with the feature's column permuted, minus its loss as is); the final fit then
+        grows on all the rows. "gain": everything on all the rows, ranked by the
+        training gain (faster: the final fit resumes from the pool fit). See
+        ``docs/guide/gbfs.rst``.
     split_search : {"exact", "group_testing"}, default="exact"
         How a tree finds features not used yet. "exact": every split search scores every
         feature. "group_testing" (GT-GBM, Algorithm 2 of Han et al., AISTATS 2020): before
@@ -495,6 +528,18 @@ _PARAMS_DOC = """
         Smallest sum of hessians (times sample weights) in a child.
     min_split_gain : float >= 0, default=0.0
         A split is made only if its penalized score exceeds this.
+    cat_smooth : float >= 0, default=10.0
+        Categorical features (LightGBM's guards of a split over more than four categories,
+        ``docs/guide/gbfs.rst``): only categories of at least this many rows may go left,
+        and the categories are sorted by ``G / (H + reg_lambda + cat_smooth)``.
+    cat_l2 : float >= 0, default=10.0
+        Extra L2 term of a categorical split's children in its gain (not in the parent's:
+        every categorical split's gain drops).
+    min_data_per_group : float >= 0, default=20
+        Least rows that join the left side of a categorical split between two scored
+        candidates, and least rows on its right side.
+    max_cat_threshold : int in [1, 256], default=32
+        Most categories on the left side of a categorical split.
     hessian : bool, default=True
         False uses unit hessians (the papers' setting: trees fit the negative gradient by
         least squares).
@@ -556,6 +601,13 @@ _PARAMS_DOC = """
         up to the entry of the first pool feature left out), "refit_mu" and "trees_grown"
         (trees grown by the "probes", the "pool" fit, the "stability" refits and the
         "final" fit). Not saved in model files.
+    selection_filled_ : ndarray of shape (n_filled,), int64
+        With ``n_features_to_select = k``, when fewer than k features entered the model even
+        at ``mu = 0`` (a ``SelectionWarning`` says so): the features that fill the selection
+        to k, the last entries of ``selected_features_``, chosen by their root-split gain on
+        the final model's gradients (the best split of each remaining feature over all rows,
+        no penalty; ties to the lower index; a column with no valid split is never chosen).
+        The model does not split on them. Empty otherwise. Saved in model files.
     selection_frequency_ : ndarray of shape (n_features,), float64, or None
         With ``stability_rounds``: the fraction of the refits on half of the rows whose k
         chosen features held each feature; None without. Not saved in model files.

@@ -34,7 +34,8 @@ from ..multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
 from ..penalties import PENALTY_SCALINGS
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, RegressorTargetMixin,
                     SelectorBase, input_device, real_range)
-from ._boosted import BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin
+from ._boosted import (BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin,
+                       cat_guards)
 from ._multitask_io import MultiTaskGBFSCodec
 
 __all__ = ["MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor"]
@@ -158,7 +159,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
                  feature_costs=None, feature_groups=None, categorical_features="from_dtype",
                  n_estimators=100, learning_rate=0.1,
                  max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
-                 min_split_gain=0.0, hessian=True, device="auto", n_jobs=None,
+                 min_split_gain=0.0, hessian=True, cat_smooth=10.0, cat_l2=10.0,
+                 min_data_per_group=20, max_cat_threshold=32, device="auto", n_jobs=None,
                  random_state=None, verbose=False):
         self.mu_G = mu_G
         self.mu_t = mu_t
@@ -173,6 +175,10 @@ class _BaseMultiTaskGBFS(SelectorBase):
         self.reg_lambda = reg_lambda
         self.min_child_weight = min_child_weight
         self.min_split_gain = min_split_gain
+        self.cat_smooth = cat_smooth
+        self.cat_l2 = cat_l2
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_threshold = max_cat_threshold
         self.hessian = hessian
         self.device = device
         self.n_jobs = n_jobs
@@ -314,7 +320,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
             tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
                             learning_rate=float(self.learning_rate),
                             min_child_weight=float(self.min_child_weight),
-                            min_split_gain=float(self.min_split_gain)),
+                            min_split_gain=float(self.min_split_gain),
+                            **cat_guards(self)),
             hessian=bool(self.hessian), verbose=bool(self.verbose))
         state = MultiTaskPenaltyState(float(self.mu_G), mu_t, costs, groups,
                                       self.penalty_scaling)
@@ -454,6 +461,18 @@ _PARAMS_DOC = """
         Smallest sum of hessians (times sample weights) in a child.
     min_split_gain : float >= 0, default=0.0
         A split is made only if its penalized score exceeds this.
+    cat_smooth : float >= 0, default=10.0
+        Categorical features (LightGBM's guards of a split over more than four categories,
+        ``docs/guide/gbfs.rst``): only categories of at least this many rows may go left,
+        and the categories are sorted by ``G / (H + reg_lambda + cat_smooth)``.
+    cat_l2 : float >= 0, default=10.0
+        Extra L2 term of a categorical split's children in its gain (not in the parent's:
+        every categorical split's gain drops).
+    min_data_per_group : float >= 0, default=20
+        Least rows that join the left side of a categorical split between two scored
+        candidates, and least rows on its right side.
+    max_cat_threshold : int in [1, 256], default=32
+        Most categories on the left side of a categorical split.
     hessian : bool, default=True
         False uses unit hessians (the paper's setting).
     device : {"auto", "cpu", "gpu"}, default="auto"

@@ -134,6 +134,10 @@ class SplitArgs(NamedTuple):
     cat_slot: np.ndarray    # (n_features,) int32, -1 for a numeric feature
     n_cat: int
     max_onehot: int
+    cat_smooth: float       # LightGBM's guards of a sorted categorical split (``_categorical``)
+    cat_l2: float
+    min_data_per_group: float
+    max_cat_threshold: int
 
 
 class Selection(NamedTuple):
@@ -194,8 +198,9 @@ class SplitRule(NamedTuple):
 class SearchSlots(NamedTuple):
     """The split search's slots: histograms (n_slots, layout.n_slots, 2) int64, the layout's
     offsets (n_features + 1,), each slot's sums G, H (n_slots,) int64, whether it is searched
-    over the paying features (n_slots,) bool, and the categorical scans' order scratch
-    (n_slots, n_cat, 256) uint8."""
+    over the paying features (n_slots,) bool, the categorical scans' order scratch
+    (n_slots, n_cat, 256) uint8, and each slot's row count (n_slots,) int64 (0: unknown; the
+    categorical guards then count hessian)."""
 
     hist: np.ndarray
     off: np.ndarray
@@ -203,6 +208,7 @@ class SearchSlots(NamedTuple):
     slot_h: np.ndarray
     slot_full: np.ndarray
     cat_order: np.ndarray
+    slot_n: np.ndarray
 
 
 class PerFeature(NamedTuple):
@@ -224,4 +230,6 @@ def split_args(split):
     return SplitArgs(np.asarray(split.n_bins, np.int32), float(split.g_scale),
                      float(split.h_scale), float(split.reg_lambda), float(split.gain_divisor),
                      float(split.min_child_weight), float(split.min_split_gain),
-                     np.asarray(cat_slot, np.int32), int(n_cat), int(split.max_cat_to_onehot))
+                     np.asarray(cat_slot, np.int32), int(n_cat), int(split.max_cat_to_onehot),
+                     float(split.cat_smooth), float(split.cat_l2),
+                     float(split.min_data_per_group), int(split.max_cat_threshold))

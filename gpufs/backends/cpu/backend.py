@@ -580,7 +580,8 @@ class CPUBackend:
         pf = PerFeature(*(np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64,
                                                           np.int64, np.int64, np.int64)))
         _search_ser(SearchSlots(hist, layout.offset, np.asarray(node_g, np.int64),
-                                np.asarray(node_h, np.int64), np.ones(k, np.bool_), cat_order),
+                                np.asarray(node_h, np.int64), np.ones(k, np.bool_), cat_order,
+                                np.zeros(k, np.int64)),
                     feats, d, np.asarray(penalty, np.float64), allowed, sp, pf)
         return best_splits(allowed, *pf, cat_slot=sp.cat_slot, cat_order=cat_order)
 

@@ -146,9 +146,11 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
     d = n_bins.shape[0]
     slot_g = np.empty(n_slots, np.int64)
     slot_h = np.empty(n_slots, np.int64)
+    slot_n = np.empty(n_slots, np.int64)
     for k in range(n_slots):
         slot_g[k] = node_g[active[k]]
         slot_h[k] = node_h[active[k]]
+        slot_n[k] = nodes.count[active[k]]
     wanted = np.empty(d, np.bool_)
     free = np.empty(d, np.bool_)
     for f in range(d):
@@ -173,7 +175,7 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
     pf_hl = np.empty((n_slots, d), np.int64)
     # the categorical scan's order of each (slot, categorical feature): the left set first
     cat_order = np.empty((n_slots, n_cat, N_HIST_BINS), np.uint8)
-    slots = SearchSlots(hist, off, slot_g, slot_h, search_full, cat_order)
+    slots = SearchSlots(hist, off, slot_g, slot_h, search_full, cat_order, slot_n)
     pf = PerFeature(pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
     if parallel:
         _search_par(slots, feats, n_feats, penalty, wanted, sp, pf)

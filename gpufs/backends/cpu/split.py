@@ -12,6 +12,9 @@ int64, ...), ``SplitArgs``, and ``PerFeature`` (n_slots, n_features) per-feature
 import numpy as np
 from numba import njit, prange
 
+from ..._hist_layout import split_input
+from ..._types import HIST_DTYPE, N_HIST_BINS
+from ._args import PerFeature, SearchSlots, split_args
 from ._device_fns import _scan_categorical, _scan_feature
 
 
@@ -26,7 +29,7 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
     which numba compiled 5x slower: 230 against 45 ns per pair on the wide table), slot by
     slot: a slot's sums, (G, H) as float64 and output rows are read once, not per pair
     (8,000 x 1,500: 44 against 33 ns per pair)."""
-    hist, off, slot_g, slot_h, slot_full, cat_order = slots
+    hist, off, slot_g, slot_h, slot_full, cat_order, slot_n = slots
     pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl = pf
     n_bins = sp.n_bins
     g_scale = sp.g_scale
@@ -36,6 +39,10 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
     min_child_weight = sp.min_child_weight
     cat_slot = sp.cat_slot
     max_onehot = sp.max_onehot
+    cat_smooth = sp.cat_smooth
+    cat_l2 = sp.cat_l2
+    min_data_per_group = sp.min_data_per_group
+    max_cat_threshold = sp.max_cat_threshold
     # 1 / scale is exact for a power of two (see ``_gain.candidate``)
     g_inv = 1.0 / g_scale
     h_inv = 1.0 / h_scale
@@ -49,6 +56,7 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
         G = G_q / g_scale
         H = H_q / h_scale
         full_k = slot_full[k]
+        n_rows = float(slot_n[k])
         i_lo = a - k * n_feats if k == k_first else 0
         i_hi = b - k * n_feats if k == k_last else n_feats
         s_score = pf_score[k]
@@ -72,7 +80,8 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
             if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
                 score, gain, bn, ml, gl, hl = _scan_categorical(
                     hist, k, lo, last, n_bins[f], G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
-                    gain_divisor, min_child_weight, pen, max_onehot, cat_order[k, c])
+                    gain_divisor, min_child_weight, pen, max_onehot, cat_order[k, c], n_rows,
+                    cat_smooth, cat_l2, min_data_per_group, max_cat_threshold)
             else:
                 score, gain, bn, ml, gl, hl = _scan_feature(
                     hist, k, lo, last, n_bins[f], G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
@@ -106,3 +115,35 @@ def _search_par(slots, feats, n_feats, penalty, wanted, sp, pf):
 def _search_ser(slots, feats, n_feats, penalty, wanted, sp, pf):
     _search_range(0, slots.hist.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted,
                   sp, pf)
+
+
+def feature_gains(hist, node_g, node_h, node_n, split):
+    """The best split's gain of every (slot, feature): the level step's scans, without
+    penalties, on host histograms (any device's ``Backend.histograms``, copied to the host:
+    the scans are bit for bit the GPU's).
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_slots, layout.n_slots, 2), int64
+        In ``split``'s layout.
+    node_g, node_h, node_n : ndarray of shape (n_slots,), int64
+        Each slot's fixed-point sums and row count.
+    split : SplitParams
+
+    Returns
+    -------
+    ndarray of shape (n_slots, n_features), float64
+        The gain; -inf where the feature has no valid split.
+    """
+    hist, layout = split_input(np.ascontiguousarray(hist, HIST_DTYPE), split)
+    k, d = hist.shape[0], layout.n_features
+    sp = split_args(split)
+    pf = PerFeature(*(np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64,
+                                                      np.int64, np.int64, np.int64)))
+    slots = SearchSlots(hist, layout.offset, np.asarray(node_g, np.int64),
+                        np.asarray(node_h, np.int64), np.ones(k, np.bool_),
+                        np.zeros((k, sp.n_cat, N_HIST_BINS), np.uint8),
+                        np.asarray(node_n, np.int64))
+    _search_ser(slots, np.arange(d, dtype=np.int32), d, np.zeros(d), np.ones(d, np.bool_),
+                sp, pf)
+    return np.where(pf.score > -np.inf, pf.gain, -np.inf)
