@@ -609,7 +609,7 @@ def test_verbose_shows_a_bar_per_mu_probe_and_a_loss_at_the_first_tree(capsys):
     for i in range(1, n + 1):
         assert f"gpufs mu search, probe {i} (mu=" in err, err
     assert f"probe {n + 1} " not in err
-    assert "reached=True" in err and "gpufs boosting" in err
+    assert "reached=yes" in err and "gpufs boosting" in err
     assert "loss=nan" not in err, err
     GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu").fit(X, y)
     assert capsys.readouterr().err == ""  # verbose=False: silent

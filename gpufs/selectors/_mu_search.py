@@ -255,7 +255,8 @@ def gbfs_mu_search(setup, k: int, mu_start: float, *, rtol: float = 0.5,
         finally:
             if bar is not None:
                 if result is not None:
-                    bar.set_postfix(features=result.n_features, reached=result.reached)
+                    bar.set_postfix(features=result.n_features,
+                                    reached="yes" if result.reached else "no")
                 bar.close()
         return result
 
