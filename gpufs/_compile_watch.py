@@ -1,21 +1,15 @@
 """Compile time, told apart from run time: what the command line says on a cold kernel cache.
 
 numba compiles each kernel on its first call and caches it on disk (``gpufs._numba_setup``).
-On a cold cache the first fit is silent for tens of seconds and would report that time as the
-fit's. ``CompileWatch`` listens to numba's ``numba:compile`` event, which numba sends only when
-a function is compiled (a kernel loaded from the cache sends none). The seconds spent compiling
-are summed (nested compilations once); once they pass ``NOTICE_AFTER_S`` (a cold cache, not
-the odd uncached helper a warm run compiles in a fraction of a second) one notice is printed.
-numba-cuda's kernel launcher sends no such event, so on the GPU the time compiling the
-``cuda_kernels`` themselves stays in the fit's time (the CPU kernels the fit calls are timed).
+``CompileWatch`` listens to numba's ``numba:compile`` event (sent only when a function is
+compiled, not loaded from the cache), sums the seconds (nested compilations once) and prints
+one notice once they pass ``NOTICE_AFTER_S``. numba-cuda's launcher sends no such event, so
+compiling the ``cuda_kernels`` stays in a GPU fit's time.
 
-The library (not only the command line) says so too: the first time gpufs's own kernels have
-compiled for ``NOTICE_AFTER_S`` in a process, the ``gpufs`` logger logs ``NOTICE`` at WARNING
-level (shown on stderr where logging is not configured; silence it with
-``logging.getLogger("gpufs").setLevel(logging.ERROR)``), unless a ``CompileWatch`` (the
-command line's) is listening. The same process-wide listener sums all compile time:
-:func:`clock` is ``time.perf_counter`` less it, so the estimators' ``fit_times_`` phases count
-no compilation, and :func:`compile_seconds` tells a fit how long it compiled.
+A process-wide listener (:func:`install`) gives the library's own notice, once, on the
+``gpufs`` logger at WARNING level (``logging.getLogger("gpufs").setLevel(logging.ERROR)``
+silences it; quiet while a ``CompileWatch`` listens), and sums all compile time: :func:`clock`
+is ``time.perf_counter`` less it, so ``fit_times_`` phases count no compilation.
 """
 from __future__ import annotations
 

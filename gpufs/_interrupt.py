@@ -2,23 +2,15 @@
 
 Owns, for ``gpufs.cli`` only (a library does not take over a process's signals):
 
-* :class:`SignalsAsInterrupts`: while a command runs, the first SIGINT or SIGTERM raises
-  :class:`Interrupted` (a ``KeyboardInterrupt``) at the next *safe* point, so every
-  ``finally`` removes its temporary file. The handler only records a signal that lands inside
-  llvmlite's native callbacks (its object-cache ``ctypes`` callback, which a kernel compiling
-  or loading from the cache runs), where an exception is printed as "Exception ignored on
-  calling ctypes callback" and lost, or inside a named tuple's constructor (a compiled
-  function boxing its result). A helper thread then
-  re-delivers the signal every ``RETRY_S`` until it lands in gpufs's or the user's own code.
-  A second signal always stops the run at once: the temporary files are removed, one line is
-  printed, and the process exits with the first signal's status. A signal that lands inside a
-  compiled numba call comes out as a ``SystemError`` ("returned a result with an exception
-  set"), which the command reports as the interrupt it was;
-* :func:`deferred`: a signal waits while a temporary file is created and registered for
-  removal, so none lands between the two (``_to_remove``: the temporary files that a second
-  signal's immediate exit removes);
-* :func:`quiet_start`: an interrupt while the command's modules are imported ends the process
-  with the interrupt's one line, not a traceback.
+* :class:`SignalsAsInterrupts`: the first signal raises :class:`Interrupted` at a safe point,
+  so every ``finally`` removes its temporary file. One landing in llvmlite's ctypes callbacks
+  (where an exception is printed and lost) or in a named tuple's constructor is held back and
+  re-delivered every ``RETRY_S`` by a helper thread; a swallowed one is raised again after
+  ``RERAISE_S``. A second signal stops the run at once (temporary files removed, one line).
+  numba's ``SystemError`` around an interrupt is reported as the interrupt it was;
+* :func:`deferred`: no signal lands between creating a temporary file and registering it
+  (``_to_remove``: the files a second signal's exit removes);
+* :func:`quiet_start`: an interrupt during the command's imports is one line, no traceback.
 """
 from __future__ import annotations
 
