@@ -8,9 +8,29 @@ takes milliseconds instead of the seconds scikit-learn, scipy and numba need, so
 command starts, and answers Ctrl-C, before it loads them.
 """
 import importlib as _importlib
+import os as _os
+import sys as _sys
 
-from . import _numba_setup  # noqa: F401  (must precede every import of numba)
-from ._version import __version__
+
+def _started_as_the_command() -> bool:
+    """Whether this import is the ``gpufs`` command's own start (its console script, or
+    ``python -m gpufs`` while runpy finds the package): an interrupt then ends the command
+    with one line, as ``gpufs.cli`` does once it is imported."""
+    argv0 = _sys.argv[0] if _sys.argv else ""
+    name = _os.path.basename(argv0).lower()
+    for tail in ("-script.py", ".exe"):
+        name = name[:-len(tail)] if name.endswith(tail) else name
+    return argv0 == "-m" or name == "gpufs"
+
+
+try:
+    from . import _numba_setup  # noqa: F401  (must precede every import of numba)
+    from ._version import __version__
+except KeyboardInterrupt:
+    if not _started_as_the_command():
+        raise
+    _sys.stderr.write("error: interrupted\n")
+    raise SystemExit(130) from None
 
 #: public name -> the module that defines it
 _LAZY = {"ControlBurnClassifier": ".selectors.controlburn",
@@ -20,10 +40,12 @@ _LAZY = {"ControlBurnClassifier": ".selectors.controlburn",
          "MultiTaskGBFSRegressor": ".selectors.multitask",
          "StagewiseClassifier": ".selectors.stagewise",
          "StagewiseRegressor": ".selectors.stagewise",
-         "TreeEnsemble": ".tree", "SelectionWarning": "._warnings"}
+         "TreeEnsemble": ".tree", "SelectionWarning": "._warnings",
+         "ModelFileError": "._strict_json"}
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",
-           "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor", "SelectionWarning",
+           "ModelFileError", "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor",
+           "SelectionWarning",
            "StagewiseClassifier", "StagewiseRegressor", "TreeEnsemble", "__version__"]
 
 
@@ -31,6 +53,10 @@ def __getattr__(name):
     """A public class (imported now, then kept), or a submodule (``gpufs.model_io``)."""
     if name in _LAZY:
         value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
+        if _LAZY[name].startswith(".selectors"):  # an estimator: numba is loaded now
+            from ._compile_watch import install
+
+            install()  # the first fit's compile notice, from the library (logging)
         globals()[name] = value
         return value
     if not name.startswith("__"):

@@ -15,7 +15,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 
-from ._interrupt import deferred
+from ._interrupt import _to_remove, deferred
 
 _COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
 _TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
@@ -89,6 +89,12 @@ def read_table(path: str):
         raise UserError(f"no such file: {path}")
     if os.path.isdir(path):
         raise UserError(f"{path} is a folder, not a table")
+    from ._files import special_kind
+
+    kind = special_kind(path)  # a FIFO without a writer would block open() for ever
+    if kind is not None:
+        raise UserError(f"{path} is {kind}, not a file; gpufs reads tables from regular files "
+                        "only")
     try:
         if fmt == "parquet":
             _need_pyarrow()
@@ -187,7 +193,9 @@ def _probe_outputs(outputs: dict) -> None:
             continue
         try:
             with deferred():  # the probe file never outlives an interrupt
-                os.unlink(_temporary_beside(path))
+                probe = _temporary_beside(path)
+                os.unlink(probe)
+                _to_remove.discard(probe)
         except OSError as exc:
             raise UserError(f"{option} {path}: cannot write in the folder "
                             f"{os.path.dirname(os.path.abspath(path))} ({exc.strerror or exc})"
@@ -211,6 +219,7 @@ def _temporary_beside(path: str) -> str:
     """A new empty file in ``path``'s folder (same file system, so a rename is atomic)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".part")
+    _to_remove.add(tmp)  # a second signal's immediate exit removes it (gpufs._interrupt)
     os.close(fd)
     return tmp
 
@@ -259,8 +268,10 @@ def atomic_output(path: str, force: bool, binary: bool = True):
             os.fsync(fh.fileno())
         _publish(tmp, path, force)
     finally:
-        if tmp is not None and os.path.lexists(tmp):
-            os.unlink(tmp)
+        if tmp is not None:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            _to_remove.discard(tmp)
 
 
 def write_json(obj, path: str, force: bool) -> None:

@@ -106,13 +106,24 @@ def read_regular(path, max_bytes: int, error):
     bytes
     """
     name = os.fspath(path)
-    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = name
+        raise
+    try:  # checked before the descriptor becomes a file object: fdopen of a folder raises
+        st = os.fstat(fd)  # "Is a directory: 3", naming the descriptor, not the path
         kind = _kind_of(st.st_mode)
-        if kind is not None:
-            raise error(f"{name} is {kind}, not a file; gpufs reads model files from regular "
-                        "files only.")
+    except BaseException:
+        os.close(fd)
+        raise
+    if kind is not None:
+        os.close(fd)
+        raise error(f"{name} is {kind}, not a file; gpufs reads model files from regular "
+                    "files only.")
+    with os.fdopen(fd, "rb") as fh:
         # read(n) allocates n bytes up front: ask for the file's size, not the cap
         data = fh.read(min(st.st_size, max_bytes) + 1)
     if len(data) > max_bytes:

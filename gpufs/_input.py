@@ -388,9 +388,8 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
     X : array-like (n_samples, n_features): numpy, pandas, cupy, cudf, polars or pyarrow.
     device : "cpu" (numpy out) or "gpu" (cupy out).
     reset : True in ``fit`` (remember names and width), False afterwards (check them).
-    dtype : "float" (default: float32 and float64 data keep their dtype, anything else
-        becomes float64; the binning reads float32 as it is, so a float32 table is never
-        copied to float64) or a numpy dtype to convert to.
+    dtype : "float" (default: float64; a float32 table on the GPU keeps its dtype, the
+        binning reads it as it is) or a numpy dtype to convert to.
     allow_nan : NaN marks a missing value (routed by a learned default direction); inf never is.
         False refuses NaN in the numeric columns (categorical ones may always miss a value).
     categorical_features : "from_dtype", None, or column names / indices / a bool mask
@@ -434,7 +433,9 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
                          "is required.")
     xp = namespace_of(arr)
     if isinstance(dtype, str) and dtype == "float":
-        dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+        # host tables are float64 (float32 -> float64 is exact: the same bins), so the kernels
+        # compiled once serve every input dtype; a GPU table keeps float32 (device memory)
+        dtype = np.float64 if xp is np or arr.dtype != np.float32 else arr.dtype
     arr = xp.asarray(arr, dtype=dtype)
     if arr.dtype.kind == "f":
         has_nan, has_inf = _nonfinite(arr, xp)

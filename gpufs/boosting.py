@@ -444,6 +444,8 @@ def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_r
             if it > 0:
                 loss = rows.mean(terms)
                 record.train_loss.extend([loss] * K)
+            elif bar is not None:  # the bar's first round shows the starting loss, not nan
+                loss = rows.mean(terms)
             for k in range(K):
                 prep = prepare_gradients(backend, G[k], Hs[k], rows.w,
                                          unit_hessian=not params.hessian, divisor=divisor)

@@ -13,21 +13,21 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import shlex
-import sys
-import time
-import warnings
-
-from ._cli_files import (_USER_ERRORS, UserError, _one_line, _probe_outputs, _write_table,
-                         atomic_output, check_outputs, printable, read_table, table_format,
-                         write_json)
 from ._interrupt import SignalsAsInterrupts, describe, quiet_start
 
 with quiet_start():  # Ctrl-C while the command starts: one line, not a traceback
+    import argparse
+    import os
+    import shlex
+    import sys
+    import time
+    import warnings
+
     import numpy as np
 
+    from ._cli_files import (_USER_ERRORS, UserError, _one_line, _probe_outputs, _write_table,
+                             atomic_output, check_outputs, printable, read_table, table_format,
+                             write_json)
     from ._version import __version__
 
 #: what ``--method`` names, and the penalty each reports (GBFS's mu, ControlBurn's lambda)
@@ -81,8 +81,15 @@ def _check_device(device: str) -> None:
 
     try:
         resolve_device(device)
-    except RuntimeError as exc:
-        raise UserError(str(exc)) from exc
+    except RuntimeError as exc:  # said in the command's words: --device cpu, not device='cpu'
+        raise UserError(_cli_spelling(str(exc))) from exc
+
+
+def _cli_spelling(text: str) -> str:
+    """The library's ``device='cpu'`` advice as the option a command-line user passes."""
+    import re
+
+    return re.sub(r"device='(\w+)'", r"--device \1", text)
 
 
 def _progress(args) -> bool:
@@ -535,7 +542,10 @@ def main(argv=None) -> int:
         try:
             with warnings.catch_warnings():  # restores Python's warning printer afterwards
                 warnings.showwarning = _show_warning_in_one_line
-                return run(args)
+                status = run(args)
+            if signals.signum is not None:  # held back (numba was compiling) to the end
+                return _interrupted(signals.signum)
+            return status
         except Exception as exc:
             if args.debug:
                 raise

@@ -253,7 +253,10 @@ def test_device_gpu_without_a_gpu_is_a_user_error(tmp_path, monkeypatch, capsys)
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
     assert main(["select", "in.csv", "--target", "label", "--device", "gpu"]) == 2
-    assert "no CUDA GPU is usable" in _one_error_line(capsys.readouterr().err)
+    line = _one_error_line(capsys.readouterr().err)
+    assert "no CUDA GPU is usable" in line
+    # the command's spelling (issue 36: it said device='cpu', the Python keyword)
+    assert "--device cpu" in line and "device='cpu'" not in line, line
 
 
 def test_demo_device_gpu_without_a_gpu_is_a_user_error(monkeypatch, capsys):
@@ -395,6 +398,90 @@ def test_compile_watch_notices_after_its_threshold_while_compiling():
     assert 0.35 < watch.seconds < 2.0 and watch.noticed
 
 
+def test_the_library_logs_the_compile_notice_once(monkeypatch, caplog):
+    """Issue 36: the Python API's first fit compiled silently for minutes; the library logs
+    the notice on the "gpufs" logger (WARNING: shown unless configured away), once, for
+    gpufs's own kernels only, and not while the command line's watch prints its own."""
+    import logging
+
+    from numba import njit
+
+    import gpufs._compile_watch as cw
+
+    monkeypatch.setattr(cw, "NOTICE_AFTER_S", 0.0)
+    watch = cw.install()  # the process-wide listener, as if nothing had compiled yet
+    monkeypatch.setattr(watch, "noticed", False)
+    monkeypatch.setattr(watch, "gpufs_seconds", 0.0)
+
+    def compile_in(module):
+        ns = {"__name__": module}
+        exec("def fresh(a):\n    return a + 1\n", ns)
+        njit(ns["fresh"])(1)
+
+    with caplog.at_level(logging.WARNING, logger="gpufs"):
+        compile_in("user_code")          # not gpufs's: no notice
+        assert not caplog.records
+        with cw.CompileWatch(notice=lambda m: None):
+            compile_in("gpufs._fake")    # the command line's watch speaks instead
+        assert not caplog.records
+        compile_in("gpufs._fake")
+        compile_in("gpufs._fake")
+    said = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert said == [("gpufs", logging.WARNING, f"gpufs: {cw.NOTICE}")]
+    assert cw.compile_seconds() > 0
+
+
+def _slow_first_boost(monkeypatch, seconds=0.4):
+    """The first boosting fit of a GBFS fit (its first mu probe) compiles for ``seconds``
+    (numba's compile event, as a cold cache sends)."""
+    import time
+
+    from numba.core import event
+
+    from gpufs.selectors._boost_setup import BoostSetup
+
+    fit, done = BoostSetup.fit, []
+
+    def fit_after_a_compile(self, *a, **k):
+        if not done:
+            done.append(1)
+            with event.trigger_event("numba:compile"):
+                time.sleep(seconds)
+        return fit(self, *a, **k)
+
+    monkeypatch.setattr(BoostSetup, "fit", fit_after_a_compile)
+
+
+def test_fit_times_record_every_phase_and_leave_compilation_out(tmp_path, monkeypatch,
+                                                                 capsys):
+    """Issue 36/37: the report's fit_phases added up to 81.6 s against a fit of 51.5 s (they
+    counted the compile); each mu probe's seconds were not recorded."""
+    from gpufs import GBFSClassifier
+
+    _slow_first_boost(monkeypatch)
+    df = _planted()
+    X, y = df[[f"c{i}" for i in range(6)]].to_numpy(), df["label"].to_numpy()
+    est = GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu").fit(X, y)
+    times = est.fit_times_
+    assert times["compile"] >= 0.4
+    assert len(times["mu_probes"]) == len(est.mu_search_) >= 1
+    assert sum(times["mu_probes"]) <= times["mu_search"] + 1e-6
+    assert all(t < 0.4 for t in times["mu_probes"]), times  # the compile is not a probe's
+    assert {"bin", "mu_search", "pool", "boost"} <= set(times)
+
+    df.to_csv(tmp_path / "in.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    _slow_first_boost(monkeypatch)
+    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "-k", "2",
+                 "--trees", "20", "--device", "cpu", "--report", "r.json"]) == 0
+    timings = json.loads((tmp_path / "r.json").read_text())["timings_s"]
+    phases = timings["fit_phases"]
+    spent = sum(v for name, v in phases.items()
+                if name not in ("compile", "mu_probes", "group_test"))
+    assert timings["compile"] >= 0.4 and phases["compile"] >= 0.4
+    assert spent <= timings["fit"] + 0.05, timings
+
+
 # --- never destroy data ---------------------------------------------------------------------
 def _refused(tmp_path, monkeypatch, capsys, *extra):
     monkeypatch.chdir(tmp_path)
@@ -505,6 +592,27 @@ def test_progress_bar_on_a_terminal(tmp_path):
     assert "gpufs boosting" in screen and "5/5" in screen, screen
 
 
+def test_verbose_shows_a_bar_per_mu_probe_and_a_loss_at_the_first_tree(capsys):
+    """Issue 36: the mu search under -k printed nothing (62 s of a CLI run), and the
+    boosting bar showed loss=nan at tree 1."""
+    from gpufs import GBFSClassifier
+
+    df = _planted()
+    X, y = df[[f"c{i}" for i in range(6)]].to_numpy(), df["label"].to_numpy()
+    est = GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu",
+                         verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    n = len(est.mu_search_)
+    assert n >= 1
+    for i in range(1, n + 1):
+        assert f"gpufs mu search, probe {i} (mu=" in err, err
+    assert f"probe {n + 1} " not in err
+    assert "reached=yes" in err and "gpufs boosting" in err
+    assert "loss=nan" not in err, err
+    GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu").fit(X, y)
+    assert capsys.readouterr().err == ""  # verbose=False: silent
+
+
 @pytest.mark.parametrize("stdout_tty, stderr_tty, no_progress, shown", [
     (True, True, False, True), (True, True, True, False),
     (False, True, False, False), (True, False, False, False)])
@@ -599,6 +707,38 @@ def _fit_must_not_start(monkeypatch):
         raise AssertionError("the fit started before the outputs were checked")
 
     monkeypatch.setattr(cli, "_estimator", no_fit)
+
+
+def test_an_input_that_is_no_regular_file_is_refused_at_once(tmp_path, monkeypatch, capsys):
+    """Issue 36: a FIFO without a writer hung ``gpufs select`` in open(); a link to
+    /dev/urandom said only "error: z.parquet"; a folder named by explain said "Is a
+    directory: 3" (a file descriptor)."""
+    import signal
+
+    def raise_timeout(signum, frame):
+        raise TimeoutError("blocked")
+
+    os.mkfifo(tmp_path / "pipe.csv")
+    os.symlink("/dev/urandom", tmp_path / "z.parquet")
+    (tmp_path / "folder.json").mkdir()
+    os.symlink(tmp_path / "folder.json", tmp_path / "link.json")
+    monkeypatch.chdir(tmp_path)
+    old = signal.signal(signal.SIGALRM, raise_timeout)
+    signal.alarm(10)
+    try:
+        cases = [(["select", "pipe.csv", "--target", "y"], "pipe.csv is a FIFO (named pipe), "
+                  "not a file"),
+                 (["select", "z.parquet", "--target", "y"], "z.parquet is a character device, "
+                  "not a file"),
+                 (["explain", "folder.json"], "folder.json is a folder, not a file"),
+                 (["explain", "link.json"], "link.json is a folder, not a file")]
+        for argv, message in cases:
+            assert main(argv) == 2
+            line = _one_error_line(capsys.readouterr().err)
+            assert message in line and ": 3" not in line, line
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def test_a_compressed_output_without_its_library_is_refused_before_the_fit(
@@ -784,6 +924,158 @@ def test_sigterm_during_a_write_leaves_no_part_file(tmp_path):
                                   "--device", "cpu", "--output", "sel.csv", "--slow-write")
     assert (status, err) == (128 + signal.SIGTERM, "error: interrupted by SIGTERM\n"), err
     assert sorted(os.listdir(tmp_path)) == ["driver.py", "in.csv"]
+
+
+#: A fit that first compiles a small numba function; the signal is sent from inside llvmlite's
+#: object-cache callback (a ctypes callback, where Python prints "Exception ignored on calling
+#: ctypes callback" and drops an exception): numba calls it when the function's machine code
+#: is ready. ``--stall`` then keeps the callback busy (a long compile) until a second signal.
+_COMPILE_DRIVER = """
+import signal, sys, time
+import numba
+import numba.core.codegen as codegen
+import gpufs.cli as cli
+
+stall = "--stall" in sys.argv
+if stall:
+    sys.argv.remove("--stall")
+sig = getattr(signal, sys.argv.pop(1))
+original = codegen.JITCodeLibrary._object_compiled_hook.__func__
+sent = []
+
+
+def hook(cls, ll_module, buf):
+    if not sent:
+        sent.append(1)
+        signal.raise_signal(sig)
+        if stall:
+            print("STALLING", flush=True)
+            time.sleep(60)
+    return original(cls, ll_module, buf)
+
+
+codegen.JITCodeLibrary._object_compiled_hook = classmethod(hook)
+real_estimator = cli._estimator
+
+
+def compiling_estimator(args, task):
+    est = real_estimator(args, task)
+    fit = est.fit
+
+    def compile_then_fit(*a, **k):
+        numba.njit(lambda x: x + 1)(1)
+        print("COMPILED", flush=True)
+        return fit(*a, **k)
+
+    est.fit = compile_then_fit
+    return est
+
+
+cli._estimator = compiling_estimator
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _without_notice(err):
+    """stderr less the compile notice (a loaded machine takes seconds for a small compile)."""
+    from gpufs._compile_watch import NOTICE
+
+    return "".join(line for line in err.splitlines(keepends=True) if line.strip() != NOTICE)
+
+
+def _compile_driver(tmp_path, *args, stall=False):
+    (tmp_path / "driver.py").write_text(_COMPILE_DRIVER)
+    env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    return subprocess.Popen([sys.executable, "driver.py", *args, *(["--stall"] * stall)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_inside_llvmlites_callback_is_not_lost(tmp_path, sig):
+    """Issue 36: the handler's exception was raised inside llvmlite's ctypes callback, where
+    Python printed it and dropped it; the run went on, exited 0 and wrote its outputs."""
+    import signal
+
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    proc = _compile_driver(tmp_path, sig, "select", "in.csv", "--target", "label", "--drop",
+                           "id,note", "--trees", "3", "--device", "cpu", "--output", "o.csv",
+                           "--report", "r.json")
+    out, err = proc.communicate(timeout=600)
+    message = "interrupted" if sig == "SIGINT" else "interrupted by SIGTERM"
+    assert (proc.returncode, _without_notice(err)) == (128 + getattr(signal, sig),
+                                                       f"error: {message}\n"), (proc.returncode,
+                                                                                err)
+    assert sorted(os.listdir(tmp_path)) == ["cache", "driver.py", "in.csv"]
+
+
+def test_a_second_signal_stops_the_run_at_once(tmp_path):
+    """The first signal waits for the compile to end; a second one never waits (issue 36: a
+    lost first signal made the run ignore a second SIGINT and a SIGTERM until SIGKILL)."""
+    import signal
+    import time
+
+    _planted().to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "sel.csv.part").write_text("")  # a file of the user's, kept
+    proc = _compile_driver(tmp_path, "SIGINT", "select", "in.csv", "--target", "label",
+                           "--drop", "id,note", "--device", "cpu", "--output", "o.csv",
+                           stall=True)
+    try:
+        assert proc.stdout.readline().strip() == "STALLING"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert time.monotonic() - t0 < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, _without_notice(err)) == (130, "error: interrupted\n"), \
+        (proc.returncode, err)
+    assert sorted(os.listdir(tmp_path)) == ["cache", "driver.py", "in.csv", "sel.csv.part"]
+
+
+#: The ``gpufs`` console script as pip writes it, after a finder that sends SIGINT when the
+#: module named in argv[1] is imported (the moment the signal lands in ``import gpufs``).
+_CONSOLE_SCRIPT = """
+import signal, sys
+
+TARGET = sys.argv.pop(1)
+
+
+class InterruptAt:
+    def find_spec(self, name, path=None, target=None):
+        if name == TARGET:
+            sys.meta_path.remove(self)
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+
+sys.meta_path.insert(0, InterruptAt())
+import re
+from gpufs.cli import main
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("module", ["gpufs._numba_setup", "gpufs._version", "gpufs._cli_files",
+                                    "argparse"])
+def test_ctrl_c_during_import_gpufs_from_the_command_is_one_line(tmp_path, module):
+    """Issue 36: SIGINT 0.2-0.4 s into the ``gpufs`` command (while ``import gpufs`` ran,
+    before the command's handler existed) printed a 17-line traceback."""
+    (tmp_path / "gpufs").write_text(_CONSOLE_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, str(tmp_path / "gpufs"), module, "--version"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (130, "error: interrupted\n"), proc.stderr
+    # a library import (not the command) keeps Python's KeyboardInterrupt
+    (tmp_path / "script.py").write_text(_CONSOLE_SCRIPT)
+    proc = subprocess.run([sys.executable, str(tmp_path / "script.py"), "gpufs._version",
+                           "--version"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert "KeyboardInterrupt" in proc.stderr
 
 
 @pytest.mark.parametrize("delay", [0.8, 1.5, 3.0])

@@ -608,6 +608,23 @@ def test_rejected_inputs(client):
             eval_set=(Xd, da.from_array(np.full(40, 7), chunks=20)))
 
 
+def test_wrong_lengths_and_a_wrong_client_are_named(client):
+    """Issue 36: y or sample_weight of another length gave dask's "Chunks do not add up to
+    shape", and client="nope" an AttributeError."""
+    X, y, _ = _data(n=40)
+    Xd, yd = da.from_array(X, chunks=(20, 6)), da.from_array(y, chunks=20)
+    with pytest.raises(ValueError, match="y has 39 rows where X has 40"):
+        DaskGBFSRegressor(n_estimators=2).fit(Xd, da.from_array(y[:39], chunks=13))
+    with pytest.raises(ValueError, match="sample_weight has 41 rows where X has 40"):
+        DaskGBFSRegressor(n_estimators=2).fit(Xd, yd, sample_weight=da.ones(41, chunks=41))
+    with pytest.raises(ValueError, match="sample_weight has 30 rows where X has 40"):
+        DaskControlBurnRegressor().fit(Xd, yd, sample_weight=da.ones(30, chunks=10))
+    for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
+        with pytest.raises(TypeError, match="client must be a distributed.Client or None.*"
+                                            "got str 'nope'"):
+            cls(client="nope").fit(Xd, yd)
+
+
 def test_fitted_model_pickles_without_client_and_saves(client, tmp_path):
     import pickle
 

@@ -432,6 +432,22 @@ def test_refused_with_the_field_named(gbfs_doc, what, mutate, match):
         model_io.from_document(json.loads(json.dumps(doc)))
 
 
+def test_model_file_error_is_public_and_names_the_path_not_a_descriptor(tmp_path):
+    """Issue 36: catching ModelFileError needed a private module, and load_model through a
+    link to a folder said "Is a directory: 3" (the file descriptor)."""
+    import gpufs
+
+    assert gpufs.ModelFileError is model_io.ModelFileError
+    assert "ModelFileError" in gpufs.__all__ and issubclass(gpufs.ModelFileError, ValueError)
+    (tmp_path / "folder").mkdir()
+    os.symlink(tmp_path / "folder", tmp_path / "m.json")
+    for path in (tmp_path / "folder", tmp_path / "m.json"):
+        with pytest.raises(gpufs.ModelFileError, match=f"^{path} is a folder, not a file"):
+            GBFSRegressor.load_model(path)
+    with pytest.raises(FileNotFoundError, match="gone.json"):
+        GBFSRegressor.load_model(tmp_path / "gone.json")
+
+
 @pytest.mark.parametrize("text,match", [
     ('{"a": NaN}', r"expected a JSON object|not a gpufs model"),
     ('{"format": "gpufs.model", "format": "x"}', r"key 'format' appears twice"),

@@ -202,6 +202,9 @@ def _partitions_of(obj, what, is_X, row_chunks=None):
         if row_chunks is not None and not any(np.isnan(c) for c in row_chunks) \
                 and tuple(obj.chunks[0]) != tuple(row_chunks) \
                 and not any(np.isnan(c) for c in obj.chunks[0]):
+            if obj.shape[0] != sum(row_chunks):  # rechunk would say "Chunks do not add up"
+                raise ValueError(f"{what} has {obj.shape[0]} rows where X has "
+                                 f"{int(sum(row_chunks))}: give one value per row of X.")
             obj = obj.rechunk((tuple(row_chunks),))
         return list(obj.to_delayed())
     if kind == "frame" and not is_X:

@@ -40,6 +40,11 @@ __all__ = ["DaskGBFSClassifier", "DaskGBFSRegressor"]
 def default_client(client):
     """``client``, or the current ``distributed`` client (``Client()`` sets it)."""
     if client is not None:
+        from distributed import Client
+
+        if not isinstance(client, Client):  # "nope" failed later as an AttributeError
+            raise TypeError(f"client must be a distributed.Client or None (the current "
+                            f"client); got {type(client).__name__} {client!r:.80}.")
         return client
     from distributed import default_client as current
 

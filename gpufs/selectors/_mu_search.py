@@ -12,11 +12,10 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass
 
-
-from ..boosting import BoostingParams
+from .._compile_watch import clock
+from ..boosting import BoostingParams, _progress
 from ..penalties import PenaltyState
 
 __all__ = ["Probe", "MuSearch", "known_outcomes", "search_mu", "gbfs_mu_search"]
@@ -225,25 +224,41 @@ def gbfs_mu_search(setup, k: int, mu_start: float, *, rtol: float = 0.5,
         verbose=False))
     scaling = setup.scaling
     kept = {}  # mu -> checkpoint, only for the largest mu that reached k so far
+    n_probes = []
 
     def probe(mu):
         pen = _ProbePenalty(mu, setup.costs, setup.groups, scaling, k)
         latest = []
+        n_probes.append(mu)
+        # one bar per probe, as the boosting bar (``verbose``): its rounds, then its outcome
+        bar = _progress(horizon, params.verbose,
+                        f"gpufs mu search, probe {len(n_probes)} (mu={mu:.4g}, k={k})")
 
         def on_round_start(make_checkpoint):
             latest[:] = [make_checkpoint()]
+            if bar is not None and latest[0].rounds:
+                bar.update(1)
 
-        t0 = time.perf_counter()
+        t0 = clock()
+        result = None
         try:
-            ensemble = probes.fit(pen, on_round_start=on_round_start).ensemble
-            return Probe(float(mu), False, len(pen.order), int(ensemble.n_trees),
-                         time.perf_counter() - t0)
-        except _ReachedK:
-            if latest and all(mu > m for m in kept):
-                kept.clear()
-                kept[float(mu)] = latest[0]
-            return Probe(float(mu), True, len(pen.order), pen.tree_index + 1,
-                         time.perf_counter() - t0)
+            try:
+                ensemble = probes.fit(pen, on_round_start=on_round_start).ensemble
+                result = Probe(float(mu), False, len(pen.order), int(ensemble.n_trees),
+                               clock() - t0)
+            except _ReachedK:
+                if latest and all(mu > m for m in kept):
+                    kept.clear()
+                    kept[float(mu)] = latest[0]
+                result = Probe(float(mu), True, len(pen.order), pen.tree_index + 1,
+                               clock() - t0)
+        finally:
+            if bar is not None:
+                if result is not None:
+                    bar.set_postfix(features=result.n_features,
+                                    reached="yes" if result.reached else "no")
+                bar.close()
+        return result
 
     upper = 1.0 if scaling == "root_sse" else None
     search = search_mu(probe, int(k), float(mu_start), upper=upper, rtol=rtol,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import numbers
-import time
 import warnings
 
 import numpy as np
@@ -22,6 +21,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _scales, model_io
+from .._compile_watch import clock, compile_seconds
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
 from .._input import check_costs, check_groups, check_X
@@ -159,6 +159,7 @@ class _BaseGBFS(SelectorBase):
             The fitted estimator.
         """
         self._check_validation_params(eval_set)
+        compiled = compile_seconds()  # the phases of fit_times_ leave compilation out
         X_input = X
         data = self._prepare_fit(X, y, sample_weight)
         d = data.X.shape[1]
@@ -181,7 +182,7 @@ class _BaseGBFS(SelectorBase):
         key = self._warm_key(X_input, data) if self.warm_start else None
         warm = key is not None and getattr(self, "_warm_key_", None) == key
         history = list(getattr(self, "_mu_history_", [])) if warm else []
-        t0 = time.perf_counter()
+        t0 = clock()
         if not warm:
             # Rows of weight 0 are not training data: they must not place cut points.
             self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
@@ -190,11 +191,13 @@ class _BaseGBFS(SelectorBase):
         rows = DeviceRows(backend, self.bin_mapper_.transform(X, backend), y, w)
         evals = [DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
                  for Xv, yv, wv in evals]
-        times = {"bin": time.perf_counter() - t0, "mu_search": 0.0}
+        times = {"bin": clock() - t0, "mu_search": 0.0}
         # GT-GBM's candidate search; its desired number of features defaults to k
         gt = self._group_test_search(X, w, d, budget.asked, data.seed, backend, times)
-        return self._fit_binned(backend, rows, evals, costs, groups, times, warm=(key, history),
-                                gt=gt, seed=data.seed, budget=budget)
+        self._fit_binned(backend, rows, evals, costs, groups, times, warm=(key, history),
+                         gt=gt, seed=data.seed, budget=budget)
+        times["compile"] = compile_seconds() - compiled
+        return self
 
     def _fit_binned(self, backend, rows, evals, costs, groups, times, *, warm=(None, ()),
                     gt=None, seed=0, budget=None, device=None):
@@ -230,9 +233,9 @@ class _BaseGBFS(SelectorBase):
                            groups, self.penalty_scaling, gt)
         k = budget.k
         if budget.needs_auto_fit:
-            t0 = time.perf_counter()
+            t0 = clock()
             k = self._auto_k(setup, mu, evals, device) or None
-            times["auto_fit"] = time.perf_counter() - t0
+            times["auto_fit"] = clock() - t0
         gt_seconds = 0.0 if gt is None else gt.seconds
         # With k, early stopping must not end the fit before the k-th feature enters: all
         # rounds are grown, and the model is cut back to its best validation round, but not
@@ -260,9 +263,9 @@ class _BaseGBFS(SelectorBase):
             mu, pool = fit.mu, fit.pool
         else:
             penalties = setup.penalties(mu, k)
-            t0 = time.perf_counter()
+            t0 = clock()
             ensemble, record, n_rounds = setup.fit(penalties, eval_rows)
-            times["boost"] = time.perf_counter() - t0
+            times["boost"] = clock() - t0
         # the fitted attributes, set once the fit is done
         self.mu_, self.mu_search_, self.selection_pool_ = mu, mu_search, pool
         self.selection_frequency_ = frequency["selection_frequency_"]
@@ -367,7 +370,7 @@ class _BaseGBFS(SelectorBase):
         that place cut points), or None for ``split_search="exact"``."""
         if self.split_search != "group_testing":
             return None
-        t0 = time.perf_counter()
+        t0 = clock()
         s = self.gt_s if self.gt_s is not None else (k if k is not None else GT_DEFAULT_S)
         s = min(int(s), d)
         rows = None
@@ -382,7 +385,7 @@ class _BaseGBFS(SelectorBase):
                 "the exact search scores: expect no speed-up. Group testing pays off when the "
                 "desired number of features is much smaller than the number of features.",
                 UserWarning, stacklevel=5)
-        times["standardize"] = time.perf_counter() - t0
+        times["standardize"] = clock() - t0
         return GroupTestSearch(Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows,
                                subsets=self.gt_subsets)
 
@@ -613,8 +616,10 @@ _PARAMS_DOC = """
         chosen features held each feature; None without. Not saved in model files.
         ``gpufs.plotting.plot_selection_frequency`` draws it.
     fit_times_ : dict
-        Wall seconds of the fit's phases: bin, mu_search (0 without
-        ``n_features_to_select``), pool (the unbudgeted fit at the searched price) and
+        Wall seconds of the fit's phases, each without the time numba spent compiling kernels
+        in it (that is ``compile``, the fit's compile seconds): bin, mu_search (0 without
+        ``n_features_to_select``), mu_probes (a list: each probe of the search, in order),
+        pool (the unbudgeted fit at the searched price) and
         stability (the refits of ``stability_rounds``) with ``n_features_to_select``,
         auto_fit (the unbudgeted fit that "auto" reads its number of features from; only with
         "auto" and ``tol``), boost (the final fit); with ``split_search="group_testing"`` also
