@@ -1,32 +1,12 @@
 """Fixed point: exact, order-independent sums on every device.
 
-Owns the map float64 g -> int64 g_q = rint(g * scale). ``scale`` is a power of two, so
-``g * scale`` is exact and the rounding is the only approximation. It is chosen per tree from
-the largest magnitude alone, so that every row's value is bounded: |g_q| <= ``QGRAD_BOUND`` =
-2**15 (16 signed bits' magnitude), and additionally n_rows * max|g_q| < 2**62, so int64 sums
-of all rows cannot overflow (the second bound binds only past 2**47 rows). That is finer than
-LightGBM's quantized training (a few bits per row by default, stochastically rounded) and
-coarser than XGBoost's ``GradientQuantiser``, which, like gpufs before, bounds only the total
-(max of the positive and the negative sums within int64) and so needs 64-bit accumulators. Sums of integers are the same
-in any order, so a GPU's atomics give the CPU's histograms.
-
-The per-row bound is what the fast accumulators stand on: a run of at most
-``PACK_CHUNK_ROWS`` (2**16 - 1) rows sums each quantity to |sum| <= 2**31 - 2**15 < 2**31, so
-a block (GPU) accumulates g and h each in one 32-bit shared word with one native 32-bit
-atomic and no carry (the hardware has no native 64-bit shared atomic add: ptxas lowers
-``atom.shared.add.u64`` to a compare-and-swap loop, ``ATOMS.CAST.SPIN.64``, on sm_80, sm_90
-and sm_100), and a row chunk (CPU) may add (g, h) packed in one int64 word (``pack``: g in
-the high 32 bits, h in the low 32; one integer addition per element, ``unpack`` when
-flushing). Histogram cells stay int64 pairs, so the sums
-stay exact and both devices' histograms stay equal bit for bit.
-
-``exact_sum`` / ``exact_mean`` use the same idea for the float reductions that steer fitting
-(the A-GBM root divisor, the train and validation losses that early stopping compares): a
-float sum depends on the order of its additions, which numpy and cupy choose differently, so
-these sums are taken in two-word fixed point instead. The result is a host float that depends
-only on the multiset of the values, never on the device or the row order.
-``correctly_rounded_sum`` (the initial score's) is ``math.fsum``'s result from exact
-per-exponent integer sums, on the values' device.
+Owns the map float64 g -> int64 g_q = rint(g * scale), ``scale`` a power of two chosen per
+tree so that every row's |g_q| (and h_q) is at most ``QGRAD_BOUND`` = 2**15 and int64 sums of
+all rows cannot overflow. Integer sums are the same in any order, so a GPU's atomics give the
+CPU's histograms, and the per-row bound lets a run of ``PACK_CHUNK_ROWS`` rows accumulate in
+32-bit words (GPU shared memory) or packed int64 pairs (``pack`` / ``unpack``).
+Also owns the fixed-point float reductions that steer fitting (``exact_sum``,
+``exact_mean``, ``correctly_rounded_sum``). The rules in full: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
