@@ -165,7 +165,11 @@ def _decode_params(d, at, cls, nested=False):
     missing = [k for k in known if k not in d and k not in since]
     if missing:
         at.fail(f"missing parameter {missing[0]!r} (a model file lists every parameter).")
-    return {k: _decode_param(v, at[k], nested) for k, v in d.items()}
+    # a parameter whose default changed the fit when it appeared takes, in an older file,
+    # the value that reproduces that file's fit (the categorical guards off, gain ranking)
+    legacy = {k: v for k, v in getattr(_CODECS[cls], "params_before", {}).items()
+              if k in known and k not in d}
+    return {**legacy, **{k: _decode_param(v, at[k], nested) for k, v in d.items()}}
 
 
 def _check_params(est, at):
@@ -392,7 +396,9 @@ def _migrate_format1(p):
     if type(params) is dict:  # 0.1.0 had fewer parameters: the others take their defaults
         import gpufs
 
-        defaults = getattr(gpufs, name)().get_params(deep=False)
+        cls = getattr(gpufs, name)
+        defaults = {**cls().get_params(deep=False),
+                    **getattr(_CODECS[cls], "params_before", {})}
         params = {**{k: _encode_param(k, v, name) for k, v in defaults.items()}, **params}
     return {
         "estimator": name, "params": params, "n_features_in": p["n_features_in"],

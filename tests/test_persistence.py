@@ -277,6 +277,35 @@ def test_files_written_before_evals_result_load():
         np.testing.assert_array_equal(loaded.evals_result_[0], est.evals_result_[0])
 
 
+@pytest.mark.parametrize("multitask", [False, True])
+def test_files_written_before_the_categorical_guards_load_as_fitted(multitask):
+    """A file that predates a parameter whose default changes the fit loads with the value
+    that file was fitted with (guards off, pool ranked by gain), not today's default, so
+    that a refit or warm start of the loaded model repeats that fit."""
+    from gpufs import MultiTaskGBFSRegressor
+
+    X, y = _data("regressor")
+    if multitask:
+        est = MultiTaskGBFSRegressor(n_estimators=3, max_depth=2, device="cpu").fit(
+            X, y, task=np.arange(len(y)) % 2)
+    else:
+        est = GBFSRegressor(n_estimators=3, max_depth=2, device="cpu").fit(X, y)
+    doc = model_io.to_document(est)
+    old = ("cat_smooth", "cat_l2", "min_data_per_group", "max_cat_threshold", "pool_ranking")
+    for name in old:
+        doc["params"].pop(name, None)
+    loaded = model_io.from_document(json.loads(model_io.dumps(doc)))
+    params = loaded.get_params()
+    assert (params["cat_smooth"], params["cat_l2"]) == (0.0, 0.0)
+    assert (params["min_data_per_group"], params["max_cat_threshold"]) == (0, 256)
+    if not multitask:
+        assert params["pool_ranking"] == "gain"
+    fresh = model_io.from_document(json.loads(model_io.dumps(model_io.to_document(loaded))))
+    assert fresh.get_params()["cat_smooth"] == 0.0      # and it stays so when saved again
+    first = GBFSClassifier.load_model(os.path.join(HERE, "data", "gbfs_format1.json"))
+    assert first.get_params()["cat_l2"] == 0.0 and first.pool_ranking == "gain"
+
+
 def test_wrong_class_and_not_fitted(tmp_path):
     from sklearn.exceptions import NotFittedError
 

@@ -30,6 +30,10 @@ class GBFSCodec:
                                       "gt_delta", "gt_s", "gt_subsets", "max_cat_threshold",
                                       "min_data_per_group", "n_jobs", "pool_ranking", "split_search", "tol",
                                       "warm_start"})
+    #: what a file written before a parameter existed was fitted with, where the default
+    #: has changed the fit since (the categorical guards off; GBFS: the pool ranked by gain)
+    params_before = {"cat_smooth": 0.0, "cat_l2": 0.0, "min_data_per_group": 0,
+                     "max_cat_threshold": 256, "pool_ranking": "gain"}
 
     @staticmethod
     def check_fit_params(est, at):

@@ -34,6 +34,10 @@ class MultiTaskGBFSCodec:
     #: parameters added after format 2 appeared: a file may lack them (they take defaults)
     params_since_format2 = frozenset({"cat_l2", "cat_smooth", "categorical_features",
                                       "max_cat_threshold", "min_data_per_group", "n_jobs"})
+    #: what a file written before a parameter existed was fitted with, where the default
+    #: has changed the fit since (the categorical guards off; GBFS: the pool ranked by gain)
+    params_before = {"cat_smooth": 0.0, "cat_l2": 0.0, "min_data_per_group": 0,
+                     "max_cat_threshold": 256}
     keys = ["device", "tasks", "bins", "ensembles", "n_estimators", "mu_t",
             "selected_features", "selected_features_by_task", "feature_importances",
             "selection_records", "fit_times", "selection_path"]
