@@ -35,6 +35,11 @@ and 10 trees for the dense shapes, 2 pairs.
     python bench/ab.py                          # against the merge base with main
     python bench/ab.py --base 954a29e --shapes dense_1t,dense_2t --pairs 5
     python bench/ab.py --quick --lightgbm
+    python bench/ab.py --cache-root ~/.cache/gpufs-ab   # compile each side once, not every run
+
+A fresh cache compiles every kernel on each side before the first timed run (minutes; many
+on a loaded machine): ``--cache-root`` keeps both caches and the base checkout for the next
+run (``git worktree remove`` it when done).
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -88,8 +94,10 @@ def parse_args(argv=None):
                     help="also time LightGBM in head's processes (head / LightGBM)")
     ap.add_argument("--keep", action="store_true", help="keep the base worktree and caches")
     ap.add_argument("--cache-root", default=None,
-                    help="keep the numba caches here (base-<sha>/, head/) for later runs "
-                         "(default: fresh ones in the temporary folder)")
+                    help="keep the numba caches (base-<sha>/, head/) and the base checkout "
+                         "(tree-<sha>/, a git worktree: numba's cache is keyed by the source "
+                         "files' paths and times) here, reused by later runs (default: all "
+                         "fresh in a temporary folder, removed at the end)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "ab.jsonl"))
     ap.add_argument("--table", default=None, help="also write the markdown table here")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -316,13 +324,22 @@ def main(argv=None):
     head_sha = _git("rev-parse", "HEAD")
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     head_name = head_sha[:10] + (" + working tree" if dirty else "")
+    # a kill still removes the base worktree (the ``finally`` below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tmp = tempfile.mkdtemp(prefix=".ab-", dir=os.path.dirname(ROOT))
     base_root = os.path.join(tmp, "base")
+    reuse = False
+    if args.cache_root:
+        # numba's cache is keyed by each source file's path and time stamp: a kept cache
+        # only serves the same checkout, so keep the base checkout beside it as well
+        base_root = os.path.join(os.path.abspath(args.cache_root), "tree-" + base_sha[:12])
+        reuse = os.path.isdir(base_root)
     cache_root = os.path.abspath(args.cache_root) if args.cache_root else tmp
     caches = {"base": os.path.join(cache_root, "base-" + base_sha[:12]),
               "head": os.path.join(cache_root, "head")}
     roots = {"base": base_root, "head": ROOT}
-    _git("worktree", "add", "--detach", base_root, base_sha)
+    if not reuse:
+        _git("worktree", "add", "--detach", base_root, base_sha)
     try:
         # a source checkout's gpufs/cuda_kernels link (to cuda_kernels/ beside the package)
         link = os.path.join(ROOT, "gpufs", "cuda_kernels")
@@ -361,8 +378,9 @@ def main(argv=None):
                 fh.write(table + "\n")
     finally:
         if not args.keep:
-            subprocess.run(["git", "worktree", "remove", "--force", base_root], cwd=ROOT,
-                           capture_output=True, check=False)
+            if not args.cache_root:
+                subprocess.run(["git", "worktree", "remove", "--force", base_root], cwd=ROOT,
+                               capture_output=True, check=False)
             shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
