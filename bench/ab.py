@@ -18,6 +18,10 @@ What it does:
      ``--lightgbm`` also head / LightGBM, LightGBM timed in head's processes on the same data
      and threads (``bench/_peers.py``'s parameters).
 
+Every run records wall and CPU time (``wall_value``, ``cpu_value``); ``--metric cpu`` compares
+the CPU time, steadier than wall time on a machine shared with other work (for 1-thread shapes
+it is the fit's own work; on more threads it also counts the pool's idle spinning).
+
 Each run's record and each shape's summary are appended as JSON lines to
 ``bench/results/ab.jsonl`` (``--out``); the markdown table is printed (``--table`` also writes
 it to a file).
@@ -89,6 +93,10 @@ def parse_args(argv=None):
                     help="trees of the dense shapes (default 30; 10 with --quick)")
     ap.add_argument("--repeats", type=int, default=1,
                     help="timed fits per process of the whole-fit shapes (their median)")
+    ap.add_argument("--metric", choices=("wall", "cpu"), default="wall",
+                    help="compare wall time (default) or the process's CPU time (every "
+                         "thread; steadier on a loaded machine, fair for 1-thread shapes, "
+                         "counts idle spinning of pool threads on others)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--lightgbm", action="store_true",
                     help="also time LightGBM in head's processes (head / LightGBM)")
@@ -202,14 +210,24 @@ def pin_prefix(threads, taskset=None, n_cpus=None):
 
 # --- the worker: one shape, timed, in a fresh process -----------------------------------------
 
+#: CPU seconds (this process, every thread) of the last ``_timed`` call
+_LAST_CPU = [0.0]
+
+
 def _timed(fn):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
+    _LAST_CPU[0] = time.process_time() - c0
     return time.perf_counter() - t0, out
 
 
 def _median_fit(fn, repeats):
-    return statistics.median(_timed(fn)[0] for _ in range(repeats))
+    """(wall, cpu): the medians of ``repeats`` timed calls."""
+    wall, cpu = [], []
+    for _ in range(repeats):
+        wall.append(_timed(fn)[0])
+        cpu.append(_LAST_CPU[0])
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def worker(args):
@@ -232,8 +250,10 @@ def worker(args):
                       random_state=0)
         GBFSClassifier(**params, n_estimators=2).fit(X[:50_000], y[:50_000])  # cache load
         t1, _ = _timed(lambda: GBFSClassifier(**params, n_estimators=1).fit(X, y))
+        c1 = _LAST_CPU[0]
         tn, _ = _timed(lambda: GBFSClassifier(**params, n_estimators=args.trees).fit(X, y))
         value = (tn - t1) / (args.trees - 1)
+        cpu_value = (_LAST_CPU[0] - c1) / (args.trees - 1)
         rec.update(rows=args.rows, trees=args.trees, fit_1_s=t1, fit_s=tn)
         if args.lightgbm:
             p = lightgbm_cegb_params("binary", 4, 100, 50.0)
@@ -263,7 +283,7 @@ def worker(args):
                                   random_state=0, **kw).fit(X, y)
 
         fit(2 if "n_features_to_select" not in kw else trees)  # cache load
-        value = _median_fit(fit, args.repeats)
+        value, cpu_value = _median_fit(fit, args.repeats)
         rec.update(rows=X.shape[0], features=X.shape[1], trees=trees)
         if args.lightgbm:
             import lightgbm as lgb
@@ -282,8 +302,8 @@ def worker(args):
                 return lgb.train(p, lgb.Dataset(X, y, params=p), num_boost_round=trees)
 
             lfit()
-            lgb_s = _median_fit(lfit, args.repeats)
-    rec.update(value=value, metric=SHAPES[shape][2], lightgbm=lgb_s)
+            lgb_s = _median_fit(lfit, args.repeats)[0]
+    rec.update(value=value, cpu_value=cpu_value, metric=SHAPES[shape][2], lightgbm=lgb_s)
     print("AB_RESULT " + json.dumps(rec), flush=True)
 
 
@@ -311,7 +331,9 @@ def _run_one(side, root, cache, shape, args, pair):
     if not os.path.realpath(rec["gpufs_file"]).startswith(os.path.realpath(root)):
         raise RuntimeError(f"{side} imported gpufs from {rec['gpufs_file']}, not from {root}")
     load = max(load, os.getloadavg()[0])
-    rec.update(side=side, pair=pair, load=load)
+    rec.update(side=side, pair=pair, load=load, wall_value=rec["value"])
+    if args.metric == "cpu":
+        rec["value"] = rec["cpu_value"]
     return rec
 
 
@@ -371,7 +393,7 @@ def main(argv=None):
                 for r in runs:
                     fh.write(json.dumps({**common, "kind": "run", **r}) + "\n")
                 fh.write(json.dumps({**common, "kind": "summary", **s}) + "\n")
-        table = markdown_table(summaries, base_sha[:10], head_name)
+        table = markdown_table(summaries, base_sha[:10], head_name + f" ({args.metric} time)")
         print(table)
         if args.table:
             with open(args.table, "w") as fh:

@@ -95,3 +95,10 @@ def test_table_flags_a_slower_shape():
     assert ab.verdict(1.03) == "ok" and ab.verdict(1.031) != "ok"
     # without LightGBM there is no such column
     assert "LightGBM" not in ab.markdown_table([fast], "a", "b")
+
+
+def test_metric_choice():
+    assert ab.parse_args([]).metric == "wall"
+    assert ab.parse_args(["--metric", "cpu"]).metric == "cpu"
+    with pytest.raises(SystemExit):
+        ab.parse_args(["--metric", "cycles"])
