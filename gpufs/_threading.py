@@ -104,6 +104,14 @@ def effective_n_jobs(n_jobs) -> int:
 _active = threading.local()
 
 
+def current_limit():
+    """The threads of the innermost ``thread_limit`` block on this thread (what
+    ``numba.get_num_threads()`` says inside it), or None outside every block. A thread-local
+    read: ``numba.get_num_threads()`` takes a lock and costs microseconds, and the CPU backend
+    asks several times per tree."""
+    return getattr(_active, "n", None)
+
+
 @contextlib.contextmanager
 def thread_limit(n_jobs):
     """Run the block's numba kernels on at most ``effective_n_jobs(n_jobs)`` threads, one task
@@ -124,9 +132,12 @@ def thread_limit(n_jobs):
     numba.set_num_threads(n)
     numba.set_parallel_chunksize(1)
     _active.depth = getattr(_active, "depth", 0) + 1
+    outer = getattr(_active, "n", None)
+    _active.n = n
     try:
         yield n
     finally:
+        _active.n = outer
         _active.depth -= 1
         numba.set_num_threads(old_n)
         numba.set_parallel_chunksize(old_chunk)

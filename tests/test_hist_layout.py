@@ -205,3 +205,42 @@ def test_trees_do_not_depend_on_how_histograms_are_filled(monkeypatch):
         for key in ref:
             np.testing.assert_array_equal(s[key], ref[key], err_msg=key)
         np.testing.assert_array_equal(est.selected_features_, results[0].selected_features_)
+
+
+@pytest.mark.parametrize("threads,rows_per_task", [(1, 16384), (2, 7)])
+def test_full_width_row_loops_match_the_compact_loop(threads, rows_per_task):
+    """A layout whose every feature has 256 slots (255-bin features; a dense tall table) is
+    filled row-wise at a constant stride (``_rows_into_all_full``, ``_rows_into_full``): the
+    same histogram as a numpy sum and as the compact layout's loop, the missing bin (255) in
+    the last slot, odd row counts (the unpaired last row), all features or a subset."""
+    from gpufs.backends.cpu import histogram as hmod
+
+    rng = np.random.default_rng(5)
+    n, d = 1001, 5
+    Xb = rng.integers(0, 255, size=(n, d)).astype(np.uint8)
+    Xb[rng.random((n, d)) < 0.05] = 255
+    gh = np.stack([rng.integers(-2 ** 40, 2 ** 40, n), rng.integers(1, 2 ** 20, n)], axis=1)
+    rows = rng.permutation(n).astype(np.int32)
+    start, count = np.array([0, 0, 333, 600]), np.array([n, 333, 267, 401])
+    nodes = np.array([0, 1, 2, 3])
+    lay = HistLayout.full(d)
+    want = np.zeros((4, lay.n_slots, 2), np.int64)
+    for k in range(4):
+        r = rows[start[k]:start[k] + count[k]]
+        for f in range(d):
+            np.add.at(want[k], 256 * f + Xb[r, f].astype(np.int64), gh[r])
+    be = CPUBackend(n_threads=threads, rows_per_task=rows_per_task, parallel_min_work=1,
+                    hist_loop="rows")
+    got = be.histograms(Xb, gh, rows, start, count, nodes, layout=lay)
+    np.testing.assert_array_equal(got, want)
+    feats = np.array([0, 3, 4], np.int32)
+    sub = be.histograms(Xb, gh, rows, start, count, nodes, feats=feats, layout=lay)
+    slots = lay.slots_of(feats)
+    np.testing.assert_array_equal(sub[:, slots], want[:, slots])
+    # the compact loop on the same layout, called directly: the same slots
+    H = np.zeros(2 * lay.n_slots, np.int64)
+    H2 = np.zeros_like(H)
+    hmod._rows_into_all(Xb, gh, rows, 0, n, lay.offset.astype(np.int32), H)
+    hmod._rows_into_all_full(Xb, gh, rows, 0, n, H2)
+    np.testing.assert_array_equal(H2, H)
+    np.testing.assert_array_equal(H2.reshape(-1, 2), want[0])

@@ -242,3 +242,27 @@ print("OK", list(est.selected_features_))
     X, y = _data()
     quiet = _model().fit(X, y)
     assert r.stdout.strip() == "OK " + str(list(quiet.selected_features_))
+
+
+def test_current_limit_follows_the_blocks_and_the_backend_reads_it(monkeypatch):
+    """Inside ``thread_limit`` the backend's thread count is the block's (a thread-local read,
+    no numba lock per call); nested ``n_jobs=None`` keeps the outer limit; outside, numba's."""
+    be = CPUBackend()
+    outside = _threading.current_limit()
+    with _threading.thread_limit(1):
+        assert _threading.current_limit() == 1 == numba.get_num_threads()
+        calls = []
+        real = numba.get_num_threads
+        monkeypatch.setattr(numba, "get_num_threads", lambda: calls.append(1) or real())
+        assert be._threads() == 1 and not calls  # numba not asked
+        monkeypatch.setattr(numba, "get_num_threads", real)
+        with _threading.thread_limit(None):
+            assert _threading.current_limit() == 1
+        if numba.config.NUMBA_NUM_THREADS > 1:
+            with _threading.thread_limit(2):
+                assert _threading.current_limit() == 2 == be._threads()
+        assert _threading.current_limit() == 1
+    assert _threading.current_limit() == outside
+    if outside is None:
+        assert be._threads() == numba.get_num_threads()
+    assert CPUBackend(n_threads=3)._threads() == 3

@@ -14,6 +14,7 @@ import numpy as np
 from ..._categorical import CAT_WORDS
 from ..._device import to_host
 from ..._hist_layout import split_input, tree_layout
+from ..._threading import current_limit
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
 from ..base import LevelResult, SplitPlan, best_splits, kernel_for
 from ._args import (Decisions, FixedScales, HistSource, LevelOut, LevelState, NodeSums,
@@ -209,7 +210,10 @@ class CPUBackend:
         return buf
 
     def _threads(self):
-        return numba.get_num_threads() if self.n_threads is None else int(self.n_threads)
+        if self.n_threads is not None:
+            return int(self.n_threads)
+        n = current_limit()  # inside a fit: no lock per call
+        return numba.get_num_threads() if n is None else n
 
     def _run(self, parallel):
         """How a compiled call runs (a ``Run``): on the thread pool when ``parallel``."""
