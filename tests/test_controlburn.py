@@ -277,6 +277,26 @@ def test_path_k_max_on_breast_cancer_holds_every_k():
         warnings.simplefilter("ignore", SelectionWarning)
         fit_k = ControlBurnClassifier(n_features_to_select=k, random_state=0).fit(X, y)
     assert sp["features"][k] == sorted(fit_k.selected_features_.tolist())
+    # Issue 35: which k come from one lasso solution and which from ranking
+    assert sorted(sp["source"]) == sp["k"]
+    assert set(sp["source"].values()) <= {"lasso", "completed", "near_copies"}
+    assert all(sp["exact"][k] == (sp["source"][k] == "lasso") for k in sp["k"])
+    assert all(sp["source"][k] != "lasso" for k in sp["unreachable"])
+    assert "lasso" in sp["source"].values()
+
+
+def test_verbose_shows_a_bar_over_the_lasso_search(capsys):
+    """Issue 36, item 12: after the forest's bar the lasso search was silent (15-20 s on a
+    large table); with verbose it has a bar of its own, one tick per solve."""
+    X, y = regression_data()
+    ControlBurnRegressor(n_features_to_select=2, verbose=True, random_state=0,
+                         **SMALL_R).fit(X, y)
+    err = capsys.readouterr().err
+    assert "gpufs ControlBurn forest" in err
+    assert "gpufs ControlBurn lasso search" in err and "solve" in err
+    assert err.index("gpufs ControlBurn forest") < err.index("gpufs ControlBurn lasso search")
+    ControlBurnRegressor(n_features_to_select=2, random_state=0, **SMALL_R).fit(X, y)
+    assert "lasso search" not in capsys.readouterr().err
 
 
 def test_selection_warning_is_a_filterable_user_warning():
