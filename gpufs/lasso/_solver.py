@@ -609,7 +609,7 @@ def _one_blas_thread(xp):
             from threadpoolctl import ThreadpoolController
 
             _BLAS.append(ThreadpoolController())
-        except Exception:   # threadpoolctl missing or failing: leave BLAS as it is
+        except (ImportError, OSError, RuntimeError):   # no threadpoolctl: BLAS as it is
             _BLAS.append(None)
     if _BLAS[0] is None:
         return contextlib.nullcontext()
