@@ -23,6 +23,7 @@ Run::
 
     python bench/bench_controlburn.py                       # 20,000 x 50 here, all methods
     python bench/bench_controlburn.py --rows 200000 --rows 1000000 --skip-package  # GPU box
+    python bench/bench_controlburn.py --lasso-ab --rows 100000 --splits 3   # issue 35's 9 fits
 
 One JSON line per method and size goes to ``bench/results/controlburn_<machine>.jsonl``, each with
 the machine (CPU model, cores, load average, GPU), plus a ``summary`` line with the ratios
@@ -293,6 +294,77 @@ def run_mdi(X, y, k, seed):
 
 
 # --------------------------------------------------------------------------------------------
+# the lasso search, before and after issue 35
+# --------------------------------------------------------------------------------------------
+
+
+def _lasso_arm(name):
+    """Switch the lasso search to issue 35's ("new": the one-tree jump rule, proximal Newton
+    for the logistic loss, one BLAS thread for thin forests) or to what it was ("old")."""
+    from gpufs.lasso import _search, _solver
+
+    if not hasattr(_search._Search, "_issue35_rule"):
+        _search._Search._issue35_rule = _search._Search.one_tree_jump
+    new = name == "new"
+    _solver._PN_MAX_TREES = 256 if new else 0
+    _solver._ONE_THREAD_MAX_TREES = 512 if new else 0
+    _search._Search.one_tree_jump = (_search._Search._issue35_rule if new
+                                     else (lambda self, hi, lo, target: 0))
+
+
+def lasso_ab(rows, features, splits, ks, out, log):
+    """Issue 35's timing case: a binary ``make_classification`` table (5 informative, 2
+    redundant columns), for each split (70 % of the rows) one ``warm_start`` estimator per arm
+    and the fits for every k (``splits`` x ``len(ks)`` fits per arm, the forest grown by each
+    arm's first fit of a split), the arms alternating which goes first."""
+    import warnings
+
+    from sklearn.datasets import make_classification
+
+    from gpufs import ControlBurnClassifier
+
+    X, y = make_classification(n_samples=rows, n_features=features, n_informative=5,
+                               n_redundant=2, random_state=0)
+    info = machine_info()
+    records = []
+    for s in range(splits):
+        idx = np.random.RandomState(s).permutation(rows)[: int(0.7 * rows)]
+        ests = {a: ControlBurnClassifier(warm_start=True, random_state=0) for a in ("old", "new")}
+        for i, k in enumerate(ks):
+            for a in (("old", "new") if (i + s) % 2 == 0 else ("new", "old")):
+                _lasso_arm(a)
+                t = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est = ests[a].set_params(n_features_to_select=k).fit(X[idx], y[idx])
+                rec = {"bench": "controlburn_lasso_ab", "arm": a, "rows": rows,
+                       "features": features, "split": s, "k": k,
+                       "fit_s": time.perf_counter() - t, "fit_times": est.fit_times_,
+                       "n_trees": int(est.n_trees_),
+                       "selected": sorted(int(f) for f in est.selected_features_),
+                       "source": {int(j): v for j, v in est.selection_path_["source"].items()},
+                       "exact": bool(est.selection_exact_),
+                       "loadavg_1m": os.getloadavg()[0], "machine": info}
+                records.append(rec)
+                log(f"split {s} k={k} {a}: fit {rec['fit_s']:.1f} s, select "
+                    f"{est.fit_times_['select']:.1f} s, {rec['selected']}, load "
+                    f"{rec['loadavg_1m']:.1f}")
+    _lasso_arm("new")
+    summary = {"bench": "controlburn_lasso_ab", "arm": "summary", "rows": rows,
+               "machine": info}
+    for a in ("old", "new"):
+        mine = [r for r in records if r["arm"] == a]
+        summary[f"fit_s_{a}"] = sum(r["fit_s"] for r in mine)
+        summary[f"select_s_{a}"] = sum(r["fit_times"]["select"] for r in mine)
+    summary["same_selections"] = sum(
+        a["selected"] == b["selected"] for a, b in zip(
+            [r for r in records if r["arm"] == "old"], [r for r in records if r["arm"] == "new"]))
+    records.append(summary)
+    append_records(out, records)
+    log(f"  summary {summary}")
+
+
+# --------------------------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------------------------
 
@@ -312,6 +384,10 @@ def main(argv=None):
     ap.add_argument("--skip-package", action="store_true")
     ap.add_argument("--skip-cv", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--lasso-ab", action="store_true",
+                    help="issue 35's timing case instead: the lasso search before and after, "
+                         "--rows x 12 columns, --splits splits x k in 3, 5, 10")
+    ap.add_argument("--splits", type=int, default=3)
     args = ap.parse_args(argv)
     rows_list = args.rows or [20000]
 
@@ -321,6 +397,10 @@ def main(argv=None):
     info = machine_info()
     out = args.out or os.path.join(HERE, "results", f"controlburn_{machine_tag(info)}.jsonl")
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    if args.lasso_ab:
+        for rows in rows_list:
+            lasso_ab(rows, 12, args.splits, (3, 5, 10), out, log)
+        return
     for rows in rows_list:
         X, y, group = make_data(rows, args.features, seed=args.seed)
         common = {"bench": "controlburn", "rows": rows, "features": args.features, "k": args.k,

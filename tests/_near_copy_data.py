@@ -30,3 +30,21 @@ def near_copy_groups(seed, design, task, m=1000, n_copies=3, noise=0.1, n_noise=
     cols.append(rng.randn(m, n_noise))
     groups = np.r_[np.repeat(np.arange(3), n_copies), np.arange(3, 3 + n_noise)]
     return np.hstack(cols), y, groups
+
+
+def interaction_groups(seed, task, m=3000, n_copies=4, noise=0.1, n_noise=8):
+    """Issue 35's case: three groups of ``n_copies`` near-copies of z_0..z_2 (|corr| about
+    0.99) and ``n_noise`` noise columns; f = 1.5 z_0 - 1.2 z_1 + z_2 z_0 (the third group acts
+    only through an interaction with the first). Returns (X, y, group of every column) as
+    :func:`near_copy_groups` does."""
+    rng = np.random.RandomState(seed)
+    Z = rng.randn(m, 3)
+    f = 1.5 * Z[:, 0] - 1.2 * Z[:, 1] + Z[:, 2] * Z[:, 0]
+    if task == "classification":
+        y = (f + rng.logistic(size=m) > np.median(f)).astype(int)
+    else:
+        y = f + 0.5 * rng.randn(m)
+    cols = [Z[:, [j]] + noise * rng.randn(m, n_copies) for j in range(3)]
+    cols.append(rng.randn(m, n_noise))
+    groups = np.r_[np.repeat(np.arange(3), n_copies), np.arange(3, 3 + n_noise)]
+    return np.hstack(cols), y, groups

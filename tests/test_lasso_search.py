@@ -65,6 +65,42 @@ def test_unreachable_k_is_reported():
     assert "jumps from 0" in path.unreachable[1]
 
 
+def test_a_jump_one_tree_makes_stops_the_bisection_at_once():
+    """Issue 35: when the one tree that enters between two lambdas brings more new features
+    than k needs, no lambda in between gives k, and bisecting on to the relative width (1e-7,
+    some 20 more solves per unreachable k) only narrows the bracket around its entry."""
+    A, y, eye = _one_feature_per_tree(n=6)
+    masks = np.repeat(eye, 3, axis=1)  # tree i uses features 3i, 3i+1 and 3i+2
+    for k in (1, 2, 4, 5):
+        with pytest.raises(UnreachableKError, match=r"the one tree that enters there brings "
+                                                    r"3 new features at once") as info:
+            select_k(A, y, masks, k)
+        below, above = info.value.below, info.value.above
+        assert above.k - below.k == 3 and below.k < k < above.k
+        # the solution below k and the next one above, as the full bisection finds them
+        full = _full_bisection_bracket(A, y, masks, k)
+        assert (below.k, above.k) == full
+        assert above.n_solves <= 12, above.n_solves
+    # the reachable k are still found
+    assert select_k(A, y, masks, 6).k == 6
+
+
+def _full_bisection_bracket(A, y, masks, k):
+    """(k below, k above) of the bracket that bisection to the relative width finds (the rule
+    switched off)."""
+    from gpufs.lasso import _search
+
+    rule = _search._Search.one_tree_jump
+    _search._Search.one_tree_jump = lambda self, hi, lo, target: 0
+    try:
+        with pytest.raises(UnreachableKError) as info:
+            select_k(A, y, masks, k)
+    finally:
+        _search._Search.one_tree_jump = rule
+    assert info.value.above.n_solves > 20
+    return info.value.below.k, info.value.above.k
+
+
 def test_zero_cost_trees_are_free_features():
     """A feature of cost 0 is free: its tree is never penalized, so it is selected at every
     lambda and counts toward k."""

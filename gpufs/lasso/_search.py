@@ -4,6 +4,8 @@ one k (:func:`select_k`) or every k up to k_max (:func:`selections_by_k`). Zero-
 free: their features are selected at every lambda and count toward k."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import numbers
@@ -28,6 +30,26 @@ GRID_LAMBDA_MIN_RATIO = 1e-4
 DISCOUNT_RTOL = 1e-3
 #: A reweighting step's lambda bisection stops at this relative width at finest.
 STEP_BISECT_RTOL = 1e-4
+
+
+def _n(count, noun="feature"):
+    """``"1 feature"``, ``"3 features"``: a count with its noun in the right number."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+#: A callable ``(lam, n_selected)`` told of every lasso solve of a search (see :func:`reporting`).
+_LISTENER = contextvars.ContextVar("gpufs_lasso_listener", default=None)
+
+
+@contextlib.contextmanager
+def reporting(listener):
+    """Within this block every lasso solve of the searches here calls ``listener(lam,
+    n_selected)`` (a progress bar's update; None: no report)."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
 
 
 class _Search:
@@ -73,6 +95,9 @@ class _Search:
         feats = selected_features(res.weights, self.masks, self.threshold)
         self.points[lam] = (res, feats)
         self.n_solves += 1
+        listener = _LISTENER.get()
+        if listener is not None:
+            listener(lam, int(feats.size))
         return self.points[lam]
 
     def k(self, lam, cold=False):
@@ -103,12 +128,18 @@ class _Search:
                 break
         if bracket is None:
             k_seen = max(k for _, k in pts)
-            return None, (f"no lambda down to {pts[-1][0]:.6g} selects {target} features; the most "
+            return None, (f"no lambda down to {pts[-1][0]:.6g} selects {_n(target)}; the most "
                           f"selected on the path is {k_seen}")
         hi, lo = bracket
         for _ in range(max_steps):
             if hi / lo - 1.0 <= rtol:
                 break
+            jump = self.one_tree_jump(hi, lo, target)
+            if jump:
+                return None, (f"the number of selected features jumps from {self.k(hi)} "
+                              f"(lambda={hi:.10g}) to {self.k(lo)} (lambda={lo:.10g}); no lambda "
+                              f"in between gives {target}: the one tree that enters there "
+                              f"brings {_n(jump, 'new feature')} at once")
             mid = math.sqrt(hi * lo)
             k_mid = self.k(mid)
             if k_mid == target:
@@ -120,6 +151,24 @@ class _Search:
         return None, (f"the number of selected features jumps from {self.k(hi)} (lambda={hi:.10g}) "
                       f"to {self.k(lo)} (lambda={lo:.10g}); no lambda in between gives {target} "
                       f"(bisection stopped at relative width {hi / lo - 1.0:.2g})")
+
+    def one_tree_jump(self, hi, lo, target):
+        """How many features the one tree that enters in the bracket ``k(hi) < target <
+        k(lo)`` (lo < hi) brings, when that proves no lambda in between gives ``target``;
+        else 0. Proven: every tree kept at ``hi`` is kept at ``lo`` and a single tree enters,
+        with more than ``target - k(hi)`` features new to ``hi``'s selection (bisecting
+        further would only narrow the bracket around that tree's entry, some 20 solves to
+        the k search's relative width)."""
+        (res_hi, f_hi), (res_lo, _) = self.points[hi], self.points[lo]
+        kept_hi = np.asarray(to_host(res_hi.weights), np.float64) > self.threshold
+        kept_lo = np.asarray(to_host(res_lo.weights), np.float64) > self.threshold
+        entering = np.flatnonzero(kept_lo & ~kept_hi)
+        if (kept_hi & ~kept_lo).any() or entering.size != 1:
+            return 0
+        old = np.zeros(self.masks.shape[1], dtype=bool)
+        old[f_hi] = True
+        n_new = int((self.masks[entering[0]] & ~old).sum())
+        return n_new if n_new > target - f_hi.size else 0
 
     def selection(self, lam, exact=True):
         res, feats = self.points[lam]
@@ -217,7 +266,7 @@ def _check_k(k, n_used, n_features, what="k"):
         raise ValueError(f"{what} must be >= 1, got {k}")
     if k > n_used:
         raise ValueError(f"{what}={k} is larger than the number of features the forest uses: "
-                         f"its trees split on {n_used} of the {n_features} features")
+                         f"its trees split on {n_used} of the {_n(n_features)}")
 
 
 @_docs.fill
@@ -422,7 +471,7 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
         return sparsest
     if lmax <= 0:
         why = ("lambda_max is 0: no tree with a positive cost can improve the fit, so no more "
-               f"than the {k_free} features of the zero-cost trees are ever selected")
+               f"than the {_n(k_free)} of the zero-cost trees are ever selected")
         below = search.selection(0.0, exact=False)
         if strict:
             raise UnreachableKError(f"k={k} is unreachable: {why}", below=below)

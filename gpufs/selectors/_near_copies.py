@@ -91,39 +91,60 @@ def has_near_copies(corr) -> bool:
     return bool((c >= NEAR_COPY).any())
 
 
-def choose_k(features, importance, corr, k):
+def choose_k(features, importance, corr, k, n_pool=None):
     """The k features of a pool, one per group of near-copies (module docstring).
 
     Parameters
     ----------
     features : sequence of int
-        The pool.
+        The pool, then (from position ``n_pool`` on) further candidates in the order they
+        are preferred: features the pool's lasso did not keep, taken only when the pool
+        holds fewer than k groups.
     importance : ndarray of shape (n_features,)
-        Every feature's importance in the pool's solution.
+        Every feature's importance in the pool's solution (ranks the pool).
     corr : ndarray of shape (len(features), len(features))
-        ``abs_correlation`` of the pool.
+        ``abs_correlation`` of ``features``.
     k : int >= 1
+    n_pool : int or None, default=None
+        How many of ``features`` are the pool (None: all).
 
     Returns
     -------
     chosen : list of int
-        k features (fewer if the pool is smaller), most important group first.
+        k features (fewer if there are fewer candidates), most important group first: one per
+        group while groups last; a second member of a group only when every group and every
+        candidate outside the groups is taken.
     merged : list of list of int
         The groups of more than one feature, each leader first.
     """
     features = [int(f) for f in features]
-    order = sorted(range(len(features)), key=lambda i: (-importance[features[i]], features[i]))
-    groups = []                       # [leader position, members, total importance]
+    n_pool = len(features) if n_pool is None else int(n_pool)
+    order = sorted(range(n_pool), key=lambda i: (-importance[features[i]], features[i]))
+    groups = []                       # [leader position, member positions, total importance]
+
+    def group_of(i):
+        return next((g for g in groups if corr[i, g[0]] >= NEAR_COPY), None)
+
     for i in order:
-        for g in groups:
-            if corr[i, g[0]] >= NEAR_COPY:
-                g[1].append(features[i])
-                g[2] += float(importance[features[i]])
-                break
+        g = group_of(i)
+        if g is not None:
+            g[1].append(i)
+            g[2] += float(importance[features[i]])
         else:
-            groups.append([i, [features[i]], float(importance[features[i]])])
+            groups.append([i, [i], float(importance[features[i]])])
     groups.sort(key=lambda g: (-g[2], features[g[0]]))
-    chosen = [features[g[0]] for g in groups[:k]]
-    rest = [features[i] for i in order if features[i] not in chosen]
-    chosen += rest[:k - len(chosen)]
-    return chosen, [g[1] for g in groups if len(g[1]) > 1]
+    chosen = [g[0] for g in groups[:k]]
+    # Fewer groups than k: the candidates outside the pool, each unless it is a near-copy
+    # of a group already there (it then joins that group).
+    for i in range(n_pool, len(features)):
+        g = group_of(i)
+        if g is not None:
+            g[1].append(i)
+        elif len(chosen) < k:
+            groups.append([i, [i], 0.0])
+            chosen.append(i)
+    # Only then a second member of a group (the most important first).
+    copies = [i for i in order + list(range(n_pool, len(features))) if i not in chosen]
+    chosen += copies[:k - len(chosen)]
+    return ([features[i] for i in chosen],
+            [[features[i] for i in g[1]] for g in groups if len(g[1]) > 1])

@@ -11,6 +11,7 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 
@@ -33,6 +34,7 @@ from .._warnings import SelectionWarning
 from ..binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
+from ..lasso import _search as _lasso_search
 from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, feature_budget,
                     input_device)
 from ._controlburn_fit import BurnResult, BurnSelection, ForestData
@@ -57,6 +59,34 @@ def _importances(selected, importances, n_features):
     imp = np.where(support, np.maximum(np.asarray(importances, float), 0.0), 0.0)
     tot = imp.sum()
     return imp / tot if tot > 0 else imp
+
+
+def _n(count, noun="feature"):
+    """``"1 feature"``, ``"3 features"``: a count with its noun in the right number."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+@contextlib.contextmanager
+def _lasso_progress(verbose):
+    """With ``verbose``, a progress bar over the lasso solves of the search for k (after the
+    forest's bar over its trees): each solve ticks it and shows its lambda and feature
+    count."""
+    if not verbose:
+        yield
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(desc="gpufs ControlBurn lasso search", unit="solve")
+
+    def tick(lam, n_selected):
+        bar.set_postfix_str(f"lambda={lam:.4g}, {_n(n_selected)}", refresh=False)
+        bar.update(1)
+
+    try:
+        with _lasso_search.reporting(tick):
+            yield
+    finally:
+        bar.close()
 
 
 #: Elements per row chunk of the importance scale's variance pass.
@@ -275,7 +305,8 @@ class _BaseControlBurn(SelectorBase):
                                  costs=data.costs, groups=data.groups, random_state=data.seed)
             times["forest"] = _lap(t0, data.backend)
         t0 = time.perf_counter()
-        selection, messages = self._select(forest, data)
+        with _lasso_progress(self.verbose):
+            selection, messages = self._select(forest, data)
         times["select"] = _lap(t0, data.backend)
         if selection.selected_features.size == 0:
             why = ("no tree of the forest splits on any feature" if selection.forest_coverage == 0
@@ -376,7 +407,7 @@ class _BaseControlBurn(SelectorBase):
             k = min(max(1, d // 2), n_cov) if k is None else k
             k_asked = k
             if k > n_cov:
-                notes.append(f"the forest uses only {n_cov} of the {d} features, fewer than "
+                notes.append(f"the forest uses only {n_cov} of the {_n(d)}, fewer than "
                              f"n_features_to_select={k}")
                 k = n_cov
             search_record = {}
@@ -387,7 +418,7 @@ class _BaseControlBurn(SelectorBase):
             except _lasso.UnreachableKError as exc:
                 exact = False
                 sel, extra, done = self._complete(k, importance, exc.below, exc.above)
-                notes.append(f"no lambda selects exactly {k} features ({exc}); {done}")
+                notes.append(f"no lambda selects exactly {_n(k)} ({exc}); {done}")
             feats, weights, lam, icpt = sel.features, sel.weights, sel.lam, sel.intercept
 
             def near_copy_rule(k, features):
@@ -404,15 +435,32 @@ class _BaseControlBurn(SelectorBase):
                 # bisection, and no lambda below 1e-3 lambda_max (where solves are slow);
                 # with no lambda giving k_pool, the most features found below it.
                 pool_kw = {**kw, "reweight": _lasso.Reweighting(steps=0)}
+                pool_search = _lasso.KSearch(lambda_min_ratio=POOL_LAMBDA_MIN_RATIO,
+                                             bisect_rtol=POOL_BISECT_RTOL)
                 pool = _lasso.select_k(A, y_l, masks, k_pool, strict=False,
-                                       search=_lasso.KSearch(
-                                           lambda_min_ratio=POOL_LAMBDA_MIN_RATIO,
-                                           bisect_rtol=POOL_BISECT_RTOL),
-                                       **pool_kw)
-                if pool.k <= k:
-                    return None
-                chosen, merged = choose_k(pool.features.tolist(), importance(pool.weights),
-                                          corr_of(pool.features.tolist()), k)
+                                       search=pool_search, **pool_kw)
+                pool_feats = pool.features.tolist()
+                imp_pool = importance(pool.weights)
+                chosen, merged = choose_k(pool_feats, imp_pool, corr_of(pool_feats), k)
+                if len(chosen) == k and not has_near_copies(corr_of(chosen)):
+                    return pool, chosen, merged
+                # Fewer groups than k in the pool: the features a denser lasso solution adds
+                # (by their importance there), then the rest of the forest's features (by
+                # their trees' importance at weight 1) are the candidates for the rest.
+                fill = []
+                if pool.k < n_cov:
+                    dense = _lasso.select_k(A, y_l, masks, n_cov, strict=False,
+                                            search=pool_search, **pool_kw)
+                    imp_dense = importance(dense.weights)
+                    fill = sorted((f for f in dense.features.tolist() if f not in pool_feats),
+                                  key=lambda f: (-imp_dense[f], f))
+                imp_forest = importance(np.ones(len(trees)))
+                fill += sorted((f for f in np.flatnonzero(covered).tolist()
+                                if f not in pool_feats and f not in fill),
+                               key=lambda f: (-imp_forest[f], f))
+                cands = pool_feats + fill
+                chosen, merged = choose_k(cands, imp_pool, corr_of(cands), k,
+                                          n_pool=len(pool_feats))
                 return pool, chosen, merged
 
             rule = near_copy_rule(k, feats.tolist() + list(extra))
@@ -457,24 +505,25 @@ class _BaseControlBurn(SelectorBase):
         ``exact`` False; with ``near`` (``fit``'s near-copy rule, ``near(k, features)``) every
         k whose features hold near-copies is the pool's choice, as ``fit`` makes it."""
         empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
-                 "exact": {}, "val_loss": None, "unreachable": {}, "lambda_max": None}
+                 "exact": {}, "source": {}, "val_loss": None, "unreachable": {}, "lambda_max": None}
         if path_of is None:
             return empty
         path = path_of(*args, k_max, **kw) if k_max >= 1 else path_of()
         entries = {k: (s.features.tolist(), s) for k, s in path.selections.items()}
-        exact = {k: True for k in entries}
+        source = {k: "lasso" for k in entries}
         for k, (below, above) in path.nearest.items():
             if complete is None or below is None:
                 continue
             sel, extra, _ = self._complete(k, complete, below, above)
             if len(sel.features) + len(extra) == k:
                 entries[k] = (sorted(sel.features.tolist() + list(extra)), sel)
-                exact[k] = False
+                source[k] = "completed"
         for k in sorted(entries) if near is not None else ():
             rule = near(k, entries[k][0])
             if rule is not None:
                 entries[k] = (sorted(rule[1]), rule[0])
-                exact[k] = False
+                source[k] = "near_copies"
+        exact = {k: source[k] == "lasso" for k in entries}
         names = self._feature_names()
         ks = sorted(entries)
         return {**empty,
@@ -484,6 +533,7 @@ class _BaseControlBurn(SelectorBase):
                 "lambda": {k: float(entries[k][1].lam) for k in ks},
                 "train_loss": {k: float(entries[k][1].loss) for k in ks},
                 "exact": {k: exact[k] for k in ks},
+                "source": {k: source[k] for k in ks},
                 "unreachable": dict(path.unreachable),
                 "lambda_max": float(path.lambda_max)}
 
@@ -495,18 +545,18 @@ class _BaseControlBurn(SelectorBase):
         names = self._feature_names()
         if below is None:
             # The free (zero-cost) features alone are more than k: all of them, and no more.
-            return above, [], (f"selected the {above.k} features of the sparsest solution (the "
+            return above, [], (f"selected the {_n(above.k)} of the sparsest solution (the "
                                 "zero-cost trees alone select them)")
         base = set(below.features.tolist())
         if above is None:
-            return below, [], (f"took the {len(base)} features of the densest solution: no "
+            return below, [], (f"took the {_n(len(base))} of the densest solution: no "
                                f"lambda, not even 0, selects more")
         imp_above = importance(above.weights)
         new = [f for f in np.asarray(above.features).tolist() if f not in base]
         new.sort(key=lambda f: (-imp_above[f], f))
         extra = new[: k - len(base)]
         shown = ", ".join(str(names[f]) for f in extra)
-        return below, extra, (f"took the {len(base)} features of the nearest solution below "
+        return below, extra, (f"took the {_n(len(base))} of the nearest solution below "
                               f"and added {shown}, the most important new "
                               f"feature{'s' if len(extra) != 1 else ''} of the next solution "
                               "above")
@@ -667,7 +717,7 @@ _PARAMS_DOC = """
         Seeds the binning subsample, the bootstraps, the per-tree feature subsets, the sketch
         and the refit.
     verbose : bool, default=False
-        Progress bar over the trees grown.
+        Progress bars over the trees grown and over the lasso solves of the search for k.
 
     Attributes
     ----------
@@ -711,7 +761,11 @@ _PARAMS_DOC = """
         different k are not on one scale and need not decrease with k), "train_loss" (k -> the
         lasso's loss without the penalty; for a completed k, that of the solution below),
         "exact" (k -> False where no lambda gives k and the entry is the completion ``fit``
-        makes), "val_loss" (None: ControlBurn has no validation data), "unreachable" (k -> why
+        makes, or the near-copy rule's choice), "source" (k -> where the k features come
+        from: "lasso", the features of one lasso solution with exactly k; "completed", no
+        lambda gives k: the solution below k filled up by ranking the new features of the
+        one above; "near_copies", the near-copy rule's one per group from a larger lasso
+        pool), "val_loss" (None: ControlBurn has no validation data), "unreachable" (k -> why
         no lambda gives exactly k) and "lambda_max" (of the undiscounted costs).
         ``gpufs.path.selection_path`` and ``gpufs.plotting.plot_selection_path`` read it.
     refit_estimator_ : estimator
