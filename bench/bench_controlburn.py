@@ -1,7 +1,8 @@
 """Benchmark: gpufs ControlBurn vs the authors' ``controlburn`` package (PyPI 0.1.3).
 
 Same data, same k. gpufs runs with its defaults ("gpufs": bag-boosting, full trees) and with
-single-feature trees ("gpufs_single", the EBM variant). Quality: 5-fold cross-validated ROC-AUC of a scikit-learn RandomForest refit
+single-feature trees ("gpufs_single", the EBM variant). Quality: 5-fold cross-validated ROC-AUC of
+a scikit-learn RandomForest refit
 on each method's selected features (the paper's protocol, section 4.3), next to the random-forest
 MDI top-k baseline. Speed: wall seconds of the forest and of the selection step of each method.
 

@@ -106,7 +106,7 @@ def test_advance_level_equals_the_cpu(seed, budget):
         build_next = level + 1 < max_depth
         _, plan = driver.decide_level(st, penalty, allowed, used, budget, split)
         lefts = []
-        for rows, cpu, gpu, st_c, st_g in shards:
+        for _rows, cpu, gpu, st_c, st_g in shards:
             left_c = cpu.advance_level(st_c, plan, build_next)
             left_g = gpu.advance_level(st_g, plan, build_next)
             assert_same(left_c, left_g, f"level {level}: left counts")
