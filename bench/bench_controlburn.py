@@ -77,7 +77,8 @@ t = time.perf_counter()
 cb.bagboost_forest(df, y)
 rec["time_forest_s"] = time.perf_counter() - t
 rec["n_trees"] = len(cb.forest)
-rec["forest_coverage"] = int(np.any([tr.feature_importances_ > 0 for tr in cb.forest], axis=0).sum())
+covered = np.any([tr.feature_importances_ > 0 for tr in cb.forest], axis=0)
+rec["forest_coverage"] = int(covered.sum())
 dump()
 
 # k by bisection on alpha with the lasso step that the package's fit() uses (solve_lasso, an
