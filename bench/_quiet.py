@@ -1,4 +1,5 @@
-"""A quieter machine for a benchmark: every other process's threads lowered to nice 19 while it runs.
+"""A quieter machine for a benchmark: every other process's threads lowered to nice 19 while it
+runs.
 
 On a shared box (several agents, builds, notebooks) the other processes' load decides a timing
 more than the code does. ``renice_others()`` lowers every other process the user may renice to

@@ -1,7 +1,8 @@
 """Benchmark: gpufs ControlBurn vs the authors' ``controlburn`` package (PyPI 0.1.3).
 
 Same data, same k. gpufs runs with its defaults ("gpufs": bag-boosting, full trees) and with
-single-feature trees ("gpufs_single", the EBM variant). Quality: 5-fold cross-validated ROC-AUC of a scikit-learn RandomForest refit
+single-feature trees ("gpufs_single", the EBM variant). Quality: 5-fold cross-validated ROC-AUC of
+a scikit-learn RandomForest refit
 on each method's selected features (the paper's protocol, section 4.3), next to the random-forest
 MDI top-k baseline. Speed: wall seconds of the forest and of the selection step of each method.
 
@@ -77,7 +78,8 @@ t = time.perf_counter()
 cb.bagboost_forest(df, y)
 rec["time_forest_s"] = time.perf_counter() - t
 rec["n_trees"] = len(cb.forest)
-rec["forest_coverage"] = int(np.any([tr.feature_importances_ > 0 for tr in cb.forest], axis=0).sum())
+covered = np.any([tr.feature_importances_ > 0 for tr in cb.forest], axis=0)
+rec["forest_coverage"] = int(covered.sum())
 dump()
 
 # k by bisection on alpha with the lasso step that the package's fit() uses (solve_lasso, an

@@ -205,7 +205,7 @@ def scope_cost(model, Xtr, ytr, params):
     subsets = draw_subsets(np.random.default_rng([0, 0]), d, params["gt_s"], params["gt_delta"])
     node = np.zeros(n, np.int64)
     per_level, gather_s, nodes_tested = [], 0.0, 0
-    for depth in range(model.ensemble_.max_depth):
+    for _depth in range(model.ensemble_.max_depth):
         level_s = 0.0
         for v in np.unique(node):
             if tree.feature[v] < 0:

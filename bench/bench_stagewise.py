@@ -85,7 +85,7 @@ def time_gpufs(X, y, rounds, device, dtype, repeats, task):
     cls(n_features_to_select=min(2, rounds), device=device, dtype=dtype).fit(X, y)   # warm-up
     sync(device)
     out = []
-    for r in range(repeats):
+    for _r in range(repeats):
         t0 = time.perf_counter()
         m = cls(n_features_to_select=rounds, device=device, dtype=dtype).fit(X, y)
         sync(device)
@@ -100,7 +100,7 @@ def time_sfs(X, y, k, repeats):
     SequentialFeatureSelector(LinearRegression(), n_features_to_select=1,
                               direction="forward").fit(X[:2000, :10], y[:2000])      # warm-up
     out = []
-    for r in range(repeats):
+    for _r in range(repeats):
         t0 = time.perf_counter()
         sfs = SequentialFeatureSelector(LinearRegression(), n_features_to_select=k,
                                         direction="forward").fit(X, y)

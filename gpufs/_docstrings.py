@@ -43,7 +43,8 @@ def filler(blocks):
 
 #: ``categorical_features`` of the tree-based selectors (GBFS, multitask GBFS, ControlBurn),
 #: as a numpydoc parameter entry indented for a class docstring.
-TREE_CATEGORICAL_FEATURES_DOC = """    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
+TREE_CATEGORICAL_FEATURES_DOC = """\
+    categorical_features : "from_dtype", array-like of str or int, bool mask or None, \
             default="from_dtype"
         The categorical columns. "from_dtype": the columns of a categorical or string dtype
         of a pandas, polars, pyarrow or cudf table (none for arrays); else their names,

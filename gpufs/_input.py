@@ -549,7 +549,8 @@ def check_regression_target(y):
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
-            raise ValueError(f"y has dtype {y.dtype}; a regressor needs a numeric target.")
+            raise ValueError(
+                f"y has dtype {y.dtype}; a regressor needs a numeric target.") from None
     xp = namespace_of(y)
     y = xp.asarray(y, dtype=np.float64)
     if not bool(xp.isfinite(y).all()):

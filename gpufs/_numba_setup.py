@@ -19,33 +19,48 @@ _CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
 #: (the layout constants of ``_types``, the named tuples of ``_args`` too). numba's cache
 #: checks only the time stamp of a kernel's own file, so an edit of these files would leave
 #: stale kernels behind; their content hash is part of the cache folder's name instead.
-#: ``tests/test_numba_setup.py`` derives the list from the cached kernels' code and fails on
-#: a missing file.
+#: Every ``.py`` file of the folders in ``_INLINED_FOLDERS`` is hashed, and the files listed in
+#: ``_INLINED_SOURCES`` besides. ``tests/test_numba_setup.py`` derives the files from the
+#: cached kernels' code and fails on one that neither covers.
+_INLINED_FOLDERS = ("cuda_kernels",)
 _INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py", "_categorical.py", "_tasks.py",
-                    "_hist_layout.py", "_types.py", "backends/cpu/_args.py",
+                    "_hist_layout.py", "_group_scan.py", "_types.py",
+                    "backends/cpu/_args.py",
                     "backends/cpu/_device_fns.py", "backends/cpu/histogram.py",
-                    "backends/cpu/split.py", "backends/cpu/partition.py",
-                    "cuda_kernels/_device_fns.py")
+                    "backends/cpu/split.py", "backends/cpu/partition.py")
+
+
+def _find(here, name):
+    """The path of ``name`` (relative to the package), or None: ``cuda_kernels/`` sits inside
+    the installed package, but beside it in a source checkout (pyproject maps
+    ``gpufs.cuda_kernels`` to the top-level folder)."""
+    places = [os.path.join(here, name)]
+    if name.split("/")[0] == "cuda_kernels":
+        places.append(os.path.join(os.path.dirname(here), name))
+    return next((p for p in places if os.path.exists(p)), None)
+
+
+def _inlined_files():
+    """(name, path or None) of every hashed file, in a fixed order."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    for folder in _INLINED_FOLDERS:
+        path = _find(here, folder)
+        names = sorted(f for f in os.listdir(path) if f.endswith(".py")) if path else []
+        out += [(f"{folder}/{f}", os.path.join(path, f)) for f in names] or [(folder, None)]
+    out += [(name, _find(here, name)) for name in _INLINED_SOURCES]
+    return out
 
 
 def _inlined_sources_digest() -> str:
     import hashlib
 
-    here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
-    for name in _INLINED_SOURCES:
-        # cuda_kernels/ sits inside the installed package, but beside it in a source checkout
-        # (pyproject maps gpufs.cuda_kernels to the top-level folder): read whichever exists
-        places = [os.path.join(here, *name.split("/"))]
-        if name.startswith("cuda_kernels/"):
-            places.append(os.path.join(os.path.dirname(here), *name.split("/")))
-        for path in places:
-            if os.path.exists(path):
-                with open(path, "rb") as fh:
-                    h.update(fh.read())
-                break
-        else:
-            h.update(name.encode())
+    for name, path in _inlined_files():
+        h.update(name.encode())
+        if path is not None:
+            with open(path, "rb") as fh:
+                h.update(fh.read())
     return h.hexdigest()[:12]
 
 
@@ -54,9 +69,9 @@ def default_cache_dir() -> str:
     ``<user cache dir>/gpufs/numba/<version>-<digest>``.
 
     One folder per gpufs version and per content of the modules compiled into other files'
-    kernels (``_INLINED_SOURCES``), so neither an upgrade nor an edit of the shared rules ever
-    loads kernels compiled from other sources; for everything else numba's own index checks
-    each source file's time stamp.
+    kernels (``_INLINED_FOLDERS``, ``_INLINED_SOURCES``), so neither an upgrade nor an edit of
+    the shared rules ever loads kernels compiled from other sources; for everything else
+    numba's own index checks each source file's time stamp.
     """
     from platformdirs import user_cache_dir
 

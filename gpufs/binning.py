@@ -274,7 +274,7 @@ class BinMapper:
         return bins_to_dict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "BinMapper":
+    def from_dict(cls, d: dict) -> BinMapper:
         """A fitted mapper from ``to_dict``'s form, validated first.
 
         Parameters
@@ -291,7 +291,7 @@ class BinMapper:
 
     @classmethod
     def _from_validated(cls, max_bins, subsample, random_state, cuts,
-                        categories=None) -> "BinMapper":
+                        categories=None) -> BinMapper:
         """A fitted mapper from checked cut points (float64 arrays, non-decreasing) and
         category maps (those of categorical features: ``category_cuts``)."""
         m = cls(max_bins, subsample, random_state)

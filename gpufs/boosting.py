@@ -111,7 +111,7 @@ class BoostingCheckpoint:
     trees: list
     tree_column: list
     raw: object
-    record: "SelectionRecord"
+    record: SelectionRecord
     penalty: dict
 
 

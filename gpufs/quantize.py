@@ -387,7 +387,7 @@ class QuantizedSums(NamedTuple):
     H_q: int
 
     @classmethod
-    def of(cls, sums) -> "QuantizedSums":
+    def of(cls, sums) -> QuantizedSums:
         """The named sums of a backend's (8,) array (host or device).
 
         Parameters

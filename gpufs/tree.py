@@ -73,7 +73,7 @@ class Tree:
     arrays: dict
 
     @classmethod
-    def empty(cls, max_depth: int, categorical: bool = False) -> "Tree":
+    def empty(cls, max_depth: int, categorical: bool = False) -> Tree:
         """A tree of depth ``max_depth`` with every node a leaf of value 0.
 
         Parameters
@@ -281,7 +281,7 @@ class TreeEnsemble:
         return ensemble_to_dict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TreeEnsemble":
+    def from_dict(cls, d: dict) -> TreeEnsemble:
         """An ensemble from ``to_dict``'s form, validated completely first, so the arrays are
         safe for the compiled kernels.
 
@@ -309,7 +309,7 @@ class TreeEnsemble:
         return dumps(self.to_dict())
 
     @classmethod
-    def from_json(cls, s: str) -> "TreeEnsemble":
+    def from_json(cls, s: str) -> TreeEnsemble:
         """An ensemble from ``to_json``'s text (strict JSON, validated).
 
         Parameters

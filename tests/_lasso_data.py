@@ -59,7 +59,8 @@ def _cvxpy_solve(A, y, u, lam, loss, sample_weight=None, fit_intercept=True):
 
 
 def _one_feature_per_tree(m=200, n=8, seed=0, loss="squared"):
-    """EBM-like forest (ControlBurn, section 3.2.4): tree i uses only feature i, so G is the identity."""
+    """EBM-like forest (ControlBurn, section 3.2.4): tree i uses only feature i, so G is the
+    identity."""
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(m, n))
     beta = np.linspace(1.0, 0.2, n)

@@ -180,7 +180,7 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
     level = [0]
     new_features = []
     n_fallbacks = 0  # nodes that had to give up a new feature for lack of budget
-    for depth in range(max_depth):
+    for _depth in range(max_depth):
         penalties = np.array([omega.penalty(f) for f in range(d)])
         used_at_start = omega.used.copy()
         budget = omega.budget_left()

@@ -96,7 +96,7 @@ def ref_candidates(Z, rows, subsets, gq, hq, g_scale, h_scale, n_bins=255, lam=1
                    min_child_weight=1e-3, traces=None):
     """Lines 3-10: the end of each subset's search (subset order)."""
     out = []
-    for i, subset in enumerate(subsets):
+    for _i, subset in enumerate(subsets):
         trace = None if traces is None else []
         out.append(ref_binary_search(Z, rows, subset, gq, hq, g_scale, h_scale, n_bins, lam,
                                      min_child_weight, trace))

@@ -24,17 +24,18 @@ TESTS = os.path.join(ROOT, "tests")
 TIMEOUT = 1800  # seconds for one file: only a hang reaches it
 
 #: The test that owns each simulator file (pytest node id relative to the root), in the order
-#: the suite reaches them, which is the order they are started in.
-OWNERS = {
-    "tests/test_cuda_kernels_sim.py::test_simulator_suite": "_cudasim_kernels.py",
-    "tests/test_dask_gpu_sim.py::test_dask_gpu_shards_under_the_cuda_simulator":
-        "_cudasim_dask.py",
-    "tests/test_forest_algorithms.py::test_forest_on_simulated_gpu_kernels_equals_cpu":
-        "_cudasim_forest.py",
-    "tests/test_group_testing.py::test_group_testing_under_the_cuda_simulator":
-        "_cudasim_group_testing.py",
-    "tests/test_multitask.py::test_multitask_under_the_cuda_simulator": "_cudasim_multitask.py",
-}
+#: the suite reaches them, which is the order they are started in. (Pairs, not a dict display:
+#: a formatter can split a long pair, never a long key: value.)
+OWNERS = dict([
+    ("tests/test_cuda_kernels_sim.py::test_simulator_suite", "_cudasim_kernels.py"),
+    ("tests/test_dask_gpu_sim.py::test_dask_gpu_shards_under_the_cuda_simulator",
+     "_cudasim_dask.py"),
+    ("tests/test_forest_algorithms.py::test_forest_on_simulated_gpu_kernels_equals_cpu",
+     "_cudasim_forest.py"),
+    ("tests/test_group_testing.py::test_group_testing_under_the_cuda_simulator",
+     "_cudasim_group_testing.py"),
+    ("tests/test_multitask.py::test_multitask_under_the_cuda_simulator", "_cudasim_multitask.py"),
+])
 
 _results: dict[str, tuple[int, str]] = {}     # file -> (returncode, stdout + stderr)
 _times: dict[str, tuple[float, float]] = {}   # file -> (start, end), time.monotonic()

@@ -1,7 +1,8 @@
 """The backend interface (``gpufs.backends.base``): both backends implement the ``Backend``
 protocol (what the engine calls) and the ``BackendProbes`` protocol (what only tests call) with
 the same signatures, and no engine module calls a probe; the records it exchanges
-(``SplitInfo``); the task rule (``gpufs._tasks``); and what the rest of the package asks of a backend instead of testing the
+(``SplitInfo``); the task rule (``gpufs._tasks``); and what the rest of the package asks of a
+backend instead of testing the
 device (``owns``, ``to_device``, ``synchronize``).
 
 The GPU backend is checked here as a class (no GPU needed); its results are compared with the

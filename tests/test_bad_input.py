@@ -273,7 +273,7 @@ def test_predict_before_fit(method):
     with pytest.raises(NotFittedError):
         GBFSRegressor().predict(X)
     with pytest.raises(NotFittedError):
-        GBFSRegressor().selected_feature_names_
+        _ = GBFSRegressor().selected_feature_names_
 
 
 def test_pandas_column_names_checked_at_predict():

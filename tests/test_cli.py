@@ -168,8 +168,9 @@ def test_warnings_of_the_fit_are_one_line_each_and_in_the_report(tmp_path, monke
     fit = GBFSClassifier.fit
 
     def fit_that_warns(self, X, y):
-        warnings.warn("something to know\n  about this fit", UserWarning)
-        warnings.warn("something to know\n  about this fit", UserWarning)  # shown once
+        warnings.warn("something to know\n  about this fit", UserWarning, stacklevel=1)
+        # the same warning again: shown once
+        warnings.warn("something to know\n  about this fit", UserWarning, stacklevel=1)
         return fit(self, X, y)
 
     monkeypatch.setattr(GBFSClassifier, "fit", fit_that_warns)
@@ -653,7 +654,7 @@ def test_warnings_outside_the_fit_are_one_line_each(tmp_path, monkeypatch, capsy
         import warnings
 
         warnings.warn("Columns (3) have mixed types.\nSpecify dtype option on import.",
-                      UserWarning)
+                      UserWarning, stacklevel=1)
         return real(path)
 
     monkeypatch.setattr(cli, "read_table", read_and_warn)
@@ -833,7 +834,6 @@ sys.exit(cli.main(sys.argv[1:]))
 def _signal_at(tmp_path, stage, sig, *args):
     """Run the driver, send ``sig`` once it prints ``stage`` (FITTING: 2.5 s later),
     return (status, stdout, stderr)."""
-    import signal
     import time
 
     (tmp_path / "driver.py").write_text(_DRIVER)

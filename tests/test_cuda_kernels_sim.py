@@ -161,7 +161,8 @@ def check_block_resources(name, log, what):
 
 def compile_kernels(ccs):
     """{(kernel, variant, cc): (ptx, ptxas -v log, SASS)} for each compute capability of
-    ``ccs`` (SASS only for kernels with shared-memory atomics, None for the others). NVVM writes PTX once, for the lowest (PTX is forward compatible: ptxas
+    ``ccs`` (SASS only for kernels with shared-memory atomics, None for the others). NVVM writes
+    PTX once, for the lowest (PTX is forward compatible: ptxas
     assembles it for each newer architecture), which halves the test's compile time."""
     cuda, tools = _toolchain()
     from gpufs.backends.gpu import _load_kernels

@@ -6,7 +6,8 @@ copies of the same partitions replays the journal and must hold the live shard's
 for array (raw scores and their snapshots, gradients, fixed-point gradients, the tree's row
 segments and histograms, the group tests' state), through the search for exactly k features
 (snapshots, restores, abandoned probes), softmax, a validation set and GT-GBM's per-fit group
-tests with a shard that holds none of their rows; and the fit equals the single process's. The compaction keeps what the state depends
+tests with a shard that holds none of their rows; and the fit equals the single process's. The
+compaction keeps what the state depends
 on and drops the rest.
 """
 from __future__ import annotations
@@ -167,7 +168,7 @@ def test_compaction_keeps_what_the_state_depends_on():
     j.record("set_target", (None, "float"))
     j.record("bin", (np.zeros((2, 3)), np.ones(2, np.int32), False))
     j.record("init_raw", (np.zeros(1),))
-    for t in range(40):  # rounds of one tree each: only the raw-score history accumulates
+    for _t in range(40):  # rounds of one tree each: only the raw-score history accumulates
         j.record("round", ("squared_error", False, False))
         j.record("quantize", (0,))
         j.record("start_tree", (3, None, None, None))

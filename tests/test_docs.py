@@ -2,8 +2,11 @@
 resolved (nitpicky), and every example runs as pasted: the doctests of the docs pages and of
 gpufs's docstrings print what they show, and every code block of README.md and of the docs
 pages runs (Python blocks each on its own; shell blocks of ``gpufs`` commands in a fresh
-folder, after the page's doctests). Install commands (pip, docker, pytest, sphinx) are the
-CI's own steps (``.ci/run``) and are not run here.
+folder, after the page's doctests). Every example runs in this process (a shell block's
+``gpufs`` commands through ``gpufs.cli.main``, its ``python -c`` through ``exec``): a new
+interpreter per command would import numba and load every cached kernel again. Install
+commands (pip, docker, pytest, sphinx) are the CI's own steps (``.ci/run``) and are not run
+here.
 
 The build is skipped only where the docs toolchain (Sphinx, numpydoc) is not installed; the
 ``test`` and ``docs`` extras install it, so CI builds the docs.
@@ -14,6 +17,7 @@ import importlib
 import os
 import pkgutil
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -84,7 +88,39 @@ def _runnable(code):
     return all(c.startswith(_RUN) for c in cmds)
 
 
-def _run_shell(code, cwd):
+#: what only a shell could run, outside quotes: pipes, redirections, lists
+_SHELL_ONLY = "|&;<>"
+
+
+def _needs_a_shell(cmd):
+    words = shlex.shlex(cmd, posix=True, punctuation_chars=_SHELL_ONLY)
+    return any(w and set(w) <= set(_SHELL_ONLY) for w in words) or "$" in cmd or "`" in cmd
+
+
+def _run_shell(code, cwd, monkeypatch):
+    """Run a shell block's commands in this process, in order, in ``cwd``, as a reader would
+    type them: ``gpufs ...`` through ``gpufs.cli.main`` (the console script's entry point),
+    ``python -c CODE`` through ``exec``. A block that needs a real shell runs in bash."""
+    cmds = _commands(code)
+    if any(_needs_a_shell(c) for c in cmds):
+        return _run_bash(code, cwd)
+    from gpufs.cli import main
+
+    monkeypatch.chdir(cwd)
+    for cmd in cmds:
+        argv = shlex.split(cmd)
+        if argv[0] == "gpufs":
+            try:
+                status = main(argv[1:])
+            except SystemExit as exc:   # argparse's --version and --help
+                status = exc.code
+            assert status in (0, None), f"{cmd}: exit status {status}"
+        else:
+            assert argv[:2] == ["python", "-c"] and len(argv) == 3, cmd
+            exec(compile(argv[2], "<python -c>", "exec"), {"__name__": "__main__"})
+
+
+def _run_bash(code, cwd):
     """Run a shell block with ``python`` and ``gpufs`` this checkout's, as a reader would."""
     prelude = ('python() { "$GPUFS_PY" "$@"; }\n'
                'gpufs() { "$GPUFS_PY" -m gpufs "$@"; }\n'
@@ -125,9 +161,9 @@ def test_python_blocks_run_as_pasted(name, code, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("name, code", README_SHELL, ids=[n for n, _ in README_SHELL])
-def test_readme_shell_blocks_run_as_pasted(name, code, tmp_path):
+def test_readme_shell_blocks_run_as_pasted(name, code, tmp_path, monkeypatch):
     pytest.importorskip("pyarrow")
-    _run_shell(code, tmp_path)
+    _run_shell(code, tmp_path, monkeypatch)
 
 
 def test_every_example_is_checked():
@@ -173,7 +209,7 @@ def test_docs_page_examples(page, monkeypatch, tmp_path):
     for _, code in _named(_rst_blocks(os.path.join(DOCS, page)), page, "bash"):
         if _runnable(code):
             pytest.importorskip("pyarrow")
-            _run_shell(code, tmp_path)
+            _run_shell(code, tmp_path, monkeypatch)
 
 
 def test_the_docs_extra_is_small_and_named_in_the_readme():

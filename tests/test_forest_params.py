@@ -1,6 +1,5 @@
 """Forest parameters (``gpufs.forest._params``): the convergence rule, the constraints of every
 field, and the per-tree feature subset sizes."""
-import numpy as np
 import pytest
 
 from _forest_data import _data, _grow

@@ -1,7 +1,6 @@
 """The forest record (``gpufs.forest._record``): the builder's bookkeeping, padding to the
 deepest tree, the prediction matrix A, feature masks and per-tree gains."""
 import numpy as np
-import pytest
 
 from _forest_data import CPU, _binned, _data, _grow
 from gpufs.forest import ForestBuilder

@@ -1,7 +1,6 @@
 """One tree of the forest (``gpufs.forest._trees``): bootstrap counts as weights equal a tree
 grown on resampled rows, sample weights, tree types and per-tree feature subsets."""
 import numpy as np
-import pytest
 
 from _forest_data import CPU, _binned, _data, _grow
 from gpufs.forest import ForestParams, grow_forest

@@ -7,7 +7,6 @@ logic runs here; the real allocation path is exercised by ``tests/test_gpu.py`` 
 import sys
 import types
 
-import numpy as np
 import pytest
 
 from gpufs import _device

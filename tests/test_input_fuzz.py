@@ -374,7 +374,7 @@ def census(n, seed):
             src = RandomSource(f"{seed}-{family}")
             c = collections.Counter()
             messages = collections.Counter()
-            for i in range(n):
+            for _i in range(n):
                 outcome, detail = run_case(src, src.int(0, 2**32 - 1), family, tmpdir)
                 c[outcome] += 1
                 if outcome != "ok":

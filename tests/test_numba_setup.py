@@ -215,12 +215,30 @@ def test_every_source_compiled_into_other_files_kernels_is_hashed():
     needed = _sources_compiled_into_other_files_kernels()
     # the scan sees the shared rules and the layout constants (it is not blind)
     assert {"_gain.py", "_types.py"} <= set(needed), sorted(needed)
+    folders = _numba_setup._INLINED_FOLDERS
     missing = {f: sorted(k)[:3] for f, k in needed.items()
-               if f not in _numba_setup._INLINED_SOURCES}
-    assert not missing, f"add to _numba_setup._INLINED_SOURCES: {missing}"
-    here = os.path.dirname(_numba_setup.__file__)
-    # every listed file exists (cuda_kernels/ beside the package in a source checkout)
-    assert all(os.path.isfile(os.path.join(here, f))
-               or (f.startswith("cuda_kernels/")
-                   and os.path.isfile(os.path.join(os.path.dirname(here), f)))
-               for f in _numba_setup._INLINED_SOURCES)
+               if f not in _numba_setup._INLINED_SOURCES and f.split("/")[0] not in folders}
+    assert not missing, f"add to _numba_setup._INLINED_SOURCES or _INLINED_FOLDERS: {missing}"
+    # every listed file and folder exists (cuda_kernels/ beside the package in a checkout),
+    # and a folder's files are hashed one by one
+    hashed = dict(_numba_setup._inlined_files())
+    assert all(path is not None and os.path.exists(path) for path in hashed.values()), hashed
+    for folder in folders:
+        assert any(name.startswith(folder + "/") for name in hashed), folder
+    assert "cuda_kernels/_device_fns.py" in hashed
+
+
+def test_an_edit_of_any_file_in_a_hashed_folder_changes_the_cache_folder(tmp_path, monkeypatch):
+    from gpufs import _numba_setup
+
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    (folder / "a.py").write_text("X = 1\n")
+    (folder / "b.py").write_text("Y = 2\n")
+    monkeypatch.setattr(_numba_setup, "_INLINED_FOLDERS", (str(folder),))
+    monkeypatch.setattr(_numba_setup, "_INLINED_SOURCES", ())
+    before = _numba_setup._inlined_sources_digest()
+    (folder / "b.py").write_text("Y = 3\n")
+    assert _numba_setup._inlined_sources_digest() != before
+    (folder / "c.py").write_text("")
+    assert len(_numba_setup._inlined_files()) == 3

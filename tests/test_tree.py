@@ -27,7 +27,7 @@ def test_layout():
     assert (t.feature == -1).all() and (t.value == 0).all()
     assert TREE_FIELDS["feature"] == T.FEATURE_DTYPE and TREE_FIELDS["bin_threshold"] == np.uint8
     with pytest.raises(AttributeError, match="no_such_field"):
-        t.no_such_field
+        _ = t.no_such_field
 
 
 def _hand_tree():

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._categorical import CAT_WORDS
 from .._types import N_OUT, SPL_ROWS
-from .cpu import SplitPlan
+from .base import SplitPlan
 
 __all__ = ["advance_level", "decide_level"]
 

@@ -145,7 +145,7 @@ class DeviceMixin:
         if not self._cupy:
             return MAX_OPTIN_SHARED
         dev = self._cuda.get_current_device()
-        return int(getattr(dev, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"))
+        return int(dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
 
     def _opted_in(self, kernel, args):
         """``kernel`` specialized for ``args`` with its dynamic shared memory limit raised to

@@ -3,7 +3,7 @@
 Owns ``DeviceSteps`` (the GPU backend's ``group_test_steps()``) and the standardized columns
 in its layout, float32 (n_samples, n_features): array operations of the backend's namespace
 (cupy; numpy under the CUDA simulator), the backend's histogram kernel, and the CPU's scan of
-a pseudo-feature histogram (``backends.cpu.group_testing.best_gains``), so that both devices
+a pseudo-feature histogram (``_group_scan.best_gains``), so that both devices
 score a step alike. The algorithm is ``gpufs.group_testing``'s.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from .._device import namespace_of, to_host
 from .._types import STANDARDIZED_MAX
-from .cpu.group_testing import best_gains, concat_groups
+from .._group_scan import best_gains, concat_groups
 
 __all__ = ["DeviceSteps"]
 

@@ -194,7 +194,8 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         return y, w
 
     def _refit_cluster(self, X, y, sample_weight, y_enc, w, seed, dtype):
-        """``ControlBurn._refit`` on the cluster, returning the fitted model: a Dask GBFS fit on the selected columns as
+        """``ControlBurn._refit`` on the cluster, returning the fitted model: a Dask GBFS fit on
+        the selected columns as
         the input door converted them (category codes for categorical columns, split as
         categories again: the single process's default), or the given ``refit_estimator`` on
         those columns gathered to the driver."""

@@ -4,7 +4,8 @@ Owns the conversion between a Dask estimator and its single-process class (the f
 in its MRO defined outside ``gpufs.dask``: ``GBFSRegressor``, ``ControlBurnClassifier``, ...),
 the model file (the single-process estimator's, so either class loads it), pickling without
 the client, ``predict`` / ``predict_proba`` / ``transform`` on Dask collections (lazily,
-partition by partition, with the single-process methods), and ``warm_start``'s key of a distributed fit
+partition by partition, with the single-process methods), and ``warm_start``'s key of a distributed
+fit
 (the data's Dask token, which the graph determines, instead of the single process's sums
 over the rows). The fits live in ``_gbfs.py`` and ``_controlburn.py``.
 """

@@ -3,7 +3,8 @@ Sparse Forests", KDD 2021, section 3.2), grown on the shared grower.
 
 Owns: incremental depth bagging (the paper's Algorithm 1), incremental depth bag-boosting (its
 Algorithm 2), the tree variants of section 3.2.4 (feature-sparse trees and single-feature "EBM"
-trees), per-tree feature subsampling, the training-loss convergence rule and the out-of-bag (OOB) stopping rule,
+trees), per-tree feature subsampling, the training-loss convergence rule and the out-of-bag (OOB)
+stopping rule,
 and the two outputs the selection step needs: ``A`` (m x T), every tree's prediction on every
 training row, and the per-tree feature masks (T x F bool). The lasso over tree weights lives in
 ``gpufs.lasso``; the estimators in ``gpufs.selectors.controlburn``.

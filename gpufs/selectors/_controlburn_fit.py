@@ -8,7 +8,8 @@ attributes from it in one place (``_BaseControlBurn._set_fit_result``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import numpy as np
 
@@ -51,11 +52,11 @@ class ForestData(NamedTuple):
     n_classes: int
     costs: np.ndarray
     groups: np.ndarray
-    lasso_groups: Optional[np.ndarray]
-    group_costs: Optional[np.ndarray]
+    lasso_groups: np.ndarray | None
+    group_costs: np.ndarray | None
     seed: int
     bin_mapper: Any
-    corr_of: Optional[Callable] = None
+    corr_of: Callable | None = None
 
 
 class BurnSelection(NamedTuple):
@@ -87,7 +88,7 @@ class BurnSelection(NamedTuple):
     n_trees: int
     tree_weights: np.ndarray
     intercept: float
-    lam: Optional[float]
+    lam: float | None
     exact: bool
     merged_near_copies: list
     path: dict

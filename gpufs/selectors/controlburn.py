@@ -673,7 +673,8 @@ _PARAMS_DOC = """
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
         at every lambda and counts toward ``n_features_to_select``.
-""" + TREE_CATEGORICAL_FEATURES_DOC + """    feature_groups : array-like of shape (n_features,) of int, default=None
+""" + TREE_CATEGORICAL_FEATURES_DOC + """\
+    feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a tree pays once per group it uses.
     group_costs : array-like of shape (n_groups,) or dict, default=None
         Cost of each group, in sorted label order (or a dict label -> cost); default: the sum

@@ -459,7 +459,8 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (the first use of feature f pays ``mu * cost[f]``);
         None: every feature costs 1.
-""" + TREE_CATEGORICAL_FEATURES_DOC + """    feature_groups : array-like of shape (n_features,) of int, default=None
+""" + TREE_CATEGORICAL_FEATURES_DOC + """\
+    feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
     n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
         Select exactly this many features, k (a float: that fraction of the columns, at

@@ -6,7 +6,8 @@ AISTATS 2020, Section 3 and Algorithm 1): the two input forms (a task-id column,
 ``(X_t, y_t)`` per task), the task labels, one boosted ensemble per task, the shared selection
 Omega_G (``selected_features_``) and each task's Omega_t (``selected_features_by_task_``), and
 prediction for given tasks. The penalty and the interleaved boosting loop live in
-``gpufs.multitask_boosting``; trees come from the one grower (``gpufs.grower``), parameters, the input
+``gpufs.multitask_boosting``; trees come from the one grower (``gpufs.grower``), parameters, the
+input
 door and the selector interface from the selector base (``selectors._base``).
 """
 from __future__ import annotations
@@ -444,7 +445,8 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature, multiplying both prices; None: every feature costs
         1.
-""" + TREE_CATEGORICAL_FEATURES_DOC + """    feature_groups : array-like of shape (n_features,) of int, default=None
+""" + TREE_CATEGORICAL_FEATURES_DOC + """\
+    feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a group counts as used once any member is.
     n_estimators : int >= 1, default=100
         Boosting rounds; each grows one tree per task (one per class per task for more than

@@ -10,14 +10,11 @@ histograms, and the scan of one pseudo-feature histogram that scores both device
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit, prange
 
-from ..._gain import parent_term
+from ..._group_scan import _best_gain, best_gains, concat_groups  # noqa: F401 (re-exported)
 from ..._types import N_HIST_BINS, STANDARDIZED_MAX
-from ._device_fns import _candidate
 
 __all__ = ["best_gains", "pseudo_feature_bins", "pseudo_feature_extremes",
            "pseudo_feature_histograms", "standardize_extremes", "standardize_with"]
@@ -29,9 +26,6 @@ __all__ = ["best_gains", "pseudo_feature_bins", "pseudo_feature_extremes",
 _ROW_BLOCK = 2048
 #: Column x row additions below which the CPU kernels run on the calling thread only.
 _PARALLEL_MIN_WORK = 1 << 20
-
-_parent_term = njit(inline="always")(parent_term)
-
 
 # --- standardized columns ------------------------------------------------------------------
 
@@ -119,38 +113,6 @@ def _standardize_cpu(X, lo, hi, out):
                 else:
                     out[f, i] = 0
 
-
-
-# --- the scan of one pseudo-feature histogram (both devices' results go through it) ---------
-
-@njit(inline="always")
-def _best_gain(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight):
-    """Best gain of the thresholds 'bin <= b', b < nb - 1, of one histogram (int64 (>= nb, 2)
-    of (g, h) sums); -inf when no threshold leaves both children a valid hessian."""
-    G = G_q * g_inv
-    H = H_q * h_inv
-    parent = _parent_term(G, H, reg_lambda)
-    best = -math.inf
-    gl = hist[0, 0] - hist[0, 0]
-    hl = gl
-    for b in range(nb - 1):
-        if b > 0 and hist[b, 0] == 0 and hist[b, 1] == 0:
-            continue            # same left sums as b - 1, which scored first: cannot win
-        gl += hist[b, 0]
-        hl += hist[b, 1]
-        gain, score = _candidate(gl, hl, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0,
-                                 min_child_weight, 0.0)
-        if score > best:
-            best = gain
-    return best
-
-
-@njit(cache=True)
-def _best_gains_of_histograms(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
-                              out):
-    """``_best_gain`` of every column of one node's histograms (n_cols, 256, 2) int64."""
-    for c in range(hist.shape[0]):
-        out[c] = _best_gain(hist[c], nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
 
 
 @njit(inline="always")
@@ -371,30 +333,7 @@ def pseudo_feature_bins(P, max_bins, v_lo, v_hi):
     return B
 
 
-def best_gains(hist, scan):
-    """The best threshold gain of each pseudo-feature histogram, as a search step scores it.
-
-    Parameters
-    ----------
-    hist : ndarray of shape (n_columns, >= max_bins, 2), int64
-    scan : tuple
-        (max_bins, G_q, H_q, 1 / g_scale, 1 / h_scale, reg_lambda, min_child_weight).
-
-    Returns
-    -------
-    ndarray of shape (n_columns,), float64
-    """
-    gains = np.empty(hist.shape[0], np.float64)
-    _best_gains_of_histograms(np.ascontiguousarray(hist), *scan, gains)
-    return gains
-
-
 _NO_BINS = np.zeros((0, 0), np.uint8)
-
-
-def concat_groups(a, b):
-    """Two groups' tables (sub, lo, hi), one after the other."""
-    return tuple(np.concatenate([x, y]) for x, y in zip(a, b))
 
 
 @njit(parallel=True, cache=True)
