@@ -73,7 +73,7 @@ def predicted_bytes(est, n_workers, n_slots):
     """The level-step formula, one sum of the workers' histograms: per tree, the root's
     histogram, then per level the left child of every split that has a next level: splits x
     slots x 16 (slots: those of one node's histogram, every feature's value bins and its
-    missing bin, what the shards send; ``gpufs._hist_layout``). The driver receives it once;
+    missing bin, what the shards send; ``gpufs.rules._hist_layout``). The driver receives it once;
     the workers send each other ``n_workers - 1`` times it (each shard but the root sends one
     sum, ``gpufs.dask._reduce``)."""
     s = est.ensemble_.stacked()

@@ -27,7 +27,7 @@ SHAPES = [(200, 500), (2000, 56), (2000, 500), (20000, 100), (20000, 500), (2000
 
 
 def measure(n, d, n_bins, rng):
-    from gpufs._hist_layout import HistLayout
+    from gpufs.rules._hist_layout import HistLayout
     from gpufs.backends.cpu import histogram as H
     from gpufs.backends.cpu import CPUBackend
     from gpufs.backends.cpu._args import Run, Segments

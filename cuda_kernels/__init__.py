@@ -12,7 +12,7 @@ dtypes and launch geometry its kernels expect.
   split       search_kernel                         siblings' histograms by exact subtraction,
                                                     penalized split search, and (its last
                                                     block) the level's decisions (the shared
-                                                    ``gpufs._level`` rule)
+                                                    ``gpufs.rules._level`` rule)
   partition   partition_count_kernel,               stable left/right partition of the split
               partition_scatter_kernel              nodes' segments (block-level scans), the
                                                     children's segments, the next build table
@@ -21,15 +21,15 @@ dtypes and launch geometry its kernels expect.
               predict_raw_kernel
   objective   round_*_kernel, extremes_kernel,      one round's gradients and losses, the
               quantize_kernel, ...                  fixed point of ``quantize``; the exact
-                                                    formulas of ``gpufs._exactmath``
+                                                    formulas of ``gpufs.rules._exactmath``
 
 All of them also run under the numba CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), on numpy
 arrays, which is how CI checks them against the CPU kernels.
 
 Caching note: numba's on-disk cache is keyed on this package's source files only. The gain
-formula is compiled in from ``gpufs._gain`` and the objectives' math from ``gpufs._exactmath``;
-their content is part of the cache folder's name (``gpufs._numba_setup``), so editing them
-recompiles these kernels.
+formula is compiled in from ``gpufs.rules._gain`` and the objectives' math from
+``gpufs.rules._exactmath``; their content is part of the cache folder's name
+(``gpufs._numba_setup``), so editing them recompiles these kernels.
 """
 from .binning import bin_transform_kernel
 from .histogram import (MAX_BOUNDED_TILE_SLOTS, MAX_TILE_SLOTS, bounded_tile_words,

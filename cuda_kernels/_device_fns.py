@@ -3,12 +3,12 @@ split rule, fixed-point row arithmetic, and the block-level building blocks (sca
 lookup, split-word accumulation).
 
 ``candidate`` / ``scan_feature`` / ``goes_left`` / ``goes_left_raw`` / ``bin_of`` and the
-tree walk (``leaf_binned`` / ``leaf_raw``) come from ``gpufs._gain``, ``scan_categorical`` /
-``left_word`` / ``split_goes_left`` / ``split_goes_left_raw`` from ``gpufs._categorical``,
-``best_over_features`` / ``decide_level`` from ``gpufs._level``, the task rule
-(``task_bounds`` / ``gpu_task_count``) from ``gpufs._tasks``, the histogram slot of a bin
-(``slot_of``) from ``gpufs._hist_layout`` and the fixed-point row arithmetic
-from ``gpufs._exactmath``: the very functions the CPU backend
+tree walk (``leaf_binned`` / ``leaf_raw``) come from ``gpufs.rules._gain``, ``scan_categorical`` /
+``left_word`` / ``split_goes_left`` / ``split_goes_left_raw`` from ``gpufs.rules._categorical``,
+``best_over_features`` / ``decide_level`` from ``gpufs.rules._level``, the task rule
+(``task_bounds`` / ``gpu_task_count``) from ``gpufs.rules._tasks``, the histogram slot of a bin
+(``slot_of``) from ``gpufs.rules._hist_layout`` and the fixed-point row arithmetic
+from ``gpufs.rules._exactmath``: the very functions the CPU backend
 compiles with ``numba.njit``, compiled here with ``cuda.jit(device=True)``, so both devices
 evaluate one formula and one rule. ``_gain``'s docstring explains why that formula cannot be
 contracted into fused multiply-adds (which would round differently from the CPU).
@@ -18,7 +18,7 @@ import os
 import numpy as np
 from numba import cuda, int64, uint32
 
-from gpufs import _categorical, _exactmath, _gain, _hist_layout, _level, _tasks
+from gpufs.rules import _categorical, _exactmath, _gain, _hist_layout, _level, _tasks
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _rint = np.rint  # the simulator's libdevice functions are stubs
@@ -110,7 +110,7 @@ def row_at(rows, j, ident):
 @cuda.jit(device=True)
 def task_range(start, count, first, rows_per_task, t):
     """Positions [lo, hi) of task t of a segment (start, count) whose tasks begin at
-    ``first``: ``gpufs._tasks``' GPU rule, ceil(count / rows_per_task) near-equal runs."""
+    ``first``: ``gpufs.rules._tasks``' GPU rule, ceil(count / rows_per_task) near-equal runs."""
     return task_bounds(start, count, gpu_task_count(count, rows_per_task), t - first)
 
 

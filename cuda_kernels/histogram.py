@@ -16,7 +16,7 @@ rows_per_task, out)``
           consecutively; node s has ceil(count / rows_per_task) of them)
   ctrl    int64 control words on the device: ctrl[0] build nodes, ctrl[2] tasks
   fmask2  (2, d) uint8: fmask2[fcur, f] is 1 for the features to build
-  offset  (d + 1,) int64 the histogram layout (``gpufs._hist_layout``): feature f's bins at
+  offset  (d + 1,) int64 the histogram layout (``gpufs.rules._hist_layout``): feature f's bins at
           slots offset[f] .. offset[f + 1] - 1, value bins first, the missing bin last
   tile_f  (n_tiles + 1,) int64: tile t holds the features tile_f[t] .. tile_f[t + 1] - 1
           (``tiles``: runs of whole features of at most ``tile_slots`` slots)

@@ -1,6 +1,6 @@
 """Objective kernels: per-row gradients / hessians and loss terms, bit for bit the CPU's.
 
-The formulas are those of ``gpufs._exactmath`` (exp, log, softplus, sigmoid and the per-row
+The formulas are those of ``gpufs.rules._exactmath`` (exp, log, softplus, sigmoid and the per-row
 objective functions written with +, -, *, / only), compiled here as device functions with
 ``mul`` / ``add`` bound to libdevice's ``dmul_rn`` / ``dadd_rn``: those compile to
 ``mul.rn.f64`` / ``add.rn.f64``, which neither NVVM nor ptxas fuses into an FMA, so every
@@ -25,7 +25,7 @@ import os
 
 from numba import cuda, float64, int64
 
-from gpufs import _exactmath
+from gpufs.rules import _exactmath
 
 from ._device_fns import fixed, two_word, weighted
 

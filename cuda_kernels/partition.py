@@ -30,7 +30,7 @@ Shapes and dtypes:
   rows2     (2, n) int32
   spl       (SPL_ROWS, S) int64 split table (``split.decide_kernel``; a categorical split's
             bitset in rows 8 .. 8 + CAT_WORDS - 1, its flag in the next); ctrl[0] splits,
-            ctrl[1] tasks; the rows go left by ``gpufs._categorical.split_goes_left``
+            ctrl[1] tasks; the rows go left by ``gpufs.rules._categorical.split_goes_left``
   chunk_left (T + 1,) int64 left rows per task; chunk_off (T + 1,) their exclusive sums
   nodes     (4, n_nodes) int64 node table: the children's start and count are written here
   bld       (6, S) int64 build table (``histogram.histogram_kernel``); ctrl[2] its tasks
@@ -38,7 +38,7 @@ Shapes and dtypes:
 """
 from numba import cuda, int32, int64
 
-from gpufs._categorical import CAT_WORDS
+from gpufs.rules._categorical import CAT_WORDS
 
 from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
                           find_segment, gpu_task_count, last_block_done, row_at, split_goes_left,

@@ -14,7 +14,7 @@
                trees in order (the CPU's order of additions, so equal bit for bit)
 
 Launch: 1-D grid-stride loop, one thread per row. Any grid works; the backend sizes it.
-The walk down each tree is ``gpufs._gain.make_leaf_of``, the CPU's walk.
+The walk down each tree is ``gpufs.rules._gain.make_leaf_of``, the CPU's walk.
 """
 
 from numba import cuda

@@ -20,7 +20,7 @@ active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
   search, so no launch and no extra pass over the siblings' histograms (neighbouring threads
   subtract neighbouring slots).
   hist (S, n_slots, 2) int64 in the layout of ``offset`` ((d + 1,) int64: feature f's bins at
-  slots offset[f] .. offset[f + 1] - 1, ``gpufs._hist_layout``; the subtraction and the scan
+  slots offset[f] .. offset[f + 1] - 1, ``gpufs.rules._hist_layout``; the subtraction and the scan
   touch only those); nodes (4, n_nodes) int64 node table (start, count, G_q, H_q);
   active (n_active,) int64 the level's nodes in node order; feats2 (2, d) int32 and
   ctrl[4 + fcur] the feature list; n_bins (d,) int32; penalty (d,) float64; allowed, used

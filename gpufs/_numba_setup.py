@@ -22,12 +22,10 @@ _CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
 #: Every ``.py`` file of the folders in ``_INLINED_FOLDERS`` is hashed, and the files listed in
 #: ``_INLINED_SOURCES`` besides. ``tests/test_numba_setup.py`` derives the files from the
 #: cached kernels' code and fails on one that neither covers.
-_INLINED_FOLDERS = ("cuda_kernels",)
-_INLINED_SOURCES = ("_gain.py", "_level.py", "_exactmath.py", "_categorical.py", "_tasks.py",
-                    "_hist_layout.py", "_group_scan.py", "_types.py",
-                    "backends/cpu/_args.py",
-                    "backends/cpu/_device_fns.py", "backends/cpu/histogram.py",
-                    "backends/cpu/split.py", "backends/cpu/partition.py")
+_INLINED_FOLDERS = ("rules", "cuda_kernels")
+_INLINED_SOURCES = ("_types.py", "backends/cpu/_args.py", "backends/cpu/_device_fns.py",
+                    "backends/cpu/histogram.py", "backends/cpu/split.py",
+                    "backends/cpu/partition.py")
 
 
 def _find(here, name):

@@ -11,14 +11,14 @@ X_BINNED_DTYPE = np.uint8
 MAX_VALUE_BINS = 255
 MISSING_BIN = 255
 #: Histogram slots of a feature at most (255 value bins + the missing bin); the full
-#: (dense) layout gives every feature this many (``gpufs._hist_layout``).
+#: (dense) layout gives every feature this many (``gpufs.rules._hist_layout``).
 N_HIST_BINS = 256
 #: GT-GBM's standardized columns are integers in [0, STANDARDIZED_MAX] (8 fractional bits;
 #: ``gpufs.group_testing``).
 STANDARDIZED_MAX = 255
 #: A feature whose most frequent bin holds at least this fraction of the binning sample is
 #: sparse: that bin is derived from the node's totals instead of accumulated, and the CPU
-#: reads the feature's other bins from a row-wise list of them (``gpufs._hist_layout``).
+#: reads the feature's other bins from a row-wise list of them (``gpufs.rules._hist_layout``).
 #: LightGBM's ``sparse_threshold`` has the same default.
 MOST_FREQ_MIN_FRACTION = 0.8
 
@@ -48,7 +48,7 @@ COUNT_DTYPE = np.int64            # rows in the node
 #: Raw (margin) predictions.
 RAW_DTYPE = np.float64
 
-#: uint32 words of one category bitset (256 bins; ``gpufs._categorical``'s bitsets).
+#: uint32 words of one category bitset (256 bins; ``gpufs.rules._categorical``'s bitsets).
 CAT_WORDS = 8
 #: The GPU level's buffer layouts, shared by ``gpufs.backends`` and ``cuda_kernels.split``:
 #: the fields of one slot in the level's output buffer (then the CAT_WORDS bitset words) ...

@@ -141,7 +141,7 @@ class BinMapper:
             self.is_categorical_ = categories.is_categorical
 
     def hist_layout(self):
-        """The histogram layout of the fitted features (``gpufs._hist_layout``): n_bins_ + 1
+        """The histogram layout of the fitted features (``gpufs.rules._hist_layout``): n_bins_ + 1
         slots per feature, the most frequent bin of the sparse ones derived. Made once per
         fit.
 
@@ -151,7 +151,7 @@ class BinMapper:
         """
         layout = self.__dict__.get("_hist_layout")
         if layout is None:
-            from ._hist_layout import HistLayout
+            from .rules._hist_layout import HistLayout
 
             freq = getattr(self, "most_freq_bin_", None)
             layout = HistLayout.from_n_bins(self.n_bins_, freq,

@@ -3,7 +3,7 @@
 Owns the tree loop and the bookkeeping a user sees; the backend owns the work. Per level,
 ``backend.level_step`` runs the whole level in one compiled call on the CPU (or a fixed
 sequence of kernels and one small device -> host copy on the GPU): penalized split search of
-every node, the decisions (``gpufs._level``: feature budget, Omega-only fallback, leaf or
+every node, the decisions (``gpufs.rules._level``: feature budget, Omega-only fallback, leaf or
 split), the partition of the rows, the children's sums, and the next level's histograms (the
 smaller child of each split built, its sibling by exact subtraction). No Python runs per node
 and nothing here branches on the device.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._hist_layout import layout_of
+from .rules._hist_layout import layout_of
 from .backends.base import LevelResult, SplitParams
 from .quantize import PreparedGradients
 from .tree import Tree
@@ -44,7 +44,7 @@ class TreeParams:
         A node splits only when its penalized gain is strictly above this.
     cat_smooth, cat_l2, min_data_per_group : float, default=0.0
     max_cat_threshold : int, default=256
-        LightGBM's guards of a split over sorted categories (``gpufs._categorical``); the
+        LightGBM's guards of a split over sorted categories (``gpufs.rules._categorical``); the
         defaults guard nothing (the boosted estimators pass theirs).
     """
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpufs._categorical import MAX_CAT_TO_ONEHOT
+from gpufs.rules._categorical import MAX_CAT_TO_ONEHOT
 from gpufs._device import to_host
-from gpufs._hist_layout import HistLayout
+from gpufs.rules._hist_layout import HistLayout
 from gpufs.backends.base import SplitInfo, SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.backends.cpu import update as cpu_update

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar a
 from _cudasim_checks import assert_same, binned, grads, make_cat_data  # noqa: E402
 
 from gpufs._device import to_host  # noqa: E402
-from gpufs._hist_layout import HistLayout  # noqa: E402
+from gpufs.rules._hist_layout import HistLayout  # noqa: E402
 from gpufs.backends.base import SplitParams, categorical_slots  # noqa: E402
 from gpufs.backends.cpu import CPUBackend  # noqa: E402
 from gpufs.backends.gpu import GPUBackend  # noqa: E402

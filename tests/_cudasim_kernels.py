@@ -29,7 +29,7 @@ from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
                              check_prepare_gradients, check_update_raw, grads, make_data,
                              segments)
 
-from gpufs._hist_layout import HistLayout  # noqa: E402
+from gpufs.rules._hist_layout import HistLayout  # noqa: E402
 from gpufs.quantize import PACK_CHUNK_ROWS, QGRAD_BOUND  # noqa: E402
 from gpufs.binning import BinMapper  # noqa: E402
 from gpufs.backends.gpu import GPUBackend, GPUOutOfMemoryError  # noqa: E402
@@ -580,7 +580,7 @@ def test_find_splits_categorical(gpu, cat_data, onehot):
 
 
 #: LightGBM's four guards of a sorted categorical split, one at a time and all together
-#: (``gpufs._categorical``; in ``find_splits`` a category's rows are its hessian sum).
+#: (``gpufs.rules._categorical``; in ``find_splits`` a category's rows are its hessian sum).
 GUARDS = [dict(cat_smooth=3.0), dict(cat_l2=10.0), dict(min_data_per_group=4.0),
           dict(max_cat_threshold=2),
           dict(cat_smooth=2.0, cat_l2=5.0, min_data_per_group=3.0, max_cat_threshold=3)]

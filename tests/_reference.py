@@ -1,7 +1,7 @@
 """Slow, obviously-correct numpy oracles for the tree engine.
 
-Nothing here imports the engine's arithmetic (``gpufs._gain``, the backends): every quantity is
-written out again from DESIGN.md section 4 and the ``gpufs.penalties`` docstring, in plain
+Nothing here imports the engine's arithmetic (``gpufs.rules._gain``, the backends): every quantity
+is written out again from DESIGN.md section 4 and the ``gpufs.penalties`` docstring, in plain
 Python / numpy, by brute force.
 
 ``reference_grow_tree`` is an exact greedy tree grower on the binned matrix. For every node it
@@ -13,7 +13,7 @@ keeps the candidate with the strictly largest penalized score, scanning features
 then "missing right" before "missing left": ties go to the lowest (feature, bin), missing
 right first (the missingness split comes last among its feature's candidates).
 
-A categorical feature (``is_cat``) is searched by the rule of the ``gpufs._categorical``
+A categorical feature (``is_cat``) is searched by the rule of the ``gpufs.rules._categorical``
 docstring, written out again: the candidate categories are the bins holding hessian > 0 in
 the node (value bins increasing, then the missing bin), their sums recomputed from the rows;
 up to ``max_onehot`` of them: each one alone goes left, in that order; more: every prefix of

@@ -1,7 +1,7 @@
 """The backend interface (``gpufs.backends.base``): both backends implement the ``Backend``
 protocol (what the engine calls) and the ``BackendProbes`` protocol (what only tests call) with
 the same signatures, and no engine module calls a probe; the records it exchanges
-(``SplitInfo``); the task rule (``gpufs._tasks``); and what the rest of the package asks of a
+(``SplitInfo``); the task rule (``gpufs.rules._tasks``); and what the rest of the package asks of a
 backend instead of testing the
 device (``owns``, ``to_device``, ``synchronize``).
 
@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from gpufs import _tasks
+from gpufs.rules import _tasks
 from gpufs.backends import get_backend
 from gpufs.backends.base import (Backend, BackendProbes, LevelResult, SplitInfo, SplitParams,
                                  SplitPlan, best_splits)

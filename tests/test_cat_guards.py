@@ -1,4 +1,4 @@
-"""LightGBM's four guards of a categorical split (``gpufs._categorical``: cat_smooth, cat_l2,
+"""LightGBM's four guards of a categorical split (``gpufs.rules._categorical``: cat_smooth, cat_l2,
 min_data_per_group, max_cat_threshold), as the CPU scan applies them and as the boosted
 estimators take them; the planted noise of issue 35 (``tests/_planted_noise.py``): a
 many-level noise category no longer beats real signals. CPU == GPU for the guarded scan:

@@ -11,7 +11,7 @@
   within 48 KiB), no 64-bit shared-memory compare-and-swap loops, native 32-bit shared
   atomics in the histogram; in the PTX, no float64 fused multiply-add in the split search
   (it would round differently from the CPU) and the objectives' explicit ``add.rn`` /
-  ``mul.rn`` arithmetic (``gpufs._exactmath``).
+  ``mul.rn`` arithmetic (``gpufs.rules._exactmath``).
 """
 import os
 import re
@@ -249,7 +249,7 @@ def test_kernels_compile_to_sass(hopper):
 #: The histogram kernels (``launch_rules.HIST_KERNELS``).
 HISTOGRAM_KERNELS = ("histogram_kernel", "histogram_bounded_kernel")
 
-#: Kernels built from ``gpufs._exactmath`` (``cuda_kernels/objective.py``).
+#: Kernels built from ``gpufs.rules._exactmath`` (``cuda_kernels/objective.py``).
 OBJECTIVE_KERNELS = ("logistic_gradients_kernel", "softmax_gradients_kernel",
                      "squared_error_loss_kernel", "logistic_loss_kernel", "softmax_loss_kernel",
                      "round_logistic_kernel", "round_softmax_kernel")

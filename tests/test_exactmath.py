@@ -1,5 +1,5 @@
-"""gpufs._exactmath: accuracy against 50-digit ``decimal`` references and numpy, special values,
-and exact reproducibility (the numba CPU build = plain Python, bit for bit).
+"""gpufs.rules._exactmath: accuracy against 50-digit ``decimal`` references and numpy, special
+values, and exact reproducibility (the numba CPU build = plain Python, bit for bit).
 
 The GPU build of the same source is checked bit for bit against the CPU under the CUDA
 simulator (tests/_cudasim_kernels.py::test_objective) and for its instructions in PTX
@@ -11,7 +11,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from gpufs._exactmath import python_exact_math
+from gpufs.rules._exactmath import python_exact_math
 from gpufs.backends.cpu import CPUBackend
 from gpufs.backends.cpu.objective import _em as NJ
 

@@ -6,7 +6,7 @@ machine with ``python -m pytest -q -m gpu tests/test_gpu.py``.
 Everything is compared for exact equality, on ordinary data: non-dyadic float targets,
 sample weights, logistic and softmax losses, the A-GBM scaling ``root_sse``. Nothing on the
 fitting path depends on the device's float rounding: the base score is a correctly rounded
-host sum; gradients and losses come from ``gpufs._exactmath`` (exp / log written with
+host sum; gradients and losses come from ``gpufs.rules._exactmath`` (exp / log written with
 +, -, *, /, compiled without fused multiply-adds on both devices), not from glibc's or CUDA's
 ``exp``; the A-GBM divisor and the losses are fixed-point sums; histograms are int64 sums.
 """

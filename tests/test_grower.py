@@ -3,7 +3,7 @@ brute-force oracle of tests/_reference.py on random trees, and row-order invaria
 import numpy as np
 import pytest
 
-from gpufs._categorical import MAX_CAT_TO_ONEHOT
+from gpufs.rules._categorical import MAX_CAT_TO_ONEHOT
 from gpufs.backends.base import SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper

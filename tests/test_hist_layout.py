@@ -1,4 +1,4 @@
-"""The compact histogram layout (gpufs/_hist_layout.py) and the CPU's ways of filling it.
+"""The compact histogram layout (gpufs/rules/_hist_layout.py) and the CPU's ways of filling it.
 
 A feature takes its value bins + 1 slots (the missing bin last); a sparse feature's most
 frequent bin is derived from the node's totals; histograms are filled row-wise or column-wise.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gpufs import GBFSClassifier
-from gpufs._hist_layout import HistLayout, slot_of
+from gpufs.rules._hist_layout import HistLayout, slot_of
 from gpufs.backends.cpu.histogram import sparse_rows
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper

@@ -114,7 +114,7 @@ def test_a_cache_dir_set_in_numbas_config_before_gpufs_wins(tmp_path):
 def _defined_in(module_name, name):
     """The gpufs module that defines global ``name`` of ``module_name``: followed through the
     module's ``from x import name`` lines (re-exports too); ``from .. import _tasks`` gives
-    ``gpufs._tasks`` itself; a name bound in the module (or imported from outside gpufs)
+    ``gpufs.rules._tasks`` itself; a name bound in the module (or imported from outside gpufs)
     gives the module."""
     mod = sys.modules[module_name]
     with open(mod.__file__, encoding="utf-8") as fh:
@@ -214,7 +214,7 @@ def test_every_source_compiled_into_other_files_kernels_is_hashed():
 
     needed = _sources_compiled_into_other_files_kernels()
     # the scan sees the shared rules and the layout constants (it is not blind)
-    assert {"_gain.py", "_types.py"} <= set(needed), sorted(needed)
+    assert {"rules/_gain.py", "_types.py"} <= set(needed), sorted(needed)
     folders = _numba_setup._INLINED_FOLDERS
     missing = {f: sorted(k)[:3] for f, k in needed.items()
                if f not in _numba_setup._INLINED_SOURCES and f.split("/")[0] not in folders}

@@ -4,7 +4,7 @@
 Two kinds are allowed by rule: estimator constructors (scikit-learn's convention: every
 hyperparameter is a keyword of ``__init__``) and compiled kernels (numba ``njit`` /
 ``cuda.jit`` functions, whose arguments are the arrays a launch reads): decorated, or plain
-one-source functions (``gpufs._gain``'s factories) that a backend compiles, known by the
+one-source functions (``gpufs.rules._gain``'s factories) that a backend compiles, known by the
 numba dispatchers the CPU backend's modules hold. Everything else over
 the limit is listed below with the reason it is still there; the test fails on a new one, and
 on a listed one that already fits (remove its name then).

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpufs import _types as T
-from gpufs._categorical import CAT_WORDS
+from gpufs.rules._categorical import CAT_WORDS
 from gpufs.backends.cpu import CPUBackend
 from gpufs.binning import BinMapper
 from gpufs.tree import TREE_FIELDS, Tree, TreeEnsemble, n_nodes_for_depth

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._categorical import CAT_WORDS
+from ..rules._categorical import CAT_WORDS
 from .._types import N_OUT, SPL_ROWS
 from .base import SplitPlan
 

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from .. import _tasks
+from ..rules import _tasks
 from .._device import is_cupy_array, to_host
 from ._gpu_workspace import _Workspace
 from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
@@ -192,7 +192,7 @@ class DeviceMixin:
     def task_table(self, seg_start, seg_count):
         """``Backend.task_table``: how the histogram and partition kernels cut segments into
         tasks: a segment of ``c`` rows into ceil(c / rows_per_task) near-equal runs
-        (``gpufs._tasks``), ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of the
+        (``gpufs.rules._tasks``), ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of the
         fit's rows: here of the segments' total)."""
         start = np.asarray(seg_start, np.int64)
         count = np.asarray(seg_count, np.int64)

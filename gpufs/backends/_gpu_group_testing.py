@@ -12,7 +12,7 @@ import numpy as np
 
 from .._device import namespace_of, to_host
 from .._types import STANDARDIZED_MAX
-from .._group_scan import best_gains, concat_groups
+from ..rules._group_scan import best_gains, concat_groups
 
 __all__ = ["DeviceSteps"]
 

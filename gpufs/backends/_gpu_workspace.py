@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _tasks
-from .._categorical import CAT_WORDS
+from ..rules import _tasks
+from ..rules._categorical import CAT_WORDS
 from .._device import to_host
-from .._hist_layout import tree_layout
+from ..rules._hist_layout import tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, N_OUT, SPL_ROWS
 from ._gpu_advance import level_histograms
 from .base import LevelResult

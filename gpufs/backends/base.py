@@ -17,10 +17,10 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from .. import _categorical, _level
-from .._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
+from ..rules import _categorical, _level
+from ..rules._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
 from .._device import to_host
-from .._hist_layout import HistLayout
+from ..rules._hist_layout import HistLayout
 
 __all__ = ["Backend", "BackendProbes", "LevelResult", "SplitInfo", "SplitParams", "SplitPlan",
            "best_splits", "categorical_slots", "kernel_for"]
@@ -96,13 +96,13 @@ class SplitParams:
         How many features are categorical.
     max_cat_to_onehot : int, default=4
         Categorical features with at most this many candidate categories at a node are split
-        one-vs-rest (``gpufs._categorical``).
+        one-vs-rest (``gpufs.rules._categorical``).
     cat_smooth, cat_l2, min_data_per_group : float, default=0.0
     max_cat_threshold : int, default=256
-        LightGBM's guards of a split over sorted categories (``gpufs._categorical``); the
+        LightGBM's guards of a split over sorted categories (``gpufs.rules._categorical``); the
         defaults guard nothing (the estimators pass theirs).
     layout : HistLayout or None, default=None
-        Where each feature's bins sit in a node's histogram (``gpufs._hist_layout``; the
+        Where each feature's bins sit in a node's histogram (``gpufs.rules._hist_layout``; the
         grower passes the bin mapper's); None: the compact layout of ``n_bins``.
     """
 
@@ -272,7 +272,7 @@ def best_splits(allowed, score, gain, bin, missing_left, g_left, h_left, cat_slo
                 cat_order=None) -> SplitInfo:
     """The best feature of every slot from the per-(slot, feature) results of the search.
 
-    The rule is the level step's (``gpufs._level.best_over_features``): the first maximum of
+    The rule is the level step's (``gpufs.rules._level.best_over_features``): the first maximum of
     ``score`` over the ``allowed`` features, in increasing feature order.
 
     Parameters
@@ -397,7 +397,7 @@ class Backend(Protocol):
         Returns
         -------
         g, h : ndarray of shape (n_outputs, n_samples), float64
-            Row k belongs to output column k (``gpufs._exactmath``'s formulas).
+            Row k belongs to output column k (``gpufs.rules._exactmath``'s formulas).
         loss_terms : ndarray of shape (n_samples,), float64
             The loss of ``raw`` per row (the loss after the previous round).
         """
@@ -676,7 +676,8 @@ class BackendProbes(Protocol):
         """How the histogram and partition kernels cut row segments into tasks.
 
         Every segment is cut into near-equal runs of consecutive positions
-        (``gpufs._tasks.task_bounds``); how many is the device's rule (``gpufs._tasks``).
+        (``gpufs.rules._tasks.task_bounds``); how many is the device's rule
+        (``gpufs.rules._tasks``).
 
         Parameters
         ----------

@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._categorical import CAT_WORDS
+from ..rules._categorical import CAT_WORDS
 from .._device import check_gpu_stack, get_namespace, to_host
-from .._hist_layout import split_input, tree_layout
+from ..rules._hist_layout import split_input, tree_layout
 from .._types import HIST_DTYPE, N_HIST_BINS, N_OUT, X_BINNED_DTYPE
 from ._gpu_advance import advance_level, decide_level
 from ._gpu_device import (KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS,  # noqa: F401
@@ -178,7 +178,7 @@ class GPUBackend(DeviceMixin):
         """Per-row gradients and hessians of ``objective`` ("logistic" or "softmax").
 
         Same arguments and results as ``CPUBackend.gradients``, bit for bit: (g, h), each
-        (n_outputs, n) float64 on the device, from ``gpufs._exactmath``'s formulas.
+        (n_outputs, n) float64 on the device, from ``gpufs.rules._exactmath``'s formulas.
         """
         kernel = kernel_for({"logistic": self.kernels.logistic_gradients_kernel,
                              "softmax": self.kernels.softmax_gradients_kernel}, objective)
@@ -362,7 +362,7 @@ class GPUBackend(DeviceMixin):
 
         Kernels, all on device arrays: search (one block per (node, feature); siblings'
         histograms derived there by subtraction; its last block decides by the shared
-        ``gpufs._level`` rule), partition count (its last block plans) and scatter, and when
+        ``gpufs.rules._level`` rule), partition count (its last block plans) and scatter, and when
         ``build_next`` the smaller children's histograms.
         Grids are sized by upper bounds the host knows (its copy of the node counts; with
         ``cuda_graphs``, the tree shape's, and the launches run as one graph); the exact

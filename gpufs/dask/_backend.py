@@ -24,7 +24,7 @@ against :class:`ClusterBackend`, which implements the backend methods they call:
   adds the same values, so the live tree states need not be kept.
 
 Per level one sum of the left children's histograms (splits x the features' histogram slots
-x 16 bytes, ``gpufs._hist_layout``: a feature's value bins and its missing bin, whatever the
+x 16 bytes, ``gpufs.rules._hist_layout``: a feature's value bins and its missing bin, whatever the
 number of shards) travels to the driver, and the plan (to every shard) travels back. The
 node gain bounds of the CPU level step (which let a node skip the paying features'
 histograms) are not kept on a cluster: a
@@ -40,7 +40,7 @@ import math
 import numba
 import numpy as np
 
-from .._hist_layout import HistLayout, tree_layout
+from ..rules._hist_layout import HistLayout, tree_layout
 from .._types import HIST_DTYPE
 from ..backends.base import SplitParams
 from ..backends.cpu import CPUBackend

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._device import namespace_of, to_host
-from .._hist_layout import HistLayout
+from ..rules._hist_layout import HistLayout
 from .._threading import thread_limit
 from ..backends._shard_backend import shard_backend
 from ..backends.cpu import BinnedMatrix

@@ -330,7 +330,7 @@ def fill_candidates(setup, ensemble, selected, n_fill) -> list:
     list of int
         Best first.
     """
-    from .._hist_layout import layout_of
+    from ..rules._hist_layout import layout_of
     from .._types import ROW_INDEX_DTYPE
     from ..backends.base import SplitParams, categorical_slots
     from ..backends.cpu.split import feature_gains

@@ -1,13 +1,13 @@
 """The shared rules compiled once for the CPU kernels: the functions every module inlines.
 
-Owns the ``njit(inline="always")`` versions of the one-source rules (``gpufs._gain``'s split
-candidate, bin scan, leaf rule; ``gpufs._categorical``'s scans and left-set tests;
-``gpufs._level``'s per-node choice) and ``ROW_BLOCK``, the rows per task of the per-row
+Owns the ``njit(inline="always")`` versions of the one-source rules (``gpufs.rules._gain``'s split
+candidate, bin scan, leaf rule; ``gpufs.rules._categorical``'s scans and left-set tests;
+``gpufs.rules._level``'s per-node choice) and ``ROW_BLOCK``, the rows per task of the per-row
 kernels. The GPU's counterpart is ``cuda_kernels/_device_fns.py``.
 """
 from numba import njit
 
-from ... import _categorical, _gain, _level
+from ...rules import _categorical, _gain, _level
 
 _candidate = njit(inline="always")(_gain.candidate)
 _scan_feature = njit(inline="always")(_gain.make_scan_feature(_candidate))

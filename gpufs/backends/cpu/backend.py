@@ -11,9 +11,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._categorical import CAT_WORDS
+from ...rules._categorical import CAT_WORDS
 from ..._device import to_host
-from ..._hist_layout import split_input, tree_layout
+from ...rules._hist_layout import split_input, tree_layout
 from ..._threading import current_limit
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
 from ..base import LevelResult, SplitPlan, best_splits, kernel_for
@@ -243,7 +243,7 @@ class CPUBackend:
         """``Backend.task_table``: how ``partition`` cuts segments into tasks (the level step
         cuts the same way when its level runs in parallel): a segment of ``c`` rows into
         ``min(max(c // rows_per_task, 1), 4 x threads)`` near-equal runs with several
-        threads, one run otherwise (``gpufs._tasks``). The row-wise histograms cut by the
+        threads, one run otherwise (``gpufs.rules._tasks``). The row-wise histograms cut by the
         same rule, with ``rows_per_task`` lowered to about ``histogram.HIST_TASK_WORK``
         updates per task for builds of fewer rows than threads x ``rows_per_task``."""
         n_threads = self._threads()
@@ -275,8 +275,8 @@ class CPUBackend:
 
         Returns (g, h, loss_terms): g and h (n_outputs, n) float64 (row k is output column
         k), loss_terms (n,) float64 -- the loss of the raw scores *before* the round's trees,
-        i.e. the loss after the previous round. The formulas are ``gpufs._exactmath``'s, so the
-        GPU backend returns the same bits.
+        i.e. the loss after the previous round. The formulas are ``gpufs.rules._exactmath``'s, so
+        the GPU backend returns the same bits.
         """
         raw = np.ascontiguousarray(raw, dtype=np.float64)
         n, k = raw.shape
@@ -297,7 +297,7 @@ class CPUBackend:
 
         raw (n, n_outputs) float64; y (n,) labels / class codes. Returns (g, h), each
         (n_outputs, n) float64: row k is output column k. The formulas are
-        ``gpufs._exactmath``'s, so the GPU backend returns the same bits.
+        ``gpufs.rules._exactmath``'s, so the GPU backend returns the same bits.
         """
         raw = np.ascontiguousarray(raw, dtype=np.float64)
         n, k = raw.shape
@@ -308,7 +308,7 @@ class CPUBackend:
 
     def loss_terms(self, objective, raw, y):
         """Per-row losses (n,) float64 of ``objective`` ("squared_error", "logistic" or
-        "softmax"), by ``gpufs._exactmath``'s formulas (the same bits as the GPU backend)."""
+        "softmax"), by ``gpufs.rules._exactmath``'s formulas (the same bits as the GPU backend)."""
         raw = np.ascontiguousarray(raw, dtype=np.float64)
         out = np.empty(raw.shape[0], np.float64)
         kernel_for(_LOSS_KERNELS, objective)(raw, np.asarray(y), out)

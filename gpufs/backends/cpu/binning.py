@@ -1,6 +1,6 @@
 """The CPU's binning: float features to uint8 bins, and the binned matrix by column.
 
-Owns ``_bin_transform`` (``gpufs._gain.bin_of``, the cut rule both devices compile) and
+Owns ``_bin_transform`` (``gpufs.rules._gain.bin_of``, the cut rule both devices compile) and
 ``_columns_of`` (the column-major copy the partition and the column-wise histograms read).
 The GPU's counterpart is ``cuda_kernels/binning.py``.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..._group_scan import _best_gain, best_gains, concat_groups  # noqa: F401 (re-exported)
+from ...rules._group_scan import _best_gain, best_gains, concat_groups  # noqa: F401 (re-exported)
 from ..._types import N_HIST_BINS, STANDARDIZED_MAX
 
 __all__ = ["best_gains", "pseudo_feature_bins", "pseudo_feature_extremes",

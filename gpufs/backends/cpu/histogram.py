@@ -1,7 +1,7 @@
 """The CPU's histograms: row-wise or column-wise by shape, sparse rows, sibling subtraction.
 
 Owns how the CPU backend fills a level's histograms in the compact layout
-(``gpufs._hist_layout``; only the listed features' slots are zeroed, filled, reduced and
+(``gpufs.rules._hist_layout``; only the listed features' slots are zeroed, filled, reduced and
 subtracted), by one of two loops chosen per build (``use_columns``; the rule and its
 measurement in docs/architecture.rst):
   * row-wise: a task reads every listed feature of a run of rows (two rows interleaved, rows
@@ -20,7 +20,7 @@ from numba import njit, prange
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ... import _hist_layout, _tasks
+from ...rules import _hist_layout, _tasks
 from ..._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS
 from ._args import RowTasks
 
@@ -83,7 +83,7 @@ def prefetch(typingctx, a, i, j):
 
 @njit(cache=True)
 def task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
-    """Cut segments into tasks by ``gpufs._tasks``' CPU rule (about ``rows_per_task`` rows,
+    """Cut segments into tasks by ``gpufs.rules._tasks``' CPU rule (about ``rows_per_task`` rows,
     at most ``n_tasks_max`` per segment, one per empty or small segment). Returns (t_seg,
     t_lo, t_hi, t_first) int64, ``t_first`` is 1 for the first task of its segment."""
     m = seg_start.shape[0]

@@ -4,7 +4,7 @@ Owns ``_level_step`` (search -> decide -> partition -> children's sums -> next h
 its two halves, ``_level_decide`` (reads only histograms and node sums) and ``_level_advance``
 (reads only the decisions and the rows), which a cluster runs apart (``gpufs.dask``); the
 root's histogram; and the node gain bounds (``_gain_bound_pays``, ``_bound_term``) that let a
-node skip the paying features' histograms. The decision rule is ``gpufs._level``'s, the same
+node skip the paying features' histograms. The decision rule is ``gpufs.rules._level``'s, the same
 one the GPU's search kernel compiles (``cuda_kernels/split.py``).
 
 Parallelism: a level calls the ``prange`` drivers only when it has enough work to pay for
@@ -13,7 +13,7 @@ waking threads (``PARALLEL_MIN_WORK``, ``SEARCH_PARALLEL_MIN_SLOTS``).
 import numpy as np
 from numba import njit, prange
 
-from ... import _level
+from ...rules import _level
 from ..._types import HIST_DTYPE, N_HIST_BINS
 from ._args import Decisions, PerFeature, SearchSlots, Segments, SplitRule
 from ._device_fns import _best_over_features, _decide_level, _left_word

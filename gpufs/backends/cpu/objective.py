@@ -1,8 +1,8 @@
 """The CPU's objectives and fixed point: gradients, losses, and their quantization.
 
 Owns the per-row kernels of one boosting round (gradients, hessians and losses of squared
-error, logistic and softmax, in one pass or apart) by ``gpufs._exactmath``'s formulas, compiled
-so that each operation rounds as IEEE 754 says, like the GPU's; and the fixed-point pass of
+error, logistic and softmax, in one pass or apart) by ``gpufs.rules._exactmath``'s formulas,
+compiled so that each operation rounds as IEEE 754 says, like the GPU's; and the fixed-point pass of
 ``gpufs.quantize.prepare_gradients`` (the extremes, then the int64 (g, h) and their exact
 sums). The GPU's counterpart is ``cuda_kernels/objective.py``.
 """
@@ -11,7 +11,7 @@ from numba import njit, prange
 from numba.core import types
 from numba.extending import intrinsic
 
-from ... import _exactmath
+from ...rules import _exactmath
 from ._device_fns import ROW_BLOCK
 
 
@@ -31,7 +31,7 @@ def _bits_f64(typingctx, b):
     return types.float64(types.int64), codegen
 
 
-# The objectives' exact math (``gpufs._exactmath``): plain * and +, which numba's CPU compiler
+# The objectives' exact math (``gpufs.rules._exactmath``): plain * and +, which numba's CPU compiler
 # never contracts into FMAs (no fastmath), so each rounds as IEEE 754 says, like the GPU's
 # dmul_rn / dadd_rn.
 _em = _exactmath.make_exact_math(njit(inline="always")(_exactmath.py_mul),
@@ -48,7 +48,7 @@ _softmax_grad_hess_loss_row = _em.softmax_grad_hess_loss_row
 _softmax_loss_row = _em.softmax_loss_row
 
 
-# The per-row fixed-point arithmetic, shared with the GPU's kernels (``gpufs._exactmath``).
+# The per-row fixed-point arithmetic, shared with the GPU's kernels (``gpufs.rules._exactmath``).
 _fp = _exactmath.make_fixed_point(np.rint, np.int64, njit(inline="always"))
 _weighted = _fp.weighted
 _fixed = _fp.fixed

@@ -1,7 +1,7 @@
 """The CPU's partition: a stable in-place left/right split of each split node's rows.
 
 Owns ``_partition`` and its task bodies: a count pass (which rows go left, by
-``gpufs._categorical.split_goes_left``, and the children's sums of the rows' gain-bound terms)
+``gpufs.rules._categorical.split_goes_left``, and the children's sums of the rows' gain-bound terms)
 and a scatter pass (lefts, then rights, each in their original order, for any chunking), each
 with a ``prange`` and a serial driver. The GPU's counterpart is ``cuda_kernels/partition.py``.
 

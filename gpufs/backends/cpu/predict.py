@@ -1,6 +1,6 @@
 """The CPU's prediction: an ensemble's raw scores on binned or raw features.
 
-Owns ``_predict_binned`` and ``_predict_raw`` (the leaf rule ``gpufs._gain.make_leaf_of``,
+Owns ``_predict_binned`` and ``_predict_raw`` (the leaf rule ``gpufs.rules._gain.make_leaf_of``,
 compiled for both devices). The GPU's counterpart is ``cuda_kernels/predict.py``.
 """
 from numba import njit, prange

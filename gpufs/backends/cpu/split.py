@@ -1,9 +1,9 @@
 """The CPU's split search: the best split of every (node, feature) pair of a level.
 
-Owns ``_search_range`` (one run of (slot, feature) pairs, scanned by ``gpufs._gain``'s bin
-scan or ``gpufs._categorical``'s) and its two drivers, ``_search_par`` (``prange`` over tasks
+Owns ``_search_range`` (one run of (slot, feature) pairs, scanned by ``gpufs.rules._gain``'s bin
+scan or ``gpufs.rules._categorical``'s) and its two drivers, ``_search_par`` (``prange`` over tasks
 of pairs) and ``_search_ser``, with the sizes that choose between them. The decision over the
-per-feature results is ``gpufs._level``'s, in ``level.py``. The GPU's counterpart is
+per-feature results is ``gpufs.rules._level``'s, in ``level.py``. The GPU's counterpart is
 ``cuda_kernels/split.py``.
 
 Arguments in named tuples (``_args``): ``SearchSlots`` (``hist`` (n_slots, layout.n_slots, 2)
@@ -12,7 +12,7 @@ int64, ...), ``SplitArgs``, and ``PerFeature`` (n_slots, n_features) per-feature
 import numpy as np
 from numba import njit, prange
 
-from ..._hist_layout import split_input
+from ...rules._hist_layout import split_input
 from ..._types import HIST_DTYPE, N_HIST_BINS
 from ._args import PerFeature, SearchSlots, split_args
 from ._device_fns import _scan_categorical, _scan_feature

@@ -13,7 +13,7 @@ arrives precomputed (``mu * cost`` is formed once on the host in ``penalties.py`
 """
 import math
 
-from ._types import MISSING_BIN
+from .._types import MISSING_BIN
 
 
 def parent_term(g_parent, h_parent, reg_lambda):
@@ -141,7 +141,7 @@ def make_scan_feature(candidate):
         scan.
 
         ``hist`` is int64 (n_nodes, n_slots, 2), fixed-point (G, H) sums per slot
-        (``gpufs._hist_layout``): the feature's value bin t at slot ``lo + t``, its missing
+        (``gpufs.rules._hist_layout``): the feature's value bin t at slot ``lo + t``, its missing
         bin at slot ``last``; ``nb`` the feature's number of value bins; (G_q, H_q) and (G, H)
         the node's sums in fixed point and as float64; ``g_inv`` / ``h_inv`` the reciprocal
         fixed-point scales. Returns ``(score, gain, bin, missing_left, g_left_q,

@@ -1,6 +1,6 @@
 """Categorical splits: the one categorical scan, the category bitset and its go-left rule.
 
-Plain scalar Python compiled by both backends, like ``gpufs._gain``: the CPU backend with
+Plain scalar Python compiled by both backends, like ``gpufs.rules._gain``: the CPU backend with
 ``numba.njit`` and the GPU kernels with ``numba.cuda.jit(device=True)``, so a categorical
 split is chosen, stored and followed by one rule on both devices.
 
@@ -14,7 +14,7 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
 import math
 
-from ._types import CAT_WORDS, MISSING_BIN  # noqa: F401  (CAT_WORDS: re-exported)
+from .._types import CAT_WORDS, MISSING_BIN  # noqa: F401  (CAT_WORDS: re-exported)
 #: Categorical features with at most this many candidate categories at a node are split
 #: one-vs-rest (LightGBM's ``max_cat_to_onehot`` default).
 MAX_CAT_TO_ONEHOT = 4

@@ -5,7 +5,7 @@ candidate each node takes (its best split, or its best split on the features alr
 when the feature budget is spent), which nodes become leaves, and which features enter Omega.
 The CPU backend compiles these functions with ``numba.njit``; the GPU backend compiles the
 same functions with ``numba.cuda.jit(device=True)`` and runs them in a one-thread kernel, so
-both devices decide identically (like ``gpufs._gain`` for the gain formula).
+both devices decide identically (like ``gpufs.rules._gain`` for the gain formula).
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._types import HIST_DTYPE, MAX_VALUE_BINS, MISSING_BIN, MOST_FREQ_MIN_FRACTION, N_HIST_BINS
+from .._types import HIST_DTYPE, MAX_VALUE_BINS, MISSING_BIN, MOST_FREQ_MIN_FRACTION, N_HIST_BINS
 
 __all__ = ["HistLayout", "layout_of", "slot_of", "split_input", "tree_layout"]
 
@@ -248,7 +248,7 @@ def layout_of(bin_mapper, n_bins, n_features):
         layout = get()
         if layout.n_features == n_features:
             return layout
-    from ._device import to_host
+    from .._device import to_host
 
     return HistLayout.from_n_bins(to_host(n_bins))
 
