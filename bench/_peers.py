@@ -39,7 +39,7 @@ def _timed(fn, device="cpu"):
 def time_gpufs(estimator_cls, X, y, params: dict, trees: int, device: str) -> tuple[dict, object]:
     """Binning alone, a 1-tree fit and a ``trees``-tree fit of a gpufs GBFS estimator."""
     from gpufs.backends import get_backend
-    from gpufs.binning import BinMapper
+    from gpufs.engine.binning import BinMapper
 
     # Warm-up: numba compiles (or loads from its disk cache) each kernel on first use; 50,000
     # rows reach the parallel kernels too (below 32,768 rows they run serially), so no

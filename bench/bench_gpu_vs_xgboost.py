@@ -96,11 +96,11 @@ class Device:
 
 def run_gpufs(dev, X, y, args, cuda_graphs=False):
     from gpufs.backends import get_backend
-    from gpufs.binning import BinMapper
-    from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
-    from gpufs.grower import TreeParams
-    from gpufs.objectives import SquaredError
-    from gpufs.penalties import PenaltyState
+    from gpufs.engine.binning import BinMapper
+    from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting
+    from gpufs.engine.grower import TreeParams
+    from gpufs.engine.objectives import SquaredError
+    from gpufs.engine.penalties import PenaltyState
 
     if dev.name == "gpu" and (cuda_graphs or args.hist_optin_shared or args.hist_kernel):
         from gpufs.backends.gpu import GPUBackend

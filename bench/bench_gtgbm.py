@@ -187,9 +187,9 @@ def run_lightgbm(Xtr, ytr, Xte, yte, depth, mu, trees, n_classes):
 def scope_cost(model, Xtr, ytr, params):
     """The group tests of tree 0 at its root and at every node it split (module docstring)."""
     from gpufs.backends.cpu import CPUBackend
-    from gpufs.group_testing import (GroupTestParams, draw_subsets, group_test_candidates,
+    from gpufs.engine.group_testing import (GroupTestParams, draw_subsets, group_test_candidates,
                                      standardize)
-    from gpufs.quantize import fixed_point_scale, quantize
+    from gpufs.engine.quantize import fixed_point_scale, quantize
 
     be = CPUBackend()
     tree = model.ensemble_.trees[0]

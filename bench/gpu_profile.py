@@ -111,7 +111,7 @@ def step_prepare(args):
 
     from gpufs._device import to_host
     from gpufs.backends.gpu import GPUBackend
-    from gpufs.binning import BinMapper
+    from gpufs.engine.binning import BinMapper
 
     os.makedirs(args.work, exist_ok=True)
     t0 = time.perf_counter()
@@ -131,10 +131,10 @@ def step_prepare(args):
 def _fit(backend, Xb, y, bm, trees, depth):
     import numpy as np
 
-    from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
-    from gpufs.grower import TreeParams
-    from gpufs.objectives import SquaredError
-    from gpufs.penalties import PenaltyState
+    from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting
+    from gpufs.engine.grower import TreeParams
+    from gpufs.engine.objectives import SquaredError
+    from gpufs.engine.penalties import PenaltyState
 
     d = Xb.shape[1]
     params = BoostingParams(n_estimators=trees, hessian=True,

@@ -1,4 +1,4 @@
-"""Bin transform: float features -> uint8 bins, the rule of ``gpufs.binning``.
+"""Bin transform: float features -> uint8 bins, the rule of ``gpufs.engine.binning``.
 
 ``bin_transform_kernel(X, cuts, n_cuts, out)``
   X       (n, d) float32 or float64, any strides (NaN = missing). float32 values are widened to

@@ -2,7 +2,7 @@
 
 Two kernels with one signature, chosen by ``backends.launch_rules.HIST_KERNEL``:
 ``histogram_bounded_kernel`` (the default) for fixed-point values bounded per row by
-``gpufs.quantize.QGRAD_BOUND`` and tasks of at most ``PACK_CHUNK_ROWS`` rows, and
+``gpufs.engine.quantize.QGRAD_BOUND`` and tasks of at most ``PACK_CHUNK_ROWS`` rows, and
 ``histogram_kernel`` (split words), exact for any int64 values and task sizes.
 
 ``histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f,
@@ -31,7 +31,7 @@ The siblings of the built nodes are derived by subtraction in the next level's
 ``split.search_kernel``.
 
 Why ``histogram_bounded_kernel`` (same arguments, tiles of ``bounded_tile_words``):
-  * ``gpufs.quantize`` bounds every row's |g_q| and |h_q| by 2**15, and the backend cuts
+  * ``gpufs.engine.quantize`` bounds every row's |g_q| and |h_q| by 2**15, and the backend cuts
     tasks of at most ``PACK_CHUNK_ROWS`` = 2**16 - 1 rows (``launch_rules.max_rows_per_task``),
     so a block's sum of either quantity in one bin stays within +-(2**31 - 2**15): one int32
     shared word per quantity holds it exactly, and each element costs two native 32-bit

@@ -40,7 +40,7 @@ _LAZY = {"ControlBurnClassifier": ".selectors.controlburn",
          "MultiTaskGBFSRegressor": ".selectors.multitask",
          "StagewiseClassifier": ".selectors.stagewise",
          "StagewiseRegressor": ".selectors.stagewise",
-         "TreeEnsemble": ".tree", "SelectionWarning": "._warnings",
+         "TreeEnsemble": ".engine.tree", "SelectionWarning": "._warnings",
          "ModelFileError": "._strict_json"}
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",

@@ -18,7 +18,7 @@ from ._device import namespace_of
 #: leaving float64 room for the gain formula's sums and divisions.
 _MAX_SUM = 2.0 ** 500
 #: Weighted gradients and hessians at least this large keep the fixed-point scale of
-#: ``gpufs.quantize`` and the squares of the gain finite and normal.
+#: ``gpufs.engine.quantize`` and the squares of the gain finite and normal.
 _MIN_TERM = 2.0 ** -500
 
 _REMEDY_WEIGHTS = ("weights times c with reg_lambda times c and min_child_weight times c give "

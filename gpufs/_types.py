@@ -14,7 +14,7 @@ MISSING_BIN = 255
 #: (dense) layout gives every feature this many (``gpufs.rules._hist_layout``).
 N_HIST_BINS = 256
 #: GT-GBM's standardized columns are integers in [0, STANDARDIZED_MAX] (8 fractional bits;
-#: ``gpufs.group_testing``).
+#: ``gpufs.engine.group_testing``).
 STANDARDIZED_MAX = 255
 #: A feature whose most frequent bin holds at least this fraction of the binning sample is
 #: sparse: that bin is derived from the node's totals instead of accumulated, and the CPU

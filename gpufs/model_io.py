@@ -6,8 +6,8 @@ estimator's class, its parameters, ``n_features_in``, feature names and class la
 registry of the families' codecs (``register_codec``: each family encodes its own ``fitted``
 part, beside its estimators) and the migration of files of the first format
 (``"gpufs.TreeEnsemble/1"``). The readers and the strict-JSON rules are
-``gpufs._strict_json``'s; the tree and bins codecs are ``gpufs.tree``'s and
-``gpufs.binning``'s. The format, field by field, and why loading a file from a stranger is
+``gpufs._strict_json``'s; the tree and bins codecs are ``gpufs.engine.tree``'s and
+``gpufs.engine.binning``'s. The format, field by field, and why loading a file from a stranger is
 safe: ``docs/model_format.rst`` and ``SECURITY.md``.
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ from ._strict_json import (FORMAT_VERSION, MAX_BINNED_FEATURES, MAX_CLASSES, MAX
                            Token, dumps, kind_of, loads, plain, read_bool_array,
                            read_float_array, read_int, read_int_array, read_list, read_obj,
                            read_scalar, read_str, scalar_out, short)
-from .binning import bins_to_dict, read_bins
-from .tree import ensemble_from_dict, ensemble_to_dict
+from .engine.binning import bins_to_dict, read_bins
+from .engine.tree import ensemble_from_dict, ensemble_to_dict
 
 FORMAT = "gpufs.model"
 _FORMAT1 = "gpufs.TreeEnsemble/1"

@@ -14,13 +14,13 @@ from gpufs.rules._hist_layout import HistLayout
 from gpufs.backends.base import SplitInfo, SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.backends.cpu import update as cpu_update
-from gpufs.binning import BinMapper
-from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
-from gpufs.grower import TreeParams, grow_tree
-from gpufs.objectives import Logistic, SquaredError
-from gpufs.penalties import PenaltyState
-from gpufs.quantize import fixed_point_scale, quantize
-from gpufs.tree import TREE_FIELDS
+from gpufs.engine.binning import BinMapper
+from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting
+from gpufs.engine.grower import TreeParams, grow_tree
+from gpufs.engine.objectives import Logistic, SquaredError
+from gpufs.engine.penalties import PenaltyState
+from gpufs.engine.quantize import fixed_point_scale, quantize
+from gpufs.engine.tree import TREE_FIELDS
 
 CPU = CPUBackend()
 
@@ -234,7 +234,7 @@ def check_predict(gpu, ensemble, X, Xb):
 def objective_case(name, n=48, seed=0, n_classes=3):
     """(objective, raw, y) with raw scores over a wide range (|raw| up to ~40, a few extreme
     rows) and non-dyadic targets."""
-    from gpufs.objectives import Softmax
+    from gpufs.engine.objectives import Softmax
 
     rng = np.random.default_rng(seed)
     K = n_classes if name == "softmax" else 1
@@ -277,7 +277,7 @@ def check_prepare_gradients(gpu, name, n=48, seed=0, weighted=True, unit_hessian
                             divisor=True):
     """One round's fused gradients (``round_gradients``) and their fixed point
     (``quantize.prepare_gradients``: extremes, scales, gh, exact sums, A-GBM divisor)."""
-    from gpufs.quantize import prepare_gradients
+    from gpufs.engine.quantize import prepare_gradients
 
     xp = gpu.xp
     _, raw, y = objective_case(name, n, seed)

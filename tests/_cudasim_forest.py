@@ -15,7 +15,7 @@ import _cudasim_patch
 _cudasim_patch.enter("tests/test_forest_algorithms.py")  # skips unless the simulator is on
 
 from gpufs.backends import get_backend  # noqa: E402
-from gpufs.binning import BinMapper  # noqa: E402
+from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.forest import ForestParams, grow_forest  # noqa: E402
 
 CASES = [

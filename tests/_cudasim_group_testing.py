@@ -1,7 +1,7 @@
 """GT-GBM's group tests on the GPU backend under the numba CUDA simulator, against the CPU.
 
 Needs ``NUMBA_ENABLE_CUDASIM=1`` before numba is imported, so it runs in a pytest process of
-its own, started by ``tests/test_group_testing.py``. The GPU path of ``gpufs.group_testing``
+its own, started by ``tests/test_group_testing.py``. The GPU path of ``gpufs.engine.group_testing``
 (standardized columns as float32, one matrix product per step, equal-width bins by array
 operations, the backend's histogram kernel, the shared scan) must give the CPU path's gains at
 every step bit for bit, hence the same candidates, and a boosted fit with the group tests the
@@ -20,14 +20,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar a
 from _cudasim_checks import CPU, assert_same, assert_same_tree, grads, make_data  # noqa: E402
 
 from gpufs.backends.gpu import GPUBackend  # noqa: E402
-from gpufs.binning import BinMapper  # noqa: E402
-from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting  # noqa: E402
-from gpufs.group_testing import (FirstStep, GroupTestParams, GroupTestSearch,  # noqa: E402
+from gpufs.engine.binning import BinMapper  # noqa: E402
+from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting  # noqa: E402
+from gpufs.engine.group_testing import (FirstStep, GroupTestParams, GroupTestSearch,  # noqa: E402
                                  draw_subsets, group_test_candidates,
                                  standardize, standardized_values)
-from gpufs.grower import TreeParams  # noqa: E402
-from gpufs.objectives import Logistic, SquaredError  # noqa: E402
-from gpufs.penalties import PenaltyState  # noqa: E402
+from gpufs.engine.grower import TreeParams  # noqa: E402
+from gpufs.engine.objectives import Logistic, SquaredError  # noqa: E402
+from gpufs.engine.penalties import PenaltyState  # noqa: E402
 
 
 @pytest.mark.parametrize("seed, max_bins", [(0, 8), (1, 255)])

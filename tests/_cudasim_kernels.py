@@ -30,10 +30,10 @@ from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
                              segments)
 
 from gpufs.rules._hist_layout import HistLayout  # noqa: E402
-from gpufs.quantize import PACK_CHUNK_ROWS, QGRAD_BOUND  # noqa: E402
-from gpufs.binning import BinMapper  # noqa: E402
+from gpufs.engine.quantize import PACK_CHUNK_ROWS, QGRAD_BOUND  # noqa: E402
+from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.backends.gpu import GPUBackend, GPUOutOfMemoryError  # noqa: E402
-from gpufs.objectives import make_objective  # noqa: E402
+from gpufs.engine.objectives import make_objective  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -414,8 +414,8 @@ def test_transfer_and_launch_budget(data, depth):
     fixed set of launches per level -- counted, so the budget cannot silently regress."""
     from _cudasim_checks import _penalties
 
-    from gpufs.grower import TreeParams, grow_tree_packed
-    from gpufs.quantize import prepare_gradients
+    from gpufs.engine.grower import TreeParams, grow_tree_packed
+    from gpufs.engine.quantize import prepare_gradients
 
     X, y, bm, Xb = data
     gpu = GPUBackend()

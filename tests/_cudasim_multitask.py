@@ -19,11 +19,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar a
 from _cudasim_checks import CPU, assert_same, assert_same_tree, make_data  # noqa: E402
 
 from gpufs.backends.gpu import GPUBackend  # noqa: E402
-from gpufs.binning import BinMapper  # noqa: E402
-from gpufs.boosting import BoostingParams  # noqa: E402
-from gpufs.grower import TreeParams  # noqa: E402
-from gpufs.multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting  # noqa: E402
-from gpufs.objectives import Logistic, SquaredError  # noqa: E402
+from gpufs.engine.binning import BinMapper  # noqa: E402
+from gpufs.engine.boosting import BoostingParams  # noqa: E402
+from gpufs.engine.grower import TreeParams  # noqa: E402
+from gpufs.engine.multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting  # noqa: E402
+from gpufs.engine.objectives import Logistic, SquaredError  # noqa: E402
 
 
 @pytest.mark.parametrize("objective", ["squared_error", "logistic"])

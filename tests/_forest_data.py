@@ -2,7 +2,7 @@
 import numpy as np
 
 from gpufs.backends import get_backend
-from gpufs.binning import BinMapper
+from gpufs.engine.binning import BinMapper
 from gpufs.forest import ForestParams, grow_forest
 
 CPU = get_backend("cpu")

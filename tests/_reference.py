@@ -1,7 +1,7 @@
 """Slow, obviously-correct numpy oracles for the tree engine.
 
 Nothing here imports the engine's arithmetic (``gpufs.rules._gain``, the backends): every quantity
-is written out again from DESIGN.md section 4 and the ``gpufs.penalties`` docstring, in plain
+is written out again from DESIGN.md section 4 and the ``gpufs.engine.penalties`` docstring, in plain
 Python / numpy, by brute force.
 
 ``reference_grow_tree`` is an exact greedy tree grower on the binned matrix. For every node it

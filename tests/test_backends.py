@@ -21,7 +21,7 @@ from gpufs.backends.base import (Backend, BackendProbes, LevelResult, SplitInfo,
                                  SplitPlan, best_splits)
 from gpufs.backends.cpu import CPUBackend
 from gpufs.backends.gpu import GPUBackend
-from gpufs.binning import BinMapper
+from gpufs.engine.binning import BinMapper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -111,7 +111,7 @@ def _engine_sources():
 
 def test_the_engine_calls_no_probe():
     sources = dict(_engine_sources())
-    assert "gpufs/grower.py" in sources and "gpufs/boosting.py" in sources
+    assert "gpufs/engine/grower.py" in sources and "gpufs/engine/boosting.py" in sources
     calls = {path: _probe_calls(text) for path, text in sources.items()}
     found = {path for path, names in calls.items() if names}
     assert found <= KNOWN_PROBE_CALLS, {p: calls[p] for p in found - KNOWN_PROBE_CALLS}
@@ -258,7 +258,7 @@ def test_best_splits_takes_the_first_maximum_over_allowed_features():
 
 
 def test_level_result_is_the_grower_record():
-    from gpufs import grower
+    from gpufs.engine import grower
 
     assert grower.LevelResult is LevelResult and grower.SplitParams is SplitParams
 

@@ -1,12 +1,12 @@
-"""Quantile binning: the cut rule of gpufs/binning.py's docstring, NaN, constants, bin counts,
-and the agreement of binned and raw split decisions."""
+"""Quantile binning: the cut rule of gpufs/engine/binning.py's docstring, NaN, constants, bin
+counts, and the agreement of binned and raw split decisions."""
 import numpy as np
 import pytest
 
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs._types import MISSING_BIN
 from gpufs.backends.cpu import CPUBackend
-from gpufs.binning import BinMapper
+from gpufs.engine.binning import BinMapper
 
 from _reference import ref_bins, ref_cuts
 
@@ -190,7 +190,7 @@ def test_constant_features_have_one_bin_and_split_only_on_missingness():
     np.testing.assert_array_equal(raw_i, ens.predict_binned(m.transform(Xi, BACKEND), BACKEND))
     np.testing.assert_array_equal(raw_i[:2], raw_i[[3, 3]])
     # the +inf threshold survives a JSON round trip
-    from gpufs.tree import TreeEnsemble
+    from gpufs.engine.tree import TreeEnsemble
 
     again = TreeEnsemble.from_json(ens.to_json())
     np.testing.assert_array_equal(again.predict_raw(Xi, BACKEND), raw_i)

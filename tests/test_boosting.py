@@ -1,4 +1,4 @@
-"""The boosting loop (``gpufs.boosting.fit_boosting``): rounds computed by hand, the
+"""The boosting loop (``gpufs.engine.boosting.fit_boosting``): rounds computed by hand, the
 selection record, validation losses and early stopping, the softmax layout (one tree per
 class per round, all fit at the round's start), unit hessians, and row-order invariance of
 fitted ensembles."""
@@ -7,12 +7,12 @@ import pytest
 
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
-from gpufs.binning import BinMapper
-from gpufs.boosting import BoostingParams, DeviceRows, SelectionRecord, fit_boosting
-from gpufs.grower import TreeParams, grow_tree
-from gpufs.objectives import Softmax, SquaredError
-from gpufs.penalties import PenaltyState
-from gpufs.quantize import fixed_point_scale, quantize
+from gpufs.engine.binning import BinMapper
+from gpufs.engine.boosting import BoostingParams, DeviceRows, SelectionRecord, fit_boosting
+from gpufs.engine.grower import TreeParams, grow_tree
+from gpufs.engine.objectives import Softmax, SquaredError
+from gpufs.engine.penalties import PenaltyState
+from gpufs.engine.quantize import fixed_point_scale, quantize
 
 CPU = CPUBackend()
 

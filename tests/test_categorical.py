@@ -87,7 +87,7 @@ def test_a_categorical_feature_pays_mu_once(planted_data):
     assert est.selection_record_["features_added"][0] == [f]
     # the split search: score = gain - mu * cost, once, for a split of many categories
     from gpufs.backends.cpu import CPUBackend
-    from gpufs.quantize import fixed_point_scale, quantize
+    from gpufs.engine.quantize import fixed_point_scale, quantize
 
     be = CPUBackend()
     Xc = est.bin_mapper_.transform(gpufs._input.check_X(est, X, reset=False), be)

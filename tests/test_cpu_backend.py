@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpufs.backends.cpu import CPUBackend
-from gpufs.quantize import fixed_point_scale, quantize
+from gpufs.engine.quantize import fixed_point_scale, quantize
 
 from _reference import ref_histogram
 

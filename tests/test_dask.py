@@ -35,14 +35,14 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 from gpufs import ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor
 from gpufs._device import gpu_available
-from gpufs.binning import BinMapper
+from gpufs.engine.binning import BinMapper
 from gpufs.dask import (ClusterError, DaskControlBurnClassifier, DaskControlBurnRegressor,
                         DaskGBFSClassifier, DaskGBFSRegressor)
 from gpufs.dask._exact import fsum_from_parts, fsum_part, merge_stats, sum_from_words, sum_stats
 from gpufs.dask._group import ShardGroup
 from gpufs.dask._reduce import children, depth
 from gpufs.dask._rows import ShardRows
-from gpufs.quantize import exact_sum, exact_sum_words
+from gpufs.engine.quantize import exact_sum, exact_sum_words
 
 
 def _cluster(n_workers):

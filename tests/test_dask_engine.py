@@ -12,7 +12,7 @@ import pytest
 
 from gpufs.backends.base import SplitParams
 from gpufs.backends.cpu import CPUBackend
-from gpufs.penalties import PenaltyState
+from gpufs.engine.penalties import PenaltyState
 
 N_BINS = 12
 

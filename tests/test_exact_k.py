@@ -45,9 +45,9 @@ def first_k_admitted(X, y, k, **params):
     """The selection before exact k by contribution: the largest price at which k features
     enter within half the rounds, then a fit with the budget k there (the first k to enter)."""
     from gpufs.backends import get_backend
-    from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
-    from gpufs.grower import TreeParams
-    from gpufs.penalties import PenaltyState
+    from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting
+    from gpufs.engine.grower import TreeParams
+    from gpufs.engine.penalties import PenaltyState
     from gpufs.selectors._boost_setup import BoostSetup
     from gpufs.selectors._mu_search import gbfs_mu_search
 

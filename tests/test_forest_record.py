@@ -4,7 +4,7 @@ import numpy as np
 
 from _forest_data import CPU, _binned, _data, _grow
 from gpufs.forest import ForestBuilder
-from gpufs.tree import Tree
+from gpufs.engine.tree import Tree
 
 
 def test_A_is_each_trees_prediction_and_masks_match_trees():

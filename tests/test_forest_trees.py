@@ -5,9 +5,9 @@ import numpy as np
 from _forest_data import CPU, _binned, _data, _grow
 from gpufs.forest import ForestParams, grow_forest
 from gpufs.forest._trees import ColumnBins, TreeGrower
-from gpufs.grower import TreeParams, grow_tree
-from gpufs.penalties import PenaltyState
-from gpufs.quantize import fixed_point_scale, quantize
+from gpufs.engine.grower import TreeParams, grow_tree
+from gpufs.engine.penalties import PenaltyState
+from gpufs.engine.quantize import fixed_point_scale, quantize
 
 
 def test_bootstrap_counts_as_weights_equal_a_resampled_tree():

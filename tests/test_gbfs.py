@@ -302,8 +302,8 @@ def test_multiclass_shares_one_budget(three_class):
 
 def test_multiclass_feature_free_for_other_classes():
     """A feature bought by class 0's tree is free for the other class trees of the round."""
-    from gpufs.objectives import Softmax
-    from gpufs.penalties import PenaltyState
+    from gpufs.engine.objectives import Softmax
+    from gpufs.engine.penalties import PenaltyState
 
     rng = np.random.default_rng(9)
     n = 600

@@ -115,7 +115,7 @@ def test_fit_boosting_logistic(gpu, scaling, hessian):
 
 
 def test_fit_boosting_softmax(gpu):
-    from gpufs.objectives import make_objective
+    from gpufs.engine.objectives import make_objective
 
     X, y = make_data(40_000, 12, seed=6)
     yc = np.digitize(y, np.quantile(y, [0.3, 0.55, 0.8])).astype(np.int32)  # 4 classes
@@ -127,7 +127,7 @@ def test_fit_boosting_softmax(gpu):
 
 
 def test_init_score_cupy_equals_numpy(cp):
-    from gpufs.objectives import Softmax, SquaredError
+    from gpufs.engine.objectives import Softmax, SquaredError
 
     X, y = make_data(100_003, 3, seed=9)
     w = np.random.default_rng(9).uniform(0.1, 3.0, y.shape[0])
@@ -195,7 +195,7 @@ def test_estimator_cudf_input(cp):
 
 
 def test_binning_on_gpu_matches_cpu(gpu, cp):
-    from gpufs.binning import BinMapper
+    from gpufs.engine.binning import BinMapper
 
     X, _ = make_data(100_000, 10, seed=7)
     a = BinMapper(max_bins=255).fit(X)

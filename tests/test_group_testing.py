@@ -20,15 +20,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
-from gpufs.binning import BinMapper
-from gpufs.group_testing import (FirstStep, GroupTestParams, GroupTestSearch, draw_subsets,
+from gpufs.engine.binning import BinMapper
+from gpufs.engine.group_testing import (FirstStep, GroupTestParams, GroupTestSearch, draw_subsets,
                                  group_test_candidates, isolation_probability, n_search_steps, n_subsets,
                                  pseudo_features_per_tree, standardize, standardized_values,
                                  subset_size)
-from gpufs.grower import TreeParams, grow_tree_packed
+from gpufs.engine.grower import TreeParams, grow_tree_packed
 from gpufs.model_io import ModelFileError
-from gpufs.penalties import PenaltyState
-from gpufs.quantize import PreparedGradients, fixed_point_scale, quantize
+from gpufs.engine.penalties import PenaltyState
+from gpufs.engine.quantize import PreparedGradients, fixed_point_scale, quantize
 
 from _reference import RefOmega
 from _reference_group_testing import ref_candidates, ref_gt_tree, ref_standardize

@@ -1,4 +1,4 @@
-"""The grower (``gpufs.grower``): a hand-computed tree, the penalty and budget paths, the
+"""The grower (``gpufs.engine.grower``): a hand-computed tree, the penalty and budget paths, the
 brute-force oracle of tests/_reference.py on random trees, and row-order invariance."""
 import numpy as np
 import pytest
@@ -6,10 +6,10 @@ import pytest
 from gpufs.rules._categorical import MAX_CAT_TO_ONEHOT
 from gpufs.backends.base import SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
-from gpufs.binning import BinMapper
-from gpufs.grower import GrownTree, TreeParams, grow_tree
-from gpufs.penalties import PenaltyState
-from gpufs.quantize import fixed_point_scale, quantize
+from gpufs.engine.binning import BinMapper
+from gpufs.engine.grower import GrownTree, TreeParams, grow_tree
+from gpufs.engine.penalties import PenaltyState
+from gpufs.engine.quantize import fixed_point_scale, quantize
 
 from _reference import RefOmega, ref_root_divisor, reference_grow_tree
 

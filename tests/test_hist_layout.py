@@ -14,7 +14,7 @@ from gpufs import GBFSClassifier
 from gpufs.rules._hist_layout import HistLayout, slot_of
 from gpufs.backends.cpu.histogram import sparse_rows
 from gpufs.backends.cpu import CPUBackend
-from gpufs.binning import BinMapper
+from gpufs.engine.binning import BinMapper
 
 
 def test_compact_layout_offsets_and_slots():

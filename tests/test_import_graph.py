@@ -116,13 +116,13 @@ def test_gpufs_has_no_import_cycle():
 
 def test_the_backends_import_no_engine_module():
     # The kernels live in the backends and the algorithms import them, never the reverse
-    # (issue 28: the group-testing kernels moved out of gpufs/group_testing.py).
+    # (issue 28: the group-testing kernels moved out of gpufs/engine/group_testing.py).
     graph = import_graph(ROOT, "gpufs")
     backends = [m for m in graph if m == "gpufs.backends" or m.startswith("gpufs.backends.")]
     assert "gpufs.backends.cpu.group_testing" in backends
-    assert "gpufs.backends.cpu.group_testing" in graph["gpufs.group_testing"]
-    upward = {m: sorted(t for t in graph[m] if t in ("gpufs.group_testing", "gpufs.grower",
-                                                    "gpufs.boosting", "gpufs.penalties"))
+    assert "gpufs.backends.cpu.group_testing" in graph["gpufs.engine.group_testing"]
+    upward = {m: sorted(t for t in graph[m] if t in ("gpufs.engine.group_testing", "gpufs.engine.grower",
+                                                    "gpufs.engine.boosting", "gpufs.engine.penalties"))
               for m in backends}
     assert not {m: t for m, t in upward.items() if t}, upward
 

@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from gpufs import GBFSRegressor, MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
 from gpufs.model_io import ModelFileError
-from gpufs.multitask_boosting import MultiTaskPenaltyState
+from gpufs.engine.multitask_boosting import MultiTaskPenaltyState
 
 import _simulator_runs
 

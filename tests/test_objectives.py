@@ -4,7 +4,7 @@ loop is in test_boosting.py)."""
 import numpy as np
 import pytest
 
-from gpufs.objectives import Logistic, Softmax, SquaredError, make_objective
+from gpufs.engine.objectives import Logistic, Softmax, SquaredError, make_objective
 
 
 def _finite_difference(loss, raw, y, w, eps=1e-6):
@@ -121,7 +121,7 @@ def test_make_objective():
 # --- the array-namespace functions and the multi-output squared error -------------------------
 
 def test_sigmoid_softplus_log_odds_softmax():
-    from gpufs.objectives import PROB_CLIP, log_odds, sigmoid, softmax, softplus
+    from gpufs.engine.objectives import PROB_CLIP, log_odds, sigmoid, softmax, softplus
 
     z = np.array([-800.0, -30.0, -1.0, 0.0, 1.0, 30.0, 800.0])
     p = sigmoid(z)
@@ -143,7 +143,7 @@ def test_sigmoid_softplus_log_odds_softmax():
 
 
 def test_logistic_loss_terms():
-    from gpufs.objectives import logistic_loss_terms
+    from gpufs.engine.objectives import logistic_loss_terms
 
     z = np.array([0.0, 2.0, -3.0, 800.0, -800.0])
     y = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
@@ -186,7 +186,7 @@ def test_init_score_means_are_math_fsums(weighted):
     operations, so on the rows' device): the bits of ``math.fsum`` over the host's rows."""
     import math
 
-    from gpufs.objectives import _exact_weighted_mean
+    from gpufs.engine.objectives import _exact_weighted_mean
 
     rng = np.random.default_rng(3)
     y = rng.normal(size=2001) * 2.0 ** rng.integers(-40, 40, 2001)

@@ -1,4 +1,5 @@
-"""The Omega rule of gpufs/penalties.py's docstring, on hand-built cases and on fitted models."""
+"""The Omega rule of gpufs/engine/penalties.py's docstring, on hand-built cases and on fitted
+models."""
 import math
 
 import numpy as np
@@ -6,9 +7,9 @@ import pytest
 
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
-from gpufs.binning import BinMapper
-from gpufs.grower import TreeParams, grow_tree
-from gpufs.penalties import PenaltyState
+from gpufs.engine.binning import BinMapper
+from gpufs.engine.grower import TreeParams, grow_tree
+from gpufs.engine.penalties import PenaltyState
 
 from _reference import RefOmega, reference_grow_tree
 

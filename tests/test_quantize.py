@@ -1,4 +1,4 @@
-"""Fixed point (``gpufs.quantize``): the power-of-two scales and their headroom, rounding,
+"""Fixed point (``gpufs.engine.quantize``): the power-of-two scales and their headroom, rounding,
 the exact two-word sums, and the fused gradient preparation against the array-by-array route."""
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from gpufs.backends.cpu import CPUBackend
-from gpufs.penalties import PenaltyState
-from gpufs.quantize import (exact_mean, exact_sum, fixed_point_scale, correctly_rounded_sum,
+from gpufs.engine.penalties import PenaltyState
+from gpufs.engine.quantize import (exact_mean, exact_sum, fixed_point_scale, correctly_rounded_sum,
                             prepare_gradients, quantize, scale_for,
                             PACK_CHUNK_ROWS, QGRAD_BOUND, pack, unpack)
 

@@ -22,11 +22,11 @@ from sklearn.utils._param_validation import InvalidParameterError
 import gpufs
 from gpufs import _threading
 from gpufs.backends.cpu import PARALLEL_MIN_WORK, CPUBackend
-from gpufs.binning import BinMapper
-from gpufs.boosting import BoostingParams, DeviceRows, fit_boosting
-from gpufs.grower import TreeParams
-from gpufs.objectives import make_objective
-from gpufs.penalties import PenaltyState
+from gpufs.engine.binning import BinMapper
+from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting
+from gpufs.engine.grower import TreeParams
+from gpufs.engine.objectives import make_objective
+from gpufs.engine.penalties import PenaltyState
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 600  # seconds: only a hang or a crash can reach it, never a slow machine

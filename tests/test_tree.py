@@ -1,4 +1,4 @@
-"""The tree data model (``gpufs.tree``): complete-tree layout, stacking and its caches,
+"""The tree data model (``gpufs.engine.tree``): complete-tree layout, stacking and its caches,
 prediction walked by hand on raw and binned features (missing values included), output
 columns, partial ensembles, and what a pickle keeps."""
 import pickle
@@ -9,8 +9,8 @@ import pytest
 from gpufs import _types as T
 from gpufs.rules._categorical import CAT_WORDS
 from gpufs.backends.cpu import CPUBackend
-from gpufs.binning import BinMapper
-from gpufs.tree import TREE_FIELDS, Tree, TreeEnsemble, n_nodes_for_depth
+from gpufs.engine.binning import BinMapper
+from gpufs.engine.tree import TREE_FIELDS, Tree, TreeEnsemble, n_nodes_for_depth
 
 CPU = CPUBackend()
 

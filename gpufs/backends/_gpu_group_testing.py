@@ -4,7 +4,7 @@ Owns ``DeviceSteps`` (the GPU backend's ``group_test_steps()``) and the standard
 in its layout, float32 (n_samples, n_features): array operations of the backend's namespace
 (cupy; numpy under the CUDA simulator), the backend's histogram kernel, and the CPU's scan of
 a pseudo-feature histogram (``_group_scan.best_gains``), so that both devices
-score a step alike. The algorithm is ``gpufs.group_testing``'s.
+score a step alike. The algorithm is ``gpufs.engine.group_testing``'s.
 """
 from __future__ import annotations
 

@@ -614,7 +614,7 @@ class Backend(Protocol):
         -------
         type
             The class that standardizes columns (``standardize(X, block)``) and computes and
-            scores a search step's pseudo-features (``gpufs.group_testing.CPUSteps`` or
+            scores a search step's pseudo-features (``gpufs.engine.group_testing.CPUSteps`` or
             ``DeviceSteps``).
         """
 

@@ -74,7 +74,7 @@ class GPUBackend(DeviceMixin):
     hist_kernel : {"bounded", "split_word"}, optional
         The histogram kernel (``launch_rules.HIST_KERNEL`` by default, "bounded"): both give
         the CPU's histograms bit for bit; "bounded" needs fixed-point gradients bounded per
-        row as ``gpufs.quantize`` makes them, and caps tasks at ``PACK_CHUNK_ROWS`` rows.
+        row as ``gpufs.engine.quantize`` makes them, and caps tasks at ``PACK_CHUNK_ROWS`` rows.
     hist_threads, tile_slots, part_threads, min_rows_per_task, max_blocks, search_threads :
         launch sizes (defaults for a real GPU; tiny ones under the simulator).
         ``part_threads`` must be a power of two <= 512, ``search_threads`` one <= 128;
@@ -344,13 +344,13 @@ class GPUBackend(DeviceMixin):
         if n_build_tasks == 0 or n_feats == 0:
             return
         if self.simulator and self.hist_kernel == "bounded":
-            # The bounded kernel's precondition (``gpufs.quantize`` guarantees it; checked
+            # The bounded kernel's precondition (``gpufs.engine.quantize`` guarantees it; checked
             # here, where it is free, so a test feeding other values fails loudly).
-            from ..quantize import QGRAD_BOUND
+            from ..engine.quantize import QGRAD_BOUND
 
             if st.gh.size and int(np.abs(st.gh).max()) > QGRAD_BOUND:
                 raise ValueError("the bounded histogram kernel needs |gh| <= QGRAD_BOUND "
-                                 "(gpufs.quantize); use hist_kernel='split_word'")
+                                 "(gpufs.engine.quantize); use hist_kernel='split_word'")
         self._launch("histogram", self._hist_fn,
                      (n_build_tasks, ws.n_tiles), self.hist_threads, st.data.v_row, st.v_gh,
                      ws.v["rows2"], cur, ident, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,

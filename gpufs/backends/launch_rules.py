@@ -28,7 +28,7 @@ MAX_OPTIN_SHARED = 227 * 1024
 #: the one switch for A/B runs on a device:
 #:   "bounded"    ``histogram_bounded_kernel``: one int32 shared word per (slot, quantity),
 #:                two fire-and-forget 32-bit shared atomics per element; needs the per-row
-#:                bound of ``gpufs.quantize`` and tasks of at most ``max_rows_per_task``
+#:                bound of ``gpufs.engine.quantize`` and tasks of at most ``max_rows_per_task``
 #:                rows. The default: half the shared atomics of the split words, no carry
 #:                logic, no atomic whose result is waited for, and twice the features per
 #:                tile (read in the SASS; not yet timed on a GPU).
@@ -41,7 +41,7 @@ HIST_KERNELS = ("bounded", "split_word")
 
 def max_rows_per_task(hist_kernel):
     """The most rows one histogram task (one block) may sum with ``hist_kernel``: for the
-    bounded kernel ``gpufs.quantize.PACK_CHUNK_ROWS`` (2**16 - 1 rows of values at most
+    bounded kernel ``gpufs.engine.quantize.PACK_CHUNK_ROWS`` (2**16 - 1 rows of values at most
     2**15 in magnitude sum within an int32 word); no limit (None) for the split words.
 
     Parameters
@@ -56,7 +56,7 @@ def max_rows_per_task(hist_kernel):
     if hist_kernel not in HIST_KERNELS:
         raise ValueError(f"hist_kernel must be one of {HIST_KERNELS}, got {hist_kernel!r}")
     if hist_kernel == "bounded":
-        from ..quantize import PACK_CHUNK_ROWS
+        from ..engine.quantize import PACK_CHUNK_ROWS
 
         return PACK_CHUNK_ROWS
     return None

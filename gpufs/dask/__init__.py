@@ -9,7 +9,7 @@ steers the fit is an exact sum across workers (int64 fixed-point histograms and 
 exact float sums for the initial score and the losses); the split decisions are made once, on
 the driver, by the shared decision rule, and sent back.
 
-There is no second boosting loop or tree grower: the driver runs ``gpufs.boosting
+There is no second boosting loop or tree grower: the driver runs ``gpufs.engine.boosting
 .fit_boosting``, the GBFS ``mu`` search (with its warm start) and the ControlBurn forest
 algorithms unchanged, with a backend whose level step decides on the summed histograms and a
 ``BoostingRows`` whose per-row work runs on the workers.

@@ -1,8 +1,8 @@
 """The driver's backend: the grower's interface, answered by the workers' shards.
 
-Owns the driver's half of a distributed tree. ``gpufs.boosting.fit_boosting`` (with
-:class:`~gpufs.dask._rows.ShardRows`), ``gpufs.grower.grow_tree_packed``,
-``gpufs.quantize.prepare_gradients`` and the forest algorithms run unchanged on the driver
+Owns the driver's half of a distributed tree. ``gpufs.engine.boosting.fit_boosting`` (with
+:class:`~gpufs.dask._rows.ShardRows`), ``gpufs.engine.grower.grow_tree_packed``,
+``gpufs.engine.quantize.prepare_gradients`` and the forest algorithms run unchanged on the driver
 against :class:`ClusterBackend`, which implements the backend methods they call:
 
 * ``gradient_extremes`` / ``quantize_gradients``: each shard's maxima and int64 sums; the

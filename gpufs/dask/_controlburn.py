@@ -34,7 +34,7 @@ from sklearn.utils.validation import has_fit_parameter
 
 from .. import _scales
 from .._input import check_costs, check_groups
-from ..binning import BinMapper
+from ..engine.binning import BinMapper
 from ..selectors._base import feature_budget
 from ..selectors._near_copies import column_correlation
 from ..selectors._controlburn_fit import ForestData

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._device import namespace_of
-from ..quantize import exact_sum_from_words, nonfinite_sum
+from ..engine.quantize import exact_sum_from_words, nonfinite_sum
 
 #: Every finite float64 is an integer multiple of 2**-1074; frexp's 53-bit mantissas of
 #: subnormals reach 53 bits further down.

@@ -5,7 +5,7 @@ Owns the scikit-learn face of a distributed GBFS fit: reading Dask collections
 from the single process's own seeded subsample (gathered by global row index, so they are the
 single process's cut points), and the hand-over to the single-process estimator's own fit from
 binned data (``GBFSRegressor._fit_binned``: the ``mu`` search and its warm start, the rounds
-of the one boosting loop ``gpufs.boosting.fit_boosting``, early stopping and the selection
+of the one boosting loop ``gpufs.engine.boosting.fit_boosting``, early stopping and the selection
 record) with the workers' rows (:class:`~gpufs.dask._rows.ShardRows`) and the driver's
 backend (:class:`~gpufs.dask._backend.ClusterBackend`). The fitted estimator has the
 attributes, trees and model file of a ``GBFSRegressor`` / ``GBFSClassifier``; its
@@ -23,7 +23,7 @@ from .._device import shard_device
 from .._input import check_costs, check_groups, encode_known_classes
 from .._params import real_range
 from .._scales import check_boosting_scale_values
-from ..binning import BinMapper
+from ..engine.binning import BinMapper
 from ..selectors._base import eval_triples, feature_budget
 from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC
 from ._backend import ClusterBackend

@@ -1,4 +1,4 @@
-"""GT-GBM's group tests on a cluster: the search steps of ``gpufs.group_testing``, per shard.
+"""GT-GBM's group tests on a cluster: the search steps of ``gpufs.engine.group_testing``, per shard.
 
 Owns :class:`ClusterSteps`, what :class:`~gpufs.dask._backend.ClusterBackend`'s
 ``group_test_steps()`` gives ``group_testing.group_test_candidates`` and ``FirstStep``, which
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._types import N_HIST_BINS
-from ..group_testing import best_gains
+from ..engine.group_testing import best_gains
 
 __all__ = ["ClusterSteps", "ShardedRaw", "ShardedStandardized"]
 

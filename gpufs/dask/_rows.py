@@ -2,10 +2,10 @@
 
 Owns :class:`ShardRows`, the ``boosting.BoostingRows`` whose per-row data (target, weights,
 raw scores, gradients, validation rows) stays in the shards of a
-:class:`~gpufs.dask._group.ShardGroup`: ``gpufs.boosting.fit_boosting`` runs a distributed
+:class:`~gpufs.dask._group.ShardGroup`: ``gpufs.engine.boosting.fit_boosting`` runs a distributed
 fit unchanged, with these rows and the driver's :class:`~gpufs.dask._backend.ClusterBackend`.
-Each method gives the loop the bits :class:`~gpufs.boosting.DeviceRows` gives on the same rows
-in one process: the starting score from exact ``math.fsum`` parts, the losses from the
+Each method gives the loop the bits :class:`~gpufs.engine.boosting.DeviceRows` gives on the same
+rows in one process: the starting score from exact ``math.fsum`` parts, the losses from the
 two-word fixed-point sums of ``quantize.exact_sum`` in two passes (the largest magnitude, then
 the words at the global scales), and every per-row value from the same CPU kernels, row by
 row.
@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from ..boosting import BoostingRows
+from ..engine.boosting import BoostingRows
 from ._backend import GradColumn, RawColumn, ShardedBins
 from ._exact import fsum_from_parts, merge_stats, sum_from_words
 

@@ -22,9 +22,9 @@ from ..rules._hist_layout import HistLayout
 from .._threading import thread_limit
 from ..backends._shard_backend import shard_backend
 from ..backends.cpu import BinnedMatrix
-from ..group_testing import (CPUSteps, pseudo_feature_bins, pseudo_feature_extremes,
+from ..engine.group_testing import (CPUSteps, pseudo_feature_bins, pseudo_feature_extremes,
                              pseudo_feature_histograms, standardize_extremes, standardize_with)
-from ..quantize import exact_sum_words
+from ..engine.quantize import exact_sum_words
 from ._exact import fsum_part, sum_stats
 from ._reduce import reduce_subtree
 

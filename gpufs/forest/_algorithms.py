@@ -8,7 +8,7 @@ import numpy as np
 
 from .._docstrings import filler
 from .._types import RAW_DTYPE
-from ..objectives import Logistic, Softmax, SquaredError
+from ..engine.objectives import Logistic, Softmax, SquaredError
 from ._params import ForestParams, check_forest_params, loss_converged, n_subset
 from ._record import Forest, ForestBuilder
 from ._trees import ColumnBins, TreeGrower

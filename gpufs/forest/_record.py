@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._types import RAW_DTYPE
-from ..tree import Tree, TreeEnsemble, n_nodes_for_depth
+from ..engine.tree import Tree, TreeEnsemble, n_nodes_for_depth
 
 __all__ = ["Forest", "ForestBuilder"]
 

@@ -7,10 +7,10 @@ import numpy as np
 
 from .._types import RAW_DTYPE
 from ..backends.base import categorical_slots
-from ..grower import TreeParams, grow_tree
-from ..penalties import PenaltyState
-from ..quantize import fixed_point_scale, quantize
-from ..tree import Tree
+from ..engine.grower import TreeParams, grow_tree
+from ..engine.penalties import PenaltyState
+from ..engine.quantize import fixed_point_scale, quantize
+from ..engine.tree import Tree
 
 __all__ = ["TreeGrower"]
 

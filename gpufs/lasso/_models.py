@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..objectives import logistic_loss_terms, sigmoid
+from ..engine.objectives import logistic_loss_terms, sigmoid
 from ._linalg import _gram, _power_top_eig, _top_eig_sym
 
 __all__ = ["SmoothModel"]

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .._device import namespace_of, to_host
-from ..objectives import log_odds, logistic_loss_terms
+from ..engine.objectives import log_odds, logistic_loss_terms
 from . import _docs
 from ._costs import _host_vector, _nonneg
 from ._linalg import _check_sketch, _gram, _sketch_square

@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..boosting import BoostingFit, BoostingParams, fit_boosting
-from ..penalties import PenaltyState
+from ..engine.boosting import BoostingFit, BoostingParams, fit_boosting
+from ..engine.penalties import PenaltyState
 
 __all__ = ["BoostSetup"]
 

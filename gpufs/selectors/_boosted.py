@@ -1,7 +1,7 @@
 """What the boosted selectors' estimators share: GBFS and multitask GBFS alike.
 
 Owns :class:`BoostedRegressorMixin` and :class:`BoostedClassifierMixin`: the objective a fit
-boosts (``gpufs.objectives.make_objective``) and the target its kernels read, and
+boosts (``gpufs.engine.objectives.make_objective``) and the target its kernels read, and
 ``BOOSTING_CONSTRAINTS``, the rules of the boosting hyperparameters (LightGBM's categorical
 guards among them, passed on by ``cat_guards``): written once for both families (``gbfs``,
 ``multitask``) and the Dask estimators built on them.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._params import int_range, real_range
-from ..objectives import make_objective
+from ..engine.objectives import make_objective
 
 __all__ = ["BOOSTING_CONSTRAINTS", "BoostedClassifierMixin", "BoostedRegressorMixin",
            "cat_guards"]

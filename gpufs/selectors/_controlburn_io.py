@@ -15,7 +15,7 @@ from .. import model_io
 from .._strict_json import (MAX_NODES, float_out, floats_out, free_form_out, kind_of, read_bool,
                             read_float, read_float_array, read_free_form, read_index_list,
                             read_int, read_obj, read_str)
-from ..binning import BinMapper, bins_to_dict, read_bins
+from ..engine.binning import BinMapper, bins_to_dict, read_bins
 from ._fitted_checks import check_max_bins, read_device
 from ._gbfs_io import GBFSCodec
 from .gbfs import _BaseGBFS

@@ -21,8 +21,8 @@ import numpy as np
 
 from .._compile_watch import clock
 from .._device import to_host
-from ..boosting import BoostingCheckpoint
-from ..penalties import PenaltyState
+from ..engine.boosting import BoostingCheckpoint
+from ..engine.penalties import PenaltyState
 from ._mu_search import MuSearch, gbfs_mu_search
 
 __all__ = ["ExactK", "RestrictedPenalty", "fill_candidates", "fit_exact_k",
@@ -92,7 +92,7 @@ class RestrictedPenalty(PenaltyState):
     Parameters
     ----------
     mu, costs, groups, scaling, n_features_to_select
-        As for :class:`gpufs.penalties.PenaltyState`.
+        As for :class:`gpufs.engine.penalties.PenaltyState`.
     allowed : array-like of int
         The features a split may use at all.
     """
@@ -334,7 +334,7 @@ def fill_candidates(setup, ensemble, selected, n_fill) -> list:
     from .._types import ROW_INDEX_DTYPE
     from ..backends.base import SplitParams, categorical_slots
     from ..backends.cpu.split import feature_gains
-    from ..quantize import prepare_gradients
+    from ..engine.quantize import prepare_gradients
 
     rows, backend, params = setup.rows, setup.backend, setup.params
     Xb = getattr(rows, "Xb", None)
@@ -391,7 +391,7 @@ def split_heldout(setup, seed, fraction=HELDOUT_FRACTION):
     """(fit rows, held-out rows) of ``setup.rows``: a seeded random ``fraction`` of the rows
     held out (at least one row on each side), as :class:`DeviceRows` on the rows' device; None
     for rows that are not in this process (a cluster's) or too few rows."""
-    from ..boosting import DeviceRows
+    from ..engine.boosting import DeviceRows
 
     rows, xp = setup.rows, setup.backend.xp
     if not isinstance(rows, DeviceRows):
@@ -434,7 +434,7 @@ def heldout_permutation_gains(ensemble, rows, objective, features, seed) -> np.n
     -------
     ndarray of shape (n_features,), float64
     """
-    from ..boosting import DeviceRows
+    from ..engine.boosting import DeviceRows
 
     gains = np.zeros(ensemble.n_features)
     if not ensemble.n_trees:

@@ -14,8 +14,8 @@ from .._input import check_groups
 from .._strict_json import (float_out, floats_out, free_form_out, read_float, read_float_array,
                             read_free_form, read_index_list, read_int, read_int_array,
                             read_list, read_obj)
-from ..binning import BinMapper, bins_to_dict, read_bins
-from ..tree import ensemble_fields, ensemble_from_dict
+from ..engine.binning import BinMapper, bins_to_dict, read_bins
+from ..engine.tree import ensemble_fields, ensemble_from_dict
 from ._fitted_checks import (check_first_use, check_importances, check_max_bins,
                              check_split_gains, n_outputs, read_device, read_loss_lists)
 

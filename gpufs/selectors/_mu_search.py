@@ -15,8 +15,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from .._compile_watch import clock
-from ..boosting import BoostingParams, _progress
-from ..penalties import PenaltyState
+from ..engine.boosting import BoostingParams, _progress
+from ..engine.penalties import PenaltyState
 
 __all__ = ["Probe", "MuSearch", "known_outcomes", "search_mu", "gbfs_mu_search"]
 

@@ -13,8 +13,8 @@ from .. import model_io
 from .._strict_json import (MAX_NODES, At, floats_out, free_form_out, read_float_array,
                             read_free_form, read_index_list, read_int, read_int_array,
                             read_list, read_obj)
-from ..binning import BinMapper, bins_to_dict, read_bins
-from ..tree import ensemble_fields, ensemble_from_dict, n_nodes_for_depth
+from ..engine.binning import BinMapper, bins_to_dict, read_bins
+from ..engine.tree import ensemble_fields, ensemble_from_dict, n_nodes_for_depth
 from ._fitted_checks import (check_importances, check_max_bins, check_split_gains, n_outputs,
                              read_device)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..boosting import DeviceRows
+from ..engine.boosting import DeviceRows
 
 __all__ = ["selection_frequency"]
 

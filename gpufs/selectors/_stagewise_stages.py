@@ -12,7 +12,7 @@ import numpy as np
 
 from .._colstats import column_mean_var, matvec_T, row_slices
 from .._device import namespace_of, to_host
-from ..objectives import log_odds, sigmoid, softplus
+from ..engine.objectives import log_odds, sigmoid, softplus
 
 __all__ = ["LeastSquaresStage", "LogisticStage"]
 

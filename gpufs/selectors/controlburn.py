@@ -31,7 +31,7 @@ from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_rang
 from .._threading import honours_n_jobs
 from .._warm_key import data_fingerprint
 from .._warnings import SelectionWarning
-from ..binning import BinMapper
+from ..engine.binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
                       check_forest_params, grow_forest)
 from ..lasso import _search as _lasso_search

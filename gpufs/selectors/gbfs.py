@@ -6,8 +6,8 @@ Zheng, "Gradient Boosted Feature Selection", KDD 2014) and of its root-SSE scale
 Trees", AISTATS 2020): the fit pipeline (input door -> bins -> boosting with the penalty ->
 selection record) and prediction on whichever device the input lives on. Parameters, target
 encoding and validation data come from the shared selector base (``selectors._base``); the
-penalty rule is documented and implemented in ``gpufs.penalties``, the trees in
-``gpufs.grower`` and the rounds in ``gpufs.boosting``.
+penalty rule is documented and implemented in ``gpufs.engine.penalties``, the trees in
+``gpufs.engine.grower`` and the rounds in ``gpufs.engine.boosting``.
 """
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ from .._threading import honours_n_jobs
 from .._warm_key import data_fingerprint
 from .._warnings import SelectionWarning
 from ..backends import get_backend
-from ..binning import BinMapper
-from ..boosting import BoostingParams, DeviceRows
-from ..group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
-from ..grower import TreeParams
+from ..engine.binning import BinMapper
+from ..engine.boosting import BoostingParams, DeviceRows
+from ..engine.group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
+from ..engine.grower import TreeParams
 from ..path import selection_path
-from ..penalties import PENALTY_SCALINGS
-from ..tree import TreeEnsemble
+from ..engine.penalties import PENALTY_SCALINGS
+from ..engine.tree import TreeEnsemble
 from ._boost_setup import BoostSetup
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
                     SelectorBase, auto_k, feature_budget, input_device, int_range,
@@ -636,9 +636,9 @@ _PARAMS_DOC = """
     evals_result_ : list of ndarray of shape (n_rounds,), float64
         Loss of every ``eval_set`` pair (or of the ``validation_fraction`` rows) after each
         round; empty without validation data.
-    ensemble_ : gpufs.tree.TreeEnsemble
+    ensemble_ : gpufs.engine.tree.TreeEnsemble
         The fitted trees.
-    bin_mapper_ : gpufs.binning.BinMapper
+    bin_mapper_ : gpufs.engine.binning.BinMapper
         The cut points of every feature.
     n_estimators_ : int
         Rounds kept (fewer than ``n_estimators`` after early stopping).

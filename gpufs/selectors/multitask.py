@@ -6,8 +6,8 @@ AISTATS 2020, Section 3 and Algorithm 1): the two input forms (a task-id column,
 ``(X_t, y_t)`` per task), the task labels, one boosted ensemble per task, the shared selection
 Omega_G (``selected_features_``) and each task's Omega_t (``selected_features_by_task_``), and
 prediction for given tasks. The penalty and the interleaved boosting loop live in
-``gpufs.multitask_boosting``; trees come from the one grower (``gpufs.grower``), parameters, the
-input
+``gpufs.engine.multitask_boosting``; trees come from the one grower (``gpufs.engine.grower``),
+parameters, the input
 door and the selector interface from the selector base (``selectors._base``).
 """
 from __future__ import annotations
@@ -28,11 +28,11 @@ from .._input import check_costs, check_groups, check_sample_weight, check_X, ch
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
 from ..backends import get_backend
-from ..binning import BinMapper
-from ..boosting import BoostingParams
-from ..grower import TreeParams
-from ..multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
-from ..penalties import PENALTY_SCALINGS
+from ..engine.binning import BinMapper
+from ..engine.boosting import BoostingParams
+from ..engine.grower import TreeParams
+from ..engine.multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
+from ..engine.penalties import PENALTY_SCALINGS
 from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, RegressorTargetMixin,
                     SelectorBase, input_device, real_range)
 from ._boosted import (BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin,
@@ -510,9 +510,9 @@ _PARAMS_DOC = """
         ``train_loss`` and ``val_loss`` (NaN: no validation data).
     mu_t_ : ndarray of shape (n_tasks,), float64
         The task prices used.
-    ensembles_ : list of n_tasks gpufs.tree.TreeEnsemble
+    ensembles_ : list of n_tasks gpufs.engine.tree.TreeEnsemble
         The fitted trees of each task.
-    bin_mapper_ : gpufs.binning.BinMapper
+    bin_mapper_ : gpufs.engine.binning.BinMapper
         The cut points of every feature.
     n_estimators_ : int
         Rounds grown.

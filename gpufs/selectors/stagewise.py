@@ -24,7 +24,7 @@ from .._docstrings import INPUT_ATTRIBUTES_DOC
 from .._device import get_namespace, to_host
 from .._input import check_X
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
-from ..objectives import sigmoid
+from ..engine.objectives import sigmoid
 from ..path import selection_path
 from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
                     _deprecated_validation_keywords, feature_budget, input_device)

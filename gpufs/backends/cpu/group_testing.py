@@ -1,6 +1,6 @@
 """GT-GBM's group tests on the CPU: standardized columns, pseudo-features and their scores.
 
-Owns the numba kernels of the group tests of ``gpufs.group_testing`` (Han, Rao, Sorokina and
+Owns the numba kernels of the group tests of ``gpufs.engine.group_testing`` (Han, Rao, Sorokina and
 Subbian, "Scalable Feature Selection for (Multitask) Gradient Boosted Trees", AISTATS 2020,
 Algorithm 2) on host arrays: the min-max standardized columns, the sums of a step's groups
 (``CPUSteps``, the CPU backend's ``group_test_steps()``), their equal-width bins and

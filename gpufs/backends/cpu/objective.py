@@ -3,7 +3,7 @@
 Owns the per-row kernels of one boosting round (gradients, hessians and losses of squared
 error, logistic and softmax, in one pass or apart) by ``gpufs.rules._exactmath``'s formulas,
 compiled so that each operation rounds as IEEE 754 says, like the GPU's; and the fixed-point pass of
-``gpufs.quantize.prepare_gradients`` (the extremes, then the int64 (g, h) and their exact
+``gpufs.engine.quantize.prepare_gradients`` (the extremes, then the int64 (g, h) and their exact
 sums). The GPU's counterpart is ``cuda_kernels/objective.py``.
 """
 import numpy as np

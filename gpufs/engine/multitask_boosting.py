@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._threading import thread_limit
+from .._threading import thread_limit
 from .boosting import BoostingParams, SelectionRecord
 from .grower import grow_tree_packed
 from .penalties import PenaltyState
@@ -27,7 +27,7 @@ class TaskPenaltyState(PenaltyState):
     """Omega_t of one task, with the shared Omega_G's price added to its penalty vector.
 
     ``used``, ``order`` and ``first_use_tree`` are task t's (tree indices of task t's own
-    ensemble); ``shared`` is the :class:`gpufs.penalties.PenaltyState` of Omega_G, whose
+    ensemble); ``shared`` is the :class:`gpufs.engine.penalties.PenaltyState` of Omega_G, whose
     ``first_use_tree`` counts the trees of all tasks in the order they were grown.
 
     Parameters

@@ -17,9 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._device import to_host
-from ._types import STANDARDIZED_MAX
-from .backends.cpu.group_testing import (CPUSteps, best_gains, concat_groups,  # noqa: F401
+from .._device import to_host
+from .._types import STANDARDIZED_MAX
+from ..backends.cpu.group_testing import (CPUSteps, best_gains, concat_groups,  # noqa: F401
                                          pseudo_feature_bins, pseudo_feature_extremes,
                                          pseudo_feature_histograms, standardize_extremes,
                                          standardize_with)

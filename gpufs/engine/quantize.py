@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from ._device import namespace_of, to_host
-from ._types import QGRAD_DTYPE
+from .._device import namespace_of, to_host
+from .._types import QGRAD_DTYPE
 
 _HEADROOM_BITS = 62
 

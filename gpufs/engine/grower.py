@@ -9,7 +9,7 @@ smaller child of each split built, its sibling by exact subtraction). No Python 
 and nothing here branches on the device.
 
 The grower keeps: the ``Tree`` arrays (filled from each level's decisions), the penalty state
-(``gpufs.penalties``: Omega grows between levels), and the leaf values, computed at the end
+(``gpufs.engine.penalties``: Omega grows between levels), and the leaf values, computed at the end
 from the nodes' exact fixed-point sums with the one leaf formula (``_gain.leaf_value``).
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rules._hist_layout import layout_of
-from .backends.base import LevelResult, SplitParams
+from ..rules._hist_layout import layout_of
+from ..backends.base import LevelResult, SplitParams
 from .quantize import PreparedGradients
 from .tree import Tree
 
@@ -235,7 +235,7 @@ def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_m
 def _categorical_slots(bin_mapper, n_features):
     """(cat_slot, n_cat) of the mapper's categorical features (``is_categorical_``; mappers
     without it have none)."""
-    from .backends.base import categorical_slots
+    from ..backends.base import categorical_slots
 
     return categorical_slots(getattr(bin_mapper, "is_categorical_", None), n_features)
 

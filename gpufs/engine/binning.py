@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._category_codes import categories_to_dict, read_categories
-from ._device import namespace_of, to_host
-from ._strict_json import (MAX_BINNED_FEATURES, At, floats_out, plain, read_float_array,
+from .._category_codes import categories_to_dict, read_categories
+from .._device import namespace_of, to_host
+from .._strict_json import (MAX_BINNED_FEATURES, At, floats_out, plain, read_float_array,
                            read_int, read_list, read_obj)
-from ._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
+from .._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
 
 #: Columns whose subsample is sorted at once in ``BinMapper.fit``: at least 16, and as many
 #: as keep a block's float64 copy near ``_BLOCK_VALUES`` values (wide tables of few rows get
@@ -151,7 +151,7 @@ class BinMapper:
         """
         layout = self.__dict__.get("_hist_layout")
         if layout is None:
-            from .rules._hist_layout import HistLayout
+            from ..rules._hist_layout import HistLayout
 
             freq = getattr(self, "most_freq_bin_", None)
             layout = HistLayout.from_n_bins(self.n_bins_, freq,
@@ -357,7 +357,7 @@ def category_cuts(n_codes):
 # --- the JSON form of a fitted BinMapper (model files) ---------------------------------------
 
 def bins_to_dict(bm) -> dict:
-    """The JSON form of a fitted :class:`gpufs.binning.BinMapper`.
+    """The JSON form of a fitted :class:`gpufs.engine.binning.BinMapper`.
 
     Parameters
     ----------

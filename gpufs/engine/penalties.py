@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._device import namespace_of
+from .._device import namespace_of
 from .quantize import exact_sum
 
 PENALTY_SCALINGS = ("none", "root_sse")

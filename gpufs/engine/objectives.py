@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._device import device_of, namespace_of
+from .._device import device_of, namespace_of
 from .quantize import correctly_rounded_sum, exact_mean
 
 __all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds",
@@ -139,7 +139,7 @@ def _backend_for(a, backend):
         return backend
     device = device_of(a)
     if device not in _DEFAULT_BACKENDS:
-        from .backends import get_backend
+        from ..backends import get_backend
 
         _DEFAULT_BACKENDS[device] = get_backend(device)
     return _DEFAULT_BACKENDS[device]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _types as T
-from .rules._categorical import CAT_WORDS
-from ._strict_json import (FORMAT_VERSION, MAX_CLASSES, MAX_COUNT, MAX_DEPTH, MAX_FEATURES,
+from .. import _types as T
+from ..rules._categorical import CAT_WORDS
+from .._strict_json import (FORMAT_VERSION, MAX_CLASSES, MAX_COUNT, MAX_DEPTH, MAX_FEATURES,
                            MAX_NODES, At, dumps, floats_out, loads, plain, read_bool_array,
                            read_float_array, read_index_list, read_int, read_int_array,
                            read_list, read_obj, short)
@@ -368,7 +368,7 @@ def ensemble_fields(ens) -> dict:
 
 
 def ensemble_to_dict(ens) -> dict:
-    """The JSON form of a :class:`gpufs.tree.TreeEnsemble` (standalone: with format tags).
+    """The JSON form of a :class:`gpufs.engine.tree.TreeEnsemble` (standalone: with format tags).
 
     Parameters
     ----------
@@ -384,7 +384,7 @@ def ensemble_to_dict(ens) -> dict:
 
 def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None,
                        tagged=True, categorical=None):
-    """Validate an ensemble dict and build the :class:`gpufs.tree.TreeEnsemble`.
+    """Validate an ensemble dict and build the :class:`gpufs.engine.tree.TreeEnsemble`.
 
     Parameters
     ----------

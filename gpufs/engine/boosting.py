@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._threading import thread_limit
+from .._threading import thread_limit
 from .binning import BinMapper
 from .grower import TreeParams, grow_tree_packed
 from .quantize import exact_mean, prepare_gradients
