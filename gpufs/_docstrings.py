@@ -53,7 +53,7 @@ TREE_CATEGORICAL_FEATURES_DOC = """\
         categories unseen in fit go where a split sends missing values), and the trees split
         them by sets of categories, each categorical column one feature with one price. A
         column chosen by dtype with a value of its own on most rows (a name, an id:
-        ``gpufs._identifiers``) is refused at fit, naming it; named here, it is used with a
+        ``gpufs.data._identifiers``) is refused at fit, naming it; named here, it is used with a
         warning.
 """
 

@@ -341,9 +341,9 @@ def _save_model(est, path: str, force: bool) -> None:
 
 
 def _identifier_columns(X, text) -> list:
-    """[(column, evidence)] of the ``text`` columns of X that ``gpufs._identifiers`` calls
+    """[(column, evidence)] of the ``text`` columns of X that ``gpufs.data._identifiers`` calls
     identifier-like."""
-    from ._identifiers import describe, identifier_like
+    from .data._identifiers import describe, identifier_like
 
     found = []
     for c in text:

@@ -192,7 +192,7 @@ def _check_params(est, at):
 def _check_feature_params(est, at, n_features):
     """``feature_costs`` and ``feature_groups`` (where the estimator has them) as ``fit``
     checks them against the model's ``n_features``."""
-    from ._input import check_costs, check_groups
+    from .data._input import check_costs, check_groups
 
     for name, check in (("feature_costs", check_costs), ("feature_groups", check_groups)):
         if name not in est.get_params(deep=False):

@@ -70,7 +70,7 @@ def binned(X, max_bins=16, categorical=None):
 def category_codes(X, columns, max_bins=255):
     """The ``CategoryCodes`` of code columns: each code its own category, kept in code order
     (the columns are made with the most frequent code first, so the map is the identity)."""
-    from gpufs._category_codes import CategoryCodes
+    from gpufs.data._category_codes import CategoryCodes
 
     values, n_codes = {}, {}
     for f in columns:

@@ -647,7 +647,7 @@ def test_planted_categorical_problem_on_both_devices(gpu):
     and the two numeric ones."""
     from _categorical_data import PLANTED, planted
 
-    from gpufs._input import check_X
+    from gpufs.data._input import check_X
 
     X, y = planted(n=200, n_noise=6, seed=0)
 

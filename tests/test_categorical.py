@@ -90,7 +90,7 @@ def test_a_categorical_feature_pays_mu_once(planted_data):
     from gpufs.engine.quantize import fixed_point_scale, quantize
 
     be = CPUBackend()
-    Xc = est.bin_mapper_.transform(gpufs._input.check_X(est, X, reset=False), be)
+    Xc = est.bin_mapper_.transform(gpufs.data._input.check_X(est, X, reset=False), be)
     g = -(y - y.mean())
     gs, hs = fixed_point_scale(g, len(g)), fixed_point_scale(np.ones_like(g), len(g))
     gq, hq = quantize(g, gs), quantize(np.ones_like(g), hs)
@@ -324,7 +324,7 @@ def test_categories_given_as_their_numeric_codes_are_refused():
 
 
 def test_rare_categories_are_pooled_and_frequent_ones_first():
-    from gpufs._category_codes import CategoryCodes
+    from gpufs.data._category_codes import CategoryCodes
 
     col = np.array(["b"] * 500 + ["a"] * 300 + ["c"] * 190 + ["x", "y"] * 3 + ["z"] * 4,
                    dtype=object)
@@ -466,7 +466,7 @@ def test_an_identifier_column_named_by_the_user_is_used_with_a_warning():
 
 
 def test_the_identifier_rule_leaves_real_categories_alone():
-    from gpufs._identifiers import identifier_like
+    from gpufs.data._identifiers import identifier_like
 
     assert identifier_like(569, 569) and identifier_like(300, 569)   # names; mostly unique
     assert not identifier_like(250, 569)     # fewer distinct values than half the rows
@@ -485,7 +485,7 @@ def test_the_identifier_rule_leaves_real_categories_alone():
 def test_a_20_level_category_on_30_rows_is_not_an_identifier():
     """It was refused as an identifier (20 distinct values > half of 30). The rule reads the
     distinct share AND the row count: on fewer than 100 rows, over 90 % must be distinct."""
-    from gpufs._identifiers import identifier_like
+    from gpufs.data._identifiers import identifier_like
 
     assert not identifier_like(20, 30) and identifier_like(30, 30) and identifier_like(28, 30)
     rng = np.random.default_rng(0)
@@ -517,7 +517,7 @@ def test_an_integer_id_column_is_warned_about_by_name(values, why):
     assert [w.filename for w in rec if "order_id" in str(w.message)] == [__file__]
     assert not any("'count'" in str(w.message) for w in rec)     # a small count is a number
     # a shuffled small-range unique column (a measurement in whole units) is not flagged
-    from gpufs._identifiers import integer_identifier
+    from gpufs.data._identifiers import integer_identifier
     assert integer_identifier(rng.permutation(40) + 50) is None
 
 

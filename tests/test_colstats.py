@@ -1,9 +1,9 @@
-"""Weighted column statistics (``gpufs._colstats``): mean and variance against numpy, chunking,
+"""Weighted column statistics (``gpufs.data._colstats``): mean and variance against numpy, chunking,
 float32 input, and the cancellation that ``E[x^2] - mean^2`` suffers."""
 import numpy as np
 import pytest
 
-from gpufs._colstats import column_mean_var, matvec_T, row_slices
+from gpufs.data._colstats import column_mean_var, matvec_T, row_slices
 
 
 def test_row_slices_cover_every_row_once():

@@ -676,7 +676,7 @@ def test_exact_sum_words_add_across_parts():
 
 
 def test_category_counts_merged_over_any_split_learn_the_whole_columns_codes():
-    from gpufs._category_codes import CategoryCodes, count_values, merge_counts
+    from gpufs.data._category_codes import CategoryCodes, count_values, merge_counts
 
     rng = np.random.default_rng(18)
     col = rng.choice(np.array(["a", "b", "c", "d", "e", "f"], dtype=object), size=500,

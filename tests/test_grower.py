@@ -44,7 +44,7 @@ CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0,
 def _stub_mapper(n_bins, is_cat=None):
     """A BinMapper whose cut b of every feature is b + 0.5 (for the raw thresholds); the
     features of ``is_cat`` are categorical, with categories 0 .. n_bins - 1."""
-    from gpufs._category_codes import CategoryCodes
+    from gpufs.data._category_codes import CategoryCodes
 
     codes = None
     if is_cat is not None and np.any(is_cat):

@@ -33,7 +33,7 @@ def test_scale_for_hand_computed():
 @pytest.mark.parametrize("n", [1, 2, 3, 1000, 10**6, 2 ** 47, 2 ** 55])
 @pytest.mark.parametrize("max_abs", [2.0 ** -500, 3e-7, 0.25, 1.0, 7.5, 1e12, 1e300])
 def test_scale_bounds_every_row_and_is_the_largest_power_of_two(n, max_abs):
-    # 2**-500: the smallest weighted gradient the estimators accept (``gpufs._scales``).
+    # 2**-500: the smallest weighted gradient the estimators accept (``gpufs.data._scales``).
     s = scale_for(max_abs, n)
     assert math.frexp(s)[0] == 0.5  # a power of two
     # every row's value rounds to at most QGRAD_BOUND = 2**15 in magnitude...

@@ -1,5 +1,5 @@
-"""Scales (gpufs._scales): weights x c with reg_lambda x c and min_child_weight x c give the same
-trees; targets and weights whose scale would overflow are refused, and weights that leave no
+"""Scales (gpufs.data._scales): weights x c with reg_lambda x c and min_child_weight x c give the
+same trees; targets and weights whose scale would overflow are refused, and weights that leave no
 split or let reg_lambda swamp the hessians are warned about, with what to do."""
 import warnings
 

@@ -1,11 +1,11 @@
-"""warm_start notices new data (issue 26, item 1): the fingerprint of ``gpufs._warm_key`` and
+"""warm_start notices new data (issue 26, item 1): the fingerprint of ``gpufs.data._warm_key`` and
 the GBFS and ControlBurn fits that must refit from scratch when it changes."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from gpufs import ControlBurnClassifier, GBFSClassifier
-from gpufs._warm_key import column_checksums, data_fingerprint, input_dtypes
+from gpufs.data._warm_key import column_checksums, data_fingerprint, input_dtypes
 
 
 def _integer_columns(seed=0, n=400, d=6):

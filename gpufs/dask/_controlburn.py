@@ -32,8 +32,8 @@ from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import has_fit_parameter
 
-from .. import _scales
-from .._input import check_costs, check_groups
+from ..data import _scales
+from ..data._input import check_costs, check_groups
 from ..engine.binning import BinMapper
 from ..selectors._base import feature_budget
 from ..selectors._near_copies import column_correlation

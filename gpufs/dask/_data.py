@@ -8,7 +8,7 @@ of categorical columns, learned from the value counts of all partitions (the cod
 single-process estimator learns from the whole column); and the checks that run before any
 fitting work: every partition has the collection's columns and dtypes, the same number of rows
 in ``X``, ``y`` and the weights, and values the single-process estimator would accept (the
-rules of ``gpufs._input``, applied to each partition on its worker; rules about the whole
+rules of ``gpufs.data._input``, applied to each partition on its worker; rules about the whole
 table, "a classifier needs two classes" or "weights are not all zero", are checked on the
 merged per-partition summaries).
 """
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._category_codes import CategoryCodes, count_values, merge_counts
+from ..data._category_codes import CategoryCodes, count_values, merge_counts
 from .._device import kept_device
-from .._identifiers import check_identifier_columns
-from .._input import (ALL_ZERO_WEIGHTS, _check_feature_names, _frame,
+from ..data._identifiers import check_identifier_columns
+from ..data._input import (ALL_ZERO_WEIGHTS, _check_feature_names, _frame,
                       categorical_mask, category_values, check_classification_labels,
                       check_regression_target, check_sample_weight, check_X, check_y,
                       encode_classes, frame_layout)
@@ -304,7 +304,7 @@ def _learn_codes(client, x_futures, mask, ref, names, d, max_categories, timeout
                  categorical_features=None):
     """The category codes of the ``mask`` columns, learned from the value counts of every
     partition (merged: what ``CategoryCodes.learn`` gives on the whole columns); identifier-like
-    columns are refused or warned about as in one process (``gpufs._identifiers``)."""
+    columns are refused or warned about as in one process (``gpufs.data._identifiers``)."""
     counted = wait_futures(client, [client.submit(count_part_categories, i, f, mask, ref,
                                                   names, pure=False)
                                     for i, f in enumerate(x_futures)], timeout,

@@ -20,9 +20,9 @@ from sklearn.base import _fit_context, is_classifier
 from sklearn.utils import check_random_state
 
 from .._device import shard_device
-from .._input import check_costs, check_groups, encode_known_classes
+from ..data._input import check_costs, check_groups, encode_known_classes
 from .._params import real_range
-from .._scales import check_boosting_scale_values
+from ..data._scales import check_boosting_scale_values
 from ..engine.binning import BinMapper
 from ..selectors._base import eval_triples, feature_budget
 from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC

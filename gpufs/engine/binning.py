@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._category_codes import categories_to_dict, read_categories
+from ..data._category_codes import categories_to_dict, read_categories
 from .._device import namespace_of, to_host
 from .._strict_json import (MAX_BINNED_FEATURES, At, floats_out, plain, read_float_array,
                            read_int, read_list, read_obj)
@@ -220,7 +220,7 @@ class BinMapper:
         """
         if not backend.owns(X):
             raise ValueError(f"X is on a different device from the {backend.name} backend: "
-                             "move it there first (gpufs._input.check_X does).")
+                             "move it there first (gpufs.data._input.check_X does).")
         return backend.bin_transform(X, self.cuts_padded_, self.n_bins_ - 1)
 
     def threshold_value(self, feature: int, bin_threshold: int) -> float:

@@ -4,7 +4,7 @@ Plain scalar Python compiled by both backends, like ``gpufs.rules._gain``: the C
 ``numba.njit`` and the GPU kernels with ``numba.cuda.jit(device=True)``, so a categorical
 split is chosen, stored and followed by one rule on both devices.
 
-A categorical feature's value bins are its category codes (``gpufs._category_codes``: the most
+A categorical feature's value bins are its category codes (``gpufs.data._category_codes``: the most
 frequent category is bin 0, rare categories share the last bin); bin 255 (``MISSING_BIN``)
 holds the missing values and the categories not seen in fit. A split sends a *set* of bins
 left: the value bins as a bitset of ``CAT_WORDS`` uint32 words (bit ``b & 31`` of word
@@ -201,7 +201,7 @@ def split_goes_left(b, threshold, missing_left, cat, bits):
 
 def split_goes_left_raw(x, threshold, missing_left, cat, bits):
     """The same rule on raw values. A categorical feature's raw values are its category codes
-    (= its bins, ``gpufs._category_codes``): NaN (missing, or a category not seen in fit)
+    (= its bins, ``gpufs.data._category_codes``): NaN (missing, or a category not seen in fit)
     follows ``missing_left``, and so does a code outside [0, 255), which no encoded column
     holds. A numeric split sends x left iff ``x <= threshold`` (a split on bin t has threshold
     cuts[t], so this equals the rule on the bin of x)."""

@@ -1,7 +1,7 @@
 """What every gpufs selector shares: one base class for GBFS, stagewise and ControlBurn.
 
 Owns the estimator contract that does not depend on the method: parameter constraints, the
-input door (X, y and sample weights read through ``gpufs._input``, targets encoded), validation
+input door (X, y and sample weights read through ``gpufs.data._input``, targets encoded), validation
 data and early stopping (``eval_set`` / ``validation_fraction``, ``EarlyStopping``), names and
 the selector interface (``transform``, ``get_support``, ...), ``selection_path_``, and
 ``save_model`` / ``load_model`` (through ``gpufs.model_io``).
@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import model_io
 from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
-from .._input import (_frame, _user_stacklevel, check_classification_labels,
+from ..data._input import (_frame, _user_stacklevel, check_classification_labels,
                       check_regression_target, check_sample_weight, check_X, check_y,
                       encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range

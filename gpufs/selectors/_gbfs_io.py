@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._input import check_groups
+from ..data._input import check_groups
 from .._strict_json import (float_out, floats_out, free_form_out, read_float, read_float_array,
                             read_free_form, read_index_list, read_int, read_int_array,
                             read_list, read_obj)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._category_codes import categories_to_dict, read_categories
+from ..data._category_codes import categories_to_dict, read_categories
 from .._strict_json import (floats_out, read_float, read_float_array, read_index_list, read_int,
                             read_list, read_obj)
 from .._types import MAX_VALUE_BINS

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._colstats import column_mean_var, matvec_T, row_slices
+from ..data._colstats import column_mean_var, matvec_T, row_slices
 from .._device import namespace_of, to_host
 from ..engine.objectives import log_odds, sigmoid, softplus
 

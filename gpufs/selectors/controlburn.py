@@ -21,15 +21,16 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from .. import _scales, model_io
+from ..data import _scales
+from .. import model_io
 from .. import lasso as _lasso
-from .._colstats import column_mean_var, row_slices
+from ..data._colstats import column_mean_var, row_slices
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import like, namespace_of, to_host
-from .._input import as_array, check_costs, check_groups, check_X
+from ..data._input import as_array, check_costs, check_groups, check_X
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
-from .._warm_key import data_fingerprint
+from ..data._warm_key import data_fingerprint
 from .._warnings import SelectionWarning
 from ..engine.binning import BinMapper
 from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
@@ -337,7 +338,7 @@ class _BaseControlBurn(SelectorBase):
     def _forest_key(self, X_input, X, y_enc, w, costs, groups, device):
         """What the forest depends on, for ``warm_start``: its parameters, the device, the
         seed (an int ``random_state``), the costs and groups, and the data's fingerprint
-        (``gpufs._warm_key``: every column's checksum, the target's and the weights', the
+        (``gpufs.data._warm_key``: every column's checksum, the target's and the weights', the
         names, dtypes and categories)."""
         seed = self.random_state if isinstance(self.random_state, int) else None
         return (self._forest_params(), int(self.max_bins), device, seed,

@@ -20,14 +20,15 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
+from ..data import _scales
+from .. import model_io
 from .._compile_watch import clock, compile_seconds
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
-from .._input import check_costs, check_groups, check_X
+from ..data._input import check_costs, check_groups, check_X
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
-from .._warm_key import data_fingerprint
+from ..data._warm_key import data_fingerprint
 from .._warnings import SelectionWarning
 from ..backends import get_backend
 from ..engine.binning import BinMapper
@@ -328,7 +329,7 @@ class _BaseGBFS(SelectorBase):
         """What the bins and the mu probes depend on, for ``warm_start`` (None: nothing can
         be reused because ``random_state`` is not an int): every parameter but
         ``n_features_to_select``, ``tol``, ``verbose``, ``warm_start`` and ``n_jobs``, the
-        device, and the data's fingerprint (``gpufs._warm_key``: every column's checksum, the
+        device, and the data's fingerprint (``gpufs.data._warm_key``: every column's checksum, the
         target's and the weights', the names, dtypes and categories)."""
         if not isinstance(self.random_state, numbers.Integral):
             return None

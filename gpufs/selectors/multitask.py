@@ -21,10 +21,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
+from ..data import _scales
+from .. import model_io
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import resolve_device, to_host
-from .._input import check_costs, check_groups, check_sample_weight, check_X, check_y
+from ..data._input import check_costs, check_groups, check_sample_weight, check_X, check_y
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
 from ..backends import get_backend
@@ -92,7 +93,7 @@ def _missing(v) -> bool:
 def _task_ids(task, n):
     """The task of each of ``n`` rows -> (sorted distinct ids, int64 codes (n,)); a missing
     id (NaN, None, a null of a table) or ids of mixed types are named, not reported as "y"."""
-    from .._input import as_array
+    from ..data._input import as_array
 
     labels = np.asarray(to_host(as_array(task, "cpu", "task")))
     if labels.ndim != 1 or labels.shape[0] != n:

@@ -19,10 +19,11 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _scales, model_io
+from ..data import _scales
+from .. import model_io
 from .._docstrings import INPUT_ATTRIBUTES_DOC
 from .._device import get_namespace, to_host
-from .._input import check_X
+from ..data._input import check_X
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..engine.objectives import sigmoid
 from ..path import selection_path
@@ -409,7 +410,7 @@ _COMMON_PARAMS = """
         table; else names, indices or a boolean mask; None: none). Each is one-hot encoded
         internally and selected or dropped as one group (``docs/module_notes.rst``); missing
         values are allowed in them. A column chosen by dtype with a value of its own on most
-        rows (a name, an id: ``gpufs._identifiers``) is refused; named, it is used with a
+        rows (a name, an id: ``gpufs.data._identifiers``) is refused; named, it is used with a
         warning.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` computes ("auto": the GPU when one is usable). ``predict`` and

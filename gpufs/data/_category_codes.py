@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ._strict_json import (MAX_CLASSES, read_index_list, read_int, read_int_array, read_list,
+from .._strict_json import (MAX_CLASSES, read_index_list, read_int, read_int_array, read_list,
                            read_obj, read_scalar)
 
 #: Share of a column's non-missing values the own-code categories cover before the rest pool.
@@ -229,7 +229,7 @@ def _unique_counts(col, f):
 # --- the JSON form of the category maps (model files) ---------------------------------------
 
 def categories_to_dict(codes) -> dict:
-    """The JSON form of a :class:`gpufs._category_codes.CategoryCodes`.
+    """The JSON form of a :class:`gpufs.data._category_codes.CategoryCodes`.
 
     Parameters
     ----------

@@ -7,7 +7,7 @@ rows or more, more than ``SMALL_TABLE_SHARE`` on fewer (a 20-level category on 3
 category). Chosen by dtype, fit refuses it, naming it; named by the user, it is used with a
 warning; ``gpufs select`` leaves it out with a warning. An integer table column unique per row
 and monotone or spread like hashes (``integer_identifier``) is used as a number, with a
-warning naming it. The input door (``gpufs._input``), the Dask loader and the CLI ask here;
+warning naming it. The input door (``gpufs.data._input``), the Dask loader and the CLI ask here;
 ``docs/cli.rst`` states the rules for users.
 """
 from __future__ import annotations
@@ -130,7 +130,7 @@ def check_identifier_columns(value_counts, names, categorical_features) -> None:
     Parameters
     ----------
     value_counts : dict int -> (values, counts)
-        ``gpufs._category_codes.count_values`` of each categorical column's non-missing
+        ``gpufs.data._category_codes.count_values`` of each categorical column's non-missing
         values.
     names : dict int -> str or None
         Column names, for the messages (None: ``column <index>``).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._colstats import row_slices
-from ._device import namespace_of, to_host
+from .._device import namespace_of, to_host
 from ._input import _frame
 
 __all__ = ["column_checksums", "data_fingerprint", "input_dtypes"]

@@ -17,7 +17,7 @@ from numba import njit
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
-from ._device import is_cupy_array, like, namespace_of, to_device, to_host
+from .._device import is_cupy_array, like, namespace_of, to_device, to_host
 
 
 def _module_root(obj) -> str:
@@ -120,7 +120,7 @@ def _learn_or_get_codes(estimator, reset, mask, columns, n_features, max_categor
                         categorical_features=None):
     """At fit (``reset``): learn the codes of the categorical columns and keep them in
     ``estimator.category_codes_`` (None when there are none); identifier-like columns are
-    refused or warned about (``gpufs._identifiers``). Later: the fitted codes."""
+    refused or warned about (``gpufs.data._identifiers``). Later: the fitted codes."""
     from ._category_codes import CategoryCodes, count_values
     from ._identifiers import check_identifier_columns
 
@@ -377,7 +377,7 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
     Tables (pandas, polars, pyarrow, cudf, modin) are read through narwhals, one column kind
     at a time: numeric and boolean columns as numbers; categorical columns (at fit, those
     ``categorical_features`` names; afterwards, those of the fit) as their category codes
-    (``gpufs._category_codes``: most frequent category 0, rare ones pooled, NaN for missing
+    (``gpufs.data._category_codes``: most frequent category 0, rare ones pooled, NaN for missing
     values and categories not seen in fit), learned at fit into
     ``estimator.category_codes_``; any other column is refused by name.
 

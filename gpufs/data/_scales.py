@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 
-from ._device import namespace_of
+from .._device import namespace_of
 
 #: Sums of weighted gradients may reach this; their squares (the gains) stay below 2**1000,
 #: leaving float64 room for the gain formula's sums and divisions.
