@@ -41,7 +41,7 @@ _LAZY = {"ControlBurnClassifier": ".selectors.controlburn",
          "StagewiseClassifier": ".selectors.stagewise",
          "StagewiseRegressor": ".selectors.stagewise",
          "TreeEnsemble": ".engine.tree", "SelectionWarning": "._warnings",
-         "ModelFileError": "._strict_json"}
+         "ModelFileError": ".io._strict_json"}
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",
            "ModelFileError", "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor",
@@ -50,7 +50,7 @@ __all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "G
 
 
 def __getattr__(name):
-    """A public class (imported now, then kept), or a submodule (``gpufs.model_io``)."""
+    """A public class (imported now, then kept), or a submodule (``gpufs.io.model_io``)."""
     if name in _LAZY:
         value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
         if _LAZY[name].startswith(".selectors"):  # an estimator: numba is loaded now

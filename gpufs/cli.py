@@ -333,7 +333,7 @@ def _select(args) -> int:
 def _save_model(est, path: str, force: bool) -> None:
     """The model file (``est.save_model``'s text) written through ``atomic_output`` like
     every output."""
-    from .model_io import dumps, to_document
+    from .io.model_io import dumps, to_document
 
     text = dumps(to_document(est))
     with atomic_output(path, force) as fh:
@@ -362,8 +362,8 @@ def _short_list(items, limit=10) -> str:
 # --- explain --------------------------------------------------------------------------------
 def load_model(path: str):
     """A fitted gpufs estimator from a model file, through the validated loader
-    (``gpufs.model_io.load_model``: every field is checked before any array is used)."""
-    from .model_io import load_model as load_validated
+    (``gpufs.io.model_io.load_model``: every field is checked before any array is used)."""
+    from .io.model_io import load_model as load_validated
 
     if not os.path.exists(path):
         raise UserError(f"no such file: {path}")

@@ -96,7 +96,7 @@ def _run(cmd, classes):
         return {"outcome": "load_error",
                 "detail": f"{type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc()[-1500:]}
     try:  # a loaded model's parameters pass fit's checks and describe it (it saves again)
-        from gpufs import model_io
+        from gpufs.io import model_io
 
         est._validate_params()
         model_io.to_document(est)

@@ -1104,7 +1104,8 @@ def test_ctrl_c_during_start_up_prints_one_line_not_a_traceback(tmp_path, delay)
 
 def test_explain_refuses_a_model_whose_parameters_contradict_it(tmp_path, monkeypatch, capsys):
     """Issue 26: gpufs explain printed such files as valid."""
-    from gpufs import GBFSRegressor, model_io
+    from gpufs import GBFSRegressor
+    from gpufs.io import model_io
 
     X, y = _planted(200)[["c0", "c1", "c2"]].to_numpy(), np.arange(200.0)
     doc = model_io.to_document(GBFSRegressor(n_estimators=2, max_depth=2,

@@ -26,7 +26,7 @@ from gpufs.engine.group_testing import (FirstStep, GroupTestParams, GroupTestSea
                                  pseudo_features_per_tree, standardize, standardized_values,
                                  subset_size)
 from gpufs.engine.grower import TreeParams, grow_tree_packed
-from gpufs.model_io import ModelFileError
+from gpufs.io.model_io import ModelFileError
 from gpufs.engine.penalties import PenaltyState
 from gpufs.engine.quantize import PreparedGradients, fixed_point_scale, quantize
 

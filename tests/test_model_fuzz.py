@@ -27,7 +27,7 @@ Measured (census, 250 mutants per family, seed 0): the loader before the validat
 (commit dfc42fb, GBFS the only family with save_model; run by copying this file and the
 worker into ``git archive dfc42fb``) failed 304 of 750 cases: 2 SIGSEGV, 208 exceptions other
 than ValueError from ``load_model`` (IndexError, OverflowError, RecursionError, TypeError),
-90 from prediction, 4 non-finite or wrongly shaped predictions. With ``gpufs.model_io``: 0
+90 from prediction, 4 non-finite or wrongly shaped predictions. With ``gpufs.io.model_io``: 0
 failures in 1750 cases (seven families), and 0 in 10500 (1500 per family, seed 1). With the
 two multitask families added (300 per family, nine families): 0 failures in 2100 + 600 cases
 (seed 0) and in three runs of 2700 (seed 7); one further run of 2700 (seed 7, on a machine

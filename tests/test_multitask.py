@@ -11,7 +11,7 @@ import pytest
 from sklearn.base import clone
 
 from gpufs import GBFSRegressor, MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
-from gpufs.model_io import ModelFileError
+from gpufs.io.model_io import ModelFileError
 from gpufs.engine.multitask_boosting import MultiTaskPenaltyState
 
 import _simulator_runs

@@ -71,7 +71,7 @@ def test_controlburn_path_by_default_has_names_and_lasso_losses(named, tmp_path)
     assert set(entered) == set(sp["names"][3])
     # a model loaded from its file (no forest_) has the same path
     est.save_model(tmp_path / "cb.json")
-    from gpufs.model_io import load_model
+    from gpufs.io.model_io import load_model
 
     loaded = load_model(tmp_path / "cb.json")
     assert not hasattr(loaded, "forest_")

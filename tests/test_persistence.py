@@ -1,4 +1,4 @@
-"""Model files (gpufs.model_io): every family round-trips bit-identically through strict JSON;
+"""Model files (gpufs.io.model_io): every family round-trips bit-identically through strict JSON;
 hostile or broken files are refused with one ValueError naming the field; the first format is
 migrated; pickle still works."""
 import copy
@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   StagewiseClassifier, StagewiseRegressor, TreeEnsemble, model_io)
+                   StagewiseClassifier, StagewiseRegressor, TreeEnsemble)
+from gpufs.io import model_io
 from gpufs.backends.cpu import CPUBackend
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -118,7 +118,7 @@ class DaskEstimatorBase:
         ----------
         path : str or path-like
         """
-        from .. import model_io
+        from ..io import model_io
 
         model_io.estimator_save_model(self.to_single_process(), path)
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .._strict_json import (MAX_CLASSES, read_index_list, read_int, read_int_array, read_list,
+from ..io._strict_json import (MAX_CLASSES, read_index_list, read_int, read_int_array, read_list,
                            read_obj, read_scalar)
 
 #: Share of a column's non-missing values the own-code categories cover before the rest pool.

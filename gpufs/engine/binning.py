@@ -12,7 +12,7 @@ import numpy as np
 
 from ..data._category_codes import categories_to_dict, read_categories
 from .._device import namespace_of, to_host
-from .._strict_json import (MAX_BINNED_FEATURES, At, floats_out, plain, read_float_array,
+from ..io._strict_json import (MAX_BINNED_FEATURES, At, floats_out, plain, read_float_array,
                            read_int, read_list, read_obj)
 from .._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _types as T
 from ..rules._categorical import CAT_WORDS
-from .._strict_json import (FORMAT_VERSION, MAX_CLASSES, MAX_COUNT, MAX_DEPTH, MAX_FEATURES,
+from ..io._strict_json import (FORMAT_VERSION, MAX_CLASSES, MAX_COUNT, MAX_DEPTH, MAX_FEATURES,
                            MAX_NODES, At, dumps, floats_out, loads, plain, read_bool_array,
                            read_float_array, read_index_list, read_int, read_int_array,
                            read_list, read_obj, short)

@@ -4,7 +4,7 @@ Owns the estimator contract that does not depend on the method: parameter constr
 input door (X, y and sample weights read through ``gpufs.data._input``, targets encoded), validation
 data and early stopping (``eval_set`` / ``validation_fraction``, ``EarlyStopping``), names and
 the selector interface (``transform``, ``get_support``, ...), ``selection_path_``, and
-``save_model`` / ``load_model`` (through ``gpufs.model_io``).
+``save_model`` / ``load_model`` (through ``gpufs.io.model_io``).
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
@@ -21,7 +21,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .. import model_io
+from ..io import model_io
 from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
 from ..data._input import (_frame, _user_stacklevel, check_classification_labels,
                       check_regression_target, check_sample_weight, check_X, check_y,
@@ -477,7 +477,7 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {}
 
-    # --- persistence: the model file format and its checks live in gpufs.model_io --------
+    # --- persistence: the model file format and its checks live in gpufs.io.model_io --------
     save_model = model_io.estimator_save_model
     load_model = classmethod(model_io.estimator_load_model)
 

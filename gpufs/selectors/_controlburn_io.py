@@ -2,7 +2,7 @@
 
 Owns the ``fitted`` object of a ``ControlBurnRegressor`` / ``ControlBurnClassifier`` model
 file: the bins, the selection and the lasso's record, and the refit model (a GBFS model body
-read by ``gpufs.model_io.read_body``, or the constant model used when nothing was selected).
+read by ``gpufs.io.model_io.read_body``, or the constant model used when nothing was selected).
 The grown forest (``forest_``) is training evidence and is not saved. The layout of the
 fields is in ``docs/model_format.rst``.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.dummy import DummyClassifier, DummyRegressor
 
-from .. import model_io
-from .._strict_json import (MAX_NODES, float_out, floats_out, free_form_out, kind_of, read_bool,
+from ..io import model_io
+from ..io._strict_json import (MAX_NODES, float_out, floats_out, free_form_out, kind_of, read_bool,
                             read_float, read_float_array, read_free_form, read_index_list,
                             read_int, read_obj, read_str)
 from ..engine.binning import BinMapper, bins_to_dict, read_bins

@@ -3,13 +3,13 @@
 Owns the invariants between a loaded ensemble and the selection a family reports (first use,
 positive split gains, importances as gain shares), the bins' ``max_bins``, the device and the
 per-round validation losses. Each family's codec (``_gbfs_io``, ``_stagewise_io``,
-``_controlburn_io``, ``_multitask_io``) calls them; the readers are ``gpufs._strict_json``'s.
+``_controlburn_io``, ``_multitask_io``) calls them; the readers are ``gpufs.io._strict_json``'s.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._strict_json import MAX_CLASSES, read_float_array, read_list, read_str
+from ..io._strict_json import MAX_CLASSES, read_float_array, read_list, read_str
 
 
 def check_first_use(ens, first, at):

@@ -3,7 +3,7 @@
 Owns the ``fitted`` object of a GBFS model file: what ``write`` puts there, and ``read``,
 which checks every field against the others (the ensemble against the bins, the selection
 against the trees' first uses, the group-testing candidates against the selection) before
-setting the estimator's attributes. ``gpufs.model_io`` wraps it in the envelope; the layout
+setting the estimator's attributes. ``gpufs.io.model_io`` wraps it in the envelope; the layout
 of the fields is in ``docs/model_format.rst``.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data._input import check_groups
-from .._strict_json import (float_out, floats_out, free_form_out, read_float, read_float_array,
+from ..io._strict_json import (float_out, floats_out, free_form_out, read_float, read_float_array,
                             read_free_form, read_index_list, read_int, read_int_array,
                             read_list, read_obj)
 from ..engine.binning import BinMapper, bins_to_dict, read_bins

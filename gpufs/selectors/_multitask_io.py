@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import model_io
-from .._strict_json import (MAX_NODES, At, floats_out, free_form_out, read_float_array,
+from ..io import model_io
+from ..io._strict_json import (MAX_NODES, At, floats_out, free_form_out, read_float_array,
                             read_free_form, read_index_list, read_int, read_int_array,
                             read_list, read_obj)
 from ..engine.binning import BinMapper, bins_to_dict, read_bins

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data._category_codes import categories_to_dict, read_categories
-from .._strict_json import (floats_out, read_float, read_float_array, read_index_list, read_int,
+from ..io._strict_json import (floats_out, read_float, read_float_array, read_index_list, read_int,
                             read_list, read_obj)
 from .._types import MAX_VALUE_BINS
 from ..path import selection_path

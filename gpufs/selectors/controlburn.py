@@ -22,7 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from ..data import _scales
-from .. import model_io
+from ..io import model_io
 from .. import lasso as _lasso
 from ..data._colstats import column_mean_var, row_slices
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
@@ -825,5 +825,5 @@ class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControl
         return self.refit_estimator_.decision_function(Xs)
 
 
-# the model files' codec of this family (gpufs.model_io finds it by class)
+# the model files' codec of this family (gpufs.io.model_io finds it by class)
 model_io.register_codec(ControlBurnCodec, ControlBurnRegressor, ControlBurnClassifier)

@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import _scales
-from .. import model_io
+from ..io import model_io
 from .._compile_watch import clock, compile_seconds
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
@@ -731,5 +731,5 @@ class GBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMi
         return self._decode_classes(self.predict_proba(X).argmax(axis=1))
 
 
-# the model files' codec of this family (gpufs.model_io finds it by class)
+# the model files' codec of this family (gpufs.io.model_io finds it by class)
 model_io.register_codec(GBFSCodec, GBFSRegressor, GBFSClassifier)

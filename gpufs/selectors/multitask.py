@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import _scales
-from .. import model_io
+from ..io import model_io
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import resolve_device, to_host
 from ..data._input import check_costs, check_groups, check_sample_weight, check_X, check_y
@@ -626,5 +626,5 @@ class MultiTaskGBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, Cla
         return self._decode_classes(self.predict_proba(X, task).argmax(axis=1))
 
 
-# the model files' codec of this family (gpufs.model_io finds it by class)
+# the model files' codec of this family (gpufs.io.model_io finds it by class)
 model_io.register_codec(MultiTaskGBFSCodec, MultiTaskGBFSRegressor, MultiTaskGBFSClassifier)

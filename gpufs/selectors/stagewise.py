@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import _scales
-from .. import model_io
+from ..io import model_io
 from .._docstrings import INPUT_ATTRIBUTES_DOC
 from .._device import get_namespace, to_host
 from ..data._input import check_X
@@ -657,5 +657,5 @@ def _fill_missing(Xv, fill, miss_cols, xp):
     return idx
 
 
-# the model files' codec of this family (gpufs.model_io finds it by class)
+# the model files' codec of this family (gpufs.io.model_io finds it by class)
 model_io.register_codec(StagewiseCodec, StagewiseRegressor, StagewiseClassifier)

@@ -1,7 +1,7 @@
 """Files gpufs writes and reads: what may be replaced, with which permissions, and how much is
 read.
 
-Owns three rules shared by ``save_model`` / ``load_model`` (``gpufs.model_io``) and the command
+Owns three rules shared by ``save_model`` / ``load_model`` (``gpufs.io.model_io``) and the command
 line (``gpufs.cli``):
 
 * only a regular file is ever replaced or read as a model: a FIFO, a device, a socket or a

@@ -6,7 +6,7 @@ that overflow float64; non-finite floats written as the strings ``"NaN"``, ``"In
 per field type (``read_int``, ``read_float_array``, ``read_free_form``, ...), each of which
 checks one value and names its place in the file (:class:`At`) in the error it raises. The
 codecs of the models (binning, tree, each selector family) and the envelope
-(:mod:`gpufs.model_io`) are built from these readers; the format is described in
+(:mod:`gpufs.io.model_io`) are built from these readers; the format is described in
 ``docs/model_format.rst``.
 """
 from __future__ import annotations

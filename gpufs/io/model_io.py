@@ -6,7 +6,7 @@ estimator's class, its parameters, ``n_features_in``, feature names and class la
 registry of the families' codecs (``register_codec``: each family encodes its own ``fitted``
 part, beside its estimators) and the migration of files of the first format
 (``"gpufs.TreeEnsemble/1"``). The readers and the strict-JSON rules are
-``gpufs._strict_json``'s; the tree and bins codecs are ``gpufs.engine.tree``'s and
+``gpufs.io._strict_json``'s; the tree and bins codecs are ``gpufs.engine.tree``'s and
 ``gpufs.engine.binning``'s. The format, field by field, and why loading a file from a stranger is
 safe: ``docs/model_format.rst`` and ``SECURITY.md``.
 """
@@ -27,8 +27,8 @@ from ._strict_json import (FORMAT_VERSION, MAX_BINNED_FEATURES, MAX_CLASSES, MAX
                            Token, dumps, kind_of, loads, plain, read_bool_array,
                            read_float_array, read_int, read_int_array, read_list, read_obj,
                            read_scalar, read_str, scalar_out, short)
-from .engine.binning import bins_to_dict, read_bins
-from .engine.tree import ensemble_from_dict, ensemble_to_dict
+from ..engine.binning import bins_to_dict, read_bins
+from ..engine.tree import ensemble_from_dict, ensemble_to_dict
 
 FORMAT = "gpufs.model"
 _FORMAT1 = "gpufs.TreeEnsemble/1"
@@ -91,7 +91,7 @@ def _encode_param(name, value, est_name):
     ``{"estimator": name, "params": {...}}``; a RandomState or Generator, which has no JSON
     form, as None. Anything else cannot be saved.
     """
-    from . import _device
+    from .. import _device
 
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -192,7 +192,7 @@ def _check_params(est, at):
 def _check_feature_params(est, at, n_features):
     """``feature_costs`` and ``feature_groups`` (where the estimator has them) as ``fit``
     checks them against the model's ``n_features``."""
-    from .data._input import check_costs, check_groups
+    from ..data._input import check_costs, check_groups
 
     for name, check in (("feature_costs", check_costs), ("feature_groups", check_groups)):
         if name not in est.get_params(deep=False):
@@ -267,7 +267,7 @@ def read_classes(d, at, min_count=2, what="a classifier has at least 2 classes."
 
 
 def _header(est, fitted):
-    from . import __version__
+    from .. import __version__
 
     name = type(est).__name__
     names = getattr(est, "feature_names_in_", None)
@@ -536,7 +536,7 @@ def estimator_save_model(self, path):
     """Write the fitted model to ``path`` as a gpufs model file (strict JSON).
 
     The file holds what ``predict``, ``transform`` and the selection attributes need, and no
-    code (the format: ``gpufs.model_io``; what loading trusts: SECURITY.md). It is written to
+    code (the format: ``gpufs.io.model_io``; what loading trusts: SECURITY.md). It is written to
     a temporary file and renamed, so an interrupted save leaves no partial file. ControlBurn:
     the refit model is saved inside; a ``refit_estimator`` other than a gpufs GBFS model
     cannot be described by the format and raises ValueError (pickle such a model); the grown
@@ -560,7 +560,7 @@ def estimator_load_model(cls, path, *, max_bytes=None):
     ----------
     path : str or path-like
     max_bytes : int, default=None
-        Largest file read (None: ``gpufs.model_io.MAX_FILE_BYTES``, 256 MiB); raise it only
+        Largest file read (None: ``gpufs.io.model_io.MAX_FILE_BYTES``, 256 MiB); raise it only
         for a trusted file.
 
     Returns
