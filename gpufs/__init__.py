@@ -54,7 +54,7 @@ def __getattr__(name):
     if name in _LAZY:
         value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
         if _LAZY[name].startswith(".selectors"):  # an estimator: numba is loaded now
-            from ._compile_watch import install
+            from .cli._compile_watch import install
 
             install()  # the first fit's compile notice, from the library (logging)
         globals()[name] = value

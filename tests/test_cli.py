@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _no_compile_notice(monkeypatch):
     """In-process runs print no "compiling kernels" notice (a test run's first fits compile
     kernels that are not the command's); the tests of the notice set its threshold."""
-    import gpufs._compile_watch as cw
+    import gpufs.cli._compile_watch as cw
 
     monkeypatch.setattr(cw, "NOTICE_AFTER_S", float("inf"))
 
@@ -343,7 +343,7 @@ def _fit_that_compiles(fit, seconds=0.0):
 
 def test_a_cold_cache_prints_one_notice_and_times_compilation_apart(tmp_path, monkeypatch,
                                                                    capsys):
-    import gpufs._compile_watch as cw
+    import gpufs.cli._compile_watch as cw
     from gpufs import GBFSClassifier
 
     monkeypatch.setattr(cw, "NOTICE_AFTER_S", 0.0)  # any compilation counts as a cold cache
@@ -368,7 +368,7 @@ def test_a_cold_cache_prints_one_notice_and_times_compilation_apart(tmp_path, mo
 def test_a_warm_cache_prints_no_notice(tmp_path, monkeypatch, capsys):
     """Compilation under ``NOTICE_AFTER_S`` (the odd uncached helper of a warm run) gives no
     notice; the report still counts its seconds apart from the fit's."""
-    import gpufs._compile_watch as cw
+    import gpufs.cli._compile_watch as cw
     from gpufs import GBFSClassifier
 
     monkeypatch.setattr(cw, "NOTICE_AFTER_S", 60.0)
@@ -388,7 +388,7 @@ def test_compile_watch_notices_after_its_threshold_while_compiling():
 
     from numba.core import event
 
-    from gpufs._compile_watch import NOTICE, CompileWatch
+    from gpufs.cli._compile_watch import NOTICE, CompileWatch
 
     said = []
     with CompileWatch(notice=said.append, after=0.05) as watch:
@@ -407,7 +407,7 @@ def test_the_library_logs_the_compile_notice_once(monkeypatch, caplog):
 
     from numba import njit
 
-    import gpufs._compile_watch as cw
+    import gpufs.cli._compile_watch as cw
 
     monkeypatch.setattr(cw, "NOTICE_AFTER_S", 0.0)
     watch = cw.install()  # the process-wide listener, as if nothing had compiled yet
@@ -978,7 +978,7 @@ sys.exit(cli.main(sys.argv[1:]))
 
 def _without_notice(err):
     """stderr less the compile notice (a loaded machine takes seconds for a small compile)."""
-    from gpufs._compile_watch import NOTICE
+    from gpufs.cli._compile_watch import NOTICE
 
     return "".join(line for line in err.splitlines(keepends=True) if line.strip() != NOTICE)
 
@@ -1060,7 +1060,7 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("module", ["gpufs._numba_setup", "gpufs._version", "gpufs._cli_files",
+@pytest.mark.parametrize("module", ["gpufs._numba_setup", "gpufs._version", "gpufs.cli._cli_files",
                                     "argparse"])
 def test_ctrl_c_during_import_gpufs_from_the_command_is_one_line(tmp_path, module):
     """Issue 36: SIGINT 0.2-0.4 s into the ``gpufs`` command (while ``import gpufs`` ran,

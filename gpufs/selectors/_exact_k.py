@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._compile_watch import clock
+from ..cli._compile_watch import clock
 from .._device import to_host
 from ..engine.boosting import BoostingCheckpoint
 from ..engine.penalties import PenaltyState
@@ -299,7 +299,7 @@ class _Lap:
         self.times, self.t0 = times, clock()
 
     def __call__(self, name):
-        t = clock()  # compilation left out (gpufs._compile_watch)
+        t = clock()  # compilation left out (gpufs.cli._compile_watch)
         self.times[name] = self.times.get(name, 0.0) + t - self.t0
         self.t0 = t
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .._compile_watch import clock
+from ..cli._compile_watch import clock
 from ..engine.boosting import BoostingParams, _progress
 from ..engine.penalties import PenaltyState
 

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import _scales
 from ..io import model_io
-from .._compile_watch import clock, compile_seconds
+from ..cli._compile_watch import clock, compile_seconds
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
 from ..data._input import check_costs, check_groups, check_X

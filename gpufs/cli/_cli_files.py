@@ -89,7 +89,7 @@ def read_table(path: str):
         raise UserError(f"no such file: {path}")
     if os.path.isdir(path):
         raise UserError(f"{path} is a folder, not a table")
-    from .io._files import special_kind
+    from ..io._files import special_kind
 
     kind = special_kind(path)  # a FIFO without a writer would block open() for ever
     if kind is not None:
@@ -169,7 +169,7 @@ def _refuse_special(option: str, path: str) -> None:
     """Only regular files are replaced, also with ``--force``: a FIFO, a device or a socket
     (behind a link too) is named and refused (``os.replace`` would put a file in its place:
     as root, ``--report /dev/null --force`` replaced ``/dev/null``)."""
-    from .io._files import special_kind
+    from ..io._files import special_kind
 
     kind = special_kind(path)
     if kind is not None:
@@ -219,7 +219,7 @@ def _temporary_beside(path: str) -> str:
     """A new empty file in ``path``'s folder (same file system, so a rename is atomic)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".part")
-    _to_remove.add(tmp)  # a second signal's immediate exit removes it (gpufs._interrupt)
+    _to_remove.add(tmp)  # a second signal's immediate exit removes it (gpufs.cli._interrupt)
     os.close(fd)
     return tmp
 
@@ -231,7 +231,7 @@ def _publish(tmp: str, path: str, force: bool) -> None:
     is made, which fails on an existing name). A new file gets the permissions the process's
     umask gives; a replaced file keeps its own.
     """
-    from .io._files import new_file_mode
+    from ..io._files import new_file_mode
 
     os.chmod(tmp, new_file_mode(path))
     if force:

@@ -28,7 +28,7 @@ with quiet_start():  # Ctrl-C while the command starts: one line, not a tracebac
     from ._cli_files import (_USER_ERRORS, UserError, _one_line, _probe_outputs, _write_table,
                              atomic_output, check_outputs, printable, read_table, table_format,
                              write_json)
-    from ._version import __version__
+    from .._version import __version__
 
 #: what ``--method`` names, and the penalty each reports (GBFS's mu, ControlBurn's lambda)
 METHODS = ("gbfs", "controlburn", "stagewise")
@@ -42,7 +42,7 @@ def _demo(args) -> int:
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import train_test_split
 
-    from . import GBFSClassifier
+    from .. import GBFSClassifier
     from ._compile_watch import CompileWatch
 
     _check_device(args.device)
@@ -77,7 +77,7 @@ def _compiled_note(compiling) -> str:
 
 def _check_device(device: str) -> None:
     """An unusable ``--device gpu`` is a user error, found before any work."""
-    from ._device import resolve_device
+    from .._device import resolve_device
 
     try:
         resolve_device(device)
@@ -115,7 +115,7 @@ def _task(y, task: str) -> str:
 
 
 def _estimator(args, task: str):
-    from . import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
+    from .. import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
                    StagewiseClassifier, StagewiseRegressor)
 
     classification = task == "classification"
@@ -333,7 +333,7 @@ def _select(args) -> int:
 def _save_model(est, path: str, force: bool) -> None:
     """The model file (``est.save_model``'s text) written through ``atomic_output`` like
     every output."""
-    from .io.model_io import dumps, to_document
+    from ..io.model_io import dumps, to_document
 
     text = dumps(to_document(est))
     with atomic_output(path, force) as fh:
@@ -343,7 +343,7 @@ def _save_model(est, path: str, force: bool) -> None:
 def _identifier_columns(X, text) -> list:
     """[(column, evidence)] of the ``text`` columns of X that ``gpufs.data._identifiers`` calls
     identifier-like."""
-    from .data._identifiers import describe, identifier_like
+    from ..data._identifiers import describe, identifier_like
 
     found = []
     for c in text:
@@ -363,7 +363,7 @@ def _short_list(items, limit=10) -> str:
 def load_model(path: str):
     """A fitted gpufs estimator from a model file, through the validated loader
     (``gpufs.io.model_io.load_model``: every field is checked before any array is used)."""
-    from .io.model_io import load_model as load_validated
+    from ..io.model_io import load_model as load_validated
 
     if not os.path.exists(path):
         raise UserError(f"no such file: {path}")
