@@ -103,7 +103,7 @@ def run_gpufs(dev, X, y, args, cuda_graphs=False):
     from gpufs.engine.penalties import PenaltyState
 
     if dev.name == "gpu" and (cuda_graphs or args.hist_optin_shared or args.hist_kernel):
-        from gpufs.backends.gpu import GPUBackend
+        from gpufs.backends.gpu.backend import GPUBackend
 
         backend = GPUBackend(cuda_graphs=cuda_graphs, hist_optin_shared=args.hist_optin_shared,
                              hist_kernel=args.hist_kernel)

@@ -110,7 +110,7 @@ def step_prepare(args):
     import numpy as np
 
     from gpufs._device import to_host
-    from gpufs.backends.gpu import GPUBackend
+    from gpufs.backends.gpu.backend import GPUBackend
     from gpufs.engine.binning import BinMapper
 
     os.makedirs(args.work, exist_ok=True)
@@ -157,7 +157,7 @@ def trees_digest(ensemble):
 
 
 def step_ab(args):
-    from gpufs.backends.gpu import GPUBackend
+    from gpufs.backends.gpu.backend import GPUBackend
 
     Xb, y, bm = _data(args)
     runs = []
@@ -188,7 +188,7 @@ def step_ab(args):
 
 def step_fit_once(args):
     """The process ncu profiles: one warm-up-free tree with ``--hist-kernel``."""
-    from gpufs.backends.gpu import GPUBackend
+    from gpufs.backends.gpu.backend import GPUBackend
 
     Xb, y, bm = _data(args)
     be = GPUBackend(hist_kernel=args.hist_kernel)

@@ -2,7 +2,7 @@
 
 Every kernel is defined at module level with ``cuda.jit(cache=True)``: numba compiles it once per
 argument-type signature and keeps the result on disk. Launch sizes, task tables and memory are
-the business of ``gpufs.backends.gpu.GPUBackend``; each module's docstring gives the shapes,
+the business of ``gpufs.backends.gpu.backend.GPUBackend``; each module's docstring gives the shapes,
 dtypes and launch geometry its kernels expect.
 
   binning     bin_transform_kernel                  float X -> uint8 bins (the CPU's cut rule)

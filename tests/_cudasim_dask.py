@@ -30,7 +30,7 @@ from gpufs._device import to_host  # noqa: E402
 from gpufs.rules._hist_layout import HistLayout  # noqa: E402
 from gpufs.backends.base import SplitParams, categorical_slots  # noqa: E402
 from gpufs.backends.cpu import CPUBackend  # noqa: E402
-from gpufs.backends.gpu import GPUBackend  # noqa: E402
+from gpufs.backends.gpu.backend import GPUBackend  # noqa: E402
 from gpufs.dask._backend import replay_plan  # noqa: E402
 
 
@@ -202,7 +202,7 @@ def test_decide_level_equals_the_cpu(seed, budget):
 
 @pytest.fixture(scope="module")
 def client():
-    # In-process workers (threads): simulated launches take turns (``_gpu_device``'s lock),
+    # In-process workers (threads): simulated launches take turns (``gpu.device``'s lock),
     # and the simulator's shared-memory lock (``_cudasim_patch``) is this process's. Dask's
     # sampling profiler off: in worker processes, beside the simulator's one Python thread
     # per CUDA thread, a simulated block hung at a barrier.

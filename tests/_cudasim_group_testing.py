@@ -19,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar a
 
 from _cudasim_checks import CPU, assert_same, assert_same_tree, grads, make_data  # noqa: E402
 
-from gpufs.backends.gpu import GPUBackend  # noqa: E402
+from gpufs.backends.gpu.backend import GPUBackend  # noqa: E402
 from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting  # noqa: E402
 from gpufs.engine.group_testing import (FirstStep, GroupTestParams, GroupTestSearch,  # noqa: E402

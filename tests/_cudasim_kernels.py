@@ -32,7 +32,7 @@ from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
 from gpufs.rules._hist_layout import HistLayout  # noqa: E402
 from gpufs.engine.quantize import PACK_CHUNK_ROWS, QGRAD_BOUND  # noqa: E402
 from gpufs.engine.binning import BinMapper  # noqa: E402
-from gpufs.backends.gpu import GPUBackend, GPUOutOfMemoryError  # noqa: E402
+from gpufs.backends.gpu.backend import GPUBackend, GPUOutOfMemoryError  # noqa: E402
 from gpufs.engine.objectives import make_objective  # noqa: E402
 
 
@@ -472,13 +472,14 @@ def test_cuda_graphs_replay_the_levels(mu, k):
     assert gpu.graphs.captured + gpu.graphs.replayed == gpu.launches["search"]
 
 
-# --- what a real GPU refuses (gpufs.backends.launch_rules) -------------------------------------
+# --- what a real GPU refuses (gpufs.backends.gpu.launch_rules)
+# -------------------------------------
 def test_every_launch_is_checked_against_the_real_launchers_rules(data, monkeypatch):
     """Under the simulator every launch goes through ``check_launch`` with exactly what is
     launched: a grid of numpy integers (accepted by the simulator, refused by an H200) fails
     here when ``_launch`` stops turning it into Python ints."""
-    import gpufs.backends._gpu_device as gpu_module  # where ``_launch`` lives
-    from gpufs.backends.launch_rules import LaunchError
+    import gpufs.backends.gpu.device as gpu_module  # where ``_launch`` lives
+    from gpufs.backends.gpu.launch_rules import LaunchError
 
     X, y, bm, Xb = data
     gpu = GPUBackend()

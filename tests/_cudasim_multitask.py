@@ -18,7 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar a
 
 from _cudasim_checks import CPU, assert_same, assert_same_tree, make_data  # noqa: E402
 
-from gpufs.backends.gpu import GPUBackend  # noqa: E402
+from gpufs.backends.gpu.backend import GPUBackend  # noqa: E402
 from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.engine.boosting import BoostingParams  # noqa: E402
 from gpufs.engine.grower import TreeParams  # noqa: E402

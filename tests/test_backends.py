@@ -20,7 +20,7 @@ from gpufs.backends import get_backend
 from gpufs.backends.base import (Backend, BackendProbes, LevelResult, SplitInfo, SplitParams,
                                  SplitPlan, best_splits)
 from gpufs.backends.cpu import CPUBackend
-from gpufs.backends.gpu import GPUBackend
+from gpufs.backends.gpu.backend import GPUBackend
 from gpufs.engine.binning import BinMapper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -548,7 +548,7 @@ def test_sklearn_compatible(estimator, check):
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
 def test_gpu_and_cpu_select_the_same_features():
-    pytest.importorskip("gpufs.backends.gpu")
+    pytest.importorskip("gpufs.backends.gpu.backend")
     import cupy as cp
 
     X, y = regression_data(m=3000, d=10)

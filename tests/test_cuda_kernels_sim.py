@@ -143,7 +143,7 @@ def check_block_resources(name, log, what):
     largest block (``gpu.KERNEL_MAX_THREADS``) times its registers per thread (rounded up to
     the allocation unit) within a block's 65,536 registers, and its static shared memory
     (ptxas' report) plus its largest dynamic shared memory within 48 KiB."""
-    from gpufs.backends.gpu import KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS
+    from gpufs.backends.gpu.backend import KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS
 
     threads = KERNEL_MAX_THREADS[name]
     regs = int(re.search(r"Used (\d+) registers", log).group(1))
@@ -165,7 +165,7 @@ def compile_kernels(ccs):
     PTX once, for the lowest (PTX is forward compatible: ptxas
     assembles it for each newer architecture), which halves the test's compile time."""
     cuda, tools = _toolchain()
-    from gpufs.backends.gpu import _load_kernels
+    from gpufs.backends.gpu.backend import _load_kernels
 
     k = _load_kernels()
     sigs = _kernel_signatures()

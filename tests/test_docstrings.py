@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CODES = ("GL08", "PR01", "PR02", "RT01")
 #: Methods documented elsewhere: the backends implement the Backend protocol's docstrings.
 PROTOCOL_IMPLEMENTATIONS = ("gpufs.backends.cpu.backend.CPUBackend",
-                            "gpufs.backends.gpu.GPUBackend")
+                            "gpufs.backends.gpu.backend.GPUBackend")
 
 
 def _public_modules():

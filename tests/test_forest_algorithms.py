@@ -155,7 +155,7 @@ def test_forest_is_deterministic_and_seed_dependent():
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
 def test_gpu_forest_equals_cpu_forest():
-    pytest.importorskip("gpufs.backends.gpu")
+    pytest.importorskip("gpufs.backends.gpu.backend")
     import cupy as cp
 
     X, y = _data(m=2000, d=8)

@@ -29,7 +29,7 @@ from _cudasim_checks import (CPU, Logistic, assert_same, binned,  # noqa: E402
 
 @pytest.fixture(scope="module")
 def gpu():
-    from gpufs.backends.gpu import GPUBackend
+    from gpufs.backends.gpu.backend import GPUBackend
 
     return GPUBackend()
 
@@ -207,7 +207,7 @@ def test_binning_on_gpu_matches_cpu(gpu, cp):
 
 # --- memory -----------------------------------------------------------------------------------
 def test_out_of_memory_is_a_clear_error(gpu, cp):
-    from gpufs.backends.gpu import GPUOutOfMemoryError, _fmt_bytes
+    from gpufs.backends.gpu.backend import GPUOutOfMemoryError, _fmt_bytes
 
     Xb = cp.zeros((1000, 100), dtype=np.uint8)
     gh = cp.zeros((1000, 2), dtype=np.int64)

@@ -146,3 +146,13 @@ def test_the_walk_finds_cycles(tmp_path, body, expect):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert cycles(import_graph(str(tmp_path), "pkg")) == expect
+
+
+def test_the_gpu_backend_imports_nothing_of_the_cpu_backend():
+    # backends/gpu/ mirrors backends/cpu/ and stands beside it: what both need lives in
+    # gpufs/rules/, gpufs._types or backends/base (issue 38).
+    graph = import_graph(ROOT, "gpufs")
+    gpu = [m for m in graph if m.startswith("gpufs.backends.gpu")]
+    assert "gpufs.backends.gpu.backend" in gpu and "gpufs.backends.gpu.device" in gpu
+    cpu = {m: sorted(t for t in graph[m] if t.startswith("gpufs.backends.cpu")) for m in gpu}
+    assert not {m: t for m, t in cpu.items() if t}, cpu

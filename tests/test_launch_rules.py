@@ -1,10 +1,10 @@
-"""The launch validator (``gpufs.backends.launch_rules``) and the GPU stack check: what a real
+"""The launch validator (``gpufs.backends.gpu.launch_rules``) and the GPU stack check: what a real
 GPU refuses, caught on a box without one."""
 import numpy as np
 import pytest
 
 from gpufs._device import check_gpu_stack
-from gpufs.backends.launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, LaunchError,
+from gpufs.backends.gpu.launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, LaunchError,
                                          check_launch, launch_geometry)
 
 
@@ -84,7 +84,7 @@ def test_numba_cudas_low_occupancy_warning_is_quiet():
     # bottom of a tree); the message is numba-cuda 0.30.4's, highlighted as it prints it.
     import warnings
 
-    from gpufs.backends.gpu import quiet_low_occupancy_warnings
+    from gpufs.backends.gpu.backend import quiet_low_occupancy_warnings
 
     msg = ("\x1b[1mGrid size 8 will likely result in GPU under-utilization due to low "
            "occupancy.\x1b[0m")

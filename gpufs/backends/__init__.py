@@ -24,7 +24,7 @@ def get_backend(device: str):
 
         return CPUBackend()
     if device == "gpu":
-        from .gpu import GPUBackend
+        from .gpu.backend import GPUBackend
 
         return GPUBackend()
     raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")

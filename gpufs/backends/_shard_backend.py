@@ -22,7 +22,7 @@ def shard_backend(device):
     CPUBackend or GPUBackend
     """
     if device == "gpu":
-        from .gpu import GPUBackend
+        from .gpu.backend import GPUBackend
 
         try:
             return GPUBackend()

@@ -3,7 +3,7 @@
 Owns the host side of the CPU engine: the tree state (``_CPUTree``), the binned matrix in both
 layouts (``BinnedMatrix``), scratch buffers reused across a fit's trees, and the choice of
 serial or ``prange`` driver for each call. The compiled kernels live in the sibling modules,
-named like ``cuda_kernels/``'s; the GPU's counterpart of this module is ``backends/gpu.py``.
+named like ``cuda_kernels/``'s; the GPU's counterpart of this module is ``backends/gpu/backend.py``.
 Shapes and dtypes: the package docstring and ``gpufs.backends.base``.
 """
 from __future__ import annotations

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rules._categorical import CAT_WORDS
-from .._types import N_OUT, SPL_ROWS
-from .base import SplitPlan
+from ...rules._categorical import CAT_WORDS
+from ..._types import N_OUT, SPL_ROWS
+from ..base import SplitPlan
 
 __all__ = ["advance_level", "decide_level"]
 

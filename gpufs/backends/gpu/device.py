@@ -20,9 +20,9 @@ import warnings
 
 import numpy as np
 
-from ..rules import _tasks
-from .._device import is_cupy_array, to_host
-from ._gpu_workspace import _Workspace
+from ...rules import _tasks
+from ..._device import is_cupy_array, to_host
+from .workspace import _Workspace
 from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
                            launch_geometry, max_rows_per_task)
 
@@ -73,13 +73,13 @@ def _simulator_enabled() -> bool:
 def _load_kernels():
     """``gpufs.cuda_kernels``: installed inside the wheel, or ``cuda_kernels/`` of a checkout."""
     try:
-        from .. import cuda_kernels
+        from ... import cuda_kernels
         return cuda_kernels
     except ImportError:
         pass
     # Source checkout: cuda_kernels/ sits next to gpufs/ and pyproject maps it into the
     # package on install. Load it under its installed name so both layouts behave the same.
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     pkg_dir = os.path.join(here, "cuda_kernels")
     spec = importlib.util.spec_from_file_location(
         "gpufs.cuda_kernels", os.path.join(pkg_dir, "__init__.py"),

@@ -56,7 +56,7 @@ def max_rows_per_task(hist_kernel):
     if hist_kernel not in HIST_KERNELS:
         raise ValueError(f"hist_kernel must be one of {HIST_KERNELS}, got {hist_kernel!r}")
     if hist_kernel == "bounded":
-        from ..engine.quantize import PACK_CHUNK_ROWS
+        from ...engine.quantize import PACK_CHUNK_ROWS
 
         return PACK_CHUNK_ROWS
     return None

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rules import _tasks
-from ..rules._categorical import CAT_WORDS
-from .._device import to_host
-from ..rules._hist_layout import tree_layout
-from .._types import HIST_DTYPE, N_HIST_BINS, N_OUT, SPL_ROWS
-from ._gpu_advance import level_histograms
-from .base import LevelResult
+from ...rules import _tasks
+from ...rules._categorical import CAT_WORDS
+from ..._device import to_host
+from ...rules._hist_layout import tree_layout
+from ..._types import HIST_DTYPE, N_HIST_BINS, N_OUT, SPL_ROWS
+from .level import level_histograms
+from ..base import LevelResult
 
 __all__ = ["DeviceBinnedMatrix"]
 
@@ -291,7 +291,7 @@ class _GPUTree:
 
     @property
     def hist(self):
-        """The level's histograms on the device (``_gpu_advance.level_histograms``)."""
+        """The level's histograms on the device (``gpu.level.level_histograms``)."""
         return level_histograms(self)
 
     def level_result(self, out, categorical=False):

@@ -3,11 +3,11 @@
 Owns ``GPUBackend``, the interface of ``backends.cpu.CPUBackend`` on the device (same methods,
 arguments, shapes, dtypes and results, bit for bit): a round's gradients and their fixed
 point, a tree's start, the level step (search and decision, partition, the next histograms:
-four launches), the rows' half of a level for a Dask shard (``_gpu_advance``), the raw-score
+four launches), the rows' half of a level for a Dask shard (``gpu.level``), the raw-score
 update, prediction, and the kernels one at a time for tests. X, the binned matrix, gradients,
 rows, histograms and raw scores stay on the device; the host sees a few small copies per tree
-and one per level. The device plumbing is ``_gpu_device``'s, a tree's memory
-``_gpu_workspace``'s. Under ``NUMBA_ENABLE_CUDASIM=1`` the same kernels run on numpy arrays
+and one per level. The device plumbing is ``gpu.device``'s, a tree's memory
+``gpu.workspace``'s. Under ``NUMBA_ENABLE_CUDASIM=1`` the same kernels run on numpy arrays
 (``xp = numpy``, tiny launch sizes). Where data lives and the launch geometry, in full:
 ``docs/module_notes.rst``.
 """
@@ -18,18 +18,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..rules._categorical import CAT_WORDS
-from .._device import check_gpu_stack, get_namespace, to_host
-from ..rules._hist_layout import split_input, tree_layout
-from .._types import HIST_DTYPE, N_HIST_BINS, N_OUT, X_BINNED_DTYPE
-from ._gpu_advance import advance_level, decide_level
-from ._gpu_device import (KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS,  # noqa: F401
+from ...rules._categorical import CAT_WORDS
+from ..._device import check_gpu_stack, get_namespace, to_host
+from ...rules._hist_layout import split_input, tree_layout
+from ..._types import HIST_DTYPE, N_HIST_BINS, N_OUT, X_BINNED_DTYPE
+from .level import advance_level, decide_level
+from .device import (KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS,  # noqa: F401
                           DeviceMixin, GPUOutOfMemoryError, _fmt_bytes, _load_kernels,
                           _simulator_enabled, quiet_low_occupancy_warnings)
-from ._gpu_graphs import LevelGraphs
-from ._gpu_workspace import DeviceBinnedMatrix, _GPUTree, _Workspace
+from .graphs import LevelGraphs
+from .workspace import DeviceBinnedMatrix, _GPUTree, _Workspace
 from . import launch_rules
-from .base import best_splits, kernel_for
+from ..base import best_splits, kernel_for
 
 __all__ = ["DeviceBinnedMatrix", "GPUBackend", "GPUOutOfMemoryError"]
 
@@ -63,7 +63,7 @@ class GPUBackend(DeviceMixin):
         (Set the attribute ``kernel_events = True`` for device time per kernel instead:
         ``kernel_times()``.)
     cuda_graphs : bool, optional
-        Replay each level's launches as a CUDA graph (``_gpu_graphs``). Default False: this
+        Replay each level's launches as a CUDA graph (``gpu.graphs``). Default False: this
         path has not run on a GPU yet (under the simulator the recorded launches are replayed
         instead); enable it to measure it.
     hist_optin_shared : bool, optional
@@ -346,7 +346,7 @@ class GPUBackend(DeviceMixin):
         if self.simulator and self.hist_kernel == "bounded":
             # The bounded kernel's precondition (``gpufs.engine.quantize`` guarantees it; checked
             # here, where it is free, so a test feeding other values fails loudly).
-            from ..engine.quantize import QGRAD_BOUND
+            from ...engine.quantize import QGRAD_BOUND
 
             if st.gh.size and int(np.abs(st.gh).max()) > QGRAD_BOUND:
                 raise ValueError("the bounded histogram kernel needs |gh| <= QGRAD_BOUND "
@@ -436,14 +436,14 @@ class GPUBackend(DeviceMixin):
     def advance_level(self, st, plan, build_next):
         """The rows' half of ``level_step`` by a ``SplitPlan`` decided elsewhere (a Dask
         driver's ``CPUBackend.decide_level``): ``CPUBackend.advance_level``'s meaning and
-        result, bit for bit (``_gpu_advance``); the level's histograms are then complete in
+        result, bit for bit (``gpu.level``); the level's histograms are then complete in
         ``st.hist`` (on the device). Returns the rows each split sent left, (n_split,) int64."""
         return advance_level(self, st, plan, build_next)
 
     def decide_level(self, st, penalty, allowed, used, budget, split):
         """``CPUBackend.decide_level`` for a tree advanced by ``advance_level``: the level's
         decisions by the search kernel, read back as (``LevelResult``, ``SplitPlan``), bit
-        for bit the CPU's (``_gpu_advance``). A Dask driver decides on the host instead."""
+        for bit the CPU's (``gpu.level``). A Dask driver decides on the host instead."""
         return decide_level(self, st, penalty, allowed, used, budget, split)
 
     def node_sums(self, st):
@@ -586,9 +586,9 @@ class GPUBackend(DeviceMixin):
         return lc.astype(np.int64)
 
     def group_test_steps(self):
-        """GT-GBM's group-test steps on this device (``_gpu_group_testing.DeviceSteps``: a
+        """GT-GBM's group-test steps on this device (``gpu.group_testing.DeviceSteps``: a
         step's pseudo-features as one matrix product)."""
-        from ._gpu_group_testing import DeviceSteps
+        from .group_testing import DeviceSteps
 
         return DeviceSteps
 

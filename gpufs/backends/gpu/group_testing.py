@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._device import namespace_of, to_host
-from .._types import STANDARDIZED_MAX
-from ..rules._group_scan import best_gains, concat_groups
+from ..._device import namespace_of, to_host
+from ..._types import STANDARDIZED_MAX
+from ...rules._group_scan import best_gains, concat_groups
 
 __all__ = ["DeviceSteps"]
 
