@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import warnings
+from ._warnings import warn_from_caller
 
 _configured = False
 _lock = threading.Lock()
@@ -71,10 +72,10 @@ def configure() -> str:
             numba.config.THREADING_LAYER = "tbb"
         else:
             os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-            warnings.warn(
+            warn_from_caller(
                 "gpufs could not load Intel TBB (pip install tbb); numba falls back to its "
                 "default threading layer. With OpenMP, a fork() child of a process that "
-                "already fitted cannot fit in parallel.", RuntimeWarning, stacklevel=2)
+                "already fitted cannot fit in parallel.", RuntimeWarning)
         return _requested()
 
 

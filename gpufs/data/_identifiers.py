@@ -13,6 +13,7 @@ warning naming it. The input door (``gpufs.data._input``), the Dask loader and t
 from __future__ import annotations
 
 import warnings
+from .._warnings import warn_from_caller
 
 #: A categorical column is identifier-like when its distinct values exceed this share of its
 #: non-missing values: on average each category then marks fewer than two rows.
@@ -153,6 +154,6 @@ def check_identifier_columns(value_counts, names, categorical_features) -> None:
             "most rows have a value of their own, so a model would memorise the training rows "
             "through it. Leave it out of X (for example X.drop(columns=[...])), or name it in "
             "categorical_features to use it as a categorical feature anyway.")
-    warnings.warn(f"categorical column {which} looks like an identifier: most rows have a "
+    warn_from_caller(f"categorical column {which} looks like an identifier: most rows have a "
                   "value of their own, so a model may memorise the training rows through it.",
-                  UserWarning, stacklevel=4)
+                  UserWarning)

@@ -18,6 +18,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
 from .._device import is_cupy_array, like, namespace_of, to_device, to_host
+from .._warnings import warn_from_caller
 
 
 def _module_root(obj) -> str:
@@ -509,9 +510,9 @@ def check_y(y, n_samples: int, *, device: str = "cpu"):
                          "requires y to be passed, but the target y is None.")
     arr = as_array(y, device, "y")
     if arr.ndim == 2 and arr.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
+        warn_from_caller("A column-vector y was passed when a 1d array was expected. Please change "
                       "the shape of y to (n_samples, ), for example using ravel().",
-                      DataConversionWarning, stacklevel=3)
+                      DataConversionWarning)
         arr = arr.ravel()
     if arr.ndim != 1:
         raise ValueError(f"y must be 1-D (n_samples,); got shape {arr.shape}.")

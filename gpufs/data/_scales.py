@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 from .._device import namespace_of
+from .._warnings import warn_from_caller
 
 #: Sums of weighted gradients may reach this; their squares (the gains) stay below 2**1000,
 #: leaving float64 room for the gain formula's sums and divisions.
@@ -149,11 +150,11 @@ def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
     H = W * h_max
     lam, mcw = float(est.reg_lambda), float(est.min_child_weight)
     if H < 2 * mcw:
-        warnings.warn(
+        warn_from_caller(
             f"no split can be made: the hessian sum of all rows is at most {H:.3g} (sample "
             f"weights sum to {W:.3g}), below twice min_child_weight={mcw:g}, so no node has "
             f"two children that each reach it and every tree will be a single leaf. "
-            + _REMEDY_WEIGHTS + ".", UserWarning, stacklevel=4)
+            + _REMEDY_WEIGHTS + ".", UserWarning)
         return
     leaf = H / 2.0 ** int(est.max_depth)
     # the weights' scale is to blame when unit weights would give leaves above reg_lambda
@@ -161,11 +162,11 @@ def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
         where = ("the hessian sum of all rows" if H < lam else
                  f"an average leaf of a depth-{int(est.max_depth)} tree")
         h = H if H < lam else leaf
-        warnings.warn(
+        warn_from_caller(
             f"reg_lambda={lam:g} swamps the hessian sums: {where} holds about {h:.3g} (sample "
             f"weights sum to {W:.3g}, mean {W / max(n, 1):.3g}), so leaf values shrink by "
             f"more than half and splits must overcome reg_lambda; " + _REMEDY_WEIGHTS + ".",
-            UserWarning, stacklevel=4)
+            UserWarning)
 
 
 __all__ = ["check_boosting_scale_values", "check_boosting_scales", "check_target_scale"]

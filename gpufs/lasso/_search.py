@@ -19,6 +19,7 @@ from ._costs import _as_masks, selected_features, tree_costs, usage_discount
 from ._options import Datafit, FeatureCosts, KSearch, Reweighting, SolverOptions, _keywords
 from ._results import Selection, SelectionsByK, UnreachableKError
 from ._solver import TreeLasso, _geometric_grid
+from .._warnings import warn_from_caller
 
 __all__ = ["select_at_lambda", "select_k", "selections_by_k"]
 
@@ -69,10 +70,9 @@ class _Search:
             from sklearn.exceptions import ConvergenceWarning
 
             lams = ", ".join(f"{x:.6g}" for x in sorted(self.not_converged, reverse=True)[:5])
-            warnings.warn(f"{len(self.not_converged)} of {self.n_solves} lasso solves did not "
+            warn_from_caller(f"{len(self.not_converged)} of {self.n_solves} lasso solves did not "
                           f"reach tol={self.tol:.3g} (lambda = {lams}); feature counts there may "
-                          "be off near a support change. Raise max_iter.", ConvergenceWarning,
-                          stacklevel=3)
+                          "be off near a support change. Raise max_iter.", ConvergenceWarning)
 
     def eval(self, lam, cold=False):
         if lam in self.points:

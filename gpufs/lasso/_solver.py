@@ -20,6 +20,7 @@ from ._linalg import _check_sketch, _gram, _sketch_square
 from ._models import _DirectLogistic, _DirectSquare, _GramSquare
 from ._options import DEFAULT_MAX_ITER, DEFAULT_TOL, Datafit, SolverOptions, _keywords
 from ._results import LassoResult
+from .._warnings import warn_from_caller
 
 __all__ = ["TreeLasso", "lambda_max", "lasso_path", "solve_lasso"]
 
@@ -311,9 +312,8 @@ class TreeLasso:
         if not converged:
             from sklearn.exceptions import ConvergenceWarning
 
-            warnings.warn(f"lasso solve at lam={lam:.6g} stopped after {n_iter} iterations with "
-                          f"relative KKT residual {kkt:.3g} > tol={tol:.3g}", ConvergenceWarning,
-                          stacklevel=2)
+            warn_from_caller(f"lasso solve at lam={lam:.6g} stopped after {n_iter} iterations with "
+                          f"relative KKT residual {kkt:.3g} > tol={tol:.3g}", ConvergenceWarning)
         b_out = self.intercept_of(w, b)
         obj = self.objective(w, b_out, lam)
         solved = obj if self.sketch is None else float(fval + lam * (self.u @ w))

@@ -28,6 +28,7 @@ from ..data._input import (_frame, _user_stacklevel, check_classification_labels
                       encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from ..backends import get_backend
+from .._warnings import warn_from_caller
 
 __all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
            "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
@@ -185,8 +186,8 @@ def validation_split(n_samples, validation_fraction, seed, stratify=None):
     idx = np.arange(n_samples)
     strat = None if stratify is None else to_host(stratify)
     if strat is not None and np.bincount(strat.astype(np.int64)).min(initial=2) < 2:
-        warnings.warn("validation_fraction: a class has a single row, so the validation split "
-                      "is not stratified by class.", UserWarning, stacklevel=5)
+        warn_from_caller("validation_fraction: a class has a single row, so the validation split "
+                      "is not stratified by class.", UserWarning)
         strat = None
     try:
         tr, va = train_test_split(idx, test_size=n_val, random_state=seed, stratify=strat)
@@ -194,9 +195,8 @@ def validation_split(n_samples, validation_fraction, seed, stratify=None):
         if strat is None:
             raise
         # Fewer validation rows than classes: a stratified split cannot hold every class.
-        warnings.warn("validation_fraction: too few validation rows to hold every class, so "
-                      "the validation split is not stratified by class.", UserWarning,
-                      stacklevel=5)
+        warn_from_caller("validation_fraction: too few validation rows to hold every class, so "
+                      "the validation split is not stratified by class.", UserWarning)
         tr, va = train_test_split(idx, test_size=n_val, random_state=seed)
     return np.sort(tr), np.sort(va)
 
@@ -420,8 +420,8 @@ class GPUFSSelectorMixin(SelectorMixin):
         idx = np.flatnonzero(self._get_support_mask())
         if idx.size == 0:
             # scikit-learn's SelectorMixin: an empty selection warns and gives (n_samples, 0).
-            warnings.warn("No features were selected: transform returns an array with no "
-                          "columns. " + _ZERO_FEATURE_ADVICE, UserWarning, stacklevel=2)
+            warn_from_caller("No features were selected: transform returns an array with no "
+                          "columns. " + _ZERO_FEATURE_ADVICE, UserWarning)
         frame = _frame(X)
         if frame is not None and idx.size == 0:
             # A table of no columns keeps its rows only in pandas (polars and pyarrow tables
@@ -577,9 +577,9 @@ def _deprecated_validation_keywords(X_val, y_val, sample_weight_val, eval_set,
     with a FutureWarning."""
     if X_val is None and y_val is None and sample_weight_val is None:
         return eval_set, sample_weight_eval_set
-    warnings.warn("X_val, y_val and sample_weight_val are deprecated and will be removed: pass "
+    warn_from_caller("X_val, y_val and sample_weight_val are deprecated and will be removed: pass "
                   "eval_set=(X_val, y_val) and sample_weight_eval_set=[sample_weight_val] "
-                  "instead.", FutureWarning, stacklevel=4)
+                  "instead.", FutureWarning)
     if eval_set is not None:
         raise ValueError("give either eval_set or the deprecated X_val/y_val, not both.")
     if X_val is None or y_val is None:

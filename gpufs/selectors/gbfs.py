@@ -48,6 +48,7 @@ from ._exact_k import fill_candidates, fit_exact_k, pool_size, split_heldout, to
 from ._gbfs_io import GBFSCodec
 from ._mu_search import known_outcomes
 from ._stability import selection_frequency
+from .._warnings import warn_from_caller
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
 
@@ -293,22 +294,21 @@ class _BaseGBFS(SelectorBase):
             self._set_support(self.selected_features_.tolist() + filled)
         self.selection_filled_ = np.asarray(filled, dtype=np.int64)
         if n_sel == 0 and k is None:
-            warnings.warn(
+            warn_from_caller(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
-                "features you want.", SelectionWarning, stacklevel=4)
+                "features you want.", SelectionWarning)
         elif k is not None and n_sel < k:
             # Counted in the final fit (all rounds), not in the search's probes (half of them).
             fill = (f"; the selection is filled with the {len(filled)} other feature"
                     f"{'s' if len(filled) != 1 else ''} of largest root-split gain on the "
                     "final model's gradients (selection_filled_)" if filled else
                     f": no other feature has a valid split; selected those {n_sel}")
-            warnings.warn(
+            warn_from_caller(
                 f"only {n_sel} feature{'s' if n_sel != 1 else ''} entered the model at "
                 f"mu={mu:g} in {n_rounds} rounds, fewer than n_features_to_select={k}{fill}. "
                 "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
-                "min_child_weight let more features into the model.", SelectionWarning,
-                stacklevel=4)
+                "min_child_weight let more features into the model.", SelectionWarning)
         return self
 
     def _frequency_for(self, setup, seed, kept):
@@ -380,12 +380,12 @@ class _BaseGBFS(SelectorBase):
         Q = standardize(X if rows is None else X[rows], backend)
         n_pseudo = pseudo_features_per_tree(d, s, float(self.gt_delta))
         if n_pseudo >= d:
-            warnings.warn(
+            warn_from_caller(
                 f"split_search='group_testing' with gt_s={s} and gt_delta={self.gt_delta:g} "
                 f"scores {n_pseudo} pseudo-features per tree, not fewer than the {d} features "
                 "the exact search scores: expect no speed-up. Group testing pays off when the "
                 "desired number of features is much smaller than the number of features.",
-                UserWarning, stacklevel=5)
+                UserWarning)
         times["standardize"] = clock() - t0
         return GroupTestSearch(Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows,
                                subsets=self.gt_subsets)

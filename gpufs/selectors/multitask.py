@@ -39,6 +39,7 @@ from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, Regressor
 from ._boosted import (BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin,
                        cat_guards)
 from ._multitask_io import MultiTaskGBFSCodec
+from .._warnings import warn_from_caller
 
 __all__ = ["MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor"]
 
@@ -77,7 +78,7 @@ def _warn_nothing_selected(ys, ws, xp, n_rounds):
     why = ("the target is constant in every task, so no split can lower the loss" if constant
            else f"no split on any feature paid its price in {n_rounds} rounds. Lower mu_G "
                 "and mu_t (the prices of a feature new to all tasks and new to one task)")
-    warnings.warn(f"no feature was selected: {why}.", UserWarning, stacklevel=4)
+    warn_from_caller(f"no feature was selected: {why}.", UserWarning)
 
 
 def _missing(v) -> bool:

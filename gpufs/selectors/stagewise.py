@@ -33,6 +33,7 @@ from ._stagewise_io import StagewiseCodec
 from ._stagewise_stages import (LeastSquaresStage, LogisticStage, _category_candidates,
                                 _category_index, _check_raw_units, _column, _column_exponents,
                                 _constant_target, _scale_columns, _standardize_stats)
+from .._warnings import warn_from_caller
 
 __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "StagewiseRegressor"]
 
@@ -289,8 +290,8 @@ class _StagewiseBase(SelectorBase):
               and len(selected) < max_rounds and self.tol is None):
             why = ("the model fits the training data, so a further feature lowers the "
                    "training cost by nothing" if fitted_exactly else "the others are constant")
-            warnings.warn(f"Only {len(selected)} of the requested {max_rounds} features could "
-                          f"be selected: {why}.", UserWarning, stacklevel=4)
+            warn_from_caller(f"Only {len(selected)} of the requested {max_rounds} features could "
+                          f"be selected: {why}.", UserWarning)
 
         if not selected:
             why = ("the target is constant (on the rows of positive weight), so no feature can "
@@ -301,7 +302,7 @@ class _StagewiseBase(SelectorBase):
                    "every feature is constant")
             advice = ("" if constant_y else " Set n_features_to_select to the number of "
                       "features you want, or a smaller tol.")
-            warnings.warn(f"no feature was selected: {why}.{advice}", UserWarning, stacklevel=4)
+            warn_from_caller(f"no feature was selected: {why}.{advice}", UserWarning)
         self.device_ = device
         self.mean_ = np.ldexp(to_host(mean).astype(np.float64), col_exp)   # in X's units
         self.std_ = np.ldexp(to_host(std).astype(np.float64), col_exp)
