@@ -156,3 +156,10 @@ def test_the_gpu_backend_imports_nothing_of_the_cpu_backend():
     assert "gpufs.backends.gpu.backend" in gpu and "gpufs.backends.gpu.device" in gpu
     cpu = {m: sorted(t for t in graph[m] if t.startswith("gpufs.backends.cpu")) for m in gpu}
     assert not {m: t for m, t in cpu.items() if t}, cpu
+
+
+def test_the_package_root_keeps_at_most_15_modules():
+    # issue 38: the root holds the public face, the process-wide runtime and the few modules
+    # every layer uses; the rest lives in folders by layer (docs/architecture.rst)
+    root = sorted(f for f in os.listdir(os.path.join(ROOT, "gpufs")) if f.endswith(".py"))
+    assert len(root) <= 15, root
