@@ -1,4 +1,5 @@
 """Machine description stamped into every benchmark record (the one place that reads it)."""
+
 import os
 import platform
 import subprocess
@@ -9,14 +10,21 @@ _ROOT = Path(__file__).resolve().parents[1]
 
 def machine_info() -> dict:
     """CPU, GPU, load, library versions and the gpufs commit of the machine running a bench."""
-    info = {"host": platform.node(), "cpu_count": os.cpu_count(),
-            "cpus_usable": (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                            else os.cpu_count()),
-            "platform": platform.platform(), "python": platform.python_version(),
-            "processor": platform.processor(),
-            "blas_threads_env": {k: os.environ[k] for k in
-                                 ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-                                 if k in os.environ}}
+    info = {
+        "host": platform.node(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        ),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "processor": platform.processor(),
+        "blas_threads_env": {
+            k: os.environ[k]
+            for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+            if k in os.environ
+        },
+    }
     try:
         # Other work on the machine skews timings; the load shows how busy it was.
         info["loadavg_1_5_15"] = list(os.getloadavg())
@@ -32,8 +40,12 @@ def machine_info() -> dict:
     except OSError:
         pass
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         info["gpu"] = out.stdout.strip() or None
     except Exception:
         info["gpu"] = None
@@ -47,7 +59,10 @@ def machine_info() -> dict:
     try:
         info["gpufs_commit"] = subprocess.run(
             ["git", "-C", str(_ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=10).stdout.strip()
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except Exception:
         pass
     return info

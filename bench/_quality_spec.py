@@ -7,10 +7,23 @@ TOL = 0.005
 GPUFS = ("gbfs", "controlburn", "stagewise")
 PEERS = ("rf_topk", "lgbm_cegb", "l1", "sfm_lgbm_gain")
 #: The planted families of ``bench_quality.py`` (name -> the number of planted signals).
-PLANTED_FAMILIES = {"sinusoids_d1000": 5, "sinusoids_d5000": 5, "copies_reg": 3,
-                    "copies_clf": 3, "categorical": 3, "noise_churn": 4,
-                    "noise_categories": 3, "noise_continuous": 3, "noise_integers": 3,
-                    "exact_fill": 8}
+PLANTED_FAMILIES = {
+    "sinusoids_d1000": 5,
+    "sinusoids_d5000": 5,
+    "copies_reg": 3,
+    "copies_clf": 3,
+    "categorical": 3,
+    "noise_churn": 4,
+    "noise_categories": 3,
+    "noise_continuous": 3,
+    "noise_integers": 3,
+    "exact_fill": 8,
+}
 #: The k each planted family runs at, where not the number of its signals.
-PLANTED_KS = {"noise_churn": (3, 4, 5), "noise_categories": (2, 3),
-              "noise_continuous": (2, 3), "noise_integers": (2, 3), "exact_fill": (10,)}
+PLANTED_KS = {
+    "noise_churn": (3, 4, 5),
+    "noise_categories": (2, 3),
+    "noise_continuous": (2, 3),
+    "noise_integers": (2, 3),
+    "exact_fill": (10,),
+}

@@ -9,6 +9,7 @@ the benchmark itself and its children keep theirs. The record says that it was d
 the others: with two cores and CPU-bound neighbours, timings are still noisier than on an idle
 machine, and the load average is recorded beside them.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -3,6 +3,7 @@
 Every bench appends one JSON object a line, so a file holds every run made with it and a
 reader compares runs by their ``machine`` and ``note`` fields.
 """
+
 import json
 
 

@@ -45,6 +45,7 @@ A fresh cache compiles every kernel on each side before the first timed run (min
 on a loaded machine): ``--cache-root`` keeps both caches and the base checkout for the next
 run (``git worktree remove`` it when done).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,36 +77,68 @@ SLOWER_LIMIT = 1.03
 
 # --- pure logic (tests/test_bench_ab.py) ------------------------------------------------------
 
+
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base", default=None,
-                    help="base commit (default: git merge-base HEAD main)")
-    ap.add_argument("--shapes", default=",".join(SHAPES),
-                    help="comma-separated shapes: " + ", ".join(SHAPES))
-    ap.add_argument("--pairs", type=int, default=None,
-                    help="(base, head) pairs per shape (default 5; 2 with --quick)")
-    ap.add_argument("--threads", type=int, default=2,
-                    help="threads of the shapes other than dense_1t / dense_2t")
-    ap.add_argument("--rows", type=int, default=None,
-                    help="rows of the dense shapes (default 1,000,000; 200,000 with --quick)")
-    ap.add_argument("--trees", type=int, default=None,
-                    help="trees of the dense shapes (default 30; 10 with --quick)")
-    ap.add_argument("--repeats", type=int, default=1,
-                    help="timed fits per process of the whole-fit shapes (their median)")
-    ap.add_argument("--metric", choices=("wall", "cpu"), default="wall",
-                    help="compare wall time (default) or the process's CPU time (every "
-                         "thread; steadier on a loaded machine, fair for 1-thread shapes, "
-                         "counts idle spinning of pool threads on others)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--base", default=None, help="base commit (default: git merge-base HEAD main)")
+    ap.add_argument(
+        "--shapes", default=",".join(SHAPES), help="comma-separated shapes: " + ", ".join(SHAPES)
+    )
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help="(base, head) pairs per shape (default 5; 2 with --quick)",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="threads of the shapes other than dense_1t / dense_2t",
+    )
+    ap.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="rows of the dense shapes (default 1,000,000; 200,000 with --quick)",
+    )
+    ap.add_argument(
+        "--trees",
+        type=int,
+        default=None,
+        help="trees of the dense shapes (default 30; 10 with --quick)",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="timed fits per process of the whole-fit shapes (their median)",
+    )
+    ap.add_argument(
+        "--metric",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="compare wall time (default) or the process's CPU time (every "
+        "thread; steadier on a loaded machine, fair for 1-thread shapes, "
+        "counts idle spinning of pool threads on others)",
+    )
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--lightgbm", action="store_true",
-                    help="also time LightGBM in head's processes (head / LightGBM)")
+    ap.add_argument(
+        "--lightgbm",
+        action="store_true",
+        help="also time LightGBM in head's processes (head / LightGBM)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the base worktree and caches")
-    ap.add_argument("--cache-root", default=None,
-                    help="keep the numba caches (base-<sha>/, head/) and the base checkout "
-                         "(tree-<sha>/, a git worktree: numba's cache is keyed by the source "
-                         "files' paths and times) here, reused by later runs (default: all "
-                         "fresh in a temporary folder, removed at the end)")
+    ap.add_argument(
+        "--cache-root",
+        default=None,
+        help="keep the numba caches (base-<sha>/, head/) and the base checkout "
+        "(tree-<sha>/, a git worktree: numba's cache is keyed by the source "
+        "files' paths and times) here, reused by later runs (default: all "
+        "fresh in a temporary folder, removed at the end)",
+    )
     ap.add_argument("--out", default=os.path.join(HERE, "results", "ab.jsonl"))
     ap.add_argument("--table", default=None, help="also write the markdown table here")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -122,8 +155,7 @@ def parse_args(argv=None):
         args.rows = 200_000 if args.quick else 1_000_000
     if args.trees is None:
         args.trees = 10 if args.quick else 30
-    if args.pairs < 1 or args.threads < 1 or args.trees < 2 or args.rows < 1000 \
-            or args.repeats < 1:
+    if args.pairs < 1 or args.threads < 1 or args.trees < 2 or args.rows < 1000 or args.repeats < 1:
         ap.error("--pairs, --threads, --repeats >= 1, --trees >= 2, --rows >= 1000")
     return args
 
@@ -145,18 +177,27 @@ def summarize(shape, runs):
     by_pair = {}
     for r in runs:
         by_pair.setdefault(r["pair"], {})[r["side"]] = r
-    ratios = [p["head"]["value"] / p["base"]["value"] for _, p in sorted(by_pair.items())
-              if "head" in p and "base" in p and p["base"]["value"] > 0]
+    ratios = [
+        p["head"]["value"] / p["base"]["value"]
+        for _, p in sorted(by_pair.items())
+        if "head" in p and "base" in p and p["base"]["value"] > 0
+    ]
     if not ratios:
         raise ValueError(f"shape {shape}: no complete (base, head) pair")
     loads = [r["load"] for r in runs]
-    out = dict(shape=shape, pairs=len(ratios), ratio=statistics.median(ratios),
-               ratio_min=min(ratios), ratio_max=max(ratios), ratios=ratios,
-               base=statistics.median(r["value"] for r in runs if r["side"] == "base"),
-               head=statistics.median(r["value"] for r in runs if r["side"] == "head"),
-               load_mean=sum(loads) / len(loads), load_max=max(loads))
-    lgb = [r["value"] / r["lightgbm"] for r in runs
-           if r["side"] == "head" and r.get("lightgbm")]
+    out = dict(
+        shape=shape,
+        pairs=len(ratios),
+        ratio=statistics.median(ratios),
+        ratio_min=min(ratios),
+        ratio_max=max(ratios),
+        ratios=ratios,
+        base=statistics.median(r["value"] for r in runs if r["side"] == "base"),
+        head=statistics.median(r["value"] for r in runs if r["side"] == "head"),
+        load_mean=sum(loads) / len(loads),
+        load_max=max(loads),
+    )
+    lgb = [r["value"] / r["lightgbm"] for r in runs if r["side"] == "head" and r.get("lightgbm")]
     if lgb:
         out["head_over_lightgbm"] = statistics.median(lgb)
     return out
@@ -169,16 +210,38 @@ def verdict(ratio):
 def markdown_table(summaries, base, head):
     """The A/B table (markdown) of ``summarize``'s records."""
     with_lgb = any("head_over_lightgbm" in s for s in summaries)
-    cols = ["shape", "metric", "base", "head", "head / base (median)", "spread (min-max)",
-            "pairs", "load 1-min (mean, max)"] + (["head / LightGBM"] if with_lgb else []) \
+    cols = (
+        [
+            "shape",
+            "metric",
+            "base",
+            "head",
+            "head / base (median)",
+            "spread (min-max)",
+            "pairs",
+            "load 1-min (mean, max)",
+        ]
+        + (["head / LightGBM"] if with_lgb else [])
         + ["verdict"]
-    lines = [f"A/B: head {head} against base {base}",
-             "", "| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+    )
+    lines = [
+        f"A/B: head {head} against base {base}",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + " --- |" * len(cols),
+    ]
     for s in summaries:
         metric = SHAPES[s["shape"]][2] if s["shape"] in SHAPES else "?"
-        row = [s["shape"], metric, f"{s['base']:.4g}", f"{s['head']:.4g}", f"{s['ratio']:.3f}",
-               f"{s['ratio_min']:.3f}-{s['ratio_max']:.3f}", str(s["pairs"]),
-               f"{s['load_mean']:.2f}, {s['load_max']:.2f}"]
+        row = [
+            s["shape"],
+            metric,
+            f"{s['base']:.4g}",
+            f"{s['head']:.4g}",
+            f"{s['ratio']:.3f}",
+            f"{s['ratio_min']:.3f}-{s['ratio_max']:.3f}",
+            str(s["pairs"]),
+            f"{s['load_mean']:.2f}, {s['load_max']:.2f}",
+        ]
         if with_lgb:
             v = s.get("head_over_lightgbm")
             row.append("" if v is None else f"{v:.3f}")
@@ -190,11 +253,11 @@ def markdown_table(summaries, base, head):
 def run_env(base_env, side_root, cache_dir, threads):
     """The environment of one run: its side's tree first on the path, its cache, its threads."""
     env = dict(base_env)
-    env["PYTHONPATH"] = side_root + (os.pathsep + env["PYTHONPATH"]
-                                     if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = side_root + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
     env["NUMBA_CACHE_DIR"] = cache_dir
-    for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-              "OPENBLAS_NUM_THREADS"):
+    for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[k] = str(threads)
     return env
 
@@ -241,13 +304,21 @@ def worker(args):
     rec = dict(shape=shape, threads=threads, gpufs_file=gpufs.__file__)
     lgb_s = None
     if shape.startswith("dense"):
-        from bench_cpu_gbfs import make_data
         from _peers import lightgbm_cegb_params, time_lightgbm
+        from bench_cpu_gbfs import make_data
 
         X, y = make_data(args.rows, 100, seed=0)
-        params = dict(mu=50.0, penalty_scaling="none", max_depth=4, max_bins=255,
-                      learning_rate=0.1, reg_lambda=1.0, min_child_weight=1e-3, device="cpu",
-                      random_state=0)
+        params = dict(
+            mu=50.0,
+            penalty_scaling="none",
+            max_depth=4,
+            max_bins=255,
+            learning_rate=0.1,
+            reg_lambda=1.0,
+            min_child_weight=1e-3,
+            device="cpu",
+            random_state=0,
+        )
         GBFSClassifier(**params, n_estimators=2).fit(X[:50_000], y[:50_000])  # cache load
         t1, _ = _timed(lambda: GBFSClassifier(**params, n_estimators=1).fit(X, y))
         c1 = _LAST_CPU[0]
@@ -273,24 +344,31 @@ def worker(args):
         else:
             from sklearn.datasets import make_classification
 
-            X, y = make_classification(189, 500, n_informative=12, n_classes=7,
-                                       n_clusters_per_class=1, random_state=0)
+            X, y = make_classification(
+                189, 500, n_informative=12, n_classes=7, n_clusters_per_class=1, random_state=0
+            )
             X, n_classes = X.astype(np.float32), 7
             trees, kw = 100, dict(n_features_to_select=3)
 
         def fit(n=trees):
-            return GBFSClassifier(n_estimators=n, max_depth=4, max_bins=255, device="cpu",
-                                  random_state=0, **kw).fit(X, y)
+            return GBFSClassifier(
+                n_estimators=n, max_depth=4, max_bins=255, device="cpu", random_state=0, **kw
+            ).fit(X, y)
 
         fit(2 if "n_features_to_select" not in kw else trees)  # cache load
         value, cpu_value = _median_fit(fit, args.repeats)
         rec.update(rows=X.shape[0], features=X.shape[1], trees=trees)
         if args.lightgbm:
             import lightgbm as lgb
+
             from _peers import lightgbm_cegb_params
 
-            p = lightgbm_cegb_params("binary" if n_classes == 2 else "multiclass", 4,
-                                     X.shape[1], kw.get("mu", 0.0) if n_classes == 2 else 0.0)
+            p = lightgbm_cegb_params(
+                "binary" if n_classes == 2 else "multiclass",
+                4,
+                X.shape[1],
+                kw.get("mu", 0.0) if n_classes == 2 else 0.0,
+            )
             p["num_threads"] = threads
             if shape in ("counts", "flags"):
                 p.pop("force_row_wise")
@@ -309,25 +387,48 @@ def worker(args):
 
 # --- the driver ---------------------------------------------------------------------------------
 
+
 def _git(*a, cwd=ROOT):
-    return subprocess.run(["git", *a], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *a], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _run_one(side, root, cache, shape, args, pair):
     threads = shape_threads(shape, args.threads)
-    cmd = pin_prefix(threads, shutil.which("taskset")) + [
-        sys.executable, os.path.join(HERE, "ab.py"), "--worker", shape, "--side", side,
-        "--threads", str(args.threads), "--rows", str(args.rows), "--trees", str(args.trees),
-        "--repeats", str(args.repeats)] + (["--lightgbm"] if args.lightgbm and side == "head"
-                                           else [])
+    cmd = (
+        pin_prefix(threads, shutil.which("taskset"))
+        + [
+            sys.executable,
+            os.path.join(HERE, "ab.py"),
+            "--worker",
+            shape,
+            "--side",
+            side,
+            "--threads",
+            str(args.threads),
+            "--rows",
+            str(args.rows),
+            "--trees",
+            str(args.trees),
+            "--repeats",
+            str(args.repeats),
+        ]
+        + (["--lightgbm"] if args.lightgbm and side == "head" else [])
+    )
     load = os.getloadavg()[0]
-    p = subprocess.run(cmd, cwd=root, env=run_env(os.environ, root, cache, threads),
-                       capture_output=True, text=True, check=False)
+    p = subprocess.run(
+        cmd,
+        cwd=root,
+        env=run_env(os.environ, root, cache, threads),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     lines = [x for x in p.stdout.splitlines() if x.startswith("AB_RESULT ")]
     if p.returncode or not lines:
         raise RuntimeError(f"{side} {shape} failed (rc {p.returncode}):\n{p.stderr[-3000:]}")
-    rec = json.loads(lines[-1][len("AB_RESULT "):])
+    rec = json.loads(lines[-1][len("AB_RESULT ") :])
     if not os.path.realpath(rec["gpufs_file"]).startswith(os.path.realpath(root)):
         raise RuntimeError(f"{side} imported gpufs from {rec['gpufs_file']}, not from {root}")
     load = max(load, os.getloadavg()[0])
@@ -357,8 +458,10 @@ def main(argv=None):
         base_root = os.path.join(os.path.abspath(args.cache_root), "tree-" + base_sha[:12])
         reuse = os.path.isdir(base_root)
     cache_root = os.path.abspath(args.cache_root) if args.cache_root else tmp
-    caches = {"base": os.path.join(cache_root, "base-" + base_sha[:12]),
-              "head": os.path.join(cache_root, "head")}
+    caches = {
+        "base": os.path.join(cache_root, "base-" + base_sha[:12]),
+        "head": os.path.join(cache_root, "head"),
+    }
     roots = {"base": base_root, "head": ROOT}
     if not reuse:
         _git("worktree", "add", "--detach", base_root, base_sha)
@@ -366,27 +469,38 @@ def main(argv=None):
         # a source checkout's gpufs/cuda_kernels link (to cuda_kernels/ beside the package)
         link = os.path.join(ROOT, "gpufs", "cuda_kernels")
         blink = os.path.join(base_root, "gpufs", "cuda_kernels")
-        if os.path.islink(link) and not os.path.lexists(blink) \
-                and os.path.isdir(os.path.join(base_root, "cuda_kernels")):
+        if (
+            os.path.islink(link)
+            and not os.path.lexists(blink)
+            and os.path.isdir(os.path.join(base_root, "cuda_kernels"))
+        ):
             os.symlink(os.readlink(link), blink)
-        print(f"base {base_sha[:10]} in {base_root}; head {head_name}; warming the caches",
-              flush=True)
+        print(
+            f"base {base_sha[:10]} in {base_root}; head {head_name}; warming the caches", flush=True
+        )
         for shape in args.shapes:
             for side in ("base", "head"):
                 _run_one(side, roots[side], caches[side], shape, args, -1)
         summaries = []
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        common = dict(bench="ab", base=base_sha, head=head_sha, dirty=dirty,
-                      cpus=os.cpu_count(), time=time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                              time.gmtime()))
+        common = dict(
+            bench="ab",
+            base=base_sha,
+            head=head_sha,
+            dirty=dirty,
+            cpus=os.cpu_count(),
+            time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
         for shape in args.shapes:
             runs = []
             for i in range(args.pairs):
                 for side in order_of_pair(i):
                     rec = _run_one(side, roots[side], caches[side], shape, args, i)
                     runs.append(rec)
-                    print(f"  {shape} pair {i} {side}: {rec['value']:.4f} s "
-                          f"(load {rec['load']:.2f})", flush=True)
+                    print(
+                        f"  {shape} pair {i} {side}: {rec['value']:.4f} s (load {rec['load']:.2f})",
+                        flush=True,
+                    )
             s = summarize(shape, runs)
             summaries.append(s)
             with open(args.out, "a") as fh:
@@ -401,8 +515,12 @@ def main(argv=None):
     finally:
         if not args.keep:
             if not args.cache_root:
-                subprocess.run(["git", "worktree", "remove", "--force", base_root], cwd=ROOT,
-                               capture_output=True, check=False)
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", base_root],
+                    cwd=ROOT,
+                    capture_output=True,
+                    check=False,
+                )
             shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

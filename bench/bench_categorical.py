@@ -26,6 +26,7 @@ LightGBM + CEGB: the whole penalty bisection), after one warm-up run of each gpu
     python bench/bench_categorical.py                     # full run (~5 min on 2 cores)
     python bench/bench_categorical.py --seeds 1 --rows 1000 --no-ames    # smoke test
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,7 @@ from _categorical_data import PLANTED, one_hot, original_feature, planted  # noq
 def _gbfs(X, y, k, seed):
     from gpufs import GBFSRegressor
 
-    est = GBFSRegressor(n_features_to_select=k, n_estimators=50, device="cpu",
-                        random_state=seed)
+    est = GBFSRegressor(n_features_to_select=k, n_estimators=50, device="cpu", random_state=seed)
     t = time.perf_counter()
     est.fit(X, y)
     return list(est.selected_feature_names_), time.perf_counter() - t
@@ -69,8 +69,15 @@ def _lgb_table(X):
 def _lgb_fit(X, y, seed, penalty=0.0, n_estimators=50):
     import lightgbm as lgb
 
-    params = dict(n_estimators=n_estimators, learning_rate=0.1, num_leaves=15, max_depth=4,
-                  random_state=seed, verbose=-1, n_jobs=2)
+    params = dict(
+        n_estimators=n_estimators,
+        learning_rate=0.1,
+        num_leaves=15,
+        max_depth=4,
+        random_state=seed,
+        verbose=-1,
+        n_jobs=2,
+    )
     if penalty > 0:
         params.update(cegb_tradeoff=1.0, cegb_penalty_feature_coupled=[penalty] * X.shape[1])
     return lgb.LGBMRegressor(**params).fit(X, y)
@@ -124,17 +131,26 @@ def run_planted(args, info, out):
         if seed == 0:  # compile once, untimed
             _gbfs(X.iloc[:300], y[:300], 3, 0)
             _gbfs(Xo.iloc[:300], y[:300], 3, 0)
-        runs = {"gpufs_gbfs_native": _gbfs(X, y, 3, seed),
-                "gpufs_gbfs_onehot": _gbfs(Xo, y, 3, seed),
-                "rf_top3_onehot": _rf_top(Xo, y, 3, seed),
-                "lightgbm_top3_gain_native": _lgb_plain(X, y, 3, seed)}
+        runs = {
+            "gpufs_gbfs_native": _gbfs(X, y, 3, seed),
+            "gpufs_gbfs_onehot": _gbfs(Xo, y, 3, seed),
+            "rf_top3_onehot": _rf_top(Xo, y, 3, seed),
+            "lightgbm_top3_gain_native": _lgb_plain(X, y, 3, seed),
+        }
         sel, secs, pen = _lgb_cegb(X, y, 3, seed)
         runs["lightgbm_cegb_native"] = (sel, secs)
         for method, (sel, secs) in runs.items():
-            rec = {"problem": "planted", "method": method, "seed": seed, "rows": args.rows,
-                   "columns": X.shape[1] if "onehot" not in method else Xo.shape[1],
-                   "selected": sel, "originals": sorted({original_feature(c) for c in sel}),
-                   "exact": sorted(sel) == sorted(PLANTED), "seconds": round(secs, 3)}
+            rec = {
+                "problem": "planted",
+                "method": method,
+                "seed": seed,
+                "rows": args.rows,
+                "columns": X.shape[1] if "onehot" not in method else Xo.shape[1],
+                "selected": sel,
+                "originals": sorted({original_feature(c) for c in sel}),
+                "exact": sorted(sel) == sorted(PLANTED),
+                "seconds": round(secs, 3),
+            }
             if method == "lightgbm_cegb_native":
                 rec["cegb_penalty"] = pen
             _emit(out, rec, info)
@@ -166,24 +182,40 @@ def run_ames(args, info, out):
     Xo = one_hot_all(Xtr)
     _gbfs(Xtr.iloc[:300], ytr[:300], 3, 0)  # compile, untimed
     for k in (5, 10):
-        runs = {"gpufs_gbfs_native": _gbfs(Xtr, ytr, k, 0),
-                "gpufs_gbfs_onehot": _gbfs(Xo, ytr, k, 0),
-                "lightgbm_top_gain_native": _lgb_plain(Xtr, ytr, k, 0)}
+        runs = {
+            "gpufs_gbfs_native": _gbfs(Xtr, ytr, k, 0),
+            "gpufs_gbfs_onehot": _gbfs(Xo, ytr, k, 0),
+            "lightgbm_top_gain_native": _lgb_plain(Xtr, ytr, k, 0),
+        }
         sel, secs, pen = _lgb_cegb(Xtr, ytr, k, 0)
         runs["lightgbm_cegb_native"] = (sel, secs)
         for method, (sel, secs) in runs.items():
             cols = sorted({c.split("=", 1)[0] for c in sel}, key=list(X.columns).index)
-            rec = {"problem": "ames", "method": method, "k": k, "rows": int(Xtr.shape[0]),
-                   "columns": int(X.shape[1] if "onehot" not in method else Xo.shape[1]),
-                   "selected": sel, "refit_columns": cols,
-                   "test_r2": round(_refit_r2(Xtr, ytr, Xte, yte, cols, 0), 4),
-                   "seconds": round(secs, 3)}
+            rec = {
+                "problem": "ames",
+                "method": method,
+                "k": k,
+                "rows": int(Xtr.shape[0]),
+                "columns": int(X.shape[1] if "onehot" not in method else Xo.shape[1]),
+                "selected": sel,
+                "refit_columns": cols,
+                "test_r2": round(_refit_r2(Xtr, ytr, Xte, yte, cols, 0), 4),
+                "seconds": round(secs, 3),
+            }
             if method == "lightgbm_cegb_native":
                 rec["cegb_penalty"] = pen
             _emit(out, rec, info)
     all_r2 = _refit_r2(Xtr, ytr, Xte, yte, list(X.columns), 0)
-    _emit(out, {"problem": "ames", "method": "all_columns", "k": int(X.shape[1]),
-                "test_r2": round(all_r2, 4)}, info)
+    _emit(
+        out,
+        {
+            "problem": "ames",
+            "method": "all_columns",
+            "k": int(X.shape[1]),
+            "test_r2": round(all_r2, 4),
+        },
+        info,
+    )
 
 
 def one_hot_all(X):
@@ -195,8 +227,11 @@ def one_hot_all(X):
 
 
 def _emit(out, rec, info):
-    rec["machine"] = {"loadavg_1m": os.getloadavg()[0], "cpus": info.get("cpus_usable"),
-                      "cpu_model": info.get("cpu_model")}
+    rec["machine"] = {
+        "loadavg_1m": os.getloadavg()[0],
+        "cpus": info.get("cpus_usable"),
+        "cpu_model": info.get("cpu_model"),
+    }
     line = json.dumps(rec)
     print(line, flush=True)
     with open(out, "a") as fh:

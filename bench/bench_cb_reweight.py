@@ -14,6 +14,7 @@ selection. A ``summary`` line per table gives the ratios reweighted / plain.
     python bench/bench_cb_reweight.py                 # every table
     python bench/bench_cb_reweight.py --tables email credit --no-large
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,9 +67,15 @@ def _fit(est, X, y, counter):
         est.fit(X, y)
     total = time.perf_counter() - t0
     n, iters = counter.take()
-    return {"fit_s": total, "select_s": est.fit_times_["select"], "solves": n,
-            "iterations": iters, "features": sorted(int(f) for f in est.selected_features_),
-            "exact": bool(est.selection_exact_), "forest_reused": bool(est.forest_reused_)}
+    return {
+        "fit_s": total,
+        "select_s": est.fit_times_["select"],
+        "solves": n,
+        "iterations": iters,
+        "features": sorted(int(f) for f in est.selected_features_),
+        "exact": bool(est.selection_exact_),
+        "forest_reused": bool(est.forest_reused_),
+    }
 
 
 def run_table(name, X, y, task, ks, warm, machine, out, counter):
@@ -78,38 +85,56 @@ def run_table(name, X, y, task, ks, warm, machine, out, counter):
     ests = {rw: cls(warm_start=warm, random_state=0, reweight_steps=rw) for rw in (0, 3)}
     recs = []
     for i, k in enumerate(ks):
-        for rw in ((0, 3) if i % 2 == 0 else (3, 0)):         # alternate who goes first
+        for rw in (0, 3) if i % 2 == 0 else (3, 0):  # alternate who goes first
             est = ests[rw].set_params(n_features_to_select=k)
-            rec = {"kind": "run", "table": name, "rows": int(X.shape[0]),
-                   "columns": int(X.shape[1]), "k": k, "reweight_steps": rw,
-                   **_fit(est, X, y, counter), "loadavg_1m": os.getloadavg()[0],
-                   "machine": machine}
+            rec = {
+                "kind": "run",
+                "table": name,
+                "rows": int(X.shape[0]),
+                "columns": int(X.shape[1]),
+                "k": k,
+                "reweight_steps": rw,
+                **_fit(est, X, y, counter),
+                "loadavg_1m": os.getloadavg()[0],
+                "machine": machine,
+            }
             recs.append(rec)
             out.write(json.dumps(rec) + "\n")
             out.flush()
-            print(f"{name:14s} k={k:2d} rw={rw} select {rec['select_s']:7.2f}s fit "
-                  f"{rec['fit_s']:7.2f}s solves {rec['solves']:4d} iterations "
-                  f"{rec['iterations']:7d}", flush=True)
+            print(
+                f"{name:14s} k={k:2d} rw={rw} select {rec['select_s']:7.2f}s fit "
+                f"{rec['fit_s']:7.2f}s solves {rec['solves']:4d} iterations "
+                f"{rec['iterations']:7d}",
+                flush=True,
+            )
     by = {rw: [r for r in recs if r["reweight_steps"] == rw] for rw in (0, 3)}
     # Cold first fits include the forest; the lasso phase alone is compared per k.
-    summ = {"kind": "summary", "table": name,
-            "select_ratio_median": float(np.median([a["select_s"] / max(b["select_s"], 1e-9)
-                                                    for a, b in zip(by[3], by[0])])),
-            "select_s": {rw: float(sum(r["select_s"] for r in by[rw])) for rw in (0, 3)},
-            "fit_s": {rw: float(sum(r["fit_s"] for r in by[rw])) for rw in (0, 3)},
-            "iterations": {rw: int(sum(r["iterations"] for r in by[rw])) for rw in (0, 3)},
-            "same_selection": sum(a["features"] == b["features"]
-                                  for a, b in zip(by[3], by[0])), "machine": machine}
+    summ = {
+        "kind": "summary",
+        "table": name,
+        "select_ratio_median": float(
+            np.median([a["select_s"] / max(b["select_s"], 1e-9) for a, b in zip(by[3], by[0])])
+        ),
+        "select_s": {rw: float(sum(r["select_s"] for r in by[rw])) for rw in (0, 3)},
+        "fit_s": {rw: float(sum(r["fit_s"] for r in by[rw])) for rw in (0, 3)},
+        "iterations": {rw: int(sum(r["iterations"] for r in by[rw])) for rw in (0, 3)},
+        "same_selection": sum(a["features"] == b["features"] for a, b in zip(by[3], by[0])),
+        "machine": machine,
+    }
     out.write(json.dumps(summ) + "\n")
     out.flush()
-    print(f"{name:14s} reweighted / plain: lasso {summ['select_s'][3]:.2f} / "
-          f"{summ['select_s'][0]:.2f} s, fits {summ['fit_s'][3]:.2f} / {summ['fit_s'][0]:.2f} s, "
-          f"iterations {summ['iterations'][3]} / {summ['iterations'][0]}", flush=True)
+    print(
+        f"{name:14s} reweighted / plain: lasso {summ['select_s'][3]:.2f} / "
+        f"{summ['select_s'][0]:.2f} s, fits {summ['fit_s'][3]:.2f} / {summ['fit_s'][0]:.2f} s, "
+        f"iterations {summ['iterations'][3]} / {summ['iterations'][0]}",
+        flush=True,
+    )
 
 
 def main(argv=None):
-    from bench_quality import DATASETS, load  # noqa: E402  (sets nothing this bench needs)
     from sklearn.model_selection import train_test_split
+
+    from bench_quality import DATASETS, load  # noqa: E402  (sets nothing this bench needs)
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tables", nargs="+", default=list(DATASETS), choices=DATASETS)
@@ -121,7 +146,7 @@ def main(argv=None):
     counter = _SolveCounter()
     from gpufs import ControlBurnClassifier
 
-    rng = np.random.default_rng(0)                      # warm-up: numba compiles once
+    rng = np.random.default_rng(0)  # warm-up: numba compiles once
     Xw = rng.normal(size=(300, 5))
     ControlBurnClassifier(n_features_to_select=2, max_depth=2).fit(Xw, (Xw[:, 0] > 0) * 1)
     with open(path, "a") as out:
@@ -129,16 +154,20 @@ def main(argv=None):
             X, y, task = load(name)
             Xa = X.to_numpy(dtype=np.float64)
             Xtr, _, ytr, _ = train_test_split(
-                Xa, y, test_size=0.3, random_state=0,
-                stratify=y if task == "classification" else None)
+                Xa,
+                y,
+                test_size=0.3,
+                random_state=0,
+                stratify=y if task == "classification" else None,
+            )
             run_table(name, Xtr, ytr, task, KS, True, machine, out, counter)
         if not args.no_large:
             from sklearn.datasets import make_classification
 
-            X, y = make_classification(n_samples=100_000, n_features=11, n_informative=5,
-                                       n_redundant=2, random_state=0)
-            run_table("classif_100k", X, y, "classification", (5,), False, machine, out,
-                      counter)
+            X, y = make_classification(
+                n_samples=100_000, n_features=11, n_informative=5, n_redundant=2, random_state=0
+            )
+            run_table("classif_100k", X, y, "classification", (5,), False, machine, out, counter)
     print("wrote", path)
 
 

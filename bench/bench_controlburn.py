@@ -31,6 +31,7 @@ the machine (CPU model, cores, load average, GPU), plus a ``summary`` line with 
 (package seconds / gpufs seconds: forest, k-selection, both, and the package's path vs gpufs'
 k-selection; ROC-AUC differences).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,10 +54,15 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 VENV = os.path.join(HERE, ".venv-controlburn")
-PINS = ["numpy==1.23.5", "pandas==1.5.3", "scikit-learn==1.2.2", "matplotlib==3.7.5",
-        "controlburn==0.1.3"]
+PINS = [
+    "numpy==1.23.5",
+    "pandas==1.5.3",
+    "scikit-learn==1.2.2",
+    "matplotlib==3.7.5",
+    "controlburn==0.1.3",
+]
 
-PACKAGE_SCRIPT = r'''
+PACKAGE_SCRIPT = r"""
 import json, math, sys, time
 import numpy as np
 import pandas as pd
@@ -144,7 +150,7 @@ used = np.array([tr.feature_importances_ > 0 for tr in cb.forest])
 rec["path_counts"] = [int(used[np.asarray(c) != 0].any(axis=0).sum()) for c in coefs]
 rec["path_alpha_range"] = [float(min(alphas)), float(max(alphas))]
 dump()
-'''
+"""
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,8 +212,7 @@ def cv_auc(X, y, feats, folds, seed=0):
         return 0.5
     rf = RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=-1)
     cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
-    return float(cross_val_score(rf, X[:, np.asarray(feats)], y, cv=cv,
-                                 scoring="roc_auc").mean())
+    return float(cross_val_score(rf, X[:, np.asarray(feats)], y, cv=cv, scoring="roc_auc").mean())
 
 
 VARIANTS = {"gpufs": {}, "gpufs_single": {"tree_type": "single"}}
@@ -218,28 +223,38 @@ def run_gpufs(X, y, k, device, seed, variant="gpufs"):
 
     kw = VARIANTS[variant]
     # warm-up: numba compiles (or loads) its kernels on the first call
-    ControlBurnClassifier(n_features_to_select=2, max_depth=2, random_state=0,
-                          device=device, **kw).fit(X[:2000], y[:2000])
+    ControlBurnClassifier(
+        n_features_to_select=2, max_depth=2, random_state=0, device=device, **kw
+    ).fit(X[:2000], y[:2000])
     t = time.perf_counter()
     est = ControlBurnClassifier(n_features_to_select=k, random_state=seed, device=device, **kw)
     est.fit(X, y)
     total = time.perf_counter() - t
     ft = est.fit_times_
-    return {"method": variant, "params": kw, "device": est.device_, "status": "ok",
-            "time_forest_s": ft["bin"] + ft["forest"], "time_select_s": ft["select"],
-            "time_refit_s": ft["refit"], "time_total_s": total, "n_trees": est.n_trees_,
-            "forest_coverage": est.forest_coverage_, "rounds": len(est.forest_.member_loss),
-            "forest_stop": est.forest_.stop_reason,
-            "selected": sorted(est.selected_features_.tolist()),
-            "n_selected": int(est.selected_features_.size), "lambda": est.lambda_,
-            "selection_exact": bool(est.selection_exact_)}
+    return {
+        "method": variant,
+        "params": kw,
+        "device": est.device_,
+        "status": "ok",
+        "time_forest_s": ft["bin"] + ft["forest"],
+        "time_select_s": ft["select"],
+        "time_refit_s": ft["refit"],
+        "time_total_s": total,
+        "n_trees": est.n_trees_,
+        "forest_coverage": est.forest_coverage_,
+        "rounds": len(est.forest_.member_loss),
+        "forest_stop": est.forest_.stop_reason,
+        "selected": sorted(est.selected_features_.tolist()),
+        "n_selected": int(est.selected_features_.size),
+        "lambda": est.lambda_,
+        "selection_exact": bool(est.selection_exact_),
+    }
 
 
 def ensure_venv(log):
     py = os.path.join(VENV, "bin", "python")
     if os.path.exists(py):
-        ok = subprocess.run([py, "-c", "import ControlBurn.ControlBurnModel"],
-                            capture_output=True)
+        ok = subprocess.run([py, "-c", "import ControlBurn.ControlBurnModel"], capture_output=True)
         if ok.returncode == 0:
             return py
     base = shutil.which("python3.11") or sys.executable
@@ -261,8 +276,12 @@ def run_package(X, y, k, seed, budget, log):
         t = time.perf_counter()
         status = "ok"
         try:
-            proc = subprocess.run([py, script, xf, yf, out, str(k), str(seed), str(budget)],
-                                  capture_output=True, text=True, timeout=budget)
+            proc = subprocess.run(
+                [py, script, xf, yf, out, str(k), str(seed), str(budget)],
+                capture_output=True,
+                text=True,
+                timeout=budget,
+            )
             if proc.returncode != 0:
                 status = "error: " + proc.stderr.strip().splitlines()[-1][:300]
         except subprocess.TimeoutExpired:
@@ -272,14 +291,25 @@ def run_package(X, y, k, seed, budget, log):
         if os.path.exists(out):
             with open(out) as fh:
                 rec = json.load(fh)
-    rec.update({"method": "controlburn_pkg", "device": "cpu", "status": status,
-                "time_total_s": total, "budget_s": budget,
-                "package": "controlburn==0.1.3 (numpy 1.23.5, pandas 1.5.3, sklearn 1.2.2)"})
+    rec.update(
+        {
+            "method": "controlburn_pkg",
+            "device": "cpu",
+            "status": status,
+            "time_total_s": total,
+            "budget_s": budget,
+            "package": "controlburn==0.1.3 (numpy 1.23.5, pandas 1.5.3, sklearn 1.2.2)",
+        }
+    )
     if status == "timeout":
         rec.setdefault("time_select_s", None)
-        done = ("the forest did not finish" if "time_forest_s" not in rec else
-                "the alpha search did not finish" if not rec.get("select_done") else
-                "the alpha search finished, the lasso path did not")
+        done = (
+            "the forest did not finish"
+            if "time_forest_s" not in rec
+            else "the alpha search did not finish"
+            if not rec.get("select_done")
+            else "the alpha search finished, the lasso path did not"
+        )
         rec["note"] = f"killed after the {budget} s budget; {done}"
     return rec
 
@@ -290,9 +320,14 @@ def run_mdi(X, y, k, seed):
     t = time.perf_counter()
     rf = RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=-1).fit(X, y)
     feats = np.argsort(-rf.feature_importances_, kind="stable")[:k]
-    return {"method": "rf_mdi_topk", "device": "cpu", "status": "ok",
-            "time_total_s": time.perf_counter() - t, "selected": sorted(feats.tolist()),
-            "n_selected": int(k)}
+    return {
+        "method": "rf_mdi_topk",
+        "device": "cpu",
+        "status": "ok",
+        "time_total_s": time.perf_counter() - t,
+        "selected": sorted(feats.tolist()),
+        "n_selected": int(k),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -310,8 +345,9 @@ def _lasso_arm(name):
     new = name == "new"
     _solver._PN_MAX_TREES = 256 if new else 0
     _solver._ONE_THREAD_MAX_TREES = 512 if new else 0
-    _search._Search.one_tree_jump = (_search._Search._issue35_rule if new
-                                     else (lambda self, hi, lo, target: 0))
+    _search._Search.one_tree_jump = (
+        _search._Search._issue35_rule if new else (lambda self, hi, lo, target: 0)
+    )
 
 
 def lasso_ab(rows, features, splits, ks, out, log):
@@ -325,42 +361,55 @@ def lasso_ab(rows, features, splits, ks, out, log):
 
     from gpufs import ControlBurnClassifier
 
-    X, y = make_classification(n_samples=rows, n_features=features, n_informative=5,
-                               n_redundant=2, random_state=0)
+    X, y = make_classification(
+        n_samples=rows, n_features=features, n_informative=5, n_redundant=2, random_state=0
+    )
     info = machine_info()
     records = []
     for s in range(splits):
         idx = np.random.RandomState(s).permutation(rows)[: int(0.7 * rows)]
         ests = {a: ControlBurnClassifier(warm_start=True, random_state=0) for a in ("old", "new")}
         for i, k in enumerate(ks):
-            for a in (("old", "new") if (i + s) % 2 == 0 else ("new", "old")):
+            for a in ("old", "new") if (i + s) % 2 == 0 else ("new", "old"):
                 _lasso_arm(a)
                 t = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     est = ests[a].set_params(n_features_to_select=k).fit(X[idx], y[idx])
-                rec = {"bench": "controlburn_lasso_ab", "arm": a, "rows": rows,
-                       "features": features, "split": s, "k": k,
-                       "fit_s": time.perf_counter() - t, "fit_times": est.fit_times_,
-                       "n_trees": int(est.n_trees_),
-                       "selected": sorted(int(f) for f in est.selected_features_),
-                       "source": {int(j): v for j, v in est.selection_path_["source"].items()},
-                       "exact": bool(est.selection_exact_),
-                       "loadavg_1m": os.getloadavg()[0], "machine": info}
+                rec = {
+                    "bench": "controlburn_lasso_ab",
+                    "arm": a,
+                    "rows": rows,
+                    "features": features,
+                    "split": s,
+                    "k": k,
+                    "fit_s": time.perf_counter() - t,
+                    "fit_times": est.fit_times_,
+                    "n_trees": int(est.n_trees_),
+                    "selected": sorted(int(f) for f in est.selected_features_),
+                    "source": {int(j): v for j, v in est.selection_path_["source"].items()},
+                    "exact": bool(est.selection_exact_),
+                    "loadavg_1m": os.getloadavg()[0],
+                    "machine": info,
+                }
                 records.append(rec)
-                log(f"split {s} k={k} {a}: fit {rec['fit_s']:.1f} s, select "
+                log(
+                    f"split {s} k={k} {a}: fit {rec['fit_s']:.1f} s, select "
                     f"{est.fit_times_['select']:.1f} s, {rec['selected']}, load "
-                    f"{rec['loadavg_1m']:.1f}")
+                    f"{rec['loadavg_1m']:.1f}"
+                )
     _lasso_arm("new")
-    summary = {"bench": "controlburn_lasso_ab", "arm": "summary", "rows": rows,
-               "machine": info}
+    summary = {"bench": "controlburn_lasso_ab", "arm": "summary", "rows": rows, "machine": info}
     for a in ("old", "new"):
         mine = [r for r in records if r["arm"] == a]
         summary[f"fit_s_{a}"] = sum(r["fit_s"] for r in mine)
         summary[f"select_s_{a}"] = sum(r["fit_times"]["select"] for r in mine)
     summary["same_selections"] = sum(
-        a["selected"] == b["selected"] for a, b in zip(
-            [r for r in records if r["arm"] == "old"], [r for r in records if r["arm"] == "new"]))
+        a["selected"] == b["selected"]
+        for a, b in zip(
+            [r for r in records if r["arm"] == "old"], [r for r in records if r["arm"] == "new"]
+        )
+    )
     records.append(summary)
     append_records(out, records)
     log(f"  summary {summary}")
@@ -379,16 +428,28 @@ def main(argv=None):
     ap.add_argument("--device", default="auto")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--package-budget", type=float, default=900.0,
-                    help="seconds for the controlburn package (forest + lasso path)")
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS),
-                    choices=list(VARIANTS), help="gpufs settings to run (default: all)")
+    ap.add_argument(
+        "--package-budget",
+        type=float,
+        default=900.0,
+        help="seconds for the controlburn package (forest + lasso path)",
+    )
+    ap.add_argument(
+        "--variants",
+        nargs="+",
+        default=list(VARIANTS),
+        choices=list(VARIANTS),
+        help="gpufs settings to run (default: all)",
+    )
     ap.add_argument("--skip-package", action="store_true")
     ap.add_argument("--skip-cv", action="store_true")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--lasso-ab", action="store_true",
-                    help="issue 35's timing case instead: the lasso search before and after, "
-                         "--rows x 12 columns, --splits splits x k in 3, 5, 10")
+    ap.add_argument(
+        "--lasso-ab",
+        action="store_true",
+        help="issue 35's timing case instead: the lasso search before and after, "
+        "--rows x 12 columns, --splits splits x k in 3, 5, 10",
+    )
     ap.add_argument("--splits", type=int, default=3)
     args = ap.parse_args(argv)
     rows_list = args.rows or [20000]
@@ -405,17 +466,25 @@ def main(argv=None):
         return
     for rows in rows_list:
         X, y, group = make_data(rows, args.features, seed=args.seed)
-        common = {"bench": "controlburn", "rows": rows, "features": args.features, "k": args.k,
-                  "seed": args.seed, "machine": info,
-                  "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        common = {
+            "bench": "controlburn",
+            "rows": rows,
+            "features": args.features,
+            "k": args.k,
+            "seed": args.seed,
+            "machine": info,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
         records = []
         for variant in args.variants:
             log(f"[{rows} x {args.features}] {variant} ...")
             records.append(run_gpufs(X, y, args.k, args.device, args.seed, variant))
             log(f"  {records[-1]}")
         if not args.skip_package:
-            log(f"[{rows} x {args.features}] controlburn package (budget "
-                f"{args.package_budget:.0f} s) ...")
+            log(
+                f"[{rows} x {args.features}] controlburn package (budget "
+                f"{args.package_budget:.0f} s) ..."
+            )
             records.append(run_package(X, y, args.k, args.seed, args.package_budget, log))
             log(f"  {records[-1]}")
         records.append(run_mdi(X, y, args.k, args.seed))
@@ -437,8 +506,8 @@ def main(argv=None):
                     summary[f"speedup_{key}"] = p[key] / g[key]
             if p.get("time_forest_s") and p.get("time_select_s"):
                 summary["speedup_forest_plus_select"] = (
-                    (p["time_forest_s"] + p["time_select_s"])
-                    / (g["time_forest_s"] + g["time_select_s"]))
+                    p["time_forest_s"] + p["time_select_s"]
+                ) / (g["time_forest_s"] + g["time_select_s"])
             if p.get("time_path_s"):
                 summary["speedup_select_vs_pkg_path"] = p["time_path_s"] / g["time_select_s"]
             if p.get("status") == "timeout":
@@ -448,8 +517,7 @@ def main(argv=None):
         for name in args.variants:
             v = by.get(name)
             if v and "rf_mdi_topk" in by and "cv_roc_auc" in v:
-                summary[f"auc_{name}_minus_mdi"] = v["cv_roc_auc"] - by["rf_mdi_topk"][
-                    "cv_roc_auc"]
+                summary[f"auc_{name}_minus_mdi"] = v["cv_roc_auc"] - by["rf_mdi_topk"]["cv_roc_auc"]
             if v and p and "cv_roc_auc" in v and "cv_roc_auc" in p and name != "gpufs":
                 summary[f"auc_{name}_minus_pkg"] = v["cv_roc_auc"] - p["cv_roc_auc"]
         records.append(summary)

@@ -9,6 +9,7 @@ LightGBM grows leaf-wise, so it gets num_leaves = 2**depth with max_depth=depth.
 
     python bench/bench_cpu_gbfs.py --rows 1000000 --features 100 --trees 100
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import machine_info  # noqa: E402
-from _records import append_records  # noqa: E402
 from _peers import lightgbm_cegb_params, time_gpufs, time_lightgbm  # noqa: E402
+from _records import append_records  # noqa: E402
 
 
 def make_data(n, d, seed):
@@ -35,17 +36,26 @@ def make_data(n, d, seed):
 def run_gpufs(X, y, args):
     from gpufs import GBFSClassifier
 
-    params = dict(mu=args.mu, penalty_scaling="none", max_depth=args.depth, max_bins=255,
-                  learning_rate=0.1, reg_lambda=1.0, min_child_weight=1e-3, device="cpu",
-                  random_state=0)
+    params = dict(
+        mu=args.mu,
+        penalty_scaling="none",
+        max_depth=args.depth,
+        max_bins=255,
+        learning_rate=0.1,
+        reg_lambda=1.0,
+        min_child_weight=1e-3,
+        device="cpu",
+        random_state=0,
+    )
     rec, model = time_gpufs(GBFSClassifier, X, y, params, args.trees, "cpu")
     rec["selected"] = rec["selected"][:20]
     return rec
 
 
 def run_lightgbm(X, y, args):
-    return time_lightgbm(X, y, lightgbm_cegb_params("binary", args.depth, X.shape[1], args.mu),
-                         args.trees)
+    return time_lightgbm(
+        X, y, lightgbm_cegb_params("binary", args.depth, X.shape[1], args.mu), args.trees
+    )
 
 
 def main():
@@ -58,8 +68,16 @@ def main():
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     X, y = make_data(args.rows, args.features, seed=0)
-    common = dict(bench="cpu_gbfs", rows=args.rows, features=args.features, trees=args.trees,
-                  depth=args.depth, bins=256, mu=args.mu, machine=machine_info())
+    common = dict(
+        bench="cpu_gbfs",
+        rows=args.rows,
+        features=args.features,
+        trees=args.trees,
+        depth=args.depth,
+        bins=256,
+        mu=args.mu,
+        machine=machine_info(),
+    )
     results = [run_gpufs(X, y, args), run_lightgbm(X, y, args)]
     ratio = results[0]["per_tree_s"] / results[1]["per_tree_s"]
     out = args.out or os.path.join(os.path.dirname(__file__), "results", "cpu_gbfs.jsonl")

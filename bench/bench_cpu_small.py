@@ -20,6 +20,7 @@ tree, for both tools, so the two kinds of overhead are seen separately. Every ti
     python bench/bench_cpu_small.py --renice-others     # every case, results appended
     python bench/bench_cpu_small.py --cases small --threads 1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,9 +35,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import machine_info  # noqa: E402
-from _records import append_records  # noqa: E402
 from _peers import lightgbm_cegb_params  # noqa: E402
 from _quiet import renice_others  # noqa: E402
+from _records import append_records  # noqa: E402
 
 BURNER = "import time\nend = time.time() + 3600\nwhile time.time() < end: pass\n"
 
@@ -44,8 +45,9 @@ BURNER = "import time\nend = time.time() + 3600\nwhile time.time() < end: pass\n
 def small_data():
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=1500, n_features=56, n_informative=8, n_redundant=8,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=1500, n_features=56, n_informative=8, n_redundant=8, random_state=0
+    )
     return X.astype(np.float32), y.astype(np.int32)
 
 
@@ -83,9 +85,16 @@ def median_cpu():
 def gpufs_fit(X, y, trees, depth, mu, k=None):
     from gpufs import GBFSClassifier
 
-    return GBFSClassifier(mu=mu, n_estimators=trees, max_depth=depth, max_bins=255,
-                          n_features_to_select=k, device="cpu", random_state=0,
-                          n_jobs=THREADS).fit(X, y)
+    return GBFSClassifier(
+        mu=mu,
+        n_estimators=trees,
+        max_depth=depth,
+        max_bins=255,
+        n_features_to_select=k,
+        device="cpu",
+        random_state=0,
+        n_jobs=THREADS,
+    ).fit(X, y)
 
 
 def lightgbm_fit(X, y, trees, depth, mu, n_classes=2):
@@ -110,22 +119,39 @@ def case_small(repeats, busy=False):
         c_g, call_g = median_cpu()
         t_l, all_l = median_time(lambda: lightgbm_fit(X, y, 200, 4, 0.05), repeats)
         c_l, call_l = median_cpu()
-        rec = dict(case="small_busy" if busy else "small", rows=1500, features=56, trees=200,
-                   depth=4, threads=THREADS, gpufs_fit_s=t_g, lightgbm_fit_s=t_l,
-                   gpufs_over_lightgbm=t_g / t_l, gpufs_all_s=all_g, lightgbm_all_s=all_l,
-                   gpufs_fit_cpu_s=c_g, lightgbm_fit_cpu_s=c_l,
-                   cpu_gpufs_over_lightgbm=c_g / c_l, gpufs_all_cpu_s=call_g,
-                   lightgbm_all_cpu_s=call_l)
+        rec = dict(
+            case="small_busy" if busy else "small",
+            rows=1500,
+            features=56,
+            trees=200,
+            depth=4,
+            threads=THREADS,
+            gpufs_fit_s=t_g,
+            lightgbm_fit_s=t_l,
+            gpufs_over_lightgbm=t_g / t_l,
+            gpufs_all_s=all_g,
+            lightgbm_all_s=all_l,
+            gpufs_fit_cpu_s=c_g,
+            lightgbm_fit_cpu_s=c_l,
+            cpu_gpufs_over_lightgbm=c_g / c_l,
+            gpufs_all_cpu_s=call_g,
+            lightgbm_all_cpu_s=call_l,
+        )
         if not busy:
             t_g1, _ = median_time(lambda: gpufs_fit(X, y, 1, 4, 0.05), repeats)
             c_g1, _ = median_cpu()
             t_l1, _ = median_time(lambda: lightgbm_fit(X, y, 1, 4, 0.05), repeats)
             c_l1, _ = median_cpu()
-            rec.update(gpufs_1_tree_fit_s=t_g1, lightgbm_1_tree_fit_s=t_l1,
-                       gpufs_per_tree_s=(t_g - t_g1) / 199, lightgbm_per_tree_s=(t_l - t_l1) / 199,
-                       gpufs_1_tree_fit_cpu_s=c_g1, lightgbm_1_tree_fit_cpu_s=c_l1,
-                       gpufs_per_tree_cpu_s=(c_g - c_g1) / 199,
-                       lightgbm_per_tree_cpu_s=(c_l - c_l1) / 199)
+            rec.update(
+                gpufs_1_tree_fit_s=t_g1,
+                lightgbm_1_tree_fit_s=t_l1,
+                gpufs_per_tree_s=(t_g - t_g1) / 199,
+                lightgbm_per_tree_s=(t_l - t_l1) / 199,
+                gpufs_1_tree_fit_cpu_s=c_g1,
+                lightgbm_1_tree_fit_cpu_s=c_l1,
+                gpufs_per_tree_cpu_s=(c_g - c_g1) / 199,
+                lightgbm_per_tree_cpu_s=(c_l - c_l1) / 199,
+            )
             model = gpufs_fit(X, y, 200, 4, 0.05)
             rec["gpufs_fit_times"] = {k: float(v) for k, v in model.fit_times_.items()}
     finally:
@@ -144,30 +170,53 @@ def case_wide_k3(repeats):
     t_l, all_l = median_time(lambda: lightgbm_fit(X, y, 100, 4, 0.0, n_classes=7), repeats)
     c_l, _ = median_cpu()
     model = gpufs_fit(X, y, 100, 4, 0.05, k=3)
-    return dict(case="wide_k3", rows=X.shape[0], features=X.shape[1], classes=7, trees=100,
-                depth=4, k=3, threads=THREADS, gpufs_fit_s=t_g, lightgbm_fit_s=t_l,
-                gpufs_over_lightgbm=t_g / t_l, gpufs_fit_cpu_s=c_g, lightgbm_fit_cpu_s=c_l,
-                cpu_gpufs_over_lightgbm=c_g / c_l, gpufs_all_s=all_g, lightgbm_all_s=all_l,
-                gpufs_selected=model.selected_features_.tolist(),
-                gpufs_fit_times={k: float(v) for k, v in model.fit_times_.items()})
+    return dict(
+        case="wide_k3",
+        rows=X.shape[0],
+        features=X.shape[1],
+        classes=7,
+        trees=100,
+        depth=4,
+        k=3,
+        threads=THREADS,
+        gpufs_fit_s=t_g,
+        lightgbm_fit_s=t_l,
+        gpufs_over_lightgbm=t_g / t_l,
+        gpufs_fit_cpu_s=c_g,
+        lightgbm_fit_cpu_s=c_l,
+        cpu_gpufs_over_lightgbm=c_g / c_l,
+        gpufs_all_s=all_g,
+        lightgbm_all_s=all_l,
+        gpufs_selected=model.selected_features_.tolist(),
+        gpufs_fit_times={k: float(v) for k, v in model.fit_times_.items()},
+    )
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cases", default="small,small_busy,wide_k3")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--renice-others", action="store_true",
-                    help="lower every other process to nice 19 while timing (see _quiet.py)")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="threads of every tool (default: each tool's own, every core)")
+    ap.add_argument(
+        "--renice-others",
+        action="store_true",
+        help="lower every other process to nice 19 while timing (see _quiet.py)",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of every tool (default: each tool's own, every core)",
+    )
     ap.add_argument("--note", default="")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                  "cpu_small.jsonl"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "cpu_small.jsonl")
+    )
     args = ap.parse_args()
     global THREADS
     THREADS = args.threads
-    import gpufs
     import lightgbm
+
+    import gpufs
 
     records = []
     with renice_others(args.renice_others) as n_reniced:
@@ -181,22 +230,32 @@ def main():
                 rec = case_wide_k3(args.repeats)
             else:
                 raise SystemExit(f"unknown case {case!r}")
-            rec.update(bench="cpu_small", repeats=args.repeats, reniced_others=n_reniced,
-                       note=args.note, loadavg_after=list(os.getloadavg()),
-                       gpufs_version=gpufs.__version__, lightgbm_version=lightgbm.__version__,
-                       machine=machine)
+            rec.update(
+                bench="cpu_small",
+                repeats=args.repeats,
+                reniced_others=n_reniced,
+                note=args.note,
+                loadavg_after=list(os.getloadavg()),
+                gpufs_version=gpufs.__version__,
+                lightgbm_version=lightgbm.__version__,
+                machine=machine,
+            )
             records.append(rec)
             print(json.dumps({k: v for k, v in rec.items() if k != "machine"}), flush=True)
     quiet = next((r for r in records if r["case"] == "small"), None)
     for rec in records:
         if rec["case"] == "small_busy" and quiet is not None:
             rec["gpufs_busy_over_quiet"] = rec["gpufs_fit_s"] / quiet["gpufs_fit_s"]
-            print(f"small fit beside two burners: {rec['gpufs_busy_over_quiet']:.2f}x its quiet "
-                  "time (goal <= 3)")
+            print(
+                f"small fit beside two burners: {rec['gpufs_busy_over_quiet']:.2f}x its quiet "
+                "time (goal <= 3)"
+            )
     append_records(args.out, records)
     for rec in records:
-        print(f"{rec['case']}: gpufs {rec['gpufs_fit_s']:.3f} s, LightGBM "
-              f"{rec['lightgbm_fit_s']:.3f} s, ratio {rec['gpufs_over_lightgbm']:.2f}")
+        print(
+            f"{rec['case']}: gpufs {rec['gpufs_fit_s']:.3f} s, LightGBM "
+            f"{rec['lightgbm_fit_s']:.3f} s, ratio {rec['gpufs_over_lightgbm']:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ On a 2-core machine the workers share two cores: 1 worker runs its kernels on 2 
 4 workers on 1 thread each (4 workers oversubscribe), so the cluster runs measure the
 protocol's overhead, not a speed-up; scaling past one machine is estimated from the bytes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,14 @@ def make_data(client, n, d, n_parts, seed=0):
     rs = da.random.RandomState(seed)
     X = rs.normal(size=(n, d), chunks=(-(-n // n_parts), d)).astype(np.float32)
     noise = rs.normal(size=n, chunks=X.chunks[0])
-    y = (2.0 * X[:, 0] - X[:, 1] + 0.5 * X[:, 2] * X[:, 3] + np.sin(X[:, 4]) + 0.3 * X[:, 5]
-         + 0.5 * noise).astype(np.float64)
+    y = (
+        2.0 * X[:, 0]
+        - X[:, 1]
+        + 0.5 * X[:, 2] * X[:, 3]
+        + np.sin(X[:, 4])
+        + 0.3 * X[:, 5]
+        + 0.5 * noise
+    ).astype(np.float64)
     X, y = client.persist([X, y])
     from distributed import wait
 
@@ -91,8 +98,17 @@ def same_trees(a, b):
 
 
 def gbfs_params(args, n_jobs):
-    return dict(n_estimators=args.trees, max_depth=args.depth, mu=0.0, penalty_scaling="none",
-                max_bins=255, learning_rate=0.1, reg_lambda=1.0, random_state=0, n_jobs=n_jobs)
+    return dict(
+        n_estimators=args.trees,
+        max_depth=args.depth,
+        mu=0.0,
+        penalty_scaling="none",
+        max_bins=255,
+        learning_rate=0.1,
+        reg_lambda=1.0,
+        random_state=0,
+        n_jobs=n_jobs,
+    )
 
 
 def run(args):
@@ -111,9 +127,16 @@ def run(args):
     records = []
     for nw in args.workers:
         threads = max(1, cores // nw)
-        with LocalCluster(n_workers=nw, threads_per_worker=1, processes=True,
-                          dashboard_address=":0", silence_logs=40) as cluster, \
-                Client(cluster) as client:
+        with (
+            LocalCluster(
+                n_workers=nw,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=40,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             # at least two partitions per worker, so that every worker holds rows
             n_parts = max(args.partitions, 2 * nw)
             X, y = make_data(client, args.rows, args.features, n_parts)
@@ -121,59 +144,83 @@ def run(args):
             # run under the same load (the machine is shared): the ratio's denominator.
             Xh, yh = dask.compute(X, y)
             GBFSRegressor(**dict(gbfs_params(args, -1), n_estimators=1)).fit(
-                Xh[:20000], yh[:20000])  # warm-up (numba)
+                Xh[:20000], yh[:20000]
+            )  # warm-up (numba)
             # warm-up: every worker loads the compiled kernels
-            DaskGBFSRegressor(n_estimators=1, max_depth=2, client=client).fit(
-                X[:20000], y[:20000])
+            DaskGBFSRegressor(n_estimators=1, max_depth=2, client=client).fit(X[:20000], y[:20000])
             # The single process and the cluster alternate ``--repeat`` times; the best time
             # per tree of each is kept (the shared machine's other work only slows a run).
             single_runs, dask_runs = [], []
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
                 single = GBFSRegressor(**gbfs_params(args, -1)).fit(Xh, yh)
-                single_runs.append((time.perf_counter() - t0, single.fit_times_,
-                                    single.fit_times_["boost"] / args.trees))
+                single_runs.append(
+                    (
+                        time.perf_counter() - t0,
+                        single.fit_times_,
+                        single.fit_times_["boost"] / args.trees,
+                    )
+                )
                 t0 = time.perf_counter()
                 est = DaskGBFSRegressor(client=client, **gbfs_params(args, threads)).fit(X, y)
-                dask_runs.append((time.perf_counter() - t0, est.fit_times_,
-                                  est.fit_times_["boost"] / args.trees))
+                dask_runs.append(
+                    (time.perf_counter() - t0, est.fit_times_, est.fit_times_["boost"] / args.trees)
+                )
             single_wall, single_times, single_per_tree = min(single_runs, key=lambda r: r[2])
-            single_rec = {"kind": "single_process", "beside_workers": nw, "rows": args.rows,
-                          "features": args.features, "depth": args.depth, "trees": args.trees,
-                          "fit_s": single_wall, "times": single_times,
-                          "per_tree_s": single_per_tree,
-                          "per_tree_s_runs": [r[2] for r in single_runs],
-                          "machine": machine_info()}
+            single_rec = {
+                "kind": "single_process",
+                "beside_workers": nw,
+                "rows": args.rows,
+                "features": args.features,
+                "depth": args.depth,
+                "trees": args.trees,
+                "fit_s": single_wall,
+                "times": single_times,
+                "per_tree_s": single_per_tree,
+                "per_tree_s_runs": [r[2] for r in single_runs],
+                "machine": machine_info(),
+            }
             records.append(single_rec)
             print(json.dumps(single_rec), flush=True)
             del Xh
             wall, dask_times, per_tree = min(dask_runs, key=lambda r: r[2])
             c = est.cluster_
             n_used = len(c["workers"])
-            rec = {"kind": "gpufs_dask", "workers": nw, "workers_holding_rows": n_used,
-                   "threads_per_worker": threads, "rows": args.rows, "features": args.features,
-                   "depth": args.depth, "trees": args.trees, "partitions": n_parts,
-                   "fit_s": wall, "times": dask_times, "per_tree_s": per_tree,
-                   "per_tree_s_runs": [r[2] for r in dask_runs],
-                   "ratio_to_single_process": per_tree / single_rec["per_tree_s"],
-                   "identical_to_single_process": bool(same_trees(single, est)),
-                   "driver_bytes_per_tree": (c["boost_bytes_from_workers"]
-                                             + c["boost_bytes_to_workers"]) / args.trees,
-                   "bytes_from_workers_per_tree": c["boost_bytes_from_workers"] / args.trees,
-                   "bytes_to_workers_per_tree": c["boost_bytes_to_workers"] / args.trees,
-                   "bytes_between_workers_per_tree": (c["boost_bytes_between_workers"]
-                                                      / args.trees),
-                   "calls_per_tree": c["boost_calls"] / args.trees,
-                   "reductions_per_tree": c["boost_reductions"] / args.trees,
-                   "reduce_s_per_tree": c["boost_reduce_seconds"] / args.trees,
-                   "reduction_depth": depth(n_used),
-                   "formula_bytes_per_tree": predicted_bytes(est, n_used,
-                                                             c["histogram_slots"]) / args.trees,
-                   "formula_bytes_between_workers_per_tree": (
-                       (n_used - 1) * predicted_bytes(est, n_used, c["histogram_slots"])
-                       / args.trees),
-                   "histogram_slots_sent": c["histogram_slots"],
-                   "binning_sample_bytes": c["binning_sample_bytes"]}
+            rec = {
+                "kind": "gpufs_dask",
+                "workers": nw,
+                "workers_holding_rows": n_used,
+                "threads_per_worker": threads,
+                "rows": args.rows,
+                "features": args.features,
+                "depth": args.depth,
+                "trees": args.trees,
+                "partitions": n_parts,
+                "fit_s": wall,
+                "times": dask_times,
+                "per_tree_s": per_tree,
+                "per_tree_s_runs": [r[2] for r in dask_runs],
+                "ratio_to_single_process": per_tree / single_rec["per_tree_s"],
+                "identical_to_single_process": bool(same_trees(single, est)),
+                "driver_bytes_per_tree": (
+                    c["boost_bytes_from_workers"] + c["boost_bytes_to_workers"]
+                )
+                / args.trees,
+                "bytes_from_workers_per_tree": c["boost_bytes_from_workers"] / args.trees,
+                "bytes_to_workers_per_tree": c["boost_bytes_to_workers"] / args.trees,
+                "bytes_between_workers_per_tree": (c["boost_bytes_between_workers"] / args.trees),
+                "calls_per_tree": c["boost_calls"] / args.trees,
+                "reductions_per_tree": c["boost_reductions"] / args.trees,
+                "reduce_s_per_tree": c["boost_reduce_seconds"] / args.trees,
+                "reduction_depth": depth(n_used),
+                "formula_bytes_per_tree": predicted_bytes(est, n_used, c["histogram_slots"])
+                / args.trees,
+                "formula_bytes_between_workers_per_tree": (
+                    (n_used - 1) * predicted_bytes(est, n_used, c["histogram_slots"]) / args.trees
+                ),
+                "histogram_slots_sent": c["histogram_slots"],
+                "binning_sample_bytes": c["binning_sample_bytes"],
+            }
             if not args.no_xgboost:
                 rec.update(xgboost_dask(client, X, y, args, threads))
                 rec["gpufs_over_xgboost_per_tree"] = per_tree / rec["xgboost_per_tree_s"]
@@ -193,9 +240,16 @@ def xgboost_dask(client, X, y, args, threads):
     import xgboost as xgb
     import xgboost.dask  # noqa: F401  (a submodule: not imported by xgboost itself)
 
-    params = {"tree_method": "hist", "max_depth": args.depth, "eta": 0.1, "lambda": 1.0,
-              "max_bin": 256, "objective": "reg:squarederror", "nthread": threads,
-              "min_child_weight": 1e-3}
+    params = {
+        "tree_method": "hist",
+        "max_depth": args.depth,
+        "eta": 0.1,
+        "lambda": 1.0,
+        "max_bin": 256,
+        "objective": "reg:squarederror",
+        "nthread": threads,
+        "min_child_weight": 1e-3,
+    }
     t0 = time.perf_counter()
     dtrain = xgb.dask.DaskQuantileDMatrix(client, X, y, max_bin=256)
     xgb.dask.train(client, params, dtrain, num_boost_round=1)  # warm-up, builds the matrix
@@ -206,9 +260,13 @@ def xgboost_dask(client, X, y, args, threads):
         xgb.dask.train(client, params, dtrain, num_boost_round=args.trees)
         runs.append(time.perf_counter() - t0)
     train = min(runs)
-    return {"xgboost_version": xgb.__version__, "xgboost_matrix_and_warmup_s": build,
-            "xgboost_train_s": train, "xgboost_per_tree_s": train / args.trees,
-            "xgboost_per_tree_s_runs": [r / args.trees for r in runs]}
+    return {
+        "xgboost_version": xgb.__version__,
+        "xgboost_matrix_and_warmup_s": build,
+        "xgboost_train_s": train,
+        "xgboost_per_tree_s": train / args.trees,
+        "xgboost_per_tree_s_runs": [r / args.trees for r in runs],
+    }
 
 
 def controlburn(client, args, nw, threads):
@@ -222,27 +280,44 @@ def controlburn(client, args, nw, threads):
     from gpufs.dask import DaskControlBurnRegressor
 
     X, y = make_data(client, args.controlburn_rows, args.features, args.partitions, seed=1)
-    kw = dict(alpha=0.001, max_depth=4, max_trees_per_round=5, random_state=0,
-              refit_estimator=LinearRegression())
+    kw = dict(
+        alpha=0.001,
+        max_depth=4,
+        max_trees_per_round=5,
+        random_state=0,
+        refit_estimator=LinearRegression(),
+    )
     Xh, yh = dask.compute(X, y)
     ControlBurnRegressor(**dict(kw, max_depth=1)).fit(Xh[:5000], yh[:5000])
     ref = ControlBurnRegressor(n_jobs=-1, **kw).fit(Xh, yh)
     DaskControlBurnRegressor(client=client, **dict(kw, max_depth=1)).fit(X[:5000], y[:5000])
     est = DaskControlBurnRegressor(client=client, n_jobs=threads, **kw).fit(X, y)
-    same = bool(np.array_equal(ref.tree_weights_, est.tree_weights_)
-                and all(np.array_equal(a, b) for a, b in zip(
-                    ref.forest_.ensemble.stacked().values(),
-                    est.forest_.ensemble.stacked().values())))
+    same = bool(
+        np.array_equal(ref.tree_weights_, est.tree_weights_)
+        and all(
+            np.array_equal(a, b)
+            for a, b in zip(
+                ref.forest_.ensemble.stacked().values(), est.forest_.ensemble.stacked().values()
+            )
+        )
+    )
     T = est.n_trees_
-    return {"kind": "controlburn", "workers": nw, "threads_per_worker": threads,
-            "workers_holding_rows": len(est.cluster_["workers"]),
-            "rows": args.controlburn_rows, "features": args.features, "trees": T,
-            "single_forest_per_tree_s": ref.fit_times_["forest"] / T,
-            "dask_forest_per_tree_s": est.fit_times_["forest"] / T,
-            "ratio_to_single_process": est.fit_times_["forest"] / ref.fit_times_["forest"],
-            "bytes_to_workers_per_tree": est.cluster_["bytes_to_workers"] / T,
-            "bytes_from_workers_per_tree": est.cluster_["bytes_from_workers"] / T,
-            "identical_to_single_process": same, "machine": machine_info()}
+    return {
+        "kind": "controlburn",
+        "workers": nw,
+        "threads_per_worker": threads,
+        "workers_holding_rows": len(est.cluster_["workers"]),
+        "rows": args.controlburn_rows,
+        "features": args.features,
+        "trees": T,
+        "single_forest_per_tree_s": ref.fit_times_["forest"] / T,
+        "dask_forest_per_tree_s": est.fit_times_["forest"] / T,
+        "ratio_to_single_process": est.fit_times_["forest"] / ref.fit_times_["forest"],
+        "bytes_to_workers_per_tree": est.cluster_["bytes_to_workers"] / T,
+        "bytes_from_workers_per_tree": est.cluster_["bytes_from_workers"] / T,
+        "identical_to_single_process": same,
+        "machine": machine_info(),
+    }
 
 
 def main(argv=None):
@@ -255,11 +330,16 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--controlburn-rows", type=int, default=0)
     ap.add_argument("--no-xgboost", action="store_true")
-    ap.add_argument("--out", default=None,
-                    help="the JSON lines file (default results/dask_cpu<cores>.jsonl)")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="fit the single process and the cluster this many times each, "
-                         "alternating; keep each one's best time per tree")
+    ap.add_argument(
+        "--out", default=None, help="the JSON lines file (default results/dask_cpu<cores>.jsonl)"
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="fit the single process and the cluster this many times each, "
+        "alternating; keep each one's best time per tree",
+    )
     run(ap.parse_args(argv))
 
 

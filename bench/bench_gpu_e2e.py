@@ -11,6 +11,7 @@ are equal.
 
 Needs a GPU (the estimators refuse ``device="gpu"`` under the CUDA simulator).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,7 @@ def make_data(n, d, seed=0):
     """float32 X (n, d); y in {0, 1} from columns 0-6 plus noise."""
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d).astype(np.float32)
-    logit = (X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + X[:, 3] - X[:, 4]
-             + 0.5 * X[:, 5] * X[:, 6])
+    logit = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + X[:, 3] - X[:, 4] + 0.5 * X[:, 5] * X[:, 6]
     y = (logit + 0.5 * rng.randn(n) > 0).astype(np.int32)
     return X, y
 
@@ -45,16 +45,18 @@ def _xp():
 def fit_once(X, y, k, trees, device):
     from gpufs import GBFSClassifier
 
-    sel = GBFSClassifier(n_features_to_select=k, n_estimators=trees, max_depth=4,
-                         device=device, random_state=0)
+    sel = GBFSClassifier(
+        n_features_to_select=k, n_estimators=trees, max_depth=4, device=device, random_state=0
+    )
     t0 = time.perf_counter()
     sel.fit(X, y)
     return sel, time.perf_counter() - t0
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", default="1000000x100,10000000x100")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--trees", type=int, default=100)
@@ -71,14 +73,25 @@ def main(argv=None):
         sync()
         sel, seconds = fit_once(Xd, yd, args.k, args.trees, "gpu")
         sync()
-        rec = {"bench": "gpu_e2e", "rows": n, "features": d, "k": args.k,
-               "trees": args.trees, "device": "gpu", "fit_s": seconds,
-               "selected": [int(f) for f in sel.selected_features_], "mu": float(sel.mu_),
-               "goal_s": 1.0 if n <= 1_000_000 else 5.0, "machine": machine_info()}
+        rec = {
+            "bench": "gpu_e2e",
+            "rows": n,
+            "features": d,
+            "k": args.k,
+            "trees": args.trees,
+            "device": "gpu",
+            "fit_s": seconds,
+            "selected": [int(f) for f in sel.selected_features_],
+            "mu": float(sel.mu_),
+            "goal_s": 1.0 if n <= 1_000_000 else 5.0,
+            "machine": machine_info(),
+        }
         if args.cpu:
             cpu, cpu_s = fit_once(X, y, args.k, args.trees, "cpu")
-            rec.update(cpu_fit_s=cpu_s, same_selection=bool(
-                list(cpu.selected_features_) == list(sel.selected_features_)))
+            rec.update(
+                cpu_fit_s=cpu_s,
+                same_selection=bool(list(cpu.selected_features_) == list(sel.selected_features_)),
+            )
         line = json.dumps(rec)
         print(line, flush=True)
         with open(args.out, "a") as fh:

@@ -19,6 +19,7 @@ On a GPU machine (16 CPU cores for LightGBM and gpufs-cpu):
 Smoke run without a GPU (prints only):
     python bench/bench_gpu_gbfs.py --rows 3000 --features 20 --trees 5 --tools gpufs-cpu,lightgbm
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # bench/_machine.py; gpufs from this checkout
 from _machine import machine_info  # noqa: E402
-from _records import append_records  # noqa: E402
 from _peers import lightgbm_cegb_params, time_gpufs, time_lightgbm  # noqa: E402
+from _records import append_records  # noqa: E402
 
 TOOLS = ("gpufs-gpu", "gpufs-cpu", "lightgbm")
 
@@ -41,8 +42,13 @@ def make_data(n, d, seed):
     """float32 X; y from columns 0..4 plus noise, rounded to multiples of 1/8 (exact sums)."""
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d).astype(np.float32)
-    y = (X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + 0.5 * X[:, 3] - 0.5 * X[:, 4] ** 2
-         + 0.5 * rng.randn(n))
+    y = (
+        X[:, 0] * X[:, 1]
+        + np.sin(2 * X[:, 2])
+        + 0.5 * X[:, 3]
+        - 0.5 * X[:, 4] ** 2
+        + 0.5 * rng.randn(n)
+    )
     return X, np.rint(8.0 * y) / 8.0
 
 
@@ -53,15 +59,24 @@ def run_gpufs(device, X, y, args):
         import cupy
 
         X, y = cupy.asarray(X), cupy.asarray(y)
-    params = dict(mu=args.mu, penalty_scaling="none", max_depth=args.depth, max_bins=255,
-                  learning_rate=0.1, reg_lambda=1.0, min_child_weight=1e-3, device=device,
-                  random_state=0)
+    params = dict(
+        mu=args.mu,
+        penalty_scaling="none",
+        max_depth=args.depth,
+        max_bins=255,
+        learning_rate=0.1,
+        reg_lambda=1.0,
+        min_child_weight=1e-3,
+        device=device,
+        random_state=0,
+    )
     return time_gpufs(GBFSRegressor, X, y, params, args.trees, device)
 
 
 def run_lightgbm(X, y, args):
-    return time_lightgbm(X, y, lightgbm_cegb_params("regression", args.depth, X.shape[1],
-                                                    args.mu), args.trees)
+    return time_lightgbm(
+        X, y, lightgbm_cegb_params("regression", args.depth, X.shape[1], args.mu), args.trees
+    )
 
 
 def _same_trees(a, b):
@@ -70,8 +85,9 @@ def _same_trees(a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--features", type=int, default=100)
     ap.add_argument("--trees", type=int, default=100)
@@ -79,20 +95,33 @@ def main():
     ap.add_argument("--mu", type=float, default=50.0)
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"subset of {TOOLS}")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=None, help="JSON lines file to append to (default: "
-                    "bench/results/gpu_gbfs.jsonl when gpufs-gpu runs, else none)")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="JSON lines file to append to (default: "
+        "bench/results/gpu_gbfs.jsonl when gpufs-gpu runs, else none)",
+    )
     ap.add_argument("--note", default=None)
     args = ap.parse_args()
     tools = [t for t in args.tools.split(",") if t]
     bad = set(tools) - set(TOOLS)
     if bad:
         ap.error(f"unknown tools {sorted(bad)}")
-    out = args.out or (os.path.join(HERE, "results", "gpu_gbfs.jsonl")
-                       if "gpufs-gpu" in tools else None)
+    out = args.out or (
+        os.path.join(HERE, "results", "gpu_gbfs.jsonl") if "gpufs-gpu" in tools else None
+    )
     X, y = make_data(args.rows, args.features, args.seed)
-    common = dict(bench="gpu_gbfs", rows=args.rows, features=args.features, trees=args.trees,
-                  depth=args.depth, bins=256, mu=args.mu, machine=machine_info(),
-                  note=args.note)
+    common = dict(
+        bench="gpu_gbfs",
+        rows=args.rows,
+        features=args.features,
+        trees=args.trees,
+        depth=args.depth,
+        bins=256,
+        mu=args.mu,
+        machine=machine_info(),
+        note=args.note,
+    )
     records, models = [], {}
     for tool in tools:
         if tool == "lightgbm":
@@ -104,15 +133,27 @@ def main():
     if "gpufs-gpu" in models and "gpufs-cpu" in models:
         for r in records:
             if r["tool"] == "gpufs-gpu":
-                r["same_selection_as_cpu"] = (models["gpufs-gpu"].selected_features_.tolist()
-                                              == models["gpufs-cpu"].selected_features_.tolist())
+                r["same_selection_as_cpu"] = (
+                    models["gpufs-gpu"].selected_features_.tolist()
+                    == models["gpufs-cpu"].selected_features_.tolist()
+                )
                 r["same_trees_as_cpu"] = _same_trees(models["gpufs-gpu"], models["gpufs-cpu"])
     per_tree = {r["tool"]: r["per_tree_s"] for r in records}
-    ratios = {f"{a}/{b}": per_tree[a] / per_tree[b]
-              for a in per_tree for b in per_tree if a != b and a.startswith("gpufs")}
-    summary = dict(bench="gpu_gbfs", rows=args.rows, features=args.features,
-                   summary="per_tree_s ratios", ratios=ratios, note=args.note,
-                   machine=common["machine"])
+    ratios = {
+        f"{a}/{b}": per_tree[a] / per_tree[b]
+        for a in per_tree
+        for b in per_tree
+        if a != b and a.startswith("gpufs")
+    }
+    summary = dict(
+        bench="gpu_gbfs",
+        rows=args.rows,
+        features=args.features,
+        summary="per_tree_s ratios",
+        ratios=ratios,
+        note=args.note,
+        machine=common["machine"],
+    )
     records.append(summary)
     print(json.dumps({k: v for k, v in summary.items() if k != "machine"}), flush=True)
     if out:

@@ -44,6 +44,7 @@ at most 10 minutes each; every step appends its JSON to ``$OUT`` and its log to
 Nothing here is a claim: the records are what the next GPU session measures; copy them into
 ``bench/results/`` and commit them with the GPU model they name.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "gbfs", "controlburn", "cpu",
-         "stack", "cudf")
+STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "gbfs", "controlburn", "cpu", "stack", "cudf")
 DEFAULT_STEPS = ("env", "tests", "xgboost", "gbfs", "controlburn")
 QUICK_STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "cpu")
 #: seconds per step in --quick (the whole under 8 minutes, a start included)
@@ -88,8 +88,9 @@ def _run(cmd, log, env=None, timeout=None):
         fh.flush()
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                  timeout=timeout)
+            proc = subprocess.run(
+                cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout
+            )
             rc = proc.returncode
         except subprocess.TimeoutExpired:
             rc = 124
@@ -101,40 +102,66 @@ def _env(extra_path=None):
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     paths = [ROOT] + ([extra_path] if extra_path else [])
-    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH")
-                                                 else []))
+    env["PYTHONPATH"] = os.pathsep.join(
+        paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     return env
 
 
 def _bring_wheels(log):
     """Install the carried wheels (``.whl/`` and ``.whl-*/``: xgboost, lightgbm, tbb, ...) into a
     temporary target (the GPU machine cannot download); returns the target or None."""
-    wheels = sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))
-                    + glob.glob(os.path.join(ROOT, ".whl-*", "*.whl")))
+    wheels = sorted(
+        glob.glob(os.path.join(ROOT, ".whl", "*.whl"))
+        + glob.glob(os.path.join(ROOT, ".whl-*", "*.whl"))
+    )
     if not wheels:
         return None
     target = "/tmp/gpufs-site"
-    _run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
-          target] + wheels, log)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--target",
+            target,
+        ]
+        + wheels,
+        log,
+    )
     return target
 
 
 def importlib_find(env, name):
     """Whether ``name`` imports with ``env``'s PYTHONPATH (the carried wheels)."""
-    return subprocess.run([sys.executable, "-c", f"import {name}"], env=env,
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            [sys.executable, "-c", f"import {name}"], env=env, capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", default=os.environ.get("OUT"), required=not os.environ.get("OUT"))
-    ap.add_argument("--steps", default=None,
-                    help=f"subset of {STEPS} (default: {','.join(DEFAULT_STEPS)})")
-    ap.add_argument("--quick", action="store_true",
-                    help=f"{','.join(QUICK_STEPS)}, each with a time limit: under 8 minutes")
-    ap.add_argument("--trees", type=int, default=None,
-                    help="trees per timed fit (default 50; 20 with --quick)")
+    ap.add_argument(
+        "--steps", default=None, help=f"subset of {STEPS} (default: {','.join(DEFAULT_STEPS)})"
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{','.join(QUICK_STEPS)}, each with a time limit: under 8 minutes",
+    )
+    ap.add_argument(
+        "--trees", type=int, default=None, help="trees per timed fit (default 50; 20 with --quick)"
+    )
     args = ap.parse_args(argv)
     default = QUICK_STEPS if args.quick else DEFAULT_STEPS
     steps = [s for s in (args.steps or ",".join(default)).split(",") if s]
@@ -165,60 +192,158 @@ def main(argv=None):
             continue
         if step == "env":
             try:
-                smi = subprocess.run(["nvidia-smi",
-                                      "--query-gpu=name,memory.total,driver_version",
-                                      "--format=csv,noheader"], capture_output=True, text=True)
+                smi = subprocess.run(
+                    [
+                        "nvidia-smi",
+                        "--query-gpu=name,memory.total,driver_version",
+                        "--format=csv,noheader",
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
             except FileNotFoundError:  # no NVIDIA driver here
                 smi = subprocess.CompletedProcess([], 127, "", "nvidia-smi not found")
-            pkgs = subprocess.run([py, "-m", "pip", "list", "--format=json"],
-                                  capture_output=True, text=True)
+            pkgs = subprocess.run(
+                [py, "-m", "pip", "list", "--format=json"], capture_output=True, text=True
+            )
             keep = ("cupy", "numba", "rmm", "xgboost", "lightgbm", "cuda", "nvidia")
-            versions = {p["name"]: p["version"] for p in json.loads(pkgs.stdout or "[]")
-                        if any(k in p["name"].lower() for k in keep)}
+            versions = {
+                p["name"]: p["version"]
+                for p in json.loads(pkgs.stdout or "[]")
+                if any(k in p["name"].lower() for k in keep)
+            }
             with open(os.path.join(args.out, "env.json"), "w") as fh:
                 json.dump({"nvidia_smi": smi.stdout.strip(), "packages": versions}, fh, indent=1)
             rc = smi.returncode
         elif step == "tests":
             junit = os.path.join(args.out, "tests_junit.xml")
-            rc = _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                       f"--junitxml={junit}", "tests"], log, env, timeout=limit)
-            rc_sass = _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "tests/test_cuda_kernels_sim.py::test_kernels_compile_to_sass"],
-                           log, env, timeout=limit)
+            rc = _run(
+                [
+                    py,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-m",
+                    "gpu",
+                    f"--junitxml={junit}",
+                    "tests",
+                ],
+                log,
+                env,
+                timeout=limit,
+            )
+            rc_sass = _run(
+                [
+                    py,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "tests/test_cuda_kernels_sim.py::test_kernels_compile_to_sass",
+                ],
+                log,
+                env,
+                timeout=limit,
+            )
             with open(os.path.join(args.out, "tests.json"), "w") as fh:
                 json.dump({"gpu_tests_rc": rc, "sass_test_rc": rc_sass}, fh)
             rc = rc or rc_sass
         elif step == "xgboost":
-            rc = _run([py, os.path.join(HERE, "bench_gpu_vs_xgboost.py"), "--sizes",
-                       "1000000x100,1000000x500,10000000x100", "--trees", str(trees),
-                       "--kernel-times", "--out",
-                       os.path.join(args.out, "gpu_vs_xgboost.jsonl")]
-                      + (["--profile-trees", "5"] if args.quick else []), log, env,
-                      timeout=limit)
+            rc = _run(
+                [
+                    py,
+                    os.path.join(HERE, "bench_gpu_vs_xgboost.py"),
+                    "--sizes",
+                    "1000000x100,1000000x500,10000000x100",
+                    "--trees",
+                    str(trees),
+                    "--kernel-times",
+                    "--out",
+                    os.path.join(args.out, "gpu_vs_xgboost.jsonl"),
+                ]
+                + (["--profile-trees", "5"] if args.quick else []),
+                log,
+                env,
+                timeout=limit,
+            )
         elif step == "e2e":
-            rc = _run([py, os.path.join(HERE, "bench_gpu_e2e.py"), "--sizes",
-                       "1000000x100,10000000x100", "--out",
-                       os.path.join(args.out, "gpu_e2e.jsonl")], log, env, timeout=limit)
+            rc = _run(
+                [
+                    py,
+                    os.path.join(HERE, "bench_gpu_e2e.py"),
+                    "--sizes",
+                    "1000000x100,10000000x100",
+                    "--out",
+                    os.path.join(args.out, "gpu_e2e.jsonl"),
+                ],
+                log,
+                env,
+                timeout=limit,
+            )
         elif step == "cpu":
-            rc = _run([py, os.path.join(HERE, "bench_cpu_gbfs.py"), "--trees",
-                       str(trees), "--out", os.path.join(args.out, "cpu_gbfs.jsonl")], log,
-                      env, timeout=limit)
+            rc = _run(
+                [
+                    py,
+                    os.path.join(HERE, "bench_cpu_gbfs.py"),
+                    "--trees",
+                    str(trees),
+                    "--out",
+                    os.path.join(args.out, "cpu_gbfs.jsonl"),
+                ],
+                log,
+                env,
+                timeout=limit,
+            )
         elif step in ("stack", "cudf"):
             name = "gpu_stack.jsonl" if step == "stack" else "gpu_cudf.jsonl"
-            rc = _run([py, os.path.join(HERE, "bench_gpu_stack.py"), "--out",
-                       os.path.join(args.out, name)]
-                      + (["--cases", "cudf"] if step == "cudf" else []), log, env,
-                      timeout=limit)
+            rc = _run(
+                [
+                    py,
+                    os.path.join(HERE, "bench_gpu_stack.py"),
+                    "--out",
+                    os.path.join(args.out, name),
+                ]
+                + (["--cases", "cudf"] if step == "cudf" else []),
+                log,
+                env,
+                timeout=limit,
+            )
         elif step == "gbfs":
-            rc = _run([py, os.path.join(HERE, "bench_gpu_gbfs.py"), "--trees", str(trees),
-                       "--out", os.path.join(args.out, "gpu_gbfs.jsonl")], log, env)
+            rc = _run(
+                [
+                    py,
+                    os.path.join(HERE, "bench_gpu_gbfs.py"),
+                    "--trees",
+                    str(trees),
+                    "--out",
+                    os.path.join(args.out, "gpu_gbfs.jsonl"),
+                ],
+                log,
+                env,
+            )
         else:
             out = os.path.join(args.out, "controlburn_gpu.jsonl")
             rc = 0
             for device in ("gpu", "cpu"):
-                rc = rc or _run([py, os.path.join(HERE, "bench_controlburn.py"), "--device",
-                                 device, "--skip-package", "--skip-cv", "--rows", "200000",
-                                 "--out", out], log, env)
+                rc = rc or _run(
+                    [
+                        py,
+                        os.path.join(HERE, "bench_controlburn.py"),
+                        "--device",
+                        device,
+                        "--skip-package",
+                        "--skip-cv",
+                        "--rows",
+                        "200000",
+                        "--out",
+                        out,
+                    ],
+                    log,
+                    env,
+                )
         summary[step] = {"rc": rc, "seconds": time.perf_counter() - t0}
         print(json.dumps({"step": step, **summary[step]}), flush=True)
     with open(os.path.join(args.out, "session.json"), "a") as fh:

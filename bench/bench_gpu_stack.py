@@ -17,6 +17,7 @@ Each family record: family, shape, k, seconds and selection per device, ``same_s
 ``speedup`` (CPU seconds / GPU seconds; goal >= 5 on the GPU machine's 16 cores), the machine.
 A warm-up fit on a small slice comes first on each device (numba compiles on first use).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,11 +59,18 @@ def make_selector(family, k, device):
     from gpufs import ControlBurnClassifier, GBFSClassifier, StagewiseRegressor
 
     if family == "controlburn":
-        return ControlBurnClassifier(n_features_to_select=k, max_depth=6, device=device,
-                                     random_state=0)
+        return ControlBurnClassifier(
+            n_features_to_select=k, max_depth=6, device=device, random_state=0
+        )
     if family == "gtgbm":
-        return GBFSClassifier(n_features_to_select=k, split_search="group_testing",
-                              n_estimators=50, max_depth=4, device=device, random_state=0)
+        return GBFSClassifier(
+            n_features_to_select=k,
+            split_search="group_testing",
+            n_estimators=50,
+            max_depth=4,
+            device=device,
+            random_state=0,
+        )
     return StagewiseRegressor(n_features_to_select=k, device=device, random_state=0)
 
 
@@ -130,25 +138,32 @@ def run_cudf(scale):
     holes = rng.rand(n) < 0.1
     frame["x3"] = frame["x3"].mask(cudf.Series(holes))
     t0 = time.perf_counter()
-    sel = GBFSClassifier(n_features_to_select=5, n_estimators=30, device="gpu",
-                         random_state=0).fit(frame, cp.asarray(y))
+    sel = GBFSClassifier(n_features_to_select=5, n_estimators=30, device="gpu", random_state=0).fit(
+        frame, cp.asarray(y)
+    )
     out = sel.transform(frame)
     pred = sel.predict(frame)
     cp.cuda.Device().synchronize()
-    return {"case": "cudf", "rows": n, "seconds": time.perf_counter() - t0,
-            "selected": list(map(str, sel.get_feature_names_out())),
-            "transform_type": type(out).__module__ + "." + type(out).__name__,
-            "predict_type": type(pred).__module__ + "." + type(pred).__name__,
-            "rmm_peak_bytes": int(stats.allocation_counts["peak_bytes"]),
-            "cupy_uses_rmm": cp.cuda.get_allocator() is rmm_cupy_allocator}
+    return {
+        "case": "cudf",
+        "rows": n,
+        "seconds": time.perf_counter() - t0,
+        "selected": list(map(str, sel.get_feature_names_out())),
+        "transform_type": type(out).__module__ + "." + type(out).__name__,
+        "predict_type": type(pred).__module__ + "." + type(pred).__name__,
+        "rmm_peak_bytes": int(stats.allocation_counts["peak_bytes"]),
+        "cupy_uses_rmm": cp.cuda.get_allocator() is rmm_cupy_allocator,
+    }
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", required=True)
-    ap.add_argument("--cases", default=",".join(FAMILIES),
-                    help=f"some of {','.join(FAMILIES)},cudf")
+    ap.add_argument(
+        "--cases", default=",".join(FAMILIES), help=f"some of {','.join(FAMILIES)},cudf"
+    )
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the rows")
     ap.add_argument("--devices", default="gpu,cpu")
     args = ap.parse_args(argv)
@@ -156,8 +171,7 @@ def main(argv=None):
     rc = 0
     for case in args.cases.split(","):
         try:
-            rec = run_cudf(args.scale) if case == "cudf" else run_family(case, args.scale,
-                                                                        devices)
+            rec = run_cudf(args.scale) if case == "cudf" else run_family(case, args.scale, devices)
         except Exception as exc:  # a record of the failure, and the next case still runs
             rec, rc = {"case": case, "error": f"{type(exc).__name__}: {exc}"}, 1
         rec["machine"] = machine_info()

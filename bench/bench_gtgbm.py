@@ -56,6 +56,7 @@ Run::
 One JSON line per (data set, method) and one ``summary`` line per data set go to
 ``bench/results/gtgbm_<tag>.jsonl`` (tag ``cpu2`` by default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,13 +75,21 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 # --- data -------------------------------------------------------------------------------------
 
+
 def gisette(small=False):
     from sklearn.datasets import make_classification
 
     n_tr, n_te, d = (600, 200, 500) if small else (6000, 2000, 5000)
-    X, y = make_classification(n_samples=n_tr + n_te, n_features=d, n_informative=20,
-                               n_redundant=10, n_repeated=0, flip_y=0.03, class_sep=1.0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=n_tr + n_te,
+        n_features=d,
+        n_informative=20,
+        n_redundant=10,
+        n_repeated=0,
+        flip_y=0.03,
+        class_sep=1.0,
+        random_state=0,
+    )
     X = X.astype(np.float32)
     return X[:n_tr], y[:n_tr], X[n_tr:], y[n_tr:]
 
@@ -132,6 +141,7 @@ def auc(y, proba):
 
 # --- timing -----------------------------------------------------------------------------------
 
+
 def _timed(fn):
     w0, c0 = time.perf_counter(), time.process_time()
     out = fn()
@@ -143,16 +153,19 @@ def run_gpufs(Xtr, ytr, Xte, yte, params, trees):
 
     GBFSClassifier(**{**params, "n_estimators": 2}).fit(Xtr[:300], ytr[:300])  # warm-up
     w1, c1, _ = _timed(lambda: GBFSClassifier(**{**params, "n_estimators": 1}).fit(Xtr, ytr))
-    wT, cT, m = _timed(lambda: GBFSClassifier(**{**params, "n_estimators": trees}).fit(Xtr,
-                                                                                        ytr))
-    rec = dict(per_tree_wall_s=(wT - w1) / (trees - 1), per_tree_cpu_s=(cT - c1) / (trees - 1),
-               fit_wall_s=wT, fit_1_tree_wall_s=w1, n_selected=int(len(m.selected_features_)),
-               selected=m.selected_features_.tolist()[:50], test_auc=auc(yte,
-                                                                         m.predict_proba(Xte)),
-               fit_times={k: float(v) for k, v in m.fit_times_.items()})
+    wT, cT, m = _timed(lambda: GBFSClassifier(**{**params, "n_estimators": trees}).fit(Xtr, ytr))
+    rec = dict(
+        per_tree_wall_s=(wT - w1) / (trees - 1),
+        per_tree_cpu_s=(cT - c1) / (trees - 1),
+        fit_wall_s=wT,
+        fit_1_tree_wall_s=w1,
+        n_selected=int(len(m.selected_features_)),
+        selected=m.selected_features_.tolist()[:50],
+        test_auc=auc(yte, m.predict_proba(Xte)),
+        fit_times={k: float(v) for k, v in m.fit_times_.items()},
+    )
     if m.group_test_candidates_ is not None:
-        rec["candidates_per_tree_mean"] = float(np.mean([len(c) for c in
-                                                         m.group_test_candidates_]))
+        rec["candidates_per_tree_mean"] = float(np.mean([len(c) for c in m.group_test_candidates_]))
         rec["group_test_s_per_tree"] = m.fit_times_["group_test"] / m.ensemble_.n_trees
     return rec, m
 
@@ -160,12 +173,23 @@ def run_gpufs(Xtr, ytr, Xte, yte, params, trees):
 def run_lightgbm(Xtr, ytr, Xte, yte, depth, mu, trees, n_classes):
     import lightgbm as lgb
 
-    params = dict(objective="binary" if n_classes == 2 else "multiclass",
-                  max_depth=depth, num_leaves=2 ** depth, learning_rate=0.1, max_bin=255,
-                  lambda_l2=1.0, min_data_in_leaf=1, min_sum_hessian_in_leaf=1e-3,
-                  num_threads=THREADS, verbose=-1, feature_pre_filter=False,
-                  deterministic=True, force_row_wise=True, cegb_tradeoff=1.0,
-                  cegb_penalty_feature_coupled=[mu * Xtr.shape[0]] * Xtr.shape[1])
+    params = dict(
+        objective="binary" if n_classes == 2 else "multiclass",
+        max_depth=depth,
+        num_leaves=2**depth,
+        learning_rate=0.1,
+        max_bin=255,
+        lambda_l2=1.0,
+        min_data_in_leaf=1,
+        min_sum_hessian_in_leaf=1e-3,
+        num_threads=THREADS,
+        verbose=-1,
+        feature_pre_filter=False,
+        deterministic=True,
+        force_row_wise=True,
+        cegb_tradeoff=1.0,
+        cegb_penalty_feature_coupled=[mu * Xtr.shape[0]] * Xtr.shape[1],
+    )
     if n_classes > 2:
         params["num_class"] = n_classes
     lgb.train(params, lgb.Dataset(Xtr[:300], ytr[:300], params=params), 2)  # warm-up
@@ -179,16 +203,26 @@ def run_lightgbm(Xtr, ytr, Xte, yte, depth, mu, trees, n_classes):
     if proba.ndim == 1:
         proba = np.stack([1 - proba, proba], axis=1)
     imp = booster.feature_importance("split")
-    return dict(per_tree_wall_s=(wT - w1) / (trees - 1), per_tree_cpu_s=(cT - c1) / (trees - 1),
-                fit_wall_s=wT, n_selected=int((imp > 0).sum()), test_auc=auc(yte, proba),
-                lgb_penalty=params["cegb_penalty_feature_coupled"][0], version=lgb.__version__)
+    return dict(
+        per_tree_wall_s=(wT - w1) / (trees - 1),
+        per_tree_cpu_s=(cT - c1) / (trees - 1),
+        fit_wall_s=wT,
+        n_selected=int((imp > 0).sum()),
+        test_auc=auc(yte, proba),
+        lgb_penalty=params["cegb_penalty_feature_coupled"][0],
+        version=lgb.__version__,
+    )
 
 
 def scope_cost(model, Xtr, ytr, params):
     """The group tests of tree 0 at its root and at every node it split (module docstring)."""
     from gpufs.backends.cpu import CPUBackend
-    from gpufs.engine.group_testing import (GroupTestParams, draw_subsets, group_test_candidates,
-                                     standardize)
+    from gpufs.engine.group_testing import (
+        GroupTestParams,
+        draw_subsets,
+        group_test_candidates,
+        standardize,
+    )
     from gpufs.engine.quantize import fixed_point_scale, quantize
 
     be = CPUBackend()
@@ -215,8 +249,17 @@ def scope_cost(model, Xtr, ytr, params):
             Qv, ghv = np.ascontiguousarray(Q[:, rows]), gh[rows]
             gather_s += time.perf_counter() - t0
             t0 = time.perf_counter()
-            group_test_candidates(be, Qv, ghv, int(ghv[:, 0].sum()), int(ghv[:, 1].sum()), gs,
-                                  hs, subsets, params=GroupTestParams(max_bins=255))
+            group_test_candidates(
+                be,
+                Qv,
+                ghv,
+                int(ghv[:, 0].sum()),
+                int(ghv[:, 1].sum()),
+                gs,
+                hs,
+                subsets,
+                params=GroupTestParams(max_bins=255),
+            )
             level_s += time.perf_counter() - t0
             nodes_tested += 1
         per_level.append(level_s)
@@ -226,12 +269,18 @@ def scope_cost(model, Xtr, ytr, params):
         xb = Xb[np.flatnonzero(internal), f]
         left = np.where(xb == 255, ml, xb <= b)
         node[internal] = 2 * node[internal] + np.where(left, 1, 2)
-    return dict(root_s=per_level[0], per_node_total_s=float(sum(per_level)),
-                per_level_s=per_level, nodes_tested=nodes_tested, gather_s_not_timed=gather_s,
-                per_node_over_root=float(sum(per_level) / per_level[0]))
+    return dict(
+        root_s=per_level[0],
+        per_node_total_s=float(sum(per_level)),
+        per_level_s=per_level,
+        nodes_tested=nodes_tested,
+        gather_s_not_timed=gather_s,
+        per_node_over_root=float(sum(per_level) / per_level[0]),
+    )
 
 
 # --- the comparisons ----------------------------------------------------------------------------
+
 
 def compare(name, args, out):
     Xtr, ytr, Xte, yte = SETS[name](args.small)
@@ -240,19 +289,38 @@ def compare(name, args, out):
     if args.small:
         trees = min(trees, 6)
     mu = args.mu if args.mu is not None else MU[name]
-    base = dict(mu=mu, max_depth=args.depth, max_bins=255, learning_rate=0.1,
-                reg_lambda=1.0, min_child_weight=1e-3, device="cpu", random_state=0,
-                n_jobs=THREADS)
+    base = dict(
+        mu=mu,
+        max_depth=args.depth,
+        max_bins=255,
+        learning_rate=0.1,
+        reg_lambda=1.0,
+        min_child_weight=1e-3,
+        device="cpu",
+        random_state=0,
+        n_jobs=THREADS,
+    )
     s_values = args.gt_s or GT_S[name]
-    common = dict(bench="gtgbm", data=name, n_train=int(Xtr.shape[0]), n_test=int(Xte.shape[0]),
-                  n_features=int(Xtr.shape[1]), n_classes=n_classes, trees=trees,
-                  depth=args.depth, mu=mu, threads=THREADS)
+    common = dict(
+        bench="gtgbm",
+        data=name,
+        n_train=int(Xtr.shape[0]),
+        n_test=int(Xte.shape[0]),
+        n_features=int(Xtr.shape[1]),
+        n_classes=n_classes,
+        trees=trees,
+        depth=args.depth,
+        mu=mu,
+        threads=THREADS,
+    )
     recs = {}
     methods = [("exact", base)]
     for s in s_values:
         gt = dict(split_search="group_testing", gt_s=s, gt_delta=args.gt_delta)
-        methods += [(f"group_testing_s{s}", {**base, **gt}),
-                    (f"group_testing_per_fit_s{s}", {**base, **gt, "gt_subsets": "per_fit"})]
+        methods += [
+            (f"group_testing_s{s}", {**base, **gt}),
+            (f"group_testing_per_fit_s{s}", {**base, **gt, "gt_subsets": "per_fit"}),
+        ]
     runs = {method: [] for method, _ in methods}
     for _ in range(args.repeats):
         for method, params in methods:
@@ -261,11 +329,14 @@ def compare(name, args, out):
             rec.update(load_start=load0, load_end=os.getloadavg()[0])
             runs[method].append(rec)
             if method == "exact":
-                exact_model = model        # the scope record needs its first tree
+                exact_model = model  # the scope record needs its first tree
             del model
     for method, params in methods:
-        rec = dict(runs[method][0], method=method,
-                   **{k: params[k] for k in ("gt_s", "gt_delta", "gt_subsets") if k in params})
+        rec = dict(
+            runs[method][0],
+            method=method,
+            **{k: params[k] for k in ("gt_s", "gt_delta", "gt_subsets") if k in params},
+        )
         for key in ("per_tree_wall_s", "per_tree_cpu_s", "load_start", "load_end"):
             values = [r[key] for r in runs[method]]
             rec[key] = float(np.median(values))
@@ -273,10 +344,13 @@ def compare(name, args, out):
         recs[method] = rec
         print(json.dumps({**common, **rec}), flush=True)
         if method == "exact" and name == "gisette" and not args.no_scope:
-            sc = scope_cost(exact_model, Xtr, ytr, {"gt_s": s_values[0],
-                                              "gt_delta": args.gt_delta})
-            sc_rec = {**common, "method": "scope", **sc,
-                      "exact_tree_wall_s": rec["per_tree_wall_s"]}
+            sc = scope_cost(exact_model, Xtr, ytr, {"gt_s": s_values[0], "gt_delta": args.gt_delta})
+            sc_rec = {
+                **common,
+                "method": "scope",
+                **sc,
+                "exact_tree_wall_s": rec["per_tree_wall_s"],
+            }
             out.write(json.dumps({**sc_rec, "machine": machine_info()}) + "\n")
             print(json.dumps(sc_rec), flush=True)
     del exact_model
@@ -290,8 +364,9 @@ def compare(name, args, out):
     for rec in recs.values():
         out.write(json.dumps({**common, **rec, "machine": machine}) + "\n")
     e = recs["exact"]
-    summary = dict(common, method="summary", auc_exact=e["test_auc"],
-                   n_selected_exact=e["n_selected"])
+    summary = dict(
+        common, method="summary", auc_exact=e["test_auc"], n_selected_exact=e["n_selected"]
+    )
     for method, r in recs.items():
         if not method.startswith("group_testing"):
             continue
@@ -302,12 +377,14 @@ def compare(name, args, out):
     g = recs[f"group_testing_s{s_values[0]}"]
     summary["goal_10x_met_default_gt"] = bool(
         min(e["per_tree_wall_s"] / g["per_tree_wall_s"], e["per_tree_cpu_s"] / g["per_tree_cpu_s"])
-        >= 10)
+        >= 10
+    )
     summary["goal_auc_met_default_gt"] = bool(g["test_auc"] >= e["test_auc"] - 0.005)
     if "lightgbm_cegb" in recs:
         summary["auc_lightgbm"] = recs["lightgbm_cegb"]["test_auc"]
         summary["lightgbm_over_default_gt_per_tree_wall"] = (
-            recs["lightgbm_cegb"]["per_tree_wall_s"] / g["per_tree_wall_s"])
+            recs["lightgbm_cegb"]["per_tree_wall_s"] / g["per_tree_wall_s"]
+        )
     out.write(json.dumps({**summary, "machine": machine}) + "\n")
     print(json.dumps(summary), flush=True)
 
@@ -336,45 +413,69 @@ def compare_multitask(args, out):
     Xs, ys, n = multitask_data(args.small)
     trees = 6 if args.small else 60
     mu_G, mu_t = 0.02, 0.005
-    kw = dict(n_estimators=trees, max_depth=args.depth, device="cpu", random_state=0,
-              n_jobs=THREADS)
-    MultiTaskGBFSClassifier(n_estimators=2, device="cpu").fit([x[:200] for x in Xs],
-                                                              [y[:200] for y in ys])
+    kw = dict(
+        n_estimators=trees, max_depth=args.depth, device="cpu", random_state=0, n_jobs=THREADS
+    )
+    MultiTaskGBFSClassifier(n_estimators=2, device="cpu").fit(
+        [x[:200] for x in Xs], [y[:200] for y in ys]
+    )
     load0 = os.getloadavg()[0]
-    wm, cm, mt = _timed(lambda: MultiTaskGBFSClassifier(mu_G=mu_G, mu_t=mu_t, **kw).fit(
-        [x[:n] for x in Xs], [y[:n] for y in ys]))
-    ws, cs, sep = _timed(lambda: [GBFSClassifier(mu=mu_G + mu_t, **kw).fit(x[:n], y[:n])
-                                  for x, y in zip(Xs, ys)])
-    auc_mt = [auc(y[n:], mt.predict_proba(x[n:], task=t)) for t, (x, y) in
-              enumerate(zip(Xs, ys))]
+    wm, cm, mt = _timed(
+        lambda: MultiTaskGBFSClassifier(mu_G=mu_G, mu_t=mu_t, **kw).fit(
+            [x[:n] for x in Xs], [y[:n] for y in ys]
+        )
+    )
+    ws, cs, sep = _timed(
+        lambda: [GBFSClassifier(mu=mu_G + mu_t, **kw).fit(x[:n], y[:n]) for x, y in zip(Xs, ys)]
+    )
+    auc_mt = [auc(y[n:], mt.predict_proba(x[n:], task=t)) for t, (x, y) in enumerate(zip(Xs, ys))]
     auc_sep = [auc(y[n:], s.predict_proba(x[n:])) for s, x, y in zip(sep, Xs, ys)]
     distinct_sep = sorted(set().union(*(s.selected_features_.tolist() for s in sep)))
-    rec = dict(bench="gtgbm", data="multitask", method="multitask", tasks=3, n_per_task=n,
-               n_features=int(Xs[0].shape[1]), trees=trees, depth=args.depth, mu_G=mu_G,
-               mu_t=mu_t, threads=THREADS, load_start=load0, load_end=os.getloadavg()[0],
-               multitask_fit_wall_s=wm, multitask_fit_cpu_s=cm,
-               separate_fit_wall_s=ws, separate_fit_cpu_s=cs,
-               distinct_multitask=sorted(mt.selected_features_.tolist()),
-               by_task_multitask=[sorted(s.tolist()) for s in mt.selected_features_by_task_],
-               distinct_separate=distinct_sep,
-               by_task_separate=[sorted(s.selected_features_.tolist()) for s in sep],
-               test_auc_multitask=auc_mt, test_auc_separate=auc_sep,
-               fewer_distinct=len(mt.selected_features_) < len(distinct_sep),
-               auc_within_0005=bool(all(a >= b - 0.005 for a, b in zip(auc_mt, auc_sep))))
+    rec = dict(
+        bench="gtgbm",
+        data="multitask",
+        method="multitask",
+        tasks=3,
+        n_per_task=n,
+        n_features=int(Xs[0].shape[1]),
+        trees=trees,
+        depth=args.depth,
+        mu_G=mu_G,
+        mu_t=mu_t,
+        threads=THREADS,
+        load_start=load0,
+        load_end=os.getloadavg()[0],
+        multitask_fit_wall_s=wm,
+        multitask_fit_cpu_s=cm,
+        separate_fit_wall_s=ws,
+        separate_fit_cpu_s=cs,
+        distinct_multitask=sorted(mt.selected_features_.tolist()),
+        by_task_multitask=[sorted(s.tolist()) for s in mt.selected_features_by_task_],
+        distinct_separate=distinct_sep,
+        by_task_separate=[sorted(s.selected_features_.tolist()) for s in sep],
+        test_auc_multitask=auc_mt,
+        test_auc_separate=auc_sep,
+        fewer_distinct=len(mt.selected_features_) < len(distinct_sep),
+        auc_within_0005=bool(all(a >= b - 0.005 for a, b in zip(auc_mt, auc_sep))),
+    )
     out.write(json.dumps({**rec, "machine": machine_info()}) + "\n")
     print(json.dumps(rec), flush=True)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", nargs="+", default=["gisette", "epsilon", "tissue", "multitask"],
-                    choices=[*SETS, "multitask"])
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--sets",
+        nargs="+",
+        default=["gisette", "epsilon", "tissue", "multitask"],
+        choices=[*SETS, "multitask"],
+    )
     ap.add_argument("--trees", type=int, default=None, help="rounds (default: per set)")
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--mu", type=float, default=None, help="default: per set (MU)")
-    ap.add_argument("--gt-s", type=int, nargs="+", default=None,
-                    help="default: per set (GT_S)")
+    ap.add_argument("--gt-s", type=int, nargs="+", default=None, help="default: per set (GT_S)")
     ap.add_argument("--gt-delta", type=float, default=0.05)
     ap.add_argument("--small", action="store_true", help="tiny sizes: a smoke test")
     ap.add_argument("--no-lightgbm", action="store_true")
@@ -386,8 +487,9 @@ def main():
     args = ap.parse_args()
     global THREADS
     THREADS = args.threads
-    path = args.out or os.path.join(RESULTS, f"gtgbm_{args.tag}{'_small' if args.small else ''}"
-                                             ".jsonl")
+    path = args.out or os.path.join(
+        RESULTS, f"gtgbm_{args.tag}{'_small' if args.small else ''}.jsonl"
+    )
     with open(path, "a") as out:
         for name in args.sets:
             if name == "multitask":

@@ -9,6 +9,7 @@ bit for bit (tests/test_hist_layout.py); only their speed differs.
 
     python bench/bench_hist_loop.py                  # the grid, results appended
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,15 +23,23 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import machine_info  # noqa: E402
 
-SHAPES = [(200, 500), (2000, 56), (2000, 500), (20000, 100), (20000, 500), (200000, 100),
-          (20000, 2000), (2000, 5000)]
+SHAPES = [
+    (200, 500),
+    (2000, 56),
+    (2000, 500),
+    (20000, 100),
+    (20000, 500),
+    (200000, 100),
+    (20000, 2000),
+    (2000, 5000),
+]
 
 
 def measure(n, d, n_bins, rng):
-    from gpufs.rules._hist_layout import HistLayout
-    from gpufs.backends.cpu import histogram as H
     from gpufs.backends.cpu import CPUBackend
+    from gpufs.backends.cpu import histogram as H
     from gpufs.backends.cpu._args import Run, Segments
+    from gpufs.rules._hist_layout import HistLayout
 
     Xb = rng.integers(0, n_bins, size=(n, d)).astype(np.uint8)
     layout = HistLayout.from_n_bins(np.full(d, n_bins))
@@ -42,14 +51,25 @@ def measure(n, d, n_bins, rng):
     rec = dict(n=n, d=d, bins=n_bins, hist_kib=layout.nbytes() / 1024)
     for threads in (1, 2):
         for mode, code in (("rows", H.ROWS), ("columns", H.COLUMNS)):
-            for label, rows, count in (("root", np.arange(n, dtype=np.int32), n),
-                                       ("half", rows_sub, n // 2)):
+            for label, rows, count in (
+                ("root", np.arange(n, dtype=np.int32), n),
+                ("half", rows_sub, n // 2),
+            ):
                 src = be._hist_source(data, gh, rows, layout)
                 out = np.empty((1, layout.n_slots, 2), np.int64)
                 z = np.zeros(1, np.int64)
                 run = Run(threads > 1, threads, 16384, 0, code)
-                args = (threads > 1, run, src, Segments(z, np.full(1, count, np.int64), z, z, z),
-                        np.arange(d, dtype=np.int32), d, True, out, np.empty((0, 0), np.int64))
+                args = (
+                    threads > 1,
+                    run,
+                    src,
+                    Segments(z, np.full(1, count, np.int64), z, z, z),
+                    np.arange(d, dtype=np.int32),
+                    d,
+                    True,
+                    out,
+                    np.empty((0, 0), np.int64),
+                )
                 H.build_histograms(*args)  # compile / load, and the private copies' scratch
                 reps = max(3, int(2e6 // (count * d)))
                 best = np.inf
@@ -65,8 +85,9 @@ def measure(n, d, n_bins, rng):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--note", default="")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                  "hist_loop_cpu2.jsonl"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "hist_loop_cpu2.jsonl")
+    )
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     machine = machine_info()
@@ -74,11 +95,23 @@ def main():
         for n, d in SHAPES:
             for n_bins in (16, 255):
                 rec = measure(n, d, n_bins, rng)
-                rec.update(bench="hist_loop", note=args.note, machine=machine,
-                           loadavg_after=list(os.getloadavg()))
+                rec.update(
+                    bench="hist_loop",
+                    note=args.note,
+                    machine=machine,
+                    loadavg_after=list(os.getloadavg()),
+                )
                 fh.write(json.dumps(rec) + "\n")
-                print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v)
-                                  for k, v in rec.items() if k != "machine"}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            k: (round(v, 2) if isinstance(v, float) else v)
+                            for k, v in rec.items()
+                            if k != "machine"
+                        }
+                    ),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ this 24 GiB box (4 GB input, 1 GB binned).
     python bench/bench_memory.py                     # 1M x 100, 20 trees
     python bench/bench_memory.py --rows 10000000 --trees 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,14 +65,19 @@ def main():
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--features", type=int, default=100)
     ap.add_argument("--trees", type=int, default=20)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                  "memory_cpu2.jsonl"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "memory_cpu2.jsonl")
+    )
     args = ap.parse_args()
-    script = textwrap.dedent(CHILD).format(rows=args.rows, features=args.features,
-                                           trees=args.trees)
+    script = textwrap.dedent(CHILD).format(rows=args.rows, features=args.features, trees=args.trees)
     machine = machine_info()
-    r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT))
+    r = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     if r.returncode != 0:
         raise SystemExit(f"the fit failed ({r.returncode}):\n{r.stderr[-3000:]}")
     child = json.loads(r.stdout.strip().splitlines()[-1])
@@ -80,16 +86,27 @@ def main():
     # The peak of the fit, above what the process held before it (interpreter, libraries,
     # X and y): what the fit itself adds.
     added = child["peak_rss_mb"] - child["rss_before_fit_mb"]
-    rec = dict(bench="memory", rows=args.rows, features=args.features, trees=args.trees,
-               dtype="float32", input_mb=input_mb, binned_mb=binned_mb, **child,
-               fit_added_peak_mb=added,
-               goal_added_mb=binned_mb + 300, goal_met=bool(added <= binned_mb + 300),
-               machine=machine)
+    rec = dict(
+        bench="memory",
+        rows=args.rows,
+        features=args.features,
+        trees=args.trees,
+        dtype="float32",
+        input_mb=input_mb,
+        binned_mb=binned_mb,
+        **child,
+        fit_added_peak_mb=added,
+        goal_added_mb=binned_mb + 300,
+        goal_met=bool(added <= binned_mb + 300),
+        machine=machine,
+    )
     with open(args.out, "a") as fh:
         fh.write(json.dumps(rec) + "\n")
     print(json.dumps({k: v for k, v in rec.items() if k != "machine"}, indent=1))
-    print(f"the fit added {added:.0f} MB at its peak over {child['rss_before_fit_mb']:.0f} MB "
-          f"(input {input_mb:.0f} MB already held); goal: <= binned {binned_mb:.0f} + 300 MB")
+    print(
+        f"the fit added {added:.0f} MB at its peak over {child['rss_before_fit_mb']:.0f} MB "
+        f"(input {input_mb:.0f} MB already held); goal: <= binned {binned_mb:.0f} + 300 MB"
+    )
 
 
 if __name__ == "__main__":

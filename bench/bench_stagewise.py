@@ -17,6 +17,7 @@ line per run, with the machine, goes to ``bench/results/stagewise_<machine>.json
     python bench/bench_stagewise.py                                  # full size (GPU machine)
     python bench/bench_stagewise.py --rows 200000 --features 200 --no-gpu   # small CPU box
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,14 +58,14 @@ def make_data(n, d, seed, dtype):
     offset = rng.uniform(-10.0, 10.0, d)
     k = min(N_INFORMATIVE, d)
     beta = np.zeros(d)
-    beta[:k] = np.linspace(3.0, 0.3, k)              # standardized effects, decreasing
+    beta[:k] = np.linspace(3.0, 0.3, k)  # standardized effects, decreasing
     X = np.empty((n, d), dtype=dtype)
     y = np.empty(n)
     block = max(1, (1 << 24) // d)
     for i in range(0, n, block):
         Z = rng.standard_normal((min(block, n - i), d))
-        y[i:i + len(Z)] = Z @ beta + rng.standard_normal(len(Z))
-        X[i:i + len(Z)] = Z * scale + offset
+        y[i : i + len(Z)] = Z @ beta + rng.standard_normal(len(Z))
+        X[i : i + len(Z)] = Z * scale + offset
     return X, y
 
 
@@ -82,7 +83,7 @@ def time_gpufs(X, y, rounds, device, dtype, repeats, task):
     if task == "classification":
         xp = np if device == "cpu" else __import__("cupy")
         y = (y > xp.median(y)).astype(np.int64)
-    cls(n_features_to_select=min(2, rounds), device=device, dtype=dtype).fit(X, y)   # warm-up
+    cls(n_features_to_select=min(2, rounds), device=device, dtype=dtype).fit(X, y)  # warm-up
     sync(device)
     out = []
     for _r in range(repeats):
@@ -97,13 +98,15 @@ def time_sfs(X, y, k, repeats):
     from sklearn.feature_selection import SequentialFeatureSelector
     from sklearn.linear_model import LinearRegression
 
-    SequentialFeatureSelector(LinearRegression(), n_features_to_select=1,
-                              direction="forward").fit(X[:2000, :10], y[:2000])      # warm-up
+    SequentialFeatureSelector(LinearRegression(), n_features_to_select=1, direction="forward").fit(
+        X[:2000, :10], y[:2000]
+    )  # warm-up
     out = []
     for _r in range(repeats):
         t0 = time.perf_counter()
-        sfs = SequentialFeatureSelector(LinearRegression(), n_features_to_select=k,
-                                        direction="forward").fit(X, y)
+        sfs = SequentialFeatureSelector(
+            LinearRegression(), n_features_to_select=k, direction="forward"
+        ).fit(X, y)
         out.append((time.perf_counter() - t0, np.flatnonzero(sfs.get_support()).tolist()))
     return out
 
@@ -123,10 +126,15 @@ def main(argv=None):
     p.add_argument("--no-cpu", action="store_true", help="skip the CPU run of the main size")
     p.add_argument("--no-sfs", action="store_true", help="skip the scikit-learn comparison")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--blas-threads", type=int, default=None,
-                   help="cap BLAS/OpenMP threads for every run (threadpoolctl); default: as is")
-    p.add_argument("--out", default=None, help="JSONL path (default: "
-                   "bench/results/stagewise_<machine>.jsonl)")
+    p.add_argument(
+        "--blas-threads",
+        type=int,
+        default=None,
+        help="cap BLAS/OpenMP threads for every run (threadpoolctl); default: as is",
+    )
+    p.add_argument(
+        "--out", default=None, help="JSONL path (default: bench/results/stagewise_<machine>.jsonl)"
+    )
     args = p.parse_args(argv)
 
     from gpufs._device import gpu_available
@@ -137,10 +145,14 @@ def main(argv=None):
         threadpool_limits(args.blas_threads)
     info = machine_info()
     info["blas_threads_cap"] = args.blas_threads
-    devices = (["gpu"] if gpu_available() and not args.no_gpu else []) + \
-        ([] if args.no_cpu else ["cpu"])
-    out_path = Path(args.out) if args.out else \
-        ROOT / "bench" / "results" / f"stagewise_{machine_tag(info)}.jsonl"
+    devices = (["gpu"] if gpu_available() and not args.no_gpu else []) + (
+        [] if args.no_cpu else ["cpu"]
+    )
+    out_path = (
+        Path(args.out)
+        if args.out
+        else ROOT / "bench" / "results" / f"stagewise_{machine_tag(info)}.jsonl"
+    )
     out_path.parent.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     records = []
@@ -166,20 +178,40 @@ def main(argv=None):
                 Xd, yd = cupy.asarray(X), cupy.asarray(y)
             else:
                 Xd, yd = X, y
-            for rep, (sec, sel) in enumerate(time_gpufs(Xd, yd, args.rounds, device, args.dtype,
-                                                        args.repeats, args.task)):
+            for rep, (sec, sel) in enumerate(
+                time_gpufs(Xd, yd, args.rounds, device, args.dtype, args.repeats, args.task)
+            ):
                 main_times.setdefault(device, []).append(sec)
-                emit({"comparison": "main", "impl": f"gpufs-{device}", "task": args.task,
-                      "n_rows": args.rows, "n_features": args.features, "rounds": args.rounds,
-                      "dtype": args.dtype, "repeat": rep, "seconds": sec,
-                      "input_on_device": True, "selected": sel,
-                      "planted_first": sel[:len(expected)] == expected[:len(sel)]})
+                emit(
+                    {
+                        "comparison": "main",
+                        "impl": f"gpufs-{device}",
+                        "task": args.task,
+                        "n_rows": args.rows,
+                        "n_features": args.features,
+                        "rounds": args.rounds,
+                        "dtype": args.dtype,
+                        "repeat": rep,
+                        "seconds": sec,
+                        "input_on_device": True,
+                        "selected": sel,
+                        "planted_first": sel[: len(expected)] == expected[: len(sel)],
+                    }
+                )
             del Xd, yd
         if "gpu" in main_times and "cpu" in main_times:
             ratio = min(main_times["cpu"]) / min(main_times["gpu"])
-            emit({"comparison": "main", "impl": "ratio", "what": "cpu_seconds / gpu_seconds",
-                  "n_rows": args.rows, "n_features": args.features, "rounds": args.rounds,
-                  "value": ratio})
+            emit(
+                {
+                    "comparison": "main",
+                    "impl": "ratio",
+                    "what": "cpu_seconds / gpu_seconds",
+                    "n_rows": args.rows,
+                    "n_features": args.features,
+                    "rounds": args.rounds,
+                    "value": ratio,
+                }
+            )
         del X, y
 
     # 2. scikit-learn SequentialFeatureSelector on a subsample it can finish
@@ -187,10 +219,19 @@ def main(argv=None):
         Xs, ys = make_data(args.sfs_rows, args.sfs_features, args.seed + 1, np.float64)
         t_sfs = time_sfs(Xs, ys, args.sfs_select, args.repeats)
         for rep, (sec, sel) in enumerate(t_sfs):
-            emit({"comparison": "sfs", "impl": "sklearn-SFS-forward-LinearRegression-cv5",
-                  "task": "regression", "n_rows": args.sfs_rows,
-                  "n_features": args.sfs_features, "rounds": args.sfs_select, "repeat": rep,
-                  "seconds": sec, "selected": sel})
+            emit(
+                {
+                    "comparison": "sfs",
+                    "impl": "sklearn-SFS-forward-LinearRegression-cv5",
+                    "task": "regression",
+                    "n_rows": args.sfs_rows,
+                    "n_features": args.sfs_features,
+                    "rounds": args.sfs_select,
+                    "repeat": rep,
+                    "seconds": sec,
+                    "selected": sel,
+                }
+            )
         best_sfs = min(s for s, _ in t_sfs)
         for device in (["gpu"] if "gpu" in devices else []) + ["cpu"]:
             if device == "gpu":
@@ -199,17 +240,34 @@ def main(argv=None):
                 Xd, yd = cupy.asarray(Xs), cupy.asarray(ys)
             else:
                 Xd, yd = Xs, ys
-            runs = time_gpufs(Xd, yd, args.sfs_select, device, "float64", args.repeats,
-                              "regression")
+            runs = time_gpufs(
+                Xd, yd, args.sfs_select, device, "float64", args.repeats, "regression"
+            )
             for rep, (sec, sel) in enumerate(runs):
-                emit({"comparison": "sfs", "impl": f"gpufs-{device}", "task": "regression",
-                      "n_rows": args.sfs_rows, "n_features": args.sfs_features,
-                      "rounds": args.sfs_select, "repeat": rep, "seconds": sec,
-                      "selected": sel})
-            emit({"comparison": "sfs", "impl": "ratio",
-                  "what": f"sfs_seconds / gpufs_{device}_seconds",
-                  "n_rows": args.sfs_rows, "n_features": args.sfs_features,
-                  "rounds": args.sfs_select, "value": best_sfs / min(s for s, _ in runs)})
+                emit(
+                    {
+                        "comparison": "sfs",
+                        "impl": f"gpufs-{device}",
+                        "task": "regression",
+                        "n_rows": args.sfs_rows,
+                        "n_features": args.sfs_features,
+                        "rounds": args.sfs_select,
+                        "repeat": rep,
+                        "seconds": sec,
+                        "selected": sel,
+                    }
+                )
+            emit(
+                {
+                    "comparison": "sfs",
+                    "impl": "ratio",
+                    "what": f"sfs_seconds / gpufs_{device}_seconds",
+                    "n_rows": args.sfs_rows,
+                    "n_features": args.sfs_features,
+                    "rounds": args.sfs_select,
+                    "value": best_sfs / min(s for s, _ in runs),
+                }
+            )
     print(f"wrote {len(records)} records to {out_path}")
 
 

@@ -11,6 +11,7 @@ signal or status and the last error line, or ``timeout``) and how long it took:
 
     python bench/bench_threads.py            # results appended to bench/results/threads.jsonl
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,8 @@ gpufs.GBFSClassifier(mu=0.05, n_estimators=200, max_depth=4, device="cpu",
 print("FIT_S", time.perf_counter() - t0)
 """
 SCRIPTS = {
-    "fork_after_fit": BIG + """
+    "fork_after_fit": BIG
+    + """
 import multiprocessing as mp
 parent = fit()
 ctx = mp.get_context("fork")
@@ -59,7 +61,8 @@ got = q.get(timeout=240)
 p.join(30)
 assert p.exitcode == 0 and got == parent, (p.exitcode, got, parent)
 """,
-    "two_threads": BIG + """
+    "two_threads": BIG
+    + """
 import threading
 fit()
 ts = [threading.Thread(target=fit) for _ in range(2)]
@@ -77,12 +80,21 @@ def run_case(case, layer, passive, timeout):
     env.pop("OMP_WAIT_POLICY", None)
     if passive:
         env["OMP_WAIT_POLICY"] = "passive"
-    burners = ([subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(2)]
-               if case == "busy_small" else [])
+    burners = (
+        [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(2)]
+        if case == "busy_small"
+        else []
+    )
     t0 = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, "-c", SCRIPTS[case]], env=env, cwd=ROOT,
-                           capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(
+            [sys.executable, "-c", SCRIPTS[case]],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         wall = time.perf_counter() - t0
         if r.returncode == 0:
             outcome = "ok"
@@ -91,13 +103,18 @@ def run_case(case, layer, passive, timeout):
         else:
             outcome = f"exit {r.returncode}"
         err = [line for line in r.stderr.strip().splitlines() if line.strip()]
-        fit_s = next((float(line.split()[1]) for line in r.stdout.splitlines()
-                      if line.startswith("FIT_S")), None)
-        return dict(outcome=outcome, wall_s=wall, fit_s=fit_s,
-                    last_error=err[-1][:300] if err and r.returncode else None)
+        fit_s = next(
+            (float(line.split()[1]) for line in r.stdout.splitlines() if line.startswith("FIT_S")),
+            None,
+        )
+        return dict(
+            outcome=outcome,
+            wall_s=wall,
+            fit_s=fit_s,
+            last_error=err[-1][:300] if err and r.returncode else None,
+        )
     except subprocess.TimeoutExpired:
-        return dict(outcome="timeout", wall_s=time.perf_counter() - t0, fit_s=None,
-                    last_error=None)
+        return dict(outcome="timeout", wall_s=time.perf_counter() - t0, fit_s=None, last_error=None)
     finally:
         for b in burners:
             b.kill()
@@ -109,21 +126,31 @@ def main():
     ap.add_argument("--layers", default="tbb,omp,omp-passive,workqueue")
     ap.add_argument("--cases", default="fork_after_fit,two_threads,quiet_small,busy_small")
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                  "threads.jsonl"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "threads.jsonl")
+    )
     args = ap.parse_args()
     with open(args.out, "a") as fh:
         for layer_spec in args.layers.split(","):
             layer, passive = layer_spec.replace("-passive", ""), layer_spec.endswith("-passive")
             for case in args.cases.split(","):
                 machine = machine_info()
-                rec = dict(bench="threads", layer=layer, omp_passive=passive, case=case,
-                           **run_case(case, layer, passive, args.timeout), machine=machine)
+                rec = dict(
+                    bench="threads",
+                    layer=layer,
+                    omp_passive=passive,
+                    case=case,
+                    **run_case(case, layer, passive, args.timeout),
+                    machine=machine,
+                )
                 fh.write(json.dumps(rec) + "\n")
                 fh.flush()
-                print(f"{layer_spec:12s} {case:15s} {rec['outcome']:22s} "
-                      f"wall {rec['wall_s']:7.2f} s  fit {rec['fit_s']}  "
-                      f"load {machine.get('loadavg_1m')}  {rec['last_error'] or ''}", flush=True)
+                print(
+                    f"{layer_spec:12s} {case:15s} {rec['outcome']:22s} "
+                    f"wall {rec['wall_s']:7.2f} s  fit {rec['fit_s']}  "
+                    f"load {machine.get('loadavg_1m')}  {rec['last_error'] or ''}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ and L2.
     python bench/bench_wide.py                       # every case, results appended
     python bench/bench_wide.py --cases synthetic_1500 --repeats 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,16 +88,27 @@ def _timed(fn):
 def gpufs_fit(X, y, trees, k=None):
     from gpufs import GBFSClassifier
 
-    return GBFSClassifier(mu=MU, n_estimators=trees, max_depth=DEPTH, max_bins=255,
-                          n_features_to_select=k, device="cpu", random_state=0,
-                          n_jobs=THREADS).fit(X, y)
+    return GBFSClassifier(
+        mu=MU,
+        n_estimators=trees,
+        max_depth=DEPTH,
+        max_bins=255,
+        n_features_to_select=k,
+        device="cpu",
+        random_state=0,
+        n_jobs=THREADS,
+    ).fit(X, y)
 
 
 def lightgbm_fit(X, y, trees, n_classes, bundle):
     import lightgbm as lgb
 
-    params = lightgbm_cegb_params("binary" if n_classes == 2 else "multiclass", DEPTH,
-                                  X.shape[1], MU if n_classes == 2 else 0.0)
+    params = lightgbm_cegb_params(
+        "binary" if n_classes == 2 else "multiclass",
+        DEPTH,
+        X.shape[1],
+        MU if n_classes == 2 else 0.0,
+    )
     params.pop("force_row_wise")  # LightGBM's own row- / column-wise choice
     params["enable_bundle"] = bundle
     params["num_threads"] = THREADS or os.cpu_count()
@@ -108,11 +120,22 @@ def lightgbm_fit(X, y, trees, n_classes, bundle):
 def xgboost_fit(X, y, trees, n_classes):
     import xgboost as xgb
 
-    kw = dict(objective="binary:logistic") if n_classes == 2 else dict(
-        objective="multi:softprob", num_class=n_classes)
-    model = xgb.XGBClassifier(tree_method="hist", max_depth=DEPTH, max_bin=256,
-                              n_estimators=trees, learning_rate=0.1, reg_lambda=1.0,
-                              min_child_weight=1e-3, n_jobs=THREADS or os.cpu_count(), **kw)
+    kw = (
+        dict(objective="binary:logistic")
+        if n_classes == 2
+        else dict(objective="multi:softprob", num_class=n_classes)
+    )
+    model = xgb.XGBClassifier(
+        tree_method="hist",
+        max_depth=DEPTH,
+        max_bin=256,
+        n_estimators=trees,
+        learning_rate=0.1,
+        reg_lambda=1.0,
+        min_child_weight=1e-3,
+        n_jobs=THREADS or os.cpu_count(),
+        **kw,
+    )
     return model.fit(X, y)
 
 
@@ -138,10 +161,19 @@ def run_case(name, X, y, n_classes, trees, repeats, k, peers=PEERS):
             runs[tool]["one"].append(_timed(lambda: fit(1))[:2])
         t_k, c_k, model_k = _timed(lambda: gpufs_fit(X, y, trees, k=k))
         runs["gpufs"]["k"].append((t_k, c_k))
-    rec = dict(case=name, rows=int(X.shape[0]), features=int(X.shape[1]), classes=n_classes,
-               trees=trees, depth=DEPTH, mu=MU, k=k, repeats=repeats,
-               threads=THREADS or os.cpu_count(),
-               gpufs_k_selected=model_k.selected_features_.tolist())
+    rec = dict(
+        case=name,
+        rows=int(X.shape[0]),
+        features=int(X.shape[1]),
+        classes=n_classes,
+        trees=trees,
+        depth=DEPTH,
+        mu=MU,
+        k=k,
+        repeats=repeats,
+        threads=THREADS or os.cpu_count(),
+        gpufs_k_selected=model_k.selected_features_.tolist(),
+    )
     for clock, i in (("s", 0), ("cpu_s", 1)):
         for tool, r in runs.items():
             fit_s = statistics.median(x[i] for x in r["fit"])
@@ -154,12 +186,15 @@ def run_case(name, X, y, n_classes, trees, repeats, k, peers=PEERS):
         rec[f"gpufs_k_fit_all_{clock}"] = [x[i] for x in runs["gpufs"]["k"]]
         tag = "" if clock == "s" else "cpu_"
         for peer in peers:
-            rec[f"{tag}per_tree_gpufs_over_{peer}"] = (rec[f"gpufs_per_tree_{clock}"]
-                                                       / rec[f"{peer}_per_tree_{clock}"])
-            rec[f"{tag}fit_gpufs_over_{peer}"] = (rec[f"gpufs_fit_{clock}"]
-                                                  / rec[f"{peer}_fit_{clock}"])
-            rec[f"{tag}k_fit_gpufs_over_{peer}_fit"] = (rec[f"gpufs_k_fit_{clock}"]
-                                                        / rec[f"{peer}_fit_{clock}"])
+            rec[f"{tag}per_tree_gpufs_over_{peer}"] = (
+                rec[f"gpufs_per_tree_{clock}"] / rec[f"{peer}_per_tree_{clock}"]
+            )
+            rec[f"{tag}fit_gpufs_over_{peer}"] = (
+                rec[f"gpufs_fit_{clock}"] / rec[f"{peer}_fit_{clock}"]
+            )
+            rec[f"{tag}k_fit_gpufs_over_{peer}_fit"] = (
+                rec[f"gpufs_k_fit_{clock}"] / rec[f"{peer}_fit_{clock}"]
+            )
     model = gpufs_fit(X, y, trees)
     rec["gpufs_selected"] = model.selected_features_.tolist()[:20]
     rec["gpufs_fit_times"] = {key: float(v) for key, v in model.fit_times_.items()}
@@ -171,42 +206,67 @@ def main():
     ap.add_argument("--cases", default="synthetic_1500,synthetic_5000,onehot,tissue_k3")
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--peers", default=",".join(PEERS),
-                    help="the peers to run, of " + ", ".join(PEERS))
-    ap.add_argument("--threads", type=int, default=None,
-                    help="threads of every tool (default: every core)")
+    ap.add_argument(
+        "--peers", default=",".join(PEERS), help="the peers to run, of " + ", ".join(PEERS)
+    )
+    ap.add_argument(
+        "--threads", type=int, default=None, help="threads of every tool (default: every core)"
+    )
     ap.add_argument("--note", default="")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                  "wide_cpu2.jsonl"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "wide_cpu2.jsonl")
+    )
     args = ap.parse_args()
     global THREADS
     THREADS = args.threads
     import gpufs
 
-    data = {"synthetic_1500": (lambda: synthetic(1500), 5),
-            "synthetic_5000": (lambda: synthetic(5000), 5),
-            "onehot": (onehot, 5), "tissue_k3": (tissue, 3)}
+    data = {
+        "synthetic_1500": (lambda: synthetic(1500), 5),
+        "synthetic_5000": (lambda: synthetic(5000), 5),
+        "onehot": (onehot, 5),
+        "tissue_k3": (tissue, 3),
+    }
     for case in args.cases.split(","):
         if case not in data:
             raise SystemExit(f"unknown case {case!r}; expected one of {sorted(data)}")
         make, k = data[case]
         X, y, n_classes = make()
         machine = machine_info()
-        rec = run_case(case, X, y, n_classes, args.trees, args.repeats, k,
-                       [p for p in args.peers.split(",") if p])
-        rec.update(bench="wide", gpufs_version=gpufs.__version__, note=args.note,
-                   machine=machine, loadavg_after=list(os.getloadavg()))
+        rec = run_case(
+            case,
+            X,
+            y,
+            n_classes,
+            args.trees,
+            args.repeats,
+            k,
+            [p for p in args.peers.split(",") if p],
+        )
+        rec.update(
+            bench="wide",
+            gpufs_version=gpufs.__version__,
+            note=args.note,
+            machine=machine,
+            loadavg_after=list(os.getloadavg()),
+        )
         with open(args.out, "a") as fh:
             fh.write(json.dumps(rec) + "\n")
-        print(json.dumps({key: v for key, v in rec.items()
-                          if key != "machine" and "_all_" not in key}), flush=True)
+        print(
+            json.dumps(
+                {key: v for key, v in rec.items() if key != "machine" and "_all_" not in key}
+            ),
+            flush=True,
+        )
         for peer in [p for p in args.peers.split(",") if p]:
             for tag, what in (("", "wall"), ("cpu_", "cpu")):
-                print(f"{case} ({what}): gpufs / {peer}: per tree "
-                      f"{rec[f'{tag}per_tree_gpufs_over_{peer}']:.2f}, whole fit "
-                      f"{rec[f'{tag}fit_gpufs_over_{peer}']:.2f}, exact-k (k={k}) over its "
-                      f"{args.trees}-tree fit {rec[f'{tag}k_fit_gpufs_over_{peer}_fit']:.2f}",
-                      flush=True)
+                print(
+                    f"{case} ({what}): gpufs / {peer}: per tree "
+                    f"{rec[f'{tag}per_tree_gpufs_over_{peer}']:.2f}, whole fit "
+                    f"{rec[f'{tag}fit_gpufs_over_{peer}']:.2f}, exact-k (k={k}) over its "
+                    f"{args.trees}-tree fit {rec[f'{tag}k_fit_gpufs_over_{peer}_fit']:.2f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ GPU tests filled the cache first.
     python bench/dask_gpu_smoke.py
     python bench/dask_gpu_smoke.py --rows 20000 --trees 2 --out results/dask_gpu_smoke.jsonl
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def _cluster(args):
         import dask_cuda
 
         return dask_cuda.LocalCUDACluster(dashboard_address=":0")
-    return distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                                    processes=True, dashboard_address=":0")
+    return distributed.LocalCluster(
+        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
 
 
 def main(argv=None):
@@ -72,8 +74,14 @@ def main(argv=None):
     z = np.nan_to_num(X).astype(np.float64)
     y = z[:, 0] + 2 * z[:, 1] - z[:, 2] * z[:, 3] + 0.5 * rng.normal(size=n)
     kw = dict(n_estimators=args.trees, max_depth=args.depth, random_state=0)
-    rec = {"bench": "dask_gpu_smoke", "rows": n, "features": d, "trees": args.trees,
-           "depth": args.depth, "machine": machine_info()}
+    rec = {
+        "bench": "dask_gpu_smoke",
+        "rows": n,
+        "features": d,
+        "trees": args.trees,
+        "depth": args.depth,
+        "machine": machine_info(),
+    }
     # the reference on this process's GPU; under the simulator (this script's own check) on
     # the CPU, whose trees the GPU's equal
     rec["reference_device"] = "cpu" if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else "gpu"

@@ -34,6 +34,7 @@ workloads run under the CUDA simulator at toy sizes (``NUMBA_ENABLE_CUDASIM=1 ..
 prepare --rows 200 --features 5``, then ``--step ab --depth 2 --trees 1``).
 Nothing here is a claim until a device run writes it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,15 +55,37 @@ ROOT = os.path.dirname(HERE)
 HIST_KERNELS = ("bounded", "split_word")
 GPUFS_KERNELS = r"regex:histogram_|search_kernel|partition_"
 XGB_KERNELS = r"regex:HistKernel"
-SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats",
-            "WarpStateStats", "SchedulerStats")
-STALLS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
-          "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc",
-          "no_instruction", "not_selected", "short_scoreboard", "sleeping", "tex_throttle",
-          "wait")
+SECTIONS = (
+    "SpeedOfLight",
+    "MemoryWorkloadAnalysis",
+    "Occupancy",
+    "LaunchStats",
+    "WarpStateStats",
+    "SchedulerStats",
+)
+STALLS = (
+    "barrier",
+    "branch_resolving",
+    "dispatch_stall",
+    "drain",
+    "imc_miss",
+    "lg_throttle",
+    "long_scoreboard",
+    "math_pipe_throttle",
+    "membar",
+    "mio_throttle",
+    "misc",
+    "no_instruction",
+    "not_selected",
+    "short_scoreboard",
+    "sleeping",
+    "tex_throttle",
+    "wait",
+)
 METRICS = (
     "gpu__time_duration.sum",
-    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "smsp__inst_executed_op_shared_atom.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum",
@@ -71,9 +94,12 @@ METRICS = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "sm__maximum_warps_per_active_cycle_pct",
-    "launch__registers_per_thread", "launch__occupancy_limit_shared_mem",
-    "launch__occupancy_limit_registers", "launch__shared_mem_per_block_dynamic",
-    "launch__grid_size", "launch__block_size",
+    "launch__registers_per_thread",
+    "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_registers",
+    "launch__shared_mem_per_block_dynamic",
+    "launch__grid_size",
+    "launch__block_size",
 ) + tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALLS)
 #: One tree of depth 6: 6 histogram, 6 search, 5-6 count and scatter launches.
 GPUFS_LAUNCHES = 26
@@ -101,8 +127,13 @@ def _make_rows(n, d, seed):
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d), dtype=np.float32)
-    y = (X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + 0.5 * X[:, 3] - 0.5 * X[:, 4] ** 2
-         + 0.5 * rng.standard_normal(n, dtype=np.float32)).astype(np.float64)
+    y = (
+        X[:, 0] * X[:, 1]
+        + np.sin(2 * X[:, 2])
+        + 0.5 * X[:, 3]
+        - 0.5 * X[:, 4] ** 2
+        + 0.5 * rng.standard_normal(n, dtype=np.float32)
+    ).astype(np.float64)
     return X, y
 
 
@@ -137,9 +168,11 @@ def _fit(backend, Xb, y, bm, trees, depth):
     from gpufs.engine.penalties import PenaltyState
 
     d = Xb.shape[1]
-    params = BoostingParams(n_estimators=trees, hessian=True,
-                            tree=TreeParams(max_depth=depth, reg_lambda=1.0, learning_rate=0.1,
-                                            min_child_weight=1.0))
+    params = BoostingParams(
+        n_estimators=trees,
+        hessian=True,
+        tree=TreeParams(max_depth=depth, reg_lambda=1.0, learning_rate=0.1, min_child_weight=1.0),
+    )
     pen = PenaltyState(0.0, np.ones(d), np.arange(d))
     return fit_boosting(backend, DeviceRows(backend, Xb, y), SquaredError(), pen, bm, params)
 
@@ -173,14 +206,27 @@ def step_ab(args):
             be.synchronize()
             wall = time.perf_counter() - t0
             ms = {k: v / args.trees for k, v in be.kernel_times().items()}
-            runs.append(dict(hist_kernel=kernel, rep=rep, per_tree_s=wall / args.trees,
-                             kernels_ms_per_tree=ms, tile_slots=be.tile_slots,
-                             rows_per_task=be._rows_per_task(Xb.shape[0]),
-                             trees=trees_digest(fit.ensemble)))
+            runs.append(
+                dict(
+                    hist_kernel=kernel,
+                    rep=rep,
+                    per_tree_s=wall / args.trees,
+                    kernels_ms_per_tree=ms,
+                    tile_slots=be.tile_slots,
+                    rows_per_task=be._rows_per_task(Xb.shape[0]),
+                    trees=trees_digest(fit.ensemble),
+                )
+            )
             print(json.dumps(runs[-1]), flush=True)
     same = len({r["trees"] for r in runs}) == 1
-    out = dict(rows=args.rows, features=args.features, depth=args.depth, trees=args.trees,
-               same_trees=same, runs=runs)
+    out = dict(
+        rows=args.rows,
+        features=args.features,
+        depth=args.depth,
+        trees=args.trees,
+        same_trees=same,
+        runs=runs,
+    )
     with open(os.path.join(args.out, "ab.json"), "w") as fh:
         json.dump(out, fh, indent=1)
     print("ab: same trees for both kernels:", same)
@@ -204,9 +250,19 @@ def step_xgboost_once(args):
     X = cp.asarray(np.load(os.path.join(args.work, "X.npy")))
     y = cp.asarray(np.load(os.path.join(args.work, "y.npy")))
     dm = xgb.QuantileDMatrix(X, y, max_bin=256)
-    xgb.train(dict(device="cuda", tree_method="hist", max_depth=args.depth, max_bin=256,
-                   learning_rate=0.1, reg_lambda=1.0, min_child_weight=1.0), dm,
-              num_boost_round=1)
+    xgb.train(
+        dict(
+            device="cuda",
+            tree_method="hist",
+            max_depth=args.depth,
+            max_bin=256,
+            learning_rate=0.1,
+            reg_lambda=1.0,
+            min_child_weight=1.0,
+        ),
+        dm,
+        num_boost_round=1,
+    )
     cp.cuda.runtime.deviceSynchronize()
 
 
@@ -222,9 +278,22 @@ def known_metrics(query_output, metrics=METRICS):
 
 def ncu_command(ncu, report, kernels, launches, metrics, workload):
     """The ncu command line profiling ``workload`` (a list) into ``report`` (.ncu-rep)."""
-    cmd = [ncu, "--clock-control", "none", "--target-processes", "all",
-           "--kernel-name-base", "demangled", "--kernel-name", kernels,
-           "--launch-count", str(launches), "-f", "-o", report]
+    cmd = [
+        ncu,
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        "--kernel-name-base",
+        "demangled",
+        "--kernel-name",
+        kernels,
+        "--launch-count",
+        str(launches),
+        "-f",
+        "-o",
+        report,
+    ]
     for s in SECTIONS:
         cmd += ["--section", s]
     if metrics:
@@ -234,8 +303,13 @@ def ncu_command(ncu, report, kernels, launches, metrics, workload):
 
 def kernel_family(name):
     """A profiled kernel's row label: gpufs's kernels by function, XGBoost's histogram."""
-    for fam in ("histogram_bounded_kernel", "histogram_kernel", "search_kernel",
-                "partition_count_kernel", "partition_scatter_kernel"):
+    for fam in (
+        "histogram_bounded_kernel",
+        "histogram_kernel",
+        "search_kernel",
+        "partition_count_kernel",
+        "partition_scatter_kernel",
+    ):
         if fam in name:
             return fam
     if "HistKernel" in name:
@@ -260,11 +334,25 @@ def parse_raw_csv(text):
     if start is None:
         return []
     head, units = rows[start], rows[start + 1]
-    scale = {"ms": 1e-3, "us": 1e-6, "usecond": 1e-6, "msecond": 1e-3, "nsecond": 1e-9,
-             "ns": 1e-9, "second": 1.0, "s": 1.0, "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6,
-             "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+    scale = {
+        "ms": 1e-3,
+        "us": 1e-6,
+        "usecond": 1e-6,
+        "msecond": 1e-3,
+        "nsecond": 1e-9,
+        "ns": 1e-9,
+        "second": 1.0,
+        "s": 1.0,
+        "byte": 1.0,
+        "Kbyte": 1e3,
+        "Mbyte": 1e6,
+        "Gbyte": 1e9,
+        "KB": 1e3,
+        "MB": 1e6,
+        "GB": 1e9,
+    }
     out = []
-    for r in rows[start + 2:]:
+    for r in rows[start + 2 :]:
         rec = {}
         for k, u, v in zip(head, units, r):
             x = _num(v)
@@ -297,14 +385,18 @@ def summarize(launches, peak_bytes_s=None):
     for fam, rs in sorted(fams.items()):
         time_s = tot(rs, t)
         dram = [tot(rs, "dram__bytes_read.sum"), tot(rs, "dram__bytes_write.sum")]
-        rec = dict(launches=len(rs), time_ms=1e3 * time_s if time_s else None,
-                   largest_ms=1e3 * max((r.get(t) or 0.0) for r in rs))
+        rec = dict(
+            launches=len(rs),
+            time_ms=1e3 * time_s if time_s else None,
+            largest_ms=1e3 * max((r.get(t) or 0.0) for r in rs),
+        )
         if time_s and None not in dram:
             rec["dram_gb_s"] = sum(dram) / time_s / 1e9
             if peak_bytes_s:
                 rec["dram_pct_of_peak"] = 100 * sum(dram) / time_s / peak_bytes_s
         rec["dram_pct_of_peak_ncu"] = mean(
-            rs, "dram__throughput.avg.pct_of_peak_sustained_elapsed", t)
+            rs, "dram__throughput.avg.pct_of_peak_sustained_elapsed", t
+        )
         atoms = tot(rs, "smsp__inst_executed_op_shared_atom.sum")
         wav = tot(rs, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum")
         conf = tot(rs, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum")
@@ -315,7 +407,8 @@ def summarize(launches, peak_bytes_s=None):
         if wav and conf is not None:
             rec["atom_bank_conflicts_per_wavefront"] = conf / wav
         rec["occupancy_achieved_pct"] = mean(
-            rs, "sm__warps_active.avg.pct_of_peak_sustained_active", t)
+            rs, "sm__warps_active.avg.pct_of_peak_sustained_active", t
+        )
         rec["occupancy_theoretical_pct"] = mean(rs, "sm__maximum_warps_per_active_cycle_pct", t)
         rec["registers"] = mean(rs, "launch__registers_per_thread")
         stalls = {}
@@ -329,11 +422,23 @@ def summarize(launches, peak_bytes_s=None):
 
 
 def summary_markdown(summ, title):
-    cols = ("launches", "time_ms", "dram_gb_s", "dram_pct_of_peak_ncu", "shared_atom_inst_per_s",
-            "atom_bank_conflicts_per_wavefront", "occupancy_achieved_pct",
-            "occupancy_theoretical_pct", "registers")
-    lines = [f"## {title}", "", "| kernel | " + " | ".join(cols) + " | top stalls |",
-             "|" + "---|" * (len(cols) + 2)]
+    cols = (
+        "launches",
+        "time_ms",
+        "dram_gb_s",
+        "dram_pct_of_peak_ncu",
+        "shared_atom_inst_per_s",
+        "atom_bank_conflicts_per_wavefront",
+        "occupancy_achieved_pct",
+        "occupancy_theoretical_pct",
+        "registers",
+    )
+    lines = [
+        f"## {title}",
+        "",
+        "| kernel | " + " | ".join(cols) + " | top stalls |",
+        "|" + "---|" * (len(cols) + 2),
+    ]
     for fam, rec in summ.items():
         cells = []
         for c in cols:
@@ -351,17 +456,33 @@ def _sh(cmd, log, timeout=None, env=None):
         fh.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
         fh.flush()
         try:
-            return subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
-                                  env=env).returncode
+            return subprocess.run(
+                cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, env=env
+            ).returncode
         except subprocess.TimeoutExpired:
             fh.write(f"timed out after {timeout} s\n")
             return 124
 
 
 def _self(args, step, *extra):
-    return [sys.executable, os.path.abspath(__file__), "--step", step, "--work", args.work,
-            "--out", args.out, "--rows", str(args.rows), "--features", str(args.features),
-            "--depth", str(args.depth), "--trees", str(args.trees)] + list(extra)
+    return [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--step",
+        step,
+        "--work",
+        args.work,
+        "--out",
+        args.out,
+        "--rows",
+        str(args.rows),
+        "--features",
+        str(args.features),
+        "--depth",
+        str(args.depth),
+        "--trees",
+        str(args.trees),
+    ] + list(extra)
 
 
 def _peak_bandwidth():
@@ -377,13 +498,25 @@ def _peak_bandwidth():
 def run_all(args):
     os.makedirs(args.out, exist_ok=True)
     log = os.path.join(args.out, "session.log")
-    env = dict(os.environ, PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join([ROOT] + ([args.site] if args.site else [])
-                                          + [os.environ.get("PYTHONPATH", "")]))
-    run = (lambda cmd, timeout=None: print("$", " ".join(map(shlex.quote, cmd)))) \
-        if args.dry_run else (lambda cmd, timeout=None: _sh(cmd, log, timeout, env))
-    have_xgb = args.dry_run or subprocess.run(
-        [sys.executable, "-c", "import xgboost"], env=env, capture_output=True).returncode == 0
+    env = dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join(
+            [ROOT] + ([args.site] if args.site else []) + [os.environ.get("PYTHONPATH", "")]
+        ),
+    )
+    run = (
+        (lambda cmd, timeout=None: print("$", " ".join(map(shlex.quote, cmd))))
+        if args.dry_run
+        else (lambda cmd, timeout=None: _sh(cmd, log, timeout, env))
+    )
+    have_xgb = (
+        args.dry_run
+        or subprocess.run(
+            [sys.executable, "-c", "import xgboost"], env=env, capture_output=True
+        ).returncode
+        == 0
+    )
     run(["nvidia-smi"], 30)
     run([args.ncu, "--version"], 30)
     run(_self(args, "prepare") + (["--xgboost-x"] if have_xgb else []), 240)
@@ -391,12 +524,15 @@ def run_all(args):
         run(_self(args, "ab"), 240)
     metrics = list(METRICS)
     if not args.dry_run:
-        q = subprocess.run([args.ncu, "--query-metrics", "--chip", args.chip],
-                           capture_output=True, text=True)
+        q = subprocess.run(
+            [args.ncu, "--query-metrics", "--chip", args.chip], capture_output=True, text=True
+        )
         metrics = known_metrics(q.stdout)
         with open(log, "a") as fh:
-            fh.write(f"metrics kept: {len(metrics)} of {len(METRICS)}; dropped: "
-                     f"{sorted(set(METRICS) - set(metrics))}\n")
+            fh.write(
+                f"metrics kept: {len(metrics)} of {len(METRICS)}; dropped: "
+                f"{sorted(set(METRICS) - set(metrics))}\n"
+            )
     peak = None if args.dry_run else _peak_bandwidth()
     summary, md = dict(peak_bytes_s=peak, rows=args.rows, features=args.features), []
 
@@ -405,8 +541,11 @@ def run_all(args):
         times out keeps them)."""
         if args.dry_run or not os.path.exists(rep + ".ncu-rep"):
             return
-        csv_text = subprocess.run([args.ncu, "--import", rep + ".ncu-rep", "--csv", "--page",
-                                   "raw"], capture_output=True, text=True).stdout
+        csv_text = subprocess.run(
+            [args.ncu, "--import", rep + ".ncu-rep", "--csv", "--page", "raw"],
+            capture_output=True,
+            text=True,
+        ).stdout
         with open(os.path.join(args.out, f"ncu_{name}.csv"), "w") as fh:
             fh.write(csv_text)
         summary[name] = summarize(parse_raw_csv(csv_text), peak)
@@ -419,13 +558,26 @@ def run_all(args):
     if "ncu" in args.steps:
         for kernel in HIST_KERNELS:
             rep = os.path.join(args.work, f"gpufs_{kernel}")
-            run(ncu_command(args.ncu, rep, GPUFS_KERNELS, GPUFS_LAUNCHES, metrics,
-                            _self(args, "fit-once", "--hist-kernel", kernel)), 200)
+            run(
+                ncu_command(
+                    args.ncu,
+                    rep,
+                    GPUFS_KERNELS,
+                    GPUFS_LAUNCHES,
+                    metrics,
+                    _self(args, "fit-once", "--hist-kernel", kernel),
+                ),
+                200,
+            )
             export(f"gpufs_{kernel}", rep)
     if "xgboost" in args.steps and have_xgb:
         rep = os.path.join(args.work, "xgboost")
-        run(ncu_command(args.ncu, rep, XGB_KERNELS, XGB_LAUNCHES, metrics,
-                        _self(args, "xgboost-once")), 150)
+        run(
+            ncu_command(
+                args.ncu, rep, XGB_KERNELS, XGB_LAUNCHES, metrics, _self(args, "xgboost-once")
+            ),
+            150,
+        )
         export("xgboost", rep)
     print("\n".join(md))
 
@@ -433,18 +585,20 @@ def run_all(args):
 _S = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 _SAMPLE = (  # (metric, unit, launch 0, launch 1, launch 2) of a made-up ncu raw CSV
     ("ID", "", "0", "1", "2"),
-    ("Kernel Name", "", "cudapy::histogram::histogram_bounded_kernel[abi:v1](Array)",
-     "cudapy::split::search_kernel[abi:v1](Array)",
-     "cudapy::histogram::histogram_bounded_kernel[abi:v1](Array)"),
+    (
+        "Kernel Name",
+        "",
+        "cudapy::histogram::histogram_bounded_kernel[abi:v1](Array)",
+        "cudapy::split::search_kernel[abi:v1](Array)",
+        "cudapy::histogram::histogram_bounded_kernel[abi:v1](Array)",
+    ),
     ("gpu__time_duration.sum", "msecond", "10.0", "0.5", "5.0"),
     ("dram__bytes_read.sum", "Gbyte", "1.2", "0.1", "0.6"),
     ("dram__bytes_write.sum", "Mbyte", "16", "0", "8"),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "40.5", "20", "40.5"),
     ("smsp__inst_executed_op_shared_atom.sum", "inst", "1,000,000", "0", "500,000"),
-    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum", "", "2,000,000", "0",
-     "1,000,000"),
-    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum", "", "500,000", "0",
-     "250,000"),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum", "", "2,000,000", "0", "1,000,000"),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum", "", "500,000", "0", "250,000"),
     ("sm__warps_active.avg.pct_of_peak_sustained_active", "%", "60", "30", "62"),
     ("sm__maximum_warps_per_active_cycle_pct", "%", "75", "50", "75"),
     ("launch__registers_per_thread", "register/thread", "47", "96", "47"),
@@ -470,8 +624,9 @@ def self_check():
     assert abs(h["occupancy_achieved_pct"] - (60 * 10 + 62 * 5) / 15) < 1e-9, h
     assert h["top_stalls"][0][0] == "mio_throttle", h
     assert summ["search_kernel"]["top_stalls"][0][0] == "barrier"
-    assert known_metrics("dram__bytes_read  Counter  byte  # of bytes\n", METRICS[:3]) \
-        == ["dram__bytes_read.sum"]
+    assert known_metrics("dram__bytes_read  Counter  byte  # of bytes\n", METRICS[:3]) == [
+        "dram__bytes_read.sum"
+    ]
     assert known_metrics("", METRICS[:2]) == list(METRICS[:2])
     print(summary_markdown(summ, "self-check"))
     return summ
@@ -500,8 +655,12 @@ def main(argv=None):
         return
     if args.step:
         sys.path.insert(0, ROOT)
-        {"prepare": step_prepare, "ab": step_ab, "fit-once": step_fit_once,
-         "xgboost-once": step_xgboost_once}[args.step](args)
+        {
+            "prepare": step_prepare,
+            "ab": step_ab,
+            "fit-once": step_fit_once,
+            "xgboost-once": step_xgboost_once,
+        }[args.step](args)
         return
     run_all(args)
 

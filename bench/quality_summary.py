@@ -12,6 +12,7 @@ Run::
     python bench/quality_summary.py bench/results/quality_cpu2_splits5.jsonl \\
         bench/results/quality_cpu2_cb_reweight.jsonl --markdown
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,15 +57,30 @@ def summarize(runs):
         best_g, best_p = max(g, key=g.get), max(p, key=p.get)
         per_split = np.asarray(score[best_p]) - np.asarray(score[best_g])
         se = float(per_split.std(ddof=1) / np.sqrt(len(splits))) if len(splits) > 1 else None
-        met_splits = sum(max(score[m][i] for m in g) >= max(score[m][i] for m in p) - TOL
-                         for i in range(len(splits)))
+        met_splits = sum(
+            max(score[m][i] for m in g) >= max(score[m][i] for m in p) - TOL
+            for i in range(len(splits))
+        )
         gap = p[best_p] - g[best_g]
         gbfs_met = "gbfs" in g and p[best_p] - g["gbfs"] <= TOL
-        out.append({"table": table, "k": k, "splits": len(splits), "scores": mean,
-                    "best_gpufs": best_g, "best_gpufs_score": g[best_g], "best_peer": best_p,
-                    "best_peer_score": p[best_p], "gap": gap, "gap_se": se,
-                    "met": bool(gap <= TOL), "met_splits": int(met_splits),
-                    "gbfs_met": bool(gbfs_met), "planted": table in PLANTED_FAMILIES})
+        out.append(
+            {
+                "table": table,
+                "k": k,
+                "splits": len(splits),
+                "scores": mean,
+                "best_gpufs": best_g,
+                "best_gpufs_score": g[best_g],
+                "best_peer": best_p,
+                "best_peer_score": p[best_p],
+                "gap": gap,
+                "gap_se": se,
+                "met": bool(gap <= TOL),
+                "met_splits": int(met_splits),
+                "gbfs_met": bool(gbfs_met),
+                "planted": table in PLANTED_FAMILIES,
+            }
+        )
     return out
 
 
@@ -85,8 +101,10 @@ def recovery(runs):
             r = list(recs.values())
             row["methods"][m] = {
                 "recovery": float(np.mean([x["recovery"] for x in r])),
-                "all": sum(x["recovery"] == 1.0 for x in r), "splits": len(r),
-                "one_per_group": sum(bool(x.get("one_per_group")) for x in r)}
+                "all": sum(x["recovery"] == 1.0 for x in r),
+                "splits": len(r),
+                "one_per_group": sum(bool(x.get("one_per_group")) for x in r),
+            }
         ref, gbfs = by_method.get("gain_ref", {}), by_method.get("gbfs", {})
         both = [s for s in ref if s in gbfs and ref[s]["recovery"] == 1.0]
         row["gain_ref_all"] = len(both)
@@ -102,17 +120,35 @@ def recovery_markdown(rows, methods):
         cells = []
         for m in methods:
             v = r["methods"].get(m)
-            cells.append("" if v is None else
-                         f"{v['recovery']:.2f} ({v['all']}/{v['splits']} all"
-                         + (f", {v['one_per_group']} one per group" if r["table"].startswith(
-                             "copies") else "") + ")")
-        lines.append("| " + " | ".join([r["table"], str(r["k"]), *cells,
-                                        f"{r['gbfs_where_gain_ref_all']}/{r['gain_ref_all']}"])
-                     + " |")
+            cells.append(
+                ""
+                if v is None
+                else f"{v['recovery']:.2f} ({v['all']}/{v['splits']} all"
+                + (
+                    f", {v['one_per_group']} one per group"
+                    if r["table"].startswith("copies")
+                    else ""
+                )
+                + ")"
+            )
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["table"],
+                    str(r["k"]),
+                    *cells,
+                    f"{r['gbfs_where_gain_ref_all']}/{r['gain_ref_all']}",
+                ]
+            )
+            + " |"
+        )
     lines.append("")
-    lines.append("Recovery: planted signals found / k, mean over the splits (seeds); in brackets "
-                 "the splits that found all k (and, for the near-copy groups, kept exactly one "
-                 "copy of each group).")
+    lines.append(
+        "Recovery: planted signals found / k, mean over the splits (seeds); in brackets "
+        "the splits that found all k (and, for the near-copy groups, kept exactly one "
+        "copy of each group)."
+    )
     return "\n".join(lines)
 
 
@@ -122,23 +158,38 @@ def markdown(rows, methods):
     for r in rows:
         se = r["gap_se"]
         ratio = f"{r['gap'] / se:.1f}" if se else ""
-        lines.append("| " + " | ".join(
-            [r["table"], str(r["k"])]
-            + [f"{r['scores'][m]:.4f}" if m in r["scores"] else "" for m in methods]
-            + [r["best_gpufs"], r["best_peer"], f"{r['gap']:+.4f}", ratio,
-               f"{'yes' if r['met'] else 'NO'} ({r['met_splits']}/{r['splits']} splits)"])
-            + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [r["table"], str(r["k"])]
+                + [f"{r['scores'][m]:.4f}" if m in r["scores"] else "" for m in methods]
+                + [
+                    r["best_gpufs"],
+                    r["best_peer"],
+                    f"{r['gap']:+.4f}",
+                    ratio,
+                    f"{'yes' if r['met'] else 'NO'} ({r['met_splits']}/{r['splits']} splits)",
+                ]
+            )
+            + " |"
+        )
     real = [r for r in rows if not r["planted"]]
     met = sum(r["met"] for r in real)
     lines.append("")
-    lines.append(f"Real tables: GBFS alone best or within {TOL} of the best peer in "
-                 f"{sum(r['gbfs_met'] for r in real)} of {len(real)} cells.")
-    lines.append(f"Goal (a gpufs family best or within {TOL} of the best peer) met in {met} of "
-                 f"{len(real)} real-table cells.")
+    lines.append(
+        f"Real tables: GBFS alone best or within {TOL} of the best peer in "
+        f"{sum(r['gbfs_met'] for r in real)} of {len(real)} cells."
+    )
+    lines.append(
+        f"Goal (a gpufs family best or within {TOL} of the best peer) met in {met} of "
+        f"{len(real)} real-table cells."
+    )
     planted = [r for r in rows if r["planted"]]
     if planted:
-        lines.append(f"Planted families: a gpufs family best or within {TOL} in "
-                     f"{sum(r['met'] for r in planted)} of {len(planted)} cells.")
+        lines.append(
+            f"Planted families: a gpufs family best or within {TOL} in "
+            f"{sum(r['met'] for r in planted)} of {len(planted)} cells."
+        )
     return "\n".join(lines)
 
 
@@ -154,8 +205,16 @@ def main(argv=None):
         print(markdown(rows, methods))
         if planted:
             print()
-            print(recovery_markdown(planted, [m for m in GPUFS + PEERS + ("gain_ref",) if any(
-                m in r["methods"] for r in planted)]))
+            print(
+                recovery_markdown(
+                    planted,
+                    [
+                        m
+                        for m in GPUFS + PEERS + ("gain_ref",)
+                        if any(m in r["methods"] for r in planted)
+                    ],
+                )
+            )
     else:
         for r in rows + planted:
             print(json.dumps(r))

@@ -31,26 +31,61 @@ formula is compiled in from ``gpufs.rules._gain`` and the objectives' math from
 ``gpufs.rules._exactmath``; their content is part of the cache folder's name
 (``gpufs._numba_setup``), so editing them recompiles these kernels.
 """
+
 from .binning import bin_transform_kernel
-from .histogram import (MAX_BOUNDED_TILE_SLOTS, MAX_TILE_SLOTS, bounded_tile_words,
-                        histogram_bounded_kernel, histogram_kernel, tile_words, tiles)
-from .objective import (REDUCE_BLOCK, extremes_kernel, logistic_gradients_kernel,
-                        logistic_loss_kernel, quantize_kernel, round_logistic_kernel,
-                        round_softmax_kernel, round_squared_error_kernel,
-                        softmax_gradients_kernel, softmax_loss_kernel, squared_error_loss_kernel)
+from .histogram import (
+    MAX_BOUNDED_TILE_SLOTS,
+    MAX_TILE_SLOTS,
+    bounded_tile_words,
+    histogram_bounded_kernel,
+    histogram_kernel,
+    tile_words,
+    tiles,
+)
+from .objective import (
+    REDUCE_BLOCK,
+    extremes_kernel,
+    logistic_gradients_kernel,
+    logistic_loss_kernel,
+    quantize_kernel,
+    round_logistic_kernel,
+    round_softmax_kernel,
+    round_squared_error_kernel,
+    softmax_gradients_kernel,
+    softmax_loss_kernel,
+    squared_error_loss_kernel,
+)
 from .partition import partition_count_kernel, partition_scatter_kernel
 from .predict import predict_binned_kernel, predict_raw_kernel
 from .split import MAX_SEARCH_THREADS, OUT_FIELDS, search_kernel
 from .update import update_leaves_kernel
 
 __all__ = [
-    "MAX_SEARCH_THREADS", "MAX_TILE_SLOTS", "MAX_BOUNDED_TILE_SLOTS", "OUT_FIELDS",
-    "REDUCE_BLOCK", "tile_words", "bounded_tile_words", "tiles",
-    "bin_transform_kernel", "histogram_kernel", "histogram_bounded_kernel", "search_kernel",
+    "MAX_SEARCH_THREADS",
+    "MAX_TILE_SLOTS",
+    "MAX_BOUNDED_TILE_SLOTS",
+    "OUT_FIELDS",
+    "REDUCE_BLOCK",
+    "tile_words",
+    "bounded_tile_words",
+    "tiles",
+    "bin_transform_kernel",
+    "histogram_kernel",
+    "histogram_bounded_kernel",
+    "search_kernel",
     "partition_count_kernel",
-    "partition_scatter_kernel", "update_leaves_kernel", "predict_binned_kernel",
-    "predict_raw_kernel", "logistic_gradients_kernel", "softmax_gradients_kernel",
-    "squared_error_loss_kernel", "logistic_loss_kernel", "softmax_loss_kernel",
-    "round_squared_error_kernel", "round_logistic_kernel", "round_softmax_kernel",
-    "extremes_kernel", "quantize_kernel",
+    "partition_scatter_kernel",
+    "update_leaves_kernel",
+    "predict_binned_kernel",
+    "predict_raw_kernel",
+    "logistic_gradients_kernel",
+    "softmax_gradients_kernel",
+    "squared_error_loss_kernel",
+    "logistic_loss_kernel",
+    "softmax_loss_kernel",
+    "round_squared_error_kernel",
+    "round_logistic_kernel",
+    "round_softmax_kernel",
+    "extremes_kernel",
+    "quantize_kernel",
 ]

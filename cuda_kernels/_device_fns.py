@@ -13,6 +13,7 @@ compiles with ``numba.njit``, compiled here with ``cuda.jit(device=True)``, so b
 evaluate one formula and one rule. ``_gain``'s docstring explains why that formula cannot be
 contracted into fused multiply-adds (which would round differently from the CPU).
 """
+
 import os
 
 import numpy as np

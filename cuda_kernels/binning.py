@@ -12,6 +12,7 @@ Launch: 1-D grid-stride loop over the n * d elements in row-major order, so neig
 threads read neighbouring elements of a row (coalesced for C-ordered X and out). Any grid works;
 the backend sizes it.
 """
+
 from numba import cuda
 
 from ._device_fns import bin_of

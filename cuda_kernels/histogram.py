@@ -69,11 +69,11 @@ Why the histogram kernel has this shape:
   * A slot is 4 words (g and h, low and high) and every 8 slots are followed by one word of
     padding (``tile_word``), which puts neighbouring features' same bins on different banks.
 """
+
 import numpy as np
 from numba import cuda, int32, int64, uint32
 
-from ._device_fns import (add_split_word, find_segment, row_at, slot_of, split_word_value,
-                          task_range)
+from ._device_fns import add_split_word, find_segment, row_at, slot_of, split_word_value, task_range
 
 #: Most histogram slots of one tile: its words (``tile_words``) fit numba-cuda's 48 KB of
 #: dynamic shared memory. At least 256, the widest feature.
@@ -159,13 +159,17 @@ def bounded_tile_word(s):
     return 2 * s + (s >> 4)
 
 
-assert (bounded_tile_words(MAX_BOUNDED_TILE_SLOTS) * 4 <= 48 * 1024
-        < bounded_tile_words(MAX_BOUNDED_TILE_SLOTS + 1) * 4)
+assert (
+    bounded_tile_words(MAX_BOUNDED_TILE_SLOTS) * 4
+    <= 48 * 1024
+    < bounded_tile_words(MAX_BOUNDED_TILE_SLOTS + 1) * 4
+)
 
 
 @cuda.jit(cache=True)
-def histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f,
-                     rows_per_task, out):
+def histogram_kernel(
+    Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f, rows_per_task, out
+):
     task = cuda.blockIdx.x
     if task >= ctrl[2]:
         return  # the whole block leaves together, before any barrier
@@ -192,11 +196,11 @@ def histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset,
     slot = bld[2, s]
     rows = rows2[cur]
     nf = fb - fa
-    nfs = min(nf, nt)         # features in flight per row
-    lanes = nt // nfs         # rows in flight per block
-    fl = tid % nfs            # this thread's first feature within the tile
-    rl = tid // nfs           # this thread's row lane
-    if rl < lanes:            # the last nt % nfs threads idle
+    nfs = min(nf, nt)  # features in flight per row
+    lanes = nt // nfs  # rows in flight per block
+    fl = tid % nfs  # this thread's first feature within the tile
+    rl = tid // nfs  # this thread's row lane
+    if rl < lanes:  # the last nt % nfs threads idle
         j = lo + rl
         while j < hi:
             r = row_at(rows, j, ident)
@@ -218,8 +222,9 @@ def histogram_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset,
 
 
 @cuda.jit(cache=True)
-def histogram_bounded_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset,
-                             tile_f, rows_per_task, out):
+def histogram_bounded_kernel(
+    Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f, rows_per_task, out
+):
     task = cuda.blockIdx.x
     if task >= ctrl[2]:
         return  # the whole block leaves together, before any barrier
@@ -246,11 +251,11 @@ def histogram_bounded_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur,
     slot = bld[2, s]
     rows = rows2[cur]
     nf = fb - fa
-    nfs = min(nf, nt)         # features in flight per row
-    lanes = nt // nfs         # rows in flight per block
-    fl = tid % nfs            # this thread's first feature within the tile
-    rl = tid // nfs           # this thread's row lane
-    if rl < lanes:            # the last nt % nfs threads idle
+    nfs = min(nf, nt)  # features in flight per row
+    lanes = nt // nfs  # rows in flight per block
+    fl = tid % nfs  # this thread's first feature within the tile
+    rl = tid // nfs  # this thread's row lane
+    if rl < lanes:  # the last nt % nfs threads idle
         j = lo + rl
         while j < hi:
             r = row_at(rows, j, ident)
@@ -259,7 +264,8 @@ def histogram_bounded_kernel(Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur,
             for f in range(fa + fl, fb, nfs):
                 if mask[f] != 0:
                     w = bounded_tile_word(
-                        slot_of(int64(Xb[r, f]), offset[f], offset[f + 1] - 1) - t0)
+                        slot_of(int64(Xb[r, f]), offset[f], offset[f + 1] - 1) - t0
+                    )
                     cuda.atomic.add(sh, w, g)
                     cuda.atomic.add(sh, w + 1, h)
             j += lanes

@@ -21,6 +21,7 @@ are plain Python ``*`` / ``+``.
 
 Launch: 1-D grid-stride loops, one thread per row; any grid works, the backend sizes it.
 """
+
 import os
 
 from numba import cuda, float64, int64
@@ -167,8 +168,26 @@ def extremes_kernel(g, h, w, unit_hessian, divisor, out):
 
 
 @cuda.jit(cache=True)
-def quantize_kernel(g, h, w, unit_hessian, g_scale, h_scale, e1g, e2g, lg, e1h, e2h, lh, e1q,
-                    e2q, lq, divisor, gh, sums):
+def quantize_kernel(
+    g,
+    h,
+    w,
+    unit_hessian,
+    g_scale,
+    h_scale,
+    e1g,
+    e2g,
+    lg,
+    e1h,
+    e2h,
+    lh,
+    e1q,
+    e2q,
+    lq,
+    divisor,
+    gh,
+    sums,
+):
     sh = cuda.shared.array((8, _REDUCE_BLOCK), dtype=int64)
     t = cuda.threadIdx.x
     has_w = w.shape[0] > 0

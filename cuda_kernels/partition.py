@@ -36,13 +36,22 @@ Shapes and dtypes:
   bld       (6, S) int64 build table (``histogram.histogram_kernel``); ctrl[2] its tasks
   out_i     the level's output buffer (``split.decide_kernel``), left counts at ``lc_base``
 """
+
 from numba import cuda, int32, int64
 
 from gpufs.rules._categorical import CAT_WORDS
 
-from ._device_fns import (MAX_BLOCK, block_exclusive_scan, block_inclusive_scan,
-                          find_segment, gpu_task_count, last_block_done, row_at, split_goes_left,
-                          task_range)
+from ._device_fns import (
+    MAX_BLOCK,
+    block_exclusive_scan,
+    block_inclusive_scan,
+    find_segment,
+    gpu_task_count,
+    last_block_done,
+    row_at,
+    split_goes_left,
+    task_range,
+)
 
 #: Row of the split table ``spl`` holding 1 for a categorical split (after the bitset words).
 _CAT_ROW = 8 + CAT_WORDS
@@ -54,13 +63,34 @@ def _task_split(Xcols, spl, ctrl, rows_per_task, task):
     reads it: the feature's column, threshold bin, missing-left, categorical flag, bitset."""
     s = find_segment(spl[7], ctrl[0], task)
     lo, hi = task_range(spl[5, s], spl[6, s], spl[7, s], rows_per_task, task)
-    return (s, lo, hi, Xcols[spl[2, s]], spl[3, s], spl[4, s], spl[_CAT_ROW, s] != 0,
-            spl[8:_CAT_ROW, s])
+    return (
+        s,
+        lo,
+        hi,
+        Xcols[spl[2, s]],
+        spl[3, s],
+        spl[4, s],
+        spl[_CAT_ROW, s] != 0,
+        spl[8:_CAT_ROW, s],
+    )
 
 
 @cuda.jit(cache=True)
-def partition_count_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left,
-                           chunk_off, nodes, bld, out_i, lc_base):
+def partition_count_kernel(
+    Xcols,
+    rows2,
+    cur,
+    ident,
+    spl,
+    ctrl,
+    rows_per_task,
+    chunk_left,
+    chunk_off,
+    nodes,
+    bld,
+    out_i,
+    lc_base,
+):
     if cuda.blockIdx.x < ctrl[1]:  # the same for the whole block: its barriers are safe
         _count(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left)
     if not last_block_done(ctrl, cuda.shared.array(1, dtype=int32)):  # the last block plans
@@ -128,8 +158,7 @@ def _plan(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes, bld, out_i, lc
 
 
 @cuda.jit(cache=True)
-def partition_scatter_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_off,
-                             nodes):
+def partition_scatter_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_off, nodes):
     task = cuda.blockIdx.x
     if task >= ctrl[1]:
         return

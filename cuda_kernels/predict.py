@@ -23,22 +23,23 @@ from ._device_fns import leaf_binned, leaf_raw
 
 
 @cuda.jit(cache=True)
-def predict_binned_kernel(Xb, feature, bin_threshold, missing_left, value, tree_column, out,
-                          is_cat, cat_bits):
+def predict_binned_kernel(
+    Xb, feature, bin_threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+):
     n = Xb.shape[0]
     n_trees = feature.shape[0]
     i = cuda.grid(1)
     while i < n:
         for t in range(n_trees):
-            node = leaf_binned(Xb, i, t, feature, bin_threshold, missing_left, is_cat,
-                               cat_bits)
+            node = leaf_binned(Xb, i, t, feature, bin_threshold, missing_left, is_cat, cat_bits)
             out[i, tree_column[t]] += value[t, node]
         i += cuda.gridsize(1)
 
 
 @cuda.jit(cache=True)
-def predict_raw_kernel(X, feature, threshold, missing_left, value, tree_column, out, is_cat,
-                       cat_bits):
+def predict_raw_kernel(
+    X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+):
     n = X.shape[0]
     n_trees = feature.shape[0]
     i = cuda.grid(1)

@@ -54,15 +54,25 @@ active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
     ctrl[0] splits, ctrl[1] partition tasks
   dec_f (2, S) float64 / dec_i (3, S) int64 and admitted_now (d,) bool are scratch.
 """
+
 import math
 
 from numba import cuda, float64, int32, int64
 
 from gpufs._types import CAT_WORDS, N_OUT, OUT_FIELDS, SPL_ROWS  # noqa: F401 (re-exported)
 
-from ._device_fns import (LEAF, TAKE_BEST, best_over_features, block_inclusive_scan,
-                          candidate, decide_level, gpu_task_count, last_block_done, left_word,
-                          scan_categorical)
+from ._device_fns import (
+    LEAF,
+    TAKE_BEST,
+    best_over_features,
+    block_inclusive_scan,
+    candidate,
+    decide_level,
+    gpu_task_count,
+    last_block_done,
+    left_word,
+    scan_categorical,
+)
 
 # The layouts of the output buffer (OUT_FIELDS, N_OUT) and of the split table (SPL_ROWS) are
 # ``gpufs._types``', shared with the backend.
@@ -75,30 +85,134 @@ _NO_CANDIDATE = 1 << 62
 
 
 @cuda.jit(cache=True)
-def search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
-                  n_bins, penalty, allowed, used, scal, cat_slot, cat_order, pf_f, pf_i, decide,
-                  fmask2, active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i,
-                  out_f):
-    _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
-            n_bins, penalty, allowed, used, scal[0], scal[1], scal[2], scal[3], scal[4],
-            cat_slot, int64(scal[6]), cat_order, pf_f, pf_i, scal[7], scal[8], scal[9],
-            int64(scal[10]))
+def search_kernel(
+    hist,
+    prev,
+    bld,
+    derive,
+    nodes,
+    active,
+    n_active,
+    feats2,
+    fcur,
+    ctrl,
+    offset,
+    n_bins,
+    penalty,
+    allowed,
+    used,
+    scal,
+    cat_slot,
+    cat_order,
+    pf_f,
+    pf_i,
+    decide,
+    fmask2,
+    active_next,
+    admitted_now,
+    rows_per_task,
+    dec_f,
+    dec_i,
+    spl,
+    out_i,
+    out_f,
+):
+    _search(
+        hist,
+        prev,
+        bld,
+        derive,
+        nodes,
+        active,
+        n_active,
+        feats2,
+        fcur,
+        ctrl,
+        offset,
+        n_bins,
+        penalty,
+        allowed,
+        used,
+        scal[0],
+        scal[1],
+        scal[2],
+        scal[3],
+        scal[4],
+        cat_slot,
+        int64(scal[6]),
+        cat_order,
+        pf_f,
+        pf_i,
+        scal[7],
+        scal[8],
+        scal[9],
+        int64(scal[10]),
+    )
     if not decide:
         return
     # The last block to finish decides (no second launch; no block reads pf_f / pf_i before
     # every block's results are visible).
     if not last_block_done(ctrl, cuda.shared.array(1, dtype=int32)):
         return
-    _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
-            used, admitted_now, int64(scal[11]), scal[5], rows_per_task, dec_f, dec_i, spl, ctrl,
-            out_i, out_f, cat_slot, cat_order)
+    _decide(
+        pf_f,
+        pf_i,
+        feats2,
+        fmask2,
+        fcur,
+        nodes,
+        active,
+        active_next,
+        n_active,
+        allowed,
+        used,
+        admitted_now,
+        int64(scal[11]),
+        scal[5],
+        rows_per_task,
+        dec_f,
+        dec_i,
+        spl,
+        ctrl,
+        out_i,
+        out_f,
+        cat_slot,
+        cat_order,
+    )
 
 
 @cuda.jit(device=True)
-def _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
-            n_bins, penalty, allowed, used, g_scale, h_scale, reg_lambda, gain_divisor,
-            min_child_weight, cat_slot, max_onehot, cat_order, pf_f, pf_i, cat_smooth, cat_l2,
-            min_data_per_group, max_cat_threshold):
+def _search(
+    hist,
+    prev,
+    bld,
+    derive,
+    nodes,
+    active,
+    n_active,
+    feats2,
+    fcur,
+    ctrl,
+    offset,
+    n_bins,
+    penalty,
+    allowed,
+    used,
+    g_scale,
+    h_scale,
+    reg_lambda,
+    gain_divisor,
+    min_child_weight,
+    cat_slot,
+    max_onehot,
+    cat_order,
+    pf_f,
+    pf_i,
+    cat_smooth,
+    cat_l2,
+    min_data_per_group,
+    max_cat_threshold,
+):
     d = feats2.shape[1]
     n_f = ctrl[4 + fcur]
     t = cuda.threadIdx.x
@@ -133,20 +247,58 @@ def _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl
                 c = cat_slot[f]
                 if c >= 0:
                     # one thread: the scan sorts its categories in the scratch ``cat_order``
-                    score, gain, b, ml, gl, hl = -math.inf, 0.0, int64(0), int64(0), \
-                        int64(0), int64(0)
+                    score, gain, b, ml, gl, hl = (
+                        -math.inf,
+                        0.0,
+                        int64(0),
+                        int64(0),
+                        int64(0),
+                        int64(0),
+                    )
                     if t == 0:
                         score, gain, b, ml, gl, hl = scan_categorical(
-                            hist, k, lo, last, n_bins[f], G_q, H_q, G_q / g_scale,
-                            H_q / h_scale, g_inv, h_inv, reg_lambda, gain_divisor,
-                            min_child_weight, penalty[f], max_onehot, cat_order[k, c],
-                            float64(nodes[1, node]), cat_smooth, cat_l2, min_data_per_group,
-                            max_cat_threshold)
+                            hist,
+                            k,
+                            lo,
+                            last,
+                            n_bins[f],
+                            G_q,
+                            H_q,
+                            G_q / g_scale,
+                            H_q / h_scale,
+                            g_inv,
+                            h_inv,
+                            reg_lambda,
+                            gain_divisor,
+                            min_child_weight,
+                            penalty[f],
+                            max_onehot,
+                            cat_order[k, c],
+                            float64(nodes[1, node]),
+                            cat_smooth,
+                            cat_l2,
+                            min_data_per_group,
+                            max_cat_threshold,
+                        )
                 else:
                     score, gain, b, ml, gl, hl = _scan_block(
-                        hist, k, lo, last, n_bins[f], H_q, G_q / g_scale, H_q / h_scale,
-                        g_inv, h_inv, reg_lambda, gain_divisor, min_child_weight, penalty[f],
-                        sh_i, sh_f)
+                        hist,
+                        k,
+                        lo,
+                        last,
+                        n_bins[f],
+                        H_q,
+                        G_q / g_scale,
+                        H_q / h_scale,
+                        g_inv,
+                        h_inv,
+                        reg_lambda,
+                        gain_divisor,
+                        min_child_weight,
+                        penalty[f],
+                        sh_i,
+                        sh_f,
+                    )
                 if t == 0:
                     pf_f[0, k, f] = score
                     pf_f[1, k, f] = gain
@@ -161,8 +313,24 @@ def _search(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl
 
 
 @cuda.jit(device=True)
-def _scan_block(hist, k, lo, last, nb, H_q, G, H, g_inv, h_inv, reg_lambda, gain_divisor,
-                min_child_weight, pen, sh_i, sh_f):
+def _scan_block(
+    hist,
+    k,
+    lo,
+    last,
+    nb,
+    H_q,
+    G,
+    H,
+    g_inv,
+    h_inv,
+    reg_lambda,
+    gain_divisor,
+    min_child_weight,
+    pen,
+    sh_i,
+    sh_f,
+):
     """``_gain.scan_feature``'s result by the whole block (a power of two of threads): the
     same candidates, each scored by the same ``candidate`` call, the same choice.
 
@@ -201,8 +369,20 @@ def _scan_block(hist, k, lo, last, nb, H_q, G, H, g_inv, h_inv, reg_lambda, gain
         carry_h += sh_i[1, nt - 1]
         cuda.syncthreads()  # every thread has read the totals before the next chunk's scan
         if tb < n_thr:
-            gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv, reg_lambda,
-                                    gain_divisor, min_child_weight, pen)
+            gain, score = candidate(
+                gl_q,
+                hl_q,
+                H_q,
+                G,
+                H,
+                parent,
+                g_inv,
+                h_inv,
+                reg_lambda,
+                gain_divisor,
+                min_child_weight,
+                pen,
+            )
             if score > b_score:
                 b_score = score
                 b_gain = gain
@@ -212,8 +392,20 @@ def _scan_block(hist, k, lo, last, nb, H_q, G, H, g_inv, h_inv, reg_lambda, gain
             if has_missing and tb != nb - 1:
                 cg = gl_q + gn_q
                 ch = hl_q + hn_q
-                gain, score = candidate(cg, ch, H_q, G, H, parent, g_inv, h_inv, reg_lambda,
-                                        gain_divisor, min_child_weight, pen)
+                gain, score = candidate(
+                    cg,
+                    ch,
+                    H_q,
+                    G,
+                    H,
+                    parent,
+                    g_inv,
+                    h_inv,
+                    reg_lambda,
+                    gain_divisor,
+                    min_child_weight,
+                    pen,
+                )
                 if score > b_score:
                     b_score = score
                     b_gain = gain
@@ -246,9 +438,31 @@ def _scan_block(hist, k, lo, last, nb, H_q, G, H, g_inv, h_inv, reg_lambda, gain
 
 
 @cuda.jit(device=True)
-def _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_active, allowed,
-            used, admitted_now, budget, min_split_gain, rows_per_task, dec_f, dec_i, spl, ctrl,
-            out_i, out_f, cat_slot, cat_order):
+def _decide(
+    pf_f,
+    pf_i,
+    feats2,
+    fmask2,
+    fcur,
+    nodes,
+    active,
+    active_next,
+    n_active,
+    allowed,
+    used,
+    admitted_now,
+    budget,
+    min_split_gain,
+    rows_per_task,
+    dec_f,
+    dec_i,
+    spl,
+    ctrl,
+    out_i,
+    out_f,
+    cat_slot,
+    cat_order,
+):
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     d = feats2.shape[1]
@@ -266,8 +480,19 @@ def _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_acti
     cuda.syncthreads()
     nxt = 1 - fcur
     if t == 0:
-        n_adm = decide_level(n_active, dec_i[0], dec_f[0], dec_i[1], dec_f[1], used,
-                             admitted_now, budget, min_split_gain, dec_i[2], out_i[3:])
+        n_adm = decide_level(
+            n_active,
+            dec_i[0],
+            dec_f[0],
+            dec_i[1],
+            dec_f[1],
+            used,
+            admitted_now,
+            budget,
+            min_split_gain,
+            dec_i[2],
+            out_i[3:],
+        )
         base = 3 + d
         n_split = 0
         n_tasks = 0
@@ -350,4 +575,3 @@ def _decide(pf_f, pf_i, feats2, fmask2, fcur, nodes, active, active_next, n_acti
             feats2[nxt, i] = fe[i]
         for f in range(t, d, nt):
             fmask2[nxt, f] = fmask2[fcur, f]
-

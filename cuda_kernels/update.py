@@ -14,6 +14,7 @@
 Launch: grid (n_leaves, parts): block (l, p) takes the p-th of ``parts`` near-equal pieces of
 leaf l's segment; any block size.
 """
+
 from numba import cuda
 
 from ._device_fns import row_at

@@ -7,6 +7,7 @@ page. It runs offline and in CI, nitpicky (every cross-reference must resolve). 
 MathJax from a CDN to typeset formulas: read offline, formulas show as their TeX source
 (``sphinx.ext.imgmath`` would render images, but needs LaTeX and dvipng).
 """
+
 import os
 import sys
 
@@ -29,8 +30,10 @@ exclude_patterns = ["_build"]
 templates_path = []
 html_theme = "alabaster"
 html_static_path = ["_static"]
-html_theme_options = {"description": "feature selection with boosted and bagged trees",
-                      "fixed_sidebar": True}
+html_theme_options = {
+    "description": "feature selection with boosted and bagged trees",
+    "fixed_sidebar": True,
+}
 
 autodoc_default_options = {"member-order": "bysource"}
 autodoc_typehints = "none"

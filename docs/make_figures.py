@@ -5,6 +5,7 @@
 The docs build only includes the PNGs, so building the docs never fits a model. Rerun this
 script when the methods or the plotting functions change.
 """
+
 import os
 
 import matplotlib
@@ -23,11 +24,17 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_static")
 
 def main():
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
-    X_train, X_val, y_train, y_val = train_test_split(X, y, test_size=0.3, random_state=0,
-                                                      stratify=y)
-    points = mu_path(GBFSClassifier(n_estimators=100, device="cpu", random_state=0),
-                     X_train, y_train, mus=[0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.0],
-                     X_val=X_val, y_val=y_val)
+    X_train, X_val, y_train, y_val = train_test_split(
+        X, y, test_size=0.3, random_state=0, stratify=y
+    )
+    points = mu_path(
+        GBFSClassifier(n_estimators=100, device="cpu", random_state=0),
+        X_train,
+        y_train,
+        mus=[0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.0],
+        X_val=X_val,
+        y_val=y_val,
+    )
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
     plot_path(points, ax=ax, label="GBFS, breast cancer")
     ax.set_ylabel("validation accuracy")

@@ -7,6 +7,7 @@ The estimators are imported on first use (PEP 562's module ``__getattr__``): ``i
 takes milliseconds instead of the seconds scikit-learn, scipy and numba need, so the ``gpufs``
 command starts, and answers Ctrl-C, before it loads them.
 """
+
 import importlib as _importlib
 import os as _os
 import sys as _sys
@@ -19,7 +20,7 @@ def _started_as_the_command() -> bool:
     argv0 = _sys.argv[0] if _sys.argv else ""
     name = _os.path.basename(argv0).lower()
     for tail in ("-script.py", ".exe"):
-        name = name[:-len(tail)] if name.endswith(tail) else name
+        name = name[: -len(tail)] if name.endswith(tail) else name
     return argv0 == "-m" or name == "gpufs"
 
 
@@ -33,20 +34,34 @@ except KeyboardInterrupt:
     raise SystemExit(130) from None
 
 #: public name -> the module that defines it
-_LAZY = {"ControlBurnClassifier": ".selectors.controlburn",
-         "ControlBurnRegressor": ".selectors.controlburn",
-         "GBFSClassifier": ".selectors.gbfs", "GBFSRegressor": ".selectors.gbfs",
-         "MultiTaskGBFSClassifier": ".selectors.multitask",
-         "MultiTaskGBFSRegressor": ".selectors.multitask",
-         "StagewiseClassifier": ".selectors.stagewise",
-         "StagewiseRegressor": ".selectors.stagewise",
-         "TreeEnsemble": ".engine.tree", "SelectionWarning": "._warnings",
-         "ModelFileError": ".io._strict_json"}
+_LAZY = {
+    "ControlBurnClassifier": ".selectors.controlburn",
+    "ControlBurnRegressor": ".selectors.controlburn",
+    "GBFSClassifier": ".selectors.gbfs",
+    "GBFSRegressor": ".selectors.gbfs",
+    "MultiTaskGBFSClassifier": ".selectors.multitask",
+    "MultiTaskGBFSRegressor": ".selectors.multitask",
+    "StagewiseClassifier": ".selectors.stagewise",
+    "StagewiseRegressor": ".selectors.stagewise",
+    "TreeEnsemble": ".engine.tree",
+    "SelectionWarning": "._warnings",
+    "ModelFileError": ".io._strict_json",
+}
 
-__all__ = ["ControlBurnClassifier", "ControlBurnRegressor", "GBFSClassifier", "GBFSRegressor",
-           "ModelFileError", "MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor",
-           "SelectionWarning",
-           "StagewiseClassifier", "StagewiseRegressor", "TreeEnsemble", "__version__"]
+__all__ = [
+    "ControlBurnClassifier",
+    "ControlBurnRegressor",
+    "GBFSClassifier",
+    "GBFSRegressor",
+    "ModelFileError",
+    "MultiTaskGBFSClassifier",
+    "MultiTaskGBFSRegressor",
+    "SelectionWarning",
+    "StagewiseClassifier",
+    "StagewiseRegressor",
+    "TreeEnsemble",
+    "__version__",
+]
 
 
 def __getattr__(name):

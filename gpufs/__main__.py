@@ -1,4 +1,5 @@
 """``python -m gpufs``: the same command line as the ``gpufs`` script (see ``gpufs.cli``)."""
+
 import sys
 
 from .cli import main

@@ -7,6 +7,7 @@ routing cupy's allocations through rmm (a pool only when the user has not set a 
 cupy is imported lazily: ``import gpufs`` never imports cupy. Every other module asks these
 functions (or a backend) instead of testing the device itself.
 """
+
 from __future__ import annotations
 
 import functools
@@ -91,7 +92,8 @@ def check_gpu_stack(importer=importlib.import_module) -> None:
             f"the installed numba-cuda ({nc}) cannot compile GPU kernels under numpy "
             f"{np.__version__}: {e}. Install a numpy it supports, "
             f"python -m pip install 'numpy<2.5' (the gpu extra pins this), or a numba-cuda "
-            f"release that supports numpy {np.__version__}; or use device='cpu'.") from e
+            f"release that supports numpy {np.__version__}; or use device='cpu'."
+        ) from e
 
 
 def get_namespace(device: str):

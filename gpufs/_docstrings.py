@@ -5,6 +5,7 @@ parameters around it; the decorator that :func:`filler` makes puts the block the
 result is an ordinary numpydoc docstring (Sphinx, ``help()`` and numpydoc's validation read
 it as if it had been written out).
 """
+
 from __future__ import annotations
 
 import inspect

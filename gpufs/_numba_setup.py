@@ -4,6 +4,7 @@
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,9 +24,14 @@ _CONFIG_MODULES = ("numba.core.config", "numba.cuda.core.config")
 #: ``_INLINED_SOURCES`` besides. ``tests/test_numba_setup.py`` derives the files from the
 #: cached kernels' code and fails on one that neither covers.
 _INLINED_FOLDERS = ("rules", "cuda_kernels")
-_INLINED_SOURCES = ("_types.py", "backends/cpu/_args.py", "backends/cpu/_device_fns.py",
-                    "backends/cpu/histogram.py", "backends/cpu/split.py",
-                    "backends/cpu/partition.py")
+_INLINED_SOURCES = (
+    "_types.py",
+    "backends/cpu/_args.py",
+    "backends/cpu/_device_fns.py",
+    "backends/cpu/histogram.py",
+    "backends/cpu/split.py",
+    "backends/cpu/partition.py",
+)
 
 
 def _find(here, name):
@@ -73,8 +79,11 @@ def default_cache_dir() -> str:
     """
     from platformdirs import user_cache_dir
 
-    return os.path.join(user_cache_dir("gpufs", appauthor=False), "numba",
-                        f"{__version__}-{_inlined_sources_digest()}")
+    return os.path.join(
+        user_cache_dir("gpufs", appauthor=False),
+        "numba",
+        f"{__version__}-{_inlined_sources_digest()}",
+    )
 
 
 def configure_numba_cache() -> str:

@@ -8,6 +8,7 @@ that side, which every unbounded range here is. A failed check raises scikit-lea
 ``InvalidParameterError`` (a ``ValueError`` and ``TypeError``) whose message names the
 parameter, its allowed values and the value given.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -44,8 +45,7 @@ def int_range(low, high=None):
     -------
     sklearn.utils._param_validation.Interval
     """
-    return _NumberInterval(numbers.Integral, low, MAX_INT if high is None else high,
-                           closed="both")
+    return _NumberInterval(numbers.Integral, low, MAX_INT if high is None else high, closed="both")
 
 
 def real_range(low, high=None, closed="left"):
@@ -71,5 +71,8 @@ DEVICE_CONSTRAINT = [StrOptions({"auto", "cpu", "gpu"})]
 
 #: ``n_jobs`` as scikit-learn means it: None or -1 all cores, -k all but k - 1, k >= 1 at most
 #: k threads (0 is refused).
-N_JOBS_CONSTRAINT = [_NumberInterval(numbers.Integral, -MAX_INT, -1, closed="both"),
-                     int_range(1), None]
+N_JOBS_CONSTRAINT = [
+    _NumberInterval(numbers.Integral, -MAX_INT, -1, closed="both"),
+    int_range(1),
+    None,
+]

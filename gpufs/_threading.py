@@ -5,6 +5,7 @@ and the per-fit thread limit that implements the estimators' ``n_jobs``.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +14,7 @@ import functools
 import os
 import sys
 import threading
-import warnings
+
 from ._warnings import warn_from_caller
 
 _configured = False
@@ -75,7 +76,9 @@ def configure() -> str:
             warn_from_caller(
                 "gpufs could not load Intel TBB (pip install tbb); numba falls back to its "
                 "default threading layer. With OpenMP, a fork() child of a process that "
-                "already fitted cannot fit in parallel.", RuntimeWarning)
+                "already fitted cannot fit in parallel.",
+                RuntimeWarning,
+            )
         return _requested()
 
 
@@ -95,8 +98,10 @@ def effective_n_jobs(n_jobs) -> int:
         return n_max
     n_jobs = int(n_jobs)
     if n_jobs == 0:
-        raise ValueError("n_jobs == 0 has no meaning; use None or -1 for all cores, or a "
-                         "positive number of threads.")
+        raise ValueError(
+            "n_jobs == 0 has no meaning; use None or -1 for all cores, or a "
+            "positive number of threads."
+        )
     if n_jobs < 0:
         return max(1, n_max + 1 + n_jobs)
     return min(n_jobs, n_max)
@@ -147,8 +152,10 @@ def thread_limit(n_jobs):
 def honours_n_jobs(fit):
     """Decorator for an estimator's ``fit``: the whole fit (binning, trees, predictions of
     the validation set) runs under ``thread_limit(self.n_jobs)``."""
+
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         with thread_limit(getattr(self, "n_jobs", None)):
             return fit(self, *args, **kwargs)
+
     return wrapper

@@ -3,6 +3,7 @@
 Both backends import their dtypes from here, so a binned matrix, a histogram or a tree array
 has the same dtype on the CPU and on the GPU.
 """
+
 import numpy as np
 
 #: Binned feature matrix, shape (n_samples, n_features), C order.
@@ -37,13 +38,13 @@ HIST_DTYPE = np.int64
 ROW_INDEX_DTYPE = np.int32
 
 #: Tree arrays (struct of arrays over a complete binary tree).
-FEATURE_DTYPE = np.int32          # -1 = leaf or unused node
-BIN_THRESHOLD_DTYPE = np.uint8    # go left if bin <= bin_threshold
-THRESHOLD_DTYPE = np.float64      # go left if x <= threshold (raw-data prediction)
-VALUE_DTYPE = np.float64          # leaf value (already multiplied by the learning rate)
+FEATURE_DTYPE = np.int32  # -1 = leaf or unused node
+BIN_THRESHOLD_DTYPE = np.uint8  # go left if bin <= bin_threshold
+THRESHOLD_DTYPE = np.float64  # go left if x <= threshold (raw-data prediction)
+VALUE_DTYPE = np.float64  # leaf value (already multiplied by the learning rate)
 GAIN_DTYPE = np.float64
-COVER_DTYPE = np.float64          # sum of hessians in the node
-COUNT_DTYPE = np.int64            # rows in the node
+COVER_DTYPE = np.float64  # sum of hessians in the node
+COUNT_DTYPE = np.int64  # rows in the node
 
 #: Raw (margin) predictions.
 RAW_DTYPE = np.float64

@@ -4,6 +4,7 @@ The number itself is written in one place only, ``pyproject.toml``; this module 
 through :mod:`importlib.metadata`, so the package, ``gpufs --version``, the model files, the
 CLI's reports and the numba cache directory all name the same version.
 """
+
 from importlib.metadata import PackageNotFoundError, version
 
 try:

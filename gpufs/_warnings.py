@@ -10,6 +10,7 @@ silences only these.
 ``warn_from_caller`` issues a warning at the user's line: the first frame outside gpufs (and
 outside scikit-learn's wrappers of fit and transform), whatever the depth of the call.
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,7 +33,7 @@ def warn_from_caller(message, category=UserWarning) -> None:
     scikit-learn (the user's line), instead of a hard-coded ``stacklevel`` that depends on
     the decorators and helpers between the user and the warning."""
     frame = sys._getframe(1)
-    level = 2                       # stacklevel 2: the caller of this function
+    level = 2  # stacklevel 2: the caller of this function
     while frame.f_back is not None and _skipped(frame):
         frame = frame.f_back
         level += 1

@@ -8,6 +8,7 @@ Selection", KDD 2014, Figure 3). Drawing is ``gpufs.plotting.plot_selection_path
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,8 +18,15 @@ from sklearn.base import clone, is_classifier
 
 from ._path_figure import draw_paths
 
-__all__ = ["PathPoint", "SelectionPath", "feature_names", "mu_path", "plot_path",
-           "points_path", "selection_path"]
+__all__ = [
+    "PathPoint",
+    "SelectionPath",
+    "feature_names",
+    "mu_path",
+    "plot_path",
+    "points_path",
+    "selection_path",
+]
 
 
 def feature_names(estimator) -> list:
@@ -92,10 +100,15 @@ def _gbfs_path(est):
         tl.append(float(train[last]))
         vl.append(float(val[last]))
     has_val = bool(len(vl)) and not np.all(np.isnan(vl))
-    return SelectionPath(ks, feats, tl, vl if has_val else None, label=type(est).__name__,
-                         loss_name="boosting " + ("log-loss" if is_classifier(est)
-                                                  else "squared error"),
-                         extra={"entry_tree": entry_trees})
+    return SelectionPath(
+        ks,
+        feats,
+        tl,
+        vl if has_val else None,
+        label=type(est).__name__,
+        loss_name="boosting " + ("log-loss" if is_classifier(est) else "squared error"),
+        extra={"entry_tree": entry_trees},
+    )
 
 
 def _stagewise_path(est):
@@ -103,13 +116,15 @@ def _stagewise_path(est):
     sel = [int(j) for j in est.selected_features_]
     cost = np.asarray(est.cost_history_, float)
     val = getattr(est, "validation_cost_history_", None)
-    return SelectionPath(list(range(1, len(sel) + 1)), [names[j] for j in sel],
-                         cost[1:len(sel) + 1].tolist(),
-                         None if val is None else np.asarray(val, float)[1:len(sel) + 1].tolist(),
-                         label=type(est).__name__,
-                         loss_name="stagewise " + ("logistic cost" if is_classifier(est)
-                                                   else "least-squares cost"),
-                         extra={"cost_without_features": float(cost[0])})
+    return SelectionPath(
+        list(range(1, len(sel) + 1)),
+        [names[j] for j in sel],
+        cost[1 : len(sel) + 1].tolist(),
+        None if val is None else np.asarray(val, float)[1 : len(sel) + 1].tolist(),
+        label=type(est).__name__,
+        loss_name="stagewise " + ("logistic cost" if is_classifier(est) else "least-squares cost"),
+        extra={"cost_without_features": float(cost[0])},
+    )
 
 
 def _controlburn_path(est):
@@ -118,7 +133,8 @@ def _controlburn_path(est):
         raise ValueError(
             f"{type(est).__name__} has no losses on its selection path: it was fitted (or "
             "saved) by a gpufs version that did not record the lasso's loss per k; fit it "
-            "again.")
+            "again."
+        )
     names = feature_names(est)
     ks = sorted(int(k) for k in path["train_loss"])
     prev, feats = set(), []
@@ -128,9 +144,14 @@ def _controlburn_path(est):
         feats.append(", ".join(names[f] for f in new))
         prev = set(cur)
     val = path.get("val_loss")
-    return SelectionPath(ks, feats, [float(path["train_loss"][k]) for k in ks],
-                         None if val is None else [float(val[k]) for k in ks],
-                         label=type(est).__name__, loss_name="lasso training loss")
+    return SelectionPath(
+        ks,
+        feats,
+        [float(path["train_loss"][k]) for k in ks],
+        None if val is None else [float(val[k]) for k in ks],
+        label=type(est).__name__,
+        loss_name="lasso training loss",
+    )
 
 
 def selection_path(estimator) -> SelectionPath:
@@ -149,10 +170,12 @@ def selection_path(estimator) -> SelectionPath:
         return _gbfs_path(estimator)
     if hasattr(estimator, "cost_history_"):
         return _stagewise_path(estimator)
-    if hasattr(estimator, "tree_weights_"):        # ControlBurn (a loaded one has no forest_)
+    if hasattr(estimator, "tree_weights_"):  # ControlBurn (a loaded one has no forest_)
         return _controlburn_path(estimator)
-    raise ValueError(f"selection_path needs a fitted gpufs selector; got "
-                     f"{type(estimator).__name__} (is it fitted?).")
+    raise ValueError(
+        f"selection_path needs a fitted gpufs selector; got "
+        f"{type(estimator).__name__} (is it fitted?)."
+    )
 
 
 @dataclass
@@ -205,8 +228,7 @@ def mu_path(estimator, X, y, mus, X_val=None, y_val=None, scoring=None):
         score = est.score(X_val, y_val) if scoring is None else scoring(est, X_val, y_val)
         sel = [int(f) for f in est.selected_features_]
         names = feature_names(est)
-        points.append(PathPoint(float(mu), sel, len(sel), float(score),
-                                [names[f] for f in sel]))
+        points.append(PathPoint(float(mu), sel, len(sel), float(score), [names[f] for f in sel]))
     return points
 
 
@@ -225,10 +247,15 @@ def points_path(points, label="mu path") -> SelectionPath:
         The points sorted by the number of features (then by decreasing mu).
     """
     pts = sorted(points, key=lambda p: (p.n_selected, -p.mu))
-    return SelectionPath([p.n_selected for p in pts], ["" for _ in pts],
-                         [float("nan")] * len(pts), [p.val_score for p in pts], label=label,
-                         loss_name="validation score",
-                         extra={"mu": [p.mu for p in pts]})
+    return SelectionPath(
+        [p.n_selected for p in pts],
+        ["" for _ in pts],
+        [float("nan")] * len(pts),
+        [p.val_score for p in pts],
+        label=label,
+        loss_name="validation score",
+        extra={"mu": [p.mu for p in pts]},
+    )
 
 
 def plot_path(points, ax=None, label=None):
@@ -248,5 +275,6 @@ def plot_path(points, ax=None, label=None):
     """
     # the drawing of gpufs.plotting.plot_selection_path, without importing gpufs.plotting
     # (which imports this module)
-    return draw_paths([points_path(points, label or "mu path")], ax, validation=True,
-                      label_features=True)
+    return draw_paths(
+        [points_path(points, label or "mu path")], ax, validation=True, label_features=True
+    )

@@ -4,6 +4,7 @@ Owns the figures of fitted selectors only; it reads fitted attributes and never 
 is placed by its measured size (``gpufs._path_figure``, which also draws the paths), never by
 a count of ticks.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -88,9 +89,11 @@ def plot_stagewise(estimator, ax=None):
 
     for attr in ("cost_history_", "selected_features_", "standardized_coef_"):
         if not hasattr(estimator, attr):
-            raise ValueError(f"plot_stagewise needs a fitted stagewise estimator; "
-                             f"{type(estimator).__name__} has no attribute {attr!r} "
-                             "(call fit first).")
+            raise ValueError(
+                f"plot_stagewise needs a fitted stagewise estimator; "
+                f"{type(estimator).__name__} has no attribute {attr!r} "
+                "(call fit first)."
+            )
     if ax is None:
         _, axes = plt.subplots(2, 1, figsize=(8, 6), constrained_layout=True)
         axes = list(axes)
@@ -119,7 +122,7 @@ def plot_stagewise(estimator, ax=None):
 
     if len(axes) > 1:
         a1 = axes[1]
-        coef = np.atleast_2d(np.asarray(estimator.standardized_coef_))   # (n_models, d)
+        coef = np.atleast_2d(np.asarray(estimator.standardized_coef_))  # (n_models, d)
         n_models = coef.shape[0]
         x = np.arange(len(sel))
         width = 0.8 / n_models
@@ -128,8 +131,7 @@ def plot_stagewise(estimator, ax=None):
             label = None
             if n_models > 1 and classes is not None:
                 label = f"class {classes[k]}"
-            a1.bar(x + (k - (n_models - 1) / 2) * width, coef[k, sel], width=width,
-                   label=label)
+            a1.bar(x + (k - (n_models - 1) / 2) * width, coef[k, sel], width=width, label=label)
         a1.axhline(0.0, color="k", linewidth=0.8)
         a1.set_xticks(x)
         a1.set_ylabel("weight (standardized)")
@@ -139,8 +141,11 @@ def plot_stagewise(estimator, ax=None):
     # labels last, once every panel has its titles and legends: sized by their width
     set_tick_labels(a0, [short_label(t) for t in ticks], [short_label(t, 24) for t in ticks])
     if len(axes) > 1:
-        set_tick_labels(axes[1], [short_label(labels[j]) for j in sel],
-                         [short_label(labels[j], 24) for j in sel])
+        set_tick_labels(
+            axes[1],
+            [short_label(labels[j]) for j in sel],
+            [short_label(labels[j], 24) for j in sel],
+        )
     return axes
 
 
@@ -173,30 +178,35 @@ def plot_selection_frequency(estimator, ax=None, top=None):
     if freq is None:
         name = type(estimator).__name__
         if not hasattr(estimator, "stability_rounds"):
-            raise ValueError(f"{name} has no selection frequencies: they come from GBFS's "
-                             "stability_rounds.")
+            raise ValueError(
+                f"{name} has no selection frequencies: they come from GBFS's stability_rounds."
+            )
         if not getattr(estimator, "stability_rounds", 0):
-            raise ValueError(f"{name} has no selection frequencies: fit it with "
-                             "n_features_to_select and stability_rounds > 0.")
+            raise ValueError(
+                f"{name} has no selection frequencies: fit it with "
+                "n_features_to_select and stability_rounds > 0."
+            )
         raise ValueError(
             f"{name} has no selection frequencies: stability_rounds="
             f"{estimator.stability_rounds} refits only with a number of features to select, "
             f"and n_features_to_select={estimator.n_features_to_select!r}"
             f"{' with tol' if estimator.n_features_to_select == 'auto' else ''} gives none. "
-            "Set n_features_to_select to a number.")
+            "Set n_features_to_select to a number."
+        )
     freq = np.asarray(freq, dtype=np.float64)
     gains = np.zeros_like(freq)
     pool = getattr(estimator, "selection_pool_", None) or {}
     gains[np.asarray(pool.get("features", []), dtype=np.int64)] = pool.get("gain", [])
-    order = np.lexsort((-gains, -freq))             # frequency first, gain breaks ties
+    order = np.lexsort((-gains, -freq))  # frequency first, gain breaks ties
     chosen = set(np.asarray(estimator.selected_features_).tolist())
     k = len(chosen)
     n = max(k, int((freq > 0).sum())) if top is None else int(top)
-    order = order[:max(1, n)]
+    order = order[: max(1, n)]
     labels = _feature_labels(estimator)
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(5.0, 0.35 * len(order) + 2.0), 3.6),
-                             constrained_layout=True)
+        _, ax = plt.subplots(
+            figsize=(max(5.0, 0.35 * len(order) + 2.0), 3.6), constrained_layout=True
+        )
     x = np.arange(1, len(order) + 1)
     colors = ["tab:blue" if f in chosen else "0.7" for f in order.tolist()]
     ax.bar(x, freq[order], color=colors)

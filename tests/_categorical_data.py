@@ -6,6 +6,7 @@ A categorical split uses the 30 levels at once; one-hot encoded, each level is a
 explains about a thirtieth of the categorical signal, yet more than x1 or x2 alone, so a
 budget of three one-hot columns goes to three levels of the categorical and misses x1 and x2.
 """
+
 import numpy as np
 
 PLANTED = ("city", "x1", "x2")
@@ -24,8 +25,12 @@ def planted(n=2000, n_noise=50, n_levels=30, seed=0, frame="pandas"):
     X.insert(int(rng.integers(0, n_noise)), "x1", rng.normal(size=n))
     X.insert(int(rng.integers(0, n_noise)), "x2", rng.normal(size=n))
     X.insert(int(rng.integers(0, n_noise)), "city", levels[city])
-    y = effect[city] + 0.5 * X["x1"].to_numpy() + 0.5 * X["x2"].to_numpy() \
+    y = (
+        effect[city]
+        + 0.5 * X["x1"].to_numpy()
+        + 0.5 * X["x2"].to_numpy()
         + 0.3 * rng.normal(size=n)
+    )
     if frame == "polars":
         import polars as pl
 

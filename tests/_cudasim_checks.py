@@ -4,13 +4,12 @@ Each ``check_*`` runs one kernel (or the whole grower / booster) on the CPU back
 ``GPUBackend`` (numpy arrays under the CUDA simulator, cupy arrays on a GPU) with the same input,
 and asserts that the results are equal: exact equality of every array, dtypes included.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from gpufs.rules._categorical import MAX_CAT_TO_ONEHOT
 from gpufs._device import to_host
-from gpufs.rules._hist_layout import HistLayout
 from gpufs.backends.base import SplitInfo, SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.backends.cpu import update as cpu_update
@@ -21,6 +20,8 @@ from gpufs.engine.objectives import Logistic, SquaredError
 from gpufs.engine.penalties import PenaltyState
 from gpufs.engine.quantize import fixed_point_scale, quantize
 from gpufs.engine.tree import TREE_FIELDS
+from gpufs.rules._categorical import MAX_CAT_TO_ONEHOT
+from gpufs.rules._hist_layout import HistLayout
 
 CPU = CPUBackend()
 
@@ -36,9 +37,9 @@ def make_data(n=64, d=6, seed=0, nan_frac=0.1, dyadic=False):
     X = rng.normal(size=(n, d))
     X[rng.random(X.shape) < nan_frac] = np.nan
     if d >= 4:
-        X[:, 3] = X[:, 0]          # duplicate of feature 0: equal gains, lowest feature wins
+        X[:, 3] = X[:, 0]  # duplicate of feature 0: equal gains, lowest feature wins
     if d >= 6:
-        X[:, 5] = 1.5              # constant: one bin
+        X[:, 5] = 1.5  # constant: one bin
     z = np.nan_to_num(X)
     y = 2.0 * z[:, 0] + z[:, 1] - 0.5 * z[:, 2] ** 2 + 0.25 * rng.normal(size=n)
     if dyadic:
@@ -134,8 +135,9 @@ def check_bin_transform(gpu, X):
     for dtype in (np.float64, np.float32):
         Xd = X.astype(dtype)
         got = gpu.bin_transform(gpu.xp.asarray(Xd), cuts, bm.n_bins_ - 1)
-        assert_same(CPU.bin_transform(Xd, cuts, bm.n_bins_ - 1), got,
-                    f"bins {np.dtype(dtype).name}")
+        assert_same(
+            CPU.bin_transform(Xd, cuts, bm.n_bins_ - 1), got, f"bins {np.dtype(dtype).name}"
+        )
 
 
 def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build, layout=None):
@@ -145,8 +147,15 @@ def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build, layou
     xp = gpu.xp
     gh = np.stack([gq, hq], axis=1)
     want = CPU.histograms(Xb, gh, rows, node_start, node_count, build, layout=layout)
-    got = gpu.histograms(xp.asarray(Xb), xp.asarray(gh), xp.asarray(rows), node_start,
-                         node_count, build, layout=layout)
+    got = gpu.histograms(
+        xp.asarray(Xb),
+        xp.asarray(gh),
+        xp.asarray(rows),
+        node_start,
+        node_count,
+        build,
+        layout=layout,
+    )
     assert_same(want, got, "histograms")
     if layout is not None:
         full = CPU.histograms(Xb, gh, rows, node_start, node_count, build)
@@ -154,43 +163,100 @@ def check_histograms(gpu, Xb, gq, hq, rows, node_start, node_count, build, layou
     return want
 
 
-def check_find_splits(gpu, hist, node_g, node_h, n_bins, penalty, allowed, g_scale, h_scale,
-                      reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
-                      is_categorical=None, max_cat_to_onehot=MAX_CAT_TO_ONEHOT, **guards):
+def check_find_splits(
+    gpu,
+    hist,
+    node_g,
+    node_h,
+    n_bins,
+    penalty,
+    allowed,
+    g_scale,
+    h_scale,
+    reg_lambda=1.0,
+    gain_divisor=1.0,
+    min_child_weight=1e-3,
+    is_categorical=None,
+    max_cat_to_onehot=MAX_CAT_TO_ONEHOT,
+    **guards,
+):
     """CPU and GPU ``find_splits`` give equal ``SplitInfo`` records; returns the CPU's.
     ``is_categorical`` / ``max_cat_to_onehot``: the categorical features of the search;
     ``guards``: ``SplitParams``' categorical guards (cat_smooth, ...)."""
     xp = gpu.xp
     cat_slot, n_cat = categorical_slots(is_categorical, len(n_bins))
-    split = dict(g_scale=g_scale, h_scale=h_scale, reg_lambda=reg_lambda,
-                 gain_divisor=gain_divisor, min_child_weight=min_child_weight,
-                 min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat,
-                 max_cat_to_onehot=max_cat_to_onehot, **guards)
-    want = CPU.find_splits(hist, node_g, node_h, penalty, allowed,
-                           SplitParams(n_bins=n_bins, **split))
-    got = gpu.find_splits(xp.asarray(hist), node_g, node_h, penalty, allowed,
-                          SplitParams(n_bins=xp.asarray(n_bins), **split))
+    split = dict(
+        g_scale=g_scale,
+        h_scale=h_scale,
+        reg_lambda=reg_lambda,
+        gain_divisor=gain_divisor,
+        min_child_weight=min_child_weight,
+        min_split_gain=0.0,
+        cat_slot=cat_slot,
+        n_cat=n_cat,
+        max_cat_to_onehot=max_cat_to_onehot,
+        **guards,
+    )
+    want = CPU.find_splits(
+        hist, node_g, node_h, penalty, allowed, SplitParams(n_bins=n_bins, **split)
+    )
+    got = gpu.find_splits(
+        xp.asarray(hist),
+        node_g,
+        node_h,
+        penalty,
+        allowed,
+        SplitParams(n_bins=xp.asarray(n_bins), **split),
+    )
     assert isinstance(want, SplitInfo) and isinstance(got, SplitInfo)
     assert_same_dict(vars(want), vars(got), "find_splits")
     # the same search on the compact layout of the bin counts: the same splits
     layout = HistLayout.from_n_bins(n_bins)
     compact = layout.compact(hist)
     for be, xq in ((CPU, np), (gpu, xp)):
-        res = be.find_splits(xq.asarray(compact), node_g, node_h, penalty, allowed,
-                             SplitParams(n_bins=xq.asarray(n_bins), layout=layout, **split))
+        res = be.find_splits(
+            xq.asarray(compact),
+            node_g,
+            node_h,
+            penalty,
+            allowed,
+            SplitParams(n_bins=xq.asarray(n_bins), layout=layout, **split),
+        )
         assert_same_dict(vars(want), vars(res), f"find_splits, compact ({be.name})")
     return want
 
 
-def check_partition(gpu, Xb, rows, node_start, node_count, split_nodes, feature, bin_, ml,
-                    split_cat=None, split_bits=None):
+def check_partition(
+    gpu,
+    Xb,
+    rows,
+    node_start,
+    node_count,
+    split_nodes,
+    feature,
+    bin_,
+    ml,
+    split_cat=None,
+    split_bits=None,
+):
     xp = gpu.xp
     rows_cpu = rows.copy()
-    want = CPU.partition(Xb, rows_cpu, node_start, node_count, split_nodes, feature, bin_, ml,
-                         split_cat, split_bits)
+    want = CPU.partition(
+        Xb, rows_cpu, node_start, node_count, split_nodes, feature, bin_, ml, split_cat, split_bits
+    )
     rows_gpu = xp.asarray(rows)
-    got = gpu.partition(xp.asarray(Xb), rows_gpu, node_start, node_count, split_nodes,
-                        feature, bin_, ml, split_cat, split_bits)
+    got = gpu.partition(
+        xp.asarray(Xb),
+        rows_gpu,
+        node_start,
+        node_count,
+        split_nodes,
+        feature,
+        bin_,
+        ml,
+        split_cat,
+        split_bits,
+    )
     assert_same(want, got, "left counts")
     assert_same(rows_cpu, rows_gpu, "partitioned rows")
 
@@ -203,19 +269,29 @@ def check_update_raw(gpu, rows, node_start, node_count, leaf_nodes, leaf_values,
     raw_gpu = xp.asarray(raw)
     col = n_outputs - 1  # with n_outputs > 1 the column is a strided view
     cpu_col = np.ascontiguousarray(raw_cpu[:, col])
-    cpu_update._update_raw_ser(cpu_col, rows, node_start, node_count,
-                               np.asarray(leaf_nodes, np.int64),
-                               np.asarray(leaf_values, np.float64))
+    cpu_update._update_raw_ser(
+        cpu_col,
+        rows,
+        node_start,
+        node_count,
+        np.asarray(leaf_nodes, np.int64),
+        np.asarray(leaf_values, np.float64),
+    )
     raw_cpu[:, col] = cpu_col
     # the raw-score update's kernel with one row buffer for both depth parities (the level
     # step's trees reach it through ``update_raw``)
     leaves = np.asarray(leaf_nodes, np.int64)
     nodes = np.zeros((4, len(node_start)), np.int64)
     nodes[0], nodes[1] = node_start, node_count
-    gpu._update_leaves(raw_gpu[:, col], gpu._view(xp.stack([xp.asarray(rows)] * 2)),
-                       gpu._view(xp.asarray(nodes)), gpu._view(xp.asarray(leaves)),
-                       gpu._view(xp.asarray(np.asarray(leaf_values, np.float64))),
-                       leaves.shape[0], int(rows.shape[0]))
+    gpu._update_leaves(
+        raw_gpu[:, col],
+        gpu._view(xp.stack([xp.asarray(rows)] * 2)),
+        gpu._view(xp.asarray(nodes)),
+        gpu._view(xp.asarray(leaves)),
+        gpu._view(xp.asarray(np.asarray(leaf_values, np.float64))),
+        leaves.shape[0],
+        int(rows.shape[0]),
+    )
     assert_same(raw_cpu, raw_gpu, "raw after update")
 
 
@@ -258,8 +334,11 @@ def check_objective(gpu, name, n=48, seed=0, weighted=True):
         got = gpu.gradients(name, xp.asarray(raw), xp.asarray(y))
         assert_same(want[0], got[0], f"{name} g")
         assert_same(want[1], got[1], f"{name} h")
-    assert_same(CPU.loss_terms(name, raw, y), gpu.loss_terms(name, xp.asarray(raw),
-                                                              xp.asarray(y)), f"{name} losses")
+    assert_same(
+        CPU.loss_terms(name, raw, y),
+        gpu.loss_terms(name, xp.asarray(raw), xp.asarray(y)),
+        f"{name} losses",
+    )
     a = obj.loss(raw, y, w, backend=CPU)
     b = obj.loss(xp.asarray(raw), xp.asarray(y), dw, backend=gpu)
     assert a == b, f"{name} loss {a!r} != {b!r}"
@@ -273,8 +352,9 @@ def check_objective(gpu, name, n=48, seed=0, weighted=True):
     return ga, ha
 
 
-def check_prepare_gradients(gpu, name, n=48, seed=0, weighted=True, unit_hessian=False,
-                            divisor=True):
+def check_prepare_gradients(
+    gpu, name, n=48, seed=0, weighted=True, unit_hessian=False, divisor=True
+):
     """One round's fused gradients (``round_gradients``) and their fixed point
     (``quantize.prepare_gradients``: extremes, scales, gh, exact sums, A-GBM divisor)."""
     from gpufs.engine.quantize import prepare_gradients
@@ -287,10 +367,17 @@ def check_prepare_gradients(gpu, name, n=48, seed=0, weighted=True, unit_hessian
     for a, b, what in zip(want, got, ("g", "h", "loss terms")):
         assert_same(a, b, f"{name} round {what}")
     for k in range(want[0].shape[0]):
-        pa = prepare_gradients(CPU, want[0][k], want[1][k], w, unit_hessian=unit_hessian,
-                               divisor=divisor)
-        pb = prepare_gradients(gpu, got[0][k], got[1][k], None if w is None else xp.asarray(w),
-                               unit_hessian=unit_hessian, divisor=divisor)
+        pa = prepare_gradients(
+            CPU, want[0][k], want[1][k], w, unit_hessian=unit_hessian, divisor=divisor
+        )
+        pb = prepare_gradients(
+            gpu,
+            got[0][k],
+            got[1][k],
+            None if w is None else xp.asarray(w),
+            unit_hessian=unit_hessian,
+            divisor=divisor,
+        )
         assert_same(pa.gh, pb.gh, f"{name} gh")
         for attr in ("g_scale", "h_scale", "G_q", "H_q", "gain_divisor"):
             assert getattr(pa, attr) == getattr(pb, attr), f"{name} {attr}"
@@ -308,8 +395,7 @@ def assert_same_tree(a, b, what="tree"):
         assert_same(a.arrays[k], b.arrays[k], f"{what}.{k}")
 
 
-def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None,
-                    categorical=None):
+def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None, categorical=None):
     """One tree on both backends, from ``grads(y)`` or from the given float gradients."""
     xp = gpu.xp
     bm, Xb = binned(X, max_bins, categorical)
@@ -323,8 +409,9 @@ def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None,
     out = []
     for be, dev in ((CPU, np.asarray), (gpu, xp.asarray)):
         pen = _penalties(X.shape[1], mu)
-        grown = grow_tree(be, dev(Xb), dev(gq), dev(hq), gs, hs, dev(bm.n_bins_), bm, pen,
-                          params, tree_index=0)
+        grown = grow_tree(
+            be, dev(Xb), dev(gq), dev(hq), gs, hs, dev(bm.n_bins_), bm, pen, params, tree_index=0
+        )
         out.append((grown, pen))
     (a, pa), (b, pb) = out
     assert_same_tree(a.tree, b.tree)
@@ -339,10 +426,25 @@ def check_grow_tree(gpu, X, y, mu=0.5, max_depth=3, max_bins=16, g=None, h=None,
     return a
 
 
-def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_depth=3,
-                       scaling="none", k=None, groups=None, hessian=True, eval_rows=0,
-                       max_bins=16, weighted=False, n_iter_no_change=None, categorical=None,
-                       tree=None):
+def check_fit_boosting(
+    gpu,
+    X,
+    y,
+    objective=None,
+    mu=0.5,
+    n_estimators=3,
+    max_depth=3,
+    scaling="none",
+    k=None,
+    groups=None,
+    hessian=True,
+    eval_rows=0,
+    max_bins=16,
+    weighted=False,
+    n_iter_no_change=None,
+    categorical=None,
+    tree=None,
+):
     """fit_boosting on both backends: every tree array, the selection record (losses
     included, exactly) and Omega equal. ``weighted`` draws non-dyadic sample weights;
     ``categorical`` names columns of category codes (``binned``); ``tree`` more
@@ -350,10 +452,12 @@ def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_de
     xp = gpu.xp
     objective = objective or SquaredError()
     bm, Xb = binned(X, max_bins, categorical)
-    params = BoostingParams(n_estimators=n_estimators, hessian=hessian,
-                            n_iter_no_change=n_iter_no_change,
-                            tree=TreeParams(max_depth=max_depth, learning_rate=0.3,
-                                            **(tree or {})))
+    params = BoostingParams(
+        n_estimators=n_estimators,
+        hessian=hessian,
+        n_iter_no_change=n_iter_no_change,
+        tree=TreeParams(max_depth=max_depth, learning_rate=0.3, **(tree or {})),
+    )
     if np.issubdtype(np.asarray(y).dtype, np.integer):
         y = np.asarray(y, np.int32)
     n_fit = X.shape[0] - eval_rows
@@ -363,10 +467,12 @@ def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_de
         pen = _penalties(X.shape[1], mu, k, scaling, groups)
         ev = None
         if eval_rows:
-            ev = DeviceRows(be, dev(Xb[n_fit:]), dev(y[n_fit:]),
-                            None if w is None else dev(w[n_fit:]))
-        rows = DeviceRows(be, dev(Xb[:n_fit]), dev(y[:n_fit]),
-                          None if w is None else dev(w[:n_fit]))
+            ev = DeviceRows(
+                be, dev(Xb[n_fit:]), dev(y[n_fit:]), None if w is None else dev(w[n_fit:])
+            )
+        rows = DeviceRows(
+            be, dev(Xb[:n_fit]), dev(y[:n_fit]), None if w is None else dev(w[:n_fit])
+        )
         ens, rec, n_rounds = fit_boosting(be, rows, objective, pen, bm, params, ev)
         res.append((ens, rec, n_rounds, pen))
     (ea, ra, na, pa), (eb, rb, nb, pb) = res
@@ -386,4 +492,11 @@ def check_fit_boosting(gpu, X, y, objective=None, mu=0.5, n_estimators=3, max_de
 
 
 __all__ = [n for n in dir() if n.startswith(("check_", "make_", "assert_"))] + [
-    "binned", "category_codes", "grads", "segments", "CPU", "Logistic", "SquaredError"]
+    "binned",
+    "category_codes",
+    "grads",
+    "segments",
+    "CPU",
+    "Logistic",
+    "SquaredError",
+]

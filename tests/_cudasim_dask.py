@@ -13,6 +13,7 @@ its own, started by ``tests/test_dask_gpu_sim.py``. Checks, bit for bit:
   simulated) on a ``LocalCluster(processes=False)``: the trees and selection of the CPU shards
   and of the single-process estimator.
 """
+
 from typing import NamedTuple
 
 import numpy as np
@@ -25,13 +26,12 @@ _cudasim_patch.enter("tests/test_dask_gpu_sim.py")  # skips unless the simulator
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
 
 from _cudasim_checks import assert_same, binned, grads, make_cat_data  # noqa: E402
-
 from gpufs._device import to_host  # noqa: E402
-from gpufs.rules._hist_layout import HistLayout  # noqa: E402
 from gpufs.backends.base import SplitParams, categorical_slots  # noqa: E402
 from gpufs.backends.cpu import CPUBackend  # noqa: E402
 from gpufs.backends.gpu.backend import GPUBackend  # noqa: E402
 from gpufs.dask._backend import replay_plan  # noqa: E402
+from gpufs.rules._hist_layout import HistLayout  # noqa: E402
 
 
 def _shard_backends():
@@ -42,17 +42,18 @@ def _shard_backends():
 class _Level(NamedTuple):
     """One level step's inputs: the binned rows, their quantized gradients, the split
     parameters and the penalty state of both level tests."""
-    X: np.ndarray          # (n, d) float64, raw, with NaNs
-    Xb: np.ndarray         # (n, d) uint8, binned
-    gq: np.ndarray         # (n,) int64, quantized gradients
-    hq: np.ndarray         # (n,) int64, quantized hessians
-    gh: np.ndarray         # (n, 2) int64, both
+
+    X: np.ndarray  # (n, d) float64, raw, with NaNs
+    Xb: np.ndarray  # (n, d) uint8, binned
+    gq: np.ndarray  # (n,) int64, quantized gradients
+    hq: np.ndarray  # (n,) int64, quantized hessians
+    gh: np.ndarray  # (n, 2) int64, both
     layout: HistLayout
     split: SplitParams
-    penalty: np.ndarray    # (d,) float64
-    allowed: np.ndarray    # (d,) bool
-    used: np.ndarray       # (d,) bool
-    feats: np.ndarray      # (d,) int32
+    penalty: np.ndarray  # (d,) float64
+    allowed: np.ndarray  # (d,) bool
+    used: np.ndarray  # (d,) bool
+    feats: np.ndarray  # (d,) int32
 
 
 def _level_inputs(seed):
@@ -65,16 +66,26 @@ def _level_inputs(seed):
     d = X.shape[1]
     cat_slot, n_cat = categorical_slots(bm.is_categorical_, d)
     layout = bm.hist_layout().without_most_freq()
-    split = SplitParams(n_bins=bm.n_bins_.astype(np.int32), g_scale=gs, h_scale=hs,
-                        reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
-                        min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat, layout=layout)
+    split = SplitParams(
+        n_bins=bm.n_bins_.astype(np.int32),
+        g_scale=gs,
+        h_scale=hs,
+        reg_lambda=1.0,
+        gain_divisor=1.0,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+        cat_slot=cat_slot,
+        n_cat=n_cat,
+        layout=layout,
+    )
     penalty = np.array([0.0, 0.3, 0.0, 2.0, 0.1, 0.0])  # free, paid and costly features
     allowed = np.ones(d, np.bool_)
     allowed[5] = False
     used = np.zeros(d, np.bool_)
     used[2] = True
-    return _Level(X, Xb, gq, hq, gh, layout, split, penalty, allowed, used,
-                  np.arange(d, dtype=np.int32))
+    return _Level(
+        X, Xb, gq, hq, gh, layout, split, penalty, allowed, used, np.arange(d, dtype=np.int32)
+    )
 
 
 @pytest.mark.parametrize("seed,budget", [(0, -1), (1, 1)])
@@ -91,14 +102,22 @@ def test_advance_level_equals_the_cpu(seed, budget):
         data_c = cpu.prepare_binned(Xb[rows])
         data_g = gpu.prepare_binned(gpu.xp.asarray(Xb[rows]))
         st_c = cpu.start_tree(data_c, gh[rows], 0, 0, max_depth, feats, layout=layout)
-        st_g = gpu.start_tree(data_g, gpu.xp.asarray(gh[rows]), 0, 0, max_depth, feats,
-                              layout=layout)
+        st_g = gpu.start_tree(
+            data_g, gpu.xp.asarray(gh[rows]), 0, 0, max_depth, feats, layout=layout
+        )
         assert_same(st_c.hist, st_g.hist, "root histograms")
         shards.append((rows, cpu, gpu, st_c, st_g))
     # the driver: a tree state of no rows with the summed histograms (``_backend``)
     driver = CPUBackend(gain_bounds="never", most_freq=False)
-    st = driver.start_tree(driver.prepare_binned(Xb[:0]), gh[:0], int(gq.sum()), int(hq.sum()),
-                           max_depth, feats, layout=layout)
+    st = driver.start_tree(
+        driver.prepare_binned(Xb[:0]),
+        gh[:0],
+        int(gq.sum()),
+        int(hq.sum()),
+        max_depth,
+        feats,
+        layout=layout,
+    )
     st.node_count[0] = X.shape[0]
     st.hist = sum(s[3].hist for s in shards)
     reached, was_split, n_cat_splits, plans = [0], [], 0, []
@@ -114,9 +133,10 @@ def test_advance_level_equals_the_cpu(seed, budget):
             for k in ("node_start", "node_count", "node_g", "node_h", "active"):
                 assert_same(getattr(st_c, k), getattr(st_g, k), f"level {level}: {k}")
             if build_next and plan.split_slot.shape[0] and plan.next_n_feats:
-                cols = layout.slots_of(plan.next_feats[:plan.next_n_feats])
-                assert_same(st_c.hist[:, cols], to_host(st_g.hist)[:, cols],
-                            f"level {level}: histograms")
+                cols = layout.slots_of(plan.next_feats[: plan.next_n_feats])
+                assert_same(
+                    st_c.hist[:, cols], to_host(st_g.hist)[:, cols], f"level {level}: histograms"
+                )
         n_split = plan.split_slot.shape[0]
         if n_split == 0:
             break
@@ -154,9 +174,15 @@ def test_advance_level_equals_the_cpu(seed, budget):
         # splits alone, no histogram, on a backend of its own
         replayer = GPUBackend()
         tiny = HistLayout.from_n_bins(np.ones(d, np.int64))
-        st_r = replayer.start_tree(gpu.prepare_binned(gpu.xp.asarray(Xb[rows])),
-                                   gpu.xp.zeros((rows.shape[0], 2), np.int64), 0, 0, max_depth,
-                                   np.zeros(0, np.int32), layout=tiny)
+        st_r = replayer.start_tree(
+            gpu.prepare_binned(gpu.xp.asarray(Xb[rows])),
+            gpu.xp.zeros((rows.shape[0], 2), np.int64),
+            0,
+            0,
+            max_depth,
+            np.zeros(0, np.int32),
+            layout=tiny,
+        )
         for p in plans:
             replayer.advance_level(st_r, p, False)
         again = gpu.xp.zeros(rows.shape[0])
@@ -172,8 +198,9 @@ def test_decide_level_equals_the_cpu(seed, budget):
     cpu, gpu = _shard_backends()
     root = (int(gq.sum()), int(hq.sum()))
     st_c = cpu.start_tree(cpu.prepare_binned(Xb), gh, *root, 4, feats, layout=layout)
-    st_g = gpu.start_tree(gpu.prepare_binned(gpu.xp.asarray(Xb)), gpu.xp.asarray(gh), *root,
-                          4, feats, layout=layout)
+    st_g = gpu.start_tree(
+        gpu.prepare_binned(gpu.xp.asarray(Xb)), gpu.xp.asarray(gh), *root, 4, feats, layout=layout
+    )
     n_split = 0
     for level in range(4):
         res_c, plan_c = cpu.decide_level(st_c, penalty, allowed, used, budget, split)
@@ -183,7 +210,7 @@ def test_decide_level_equals_the_cpu(seed, budget):
         for k in plan_c._fields:
             a, b = getattr(plan_c, k), getattr(plan_g, k)
             if k == "next_feats":
-                a, b = a[:plan_c.next_n_feats], b[:plan_g.next_n_feats]
+                a, b = a[: plan_c.next_n_feats], b[: plan_g.next_n_feats]
             if k == "split":
                 assert a is b
             elif isinstance(a, np.ndarray):
@@ -194,8 +221,11 @@ def test_decide_level_equals_the_cpu(seed, budget):
         if not plan_c.split_slot.shape[0]:
             break
         build = level < 3
-        assert_same(cpu.advance_level(st_c, plan_c, build),
-                    gpu.advance_level(st_g, plan_c, build), f"level {level}: left counts")
+        assert_same(
+            cpu.advance_level(st_c, plan_c, build),
+            gpu.advance_level(st_g, plan_c, build),
+            f"level {level}: left counts",
+        )
         used = used | plan_c.admitted_now
     assert n_split >= 3
 
@@ -209,10 +239,13 @@ def client():
     import dask
 
     distributed = pytest.importorskip("distributed")
-    with dask.config.set({"distributed.worker.profile.enabled": False}), \
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                     dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as c:
+    with (
+        dask.config.set({"distributed.worker.profile.enabled": False}),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
@@ -256,8 +289,14 @@ def test_gpu_shards_on_a_local_cluster(client, kind):
         y = (y > np.median(y)).astype(np.int64)
         w = np.random.default_rng(3).uniform(0.5, 2.0, size=y.shape[0])
         single, dask_cls = GBFSClassifier, DaskGBFSClassifier
-    kw = dict(n_estimators=trees, max_depth=3, mu=0.1, max_bins=32, random_state=0,
-              categorical_features=[0])
+    kw = dict(
+        n_estimators=trees,
+        max_depth=3,
+        mu=0.1,
+        max_bins=32,
+        random_state=0,
+        categorical_features=[0],
+    )
     Xd, yd = da.from_array(X, chunks=(chunk, 8)), da.from_array(y, chunks=chunk)
     wd = None if w is None else da.from_array(w, chunks=chunk)
     ref = single(device="cpu", **kw).fit(X, y, sample_weight=w)

@@ -7,6 +7,7 @@ trees, a classifier) on both backends and compares every tree, the per-tree feat
 the out-of-bag improvements. Inputs are tiny: the simulator runs one Python thread per CUDA
 thread.
 """
+
 import numpy as np
 import pytest
 
@@ -21,8 +22,7 @@ from gpufs.forest import ForestParams, grow_forest  # noqa: E402
 CASES = [
     ("regression", dict(method="bagboost", max_depth=2, max_trees_per_round=3)),
     ("regression", dict(method="bag", max_depth=2, max_trees_per_round=3, max_features=2)),
-    ("regression", dict(method="bagboost", max_depth=1, tree_type="single",
-                        max_trees_per_round=3)),
+    ("regression", dict(method="bagboost", max_depth=1, tree_type="single", max_trees_per_round=3)),
     ("classification", dict(method="bagboost", max_depth=2, max_trees_per_round=3)),
 ]
 
@@ -37,10 +37,8 @@ def test_forest_cpu_equals_simulated_gpu(task, kw):
     target, n_classes = (y, 0) if task == "regression" else ((y > 0).astype(np.int32), 2)
     bm = BinMapper(16).fit(X)
     Xb = bm.transform(X, cpu)
-    fc = grow_forest(cpu, Xb, target, None, task, n_classes, bm, ForestParams(**kw),
-                     random_state=0)
-    fg = grow_forest(gpu, Xb, target, None, task, n_classes, bm, ForestParams(**kw),
-                     random_state=0)
+    fc = grow_forest(cpu, Xb, target, None, task, n_classes, bm, ForestParams(**kw), random_state=0)
+    fg = grow_forest(gpu, Xb, target, None, task, n_classes, bm, ForestParams(**kw), random_state=0)
     stacked_gpu = fg.ensemble.stacked()
     for k, v in fc.ensemble.stacked().items():
         assert np.array_equal(v, stacked_gpu[k]), k

@@ -8,6 +8,7 @@ every step bit for bit, hence the same candidates, and a boosted fit with the gr
 same trees and candidate sets. Inputs are tiny: the simulator runs one Python thread per CUDA
 thread.
 """
+
 import numpy as np
 import pytest
 
@@ -18,13 +19,18 @@ _cudasim_patch.enter("tests/test_group_testing.py")  # skips unless the simulato
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
 
 from _cudasim_checks import CPU, assert_same, assert_same_tree, grads, make_data  # noqa: E402
-
 from gpufs.backends.gpu.backend import GPUBackend  # noqa: E402
 from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.engine.boosting import BoostingParams, DeviceRows, fit_boosting  # noqa: E402
-from gpufs.engine.group_testing import (FirstStep, GroupTestParams, GroupTestSearch,  # noqa: E402
-                                 draw_subsets, group_test_candidates,
-                                 standardize, standardized_values)
+from gpufs.engine.group_testing import (  # noqa: E402
+    FirstStep,
+    GroupTestParams,
+    GroupTestSearch,
+    draw_subsets,
+    group_test_candidates,
+    standardize,
+    standardized_values,
+)
 from gpufs.engine.grower import TreeParams  # noqa: E402
 from gpufs.engine.objectives import Logistic, SquaredError  # noqa: E402
 from gpufs.engine.penalties import PenaltyState  # noqa: E402
@@ -45,9 +51,19 @@ def test_group_tests_cpu_equals_simulated_gpu(seed, max_bins):
     for be, Q in ((CPU, Q_cpu), (gpu, Q_gpu)):
         trace = []
         first = FirstStep(be, Q, subsets, max_bins) if seed == 1 else None  # per_fit's path
-        c = group_test_candidates(be, Q, be.xp.asarray(gh), int(gq.sum()), int(hq.sum()), gs,
-                                  hs, subsets, params=GroupTestParams(max_bins=max_bins),
-                                  first=first, trace=trace)
+        c = group_test_candidates(
+            be,
+            Q,
+            be.xp.asarray(gh),
+            int(gq.sum()),
+            int(hq.sum()),
+            gs,
+            hs,
+            subsets,
+            params=GroupTestParams(max_bins=max_bins),
+            first=first,
+            trace=trace,
+        )
         out.append((c, trace))
     (ca, ta), (cb, tb) = out
     assert_same(ca, cb, "candidates")
@@ -72,9 +88,14 @@ def test_boosting_with_group_tests_cpu_equals_simulated_gpu(objective):
     out = []
     for be in (CPU, gpu):
         xp = be.xp
-        search = GroupTestSearch(standardize(xp.asarray(X), be), s=2, delta=0.3, seed=11,
-                                 max_bins=8,
-                                 subsets="per_fit" if objective == "logistic" else "per_tree")
+        search = GroupTestSearch(
+            standardize(xp.asarray(X), be),
+            s=2,
+            delta=0.3,
+            seed=11,
+            max_bins=8,
+            subsets="per_fit" if objective == "logistic" else "per_tree",
+        )
         pen = PenaltyState(0.02, np.ones(8), np.arange(8, dtype=np.int32), "root_sse", None)
         rows = DeviceRows(be, xp.asarray(Xb), xp.asarray(y), xp.asarray(w))
         ens, rec, _ = fit_boosting(be, rows, obj, pen, bm, params, candidate_search=search)

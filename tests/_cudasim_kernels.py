@@ -10,6 +10,7 @@ runs one Python thread per CUDA thread; launch geometries are varied on purpose 
 per node, feature tiles that do not divide d, idle threads, one-thread blocks) so the paths a
 real GPU takes with big inputs are taken here with small ones.
 """
+
 import numpy as np
 import pytest
 
@@ -22,18 +23,30 @@ _cudasim_patch.enter("tests/test_cuda_kernels_sim.py")  # skips unless the simul
 # simulated threads is slow.
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
 
-from _cudasim_checks import (CPU, Logistic, SquaredError,  # noqa: E402
-                             binned, check_bin_transform, check_find_splits,
-                             check_fit_boosting, check_grow_tree, check_histograms,
-                             check_objective, check_partition, check_predict,
-                             check_prepare_gradients, check_update_raw, grads, make_data,
-                             segments)
-
-from gpufs.rules._hist_layout import HistLayout  # noqa: E402
-from gpufs.engine.quantize import PACK_CHUNK_ROWS, QGRAD_BOUND  # noqa: E402
-from gpufs.engine.binning import BinMapper  # noqa: E402
+from _cudasim_checks import (  # noqa: E402
+    CPU,
+    Logistic,
+    SquaredError,
+    binned,
+    check_bin_transform,
+    check_find_splits,
+    check_fit_boosting,
+    check_grow_tree,
+    check_histograms,
+    check_objective,
+    check_partition,
+    check_predict,
+    check_prepare_gradients,
+    check_update_raw,
+    grads,
+    make_data,
+    segments,
+)
 from gpufs.backends.gpu.backend import GPUBackend, GPUOutOfMemoryError  # noqa: E402
+from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.engine.objectives import make_objective  # noqa: E402
+from gpufs.engine.quantize import PACK_CHUNK_ROWS, QGRAD_BOUND  # noqa: E402
+from gpufs.rules._hist_layout import HistLayout  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -66,24 +79,25 @@ def test_histograms(data, threads, tile, kernel):
     X, y, bm, Xb = data
     Xb = Xb.copy()
     Xb[np.arange(64) % 9 != 0, 1] = 2  # feature 1: bin 2 holds 8 rows in 9 (sparse)
-    Xb[::13, 4] = 255                   # missing values
+    Xb[::13, 4] = 255  # missing values
     compact = HistLayout.from_n_bins(bm.n_bins_)
     sparse = HistLayout(compact.offset, np.where(np.arange(6) == 1, 2, -1))
-    gpu = GPUBackend(hist_threads=threads, tile_slots=tile, min_rows_per_task=8,
-                     hist_kernel=kernel)
-    assert gpu._hist_fn is getattr(gpu.kernels, {"bounded": "histogram_bounded_kernel",
-                                                 "split_word": "histogram_kernel"}[kernel])
+    gpu = GPUBackend(hist_threads=threads, tile_slots=tile, min_rows_per_task=8, hist_kernel=kernel)
+    assert gpu._hist_fn is getattr(
+        gpu.kernels,
+        {"bounded": "histogram_bounded_kernel", "split_word": "histogram_kernel"}[kernel],
+    )
     gq, hq, _, _ = grads(y)
     assert np.abs(gq).max() > QGRAD_BOUND // 2  # the scales use the bound's top bit
     # Nodes 3..6 with 20, 0, 25, 19 rows; build an empty node too.
     rows, ns, nc = segments(64, [20, 0, 25, 19])
     for layout in (None, compact, sparse):
         if kernel == "split_word":
-            check_histograms(gpu, Xb, *_big_values(y), rows, ns, nc, np.array([3, 4, 6]),
-                             layout)
+            check_histograms(gpu, Xb, *_big_values(y), rows, ns, nc, np.array([3, 4, 6]), layout)
         check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4, 6]), layout)
-        check_histograms(gpu, Xb, gq, hq, np.arange(64, dtype=np.int32), ns, nc,
-                         np.array([0]), layout)
+        check_histograms(
+            gpu, Xb, gq, hq, np.arange(64, dtype=np.int32), ns, nc, np.array([0]), layout
+        )
 
 
 @pytest.mark.parametrize("kernel,d", [("split_word", 16), ("bounded", 24)])
@@ -98,8 +112,13 @@ def test_histograms_in_opted_in_shared_memory(kernel, d):
     assert 4 * GPUBackend(hist_kernel=kernel).tile_words(slots) > 48 * 1024
     with pytest.raises(ValueError, match="tile_slots"):
         GPUBackend(tile_slots=slots, hist_kernel=kernel)
-    gpu = GPUBackend(hist_optin_shared=True, tile_slots=slots, hist_threads=16,
-                     min_rows_per_task=16, hist_kernel=kernel)
+    gpu = GPUBackend(
+        hist_optin_shared=True,
+        tile_slots=slots,
+        hist_threads=16,
+        min_rows_per_task=16,
+        hist_kernel=kernel,
+    )
     gq, hq, _, _ = grads(y)
     rows, ns, nc = segments(48, [30, 18])
     check_histograms(gpu, Xb, gq, hq, rows, ns, nc, np.array([3, 4]), None)
@@ -110,8 +129,8 @@ def _big_values(y):
     absolute sum is just below 2**62), so the histogram's 32-bit words wrap and carry."""
     rng = np.random.default_rng(3)
     n = y.shape[0]
-    g = rng.integers(-(2 ** 62) // n, 2 ** 62 // n, n, dtype=np.int64)
-    h = rng.integers(2 ** 40, 2 ** 62 // n, n, dtype=np.int64)
+    g = rng.integers(-(2**62) // n, 2**62 // n, n, dtype=np.int64)
+    h = rng.integers(2**40, 2**62 // n, n, dtype=np.int64)
     return g, h
 
 
@@ -119,14 +138,21 @@ def test_histogram_split_words_carry(data):
     """The 32-bit (low, high) word pairs give the exact int64 sums: every row in one bin of
     every feature (the most carries), values of both signs near the largest the scales allow."""
     X, y, bm, Xb = data
-    gpu = GPUBackend(hist_threads=16, tile_slots=3, min_rows_per_task=64,
-                     hist_kernel="split_word")
+    gpu = GPUBackend(hist_threads=16, tile_slots=3, min_rows_per_task=64, hist_kernel="split_word")
     g, h = _big_values(y)
     same_bin = np.zeros_like(Xb)
-    hist = check_histograms(gpu, same_bin, g, h, np.arange(64, dtype=np.int32),
-                            np.zeros(1, np.int64), np.array([64]), np.array([0]))
+    hist = check_histograms(
+        gpu,
+        same_bin,
+        g,
+        h,
+        np.arange(64, dtype=np.int32),
+        np.zeros(1, np.int64),
+        np.array([64]),
+        np.array([0]),
+    )
     assert hist[0, 0, 0, 0] == g.sum() and hist[0, 0, 0, 1] == h.sum()
-    assert h.sum() > 2 ** 58  # the low words wrapped many times: the carries were exercised
+    assert h.sum() > 2**58  # the low words wrapped many times: the carries were exercised
 
 
 def test_bounded_histogram_at_the_worst_chunk():
@@ -136,18 +162,20 @@ def test_bounded_histogram_at_the_worst_chunk():
     flushed int64 sums are the CPU's."""
     n = PACK_CHUNK_ROWS
     gpu = GPUBackend(hist_threads=64, min_rows_per_task=n)
-    assert gpu._rows_per_task(n) == n and gpu._rows_per_task(10 ** 9) == n  # capped
+    assert gpu._rows_per_task(n) == n and gpu._rows_per_task(10**9) == n  # capped
     Xb = np.zeros((n, 2), np.uint8)
     Xb[:, 1] = 3
     g = np.full(n, -QGRAD_BOUND, np.int64)
     h = np.full(n, QGRAD_BOUND, np.int64)
     rows = np.arange(n, dtype=np.int32)
-    hist = check_histograms(gpu, Xb, g, h, rows, np.zeros(1, np.int64), np.array([n]),
-                            np.array([0]))
-    assert hist[0, 0, 0, 0] == -(2 ** 31 - 2 ** 15) and hist[0, 1, 3, 1] == 2 ** 31 - 2 ** 15
-    hist = check_histograms(gpu, Xb, -g, h, rows, np.zeros(1, np.int64), np.array([n]),
-                            np.array([0]))
-    assert hist[0, 1, 3, 0] == 2 ** 31 - 2 ** 15
+    hist = check_histograms(
+        gpu, Xb, g, h, rows, np.zeros(1, np.int64), np.array([n]), np.array([0])
+    )
+    assert hist[0, 0, 0, 0] == -(2**31 - 2**15) and hist[0, 1, 3, 1] == 2**31 - 2**15
+    hist = check_histograms(
+        gpu, Xb, -g, h, rows, np.zeros(1, np.int64), np.array([n]), np.array([0])
+    )
+    assert hist[0, 1, 3, 0] == 2**31 - 2**15
 
 
 def test_bounded_kernel_refuses_unbounded_values_and_long_tasks(data):
@@ -163,8 +191,8 @@ def test_bounded_kernel_refuses_unbounded_values_and_long_tasks(data):
     with pytest.raises(ValueError, match="hist_kernel"):
         GPUBackend(hist_kernel="packed64")
     # the split words take any task: 10**9 rows over 8 tasks per SM (one SM simulated)
-    assert GPUBackend(hist_kernel="split_word")._rows_per_task(10 ** 9) == 10 ** 9 // 8
-    assert GPUBackend()._rows_per_task(10 ** 9) == PACK_CHUNK_ROWS
+    assert GPUBackend(hist_kernel="split_word")._rows_per_task(10**9) == 10**9 // 8
+    assert GPUBackend()._rows_per_task(10**9) == PACK_CHUNK_ROWS
 
 
 def _level(y, Xb, counts=(20, 1, 25, 18)):
@@ -177,8 +205,7 @@ def _level(y, Xb, counts=(20, 1, 25, 18)):
     return hist, node_g, node_h, gs, hs
 
 
-@pytest.mark.parametrize("case", ["plain", "penalty", "not_allowed", "min_child_weight",
-                                  "divisor"])
+@pytest.mark.parametrize("case", ["plain", "penalty", "not_allowed", "min_child_weight", "divisor"])
 def test_find_splits(gpu, data, case):
     X, y, bm, Xb = data
     hist, node_g, node_h, gs, hs = _level(y, Xb)  # node 4 has one row: no valid split
@@ -194,8 +221,7 @@ def test_find_splits(gpu, data, case):
         kw["min_child_weight"] = 6.0
     elif case == "divisor":
         kw.update(gain_divisor=3.7, reg_lambda=0.0)
-    res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, penalty, allowed, gs, hs,
-                            **kw)
+    res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, penalty, allowed, gs, hs, **kw)
     assert res.feature[1] == -1 and res.score[1] == -np.inf  # the one-row node
     if case == "plain":
         # feature 3 duplicates 0: where a node takes one of them, the lower feature wins
@@ -207,7 +233,7 @@ def test_find_splits_missingness(gpu):
     with NaNs, and on a many-bin feature with the same NaNs (a tie the lower feature wins)."""
     X, _ = make_data(64, 6, seed=4)
     miss = np.random.default_rng(6).random(64) < 0.4
-    X[:, 5] = np.where(miss, np.nan, 1.5)          # one bin + NaN
+    X[:, 5] = np.where(miss, np.nan, 1.5)  # one bin + NaN
     X[:, 2] = np.where(miss, np.nan, np.arange(64) % 7)  # 7 bins, the same NaNs
     bm, Xb = binned(X, 16)
     assert bm.n_bins_[5] == 1
@@ -215,8 +241,7 @@ def test_find_splits_missingness(gpu):
     d = Xb.shape[1]
     for allowed in (np.ones(d, bool), np.arange(d) != 2):
         hist, node_g, node_h, gs, hs = _level(y, Xb)
-        res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d), allowed,
-                                gs, hs)
+        res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d), allowed, gs, hs)
         big = [0, 2, 3]  # nodes with 20, 25 and 18 rows
         f = 2 if allowed[2] else 5
         np.testing.assert_array_equal(res.feature[big], f)
@@ -228,8 +253,9 @@ def test_find_splits_all_invalid(gpu, data):
     X, y, bm, Xb = data
     hist, node_g, node_h, gs, hs = _level(y, Xb)
     d = Xb.shape[1]
-    res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d),
-                            np.zeros(d, bool), gs, hs)
+    res = check_find_splits(
+        gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d), np.zeros(d, bool), gs, hs
+    )
     assert (res.feature == -1).all() and (res.score == -np.inf).all()
 
 
@@ -276,15 +302,25 @@ def test_partition_root(gpu, data):
     X, y, bm, Xb = data
     ns = np.zeros(3, np.int64)
     nc = np.array([64, 0, 0])
-    check_partition(gpu, Xb, np.arange(64, dtype=np.int32), ns, nc, np.array([0]),
-                    np.array([1]), np.array([5]), np.array([True]))
+    check_partition(
+        gpu,
+        Xb,
+        np.arange(64, dtype=np.int32),
+        ns,
+        nc,
+        np.array([0]),
+        np.array([1]),
+        np.array([5]),
+        np.array([True]),
+    )
 
 
 @pytest.mark.parametrize("n_outputs", [1, 3])
 def test_update_raw(gpu, n_outputs):
     rows, ns, nc = segments(64, [20, 1, 25, 18])
-    check_update_raw(gpu, rows, ns, nc, np.array([3, 4, 5, 6]),
-                     np.array([0.5, -1.25, 3.0e-3, 7.0]), n_outputs)
+    check_update_raw(
+        gpu, rows, ns, nc, np.array([3, 4, 5, 6]), np.array([0.5, -1.25, 3.0e-3, 7.0]), n_outputs
+    )
 
 
 def test_predict(gpu, data):
@@ -296,9 +332,15 @@ def test_predict(gpu, data):
 def test_predict_softmax(gpu):
     X, _ = make_data(48, 5, seed=3)
     yc = (np.nan_to_num(X[:, 0]) > 0).astype(np.int32) + (np.nan_to_num(X[:, 1]) > 0.5)
-    ens, _, _ = check_fit_boosting(gpu, X, yc.astype(np.int32),
-                                   objective=make_objective("classification", 3), mu=0.2,
-                                   n_estimators=1, max_depth=2)
+    ens, _, _ = check_fit_boosting(
+        gpu,
+        X,
+        yc.astype(np.int32),
+        objective=make_objective("classification", 3),
+        mu=0.2,
+        n_estimators=1,
+        max_depth=2,
+    )
     bm, Xb = binned(X, 16)
     check_predict(gpu, ens, X, Xb)
 
@@ -308,12 +350,19 @@ def test_objective(gpu, name):
     check_objective(gpu, name, weighted=name != "squared_error")
 
 
-@pytest.mark.parametrize("name,weighted,unit_hessian,divisor", [
-    ("squared_error", False, True, False), ("logistic", True, False, True),
-    ("softmax", True, True, True), ("logistic", False, False, False)])
+@pytest.mark.parametrize(
+    "name,weighted,unit_hessian,divisor",
+    [
+        ("squared_error", False, True, False),
+        ("logistic", True, False, True),
+        ("softmax", True, True, True),
+        ("logistic", False, False, False),
+    ],
+)
 def test_prepare_gradients(gpu, name, weighted, unit_hessian, divisor):
-    check_prepare_gradients(gpu, name, weighted=weighted, unit_hessian=unit_hessian,
-                            divisor=divisor)
+    check_prepare_gradients(
+        gpu, name, weighted=weighted, unit_hessian=unit_hessian, divisor=divisor
+    )
 
 
 def test_objective_bad_name(gpu):
@@ -336,8 +385,9 @@ def test_fit_boosting_penalized(gpu, data):
 
 def test_fit_boosting_groups_budget_validation(gpu, data):
     X, y, _, _ = data
-    check_fit_boosting(gpu, X, y, mu=0.1, n_estimators=2, k=2, groups=[0, 1, 1, 0, 2, 3],
-                       eval_rows=16)
+    check_fit_boosting(
+        gpu, X, y, mu=0.1, n_estimators=2, k=2, groups=[0, 1, 1, 0, 2, 3], eval_rows=16
+    )
 
 
 def test_fit_boosting_budget_spent_inside_a_tree(gpu, data):
@@ -353,8 +403,9 @@ def test_fit_boosting_many_tasks_per_node():
     the plan block scans more tasks than it has threads, feature tiles do not divide d."""
     gpu = GPUBackend(min_rows_per_task=4, hist_threads=8, tile_slots=30, part_threads=4)
     X, y = make_data(96, 8, seed=9)
-    _, _, pen = check_fit_boosting(gpu, X, y, mu=0.2, n_estimators=2, max_depth=4, k=3,
-                                   groups=[0, 1, 2, 0, 3, 4, 5, 6])
+    _, _, pen = check_fit_boosting(
+        gpu, X, y, mu=0.2, n_estimators=2, max_depth=4, k=3, groups=[0, 1, 2, 0, 3, 4, 5, 6]
+    )
     assert gpu.launches["partition"] >= 2 * 4  # at least one tree reached depth 4
     assert 0 < len(pen.order) <= 3
 
@@ -374,8 +425,9 @@ def test_fit_boosting_sparse_columns(gpu):
 
 def test_fit_boosting_root_sse(gpu, data):
     X, y, _, _ = data
-    check_fit_boosting(gpu, X, y, mu=0.05, n_estimators=2, scaling="root_sse", hessian=False,
-                       weighted=True)
+    check_fit_boosting(
+        gpu, X, y, mu=0.05, n_estimators=2, scaling="root_sse", hessian=False, weighted=True
+    )
 
 
 def test_fit_boosting_logistic(gpu, data):
@@ -387,9 +439,19 @@ def test_fit_boosting_logistic(gpu, data):
 def test_fit_boosting_logistic_root_sse_weighted_early_stopping(gpu):
     X, y = make_data(72, 5, seed=5)
     yb = (y + 0.3 * np.random.default_rng(5).normal(size=72) > 0.1).astype(np.int32)
-    _, rec, _ = check_fit_boosting(gpu, X, yb, objective=Logistic(), mu=0.02,
-                                   n_estimators=3, max_depth=2, scaling="root_sse",
-                                   weighted=True, eval_rows=16, n_iter_no_change=2)
+    _, rec, _ = check_fit_boosting(
+        gpu,
+        X,
+        yb,
+        objective=Logistic(),
+        mu=0.02,
+        n_estimators=3,
+        max_depth=2,
+        scaling="root_sse",
+        weighted=True,
+        eval_rows=16,
+        n_iter_no_change=2,
+    )
     assert np.all(np.isfinite(rec.val_loss))
 
 
@@ -397,14 +459,24 @@ def test_fit_boosting_softmax_root_sse(gpu):
     X, _ = make_data(60, 5, seed=3)
     z = np.nan_to_num(X)
     yc = ((z[:, 0] > 0).astype(np.int32) + (z[:, 1] > 0.4)).astype(np.int32)
-    check_fit_boosting(gpu, X, yc, objective=make_objective("classification", 3), mu=0.05,
-                       n_estimators=1, max_depth=2, scaling="root_sse", weighted=True)
+    check_fit_boosting(
+        gpu,
+        X,
+        yc,
+        objective=make_objective("classification", 3),
+        mu=0.05,
+        n_estimators=1,
+        max_depth=2,
+        scaling="root_sse",
+        weighted=True,
+    )
 
 
 def test_fit_boosting_squared_error_no_penalty(gpu):
     X, y = make_data(80, 4, seed=7, nan_frac=0.3)
-    check_fit_boosting(gpu, X, y, objective=SquaredError(), mu=0.0, n_estimators=2,
-                       max_depth=2, max_bins=255)
+    check_fit_boosting(
+        gpu, X, y, objective=SquaredError(), mu=0.0, n_estimators=2, max_depth=2, max_bins=255
+    )
 
 
 # --- the transfer and launch budget -----------------------------------------------------------
@@ -413,7 +485,6 @@ def test_transfer_and_launch_budget(data, depth):
     """Per tree: one device -> host copy per level plus two (the gradient scalars), and a
     fixed set of launches per level -- counted, so the budget cannot silently regress."""
     from _cudasim_checks import _penalties
-
     from gpufs.engine.grower import TreeParams, grow_tree_packed
     from gpufs.engine.quantize import prepare_gradients
 
@@ -423,15 +494,21 @@ def test_transfer_and_launch_budget(data, depth):
     g, h, _ = gpu.round_gradients("squared_error", np.zeros((64, 1)), y)
     gpu.reset_timings()
     prep = prepare_gradients(gpu, g[0], h[0], None, unit_hessian=True)
-    grown = grow_tree_packed(gpu, prepared, prep, bm.n_bins_, bm, _penalties(6, 0.0),
-                             TreeParams(max_depth=depth), 0)
+    grown = grow_tree_packed(
+        gpu, prepared, prep, bm.n_bins_, bm, _penalties(6, 0.0), TreeParams(max_depth=depth), 0
+    )
     grown.add_to(np.zeros(64))
     levels = gpu.launches["search"]  # search and decide: one launch per level
     assert levels == depth  # every level split (mu = 0 on informative data)
     assert gpu.transfers == levels + 2
     built = depth - 1  # levels whose children's histograms were built
-    want = {"gradients": 2, "histogram": 1 + built, "search": levels,
-            "partition": 2 * levels, "update_raw": 1}
+    want = {
+        "gradients": 2,
+        "histogram": 1 + built,
+        "search": levels,
+        "partition": 2 * levels,
+        "update_raw": 1,
+    }
     assert gpu.launches == {k: v for k, v in want.items() if v}
     # Every launch takes kept views: nothing is wrapped (cupy) or copied (simulator) per
     # launch. New views this tree: the fixed-point gradients' (made once per tree) and the
@@ -495,7 +572,7 @@ def test_every_launch_is_checked_against_the_real_launchers_rules(data, monkeypa
 # --- errors -----------------------------------------------------------------------------------
 def test_out_of_memory_message(gpu):
     with pytest.raises(GPUOutOfMemoryError) as err:
-        gpu._alloc((10 ** 8, 10 ** 8), np.int64, "the histograms of one tree level")
+        gpu._alloc((10**8, 10**8), np.int64, "the histograms of one tree level")
     msg = str(err.value)
     assert "needed" in msg and "free" in msg and "max_depth" in msg
     assert isinstance(err.value, MemoryError)
@@ -507,8 +584,14 @@ def test_out_of_memory_in_a_fit_names_the_array():
     wrapper)."""
     gpu = GPUBackend()
     with pytest.raises(GPUOutOfMemoryError) as err:
-        gpu.start_tree(np.zeros((100, 4), np.uint8), np.zeros((100, 2), np.int64), 0, 0, 30,
-                       np.arange(4, dtype=np.int32))
+        gpu.start_tree(
+            np.zeros((100, 4), np.uint8),
+            np.zeros((100, 2), np.int64),
+            0,
+            0,
+            30,
+            np.arange(4, dtype=np.int32),
+        )
     msg = str(err.value)
     assert "a tree level's histograms" in msg and "needed 8.00 TiB" in msg
     assert "fewer rows" in msg and "smaller max_depth" in msg and "more memory" in msg
@@ -570,9 +653,19 @@ def test_find_splits_categorical(gpu, cat_data, onehot):
     node_g, node_h = hist[:, 0, :, 0].sum(axis=1), hist[:, 0, :, 1].sum(axis=1)
     d = Xb.shape[1]
     for allowed in (np.ones(d, bool), np.arange(d) < 2):
-        res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d), allowed,
-                                gs, hs, is_categorical=bm.is_categorical_,
-                                max_cat_to_onehot=onehot)
+        res = check_find_splits(
+            gpu,
+            hist,
+            node_g,
+            node_h,
+            bm.n_bins_,
+            np.zeros(d),
+            allowed,
+            gs,
+            hs,
+            is_categorical=bm.is_categorical_,
+            max_cat_to_onehot=onehot,
+        )
         if not allowed[2:].any():  # only the categorical features: non-empty left sets
             big = [0, 2, 3]
             assert set(res.feature[big].tolist()) <= {0, 1}
@@ -582,9 +675,13 @@ def test_find_splits_categorical(gpu, cat_data, onehot):
 
 #: LightGBM's four guards of a sorted categorical split, one at a time and all together
 #: (``gpufs.rules._categorical``; in ``find_splits`` a category's rows are its hessian sum).
-GUARDS = [dict(cat_smooth=3.0), dict(cat_l2=10.0), dict(min_data_per_group=4.0),
-          dict(max_cat_threshold=2),
-          dict(cat_smooth=2.0, cat_l2=5.0, min_data_per_group=3.0, max_cat_threshold=3)]
+GUARDS = [
+    dict(cat_smooth=3.0),
+    dict(cat_l2=10.0),
+    dict(min_data_per_group=4.0),
+    dict(max_cat_threshold=2),
+    dict(cat_smooth=2.0, cat_l2=5.0, min_data_per_group=3.0, max_cat_threshold=3),
+]
 
 
 @pytest.mark.parametrize("guards", GUARDS)
@@ -598,14 +695,24 @@ def test_find_splits_categorical_guards(gpu, cat_data, guards):
     hist = CPU.histograms(Xb, np.stack([gq, hq], axis=1), rows, ns, nc, nodes)
     node_g, node_h = hist[:, 0, :, 0].sum(axis=1), hist[:, 0, :, 1].sum(axis=1)
     d = Xb.shape[1]
-    res = check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d),
-                            np.arange(d) < 2, gs, hs, is_categorical=bm.is_categorical_,
-                            max_cat_to_onehot=0, **guards)
+    res = check_find_splits(
+        gpu,
+        hist,
+        node_g,
+        node_h,
+        bm.n_bins_,
+        np.zeros(d),
+        np.arange(d) < 2,
+        gs,
+        hs,
+        is_categorical=bm.is_categorical_,
+        max_cat_to_onehot=0,
+        **guards,
+    )
     cap = guards.get("max_cat_threshold", 256)
     for s in range(4):
         if res.feature[s] >= 0:
-            n_left = sum(bin(int(w)).count("1") for w in res.cat_bits[s]) \
-                + int(res.missing_left[s])
+            n_left = sum(bin(int(w)).count("1") for w in res.cat_bits[s]) + int(res.missing_left[s])
             assert n_left <= cap
 
 
@@ -614,8 +721,9 @@ def test_fit_boosting_categorical_guards(gpu, cat_data, guards):
     """Whole guarded fits (a category's rows estimated from the node's row count): every
     tree equal on both devices."""
     X, y, bm, Xb = cat_data
-    ens, _, pen = check_fit_boosting(gpu, X, y, mu=0.0, n_estimators=3, max_depth=3,
-                                     categorical=[0, 1], tree=guards)
+    ens, _, pen = check_fit_boosting(
+        gpu, X, y, mu=0.0, n_estimators=3, max_depth=3, categorical=[0, 1], tree=guards
+    )
     check_predict(gpu, ens, X, Xb)
 
 
@@ -624,10 +732,21 @@ def test_partition_categorical(gpu, cat_data):
     rows, ns, nc = segments(96, [40, 2, 30, 24])
     bits = np.zeros((3, 8), np.uint32)
     bits[0, 0] = 0b10110101  # categories 0, 2, 4, 5, 7 of feature 0
-    bits[2, 0] = 0b10        # category 1 of feature 1
+    bits[2, 0] = 0b10  # category 1 of feature 1
     for ml in ([True, False, True], [False, True, False]):
-        check_partition(gpu, Xb, rows, ns, nc, np.array([3, 5, 6]), np.array([0, 2, 1]),
-                        np.array([0, 7, 0]), np.array(ml), np.array([True, False, True]), bits)
+        check_partition(
+            gpu,
+            Xb,
+            rows,
+            ns,
+            nc,
+            np.array([3, 5, 6]),
+            np.array([0, 2, 1]),
+            np.array([0, 7, 0]),
+            np.array(ml),
+            np.array([True, False, True]),
+            bits,
+        )
 
 
 @pytest.mark.parametrize("mu,k", [(0.0, None), (0.5, 2)])
@@ -635,8 +754,9 @@ def test_fit_boosting_categorical(gpu, cat_data, mu, k):
     """Whole fits on categorical data: every tree (bitsets included), the record and Omega
     equal on both devices; then raw and binned predictions equal too."""
     X, y, bm, Xb = cat_data
-    ens, _, pen = check_fit_boosting(gpu, X, y, mu=mu, k=k, n_estimators=3, max_depth=3,
-                                     categorical=[0, 1])
+    ens, _, pen = check_fit_boosting(
+        gpu, X, y, mu=mu, k=k, n_estimators=3, max_depth=3, categorical=[0, 1]
+    )
     assert ens.categorical and ens.stacked()["cat_bits"].any()  # categorical splits were made
     check_predict(gpu, ens, X, Xb)
 
@@ -647,7 +767,6 @@ def test_planted_categorical_problem_on_both_devices(gpu):
     GPU grows the CPU's trees bit for bit and selects exactly the 30-level categorical column
     and the two numeric ones."""
     from _categorical_data import PLANTED, planted
-
     from gpufs.data._input import check_X
 
     X, y = planted(n=200, n_noise=6, seed=0)
@@ -660,8 +779,17 @@ def test_planted_categorical_problem_on_both_devices(gpu):
     names = list(X.columns)
     city = names.index("city")
     assert door.category_codes_.n_codes[city] == 30
-    ens, _, pen = check_fit_boosting(gpu, Xf, y, mu=0.01, k=3, scaling="root_sse",
-                                     n_estimators=3, max_depth=3, max_bins=32,
-                                     categorical=[city])
+    ens, _, pen = check_fit_boosting(
+        gpu,
+        Xf,
+        y,
+        mu=0.01,
+        k=3,
+        scaling="root_sse",
+        n_estimators=3,
+        max_depth=3,
+        max_bins=32,
+        categorical=[city],
+    )
     assert sorted(names[f] for f in pen.order) == sorted(PLANTED)
     assert ens.stacked()["cat_bits"].any()

@@ -7,6 +7,7 @@ arrays) grows the same trees, records the same losses and builds the same Omega_
 as the CPU, with several tasks' binned matrices alternating through one backend. Inputs are
 tiny: the simulator runs one Python thread per CUDA thread.
 """
+
 import numpy as np
 import pytest
 
@@ -17,7 +18,6 @@ _cudasim_patch.enter("tests/test_multitask.py")  # skips unless the simulator is
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
 
 from _cudasim_checks import CPU, assert_same, assert_same_tree, make_data  # noqa: E402
-
 from gpufs.backends.gpu.backend import GPUBackend  # noqa: E402
 from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.engine.boosting import BoostingParams  # noqa: E402
@@ -43,12 +43,19 @@ def test_multitask_cpu_equals_simulated_gpu(objective):
     params = BoostingParams(n_estimators=2, tree=TreeParams(max_depth=2, learning_rate=0.3))
     out = []
     for be in (CPU, gpu):
-        state = MultiTaskPenaltyState(0.05, [0.02, 0.0, 0.04], np.ones(5),
-                                      np.arange(5, dtype=np.int32), "root_sse")
-        res = fit_multitask_boosting(be, [be.xp.asarray(x) for x in Xbs],
-                                     [be.xp.asarray(y) for y in ys],
-                                     [None if w is None else be.xp.asarray(w) for w in ws],
-                                     obj, state, bm, params)
+        state = MultiTaskPenaltyState(
+            0.05, [0.02, 0.0, 0.04], np.ones(5), np.arange(5, dtype=np.int32), "root_sse"
+        )
+        res = fit_multitask_boosting(
+            be,
+            [be.xp.asarray(x) for x in Xbs],
+            [be.xp.asarray(y) for y in ys],
+            [None if w is None else be.xp.asarray(w) for w in ws],
+            obj,
+            state,
+            bm,
+            params,
+        )
         out.append((res, state))
     (ra, sa), (rb, sb) = out
     assert sa.shared.order == sb.shared.order and len(sa.shared.order) > 0

@@ -19,6 +19,7 @@ memory (shape 0) is one buffer per block in the simulator already and is left as
 ``enter(runner)`` is every simulator file's start: skip unless the simulator is on, then the
 short GIL switch interval and ``apply()``.
 """
+
 import os
 import sys
 import threading
@@ -36,8 +37,10 @@ def enter(runner):
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
         import pytest
 
-        pytest.skip(f"needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through "
-                    f"{runner}", allow_module_level=True)
+        pytest.skip(
+            f"needs NUMBA_ENABLE_CUDASIM=1 before numba is imported; run through {runner}",
+            allow_module_level=True,
+        )
     sys.setswitchinterval(1e-4)
     apply()
 
@@ -45,9 +48,9 @@ def enter(runner):
 def apply():
     """Install the locked allocation (idempotent; only meaningful under the simulator)."""
     import numpy as np
+    from numba.core import types
     from numba.cuda.simulator import kernelapi
     from numba.np import numpy_support
-    from numba.core import types
 
     cls = kernelapi.FakeCUDAShared
     if getattr(cls, "_gpufs_locked", False):

@@ -1,4 +1,5 @@
 """Test data for the forest tests: a small regression problem, its bins, and a grow helper."""
+
 import numpy as np
 
 from gpufs.backends import get_backend
@@ -22,5 +23,4 @@ def _binned(X, max_bins=255):
 
 def _grow(X, y, task="regression", n_classes=0, seed=0, w=None, **kw):
     bm, Xb = _binned(X)
-    return grow_forest(CPU, Xb, y, w, task, n_classes, bm, ForestParams(**kw),
-                       random_state=seed)
+    return grow_forest(CPU, Xb, y, w, task, n_classes, bm, ForestParams(**kw), random_state=seed)

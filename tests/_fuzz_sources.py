@@ -1,6 +1,7 @@
 """Where the fuzz tests' choices come from (``tests/test_model_fuzz.py``,
 ``tests/test_input_fuzz.py``): hypothesis in the tests (reproducible, shrinkable), a seeded
 ``random.Random`` in their census modes. Both answer ``int(lo, hi)`` and ``pick(seq)``."""
+
 from __future__ import annotations
 
 import random
@@ -36,8 +37,28 @@ class HypothesisSource:
 
 #: Values a user might pass where a number, a bool or a seed is expected: each record field
 #: must take it or refuse it by name (``tests/test_input_fuzz.py``'s lasso-record fuzz).
-ODD_VALUES = [None, True, False, 0, 1, -5, 7, 2 ** 32, 2.5, 0.0, 1e-12, -1e-3, 1e300,
-              float("inf"), float("-inf"), float("nan"), "x", "yes", [1], (0.1,)]
+ODD_VALUES = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    -5,
+    7,
+    2**32,
+    2.5,
+    0.0,
+    1e-12,
+    -1e-3,
+    1e300,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    "x",
+    "yes",
+    [1],
+    (0.1,),
+]
 
 
 def odd_value(src):
@@ -47,8 +68,9 @@ def odd_value(src):
 
     kind = src.int(0, 4)
     if kind == 0:
-        return src.pick([np.bool_(True), np.int64(3), np.int64(-2), np.float32(1e-4),
-                         np.float64("nan")])
+        return src.pick(
+            [np.bool_(True), np.int64(3), np.int64(-2), np.float32(1e-4), np.float64("nan")]
+        )
     if kind == 1:
         return src.pick([np.random.RandomState(0), np.random.default_rng(0)])
     return src.pick(ODD_VALUES)

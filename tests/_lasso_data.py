@@ -1,5 +1,6 @@
 """Test data for the tree-weight lasso tests: small forests of scikit-learn trees, one-feature
 trees, the ``small`` fixture (import it by name), and a cvxpy reference solver."""
+
 import warnings
 
 import numpy as np
@@ -22,8 +23,9 @@ def _forest(m, n_trees, n_features=8, seed=0, loss="squared", depth_max=3):
     masks = np.zeros((n_trees, n_features), dtype=bool)
     for i in range(n_trees):
         idx = rng.integers(0, m, m)
-        tree = DecisionTreeRegressor(max_depth=1 + i % depth_max, max_features=0.5,
-                                     random_state=int(rng.integers(1 << 30)))
+        tree = DecisionTreeRegressor(
+            max_depth=1 + i % depth_max, max_features=0.5, random_state=int(rng.integers(1 << 30))
+        )
         tree.fit(X[idx], y[idx] - y.mean())
         A[:, i] = tree.predict(X)
         used = tree.tree_.feature[tree.tree_.feature >= 0]
@@ -53,8 +55,9 @@ def _cvxpy_solve(A, y, u, lam, loss, sample_weight=None, fit_intercept=True):
     prob = cp.Problem(cp.Minimize(fit + lam * (u @ w)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "solution may be inaccurate" at 1e-12 gaps
-        prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
-                   max_iter=500)
+        prob.solve(
+            solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, max_iter=500
+        )
     return np.asarray(w.value), prob.value
 
 

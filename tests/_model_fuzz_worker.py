@@ -20,6 +20,7 @@ file with ``<estimator>.load_model`` and predict on a fixed X (50 rows, NaN spri
 that prove the supervisor can fail, and need no gpufs: ``{"selftest": "abort" | "hang" | "alloc" |
 "segfault"}``.
 """
+
 import json
 import os
 import resource
@@ -75,6 +76,7 @@ def _run(cmd, classes):
             os.abort()
         if what == "segfault":
             import ctypes
+
             ctypes.string_at(0)
         if what == "hang":
             while True:
@@ -93,8 +95,10 @@ def _run(cmd, classes):
     except MemoryError:
         return {"outcome": "memory", "detail": "MemoryError in load_model"}
     except BaseException as exc:  # noqa: BLE001 - every other exception is the finding
-        return {"outcome": "load_error",
-                "detail": f"{type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc()[-1500:]}
+        return {
+            "outcome": "load_error",
+            "detail": f"{type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc()[-1500:],
+        }
     try:  # a loaded model's parameters pass fit's checks and describe it (it saves again)
         from gpufs.io import model_io
 
@@ -108,8 +112,10 @@ def _run(cmd, classes):
     except MemoryError:
         return {"outcome": "memory", "detail": "MemoryError in predict"}
     except BaseException as exc:  # noqa: BLE001
-        return {"outcome": "predict_error",
-                "detail": f"{type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc()[-1500:]}
+        return {
+            "outcome": "predict_error",
+            "detail": f"{type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc()[-1500:],
+        }
     if bad is not None:
         return {"outcome": "bad_output", "detail": bad}
     return {"outcome": "ok", "detail": ""}
@@ -124,10 +130,10 @@ def _classes():
 def main():
     _set_memory_limit(int(sys.argv[1]))
     out = sys.stdout
-    sys.stdout = sys.stderr          # stray prints must not break the protocol
+    sys.stdout = sys.stderr  # stray prints must not break the protocol
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
-    classes = None                   # gpufs is imported by the first case that needs it
+    classes = None  # gpufs is imported by the first case that needs it
     for line in sys.stdin:
         cmd = json.loads(line)
         if classes is None and "selftest" not in cmd:

@@ -7,6 +7,7 @@ interaction-only pair and a main effect (``inter_only``); strong, medium and wea
 (``strong_weak``); a step, a sine and a weak line (``threshold``). A user keeps one copy of
 each group.
 """
+
 import numpy as np
 
 DESIGNS = ("main_inter_weak", "inter_only", "strong_weak", "threshold")
@@ -18,10 +19,12 @@ def near_copy_groups(seed, design, task, m=1000, n_copies=3, noise=0.1, n_noise=
     0.5^2)) or "classification" (y = 1 when f + logistic noise is above the median of f)."""
     rng = np.random.RandomState(seed)
     Z = rng.randn(m, 3)
-    f = {"main_inter_weak": 2.0 * Z[:, 0] + 1.5 * Z[:, 0] * Z[:, 1] + 0.5 * Z[:, 2],
-         "inter_only": 2.0 * Z[:, 0] * Z[:, 1] + 1.0 * Z[:, 2],
-         "strong_weak": 3.0 * Z[:, 0] + 1.0 * Z[:, 1] + 0.4 * Z[:, 2],
-         "threshold": 2.0 * (Z[:, 0] > 0.5) + np.sin(2 * Z[:, 1]) + 0.4 * Z[:, 2]}[design]
+    f = {
+        "main_inter_weak": 2.0 * Z[:, 0] + 1.5 * Z[:, 0] * Z[:, 1] + 0.5 * Z[:, 2],
+        "inter_only": 2.0 * Z[:, 0] * Z[:, 1] + 1.0 * Z[:, 2],
+        "strong_weak": 3.0 * Z[:, 0] + 1.0 * Z[:, 1] + 0.4 * Z[:, 2],
+        "threshold": 2.0 * (Z[:, 0] > 0.5) + np.sin(2 * Z[:, 1]) + 0.4 * Z[:, 2],
+    }[design]
     if task == "classification":
         y = (f + rng.logistic(size=m) > np.median(f)).astype(int)
     else:

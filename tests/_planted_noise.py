@@ -17,6 +17,7 @@ column while it misses a planted one (:func:`noise_ahead`).
 * :func:`exact_fill`: eight step signals and no noise in y, beside four noise columns: a
   short model splits on some of the eight only (exact k's fill).
 """
+
 import numpy as np
 
 FAMILIES = ("churn", "noise_categories", "continuous_noise", "integer_ids", "exact_fill")
@@ -39,11 +40,21 @@ def churn(seed, n=3000):
     charges = rng.normal(70, 20, n)
     plan = rng.integers(0, 3, n)
     region = rng.integers(0, 5, n)
-    logit = (-0.03 * (tenure - 36) + 0.015 * (charges - 70)
-             + np.array([-0.5, 0.0, 0.5])[plan] + np.array([-0.4, -0.2, 0.0, 0.2, 0.4])[region])
-    X = pd.DataFrame({"tenure": tenure, "charges": charges,
-                      "plan": _levels("plan", 3)[plan], "region": _levels("region", 5)[region],
-                      "agent": _levels("agent", 40)[rng.integers(0, 40, n)]})
+    logit = (
+        -0.03 * (tenure - 36)
+        + 0.015 * (charges - 70)
+        + np.array([-0.5, 0.0, 0.5])[plan]
+        + np.array([-0.4, -0.2, 0.0, 0.2, 0.4])[region]
+    )
+    X = pd.DataFrame(
+        {
+            "tenure": tenure,
+            "charges": charges,
+            "plan": _levels("plan", 3)[plan],
+            "region": _levels("region", 5)[region],
+            "agent": _levels("agent", 40)[rng.integers(0, 40, n)],
+        }
+    )
     for i in range(3):
         X[f"noise{i}"] = rng.normal(size=n)
     return X, _binary_target(rng, logit), ("tenure", "charges", "plan", "region")

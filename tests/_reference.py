@@ -25,6 +25,7 @@ The arithmetic is done in the same order as DESIGN.md writes it (sum of the thre
 then halved; gain / divisor - mu * cost), on the same fixed-point integer sums, so a correct
 fast grower reproduces the oracle's gains to the last bit or very nearly.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -111,8 +112,22 @@ def bits_of(left_set):
     return words
 
 
-def best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, lam, divisor,
-               min_child_weight, penalties, is_cat=None, max_onehot=4):
+def best_split(
+    Xb,
+    rows,
+    gq,
+    hq,
+    g_scale,
+    h_scale,
+    n_bins,
+    allowed,
+    lam,
+    divisor,
+    min_child_weight,
+    penalties,
+    is_cat=None,
+    max_onehot=4,
+):
     """Brute-force best split of the node holding ``rows``; None if no valid split.
 
     ``allowed[f]`` says which features may be used; ``penalties[f]`` is the price of f;
@@ -127,8 +142,9 @@ def best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, lam, divisor
             continue
         col = Xb[rows, f]
         if is_cat is not None and is_cat[f]:
-            sets = ref_cat_left_sets(col, gq[rows], hq[rows], n_bins[f], g_scale, h_scale,
-                                     lam, max_onehot)
+            sets = ref_cat_left_sets(
+                col, gq[rows], hq[rows], n_bins[f], g_scale, h_scale, lam, max_onehot
+            )
             cands = [(0, MISSING in s, s) for s in sets]
         else:
             # thresholds 0 .. n_bins - 2 both ways, then "every value left, missing right"
@@ -137,8 +153,7 @@ def best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, lam, divisor
             if (col == MISSING).any():
                 cands.append((int(n_bins[f]) - 1, False, None))
         for b, missing_left, left_set in cands:
-            left = (go_left(col, b, missing_left) if left_set is None
-                    else np.isin(col, left_set))
+            left = go_left(col, b, missing_left) if left_set is None else np.isin(col, left_set)
             glq = int(gq[rows][left].sum())
             hlq = int(hq[rows][left].sum())
             hrq = Hq - hlq
@@ -149,16 +164,37 @@ def best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, lam, divisor
             gain = ref_gain(glq / g_scale, hlq / h_scale, G, H, lam)
             score = gain / divisor - penalties[f]
             if best is None or score > best["score"]:
-                best = dict(feature=f, bin=b, missing_left=missing_left, gain=gain,
-                            score=score, left=left,
-                            bits=None if left_set is None else bits_of(left_set))
+                best = dict(
+                    feature=f,
+                    bin=b,
+                    missing_left=missing_left,
+                    gain=gain,
+                    score=score,
+                    left=left,
+                    bits=None if left_set is None else bits_of(left_set),
+                )
     return best
 
 
-def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_depth,
-                        reg_lambda=1.0, learning_rate=0.1, min_child_weight=1e-3,
-                        min_split_gain=0.0, gain_divisor=1.0, tree_index=0, is_cat=None,
-                        max_onehot=4):
+def reference_grow_tree(
+    Xb,
+    gq,
+    hq,
+    g_scale,
+    h_scale,
+    n_bins,
+    omega,
+    *,
+    max_depth,
+    reg_lambda=1.0,
+    learning_rate=0.1,
+    min_child_weight=1e-3,
+    min_split_gain=0.0,
+    gain_divisor=1.0,
+    tree_index=0,
+    is_cat=None,
+    max_onehot=4,
+):
     """Grow one tree level by level; returns a dict of node arrays and the new features.
 
     ``omega`` (``RefOmega``) is updated in place. Rule (penalties docstring): penalties and the
@@ -172,10 +208,16 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
     hq = np.asarray(hq, dtype=np.int64)
     n, d = Xb.shape
     n_nodes = 2 ** (max_depth + 1) - 1
-    out = dict(feature=np.full(n_nodes, -1, np.int64), bin_threshold=np.zeros(n_nodes, np.int64),
-               missing_left=np.zeros(n_nodes, bool), gain=np.zeros(n_nodes),
-               value=np.zeros(n_nodes), cover=np.zeros(n_nodes),
-               count=np.zeros(n_nodes, np.int64), cat_bits=np.zeros((n_nodes, 8), np.uint32))
+    out = dict(
+        feature=np.full(n_nodes, -1, np.int64),
+        bin_threshold=np.zeros(n_nodes, np.int64),
+        missing_left=np.zeros(n_nodes, bool),
+        gain=np.zeros(n_nodes),
+        value=np.zeros(n_nodes),
+        cover=np.zeros(n_nodes),
+        count=np.zeros(n_nodes, np.int64),
+        cat_bits=np.zeros((n_nodes, 8), np.uint32),
+    )
     node_rows = {0: np.arange(n)}
     level = [0]
     new_features = []
@@ -189,19 +231,46 @@ def reference_grow_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, *, max_dept
         next_level = []
         for node in level:
             rows = node_rows[node]
-            best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed,
-                              reg_lambda, gain_divisor, min_child_weight, penalties, is_cat,
-                              max_onehot)
+            best = best_split(
+                Xb,
+                rows,
+                gq,
+                hq,
+                g_scale,
+                h_scale,
+                n_bins,
+                allowed,
+                reg_lambda,
+                gain_divisor,
+                min_child_weight,
+                penalties,
+                is_cat,
+                max_onehot,
+            )
             if best is not None:
                 f = best["feature"]
                 is_new = not used_at_start[f] and f not in admitted
                 if is_new and budget is not None and len(admitted) >= budget:
                     n_fallbacks += 1
-                    best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins,
-                                      used_at_start, reg_lambda, gain_divisor,
-                                      min_child_weight, penalties, is_cat, max_onehot)
-            next_level += take_split(out, node_rows, node, best, min_split_gain,
-                                     used_at_start, admitted)
+                    best = best_split(
+                        Xb,
+                        rows,
+                        gq,
+                        hq,
+                        g_scale,
+                        h_scale,
+                        n_bins,
+                        used_at_start,
+                        reg_lambda,
+                        gain_divisor,
+                        min_child_weight,
+                        penalties,
+                        is_cat,
+                        max_onehot,
+                    )
+            next_level += take_split(
+                out, node_rows, node, best, min_split_gain, used_at_start, admitted
+            )
         admit_level(omega, admitted, new_features, tree_index)
         level = next_level
         if not level:
@@ -254,8 +323,7 @@ def write_leaves(out, node_rows, gq, hq, g_scale, h_scale, reg_lambda, learning_
     cover."""
     for node, rows in node_rows.items():
         Gq, Hq = int(gq[rows].sum()), int(hq[rows].sum())
-        out["value"][node] = ref_leaf_value(Gq / g_scale, Hq / h_scale, reg_lambda,
-                                            learning_rate)
+        out["value"][node] = ref_leaf_value(Gq / g_scale, Hq / h_scale, reg_lambda, learning_rate)
         if "cover" in out:
             out["cover"][node] = Hq / h_scale
         out["count"][node] = rows.shape[0]

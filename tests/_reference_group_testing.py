@@ -20,6 +20,7 @@ Nothing here imports gpufs's arithmetic. The paper's steps, one function each:
   C scored exactly with the penalty (``_reference.best_split``), a feature of C entering only
   when its penalized score beats the free features' best.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,12 +79,13 @@ def ref_gt(Z, rows, group, gq, hq, g_scale, h_scale, n_bins, lam, min_child_weig
     return best
 
 
-def ref_binary_search(Z, rows, subset, gq, hq, g_scale, h_scale, n_bins, lam,
-                      min_child_weight, trace=None):
+def ref_binary_search(
+    Z, rows, subset, gq, hq, g_scale, h_scale, n_bins, lam, min_child_weight, trace=None
+):
     """Lines 5-8 of Algorithm 2 on one subset: the feature the halving ends on."""
     G = list(subset)
     while len(G) > 1:
-        GL, GR = G[: len(G) // 2], G[len(G) // 2:]
+        GL, GR = G[: len(G) // 2], G[len(G) // 2 :]
         sl = ref_gt(Z, rows, GL, gq, hq, g_scale, h_scale, n_bins, lam, min_child_weight)
         sr = ref_gt(Z, rows, GR, gq, hq, g_scale, h_scale, n_bins, lam, min_child_weight)
         if trace is not None:
@@ -92,22 +94,51 @@ def ref_binary_search(Z, rows, subset, gq, hq, g_scale, h_scale, n_bins, lam,
     return G[0]
 
 
-def ref_candidates(Z, rows, subsets, gq, hq, g_scale, h_scale, n_bins=255, lam=1.0,
-                   min_child_weight=1e-3, traces=None):
+def ref_candidates(
+    Z,
+    rows,
+    subsets,
+    gq,
+    hq,
+    g_scale,
+    h_scale,
+    n_bins=255,
+    lam=1.0,
+    min_child_weight=1e-3,
+    traces=None,
+):
     """Lines 3-10: the end of each subset's search (subset order)."""
     out = []
     for _i, subset in enumerate(subsets):
         trace = None if traces is None else []
-        out.append(ref_binary_search(Z, rows, subset, gq, hq, g_scale, h_scale, n_bins, lam,
-                                     min_child_weight, trace))
+        out.append(
+            ref_binary_search(
+                Z, rows, subset, gq, hq, g_scale, h_scale, n_bins, lam, min_child_weight, trace
+            )
+        )
         if traces is not None:
             traces.append(trace)
     return np.array(out, dtype=np.int64)
 
 
-def ref_gt_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, candidates, *, max_depth,
-                reg_lambda=1.0, learning_rate=0.1, min_child_weight=1e-3, min_split_gain=0.0,
-                gain_divisor=1.0, tree_index=0):
+def ref_gt_tree(
+    Xb,
+    gq,
+    hq,
+    g_scale,
+    h_scale,
+    n_bins,
+    omega,
+    candidates,
+    *,
+    max_depth,
+    reg_lambda=1.0,
+    learning_rate=0.1,
+    min_child_weight=1e-3,
+    min_split_gain=0.0,
+    gain_divisor=1.0,
+    tree_index=0,
+):
     """A depth-wise tree whose every node follows lines 1 and 11-16 of Algorithm 2: the free
     features (a used group) and the candidates C are scored exactly on the binned matrix with
     the penalty of ``omega`` (``_reference.RefOmega``, no budget), the best penalized split
@@ -117,9 +148,14 @@ def ref_gt_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, candidates, *, max_
     Xb = np.asarray(Xb)
     n, d = Xb.shape
     n_nodes = 2 ** (max_depth + 1) - 1
-    out = dict(feature=np.full(n_nodes, -1, np.int64), bin_threshold=np.zeros(n_nodes, np.int64),
-               missing_left=np.zeros(n_nodes, bool), gain=np.zeros(n_nodes),
-               value=np.zeros(n_nodes), count=np.zeros(n_nodes, np.int64))
+    out = dict(
+        feature=np.full(n_nodes, -1, np.int64),
+        bin_threshold=np.zeros(n_nodes, np.int64),
+        missing_left=np.zeros(n_nodes, bool),
+        gain=np.zeros(n_nodes),
+        value=np.zeros(n_nodes),
+        count=np.zeros(n_nodes, np.int64),
+    )
     node_rows = {0: np.arange(n)}
     level = [0]
     new = []
@@ -133,10 +169,23 @@ def ref_gt_tree(Xb, gq, hq, g_scale, h_scale, n_bins, omega, candidates, *, max_
         admitted, next_level = [], []
         for node in level:
             rows = node_rows[node]
-            best = best_split(Xb, rows, gq, hq, g_scale, h_scale, n_bins, allowed, reg_lambda,
-                              gain_divisor, min_child_weight, penalties)
-            next_level += take_split(out, node_rows, node, best, min_split_gain,
-                                     used_at_start, admitted)
+            best = best_split(
+                Xb,
+                rows,
+                gq,
+                hq,
+                g_scale,
+                h_scale,
+                n_bins,
+                allowed,
+                reg_lambda,
+                gain_divisor,
+                min_child_weight,
+                penalties,
+            )
+            next_level += take_split(
+                out, node_rows, node, best, min_split_gain, used_at_start, admitted
+            )
         admit_level(omega, admitted, new, tree_index)
         level = next_level
         if not level:

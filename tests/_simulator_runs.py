@@ -9,6 +9,7 @@ and never push it off its own. The owning test then waits for its file's result.
 on its own (nothing started) runs its file itself. Either way the test sees the same thing:
 the child pytest's exit status and output.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,34 +27,53 @@ TIMEOUT = 1800  # seconds for one file: only a hang reaches it
 #: The test that owns each simulator file (pytest node id relative to the root), in the order
 #: the suite reaches them, which is the order they are started in. (Pairs, not a dict display:
 #: a formatter can split a long pair, never a long key: value.)
-OWNERS = dict([
-    ("tests/test_cuda_kernels_sim.py::test_simulator_suite", "_cudasim_kernels.py"),
-    ("tests/test_dask_gpu_sim.py::test_dask_gpu_shards_under_the_cuda_simulator",
-     "_cudasim_dask.py"),
-    ("tests/test_forest_algorithms.py::test_forest_on_simulated_gpu_kernels_equals_cpu",
-     "_cudasim_forest.py"),
-    ("tests/test_group_testing.py::test_group_testing_under_the_cuda_simulator",
-     "_cudasim_group_testing.py"),
-    ("tests/test_multitask.py::test_multitask_under_the_cuda_simulator", "_cudasim_multitask.py"),
-])
+OWNERS = dict(
+    [
+        ("tests/test_cuda_kernels_sim.py::test_simulator_suite", "_cudasim_kernels.py"),
+        (
+            "tests/test_dask_gpu_sim.py::test_dask_gpu_shards_under_the_cuda_simulator",
+            "_cudasim_dask.py",
+        ),
+        (
+            "tests/test_forest_algorithms.py::test_forest_on_simulated_gpu_kernels_equals_cpu",
+            "_cudasim_forest.py",
+        ),
+        (
+            "tests/test_group_testing.py::test_group_testing_under_the_cuda_simulator",
+            "_cudasim_group_testing.py",
+        ),
+        (
+            "tests/test_multitask.py::test_multitask_under_the_cuda_simulator",
+            "_cudasim_multitask.py",
+        ),
+    ]
+)
 
-_results: dict[str, tuple[int, str]] = {}     # file -> (returncode, stdout + stderr)
-_times: dict[str, tuple[float, float]] = {}   # file -> (start, end), time.monotonic()
+_results: dict[str, tuple[int, str]] = {}  # file -> (returncode, stdout + stderr)
+_times: dict[str, tuple[float, float]] = {}  # file -> (start, end), time.monotonic()
 _done: dict[str, threading.Event] = {}
-_current: list[subprocess.Popen] = []         # the child running now (to stop at exit)
+_current: list[subprocess.Popen] = []  # the child running now (to stop at exit)
 _stop = threading.Event()
 
 
 def _env():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     env["PYTHONPATH"] = os.pathsep.join(
-        [ROOT, TESTS] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        [ROOT, TESTS] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     return env
 
 
 def _run(name: str, nice: int = 0) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           os.path.join(TESTS, name)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        os.path.join(TESTS, name),
+    ]
     # the nice command, not preexec_fn: this runs in a thread beside numba's worker threads,
     # and Python code between fork and exec may deadlock there (Python's subprocess docs); a
     # full-suite run hung with this thread in Popen and the main thread in a numba call
@@ -61,8 +81,9 @@ def _run(name: str, nice: int = 0) -> tuple[int, str]:
     if renice:
         cmd = [renice, "-n", str(int(nice))] + cmd
     began = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     _current.append(proc)
     try:
         out, _ = proc.communicate(timeout=TIMEOUT)
@@ -103,8 +124,10 @@ def stop() -> None:
 def timings(origin: float) -> list[str]:
     """One line per simulator file run in this session: when it started and ended, in seconds
     since ``origin`` (``time.monotonic()``), and its own wall time."""
-    return [f"{n}: {a - origin:6.1f} s -> {b - origin:6.1f} s ({b - a:6.1f} s)"
-            for n, (a, b) in sorted(_times.items(), key=lambda kv: kv[1])]
+    return [
+        f"{n}: {a - origin:6.1f} s -> {b - origin:6.1f} s ({b - a:6.1f} s)"
+        for n, (a, b) in sorted(_times.items(), key=lambda kv: kv[1])
+    ]
 
 
 def result(name: str) -> tuple[int, str]:

@@ -3,6 +3,7 @@
 The test helpers (``_reference``, ``_cudasim_checks``, ...) are plain modules in this folder;
 put it on ``sys.path`` so ``from _reference import ...`` works under any pytest import mode.
 """
+
 import os
 import sys
 import time

@@ -11,6 +11,7 @@
 A refactor that claims "behaviour unchanged" must leave this test green. An intentional change
 of behaviour rewrites the file in its own commit, whose message says what changed and why.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,10 +28,13 @@ GOLDEN_PATH = os.path.join(HERE, "data", "golden.json")
 def _data(seed, n=600, d=12, task="regression", n_classes=2):
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d)
-    X[rng.rand(n, d) < 0.05] = np.nan          # missing values take the default direction
-    X[:, 5] = np.round(X[:, 5])                # a few-valued feature
-    z = np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1]) + np.sin(2 * np.nan_to_num(X[:, 2])) \
+    X[rng.rand(n, d) < 0.05] = np.nan  # missing values take the default direction
+    X[:, 5] = np.round(X[:, 5])  # a few-valued feature
+    z = (
+        np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1])
+        + np.sin(2 * np.nan_to_num(X[:, 2]))
         + 0.5 * np.nan_to_num(X[:, 3])
+    )
     if task == "regression":
         return X, z + 0.3 * rng.randn(n)
     if n_classes == 2:
@@ -53,21 +57,51 @@ def _gbfs_cases():
     w = np.random.RandomState(3).rand(Xr.shape[0]) + 0.5
     return {
         "gbfs_reg_root_sse": (GBFSRegressor(mu=0.005, n_estimators=25, random_state=0), Xr, yr, {}),
-        "gbfs_reg_none_k3": (GBFSRegressor(mu=2.0, penalty_scaling="none",
-                                           n_features_to_select=3, n_estimators=25,
-                                           random_state=0), Xr, yr, {}),
-        "gbfs_reg_weights_groups": (GBFSRegressor(mu=0.02, feature_groups=[0, 0, 1, 1, 2, 2,
-                                                                           3, 3, 4, 4, 5, 5],
-                                                  feature_costs=np.linspace(0.5, 2, 12),
-                                                  n_estimators=20, max_depth=3,
-                                                  random_state=0),
-                                    Xr, yr, {"sample_weight": w}),
+        "gbfs_reg_none_k3": (
+            GBFSRegressor(
+                mu=2.0,
+                penalty_scaling="none",
+                n_features_to_select=3,
+                n_estimators=25,
+                random_state=0,
+            ),
+            Xr,
+            yr,
+            {},
+        ),
+        "gbfs_reg_weights_groups": (
+            GBFSRegressor(
+                mu=0.02,
+                feature_groups=[0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5],
+                feature_costs=np.linspace(0.5, 2, 12),
+                n_estimators=20,
+                max_depth=3,
+                random_state=0,
+            ),
+            Xr,
+            yr,
+            {"sample_weight": w},
+        ),
         "gbfs_bin_hessian": (GBFSClassifier(mu=0.01, n_estimators=25, random_state=0), Xb, yb, {}),
-        "gbfs_bin_nohess_val": (GBFSClassifier(hessian=False, validation_fraction=0.2,
-                                               n_iter_no_change=5, n_estimators=40,
-                                               max_bins=32, random_state=0), Xb, yb, {}),
-        "gbfs_multiclass_k4": (GBFSClassifier(n_features_to_select=4, n_estimators=10,
-                                              max_depth=3, random_state=0), Xm, ym, {}),
+        "gbfs_bin_nohess_val": (
+            GBFSClassifier(
+                hessian=False,
+                validation_fraction=0.2,
+                n_iter_no_change=5,
+                n_estimators=40,
+                max_bins=32,
+                random_state=0,
+            ),
+            Xb,
+            yb,
+            {},
+        ),
+        "gbfs_multiclass_k4": (
+            GBFSClassifier(n_features_to_select=4, n_estimators=10, max_depth=3, random_state=0),
+            Xm,
+            ym,
+            {},
+        ),
     }
 
 
@@ -88,28 +122,44 @@ def _cpu():
 
 
 def _linear_and_forest_cases():
-    from gpufs import (ControlBurnClassifier, ControlBurnRegressor, StagewiseClassifier,
-                       StagewiseRegressor)
+    from gpufs import (
+        ControlBurnClassifier,
+        ControlBurnRegressor,
+        StagewiseClassifier,
+        StagewiseRegressor,
+    )
 
     Xr, yr = _data(4)
     Xb, yb = _data(5, task="classification")
-    Xr0, Xb0 = np.nan_to_num(Xr), np.nan_to_num(Xb)    # stagewise wants no missing values
+    Xr0, Xb0 = np.nan_to_num(Xr), np.nan_to_num(Xb)  # stagewise wants no missing values
     return {
         "stagewise_reg": (StagewiseRegressor(n_features_to_select=5), Xr0, yr, {}),
         "stagewise_clf": (StagewiseClassifier(n_features_to_select=4), Xb0, yb, {}),
-        "controlburn_reg_k3": (ControlBurnRegressor(n_features_to_select=3, max_depth=3,
-                                                    max_trees_per_round=5, random_state=0),
-                               Xr, yr, {}),
-        "controlburn_clf_k3_single": (ControlBurnClassifier(n_features_to_select=3,
-                                                            tree_type="single", max_depth=2,
-                                                            random_state=0), Xb, yb, {}),
+        "controlburn_reg_k3": (
+            ControlBurnRegressor(
+                n_features_to_select=3, max_depth=3, max_trees_per_round=5, random_state=0
+            ),
+            Xr,
+            yr,
+            {},
+        ),
+        "controlburn_clf_k3_single": (
+            ControlBurnClassifier(
+                n_features_to_select=3, tree_type="single", max_depth=2, random_state=0
+            ),
+            Xb,
+            yb,
+            {},
+        ),
     }
 
 
 def _loose_record(est, X):
     pred = est.predict_proba(X)[:, 1] if hasattr(est, "predict_proba") else est.predict(X)
-    return {"selected_features": [int(f) for f in est.selected_features_],
-            "predictions_head": [float(v) for v in np.asarray(pred)[:50]]}
+    return {
+        "selected_features": [int(f) for f in est.selected_features_],
+        "predictions_head": [float(v) for v in np.asarray(pred)[:50]],
+    }
 
 
 def compute() -> dict:

@@ -8,6 +8,7 @@ device (``owns``, ``to_device``, ``synchronize``).
 The GPU backend is checked here as a class (no GPU needed); its results are compared with the
 CPU's under the CUDA simulator (``_cudasim_kernels.py``) and on a real GPU (``test_gpu.py``).
 """
+
 import inspect
 import os
 import re
@@ -15,13 +16,20 @@ import re
 import numpy as np
 import pytest
 
-from gpufs.rules import _tasks
 from gpufs.backends import get_backend
-from gpufs.backends.base import (Backend, BackendProbes, LevelResult, SplitInfo, SplitParams,
-                                 SplitPlan, best_splits)
+from gpufs.backends.base import (
+    Backend,
+    BackendProbes,
+    LevelResult,
+    SplitInfo,
+    SplitParams,
+    SplitPlan,
+    best_splits,
+)
 from gpufs.backends.cpu import CPUBackend
 from gpufs.backends.gpu.backend import GPUBackend
 from gpufs.engine.binning import BinMapper
+from gpufs.rules import _tasks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,8 +40,11 @@ def _params(fn):
 
 
 def _protocol_methods(protocol=Backend):
-    return {name: fn for name, fn in vars(protocol).items()
-            if inspect.isfunction(fn) and not name.startswith("_")}
+    return {
+        name: fn
+        for name, fn in vars(protocol).items()
+        if inspect.isfunction(fn) and not name.startswith("_")
+    }
 
 
 #: What only tests call: the level's kernels one at a time.
@@ -44,10 +55,26 @@ TWO_PHASE = ("decide_level", "advance_level")
 
 def test_protocols_list_the_interface():
     assert set(_protocol_methods()) == {
-        "owns", "to_device", "synchronize", "bin_transform", "round_gradients",
-        "gradients", "loss_terms", "gradient_extremes", "quantize_gradients",
-        "prepare_binned", "start_tree", "level_step", "decide_level", "advance_level",
-        "node_sums", "update_raw", "predict_binned", "predict_raw", "group_test_steps"}
+        "owns",
+        "to_device",
+        "synchronize",
+        "bin_transform",
+        "round_gradients",
+        "gradients",
+        "loss_terms",
+        "gradient_extremes",
+        "quantize_gradients",
+        "prepare_binned",
+        "start_tree",
+        "level_step",
+        "decide_level",
+        "advance_level",
+        "node_sums",
+        "update_raw",
+        "predict_binned",
+        "predict_raw",
+        "group_test_steps",
+    }
     assert set(_protocol_methods(BackendProbes)) == PROBES
 
 
@@ -57,7 +84,8 @@ def _check_implements(cls, name, protocol):
     proto = getattr(protocol, name)
     assert _params(impl) == _params(proto), (
         f"{cls.__name__}.{name}{inspect.signature(impl)} != "
-        f"{protocol.__name__}.{name}{inspect.signature(proto)}")
+        f"{protocol.__name__}.{name}{inspect.signature(proto)}"
+    )
 
 
 @pytest.mark.parametrize("protocol", [Backend, BackendProbes])
@@ -78,7 +106,7 @@ def test_split_plan_starts_with_the_compiled_decisions():
     # CPUBackend.advance_level passes a plan's first fields to the compiled level by position
     from gpufs.backends.cpu._args import Decisions
 
-    assert SplitPlan._fields[:len(Decisions._fields)] == Decisions._fields
+    assert SplitPlan._fields[: len(Decisions._fields)] == Decisions._fields
 
 
 # --- the engine calls no probe ------------------------------------------------------------------
@@ -89,8 +117,7 @@ _ARRAY_MODULES = {"np", "numpy", "xp", "cp", "cupy"}
 
 
 def _probe_calls(text):
-    return [name for receiver, name in _PROBE_CALL.findall(text)
-            if receiver not in _ARRAY_MODULES]
+    return [name for receiver, name in _PROBE_CALL.findall(text) if receiver not in _ARRAY_MODULES]
 
 
 #: Engine modules that still call a probe, with the reason; remove a name when its call goes.
@@ -155,15 +182,19 @@ def test_binning_refuses_x_on_another_device():
         def owns(self, a):
             return False
 
-    with pytest.raises(ValueError, match="X is on a different device from the elsewhere "
-                                         "backend: move it there first"):
+    with pytest.raises(
+        ValueError,
+        match="X is on a different device from the elsewhere backend: move it there first",
+    ):
         bm.transform(np.zeros((2, 2)), OtherDevice())
 
 
 # --- no device branches outside the backends and _device ----------------------------------------
 
-_BRANCH = re.compile(r"device [!=]= \"(cpu|gpu)\"|\.name [!=]= \"(cpu|gpu)\"|"
-                     r"\bxp is (not )?np\b|get_namespace\(\"gpu\"\)")
+_BRANCH = re.compile(
+    r"device [!=]= \"(cpu|gpu)\"|\.name [!=]= \"(cpu|gpu)\"|"
+    r"\bxp is (not )?np\b|get_namespace\(\"gpu\"\)"
+)
 
 
 def test_no_device_branches_outside_the_backends_and_device_module():
@@ -173,9 +204,15 @@ def test_no_device_branches_outside_the_backends_and_device_module():
             for f in files:
                 path = os.path.join(dirpath, f)
                 rel = os.path.relpath(path, ROOT)
-                if not f.endswith(".py") or rel.startswith(os.path.join("gpufs", "backends")) \
-                        or rel in (os.path.join("gpufs", "_device.py"),
-                                   os.path.join("gpufs", "cli", "__init__.py")):
+                if (
+                    not f.endswith(".py")
+                    or rel.startswith(os.path.join("gpufs", "backends"))
+                    or rel
+                    in (
+                        os.path.join("gpufs", "_device.py"),
+                        os.path.join("gpufs", "cli", "__init__.py"),
+                    )
+                ):
                     continue
                 with open(path) as fh:
                     for no, line in enumerate(fh, 1):
@@ -189,8 +226,14 @@ def test_no_device_branches_outside_the_backends_and_device_module():
 
 
 def _split(n_bins, **kw):
-    base = dict(g_scale=1.0, h_scale=1.0, reg_lambda=0.0, gain_divisor=1.0,
-                min_child_weight=1e-3, min_split_gain=0.0)
+    base = dict(
+        g_scale=1.0,
+        h_scale=1.0,
+        reg_lambda=0.0,
+        gain_divisor=1.0,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+    )
     base.update(kw)
     return SplitParams(n_bins=np.asarray(n_bins, np.int32), **base)
 
@@ -210,8 +253,14 @@ def _one_node_hist():
 
 
 def test_find_splits_hand_computed_case():
-    res = CPUBackend().find_splits(_one_node_hist(), np.array([0]), np.array([4]),
-                                   np.zeros(2), np.ones(2, bool), _split([2, 2]))
+    res = CPUBackend().find_splits(
+        _one_node_hist(),
+        np.array([0]),
+        np.array([4]),
+        np.zeros(2),
+        np.ones(2, bool),
+        _split([2, 2]),
+    )
     assert isinstance(res, SplitInfo)
     assert res.feature.tolist() == [0] and res.feature.dtype == np.int32
     assert res.bin.tolist() == [0] and res.bin.dtype == np.int32
@@ -226,8 +275,14 @@ def test_find_splits_penalty_lambda_divisor_and_allowed():
     g, h = np.array([0]), np.array([4])
     be = CPUBackend()
     # lambda = 1: 1/2 (4/3 + 4/3) = 4/3; divided by 2 and minus the penalty 0.5 in the score
-    res = be.find_splits(hist, g, h, np.array([0.5, 0.0]), np.ones(2, bool),
-                         _split([2, 2], reg_lambda=1.0, gain_divisor=2.0))
+    res = be.find_splits(
+        hist,
+        g,
+        h,
+        np.array([0.5, 0.0]),
+        np.ones(2, bool),
+        _split([2, 2], reg_lambda=1.0, gain_divisor=2.0),
+    )
     assert res.feature.tolist() == [0]
     assert res.gain[0] == pytest.approx(4 / 3, rel=1e-15)
     assert res.score[0] == pytest.approx(4 / 3 / 2 - 0.5, rel=1e-15)
@@ -235,8 +290,9 @@ def test_find_splits_penalty_lambda_divisor_and_allowed():
     res = be.find_splits(hist, g, h, np.zeros(2), np.array([False, True]), _split([2, 2]))
     assert res.feature.tolist() == [1] and res.gain.tolist() == [0.0]
     # min_child_weight above every child's hessian: no valid split anywhere
-    res = be.find_splits(hist, g, h, np.zeros(2), np.ones(2, bool),
-                         _split([2, 2], min_child_weight=3.0))
+    res = be.find_splits(
+        hist, g, h, np.zeros(2), np.ones(2, bool), _split([2, 2], min_child_weight=3.0)
+    )
     assert res.feature.tolist() == [-1] and res.score.tolist() == [-np.inf]
     assert res.gain.tolist() == [0.0] and res.g_left.tolist() == [0]
 
@@ -247,7 +303,7 @@ def test_best_splits_takes_the_first_maximum_over_allowed_features():
     ints = [np.arange(9, dtype=np.int64).reshape(3, 3) + 100 * j for j in range(4)]
     ints[1] = np.array([[0, 1, 0], [0, 0, 0], [1, 0, 1]], np.int64)
     res = best_splits(np.array([True, True, True]), score, gain, *ints)
-    assert res.feature.tolist() == [1, -1, 0]          # tie 3.0 / 3.0: the lower feature
+    assert res.feature.tolist() == [1, -1, 0]  # tie 3.0 / 3.0: the lower feature
     assert res.score.tolist() == [3.0, -np.inf, 5.0]
     assert res.gain.tolist() == [30.0, 0.0, 50.0]
     assert res.bin.tolist() == [1, 0, 6]
@@ -277,10 +333,8 @@ def test_task_bounds_tile_a_segment_in_near_equal_runs(count, n):
 
 
 def test_task_counts_of_the_two_devices():
-    assert [_tasks.cpu_task_count(c, 10, 4) for c in (0, 5, 10, 25, 39, 1000)] == \
-        [1, 1, 1, 2, 3, 4]
-    assert [_tasks.gpu_task_count(c, 10) for c in (0, 5, 10, 25, 39, 1000)] == \
-        [0, 1, 1, 3, 4, 100]
+    assert [_tasks.cpu_task_count(c, 10, 4) for c in (0, 5, 10, 25, 39, 1000)] == [1, 1, 1, 2, 3, 4]
+    assert [_tasks.gpu_task_count(c, 10) for c in (0, 5, 10, 25, 39, 1000)] == [0, 1, 1, 3, 4, 100]
     # the host calls them on arrays too
     np.testing.assert_array_equal(_tasks.gpu_task_count(np.array([0, 11, 20]), 10), [0, 2, 2])
 
@@ -294,8 +348,7 @@ def test_cpu_task_table(threads, rows_per_task):
     for s in range(4):
         mine = t_seg == s
         lo, hi = t_lo[mine], t_hi[mine]
-        want = _tasks.cpu_task_count(count[s], rows_per_task,
-                                     4 * threads if threads > 1 else 1)
+        want = _tasks.cpu_task_count(count[s], rows_per_task, 4 * threads if threads > 1 else 1)
         assert mine.sum() == want
         assert lo[0] == start[s] and hi[-1] == start[s] + count[s]
         np.testing.assert_array_equal(lo[1:], hi[:-1])
@@ -305,6 +358,9 @@ def test_cpu_task_table(threads, rows_per_task):
 @pytest.mark.parametrize("method", ["round_gradients", "gradients", "loss_terms"])
 def test_an_objective_without_a_kernel_is_refused(method):
     raw, y = np.zeros((3, 1)), np.zeros(3)
-    with pytest.raises(ValueError, match=r"no kernel for objective 'poisson'; expected one of "
-                                         r"\[.*'logistic'.*\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"no kernel for objective 'poisson'; expected one of "
+        r"\[.*'logistic'.*\]",
+    ):
         getattr(CPUBackend(), method)("poisson", raw, y)

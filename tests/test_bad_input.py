@@ -1,4 +1,5 @@
 """Every rejected input, with the message it gets, and the user's data left untouched."""
+
 import warnings
 
 import numpy as np
@@ -6,8 +7,15 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   SelectionWarning, StagewiseClassifier, StagewiseRegressor)
+from gpufs import (
+    ControlBurnClassifier,
+    ControlBurnRegressor,
+    GBFSClassifier,
+    GBFSRegressor,
+    SelectionWarning,
+    StagewiseClassifier,
+    StagewiseRegressor,
+)
 from gpufs._device import gpu_available
 
 RNG = np.random.default_rng(0)
@@ -27,11 +35,16 @@ def _both(**kw):
 
 # --- n_features_to_select above the number of features ----------------------------------------
 
-@pytest.mark.parametrize("make", [
-    lambda: StagewiseRegressor(9, device="cpu"),
-    lambda: GBFSRegressor(n_features_to_select=9, n_estimators=3, device="cpu"),
-    lambda: ControlBurnRegressor(n_features_to_select=9, device="cpu"),
-], ids=["stagewise", "gbfs", "controlburn"])
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: StagewiseRegressor(9, device="cpu"),
+        lambda: GBFSRegressor(n_features_to_select=9, n_estimators=3, device="cpu"),
+        lambda: ControlBurnRegressor(n_features_to_select=9, device="cpu"),
+    ],
+    ids=["stagewise", "gbfs", "controlburn"],
+)
 def test_k_above_the_features_is_said_at_once_by_every_family(make):
     """Issue 36, item 7: one rule for every family, before any work. Stagewise raised;
     ControlBurn said so only after about 60 s of lasso solves. With the warning made an error,
@@ -39,17 +52,22 @@ def test_k_above_the_features_is_said_at_once_by_every_family(make):
     est = make()
     with warnings.catch_warnings():
         warnings.simplefilter("error", SelectionWarning)
-        with pytest.raises(SelectionWarning, match=r"n_features_to_select=9 is larger than the "
-                           r"number of features in X \(4\): selecting all 4"):
+        with pytest.raises(
+            SelectionWarning,
+            match=r"n_features_to_select=9 is larger than the "
+            r"number of features in X \(4\): selecting all 4",
+        ):
             est.fit(X, Y_REG)
     assert not [a for a in ("forest_", "bin_mapper_", "coef_", "mean_") if hasattr(est, a)]
 
 
 # --- y ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad,match", [(np.nan, "y contains NaN"),
-                                       (np.inf, "y contains infinity"),
-                                       (-np.inf, "y contains infinity")])
+
+@pytest.mark.parametrize(
+    "bad,match",
+    [(np.nan, "y contains NaN"), (np.inf, "y contains infinity"), (-np.inf, "y contains infinity")],
+)
 @pytest.mark.parametrize("est", _both(n_estimators=2), ids=["reg", "cls"])
 def test_nan_or_inf_in_y(est, bad, match):
     y = Y_REG.copy() if isinstance(est, GBFSRegressor) else Y_CLS.astype(float)
@@ -70,8 +88,9 @@ def test_integer_column_names_with_a_categorical_column():
     """pd.DataFrame(...) with integer column names and a categorical column: the category
     columns were fetched by name, and an integer name read as a row index (AttributeError or
     IndexError; found by tests/test_input_fuzz)."""
-    df = pd.DataFrame({0: pd.Categorical(np.array(["u", "v", "w"])[np.arange(40) % 3]),
-                       1: X[:, 1], 2: X[:, 2]})
+    df = pd.DataFrame(
+        {0: pd.Categorical(np.array(["u", "v", "w"])[np.arange(40) % 3]), 1: X[:, 1], 2: X[:, 2]}
+    )
     y = (df[0] == "v").to_numpy().astype(int)
     est = GBFSClassifier(n_estimators=5, device="cpu").fit(df, y)
     assert list(est.is_categorical_) == [True, False, False]
@@ -84,14 +103,20 @@ def test_continuous_target_for_classifier():
 
 
 @pytest.mark.parametrize("cls", [GBFSClassifier, StagewiseClassifier, ControlBurnClassifier])
-@pytest.mark.parametrize("labels,kinds", [
-    (np.array(["a", 1] * 20, dtype=object), "number, string"),
-    (pd.Series(["a", 2.5] * 20), "number, string"),
-    (np.array([None, 1] * 20, dtype=object), "NoneType, number"),
-])
+@pytest.mark.parametrize(
+    "labels,kinds",
+    [
+        (np.array(["a", 1] * 20, dtype=object), "number, string"),
+        (pd.Series(["a", 2.5] * 20), "number, string"),
+        (np.array([None, 1] * 20, dtype=object), "NoneType, number"),
+    ],
+)
 def test_mixed_label_types(cls, labels, kinds):
-    with pytest.raises(ValueError, match=rf"y has labels of mixed types \({kinds}\); a "
-                                         r"classifier needs labels of one type"):
+    with pytest.raises(
+        ValueError,
+        match=rf"y has labels of mixed types \({kinds}\); a "
+        r"classifier needs labels of one type",
+    ):
         cls(device="cpu").fit(X, labels)
 
 
@@ -111,6 +136,7 @@ def test_2d_y():
 
 
 # --- X ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf])
 def test_inf_in_X(bad):
@@ -187,9 +213,13 @@ def test_sparse_X():
 
 # --- costs, groups, weights ---------------------------------------------------------------------
 
+
 def test_negative_costs():
-    with pytest.raises(ValueError, match=r"feature_costs must be >= 0; negative at feature "
-                                         r"indices \[1, 3\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"feature_costs must be >= 0; negative at feature "
+        r"indices \[1, 3\]",
+    ):
         GBFSRegressor(feature_costs=[1, -1, 0, -2], device="cpu").fit(X, Y_REG)
 
 
@@ -200,40 +230,53 @@ def test_costs_nan():
 
 @pytest.mark.parametrize("costs", [[1, 1, 1], [1] * 5, [[1, 1, 1, 1]]])
 def test_costs_wrong_length(costs):
-    with pytest.raises(ValueError, match=r"feature_costs must have one entry per feature: "
-                                         r"expected shape \(4,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"feature_costs must have one entry per feature: "
+        r"expected shape \(4,\)",
+    ):
         GBFSRegressor(feature_costs=costs, device="cpu").fit(X, Y_REG)
 
 
 @pytest.mark.parametrize("groups", [[0, 1, 1], [0, 0, 1, 1, 2]])
 def test_groups_wrong_length(groups):
-    with pytest.raises(ValueError, match=r"feature_groups must give one group label per "
-                                         r"feature: expected shape \(4,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"feature_groups must give one group label per "
+        r"feature: expected shape \(4,\)",
+    ):
         GBFSClassifier(feature_groups=groups, device="cpu").fit(X, Y_CLS)
 
 
-@pytest.mark.parametrize("groups,match", [
-    ([0, 0.5, 1, 1], "feature_groups must be integer labels"),
-    (["a", "a", "b", "b"], "feature_groups must be integer labels, got dtype"),
-    ([0, np.nan, 1, 1], "feature_groups contains NaN or infinity"),
-])
+@pytest.mark.parametrize(
+    "groups,match",
+    [
+        ([0, 0.5, 1, 1], "feature_groups must be integer labels"),
+        (["a", "a", "b", "b"], "feature_groups must be integer labels, got dtype"),
+        ([0, np.nan, 1, 1], "feature_groups contains NaN or infinity"),
+    ],
+)
 def test_groups_not_integer(groups, match):
     with pytest.raises(ValueError, match=match):
         GBFSClassifier(feature_groups=groups, device="cpu").fit(X, Y_CLS)
 
 
 def test_integer_valued_float_groups_accepted():
-    est = GBFSClassifier(feature_groups=[2.0, 2.0, 7.0, 7.0], n_estimators=2,
-                         device="cpu").fit(X, Y_CLS)
+    est = GBFSClassifier(feature_groups=[2.0, 2.0, 7.0, 7.0], n_estimators=2, device="cpu").fit(
+        X, Y_CLS
+    )
     assert est.support_.shape == (4,)
 
 
-@pytest.mark.parametrize("w,match", [
-    (np.r_[-1.0, np.ones(39)], "sample_weight has negative values"),
-    (np.zeros(40), "sample_weight is zero everywhere"),
-    (np.r_[np.nan, np.ones(39)], "sample_weight contains NaN or infinity"),
-    (np.ones(39), r"sample_weight must have shape \(40,\), got \(39,\)"),
-])
+@pytest.mark.parametrize(
+    "w,match",
+    [
+        (np.r_[-1.0, np.ones(39)], "sample_weight has negative values"),
+        (np.zeros(40), "sample_weight is zero everywhere"),
+        (np.r_[np.nan, np.ones(39)], "sample_weight contains NaN or infinity"),
+        (np.ones(39), r"sample_weight must have shape \(40,\), got \(39,\)"),
+    ],
+)
 def test_bad_sample_weight(w, match):
     with pytest.raises(ValueError, match=match):
         GBFSRegressor(device="cpu").fit(X, Y_REG, sample_weight=w)
@@ -241,31 +284,40 @@ def test_bad_sample_weight(w, match):
 
 # --- hyperparameters (each one alone: tests/test_params.py) ---------------------------------
 
+
 def test_validation_fraction_leaving_no_training_rows():
-    with pytest.raises(ValueError, match=r"validation_fraction=0.99 leaves 40 validation and 0 "
-                                         r"training rows out of 40"):
+    with pytest.raises(
+        ValueError,
+        match=r"validation_fraction=0.99 leaves 40 validation and 0 "
+        r"training rows out of 40",
+    ):
         GBFSRegressor(validation_fraction=0.99, device="cpu").fit(X, Y_REG)
 
 
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
 def test_gpu_requested_without_gpu():
-    with pytest.raises(RuntimeError, match=r"device='gpu' was requested but no CUDA GPU is "
-                                           r"usable.*device='cpu'"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"device='gpu' was requested but no CUDA GPU is "
+        r"usable.*device='cpu'",
+    ):
         GBFSRegressor(device="gpu").fit(X, Y_REG)
 
 
 # --- predict ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("method", ["predict", "predict_proba", "decision_function",
-                                    "transform"])
+
+@pytest.mark.parametrize("method", ["predict", "predict_proba", "decision_function", "transform"])
 def test_predict_wrong_number_of_features(fitted, method):
-    with pytest.raises(ValueError, match="X has 3 features, but GBFSClassifier is expecting 4 "
-                                         "features as input"):
+    with pytest.raises(
+        ValueError, match="X has 3 features, but GBFSClassifier is expecting 4 features as input"
+    ):
         getattr(fitted, method)(X[:, :3])
 
 
-@pytest.mark.parametrize("method", ["predict", "predict_proba", "decision_function",
-                                    "transform", "get_support"])
+@pytest.mark.parametrize(
+    "method", ["predict", "predict_proba", "decision_function", "transform", "get_support"]
+)
 def test_predict_before_fit(method):
     est = GBFSClassifier()
     with pytest.raises(NotFittedError, match="not fitted yet"):
@@ -285,6 +337,7 @@ def test_pandas_column_names_checked_at_predict():
 
 # --- eval_set ---------------------------------------------------------------------------------
 
+
 def test_eval_set_unseen_labels():
     yv = Y_CLS[:10].copy()
     yv[0] = 7
@@ -293,20 +346,26 @@ def test_eval_set_unseen_labels():
 
 
 def test_eval_set_malformed():
-    with pytest.raises(ValueError, match=r"eval_set must be a pair \(X_val, y_val\) or a "
-                                         r"non-empty list of such pairs"):
+    with pytest.raises(
+        ValueError,
+        match=r"eval_set must be a pair \(X_val, y_val\) or a "
+        r"non-empty list of such pairs",
+    ):
         GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=[X[:10]])
     with pytest.raises(ValueError, match=r"eval_set must be a pair"):
         GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=[])
     with pytest.raises(ValueError, match=r"sample_weight_eval_set must be a list with one entry"):
-        GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=(X[:10], Y_REG[:10]),
-                                        sample_weight_eval_set=[None, None])
+        GBFSRegressor(device="cpu").fit(
+            X, Y_REG, eval_set=(X[:10], Y_REG[:10]), sample_weight_eval_set=[None, None]
+        )
     with pytest.raises(ValueError, match=r"eval_set\[1\] has labels not seen in y: \[5\]"):
-        GBFSClassifier(device="cpu").fit(X, Y_CLS, eval_set=[(X[:10], Y_CLS[:10]),
-                                                             (X[:10], np.full(10, 5))])
+        GBFSClassifier(device="cpu").fit(
+            X, Y_CLS, eval_set=[(X[:10], Y_CLS[:10]), (X[:10], np.full(10, 5))]
+        )
     with pytest.raises(ValueError, match="either validation_fraction or eval_set"):
         GBFSRegressor(validation_fraction=0.2, device="cpu").fit(
-            X, Y_REG, eval_set=(X[:10], Y_REG[:10]))
+            X, Y_REG, eval_set=(X[:10], Y_REG[:10])
+        )
     with pytest.raises(ValueError, match="X has 3 features"):
         GBFSRegressor(device="cpu").fit(X, Y_REG, eval_set=(X[:10, :3], Y_REG[:10]))
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
@@ -314,6 +373,7 @@ def test_eval_set_malformed():
 
 
 # --- nothing changes when an error is raised ------------------------------------------------
+
 
 def test_user_arrays_unchanged_on_error():
     Xb = X.copy()
@@ -325,9 +385,13 @@ def test_user_arrays_unchanged_on_error():
     costs = np.array([1.0, -1.0, 2.0, 3.0])
     groups = np.array([0, 0.5, 1, 1])
     saved = [a.copy() for a in (Xb, y, w, costs, groups)]
-    for kw, args in [({}, (Xb, Y_REG)), ({}, (X, y)), ({}, (X, Y_REG, w)),
-                     ({"feature_costs": costs}, (X, Y_REG)),
-                     ({"feature_groups": groups}, (X, Y_REG))]:
+    for kw, args in [
+        ({}, (Xb, Y_REG)),
+        ({}, (X, y)),
+        ({}, (X, Y_REG, w)),
+        ({"feature_costs": costs}, (X, Y_REG)),
+        ({"feature_groups": groups}, (X, Y_REG)),
+    ]:
         with pytest.raises(ValueError):
             GBFSRegressor(device="cpu", **kw).fit(*args)
     for a, b in zip((Xb, y, w, costs, groups), saved):
@@ -348,6 +412,7 @@ def test_user_arrays_unchanged_on_error():
 
 def test_n_iter_no_change_without_validation_data_is_an_error():
     import numpy as np
+
     from gpufs import GBFSRegressor
 
     X = np.random.RandomState(0).randn(50, 3)

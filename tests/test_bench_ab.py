@@ -1,11 +1,11 @@
 """bench/ab.py's pure logic: arguments, pairing, ratios and spread, the table. Times nothing."""
+
 import importlib.util
 import os
 
 import pytest
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench",
-                     "ab.py")
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "ab.py")
 _spec = importlib.util.spec_from_file_location("bench_ab", _PATH)
 ab = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ab)
@@ -21,8 +21,9 @@ def test_defaults_and_quick():
     assert ab.parse_args(["--quick", "--pairs", "7", "--rows", "5000"]).pairs == 7
 
 
-@pytest.mark.parametrize("argv", [["--shapes", "dense_3t"], ["--shapes", ","],
-                                  ["--pairs", "0"], ["--trees", "1"]])
+@pytest.mark.parametrize(
+    "argv", [["--shapes", "dense_3t"], ["--shapes", ","], ["--pairs", "0"], ["--trees", "1"]]
+)
 def test_bad_arguments_are_refused(argv):
     with pytest.raises(SystemExit):
         ab.parse_args(argv)
@@ -31,16 +32,21 @@ def test_bad_arguments_are_refused(argv):
 def test_threads_and_pairs_alternate():
     assert ab.shape_threads("dense_1t", 2) == 1 and ab.shape_threads("dense_2t", 1) == 2
     assert ab.shape_threads("small", 3) == 3
-    assert [ab.order_of_pair(i) for i in range(3)] == [("base", "head"), ("head", "base"),
-                                                       ("base", "head")]
+    assert [ab.order_of_pair(i) for i in range(3)] == [
+        ("base", "head"),
+        ("head", "base"),
+        ("base", "head"),
+    ]
 
 
 def test_environment_and_pinning():
     env = ab.run_env({"PYTHONPATH": "/x", "HOME": "/h"}, "/side", "/cache", 2)
     assert env["PYTHONPATH"] == "/side" + os.pathsep + "/x" and env["HOME"] == "/h"
     assert env["NUMBA_CACHE_DIR"] == "/cache"
-    assert all(env[k] == "2" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
-                                        "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
+    assert all(
+        env[k] == "2"
+        for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    )
     assert ab.run_env({}, "/side", "/c", 1)["PYTHONPATH"] == "/side"
     assert ab.pin_prefix(1, "/usr/bin/taskset", 2) == ["/usr/bin/taskset", "-c", "0"]
     assert ab.pin_prefix(2, "ts", 2) == ["ts", "-c", "0-1"]
@@ -53,15 +59,18 @@ def _runs(base, head, loads=None, lgb=None):
     for i, (b, h) in enumerate(zip(base, head)):
         load = loads[i] if loads else 1.0
         runs.append(dict(side="base", pair=i, value=b, load=load))
-        runs.append(dict(side="head", pair=i, value=h, load=load,
-                         **({"lightgbm": lgb[i]} if lgb else {})))
+        runs.append(
+            dict(side="head", pair=i, value=h, load=load, **({"lightgbm": lgb[i]} if lgb else {}))
+        )
     return runs
 
 
 def test_summary_is_the_median_of_paired_ratios():
     # pairs' ratios 0.5, 1.1, 0.9: median 0.9, spread 0.5 - 1.1 (not the ratio of medians)
-    s = ab.summarize("small", _runs([2.0, 1.0, 1.0], [1.0, 1.1, 0.9], loads=[1.0, 3.0, 2.0],
-                                    lgb=[0.5, 0.5, 0.45]))
+    s = ab.summarize(
+        "small",
+        _runs([2.0, 1.0, 1.0], [1.0, 1.1, 0.9], loads=[1.0, 3.0, 2.0], lgb=[0.5, 0.5, 0.45]),
+    )
     assert s["pairs"] == 3 and s["ratio"] == pytest.approx(0.9)
     assert s["ratio_min"] == pytest.approx(0.5) and s["ratio_max"] == pytest.approx(1.1)
     assert s["base"] == 1.0 and s["head"] == 1.0

@@ -1,14 +1,14 @@
 """Quantile binning: the cut rule of gpufs/engine/binning.py's docstring, NaN, constants, bin
 counts, and the agreement of binned and raw split decisions."""
+
 import numpy as np
 import pytest
 
+from _reference import ref_bins, ref_cuts
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs._types import MISSING_BIN
 from gpufs.backends.cpu import CPUBackend
 from gpufs.engine.binning import BinMapper
-
-from _reference import ref_bins, ref_cuts
 
 BACKEND = CPUBackend()
 
@@ -17,13 +17,13 @@ def _columns(rng, n):
     """A zoo of feature columns: continuous, ties, heavy tails, NaNs, integers, rare values."""
     cols = [
         rng.normal(size=n),
-        np.round(rng.normal(size=n), 1),                          # many ties
-        rng.standard_cauchy(size=n),                              # heavy tails
+        np.round(rng.normal(size=n), 1),  # many ties
+        rng.standard_cauchy(size=n),  # heavy tails
         np.where(rng.random(n) < 0.3, np.nan, rng.uniform(-5, 5, n)),
-        rng.integers(0, 7, n).astype(float),                      # low cardinality
-        np.r_[np.zeros(n - 2), 1.0, 2.0],                         # rare values
-        rng.exponential(size=n) * 1e-9,                           # tiny scale
-        rng.normal(size=n) * 1e12,                                # huge scale
+        rng.integers(0, 7, n).astype(float),  # low cardinality
+        np.r_[np.zeros(n - 2), 1.0, 2.0],  # rare values
+        rng.exponential(size=n) * 1e-9,  # tiny scale
+        rng.normal(size=n) * 1e12,  # huge scale
     ]
     return np.stack(cols, axis=1)
 
@@ -45,7 +45,7 @@ def test_cut_points_follow_the_documented_rule(max_bins, n):
         assert m.n_bins_[f] == m.cuts_[f].shape[0] + 1
         assert np.all(np.diff(m.cuts_[f]) > 0)
         assert m.cuts_padded_[f, : m.cuts_[f].shape[0]].tolist() == m.cuts_[f].tolist()
-        assert np.all(np.isinf(m.cuts_padded_[f, m.cuts_[f].shape[0]:]))
+        assert np.all(np.isinf(m.cuts_padded_[f, m.cuts_[f].shape[0] :]))
 
 
 @pytest.mark.parametrize("max_bins", [2, 7, 64, 255])
@@ -134,8 +134,9 @@ def test_threshold_value_agrees_with_bins():
         ok = ~np.isnan(Xn[:, f])
         for b in range(int(m.n_bins_[f])):  # the top bin too: the missingness split
             thr = m.threshold_value(f, b)
-            np.testing.assert_array_equal(Xn[ok, f] <= thr, Xb[ok, f] <= b,
-                                          err_msg=f"feature {f} bin {b}")
+            np.testing.assert_array_equal(
+                Xn[ok, f] <= thr, Xb[ok, f] <= b, err_msg=f"feature {f} bin {b}"
+            )
         assert m.threshold_value(f, int(m.n_bins_[f]) - 1) == np.inf
 
 
@@ -160,8 +161,10 @@ def test_constant_features_have_one_bin_and_split_only_on_missingness():
     rng = np.random.default_rng(9)
     n = 400
     signal = rng.normal(size=n)
-    X = np.stack([np.full(n, 3.0), signal, np.full(n, np.nan),
-                  np.where(rng.random(n) < 0.5, np.nan, -1.0)], axis=1)
+    X = np.stack(
+        [np.full(n, 3.0), signal, np.full(n, np.nan), np.where(rng.random(n) < 0.5, np.nan, -1.0)],
+        axis=1,
+    )
     m = BinMapper().fit(X)
     np.testing.assert_array_equal(m.n_bins_, [1, 255, 1, 1])
     Xb = m.transform(X, BACKEND)

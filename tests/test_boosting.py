@@ -2,6 +2,7 @@
 selection record, validation losses and early stopping, the softmax layout (one tree per
 class per round, all fit at the round's start), unit hessians, and row-order invariance of
 fitted ensembles."""
+
 import numpy as np
 import pytest
 
@@ -23,13 +24,17 @@ CPU = CPUBackend()
 #   round 2: -> (0.25, 0.25, 1.75, 1.75), 0.0625;  round 3: -> 0.125 / 1.875, 0.015625
 XB = np.array([[0], [0], [1], [1]], np.uint8)
 Y = np.array([0.0, 0.0, 2.0, 2.0])
-MAPPER = BinMapper.from_dict({"max_bins": 255, "subsample": None, "random_state": 0,
-                              "cuts": [[0.5]]})
+MAPPER = BinMapper.from_dict(
+    {"max_bins": 255, "subsample": None, "random_state": 0, "cuts": [[0.5]]}
+)
 
 
 def _fit(n_estimators=3, eval_data=None, n_iter_no_change=None, mu=0.0):
-    params = BoostingParams(n_estimators=n_estimators, n_iter_no_change=n_iter_no_change,
-                            tree=TreeParams(max_depth=1, reg_lambda=0.0, learning_rate=0.5))
+    params = BoostingParams(
+        n_estimators=n_estimators,
+        n_iter_no_change=n_iter_no_change,
+        tree=TreeParams(max_depth=1, reg_lambda=0.0, learning_rate=0.5),
+    )
     ps = PenaltyState(mu, np.ones(1), np.zeros(1, np.int32))
     val = None if eval_data is None else DeviceRows(CPU, *eval_data)
     return fit_boosting(CPU, DeviceRows(CPU, XB, Y), SquaredError(), ps, MAPPER, params, val)
@@ -52,7 +57,7 @@ def test_rounds_computed_by_hand():
 
 
 def test_a_penalty_no_split_pays_gives_constant_trees():
-    ens, record, n_rounds = _fit(mu=10.0)   # gain 2 at most (1/2 * 4 / 1): never pays
+    ens, record, n_rounds = _fit(mu=10.0)  # gain 2 at most (1/2 * 4 / 1): never pays
     assert n_rounds == 3 and all((t.feature == -1).all() for t in ens.trees)
     assert record.features_added == [[], [], []] and record.train_loss == [1.0] * 3
 
@@ -61,12 +66,11 @@ def test_validation_loss_and_early_stopping_at_the_best_round():
     # The validation rows want 1 everywhere: the base score is their best model and every
     # round moves away from it, so round 1 is the best and one worse round stops the fit.
     y_val = np.ones(4)
-    ens, record, n_rounds = _fit(n_estimators=10, eval_data=(XB, y_val, None),
-                                 n_iter_no_change=1)
+    ens, record, n_rounds = _fit(n_estimators=10, eval_data=(XB, y_val, None), n_iter_no_change=1)
     assert ens.n_trees == 2 and n_rounds == 1
-    assert record.val_loss == [0.25, 0.5625]       # mean (raw - 1)^2 after rounds 1 and 2
+    assert record.val_loss == [0.25, 0.5625]  # mean (raw - 1)^2 after rounds 1 and 2
     ens, record, n_rounds = _fit(n_estimators=4, eval_data=(XB, y_val, None))
-    assert ens.n_trees == 4 and n_rounds == 4      # without n_iter_no_change: every round
+    assert ens.n_trees == 4 and n_rounds == 4  # without n_iter_no_change: every round
     assert len(record.val_loss) == 4 and record.val_loss == sorted(record.val_loss)
 
 
@@ -79,9 +83,14 @@ def test_train_loss_is_the_objectives_loss_of_the_ensemble():
     Xb = bm.transform(X, CPU)
     obj = SquaredError()
     params = BoostingParams(n_estimators=5, tree=TreeParams(max_depth=2))
-    ens, record, _ = fit_boosting(CPU, DeviceRows(CPU, Xb, y, w), obj,
-                                  PenaltyState(0.0, np.ones(3), np.arange(3, dtype=np.int32)),
-                                  bm, params)
+    ens, record, _ = fit_boosting(
+        CPU,
+        DeviceRows(CPU, Xb, y, w),
+        obj,
+        PenaltyState(0.0, np.ones(3), np.arange(3, dtype=np.int32)),
+        bm,
+        params,
+    )
     for r in range(5):
         raw = ens.predict_binned(Xb, CPU, stop=r + 1)
         assert record.train_loss[r] == obj.loss(raw, y, w, backend=CPU)
@@ -109,9 +118,20 @@ def test_softmax_one_tree_per_class_per_round():
         g, h = obj.grad_hess(raw, y.astype(np.int32), k)
         gs, hs = fixed_point_scale(g, 300), fixed_point_scale(h, 300)
         ps = PenaltyState(0.0, np.ones(4), np.arange(4, dtype=np.int32), "root_sse")
-        t = grow_tree(be, Xb, quantize(g, gs), quantize(h, hs), gs, hs, est.bin_mapper_.n_bins_,
-                      est.bin_mapper_, ps, TreeParams(max_depth=2), tree_index=4 + k,
-                      gain_divisor=ps.gain_divisor(g, h)).tree
+        t = grow_tree(
+            be,
+            Xb,
+            quantize(g, gs),
+            quantize(h, hs),
+            gs,
+            hs,
+            est.bin_mapper_.n_bins_,
+            est.bin_mapper_,
+            ps,
+            TreeParams(max_depth=2),
+            tree_index=4 + k,
+            gain_divisor=ps.gain_divisor(g, h),
+        ).tree
         np.testing.assert_array_equal(t.feature, ens.trees[4 + k].feature)
         np.testing.assert_array_equal(t.bin_threshold, ens.trees[4 + k].bin_threshold)
         np.testing.assert_array_equal(t.value, ens.trees[4 + k].value)
@@ -148,8 +168,10 @@ def test_fitted_ensembles_row_order_invariant(kind):
         make = lambda: GBFSRegressor(n_estimators=8, mu=0.05, device="cpu")  # noqa: E731
     else:
         k = 2 if kind == "binary" else 3
-        y = np.digitize(np.nan_to_num(X[:, 0]) + 0.5 * rng.normal(size=n),
-                        np.quantile(X[:, 0][~np.isnan(X[:, 0])], np.linspace(0, 1, k + 1)[1:-1]))
+        y = np.digitize(
+            np.nan_to_num(X[:, 0]) + 0.5 * rng.normal(size=n),
+            np.quantile(X[:, 0][~np.isnan(X[:, 0])], np.linspace(0, 1, k + 1)[1:-1]),
+        )
         make = lambda: GBFSClassifier(n_estimators=8, mu=0.05, device="cpu")  # noqa: E731
     w = rng.uniform(0.5, 2.0, size=n)
     perm = rng.permutation(n)

@@ -3,10 +3,11 @@ min_data_per_group, max_cat_threshold), as the CPU scan applies them and as the 
 estimators take them; the planted noise of issue 35 (``tests/_planted_noise.py``): a
 many-level noise category no longer beats real signals. CPU == GPU for the guarded scan:
 ``tests/_cudasim_kernels.py``."""
-import _planted_noise as pn
+
 import numpy as np
 import pytest
 
+import _planted_noise as pn
 from gpufs import GBFSClassifier, GBFSRegressor, MultiTaskGBFSRegressor
 from gpufs.backends.base import SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
@@ -22,20 +23,31 @@ def _one_feature(g, h, **guards):
     hist[0, 0, :nb, 0] = g
     hist[0, 0, :nb, 1] = h
     cat_slot, n_cat = categorical_slots(np.array([True]), 1)
-    split = SplitParams(n_bins=np.array([nb], np.int32), g_scale=1.0, h_scale=1.0,
-                        reg_lambda=1.0, gain_divisor=1.0, min_child_weight=1e-3,
-                        min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat,
-                        max_cat_to_onehot=0, **guards)
-    res = CPUBackend().find_splits(hist, [int(np.sum(g))], [int(np.sum(h))], np.zeros(1),
-                                   np.ones(1, bool), split)
+    split = SplitParams(
+        n_bins=np.array([nb], np.int32),
+        g_scale=1.0,
+        h_scale=1.0,
+        reg_lambda=1.0,
+        gain_divisor=1.0,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+        cat_slot=cat_slot,
+        n_cat=n_cat,
+        max_cat_to_onehot=0,
+        **guards,
+    )
+    res = CPUBackend().find_splits(
+        hist, [int(np.sum(g))], [int(np.sum(h))], np.zeros(1), np.ones(1, bool), split
+    )
     left = [b for b in range(nb) if (int(res.cat_bits[0, b >> 5]) >> (b & 31)) & 1]
     return res, left
 
 
 def _gain(gl, hl, gr, hr, lam_children, lam_parent=1.0):
     G, H = gl + gr, hl + hr
-    return 0.5 * (gl * gl / (hl + lam_children) + gr * gr / (hr + lam_children)
-                  - G * G / (H + lam_parent))
+    return 0.5 * (
+        gl * gl / (hl + lam_children) + gr * gr / (hr + lam_children) - G * G / (H + lam_parent)
+    )
 
 
 # categories 0..11: ratios spread, the last one far out on the high end
@@ -53,7 +65,7 @@ def test_guards_off_split_on_the_sorted_prefix():
 
 def test_max_cat_threshold_takes_the_high_end_prefix():
     _, left = _one_feature(G12, H12, **{**OFF, "max_cat_threshold": 3})
-    assert left == [11]            # at most 3 left: the same partition, from the high end
+    assert left == [11]  # at most 3 left: the same partition, from the high end
     _, left = _one_feature(G12, H12, **{**OFF, "max_cat_threshold": 1})
     assert left == [11]
 
@@ -69,25 +81,30 @@ def test_cat_l2_lowers_the_gain_by_the_children_terms():
 
 def test_cat_smooth_keeps_small_categories_right_and_sorts_smoothed():
     g = np.array([-10, 5, 5, 60, 5, -5])
-    h = np.array([20, 20, 20, 2, 20, 20])   # category 3: 2 rows, an extreme ratio
+    h = np.array([20, 20, 20, 2, 20, 20])  # category 3: 2 rows, an extreme ratio
     res, left = _one_feature(g, h, **{**OFF, "cat_smooth": 5.0})
-    assert 3 not in left                     # fewer rows than cat_smooth: never left
+    assert 3 not in left  # fewer rows than cat_smooth: never left
     assert res.feature[0] == 0
 
 
 def test_min_data_per_group_right_side_and_groups():
     h = np.full(12, 20)
     res, left = _one_feature(G12, h, **{**OFF, "min_data_per_group": 50.0})
-    assert h.sum() - h[left].sum() >= 50     # the right side holds >= 50 rows
-    assert len(left) >= 3                    # the first scored prefix has >= 50 rows
+    assert h.sum() - h[left].sum() >= 50  # the right side holds >= 50 rows
+    assert len(left) >= 3  # the first scored prefix has >= 50 rows
     res, left = _one_feature(G12, h, **{**OFF, "min_data_per_group": 1000.0})
-    assert res.feature[0] == -1              # no side can hold 1,000 rows: no split
+    assert res.feature[0] == -1  # no side can hold 1,000 rows: no split
 
 
 def test_params_validated_and_in_get_params():
     X, y, _ = pn.noise_categories(0, n=300)
-    for bad in (dict(cat_smooth=-1.0), dict(cat_l2=-0.5), dict(min_data_per_group=-1),
-                dict(max_cat_threshold=0), dict(max_cat_threshold=True)):
+    for bad in (
+        dict(cat_smooth=-1.0),
+        dict(cat_l2=-0.5),
+        dict(min_data_per_group=-1),
+        dict(max_cat_threshold=0),
+        dict(max_cat_threshold=True),
+    ):
         with pytest.raises(ValueError):
             GBFSRegressor(n_estimators=2, device="cpu", **bad).fit(X, y)
     p = GBFSRegressor().get_params()
@@ -97,8 +114,14 @@ def test_params_validated_and_in_get_params():
 
 def test_guards_round_trip_in_model_files(tmp_path):
     X, y, _ = pn.noise_categories(0, n=400)
-    est = GBFSRegressor(n_estimators=5, device="cpu", cat_smooth=3.0, cat_l2=2.5,
-                        min_data_per_group=7.0, max_cat_threshold=9).fit(X, y)
+    est = GBFSRegressor(
+        n_estimators=5,
+        device="cpu",
+        cat_smooth=3.0,
+        cat_l2=2.5,
+        min_data_per_group=7.0,
+        max_cat_threshold=9,
+    ).fit(X, y)
     path = tmp_path / "m.json"
     est.save_model(path)
     back = GBFSRegressor.load_model(path)
@@ -128,8 +151,7 @@ def test_churn_noise_category_not_ahead_of_plan_and_region(seed):
     while a planted signal is missed, at k = 3, 4 and 5."""
     X, y, planted = pn.churn(seed)
     for k in (3, 4, 5):
-        sel = _select(GBFSClassifier(n_features_to_select=k, random_state=0, device="cpu"),
-                      X, y)
+        sel = _select(GBFSClassifier(n_features_to_select=k, random_state=0, device="cpu"), X, y)
         assert not pn.noise_ahead(sel, planted), (k, sel)
 
 
@@ -142,8 +164,13 @@ def test_churn_noise_category_ahead_before_issue_35():
     for seed in range(3):
         X, y, planted = pn.churn(seed)
         for k in (3, 4, 5):
-            sel = _select(GBFSClassifier(n_features_to_select=k, random_state=0,
-                                         device="cpu", pool_ranking="gain", **OFF), X, y)
+            sel = _select(
+                GBFSClassifier(
+                    n_features_to_select=k, random_state=0, device="cpu", pool_ranking="gain", **OFF
+                ),
+                X,
+                y,
+            )
             bad += pn.noise_ahead(sel, planted)
     assert bad >= 5
 
@@ -152,6 +179,5 @@ def test_churn_noise_category_ahead_before_issue_35():
 def test_noise_categories_of_10_40_200_levels_not_ahead(seed):
     X, y, planted = pn.noise_categories(seed)
     for k in (2, 3):
-        sel = _select(GBFSRegressor(n_features_to_select=k, random_state=0, device="cpu"),
-                      X, y)
+        sel = _select(GBFSRegressor(n_features_to_select=k, random_state=0, device="cpu"), X, y)
         assert not pn.noise_ahead(sel, planted), (k, sel)

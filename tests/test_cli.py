@@ -4,6 +4,7 @@
 The end-to-end cases run ``python -m gpufs`` in a subprocess, as a user would; the refusal
 rules, which never reach a fit, call ``gpufs.cli.main`` in this process.
 """
+
 import json
 import os
 import re
@@ -33,8 +34,14 @@ def _no_compile_notice(monkeypatch):
 def _gpufs(*args, cwd, timeout=300):
     """Run ``python -m gpufs ARGS`` in a fresh interpreter; pipes, so stdout is not a TTY."""
     env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "gpufs", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "gpufs", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _planted(n=600, seed=0):
@@ -83,9 +90,29 @@ def test_version_comes_from_the_package_metadata(tmp_path):
 def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tmp_path):
     df = _planted()
     df.to_csv(tmp_path / "in.csv", index=False)
-    proc = _gpufs("select", "in.csv", "--target", "label", "--drop", "id", "--drop", "note",
-                  "-k", "2", "--trees", "30", "--device", "cpu", "--output", "sel.csv",
-                  "--report", "report.json", "--save-model", "model.json", cwd=tmp_path)
+    proc = _gpufs(
+        "select",
+        "in.csv",
+        "--target",
+        "label",
+        "--drop",
+        "id",
+        "--drop",
+        "note",
+        "-k",
+        "2",
+        "--trees",
+        "30",
+        "--device",
+        "cpu",
+        "--output",
+        "sel.csv",
+        "--report",
+        "report.json",
+        "--save-model",
+        "model.json",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # not a terminal: no progress bar, no warnings
     names = _ranked(proc.stdout)
@@ -126,9 +153,27 @@ def test_select_parquet_with_the_other_methods(tmp_path, method):
     pytest.importorskip("pyarrow")
     df = _planted(seed=1).drop(columns=["note"])
     df.to_parquet(tmp_path / "in.parquet", index=False)
-    proc = _gpufs("select", "in.parquet", "--target", "label", "--drop", "id", "-k", "2",
-                  "--method", method, "--device", "cpu", "--output", "sel.parquet",
-                  "--report", "report.json", "--save-model", "model.json", cwd=tmp_path)
+    proc = _gpufs(
+        "select",
+        "in.parquet",
+        "--target",
+        "label",
+        "--drop",
+        "id",
+        "-k",
+        "2",
+        "--method",
+        method,
+        "--device",
+        "cpu",
+        "--output",
+        "sel.parquet",
+        "--report",
+        "report.json",
+        "--save-model",
+        "model.json",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     names = _ranked(proc.stdout)
     assert sorted(names) == ["c2", "c4"]
@@ -153,8 +198,19 @@ def test_a_regression_target_is_detected(tmp_path):
     df = _planted(seed=2).drop(columns=["note", "label", "id"])
     df["price"] = 3.0 * df["c1"] + 0.1 * np.random.default_rng(0).normal(size=len(df))
     df.to_parquet(tmp_path / "in.parquet", index=False)
-    proc = _gpufs("select", "in.parquet", "--target", "price", "-k", "1",
-                  "--method", "stagewise", "--device", "cpu", cwd=tmp_path)
+    proc = _gpufs(
+        "select",
+        "in.parquet",
+        "--target",
+        "price",
+        "-k",
+        "1",
+        "--method",
+        "stagewise",
+        "--device",
+        "cpu",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("regression, stagewise: selected 1 of 6 columns")
     assert _ranked(proc.stdout) == ["c1"]
@@ -176,28 +232,65 @@ def test_warnings_of_the_fit_are_one_line_each_and_in_the_report(tmp_path, monke
     monkeypatch.setattr(GBFSClassifier, "fit", fit_that_warns)
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--trees", "5",
-                 "--device", "cpu", "--report", "r.json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--drop",
+                "id,note",
+                "--trees",
+                "5",
+                "--device",
+                "cpu",
+                "--report",
+                "r.json",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().err == "warning: something to know about this fit\n"
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["warnings"] == ["something to know about this fit"]
 
 
-@pytest.mark.parametrize("argv, knob", [(["--mu", "0.999", "--trees", "5"], "--mu"),
-                                        (["--method", "controlburn", "--alpha", "1e6"],
-                                         "--alpha")])
-def test_an_empty_selection_says_what_to_change_in_the_commands_words(tmp_path, monkeypatch,
-                                                                     capsys, argv, knob):
+@pytest.mark.parametrize(
+    "argv, knob",
+    [
+        (["--mu", "0.999", "--trees", "5"], "--mu"),
+        (["--method", "controlburn", "--alpha", "1e6"], "--alpha"),
+    ],
+)
+def test_an_empty_selection_says_what_to_change_in_the_commands_words(
+    tmp_path, monkeypatch, capsys, argv, knob
+):
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--device",
-                 "cpu", "--report", "r.json", *argv]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--drop",
+                "id,note",
+                "--device",
+                "cpu",
+                "--report",
+                "r.json",
+                *argv,
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "selected 0 of 6 columns" in captured.out
-    advice = (f"no column was selected: pass -k N to select exactly N columns, or a smaller "
-              f"{knob}")
+    advice = f"no column was selected: pass -k N to select exactly N columns, or a smaller {knob}"
     lines = captured.err.splitlines()
-    assert lines[0].startswith("warning: no feature was selected: ")     # the fit's own
+    assert lines[0].startswith("warning: no feature was selected: ")  # the fit's own
     assert lines[-1] == f"warning: {advice}"
     assert json.loads((tmp_path / "r.json").read_text())["warnings"][-1] == advice
 
@@ -213,27 +306,49 @@ def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp
     assert "Traceback" in proc.stderr and "UserError" in proc.stderr
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["select", "missing.csv", "--target", "label"], "no such file: missing.csv"),
-    (["select", "in.csv", "--target", "label", "--categorical", "zzz"],
-     "--categorical: no feature column 'zzz'"),
-    (["select", "in.csv", "--target", "label", "--drop", "zzz"], "--drop: no column 'zzz'"),
-    (["select", "in.csv", "--target", "label", "--drop", "label"], "names the target column"),
-    (["select", "in.csv", "--target", "label", "--method", "stagewise", "--mu", "0.1"],
-     "--mu applies to --method gbfs only"),
-    (["select", "in.csv", "--target", "label", "--method", "controlburn", "-k", "2",
-      "--alpha", "0.1"], "either -k"),
-    (["select", "in.csv", "--target", "label", "--output", "out.xlsx"], "unknown table format"),
-    (["select", "in.csv", "--target", "label", "-k", "0"], "expected a positive integer"),
-    (["select", "in.csv", "--target", "label", "--drop", "note", "-k", str(10**20)],
-     "'n_features_to_select' parameter"),
-    (["select", "in.csv"], "required: --target"),
-    (["select", "in.csv", "--target", "label", "--drop", "note,id", "--mu", "-1"], "mu"),
-    (["explain", "in.csv"], "not valid JSON"),
-    (["select", "header.csv", "--target", "label"], "header.csv has a header but no rows"),
-    (["explain", "missing.json"], "no such file: missing.json"),
-    (["frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["select", "missing.csv", "--target", "label"], "no such file: missing.csv"),
+        (
+            ["select", "in.csv", "--target", "label", "--categorical", "zzz"],
+            "--categorical: no feature column 'zzz'",
+        ),
+        (["select", "in.csv", "--target", "label", "--drop", "zzz"], "--drop: no column 'zzz'"),
+        (["select", "in.csv", "--target", "label", "--drop", "label"], "names the target column"),
+        (
+            ["select", "in.csv", "--target", "label", "--method", "stagewise", "--mu", "0.1"],
+            "--mu applies to --method gbfs only",
+        ),
+        (
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--method",
+                "controlburn",
+                "-k",
+                "2",
+                "--alpha",
+                "0.1",
+            ],
+            "either -k",
+        ),
+        (["select", "in.csv", "--target", "label", "--output", "out.xlsx"], "unknown table format"),
+        (["select", "in.csv", "--target", "label", "-k", "0"], "expected a positive integer"),
+        (
+            ["select", "in.csv", "--target", "label", "--drop", "note", "-k", str(10**20)],
+            "'n_features_to_select' parameter",
+        ),
+        (["select", "in.csv"], "required: --target"),
+        (["select", "in.csv", "--target", "label", "--drop", "note,id", "--mu", "-1"], "mu"),
+        (["explain", "in.csv"], "not valid JSON"),
+        (["select", "header.csv", "--target", "label"], "header.csv has a header but no rows"),
+        (["explain", "missing.json"], "no such file: missing.json"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
 def test_user_errors(tmp_path, monkeypatch, capsys, argv, message):
     _planted().to_csv(tmp_path / "in.csv", index=False)
     (tmp_path / "header.csv").write_text("c1,c2,label\n")
@@ -283,42 +398,105 @@ def test_explain_names_the_file_it_refused(tmp_path, monkeypatch, capsys):
 
 
 # --- identifier-like text columns -----------------------------------------------------------
-def test_an_identifier_column_is_left_out_with_a_warning_in_the_report(tmp_path, monkeypatch,
-                                                                       capsys):
+def test_an_identifier_column_is_left_out_with_a_warning_in_the_report(
+    tmp_path, monkeypatch, capsys
+):
     """A text column with a different value on every row (a name) is no feature: ``select``
     leaves it out, says so on stderr and in the report, naming the column and ``--drop``."""
     df = _planted(n=300)
     df["name"] = [f"customer {i}" for i in range(300)]
     df.to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    assert main(["select", "in.csv", "--target", "label", "--drop", "id", "-k", "2",
-                 "--trees", "20", "--device", "cpu", "--report", "r.json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--drop",
+                "id",
+                "-k",
+                "2",
+                "--trees",
+                "20",
+                "--device",
+                "cpu",
+                "--report",
+                "r.json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert _ranked(captured.out) and "name" not in _ranked(captured.out)
-    warning = ("left out the text column 'name' (300 distinct values in 300 rows): it looks "
-               "like an identifier, not a feature (most rows have a value of their own); pass "
-               "--drop name to leave it out without this warning")
+    warning = (
+        "left out the text column 'name' (300 distinct values in 300 rows): it looks "
+        "like an identifier, not a feature (most rows have a value of their own); pass "
+        "--drop name to leave it out without this warning"
+    )
     assert f"warning: {warning}" in captured.err
     report = json.loads((tmp_path / "r.json").read_text())
     assert any(w.startswith(warning) for w in report["warnings"])
     assert report["input"]["left_out"] == ["name"] and report["n_features_in"] == 7
     # named in --categorical it is used, with the estimator's warning in the report
-    assert main(["select", "in.csv", "--target", "label", "--drop", "id", "--categorical",
-                 "name,note", "--method", "stagewise", "-k", "1", "--device", "cpu",
-                 "--report", "r2.json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--drop",
+                "id",
+                "--categorical",
+                "name,note",
+                "--method",
+                "stagewise",
+                "-k",
+                "1",
+                "--device",
+                "cpu",
+                "--report",
+                "r2.json",
+            ]
+        )
+        == 0
+    )
     report = json.loads((tmp_path / "r2.json").read_text())
     assert report["input"]["left_out"] == [] and report["n_features_in"] == 8
-    assert any("'name' (300 distinct values in 300 rows) looks like an identifier" in w
-               for w in report["warnings"])
+    assert any(
+        "'name' (300 distinct values in 300 rows) looks like an identifier" in w
+        for w in report["warnings"]
+    )
 
 
 def test_scores_are_printed_with_their_meaning(tmp_path, monkeypatch, capsys):
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    for method, meaning in (("gbfs", "share of the ensemble's total split gain"),
-                            ("stagewise", "|weight| on the standardized feature")):
-        assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "-k", "2",
-                     "--method", method, "--device", "cpu"]) == 0
+    for method, meaning in (
+        ("gbfs", "share of the ensemble's total split gain"),
+        ("stagewise", "|weight| on the standardized feature"),
+    ):
+        assert (
+            main(
+                [
+                    "select",
+                    "in.csv",
+                    "--target",
+                    "label",
+                    "--drop",
+                    "id,note",
+                    "-k",
+                    "2",
+                    "--method",
+                    method,
+                    "--device",
+                    "cpu",
+                ]
+            )
+            == 0
+        )
         out = capsys.readouterr().out
         assert f"\nscore: {meaning}" in out and "(score " in out
 
@@ -326,6 +504,7 @@ def test_scores_are_printed_with_their_meaning(tmp_path, monkeypatch, capsys):
 # --- compile time apart from fit time -------------------------------------------------------
 def _fit_that_compiles(fit, seconds=0.0):
     """A fit that first compiles a new numba function (as a cold kernel cache does)."""
+
     def fit_and_compile(self, X, y):
         import time
 
@@ -338,11 +517,11 @@ def _fit_that_compiles(fit, seconds=0.0):
         fresh(1)
         time.sleep(seconds)
         return fit(self, X, y)
+
     return fit_and_compile
 
 
-def test_a_cold_cache_prints_one_notice_and_times_compilation_apart(tmp_path, monkeypatch,
-                                                                   capsys):
+def test_a_cold_cache_prints_one_notice_and_times_compilation_apart(tmp_path, monkeypatch, capsys):
     import gpufs.cli._compile_watch as cw
     from gpufs import GBFSClassifier
 
@@ -351,13 +530,33 @@ def test_a_cold_cache_prints_one_notice_and_times_compilation_apart(tmp_path, mo
     assert main(["demo", "--trees", "5", "--device", "cpu"]) == 0
     captured = capsys.readouterr()
     assert captured.err == cw.NOTICE + "\n"
-    note = re.search(r"\(fit ([\d.]+) s on cpu; compiling the kernels took ([\d.]+) s, "
-                     r"once\)$", captured.out.strip())
+    note = re.search(
+        r"\(fit ([\d.]+) s on cpu; compiling the kernels took ([\d.]+) s, "
+        r"once\)$",
+        captured.out.strip(),
+    )
     assert note, captured.out
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--trees", "5",
-                 "--device", "cpu", "--report", "r.json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--drop",
+                "id,note",
+                "--trees",
+                "5",
+                "--device",
+                "cpu",
+                "--report",
+                "r.json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert captured.err == cw.NOTICE + "\n"
     assert "; compiling the kernels took" in captured.out
@@ -375,8 +574,25 @@ def test_a_warm_cache_prints_no_notice(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(GBFSClassifier, "fit", _fit_that_compiles(GBFSClassifier.fit))
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "--trees", "5",
-                 "--device", "cpu", "--report", "r.json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--drop",
+                "id,note",
+                "--trees",
+                "5",
+                "--device",
+                "cpu",
+                "--report",
+                "r.json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert captured.err == "" and "compiling" not in captured.out
     assert json.loads((tmp_path / "r.json").read_text())["timings_s"]["compile"] > 0
@@ -393,7 +609,7 @@ def test_compile_watch_notices_after_its_threshold_while_compiling():
     said = []
     with CompileWatch(notice=said.append, after=0.05) as watch:
         for _ in range(2):
-            with event.trigger_event("numba:compile"):   # what numba sends around a compile
+            with event.trigger_event("numba:compile"):  # what numba sends around a compile
                 time.sleep(0.2)
     assert said == [NOTICE]
     assert 0.35 < watch.seconds < 2.0 and watch.noticed
@@ -420,10 +636,10 @@ def test_the_library_logs_the_compile_notice_once(monkeypatch, caplog):
         njit(ns["fresh"])(1)
 
     with caplog.at_level(logging.WARNING, logger="gpufs"):
-        compile_in("user_code")          # not gpufs's: no notice
+        compile_in("user_code")  # not gpufs's: no notice
         assert not caplog.records
         with cw.CompileWatch(notice=lambda m: None):
-            compile_in("gpufs._fake")    # the command line's watch speaks instead
+            compile_in("gpufs._fake")  # the command line's watch speaks instead
         assert not caplog.records
         compile_in("gpufs._fake")
         compile_in("gpufs._fake")
@@ -453,8 +669,7 @@ def _slow_first_boost(monkeypatch, seconds=0.4):
     monkeypatch.setattr(BoostSetup, "fit", fit_after_a_compile)
 
 
-def test_fit_times_record_every_phase_and_leave_compilation_out(tmp_path, monkeypatch,
-                                                                 capsys):
+def test_fit_times_record_every_phase_and_leave_compilation_out(tmp_path, monkeypatch, capsys):
     """Issue 36/37: the report's fit_phases added up to 81.6 s against a fit of 51.5 s (they
     counted the compile); each mu probe's seconds were not recorded."""
     from gpufs import GBFSClassifier
@@ -473,12 +688,32 @@ def test_fit_times_record_every_phase_and_leave_compilation_out(tmp_path, monkey
     df.to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.chdir(tmp_path)
     _slow_first_boost(monkeypatch)
-    assert main(["select", "in.csv", "--target", "label", "--drop", "id,note", "-k", "2",
-                 "--trees", "20", "--device", "cpu", "--report", "r.json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "in.csv",
+                "--target",
+                "label",
+                "--drop",
+                "id,note",
+                "-k",
+                "2",
+                "--trees",
+                "20",
+                "--device",
+                "cpu",
+                "--report",
+                "r.json",
+            ]
+        )
+        == 0
+    )
     timings = json.loads((tmp_path / "r.json").read_text())["timings_s"]
     phases = timings["fit_phases"]
-    spent = sum(v for name, v in phases.items()
-                if name not in ("compile", "mu_probes", "group_test"))
+    spent = sum(
+        v for name, v in phases.items() if name not in ("compile", "mu_probes", "group_test")
+    )
     assert timings["compile"] >= 0.4 and phases["compile"] >= 0.4
     assert spent <= timings["fit"] + 0.05, timings
 
@@ -508,8 +743,11 @@ def test_refuses_to_write_over_the_input_by_any_name(tmp_path, monkeypatch, caps
 
 def test_refuses_an_existing_output_without_force(tmp_path, monkeypatch, capsys):
     _planted().to_csv(tmp_path / "in.csv", index=False)
-    for option, name in [("--output", "sel.csv"), ("--report", "r.json"),
-                         ("--save-model", "m.json")]:
+    for option, name in [
+        ("--output", "sel.csv"),
+        ("--report", "r.json"),
+        ("--save-model", "m.json"),
+    ]:
         (tmp_path / name).write_text("keep me")
         status, err = _refused(tmp_path, monkeypatch, capsys, option, name)
         assert status == 2
@@ -519,8 +757,7 @@ def test_refuses_an_existing_output_without_force(tmp_path, monkeypatch, capsys)
 
 def test_refuses_two_outputs_with_one_name_and_a_missing_folder(tmp_path, monkeypatch, capsys):
     _planted().to_csv(tmp_path / "in.csv", index=False)
-    status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "a.csv", "--report",
-                           "a.csv")
+    status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "a.csv", "--report", "a.csv")
     assert status == 2 and "name the same file" in _one_error_line(err)
     status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "no/such/dir/a.csv")
     assert status == 2 and "does not exist" in _one_error_line(err)
@@ -532,8 +769,18 @@ def test_force_replaces_an_existing_output_whole(tmp_path, monkeypatch, capsys):
     df.to_csv(tmp_path / "in.csv", index=False)
     (tmp_path / "sel.csv").write_text("old\n")
     os.chmod(tmp_path / "sel.csv", 0o640)
-    status, err = _refused(tmp_path, monkeypatch, capsys, "--output", "sel.csv", "--force",
-                           "--trees", "10", "--device", "cpu")
+    status, err = _refused(
+        tmp_path,
+        monkeypatch,
+        capsys,
+        "--output",
+        "sel.csv",
+        "--force",
+        "--trees",
+        "10",
+        "--device",
+        "cpu",
+    )
     assert status == 0, err
     out = pd.read_csv(tmp_path / "sel.csv")
     assert list(out.columns)[-1] == "label" and len(out) == len(df)
@@ -553,8 +800,18 @@ def test_an_interrupted_write_leaves_no_half_file(tmp_path, monkeypatch, capsys)
 
     monkeypatch.setattr(cli, "_write_table", write_half_then_interrupt)
     for out, extra in [("new.csv", []), ("old.csv", ["--force"])]:
-        status, err = _refused(tmp_path, monkeypatch, capsys, "--output", out, "--trees", "5",
-                               "--device", "cpu", *extra)
+        status, err = _refused(
+            tmp_path,
+            monkeypatch,
+            capsys,
+            "--output",
+            out,
+            "--trees",
+            "5",
+            "--device",
+            "cpu",
+            *extra,
+        )
         assert status == 130 and _one_error_line(err) == "error: interrupted"
     assert sorted(os.listdir(tmp_path)) == ["in.csv", "old.csv"]  # no new.csv, no *.part
     assert (tmp_path / "old.csv").read_text() == "the previous result\n"
@@ -573,9 +830,13 @@ def test_progress_bar_on_a_terminal(tmp_path):
     # an empty bar)
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.Popen([sys.executable, "-m", "gpufs", "demo", "--trees", "5",
-                             "--device", "cpu"], cwd=tmp_path, env=env,
-                            stdout=follower, stderr=follower)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpufs", "demo", "--trees", "5", "--device", "cpu"],
+        cwd=tmp_path,
+        env=env,
+        stdout=follower,
+        stderr=follower,
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -600,8 +861,9 @@ def test_verbose_shows_a_bar_per_mu_probe_and_a_loss_at_the_first_tree(capsys):
 
     df = _planted()
     X, y = df[[f"c{i}" for i in range(6)]].to_numpy(), df["label"].to_numpy()
-    est = GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu",
-                         verbose=True).fit(X, y)
+    est = GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu", verbose=True).fit(
+        X, y
+    )
     err = capsys.readouterr().err
     n = len(est.mu_search_)
     assert n >= 1
@@ -614,11 +876,18 @@ def test_verbose_shows_a_bar_per_mu_probe_and_a_loss_at_the_first_tree(capsys):
     assert capsys.readouterr().err == ""  # verbose=False: silent
 
 
-@pytest.mark.parametrize("stdout_tty, stderr_tty, no_progress, shown", [
-    (True, True, False, True), (True, True, True, False),
-    (False, True, False, False), (True, False, False, False)])
-def test_progress_needs_both_streams_on_a_terminal_and_no_flag(monkeypatch, stdout_tty,
-                                                               stderr_tty, no_progress, shown):
+@pytest.mark.parametrize(
+    "stdout_tty, stderr_tty, no_progress, shown",
+    [
+        (True, True, False, True),
+        (True, True, True, False),
+        (False, True, False, False),
+        (True, False, False, False),
+    ],
+)
+def test_progress_needs_both_streams_on_a_terminal_and_no_flag(
+    monkeypatch, stdout_tty, stderr_tty, no_progress, shown
+):
     import argparse
 
     import gpufs.cli as cli
@@ -653,15 +922,19 @@ def test_warnings_outside_the_fit_are_one_line_each(tmp_path, monkeypatch, capsy
     def read_and_warn(path):
         import warnings
 
-        warnings.warn("Columns (3) have mixed types.\nSpecify dtype option on import.",
-                      UserWarning, stacklevel=1)
+        warnings.warn(
+            "Columns (3) have mixed types.\nSpecify dtype option on import.",
+            UserWarning,
+            stacklevel=1,
+        )
         return real(path)
 
     monkeypatch.setattr(cli, "read_table", read_and_warn)
     status, err = _refused(tmp_path, monkeypatch, capsys, "--trees", "3", "--device", "cpu")
     assert status == 0, err
-    assert err.splitlines() == ["warning: Columns (3) have mixed types. Specify dtype option "
-                                "on import."], err
+    assert err.splitlines() == [
+        "warning: Columns (3) have mixed types. Specify dtype option on import."
+    ], err
 
 
 def test_force_refuses_targets_that_are_not_regular_files(tmp_path, monkeypatch, capsys):
@@ -671,9 +944,11 @@ def test_force_refuses_targets_that_are_not_regular_files(tmp_path, monkeypatch,
     _planted().to_csv(tmp_path / "in.csv", index=False)
     os.mkfifo(tmp_path / "pipe.json")
     os.symlink(os.devnull, tmp_path / "null.csv")
-    for option, name, kind in [("--report", "pipe.json", "a FIFO"),
-                               ("--output", "null.csv", "a character device"),
-                               ("--save-model", "pipe.json", "a FIFO")]:
+    for option, name, kind in [
+        ("--report", "pipe.json", "a FIFO"),
+        ("--output", "null.csv", "a character device"),
+        ("--save-model", "pipe.json", "a FIFO"),
+    ]:
         status, err = _refused(tmp_path, monkeypatch, capsys, option, name, "--force")
         assert status == 2, err
         assert f"{option} {name} is {kind}" in _one_error_line(err)
@@ -727,12 +1002,18 @@ def test_an_input_that_is_no_regular_file_is_refused_at_once(tmp_path, monkeypat
     old = signal.signal(signal.SIGALRM, raise_timeout)
     signal.alarm(10)
     try:
-        cases = [(["select", "pipe.csv", "--target", "y"], "pipe.csv is a FIFO (named pipe), "
-                  "not a file"),
-                 (["select", "z.parquet", "--target", "y"], "z.parquet is a character device, "
-                  "not a file"),
-                 (["explain", "folder.json"], "folder.json is a folder, not a file"),
-                 (["explain", "link.json"], "link.json is a folder, not a file")]
+        cases = [
+            (
+                ["select", "pipe.csv", "--target", "y"],
+                "pipe.csv is a FIFO (named pipe), not a file",
+            ),
+            (
+                ["select", "z.parquet", "--target", "y"],
+                "z.parquet is a character device, not a file",
+            ),
+            (["explain", "folder.json"], "folder.json is a folder, not a file"),
+            (["explain", "link.json"], "link.json is a folder, not a file"),
+        ]
         for argv, message in cases:
             assert main(argv) == 2
             line = _one_error_line(capsys.readouterr().err)
@@ -743,7 +1024,8 @@ def test_an_input_that_is_no_regular_file_is_refused_at_once(tmp_path, monkeypat
 
 
 def test_a_compressed_output_without_its_library_is_refused_before_the_fit(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.setitem(sys.modules, "zstandard", None)  # as if it were not installed
     _fit_must_not_start(monkeypatch)
@@ -781,8 +1063,23 @@ def test_names_from_a_strangers_table_reach_the_terminal_escaped(tmp_path):
     evil = "\x1b]0;pwned\x07\x1b[2J\x1b[31mc2\r\nfake line\u202e"
     df = _planted().rename(columns={"c2": evil})
     df.to_csv(tmp_path / "in.csv", index=False)
-    proc = _gpufs("select", "in.csv", "--target", "label", "--drop", "id,note", "-k", "2",
-                  "--trees", "20", "--device", "cpu", "--save-model", "m.json", cwd=tmp_path)
+    proc = _gpufs(
+        "select",
+        "in.csv",
+        "--target",
+        "label",
+        "--drop",
+        "id,note",
+        "-k",
+        "2",
+        "--trees",
+        "20",
+        "--device",
+        "cpu",
+        "--save-model",
+        "m.json",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     shown = r"\x1b]0;pwned\x07\x1b[2J\x1b[31mc2\r\nfake line\u202e"
     assert shown in proc.stdout
@@ -838,8 +1135,14 @@ def _signal_at(tmp_path, stage, sig, *args):
 
     (tmp_path / "driver.py").write_text(_DRIVER)
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.Popen([sys.executable, "driver.py", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "driver.py", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         seen = []
         for line in proc.stdout:
@@ -879,19 +1182,54 @@ def test_ctrl_c_during_the_fit_is_an_interrupt_not_an_internal_error(tmp_path):
     warm = tmp_path.parent / (tmp_path.name + "-warm")
     warm.mkdir()
     (warm / "in.csv").write_bytes((tmp_path / "in.csv").read_bytes())
-    subprocess.run([sys.executable, "-m", "gpufs", "select", "in.csv", "--target", "label",
-                    "--trees", "2", "--depth", "6", "--device", "cpu", "--report", "r.json"],
-                   cwd=warm, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
-                   timeout=600, check=True)
-    status, out, err = _signal_at(tmp_path, "FITTING", signal.SIGINT, "select", "in.csv",
-                                  "--target", "label", "--trees", "5000", "--depth", "6",
-                                  "--device", "cpu", "--report", "r.json")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpufs",
+            "select",
+            "in.csv",
+            "--target",
+            "label",
+            "--trees",
+            "2",
+            "--depth",
+            "6",
+            "--device",
+            "cpu",
+            "--report",
+            "r.json",
+        ],
+        cwd=warm,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        capture_output=True,
+        timeout=600,
+        check=True,
+    )
+    status, out, err = _signal_at(
+        tmp_path,
+        "FITTING",
+        signal.SIGINT,
+        "select",
+        "in.csv",
+        "--target",
+        "label",
+        "--trees",
+        "5000",
+        "--depth",
+        "6",
+        "--device",
+        "cpu",
+        "--report",
+        "r.json",
+    )
     assert (status, err) == (130, "error: interrupted\n"), (status, err)
     assert sorted(os.listdir(tmp_path)) == ["driver.py", "in.csv"]
 
 
 def test_an_interrupt_that_numba_turned_into_a_system_error_is_an_interrupt(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     """What numba's dispatcher does with a KeyboardInterrupt raised by the signal handler
     while it runs: a SystemError. The command reports the signal, not an internal error."""
     import signal
@@ -903,8 +1241,9 @@ def test_an_interrupt_that_numba_turned_into_a_system_error_is_an_interrupt(
             try:
                 signal.raise_signal(signal.SIGINT)
             except KeyboardInterrupt as exc:
-                raise SystemError("CPUDispatcher(<function _level_step>) returned a result "
-                                  "with an exception set") from exc
+                raise SystemError(
+                    "CPUDispatcher(<function _level_step>) returned a result with an exception set"
+                ) from exc
 
     _planted().to_csv(tmp_path / "in.csv", index=False)
     monkeypatch.setattr(cli, "_estimator", lambda args, task: Dispatcher())
@@ -919,9 +1258,24 @@ def test_sigterm_during_a_write_leaves_no_part_file(tmp_path):
     import signal
 
     _planted().to_csv(tmp_path / "in.csv", index=False)
-    status, out, err = _signal_at(tmp_path, "WRITING", signal.SIGTERM, "select", "in.csv",
-                                  "--target", "label", "--drop", "id,note", "--trees", "3",
-                                  "--device", "cpu", "--output", "sel.csv", "--slow-write")
+    status, out, err = _signal_at(
+        tmp_path,
+        "WRITING",
+        signal.SIGTERM,
+        "select",
+        "in.csv",
+        "--target",
+        "label",
+        "--drop",
+        "id,note",
+        "--trees",
+        "3",
+        "--device",
+        "cpu",
+        "--output",
+        "sel.csv",
+        "--slow-write",
+    )
     assert (status, err) == (128 + signal.SIGTERM, "error: interrupted by SIGTERM\n"), err
     assert sorted(os.listdir(tmp_path)) == ["driver.py", "in.csv"]
 
@@ -986,9 +1340,14 @@ def _without_notice(err):
 def _compile_driver(tmp_path, *args, stall=False):
     (tmp_path / "driver.py").write_text(_COMPILE_DRIVER)
     env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    return subprocess.Popen([sys.executable, "driver.py", *args, *(["--stall"] * stall)],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "driver.py", *args, *(["--stall"] * stall)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
@@ -998,14 +1357,30 @@ def test_a_signal_inside_llvmlites_callback_is_not_lost(tmp_path, sig):
     import signal
 
     _planted().to_csv(tmp_path / "in.csv", index=False)
-    proc = _compile_driver(tmp_path, sig, "select", "in.csv", "--target", "label", "--drop",
-                           "id,note", "--trees", "3", "--device", "cpu", "--output", "o.csv",
-                           "--report", "r.json")
+    proc = _compile_driver(
+        tmp_path,
+        sig,
+        "select",
+        "in.csv",
+        "--target",
+        "label",
+        "--drop",
+        "id,note",
+        "--trees",
+        "3",
+        "--device",
+        "cpu",
+        "--output",
+        "o.csv",
+        "--report",
+        "r.json",
+    )
     out, err = proc.communicate(timeout=600)
     message = "interrupted" if sig == "SIGINT" else "interrupted by SIGTERM"
-    assert (proc.returncode, _without_notice(err)) == (128 + getattr(signal, sig),
-                                                       f"error: {message}\n"), (proc.returncode,
-                                                                                err)
+    assert (proc.returncode, _without_notice(err)) == (
+        128 + getattr(signal, sig),
+        f"error: {message}\n",
+    ), (proc.returncode, err)
     assert sorted(os.listdir(tmp_path)) == ["cache", "driver.py", "in.csv"]
 
 
@@ -1017,9 +1392,21 @@ def test_a_second_signal_stops_the_run_at_once(tmp_path):
 
     _planted().to_csv(tmp_path / "in.csv", index=False)
     (tmp_path / "sel.csv.part").write_text("")  # a file of the user's, kept
-    proc = _compile_driver(tmp_path, "SIGINT", "select", "in.csv", "--target", "label",
-                           "--drop", "id,note", "--device", "cpu", "--output", "o.csv",
-                           stall=True)
+    proc = _compile_driver(
+        tmp_path,
+        "SIGINT",
+        "select",
+        "in.csv",
+        "--target",
+        "label",
+        "--drop",
+        "id,note",
+        "--device",
+        "cpu",
+        "--output",
+        "o.csv",
+        stall=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "STALLING"
         t0 = time.monotonic()
@@ -1030,8 +1417,10 @@ def test_a_second_signal_stops_the_run_at_once(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert (proc.returncode, _without_notice(err)) == (130, "error: interrupted\n"), \
-        (proc.returncode, err)
+    assert (proc.returncode, _without_notice(err)) == (130, "error: interrupted\n"), (
+        proc.returncode,
+        err,
+    )
     assert sorted(os.listdir(tmp_path)) == ["cache", "driver.py", "in.csv", "sel.csv.part"]
 
 
@@ -1060,21 +1449,33 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("module", ["gpufs._numba_setup", "gpufs._version", "gpufs.cli._cli_files",
-                                    "argparse"])
+@pytest.mark.parametrize(
+    "module", ["gpufs._numba_setup", "gpufs._version", "gpufs.cli._cli_files", "argparse"]
+)
 def test_ctrl_c_during_import_gpufs_from_the_command_is_one_line(tmp_path, module):
     """Issue 36: SIGINT 0.2-0.4 s into the ``gpufs`` command (while ``import gpufs`` ran,
     before the command's handler existed) printed a 17-line traceback."""
     (tmp_path / "gpufs").write_text(_CONSOLE_SCRIPT)
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.run([sys.executable, str(tmp_path / "gpufs"), module, "--version"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "gpufs"), module, "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (proc.returncode, proc.stderr) == (130, "error: interrupted\n"), proc.stderr
     # a library import (not the command) keeps Python's KeyboardInterrupt
     (tmp_path / "script.py").write_text(_CONSOLE_SCRIPT)
-    proc = subprocess.run([sys.executable, str(tmp_path / "script.py"), "gpufs._version",
-                           "--version"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "script.py"), "gpufs._version", "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "KeyboardInterrupt" in proc.stderr
 
 
@@ -1089,17 +1490,36 @@ def test_ctrl_c_during_start_up_prints_one_line_not_a_traceback(tmp_path, delay)
     _planted().to_csv(tmp_path / "in.csv", index=False)
     env = dict(os.environ, PYTHONPATH=ROOT)
     # 5000 trees: with a warm cache the default fit ended before the 3.0 s signal (status 0)
-    proc = subprocess.Popen([sys.executable, "-m", "gpufs", "select", "in.csv", "--target",
-                             "label", "--device", "cpu", "--trees", "5000"], cwd=tmp_path,
-                            env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpufs",
+            "select",
+            "in.csv",
+            "--target",
+            "label",
+            "--device",
+            "cpu",
+            "--trees",
+            "5000",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert "Traceback" not in err, err
     # a signal before Python installed its handler ends the process silently (status -2)
-    assert (proc.returncode, err) in [(130, "error: interrupted\n"), (-signal.SIGINT, "")], \
-        (proc.returncode, err, out)
+    assert (proc.returncode, err) in [(130, "error: interrupted\n"), (-signal.SIGINT, "")], (
+        proc.returncode,
+        err,
+        out,
+    )
 
 
 def test_explain_refuses_a_model_whose_parameters_contradict_it(tmp_path, monkeypatch, capsys):
@@ -1108,11 +1528,12 @@ def test_explain_refuses_a_model_whose_parameters_contradict_it(tmp_path, monkey
     from gpufs.io import model_io
 
     X, y = _planted(200)[["c0", "c1", "c2"]].to_numpy(), np.arange(200.0)
-    doc = model_io.to_document(GBFSRegressor(n_estimators=2, max_depth=2,
-                                             device="cpu").fit(X, y))
+    doc = model_io.to_document(GBFSRegressor(n_estimators=2, max_depth=2, device="cpu").fit(X, y))
     doc["params"]["max_depth"] = 100
     (tmp_path / "m.json").write_text(json.dumps(doc))
     monkeypatch.chdir(tmp_path)
     assert main(["explain", "m.json"]) == 2
-    assert "params.max_depth: The 'max_depth' parameter of GBFSRegressor must be" in \
-        _one_error_line(capsys.readouterr().err)
+    assert (
+        "params.max_depth: The 'max_depth' parameter of GBFSRegressor must be"
+        in _one_error_line(capsys.readouterr().err)
+    )

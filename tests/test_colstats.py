@@ -1,5 +1,6 @@
 """Weighted column statistics (``gpufs.data._colstats``): mean and variance against numpy, chunking,
 float32 input, and the cancellation that ``E[x^2] - mean^2`` suffers."""
+
 import numpy as np
 import pytest
 
@@ -7,7 +8,7 @@ from gpufs.data._colstats import column_mean_var, matvec_T, row_slices
 
 
 def test_row_slices_cover_every_row_once():
-    sl = row_slices(10, 3, 7)                      # 2 rows per chunk
+    sl = row_slices(10, 3, 7)  # 2 rows per chunk
     assert [(s.start, s.stop) for s in sl] == [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10)]
     assert row_slices(5, 100, 10) == [slice(i, i + 1) for i in range(5)]  # at least one row
     assert row_slices(0, 3, 10) == []
@@ -33,7 +34,7 @@ def test_two_passes_keep_the_variance_of_a_large_offset():
     _, var = column_mean_var(X, w, 1000.0, np, row_slices(1000, 1, 64))
     assert var[0] == pytest.approx(np.var(x), rel=1e-9)
     naive = (x * x).mean() - x.mean() ** 2
-    assert abs(naive - np.var(x)) > 1e-3 * np.var(x)   # what the one-pass formula gives
+    assert abs(naive - np.var(x)) > 1e-3 * np.var(x)  # what the one-pass formula gives
 
 
 def test_float32_input_stays_float32_in_the_product():

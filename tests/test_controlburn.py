@@ -1,5 +1,6 @@
 """ControlBurnClassifier / ControlBurnRegressor: selection on planted correlated groups, exactly
 k features, coverage, costs and groups, paths, determinism, bad input, scikit-learn checks."""
+
 import warnings
 
 import numpy as np
@@ -13,10 +14,12 @@ from gpufs._device import gpu_available
 from gpufs.selectors.controlburn import ControlBurnClassifier, ControlBurnRegressor
 from gpufs.selectors.gbfs import GBFSClassifier, GBFSRegressor
 
-SMALL_C = dict(max_depth=2, max_trees_per_round=10,
-               refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10))
-SMALL_R = dict(max_depth=2, max_trees_per_round=10,
-               refit_estimator=GBFSRegressor(mu=0.0, n_estimators=10))
+SMALL_C = dict(
+    max_depth=2, max_trees_per_round=10, refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10)
+)
+SMALL_R = dict(
+    max_depth=2, max_trees_per_round=10, refit_estimator=GBFSRegressor(mu=0.0, n_estimators=10)
+)
 
 
 def planted_groups(seed, m=1000, n_groups=3, n_copies=6, noise=0.1, n_noise=6):
@@ -50,17 +53,29 @@ def test_one_feature_per_planted_group_where_mdi_keeps_copies(seed):
     k = 3
     rf = RandomForestClassifier(n_estimators=100, random_state=0).fit(X, y)
     mdi = np.argsort(-rf.feature_importances_)[:k]
-    cb = ControlBurnClassifier(n_features_to_select=k, tree_type="single", max_depth=2,
-                               random_state=0,
-                               refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10)).fit(X, y)
+    cb = ControlBurnClassifier(
+        n_features_to_select=k,
+        tree_type="single",
+        max_depth=2,
+        random_state=0,
+        refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10),
+    ).fit(X, y)
     sel = cb.selected_features_
     assert sel.size == k and cb.selection_exact_
     # ControlBurn: one feature from each informative group; MDI: several copies of one group
     assert sorted(groups[sel].tolist()) == [0, 1, 2]
     assert len(set(groups[mdi].tolist())) < k
     # refit on each selection (the paper's protocol: a random forest, cross-validated AUC)
-    auc = [cross_val_score(RandomForestClassifier(n_estimators=50, random_state=0), X[:, f], y,
-                           cv=3, scoring="roc_auc").mean() for f in (mdi, sel)]
+    auc = [
+        cross_val_score(
+            RandomForestClassifier(n_estimators=50, random_state=0),
+            X[:, f],
+            y,
+            cv=3,
+            scoring="roc_auc",
+        ).mean()
+        for f in (mdi, sel)
+    ]
     assert auc[1] > auc[0] + 0.02
 
 
@@ -75,12 +90,16 @@ def planted_group_data(seed, kind, task, m=1000, n_groups=3, n_copies=2, n_noise
     else:
         S = rng.randn(m, n_groups)
         signal = 1.5 * S.sum(1)
-    y = ((signal + rng.logistic(size=m) > 0).astype(int) if task == "classification"
-         else signal + rng.randn(m))
+    y = (
+        (signal + rng.logistic(size=m) > 0).astype(int)
+        if task == "classification"
+        else signal + rng.randn(m)
+    )
     cols = [S[:, [j]] + 0.1 * rng.randn(m, n_copies + 1) for j in range(n_groups)]
     cols.append(rng.randn(m, n_noise))
-    groups = np.r_[np.repeat(np.arange(n_groups), n_copies + 1),
-                   np.arange(n_groups, n_groups + n_noise)]
+    groups = np.r_[
+        np.repeat(np.arange(n_groups), n_copies + 1), np.arange(n_groups, n_groups + n_noise)
+    ]
     return np.hstack(cols), y, groups
 
 
@@ -100,10 +119,9 @@ def test_default_keeps_one_feature_per_group_of_three_near_copies(kind, task):
         sel = Est(n_features_to_select=3, random_state=seed).fit(X, y).selected_features_
         counts.append(np.bincount(groups[sel], minlength=9)[:3].tolist())
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # some k = 3 are completions here
+            warnings.simplefilter("ignore")  # some k = 3 are completions here
             plain = Est(n_features_to_select=3, random_state=seed, reweight_steps=0).fit(X, y)
-        plain_counts.append(np.bincount(groups[plain.selected_features_],
-                                        minlength=9)[:3].tolist())
+        plain_counts.append(np.bincount(groups[plain.selected_features_], minlength=9)[:3].tolist())
         merged.append(plain.merged_near_copies_)
     assert counts == [[1, 1, 1]] * 5, counts
     # Without the reweighting the lasso's 3 hold two copies of a group on some seed, and the
@@ -125,8 +143,10 @@ def test_unequal_groups_never_two_copies_and_mostly_one_per_group():
 
     one_per_group = {"regression": 0, "classification": 0}
     for design in DESIGNS:
-        for task, Est in (("regression", ControlBurnRegressor),
-                          ("classification", ControlBurnClassifier)):
+        for task, Est in (
+            ("regression", ControlBurnRegressor),
+            ("classification", ControlBurnClassifier),
+        ):
             for seed in range(3):
                 X, y, groups = near_copy_groups(seed, design, task)
                 with warnings.catch_warnings():
@@ -163,10 +183,11 @@ def test_one_per_group_while_another_group_is_available():
 
 def test_default_forest_finds_the_informative_features():
     X, y = regression_data()
-    est = ControlBurnRegressor(n_features_to_select=3, max_depth=4, random_state=0,
-                               path_k_max=4).fit(X, y)
+    est = ControlBurnRegressor(
+        n_features_to_select=3, max_depth=4, random_state=0, path_k_max=4
+    ).fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1, 2]
-    assert est.selected_features_[0] == 0          # most important first
+    assert est.selected_features_[0] == 0  # most important first
     assert est.score(X, y) > 0.9
     assert (est.tree_weights_ >= 0).all() and (est.tree_weights_ > 0).any()
     assert est.feature_importances_.sum() == pytest.approx(1.0)
@@ -176,19 +197,24 @@ def test_default_forest_finds_the_informative_features():
     # why, and holds the completed selection a fit with n_features_to_select=2 makes.
     assert p["k"] == [1, 2, 3, 4] and sorted(p["unreachable"]) == [2]
     assert p["exact"] == {1: True, 2: False, 3: True, 4: True}
-    assert p["unreachable"][2].startswith("on the costs reweighted for k=2, the number of "
-                                          "selected features jumps from 1")
+    assert p["unreachable"][2].startswith(
+        "on the costs reweighted for k=2, the number of selected features jumps from 1"
+    )
     for k in p["k"]:
         assert len(p["features"][k]) == k
     with pytest.warns(SelectionWarning, match="no lambda selects exactly 2 features"):
-        two = ControlBurnRegressor(n_features_to_select=2, max_depth=4,
-                                   random_state=0).fit(X, y)
+        two = ControlBurnRegressor(n_features_to_select=2, max_depth=4, random_state=0).fit(X, y)
     assert p["features"][2] == sorted(two.selected_features_.tolist())
     assert p["features"][3] == sorted(est.selected_features_.tolist())
     assert est.selection_exact_
     # The plain lasso's path (no reweighting): one cost vector, so lambda falls as k grows.
-    plain = ControlBurnRegressor(n_features_to_select=3, max_depth=4, random_state=0,
-                                 path_k_max=4, reweight_steps=0).fit(X, y).selection_path_
+    plain = (
+        ControlBurnRegressor(
+            n_features_to_select=3, max_depth=4, random_state=0, path_k_max=4, reweight_steps=0
+        )
+        .fit(X, y)
+        .selection_path_
+    )
     lams = [plain["lambda"][k] for k in plain["k"]]
     assert lams == sorted(lams, reverse=True) and max(lams) < plain["lambda_max"]
     assert plain["lambda_max"] == p["lambda_max"]
@@ -212,16 +238,21 @@ def test_alpha_gives_the_lasso_solution_at_that_lambda():
 def test_zero_feature_costs_make_free_features():
     X, y = regression_data(m=300)
     costs = np.ones(X.shape[1])
-    costs[[0, 1]] = 0.0                                   # the two strongest features are free
-    est = ControlBurnRegressor(n_features_to_select=3, feature_costs=costs, **SMALL_R,
-                               random_state=0).fit(X, y)
+    costs[[0, 1]] = 0.0  # the two strongest features are free
+    est = ControlBurnRegressor(
+        n_features_to_select=3, feature_costs=costs, **SMALL_R, random_state=0
+    ).fit(X, y)
     assert est.selection_exact_ and est.selected_features_.size == 3
     assert {0, 1} <= set(est.selected_features_.tolist())
     # every feature free: lambda cannot remove any, so k cannot be reached; fit says so
-    with pytest.warns(UserWarning, match=r"no lambda selects exactly 2 features .*zero-cost "
-                                         r"\(free\) trees alone select"):
-        est = ControlBurnRegressor(n_features_to_select=2, feature_costs=np.zeros(X.shape[1]),
-                                   **SMALL_R, random_state=0).fit(X, y)
+    with pytest.warns(
+        UserWarning,
+        match=r"no lambda selects exactly 2 features .*zero-cost "
+        r"\(free\) trees alone select",
+    ):
+        est = ControlBurnRegressor(
+            n_features_to_select=2, feature_costs=np.zeros(X.shape[1]), **SMALL_R, random_state=0
+        ).fit(X, y)
     assert not est.selection_exact_ and est.selected_features_.size > 2
     assert est.predict(X).shape == (300,)
 
@@ -239,17 +270,22 @@ def test_coverage_and_completion_warnings_say_what_was_selected():
     y = ((X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=40)) > 0.9).astype(int)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        est = ControlBurnClassifier(n_features_to_select=8, max_depth=4, random_state=0,
-                                    device="cpu").fit(X, y)
+        est = ControlBurnClassifier(
+            n_features_to_select=8, max_depth=4, random_state=0, device="cpu"
+        ).fit(X, y)
     (warning,) = [w for w in rec if w.category is SelectionWarning]
     message = str(warning.message)
-    assert warning.filename == __file__       # it points at the line that called fit
+    assert warning.filename == __file__  # it points at the line that called fit
     n_sel = est.selected_features_.size
     assert est.forest_coverage_ == 6 and n_sel == 4 and not est.selection_exact_
-    assert message.startswith("the forest uses only 6 of the 10 features, fewer than "
-                              "n_features_to_select=8; no lambda selects exactly 6 features")
-    assert ("took the 4 features of the densest solution: no lambda, not even 0, selects more"
-            in message)
+    assert message.startswith(
+        "the forest uses only 6 of the 10 features, fewer than "
+        "n_features_to_select=8; no lambda selects exactly 6 features"
+    )
+    assert (
+        "took the 4 features of the densest solution: no lambda, not even 0, selects more"
+        in message
+    )
     assert "; selected 4 features. Grow a more feature-diverse forest" in message
     assert "selecting all" not in message and "with []" not in message
 
@@ -263,7 +299,7 @@ def test_path_k_max_on_breast_cancer_holds_every_k():
     X, y = load_breast_cancer(return_X_y=True)
     est = ControlBurnClassifier(n_features_to_select=5, path_k_max=15, random_state=0)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", SelectionWarning)      # k = 5 itself is exact
+        warnings.simplefilter("error", SelectionWarning)  # k = 5 itself is exact
         sp = est.fit(X, y).selection_path_
     assert sp["k"] == list(range(1, 16))
     assert all(len(sp["features"][k]) == k for k in sp["k"])
@@ -289,8 +325,7 @@ def test_verbose_shows_a_bar_over_the_lasso_search(capsys):
     """Issue 36, item 12: after the forest's bar the lasso search was silent (15-20 s on a
     large table); with verbose it has a bar of its own, one tick per solve."""
     X, y = regression_data()
-    ControlBurnRegressor(n_features_to_select=2, verbose=True, random_state=0,
-                         **SMALL_R).fit(X, y)
+    ControlBurnRegressor(n_features_to_select=2, verbose=True, random_state=0, **SMALL_R).fit(X, y)
     err = capsys.readouterr().err
     assert "gpufs ControlBurn forest" in err
     assert "gpufs ControlBurn lasso search" in err and "solve" in err
@@ -304,14 +339,13 @@ def test_selection_warning_is_a_filterable_user_warning():
 
     assert issubclass(gpufs.SelectionWarning, UserWarning)
     X, y = regression_data(m=300)
-    kw = dict(n_features_to_select=2, feature_costs=np.zeros(X.shape[1]), random_state=0,
-              **SMALL_R)
+    kw = dict(n_features_to_select=2, feature_costs=np.zeros(X.shape[1]), random_state=0, **SMALL_R)
     with pytest.warns(gpufs.SelectionWarning, match="no lambda selects exactly 2"):
         ControlBurnRegressor(**kw).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", category=gpufs.SelectionWarning)
-        ControlBurnRegressor(**kw).fit(X, y)       # nothing else is raised
+        ControlBurnRegressor(**kw).fit(X, y)  # nothing else is raised
 
 
 def test_dask_estimators_offer_predict_proba_where_the_single_process_ones_do():
@@ -320,8 +354,12 @@ def test_dask_estimators_offer_predict_proba_where_the_single_process_ones_do():
     pytest.importorskip("dask.distributed")
     from sklearn.svm import LinearSVC
 
-    from gpufs.dask import (DaskControlBurnClassifier, DaskControlBurnRegressor,
-                            DaskGBFSClassifier, DaskGBFSRegressor)
+    from gpufs.dask import (
+        DaskControlBurnClassifier,
+        DaskControlBurnRegressor,
+        DaskGBFSClassifier,
+        DaskGBFSRegressor,
+    )
 
     assert hasattr(DaskGBFSClassifier(), "predict_proba")
     assert hasattr(DaskControlBurnClassifier(), "predict_proba")
@@ -334,8 +372,13 @@ def test_coverage_warning_and_remedies():
     rng = np.random.RandomState(0)
     X = rng.randn(300, 8)
     y = 5 * X[:, 0] + 0.5 * X[:, 1:].sum(1)
-    kw = dict(forest_method="bag", max_depth=1, n_features_to_select=4, random_state=0,
-              refit_estimator=GBFSRegressor(mu=0.0, n_estimators=5))
+    kw = dict(
+        forest_method="bag",
+        max_depth=1,
+        n_features_to_select=4,
+        random_state=0,
+        refit_estimator=GBFSRegressor(mu=0.0, n_estimators=5),
+    )
     with pytest.warns(UserWarning, match="max_features") as rec:
         est = ControlBurnRegressor(**kw).fit(X, y)
     assert "fewer than n_features_to_select=4" in str(rec[0].message)
@@ -358,9 +401,13 @@ def test_determinism(Est, task):
     X, y = regression_data(m=400)
     if task == "c":
         y = (y > 0).astype(int)
-    kw = dict(n_features_to_select=3, max_depth=3, max_features=0.5, random_state=3,
-              refit_estimator=(GBFSClassifier if task == "c" else GBFSRegressor)(
-                  mu=0.0, n_estimators=5))
+    kw = dict(
+        n_features_to_select=3,
+        max_depth=3,
+        max_features=0.5,
+        random_state=3,
+        refit_estimator=(GBFSClassifier if task == "c" else GBFSRegressor)(mu=0.0, n_estimators=5),
+    )
     a, b = Est(**kw).fit(X, y), Est(**kw).fit(X, y)
     for k, v in a.forest_.ensemble.stacked().items():
         np.testing.assert_array_equal(v, b.forest_.ensemble.stacked()[k])
@@ -381,8 +428,7 @@ def test_binary_and_multiclass_k_features():
     X, y = regression_data()
     yb = np.where(y > 0, "yes", "no")
     with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
-        est = ControlBurnClassifier(n_features_to_select=2, random_state=0,
-                                    max_depth=3).fit(X, yb)
+        est = ControlBurnClassifier(n_features_to_select=2, random_state=0, max_depth=3).fit(X, yb)
     assert set(est.selected_features_.tolist()) == {0, 1} and not est.selection_exact_
     assert set(est.classes_) == {"no", "yes"}
     assert est.predict_proba(X).shape == (X.shape[0], 2)
@@ -398,7 +444,8 @@ def test_sample_weight_of_ones_is_no_weight():
     X, y = regression_data(m=300)
     a = ControlBurnRegressor(n_features_to_select=2, **SMALL_R, random_state=0).fit(X, y)
     b = ControlBurnRegressor(n_features_to_select=2, **SMALL_R, random_state=0).fit(
-        X, y, sample_weight=np.ones(300))
+        X, y, sample_weight=np.ones(300)
+    )
     np.testing.assert_array_equal(a.tree_weights_, b.tree_weights_)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
 
@@ -408,8 +455,9 @@ def test_feature_costs_steer_the_choice_between_duplicates():
     Xd = np.c_[X, X[:, 0] + 1e-3 * np.random.RandomState(1).randn(X.shape[0])]  # col 8 ~ col 0
     costs = np.ones(9)
     costs[0] = 50.0
-    est = ControlBurnRegressor(n_features_to_select=3, feature_costs=costs, max_depth=3,
-                               random_state=0, max_features=0.5).fit(Xd, y)
+    est = ControlBurnRegressor(
+        n_features_to_select=3, feature_costs=costs, max_depth=3, random_state=0, max_features=0.5
+    ).fit(Xd, y)
     assert 8 in est.selected_features_ and 0 not in est.selected_features_
 
 
@@ -419,19 +467,30 @@ def test_groups_with_costs_and_sketch():
     # y depends on x0, x1 and x2 (each its own group, the cheapest costs): the informative
     # features are found through the groups, costs and a count sketch. (The sizes alone would
     # prove nothing: an unreachable k is completed to k features.)
-    est = ControlBurnRegressor(n_features_to_select=3, feature_groups=groups,
-                               feature_costs=np.arange(1, 9.0), max_depth=3, random_state=0,
-                               sketch="count", sketch_size=300).fit(X, y)
+    est = ControlBurnRegressor(
+        n_features_to_select=3,
+        feature_groups=groups,
+        feature_costs=np.arange(1, 9.0),
+        max_depth=3,
+        random_state=0,
+        sketch="count",
+        sketch_size=300,
+    ).fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1, 2] and est.selection_exact_
     with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
-        est = ControlBurnRegressor(n_features_to_select=2, feature_groups=groups,
-                                   group_costs={0: 1, 1: 1, 2: 1, 3: 1, 4: 9, 5: 1},
-                                   max_depth=3, random_state=0).fit(X, y)
+        est = ControlBurnRegressor(
+            n_features_to_select=2,
+            feature_groups=groups,
+            group_costs={0: 1, 1: 1, 2: 1, 3: 1, 4: 9, 5: 1},
+            max_depth=3,
+            random_state=0,
+        ).fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1]
     yb = (y > 0).astype(int)
     with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
-        est = ControlBurnClassifier(n_features_to_select=2, sketch="rows", sketch_size=400,
-                                    max_depth=3, random_state=0).fit(X, yb)
+        est = ControlBurnClassifier(
+            n_features_to_select=2, sketch="rows", sketch_size=400, max_depth=3, random_state=0
+        ).fit(X, yb)
     assert sorted(est.selected_features_.tolist()) == [0, 1]
 
 
@@ -442,8 +501,9 @@ def test_refit_estimator_and_pandas():
     df = pd.DataFrame(X, columns=cols)
     yb = (y > 0).astype(int)
     rf = RandomForestClassifier(n_estimators=10, random_state=0)
-    est = ControlBurnClassifier(n_features_to_select=3, refit_estimator=rf, max_depth=3,
-                                random_state=0).fit(df, yb)
+    est = ControlBurnClassifier(
+        n_features_to_select=3, refit_estimator=rf, max_depth=3, random_state=0
+    ).fit(df, yb)
     assert isinstance(est.refit_estimator_, RandomForestClassifier)
     assert est.refit_estimator_ is not rf
     assert set(est.selected_feature_names_) == {"f0", "f1", "f2"}
@@ -458,33 +518,45 @@ def test_refit_estimator_and_pandas():
 # --- bad input --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(n_features_to_select=0), r"'n_features_to_select' parameter of ControlBurnRegressor "
-                                   r"must be an int in the range \[1, "
-                                   r"9223372036854775807\], a float in the "
-                                   r"range \(0.0, 1.0\] or None. Got 0"),
-    (dict(n_features_to_select=2.5), r"'n_features_to_select' parameter"),
-    (dict(n_features_to_select=2, alpha=0.1), "either n_features_to_select"),
-    (dict(alpha=-1.0), r"'alpha' parameter of ControlBurnRegressor must be a float in the range "
-                       r"\[0.0, inf\) or None. Got -1.0"),
-    (dict(forest_method="boost"), r"'forest_method' parameter .* must be a str among"),
-    (dict(tree_type="deep"), r"'tree_type' parameter .* must be a str among"),
-    (dict(max_depth=0), r"'max_depth' parameter .* must be an int in the range \[1, 16\]"),
-    (dict(max_features=0), r"'max_features' parameter"),
-    (dict(max_features="most"), r"'max_features' parameter"),
-    (dict(tree_type="single", max_features=2), "does not apply"),
-    (dict(sketch="fourier"), r"'sketch' parameter"),
-    (dict(group_costs=[1, 2]), "group_costs needs feature_groups"),
-    (dict(feature_groups=[0] * 8, group_costs=[1], feature_costs=np.ones(8)), "not both"),
-    (dict(feature_costs=np.ones(3)), "one entry per feature"),
-    (dict(feature_costs=-np.ones(8)), "must be >= 0"),
-    (dict(feature_groups=[0, 1]), "one group label per feature"),
-    (dict(feature_groups=[0] * 8, group_costs=[1, 2]), "one cost per group"),
-    (dict(max_bins=1), r"'max_bins' parameter .* must be an int in the range \[2, 255\]"),
-    (dict(refit_estimator="rf"), r"'refit_estimator' parameter .* must be an object "
-                                 r"implementing 'fit' and 'predict'"),
-    (dict(device="tpu"), r"'device' parameter .* must be a str among"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (
+            dict(n_features_to_select=0),
+            r"'n_features_to_select' parameter of ControlBurnRegressor "
+            r"must be an int in the range \[1, "
+            r"9223372036854775807\], a float in the "
+            r"range \(0.0, 1.0\] or None. Got 0",
+        ),
+        (dict(n_features_to_select=2.5), r"'n_features_to_select' parameter"),
+        (dict(n_features_to_select=2, alpha=0.1), "either n_features_to_select"),
+        (
+            dict(alpha=-1.0),
+            r"'alpha' parameter of ControlBurnRegressor must be a float in the range "
+            r"\[0.0, inf\) or None. Got -1.0",
+        ),
+        (dict(forest_method="boost"), r"'forest_method' parameter .* must be a str among"),
+        (dict(tree_type="deep"), r"'tree_type' parameter .* must be a str among"),
+        (dict(max_depth=0), r"'max_depth' parameter .* must be an int in the range \[1, 16\]"),
+        (dict(max_features=0), r"'max_features' parameter"),
+        (dict(max_features="most"), r"'max_features' parameter"),
+        (dict(tree_type="single", max_features=2), "does not apply"),
+        (dict(sketch="fourier"), r"'sketch' parameter"),
+        (dict(group_costs=[1, 2]), "group_costs needs feature_groups"),
+        (dict(feature_groups=[0] * 8, group_costs=[1], feature_costs=np.ones(8)), "not both"),
+        (dict(feature_costs=np.ones(3)), "one entry per feature"),
+        (dict(feature_costs=-np.ones(8)), "must be >= 0"),
+        (dict(feature_groups=[0, 1]), "one group label per feature"),
+        (dict(feature_groups=[0] * 8, group_costs=[1, 2]), "one cost per group"),
+        (dict(max_bins=1), r"'max_bins' parameter .* must be an int in the range \[2, 255\]"),
+        (
+            dict(refit_estimator="rf"),
+            r"'refit_estimator' parameter .* must be an object "
+            r"implementing 'fit' and 'predict'",
+        ),
+        (dict(device="tpu"), r"'device' parameter .* must be a str among"),
+    ],
+)
 def test_bad_parameters(kw, match):
     X, y = regression_data(m=60)
     with pytest.raises(ValueError, match=match):
@@ -509,6 +581,7 @@ def test_bad_data():
     with pytest.raises(ValueError, match="sample_weight has negative values"):
         ControlBurnRegressor(**SMALL_R).fit(X, y, sample_weight=-np.ones(60))
     from sklearn.exceptions import NotFittedError
+
     with pytest.raises(NotFittedError):
         ControlBurnRegressor().predict(X)
     est = ControlBurnRegressor(n_features_to_select=2, **SMALL_R).fit(X, y)
@@ -518,24 +591,32 @@ def test_bad_data():
 
 # --- scikit-learn's estimator checks ----------------------------------------------------------
 
-_BOOTSTRAP = ("the forest draws bootstrap rows uniformly and weighs them by sample_weight: an "
-              "integer weight is not the same random draw as a repeated row")
+_BOOTSTRAP = (
+    "the forest draws bootstrap rows uniformly and weighs them by sample_weight: an "
+    "integer weight is not the same random draw as a repeated row"
+)
 
 
 def _expected_failures(est):
-    out = {"check_sample_weight_equivalence_on_dense_data": _BOOTSTRAP,
-           "check_sample_weight_equivalence_on_sparse_data": _BOOTSTRAP}
+    out = {
+        "check_sample_weight_equivalence_on_dense_data": _BOOTSTRAP,
+        "check_sample_weight_equivalence_on_sparse_data": _BOOTSTRAP,
+    }
     if isinstance(est, ControlBurnClassifier):
         out["check_classifiers_train"] = (
             "n_features_to_select=None keeps half of the features; the check's 3-blob data has "
-            "2 features and needs both for its 0.83 training accuracy")
+            "2 features and needs both for its 0.83 training accuracy"
+        )
     return out
 
 
 @parametrize_with_checks(
-    [ControlBurnRegressor(random_state=0, **SMALL_R),
-     ControlBurnClassifier(random_state=0, **SMALL_C)],
-    expected_failed_checks=_expected_failures)
+    [
+        ControlBurnRegressor(random_state=0, **SMALL_R),
+        ControlBurnClassifier(random_state=0, **SMALL_C),
+    ],
+    expected_failed_checks=_expected_failures,
+)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -568,8 +649,9 @@ def test_gpu_and_cpu_select_the_same_features():
 
 def test_warm_start_keeps_the_forest_and_a_new_k_gives_the_cold_fits_selection():
     X, y = regression_data(seed=3)
-    est = ControlBurnRegressor(n_features_to_select=3, warm_start=True, random_state=0,
-                               **SMALL_R).fit(X, y)
+    est = ControlBurnRegressor(
+        n_features_to_select=3, warm_start=True, random_state=0, **SMALL_R
+    ).fit(X, y)
     forest = est.forest_
     assert est.forest_reused_ is False
     for k in (2, 4, 1):
@@ -606,9 +688,12 @@ def test_default_path_is_what_the_k_search_passed_through():
         est4 = ControlBurnRegressor(n_features_to_select=4, random_state=0, **SMALL_R).fit(X, y)
     assert est4.selection_path_["k"] == [1, 2, 3]
     assert "no lambda solved by the search" in est4.selection_path_["unreachable"][4]
-    searched = ControlBurnRegressor(n_features_to_select=3, path_k_max=4, random_state=0,
-                                    **SMALL_R).fit(X, y).selection_path_
-    assert set(searched["k"]) >= set(sp["k"])   # searching every k finds at least as many
+    searched = (
+        ControlBurnRegressor(n_features_to_select=3, path_k_max=4, random_state=0, **SMALL_R)
+        .fit(X, y)
+        .selection_path_
+    )
+    assert set(searched["k"]) >= set(sp["k"])  # searching every k finds at least as many
     with_alpha = ControlBurnRegressor(alpha=0.01, random_state=0, **SMALL_R).fit(X, y)
     assert with_alpha.selection_path_["k"] == []
 
@@ -628,7 +713,8 @@ def test_bootstraps_that_draw_only_rows_of_weight_zero(forest_method):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m = ControlBurnRegressor(forest_method=forest_method, random_state=seed).fit(
-                X, y, sample_weight=w)
+                X, y, sample_weight=w
+            )
         assert np.isfinite(m.predict(X)).all()
         trees = m.forest_.ensemble.stacked()
         # a tree of no data: no split, value 0 (a tree of data may also have no split)

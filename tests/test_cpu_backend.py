@@ -3,13 +3,13 @@ oracle of tests/_reference.py, their conservation invariants (every feature sums
 total, children sum to the parent, subtraction is exact), chunked tasks, row-order invariance,
 and the partition they rest on. The whole level step is checked through the grower
 (test_grower.py) and against the GPU kernels (test_cuda_kernels_sim.py)."""
+
 import numpy as np
 import pytest
 
+from _reference import ref_histogram
 from gpufs.backends.cpu import CPUBackend
 from gpufs.engine.quantize import fixed_point_scale, quantize
-
-from _reference import ref_histogram
 
 BACKEND = CPUBackend()
 
@@ -53,8 +53,9 @@ def test_children_sum_to_parent_and_subtraction_is_exact(seed):
     count = np.zeros(3, np.int64)
     count[0] = n
     parent = BACKEND.histograms(Xb, _gh(gq, hq), rows, start, count, np.array([0]))[0]
-    left_n = BACKEND.partition(Xb, rows, start, count, np.array([0]), np.array([1]),
-                               np.array([5]), np.array([True]))[0]
+    left_n = BACKEND.partition(
+        Xb, rows, start, count, np.array([0]), np.array([1]), np.array([5]), np.array([True])
+    )[0]
     expect_left = np.flatnonzero((Xb[:, 1] <= 5) | (Xb[:, 1] == 255))
     assert left_n == expect_left.shape[0]
     np.testing.assert_array_equal(np.sort(rows[:left_n]), expect_left)
@@ -88,8 +89,20 @@ def test_histograms_row_order_invariant():
     Xb, gq, hq = _hist_case(7)
     n = Xb.shape[0]
     perm = np.random.default_rng(1).permutation(n)
-    a = BACKEND.histograms(Xb, _gh(gq, hq), np.arange(n, dtype=np.int32), np.zeros(1, np.int64),
-                           np.array([n], np.int64), np.array([0]))
-    b = BACKEND.histograms(Xb[perm], _gh(gq[perm], hq[perm]), np.arange(n, dtype=np.int32),
-                           np.zeros(1, np.int64), np.array([n], np.int64), np.array([0]))
+    a = BACKEND.histograms(
+        Xb,
+        _gh(gq, hq),
+        np.arange(n, dtype=np.int32),
+        np.zeros(1, np.int64),
+        np.array([n], np.int64),
+        np.array([0]),
+    )
+    b = BACKEND.histograms(
+        Xb[perm],
+        _gh(gq[perm], hq[perm]),
+        np.arange(n, dtype=np.int32),
+        np.zeros(1, np.int64),
+        np.array([n], np.int64),
+        np.array([0]),
+    )
     np.testing.assert_array_equal(a, b)

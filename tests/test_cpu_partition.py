@@ -1,5 +1,6 @@
 """The CPU partition cuts big segments into chunks for the cores; the result must still be the
 stable partition (left rows in order, then right rows in order), whatever the chunking."""
+
 import numpy as np
 import pytest
 
@@ -8,7 +9,7 @@ from gpufs.backends import cpu
 
 
 def _stable_partition(Xb, rows, start, count, f, thr, ml):
-    seg = rows[start:start + count]
+    seg = rows[start : start + count]
     b = Xb[seg, f]
     left = np.where(b == MISSING_BIN, ml, b <= thr)
     return np.concatenate([seg[left], seg[~left]]), int(left.sum())
@@ -31,10 +32,11 @@ def test_chunked_partition_is_the_stable_partition(min_rows, threads):
     for s, node in enumerate(split_nodes):
         lo, c = node_start[node], node_count[node]
         part, nl = _stable_partition(Xb, rows, lo, c, feature[s], bins[s], ml[s])
-        expect[lo:lo + c] = part
+        expect[lo : lo + c] = part
         expect_left.append(nl)
-    got_left = cpu.CPUBackend(n_threads=threads, rows_per_task=min_rows).partition(Xb, rows, node_start, node_count, split_nodes,
-                                          feature, bins, ml)
+    got_left = cpu.CPUBackend(n_threads=threads, rows_per_task=min_rows).partition(
+        Xb, rows, node_start, node_count, split_nodes, feature, bins, ml
+    )
     np.testing.assert_array_equal(rows, expect)
     np.testing.assert_array_equal(got_left, expect_left)
     # every split sends rows both ways, so the chunks really interleave lefts and rights

@@ -13,6 +13,7 @@
   (it would round differently from the CPU) and the objectives' explicit ``add.rn`` /
   ``mul.rn`` arithmetic (``gpufs.rules._exactmath``).
 """
+
 import os
 import re
 import shutil
@@ -22,7 +23,6 @@ import tempfile
 import pytest
 
 import _simulator_runs
-
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
@@ -66,8 +66,7 @@ def _toolchain():
             pass
         path = path or shutil.which(tool)
         if path is None:
-            pytest.skip(f"{tool} not installed (pip install nvidia-cuda-nvcc "
-                        f"nvidia-cuda-nvdisasm)")
+            pytest.skip(f"{tool} not installed (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
         tools[tool] = path
     return cuda, tools
 
@@ -82,38 +81,134 @@ def _kernel_signatures():
     u32 = T.uint32
     g1 = (A(f64, 1), A(f64, 1), A(f64, 1))  # g, h, w
     return {
-        "bin_transform_kernel": [(A(f32, 2, "A"), A(f64, 2), A(i64, 1), A(u8, 2)),
-                                 (A(f64, 2), A(f64, 2), A(i64, 1), A(u8, 2))],
-        "histogram_kernel": [(A(u8, 2), A(i64, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1),
-                              A(u8, 2), i64, A(i64, 1), A(i64, 1), i64, A(i64, 3))],
-        "histogram_bounded_kernel": [(A(u8, 2), A(i64, 2), A(i32, 2), i64, b1, A(i64, 2),
-                                      A(i64, 1), A(u8, 2), i64, A(i64, 1), A(i64, 1), i64,
-                                      A(i64, 3))],
-        "search_kernel": [(A(i64, 3), A(i64, 3), A(i64, 2), b1, A(i64, 2), A(i64, 1), i64,
-                           A(i32, 2), i64, A(i64, 1), A(i64, 1),
-                           A(i32, 1), A(f64, 1), A(b1, 1), A(b1, 1), A(f64, 1),
-                           A(i32, 1), A(u8, 3), A(f64, 3), A(i64, 3),
-                           b1, A(u8, 2), A(i64, 1), A(b1, 1), i64,
-                           A(f64, 2), A(i64, 2), A(i64, 2), A(i64, 1), A(f64, 1))],
-        "partition_count_kernel": [(A(u8, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1), i64,
-                                    A(i64, 1), A(i64, 1), A(i64, 2), A(i64, 2), A(i64, 1),
-                                    i64)],
-        "partition_scatter_kernel": [(A(u8, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1), i64,
-                                      A(i64, 1), A(i64, 2))],
-        "update_leaves_kernel": [(A(f64, 1, "A"), A(i32, 2), b1, A(i64, 2), A(i64, 1),
-                                  A(f64, 1))],
-        "predict_binned_kernel": [(A(u8, 2), A(i32, 2), A(u8, 2), A(b1, 2), A(f64, 2),
-                                   A(i32, 1), A(f64, 2), A(b1, 1), A(u32, 3))],
-        "predict_raw_kernel": [(A(f32, 2, "A"), A(i32, 2), A(f64, 2), A(b1, 2), A(f64, 2),
-                                A(i32, 1), A(f64, 2), A(b1, 1), A(u32, 3))],
-        "logistic_gradients_kernel": [(A(f64, 2), A(i32, 1), A(f64, 2), A(f64, 2)),
-                                      (A(f64, 2), A(f64, 1), A(f64, 2), A(f64, 2))],
+        "bin_transform_kernel": [
+            (A(f32, 2, "A"), A(f64, 2), A(i64, 1), A(u8, 2)),
+            (A(f64, 2), A(f64, 2), A(i64, 1), A(u8, 2)),
+        ],
+        "histogram_kernel": [
+            (
+                A(u8, 2),
+                A(i64, 2),
+                A(i32, 2),
+                i64,
+                b1,
+                A(i64, 2),
+                A(i64, 1),
+                A(u8, 2),
+                i64,
+                A(i64, 1),
+                A(i64, 1),
+                i64,
+                A(i64, 3),
+            )
+        ],
+        "histogram_bounded_kernel": [
+            (
+                A(u8, 2),
+                A(i64, 2),
+                A(i32, 2),
+                i64,
+                b1,
+                A(i64, 2),
+                A(i64, 1),
+                A(u8, 2),
+                i64,
+                A(i64, 1),
+                A(i64, 1),
+                i64,
+                A(i64, 3),
+            )
+        ],
+        "search_kernel": [
+            (
+                A(i64, 3),
+                A(i64, 3),
+                A(i64, 2),
+                b1,
+                A(i64, 2),
+                A(i64, 1),
+                i64,
+                A(i32, 2),
+                i64,
+                A(i64, 1),
+                A(i64, 1),
+                A(i32, 1),
+                A(f64, 1),
+                A(b1, 1),
+                A(b1, 1),
+                A(f64, 1),
+                A(i32, 1),
+                A(u8, 3),
+                A(f64, 3),
+                A(i64, 3),
+                b1,
+                A(u8, 2),
+                A(i64, 1),
+                A(b1, 1),
+                i64,
+                A(f64, 2),
+                A(i64, 2),
+                A(i64, 2),
+                A(i64, 1),
+                A(f64, 1),
+            )
+        ],
+        "partition_count_kernel": [
+            (
+                A(u8, 2),
+                A(i32, 2),
+                i64,
+                b1,
+                A(i64, 2),
+                A(i64, 1),
+                i64,
+                A(i64, 1),
+                A(i64, 1),
+                A(i64, 2),
+                A(i64, 2),
+                A(i64, 1),
+                i64,
+            )
+        ],
+        "partition_scatter_kernel": [
+            (A(u8, 2), A(i32, 2), i64, b1, A(i64, 2), A(i64, 1), i64, A(i64, 1), A(i64, 2))
+        ],
+        "update_leaves_kernel": [(A(f64, 1, "A"), A(i32, 2), b1, A(i64, 2), A(i64, 1), A(f64, 1))],
+        "predict_binned_kernel": [
+            (
+                A(u8, 2),
+                A(i32, 2),
+                A(u8, 2),
+                A(b1, 2),
+                A(f64, 2),
+                A(i32, 1),
+                A(f64, 2),
+                A(b1, 1),
+                A(u32, 3),
+            )
+        ],
+        "predict_raw_kernel": [
+            (
+                A(f32, 2, "A"),
+                A(i32, 2),
+                A(f64, 2),
+                A(b1, 2),
+                A(f64, 2),
+                A(i32, 1),
+                A(f64, 2),
+                A(b1, 1),
+                A(u32, 3),
+            )
+        ],
+        "logistic_gradients_kernel": [
+            (A(f64, 2), A(i32, 1), A(f64, 2), A(f64, 2)),
+            (A(f64, 2), A(f64, 1), A(f64, 2), A(f64, 2)),
+        ],
         "softmax_gradients_kernel": [(A(f64, 2), A(i32, 1), A(f64, 2), A(f64, 2))],
         "squared_error_loss_kernel": [(A(f64, 2), A(f64, 1), A(f64, 1))],
         "logistic_loss_kernel": [(A(f64, 2), A(i32, 1), A(f64, 1))],
         "softmax_loss_kernel": [(A(f64, 2), A(i32, 1), A(f64, 1))],
-        "round_squared_error_kernel": [(A(f64, 2), A(f64, 1), A(f64, 2), A(f64, 2),
-                                        A(f64, 1))],
+        "round_squared_error_kernel": [(A(f64, 2), A(f64, 1), A(f64, 2), A(f64, 2), A(f64, 1))],
         "round_logistic_kernel": [(A(f64, 2), A(i32, 1), A(f64, 2), A(f64, 2), A(f64, 1))],
         "round_softmax_kernel": [(A(f64, 2), A(i32, 1), A(f64, 2), A(f64, 2), A(f64, 1))],
         "extremes_kernel": [g1 + (b1, b1, A(f64, 2))],
@@ -149,12 +244,14 @@ def check_block_resources(name, log, what):
     regs = int(re.search(r"Used (\d+) registers", log).group(1))
     alloc = -(-regs // REGISTER_UNIT) * REGISTER_UNIT
     assert alloc * threads <= REGISTERS_PER_BLOCK, (
-        f"{what}: {threads} threads x {alloc} registers > {REGISTERS_PER_BLOCK}")
+        f"{what}: {threads} threads x {alloc} registers > {REGISTERS_PER_BLOCK}"
+    )
     smem = re.search(r"(\d+) bytes smem", log)
     static = int(smem.group(1)) if smem else 0
     dynamic = KERNEL_MAX_DYNAMIC_SHARED.get(name, 0)
     assert static + dynamic <= SHARED_PER_BLOCK, (
-        f"{what}: {static} B static + {dynamic} B dynamic shared memory > {SHARED_PER_BLOCK}")
+        f"{what}: {static} B static + {dynamic} B dynamic shared memory > {SHARED_PER_BLOCK}"
+    )
     if name in HISTOGRAM_KERNELS:  # ``hist_optin_shared`` sizes tiles to the whole opt-in
         assert static == 0, f"{what}: {static} B static shared memory"
 
@@ -180,14 +277,20 @@ def compile_kernels(ccs):
                     fh.write(ptx)
                 for cc in ccs:
                     cubin = os.path.join(tmp, f"{name}{v}_{cc[0]}{cc[1]}.cubin")
-                    log = subprocess.run([tools["ptxas"], f"-arch=sm_{cc[0]}{cc[1]}", "-v", src,
-                                          "-o", cubin], capture_output=True, text=True)
+                    log = subprocess.run(
+                        [tools["ptxas"], f"-arch=sm_{cc[0]}{cc[1]}", "-v", src, "-o", cubin],
+                        capture_output=True,
+                        text=True,
+                    )
                     assert log.returncode == 0, f"ptxas failed on {name}:\n{log.stderr}"
                     sass = None
                     if "atom.shared" in ptx:  # disassembling takes ~0.5 s: only where needed
-                        sass = subprocess.run([tools["nvdisasm"], "-c", cubin],
-                                              capture_output=True, text=True,
-                                              check=True).stdout
+                        sass = subprocess.run(
+                            [tools["nvdisasm"], "-c", cubin],
+                            capture_output=True,
+                            text=True,
+                            check=True,
+                        ).stdout
                     out[name, v, cc] = (ptx, log.stdout + log.stderr, sass)
     return out
 
@@ -216,8 +319,11 @@ def test_kernels_compile_to_sass(hopper):
     multiply-add in the split search, and the objectives' exact arithmetic."""
     for (name, v, cc), (ptx, log, sass) in compile_kernels([(8, 0), (9, 0)]).items():
         what = f"{name}[{v}] sm_{cc[0]}{cc[1]}"
-        frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
-                          r"(\d+) bytes spill loads", log)
+        frame = re.search(
+            r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+            r"(\d+) bytes spill loads",
+            log,
+        )
         assert frame and frame.groups() == ("0", "0", "0"), f"{what}: local memory\n{log}"
         regs = int(re.search(r"Used (\d+) registers", log).group(1))
         bound = REGISTER_BOUND.get(name, REGISTER_BOUND_DEFAULT)
@@ -238,7 +344,8 @@ def test_kernels_compile_to_sass(hopper):
             # shared atomic (checked above)
             adds = re.findall(r"\bATOMS\.ADD\s+(\w+)", sass)
             assert adds and len(adds) % 2 == 0 and set(adds) == {"RZ"}, (
-                f"{what}: shared adds {adds}")
+                f"{what}: shared adds {adds}"
+            )
         if name == "search_kernel":
             assert not re.search(r"\bfma\.rn\.f64", ptx), f"{what}: float64 FMA"
             assert not re.search(r"\b(div\.approx|div\.full)\.f64", ptx), what
@@ -250,9 +357,15 @@ def test_kernels_compile_to_sass(hopper):
 HISTOGRAM_KERNELS = ("histogram_kernel", "histogram_bounded_kernel")
 
 #: Kernels built from ``gpufs.rules._exactmath`` (``cuda_kernels/objective.py``).
-OBJECTIVE_KERNELS = ("logistic_gradients_kernel", "softmax_gradients_kernel",
-                     "squared_error_loss_kernel", "logistic_loss_kernel", "softmax_loss_kernel",
-                     "round_logistic_kernel", "round_softmax_kernel")
+OBJECTIVE_KERNELS = (
+    "logistic_gradients_kernel",
+    "softmax_gradients_kernel",
+    "squared_error_loss_kernel",
+    "logistic_loss_kernel",
+    "softmax_loss_kernel",
+    "round_logistic_kernel",
+    "round_softmax_kernel",
+)
 
 
 def check_exact_float_ptx(ptx, name):
@@ -260,8 +373,9 @@ def check_exact_float_ptx(ptx, name):
     (dadd_rn / dmul_rn: never contracted, by NVVM or by ptxas); no FMA, no approximate or
     special-function instruction; divisions are IEEE ``div.rn`` (``1.0 / x`` compiles to
     ``rcp.rn``, the IEEE round-to-nearest reciprocal: the same bits)."""
-    ops = re.findall(r"\b((?:add|sub|mul|fma|div|rcp|sqrt|ex2|lg2|mad)(?:\.[a-z0-9]+)*)\.f64\b",
-                     ptx)
+    ops = re.findall(
+        r"\b((?:add|sub|mul|fma|div|rcp|sqrt|ex2|lg2|mad)(?:\.[a-z0-9]+)*)\.f64\b", ptx
+    )
     assert ops, f"{name}: no float64 arithmetic found"
     assert "add.rn" in ops and "mul.rn" in ops, f"{name}: {sorted(set(ops))}"
     allowed = {"add.rn", "mul.rn", "div.rn", "rcp.rn"}

@@ -15,6 +15,7 @@ partitions cannot be recomputed (scattered data) and a worker stopped mid-fit gi
 ClusterError naming the worker and the step; partitions whose columns or dtypes differ from the
 collection's are refused before any fitting; every rejected input names its cause.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,19 +36,29 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 from gpufs import ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor
 from gpufs._device import gpu_available
-from gpufs.engine.binning import BinMapper
-from gpufs.dask import (ClusterError, DaskControlBurnClassifier, DaskControlBurnRegressor,
-                        DaskGBFSClassifier, DaskGBFSRegressor)
+from gpufs.dask import (
+    ClusterError,
+    DaskControlBurnClassifier,
+    DaskControlBurnRegressor,
+    DaskGBFSClassifier,
+    DaskGBFSRegressor,
+)
 from gpufs.dask._exact import fsum_from_parts, fsum_part, merge_stats, sum_from_words, sum_stats
 from gpufs.dask._group import ShardGroup
 from gpufs.dask._reduce import children, depth
 from gpufs.dask._rows import ShardRows
+from gpufs.engine.binning import BinMapper
 from gpufs.engine.quantize import exact_sum, exact_sum_words
 
 
 def _cluster(n_workers):
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                        dashboard_address=":0", silence_logs=40)
+    return LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=40,
+    )
 
 
 #: Worker processes of the module's cluster: 2 in CI; GPUFS_DASK_TEST_WORKERS=1 or 4 runs
@@ -86,8 +97,7 @@ def _chunked(X, y, rows, w=None):
     """``X`` (n, d), ``y`` (n,) and ``w`` (n,) as Dask arrays of ``rows`` rows a chunk (an int
     or a tuple of chunk sizes), as ``fit`` takes them: ``{"X": ..., "y": ...,
     "sample_weight": ...}``."""
-    out = {"X": da.from_array(X, chunks=(rows, X.shape[1])),
-           "y": da.from_array(y, chunks=(rows,))}
+    out = {"X": da.from_array(X, chunks=(rows, X.shape[1])), "y": da.from_array(y, chunks=(rows,))}
     if w is not None:
         out["sample_weight"] = da.from_array(w, chunks=(rows,))
     return out
@@ -116,7 +126,7 @@ def _assert_same_model(ref, est):
 def test_gbfs_regressor_uneven_partitions_weights_costs(client):
     X, y, rng = _data()
     w = rng.random(X.shape[0]) * 2
-    w[rng.random(X.shape[0]) < 0.1] = 0.0          # zero-weight rows place no cut points
+    w[rng.random(X.shape[0]) < 0.1] = 0.0  # zero-weight rows place no cut points
     costs = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0])
     kw = dict(n_estimators=6, max_depth=3, mu=0.02, feature_costs=costs, random_state=3)
     ref = GBFSRegressor(**kw).fit(X, y, sample_weight=w)
@@ -136,8 +146,14 @@ def test_gbfs_classifier_multiclass_dataframe_eval_set_early_stopping(client):
     cols = [f"f{i}" for i in range(X.shape[1])]
     Xv, yv, _ = _data(n=300, seed=2)
     lv = np.array(["low", "mid", "high"])[np.digitize(yv, [-1.0, 1.0])]
-    kw = dict(n_estimators=12, max_depth=2, mu=0.01, penalty_scaling="none",
-              n_iter_no_change=2, random_state=0)
+    kw = dict(
+        n_estimators=12,
+        max_depth=2,
+        mu=0.01,
+        penalty_scaling="none",
+        n_iter_no_change=2,
+        random_state=0,
+    )
     dfX = pd.DataFrame(X, columns=cols)
     dfv = pd.DataFrame(Xv, columns=cols)
     ref = GBFSClassifier(**kw).fit(dfX, labels, eval_set=[(dfv, lv), (dfX, labels)])
@@ -183,8 +199,9 @@ def test_gbfs_binary_subsampled_cut_points_and_k_search(client, monkeypatch):
     resumed = _count_resumes(monkeypatch)
     X, y, rng = _data(seed=4)
     yb = (y > 0.3).astype(np.int64)
-    kw = dict(n_estimators=8, max_depth=3, n_features_to_select=2, random_state=5,
-              pool_ranking="gain")
+    kw = dict(
+        n_estimators=8, max_depth=3, n_features_to_select=2, random_state=5, pool_ranking="gain"
+    )
     ref = GBFSClassifier(**kw).fit(X, yb)
     chunks = (0, 700, 500)
     est = DaskGBFSClassifier(**kw).fit(**_chunked(X, yb, chunks))
@@ -203,12 +220,15 @@ def test_gbfs_k_search_multiclass_eval_set_root_sse(client, monkeypatch):
     yc = np.digitize(y + 0.5 * np.nan_to_num(X[:, 5]), [-1.0, 0.5, 1.5])
     Xv, yv, _ = _data(n=200, d=8, seed=14)
     yvc = np.digitize(yv, [-1.0, 0.5, 1.5])
-    kw = dict(n_estimators=6, max_depth=2, n_features_to_select=3, random_state=1,
-              pool_ranking="gain")
+    kw = dict(
+        n_estimators=6, max_depth=2, n_features_to_select=3, random_state=1, pool_ranking="gain"
+    )
     ref = GBFSClassifier(**kw).fit(X, yc, eval_set=(Xv, yvc))
     est = DaskGBFSClassifier(**kw).fit(
-        da.from_array(X, chunks=(400, 8)), da.from_array(yc, chunks=400),
-        eval_set=(da.from_array(Xv, chunks=(150, 8)), da.from_array(yvc, chunks=150)))
+        da.from_array(X, chunks=(400, 8)),
+        da.from_array(yc, chunks=400),
+        eval_set=(da.from_array(Xv, chunks=(150, 8)), da.from_array(yvc, chunks=150)),
+    )
     _assert_same_model(ref, est)
     assert len(ref.classes_) == 4 and est.selected_features_.shape == (3,)
     assert _probes(ref) == _probes(est) and ref.mu_ == est.mu_
@@ -220,8 +240,9 @@ def test_gbfs_auto_k_with_tol(client):
     # n_features_to_select="auto" with tol: an unbudgeted fit's path picks k, then the fit at
     # mu with that budget (two fit_boosting calls on the same workers' rows)
     X, y, rng = _data(n=800, seed=19)
-    kw = dict(n_estimators=6, max_depth=3, mu=0.01, n_features_to_select="auto", tol=0.01,
-              random_state=2)
+    kw = dict(
+        n_estimators=6, max_depth=3, mu=0.01, n_features_to_select="auto", tol=0.01, random_state=2
+    )
     ref = GBFSRegressor(**kw).fit(X, y)
     est = DaskGBFSRegressor(**kw).fit(**_chunked(X, y, 300))
     _assert_same_model(ref, est)
@@ -231,8 +252,9 @@ def test_gbfs_auto_k_with_tol(client):
 @pytest.mark.slow  # one more cluster to start (about 5-15 s on a busy 2-core box)
 def test_gbfs_same_trees_on_one_and_four_workers(client4):
     X, y, rng = _data(n=900, seed=15)
-    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=2, random_state=6,
-              pool_ranking="gain")
+    kw = dict(
+        n_estimators=6, max_depth=3, n_features_to_select=2, random_state=6, pool_ranking="gain"
+    )
     ref = GBFSRegressor(**kw).fit(X, y)
     seen = {}
     for n_workers in (1, 4):
@@ -243,8 +265,7 @@ def test_gbfs_same_trees_on_one_and_four_workers(client4):
             else:
                 cluster = stack.enter_context(_cluster(n_workers))
                 c = stack.enter_context(Client(cluster, set_as_default=False))
-            est = DaskGBFSRegressor(client=c, **kw).fit(
-                **_chunked(X, y, (150, 0, 300, 1, 449)))
+            est = DaskGBFSRegressor(client=c, **kw).fit(**_chunked(X, y, (150, 0, 300, 1, 449)))
             assert len(est.cluster_["workers"]) == n_workers
         _assert_same_model(ref, est)
         assert _probes(ref) == _probes(est)
@@ -303,8 +324,7 @@ def test_gbfs_categorical_columns_coded_from_every_partition(client):
     kw = dict(n_estimators=6, max_depth=3, mu=0.01, max_bins=8, random_state=2)
     ref = GBFSRegressor(**kw).fit(df, y)
     ddX = dd.from_pandas(df, npartitions=4, sort=False)
-    est = DaskGBFSRegressor(**kw).fit(ddX, dd.from_pandas(pd.Series(y), npartitions=4,
-                                                          sort=False))
+    est = DaskGBFSRegressor(**kw).fit(ddX, dd.from_pandas(pd.Series(y), npartitions=4, sort=False))
     assert ref.category_codes_ == est.category_codes_
     assert ref.category_codes_.n_codes[4] == 8  # max_bins pooled the rare levels
     assert list(est.is_categorical_) == [False] * 4 + [True, True]
@@ -317,8 +337,9 @@ def test_controlburn_categorical_columns_refit_on_codes(client):
     df, y = _categorical_frame(n=800, seed=17)
     kw = dict(n_features_to_select=3, max_depth=3, max_trees_per_round=5, random_state=8)
     ref = ControlBurnRegressor(**kw).fit(df, y)
-    est = DaskControlBurnRegressor(**kw).fit(dd.from_pandas(df, npartitions=3),
-                                             dd.from_pandas(pd.Series(y), npartitions=3))
+    est = DaskControlBurnRegressor(**kw).fit(
+        dd.from_pandas(df, npartitions=3), dd.from_pandas(pd.Series(y), npartitions=3)
+    )
     assert ref.category_codes_ == est.category_codes_
     _assert_same_controlburn(ref, est, df)
     assert {4, 5} & set(ref.selected_features_.tolist())
@@ -361,8 +382,14 @@ def test_controlburn_regressor_weights(client):
 def test_controlburn_classifier_sparse_trees(client):
     X, y, _ = _data(n=800, seed=8)
     yc = np.digitize(y, [-1.0, 1.0])
-    kw = dict(n_features_to_select=2, max_depth=2, tree_type="sparse", max_trees_per_round=5,
-              random_state=4, refit_estimator=GBFSClassifier(n_estimators=5, max_depth=2))
+    kw = dict(
+        n_features_to_select=2,
+        max_depth=2,
+        tree_type="sparse",
+        max_trees_per_round=5,
+        random_state=4,
+        refit_estimator=GBFSClassifier(n_estimators=5, max_depth=2),
+    )
     ref = ControlBurnClassifier(**kw).fit(X, yc)
     est = DaskControlBurnClassifier(**kw).fit(**_chunked(X, yc, 300))
     _assert_same_controlburn(ref, est, X)
@@ -375,8 +402,14 @@ def test_controlburn_single_feature_trees(client):
     # tree_type="single": every bag member a sweep of one-column trees, each grown on the
     # shards' view of that column
     X, y, rng = _data(n=600, d=5, seed=24)
-    kw = dict(n_features_to_select=2, max_depth=2, tree_type="single", max_trees_per_round=3,
-              random_state=6, refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    kw = dict(
+        n_features_to_select=2,
+        max_depth=2,
+        tree_type="single",
+        max_trees_per_round=3,
+        random_state=6,
+        refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2),
+    )
     ref = ControlBurnRegressor(**kw).fit(X, y)
     est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, 250))
     _assert_same_controlburn(ref, est, X)
@@ -385,8 +418,14 @@ def test_controlburn_single_feature_trees(client):
 
 def test_controlburn_warm_start_reuses_the_forest(client):
     X, y, _ = _data(n=600, seed=25)
-    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=4, random_state=7,
-              warm_start=True, refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    kw = dict(
+        n_features_to_select=2,
+        max_depth=3,
+        max_trees_per_round=4,
+        random_state=7,
+        warm_start=True,
+        refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2),
+    )
     Xd, yd = da.from_array(X, chunks=(200, 6)), da.from_array(y, chunks=200)
     ref = ControlBurnRegressor(**kw).fit(X, y)
     est = DaskControlBurnRegressor(**kw).fit(Xd, yd)
@@ -411,8 +450,14 @@ def test_validation_fraction_holds_out_the_single_process_rows(client):
     yc = np.digitize(y, [-1.0, 0.5, 1.5])
     w = rng.random(X.shape[0]) + 0.2
     w[rng.random(X.shape[0]) < 0.1] = 0.0
-    kw = dict(n_estimators=10, max_depth=3, mu=0.01, validation_fraction=0.25,
-              n_iter_no_change=2, random_state=8)
+    kw = dict(
+        n_estimators=10,
+        max_depth=3,
+        mu=0.01,
+        validation_fraction=0.25,
+        n_iter_no_change=2,
+        random_state=8,
+    )
     ref = GBFSClassifier(**kw).fit(X, yc, sample_weight=w)
     chunks = (200, 0, 350, 350)
     est = DaskGBFSClassifier(**kw).fit(**_chunked(X, yc, chunks, w))
@@ -432,9 +477,14 @@ def test_warm_start_keyed_on_the_dask_token(client):
     Xz = np.nan_to_num(X)
     y = 2.0 * Xz[:, 0] - Xz[:, 3] + 0.7 * Xz[:, 1] + 0.3 * rng.normal(size=800)
     # k = 2 then 1: the pool of 2k is below d = 6, so both fits search mu (k = 3 would not)
-    kw = dict(n_estimators=12, max_depth=3, n_features_to_select=2, pool_ranking="gain",
-              warm_start=True,
-              random_state=10)
+    kw = dict(
+        n_estimators=12,
+        max_depth=3,
+        n_features_to_select=2,
+        pool_ranking="gain",
+        warm_start=True,
+        random_state=10,
+    )
     Xd, yd = da.from_array(X, chunks=(300, 6)), da.from_array(y, chunks=300)
     ref = GBFSRegressor(**kw).fit(X, y)
     est = DaskGBFSRegressor(**kw).fit(Xd, yd)
@@ -466,8 +516,15 @@ def test_group_testing_candidates_as_one_process(client, subsets):
     y = 2 * Xz[:, 3] - 1.5 * Xz[:, 17] + Xz[:, 9] + 0.3 * rng.normal(size=n)
     w = rng.random(n) + 0.5
     w[rng.random(n) < 0.1] = 0.0
-    kw = dict(n_estimators=6, max_depth=3, mu=0.02, split_search="group_testing", gt_s=3,
-              gt_subsets=subsets, random_state=11)
+    kw = dict(
+        n_estimators=6,
+        max_depth=3,
+        mu=0.02,
+        split_search="group_testing",
+        gt_s=3,
+        gt_subsets=subsets,
+        random_state=11,
+    )
     ref = GBFSRegressor(**kw).fit(X, y, sample_weight=w)
     chunks = (150, 0, 300, 250)
     est = DaskGBFSRegressor(**kw).fit(**_chunked(X, y, chunks, w))
@@ -484,11 +541,18 @@ def test_controlburn_near_copy_rule_on_the_cluster(client):
     rng = np.random.RandomState(3)
     m = 600
     z = rng.randn(m, 2)
-    X = np.column_stack([z[:, 0] + 0.05 * rng.randn(m), z[:, 0] + 0.05 * rng.randn(m),
-                         z[:, 1] + 0.05 * rng.randn(m), rng.randn(m, 3)])
+    X = np.column_stack(
+        [
+            z[:, 0] + 0.05 * rng.randn(m),
+            z[:, 0] + 0.05 * rng.randn(m),
+            z[:, 1] + 0.05 * rng.randn(m),
+            rng.randn(m, 3),
+        ]
+    )
     y = 3 * z[:, 0] + 0.7 * z[:, 1] + 0.3 * rng.randn(m)
-    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=1,
-              reweight_steps=0)
+    kw = dict(
+        n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=1, reweight_steps=0
+    )
     ref = ControlBurnRegressor(**kw).fit(X, y)
     est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, 200))
     _assert_same_controlburn(ref, est, X)
@@ -506,9 +570,12 @@ def test_partition_with_other_columns_is_refused(client):
     b = pd.DataFrame({"a": [5.0, 6.0], "c": [7.0, 8.0]})
     X = dd.from_delayed([dask.delayed(a), dask.delayed(b)], meta=a.iloc[:0], verify_meta=False)
     y = dd.from_pandas(pd.Series([0.0, 1.0, 2.0, 3.0]), npartitions=2)
-    with pytest.raises(ValueError, match=r"partition 1 of X has columns \['a', 'c'\] where the "
-                                         r"collection has \['a', 'b'\] \(missing \['b'\], "
-                                         r"unexpected \['c'\]\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"partition 1 of X has columns \['a', 'c'\] where the "
+        r"collection has \['a', 'b'\] \(missing \['b'\], "
+        r"unexpected \['c'\]\)",
+    ):
         DaskGBFSRegressor(n_estimators=2).fit(X, y)
 
 
@@ -517,16 +584,21 @@ def test_partition_with_other_dtypes_is_refused(client):
     b = pd.DataFrame({"a": np.array([5.0, 6.0]), "b": np.array([7, 8], dtype=np.int64)})
     X = dd.from_delayed([dask.delayed(a), dask.delayed(b)], meta=a.iloc[:0], verify_meta=False)
     y = dd.from_pandas(pd.Series([0.0, 1.0, 2.0, 3.0]), npartitions=2)
-    with pytest.raises(ValueError, match=r"partition 1 of X has other column dtypes than the "
-                                         r"collection: 'b': int64 \(expected float64\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"partition 1 of X has other column dtypes than the "
+        r"collection: 'b': int64 \(expected float64\)",
+    ):
         DaskGBFSRegressor(n_estimators=2).fit(X, y)
     # a dask array whose blocks are of another dtype than its metadata says
-    blocks = [da.from_delayed(dask.delayed(np.ones((3, 2), np.float64)), (3, 2), np.float64),
-              da.from_delayed(dask.delayed(np.ones((3, 2), np.float32)), (3, 2), np.float64)]
-    with pytest.raises(ValueError, match="partition 1 of X has dtype float32 where the "
-                                         "collection has float64"):
-        DaskGBFSRegressor(n_estimators=2).fit(da.concatenate(blocks),
-                                              da.zeros(6, chunks=3))
+    blocks = [
+        da.from_delayed(dask.delayed(np.ones((3, 2), np.float64)), (3, 2), np.float64),
+        da.from_delayed(dask.delayed(np.ones((3, 2), np.float32)), (3, 2), np.float64),
+    ]
+    with pytest.raises(
+        ValueError, match="partition 1 of X has dtype float32 where the collection has float64"
+    ):
+        DaskGBFSRegressor(n_estimators=2).fit(da.concatenate(blocks), da.zeros(6, chunks=3))
 
 
 def test_loading_timeout_is_a_clear_error(client):
@@ -537,8 +609,11 @@ def test_loading_timeout_is_a_clear_error(client):
         return np.zeros((4, 2))
 
     X = da.from_delayed(dask.delayed(slow)(), (4, 2), np.float64)
-    with pytest.raises(ClusterError, match=r"timed out after 0.5 s computing the partitions "
-                                           r"of X"):
+    with pytest.raises(
+        ClusterError,
+        match=r"timed out after 0.5 s computing the partitions "
+        r"of X",
+    ):
         DaskGBFSRegressor(timeout=0.5).fit(X, da.zeros(4, chunks=4))
 
 
@@ -549,14 +624,16 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor().fit(X, yd)
     with pytest.raises(ValueError, match="y has 4 partitions where X has 2"):
         DaskGBFSRegressor().fit(Xd, dd.from_pandas(pd.Series(y), npartitions=4))
-    with pytest.raises(ValueError, match="DaskControlBurnRegressor runs its workers' kernels "
-                                         "on the CPU backend"):
+    with pytest.raises(
+        ValueError, match="DaskControlBurnRegressor runs its workers' kernels on the CPU backend"
+    ):
         DaskControlBurnRegressor(device="gpu").fit(Xd, yd)
     with pytest.raises(ValueError, match="GT-GBM's group tests run on the CPU shards only"):
         DaskGBFSRegressor(device="gpu", split_search="group_testing").fit(Xd, yd)
     if not gpu_available():  # GPU shards on workers without a GPU: one clear error
-        with pytest.raises(RuntimeError, match="device=.gpu., but this worker cannot run the "
-                                               "GPU backend"):
+        with pytest.raises(
+            RuntimeError, match="device=.gpu., but this worker cannot run the GPU backend"
+        ):
             DaskGBFSRegressor(device="gpu").fit(Xd, yd)
     with pytest.raises(ValueError, match="give either validation_fraction or eval_set"):
         DaskGBFSRegressor(validation_fraction=0.2).fit(Xd, yd, eval_set=(Xd, yd))
@@ -567,8 +644,9 @@ def test_rejected_inputs(client):
     # issue 26: a NaN in y was reported as "partition 1 of X"
     with pytest.raises(ValueError, match="partition 1 of y: Input y contains NaN"):
         DaskGBFSRegressor().fit(Xd, da.from_array(bad, chunks=20))
-    with pytest.raises(ValueError, match="partition 1 of sample_weight: sample_weight "
-                                         "contains NaN"):
+    with pytest.raises(
+        ValueError, match="partition 1 of sample_weight: sample_weight contains NaN"
+    ):
         DaskGBFSRegressor().fit(Xd, yd, sample_weight=da.from_array(np.abs(bad), chunks=20))
     Xi = X.copy()
     Xi[3, 2] = np.inf
@@ -580,32 +658,45 @@ def test_rejected_inputs(client):
         DaskGBFSRegressor().fit(da.zeros((0, 3), chunks=(0, 3)), da.zeros(0, chunks=0))
     with pytest.raises(ValueError, match=r"y has only 1 class"):
         DaskGBFSClassifier().fit(Xd, da.zeros(40, chunks=20))
-    with pytest.raises(ValueError, match=r"eval_set: X has 5 features, but "
-                                         r"DaskGBFSRegressor is expecting 6 features"):
+    with pytest.raises(
+        ValueError,
+        match=r"eval_set: X has 5 features, but "
+        r"DaskGBFSRegressor is expecting 6 features",
+    ):
         DaskGBFSRegressor(n_estimators=2).fit(
-            Xd, yd, eval_set=(da.from_array(X[:, :5], chunks=(20, 5)), yd))
-    mixed = pd.DataFrame({"a": np.arange(4.0), "town": pd.Series(["x", "y", 1, 2],
-                                                                  dtype=object)})
-    with dask.config.set({"dataframe.convert-string": False}), \
-            pytest.raises(ValueError, match="categorical column 'town' mixes value types"):
+            Xd, yd, eval_set=(da.from_array(X[:, :5], chunks=(20, 5)), yd)
+        )
+    mixed = pd.DataFrame({"a": np.arange(4.0), "town": pd.Series(["x", "y", 1, 2], dtype=object)})
+    with (
+        dask.config.set({"dataframe.convert-string": False}),
+        pytest.raises(ValueError, match="categorical column 'town' mixes value types"),
+    ):
         DaskGBFSRegressor(n_estimators=2, categorical_features=["town"]).fit(
             dd.from_pandas(mixed, npartitions=2, sort=False),
-            dd.from_pandas(pd.Series(np.arange(4.0)), npartitions=2, sort=False))
+            dd.from_pandas(pd.Series(np.arange(4.0)), npartitions=2, sort=False),
+        )
     named = pd.DataFrame({"a": np.arange(40.0), "name": [f"row {i}" for i in range(40)]})
-    with pytest.raises(ValueError, match=r"column 'name' \(40 distinct values in 40 rows\) "
-                                         r"looks like an identifier"):  # counted over parts
+    with pytest.raises(
+        ValueError,
+        match=r"column 'name' \(40 distinct values in 40 rows\) "
+        r"looks like an identifier",
+    ):  # counted over parts
         DaskGBFSRegressor(n_estimators=2).fit(
             dd.from_pandas(named, npartitions=2, sort=False),
-            dd.from_pandas(pd.Series(np.arange(40.0)), npartitions=2, sort=False))
+            dd.from_pandas(pd.Series(np.arange(40.0)), npartitions=2, sort=False),
+        )
     dates = pd.DataFrame({"a": np.arange(4.0), "when": pd.date_range("2024-01-01", periods=4)})
     with pytest.raises(ValueError, match=r"partition 0 of X: X has non-numeric columns: 'when'"):
         DaskGBFSRegressor(n_estimators=2).fit(
             dd.from_pandas(dates, npartitions=2, sort=False),
-            dd.from_pandas(pd.Series(np.arange(4.0)), npartitions=2, sort=False))
+            dd.from_pandas(pd.Series(np.arange(4.0)), npartitions=2, sort=False),
+        )
     with pytest.raises(ValueError, match=r"eval_set has labels not seen in y: \[7\]"):
         DaskGBFSClassifier(n_estimators=2).fit(
-            Xd, da.from_array((y > 0).astype(int), chunks=20),
-            eval_set=(Xd, da.from_array(np.full(40, 7), chunks=20)))
+            Xd,
+            da.from_array((y > 0).astype(int), chunks=20),
+            eval_set=(Xd, da.from_array(np.full(40, 7), chunks=20)),
+        )
 
 
 def test_wrong_lengths_and_a_wrong_client_are_named(client):
@@ -620,8 +711,9 @@ def test_wrong_lengths_and_a_wrong_client_are_named(client):
     with pytest.raises(ValueError, match="sample_weight has 30 rows where X has 40"):
         DaskControlBurnRegressor().fit(Xd, yd, sample_weight=da.ones(30, chunks=10))
     for cls in (DaskGBFSRegressor, DaskControlBurnRegressor):
-        with pytest.raises(TypeError, match="client must be a distributed.Client or None.*"
-                                            "got str 'nope'"):
+        with pytest.raises(
+            TypeError, match="client must be a distributed.Client or None.*got str 'nope'"
+        ):
             cls(client="nope").fit(Xd, yd)
 
 
@@ -630,7 +722,8 @@ def test_fitted_model_pickles_without_client_and_saves(client, tmp_path):
 
     X, y, _ = _data(n=300)
     est = DaskGBFSRegressor(n_estimators=3, max_depth=2, client=client).fit(
-        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100))
+        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100)
+    )
     back = pickle.loads(pickle.dumps(est))
     assert back.client is None and est.client is client
     assert np.array_equal(back.predict(X), est.predict(X))
@@ -650,8 +743,12 @@ def test_fitted_model_pickles_without_client_and_saves(client, tmp_path):
 
 def test_fsum_parts_equal_math_fsum_in_any_split():
     rng = np.random.default_rng(11)
-    a = np.concatenate([rng.normal(size=500) * 10.0 ** rng.integers(-300, 300, 500),
-                        [5e-324, -5e-324, 2.2e-308, 1e308, -1e308, 0.0, -0.0, 1.0, 1e-16]])
+    a = np.concatenate(
+        [
+            rng.normal(size=500) * 10.0 ** rng.integers(-300, 300, 500),
+            [5e-324, -5e-324, 2.2e-308, 1e308, -1e308, 0.0, -0.0, 1.0, 1e-16],
+        ]
+    )
     rng.shuffle(a)
     want = math.fsum(a)
     for cuts in ([], [1], [3, 200, 201, 400], list(range(0, a.size, 37))):
@@ -679,19 +776,29 @@ def test_category_counts_merged_over_any_split_learn_the_whole_columns_codes():
     from gpufs.data._category_codes import CategoryCodes, count_values, merge_counts
 
     rng = np.random.default_rng(18)
-    col = rng.choice(np.array(["a", "b", "c", "d", "e", "f"], dtype=object), size=500,
-                     p=[0.5, 0.3, 0.15, 0.04, 0.008, 0.002])
+    col = rng.choice(
+        np.array(["a", "b", "c", "d", "e", "f"], dtype=object),
+        size=500,
+        p=[0.5, 0.3, 0.15, 0.04, 0.008, 0.002],
+    )
     nums = rng.choice(np.array([3.0, -1.0, 7.5, 2.0]), size=500, p=[0.4, 0.4, 0.15, 0.05])
     for max_codes in (3, 255):
         whole = CategoryCodes.learn({0: col, 1: nums}, 2, max_codes)
         for cuts in ([], [0, 500], [17, 250, 251, 499]):
-            parts = {f: merge_counts([count_values(p, f) for p in np.split(c, cuts)], f)
-                     for f, c in ((0, col), (1, nums))}
+            parts = {
+                f: merge_counts([count_values(p, f) for p in np.split(c, cuts)], f)
+                for f, c in ((0, col), (1, nums))
+            }
             assert CategoryCodes.learn_counts(parts, 2, max_codes) == whole
     assert whole.n_codes[0] == 6 and CategoryCodes.learn({0: col}, 1, 3).n_codes[0] == 3
     with pytest.raises(ValueError, match="categorical column 'town' mixes value types"):
-        merge_counts([count_values(np.array(["x"], dtype=object), "town"),
-                      count_values(np.array([1], dtype=object), "town")], "town")
+        merge_counts(
+            [
+                count_values(np.array(["x"], dtype=object), "town"),
+                count_values(np.array([1], dtype=object), "town"),
+            ],
+            "town",
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -725,8 +832,11 @@ def test_worker_stuck_mid_fit_times_out(client, monkeypatch):
     state, pids = _fault_at_call(monkeypatch, client, 20, signal.SIGSTOP)
     est = DaskGBFSRegressor(n_estimators=10, max_depth=3, client=client, timeout=3)
     try:
-        with pytest.raises(ClusterError, match=r"timed out after .* \(timeout=3\) during "
-                                               r"tree \d+, .*no answer from worker") as info:
+        with pytest.raises(
+            ClusterError,
+            match=r"timed out after .* \(timeout=3\) during "
+            r"tree \d+, .*no answer from worker",
+        ) as info:
             est.fit(Xd, yd)
         assert state["victim"] in str(info.value)
     finally:
@@ -770,13 +880,16 @@ def test_worker_killed_mid_fit_is_rebuilt_with_the_same_model(client4, monkeypat
     yc = np.digitize(y, [-1.0, 0.5, 1.5])
     Xv, yv, _ = _data(n=300, d=6, seed=22)
     yvc = np.digitize(yv, [-1.0, 0.5, 1.5])
-    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=3, random_state=4,
-              pool_ranking="gain")
+    kw = dict(
+        n_estimators=6, max_depth=3, n_features_to_select=3, random_state=4, pool_ranking="gain"
+    )
     ref = GBFSClassifier(**kw).fit(X, yc, eval_set=(Xv, yvc))
     state = _kill_at_calls(monkeypatch, client4, {40, 150})
     est = DaskGBFSClassifier(client=client4, timeout=120, **kw).fit(
-        da.from_array(X, chunks=(150, 6)), da.from_array(yc, chunks=150),
-        eval_set=(da.from_array(Xv, chunks=(100, 6)), da.from_array(yvc, chunks=100)))
+        da.from_array(X, chunks=(150, 6)),
+        da.from_array(yc, chunks=150),
+        eval_set=(da.from_array(Xv, chunks=(100, 6)), da.from_array(yvc, chunks=100)),
+    )
     monkeypatch.undo()
     assert len(state["victims"]) == 2
     rec = est.cluster_["recoveries"]
@@ -794,13 +907,20 @@ def test_worker_killed_mid_forest_is_rebuilt(client4, monkeypatch):
     _ready(client4)
     X, y, rng = _data(n=600, seed=23)
     w = rng.random(X.shape[0]) + 0.5
-    kw = dict(n_features_to_select=2, max_depth=3, max_trees_per_round=4, random_state=5,
-              refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2))
+    kw = dict(
+        n_features_to_select=2,
+        max_depth=3,
+        max_trees_per_round=4,
+        random_state=5,
+        refit_estimator=GBFSRegressor(n_estimators=3, max_depth=2),
+    )
     ref = ControlBurnRegressor(**kw).fit(X, y, sample_weight=w)
     state = _kill_at_calls(monkeypatch, client4, {30})
     est = DaskControlBurnRegressor(client=client4, timeout=120, **kw).fit(
-        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100),
-        sample_weight=da.from_array(w, chunks=100))
+        da.from_array(X, chunks=(100, 6)),
+        da.from_array(y, chunks=100),
+        sample_weight=da.from_array(w, chunks=100),
+    )
     monkeypatch.undo()
     assert len(state["victims"]) == 1 and len(est.cluster_["recoveries"]) == 1
     _assert_same_controlburn(ref, est, X)
@@ -815,12 +935,21 @@ def test_worker_killed_during_group_tests_with_a_validation_split(client4, monke
     n, d = 600, 16
     X = rng.normal(size=(n, d))
     y = (X[:, 2] - X[:, 11] + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
-    kw = dict(n_estimators=6, max_depth=3, mu=0.01, split_search="group_testing", gt_s=2,
-              gt_subsets="per_fit", validation_fraction=0.2, random_state=12)
+    kw = dict(
+        n_estimators=6,
+        max_depth=3,
+        mu=0.01,
+        split_search="group_testing",
+        gt_s=2,
+        gt_subsets="per_fit",
+        validation_fraction=0.2,
+        random_state=12,
+    )
     ref = GBFSClassifier(**kw).fit(X, y)
     state = _kill_at_calls(monkeypatch, client4, {12}, only="gt_hist")  # third tree
     est = DaskGBFSClassifier(client=client4, timeout=120, **kw).fit(
-        da.from_array(X, chunks=(100, d)), da.from_array(y, chunks=100))
+        da.from_array(X, chunks=(100, d)), da.from_array(y, chunks=100)
+    )
     monkeypatch.undo()
     assert len(state["victims"]) == 1 and est.cluster_["recoveries"]
     assert any("group tests" in r["phase"] for r in est.cluster_["recoveries"])
@@ -853,7 +982,8 @@ def test_worker_killed_mid_reduction_is_rebuilt(client4, monkeypatch):
 
     monkeypatch.setattr(ShardGroup, "reduce", reduce)
     est = DaskGBFSRegressor(client=client4, timeout=120, **kw).fit(
-        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100))
+        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100)
+    )
     monkeypatch.undo()
     assert len(state["victims"]) == 2
     rec = est.cluster_["recoveries"]
@@ -866,14 +996,17 @@ def test_worker_killed_holding_scattered_data_is_a_clear_error(client4, monkeypa
     # Scattered partitions have no graph: lost with their worker, nothing can rebuild them.
     _ready(client4)
     X, y, _ = _data(n=400, seed=9)
-    fx = client4.scatter([X[i:i + 100] for i in range(0, 400, 100)])
-    fy = client4.scatter([y[i:i + 100] for i in range(0, 400, 100)])
+    fx = client4.scatter([X[i : i + 100] for i in range(0, 400, 100)])
+    fy = client4.scatter([y[i : i + 100] for i in range(0, 400, 100)])
     Xd = da.concatenate([da.from_delayed(f, (100, 6), np.float64) for f in fx])
     yd = da.concatenate([da.from_delayed(f, (100,), np.float64) for f in fy])
     state = _kill_at_calls(monkeypatch, client4, {25})
     est = DaskGBFSRegressor(n_estimators=10, max_depth=3, client=client4, timeout=60)
-    with pytest.raises(ClusterError, match=r"worker tcp://\S+ was lost during tree \d+, .*held "
-                                           r"partitions .* which cannot be rebuilt") as info:
+    with pytest.raises(
+        ClusterError,
+        match=r"worker tcp://\S+ was lost during tree \d+, .*held "
+        r"partitions .* which cannot be rebuilt",
+    ) as info:
         est.fit(Xd, yd)
     assert state["victims"][0] in str(info.value)
     assert "Fit again" in str(info.value)

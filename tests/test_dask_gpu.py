@@ -8,6 +8,7 @@ equal, bit for bit, to the single-process estimator fitted on the GPU (which giv
 trees; ``tests/test_gpu.py``). CI runs the GPU shards under the simulator
 (``tests/test_dask_gpu_sim.py``).
 """
+
 import numpy as np
 import pytest
 
@@ -38,8 +39,10 @@ def test_local_cuda_cluster_equals_the_gpu_estimator():
     Xz = np.nan_to_num(X)
     y = 2 * Xz[:, 0] - Xz[:, 3] + 0.3 * rng.normal(size=5000)
     kw = dict(n_estimators=8, max_depth=4, random_state=0)
-    with dask_cuda.LocalCUDACluster(n_workers=1, dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        dask_cuda.LocalCUDACluster(n_workers=1, dashboard_address=":0") as cluster,
+        distributed.Client(cluster) as client,
+    ):
         import cupy
 
         ref = GBFSRegressor(device="gpu", **kw).fit(X, y)
@@ -58,6 +61,7 @@ def test_local_cuda_cluster_equals_the_gpu_estimator():
         for device in ("auto", "gpu"):
             est = DaskGBFSClassifier(client=client, device=device, **kw).fit(
                 dask_cudf.from_cudf(frame, npartitions=3),
-                dask_cudf.from_cudf(cudf.Series(labels), npartitions=3))
+                dask_cudf.from_cudf(cudf.Series(labels), npartitions=3),
+            )
             assert _same_trees(ref, est)
             assert list(est.selected_feature_names_) == list(ref.selected_feature_names_)

@@ -5,6 +5,7 @@ with ``NUMBA_ENABLE_CUDASIM=1`` (``_simulator_runs``): ``GPUBackend.advance_leve
 the CPU's, and Dask fits with ``device="gpu"`` on a ``LocalCluster`` against the CPU shards
 and one process, bit for bit.
 """
+
 import pytest
 
 import _simulator_runs

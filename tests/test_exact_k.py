@@ -2,6 +2,7 @@
 (``selectors._stability``): the planted families over several seeds, the final model's
 features, the price still mattering, selection frequencies and their plot. Quality numbers
 live in ``bench/bench_quality.py``, not here."""
+
 import numpy as np
 import pytest
 
@@ -26,15 +27,17 @@ def _split_features(est):
 @pytest.mark.parametrize("seed", range(4))
 def test_sinusoids_all_planted_found_where_the_first_k_admitted_miss_one(seed):
     X, y, planted = sinusoids(seed)
-    est = GBFSRegressor(n_estimators=60, max_depth=3, n_features_to_select=5, random_state=0,
-                        device="cpu").fit(X, y)
+    est = GBFSRegressor(
+        n_estimators=60, max_depth=3, n_features_to_select=5, random_state=0, device="cpu"
+    ).fit(X, y)
     assert sorted(est.selected_features_.tolist()) == planted
     # the model uses exactly those: no split on any other feature
     assert _split_features(est) == set(planted)
     assert set(np.flatnonzero(est.feature_importances_).tolist()) == set(planted)
     # the gain ranking of a plain fit finds them too (the goal's condition) ...
-    plain = GBFSRegressor(n_estimators=60, max_depth=3, mu=0.0, random_state=0,
-                          device="cpu").fit(X, y)
+    plain = GBFSRegressor(n_estimators=60, max_depth=3, mu=0.0, random_state=0, device="cpu").fit(
+        X, y
+    )
     assert sorted(np.argsort(-plain.feature_importances_)[:5].tolist()) == planted
     pool = est.selection_pool_
     assert sorted(pool["chosen"]) == planted and len(pool["features"]) > 5
@@ -51,20 +54,25 @@ def first_k_admitted(X, y, k, **params):
     from gpufs.selectors._boost_setup import BoostSetup
     from gpufs.selectors._mu_search import gbfs_mu_search
 
-    est = GBFSRegressor(n_estimators=1, device="cpu", random_state=0, **{
-        key: v for key, v in params.items() if key != "n_estimators"}).fit(X, y)
+    est = GBFSRegressor(
+        n_estimators=1,
+        device="cpu",
+        random_state=0,
+        **{key: v for key, v in params.items() if key != "n_estimators"},
+    ).fit(X, y)
     backend = get_backend("cpu")
     rows = DeviceRows(backend, est.bin_mapper_.transform(X, backend), np.asarray(y, float))
-    bp = BoostingParams(n_estimators=params["n_estimators"],
-                        tree=TreeParams(max_depth=params["max_depth"]))
+    bp = BoostingParams(
+        n_estimators=params["n_estimators"], tree=TreeParams(max_depth=params["max_depth"])
+    )
     d = X.shape[1]
     costs, groups = np.ones(d), np.arange(d, dtype=np.int32)
-    setup = BoostSetup(backend, rows, est._objective, est.bin_mapper_, bp, costs, groups,
-                       "root_sse")
+    setup = BoostSetup(
+        backend, rows, est._objective, est.bin_mapper_, bp, costs, groups, "root_sse"
+    )
     search = gbfs_mu_search(setup, k, 0.05)
     pen = PenaltyState(search.mu, costs, groups, "root_sse", k)
-    fit_boosting(backend, rows, est._objective, pen, est.bin_mapper_, bp,
-                 resume=search.checkpoint)
+    fit_boosting(backend, rows, est._objective, pen, est.bin_mapper_, bp, resume=search.checkpoint)
     return sorted(pen.order)
 
 
@@ -87,8 +95,9 @@ def test_near_copies_of_unequal_cost_the_price_still_chooses():
     X = np.column_stack([z, z + 0.05 * rng.normal(size=n), rng.normal(size=(n, 4))])
     y = 2 * z + 0.5 * X[:, 2] + 0.1 * rng.normal(size=n)
     costs = np.array([50.0, 1, 1, 1, 1, 1])
-    est = GBFSRegressor(n_estimators=40, n_features_to_select=2, feature_costs=costs,
-                        random_state=0, device="cpu").fit(X, y)
+    est = GBFSRegressor(
+        n_estimators=40, n_features_to_select=2, feature_costs=costs, random_state=0, device="cpu"
+    ).fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [1, 2]
     pool = est.selection_pool_
     gain = dict(zip(pool["features"], pool["gain"]))
@@ -101,8 +110,9 @@ def test_classifier_multiclass_exact_k_uses_exactly_the_chosen():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(600, 12))
     y = np.argmax(X[:, :3] + 0.7 * rng.normal(size=(600, 3)), axis=1)
-    est = GBFSClassifier(n_estimators=15, max_depth=3, n_features_to_select=4,
-                         random_state=0, device="cpu").fit(X, y)
+    est = GBFSClassifier(
+        n_estimators=15, max_depth=3, n_features_to_select=4, random_state=0, device="cpu"
+    ).fit(X, y)
     chosen = est.selection_pool_["chosen"]
     assert len(chosen) == 4 and set(est.selected_features_.tolist()) == set(chosen)
     assert _split_features(est) == set(chosen) and {0, 1, 2} <= set(chosen)
@@ -112,15 +122,14 @@ def test_classifier_multiclass_exact_k_uses_exactly_the_chosen():
 
 def test_selection_frequency_from_half_row_refits():
     X, y, planted = sinusoids(0, n=1000, d=60)
-    kw = dict(n_estimators=40, max_depth=3, n_features_to_select=5, random_state=0,
-              device="cpu")
+    kw = dict(n_estimators=40, max_depth=3, n_features_to_select=5, random_state=0, device="cpu")
     plain = GBFSRegressor(**kw).fit(X, y)
     assert plain.selection_frequency_ is None and plain.selection_pool_["frequency"] is None
     est = GBFSRegressor(stability_rounds=6, **kw).fit(X, y)
     f = est.selection_frequency_
     assert f.shape == (60,) and f.dtype == np.float64
     assert np.all((f >= 0) & (f <= 1)) and np.allclose(f * 6, np.round(f * 6))
-    assert f.sum() == pytest.approx(5.0)            # each refit chooses 5
+    assert f.sum() == pytest.approx(5.0)  # each refit chooses 5
     # the strong signals are chosen in every refit; the weakest at least as often as noise
     assert sorted(f[planted].tolist())[1:] == [1.0] * 4
     assert f[planted].min() >= np.delete(f, planted).max()
@@ -147,8 +156,14 @@ def test_stability_chooses_by_frequency_where_gain_would_not(monkeypatch):
         return np.linspace(1.0, 0.0, setup.rows.shape[1]), 0
 
     monkeypatch.setattr(gbfs_module, "selection_frequency", inverted)
-    est = GBFSRegressor(n_estimators=30, max_depth=3, n_features_to_select=3,
-                        stability_rounds=2, random_state=0, device="cpu").fit(X, y)
+    est = GBFSRegressor(
+        n_estimators=30,
+        max_depth=3,
+        n_features_to_select=3,
+        stability_rounds=2,
+        random_state=0,
+        device="cpu",
+    ).fit(X, y)
     pool = est.selection_pool_["features"]
     assert sorted(est.selected_features_.tolist()) == sorted(pool)[:3]
 
@@ -159,9 +174,15 @@ def test_plot_selection_frequency():
     from gpufs.plotting import plot_selection_frequency
 
     X, y, planted = sinusoids(2, n=800, d=40)
-    est = GBFSRegressor(n_estimators=30, max_depth=3, n_features_to_select=5,
-                        stability_rounds=4, pool_ranking="gain", random_state=0,
-                        device="cpu").fit(X, y)
+    est = GBFSRegressor(
+        n_estimators=30,
+        max_depth=3,
+        n_features_to_select=5,
+        stability_rounds=4,
+        pool_ranking="gain",
+        random_state=0,
+        device="cpu",
+    ).fit(X, y)
     ax = plot_selection_frequency(est)
     heights = [p.get_height() for p in ax.patches]
     assert heights == sorted(heights, reverse=True) and len(heights) >= 5
@@ -171,8 +192,9 @@ def test_plot_selection_frequency():
     assert len({p.get_facecolor() for p in ax.patches[:5]}) == 1
     assert len(plot_selection_frequency(est, top=3).patches) == 3
     with pytest.raises(ValueError, match="stability_rounds"):
-        plot_selection_frequency(GBFSRegressor(n_estimators=5, n_features_to_select=2,
-                                               device="cpu").fit(X, y))
+        plot_selection_frequency(
+            GBFSRegressor(n_estimators=5, n_features_to_select=2, device="cpu").fit(X, y)
+        )
 
 
 # --- exact k means k (issue 35, item 3) ------------------------------------------------------
@@ -189,8 +211,11 @@ def _root_gains(est, X, y):
         G, H = np.bincount(b, g, 256), np.bincount(b, minlength=256).astype(float)
         gl, hl = np.cumsum(G)[:-1], np.cumsum(H)[:-1]
         ok = (hl > 0) & (H.sum() - hl > 0)
-        gain = 0.5 * (gl ** 2 / (hl + 1) + (G.sum() - gl) ** 2 / (H.sum() - hl + 1)
-                      - G.sum() ** 2 / (H.sum() + 1))
+        gain = 0.5 * (
+            gl**2 / (hl + 1)
+            + (G.sum() - gl) ** 2 / (H.sum() - hl + 1)
+            - G.sum() ** 2 / (H.sum() + 1)
+        )
         if ok.any():
             out[f] = gain[ok].max()
     return out
@@ -203,23 +228,31 @@ def test_exact_k_returns_k_filled_from_the_best_remaining(tmp_path):
     gradients: the two missing signals first, then the two best noise columns; they are
     marked in ``selection_filled_`` and kept in the model file; the warning stays."""
     import _planted_noise as pn
-
     from gpufs import SelectionWarning
 
     X, y, _ = pn.exact_fill(0)
-    with pytest.warns(SelectionWarning, match=r"only 6 features entered the model at mu=0 .*"
-                                              r"filled with the 4 other features"):
-        est = GBFSRegressor(n_features_to_select=10, mu=0.0, n_estimators=30, max_depth=2,
-                            random_state=0, device="cpu").fit(X, y)
+    with pytest.warns(
+        SelectionWarning,
+        match=r"only 6 features entered the model at mu=0 .*"
+        r"filled with the 4 other features",
+    ):
+        est = GBFSRegressor(
+            n_features_to_select=10,
+            mu=0.0,
+            n_estimators=30,
+            max_depth=2,
+            random_state=0,
+            device="cpu",
+        ).fit(X, y)
     assert est.selected_features_.size == 10 and est.get_support().sum() == 10
     model = est.selected_features_[:6].tolist()
-    assert _split_features(est) == set(model)       # the model does not split on the fill
+    assert _split_features(est) == set(model)  # the model does not split on the fill
     filled = est.selection_filled_.tolist()
     assert est.selected_features_[6:].tolist() == filled
     gains = _root_gains(est, X, y)
     rest = [f for f in range(12) if f not in model]
     assert filled == sorted(rest, key=lambda f: (-gains[f], f))[:4]
-    assert set(filled[:2]) == set(range(8)) - set(model)   # the missed signals first
+    assert set(filled[:2]) == set(range(8)) - set(model)  # the missed signals first
     path = tmp_path / "m.json"
     est.save_model(path)
     back = GBFSRegressor.load_model(path)
@@ -230,6 +263,7 @@ def test_exact_k_returns_k_filled_from_the_best_remaining(tmp_path):
 
 def test_exact_k_no_fill_when_the_model_reaches_k():
     X, y, planted = sinusoids(0, n=600, d=30)
-    est = GBFSRegressor(n_estimators=20, max_depth=3, n_features_to_select=5, random_state=0,
-                        device="cpu").fit(X, y)
+    est = GBFSRegressor(
+        n_estimators=20, max_depth=3, n_features_to_select=5, random_state=0, device="cpu"
+    ).fit(X, y)
     assert est.selection_filled_.size == 0 and est.selected_features_.size == 5

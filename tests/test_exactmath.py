@@ -5,15 +5,16 @@ The GPU build of the same source is checked bit for bit against the CPU under th
 simulator (tests/_cudasim_kernels.py::test_objective) and for its instructions in PTX
 (tests/test_cuda_kernels_sim.py::test_kernels_compile_to_ptx).
 """
+
 import math
 from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
 
-from gpufs.rules._exactmath import python_exact_math
 from gpufs.backends.cpu import CPUBackend
 from gpufs.backends.cpu.objective import _em as NJ
+from gpufs.rules._exactmath import python_exact_math
 
 PY = python_exact_math()
 CPU = CPUBackend()
@@ -22,7 +23,7 @@ CPU = CPUBackend()
 def _ln1p(u):
     """ln(1 + u) for a Decimal u, exact to ~45 digits even for tiny u."""
     if abs(u) < Decimal("1e-12"):
-        return u - u * u / 2 + u * u * u / 3 - u ** 4 / 4
+        return u - u * u / 2 + u * u * u / 3 - u**4 / 4
     return (1 + u).ln()
 
 
@@ -45,16 +46,25 @@ MAX_ULPS = {"exp": 1.5, "softplus": 1.5, "sigmoid": 2.5, "q": 2.5, "log": 1.0, "
 def _points(name):
     rng = np.random.default_rng(sum(map(ord, name)))
     if name in ("log", "log1p"):
-        pts = [np.geomspace(1e-307, 1e307, 400), rng.uniform(0.5, 2.0, 300),
-               rng.uniform(0.0, 10.0, 200), np.geomspace(1e-300, 1e-8, 100)]
+        pts = [
+            np.geomspace(1e-307, 1e307, 400),
+            rng.uniform(0.5, 2.0, 300),
+            rng.uniform(0.0, 10.0, 200),
+            np.geomspace(1e-300, 1e-8, 100),
+        ]
         if name == "log1p":
             pts.append(-rng.uniform(0.0, 0.999, 200))
         return np.concatenate(pts)
-    return np.concatenate([
-        rng.uniform(-745.0, 709.7, 600), rng.normal(size=400) * 3.0,
-        rng.uniform(-1e-3, 1e-3, 100), np.geomspace(1e-300, 1.0, 60),
-        -np.geomspace(1e-300, 1.0, 60), [0.0, -0.0, 0.5, -0.5, 1.0, 700.0, -700.0,
-                                        709.78, -744.0, -708.5, 36.0, -36.0]])
+    return np.concatenate(
+        [
+            rng.uniform(-745.0, 709.7, 600),
+            rng.normal(size=400) * 3.0,
+            rng.uniform(-1e-3, 1e-3, 100),
+            np.geomspace(1e-300, 1.0, 60),
+            -np.geomspace(1e-300, 1.0, 60),
+            [0.0, -0.0, 0.5, -0.5, 1.0, 700.0, -700.0, 709.78, -744.0, -708.5, 36.0, -36.0],
+        ]
+    )
 
 
 def _fn(ns, name):
@@ -93,9 +103,13 @@ def _expit(v):
 @pytest.mark.parametrize("name", ["exp", "softplus", "sigmoid", "log", "log1p"])
 def test_close_to_numpy(name):
     x = _points(name)
-    ref = {"exp": np.exp, "softplus": lambda v: np.logaddexp(0.0, v),
-           "sigmoid": _expit, "log": np.log,
-           "log1p": np.log1p}[name](x)
+    ref = {
+        "exp": np.exp,
+        "softplus": lambda v: np.logaddexp(0.0, v),
+        "sigmoid": _expit,
+        "log": np.log,
+        "log1p": np.log1p,
+    }[name](x)
     got = np.array([getattr(NJ, name)(float(v)) for v in x])
     ok = np.abs(ref) > 1e-290
     np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-14, atol=0)
@@ -132,7 +146,7 @@ def test_special_values():
         assert ns.sigmoid_pq(0.0) == (0.5, 0.5)
         assert ns.sigmoid_pq(800.0) == (1.0, 0.0) and ns.sigmoid_pq(-800.0) == (0.0, 1.0)
         for j in (-1022, -1, 0, 1, 1023):
-            assert ns.pow2(j) == 2.0 ** j
+            assert ns.pow2(j) == 2.0**j
 
 
 def test_logistic_formulas():
@@ -193,12 +207,21 @@ def test_branch_free_forms_equal_the_general_functions_bit_for_bit():
     exactly, in the numba build and in plain Python (the objectives call the branch-free
     forms; accuracy is the general functions')."""
     rng = np.random.default_rng(11)
-    a = np.concatenate([-rng.uniform(0, 800, 3000), -np.abs(rng.normal(size=3000)) * 3,
-                        -np.geomspace(1e-320, 1e3, 400),
-                        [0.0, -0.0, -745.13, -745.14, -744.4, -708.4, -709.0, -np.inf]])
-    u = np.concatenate([rng.uniform(0, 1, 3000), np.geomspace(1e-320, 1.0, 400),
-                        [0.0, 1.0, 2.0 ** -54, 2.0 ** -53, 0.4142135623730951,
-                         0.41421356237309515]])
+    a = np.concatenate(
+        [
+            -rng.uniform(0, 800, 3000),
+            -np.abs(rng.normal(size=3000)) * 3,
+            -np.geomspace(1e-320, 1e3, 400),
+            [0.0, -0.0, -745.13, -745.14, -744.4, -708.4, -709.0, -np.inf],
+        ]
+    )
+    u = np.concatenate(
+        [
+            rng.uniform(0, 1, 3000),
+            np.geomspace(1e-320, 1.0, 400),
+            [0.0, 1.0, 2.0**-54, 2.0**-53, 0.4142135623730951, 0.41421356237309515],
+        ]
+    )
     for ns in (NJ, PY):
         got = [ns.exp_nonpositive(float(x)) for x in a]
         want = [ns.exp(float(x)) for x in a]
@@ -213,9 +236,19 @@ def test_branch_free_forms_equal_the_general_functions_bit_for_bit():
 def test_pow2_and_normalize_from_bits():
     for ns in (NJ, PY):
         for j in range(-1022, 1024):
-            assert ns.pow2(j) == 2.0 ** j
-        for x in [5e-324, 1e-310, 2.0 ** -1022, 0.7, 1.0, 1.4142135623730951, 1.5, 3.0,
-                  1e300, 1.7976931348623157e308]:
+            assert ns.pow2(j) == 2.0**j
+        for x in [
+            5e-324,
+            1e-310,
+            2.0**-1022,
+            0.7,
+            1.0,
+            1.4142135623730951,
+            1.5,
+            3.0,
+            1e300,
+            1.7976931348623157e308,
+        ]:
             m, k = ns.normalize(x)
             assert math.sqrt(0.5) <= m < math.sqrt(2.0) and math.ldexp(m, k) == x
 
@@ -228,15 +261,17 @@ def test_vectorized_logistic_round_equals_the_row_function(n_threads):
 
     rng = np.random.default_rng(5)
     n = 70_000  # above the size where rows run in parallel
-    raw = np.concatenate([rng.normal(size=n - 12) * 4,
-                          [0.0, -0.0, 36.0, -36.0, 700.0, -700.0, 750.0, -750.0, 1e300,
-                           -1e300, 1e-310, -1e-310]])[:, None]
+    raw = np.concatenate(
+        [
+            rng.normal(size=n - 12) * 4,
+            [0.0, -0.0, 36.0, -36.0, 700.0, -700.0, 750.0, -750.0, 1e300, -1e300, 1e-310, -1e-310],
+        ]
+    )[:, None]
     y = (rng.random(n) < 0.5).astype(np.float64)
     y[:50] = rng.uniform(0, 1, 50)  # soft labels take the mixed formula
     with thread_limit(n_threads):
         g, h, loss = CPU.round_gradients("logistic", raw, y)
-    idx = np.concatenate([np.arange(200), rng.choice(n, 2000, replace=False),
-                          np.arange(n - 12, n)])
+    idx = np.concatenate([np.arange(200), rng.choice(n, 2000, replace=False), np.arange(n - 12, n)])
     want = np.array([PY.logistic_grad_hess_loss(float(raw[i, 0]), float(y[i])) for i in idx])
     assert _bits(g[0, idx]).tolist() == _bits(want[:, 0]).tolist()
     assert _bits(h[0, idx]).tolist() == _bits(want[:, 1]).tolist()

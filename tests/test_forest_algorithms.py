@@ -1,6 +1,7 @@
 """The forest algorithms (``gpufs.forest._algorithms``): incremental depth bagging and
 bag-boosting (ControlBurn's Algorithms 1 and 2) and their stopping rules, classification,
 determinism, and the GPU backend's forests equal to the CPU's."""
+
 import re
 
 import numpy as np
@@ -9,8 +10,13 @@ import pytest
 from _forest_data import CPU, _binned, _data, _grow
 from gpufs._device import gpu_available
 from gpufs.backends import get_backend
-from gpufs.forest import (ForestParams, IncrementalBagBoosting, IncrementalBagging,
-                          grow_forest, loss_converged)
+from gpufs.forest import (
+    ForestParams,
+    IncrementalBagBoosting,
+    IncrementalBagging,
+    grow_forest,
+    loss_converged,
+)
 
 
 def test_algorithm1_tiny_case_stops_after_n_tail_trees_per_depth():
@@ -38,8 +44,11 @@ def test_every_round_ends_exactly_when_the_rule_first_fires(method):
         fired = [loss_converged(losses[:j], 5, 1e-3) for j in range(1, len(losses) + 1)]
         assert why in ("converged", "max_trees_per_round")
         # a round ends at the first tree where the rule fires, or at the cap if it never does
-        assert fired.index(True) + 1 == len(losses) if why == "converged" else (
-            len(losses) == 40 and not any(fired))
+        assert (
+            fired.index(True) + 1 == len(losses)
+            if why == "converged"
+            else (len(losses) == 40 and not any(fired))
+        )
     if method == "bag":
         assert sorted(set(f.tree_depth.tolist())) == [1, 2, 3]
 
@@ -78,7 +87,7 @@ def _oob_oracle(f, X, y, seed):
 def test_algorithm2_stops_at_first_non_positive_oob_improvement():
     rng = np.random.RandomState(1)
     X = rng.randn(300, 4)
-    y = np.sign(X[:, 0]) + 0.8 * rng.randn(300)   # a stump explains y; deeper trees overfit
+    y = np.sign(X[:, 0]) + 0.8 * rng.randn(300)  # a stump explains y; deeper trees overfit
     f = _grow(X, y, method="bagboost", max_depth=10, seed=3)
     d = f.oob_improvement
     assert len(d) == len(f.member_loss) < 10
@@ -104,8 +113,17 @@ def test_algorithm2_min_rounds_goes_past_a_negative_delta():
 def test_algorithm2_classification_residuals_and_max_depth_stop():
     X, y = _data()
     yc = (y > np.median(y)).astype(np.int32)
-    f = grow_forest(CPU, _binned(X)[1], yc, None, "classification", 2, _binned(X)[0],
-                    ForestParams(method="bagboost", max_depth=2), random_state=0)
+    f = grow_forest(
+        CPU,
+        _binned(X)[1],
+        yc,
+        None,
+        "classification",
+        2,
+        _binned(X)[0],
+        ForestParams(method="bagboost", max_depth=2),
+        random_state=0,
+    )
     # both rounds improve out of bag, so the forest stops at max_depth
     assert len(f.member_loss) == 2 and f.stop_reason == "reached max_depth=2"
     assert all(d > 0 for d in f.oob_improvement) and len(f.oob_improvement) == 2
@@ -118,13 +136,31 @@ def test_multiclass_bagboost_one_tree_per_class_per_member():
     X, y = _data()
     y3 = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.int32)
     bm, Xb = _binned(X)
-    f = grow_forest(CPU, Xb, y3, None, "classification", 3, bm,
-                    ForestParams(method="bagboost", max_depth=2), random_state=0)
+    f = grow_forest(
+        CPU,
+        Xb,
+        y3,
+        None,
+        "classification",
+        3,
+        bm,
+        ForestParams(method="bagboost", max_depth=2),
+        random_state=0,
+    )
     assert f.tree_column.tolist() == [0, 1, 2] * (f.n_trees // 3)
     # the three trees of a member share the bootstrap: same member index, same round
     assert (f.tree_member.reshape(-1, 3) == f.tree_member[::3, None]).all()
-    f_bag = grow_forest(CPU, Xb, y3, None, "classification", 3, bm,
-                        ForestParams(method="bag", max_depth=2), random_state=0)
+    f_bag = grow_forest(
+        CPU,
+        Xb,
+        y3,
+        None,
+        "classification",
+        3,
+        bm,
+        ForestParams(method="bag", max_depth=2),
+        random_state=0,
+    )
     assert set(f_bag.tree_column.tolist()) == {0, 1, 2}
 
 
@@ -162,13 +198,23 @@ def test_gpu_forest_equals_cpu_forest():
     X[::13, 3] = np.nan
     bm, Xb = _binned(X)
     gpu = get_backend("gpu")
-    for kw in (dict(method="bagboost", max_depth=4), dict(method="bag", max_depth=3,
-                                                          max_features=0.5),
-               dict(method="bagboost", max_depth=2, tree_type="single")):
-        fc = grow_forest(CPU, Xb, y, None, "regression", 0, bm, ForestParams(**kw),
-                         random_state=0)
-        fg = grow_forest(gpu, cp.asarray(Xb), cp.asarray(y), None, "regression", 0, bm,
-                         ForestParams(**kw), random_state=0)
+    for kw in (
+        dict(method="bagboost", max_depth=4),
+        dict(method="bag", max_depth=3, max_features=0.5),
+        dict(method="bagboost", max_depth=2, tree_type="single"),
+    ):
+        fc = grow_forest(CPU, Xb, y, None, "regression", 0, bm, ForestParams(**kw), random_state=0)
+        fg = grow_forest(
+            gpu,
+            cp.asarray(Xb),
+            cp.asarray(y),
+            None,
+            "regression",
+            0,
+            bm,
+            ForestParams(**kw),
+            random_state=0,
+        )
         np.testing.assert_array_equal(fc.feature_masks, fg.feature_masks)
         for k, v in fc.ensemble.stacked().items():
             np.testing.assert_array_equal(v, fg.ensemble.stacked()[k], err_msg=k)

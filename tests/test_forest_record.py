@@ -1,10 +1,11 @@
 """The forest record (``gpufs.forest._record``): the builder's bookkeeping, padding to the
 deepest tree, the prediction matrix A, feature masks and per-tree gains."""
+
 import numpy as np
 
 from _forest_data import CPU, _binned, _data, _grow
-from gpufs.forest import ForestBuilder
 from gpufs.engine.tree import Tree
+from gpufs.forest import ForestBuilder
 
 
 def test_A_is_each_trees_prediction_and_masks_match_trees():
@@ -38,9 +39,17 @@ def test_builder_records_pads_and_stacks():
     b.add(_tree(1, {0: 2}), np.full(5, 1.0), column=0, depth=1, round_index=0, member=0)
     b.add(_tree(2, {0: 0, 1: 3}), np.full(5, 2.0), column=1, depth=2, round_index=1, member=3)
     assert b.n_trees == 2
-    f = b.build(np, 5, base_score=[0.5, -0.5], train_raw=None, method="bag",
-                member_loss=[[1.0], [0.5]], round_stop=["converged"] * 2, oob_improvement=[],
-                stop_reason="done")
+    f = b.build(
+        np,
+        5,
+        base_score=[0.5, -0.5],
+        train_raw=None,
+        method="bag",
+        member_loss=[[1.0], [0.5]],
+        round_stop=["converged"] * 2,
+        oob_improvement=[],
+        stop_reason="done",
+    )
     assert f.n_trees == 2 and f.A.shape == (5, 2)
     np.testing.assert_array_equal(f.A[:, 1], 2.0)
     np.testing.assert_array_equal(f.feature_masks, [[0, 0, 1, 0], [1, 0, 0, 1]])
@@ -56,7 +65,15 @@ def test_builder_records_pads_and_stacks():
 
 
 def test_empty_builder():
-    f = ForestBuilder(3).build(np, 4, base_score=[0.0], train_raw=None, method="bag",
-                               member_loss=[], round_stop=[], oob_improvement=[],
-                               stop_reason="")
+    f = ForestBuilder(3).build(
+        np,
+        4,
+        base_score=[0.0],
+        train_raw=None,
+        method="bag",
+        member_loss=[],
+        round_stop=[],
+        oob_improvement=[],
+        stop_reason="",
+    )
     assert f.A.shape == (4, 0) and f.feature_masks.shape == (0, 3) and f.n_trees == 0

@@ -1,32 +1,49 @@
 """One tree of the forest (``gpufs.forest._trees``): bootstrap counts as weights equal a tree
 grown on resampled rows, sample weights, tree types and per-tree feature subsets."""
+
 import numpy as np
 
 from _forest_data import CPU, _binned, _data, _grow
-from gpufs.forest import ForestParams, grow_forest
-from gpufs.forest._trees import ColumnBins, TreeGrower
 from gpufs.engine.grower import TreeParams, grow_tree
 from gpufs.engine.penalties import PenaltyState
 from gpufs.engine.quantize import fixed_point_scale, quantize
+from gpufs.forest import ForestParams, grow_forest
+from gpufs.forest._trees import ColumnBins, TreeGrower
 
 
 def test_bootstrap_counts_as_weights_equal_a_resampled_tree():
     X, y = _data(m=200)
     bm, Xb = _binned(X)
-    f = grow_forest(CPU, Xb, y, None, "regression", 0, bm,
-                    ForestParams(method="bag", max_depth=2, max_trees_per_round=5, tol=0.0),
-                    random_state=7)
+    f = grow_forest(
+        CPU,
+        Xb,
+        y,
+        None,
+        "regression",
+        0,
+        bm,
+        ForestParams(method="bag", max_depth=2, max_trees_per_round=5, tol=0.0),
+        random_state=7,
+    )
     rng = np.random.RandomState(7)
     draws = rng.randint(0, 200, size=200)
     # the same tree grown on the physically resampled rows, unit weights
     e = (y - y.mean())[draws]
     g, h = -e, np.ones_like(e)
     gs, hs = fixed_point_scale(g, 200), fixed_point_scale(h, 200)
-    grown = grow_tree(CPU, np.ascontiguousarray(Xb[draws]), quantize(g, gs), quantize(h, hs),
-                      gs, hs, bm.n_bins_, bm, PenaltyState(0.0, np.ones(6),
-                                                           np.arange(6, dtype=np.int32)),
-                      TreeParams(max_depth=1, reg_lambda=0.0, learning_rate=1.0,
-                                 min_child_weight=1.0), 0)
+    grown = grow_tree(
+        CPU,
+        np.ascontiguousarray(Xb[draws]),
+        quantize(g, gs),
+        quantize(h, hs),
+        gs,
+        hs,
+        bm.n_bins_,
+        bm,
+        PenaltyState(0.0, np.ones(6), np.arange(6, dtype=np.int32)),
+        TreeParams(max_depth=1, reg_lambda=0.0, learning_rate=1.0, min_child_weight=1.0),
+        0,
+    )
     t0 = f.ensemble.trees[0].arrays
     n = grown.tree.arrays["feature"].shape[0]
     np.testing.assert_array_equal(t0["feature"][:n], grown.tree.arrays["feature"])
@@ -37,8 +54,9 @@ def test_bootstrap_counts_as_weights_equal_a_resampled_tree():
     # (integer-count) hessians a leaf value is the mean of its rows' g.
     counts = np.bincount(draws, minlength=200).astype(np.float64)
     gsw = fixed_point_scale(-(y - y.mean()) * counts, 200)
-    np.testing.assert_allclose(t0["value"][:n], grown.tree.arrays["value"], rtol=0,
-                               atol=0.5 / gs + 0.5 / gsw)
+    np.testing.assert_allclose(
+        t0["value"][:n], grown.tree.arrays["value"], rtol=0, atol=0.5 / gs + 0.5 / gsw
+    )
     assert not np.array_equal(t0["value"][:n], grown.tree.arrays["value"])  # rounding shows
 
 
@@ -92,10 +110,10 @@ def test_tree_grower_subset_and_single_feature():
     assert pred.shape == (300,) and np.isfinite(pred).all()
     # a single-feature tree grows on one column and reports the whole matrix's feature index
     col = np.ascontiguousarray(Xb[:, 1:2])
-    tree, pred = grower.grow(col, bm.n_bins_[1:2], ColumnBins(bm, 1), resid, ones, 2, 1,
-                             feature=1)
+    tree, pred = grower.grow(col, bm.n_bins_[1:2], ColumnBins(bm, 1), resid, ones, 2, 1, feature=1)
     assert set(tree.arrays["feature"][tree.arrays["feature"] >= 0].tolist()) == {1}
     ok = tree.arrays["feature"] >= 0
     np.testing.assert_array_equal(
         tree.arrays["threshold"][ok],
-        [bm.threshold_value(1, b) for b in tree.arrays["bin_threshold"][ok]])
+        [bm.threshold_value(1, b) for b in tree.arrays["bin_threshold"][ok]],
+    )

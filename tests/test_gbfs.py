@@ -1,6 +1,7 @@
 """GBFSClassifier / GBFSRegressor: known answers from paper 000, bags, planted features,
 agreement with other GBDTs at mu = 0, the selection record, pandas, multiclass, input
 immutability and the progress bar."""
+
 import warnings
 
 import numpy as np
@@ -11,8 +12,8 @@ from sklearn.model_selection import train_test_split
 
 from gpufs import GBFSClassifier, GBFSRegressor
 
-
 # --- (a) paper 000, Figure 1 -----------------------------------------------------------------
+
 
 def _figure1(seed, n=2000):
     """Paper 000, section 5.1: three features; the label is a non-linear function of x and y
@@ -34,8 +35,9 @@ def test_figure1_gbfs_selects_x_and_y_where_l1_logistic_regression_fails(seed):
     from sklearn.linear_model import LogisticRegression
 
     Xtr, Xte, ytr, yte = _figure1(seed)
-    gbfs = GBFSClassifier(mu=0.1, hessian=False, n_estimators=50, max_depth=3,
-                          learning_rate=0.3, device="cpu").fit(Xtr, ytr)
+    gbfs = GBFSClassifier(
+        mu=0.1, hessian=False, n_estimators=50, max_depth=3, learning_rate=0.3, device="cpu"
+    ).fit(Xtr, ytr)
     assert sorted(gbfs.selected_features_.tolist()) == [0, 1]  # x and y, not z
     assert not gbfs.get_support()[2]
     gbfs_err = np.mean(gbfs.predict(Xte) != yte)
@@ -54,19 +56,35 @@ def test_figure1_gbfs_selects_x_and_y_where_l1_logistic_regression_fails(seed):
 
 # --- (b) bags -------------------------------------------------------------------------------
 
+
 def _bag_data(seed, n=1000):
     """Four bags of four features. Bag 0 holds all the signal (u1 and u2, redundantly); bag 1
     holds a cleaner copy of u2, bag 2 a noisier copy of u1, bag 3 only noise."""
     rng = np.random.default_rng(seed)
     u1, u2 = rng.normal(size=n), rng.normal(size=n)
-    y = u1 + np.sign(u2) * u2 ** 2 / 2 + 0.1 * rng.normal(size=n)
+    y = u1 + np.sign(u2) * u2**2 / 2 + 0.1 * rng.normal(size=n)
 
     def e(s):
         return s * rng.normal(size=n)
-    cols = [u1 + e(.05), u2 + e(.4), u1 + e(.4), u2 + e(.4),
-            u2 + e(.1), e(1), e(1), e(1),
-            u1 + e(.3), e(1), e(1), e(1),
-            e(1), e(1), e(1), e(1)]
+
+    cols = [
+        u1 + e(0.05),
+        u2 + e(0.4),
+        u1 + e(0.4),
+        u2 + e(0.4),
+        u2 + e(0.1),
+        e(1),
+        e(1),
+        e(1),
+        u1 + e(0.3),
+        e(1),
+        e(1),
+        e(1),
+        e(1),
+        e(1),
+        e(1),
+        e(1),
+    ]
     return np.stack(cols, axis=1), y, np.repeat(np.arange(4), 4)
 
 
@@ -87,10 +105,19 @@ def test_bags_selection_stays_in_one_bag(seed):
 
 # --- (c) planted informative features -------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_planted_informative_features_selected_first(seed):
-    X, y = make_classification(n_samples=1000, n_features=20, n_informative=3, n_redundant=0,
-                               n_repeated=0, shuffle=False, flip_y=0.01, random_state=seed)
+    X, y = make_classification(
+        n_samples=1000,
+        n_features=20,
+        n_informative=3,
+        n_redundant=0,
+        n_repeated=0,
+        shuffle=False,
+        flip_y=0.01,
+        random_state=seed,
+    )
     est = GBFSClassifier(n_estimators=50, max_depth=3, device="cpu").fit(X, y)
     assert set(est.selected_features_[:3].tolist()) == {0, 1, 2}
     # and the noise columns that slip in are few and late
@@ -99,10 +126,18 @@ def test_planted_informative_features_selected_first(seed):
 
 # --- (d) mu = 0 is a plain GBDT ---------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def gbdt_data():
-    X, y = make_classification(n_samples=8000, n_features=20, n_informative=8, n_redundant=4,
-                               flip_y=0.05, class_sep=0.8, random_state=0)
+    X, y = make_classification(
+        n_samples=8000,
+        n_features=20,
+        n_informative=8,
+        n_redundant=4,
+        flip_y=0.05,
+        class_sep=0.8,
+        random_state=0,
+    )
     return train_test_split(X, y, test_size=4000, random_state=0)
 
 
@@ -112,17 +147,30 @@ def test_mu_zero_matches_lightgbm_and_histgradientboosting(gbdt_data):
 
     Xtr, Xte, ytr, yte = gbdt_data
     depth, trees, lr = 4, 60, 0.1
-    ours = GBFSClassifier(mu=0.0, n_estimators=trees, max_depth=depth, learning_rate=lr,
-                          device="cpu").fit(Xtr, ytr)
+    ours = GBFSClassifier(
+        mu=0.0, n_estimators=trees, max_depth=depth, learning_rate=lr, device="cpu"
+    ).fit(Xtr, ytr)
     acc = np.mean(ours.predict(Xte) == yte)
     assert len(ours.selected_features_) > 15  # no penalty: features are used freely
-    lgb = lightgbm.LGBMClassifier(n_estimators=trees, max_depth=depth, num_leaves=2 ** depth,
-                                  learning_rate=lr, reg_lambda=1.0, min_child_samples=1,
-                                  min_child_weight=1e-3, verbose=-1).fit(Xtr, ytr)
-    hgb = HistGradientBoostingClassifier(max_iter=trees, max_depth=depth,
-                                         max_leaf_nodes=2 ** depth, learning_rate=lr,
-                                         l2_regularization=1.0, min_samples_leaf=1,
-                                         early_stopping=False).fit(Xtr, ytr)
+    lgb = lightgbm.LGBMClassifier(
+        n_estimators=trees,
+        max_depth=depth,
+        num_leaves=2**depth,
+        learning_rate=lr,
+        reg_lambda=1.0,
+        min_child_samples=1,
+        min_child_weight=1e-3,
+        verbose=-1,
+    ).fit(Xtr, ytr)
+    hgb = HistGradientBoostingClassifier(
+        max_iter=trees,
+        max_depth=depth,
+        max_leaf_nodes=2**depth,
+        learning_rate=lr,
+        l2_regularization=1.0,
+        min_samples_leaf=1,
+        early_stopping=False,
+    ).fit(Xtr, ytr)
     acc_lgb = np.mean(lgb.predict(Xte) == yte)
     acc_hgb = np.mean(hgb.predict(Xte) == yte)
     assert acc > 0.8
@@ -131,6 +179,7 @@ def test_mu_zero_matches_lightgbm_and_histgradientboosting(gbdt_data):
 
 
 # --- (e) the selection record -----------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def noisy_regression():
@@ -143,8 +192,7 @@ def noisy_regression():
 def test_selection_record_train_and_val_loss(noisy_regression):
     X, y = noisy_regression
     Xtr, Xva, ytr, yva = X[:400], X[400:], y[:400], y[400:]
-    est = GBFSRegressor(n_estimators=30, mu=0.02, device="cpu").fit(
-        Xtr, ytr, eval_set=(Xva, yva))
+    est = GBFSRegressor(n_estimators=30, mu=0.02, device="cpu").fit(Xtr, ytr, eval_set=(Xva, yva))
     rec = est.selection_record_
     assert set(rec) == {"tree_column", "features_added", "train_loss", "val_loss"}
     assert all(len(v) == 30 for v in rec.values())
@@ -160,12 +208,14 @@ def test_selection_record_train_and_val_loss(noisy_regression):
     plain = GBFSRegressor(n_estimators=5, device="cpu").fit(Xtr, ytr)
     assert np.all(np.isnan(plain.selection_record_["val_loss"]))
     # validation_fraction holds out rows
-    vf = GBFSRegressor(n_estimators=5, validation_fraction=0.25, random_state=0,
-                       device="cpu").fit(X, y)
+    vf = GBFSRegressor(n_estimators=5, validation_fraction=0.25, random_state=0, device="cpu").fit(
+        X, y
+    )
     assert np.all(np.isfinite(vf.selection_record_["val_loss"]))
     # trained on 450 rows: its training loss is not the loss on all 600
     assert vf.selection_record_["train_loss"][-1] != pytest.approx(
-        np.mean((vf.predict(X) - y) ** 2), rel=1e-9)
+        np.mean((vf.predict(X) - y) ** 2), rel=1e-9
+    )
 
 
 def test_selection_record_classification_loss():
@@ -175,8 +225,7 @@ def test_selection_record_classification_loss():
     assert np.mean(np.diff(tl) <= 1e-12) > 0.9  # non-increasing, give or take a step
     assert tl[-1] < tl[0]
     p = est.predict_proba(X)[:, 1]
-    np.testing.assert_allclose(tl[-1], -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)),
-                               rtol=1e-9)
+    np.testing.assert_allclose(tl[-1], -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)), rtol=1e-9)
 
 
 def test_early_stopping_cuts_the_model_back(noisy_regression):
@@ -184,7 +233,8 @@ def test_early_stopping_cuts_the_model_back(noisy_regression):
     Xtr, Xva, ytr, yva = X[:400], X[400:], y[:400], y[400:]
     kw = dict(mu=0.0, max_depth=5, learning_rate=0.5, device="cpu")
     est = GBFSRegressor(n_estimators=200, n_iter_no_change=5, **kw).fit(
-        Xtr, ytr, eval_set=(Xva, yva))
+        Xtr, ytr, eval_set=(Xva, yva)
+    )
     best = est.n_estimators_
     assert 1 <= best < 60  # stopped long before 200 rounds
     assert est.ensemble_.n_trees == best
@@ -196,22 +246,33 @@ def test_early_stopping_cuts_the_model_back(noisy_regression):
     np.testing.assert_array_equal(est.predict(Xva), same.predict(Xva))
     np.testing.assert_array_equal(est.selected_features_, same.selected_features_)
     # with validation_fraction as well
-    vf = GBFSRegressor(n_estimators=200, n_iter_no_change=3, validation_fraction=0.3,
-                       random_state=0, **kw).fit(X, y)
+    vf = GBFSRegressor(
+        n_estimators=200, n_iter_no_change=3, validation_fraction=0.3, random_state=0, **kw
+    ).fit(X, y)
     assert vf.n_estimators_ < 200 and vf.ensemble_.n_trees == vf.n_estimators_
 
 
 # --- (f) importances, names, pandas -----------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def pandas_fit():
     rng = np.random.default_rng(7)
     n = 400
-    df = pd.DataFrame({"age": rng.normal(size=n), "noise_a": rng.normal(size=n),
-                       "income": rng.normal(size=n), "noise_b": rng.normal(size=n)},
-                      index=np.arange(1000, 1000 + n))
-    y = pd.Series((df["age"] + 0.5 * df["income"] + 0.2 * rng.normal(size=n) > 0).astype(int),
-                  index=df.index, name="label")
+    df = pd.DataFrame(
+        {
+            "age": rng.normal(size=n),
+            "noise_a": rng.normal(size=n),
+            "income": rng.normal(size=n),
+            "noise_b": rng.normal(size=n),
+        },
+        index=np.arange(1000, 1000 + n),
+    )
+    y = pd.Series(
+        (df["age"] + 0.5 * df["income"] + 0.2 * rng.normal(size=n) > 0).astype(int),
+        index=df.index,
+        name="label",
+    )
     est = GBFSClassifier(n_estimators=30, max_depth=2, device="cpu").fit(df, y)
     return df, y, est
 
@@ -260,6 +321,7 @@ def test_selected_feature_names_and_pandas_transform(pandas_fit):
 
 # --- (g) multiclass ---------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def three_class():
     rng = np.random.default_rng(8)
@@ -287,8 +349,9 @@ def test_multiclass_softmax(three_class):
 
 def test_multiclass_shares_one_budget(three_class):
     X, y = three_class
-    est = GBFSClassifier(n_estimators=10, max_depth=3, n_features_to_select=2,
-                         device="cpu").fit(X, y)
+    est = GBFSClassifier(n_estimators=10, max_depth=3, n_features_to_select=2, device="cpu").fit(
+        X, y
+    )
     feats = est.ensemble_.stacked()["feature"]
     used = set(np.unique(feats[feats >= 0]).tolist())
     assert len(est.selected_features_) == 2
@@ -319,8 +382,9 @@ def test_multiclass_feature_free_for_other_classes():
     raw = np.tile(est.ensemble_.base_score, (n, 1))
     for k in (1, 2):
         g, h = Softmax(3).grad_hess(raw, y, k)
-        div = PenaltyState(mu, np.ones(3), np.arange(3, dtype=np.int32),
-                           "root_sse").gain_divisor(g, h)
+        div = PenaltyState(mu, np.ones(3), np.arange(3, dtype=np.int32), "root_sse").gain_divisor(
+            g, h
+        )
         assert s["gain"][k, 0] / div < mu
     # as a separate one-vs-rest problem class 1 indeed selects nothing at this price
     ovr = GBFSClassifier(n_estimators=3, max_depth=1, mu=mu, device="cpu").fit(X, y == 1)
@@ -328,6 +392,7 @@ def test_multiclass_feature_free_for_other_classes():
 
 
 # --- (h) inputs are never modified --------------------------------------------------------------
+
 
 def test_inputs_not_modified_numpy():
     rng = np.random.default_rng(10)
@@ -340,8 +405,7 @@ def test_inputs_not_modified_numpy():
     groups = np.array([0, 0, 1, 1, 2])
     Xv, yv = X[:50].copy(), y[:50].copy()
     saved = [a.copy() for a in (X, y, w, costs, groups, Xv, yv)]
-    est = GBFSClassifier(n_estimators=5, feature_costs=costs, feature_groups=groups,
-                         device="cpu")
+    est = GBFSClassifier(n_estimators=5, feature_costs=costs, feature_groups=groups, device="cpu")
     est.fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     est.predict(X)
     est.predict_proba(X)
@@ -377,6 +441,7 @@ def test_inputs_not_modified_pandas():
 
 # --- (i) progress bar -------------------------------------------------------------------------
 
+
 def test_verbose_shows_a_progress_bar(capfd):
     X, y = make_classification(n_samples=100, n_features=4, random_state=0)
     GBFSClassifier(n_estimators=4, verbose=True, device="cpu").fit(X, y)
@@ -397,6 +462,7 @@ def test_quiet_prints_nothing(capfd):
 
 # --- sample weights -----------------------------------------------------------------------------
 
+
 def test_zero_weight_rows_are_removed_rows():
     """A row of weight 0 changes nothing, not even the bin edges; weight 2 is a duplicate."""
     rng = np.random.default_rng(12)
@@ -408,8 +474,9 @@ def test_zero_weight_rows_are_removed_rows():
     keep = w > 0
     a = GBFSRegressor(n_estimators=10, device="cpu").fit(X, y, sample_weight=w)
     b = GBFSRegressor(n_estimators=10, device="cpu").fit(X[keep], y[keep], sample_weight=w[keep])
-    c = GBFSRegressor(n_estimators=10, device="cpu").fit(np.repeat(X, w.astype(int), axis=0),
-                                                         np.repeat(y, w.astype(int)))
+    c = GBFSRegressor(n_estimators=10, device="cpu").fit(
+        np.repeat(X, w.astype(int), axis=0), np.repeat(y, w.astype(int))
+    )
     for f in range(3):
         np.testing.assert_array_equal(a.bin_mapper_.cuts_[f], b.bin_mapper_.cuts_[f])
     np.testing.assert_array_equal(a.predict(X), b.predict(X))

@@ -1,4 +1,5 @@
 """Behaviour pinned by ``tests/golden.py`` (see its docstring for what is exact and why)."""
+
 import json
 
 import numpy as np
@@ -28,5 +29,6 @@ def test_gbfs_bit_identical(actual, case):
 def test_linear_and_forest_unchanged(actual, case):
     exp, got = EXPECTED["loose"][case], actual["loose"][case]
     assert got["selected_features"] == exp["selected_features"]
-    np.testing.assert_allclose(got["predictions_head"], exp["predictions_head"], rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        got["predictions_head"], exp["predictions_head"], rtol=1e-9, atol=1e-12
+    )

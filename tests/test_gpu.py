@@ -10,6 +10,7 @@ host sum; gradients and losses come from ``gpufs.rules._exactmath`` (exp / log w
 +, -, *, /, compiled without fused multiply-adds on both devices), not from glibc's or CUDA's
 ``exp``; the A-GBM divisor and the losses are fixed-point sums; histograms are int64 sums.
 """
+
 import numpy as np
 import pytest
 
@@ -20,11 +21,24 @@ pytestmark = [
     pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy"),
 ]
 
-from _cudasim_checks import (CPU, Logistic, assert_same, binned,  # noqa: E402
-                             check_bin_transform, check_find_splits, check_fit_boosting,
-                             check_grow_tree, check_histograms, check_objective,
-                             check_partition, check_predict, check_update_raw, grads,
-                             make_data, segments)
+from _cudasim_checks import (  # noqa: E402
+    CPU,
+    Logistic,
+    assert_same,
+    binned,
+    check_bin_transform,
+    check_find_splits,
+    check_fit_boosting,
+    check_grow_tree,
+    check_histograms,
+    check_objective,
+    check_partition,
+    check_predict,
+    check_update_raw,
+    grads,
+    make_data,
+    segments,
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +69,30 @@ def test_kernels(gpu, n, d):
     node_g, node_h = hist[:, 0, :, 0].sum(axis=1), hist[:, 0, :, 1].sum(axis=1)
     pen = np.linspace(0.0, 3.0, d)
     check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, pen, np.ones(d, bool), gs, hs)
-    check_find_splits(gpu, hist, node_g, node_h, bm.n_bins_, np.zeros(d),
-                      np.arange(d) % 3 != 0, gs, hs, min_child_weight=5.0)
+    check_find_splits(
+        gpu,
+        hist,
+        node_g,
+        node_h,
+        bm.n_bins_,
+        np.zeros(d),
+        np.arange(d) % 3 != 0,
+        gs,
+        hs,
+        min_child_weight=5.0,
+    )
     rng = np.random.default_rng(0)
-    check_partition(gpu, Xb, rows, ns, nc, np.array([3, 5, 6]), rng.integers(0, d, 3),
-                    rng.integers(0, 50, 3), np.array([True, False, True]))
+    check_partition(
+        gpu,
+        Xb,
+        rows,
+        ns,
+        nc,
+        np.array([3, 5, 6]),
+        rng.integers(0, d, 3),
+        rng.integers(0, 50, 3),
+        np.array([True, False, True]),
+    )
     check_update_raw(gpu, rows, ns, nc, nodes, rng.normal(size=4), n_outputs=3)
 
 
@@ -70,28 +103,38 @@ def test_grow_tree(gpu, n, d, mu, depth):
     check_grow_tree(gpu, X, y, mu=mu, max_depth=depth, max_bins=255)
 
 
-@pytest.mark.parametrize("n,d,mu,scaling", [(2000, 10, 0.0, "none"),
-                                             (20_000, 50, 0.5, "none"),
-                                             (20_000, 50, 0.05, "root_sse")])
+@pytest.mark.parametrize(
+    "n,d,mu,scaling",
+    [(2000, 10, 0.0, "none"), (20_000, 50, 0.5, "none"), (20_000, 50, 0.05, "root_sse")],
+)
 def test_fit_boosting(gpu, n, d, mu, scaling):
     X, y = make_data(n, d, seed=2)
-    ens, rec, pen = check_fit_boosting(gpu, X, y, mu=mu, n_estimators=10, max_depth=5,
-                                       max_bins=255, eval_rows=n // 5, scaling=scaling,
-                                       weighted=scaling == "root_sse")
+    ens, rec, pen = check_fit_boosting(
+        gpu,
+        X,
+        y,
+        mu=mu,
+        n_estimators=10,
+        max_depth=5,
+        max_bins=255,
+        eval_rows=n // 5,
+        scaling=scaling,
+        weighted=scaling == "root_sse",
+    )
     check_predict(gpu, ens, X, binned(X, 255)[1])
 
 
 def test_fit_boosting_budget_groups(gpu):
     X, y = make_data(10_000, 24, seed=3)
-    check_fit_boosting(gpu, X, y, mu=0.3, n_estimators=8, max_depth=4, k=4,
-                       groups=np.arange(24) // 3, max_bins=64)
+    check_fit_boosting(
+        gpu, X, y, mu=0.3, n_estimators=8, max_depth=4, k=4, groups=np.arange(24) // 3, max_bins=64
+    )
 
 
 def test_million_rows(gpu):
     """1,000,000 rows: the same trees and the same selected features on both devices."""
     X, y = make_data(1_000_000, 20, seed=4, nan_frac=0.05)
-    _, _, pen = check_fit_boosting(gpu, X, y, mu=1.0, n_estimators=5, max_depth=6,
-                                   max_bins=255)
+    _, _, pen = check_fit_boosting(gpu, X, y, mu=1.0, n_estimators=5, max_depth=6, max_bins=255)
     assert len(pen.order) >= 2
 
 
@@ -102,15 +145,27 @@ def test_objective_kernels(gpu, name, n):
     check_objective(gpu, name, n=n, seed=n)
 
 
-@pytest.mark.parametrize("scaling,hessian", [("none", True), ("root_sse", True),
-                                             ("root_sse", False)])
+@pytest.mark.parametrize(
+    "scaling,hessian", [("none", True), ("root_sse", True), ("root_sse", False)]
+)
 def test_fit_boosting_logistic(gpu, scaling, hessian):
     X, y = make_data(50_000, 16, seed=5)
     yb = (y + np.random.default_rng(5).normal(size=y.shape[0]) > 0.3).astype(np.int32)
-    _, _, pen = check_fit_boosting(gpu, X, yb, objective=Logistic(), mu=0.05,
-                                   n_estimators=12, max_depth=6, max_bins=255,
-                                   scaling=scaling, hessian=hessian, weighted=True,
-                                   eval_rows=10_000, n_iter_no_change=3)
+    _, _, pen = check_fit_boosting(
+        gpu,
+        X,
+        yb,
+        objective=Logistic(),
+        mu=0.05,
+        n_estimators=12,
+        max_depth=6,
+        max_bins=255,
+        scaling=scaling,
+        hessian=hessian,
+        weighted=True,
+        eval_rows=10_000,
+        n_iter_no_change=3,
+    )
     assert len(pen.order) >= 2
 
 
@@ -119,10 +174,20 @@ def test_fit_boosting_softmax(gpu):
 
     X, y = make_data(40_000, 12, seed=6)
     yc = np.digitize(y, np.quantile(y, [0.3, 0.55, 0.8])).astype(np.int32)  # 4 classes
-    _, _, pen = check_fit_boosting(gpu, X, yc, objective=make_objective("classification", 4),
-                                   mu=0.02, n_estimators=5, max_depth=5, max_bins=255,
-                                   scaling="root_sse", weighted=True, eval_rows=8000,
-                                   n_iter_no_change=2)
+    _, _, pen = check_fit_boosting(
+        gpu,
+        X,
+        yc,
+        objective=make_objective("classification", 4),
+        mu=0.02,
+        n_estimators=5,
+        max_depth=5,
+        max_bins=255,
+        scaling="root_sse",
+        weighted=True,
+        eval_rows=8000,
+        n_iter_no_change=2,
+    )
     assert len(pen.order) >= 2
 
 
@@ -147,11 +212,17 @@ def test_estimator_cupy_input(cp, scaling):
 
     X, y = make_data(50_000, 15, seed=6)
     w = np.random.default_rng(6).uniform(0.5, 2.0, y.shape[0])
-    kw = dict(mu=0.5 if scaling == "none" else 0.05, penalty_scaling=scaling,
-              n_estimators=10, max_depth=4, random_state=0)
+    kw = dict(
+        mu=0.5 if scaling == "none" else 0.05,
+        penalty_scaling=scaling,
+        n_estimators=10,
+        max_depth=4,
+        random_state=0,
+    )
     cpu = GBFSRegressor(device="cpu", **kw).fit(X, y, sample_weight=w)
-    gpu = GBFSRegressor(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y),
-                                                sample_weight=cp.asarray(w))
+    gpu = GBFSRegressor(device="gpu", **kw).fit(
+        cp.asarray(X), cp.asarray(y), sample_weight=cp.asarray(w)
+    )
     assert gpu.device_ == "gpu"
     np.testing.assert_array_equal(cpu.selected_features_, gpu.selected_features_)
     for t, (a, b) in enumerate(zip(cpu.ensemble_.trees, gpu.ensemble_.trees)):
@@ -169,8 +240,15 @@ def test_classifier_cupy_input(cp, n_classes):
 
     X, y = make_data(30_000, 10, seed=7)
     yc = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
-    kw = dict(mu=0.05, penalty_scaling="root_sse", n_estimators=6, max_depth=4,
-              random_state=0, validation_fraction=0.2, n_iter_no_change=2)
+    kw = dict(
+        mu=0.05,
+        penalty_scaling="root_sse",
+        n_estimators=6,
+        max_depth=4,
+        random_state=0,
+        validation_fraction=0.2,
+        n_iter_no_change=2,
+    )
     cpu = GBFSClassifier(device="cpu", **kw).fit(X, yc)
     gpu = GBFSClassifier(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(yc))
     np.testing.assert_array_equal(cpu.selected_features_, gpu.selected_features_)
@@ -216,7 +294,7 @@ def test_out_of_memory_is_a_clear_error(gpu, cp):
         gpu.start_tree(Xb, gh, 0, 0, 24, np.arange(100, dtype=np.int32))
     msg = str(err.value)
     assert "a tree level's histograms" in msg
-    assert f"needed {_fmt_bytes(2 ** 23 * 100 * 256 * 2 * 8)}" in msg
+    assert f"needed {_fmt_bytes(2**23 * 100 * 256 * 2 * 8)}" in msg
     assert "free" in msg and "max_depth" in msg and "device='cpu'" in msg
     # The device is still usable afterwards.
     assert int(cp.arange(10).sum()) == 45
@@ -227,7 +305,6 @@ def test_exact_k_fills_to_k_on_the_gpu():
     columns only, k = 10 is filled from the best remaining candidates, the same ones as on
     the CPU (the same rule, on histograms built by the device)."""
     import _planted_noise as pn
-
     from gpufs import GBFSRegressor
 
     X, y, _ = pn.exact_fill(0)
@@ -242,7 +319,6 @@ def test_exact_k_fills_to_k_on_the_gpu():
 def test_guarded_categorical_fit_equals_the_cpu():
     """The categorical guards (estimator defaults) on the device: the same trees."""
     import _planted_noise as pn
-
     from gpufs import GBFSClassifier
 
     X, y, _ = pn.churn(0)

@@ -4,6 +4,7 @@ device memory is a clear error that names the array, its size and what to do.
 rmm and cupy are replaced by small fakes with the attributes gpufs uses, so the decision
 logic runs here; the real allocation path is exercised by ``tests/test_gpu.py`` on a GPU.
 """
+
 import sys
 import types
 
@@ -28,9 +29,11 @@ class _ManagedMR:
 def _fake_modules(monkeypatch, current):
     state = {"resource": current, "allocator": None}
     mr = types.SimpleNamespace(
-        CudaMemoryResource=_CudaMR, PoolMemoryResource=_PoolMR,
+        CudaMemoryResource=_CudaMR,
+        PoolMemoryResource=_PoolMR,
         get_current_device_resource=lambda: state["resource"],
-        set_current_device_resource=lambda r: state.__setitem__("resource", r))
+        set_current_device_resource=lambda r: state.__setitem__("resource", r),
+    )
     rmm = types.ModuleType("rmm")
     rmm.mr = mr
     allocators = types.ModuleType("rmm.allocators")
@@ -38,8 +41,12 @@ def _fake_modules(monkeypatch, current):
     cupy_alloc.rmm_cupy_allocator = "rmm_cupy_allocator"
     cupy = types.ModuleType("cupy")
     cupy.cuda = types.SimpleNamespace(set_allocator=lambda a: state.__setitem__("allocator", a))
-    for name, mod in (("rmm", rmm), ("rmm.allocators", allocators),
-                      ("rmm.allocators.cupy", cupy_alloc), ("cupy", cupy)):
+    for name, mod in (
+        ("rmm", rmm),
+        ("rmm.allocators", allocators),
+        ("rmm.allocators.cupy", cupy_alloc),
+        ("cupy", cupy),
+    ):
         monkeypatch.setitem(sys.modules, name, mod)
     monkeypatch.setattr(_device, "_RMM_DONE", False)
     monkeypatch.delenv("GPUFS_NO_RMM", raising=False)

@@ -8,6 +8,7 @@ Statistical tests state their false-failure rate: each compares a count with a b
 distribution at level ALPHA = 1e-3 (``scipy.stats.binomtest``), and its data and subsets are
 seeded, so a run either always passes or always fails.
 """
+
 import json
 import math
 import os
@@ -18,21 +19,30 @@ import pytest
 from scipy.stats import binomtest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import _simulator_runs
+from _reference import RefOmega
+from _reference_group_testing import ref_candidates, ref_gt_tree, ref_standardize
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
 from gpufs.engine.binning import BinMapper
-from gpufs.engine.group_testing import (FirstStep, GroupTestParams, GroupTestSearch, draw_subsets,
-                                 group_test_candidates, isolation_probability, n_search_steps, n_subsets,
-                                 pseudo_features_per_tree, standardize, standardized_values,
-                                 subset_size)
+from gpufs.engine.group_testing import (
+    FirstStep,
+    GroupTestParams,
+    GroupTestSearch,
+    draw_subsets,
+    group_test_candidates,
+    isolation_probability,
+    n_search_steps,
+    n_subsets,
+    pseudo_features_per_tree,
+    standardize,
+    standardized_values,
+    subset_size,
+)
 from gpufs.engine.grower import TreeParams, grow_tree_packed
-from gpufs.io.model_io import ModelFileError
 from gpufs.engine.penalties import PenaltyState
 from gpufs.engine.quantize import PreparedGradients, fixed_point_scale, quantize
-
-from _reference import RefOmega
-from _reference_group_testing import ref_candidates, ref_gt_tree, ref_standardize
-import _simulator_runs
+from gpufs.io.model_io import ModelFileError
 
 # Small test problems are far from where group testing pays (the estimator says so).
 pytestmark = pytest.mark.filterwarnings("ignore:split_search='group_testing' with:UserWarning")
@@ -54,6 +64,7 @@ def _gradients(g, h):
 
 # --- sizes -------------------------------------------------------------------------------
 
+
 def test_sizes_of_theorem_4_1():
     assert n_subsets(10, 0.05) == math.ceil(math.e * 10 * math.log(200)) == 145
     assert n_subsets(1, 0.05) == 1
@@ -63,27 +74,30 @@ def test_sizes_of_theorem_4_1():
     rng = np.random.default_rng(0)
     sub = draw_subsets(rng, 50, 4, 0.2)
     assert sub.shape == (n_subsets(4, 0.2), 12) and sub.dtype == np.int64
-    assert all(len(set(r.tolist())) == 12 for r in sub)          # without replacement
-    one = draw_subsets(rng, 9, 1, 0.2)                           # s = 1: [d], in random order
+    assert all(len(set(r.tolist())) == 12 for r in sub)  # without replacement
+    one = draw_subsets(rng, 9, 1, 0.2)  # s = 1: [d], in random order
     assert one.shape == (1, 9) and sorted(one[0].tolist()) == list(range(9))
 
 
 def test_standardize_matches_the_papers_rule_in_both_layouts():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 7)) * [1, 10, 1e-3, 1, 1, 1, 1] + 3
-    X[:, 4] = 2.5                                   # constant: 0
-    X[rng.random(X.shape) < 0.2] = np.nan           # missing: 0
-    X[:, 6] = np.nan                                # all missing: 0
+    X[:, 4] = 2.5  # constant: 0
+    X[rng.random(X.shape) < 0.2] = np.nan  # missing: 0
+    X[:, 6] = np.nan  # all missing: 0
     Z = ref_standardize(X)
     assert Z.max() == 255 and Z[:, 4].max() == 0 and Z[:, 6].max() == 0
     Q = standardize(X, CPU)
     assert Q.dtype == np.uint8 and Q.shape == (7, 40)
     np.testing.assert_array_equal(standardized_values(Q), Z)
-    np.testing.assert_array_equal(standardize(X.astype(np.float32), CPU),
-                                  standardize(X.astype(np.float32).astype(np.float64), CPU))
+    np.testing.assert_array_equal(
+        standardize(X.astype(np.float32), CPU),
+        standardize(X.astype(np.float32).astype(np.float64), CPU),
+    )
 
 
 # --- the fast path against the paper's algorithm ------------------------------------------
+
 
 def _random_problem(rng):
     n = int(rng.integers(20, 160))
@@ -92,7 +106,7 @@ def _random_problem(rng):
     if rng.random() < 0.5:
         X[rng.random(X.shape) < 0.1] = np.nan
     if rng.random() < 0.3:
-        X[:, 0] = X[:, 1]                               # equal pseudo-features: ties
+        X[:, 0] = X[:, 1]  # equal pseudo-features: ties
     z = np.nan_to_num(X)
     g = z[:, 0] - 2 * z[:, d // 2] + rng.normal(size=n)
     h = rng.uniform(0.2, 2.0, size=n) if rng.random() < 0.5 else np.ones(n)
@@ -113,19 +127,36 @@ def test_fast_path_picks_the_reference_candidates(case):
     nb = int(rng.choice([2, 7, 64, 255]))
     lam, mcw = float(rng.choice([0.0, 1.0])), float(rng.choice([1e-3, 2.0]))
     traces = []
-    want = ref_candidates(ref_standardize(X), np.arange(n), subsets, gq, hq, gs, hs, nb, lam,
-                          mcw, traces)
+    want = ref_candidates(
+        ref_standardize(X), np.arange(n), subsets, gq, hq, gs, hs, nb, lam, mcw, traces
+    )
     for be in (CPU, CPU2):
         trace = []
-        got = group_test_candidates(be, standardize(X, be), np.stack([gq, hq], 1),
-                                    int(gq.sum()), int(hq.sum()), gs, hs, subsets,
-                                    params=GroupTestParams(nb, lam, mcw), trace=trace)
+        got = group_test_candidates(
+            be,
+            standardize(X, be),
+            np.stack([gq, hq], 1),
+            int(gq.sum()),
+            int(hq.sum()),
+            gs,
+            hs,
+            subsets,
+            params=GroupTestParams(nb, lam, mcw),
+            trace=trace,
+        )
         np.testing.assert_array_equal(got, want)
         # step by step: the same groups compared, with bit-identical gains
         for i in range(subsets.shape[0]):
-            fast = [(st["left"][j].tolist(), st["right"][j].tolist(), st["gain_left"][j],
-                     st["gain_right"][j]) for st in trace
-                    for j in np.flatnonzero(st["active"] == i)]
+            fast = [
+                (
+                    st["left"][j].tolist(),
+                    st["right"][j].tolist(),
+                    st["gain_left"][j],
+                    st["gain_right"][j],
+                )
+                for st in trace
+                for j in np.flatnonzero(st["active"] == i)
+            ]
             assert fast == traces[i]
 
 
@@ -139,23 +170,33 @@ def test_precomputed_first_step_changes_nothing(case):
     subsets = draw_subsets(rng, d, 2, 0.2)
     Q = standardize(X, CPU)
     first = FirstStep(CPU, Q, subsets, 64)
-    for k in range(2):                      # two trees' gradients, one precomputation
+    for k in range(2):  # two trees' gradients, one precomputation
         gq, hq, gs, hs = _gradients(g * (k + 1) + rng.normal(size=n), h)
         gh = np.stack([gq, hq], 1)
         runs = []
         for f in (None, first):
             trace = []
-            c = group_test_candidates(CPU, Q, gh, int(gq.sum()), int(hq.sum()), gs, hs,
-                                      subsets, params=GroupTestParams(max_bins=64), first=f,
-                                      trace=trace)
-            runs.append((c, [(t["gain_left"].tolist(), t["gain_right"].tolist())
-                             for t in trace]))
+            c = group_test_candidates(
+                CPU,
+                Q,
+                gh,
+                int(gq.sum()),
+                int(hq.sum()),
+                gs,
+                hs,
+                subsets,
+                params=GroupTestParams(max_bins=64),
+                first=f,
+                trace=trace,
+            )
+            runs.append((c, [(t["gain_left"].tolist(), t["gain_right"].tolist()) for t in trace]))
         assert runs[0][0].tolist() == runs[1][0].tolist()
         assert runs[0][1] == runs[1][1]
     search = GroupTestSearch(Q, 2, 0.2, seed=3, max_bins=64, subsets="per_fit")
     np.testing.assert_array_equal(search.subsets(0), search.subsets(17))
-    assert not np.array_equal(GroupTestSearch(Q, 2, 0.2, 3).subsets(0),
-                              GroupTestSearch(Q, 2, 0.2, 3).subsets(1))
+    assert not np.array_equal(
+        GroupTestSearch(Q, 2, 0.2, 3).subsets(0), GroupTestSearch(Q, 2, 0.2, 3).subsets(1)
+    )
 
 
 def test_rows_of_weight_zero_are_not_tested():
@@ -166,15 +207,25 @@ def test_rows_of_weight_zero_are_not_tested():
     X, g, h = _random_problem(rng)
     n, d = X.shape
     w = (rng.random(n) < 0.7).astype(float)
-    X[w == 0] *= 50.0                     # far away: would move the extremes
+    X[w == 0] *= 50.0  # far away: would move the extremes
     gq, hq, gs, hs = _gradients(g * w, h * w)
     keep = np.flatnonzero(w > 0)
-    search = GroupTestSearch(standardize(X[keep], CPU), s=3, delta=0.1, seed=5, max_bins=32,
-                             rows=keep)
-    got = search(CPU, np.stack([gq, hq], 1), int(gq.sum()), int(hq.sum()), gs, hs,
-                 TreeParams(), tree_index=4)
-    want = ref_candidates(ref_standardize(X[keep]), np.arange(keep.size), search.subsets(4),
-                          gq[keep], hq[keep], gs, hs, 32)
+    search = GroupTestSearch(
+        standardize(X[keep], CPU), s=3, delta=0.1, seed=5, max_bins=32, rows=keep
+    )
+    got = search(
+        CPU, np.stack([gq, hq], 1), int(gq.sum()), int(hq.sum()), gs, hs, TreeParams(), tree_index=4
+    )
+    want = ref_candidates(
+        ref_standardize(X[keep]),
+        np.arange(keep.size),
+        search.subsets(4),
+        gq[keep],
+        hq[keep],
+        gs,
+        hs,
+        32,
+    )
     np.testing.assert_array_equal(got, np.unique(want))
 
 
@@ -191,22 +242,24 @@ def test_tree_follows_algorithm_2(seed):
     gq, hq, gs, hs = _gradients(-y, np.ones(n))
     bm = BinMapper(max_bins=16).fit(X)
     Xb = bm.transform(X, CPU)
-    groups = np.arange(d, dtype=np.int32) // (2 if seed % 2 else 1)   # bags of two, or none
+    groups = np.arange(d, dtype=np.int32) // (2 if seed % 2 else 1)  # bags of two, or none
     costs = rng.uniform(0.5, 1.5, size=d)
     mu = 0.6
     pen = PenaltyState(mu, costs, groups, "none", None)
     search = GroupTestSearch(standardize(X, CPU), s=3, delta=0.2, seed=seed)
     omega = RefOmega(mu, costs, groups)
-    for f in (2, 7):                        # an Omega from earlier trees
+    for f in (2, 7):  # an Omega from earlier trees
         pen.admit([f], 0)
         omega.admit(f, 0)
     params = TreeParams(max_depth=3)
     prep = PreparedGradients(np.stack([gq, hq], axis=1), int(gq.sum()), int(hq.sum()), gs, hs)
-    grown = grow_tree_packed(CPU, Xb, prep, bm.n_bins_, bm, pen, params, tree_index=1,
-                             candidate_search=search)
+    grown = grow_tree_packed(
+        CPU, Xb, prep, bm.n_bins_, bm, pen, params, tree_index=1, candidate_search=search
+    )
     C = pen.candidates_by_tree[-1]
-    want_c = np.unique(ref_candidates(ref_standardize(X), np.arange(n),
-                                      search.subsets(1), gq, hq, gs, hs))
+    want_c = np.unique(
+        ref_candidates(ref_standardize(X), np.arange(n), search.subsets(1), gq, hq, gs, hs)
+    )
     np.testing.assert_array_equal(C, want_c)
     ref = ref_gt_tree(Xb, gq, hq, gs, hs, bm.n_bins_, omega, C, max_depth=3, tree_index=1)
     np.testing.assert_array_equal(grown.tree.feature, ref["feature"])
@@ -225,6 +278,7 @@ def test_tree_follows_algorithm_2(seed):
 
 # --- the estimator option ------------------------------------------------------------------
 
+
 def _planted(seed, n=600, d=400, informative=(3, 50, 123, 350)):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -234,8 +288,14 @@ def _planted(seed, n=600, d=400, informative=(3, 50, 123, 350)):
 
 def test_estimator_finds_the_planted_features_deterministically():
     X, y, informative = _planted(0)
-    kw = dict(split_search="group_testing", gt_s=4, n_estimators=25, max_depth=3,
-              device="cpu", random_state=3)
+    kw = dict(
+        split_search="group_testing",
+        gt_s=4,
+        n_estimators=25,
+        max_depth=3,
+        device="cpu",
+        random_state=3,
+    )
     a = GBFSRegressor(**kw).fit(X, y)
     b = GBFSRegressor(**kw).fit(X, y)
     assert set(a.selected_features_.tolist()) == informative
@@ -248,8 +308,9 @@ def test_estimator_finds_the_planted_features_deterministically():
         assert set(added) <= set(a.group_test_candidates_[t].tolist())
     # a different seed draws different subsets
     c = GBFSRegressor(**{**kw, "random_state": 4}).fit(X, y)
-    assert any(not np.array_equal(x, z) for x, z in zip(a.group_test_candidates_,
-                                                         c.group_test_candidates_))
+    assert any(
+        not np.array_equal(x, z) for x, z in zip(a.group_test_candidates_, c.group_test_candidates_)
+    )
     assert a.fit_times_["group_test"] > 0 and "standardize" in a.fit_times_
     exact = GBFSRegressor(**{**kw, "split_search": "exact"}).fit(X, y)
     assert exact.group_test_candidates_ is None
@@ -268,13 +329,21 @@ def test_budget_with_group_testing():
     (a test every tree); the final fit, restricted to the k chosen, runs tests only until all
     k are in."""
     X, y, informative = _planted(1)
-    est = GBFSRegressor(split_search="group_testing", n_features_to_select=3, n_estimators=20,
-                        max_depth=3, device="cpu", random_state=0).fit(X, y)
+    est = GBFSRegressor(
+        split_search="group_testing",
+        n_features_to_select=3,
+        n_estimators=20,
+        max_depth=3,
+        device="cpu",
+        random_state=0,
+    ).fit(X, y)
     assert len(est.selected_features_) == 3
     assert set(est.selected_features_.tolist()) <= informative
     sizes = [len(c) for c in est.group_test_candidates_]
-    full = max(int(est.first_use_tree_[est.selected_features_].max()) + 1,
-               est.selection_pool_["resumed_round"])
+    full = max(
+        int(est.first_use_tree_[est.selected_features_].max()) + 1,
+        est.selection_pool_["resumed_round"],
+    )
     assert all(sz > 0 for sz in sizes[:full]) and all(sz == 0 for sz in sizes[full:])
     assert full < len(sizes)  # some trees ran no test
     assert est.mu_search_ and all(p["reached"] in (True, False) for p in est.mu_search_)
@@ -284,16 +353,21 @@ def test_multiclass_and_weights():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, 60))
     y = np.digitize(X[:, 10] + X[:, 20], [-0.7, 0.7])
-    est = GBFSClassifier(split_search="group_testing", gt_s=2, n_estimators=6, max_depth=2,
-                         device="cpu", random_state=0).fit(X, y)
-    assert len(est.group_test_candidates_) == 18            # one test per class tree
+    est = GBFSClassifier(
+        split_search="group_testing",
+        gt_s=2,
+        n_estimators=6,
+        max_depth=2,
+        device="cpu",
+        random_state=0,
+    ).fit(X, y)
+    assert len(est.group_test_candidates_) == 18  # one test per class tree
     assert {10, 20} <= set(est.selected_features_.tolist())
     w = rng.integers(0, 3, 300).astype(float)
     Xw = X.copy()
-    Xw[w == 0] *= 4.0                        # weight-0 rows are not training data
+    Xw[w == 0] *= 4.0  # weight-0 rows are not training data
     keep = w > 0
-    kw = dict(split_search="group_testing", gt_s=2, n_estimators=5, device="cpu",
-              random_state=1)
+    kw = dict(split_search="group_testing", gt_s=2, n_estimators=5, device="cpu", random_state=1)
     a = GBFSClassifier(**kw).fit(Xw, y, sample_weight=w)
     b = GBFSClassifier(**kw).fit(Xw[keep], y[keep], sample_weight=w[keep])
     # the same trees (probabilities to 1 ulp: softmax's weighted base score sums differently,
@@ -306,19 +380,34 @@ def test_multiclass_and_weights():
         np.testing.assert_array_equal(ca, cb)
 
 
-@pytest.mark.parametrize("params, message", [
-    (dict(split_search="binary"), r"'split_search' parameter of GBFSRegressor must be a str "
-                                  r"among \{.*'group_testing'.*\}"),
-    (dict(gt_s=0), r"'gt_s' parameter of GBFSRegressor must be an int in the range "
-                   r"\[1, 9223372036854775807\] or None"),
-    (dict(gt_s=2.5), r"'gt_s' parameter of GBFSRegressor must be an int"),
-    (dict(gt_delta=1.0), r"'gt_delta' parameter of GBFSRegressor must be a float in the "
-                         r"range \(0(\.0)?, 1(\.0)?\)"),
-    (dict(gt_delta=0), r"'gt_delta' parameter of GBFSRegressor must be a float in the range"),
-    (dict(gt_delta=True), r"'gt_delta' parameter of GBFSRegressor must be a float"),
-    (dict(gt_subsets="per_node"), r"'gt_subsets' parameter of GBFSRegressor must be a str "
-                                  r"among \{.*'per_fit'.*\}"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (
+            dict(split_search="binary"),
+            r"'split_search' parameter of GBFSRegressor must be a str "
+            r"among \{.*'group_testing'.*\}",
+        ),
+        (
+            dict(gt_s=0),
+            r"'gt_s' parameter of GBFSRegressor must be an int in the range "
+            r"\[1, 9223372036854775807\] or None",
+        ),
+        (dict(gt_s=2.5), r"'gt_s' parameter of GBFSRegressor must be an int"),
+        (
+            dict(gt_delta=1.0),
+            r"'gt_delta' parameter of GBFSRegressor must be a float in the "
+            r"range \(0(\.0)?, 1(\.0)?\)",
+        ),
+        (dict(gt_delta=0), r"'gt_delta' parameter of GBFSRegressor must be a float in the range"),
+        (dict(gt_delta=True), r"'gt_delta' parameter of GBFSRegressor must be a float"),
+        (
+            dict(gt_subsets="per_node"),
+            r"'gt_subsets' parameter of GBFSRegressor must be a str "
+            r"among \{.*'per_fit'.*\}",
+        ),
+    ],
+)
 def test_bad_parameters(params, message):
     X, y, _ = _planted(0, n=50, d=10, informative=(1, 3))
     with pytest.raises(ValueError, match=message):
@@ -327,16 +416,25 @@ def test_bad_parameters(params, message):
 
 def test_warns_when_group_testing_cannot_pay():
     X, y, _ = _planted(0, n=80, d=30, informative=(1, 3))
-    with pytest.warns(UserWarning, match=r"gt_s=10 and gt_delta=0.05 scores 580 "
-                                         r"pseudo-features per tree, not fewer than the 30 "
-                                         r"features the exact search scores"):
+    with pytest.warns(
+        UserWarning,
+        match=r"gt_s=10 and gt_delta=0.05 scores 580 "
+        r"pseudo-features per tree, not fewer than the 30 "
+        r"features the exact search scores",
+    ):
         GBFSRegressor(split_search="group_testing", n_estimators=2, device="cpu").fit(X, y)
 
 
 def test_save_load_round_trip_and_checks(tmp_path):
     X, y, _ = _planted(2, n=200, d=80, informative=(1, 40))
-    est = GBFSRegressor(split_search="group_testing", gt_s=2, gt_delta=0.2, n_estimators=8,
-                        device="cpu", random_state=0).fit(X, y)
+    est = GBFSRegressor(
+        split_search="group_testing",
+        gt_s=2,
+        gt_delta=0.2,
+        n_estimators=8,
+        device="cpu",
+        random_state=0,
+    ).fit(X, y)
     path = tmp_path / "gt.json"
     est.save_model(path)
     got = GBFSRegressor.load_model(path)
@@ -356,9 +454,12 @@ def test_save_load_round_trip_and_checks(tmp_path):
 
     t = next(i for i, a in enumerate(est.selection_record_["features_added"]) if a)
     f_added = est.selection_record_["features_added"][t][0]
-    with pytest.raises(ModelFileError, match=rf"group_test_candidates\[{t}\]: tree {t} added "
-                                             rf"feature {f_added}, which is not one of its "
-                                             r"candidates"):
+    with pytest.raises(
+        ModelFileError,
+        match=rf"group_test_candidates\[{t}\]: tree {t} added "
+        rf"feature {f_added}, which is not one of its "
+        r"candidates",
+    ):
         load(lambda d: d["fitted"]["group_test_candidates"][t].remove(f_added))
     with pytest.raises(ModelFileError, match="must be present exactly when split_search is"):
         load(lambda d: d["fitted"].pop("group_test_candidates"))
@@ -373,10 +474,12 @@ def test_save_load_round_trip_and_checks(tmp_path):
     assert GBFSRegressor.load_model(path).group_test_candidates_ is None
 
 
-@parametrize_with_checks([GBFSClassifier(n_estimators=5, split_search="group_testing", gt_s=2,
-                                         device="cpu"),
-                          GBFSRegressor(n_estimators=5, split_search="group_testing", gt_s=2,
-                                        device="cpu")])
+@parametrize_with_checks(
+    [
+        GBFSClassifier(n_estimators=5, split_search="group_testing", gt_s=2, device="cpu"),
+        GBFSRegressor(n_estimators=5, split_search="group_testing", gt_s=2, device="cpu"),
+    ]
+)
 def test_sklearn_estimator_checks_with_group_testing(estimator, check):
     """scikit-learn's estimator checks pass with the group tests on (weights included: rows
     of weight 0 take no part in the tests)."""
@@ -384,6 +487,7 @@ def test_sklearn_estimator_checks_with_group_testing(estimator, check):
 
 
 # --- theory: Theorem 4.1 --------------------------------------------------------------------
+
 
 def _isolated(subsets, relevant):
     """For each relevant feature: does some subset hold it and no other relevant feature?"""
@@ -405,8 +509,14 @@ def test_subsets_isolate_with_the_exact_probability(d, s, delta):
     assert exact >= 1 - delta
     relevant = list(range(s))
     trials = 1500 if d <= 200 else 300
-    hits = sum(all(_isolated(draw_subsets(np.random.default_rng([9, t]), d, s, delta)
-                             .tolist(), relevant).values()) for t in range(trials))
+    hits = sum(
+        all(
+            _isolated(
+                draw_subsets(np.random.default_rng([9, t]), d, s, delta).tolist(), relevant
+            ).values()
+        )
+        for t in range(trials)
+    )
     assert binomtest(hits, trials, exact).pvalue > ALPHA, (hits, trials, exact)
 
 
@@ -451,18 +561,25 @@ def test_planted_features_found_as_theorem_4_1_predicts(planted_2000, delta):
     trials, all_found, iso, iso_found = 40, 0, 0, 0
     for t in range(trials):
         sub = draw_subsets(np.random.default_rng([31, t]), d, s, delta)
-        C = set(group_test_candidates(CPU, Q, gh, int(gh[:, 0].sum()), int(gh[:, 1].sum()),
-                                      gs, hs, sub).tolist())
+        C = set(
+            group_test_candidates(
+                CPU, Q, gh, int(gh[:, 0].sum()), int(gh[:, 1].sum()), gs, hs, sub
+            ).tolist()
+        )
         all_found += set(relevant) <= C
         for f, alone in _isolated(sub.tolist(), relevant).items():
             iso += alone
             iso_found += alone and f in C
-    assert binomtest(all_found, trials, pred, alternative="less").pvalue > ALPHA, \
-        (all_found, trials, pred)
+    assert binomtest(all_found, trials, pred, alternative="less").pvalue > ALPHA, (
+        all_found,
+        trials,
+        pred,
+    )
     assert binomtest(iso_found, iso, 0.95, alternative="less").pvalue > ALPHA, (iso_found, iso)
 
 
 # --- the caveat: relevant features of opposite effect in one group cancel -------------------
+
 
 def _pair_problem(seed, sign, n=4000, d=16):
     rng = np.random.default_rng(seed)
@@ -473,8 +590,18 @@ def _pair_problem(seed, sign, n=4000, d=16):
 
 
 def _search_one(Q, gh, gs, hs, subset):
-    return int(group_test_candidates(CPU, Q, gh, int(gh[:, 0].sum()), int(gh[:, 1].sum()), gs,
-                                     hs, np.asarray([subset], np.int64))[0])
+    return int(
+        group_test_candidates(
+            CPU,
+            Q,
+            gh,
+            int(gh[:, 0].sum()),
+            int(gh[:, 1].sum()),
+            gs,
+            hs,
+            np.asarray([subset], np.int64),
+        )[0]
+    )
 
 
 def test_caveat_opposite_effects_in_one_group_cancel():
@@ -502,13 +629,13 @@ def test_caveat_opposite_effects_in_one_group_cancel():
     for t in range(trials):
         Q, gh, gs, hs = _pair_problem(1000 + t, -1.0)
         sub = draw_subsets(np.random.default_rng([77, t]), d, s, delta)
-        C = group_test_candidates(CPU, Q, gh, int(gh[:, 0].sum()), int(gh[:, 1].sum()), gs, hs,
-                                  sub)
+        C = group_test_candidates(CPU, Q, gh, int(gh[:, 0].sum()), int(gh[:, 1].sum()), gs, hs, sub)
         both += {0, 1} <= set(C.tolist())
     assert binomtest(both, trials, pred, alternative="less").pvalue > ALPHA, (both, pred)
 
 
 # --- CPU == simulated GPU -------------------------------------------------------------------
+
 
 @pytest.mark.cudasim
 def test_group_testing_under_the_cuda_simulator():
@@ -528,8 +655,7 @@ def test_group_testing_on_a_real_gpu():
     import cupy as cp
 
     X, y, _ = _planted(3, n=20_000, d=600, informative=(5, 300, 599))
-    kw = dict(split_search="group_testing", gt_s=3, n_estimators=8, max_depth=4,
-              random_state=0)
+    kw = dict(split_search="group_testing", gt_s=3, n_estimators=8, max_depth=4, random_state=0)
     cpu = GBFSRegressor(device="cpu", **kw).fit(X, y)
     gpu = GBFSRegressor(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y))
     np.testing.assert_array_equal(cpu.selected_features_, gpu.selected_features_)

@@ -1,18 +1,17 @@
 """The grower (``gpufs.engine.grower``): a hand-computed tree, the penalty and budget paths, the
 brute-force oracle of tests/_reference.py on random trees, and row-order invariance."""
+
 import numpy as np
 import pytest
 
-from gpufs.rules._categorical import MAX_CAT_TO_ONEHOT
+from _reference import RefOmega, ref_root_divisor, reference_grow_tree
 from gpufs.backends.base import SplitParams, categorical_slots
 from gpufs.backends.cpu import CPUBackend
 from gpufs.engine.binning import BinMapper
 from gpufs.engine.grower import GrownTree, TreeParams, grow_tree
 from gpufs.engine.penalties import PenaltyState
 from gpufs.engine.quantize import fixed_point_scale, quantize
-
-from _reference import RefOmega, ref_root_divisor, reference_grow_tree
-
+from gpufs.rules._categorical import MAX_CAT_TO_ONEHOT
 
 
 class CountingBackend(CPUBackend):
@@ -37,8 +36,7 @@ class CountingBackend(CPUBackend):
 # Node gain bounds in every tree with penalties, so the skipping is checked against the oracle.
 BACKEND = CountingBackend(gain_bounds="always")
 #: Parallel drivers on tiny tasks: chunked histograms, partitions and reductions.
-CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0,
-                         gain_bounds="always")
+CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0, gain_bounds="always")
 
 
 def _stub_mapper(n_bins, is_cat=None):
@@ -49,10 +47,14 @@ def _stub_mapper(n_bins, is_cat=None):
     codes = None
     if is_cat is not None and np.any(is_cat):
         cat = np.flatnonzero(is_cat)
-        codes = CategoryCodes(len(n_bins), {int(f): list(range(int(n_bins[f]))) for f in cat},
-                              {int(f): int(n_bins[f]) for f in cat})
-    return BinMapper._from_validated(255, None, 0, [np.arange(nb - 1) + 0.5 for nb in n_bins],
-                                     codes)
+        codes = CategoryCodes(
+            len(n_bins),
+            {int(f): list(range(int(n_bins[f]))) for f in cat},
+            {int(f): int(n_bins[f]) for f in cat},
+        )
+    return BinMapper._from_validated(
+        255, None, 0, [np.arange(nb - 1) + 0.5 for nb in n_bins], codes
+    )
 
 
 # --- a tree small enough to grow by hand ------------------------------------------------------
@@ -70,16 +72,37 @@ def _grow_from_gradients(backend, Xb, g, h, n_bins, bin_mapper, penalties, param
     """Quantize float gradients and hessians as the boosting loop does, and grow a tree."""
     n = int(g.shape[0])
     g_scale, h_scale = fixed_point_scale(g, n), fixed_point_scale(h, n)
-    return grow_tree(backend, Xb, quantize(g, g_scale), quantize(h, h_scale), g_scale, h_scale,
-                     n_bins, bin_mapper, penalties, params, tree_index, gain_divisor=1.0)
+    return grow_tree(
+        backend,
+        Xb,
+        quantize(g, g_scale),
+        quantize(h, h_scale),
+        g_scale,
+        h_scale,
+        n_bins,
+        bin_mapper,
+        penalties,
+        params,
+        tree_index,
+        gain_divisor=1.0,
+    )
 
 
 def _hand(mu, max_depth=1, **params):
     ps = PenaltyState(mu, np.ones(2), np.arange(2, dtype=np.int32))
     p = dict(max_depth=max_depth, reg_lambda=0.0, learning_rate=0.5, min_child_weight=1e-3)
     p.update(params)
-    grown = _grow_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
-                                 _stub_mapper(HAND_BINS), ps, TreeParams(**p), tree_index=3)
+    grown = _grow_from_gradients(
+        BACKEND,
+        HAND_XB,
+        HAND_G,
+        np.ones(4),
+        HAND_BINS,
+        _stub_mapper(HAND_BINS),
+        ps,
+        TreeParams(**p),
+        tree_index=3,
+    )
     return grown, ps
 
 
@@ -90,30 +113,38 @@ def test_hand_computed_stump():
     assert t.feature.tolist() == [0, -1, -1]
     assert t.bin_threshold[0] == 0 and t.threshold[0] == 0.5 and not t.missing_left[0]
     assert t.gain.tolist() == [2.0, 0.0, 0.0]
-    assert t.value.tolist() == [0.0, 0.5, -0.5]   # the root's own value: -0/4
+    assert t.value.tolist() == [0.0, 0.5, -0.5]  # the root's own value: -0/4
     assert t.cover.tolist() == [4.0, 2.0, 2.0] and t.count.tolist() == [4, 2, 2]
     assert grown.leaf_nodes.tolist() == [1, 2] and grown.leaf_values.tolist() == [0.5, -0.5]
     assert grown.new_features == [0] and ps.order == [0]
     assert ps.first_use_tree.tolist() == [3, -1]
     raw = np.zeros(4)
-    grown.add_to(raw)                             # from the partition, no tree walk
+    grown.add_to(raw)  # from the partition, no tree walk
     assert raw.tolist() == [0.5, 0.5, -0.5, -0.5]
 
 
 def test_a_penalty_above_the_gain_leaves_a_leaf_and_a_used_feature_is_free():
-    grown, ps = _hand(mu=2.5)                     # 2 - 2.5 < 0: no split pays
+    grown, ps = _hand(mu=2.5)  # 2 - 2.5 < 0: no split pays
     assert grown.tree.feature.tolist() == [-1, -1, -1] and grown.new_features == []
     assert grown.leaf_nodes.tolist() == [0] and ps.order == []
     ps = PenaltyState(2.5, np.ones(2), np.arange(2, dtype=np.int32))
-    ps.admit([0], -1)                             # feature 0 already in Omega: free
-    grown = _grow_from_gradients(BACKEND, HAND_XB, HAND_G, np.ones(4), HAND_BINS,
-                                 _stub_mapper(HAND_BINS), ps,
-                                 TreeParams(max_depth=1, reg_lambda=0.0), tree_index=0)
+    ps.admit([0], -1)  # feature 0 already in Omega: free
+    grown = _grow_from_gradients(
+        BACKEND,
+        HAND_XB,
+        HAND_G,
+        np.ones(4),
+        HAND_BINS,
+        _stub_mapper(HAND_BINS),
+        ps,
+        TreeParams(max_depth=1, reg_lambda=0.0),
+        tree_index=0,
+    )
     assert grown.tree.feature[0] == 0 and grown.new_features == []
 
 
 def test_min_split_gain_min_child_weight_and_depth():
-    assert _hand(0.0, min_split_gain=2.0)[0].tree.feature[0] == -1   # needs gain > 2
+    assert _hand(0.0, min_split_gain=2.0)[0].tree.feature[0] == -1  # needs gain > 2
     assert _hand(0.0, min_split_gain=1.99)[0].tree.feature[0] == 0
     assert _hand(0.0, min_child_weight=2.5)[0].tree.feature[0] == -1  # children hold 2
     # depth 2: the children are pure (every G_L = G_R = 0 split has gain 0, not > 0): leaves
@@ -172,11 +203,25 @@ def _random_penalty(rng, d, *, penalty, costs, groups, budget):
     return mu, c, grp, k, used0
 
 
-def _run_both(Xb, g, h, n_bins, mu, costs, groups, k, used0, params, scaling="none",
-              backend=BACKEND, is_cat=None):
+def _run_both(
+    Xb,
+    g,
+    h,
+    n_bins,
+    mu,
+    costs,
+    groups,
+    k,
+    used0,
+    params,
+    scaling="none",
+    backend=BACKEND,
+    is_cat=None,
+):
     gq, hq, gs, hs = _quantized(g, h)
-    ps = PenaltyState(mu, costs, np.unique(groups, return_inverse=True)[1].astype(np.int32),
-                      scaling, k)
+    ps = PenaltyState(
+        mu, costs, np.unique(groups, return_inverse=True)[1].astype(np.int32), scaling, k
+    )
     ro = RefOmega(mu, costs, groups, k)
     if used0.any():
         ps.admit(np.flatnonzero(used0), -1)
@@ -185,14 +230,37 @@ def _run_both(Xb, g, h, n_bins, mu, costs, groups, k, used0, params, scaling="no
     div = ps.gain_divisor(g, h)
     if scaling == "root_sse":
         np.testing.assert_allclose(div, ref_root_divisor(g, h), rtol=1e-12)
-    grown = grow_tree(backend, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins, is_cat), ps,
-                      params, tree_index=7, gain_divisor=div)
-    ref = reference_grow_tree(Xb, gq, hq, gs, hs, n_bins, ro, max_depth=params.max_depth,
-                              reg_lambda=params.reg_lambda,
-                              learning_rate=params.learning_rate,
-                              min_child_weight=params.min_child_weight,
-                              min_split_gain=params.min_split_gain, gain_divisor=div,
-                              tree_index=7, is_cat=is_cat)
+    grown = grow_tree(
+        backend,
+        Xb,
+        gq,
+        hq,
+        gs,
+        hs,
+        n_bins,
+        _stub_mapper(n_bins, is_cat),
+        ps,
+        params,
+        tree_index=7,
+        gain_divisor=div,
+    )
+    ref = reference_grow_tree(
+        Xb,
+        gq,
+        hq,
+        gs,
+        hs,
+        n_bins,
+        ro,
+        max_depth=params.max_depth,
+        reg_lambda=params.reg_lambda,
+        learning_rate=params.learning_rate,
+        min_child_weight=params.min_child_weight,
+        min_split_gain=params.min_split_gain,
+        gain_divisor=div,
+        tree_index=7,
+        is_cat=is_cat,
+    )
     return grown, ref, ps, ro
 
 
@@ -200,12 +268,15 @@ def _assert_same_tree(grown, ref, ps, ro, where, n_bins, is_cat=None):
     t = grown.tree
     np.testing.assert_array_equal(t.feature, ref["feature"], err_msg=where)
     split = ref["feature"] >= 0
-    np.testing.assert_array_equal(t.bin_threshold[split], ref["bin_threshold"][split],
-                                  err_msg=where)
-    np.testing.assert_array_equal(t.missing_left[split], ref["missing_left"][split],
-                                  err_msg=where)
-    cat = np.zeros_like(split) if is_cat is None else np.asarray(is_cat)[
-        np.maximum(ref["feature"], 0)] & split
+    np.testing.assert_array_equal(
+        t.bin_threshold[split], ref["bin_threshold"][split], err_msg=where
+    )
+    np.testing.assert_array_equal(t.missing_left[split], ref["missing_left"][split], err_msg=where)
+    cat = (
+        np.zeros_like(split)
+        if is_cat is None
+        else np.asarray(is_cat)[np.maximum(ref["feature"], 0)] & split
+    )
     if cat.any():  # the category bitsets, bit for bit
         np.testing.assert_array_equal(t.cat_bits, ref["cat_bits"], err_msg=where)
     else:
@@ -216,20 +287,24 @@ def _assert_same_tree(grown, ref, ps, ro, where, n_bins, is_cat=None):
     want_thr = np.where(cat, 0.0, want_thr)
     np.testing.assert_array_equal(t.threshold[split], want_thr[split], err_msg=where)
     scale = max(1e-300, np.abs(ref["gain"]).max())
-    np.testing.assert_allclose(t.gain, ref["gain"], rtol=1e-12, atol=1e-12 * scale,
-                               err_msg=where)
+    np.testing.assert_allclose(t.gain, ref["gain"], rtol=1e-12, atol=1e-12 * scale, err_msg=where)
     vscale = max(1e-300, np.abs(ref["value"]).max())
-    np.testing.assert_allclose(t.value, ref["value"], rtol=1e-12, atol=1e-12 * vscale,
-                               err_msg=where)
+    np.testing.assert_allclose(
+        t.value, ref["value"], rtol=1e-12, atol=1e-12 * vscale, err_msg=where
+    )
     np.testing.assert_allclose(t.cover, ref["cover"], rtol=1e-12, err_msg=where)
     np.testing.assert_array_equal(t.count, ref["count"], err_msg=where)
     # rows of every leaf are exactly the oracle's rows
     for node in grown.leaf_nodes:
         lo, c = grown.state.node_start[node], grown.state.node_count[node]
-        np.testing.assert_array_equal(np.sort(grown.state.rows[lo:lo + c]),
-                                      np.sort(ref["node_rows"][int(node)]), err_msg=where)
+        np.testing.assert_array_equal(
+            np.sort(grown.state.rows[lo : lo + c]),
+            np.sort(ref["node_rows"][int(node)]),
+            err_msg=where,
+        )
     assert sorted(int(x) for x in grown.leaf_nodes) == sorted(
-        nd for nd in ref["node_rows"] if ref["feature"][nd] < 0), where
+        nd for nd in ref["node_rows"] if ref["feature"][nd] < 0
+    ), where
     np.testing.assert_allclose(grown.leaf_values, t.value[grown.leaf_nodes])
     # Omega after the tree
     assert grown.new_features == ref["new_features"], where
@@ -255,8 +330,9 @@ CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("name,nan,hessian,penalty,costs,groups,budget", CONFIGS,
-                         ids=[c[0] for c in CONFIGS])
+@pytest.mark.parametrize(
+    "name,nan,hessian,penalty,costs,groups,budget", CONFIGS, ids=[c[0] for c in CONFIGS]
+)
 def test_grower_matches_reference(name, nan, hessian, penalty, costs, groups, budget):
     rng = np.random.default_rng(sum(map(ord, name)))
     skipped_before = BACKEND.free_only_slots + CHUNKY.free_only_slots
@@ -267,19 +343,35 @@ def test_grower_matches_reference(name, nan, hessian, penalty, costs, groups, bu
     for case in range(50):
         Xb, g, h, n_bins = _random_case(rng, nan=nan, hessian=hessian, wide=budget)
         d = Xb.shape[1]
-        mu, c, grp, k, used0 = _random_penalty(rng, d, penalty=penalty, costs=costs,
-                                               groups=groups, budget=budget)
-        params = TreeParams(max_depth=int(rng.integers(2 if budget else 1, 5)),
-                            reg_lambda=float(rng.choice([0.0, 1.0, 0.3])),
-                            learning_rate=float(rng.choice([0.1, 1.0])),
-                            min_child_weight=float(rng.choice([0.0, 1e-3, 0.5, 2.0])),
-                            min_split_gain=float(rng.choice([0.0, 0.0, 0.01])))
+        mu, c, grp, k, used0 = _random_penalty(
+            rng, d, penalty=penalty, costs=costs, groups=groups, budget=budget
+        )
+        params = TreeParams(
+            max_depth=int(rng.integers(2 if budget else 1, 5)),
+            reg_lambda=float(rng.choice([0.0, 1.0, 0.3])),
+            learning_rate=float(rng.choice([0.1, 1.0])),
+            min_child_weight=float(rng.choice([0.0, 1e-3, 0.5, 2.0])),
+            min_split_gain=float(rng.choice([0.0, 0.0, 0.01])),
+        )
         if params.reg_lambda == 0.0 and params.min_child_weight == 0.0:
-            params = TreeParams(params.max_depth, 1.0, params.learning_rate, 0.0,
-                                params.min_split_gain)
+            params = TreeParams(
+                params.max_depth, 1.0, params.learning_rate, 0.0, params.min_split_gain
+            )
         scaling = "root_sse" if penalty and rng.random() < 0.3 else "none"
-        grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, mu, c, grp, k, used0, params,
-                                       scaling, backend=CHUNKY if case % 2 else BACKEND)
+        grown, ref, ps, ro = _run_both(
+            Xb,
+            g,
+            h,
+            n_bins,
+            mu,
+            c,
+            grp,
+            k,
+            used0,
+            params,
+            scaling,
+            backend=CHUNKY if case % 2 else BACKEND,
+        )
         _assert_same_tree(grown, ref, ps, ro, f"{name} case {case}", n_bins)
         n_missingness += int(((ref["feature"] >= 0) & top_bin(ref, n_bins)).sum())
         n_splits += int((ref["feature"] >= 0).sum())
@@ -300,15 +392,17 @@ def test_gain_bound_skipping_with_admissions_matches_reference():
     the same level admits a feature: those nodes' children get the new free feature by a
     direct build (their parent never had it), and every tree still equals the oracle's."""
     rng = np.random.default_rng(123)
-    counting = CountingBackend(n_threads=3, rows_per_task=4, parallel_min_work=0,
-                               gain_bounds="always")
+    counting = CountingBackend(
+        n_threads=3, rows_per_task=4, parallel_min_work=0, gain_bounds="always"
+    )
     cases = 0
     for case in range(120):
         n = int(rng.integers(40, 90))
         d = int(rng.integers(3, 7))
         n_bins = rng.integers(2, 9, size=d).astype(np.int32)
-        Xb = np.stack([rng.integers(0, n_bins[f], size=n) for f in range(d)],
-                      axis=1).astype(np.uint8)
+        Xb = np.stack([rng.integers(0, n_bins[f], size=n) for f in range(d)], axis=1).astype(
+            np.uint8
+        )
         # one strong feature in a third of the rows, small gradients elsewhere: that node
         # can pay, its siblings cannot
         g = 0.05 * rng.normal(size=n)
@@ -322,8 +416,9 @@ def test_gain_bound_skipping_with_admissions_matches_reference():
         used0[0] = True
         params = TreeParams(max_depth=int(rng.integers(3, 6)), reg_lambda=1.0)
         before = counting.free_only_at_admission
-        grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, mu, costs, groups, None, used0,
-                                       params, backend=counting)
+        grown, ref, ps, ro = _run_both(
+            Xb, g, h, n_bins, mu, costs, groups, None, used0, params, backend=counting
+        )
         _assert_same_tree(grown, ref, ps, ro, f"bound case {case}", n_bins)
         cases += counting.free_only_at_admission > before
     assert counting.free_only_slots > 50
@@ -341,14 +436,16 @@ def test_penalty_changes_the_tree_like_the_reference():
     n_bins = np.array([8, 8], np.int32)
     params = TreeParams(max_depth=2, reg_lambda=1.0)
     # no penalty: feature 0 (the exact one) wins
-    grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, 0.0, np.ones(2), np.arange(2), None,
-                                   np.zeros(2, bool), params)
+    grown, ref, ps, ro = _run_both(
+        Xb, g, h, n_bins, 0.0, np.ones(2), np.arange(2), None, np.zeros(2, bool), params
+    )
     _assert_same_tree(grown, ref, ps, ro, "mu=0", n_bins)
     assert grown.tree.feature[0] == 0
     # feature 1 already used and feature 0 expensive: the root goes to feature 1
     used0 = np.array([False, True])
-    grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, 1e6, np.ones(2), np.arange(2), None,
-                                   used0, params)
+    grown, ref, ps, ro = _run_both(
+        Xb, g, h, n_bins, 1e6, np.ones(2), np.arange(2), None, used0, params
+    )
     _assert_same_tree(grown, ref, ps, ro, "mu=big", n_bins)
     assert grown.tree.feature[0] == 1
     assert grown.new_features == []
@@ -361,26 +458,42 @@ def test_split_on_missingness_like_the_reference():
     n = 120
     miss = rng.random(n) < 0.4
     x1 = rng.integers(0, 6, n)
-    Xb = np.stack([np.where(miss, 255, 0),                     # one bin + NaN
-                   rng.integers(0, 6, n),                      # noise
-                   np.where(miss, 255, x1),                    # same NaNs, 6 bins
-                   np.where(rng.random(n) < 0.2, 255, x1)], axis=1).astype(np.uint8)
+    Xb = np.stack(
+        [
+            np.where(miss, 255, 0),  # one bin + NaN
+            rng.integers(0, 6, n),  # noise
+            np.where(miss, 255, x1),  # same NaNs, 6 bins
+            np.where(rng.random(n) < 0.2, 255, x1),
+        ],
+        axis=1,
+    ).astype(np.uint8)
     n_bins = np.array([1, 6, 6, 6], np.int32)
     g = np.where(miss, 1.0, -1.0) + 0.01 * rng.normal(size=n)
     h = np.ones(n)
     params = TreeParams(max_depth=3, reg_lambda=1.0)
-    grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, 0.0, np.ones(4), np.arange(4), None,
-                                   np.zeros(4, bool), params)
+    grown, ref, ps, ro = _run_both(
+        Xb, g, h, n_bins, 0.0, np.ones(4), np.arange(4), None, np.zeros(4, bool), params
+    )
     _assert_same_tree(grown, ref, ps, ro, "missingness", n_bins)
     t = grown.tree
     # features 0 and 2 split the root identically: the lower feature wins the tie
     assert t.feature[0] == 0 and t.bin_threshold[0] == 0 and not t.missing_left[0]
     assert t.threshold[0] == np.inf
     lo, c = grown.state.node_start[1], grown.state.node_count[1]
-    assert not miss[grown.state.rows[lo:lo + c]].any() and c == (~miss).sum()
+    assert not miss[grown.state.rows[lo : lo + c]].any() and c == (~miss).sum()
     # with feature 0 expensive and feature 2 free, feature 2 takes it at its top bin (5)
-    grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, 1e6, np.ones(4), np.arange(4), None,
-                                   np.array([False, False, True, False]), params)
+    grown, ref, ps, ro = _run_both(
+        Xb,
+        g,
+        h,
+        n_bins,
+        1e6,
+        np.ones(4),
+        np.arange(4),
+        None,
+        np.array([False, False, True, False]),
+        params,
+    )
     _assert_same_tree(grown, ref, ps, ro, "missingness, penalized", n_bins)
     assert grown.tree.feature[0] == 2 and grown.tree.bin_threshold[0] == 5
     assert grown.tree.threshold[0] == np.inf
@@ -396,13 +509,34 @@ def test_grown_tree_row_order_invariant():
         for p in (np.arange(n), perm):
             gq, hq, gs, hs = _quantized(g[p], h[p])
             ps = PenaltyState(0.3, np.ones(d), np.arange(d, dtype=np.int32))
-            trees.append(grow_tree(BACKEND, np.ascontiguousarray(Xb[p]), gq, hq, gs, hs,
-                                   n_bins, _stub_mapper(n_bins), ps, TreeParams(max_depth=3),
-                                   tree_index=0).tree)
-        for key in ("feature", "bin_threshold", "missing_left", "threshold", "value", "gain",
-                    "cover", "count"):
-            np.testing.assert_array_equal(getattr(trees[0], key), getattr(trees[1], key),
-                                          err_msg=f"{key} case {case}")
+            trees.append(
+                grow_tree(
+                    BACKEND,
+                    np.ascontiguousarray(Xb[p]),
+                    gq,
+                    hq,
+                    gs,
+                    hs,
+                    n_bins,
+                    _stub_mapper(n_bins),
+                    ps,
+                    TreeParams(max_depth=3),
+                    tree_index=0,
+                ).tree
+            )
+        for key in (
+            "feature",
+            "bin_threshold",
+            "missing_left",
+            "threshold",
+            "value",
+            "gain",
+            "cover",
+            "count",
+        ):
+            np.testing.assert_array_equal(
+                getattr(trees[0], key), getattr(trees[1], key), err_msg=f"{key} case {case}"
+            )
 
 
 def test_gain_bounds_auto_keeps_them_only_where_they_may_pay():
@@ -422,14 +556,16 @@ def test_gain_bounds_auto_keeps_them_only_where_they_may_pay():
             be = CPUBackend(gain_bounds=mode)
             gq, hq, gs, hs = _quantized(g, h)
             ps = PenaltyState(mu, np.ones(d), np.arange(d, dtype=np.int32))
-            grown = grow_tree(be, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins), ps, params,
-                              tree_index=0)
+            grown = grow_tree(
+                be, Xb, gq, hq, gs, hs, n_bins, _stub_mapper(n_bins), ps, params, tree_index=0
+            )
             trees[mode, mu] = grown
     for mu in (1e-6, 500.0):
         for mode in ("auto", "never"):
             for key in ("feature", "bin_threshold", "missing_left", "value", "gain", "count"):
-                np.testing.assert_array_equal(getattr(trees[mode, mu].tree, key),
-                                              getattr(trees["always", mu].tree, key))
+                np.testing.assert_array_equal(
+                    getattr(trees[mode, mu].tree, key), getattr(trees["always", mu].tree, key)
+                )
     # a tiny price: the sample says the deepest nodes can pay it, no bounds kept
     assert trees["auto", 1e-6].state.q.shape[0] == 0
     # a price near the root's bound: kept
@@ -449,8 +585,9 @@ CAT_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("name,nan,hessian,penalty,budget", CAT_CONFIGS,
-                         ids=[c[0] for c in CAT_CONFIGS])
+@pytest.mark.parametrize(
+    "name,nan,hessian,penalty,budget", CAT_CONFIGS, ids=[c[0] for c in CAT_CONFIGS]
+)
 def test_grower_matches_reference_categorical(name, nan, hessian, penalty, budget):
     """Trees with categorical features against the oracle: the same splits, left sets
     (bitsets) and missing directions, gains, leaves and Omega; categorical features of 1 to 40
@@ -465,13 +602,28 @@ def test_grower_matches_reference_categorical(name, nan, hessian, penalty, budge
             nb = int(rng.integers(1, 41))
             n_bins[f] = nb
             Xb[:, f] = np.where(Xb[:, f] == 255, 255, rng.integers(0, nb, Xb.shape[0]))
-        mu, c, grp, k, used0 = _random_penalty(rng, d, penalty=penalty, costs=penalty,
-                                               groups=False, budget=budget)
-        params = TreeParams(max_depth=int(rng.integers(1, 5)),
-                            reg_lambda=float(rng.choice([0.0, 1.0, 0.3])),
-                            min_child_weight=float(rng.choice([1e-3, 0.5])))
-        grown, ref, ps, ro = _run_both(Xb, g, h, n_bins, mu, c, grp, k, used0, params,
-                                       backend=CHUNKY if case % 2 else BACKEND, is_cat=is_cat)
+        mu, c, grp, k, used0 = _random_penalty(
+            rng, d, penalty=penalty, costs=penalty, groups=False, budget=budget
+        )
+        params = TreeParams(
+            max_depth=int(rng.integers(1, 5)),
+            reg_lambda=float(rng.choice([0.0, 1.0, 0.3])),
+            min_child_weight=float(rng.choice([1e-3, 0.5])),
+        )
+        grown, ref, ps, ro = _run_both(
+            Xb,
+            g,
+            h,
+            n_bins,
+            mu,
+            c,
+            grp,
+            k,
+            used0,
+            params,
+            backend=CHUNKY if case % 2 else BACKEND,
+            is_cat=is_cat,
+        )
         _assert_same_tree(grown, ref, ps, ro, f"{name} case {case}", n_bins, is_cat)
         cat_split = (ref["feature"] >= 0) & is_cat[np.maximum(ref["feature"], 0)]
         n_cat_splits += int(cat_split.sum())
@@ -489,10 +641,18 @@ def _gh(gq, hq):
 def _cat_split(n_bins, gs, hs, reg_lambda, min_child_weight, onehot=MAX_CAT_TO_ONEHOT):
     """The SplitParams of a one-feature categorical search."""
     slot, n_cat = categorical_slots([True] * len(n_bins), len(n_bins))
-    return SplitParams(n_bins=np.asarray(n_bins, np.int32), g_scale=gs, h_scale=hs,
-                       reg_lambda=reg_lambda, gain_divisor=1.0,
-                       min_child_weight=min_child_weight, min_split_gain=0.0, cat_slot=slot,
-                       n_cat=n_cat, max_cat_to_onehot=onehot)
+    return SplitParams(
+        n_bins=np.asarray(n_bins, np.int32),
+        g_scale=gs,
+        h_scale=hs,
+        reg_lambda=reg_lambda,
+        gain_divisor=1.0,
+        min_child_weight=min_child_weight,
+        min_split_gain=0.0,
+        cat_slot=slot,
+        n_cat=n_cat,
+        max_cat_to_onehot=onehot,
+    )
 
 
 def _cat_hist(rng, n_cat, n=120, nan=True):
@@ -502,8 +662,14 @@ def _cat_hist(rng, n_cat, n=120, nan=True):
     g = rng.normal(size=n) + rng.normal(size=n_cat + 1)[np.minimum(Xb[:, 0], n_cat)]
     h = rng.uniform(0.2, 1.0, size=n)
     gq, hq, gs, hs = _quantized(g, h)
-    hist = BACKEND.histograms(Xb, _gh(gq, hq), np.arange(n, dtype=np.int32),
-                              np.zeros(1, np.int64), np.array([n], np.int64), np.array([0]))
+    hist = BACKEND.histograms(
+        Xb,
+        _gh(gq, hq),
+        np.arange(n, dtype=np.int32),
+        np.zeros(1, np.int64),
+        np.array([n], np.int64),
+        np.array([0]),
+    )
     return Xb, gq, hq, gs, hs, hist
 
 
@@ -519,8 +685,9 @@ def test_sorted_categorical_scan_finds_the_best_of_all_subsets():
     for case in range(12):
         n_cat = int(rng.integers(5, 10))
         Xb, gq, hq, gs, hs, hist = _cat_hist(rng, n_cat)
-        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [0.0], [True],
-                                  _cat_split([n_cat], gs, hs, 0.0, 0.0))
+        res = BACKEND.find_splits(
+            hist, [gq.sum()], [hq.sum()], [0.0], [True], _cat_split([n_cat], gs, hs, 0.0, 0.0)
+        )
         col = Xb[:, 0]
         cats = [b for b in list(range(n_cat)) + [255] if (col == b).any()]
         G, H = gq.sum() / gs, hq.sum() / hs
@@ -547,10 +714,30 @@ def test_one_vs_rest_below_max_cat_to_onehot():
     rng = np.random.default_rng(13)
     for n_cat, onehot in ((4, 4), (3, 4), (7, 10), (7, 2)):
         Xb, gq, hq, gs, hs, hist = _cat_hist(rng, n_cat, nan=False)
-        res = BACKEND.find_splits(hist, [gq.sum()], [hq.sum()], [0.0], [True],
-                                  _cat_split([n_cat], gs, hs, 1.0, 1e-3, onehot))
-        ref = best_split(Xb, np.arange(Xb.shape[0]), gq, hq, gs, hs, [n_cat], [True], 1.0, 1.0,
-                         1e-3, [0.0], is_cat=[True], max_onehot=onehot)
+        res = BACKEND.find_splits(
+            hist,
+            [gq.sum()],
+            [hq.sum()],
+            [0.0],
+            [True],
+            _cat_split([n_cat], gs, hs, 1.0, 1e-3, onehot),
+        )
+        ref = best_split(
+            Xb,
+            np.arange(Xb.shape[0]),
+            gq,
+            hq,
+            gs,
+            hs,
+            [n_cat],
+            [True],
+            1.0,
+            1.0,
+            1e-3,
+            [0.0],
+            is_cat=[True],
+            max_onehot=onehot,
+        )
         np.testing.assert_array_equal(res.cat_bits[0], ref["bits"])
         n_left = int(np.bitwise_count(ref["bits"]).sum())
         if n_cat <= onehot:

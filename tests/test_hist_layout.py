@@ -5,16 +5,17 @@ frequent bin is derived from the node's totals; histograms are filled row-wise o
 Every way must give the histogram of the full (dense, 256 per feature) layout, bit for bit,
 and the same trees.
 """
+
 import pickle
 
 import numpy as np
 import pytest
 
 from gpufs import GBFSClassifier
-from gpufs.rules._hist_layout import HistLayout, slot_of
-from gpufs.backends.cpu.histogram import sparse_rows
 from gpufs.backends.cpu import CPUBackend
+from gpufs.backends.cpu.histogram import sparse_rows
 from gpufs.engine.binning import BinMapper
+from gpufs.rules._hist_layout import HistLayout, slot_of
 
 
 def test_compact_layout_offsets_and_slots():
@@ -22,8 +23,9 @@ def test_compact_layout_offsets_and_slots():
     np.testing.assert_array_equal(lay.offset, [0, 4, 6, 262, 270])
     np.testing.assert_array_equal(lay.widths, [4, 2, 256, 8])
     assert lay.n_slots == 270 and not lay.has_most_freq and not lay.is_full
-    np.testing.assert_array_equal(lay.slots_of([1, 3]), [4, 5, 262, 263, 264, 265, 266, 267,
-                                                         268, 269])
+    np.testing.assert_array_equal(
+        lay.slots_of([1, 3]), [4, 5, 262, 263, 264, 265, 266, 267, 268, 269]
+    )
     assert lay.slots_of([]).shape == (0,)
     # value bin b at lo + b, the missing bin (255) at the feature's last slot
     assert [slot_of(b, 6, 261) for b in (0, 254, 255)] == [6, 260, 261]
@@ -51,18 +53,25 @@ def test_dense_and_compact_are_inverse_on_the_bins_that_exist():
 
 
 def test_most_frequent_bins_make_sparse_features():
-    lay = HistLayout.from_n_bins([3, 3, 3, 4], most_freq_bin=[0, 2, 255, 1],
-                                 most_freq_frac=[0.95, 0.5, 0.85, 0.8])
+    lay = HistLayout.from_n_bins(
+        [3, 3, 3, 4], most_freq_bin=[0, 2, 255, 1], most_freq_frac=[0.95, 0.5, 0.85, 0.8]
+    )
     # 80% is enough (LightGBM's sparse_threshold); the missing bin is the last slot
     np.testing.assert_array_equal(lay.most_freq, [0, -1, 3, 1])
     assert lay.has_most_freq and not lay.without_most_freq().has_most_freq
     np.testing.assert_array_equal(lay.without_most_freq().offset, lay.offset)
 
 
-@pytest.mark.parametrize("bad", [dict(offset=[1, 3]), dict(offset=[0, 1]),
-                                 dict(offset=[0, 300]),
-                                 dict(offset=[0, 3, 6], most_freq=[0, 3]),
-                                 dict(offset=[0, 3], most_freq=[0, 0])])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(offset=[1, 3]),
+        dict(offset=[0, 1]),
+        dict(offset=[0, 300]),
+        dict(offset=[0, 3, 6], most_freq=[0, 3]),
+        dict(offset=[0, 3], most_freq=[0, 0]),
+    ],
+)
 def test_invalid_layouts_are_refused(bad):
     with pytest.raises(ValueError):
         HistLayout(**bad)
@@ -87,9 +96,12 @@ def _sparse_table(n=301, seed=0):
     Xb[:, 2] = np.where(rng.random(n) < 0.1, 1, 3)
     Xb[:, 4] = np.where(rng.random(n) < 0.1, 2, 255)
     Xb[rng.random(n) < 0.05, 5] = 255
-    lay = HistLayout.from_n_bins([6, 6, 4, 6, 6, 6], most_freq_bin=[0, 0, 3, 0, 255, 0],
-                                 most_freq_frac=[0.2, 0.92, 0.9, 0.2, 0.9, 0.2])
-    gh = np.stack([rng.integers(-2 ** 40, 2 ** 40, n), rng.integers(1, 2 ** 20, n)], axis=1)
+    lay = HistLayout.from_n_bins(
+        [6, 6, 4, 6, 6, 6],
+        most_freq_bin=[0, 0, 3, 0, 255, 0],
+        most_freq_frac=[0.2, 0.92, 0.9, 0.2, 0.9, 0.2],
+    )
+    gh = np.stack([rng.integers(-(2**40), 2**40, n), rng.integers(1, 2**20, n)], axis=1)
     return Xb, gh, lay
 
 
@@ -122,8 +134,9 @@ def test_every_way_of_filling_gives_the_dense_histogram(loop, threads, rows_per_
     rows = np.random.default_rng(2).permutation(n).astype(np.int32)
     start, count = np.array([0, 0, 120, 200]), np.array([n, 120, 80, 101])
     nodes = np.array([1, 2, 3, 0])
-    be = CPUBackend(n_threads=threads, rows_per_task=rows_per_task, parallel_min_work=1,
-                    hist_loop=loop)
+    be = CPUBackend(
+        n_threads=threads, rows_per_task=rows_per_task, parallel_min_work=1, hist_loop=loop
+    )
     full = be.histograms(Xb, gh, rows, start, count, nodes)
     for layout in (lay, lay.without_most_freq()):
         got = be.histograms(Xb, gh, rows, start, count, nodes, layout=layout)
@@ -134,10 +147,9 @@ def test_every_way_of_filling_gives_the_dense_histogram(loop, threads, rows_per_
         slots = lay.slots_of(feats)
         np.testing.assert_array_equal(sub[:, slots], got[:, slots])
     # a histogram sums to the node's totals on every feature (the derived bins included)
-    tot = np.stack([gh[rows[start[k]:start[k] + count[k]]].sum(axis=0) for k in nodes])
+    tot = np.stack([gh[rows[start[k] : start[k] + count[k]]].sum(axis=0) for k in nodes])
     for f in range(6):
-        np.testing.assert_array_equal(got[:, lay.offset[f]:lay.offset[f + 1]].sum(axis=1),
-                                      tot)
+        np.testing.assert_array_equal(got[:, lay.offset[f] : lay.offset[f + 1]].sum(axis=1), tot)
 
 
 def test_hist_loop_is_checked():
@@ -150,8 +162,8 @@ def test_bin_mapper_most_frequent_bins():
     n = 1000
     X = rng.normal(size=(n, 4))
     X[:, 1] = np.where(rng.random(n) < 0.9, 0.0, rng.poisson(2.0, n) + 1.0)  # 0 in ~90%
-    X[rng.random(n) < 0.85, 2] = np.nan                                      # missing ~85%
-    X[:, 3] = rng.integers(0, 3, n)                                           # 3 values
+    X[rng.random(n) < 0.85, 2] = np.nan  # missing ~85%
+    X[:, 3] = rng.integers(0, 3, n)  # 3 values
     bm = BinMapper(max_bins=64).fit(X)
     assert bm.most_freq_bin_[1] == 0 and 0.85 < bm.most_freq_frac_[1] < 0.95
     assert bm.most_freq_bin_[2] == 255 and 0.8 < bm.most_freq_frac_[2] < 0.9
@@ -186,8 +198,7 @@ def test_trees_do_not_depend_on_how_histograms_are_filled(monkeypatch):
     import gpufs.backends.cpu as cpu
 
     results = []
-    for loop, most_freq in (("auto", True), ("rows", True), ("columns", True),
-                            ("rows", False)):
+    for loop, most_freq in (("auto", True), ("rows", True), ("columns", True), ("rows", False)):
         init = cpu.CPUBackend.__init__
 
         def patched(self, *a, _loop=loop, _mf=most_freq, **kw):
@@ -219,18 +230,19 @@ def test_full_width_row_loops_match_the_compact_loop(threads, rows_per_task):
     n, d = 1001, 5
     Xb = rng.integers(0, 255, size=(n, d)).astype(np.uint8)
     Xb[rng.random((n, d)) < 0.05] = 255
-    gh = np.stack([rng.integers(-2 ** 40, 2 ** 40, n), rng.integers(1, 2 ** 20, n)], axis=1)
+    gh = np.stack([rng.integers(-(2**40), 2**40, n), rng.integers(1, 2**20, n)], axis=1)
     rows = rng.permutation(n).astype(np.int32)
     start, count = np.array([0, 0, 333, 600]), np.array([n, 333, 267, 401])
     nodes = np.array([0, 1, 2, 3])
     lay = HistLayout.full(d)
     want = np.zeros((4, lay.n_slots, 2), np.int64)
     for k in range(4):
-        r = rows[start[k]:start[k] + count[k]]
+        r = rows[start[k] : start[k] + count[k]]
         for f in range(d):
             np.add.at(want[k], 256 * f + Xb[r, f].astype(np.int64), gh[r])
-    be = CPUBackend(n_threads=threads, rows_per_task=rows_per_task, parallel_min_work=1,
-                    hist_loop="rows")
+    be = CPUBackend(
+        n_threads=threads, rows_per_task=rows_per_task, parallel_min_work=1, hist_loop="rows"
+    )
     got = be.histograms(Xb, gh, rows, start, count, nodes, layout=lay)
     np.testing.assert_array_equal(got, want)
     feats = np.array([0, 3, 4], np.int32)

@@ -8,6 +8,7 @@ package's ``__init__``, but a package's own ``__init__`` always runs first, so t
 parent edges are not counted. A cycle is a strongly connected component of more than one
 module.
 """
+
 import ast
 import os
 
@@ -30,7 +31,7 @@ def _modules(root, package):
             if f.endswith(".py"):
                 path = os.path.join(folder, f)
                 name = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
-                out[name[:-len(".__init__")] if name.endswith(".__init__") else name] = path
+                out[name[: -len(".__init__")] if name.endswith(".__init__") else name] = path
     return out
 
 
@@ -39,7 +40,7 @@ def _resolve(module, is_package, level, name):
     if level == 0:
         return name
     parts = module.split(".") if is_package else module.split(".")[:-1]
-    parts = parts[:len(parts) - (level - 1)]
+    parts = parts[: len(parts) - (level - 1)]
     return ".".join(parts + ([name] if name else []))
 
 
@@ -47,7 +48,7 @@ def import_graph(root, package):
     """module -> set of the package's modules it imports (anywhere in its source)."""
     modules = _modules(root, package)
 
-    def known(name):       # the module itself, or the nearest enclosing one that exists
+    def known(name):  # the module itself, or the nearest enclosing one that exists
         while name not in modules and "." in name:
             name = name.rsplit(".", 1)[0]
         return name if name in modules else None
@@ -59,8 +60,7 @@ def import_graph(root, package):
         targets = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                targets.update(known(a.name) for a in node.names
-                               if a.name.split(".")[0] == package)
+                targets.update(known(a.name) for a in node.names if a.name.split(".")[0] == package)
             elif isinstance(node, ast.ImportFrom):
                 base = _resolve(m, path.endswith("__init__.py"), node.level, node.module)
                 if not base or base.split(".")[0] != package:
@@ -105,7 +105,7 @@ def cycles(graph):
 
 def test_gpufs_has_no_import_cycle():
     graph = import_graph(ROOT, "gpufs")
-    assert len(graph) > 80 and "gpufs.io.model_io" in graph   # the walk found the package
+    assert len(graph) > 80 and "gpufs.io.model_io" in graph  # the walk found the package
     assert "gpufs.io.model_io" in graph["gpufs.selectors._base"]
     found = cycles(graph)
     unexpected = [c for c in found if c not in KNOWN_CYCLES]
@@ -121,25 +121,55 @@ def test_the_backends_import_no_engine_module():
     backends = [m for m in graph if m == "gpufs.backends" or m.startswith("gpufs.backends.")]
     assert "gpufs.backends.cpu.group_testing" in backends
     assert "gpufs.backends.cpu.group_testing" in graph["gpufs.engine.group_testing"]
-    upward = {m: sorted(t for t in graph[m] if t in ("gpufs.engine.group_testing", "gpufs.engine.grower",
-                                                    "gpufs.engine.boosting", "gpufs.engine.penalties"))
-              for m in backends}
+    upward = {
+        m: sorted(
+            t
+            for t in graph[m]
+            if t
+            in (
+                "gpufs.engine.group_testing",
+                "gpufs.engine.grower",
+                "gpufs.engine.boosting",
+                "gpufs.engine.penalties",
+            )
+        )
+        for m in backends
+    }
     assert not {m: t for m, t in upward.items() if t}, upward
 
 
-@pytest.mark.parametrize("body, expect", [
-    # a cycle through a function-level, relative import two levels deep
-    ({"__init__": "", "a": "from . import b\n", "b": "def f():\n    from .sub import c\n",
-      "sub/__init__": "", "sub/c": "from ..a import x\n"},
-     [("pkg.a", "pkg.b", "pkg.sub.c")]),
-    # the same modules without the closing edge: no cycle
-    ({"__init__": "", "a": "from . import b\n", "b": "def f():\n    from .sub import c\n",
-      "sub/__init__": "", "sub/c": "import numpy\n"},
-     []),
-    # an absolute import of a submodule's attribute closes a cycle of two
-    ({"__init__": "", "a": "import pkg.b\n", "b": "from pkg.a import name\n"},
-     [("pkg.a", "pkg.b")]),
-])
+@pytest.mark.parametrize(
+    "body, expect",
+    [
+        # a cycle through a function-level, relative import two levels deep
+        (
+            {
+                "__init__": "",
+                "a": "from . import b\n",
+                "b": "def f():\n    from .sub import c\n",
+                "sub/__init__": "",
+                "sub/c": "from ..a import x\n",
+            },
+            [("pkg.a", "pkg.b", "pkg.sub.c")],
+        ),
+        # the same modules without the closing edge: no cycle
+        (
+            {
+                "__init__": "",
+                "a": "from . import b\n",
+                "b": "def f():\n    from .sub import c\n",
+                "sub/__init__": "",
+                "sub/c": "import numpy\n",
+            },
+            [],
+        ),
+        # an absolute import of a submodule's attribute closes a cycle of two
+        (
+            {"__init__": "", "a": "import pkg.b\n", "b": "from pkg.a import name\n"},
+            [("pkg.a", "pkg.b")],
+        ),
+    ],
+)
 def test_the_walk_finds_cycles(tmp_path, body, expect):
     for name, text in body.items():
         path = tmp_path / "pkg" / f"{name}.py"

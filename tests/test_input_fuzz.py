@@ -20,6 +20,7 @@ Anything else (another exception type, a NaN, a wrong shape, a round trip that d
 ``python tests/test_input_fuzz.py --census N`` runs N seeded cases per family and counts the
 outcomes (and the messages of the errors) without stopping at the first failure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _fuzz_sources import HypothesisSource, RandomSource, odd_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from _fuzz_sources import HypothesisSource, RandomSource, odd_value
 
 SCALES = [1e-300, 1e-160, 1e-8, 1.0, 1e8, 1e160, 1e300]
 NAMES = ["a", "b", "c", "d", "e", "x\x1b[31m", "é", "a b", "", "0"]
@@ -44,15 +46,16 @@ NAMES = ["a", "b", "c", "d", "e", "x\x1b[31m", "é", "a b", "", "0"]
 # Random tables and targets
 # --------------------------------------------------------------------------------------------
 
+
 def _column(src, kind, n, rng):
     scale = src.pick(SCALES)
     nan_share = src.pick([0.0, 0.0, 0.2, 1.0])
     if kind == "float64" or kind == "float32":
-        if kind == "float32":                              # within float32's range
+        if kind == "float32":  # within float32's range
             scale = min(max(scale, 1e-30), 1e30)
         v = rng.standard_normal(n) * scale
         if src.int(0, 5) == 0:
-            v[:] = v[0]                                    # constant
+            v[:] = v[0]  # constant
         if nan_share:
             v[rng.random(n) < nan_share] = np.nan
         return v.astype(kind) if kind == "float32" else v
@@ -60,8 +63,9 @@ def _column(src, kind, n, rng):
         return rng.integers(-3, 4, n) * int(min(scale, 1e15) if scale >= 1 else 1)
     if kind == "bool":
         return rng.random(n) < 0.5
-    cats = np.array(src.pick([["u", "v", "w"], ["p"], ["1", "2", "10"], ["é", "x\x00y"]]),
-                    dtype=object)
+    cats = np.array(
+        src.pick([["u", "v", "w"], ["p"], ["1", "2", "10"], ["é", "x\x00y"]]), dtype=object
+    )
     v = cats[rng.integers(0, len(cats), n)]
     if nan_share:
         v = v.copy()
@@ -72,8 +76,10 @@ def _column(src, kind, n, rng):
 def random_table(src, rng):
     """A pandas table (or its numpy form) of random kinds, scales, names and holes."""
     n, d = src.int(1, 40), src.int(1, 5)
-    kinds = [src.pick(["float64", "float64", "float32", "int", "bool", "category", "text"])
-             for _ in range(d)]
+    kinds = [
+        src.pick(["float64", "float64", "float32", "int", "bool", "category", "text"])
+        for _ in range(d)
+    ]
     naming = src.pick(["str", "str", "int", "dup", "numpy", "polars"])
     if naming == "int":
         names = list(range(d))
@@ -85,8 +91,9 @@ def random_table(src, rng):
     df = pd.DataFrame({j: c for j, c in cols.items()})
     df.columns = names
     if naming == "numpy":
-        return df.to_numpy(dtype=object if any(k in ("category", "text") for k in kinds)
-                           else float), kinds
+        return df.to_numpy(
+            dtype=object if any(k in ("category", "text") for k in kinds) else float
+        ), kinds
     if naming == "polars":
         pl = pytest.importorskip("polars")
         return pl.from_pandas(df), kinds
@@ -97,7 +104,8 @@ def random_target(src, rng, n, classify):
     if classify:
         labels = src.pick([[0, 1], [0, 1, 2], ["no", "yes"], [7]])
         y = np.array(labels, dtype=object if isinstance(labels[0], str) else None)[
-            rng.integers(0, len(labels), n)]
+            rng.integers(0, len(labels), n)
+        ]
         return y
     kind = src.pick(["normal", "normal", "constant", "huge", "tiny"])
     y = rng.standard_normal(n)
@@ -115,28 +123,37 @@ def _estimators():
 
     return {
         "gbfs": lambda c: (gpufs.GBFSClassifier if c else gpufs.GBFSRegressor)(
-            n_estimators=3, max_depth=2, max_bins=16, device="cpu"),
+            n_estimators=3, max_depth=2, max_bins=16, device="cpu"
+        ),
         "gbfs_k": lambda c: (gpufs.GBFSClassifier if c else gpufs.GBFSRegressor)(
-            n_estimators=3, max_depth=2, n_features_to_select=1, device="cpu"),
+            n_estimators=3, max_depth=2, n_features_to_select=1, device="cpu"
+        ),
         # stability_rounds with a k at, below or above the columns (the pool of k or fewer
         # features skipped the refits and left selection_frequency_ None: issue 36, item 8)
         "gbfs_stability": lambda c, k=1: (gpufs.GBFSClassifier if c else gpufs.GBFSRegressor)(
-            n_estimators=3, max_depth=2, n_features_to_select=k, stability_rounds=2,
-            random_state=0, device="cpu"),
+            n_estimators=3,
+            max_depth=2,
+            n_features_to_select=k,
+            stability_rounds=2,
+            random_state=0,
+            device="cpu",
+        ),
         "stagewise": lambda c: (gpufs.StagewiseClassifier if c else gpufs.StagewiseRegressor)(
-            n_features_to_select=2, device="cpu"),
-        "controlburn": lambda c: (gpufs.ControlBurnClassifier if c else
-                                  gpufs.ControlBurnRegressor)(
-            max_depth=2, max_trees_per_round=3, path_k_max=2, random_state=0, device="cpu"),
-        "multitask": lambda c: (gpufs.MultiTaskGBFSClassifier if c else
-                                gpufs.MultiTaskGBFSRegressor)(n_estimators=2, max_depth=2,
-                                                              device="cpu"),
+            n_features_to_select=2, device="cpu"
+        ),
+        "controlburn": lambda c: (gpufs.ControlBurnClassifier if c else gpufs.ControlBurnRegressor)(
+            max_depth=2, max_trees_per_round=3, path_k_max=2, random_state=0, device="cpu"
+        ),
+        "multitask": lambda c: (
+            gpufs.MultiTaskGBFSClassifier if c else gpufs.MultiTaskGBFSRegressor
+        )(n_estimators=2, max_depth=2, device="cpu"),
     }
 
 
 # --------------------------------------------------------------------------------------------
 # One case: fit, use, save, load; the outcome
 # --------------------------------------------------------------------------------------------
+
 
 def _perturbed(X, rng):
     """New rows of X's schema: values shuffled within columns, some set missing, a category
@@ -152,8 +169,9 @@ def _perturbed(X, rng):
     for j in range(out.shape[1]):
         col = out.iloc[:, j]
         if isinstance(col.dtype, pd.CategoricalDtype) and len(out):
-            out.isetitem(j, col.cat.add_categories(["unseen"]).where(
-                rng.random(len(out)) < 0.8, "unseen"))
+            out.isetitem(
+                j, col.cat.add_categories(["unseen"]).where(rng.random(len(out)) < 0.8, "unseen")
+            )
         elif col.dtype.kind == "f" and len(out):
             out.isetitem(j, col.where(rng.random(len(out)) < 0.9))
     return out
@@ -183,13 +201,16 @@ def _check_fitted(est, X, task, tmpdir):
         if not np.isin(pred, est.classes_).all():
             return "predict gave a label not in classes_"
         proba = np.asarray(est.predict_proba(X, **kw))
-        if proba.shape != (n, len(est.classes_)) or not np.isfinite(proba).all() or \
-                not np.allclose(proba.sum(axis=1), 1.0):
+        if (
+            proba.shape != (n, len(est.classes_))
+            or not np.isfinite(proba).all()
+            or not np.allclose(proba.sum(axis=1), 1.0)
+        ):
             return f"predict_proba {proba.shape}, finite={np.isfinite(proba).all()}"
     elif not np.isfinite(pred.astype(float)).all():
         return "predict returned NaN or infinity"
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")                    # an empty selection warns
+        warnings.simplefilter("ignore")  # an empty selection warns
         out = est.transform(X)
     if np.shape(out) != (n, int(est.get_support().sum())):
         return f"transform shape {np.shape(out)}"
@@ -224,10 +245,13 @@ def run_case(src, seed, family, tmpdir):
     classify = bool(src.int(0, 1))
     y = random_target(src, rng, n, classify)
     task = np.arange(n) % 2 if family == "multitask" else None
-    est = (_estimators()[family](classify, src.int(1, 6)) if family == "gbfs_stability"
-           else _estimators()[family](classify))
+    est = (
+        _estimators()[family](classify, src.int(1, 6))
+        if family == "gbfs_stability"
+        else _estimators()[family](classify)
+    )
     kw = {} if task is None else {"task": task}
-    if src.int(0, 3) == 0:                     # weights: some zero, or all but one row
+    if src.int(0, 3) == 0:  # weights: some zero, or all but one row
         w = rng.random(n) * src.pick([1.0, 1e-200, 1e200])
         w[rng.random(n) < src.pick([0.3, 0.99])] = 0.0
         kw["sample_weight"] = w
@@ -243,8 +267,11 @@ def run_case(src, seed, family, tmpdir):
         except Exception as exc:  # noqa: BLE001 - the finding
             return "crash", f"fit: {type(exc).__name__}: {exc}"[:400]
         try:
-            bad = (_check_fitted(est, X, task, tmpdir) or _check_new_rows(est, X, task, rng)
-                   or _check_frequency(est))
+            bad = (
+                _check_fitted(est, X, task, tmpdir)
+                or _check_new_rows(est, X, task, rng)
+                or _check_frequency(est)
+            )
         except Exception as exc:  # noqa: BLE001
             return "crash", f"after fit: {type(exc).__name__}: {exc}"[:400]
     if bad is not None:
@@ -257,8 +284,13 @@ FAMILIES = ["gbfs", "gbfs_k", "gbfs_stability", "stagewise", "controlburn", "mul
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@settings(max_examples=25, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=st.data())
 def test_random_tables_give_a_result_or_one_clear_error(family, data, tmp_path_factory):
     tmpdir = str(tmp_path_factory.mktemp("input_fuzz"))
@@ -275,8 +307,14 @@ def test_stability_rounds_run_when_the_pool_holds_k_or_fewer():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 6))
     y = 2 * X[:, 0] + X[:, 1] + 0.1 * rng.normal(size=400)
-    est = gpufs.GBFSRegressor(n_estimators=10, max_depth=3, n_features_to_select=2,
-                              stability_rounds=5, device="cpu", random_state=0).fit(X, y)
+    est = gpufs.GBFSRegressor(
+        n_estimators=10,
+        max_depth=3,
+        n_features_to_select=2,
+        stability_rounds=5,
+        device="cpu",
+        random_state=0,
+    ).fit(X, y)
     assert len(est.selection_pool_["features"]) <= 2
     freq = est.selection_frequency_
     assert freq is not None and freq.shape == (6,)
@@ -295,10 +333,12 @@ def test_plot_selection_frequency_says_what_is_missing():
     pytest.importorskip("matplotlib")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100, 3))
-    est = gpufs.GBFSRegressor(n_estimators=3, stability_rounds=2, device="cpu").fit(
-        X, X[:, 0])
-    with pytest.raises(ValueError, match=r"stability_rounds=2 refits only with a number of "
-                                         r"features to select, and n_features_to_select=None"):
+    est = gpufs.GBFSRegressor(n_estimators=3, stability_rounds=2, device="cpu").fit(X, X[:, 0])
+    with pytest.raises(
+        ValueError,
+        match=r"stability_rounds=2 refits only with a number of "
+        r"features to select, and n_features_to_select=None",
+    ):
         plot_selection_frequency(est)
 
 
@@ -306,17 +346,18 @@ def test_plot_selection_frequency_says_what_is_missing():
 # gpufs.lasso's records: each field takes an odd value or refuses it by name, at once
 # --------------------------------------------------------------------------------------------
 
-_RECORD_FIELDS = {"Datafit": ["fit_intercept", "random_state", "sketch_size"],
-                  "SolverOptions": ["tol", "max_iter"],
-                  "KSearch": ["lambda_min_ratio", "bisect_rtol", "max_bisect"],
-                  "Reweighting": ["steps", "eps"]}
+_RECORD_FIELDS = {
+    "Datafit": ["fit_intercept", "random_state", "sketch_size"],
+    "SolverOptions": ["tol", "max_iter"],
+    "KSearch": ["lambda_min_ratio", "bisect_rtol", "max_bisect"],
+    "Reweighting": ["steps", "eps"],
+}
 
 
 def run_record_case(src):
     """("ok" | "error" | a finding, detail) for one record made with one odd field."""
-    from _lasso_data import _forest
-
     import gpufs.lasso as gl
+    from _lasso_data import _forest
 
     record = src.pick(sorted(_RECORD_FIELDS))
     field = src.pick(_RECORD_FIELDS[record])
@@ -350,7 +391,7 @@ def run_record_case(src):
     except (ValueError, TypeError) as exc:
         # a value the record took must not fail later (the records check at construction)
         if record == "Datafit" and field == "sketch_size":
-            return "error", str(exc)        # checked against the rows, at the solve
+            return "error", str(exc)  # checked against the rows, at the solve
         return "late", f"{record}({field}={value!r}) made, then: {type(exc).__name__}: {exc}"
     except Exception as exc:  # noqa: BLE001
         return "crash", f"{record}({field}={value!r}) then {type(exc).__name__}: {exc}"
@@ -359,8 +400,13 @@ def run_record_case(src):
     return "ok", ""
 
 
-@settings(max_examples=60, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=st.data())
 def test_lasso_records_take_a_value_or_refuse_it_by_name(data):
     outcome, detail = run_record_case(HypothesisSource(data))

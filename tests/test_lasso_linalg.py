@@ -1,5 +1,6 @@
 """Linear algebra and sketching of the tree-weight lasso (``gpufs.lasso._linalg``): the
 chunked Gram matrix, the top eigenvalue, and the three row sketches."""
+
 import numpy as np
 import pytest
 
@@ -16,7 +17,7 @@ def _data(m=300, n=6, seed=0):
 
 @pytest.mark.parametrize("chunk", [1 << 23, 64])
 def test_gram_matches_the_explicit_products(monkeypatch, chunk):
-    monkeypatch.setattr(_linalg, "_CHUNK_ELEMS", chunk)   # 64 elements: many row chunks
+    monkeypatch.setattr(_linalg, "_CHUNK_ELEMS", chunk)  # 64 elements: many row chunks
     B, v, r = _data()
     abar = (r @ B) / r.sum()
     K, c, yy = _linalg._gram(np, B, v, r, abar)
@@ -49,8 +50,7 @@ def test_count_and_row_sketches_of_full_size_keep_the_problem():
     vc = v - (r @ v) / r.sum()
     K, c, _ = _linalg._gram(np, B, vc, r, abar)
     for kind in ("count", "rows"):
-        Bs, vs = _linalg._sketch_square(np, B, vc, r, abar, kind, 200,
-                                        np.random.default_rng(0))
+        Bs, vs = _linalg._sketch_square(np, B, vc, r, abar, kind, 200, np.random.default_rng(0))
         assert Bs.shape == (200, B.shape[1]) and vs.shape == (200,)
         np.testing.assert_allclose(Bs.T @ Bs, K, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(Bs.T @ vs, c, rtol=1e-10, atol=1e-10)
@@ -60,12 +60,10 @@ def test_gaussian_sketch_is_unbiased_and_seeded():
     B, v, r = _data(m=400, n=4)
     abar = (r @ B) / r.sum()
     K, _, _ = _linalg._gram(np, B, v, r, abar)
-    Bs, _ = _linalg._sketch_square(np, B, v, r, abar, "gaussian", 4000,
-                                   np.random.default_rng(1))
+    Bs, _ = _linalg._sketch_square(np, B, v, r, abar, "gaussian", 4000, np.random.default_rng(1))
     # E[S'S] = I: B'B of a large sketch is close to the unsketched Gram matrix
     assert np.linalg.norm(Bs.T @ Bs - K) <= 0.1 * np.linalg.norm(K)
-    again, _ = _linalg._sketch_square(np, B, v, r, abar, "gaussian", 4000,
-                                      np.random.default_rng(1))
+    again, _ = _linalg._sketch_square(np, B, v, r, abar, "gaussian", 4000, np.random.default_rng(1))
     assert np.array_equal(again, Bs)
 
 

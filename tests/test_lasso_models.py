@@ -1,6 +1,7 @@
 """The smooth part of the tree-weight lasso (``gpufs.lasso._models``): every model's gradient
 and Hessian against finite differences of its value, restriction to a working set, and the
 Lipschitz constant against the largest curvature."""
+
 import numpy as np
 import pytest
 
@@ -61,8 +62,7 @@ def test_gradient_and_hessian_match_finite_differences(name):
         e[i] = eps
         g_up = model.grad(model.image(w + e, np.asarray(b)))[0][S]
         g_dn = model.grad(model.image(w - e, np.asarray(b)))[0][S]
-        np.testing.assert_allclose(H[:3, col], (g_up - g_dn) / (2 * eps), rtol=1e-5,
-                                   atol=1e-8)
+        np.testing.assert_allclose(H[:3, col], (g_up - g_dn) / (2 * eps), rtol=1e-5, atol=1e-8)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -75,9 +75,11 @@ def test_restrict_is_the_model_on_a_working_set(name):
     w[idx] = [0.7, 0.2]
     b = np.asarray(0.1)
     assert sub.value(w[idx], sub.image(w[idx], b)) == pytest.approx(
-        model.value(w, model.image(w, b)), rel=1e-12)
-    np.testing.assert_allclose(sub.grad(sub.image(w[idx], b))[0],
-                               model.grad(model.image(w, b))[0][idx], rtol=1e-12)
+        model.value(w, model.image(w, b)), rel=1e-12
+    )
+    np.testing.assert_allclose(
+        sub.grad(sub.image(w[idx], b))[0], model.grad(model.image(w, b))[0][idx], rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

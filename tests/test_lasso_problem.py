@@ -1,13 +1,12 @@
 """The lasso a forest poses (``gpufs.lasso.forest_lasso_problem``): featureless trees left
 out, the loss per target kind, and the multiclass stacking checked entry by entry."""
+
 import numpy as np
 import pytest
 
 from gpufs.lasso import LassoProblem, forest_lasso_problem
 
-A = np.array([[1.0, 2.0, 0.5, 4.0],
-              [3.0, 0.0, 1.5, 4.0],
-              [0.0, 1.0, 2.5, 4.0]])
+A = np.array([[1.0, 2.0, 0.5, 4.0], [3.0, 0.0, 1.5, 4.0], [0.0, 1.0, 2.5, 4.0]])
 MASKS = np.array([[True, False], [False, True], [True, True], [False, False]])  # tree 3: none
 
 
@@ -40,7 +39,7 @@ def test_two_classes_are_the_logistic_loss_on_float_codes():
 @pytest.mark.parametrize("weighted", [False, True])
 def test_multiclass_stacks_centred_class_blocks(weighted):
     codes = np.array([0, 2, 1], np.int32)
-    output = np.array([0, 1, 2, 0])           # the class each tree predicts
+    output = np.array([0, 1, 2, 0])  # the class each tree predicts
     w = np.array([1.0, 3.0, 2.0]) if weighted else None
     p = forest_lasso_problem(A, MASKS, output, codes, w, 3)
     assert (p.loss, p.fit_intercept) == ("squared", False)
@@ -50,13 +49,12 @@ def test_multiclass_stacks_centred_class_blocks(weighted):
     for c in range(3):
         block = slice(3 * c, 3 * c + 3)
         ind = (codes == c).astype(float)
-        np.testing.assert_allclose(p.y[block], ind - (wv @ ind) / wv.sum(), rtol=0,
-                                   atol=1e-15)
+        np.testing.assert_allclose(p.y[block], ind - (wv @ ind) / wv.sum(), rtol=0, atol=1e-15)
         for j, tree in enumerate([0, 1, 2]):
             col = p.A[block, j]
-            if output[tree] == c:   # the tree's own class: its predictions, centred
+            if output[tree] == c:  # the tree's own class: its predictions, centred
                 want = A[:, tree] - (wv @ A[:, tree]) / wv.sum()
                 np.testing.assert_allclose(col, want, rtol=0, atol=1e-15)
                 assert abs(wv @ col) < 1e-12
-            else:                   # another class's block: no contribution
+            else:  # another class's block: no contribution
                 assert (col == 0).all()

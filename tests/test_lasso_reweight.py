@@ -2,18 +2,25 @@
 ``discount`` of ``tree_costs``, ``TreeLasso.with_costs`` and ``reweight_steps`` of
 ``select_k`` / ``selections_by_k`` / ``select_at_lambda``): the discount by hand, near-copies
 collapsing onto one column, the path agreeing with select_k, bad input."""
+
 import numpy as np
 import pytest
 
 from _lasso_data import _forest
-from gpufs.lasso import (Datafit, Reweighting, TreeLasso, UnreachableKError, select_at_lambda,
-                         select_k, selected_features, selections_by_k, tree_costs,
-                         usage_discount)
+from gpufs.lasso import (
+    Datafit,
+    Reweighting,
+    TreeLasso,
+    UnreachableKError,
+    select_at_lambda,
+    select_k,
+    selected_features,
+    selections_by_k,
+    tree_costs,
+    usage_discount,
+)
 
-MASKS = np.array([[1, 0, 0],
-                  [1, 1, 0],
-                  [0, 0, 1],
-                  [0, 1, 0]], dtype=bool)
+MASKS = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 0]], dtype=bool)
 
 
 def test_usage_discount_by_hand():
@@ -28,11 +35,13 @@ def test_usage_discount_by_hand():
 
 def test_tree_costs_with_a_discount_by_hand():
     disc = np.array([0.5, 1.0, 0.0])
-    np.testing.assert_allclose(tree_costs(MASKS, [1.0, 2.0, 3.0], discount=disc),
-                               [0.5, 0.5 + 2.0, 0.0, 2.0])
+    np.testing.assert_allclose(
+        tree_costs(MASKS, [1.0, 2.0, 3.0], discount=disc), [0.5, 0.5 + 2.0, 0.0, 2.0]
+    )
     # groups: the discount is per group (tree 1 touches group 0 once)
-    np.testing.assert_allclose(tree_costs(MASKS, groups=[0, 0, 1], discount=[0.25, 1.0]),
-                               [0.25, 0.25, 1.0, 0.25])
+    np.testing.assert_allclose(
+        tree_costs(MASKS, groups=[0, 0, 1], discount=[0.25, 1.0]), [0.25, 0.25, 1.0, 0.25]
+    )
     np.testing.assert_array_equal(tree_costs(MASKS, discount=np.ones(3)), tree_costs(MASKS))
 
 
@@ -73,8 +82,7 @@ def _two_copies_and_a_weaker_signal(seed):
     rng = np.random.RandomState(seed)
     m = 500
     s1, s2 = rng.randn(m), rng.randn(m)
-    A = np.column_stack([s1 + 0.5 * rng.randn(m), s1 + 0.5 * rng.randn(m),
-                         s2 + 0.5 * rng.randn(m)])
+    A = np.column_stack([s1 + 0.5 * rng.randn(m), s1 + 0.5 * rng.randn(m), s2 + 0.5 * rng.randn(m)])
     y = s1 + 0.6 * s2 + 0.1 * rng.randn(m)
     return A, y, np.eye(3, dtype=bool)
 
@@ -96,16 +104,18 @@ def test_reweighting_moves_the_weight_of_near_copies_onto_one(seed):
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_path_entries_are_what_select_k_selects(loss):
     A, y, masks = _forest(300, 40, seed=4, loss=loss)
-    path = selections_by_k(A, y, masks, 5, datafit=Datafit(loss=loss),
-                           reweight=Reweighting(steps=3))
+    path = selections_by_k(
+        A, y, masks, 5, datafit=Datafit(loss=loss), reweight=Reweighting(steps=3)
+    )
     plain = selections_by_k(A, y, masks, 5, datafit=Datafit(loss=loss))
     assert path.lambda_max == plain.lambda_max
     np.testing.assert_array_equal(path.lambdas, plain.lambdas)
     assert path.n_solves > plain.n_solves
     for k in range(1, 6):
         if k in path.selections:
-            sel = select_k(A, y, masks, k, datafit=Datafit(loss=loss),
-                           reweight=Reweighting(steps=3))
+            sel = select_k(
+                A, y, masks, k, datafit=Datafit(loss=loss), reweight=Reweighting(steps=3)
+            )
             assert path.selections[k].features.tolist() == sel.features.tolist()
             assert path.selections[k].lam == sel.lam
         else:

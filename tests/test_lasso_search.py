@@ -1,12 +1,22 @@
 """The lambda descent and bisection to exactly k features (``gpufs.lasso._search``): every k
 reached where it can be, unreachable k reported with the reason, zero-cost trees as free
 features, determinism and bad k."""
+
 import numpy as np
 import pytest
 
 from _lasso_data import _forest, _one_feature_per_tree, small  # noqa: F401 (a fixture)
-from gpufs.lasso import (Datafit, FeatureCosts, KSearch, UnreachableKError, select_k,
-                         selected_features, selections_by_k, solve_lasso, tree_costs)
+from gpufs.lasso import (
+    Datafit,
+    FeatureCosts,
+    KSearch,
+    UnreachableKError,
+    select_k,
+    selected_features,
+    selections_by_k,
+    solve_lasso,
+    tree_costs,
+)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
@@ -53,8 +63,11 @@ def test_unreachable_k_is_reported():
     # Every tree uses two features: the count moves in steps of 2, odd k are unreachable.
     A, y, eye = _one_feature_per_tree(n=6)
     masks = np.repeat(eye, 2, axis=1)  # tree i uses features 2i and 2i+1
-    with pytest.raises(UnreachableKError, match=r"k=3 is unreachable: the number of selected "
-                                                r"features jumps from 2 .* to 4") as info:
+    with pytest.raises(
+        UnreachableKError,
+        match=r"k=3 is unreachable: the number of selected "
+        r"features jumps from 2 .* to 4",
+    ) as info:
         select_k(A, y, masks, 3)
     assert info.value.below.k == 2 and info.value.above.k == 4
     below = select_k(A, y, masks, 3, strict=False)
@@ -72,8 +85,11 @@ def test_a_jump_one_tree_makes_stops_the_bisection_at_once():
     A, y, eye = _one_feature_per_tree(n=6)
     masks = np.repeat(eye, 3, axis=1)  # tree i uses features 3i, 3i+1 and 3i+2
     for k in (1, 2, 4, 5):
-        with pytest.raises(UnreachableKError, match=r"the one tree that enters there brings "
-                                                    r"3 new features at once") as info:
+        with pytest.raises(
+            UnreachableKError,
+            match=r"the one tree that enters there brings "
+            r"3 new features at once",
+        ) as info:
             select_k(A, y, masks, k)
         below, above = info.value.below, info.value.above
         assert above.k - below.k == 3 and below.k < k < above.k
@@ -105,14 +121,17 @@ def test_zero_cost_trees_are_free_features():
     """A feature of cost 0 is free: its tree is never penalized, so it is selected at every
     lambda and counts toward k."""
     A, y, masks = _one_feature_per_tree(n=6)
-    costs = np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])       # feature 3 is free
+    costs = np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])  # feature 3 is free
     for k in range(1, 7):
         sel = select_k(A, y, masks, k, costs=FeatureCosts(feature_costs=costs))
         assert sel.k == k and 3 in sel.features.tolist()
     # two free features: k = 1 cannot be reached, and says why
     costs[0] = 0.0
-    with pytest.raises(UnreachableKError, match=r"k=1 is unreachable: the zero-cost \(free\) "
-                                                r"trees alone select 2 features") as info:
+    with pytest.raises(
+        UnreachableKError,
+        match=r"k=1 is unreachable: the zero-cost \(free\) "
+        r"trees alone select 2 features",
+    ) as info:
         select_k(A, y, masks, 1, costs=FeatureCosts(feature_costs=costs))
     assert info.value.below is None and info.value.above.features.tolist() == [0, 3]
     sparsest = select_k(A, y, masks, 1, costs=FeatureCosts(feature_costs=costs), strict=False)
@@ -133,8 +152,9 @@ def test_path_reports_ks_beyond_the_end():
     path = selections_by_k(A, y, masks, 5, search=KSearch(lambda_min_ratio=0.5), n_lambdas=3)
     # the grid ends at lambda_max / 2, where the noise tree has not entered yet
     assert path.ks == [1, 2, 3, 4] and list(path.unreachable) == [5]
-    assert path.unreachable[5] == ("no lambda down to 1.01477 selects 5 features; the most "
-                                   "selected on the path is 4")
+    assert path.unreachable[5] == (
+        "no lambda down to 1.01477 selects 5 features; the most selected on the path is 4"
+    )
     assert path.lambdas[-1] == pytest.approx(0.5 * path.lambda_max)
 
 
@@ -147,8 +167,7 @@ def test_search_is_deterministic():
     paths = [selections_by_k(A2, y2, masks2, 4) for _ in range(2)]
     assert paths[0].lambdas.tobytes() == paths[1].lambdas.tobytes()
     for k in paths[0].ks:
-        assert (paths[0].selections[k].weights.tobytes()
-                == paths[1].selections[k].weights.tobytes())
+        assert paths[0].selections[k].weights.tobytes() == paths[1].selections[k].weights.tobytes()
 
 
 def test_bad_k(small):
@@ -160,9 +179,12 @@ def test_bad_k(small):
     with pytest.raises(ValueError, match="k must be an integer"):
         select_k(A, y, masks, 2.5)
     n_used = int(masks.any(axis=0).sum())
-    with pytest.raises(ValueError, match=rf"k={n_used + 1} is larger than the number of features "
-                                         rf"the forest uses: its trees split on {n_used} of the "
-                                         rf"{masks.shape[1]} features"):
+    with pytest.raises(
+        ValueError,
+        match=rf"k={n_used + 1} is larger than the number of features "
+        rf"the forest uses: its trees split on {n_used} of the "
+        rf"{masks.shape[1]} features",
+    ):
         select_k(A, y, masks, n_used + 1)
     with pytest.raises(ValueError, match="k_max must be >= 1"):
         selections_by_k(A, y, masks, 0)
@@ -177,7 +199,7 @@ def test_record_keeps_the_path_the_k_search_passed_through():
     record = {}
     sel = select_k(A, y, masks, 5, costs=FeatureCosts(groups=groups), record=record)
     points = record["path"]
-    assert points.n_solves == sel.n_solves           # no solve beyond the search's own
+    assert points.n_solves == sel.n_solves  # no solve beyond the search's own
     np.testing.assert_array_equal(points.selections[5].features, sel.features)
     assert set(points.ks) | set(points.unreachable) == {1, 2, 3, 4, 5}
     for k, s in points.selections.items():

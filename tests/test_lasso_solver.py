@@ -1,15 +1,23 @@
 """The tree-weight lasso's solver (``gpufs.lasso._solver``): against cvxpy (Clarabel, tight
 tolerances) on small forests of real scikit-learn trees, lambda_max, warm-started paths,
 sketching, row weights, determinism, convergence warnings and every rejected input."""
+
 import numpy as np
 import pytest
 
 from _lasso_data import _cvxpy_solve, _forest, small  # noqa: F401 (a fixture)
 from gpufs import lasso
 from gpufs._device import gpu_available
-from gpufs.lasso import (Datafit, SolverOptions, TreeLasso, lambda_max, lasso_path, select_k,
-                         solve_lasso, tree_costs)
-
+from gpufs.lasso import (
+    Datafit,
+    SolverOptions,
+    TreeLasso,
+    lambda_max,
+    lasso_path,
+    select_k,
+    solve_lasso,
+    tree_costs,
+)
 
 # name -> (m, T, loss, cost kind, sample weights, fit_intercept)
 CASES = {
@@ -46,8 +54,9 @@ def _case(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_cvxpy(name, frac):
     A, y, u, loss, r, fit_intercept = _case(name)
-    prob = TreeLasso(A, y, u, datafit=Datafit(loss=loss, sample_weight=r,
-                                              fit_intercept=fit_intercept))
+    prob = TreeLasso(
+        A, y, u, datafit=Datafit(loss=loss, sample_weight=r, fit_intercept=fit_intercept)
+    )
     lam = frac * prob.lambda_max()
     res = prob.solve(lam)
     assert res.converged and res.kkt <= lasso.DEFAULT_TOL
@@ -151,8 +160,14 @@ def test_row_weights_match_repeated_rows():
 def test_not_converged_warns():
     A, y, masks = _forest(150, 40, seed=11, loss="logistic")
     with pytest.warns(Warning, match="stopped after 3 iterations"):
-        res = solve_lasso(A, y, tree_costs(masks), 1e-4, datafit=Datafit(loss="logistic"),
-                          solver=SolverOptions(max_iter=3))
+        res = solve_lasso(
+            A,
+            y,
+            tree_costs(masks),
+            1e-4,
+            datafit=Datafit(loss="logistic"),
+            solver=SolverOptions(max_iter=3),
+        )
     assert not res.converged and res.n_iter == 3
 
 

@@ -1,11 +1,17 @@
 """The launch validator (``gpufs.backends.gpu.launch_rules``) and the GPU stack check: what a real
 GPU refuses, caught on a box without one."""
+
 import numpy as np
 import pytest
 
 from gpufs._device import check_gpu_stack
-from gpufs.backends.gpu.launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, LaunchError,
-                                         check_launch, launch_geometry)
+from gpufs.backends.gpu.launch_rules import (
+    DEFAULT_DYNAMIC_SHARED,
+    MAX_OPTIN_SHARED,
+    LaunchError,
+    check_launch,
+    launch_geometry,
+)
 
 
 def test_numpy_int_grid_is_refused_as_the_h200_refused_it():
@@ -14,17 +20,28 @@ def test_numpy_int_grid_is_refused_as_the_h200_refused_it():
         check_launch("histogram_kernel", (np.int64(20), 2, 1), 16)
 
 
-@pytest.mark.parametrize("grid,block", [(np.int32(4), 32), (4, np.int64(32)),
-                                        ((4, np.int16(2)), 32), (4.0, 32), ((1, 2, 3, 4), 32)])
+@pytest.mark.parametrize(
+    "grid,block",
+    [(np.int32(4), 32), (4, np.int64(32)), ((4, np.int16(2)), 32), (4.0, 32), ((1, 2, 3, 4), 32)],
+)
 def test_non_int_geometries_are_refused(grid, block):
     with pytest.raises(LaunchError, match="must be an int"):
         check_launch("k", grid, block)
 
 
-@pytest.mark.parametrize("grid,block,match", [
-    (0, 32, r"grid\[0\] = 0"), ((4, 0), 32, r"grid\[1\] = 0"), (4, 0, r"block\[0\] = 0"),
-    ((1, 65536), 32, r"grid\[1\] = 65536"), (2 ** 31, 32, r"grid\[0\]"),
-    (4, 2048, r"block\[0\] = 2048"), (4, (64, 32), "2048 threads"), (4, (1, 1, 65), r"block\[2\]")])
+@pytest.mark.parametrize(
+    "grid,block,match",
+    [
+        (0, 32, r"grid\[0\] = 0"),
+        ((4, 0), 32, r"grid\[1\] = 0"),
+        (4, 0, r"block\[0\] = 0"),
+        ((1, 65536), 32, r"grid\[1\] = 65536"),
+        (2**31, 32, r"grid\[0\]"),
+        (4, 2048, r"block\[0\] = 2048"),
+        (4, (64, 32), "2048 threads"),
+        (4, (1, 1, 65), r"block\[2\]"),
+    ],
+)
 def test_limits(grid, block, match):
     with pytest.raises(LaunchError, match=match):
         check_launch("k", grid, block)
@@ -75,7 +92,8 @@ def test_gpu_extra_keeps_numpy_below_2_5():
 
     root = pathlib.Path(__file__).resolve().parents[1]
     extra = tomllib.loads((root / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]["gpu"]
+        "optional-dependencies"
+    ]["gpu"]
     assert any(r.replace(" ", "").startswith("numpy") and "<2.5" in r for r in extra)
 
 
@@ -86,13 +104,21 @@ def test_numba_cudas_low_occupancy_warning_is_quiet():
 
     from gpufs.backends.gpu.backend import quiet_low_occupancy_warnings
 
-    msg = ("\x1b[1mGrid size 8 will likely result in GPU under-utilization due to low "
-           "occupancy.\x1b[0m")
+    msg = (
+        "\x1b[1mGrid size 8 will likely result in GPU under-utilization due to low "
+        "occupancy.\x1b[0m"
+    )
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         quiet_low_occupancy_warnings()
-        warnings.warn_explicit(msg, RuntimeWarning, "dispatcher.py", 748,
-                               module="numba_cuda.numba.cuda.dispatcher")
-        warnings.warn_explicit("another warning", RuntimeWarning, "dispatcher.py", 748,
-                               module="numba_cuda.numba.cuda.dispatcher")
+        warnings.warn_explicit(
+            msg, RuntimeWarning, "dispatcher.py", 748, module="numba_cuda.numba.cuda.dispatcher"
+        )
+        warnings.warn_explicit(
+            "another warning",
+            RuntimeWarning,
+            "dispatcher.py",
+            748,
+            module="numba_cuda.numba.cuda.dispatcher",
+        )
     assert [str(w.message) for w in seen] == ["another warning"]

@@ -39,6 +39,7 @@ With the parameter mutations (issue 26; census of 150 per family, seed 3): the l
 the parameter and evidence checks (e9b74b3^) accepted 32 of 1650 files whose parameters fail
 the estimator's own checks; with them, 0 failures in 1650.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,10 @@ import tempfile
 
 import numpy as np
 import pytest
-from _fuzz_sources import HypothesisSource, RandomSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from _fuzz_sources import HypothesisSource, RandomSource
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_model_fuzz_worker.py")
@@ -76,12 +78,13 @@ MAX_GROWN_BYTES = 4 << 20
 # Saved models of every family (small, so that one load + predict takes milliseconds)
 # --------------------------------------------------------------------------------------------
 
+
 def _data(task, seed=0, n=160, d=5, nan=True):
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d)
     if nan:
         X[rng.rand(n, d) < 0.1] = np.nan
-        X[:, d - 1] = np.where(rng.rand(n) < 0.3, np.nan, 1.0)   # splits on missingness only
+        X[:, d - 1] = np.where(rng.rand(n) < 0.3, np.nan, 1.0)  # splits on missingness only
     z = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + 0.3 * rng.randn(n)
     if task == "regression":
         return X, z
@@ -95,38 +98,86 @@ def _families():
     import gpufs
 
     fams = {
-        "gbfs_regressor": (gpufs.GBFSRegressor(n_estimators=6, max_depth=3, mu=0.01,
-                                               max_bins=32, device="cpu"), "regression", True),
-        "gbfs_binary": (gpufs.GBFSClassifier(n_estimators=4, max_depth=3, max_bins=32,
-                                             validation_fraction=0.2, device="cpu"),
-                        "binary", True),
-        "gbfs_multiclass": (gpufs.GBFSClassifier(n_estimators=3, max_depth=2, max_bins=16,
-                                                 device="cpu"), "multiclass", True),
-        "stagewise_regressor": (gpufs.StagewiseRegressor(n_features_to_select=3, device="cpu"),
-                                "regression", False),
-        "stagewise_multiclass": (gpufs.StagewiseClassifier(n_features_to_select=3,
-                                                           device="cpu"), "multiclass", False),
-        "controlburn_regressor": (gpufs.ControlBurnRegressor(
-            n_features_to_select=2, max_depth=2, max_trees_per_round=4, path_k_max=3,
-            refit_estimator=gpufs.GBFSRegressor(n_estimators=5, max_depth=2),
-            random_state=0, device="cpu"), "regression", True),
+        "gbfs_regressor": (
+            gpufs.GBFSRegressor(n_estimators=6, max_depth=3, mu=0.01, max_bins=32, device="cpu"),
+            "regression",
+            True,
+        ),
+        "gbfs_binary": (
+            gpufs.GBFSClassifier(
+                n_estimators=4, max_depth=3, max_bins=32, validation_fraction=0.2, device="cpu"
+            ),
+            "binary",
+            True,
+        ),
+        "gbfs_multiclass": (
+            gpufs.GBFSClassifier(n_estimators=3, max_depth=2, max_bins=16, device="cpu"),
+            "multiclass",
+            True,
+        ),
+        "stagewise_regressor": (
+            gpufs.StagewiseRegressor(n_features_to_select=3, device="cpu"),
+            "regression",
+            False,
+        ),
+        "stagewise_multiclass": (
+            gpufs.StagewiseClassifier(n_features_to_select=3, device="cpu"),
+            "multiclass",
+            False,
+        ),
+        "controlburn_regressor": (
+            gpufs.ControlBurnRegressor(
+                n_features_to_select=2,
+                max_depth=2,
+                max_trees_per_round=4,
+                path_k_max=3,
+                refit_estimator=gpufs.GBFSRegressor(n_estimators=5, max_depth=2),
+                random_state=0,
+                device="cpu",
+            ),
+            "regression",
+            True,
+        ),
         # column 0 categorical (values -3..3): category maps, bitsets, category weights
-        "gbfs_categorical": (gpufs.GBFSClassifier(n_estimators=4, max_depth=3, max_bins=32,
-                                                  categorical_features=[0], device="cpu"),
-                             "binary", True),
-        "stagewise_categorical": (gpufs.StagewiseRegressor(n_features_to_select=3,
-                                                           categorical_features=[0],
-                                                           device="cpu"), "regression", False),
-        "controlburn_binary": (gpufs.ControlBurnClassifier(
-            n_features_to_select=2, max_depth=2, max_trees_per_round=4, random_state=0,
-            refit_estimator=gpufs.GBFSClassifier(n_estimators=5, max_depth=2),
-            device="cpu"), "binary", True),
+        "gbfs_categorical": (
+            gpufs.GBFSClassifier(
+                n_estimators=4, max_depth=3, max_bins=32, categorical_features=[0], device="cpu"
+            ),
+            "binary",
+            True,
+        ),
+        "stagewise_categorical": (
+            gpufs.StagewiseRegressor(
+                n_features_to_select=3, categorical_features=[0], device="cpu"
+            ),
+            "regression",
+            False,
+        ),
+        "controlburn_binary": (
+            gpufs.ControlBurnClassifier(
+                n_features_to_select=2,
+                max_depth=2,
+                max_trees_per_round=4,
+                random_state=0,
+                refit_estimator=gpufs.GBFSClassifier(n_estimators=5, max_depth=2),
+                device="cpu",
+            ),
+            "binary",
+            True,
+        ),
         # multitask: two tasks (rows alternate), one shared set of features
-        "multitask_regressor": (gpufs.MultiTaskGBFSRegressor(
-            n_estimators=4, max_depth=3, max_bins=32, mu_G=0.01, device="cpu"),
-            "regression", True),
-        "multitask_binary": (gpufs.MultiTaskGBFSClassifier(
-            n_estimators=3, max_depth=2, max_bins=16, device="cpu"), "binary", True),
+        "multitask_regressor": (
+            gpufs.MultiTaskGBFSRegressor(
+                n_estimators=4, max_depth=3, max_bins=32, mu_G=0.01, device="cpu"
+            ),
+            "regression",
+            True,
+        ),
+        "multitask_binary": (
+            gpufs.MultiTaskGBFSClassifier(n_estimators=3, max_depth=2, max_bins=16, device="cpu"),
+            "binary",
+            True,
+        ),
     }
     return {k: v for k, v in fams.items() if hasattr(v[0], "save_model")}
 
@@ -146,8 +197,13 @@ def saved_models(tmpdir):
         est.save_model(path)
         with open(path) as fh:
             text = fh.read()
-        out[name] = {"text": text, "doc": json.loads(text), "estimator": type(est).__name__,
-                     "n_features": X.shape[1], "nan": nan}
+        out[name] = {
+            "text": text,
+            "doc": json.loads(text),
+            "estimator": type(est).__name__,
+            "n_features": X.shape[1],
+            "nan": nan,
+        }
     return out
 
 
@@ -155,12 +211,65 @@ def saved_models(tmpdir):
 # Mutations
 # --------------------------------------------------------------------------------------------
 
-_BOUNDARY = [0, -1, 1, 2, 3, 15, 16, 17, 31, 32, 127, 128, 253, 254, 255, 256, 65535, 65536,
-             2**31 - 1, 2**31, -2**31 - 1, 2**32, 2**53 + 1, 2**63 - 1, 2**63, -2**63 - 1, 2**64,
-             10**30, -10**30, 10**400, 0.5, -0.5, -0.0, 1e-320, 1e300, -1e300, 1e308, -1e308,
-             math.nan, math.inf, -math.inf]
-_TYPES = [None, True, False, "x", "NaN", "Infinity", "-Infinity", "", [], {}, [[]], {"a": 1},
-          1.5, "0"]
+_BOUNDARY = [
+    0,
+    -1,
+    1,
+    2,
+    3,
+    15,
+    16,
+    17,
+    31,
+    32,
+    127,
+    128,
+    253,
+    254,
+    255,
+    256,
+    65535,
+    65536,
+    2**31 - 1,
+    2**31,
+    -(2**31) - 1,
+    2**32,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    -(2**63) - 1,
+    2**64,
+    10**30,
+    -(10**30),
+    10**400,
+    0.5,
+    -0.5,
+    -0.0,
+    1e-320,
+    1e300,
+    -1e300,
+    1e308,
+    -1e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+]
+_TYPES = [
+    None,
+    True,
+    False,
+    "x",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "",
+    [],
+    {},
+    [[]],
+    {"a": 1},
+    1.5,
+    "0",
+]
 #: Replaced after serialization by text that is cheap to write and expensive to build as
 #: Python objects: deep nesting (json.dumps itself would recurse) and long lists of lists.
 _MARK = "__gpufs_fuzz_%d__"
@@ -173,8 +282,9 @@ def _containers(doc, path=()):
     if isinstance(doc, dict):
         items = list(doc.items())
     elif len(doc) > 64:
-        items = list(enumerate(doc[:32])) + [(len(doc) - 32 + i, v)
-                                              for i, v in enumerate(doc[-32:])]
+        items = list(enumerate(doc[:32])) + [
+            (len(doc) - 32 + i, v) for i, v in enumerate(doc[-32:])
+        ]
     else:
         items = list(enumerate(doc))
     for k, v in items:
@@ -206,10 +316,22 @@ def _mutate_once(doc, src, n_marks):
     kind = src.pick(["number", "number", "number", "type", "length", "key", "deep"])
     if kind == "length" and isinstance(c, list):
         n = len(c)
-        op = src.pick(["drop_last", "drop_one", "dup", "append", "empty", "grow", "swap",
-                       "reverse", "insert_junk", "inflate"])
+        op = src.pick(
+            [
+                "drop_last",
+                "drop_one",
+                "dup",
+                "append",
+                "empty",
+                "grow",
+                "swap",
+                "reverse",
+                "insert_junk",
+                "inflate",
+            ]
+        )
         if op == "drop_last" and n:
-            del c[-src.int(1, n):]
+            del c[-src.int(1, n) :]
         elif op == "drop_one" and n:
             del c[src.int(0, n - 1)]
         elif op == "dup" and n:
@@ -248,7 +370,8 @@ def _mutate_once(doc, src, n_marks):
             del c[src.pick(keys)]
         elif op == "extra":
             c[src.pick(["extra", "format_version", "n_trees", "__class__"])] = _pick_value(
-                src, _TYPES + _BOUNDARY)
+                src, _TYPES + _BOUNDARY
+            )
         elif op == "rename" and keys:
             k = src.pick(keys)
             c[k + "_"] = c.pop(k)
@@ -273,13 +396,13 @@ def _mutate_text(text, src):
     op = src.pick(["truncate", "flip", "delete", "invalid_utf8", "empty", "bom"])
     n = len(data)
     if op == "truncate":
-        data = data[:src.int(0, max(n - 1, 0))]
+        data = data[: src.int(0, max(n - 1, 0))]
     elif op == "flip" and n:
         i = src.int(0, n - 1)
-        data = data[:i] + bytes([data[i] ^ (1 << src.int(0, 7))]) + data[i + 1:]
+        data = data[:i] + bytes([data[i] ^ (1 << src.int(0, 7))]) + data[i + 1 :]
     elif op == "delete" and n:
         i = src.int(0, n - 1)
-        data = data[:i] + data[i + 1:]
+        data = data[:i] + data[i + 1 :]
     elif op == "invalid_utf8":
         i = src.int(0, n)
         data = data[:i] + b"\xff\xfe\xc3" + data[i:]
@@ -291,8 +414,29 @@ def _mutate_text(text, src):
 
 
 #: Values outside some parameter's range, or of another kind (the parameter mutations).
-_PARAM_VALUES = ["8", -1, 0, 1, 100, 2 ** 70, -0.5, 1e308, 0.5, 2, True, None, "auto", "gpu",
-                 "none", "from_dtype", [1.0, 2.0], [], [0, 0, 1], [-1.0] * 5, {"dict": []}]
+_PARAM_VALUES = [
+    "8",
+    -1,
+    0,
+    1,
+    100,
+    2**70,
+    -0.5,
+    1e308,
+    0.5,
+    2,
+    True,
+    None,
+    "auto",
+    "gpu",
+    "none",
+    "from_dtype",
+    [1.0, 2.0],
+    [],
+    [0, 0, 1],
+    [-1.0] * 5,
+    {"dict": []},
+]
 
 
 def _mutate_params(doc, src):
@@ -321,7 +465,7 @@ def mutant(base_doc, src) -> bytes:
     marks = []
     for _ in range(src.int(1, 3)):
         marks += _mutate_once(doc, src, len(marks))
-    text = json.dumps(doc)                        # NaN / Infinity tokens allowed on purpose
+    text = json.dumps(doc)  # NaN / Infinity tokens allowed on purpose
     for marker, replacement in marks:
         # replaced once; copies made by a later "grow" or "dup" become plain numbers
         text = text.replace(json.dumps(marker), replacement, 1)
@@ -334,6 +478,7 @@ def mutant(base_doc, src) -> bytes:
 # --------------------------------------------------------------------------------------------
 # Supervisor: one child serves many cases; a death, a hang or an exit is a finding
 # --------------------------------------------------------------------------------------------
+
 
 class Supervisor:
     """Runs cases in a worker child, restarting it after a crash or a hang."""
@@ -351,19 +496,24 @@ class Supervisor:
         root = os.path.dirname(os.path.dirname(os.path.abspath(gpufs.__file__)))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         self.stderr = tempfile.TemporaryFile(dir=self.tmpdir)
-        self.proc = subprocess.Popen([sys.executable, WORKER, str(self.memory_limit)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, WORKER, str(self.memory_limit)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=env,
+        )
         ready = self._read(120.0)
         if ready is None or not ready.get("ready"):
             raise RuntimeError(f"the fuzz worker did not start: {ready} {self._stderr_tail()}")
-        if warm:          # import gpufs now, not within the first case's time limit
+        if warm:  # import gpufs now, not within the first case's time limit
             self.proc.stdin.write(b'{"warmup": true}\n')
             self.proc.stdin.flush()
             reply = self._read(300.0)
             if reply is None or reply.get("outcome") != "ok":
-                raise RuntimeError(f"the fuzz worker did not import gpufs: {reply} "
-                                   f"{self._stderr_tail()}")
+                raise RuntimeError(
+                    f"the fuzz worker did not import gpufs: {reply} {self._stderr_tail()}"
+                )
 
     def _stderr_tail(self):
         self.stderr.seek(0)
@@ -417,8 +567,14 @@ class Supervisor:
         path = os.path.join(self.tmpdir, f"mutant{self.n_case % 8}.json")
         with open(path, "wb") as fh:
             fh.write(data)
-        return self.run({"path": path, "estimator": model["estimator"],
-                         "n_features": model["n_features"], "nan": model["nan"]})
+        return self.run(
+            {
+                "path": path,
+                "estimator": model["estimator"],
+                "n_features": model["n_features"],
+                "nan": model["nan"],
+            }
+        )
 
     def close(self):
         self._kill()
@@ -430,6 +586,7 @@ ACCEPTABLE = ("rejected", "ok")
 # --------------------------------------------------------------------------------------------
 # Tests
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def fuzz_env(tmp_path_factory):
@@ -472,16 +629,27 @@ def _fuzz(fuzz_env, family, data):
     model = models[family]
     blob = mutant(model["doc"], HypothesisSource(data))
     r = sup.run_file(blob, model)
-    return r["outcome"], (f"{family}: {r['outcome']}: {r['detail']}\n"
-                          f"mutant (first 2000 bytes): {blob[:2000]!r}")
+    return r["outcome"], (
+        f"{family}: {r['outcome']}: {r['detail']}\nmutant (first 2000 bytes): {blob[:2000]!r}"
+    )
 
 
-FAMILIES = ["gbfs_regressor", "gbfs_binary", "gbfs_multiclass", "stagewise_regressor",
-            "stagewise_multiclass", "controlburn_regressor", "controlburn_binary",
-            "gbfs_categorical", "stagewise_categorical", "multitask_regressor",
-            "multitask_binary"]
-_COMMON = dict(deadline=None, database=None, derandomize=True,
-               suppress_health_check=list(HealthCheck))
+FAMILIES = [
+    "gbfs_regressor",
+    "gbfs_binary",
+    "gbfs_multiclass",
+    "stagewise_regressor",
+    "stagewise_multiclass",
+    "controlburn_regressor",
+    "controlburn_binary",
+    "gbfs_categorical",
+    "stagewise_categorical",
+    "multitask_regressor",
+    "multitask_binary",
+]
+_COMMON = dict(
+    deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -511,6 +679,7 @@ def test_mutants_never_crash_long(fuzz_env, family, data):
 # --------------------------------------------------------------------------------------------
 # Census: seeded mutants, every outcome counted (no stop at the first failure)
 # --------------------------------------------------------------------------------------------
+
 
 def census(n, seed, families=None, show=3):
     with tempfile.TemporaryDirectory() as tmpdir:

@@ -1,5 +1,6 @@
 """Exactly k features from GBFS: the search over mu (gpufs.selectors._mu_search) and the
 estimators that use it."""
+
 import math
 import warnings
 
@@ -12,10 +13,12 @@ from gpufs.selectors._mu_search import FLOOR, Probe, known_outcomes, search_mu
 
 def _counting_probe(count_of_mu, calls):
     """A probe whose unbudgeted fit selects ``count_of_mu(mu)`` features."""
+
     def probe(mu, k):
         calls.append(mu)
         c = count_of_mu(mu)
         return Probe(mu, c >= k, min(c, k), 1, 0.0)
+
     return probe
 
 
@@ -25,13 +28,14 @@ def test_search_brackets_the_largest_mu_that_reaches_k(k, start):
     # count(mu) = floor(-4 log10 mu): 4 features per decade, as GBFS curves roughly behave.
     def count(mu):
         return 100 if mu == 0 else max(0, int(math.floor(-4 * math.log10(mu))))
+
     calls = []
     probe = _counting_probe(count, calls)
     res = search_mu(lambda mu: probe(mu, k), k, start, upper=1.0, rtol=0.1, max_probes=30)
-    mu_star = 10 ** (-k / 4)          # the largest mu with count >= k
+    mu_star = 10 ** (-k / 4)  # the largest mu with count >= k
     assert count(res.mu) >= k
     assert mu_star / 1.1 <= res.mu <= mu_star
-    assert all(m < 1.0 for m in calls)           # the known-empty upper end is never probed
+    assert all(m < 1.0 for m in calls)  # the known-empty upper end is never probed
     assert [p.mu for p in res.probes] == calls
 
 
@@ -58,12 +62,12 @@ def _count_4_per_decade(mu):
 
 
 def test_known_outcomes_of_an_earlier_search_for_another_k():
-    records = [dict(mu=0.05, reached=False, n_features=5, n_trees=50, seconds=0.0),
-               dict(mu=0.001, reached=True, n_features=7, n_trees=9, seconds=0.0)]
-    assert [(p.mu, p.reached) for p in known_outcomes(records, 3)] == [(0.05, True),
-                                                                       (0.001, True)]
-    assert [(p.mu, p.reached) for p in known_outcomes(records, 6)] == [(0.05, False),
-                                                                       (0.001, True)]
+    records = [
+        dict(mu=0.05, reached=False, n_features=5, n_trees=50, seconds=0.0),
+        dict(mu=0.001, reached=True, n_features=7, n_trees=9, seconds=0.0),
+    ]
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 3)] == [(0.05, True), (0.001, True)]
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 6)] == [(0.05, False), (0.001, True)]
     # a probe that stopped at its 7th feature says nothing about the 8th
     assert [(p.mu, p.reached) for p in known_outcomes(records, 8)] == [(0.05, False)]
 
@@ -73,19 +77,20 @@ def test_a_new_k_reuses_what_an_earlier_search_found(k_old, k_new):
     def search(k, known=()):
         calls = []
         probe = _counting_probe(_count_4_per_decade, calls)
-        res = search_mu(lambda mu: probe(mu, k), k, 0.05, upper=1.0, rtol=0.1, max_probes=30,
-                        known=known)
+        res = search_mu(
+            lambda mu: probe(mu, k), k, 0.05, upper=1.0, rtol=0.1, max_probes=30, known=known
+        )
         return res, calls
 
     old, _ = search(k_old)
     known = known_outcomes(old.as_records(), k_new)
     warm, calls = search(k_new, known)
     cold, cold_calls = search(k_new)
-    mu_star = 10 ** (-k_new / 4)          # the largest mu with count >= k_new
+    mu_star = 10 ** (-k_new / 4)  # the largest mu with count >= k_new
     assert mu_star / 1.1 <= warm.mu <= mu_star
-    assert not set(calls) & {p.mu for p in known}       # nothing known is probed again
+    assert not set(calls) & {p.mu for p in known}  # nothing known is probed again
     assert len(calls) <= len(cold_calls)
-    if k_new <= k_old:      # the earlier probes bracket a smaller k: fewer new probes
+    if k_new <= k_old:  # the earlier probes bracket a smaller k: fewer new probes
         assert len(calls) < len(cold_calls)
     if k_new == k_old:
         assert calls == [] and warm.mu == old.mu
@@ -110,8 +115,9 @@ def _planted(seed, n=300, d=10, task="regression"):
 def test_gbfs_selects_exactly_k_on_planted_data(seed, k):
     for task, cls in [("regression", GBFSRegressor), ("classification", GBFSClassifier)]:
         X, y = _planted(seed, task=task)
-        est = cls(n_features_to_select=k, n_estimators=20, max_depth=3, device="cpu",
-                  random_state=seed).fit(X, y)
+        est = cls(
+            n_features_to_select=k, n_estimators=20, max_depth=3, device="cpu", random_state=seed
+        ).fit(X, y)
         assert len(est.selected_features_) == k
         feats = est.ensemble_.stacked()["feature"]
         assert set(np.unique(feats[feats >= 0]).tolist()) == set(est.selected_features_.tolist())
@@ -129,12 +135,19 @@ def test_gbfs_exact_k_multiclass_and_unscaled_penalty():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 10))
     y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(400, 3)), axis=1)
-    est = GBFSClassifier(n_features_to_select=4, n_estimators=15, max_depth=3, device="cpu",
-                         random_state=0).fit(X, y)
+    est = GBFSClassifier(
+        n_features_to_select=4, n_estimators=15, max_depth=3, device="cpu", random_state=0
+    ).fit(X, y)
     assert len(est.selected_features_) == 4
     Xr, yr = _planted(3)
-    est = GBFSRegressor(n_features_to_select=4, mu=2.0, penalty_scaling="none",
-                        n_estimators=20, device="cpu", random_state=0).fit(Xr, yr)
+    est = GBFSRegressor(
+        n_features_to_select=4,
+        mu=2.0,
+        penalty_scaling="none",
+        n_estimators=20,
+        device="cpu",
+        random_state=0,
+    ).fit(Xr, yr)
     assert len(est.selected_features_) == 4
     assert est.mu_ > 0
 
@@ -142,10 +155,13 @@ def test_gbfs_exact_k_multiclass_and_unscaled_penalty():
 def test_gbfs_fewer_features_with_gain_than_k_warns_with_the_count():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 6))
-    X[:, 2:] = 0.0                    # four constant columns: no split on them can gain
+    X[:, 2:] = 0.0  # four constant columns: no split on them can gain
     y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=300)
-    with pytest.warns(SelectionWarning, match=r"only 2 features entered the model at mu=0 in "
-                                              r"10 rounds, fewer than n_features_to_select=4"):
+    with pytest.warns(
+        SelectionWarning,
+        match=r"only 2 features entered the model at mu=0 in "
+        r"10 rounds, fewer than n_features_to_select=4",
+    ):
         est = GBFSRegressor(n_features_to_select=4, n_estimators=10, device="cpu").fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1]
     assert est.mu_ == 0.0
@@ -159,16 +175,23 @@ def test_gbfs_fewer_than_k_warning_counts_the_features_of_the_final_fit():
     X[:, :3] = rng.random((500, 3))
     y = 10.0 * (X[:, 0] > 0.5) + 3.0 * (X[:, 1] > 0.5) + 0.3 * (X[:, 2] > 0.5)
     with pytest.warns(SelectionWarning) as rec:
-        est = GBFSRegressor(n_estimators=20, max_depth=1, learning_rate=0.5,
-                            n_features_to_select=5, device="cpu", random_state=0).fit(X, y)
+        est = GBFSRegressor(
+            n_estimators=20,
+            max_depth=1,
+            learning_rate=0.5,
+            n_features_to_select=5,
+            device="cpu",
+            random_state=0,
+        ).fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1, 2]
     # the pool (2 k) is every column: no price is searched, the pool fit runs at mu = 0
     assert est.mu_search_ == [] and est.mu_ == 0.0
     # the first half of the rounds (a probe's horizon) saw 2 of them, the whole fit 3
     assert (est.first_use_tree_[est.selected_features_] < 10).sum() == 2
     (message,) = [str(w.message) for w in rec]
-    assert message.startswith("only 3 features entered the model at mu=0 in 20 rounds, "
-                              "fewer than n_features_to_select=5")
+    assert message.startswith(
+        "only 3 features entered the model at mu=0 in 20 rounds, fewer than n_features_to_select=5"
+    )
     assert "selected those 3." in message
 
 
@@ -190,8 +213,9 @@ def test_search_beats_the_greedy_budget_on_ames_housing():
     y = np.log10(df["Sale_Price"].to_numpy(dtype=float))
     X = df.select_dtypes("number").drop(columns=["Sale_Price", "rownames"], errors="ignore")
     assert X.shape == (2930, 33)
-    est = GBFSRegressor(n_features_to_select=3, n_estimators=50, random_state=0,
-                        device="cpu").fit(X, y)
+    est = GBFSRegressor(n_features_to_select=3, n_estimators=50, random_state=0, device="cpu").fit(
+        X, y
+    )
     chosen = est.selected_feature_names_.tolist()
     assert len(chosen) == 3 and "Gr_Liv_Area" in chosen
     # the greedy budget: the first three features a mu=0.05 fit lets in (tree 0, levels 0-1)
@@ -211,15 +235,19 @@ def test_search_beats_the_greedy_budget_on_ames_housing():
 
 
 def test_gbfs_fraction_of_columns():
-    X, y = _planted(4)                       # 10 columns
-    est = GBFSRegressor(n_features_to_select=0.3, n_estimators=15, device="cpu",
-                        random_state=0).fit(X, y)
+    X, y = _planted(4)  # 10 columns
+    est = GBFSRegressor(
+        n_features_to_select=0.3, n_estimators=15, device="cpu", random_state=0
+    ).fit(X, y)
     assert len(est.selected_features_) == 3
-    with pytest.raises(ValueError, match=r"'n_features_to_select' parameter of GBFSRegressor "
-                                         r"must be an int in the range \[1, "
-                                         r"9223372036854775807\], a float in "
-                                         r"the range \(0.0, 1.0\], a str among \{'auto'\} "
-                                         r"or None. Got 1.5"):
+    with pytest.raises(
+        ValueError,
+        match=r"'n_features_to_select' parameter of GBFSRegressor "
+        r"must be an int in the range \[1, "
+        r"9223372036854775807\], a float in "
+        r"the range \(0.0, 1.0\], a str among \{'auto'\} "
+        r"or None. Got 1.5",
+    ):
         GBFSRegressor(n_features_to_select=1.5).fit(X, y)
 
 
@@ -231,8 +259,14 @@ def test_gbfs_exact_k_survives_early_stopping():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 30))
     y = X[:, 0] + 0.4 * X[:, 1] + 0.3 * X[:, 2] + 0.2 * X[:, 3] + 2 * rng.normal(size=200)
-    kw = dict(n_features_to_select=4, n_estimators=40, learning_rate=0.5,
-              validation_fraction=0.3, random_state=0, device="cpu")
+    kw = dict(
+        n_features_to_select=4,
+        n_estimators=40,
+        learning_rate=0.5,
+        validation_fraction=0.3,
+        random_state=0,
+        device="cpu",
+    )
     est = GBFSRegressor(n_iter_no_change=3, **kw).fit(X, y)
     full = GBFSRegressor(**kw).fit(X, y)
     assert est.mu_ > 0 and len(est.selected_features_) == 4
@@ -242,13 +276,16 @@ def test_gbfs_exact_k_survives_early_stopping():
     assert est.n_estimators_ == max(best_round, last_entry + 1) < full.n_estimators_
     np.testing.assert_array_equal(est.selected_features_, full.selected_features_)
     a, b = est.ensemble_.stacked(), full.ensemble_.stacked()
-    np.testing.assert_array_equal(a["feature"], b["feature"][:est.n_estimators_])
+    np.testing.assert_array_equal(a["feature"], b["feature"][: est.n_estimators_])
 
 
 def test_gbfs_zero_features_warns_what_to_change():
     X, y = _planted(0)
-    with pytest.warns(UserWarning, match=r"no feature was selected: at mu=0.99 .* Lower mu, or "
-                                         r"set n_features_to_select"):
+    with pytest.warns(
+        UserWarning,
+        match=r"no feature was selected: at mu=0.99 .* Lower mu, or "
+        r"set n_features_to_select",
+    ):
         est = GBFSRegressor(mu=0.99, n_estimators=5, device="cpu").fit(X, y)
     assert est.selected_features_.size == 0
 
@@ -257,8 +294,13 @@ def test_gbfs_selection_path_has_names_entry_trees_and_losses():
     pd = pytest.importorskip("pandas")
     X, y = _planted(1)
     X = pd.DataFrame(X, columns=[f"col_{j}" for j in range(X.shape[1])])
-    est = GBFSRegressor(n_features_to_select=3, n_estimators=20, validation_fraction=0.2,
-                        device="cpu", random_state=0).fit(X, y)
+    est = GBFSRegressor(
+        n_features_to_select=3,
+        n_estimators=20,
+        validation_fraction=0.2,
+        device="cpu",
+        random_state=0,
+    ).fit(X, y)
     p = est.selection_path_
     assert p["k"] == [1, 2, 3]
     assert p["features"] == est.selected_features_.tolist()
@@ -296,8 +338,10 @@ def _fit_without_warm_start(monkeypatch, est, X, y, **fit_kw):
     return seen
 
 
-@pytest.mark.parametrize("case", ["regression", "binary_eval_set", "multiclass",
-                                  "early_stopping", "unscaled", "sinusoids"])
+@pytest.mark.parametrize(
+    "case",
+    ["regression", "binary_eval_set", "multiclass", "early_stopping", "unscaled", "sinusoids"],
+)
 def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
     """The pool fit resumes at the round where the winning probe's k-th feature entered, the
     final fit at the round where the first pool feature left out entered (its state rebuilt
@@ -310,33 +354,49 @@ def test_final_fit_resumed_from_the_probe_equals_a_full_fit(monkeypatch, case):
     if case == "multiclass":
         X = rng.normal(size=(300, 9))
         y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(300, 3)), axis=1)
-        est = GBFSClassifier(n_features_to_select=4, n_estimators=12, max_depth=3,
-                             device="cpu", random_state=0)
+        est = GBFSClassifier(
+            n_features_to_select=4, n_estimators=12, max_depth=3, device="cpu", random_state=0
+        )
     elif case == "binary_eval_set":
         X, y = _planted(1, n=400, task="classification")
         fit_kw = {"eval_set": (X[300:], y[300:])}
         X, y = X[:300], y[:300]
-        est = GBFSClassifier(n_features_to_select=3, n_estimators=20, max_depth=3,
-                             device="cpu", random_state=0)
+        est = GBFSClassifier(
+            n_features_to_select=3, n_estimators=20, max_depth=3, device="cpu", random_state=0
+        )
     elif case == "early_stopping":
         X, y = _planted(2, n=300)
-        est = GBFSRegressor(n_features_to_select=4, n_estimators=30, validation_fraction=0.3,
-                            n_iter_no_change=3, device="cpu", random_state=0)
+        est = GBFSRegressor(
+            n_features_to_select=4,
+            n_estimators=30,
+            validation_fraction=0.3,
+            n_iter_no_change=3,
+            device="cpu",
+            random_state=0,
+        )
     elif case == "unscaled":
         X, y = _planted(3)
-        est = GBFSRegressor(n_features_to_select=4, mu=2.0, penalty_scaling="none",
-                            n_estimators=20, device="cpu", random_state=0)
+        est = GBFSRegressor(
+            n_features_to_select=4,
+            mu=2.0,
+            penalty_scaling="none",
+            n_estimators=20,
+            device="cpu",
+            random_state=0,
+        )
     elif case == "sinusoids":
         # a clear price and late left-out features: both fits resume past round 0
         X = rng.random((800, 60))
         y = sum((i + 1) * np.sin(3 * X[:, 7 * i]) for i in range(4))
         y = y + 0.1 * rng.normal(size=800)
-        est = GBFSRegressor(n_features_to_select=4, n_estimators=30, max_depth=3,
-                            device="cpu", random_state=0)
+        est = GBFSRegressor(
+            n_features_to_select=4, n_estimators=30, max_depth=3, device="cpu", random_state=0
+        )
     else:
         X, y = _planted(0)
-        est = GBFSRegressor(n_features_to_select=3, n_estimators=20, max_depth=3,
-                            device="cpu", random_state=0)
+        est = GBFSRegressor(
+            n_features_to_select=3, n_estimators=20, max_depth=3, device="cpu", random_state=0
+        )
     # the resumes are the training-gain ranking's (with held-out rows the pool grows on
     # part of them and the final fit on all, from round 0)
     est.set_params(pool_ranking="gain")
@@ -367,8 +427,9 @@ def test_gbfs_warm_start_keeps_the_bins_and_the_probes_for_a_new_k():
     bins = est.bin_mapper_
     for k in (3, 4, 6):
         est.set_params(n_features_to_select=k).fit(X, y)
-        cold = GBFSRegressor(n_estimators=30, n_features_to_select=k, random_state=0,
-                             device="cpu").fit(X, y)
+        cold = GBFSRegressor(
+            n_estimators=30, n_features_to_select=k, random_state=0, device="cpu"
+        ).fit(X, y)
         assert est.bin_mapper_ is bins and est.selected_features_.size == k
         assert len(est.mu_search_) < len(cold.mu_search_)
         # the probes this fit ran are new prices, not ones an earlier fit already tried
@@ -376,7 +437,8 @@ def test_gbfs_warm_start_keeps_the_bins_and_the_probes_for_a_new_k():
     # another parameter, or an unseeded estimator: everything again
     est.set_params(max_depth=3).fit(X, y)
     assert est.bin_mapper_ is not bins
-    unseeded = GBFSRegressor(n_estimators=30, n_features_to_select=5, warm_start=True,
-                             device="cpu").fit(X, y)
+    unseeded = GBFSRegressor(
+        n_estimators=30, n_features_to_select=5, warm_start=True, device="cpu"
+    ).fit(X, y)
     first = unseeded.bin_mapper_
     assert unseeded.fit(X, y).bin_mapper_ is not first

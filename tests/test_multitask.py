@@ -2,6 +2,7 @@
 the known answer (three tasks sharing two features, each with one of its own), the goal (fewer
 distinct features than separate fits at the same per-task error), both input forms, prediction
 by task, save/load with its checks, and CPU == simulated GPU (``_cudasim_multitask.py``)."""
+
 import json
 import os
 import re
@@ -10,17 +11,17 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from gpufs import GBFSRegressor, MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
-from gpufs.io.model_io import ModelFileError
-from gpufs.engine.multitask_boosting import MultiTaskPenaltyState
-
 import _simulator_runs
+from gpufs import GBFSRegressor, MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
+from gpufs.engine.multitask_boosting import MultiTaskPenaltyState
+from gpufs.io.model_io import ModelFileError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
 
 
 # --- the penalty ------------------------------------------------------------------------
+
 
 def test_prices_of_shared_and_task_sets():
     costs = np.array([1.0, 1.0, 2.0, 1.0])
@@ -37,7 +38,7 @@ def test_prices_of_shared_and_task_sets():
     assert t0.first_use_tree[1] == 3 and t1.order == []
     t1.global_tree_index = 8
     assert t1.admit([1, 3], tree_index=0) == [1, 3]
-    assert st.shared.order == [2, 1, 3]                 # 1 was already in Omega_G
+    assert st.shared.order == [2, 1, 3]  # 1 was already in Omega_G
     assert st.shared.first_use_tree[1] == 7 and st.shared.first_use_tree[3] == 8
     np.testing.assert_allclose(t0.penalty_vector(), [0.4, 0.0, 0.0, 0.1])
 
@@ -51,6 +52,7 @@ def test_groups_become_free_together_in_both_sets():
 
 # --- known answer and goal --------------------------------------------------------------
 
+
 def _three_tasks(rng, n, d=20):
     """Task t: y = x0 + x1 (shared) + 1.5 x_{2+t} (its own) + noise, d columns."""
     Xs, ys = [], []
@@ -63,8 +65,9 @@ def _three_tasks(rng, n, d=20):
 
 def test_known_answer_three_tasks_share_two_features():
     Xs, ys = _three_tasks(np.random.default_rng(0), 300)
-    est = MultiTaskGBFSRegressor(mu_G=0.05, mu_t=0.03, n_estimators=30, max_depth=3,
-                                 device="cpu").fit(Xs, ys)
+    est = MultiTaskGBFSRegressor(
+        mu_G=0.05, mu_t=0.03, n_estimators=30, max_depth=3, device="cpu"
+    ).fit(Xs, ys)
     assert sorted(est.selected_features_.tolist()) == [0, 1, 2, 3, 4]
     for t in range(3):
         assert sorted(est.selected_features_by_task_[t].tolist()) == [0, 1, 2 + t]
@@ -77,7 +80,7 @@ def test_known_answer_three_tasks_share_two_features():
     assert est.transform(Xs[0]).shape == (300, 5)
     Xt, yt = _three_tasks(np.random.default_rng(1), 500)
     for t in range(3):
-        assert est.score(Xt[t], yt[t], task=t) > 0.8   # 30 shallow trees: underfit, not wrong
+        assert est.score(Xt[t], yt[t], task=t) > 0.8  # 30 shallow trees: underfit, not wrong
     # first use per task: recorded where the task's own trees first split on the feature
     for t in range(3):
         feat = np.stack([tr.feature for tr in est.ensembles_[t].trees])
@@ -103,21 +106,26 @@ def test_goal_fewer_distinct_features_than_separate_fits_at_the_same_error(seed)
     Xs, ys = _redundant_tasks(rng, 300)
     Xt, yt = _redundant_tasks(rng, 2000)
     mu_G, mu_t = 0.04, 0.01
-    mt = MultiTaskGBFSRegressor(mu_G=mu_G, mu_t=mu_t, n_estimators=40, max_depth=3,
-                                device="cpu").fit(Xs, ys)
+    mt = MultiTaskGBFSRegressor(
+        mu_G=mu_G, mu_t=mu_t, n_estimators=40, max_depth=3, device="cpu"
+    ).fit(Xs, ys)
     # separately, a new feature costs what a brand-new feature costs a multitask fit
-    sep = [GBFSRegressor(mu=mu_G + mu_t, n_estimators=40, max_depth=3, device="cpu").fit(X, y)
-           for X, y in zip(Xs, ys)]
+    sep = [
+        GBFSRegressor(mu=mu_G + mu_t, n_estimators=40, max_depth=3, device="cpu").fit(X, y)
+        for X, y in zip(Xs, ys)
+    ]
     distinct_sep = set().union(*(s.selected_features_.tolist() for s in sep))
     assert len(mt.selected_features_) < len(distinct_sep)
-    e_mt = np.array([np.mean((mt.predict(X, task=t) - y) ** 2)
-                     for t, (X, y) in enumerate(zip(Xt, yt))])
+    e_mt = np.array(
+        [np.mean((mt.predict(X, task=t) - y) ** 2) for t, (X, y) in enumerate(zip(Xt, yt))]
+    )
     e_sep = np.array([np.mean((s.predict(X) - y) ** 2) for s, X, y in zip(sep, Xt, yt)])
     assert np.all(e_mt <= 1.05 * e_sep), (e_mt, e_sep)
     assert e_mt.mean() <= 1.02 * e_sep.mean(), (e_mt, e_sep)
 
 
 # --- input forms and prediction ---------------------------------------------------------
+
 
 def test_list_form_equals_task_column_form():
     rng = np.random.default_rng(3)
@@ -129,17 +137,20 @@ def test_list_form_equals_task_column_form():
     task = np.repeat(labels, 80)
     perm = rng.permutation(240)
     b = MultiTaskGBFSRegressor(n_estimators=8, mu_t=0.02, device="cpu").fit(
-        X[perm], y[perm], task=task[perm])
+        X[perm], y[perm], task=task[perm]
+    )
     np.testing.assert_array_equal(b.tasks_, labels)
     np.testing.assert_array_equal(a.tasks_, [0, 1, 2])
     np.testing.assert_array_equal(a.selected_features_, b.selected_features_)
     for t in range(3):
-        np.testing.assert_array_equal(a.selected_features_by_task_[t],
-                                      b.selected_features_by_task_[t])
+        np.testing.assert_array_equal(
+            a.selected_features_by_task_[t], b.selected_features_by_task_[t]
+        )
         np.testing.assert_array_equal(a.predict(Xs[t], task=t), b.predict(Xs[t], task=labels[t]))
     # one label per row: rows of several tasks in one call
-    np.testing.assert_array_equal(b.predict(X, task=task),
-                                  np.concatenate([a.predict(Xs[t], task=t) for t in range(3)]))
+    np.testing.assert_array_equal(
+        b.predict(X, task=task), np.concatenate([a.predict(Xs[t], task=t) for t in range(3)])
+    )
 
 
 def test_task_id_column_of_a_data_frame():
@@ -152,18 +163,22 @@ def test_task_id_column_of_a_data_frame():
     task = np.repeat(["de", "fr", "us"], 70)
     df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
     df.insert(2, "country", task)
-    a = MultiTaskGBFSRegressor(n_estimators=6, mu_t=0.02, device="cpu").fit(df, y,
-                                                                          task="country")
+    a = MultiTaskGBFSRegressor(n_estimators=6, mu_t=0.02, device="cpu").fit(df, y, task="country")
     b = MultiTaskGBFSRegressor(n_estimators=6, mu_t=0.02, device="cpu").fit(
-        df.drop(columns=["country"]), y, task=task)
+        df.drop(columns=["country"]), y, task=task
+    )
     assert list(a.feature_names_in_) == [f"f{i}" for i in range(5)]
     np.testing.assert_array_equal(a.tasks_, ["de", "fr", "us"])
     np.testing.assert_array_equal(a.selected_features_, b.selected_features_)
     np.testing.assert_array_equal(a.predict(df, task="country"), b.predict(X, task=task))
-    np.testing.assert_array_equal(a.predict(df.drop(columns=["country"]), task="fr"),
-                                  b.predict(X, task="fr"))
-    with pytest.raises(ValueError, match=r"task='region': a string names the task-id column "
-                                         r"of a data frame X, and X has no such column"):
+    np.testing.assert_array_equal(
+        a.predict(df.drop(columns=["country"]), task="fr"), b.predict(X, task="fr")
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"task='region': a string names the task-id column "
+        r"of a data frame X, and X has no such column",
+    ):
         MultiTaskGBFSRegressor(n_estimators=2, device="cpu").fit(df, y, task="region")
 
 
@@ -176,8 +191,9 @@ def test_per_task_prices_and_the_root_sse_condition():
     with pytest.raises(ValueError, match=r"mu_G \+ mu_t must be < 1.*task 2"):
         MultiTaskGBFSRegressor(mu_G=0.5, mu_t=[0.1, 0.1, 0.5], device="cpu").fit(Xs, ys)
     # without the scaling prices are in loss units: any size is allowed
-    MultiTaskGBFSRegressor(mu_G=5.0, mu_t=1.0, penalty_scaling="none", n_estimators=2,
-                           device="cpu").fit(Xs, ys)
+    MultiTaskGBFSRegressor(
+        mu_G=5.0, mu_t=1.0, penalty_scaling="none", n_estimators=2, device="cpu"
+    ).fit(Xs, ys)
 
 
 def test_bad_input_messages():
@@ -194,20 +210,29 @@ def test_bad_input_messages():
         est.fit(Xs, ys, sample_weight=np.ones(120))
     # issue 26: a missing task id was reported as "Input y contains NaN", a None as a
     # TypeError from sorting
-    with pytest.raises(ValueError, match=r"task has 1 missing value \(NaN or None\), at row "
-                                         r"119; every row needs a task id"):
+    with pytest.raises(
+        ValueError,
+        match=r"task has 1 missing value \(NaN or None\), at row "
+        r"119; every row needs a task id",
+    ):
         est.fit(X, y, task=np.r_[np.zeros(119), np.nan])
     labels = np.array(["a", "b", "c"] * 40, dtype=object)
     labels[[5, 7]] = None
-    with pytest.raises(ValueError, match=r"task has 2 missing values \(NaN or None\), at "
-                                         r"rows \[5, 7\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"task has 2 missing values \(NaN or None\), at "
+        r"rows \[5, 7\]",
+    ):
         est.fit(X, y, task=labels)
     labels[[5, 7]] = [1, 2]
     with pytest.raises(ValueError, match=r"task has ids of mixed types"):
         est.fit(X, y, task=labels)
     est.fit(X, y, task=np.repeat([10, 20, 30], 40))
-    with pytest.raises(ValueError, match=r"task 40 was not seen in fit; the tasks are "
-                                         r"\[10, 20, 30\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"task 40 was not seen in fit; the tasks are "
+        r"\[10, 20, 30\]",
+    ):
         est.predict(X[:3], task=40)
     with pytest.raises(ValueError, match="predict needs task="):
         est.predict(X[:3])
@@ -231,6 +256,7 @@ def test_classifier_binary_and_clone():
 
 
 # --- save / load ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["regressor", "softmax"])
 def test_save_load_round_trip(tmp_path, kind):
@@ -276,21 +302,28 @@ def test_load_refuses_inconsistent_selections(tmp_path):
         return MultiTaskGBFSRegressor.load_model(p)
 
     unused = sorted(set(range(6)) - set(est.selected_features_by_task_[0].tolist()))[0]
-    with pytest.raises(ModelFileError, match=re.escape("selected_features_by_task[0]: not the "
-                                                       "features task's trees split on")):
+    with pytest.raises(
+        ModelFileError,
+        match=re.escape("selected_features_by_task[0]: not the features task's trees split on"),
+    ):
         load(lambda f: f["selected_features_by_task"][0].append(unused))
     with pytest.raises(ModelFileError, match="not the union of the tasks' selected features"):
         load(lambda f: f["selected_features"].pop())
     with pytest.raises(ModelFileError, match=r"fitted.ensembles: expected 3 entries, got 2"):
         load(lambda f: f["ensembles"].pop())
-    with pytest.raises(ModelFileError, match=r"ensembles\[1\].n_trees: 5 trees, but the model "
-                                             r"has 6 rounds"):
+    with pytest.raises(
+        ModelFileError,
+        match=r"ensembles\[1\].n_trees: 5 trees, but the model "
+        r"has 6 rounds",
+    ):
+
         def drop_tree(f):
             e = f["ensembles"][1]
             e["n_trees"] -= 1
             e["tree_column"].pop()
             for v in e["trees"].values():
                 v.pop()
+
         load(drop_tree)
     with pytest.raises(ModelFileError, match=r"mu_t"):
         load(lambda f: f["mu_t"].__setitem__(0, -1.0))
@@ -299,6 +332,7 @@ def test_load_refuses_inconsistent_selections(tmp_path):
 
 
 # --- CPU == simulated GPU ---------------------------------------------------------------
+
 
 @pytest.mark.cudasim
 def test_multitask_under_the_cuda_simulator():
@@ -321,8 +355,7 @@ def test_multitask_on_a_real_gpu():
     X, y, task = np.vstack(Xs), np.concatenate(ys), np.repeat([0, 1, 2], 5000)
     kw = dict(mu_G=0.05, mu_t=0.03, n_estimators=10, max_depth=3)
     cpu = MultiTaskGBFSRegressor(device="cpu", **kw).fit(X, y, task=task)
-    gpu = MultiTaskGBFSRegressor(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y),
-                                                         task=task)
+    gpu = MultiTaskGBFSRegressor(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y), task=task)
     np.testing.assert_array_equal(cpu.selected_features_, gpu.selected_features_)
     for a, b in zip(cpu.selected_features_by_task_, gpu.selected_features_by_task_):
         np.testing.assert_array_equal(a, b)
@@ -330,22 +363,31 @@ def test_multitask_on_a_real_gpu():
         sa, sb = ea.stacked(), eb.stacked()
         for key in sa:
             np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
-    np.testing.assert_array_equal(cpu.predict(X, task=task),
-                                  cp.asnumpy(gpu.predict(cp.asarray(X), task=task)))
+    np.testing.assert_array_equal(
+        cpu.predict(X, task=task), cp.asnumpy(gpu.predict(cp.asarray(X), task=task))
+    )
 
 
 def test_a_constant_target_warns_that_nothing_was_selected():
     """Issue 26: MultiTaskGBFSRegressor selected nothing on a constant target, silently."""
     rng = np.random.default_rng(11)
     X = rng.normal(size=(150, 4))
-    with pytest.warns(UserWarning, match=r"no feature was selected: the target is constant "
-                                         r"in every task, so no split can lower the loss"):
+    with pytest.warns(
+        UserWarning,
+        match=r"no feature was selected: the target is constant "
+        r"in every task, so no split can lower the loss",
+    ):
         m = MultiTaskGBFSRegressor(n_estimators=5, device="cpu").fit(
-            X, np.full(150, 2.5), task=np.arange(150) % 3)
+            X, np.full(150, 2.5), task=np.arange(150) % 3
+        )
     assert m.selected_features_.size == 0
     np.testing.assert_allclose(m.predict(X, task=np.arange(150) % 3), 2.5)
     y = X[:, 0] * (np.arange(150) % 3 == 0)  # constant (0) in two of the three tasks
-    with pytest.warns(UserWarning, match=r"no feature was selected: no split on any feature "
-                                         r"paid its price in 5 rounds"):
+    with pytest.warns(
+        UserWarning,
+        match=r"no feature was selected: no split on any feature "
+        r"paid its price in 5 rounds",
+    ):
         MultiTaskGBFSRegressor(n_estimators=5, mu_G=0.9, mu_t=0.05, device="cpu").fit(
-            X, y, task=np.arange(150) % 3)
+            X, y, task=np.arange(150) % 3
+        )

@@ -6,6 +6,7 @@ Every case asks numba itself where each of gpufs's cached kernels (CPU and CUDA)
 written, through the dispatcher's cache object. The fresh-install sequence that once broke
 (install, run, reinstall editable) is run end to end by ``.ci/run``.
 """
+
 import ast
 import importlib
 import importlib.util
@@ -49,22 +50,30 @@ print(json.dumps({{"setting": _numba_setup.CACHE_DIR, "default": _numba_setup.de
 def _probe(tmp_path, before="", **env_overrides):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), PYTHONPATH=ROOT, **env_overrides)
-    proc = subprocess.run([sys.executable, "-c", _PROBE.format(before=before)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(before=before)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _kernel_dirs(result):
     """Every cached kernel's cache folder; the CPU backend must have some."""
-    assert result["paths"]["gpufs.backends.cpu.level"], \
+    assert result["paths"]["gpufs.backends.cpu.level"], (
         "no cache=True kernel found in the CPU backend"
+    )
     return [p for paths in result["paths"].values() for p in paths]
 
 
 def _inside(path, folder):
-    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == \
-        os.path.abspath(folder)
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(
+        folder
+    )
 
 
 def test_kernels_cache_in_the_user_cache_folder_not_beside_the_package(tmp_path):
@@ -82,8 +91,9 @@ def test_kernels_cache_in_the_user_cache_folder_not_beside_the_package(tmp_path)
 def test_cuda_kernels_follow_the_same_folder(tmp_path):
     pytest.importorskip("numba.cuda")
     r = _probe(tmp_path)
-    cuda = [p for m, paths in r["paths"].items() if m.startswith("gpufs.cuda_kernels")
-            for p in paths]
+    cuda = [
+        p for m, paths in r["paths"].items() if m.startswith("gpufs.cuda_kernels") for p in paths
+    ]
     assert cuda, "no cache=True CUDA kernel found"
     assert all(_inside(d, r["default"]) for d in cuda), cuda
 
@@ -108,7 +118,6 @@ def test_a_cache_dir_set_in_numbas_config_before_gpufs_wins(tmp_path):
     r = _probe(tmp_path, before=f"import numba\nnumba.config.CACHE_DIR = {mine!r}")
     assert r["setting"] == mine and r["env"] is None
     assert all(_inside(d, mine) for d in r["paths"]["gpufs.backends.cpu.level"])
-
 
 
 def _defined_in(module_name, name):
@@ -182,6 +191,7 @@ def _sources_compiled_into_other_files_kernels():
         import numba.cuda  # noqa: F401
 
         import gpufs.cuda_kernels as ck
+
         names += ["gpufs.cuda_kernels." + m.name for m in pkgutil.iter_modules(ck.__path__)]
     except ImportError:
         pass
@@ -216,8 +226,11 @@ def test_every_source_compiled_into_other_files_kernels_is_hashed():
     # the scan sees the shared rules and the layout constants (it is not blind)
     assert {"rules/_gain.py", "_types.py"} <= set(needed), sorted(needed)
     folders = _numba_setup._INLINED_FOLDERS
-    missing = {f: sorted(k)[:3] for f, k in needed.items()
-               if f not in _numba_setup._INLINED_SOURCES and f.split("/")[0] not in folders}
+    missing = {
+        f: sorted(k)[:3]
+        for f, k in needed.items()
+        if f not in _numba_setup._INLINED_SOURCES and f.split("/")[0] not in folders
+    }
     assert not missing, f"add to _numba_setup._INLINED_SOURCES or _INLINED_FOLDERS: {missing}"
     # every listed file and folder exists (cuda_kernels/ beside the package in a checkout),
     # and a folder's files are hashed one by one

@@ -1,6 +1,7 @@
 """Objectives: gradients and hessians against finite differences of the loss, initial scores,
 numerical stability, and the array-namespace functions (the softmax layout of the boosting
 loop is in test_boosting.py)."""
+
 import numpy as np
 import pytest
 
@@ -53,8 +54,7 @@ def test_gradients_match_finite_differences(kind, weighted):
         assert g.shape == (n,) and h.shape == (n,)
         np.testing.assert_allclose(c * wn * g, d1[:, k], rtol=1e-6, atol=1e-9)
         # h is the second derivative: the derivative of g along raw[:, k]
-        np.testing.assert_allclose(h, _gradient_derivative(obj, raw, y, k), rtol=1e-5,
-                                   atol=1e-8)
+        np.testing.assert_allclose(h, _gradient_derivative(obj, raw, y, k), rtol=1e-5, atol=1e-8)
         assert np.all(h > 0)
 
 
@@ -63,8 +63,7 @@ def test_init_scores():
     y = rng.normal(size=50)
     w = rng.uniform(0.5, 2, 50)
     assert SquaredError().init_score(y, None)[0] == pytest.approx(y.mean(), rel=1e-14)
-    assert SquaredError().init_score(y, w)[0] == pytest.approx(np.average(y, weights=w),
-                                                              rel=1e-14)
+    assert SquaredError().init_score(y, w)[0] == pytest.approx(np.average(y, weights=w), rel=1e-14)
     yb = (rng.random(50) < 0.3).astype(float)
     p = np.average(yb, weights=w)
     assert Logistic().init_score(yb, w)[0] == pytest.approx(np.log(p / (1 - p)), rel=1e-13)
@@ -102,8 +101,9 @@ def test_extreme_raw_scores_are_stable():
     assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
     np.testing.assert_allclose(g[[0, 4]], [-1.0, 1.0])
     loss = lo.loss(raw, y, None)
-    assert np.isfinite(loss) and loss == pytest.approx((800 + 0 + np.log(2) + 0 + 800) / 5,
-                                                       rel=1e-6)
+    assert np.isfinite(loss) and loss == pytest.approx(
+        (800 + 0 + np.log(2) + 0 + 800) / 5, rel=1e-6
+    )
     sm = Softmax(3)
     raw3 = np.array([[1000.0, -1000.0, 0.0], [0.0, 0.0, 0.0]])
     p = sm.proba(raw3)
@@ -120,6 +120,7 @@ def test_make_objective():
 
 # --- the array-namespace functions and the multi-output squared error -------------------------
 
+
 def test_sigmoid_softplus_log_odds_softmax():
     from gpufs.engine.objectives import PROB_CLIP, log_odds, sigmoid, softmax, softplus
 
@@ -131,13 +132,14 @@ def test_sigmoid_softplus_log_odds_softmax():
     sp = softplus(z)
     np.testing.assert_allclose(sp, np.logaddexp(0.0, z), rtol=1e-15)
     t = z.copy()
-    assert softplus(t, out=t) is t and np.array_equal(t, sp)        # in place
+    assert softplus(t, out=t) is t and np.array_equal(t, sp)  # in place
     assert log_odds(0.5) == 0.0 and log_odds(0.25) == pytest.approx(np.log(1 / 3), rel=1e-15)
     # the one clipping rule: a frequency of 0 or 1 gives a large, finite log-odds
     assert log_odds(0.0) == pytest.approx(np.log(PROB_CLIP / (1 - PROB_CLIP)), rel=1e-12)
     assert log_odds(1.0) == pytest.approx(-log_odds(0.0), rel=1e-5)  # 1 - 1e-12 is inexact
-    np.testing.assert_allclose(log_odds(np.array([0.0, 0.5, 1.0])),
-                               [log_odds(0.0), 0.0, log_odds(1.0)])
+    np.testing.assert_allclose(
+        log_odds(np.array([0.0, 0.5, 1.0])), [log_odds(0.0), 0.0, log_odds(1.0)]
+    )
     s = softmax(np.array([[1000.0, -1000.0, 0.0], [0.0, 0.0, np.log(2.0)]]))
     np.testing.assert_allclose(s, [[1.0, 0.0, 0.0], [0.25, 0.25, 0.5]], atol=1e-15)
 
@@ -162,11 +164,11 @@ def test_squared_error_of_several_targets_is_the_sum_of_single_targets():
     multi = SquaredError(3)
     assert multi.n_outputs(0) == 3
     single = SquaredError()
-    total = sum(single.loss(np.ascontiguousarray(raw[:, k:k + 1]), Y[:, k], w)
-                for k in range(3))
+    total = sum(single.loss(np.ascontiguousarray(raw[:, k : k + 1]), Y[:, k], w) for k in range(3))
     assert multi.loss(raw, Y, w) == pytest.approx(total, rel=1e-14)
-    np.testing.assert_array_equal(multi.init_score(Y, w),
-                                  [single.init_score(Y[:, k], w)[0] for k in range(3)])
+    np.testing.assert_array_equal(
+        multi.init_score(Y, w), [single.init_score(Y[:, k], w)[0] for k in range(3)]
+    )
     g, h = multi.gradients(raw, Y)
     np.testing.assert_array_equal(g, (raw - Y).T)
     np.testing.assert_array_equal(h, np.ones((3, 30)))

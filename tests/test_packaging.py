@@ -1,4 +1,5 @@
 """Packaging: one version number, every package folder in the wheel, ``python -m gpufs``."""
+
 import os
 import re
 import subprocess
@@ -27,8 +28,9 @@ def test_every_package_folder_is_in_the_wheel():
             if "__init__.py" in files:
                 rel = os.path.relpath(dirpath, os.path.join(ROOT, folder))
                 found.add(top if rel == "." else top + "." + rel.replace(os.sep, "."))
-    assert found == listed, f"pyproject.toml [tool.setuptools] packages: add {found - listed}, " \
-                            f"remove {listed - found}"
+    assert found == listed, (
+        f"pyproject.toml [tool.setuptools] packages: add {found - listed}, remove {listed - found}"
+    )
 
 
 def test_the_version_is_written_in_pyproject_only():
@@ -44,9 +46,14 @@ def test_the_version_is_written_in_pyproject_only():
 
 
 def test_python_dash_m_gpufs_runs_the_command_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "gpufs", "--help"], cwd=tmp_path,
-                          env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpufs", "--help"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: gpufs")
     assert all(cmd in proc.stdout for cmd in ("demo", "select", "explain"))

@@ -1,4 +1,5 @@
 """Selection paths (gpufs.path) and their one plot (gpufs.plotting.plot_selection_path)."""
+
 import numpy as np
 import pytest
 
@@ -13,15 +14,26 @@ def named():
     rng = np.random.default_rng(0)
     cols = ["age", "income_in_thousands_of_dollars_per_year", "zip", "height", "weight", "noise"]
     X = pd.DataFrame(rng.normal(size=(300, 6)), columns=cols)
-    y = (X["age"] - X["height"] + 0.5 * X["income_in_thousands_of_dollars_per_year"]
-         + 0.4 * rng.normal(size=300) > 0).astype(int)
+    y = (
+        X["age"]
+        - X["height"]
+        + 0.5 * X["income_in_thousands_of_dollars_per_year"]
+        + 0.4 * rng.normal(size=300)
+        > 0
+    ).astype(int)
     return X, y
 
 
 def test_gbfs_path_follows_the_selection_record(named):
     X, y = named
-    est = GBFSClassifier(mu=0.01, n_estimators=15, max_depth=2, validation_fraction=0.25,
-                         random_state=0, device="cpu").fit(X, y)
+    est = GBFSClassifier(
+        mu=0.01,
+        n_estimators=15,
+        max_depth=2,
+        validation_fraction=0.25,
+        random_state=0,
+        device="cpu",
+    ).fit(X, y)
     p = selection_path(est)
     sel = est.selected_features_.tolist()
     assert p.n_features == list(range(1, len(sel) + 1))
@@ -53,16 +65,17 @@ def test_numpy_input_gets_scikit_learn_names(named):
 
 def test_controlburn_path_by_default_has_names_and_lasso_losses(named, tmp_path):
     X, y = named
-    est = ControlBurnRegressor(n_features_to_select=3, max_depth=2, random_state=0,
-                               device="cpu").fit(X, y.astype(float))
+    est = ControlBurnRegressor(
+        n_features_to_select=3, max_depth=2, random_state=0, device="cpu"
+    ).fit(X, y.astype(float))
     sp = est.selection_path_
-    assert sp["k"] and max(sp["k"]) == 3                   # up to the selection's size
+    assert sp["k"] and max(sp["k"]) == 3  # up to the selection's size
     assert sp["features"][3] == sorted(est.selected_features_.tolist())
     for k in sp["k"]:
         assert len(sp["features"][k]) == k
         assert sp["names"][k] == [X.columns[f] for f in sp["features"][k]]
     losses = [sp["train_loss"][k] for k in sp["k"]]
-    assert losses == sorted(losses, reverse=True)            # more features, lower lasso loss
+    assert losses == sorted(losses, reverse=True)  # more features, lower lasso loss
     # the training loss is the lasso objective without its penalty: below the variance of y
     assert 0 < losses[-1] < losses[0] < float(np.var(y.astype(float)))
     p = selection_path(est)
@@ -80,8 +93,9 @@ def test_controlburn_path_by_default_has_names_and_lasso_losses(named, tmp_path)
 
 def test_controlburn_path_without_losses_says_what_to_do(named):
     X, y = named
-    est = ControlBurnRegressor(n_features_to_select=2, max_depth=2, random_state=0,
-                               device="cpu").fit(X, y.astype(float))
+    est = ControlBurnRegressor(
+        n_features_to_select=2, max_depth=2, random_state=0, device="cpu"
+    ).fit(X, y.astype(float))
     # the path of a model written before the losses were recorded
     est.selection_path_ = {k: v for k, v in est.selection_path_.items() if k != "train_loss"}
     with pytest.raises(ValueError, match="did not record the lasso's loss per k; fit it again"):
@@ -95,8 +109,9 @@ def test_selection_path_rejects_other_objects():
 
 def test_mu_path_names_the_features(named):
     X, y = named
-    pts = mu_path(GBFSClassifier(n_estimators=5, max_depth=2, random_state=0, device="cpu"),
-                  X, y, [0.5, 0.01])
+    pts = mu_path(
+        GBFSClassifier(n_estimators=5, max_depth=2, random_state=0, device="cpu"), X, y, [0.5, 0.01]
+    )
     assert [p.mu for p in pts] == [0.5, 0.01]
     for p in pts:
         assert p.n_selected == len(p.selected_features) == len(p.selected_names)
@@ -109,11 +124,18 @@ def test_plot_selection_path_all_families(named):
     import matplotlib.pyplot as plt
 
     X, y = named
-    g = GBFSClassifier(mu=0.01, n_estimators=10, max_depth=2, validation_fraction=0.25,
-                       random_state=0, device="cpu").fit(X, y)
+    g = GBFSClassifier(
+        mu=0.01,
+        n_estimators=10,
+        max_depth=2,
+        validation_fraction=0.25,
+        random_state=0,
+        device="cpu",
+    ).fit(X, y)
     s = StagewiseClassifier(n_features_to_select=3).fit(X, y)
-    c = ControlBurnRegressor(n_features_to_select=3, max_depth=2, random_state=0,
-                             device="cpu").fit(X, y.astype(float))
+    c = ControlBurnRegressor(n_features_to_select=3, max_depth=2, random_state=0, device="cpu").fit(
+        X, y.astype(float)
+    )
     from gpufs.plotting import plot_selection_path
 
     ax = plot_selection_path(g)
@@ -127,19 +149,28 @@ def test_plot_selection_path_all_families(named):
 
     # three families, three losses: three axes, one above the other, never one "loss" axis
     axes = plot_selection_path(g, s, c)
-    assert [a.get_ylabel() for a in axes] == ["boosting log-loss", "stagewise logistic cost",
-                                              "lasso training loss"]
+    assert [a.get_ylabel() for a in axes] == [
+        "boosting log-loss",
+        "stagewise logistic cost",
+        "lasso training loss",
+    ]
     legends = [[t.get_text() for t in a.get_legend().get_texts()] for a in axes]
-    assert legends == [["GBFSClassifier (train)", "GBFSClassifier (validation)"],
-                       ["StagewiseClassifier"], ["ControlBurnRegressor"]]
+    assert legends == [
+        ["GBFSClassifier (train)", "GBFSClassifier (validation)"],
+        ["StagewiseClassifier"],
+        ["ControlBurnRegressor"],
+    ]
     plt.close(axes[0].figure)
-    with pytest.raises(ValueError, match=r"3 different losses \(boosting log-loss, stagewise "
-                                         r"logistic cost, lasso training loss\).*got 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"3 different losses \(boosting log-loss, stagewise "
+        r"logistic cost, lasso training loss\).*got 1",
+    ):
         plot_selection_path(g, s, c, ax=plt.subplots()[1])
     assert plot_selection_path(g, g, ax=plt.subplots()[1]).get_ylabel() == "boosting log-loss"
     plt.close("all")
 
-    ax = plot_selection_path(c)        # ControlBurn alone: its k-path, entering names as ticks
+    ax = plot_selection_path(c)  # ControlBurn alone: its k-path, entering names as ticks
     (line,) = ax.get_lines()
     np.testing.assert_array_equal(line.get_xdata(), c.selection_path_["k"])
     assert ax.get_ylabel() == "lasso training loss"
@@ -147,8 +178,7 @@ def test_plot_selection_path_all_families(named):
     assert all(name[:8] in ticks for name in c.selected_feature_names_)
     plt.close(ax.figure)
 
-    pts = [PathPoint(0.1, [0], 1, 0.7, ["age"]), PathPoint(0.01, [0, 3], 2, 0.8, ["age",
-                                                                                  "height"])]
+    pts = [PathPoint(0.1, [0], 1, 0.7, ["age"]), PathPoint(0.01, [0, 3], 2, 0.8, ["age", "height"])]
     ax = plot_path(pts)
     (line,) = ax.get_lines()
     np.testing.assert_array_equal(line.get_xdata(), [1, 2])
@@ -157,16 +187,23 @@ def test_plot_selection_path_all_families(named):
     plt.close(ax.figure)
 
     # a long name is shortened around an ellipsis, keeping its start and its end
-    custom = SelectionPath([1, 2], ["a", "income_in_thousands_of_dollars_per_year"],
-                           [1.0, 0.5], label="mine")
+    custom = SelectionPath(
+        [1, 2], ["a", "income_in_thousands_of_dollars_per_year"], [1.0, 0.5], label="mine"
+    )
     ax = plot_selection_path(custom)
     assert [t.get_text() for t in ax.get_xticklabels()] == [
-        "1\n+a", "2\n+income_i\N{HORIZONTAL ELLIPSIS}_per_year"]
+        "1\n+a",
+        "2\n+income_i\N{HORIZONTAL ELLIPSIS}_per_year",
+    ]
     plt.close(ax.figure)
 
     # labels that do not fit side by side are turned upright, each "k +name" on one line
-    crowded = SelectionPath(list(range(1, 13)), [f"a_long_column_name_{i}" for i in range(12)],
-                            list(range(12, 0, -1)), label="crowded")
+    crowded = SelectionPath(
+        list(range(1, 13)),
+        [f"a_long_column_name_{i}" for i in range(12)],
+        list(range(12, 0, -1)),
+        label="crowded",
+    )
     ax = plot_selection_path(crowded)
     ticks = ax.get_xticklabels()
     assert [t.get_text() for t in ticks][0] == "1 +a_long_column_name_0"
@@ -185,6 +222,7 @@ def test_plot_selection_path_all_families(named):
 
 # --- the figures' text: no two labels overlap, none leaves the figure ------------------------
 
+
 def _overlapping_texts(fig):
     """Pairs of drawn Text artists (tick labels, annotations, titles, legends) whose extents
     overlap by more than a pixel, and texts outside the figure: what matplotlib's renderer
@@ -200,13 +238,22 @@ def _overlapping_texts(fig):
         for axis in (ax.xaxis, ax.yaxis):
             undrawn |= {id(t.label1) for t in axis.get_major_ticks() + axis.get_minor_ticks()}
             undrawn -= {id(t.label1) for t in axis._update_ticks()}
-    drawn = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
-             if t.get_visible() and t.get_text().strip() and id(t) not in undrawn]
-    bad = [(a, b) for (a, A), (b, B) in itertools.combinations(drawn, 2)
-           if min(A.x1, B.x1) - max(A.x0, B.x0) > 1 and min(A.y1, B.y1) - max(A.y0, B.y0) > 1]
+    drawn = [
+        (t.get_text(), t.get_window_extent(renderer))
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and id(t) not in undrawn
+    ]
+    bad = [
+        (a, b)
+        for (a, A), (b, B) in itertools.combinations(drawn, 2)
+        if min(A.x1, B.x1) - max(A.x0, B.x0) > 1 and min(A.y1, B.y1) - max(A.y0, B.y0) > 1
+    ]
     box = fig.bbox
-    bad += [(a, "outside the figure") for a, A in drawn
-            if A.x0 < box.x0 - 1 or A.x1 > box.x1 + 1 or A.y0 < box.y0 - 1 or A.y1 > box.y1 + 1]
+    bad += [
+        (a, "outside the figure")
+        for a, A in drawn
+        if A.x0 < box.x0 - 1 or A.x1 > box.x1 + 1 or A.y0 < box.y0 - 1 or A.y1 > box.y1 + 1
+    ]
     return bad
 
 
@@ -237,8 +284,16 @@ def test_no_text_overlaps_in_the_plots_with_real_feature_names(long_names):
         assert not _overlapping_texts(axes[0].figure), k
         plt.close("all")
     # the docs figure's points: two mu at 3 features, two nearly equal scores at 14 and 16
-    scores = [(0.5, 1, 0.877), (0.3, 3, 0.936), (0.2, 3, 0.924), (0.1, 4, 0.930),
-              (0.05, 9, 0.936), (0.02, 14, 0.9415), (0.01, 16, 0.9415), (0.0, 28, 0.947)]
+    scores = [
+        (0.5, 1, 0.877),
+        (0.3, 3, 0.936),
+        (0.2, 3, 0.924),
+        (0.1, 4, 0.930),
+        (0.05, 9, 0.936),
+        (0.02, 14, 0.9415),
+        (0.01, 16, 0.9415),
+        (0.0, 28, 0.947),
+    ]
     pts = [PathPoint(mu, list(range(n)), n, v) for mu, n, v in scores]
     for figsize in ((6, 4), (4, 3)):
         fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
@@ -246,8 +301,9 @@ def test_no_text_overlaps_in_the_plots_with_real_feature_names(long_names):
         assert sorted(t.get_text() for t in ax.texts) == sorted(f"mu={m:g}" for m, _, _ in scores)
         assert not _overlapping_texts(fig), figsize
         plt.close(fig)
-    g = GBFSClassifier(mu=0.01, n_estimators=20, max_depth=2, random_state=0,
-                       device="cpu").fit(X, y)
+    g = GBFSClassifier(mu=0.01, n_estimators=20, max_depth=2, random_state=0, device="cpu").fit(
+        X, y
+    )
     ax = plot_selection_path(g)
     assert not _overlapping_texts(ax.figure)
     axes = plot_selection_path(g, StagewiseRegressor(n_features_to_select=4).fit(X, y))

@@ -1,17 +1,17 @@
 """The Omega rule of gpufs/engine/penalties.py's docstring, on hand-built cases and on fitted
 models."""
+
 import math
 
 import numpy as np
 import pytest
 
+from _reference import RefOmega, reference_grow_tree
 from gpufs import GBFSClassifier, GBFSRegressor
 from gpufs.backends.cpu import CPUBackend
 from gpufs.engine.binning import BinMapper
 from gpufs.engine.grower import TreeParams, grow_tree
 from gpufs.engine.penalties import PenaltyState
-
-from _reference import RefOmega, reference_grow_tree
 
 BACKEND = CPUBackend()
 SCALE = 1024.0  # exact fixed point for the hand-built gradients below
@@ -28,21 +28,47 @@ def _grid(n_bins, m, gfun):
 
 def _grow(Xb, g, n_bins, ps, depth, tree_index=0):
     n_bins = np.asarray(n_bins, np.int32)
-    mapper = BinMapper.from_dict({"max_bins": 255, "subsample": None, "random_state": 0,
-                                  "cuts": [list(np.arange(b - 1) + 0.5) for b in n_bins]})
+    mapper = BinMapper.from_dict(
+        {
+            "max_bins": 255,
+            "subsample": None,
+            "random_state": 0,
+            "cuts": [list(np.arange(b - 1) + 0.5) for b in n_bins],
+        }
+    )
     gq = np.rint(g * SCALE).astype(np.int64)
     hq = np.full(g.shape[0], int(SCALE), np.int64)
-    return grow_tree(BACKEND, Xb, gq, hq, SCALE, SCALE, n_bins, mapper, ps,
-                     TreeParams(max_depth=depth, reg_lambda=0.0, min_child_weight=0.0),
-                     tree_index=tree_index)
+    return grow_tree(
+        BACKEND,
+        Xb,
+        gq,
+        hq,
+        SCALE,
+        SCALE,
+        n_bins,
+        mapper,
+        ps,
+        TreeParams(max_depth=depth, reg_lambda=0.0, min_child_weight=0.0),
+        tree_index=tree_index,
+    )
 
 
 def _ref(Xb, g, n_bins, omega, depth, tree_index=0):
     gq = np.rint(g * SCALE).astype(np.int64)
     hq = np.full(g.shape[0], int(SCALE), np.int64)
-    return reference_grow_tree(Xb, gq, hq, SCALE, SCALE, np.asarray(n_bins), omega,
-                               max_depth=depth, reg_lambda=0.0, min_child_weight=0.0,
-                               tree_index=tree_index)
+    return reference_grow_tree(
+        Xb,
+        gq,
+        hq,
+        SCALE,
+        SCALE,
+        np.asarray(n_bins),
+        omega,
+        max_depth=depth,
+        reg_lambda=0.0,
+        min_child_weight=0.0,
+        tree_index=tree_index,
+    )
 
 
 # Feature 0 (4 bins) splits the rows into A (bins 0, 1) and B (bins 2, 3); feature 1 (2 bins)
@@ -53,6 +79,7 @@ def _level_case():
         if a <= 1:
             return -10 + (4 if b else -4)
         return 10 + (1 if a == 3 else -1) + (1.2 if b else -1.2)
+
     return _grid([4, 2], 10, gfun)
 
 
@@ -62,8 +89,8 @@ def test_feature_chosen_at_level_l_is_free_from_level_l_plus_1():
     ps = PenaltyState(mu, np.ones(2), np.arange(2, dtype=np.int32))
     grown = _grow(Xb, g, [4, 2], ps, depth=3)
     f = grown.tree.feature
-    assert f[0] == 0          # level 0: f0 pays mu, still by far the best
-    assert f[1] == 1          # level 1, node A: f1 pays mu and wins
+    assert f[0] == 0  # level 0: f0 pays mu, still by far the best
+    assert f[1] == 1  # level 1, node A: f1 pays mu and wins
     # level 1, node B: f0 is free (chosen at level 0), f1 still pays (chosen at this level by
     # A): 20 > 28.8 - 15, so f0
     assert f[2] == 0
@@ -115,6 +142,7 @@ def test_groups_become_free_together_in_a_tree():
         if a <= 1:
             return -10 + (4 if b else -4)
         return 10 + (1.0 if b else -1.0) + (1.2 if c else -1.2)
+
     Xb, g = _grid([4, 2, 2], 6, gfun)
     mu = 15.0
     ps = PenaltyState(mu, np.ones(3), np.array([0, 0, 1], np.int32))
@@ -138,15 +166,19 @@ def _budget_case():
         if a <= 1:
             return -10 + (4 if b else -4)
         return 10 + (1 if a == 3 else -1) + (3 if c else -3)
+
     return _grid([4, 2, 2], 5, gfun)
 
 
-@pytest.mark.parametrize("k,expect_b,expect_order", [
-    (None, 2, [0, 1, 2]),
-    (3, 2, [0, 1, 2]),
-    (2, 0, [0, 1]),   # A (first in node order) takes the last place; B falls back to f0
-    (1, 0, [0]),      # after the root no new feature at all
-])
+@pytest.mark.parametrize(
+    "k,expect_b,expect_order",
+    [
+        (None, 2, [0, 1, 2]),
+        (3, 2, [0, 1, 2]),
+        (2, 0, [0, 1]),  # A (first in node order) takes the last place; B falls back to f0
+        (1, 0, [0]),  # after the root no new feature at all
+    ],
+)
 def test_budget_within_one_level(k, expect_b, expect_order):
     Xb, g = _budget_case()
     ps = PenaltyState(0.0, np.ones(3), np.arange(3, dtype=np.int32), n_features_to_select=k)
@@ -174,8 +206,14 @@ def test_budget_never_exceeded_in_fitted_models():
         X = rng.normal(size=(n, d))
         y = X @ rng.normal(size=d) + rng.normal(size=n)
         k = int(rng.integers(1, 5))
-        est = GBFSRegressor(n_features_to_select=k, mu=0.0, n_estimators=6, max_depth=3,
-                            device="cpu", random_state=trial).fit(X, y)
+        est = GBFSRegressor(
+            n_features_to_select=k,
+            mu=0.0,
+            n_estimators=6,
+            max_depth=3,
+            device="cpu",
+            random_state=trial,
+        ).fit(X, y)
         s = est.ensemble_.stacked()["feature"]
         used = np.unique(s[s >= 0])
         assert len(est.selected_features_) == k  # every feature helps here: the budget binds
@@ -221,8 +259,10 @@ def test_root_sse_scores_are_fractions():
     g = rng.normal(size=50)
     ps = PenaltyState(0.1, np.ones(2), np.arange(2, dtype=np.int32), "root_sse")
     assert ps.gain_divisor(g, np.ones(50)) == pytest.approx(0.5 * ((g - g.mean()) ** 2).sum())
-    assert PenaltyState(0.1, np.ones(2), np.arange(2, dtype=np.int32)).gain_divisor(
-        g, np.ones(50)) == 1.0
+    assert (
+        PenaltyState(0.1, np.ones(2), np.arange(2, dtype=np.int32)).gain_divisor(g, np.ones(50))
+        == 1.0
+    )
 
 
 def test_mu_zero_selects_more_than_a_large_mu():
@@ -236,8 +276,7 @@ def test_mu_zero_selects_more_than_a_large_mu():
     # expensive features are avoided: make feature 0 cost 50 times more
     costs = np.ones(12)
     costs[0] = 50.0
-    pricey = GBFSRegressor(mu=0.2, feature_costs=costs, n_estimators=10,
-                           device="cpu").fit(X, y)
+    pricey = GBFSRegressor(mu=0.2, feature_costs=costs, n_estimators=10, device="cpu").fit(X, y)
     assert 0 not in pricey.selected_features_.tolist()
     assert 1 in pricey.selected_features_.tolist()
 

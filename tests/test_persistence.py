@@ -1,6 +1,7 @@
 """Model files (gpufs.io.model_io): every family round-trips bit-identically through strict JSON;
 hostile or broken files are refused with one ValueError naming the field; the first format is
 migrated; pickle still works."""
+
 import copy
 import json
 import math
@@ -12,10 +13,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   StagewiseClassifier, StagewiseRegressor, TreeEnsemble)
-from gpufs.io import model_io
+from gpufs import (
+    ControlBurnClassifier,
+    ControlBurnRegressor,
+    GBFSClassifier,
+    GBFSRegressor,
+    StagewiseClassifier,
+    StagewiseRegressor,
+    TreeEnsemble,
+)
 from gpufs.backends.cpu import CPUBackend
+from gpufs.io import model_io
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -45,34 +53,97 @@ def _strict_loads(text):
 
 
 CASES = {
-    "gbfs_regressor": (lambda: GBFSRegressor(
-        n_estimators=12, mu=0.02, learning_rate=0.3, feature_costs=[1, 2, 1, 1, 3],
-        feature_groups=[0, 0, 1, 2, 2], device="cpu"), "regressor", True),
-    "gbfs_binary_val": (lambda: GBFSClassifier(
-        n_estimators=12, mu=0.0, learning_rate=0.3, validation_fraction=0.2,
-        n_iter_no_change=3, device="cpu"), "binary", True),
-    "gbfs_binary_k_search": (lambda: GBFSClassifier(n_features_to_select=2, n_estimators=8,
-                                                    device="cpu"), "binary", True),
-    "gbfs_multiclass": (lambda: GBFSClassifier(n_estimators=4, max_depth=3, device="cpu"),
-                        "multiclass", True),
-    "stagewise_regressor": (lambda: StagewiseRegressor(n_features_to_select=3, device="cpu"),
-                            "regressor", False),
-    "stagewise_binary_val": (lambda: StagewiseClassifier(
-        n_features_to_select=4, validation_fraction=0.3, n_iter_no_change=1, random_state=0,
-        device="cpu"), "binary", False),
-    "stagewise_multiclass": (lambda: StagewiseClassifier(n_features_to_select=3, device="cpu"),
-                             "multiclass", False),
-    "controlburn_regressor": (lambda: ControlBurnRegressor(
-        n_features_to_select=2, max_depth=2, max_trees_per_round=5, path_k_max=3,
-        random_state=0, device="cpu"), "regressor", True),
-    "controlburn_binary_custom_gbfs_refit": (lambda: ControlBurnClassifier(
-        n_features_to_select=2, max_depth=2, max_trees_per_round=5, random_state=0,
-        refit_estimator=GBFSClassifier(mu=0.0, n_estimators=7, max_depth=2),
-        device="cpu"), "binary", True),
-    "controlburn_multiclass": (lambda: ControlBurnClassifier(
-        n_features_to_select=3, max_depth=2, max_trees_per_round=4, random_state=0,
-        refit_estimator=GBFSClassifier(n_estimators=3, max_depth=2), device="cpu"),
-        "multiclass", True),
+    "gbfs_regressor": (
+        lambda: GBFSRegressor(
+            n_estimators=12,
+            mu=0.02,
+            learning_rate=0.3,
+            feature_costs=[1, 2, 1, 1, 3],
+            feature_groups=[0, 0, 1, 2, 2],
+            device="cpu",
+        ),
+        "regressor",
+        True,
+    ),
+    "gbfs_binary_val": (
+        lambda: GBFSClassifier(
+            n_estimators=12,
+            mu=0.0,
+            learning_rate=0.3,
+            validation_fraction=0.2,
+            n_iter_no_change=3,
+            device="cpu",
+        ),
+        "binary",
+        True,
+    ),
+    "gbfs_binary_k_search": (
+        lambda: GBFSClassifier(n_features_to_select=2, n_estimators=8, device="cpu"),
+        "binary",
+        True,
+    ),
+    "gbfs_multiclass": (
+        lambda: GBFSClassifier(n_estimators=4, max_depth=3, device="cpu"),
+        "multiclass",
+        True,
+    ),
+    "stagewise_regressor": (
+        lambda: StagewiseRegressor(n_features_to_select=3, device="cpu"),
+        "regressor",
+        False,
+    ),
+    "stagewise_binary_val": (
+        lambda: StagewiseClassifier(
+            n_features_to_select=4,
+            validation_fraction=0.3,
+            n_iter_no_change=1,
+            random_state=0,
+            device="cpu",
+        ),
+        "binary",
+        False,
+    ),
+    "stagewise_multiclass": (
+        lambda: StagewiseClassifier(n_features_to_select=3, device="cpu"),
+        "multiclass",
+        False,
+    ),
+    "controlburn_regressor": (
+        lambda: ControlBurnRegressor(
+            n_features_to_select=2,
+            max_depth=2,
+            max_trees_per_round=5,
+            path_k_max=3,
+            random_state=0,
+            device="cpu",
+        ),
+        "regressor",
+        True,
+    ),
+    "controlburn_binary_custom_gbfs_refit": (
+        lambda: ControlBurnClassifier(
+            n_features_to_select=2,
+            max_depth=2,
+            max_trees_per_round=5,
+            random_state=0,
+            refit_estimator=GBFSClassifier(mu=0.0, n_estimators=7, max_depth=2),
+            device="cpu",
+        ),
+        "binary",
+        True,
+    ),
+    "controlburn_multiclass": (
+        lambda: ControlBurnClassifier(
+            n_features_to_select=3,
+            max_depth=2,
+            max_trees_per_round=4,
+            random_state=0,
+            refit_estimator=GBFSClassifier(n_estimators=3, max_depth=2),
+            device="cpu",
+        ),
+        "multiclass",
+        True,
+    ),
 }
 
 
@@ -93,13 +164,33 @@ def _outputs(est, X):
     return out
 
 
-_SELECTION_ATTRS = ("selected_features_", "support_", "first_use_tree_", "feature_importances_",
-                    "n_features_in_", "n_estimators_", "coef_", "intercept_",
-                    "standardized_coef_", "bias_", "mean_", "std_", "weights_history_",
-                    "cost_history_", "validation_cost_history_", "tree_weights_",
-                    "forest_features_", "forest_coverage_", "n_trees_", "lambda_",
-                    "selection_exact_", "device_", "selected_feature_names_", "mu_",
-                    "evals_result_")
+_SELECTION_ATTRS = (
+    "selected_features_",
+    "support_",
+    "first_use_tree_",
+    "feature_importances_",
+    "n_features_in_",
+    "n_estimators_",
+    "coef_",
+    "intercept_",
+    "standardized_coef_",
+    "bias_",
+    "mean_",
+    "std_",
+    "weights_history_",
+    "cost_history_",
+    "validation_cost_history_",
+    "tree_weights_",
+    "forest_features_",
+    "forest_coverage_",
+    "n_trees_",
+    "lambda_",
+    "selection_exact_",
+    "device_",
+    "selected_feature_names_",
+    "mu_",
+    "evals_result_",
+)
 
 
 def _assert_same_model(a, b, X):
@@ -133,7 +224,7 @@ def test_json_round_trip(fitted, tmp_path):
     path = tmp_path / "model.json"
     est.save_model(path)
     text = path.read_text()
-    doc = _strict_loads(text)          # strict JSON: no NaN / Infinity tokens
+    doc = _strict_loads(text)  # strict JSON: no NaN / Infinity tokens
     assert doc["format"] == "gpufs.model" and doc["format_version"] == 2
     assert doc["estimator"] == cls.__name__
     loaded = cls.load_model(path)
@@ -151,7 +242,7 @@ def test_non_finite_values_are_written_as_strings(tmp_path):
     X, y = _data("binary")
     est = GBFSClassifier(n_estimators=6, mu=0.0, device="cpu").fit(X, y)
     s = est.ensemble_.stacked()
-    assert np.isinf(s["threshold"][s["feature"] >= 0]).any()     # the case is exercised
+    assert np.isinf(s["threshold"][s["feature"] >= 0]).any()  # the case is exercised
     est.save_model(tmp_path / "m.json")
     doc = _strict_loads((tmp_path / "m.json").read_text())
     assert "Infinity" in sum(doc["fitted"]["ensemble"]["trees"]["threshold"], [])
@@ -173,8 +264,11 @@ def test_tree_ensemble_json_round_trip():
     text = ens.to_json()
     _strict_loads(text)
     back = TreeEnsemble.from_json(text)
-    assert (back.n_trees, back.max_depth, back.n_features) == (ens.n_trees, ens.max_depth,
-                                                               ens.n_features)
+    assert (back.n_trees, back.max_depth, back.n_features) == (
+        ens.n_trees,
+        ens.max_depth,
+        ens.n_features,
+    )
     np.testing.assert_array_equal(back.base_score, ens.base_score)
     sa, sb = ens.stacked(), back.stacked()
     assert sa.keys() == sb.keys()
@@ -196,11 +290,14 @@ def test_tree_ensemble_json_round_trip():
 def test_pandas_names_and_string_classes_survive(tmp_path):
     X, y = _data("binary", nan=False)
     df = pd.DataFrame(X, columns=["alpha", "beta", "gamma", "delta", "eps"])
-    for est in (GBFSClassifier(n_estimators=5, device="cpu"),
-                StagewiseClassifier(n_features_to_select=2, device="cpu"),
-                ControlBurnClassifier(n_features_to_select=2, max_depth=2,
-                                      max_trees_per_round=4, random_state=0, device="cpu")):
-        est.fit(df, pd.Series(y, dtype=object))      # object labels stay object
+    for est in (
+        GBFSClassifier(n_estimators=5, device="cpu"),
+        StagewiseClassifier(n_features_to_select=2, device="cpu"),
+        ControlBurnClassifier(
+            n_features_to_select=2, max_depth=2, max_trees_per_round=4, random_state=0, device="cpu"
+        ),
+    ):
+        est.fit(df, pd.Series(y, dtype=object))  # object labels stay object
         assert est.classes_.dtype == object
         path = tmp_path / "m.json"
         est.save_model(path)
@@ -216,10 +313,13 @@ def test_controlburn_with_no_selection_saves_its_constant_model(tmp_path):
     """A forest that splits on nothing selects nothing: the refit is a constant model."""
     rng = np.random.RandomState(0)
     X = np.ones((50, 3))
-    for est, y in ((ControlBurnRegressor(max_depth=2, random_state=0, device="cpu"),
-                    rng.randn(50)),
-                   (ControlBurnClassifier(max_depth=2, random_state=0, device="cpu"),
-                    np.array(["a", "b"] * 25))):
+    for est, y in (
+        (ControlBurnRegressor(max_depth=2, random_state=0, device="cpu"), rng.randn(50)),
+        (
+            ControlBurnClassifier(max_depth=2, random_state=0, device="cpu"),
+            np.array(["a", "b"] * 25),
+        ),
+    ):
         est.fit(X, y)
         assert est.selected_features_.size == 0
         est.save_model(tmp_path / "m.json")
@@ -231,13 +331,18 @@ def test_custom_refit_estimator_is_refused_with_the_pickle_advice(tmp_path):
     from sklearn.linear_model import LinearRegression
 
     X, y = _data("regressor", nan=False)
-    est = ControlBurnRegressor(n_features_to_select=2, max_depth=2, max_trees_per_round=4,
-                               refit_estimator=LinearRegression(), random_state=0,
-                               device="cpu").fit(X, y)
+    est = ControlBurnRegressor(
+        n_features_to_select=2,
+        max_depth=2,
+        max_trees_per_round=4,
+        refit_estimator=LinearRegression(),
+        random_state=0,
+        device="cpu",
+    ).fit(X, y)
     with pytest.raises(ValueError, match=r"refit_estimator=LinearRegression.*pickle.*SECURITY"):
         est.save_model(tmp_path / "m.json")
-    assert not os.listdir(tmp_path)                  # nothing half-written
-    pickle.loads(pickle.dumps(est)).predict(X)       # the advice works
+    assert not os.listdir(tmp_path)  # nothing half-written
+    pickle.loads(pickle.dumps(est)).predict(X)  # the advice works
 
 
 def test_first_format_is_migrated():
@@ -248,14 +353,18 @@ def test_first_format_is_migrated():
     path = os.path.join(HERE, "data", "gbfs_format1.json")
     with open(path) as fh:
         text = fh.read()
-    assert "NaN" in text and "Infinity" in text          # the old, non-strict file
+    assert "NaN" in text and "Infinity" in text  # the old, non-strict file
     est = GBFSClassifier.load_model(path)
     # The trees are the file's, bit for bit; the probabilities go through numpy's exp, whose
     # last bit differs between CPUs (SIMD builds: AVX-512 machines differ from AVX2 ones by
     # 1 ulp of 1.0, which the complement 1 - p carries into the small class), so they are
     # compared to 4 ulp of 1.0, the labels exactly.
-    np.testing.assert_allclose(est.predict_proba(X), np.array(expected["predict_proba"]),
-                               rtol=0, atol=4 * np.finfo(np.float64).eps)
+    np.testing.assert_allclose(
+        est.predict_proba(X),
+        np.array(expected["predict_proba"]),
+        rtol=0,
+        atol=4 * np.finfo(np.float64).eps,
+    )
     assert est.predict(X).tolist() == expected["predict"]
     # migrated through the same checks: a broken old file is refused like a new one
     broken = json.loads(text, parse_constant=lambda c: {"NaN": math.nan}.get(c, math.inf))
@@ -267,9 +376,12 @@ def test_first_format_is_migrated():
 def test_files_written_before_evals_result_load():
     """evals_result is optional: files of format 2 written before it existed rebuild it."""
     X, y = _data("binary", nan=False)
-    for est in (GBFSClassifier(n_estimators=5, validation_fraction=0.3, device="cpu"),
-                StagewiseClassifier(n_features_to_select=3, validation_fraction=0.3,
-                                    random_state=0, device="cpu")):
+    for est in (
+        GBFSClassifier(n_estimators=5, validation_fraction=0.3, device="cpu"),
+        StagewiseClassifier(
+            n_features_to_select=3, validation_fraction=0.3, random_state=0, device="cpu"
+        ),
+    ):
         est.fit(X, y)
         assert len(est.evals_result_) == 1
         doc = model_io.to_document(est)
@@ -288,7 +400,8 @@ def test_files_written_before_the_categorical_guards_load_as_fitted(multitask):
     X, y = _data("regressor")
     if multitask:
         est = MultiTaskGBFSRegressor(n_estimators=3, max_depth=2, device="cpu").fit(
-            X, y, task=np.arange(len(y)) % 2)
+            X, y, task=np.arange(len(y)) % 2
+        )
     else:
         est = GBFSRegressor(n_estimators=3, max_depth=2, device="cpu").fit(X, y)
     doc = model_io.to_document(est)
@@ -302,7 +415,7 @@ def test_files_written_before_the_categorical_guards_load_as_fitted(multitask):
     if not multitask:
         assert params["pool_ranking"] == "gain"
     fresh = model_io.from_document(json.loads(model_io.dumps(model_io.to_document(loaded))))
-    assert fresh.get_params()["cat_smooth"] == 0.0      # and it stays so when saved again
+    assert fresh.get_params()["cat_smooth"] == 0.0  # and it stays so when saved again
     first = GBFSClassifier.load_model(os.path.join(HERE, "data", "gbfs_format1.json"))
     assert first.get_params()["cat_l2"] == 0.0 and first.pool_ranking == "gain"
 
@@ -325,9 +438,13 @@ def test_wrong_class_and_not_fitted(tmp_path):
 def test_params_json_cannot_hold_directly(tmp_path):
     """numpy scalars, a pandas Series of costs and a RandomState still save and load."""
     X, y = _data("binary")
-    est = GBFSClassifier(n_estimators=np.int64(4), mu=np.float32(0.05),
-                         feature_costs=pd.Series([1.0, 2.0, 1.0, 1.0, 1.0]),
-                         random_state=np.random.RandomState(0), device="cpu").fit(X, y)
+    est = GBFSClassifier(
+        n_estimators=np.int64(4),
+        mu=np.float32(0.05),
+        feature_costs=pd.Series([1.0, 2.0, 1.0, 1.0, 1.0]),
+        random_state=np.random.RandomState(0),
+        device="cpu",
+    ).fit(X, y)
     path = tmp_path / "m.json"
     est.save_model(path)
     loaded = GBFSClassifier.load_model(path)
@@ -339,7 +456,7 @@ def test_params_json_cannot_hold_directly(tmp_path):
 
 def test_equal_adjacent_cut_points_load():
     """Binning can give two equal cut points (three adjacent floats): such a model is valid."""
-    x = np.array([np.nextafter(1.0, 0.0), 1.0, 1.0 + 2 ** -52] * 20)
+    x = np.array([np.nextafter(1.0, 0.0), 1.0, 1.0 + 2**-52] * 20)
     X = np.column_stack([x, np.arange(60.0)])
     est = GBFSRegressor(n_estimators=3, device="cpu").fit(X, np.arange(60.0))
     assert np.any(np.diff(est.bin_mapper_.cuts_[0]) == 0)
@@ -348,6 +465,7 @@ def test_equal_adjacent_cut_points_load():
 
 
 # --- refusals: one ValueError naming the field ------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def gbfs_doc():
@@ -362,15 +480,18 @@ def _trees(doc):
 
 def _splits(doc):
     """(tree, node) of every split."""
-    return [(t, i) for t, row in enumerate(_trees(doc)["feature"])
-            for i, v in enumerate(row) if v >= 0]
+    return [
+        (t, i) for t, row in enumerate(_trees(doc)["feature"]) for i, v in enumerate(row) if v >= 0
+    ]
 
 
 def _set(field, value, pick=0):
     """Set a tree array's entry at the pick-th split."""
+
     def mutate(doc):
         t, i = _splits(doc)[pick]
         _trees(doc)[field][t][i] = value
+
     return mutate
 
 
@@ -380,14 +501,19 @@ def _set_path(value, *path):
         for k in path[:-1]:
             node = node[k]
         node[path[-1]] = value
+
     return mutate
 
 
 def _use_unused_node(doc):
     """Give a node below a leaf a leaf value."""
     f = _trees(doc)["feature"]
-    t, i = next((t, 2 * i + 1) for t, row in enumerate(f) for i, v in enumerate(row)
-                if v < 0 and 2 * i + 1 < len(row))
+    t, i = next(
+        (t, 2 * i + 1)
+        for t, row in enumerate(f)
+        for i, v in enumerate(row)
+        if v < 0 and 2 * i + 1 < len(row)
+    )
     _trees(doc)["value"][t][i] = 1.0
 
 
@@ -400,63 +526,119 @@ def _split_on_one_bin_feature(doc):
 def _overflowing_values(doc):
     k = doc["fitted"]["ensemble"]["n_outputs"]
     _trees(doc)["value"][0][0] = 1.7e308
-    _trees(doc)["value"][k][0] = 1.7e308          # the same output column
+    _trees(doc)["value"][k][0] = 1.7e308  # the same output column
 
 
 REFUSALS = [
     # (description, mutation, message regex)
-    ("feature index out of range", _set("feature", 120),
-     r"^fitted\.ensemble\.trees\.feature\[\d+\]\[\d+\]: 120 is out of the allowed range "
-     r"\[-1, 4\]"),
-    ("bin threshold past the feature's bins", _split_on_one_bin_feature,
-     r"^fitted\.ensemble\.trees\.bin_threshold\[\d+\]\[\d+\]: bin threshold \d+ >= n_bins 1 "
-     r"of feature 4"),
-    ("threshold off its cut point", _set("threshold", 0.123),
-     r"^fitted\.ensemble\.trees\.threshold\[\d+\]\[\d+\]: threshold 0\.123 is not the cut "
-     r"point"),
-    ("a split on the last level", _set_path(0, "fitted", "ensemble", "trees", "feature", 0, 14),
-     r"feature\[0\]\[14\]: a split on the last level of a depth-3 tree"),
+    (
+        "feature index out of range",
+        _set("feature", 120),
+        r"^fitted\.ensemble\.trees\.feature\[\d+\]\[\d+\]: 120 is out of the allowed range "
+        r"\[-1, 4\]",
+    ),
+    (
+        "bin threshold past the feature's bins",
+        _split_on_one_bin_feature,
+        r"^fitted\.ensemble\.trees\.bin_threshold\[\d+\]\[\d+\]: bin threshold \d+ >= n_bins 1 "
+        r"of feature 4",
+    ),
+    (
+        "threshold off its cut point",
+        _set("threshold", 0.123),
+        r"^fitted\.ensemble\.trees\.threshold\[\d+\]\[\d+\]: threshold 0\.123 is not the cut "
+        r"point",
+    ),
+    (
+        "a split on the last level",
+        _set_path(0, "fitted", "ensemble", "trees", "feature", 0, 14),
+        r"feature\[0\]\[14\]: a split on the last level of a depth-3 tree",
+    ),
     ("a node below a leaf in use", _use_unused_node, r"is below a leaf \(unused\) but holds 1\.0"),
-    ("count not the sum of the children's", _set("count", 10 ** 6),
-     r"^fitted\.ensemble\.trees\.count\[\d+\]\[\d+\]: node \d+ of tree \d+ holds 1000000 rows"),
-    ("NaN leaf value", _set_path("NaN", "fitted", "ensemble", "trees", "value", 0, 0),
-     r"^fitted\.ensemble\.trees\.value\[0\]\[0\]: expected a number"),
-    ("leaf values that overflow", _overflowing_values,
-     r"^fitted\.ensemble\.trees\.value: leaf values so large that a prediction would overflow"),
-    ("depth over the cap", _set_path(40, "fitted", "ensemble", "max_depth"),
-     r"^fitted\.ensemble\.max_depth: 40 is above the largest allowed value 16"),
-    ("declared trees != trees", _set_path(10 ** 9, "fitted", "ensemble", "n_trees"),
-     r"^fitted\.ensemble\.n_trees: 1000000000 is above the largest allowed value"),
-    ("tree column out of range", _set_path(9, "fitted", "ensemble", "tree_column", 0),
-     r"^fitted\.ensemble\.tree_column\[0\]: 9 is out of the allowed range \[0, 4\]"),
-    ("decreasing cut points", _set_path(1e300, "fitted", "bins", "cuts", 0, 0),
-     r"^fitted\.bins\.cuts\[0\]\[1\]: cut points must be in increasing order"),
-    ("n_features_in disagrees", _set_path(6, "n_features_in"),
-     r"^fitted\.bins\.cuts: expected 6 entries, got 5"),
-    ("unsorted classes", _set_path(99, "classes", "values", 0),
-     r"^classes\.values: labels must be distinct and sorted"),
-    ("selected feature without first use", _set_path([0, 1, 2, 3, 4], "fitted",
-                                                     "selected_features"),
-     r"^fitted\.selected_features: the selected features are not the features with a first-use"),
-    ("unknown estimator", _set_path("os.system", "estimator"),
-     r"^estimator: 'os\.system' is not one of"),
+    (
+        "count not the sum of the children's",
+        _set("count", 10**6),
+        r"^fitted\.ensemble\.trees\.count\[\d+\]\[\d+\]: node \d+ of tree \d+ holds 1000000 rows",
+    ),
+    (
+        "NaN leaf value",
+        _set_path("NaN", "fitted", "ensemble", "trees", "value", 0, 0),
+        r"^fitted\.ensemble\.trees\.value\[0\]\[0\]: expected a number",
+    ),
+    (
+        "leaf values that overflow",
+        _overflowing_values,
+        r"^fitted\.ensemble\.trees\.value: leaf values so large that a prediction would overflow",
+    ),
+    (
+        "depth over the cap",
+        _set_path(40, "fitted", "ensemble", "max_depth"),
+        r"^fitted\.ensemble\.max_depth: 40 is above the largest allowed value 16",
+    ),
+    (
+        "declared trees != trees",
+        _set_path(10**9, "fitted", "ensemble", "n_trees"),
+        r"^fitted\.ensemble\.n_trees: 1000000000 is above the largest allowed value",
+    ),
+    (
+        "tree column out of range",
+        _set_path(9, "fitted", "ensemble", "tree_column", 0),
+        r"^fitted\.ensemble\.tree_column\[0\]: 9 is out of the allowed range \[0, 4\]",
+    ),
+    (
+        "decreasing cut points",
+        _set_path(1e300, "fitted", "bins", "cuts", 0, 0),
+        r"^fitted\.bins\.cuts\[0\]\[1\]: cut points must be in increasing order",
+    ),
+    (
+        "n_features_in disagrees",
+        _set_path(6, "n_features_in"),
+        r"^fitted\.bins\.cuts: expected 6 entries, got 5",
+    ),
+    (
+        "unsorted classes",
+        _set_path(99, "classes", "values", 0),
+        r"^classes\.values: labels must be distinct and sorted",
+    ),
+    (
+        "selected feature without first use",
+        _set_path([0, 1, 2, 3, 4], "fitted", "selected_features"),
+        r"^fitted\.selected_features: the selected features are not the features with a first-use",
+    ),
+    (
+        "unknown estimator",
+        _set_path("os.system", "estimator"),
+        r"^estimator: 'os\.system' is not one of",
+    ),
     ("newer format", _set_path(3, "format_version"), r"^format_version: format version 3"),
-    ("unknown parameter", _set_path(1, "params", "__init__"),
-     r"^params: GBFSClassifier has no parameter '__init__'"),
-    ("a list where a number goes", _set_path([1.0], "fitted", "ensemble", "base_score", 0),
-     r"^fitted\.ensemble\.base_score\[0\]: expected a number, got a list"),
-    ("huge integer", _set_path(2 ** 70, "fitted", "first_use_tree", 0),
-     r"^fitted\.first_use_tree\[0\]: 1180591620717411303424 is out of the allowed range"),
+    (
+        "unknown parameter",
+        _set_path(1, "params", "__init__"),
+        r"^params: GBFSClassifier has no parameter '__init__'",
+    ),
+    (
+        "a list where a number goes",
+        _set_path([1.0], "fitted", "ensemble", "base_score", 0),
+        r"^fitted\.ensemble\.base_score\[0\]: expected a number, got a list",
+    ),
+    (
+        "huge integer",
+        _set_path(2**70, "fitted", "first_use_tree", 0),
+        r"^fitted\.first_use_tree\[0\]: 1180591620717411303424 is out of the allowed range",
+    ),
     ("missing key", lambda doc: doc["fitted"].pop("bins"), r"^fitted: missing key 'bins'"),
-    ("extra key", _set_path([], "fitted", "ensemble", "trees", "extra"),
-     r"^fitted\.ensemble\.trees: unexpected key 'extra'"),
+    (
+        "extra key",
+        _set_path([], "fitted", "ensemble", "trees", "extra"),
+        r"^fitted\.ensemble\.trees: unexpected key 'extra'",
+    ),
 ]
 
 
 @pytest.mark.parametrize("what,mutate,match", REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_refused_with_the_field_named(gbfs_doc, what, mutate, match):
     doc = copy.deepcopy(gbfs_doc)
-    model_io.from_document(copy.deepcopy(doc))        # the unmutated document loads
+    model_io.from_document(copy.deepcopy(doc))  # the unmutated document loads
     mutate(doc)
     with pytest.raises(model_io.ModelFileError, match=match):
         model_io.from_document(json.loads(json.dumps(doc)))
@@ -478,13 +660,16 @@ def test_model_file_error_is_public_and_names_the_path_not_a_descriptor(tmp_path
         GBFSRegressor.load_model(tmp_path / "gone.json")
 
 
-@pytest.mark.parametrize("text,match", [
-    ('{"a": NaN}', r"expected a JSON object|not a gpufs model"),
-    ('{"format": "gpufs.model", "format": "x"}', r"key 'format' appears twice"),
-    ("[" * 100_000 + "]" * 100_000, r"nested too deeply"),
-    ('{"format": ', r"not valid JSON"),
-    ("1" * 5000, r"not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ('{"a": NaN}', r"expected a JSON object|not a gpufs model"),
+        ('{"format": "gpufs.model", "format": "x"}', r"key 'format' appears twice"),
+        ("[" * 100_000 + "]" * 100_000, r"nested too deeply"),
+        ('{"format": ', r"not valid JSON"),
+        ("1" * 5000, r"not valid JSON"),
+    ],
+)
 def test_text_that_is_not_strict_json(tmp_path, text, match):
     path = tmp_path / "m.json"
     path.write_text(text)
@@ -498,8 +683,11 @@ def test_nan_token_is_named(gbfs_doc, tmp_path):
     text = model_io.dumps(doc).replace('"__here__"', "NaN")
     path = tmp_path / "m.json"
     path.write_text(text)
-    with pytest.raises(ValueError, match=r"base_score\[0\]: expected a number, got the "
-                                         r"non-standard JSON token NaN"):
+    with pytest.raises(
+        ValueError,
+        match=r"base_score\[0\]: expected a number, got the "
+        r"non-standard JSON token NaN",
+    ):
         GBFSClassifier.load_model(path)
     path.write_bytes(b"\xff\xfe" + text.encode())
     with pytest.raises(ValueError, match="not UTF-8"):
@@ -518,9 +706,9 @@ def test_a_small_file_cannot_allocate_much(gbfs_doc, tmp_path):
     """The issue's case: a 4 MB file of a million empty cut lists made the loader allocate
     2.4 GiB (the padded cut matrix). Now it is refused, and the whole load stays small."""
     doc = copy.deepcopy(gbfs_doc)
-    doc["n_features_in"] = 10 ** 6
-    doc["fitted"]["bins"]["cuts"] = [[]] * 10 ** 6
-    doc["fitted"]["ensemble"]["n_features"] = 10 ** 6
+    doc["n_features_in"] = 10**6
+    doc["fitted"]["bins"]["cuts"] = [[]] * 10**6
+    doc["fitted"]["ensemble"]["n_features"] = 10**6
     path = tmp_path / "m.json"
     path.write_text(model_io.dumps(doc))
     size = os.path.getsize(path)
@@ -550,8 +738,7 @@ def umask_022():
     os.umask(old)
 
 
-def test_save_model_keeps_the_targets_mode_and_uses_the_umask(small_model, tmp_path,
-                                                               umask_022):
+def test_save_model_keeps_the_targets_mode_and_uses_the_umask(small_model, tmp_path, umask_022):
     """save_model made every file 0600 (mkstemp's mode), also an existing 0644 one."""
     new = tmp_path / "new.json"
     small_model.save_model(new)
@@ -610,12 +797,12 @@ def test_save_model_refuses_to_replace_what_is_not_a_regular_file(small_model, t
     os.mkfifo(fifo)
     link = tmp_path / "null.json"
     os.symlink(os.devnull, link)
-    for path, kind in [(fifo, "a FIFO"), (link, "a character device"),
-                       (tmp_path, "a folder")]:
+    for path, kind in [(fifo, "a FIFO"), (link, "a character device"), (tmp_path, "a folder")]:
         with pytest.raises(ValueError, match=f"is {kind}"):
             small_model.save_model(path)
     assert os.path.islink(link) and os.readlink(link) == os.devnull
     import stat
+
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert sorted(os.listdir(tmp_path)) == ["fifo.json", "null.json"]
 
@@ -645,42 +832,90 @@ def _nothing_added_by_tree_0(doc):
 
 
 REFUSALS_26 = [
-    ("n_estimators as text", _set_path("8", "params", "n_estimators"),
-     r"^params\.n_estimators: The 'n_estimators' parameter of GBFSClassifier must be an int"),
-    ("max_depth over its range", _set_path(100, "params", "max_depth"),
-     r"^params\.max_depth: The 'max_depth' parameter of GBFSClassifier must be an int in the "
-     r"range \[1, 16\]\. Got 100 instead"),
-    ("max_depth other than the trees'", _set_path(2, "params", "max_depth"),
-     r"^fitted\.ensemble\.max_depth: the trees have depth 3, but params\.max_depth is 2"),
+    (
+        "n_estimators as text",
+        _set_path("8", "params", "n_estimators"),
+        r"^params\.n_estimators: The 'n_estimators' parameter of GBFSClassifier must be an int",
+    ),
+    (
+        "max_depth over its range",
+        _set_path(100, "params", "max_depth"),
+        r"^params\.max_depth: The 'max_depth' parameter of GBFSClassifier must be an int in the "
+        r"range \[1, 16\]\. Got 100 instead",
+    ),
+    (
+        "max_depth other than the trees'",
+        _set_path(2, "params", "max_depth"),
+        r"^fitted\.ensemble\.max_depth: the trees have depth 3, but params\.max_depth is 2",
+    ),
     ("negative mu", _set_path(-1, "params", "mu"), r"^params\.mu: The 'mu' parameter"),
-    ("random_state beyond 2**32", _set_path(2 ** 70, "params", "random_state"),
-     r"^params\.random_state: The 'random_state' parameter"),
-    ("feature_costs of the wrong length", _set_path([1.0, 2.0], "params", "feature_costs"),
-     r"^params\.feature_costs: feature_costs must have one entry per feature: expected shape "
-     r"\(5,\), got \(2,\)"),
-    ("feature_groups of the wrong length", _set_path([0, 1], "params", "feature_groups"),
-     r"^params\.feature_groups: feature_groups must give one group label per feature"),
-    ("a missing parameter", lambda doc: doc["params"].pop("mu"),
-     r"^params: missing parameter 'mu'"),
-    ("more rounds than n_estimators", _set_path(2, "params", "n_estimators"),
-     r"^fitted\.n_estimators: 3 rounds, more than params\.n_estimators 2"),
-    ("bins of another max_bins", _set_path(64, "params", "max_bins"),
-     r"^fitted\.bins\.max_bins: 255 differs from params\.max_bins 64"),
-    ("mu_ other than mu without a budget", _set_path(0.2, "params", "mu"),
-     r"^fitted\.mu: 0\.05 differs from params\.mu 0\.2 \(without n_features_to_select"),
-    ("first_use_tree against the trees", _later_first_use,
-     r"^fitted\.first_use_tree\[\d\]: feature \d is first split on by tree \d+, not \d+"),
-    ("features_added against the trees", _nothing_added_by_tree_0,
-     r"^fitted\.selection_record\.features_added\[0\]: tree 0 first splits on features "),
-    ("negative gain", _set("gain", -0.5),
-     r"^fitted\.ensemble\.trees\.gain\[\d+\]\[\d+\]: a split's gain must be positive, got "
-     r"-0\.5"),
-    ("negative train loss", _set_path(-1.0, "fitted", "selection_record", "train_loss", 0),
-     r"^fitted\.selection_record\.train_loss\[0\]: -1\.0 is below the smallest allowed value"),
-    ("importances other than the trees' gains", _shifted_importance,
-     r"^fitted\.feature_importances: not the trees' split gains"),
-    ("duplicate feature names", _set_path(["a", "b", "a", "c", "d"], "feature_names_in"),
-     r"^feature_names_in\[2\]: name 'a' appears twice"),
+    (
+        "random_state beyond 2**32",
+        _set_path(2**70, "params", "random_state"),
+        r"^params\.random_state: The 'random_state' parameter",
+    ),
+    (
+        "feature_costs of the wrong length",
+        _set_path([1.0, 2.0], "params", "feature_costs"),
+        r"^params\.feature_costs: feature_costs must have one entry per feature: expected shape "
+        r"\(5,\), got \(2,\)",
+    ),
+    (
+        "feature_groups of the wrong length",
+        _set_path([0, 1], "params", "feature_groups"),
+        r"^params\.feature_groups: feature_groups must give one group label per feature",
+    ),
+    (
+        "a missing parameter",
+        lambda doc: doc["params"].pop("mu"),
+        r"^params: missing parameter 'mu'",
+    ),
+    (
+        "more rounds than n_estimators",
+        _set_path(2, "params", "n_estimators"),
+        r"^fitted\.n_estimators: 3 rounds, more than params\.n_estimators 2",
+    ),
+    (
+        "bins of another max_bins",
+        _set_path(64, "params", "max_bins"),
+        r"^fitted\.bins\.max_bins: 255 differs from params\.max_bins 64",
+    ),
+    (
+        "mu_ other than mu without a budget",
+        _set_path(0.2, "params", "mu"),
+        r"^fitted\.mu: 0\.05 differs from params\.mu 0\.2 \(without n_features_to_select",
+    ),
+    (
+        "first_use_tree against the trees",
+        _later_first_use,
+        r"^fitted\.first_use_tree\[\d\]: feature \d is first split on by tree \d+, not \d+",
+    ),
+    (
+        "features_added against the trees",
+        _nothing_added_by_tree_0,
+        r"^fitted\.selection_record\.features_added\[0\]: tree 0 first splits on features ",
+    ),
+    (
+        "negative gain",
+        _set("gain", -0.5),
+        r"^fitted\.ensemble\.trees\.gain\[\d+\]\[\d+\]: a split's gain must be positive, got "
+        r"-0\.5",
+    ),
+    (
+        "negative train loss",
+        _set_path(-1.0, "fitted", "selection_record", "train_loss", 0),
+        r"^fitted\.selection_record\.train_loss\[0\]: -1\.0 is below the smallest allowed value",
+    ),
+    (
+        "importances other than the trees' gains",
+        _shifted_importance,
+        r"^fitted\.feature_importances: not the trees' split gains",
+    ),
+    (
+        "duplicate feature names",
+        _set_path(["a", "b", "a", "c", "d"], "feature_names_in"),
+        r"^feature_names_in\[2\]: name 'a' appears twice",
+    ),
 ]
 
 
@@ -703,12 +938,16 @@ def sparse_docs():
     gb = GBFSRegressor(n_estimators=4, max_depth=2, mu=5.0, device="cpu").fit(X, y)
     assert len(gb.selected_features_) < 5
     mt = MultiTaskGBFSRegressor(n_estimators=3, max_depth=2, device="cpu").fit(
-        X, y, task=np.arange(len(y)) % 2)
-    cb = ControlBurnRegressor(n_features_to_select=2, max_depth=2, random_state=0,
-                              device="cpu").fit(X, y)
+        X, y, task=np.arange(len(y)) % 2
+    )
+    cb = ControlBurnRegressor(
+        n_features_to_select=2, max_depth=2, random_state=0, device="cpu"
+    ).fit(X, y)
     sw = StagewiseRegressor(3, device="cpu").fit(np.nan_to_num(X), y)
-    return {k: model_io.to_document(e) for k, e in
-            [("gbfs", gb), ("multitask", mt), ("controlburn", cb), ("stagewise", sw)]}
+    return {
+        k: model_io.to_document(e)
+        for k, e in [("gbfs", gb), ("multitask", mt), ("controlburn", cb), ("stagewise", sw)]
+    }
 
 
 def _rising_cost(doc):
@@ -723,36 +962,70 @@ def _mt_shifted_importance(doc):
 
 
 OTHER_FAMILIES = [
-    ("gbfs", "importance on an unselected feature", _importance_on_unselected,
-     r"^fitted\.feature_importances: not the trees' split gains"),
-    ("multitask", "mu_t of the wrong length", _set_path([0.01, 0.01, 0.01], "params", "mu_t"),
-     r"^params\.mu_t: mu_t must be a number or one price per task: 2 tasks"),
-    ("multitask", "mu_G of text", _set_path("0.05", "params", "mu_G"),
-     r"^params\.mu_G: The 'mu_G' parameter"),
-    ("multitask", "importances other than the gains", _mt_shifted_importance,
-     r"^fitted\.feature_importances: not the trees' split gains"),
-    ("multitask", "negative gain", _set_path(-1.0, "fitted", "ensembles", 0, "trees", "gain",
-                                             0, 0),
-     r"^fitted\.ensembles\[0\]\.trees\.gain\[0\]\[0\]: a split's gain must be positive"),
-    ("controlburn", "negative alpha", _set_path(-1.0, "params", "alpha"),
-     r"^params\.alpha: The 'alpha' parameter"),
-    ("controlburn", "the refit model's max_depth", _set_path(
-        100, "fitted", "refit", "model", "params", "max_depth"),
-     r"^fitted\.refit\.model\.params\.max_depth: The 'max_depth' parameter"),
-    ("controlburn", "a missing parameter", lambda doc: doc["params"].pop("max_depth"),
-     r"^params: missing parameter 'max_depth'"),
-    ("stagewise", "a rising cost", _rising_cost,
-     r"^fitted\.cost_history\[3\]: the cost rose"),
-    ("stagewise", "dtype of another kind", _set_path("float16", "params", "dtype"),
-     r"^params\.dtype: The 'dtype' parameter"),
+    (
+        "gbfs",
+        "importance on an unselected feature",
+        _importance_on_unselected,
+        r"^fitted\.feature_importances: not the trees' split gains",
+    ),
+    (
+        "multitask",
+        "mu_t of the wrong length",
+        _set_path([0.01, 0.01, 0.01], "params", "mu_t"),
+        r"^params\.mu_t: mu_t must be a number or one price per task: 2 tasks",
+    ),
+    (
+        "multitask",
+        "mu_G of text",
+        _set_path("0.05", "params", "mu_G"),
+        r"^params\.mu_G: The 'mu_G' parameter",
+    ),
+    (
+        "multitask",
+        "importances other than the gains",
+        _mt_shifted_importance,
+        r"^fitted\.feature_importances: not the trees' split gains",
+    ),
+    (
+        "multitask",
+        "negative gain",
+        _set_path(-1.0, "fitted", "ensembles", 0, "trees", "gain", 0, 0),
+        r"^fitted\.ensembles\[0\]\.trees\.gain\[0\]\[0\]: a split's gain must be positive",
+    ),
+    (
+        "controlburn",
+        "negative alpha",
+        _set_path(-1.0, "params", "alpha"),
+        r"^params\.alpha: The 'alpha' parameter",
+    ),
+    (
+        "controlburn",
+        "the refit model's max_depth",
+        _set_path(100, "fitted", "refit", "model", "params", "max_depth"),
+        r"^fitted\.refit\.model\.params\.max_depth: The 'max_depth' parameter",
+    ),
+    (
+        "controlburn",
+        "a missing parameter",
+        lambda doc: doc["params"].pop("max_depth"),
+        r"^params: missing parameter 'max_depth'",
+    ),
+    ("stagewise", "a rising cost", _rising_cost, r"^fitted\.cost_history\[3\]: the cost rose"),
+    (
+        "stagewise",
+        "dtype of another kind",
+        _set_path("float16", "params", "dtype"),
+        r"^params\.dtype: The 'dtype' parameter",
+    ),
 ]
 
 
-@pytest.mark.parametrize("family,what,mutate,match", OTHER_FAMILIES,
-                         ids=[f"{r[0]}-{r[1]}" for r in OTHER_FAMILIES])
+@pytest.mark.parametrize(
+    "family,what,mutate,match", OTHER_FAMILIES, ids=[f"{r[0]}-{r[1]}" for r in OTHER_FAMILIES]
+)
 def test_parameters_and_evidence_of_every_family(sparse_docs, family, what, mutate, match):
     doc = copy.deepcopy(sparse_docs[family])
-    model_io.from_document(json.loads(json.dumps(doc)))      # the unmutated document loads
+    model_io.from_document(json.loads(json.dumps(doc)))  # the unmutated document loads
     mutate(doc)
     with pytest.raises(model_io.ModelFileError, match=match):
         model_io.from_document(json.loads(json.dumps(doc)))
@@ -762,12 +1035,20 @@ def test_parameters_changed_since_fit_are_refused_at_save(small_model, tmp_path)
     """A file that would not load is not written: set_params after fit changed what the
     parameters say about the fitted model."""
     path = tmp_path / "m.json"
-    for params, match in [(dict(max_depth=5), r"cannot save GBFSRegressor: fitted\.ensemble\."
-                                              r"max_depth: the trees have depth 2, but "
-                                              r"params\.max_depth is 5"),
-                          (dict(max_depth=100), r"cannot save GBFSRegressor: The 'max_depth' "
-                                                r"parameter"),
-                          (dict(feature_costs=[1.0, 2.0]), r"params\.feature_costs")]:
+    for params, match in [
+        (
+            dict(max_depth=5),
+            r"cannot save GBFSRegressor: fitted\.ensemble\."
+            r"max_depth: the trees have depth 2, but "
+            r"params\.max_depth is 5",
+        ),
+        (
+            dict(max_depth=100),
+            r"cannot save GBFSRegressor: The 'max_depth' "
+            r"parameter",
+        ),
+        (dict(feature_costs=[1.0, 2.0]), r"params\.feature_costs"),
+    ]:
         est = copy.deepcopy(small_model).set_params(**params)
         with pytest.raises(ValueError, match=match):
             est.save_model(path)

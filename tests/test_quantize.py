@@ -1,5 +1,6 @@
 """Fixed point (``gpufs.engine.quantize``): the power-of-two scales and their headroom, rounding,
 the exact two-word sums, and the fused gradient preparation against the array-by-array route."""
+
 import math
 
 import numpy as np
@@ -7,58 +8,69 @@ import pytest
 
 from gpufs.backends.cpu import CPUBackend
 from gpufs.engine.penalties import PenaltyState
-from gpufs.engine.quantize import (exact_mean, exact_sum, fixed_point_scale, correctly_rounded_sum,
-                            prepare_gradients, quantize, scale_for,
-                            PACK_CHUNK_ROWS, QGRAD_BOUND, pack, unpack)
+from gpufs.engine.quantize import (
+    PACK_CHUNK_ROWS,
+    QGRAD_BOUND,
+    correctly_rounded_sum,
+    exact_mean,
+    exact_sum,
+    fixed_point_scale,
+    pack,
+    prepare_gradients,
+    quantize,
+    scale_for,
+    unpack,
+)
 
 CPU = CPUBackend()
 
 
 # --- scales -------------------------------------------------------------------------------------
 
+
 def test_scale_for_hand_computed():
     # 2**(min(15, 62 - row_bits) - exp_max), max_abs < 2**exp_max (frexp):
     # max_abs = 1 (< 2**1): 2**(15 - 1), whatever the (small) row count
-    assert scale_for(1.0, 1) == scale_for(1.0, 10**9) == 2.0 ** 14
+    assert scale_for(1.0, 1) == scale_for(1.0, 10**9) == 2.0**14
     # max_abs = 0.75 (< 2**0): 2**15
-    assert scale_for(0.75, 3) == 2.0 ** 15
+    assert scale_for(0.75, 3) == 2.0**15
     # max_abs = 5 (< 2**3): 2**12
-    assert scale_for(5.0, 1000) == 2.0 ** 12
+    assert scale_for(5.0, 1000) == 2.0**12
     # 2**51 - 1 rows (51 bits): the int64 headroom binds, 2**(62 - 51 - 1)
-    assert scale_for(1.0, 2 ** 51 - 1) == 2.0 ** 10
+    assert scale_for(1.0, 2**51 - 1) == 2.0**10
     for bad in (0.0, math.inf, math.nan):
         assert scale_for(bad, 10) == 1.0
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 1000, 10**6, 2 ** 47, 2 ** 55])
-@pytest.mark.parametrize("max_abs", [2.0 ** -500, 3e-7, 0.25, 1.0, 7.5, 1e12, 1e300])
+@pytest.mark.parametrize("n", [1, 2, 3, 1000, 10**6, 2**47, 2**55])
+@pytest.mark.parametrize("max_abs", [2.0**-500, 3e-7, 0.25, 1.0, 7.5, 1e12, 1e300])
 def test_scale_bounds_every_row_and_is_the_largest_power_of_two(n, max_abs):
     # 2**-500: the smallest weighted gradient the estimators accept (``gpufs.data._scales``).
     s = scale_for(max_abs, n)
     assert math.frexp(s)[0] == 0.5  # a power of two
     # every row's value rounds to at most QGRAD_BOUND = 2**15 in magnitude...
-    assert max_abs * s < 2.0 ** 15
-    assert abs(int(np.rint(max_abs * s))) <= QGRAD_BOUND == 2 ** 15
+    assert max_abs * s < 2.0**15
+    assert abs(int(np.rint(max_abs * s))) <= QGRAD_BOUND == 2**15
     assert abs(int(quantize(np.array([-max_abs, max_abs]), s).max())) <= QGRAD_BOUND
     # ...n values of magnitude max_abs, scaled, stay below 2**62 (int64 sums cannot overflow)
-    assert n * (max_abs * s) < 2.0 ** 62
+    assert n * (max_abs * s) < 2.0**62
     # and twice the scale breaks one of the two bounds (the worst row count of n's bit width)
     rows_bound = 2 ** max(1, math.ceil(math.log2(n + 1)))
-    assert max_abs * 2 * s >= 2.0 ** 15 or rows_bound * (max_abs * 2 * s) >= 2.0 ** 62
+    assert max_abs * 2 * s >= 2.0**15 or rows_bound * (max_abs * 2 * s) >= 2.0**62
 
 
 def test_the_largest_rounded_value_reaches_the_bound():
     # just below a power of two the scaled value is just below 2**15 and rounds up to it:
     # the bound is 2**15 inclusive, not 2**15 - 1, and the chunk size accounts for that
-    m = 1.0 - 2.0 ** -20
+    m = 1.0 - 2.0**-20
     s = scale_for(m, 10)
-    assert s == 2.0 ** 15 and int(quantize(np.array([m, -m]), s)[0]) == 2 ** 15
+    assert s == 2.0**15 and int(quantize(np.array([m, -m]), s)[0]) == 2**15
 
 
 def test_chunk_of_bounded_rows_fits_32_signed_bits():
-    assert PACK_CHUNK_ROWS == 2 ** 16 - 1
-    assert PACK_CHUNK_ROWS * QGRAD_BOUND <= 2 ** 31 - 1  # int32 holds the worst chunk sum
-    assert (PACK_CHUNK_ROWS + 1) * QGRAD_BOUND > 2 ** 31 - 1  # and no longer chunk would
+    assert PACK_CHUNK_ROWS == 2**16 - 1
+    assert PACK_CHUNK_ROWS * QGRAD_BOUND <= 2**31 - 1  # int32 holds the worst chunk sum
+    assert (PACK_CHUNK_ROWS + 1) * QGRAD_BOUND > 2**31 - 1  # and no longer chunk would
 
 
 @pytest.mark.parametrize("sign", [1, -1])
@@ -66,9 +78,11 @@ def test_packed_sums_are_exact_at_the_worst_chunk(sign):
     """A chunk of PACK_CHUNK_ROWS rows, each at the bound (the worst case) or random, summed
     as packed int64 words gives (sum g, sum h) exactly, h of either sign."""
     n = PACK_CHUNK_ROWS
-    for g, h in ((np.full(n, sign * QGRAD_BOUND), np.full(n, QGRAD_BOUND)),
-                 (np.full(n, sign * QGRAD_BOUND), np.full(n, -QGRAD_BOUND)),
-                 (np.full(n, -sign * QGRAD_BOUND), np.zeros(n, np.int64))):
+    for g, h in (
+        (np.full(n, sign * QGRAD_BOUND), np.full(n, QGRAD_BOUND)),
+        (np.full(n, sign * QGRAD_BOUND), np.full(n, -QGRAD_BOUND)),
+        (np.full(n, -sign * QGRAD_BOUND), np.zeros(n, np.int64)),
+    ):
         g, h = g.astype(np.int64), h.astype(np.int64)
         words = pack(g, h)
         assert unpack(int(words.sum())) == (int(g.sum()), int(h.sum()))
@@ -95,7 +109,7 @@ def test_quantized_gradients_pack_exactly_and_a_longer_chunk_can_overflow():
     for lo in range(0, n, PACK_CHUNK_ROWS):
         c = slice(lo, lo + PACK_CHUNK_ROWS)
         assert unpack(int(pack(gq[c], hq[c]).sum())) == (int(gq[c].sum()), int(hq[c].sum()))
-    over = np.full(2 ** 16 + 1, QGRAD_BOUND, np.int64)
+    over = np.full(2**16 + 1, QGRAD_BOUND, np.int64)
     assert unpack(int(pack(over, over).sum())) != (int(over.sum()), int(over.sum()))
 
 
@@ -110,10 +124,11 @@ def test_quantize_rounds_half_to_even_into_int64():
     assert q.dtype == np.int64 and q.tolist() == [0, 2, 0, -2, 2, 3]
     # a power-of-two scale is exact: the scaled value is the value times the scale
     g = np.array([0.1, -0.3])
-    assert quantize(g, 2.0 ** 40).tolist() == [round(0.1 * 2 ** 40), round(-0.3 * 2 ** 40)]
+    assert quantize(g, 2.0**40).tolist() == [round(0.1 * 2**40), round(-0.3 * 2**40)]
 
 
 # --- exact sums ---------------------------------------------------------------------------------
+
 
 def test_exact_sum_is_the_correctly_rounded_sum_in_any_order():
     rng = np.random.default_rng(3)
@@ -145,12 +160,14 @@ def test_correctly_rounded_sum_is_math_fsum(case):
     """The device's correctly rounded sum (``correctly_rounded_sum``, array operations only: run
     here on numpy) returns ``math.fsum``'s bits: the GPU's initial score is the CPU's."""
     rng = np.random.default_rng(7)
-    a = {"normal": rng.normal(size=10_001),
-         "wide": rng.normal(size=5000) * 2.0 ** rng.integers(-300, 300, 5000),
-         "cancel": np.concatenate([[1e300, 1.0, -1e300], rng.normal(size=50) * 1e-290]),
-         "tiny": np.array([5e-324, 5e-324, -1e-310, 2.2250738585072014e-308]),
-         "ties": np.array([1.0, 2.0 ** -53, 2.0 ** -106, -2.0 ** -160]),
-         "ints": (rng.random(1000) < 0.3).astype(np.float64)}[case]
+    a = {
+        "normal": rng.normal(size=10_001),
+        "wide": rng.normal(size=5000) * 2.0 ** rng.integers(-300, 300, 5000),
+        "cancel": np.concatenate([[1e300, 1.0, -1e300], rng.normal(size=50) * 1e-290]),
+        "tiny": np.array([5e-324, 5e-324, -1e-310, 2.2250738585072014e-308]),
+        "ties": np.array([1.0, 2.0**-53, 2.0**-106, -(2.0**-160)]),
+        "ints": (rng.random(1000) < 0.3).astype(np.float64),
+    }[case]
     for v in (a, rng.permutation(a), -a):
         assert correctly_rounded_sum(v) == math.fsum(v)
     assert correctly_rounded_sum(np.zeros(0)) == 0.0
@@ -168,11 +185,13 @@ def test_exact_mean_plain_and_weighted():
 
 # --- the fused preparation of one tree's gradients ---------------------------------------------
 
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("unit_hessian", [False, True])
 @pytest.mark.parametrize("divisor", [False, True])
-@pytest.mark.parametrize("backend", [CPU, CPUBackend(n_threads=3, rows_per_task=5)],
-                         ids=["serial", "chunked"])
+@pytest.mark.parametrize(
+    "backend", [CPU, CPUBackend(n_threads=3, rows_per_task=5)], ids=["serial", "chunked"]
+)
 def test_prepare_gradients_equals_the_array_route(weighted, unit_hessian, divisor, backend):
     rng = np.random.default_rng(7)
     n = 50_000 if backend.n_threads else 500  # the chunked drivers need many rows

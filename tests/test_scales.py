@@ -1,12 +1,13 @@
 """Scales (gpufs.data._scales): weights x c with reg_lambda x c and min_child_weight x c give the
 same trees; targets and weights whose scale would overflow are refused, and weights that leave no
 split or let reg_lambda swamp the hessians are warned about, with what to do."""
+
 import warnings
 
 import numpy as np
 import pytest
 
-from gpufs import (ControlBurnRegressor, GBFSClassifier, GBFSRegressor, StagewiseRegressor)
+from gpufs import ControlBurnRegressor, GBFSClassifier, GBFSRegressor, StagewiseRegressor
 
 
 def _data(n=512, seed=0):
@@ -19,19 +20,26 @@ def _data(n=512, seed=0):
 
 def _fit(est, X, y, w):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)     # a consistently scaled fit is quiet
+        warnings.simplefilter("error", UserWarning)  # a consistently scaled fit is quiet
         return est.fit(X, y, sample_weight=w)
 
 
 def _params(c, scaling):
-    p = dict(n_estimators=5, max_depth=4, mu=0.02, reg_lambda=1.0 * c,
-             min_child_weight=0.5 * c, penalty_scaling=scaling, device="cpu")
-    if scaling == "none":          # the raw gain is compared with mu and min_split_gain
+    p = dict(
+        n_estimators=5,
+        max_depth=4,
+        mu=0.02,
+        reg_lambda=1.0 * c,
+        min_child_weight=0.5 * c,
+        penalty_scaling=scaling,
+        device="cpu",
+    )
+    if scaling == "none":  # the raw gain is compared with mu and min_split_gain
         p.update(mu=0.5 * c, min_split_gain=1e-3 * c)
     return p
 
 
-POWERS = [2.0 ** k for k in (-20, -7, 1, 14, 20)]   # 1e-6 .. 1e6
+POWERS = [2.0**k for k in (-20, -7, 1, 14, 20)]  # 1e-6 .. 1e6
 
 
 @pytest.mark.parametrize("Est", [GBFSRegressor, GBFSClassifier])
@@ -41,12 +49,19 @@ def test_weights_scaled_by_a_power_of_two_give_bit_identical_trees(Est, scaling)
     y = yr if Est is GBFSRegressor else yc
     ref = _fit(Est(**_params(1.0, scaling)), X, y, w)
     s = ref.ensemble_.stacked()
-    assert (s["feature"] >= 0).sum() > 20                 # real trees, not stumps
+    assert (s["feature"] >= 0).sum() > 20  # real trees, not stumps
     for c in POWERS:
         est = _fit(Est(**_params(c, scaling)), X, y, w * c)
         t = est.ensemble_.stacked()
-        for k in ("feature", "bin_threshold", "threshold", "missing_left", "value", "count",
-                  "tree_column"):
+        for k in (
+            "feature",
+            "bin_threshold",
+            "threshold",
+            "missing_left",
+            "value",
+            "count",
+            "tree_column",
+        ):
             assert np.array_equal(t[k], s[k]), (c, k)
         # gains and hessian sums scale by c, exactly
         assert np.array_equal(t["gain"], s["gain"] * c), c
@@ -78,17 +93,21 @@ def test_normalized_weights_with_scaled_regularization_are_unit_weights():
     n = X.shape[0]
     unit = GBFSRegressor(n_estimators=8, device="cpu").fit(X, y)
     with pytest.warns(UserWarning, match="reg_lambda=1 swamps the hessian sums"):
-        swamped = GBFSRegressor(n_estimators=8, device="cpu").fit(X, y,
-                                                                  sample_weight=np.full(n, 1 / n))
+        swamped = GBFSRegressor(n_estimators=8, device="cpu").fit(
+            X, y, sample_weight=np.full(n, 1 / n)
+        )
     assert swamped.score(X, y) < unit.score(X, y) - 0.1
-    scaled = _fit(GBFSRegressor(n_estimators=8, reg_lambda=1 / n, min_child_weight=1e-3 / n,
-                                device="cpu"), X, y, np.full(n, 1 / n))
+    scaled = _fit(
+        GBFSRegressor(n_estimators=8, reg_lambda=1 / n, min_child_weight=1e-3 / n, device="cpu"),
+        X,
+        y,
+        np.full(n, 1 / n),
+    )
     assert np.array_equal(scaled.predict(X), unit.predict(X))
 
 
 @pytest.mark.parametrize("Est", [GBFSRegressor, StagewiseRegressor, ControlBurnRegressor])
-@pytest.mark.parametrize("factor,match", [(1e300, "would overflow"),
-                                          (1e-300, "would underflow")])
+@pytest.mark.parametrize("factor,match", [(1e300, "would overflow"), (1e-300, "would underflow")])
 def test_a_target_out_of_float_range_is_refused(Est, factor, match):
     X, y, _, _ = _data(n=200)
     est = Est(device="cpu")
@@ -96,8 +115,13 @@ def test_a_target_out_of_float_range_is_refused(Est, factor, match):
         est.fit(np.nan_to_num(X), y * factor)
 
 
-@pytest.mark.parametrize("weight,match", [(1e300, "would overflow.*Rescale sample_weight"),
-                                          (1e-300, "would underflow.*Rescale sample_weight")])
+@pytest.mark.parametrize(
+    "weight,match",
+    [
+        (1e300, "would overflow.*Rescale sample_weight"),
+        (1e-300, "would underflow.*Rescale sample_weight"),
+    ],
+)
 def test_weights_out_of_float_range_are_refused(weight, match):
     X, _, y, _ = _data(n=200)
     with pytest.raises(ValueError, match=match):
@@ -107,11 +131,15 @@ def test_weights_out_of_float_range_are_refused(weight, match):
 def test_weights_too_small_for_any_split_warn():
     """The issue's case: weights of 1e-30 gave a model without splits and no word of why."""
     X, y, _, _ = _data(n=200)
-    with pytest.warns(UserWarning, match=r"no split can be made: .*min_child_weight=0\.001.*"
-                                         r"rescale sample_weight to mean 1"):
-        est = GBFSRegressor(n_estimators=3, device="cpu").fit(X, y,
-                                                              sample_weight=np.full(200, 1e-30))
-    assert (est.ensemble_.stacked()["feature"] < 0).all()   # the warning told the truth
+    with pytest.warns(
+        UserWarning,
+        match=r"no split can be made: .*min_child_weight=0\.001.*"
+        r"rescale sample_weight to mean 1",
+    ):
+        est = GBFSRegressor(n_estimators=3, device="cpu").fit(
+            X, y, sample_weight=np.full(200, 1e-30)
+        )
+    assert (est.ensemble_.stacked()["feature"] < 0).all()  # the warning told the truth
 
 
 def test_unit_and_mean_one_weights_are_quiet():
@@ -128,7 +156,13 @@ def test_a_tiny_target_is_refused_whatever_the_weights(Est):
     fixed-point scale) and stagewise's squared residuals underflowed to 0, so it selected
     arbitrary features. Found by tests/test_input_fuzz."""
     X, y, _, _ = _data(n=200)
-    with pytest.raises(ValueError, match=r"would underflow float64: y spans 3\.\d+e-300.*"
-                                         r"Standardize y"):
-        Est(device="cpu").fit(np.nan_to_num(X), (y - y.min()) / np.ptp(y) * 3.5e-300,
-                              sample_weight=np.full(200, 1e200))
+    with pytest.raises(
+        ValueError,
+        match=r"would underflow float64: y spans 3\.\d+e-300.*"
+        r"Standardize y",
+    ):
+        Est(device="cpu").fit(
+            np.nan_to_num(X),
+            (y - y.min()) / np.ptp(y) * 3.5e-300,
+            sample_weight=np.full(200, 1e200),
+        )

@@ -1,13 +1,21 @@
 """``set_output(transform="pandas")`` on every selector: ``transform`` returns a DataFrame with
 the selected columns' names and the input's index, as scikit-learn transformers do; "default"
 gives the ndarray back."""
+
 import numpy as np
 import pytest
 from sklearn.base import clone, is_classifier
 
-from gpufs import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   MultiTaskGBFSClassifier, MultiTaskGBFSRegressor, StagewiseClassifier,
-                   StagewiseRegressor)
+from gpufs import (
+    ControlBurnClassifier,
+    ControlBurnRegressor,
+    GBFSClassifier,
+    GBFSRegressor,
+    MultiTaskGBFSClassifier,
+    MultiTaskGBFSRegressor,
+    StagewiseClassifier,
+    StagewiseRegressor,
+)
 
 pd = pytest.importorskip("pandas")
 
@@ -23,8 +31,11 @@ SELECTORS = [
 
 def _data(classification):
     rng = np.random.default_rng(0)
-    X = pd.DataFrame(rng.normal(size=(300, 5)), columns=["a", "b", "c", "d", "e"],
-                     index=pd.RangeIndex(1000, 1300, name="row"))
+    X = pd.DataFrame(
+        rng.normal(size=(300, 5)),
+        columns=["a", "b", "c", "d", "e"],
+        index=pd.RangeIndex(1000, 1300, name="row"),
+    )
     signal = 2.0 * X["b"] - 1.5 * X["d"]
     y = (signal > 0).astype(int) if classification else signal + 0.1 * rng.normal(size=300)
     return X, y
@@ -58,8 +69,10 @@ def test_transform_without_set_output_keeps_the_table(selector):
     assert type(sel.set_output(transform="default").transform(X)) is np.ndarray
 
 
-MULTITASK = [MultiTaskGBFSClassifier(n_estimators=10, device="cpu", random_state=0),
-             MultiTaskGBFSRegressor(n_estimators=10, device="cpu", random_state=0)]
+MULTITASK = [
+    MultiTaskGBFSClassifier(n_estimators=10, device="cpu", random_state=0),
+    MultiTaskGBFSRegressor(n_estimators=10, device="cpu", random_state=0),
+]
 
 
 @pytest.mark.parametrize("selector", SELECTORS + MULTITASK, ids=lambda s: type(s).__name__)

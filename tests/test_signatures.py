@@ -9,6 +9,7 @@ numba dispatchers the CPU backend's modules hold. Everything else over
 the limit is listed below with the reason it is still there; the test fails on a new one, and
 on a listed one that already fits (remove its name then).
 """
+
 import ast
 import functools
 import glob
@@ -28,16 +29,24 @@ KNOWN_LONG: dict = {}
 
 
 def _files():
-    files = [p for p in glob.glob(os.path.join(ROOT, "gpufs", "**", "*.py"), recursive=True)
-             if os.sep + "cuda_kernels" + os.sep not in p]
+    files = [
+        p
+        for p in glob.glob(os.path.join(ROOT, "gpufs", "**", "*.py"), recursive=True)
+        if os.sep + "cuda_kernels" + os.sep not in p
+    ]
     files += glob.glob(os.path.join(ROOT, "cuda_kernels", "*.py"))
     return sorted(os.path.relpath(p, ROOT).replace(os.sep, "/") for p in files)
 
 
 def _n_params(fn):
     a = fn.args
-    return (len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + (a.vararg is not None)
-            + (a.kwarg is not None))
+    return (
+        len(a.posonlyargs)
+        + len(a.args)
+        + len(a.kwonlyargs)
+        + (a.vararg is not None)
+        + (a.kwarg is not None)
+    )
 
 
 def _is_compiled(fn):
@@ -52,7 +61,7 @@ def _is_compiled(fn):
 
 @functools.lru_cache(maxsize=1)
 def _compiled_by_a_backend():
-    """"path:qualified name" of every plain function that a backend compiles (no decorator
+    """ "path:qualified name" of every plain function that a backend compiles (no decorator
     at its definition: a factory's closure, a one-source rule): the ``py_func`` of each
     numba dispatcher held by a loaded gpufs module once the CPU backend is imported."""
     from numba.core.dispatcher import Dispatcher
@@ -98,8 +107,10 @@ def _is_estimator_init(path, name, cls):
     if not isinstance(obj, type):
         return False
     # the class, or a mixin whose constructor the module's estimators inherit
-    return any(isinstance(c, type) and issubclass(c, obj) and issubclass(c, BaseEstimator)
-               for c in vars(module).values())
+    return any(
+        isinstance(c, type) and issubclass(c, obj) and issubclass(c, BaseEstimator)
+        for c in vars(module).values()
+    )
 
 
 def _long_functions():
@@ -107,8 +118,12 @@ def _long_functions():
     for path in _files():
         for name, fn, cls in _functions(path):
             n = _n_params(fn)
-            if (n <= MAX_PARAMS or _is_compiled(fn) or _is_estimator_init(path, name, cls)
-                    or f"{path}:{name}" in _compiled_by_a_backend()):
+            if (
+                n <= MAX_PARAMS
+                or _is_compiled(fn)
+                or _is_estimator_init(path, name, cls)
+                or f"{path}:{name}" in _compiled_by_a_backend()
+            ):
                 continue
             found[f"{path}:{name}"] = n
     return found
@@ -117,8 +132,9 @@ def _long_functions():
 def test_no_function_takes_more_than_12_parameters():
     found = _long_functions()
     new = {k: v for k, v in found.items() if k not in KNOWN_LONG}
-    assert not new, ("functions over 12 parameters (group them into a record): "
-                     + ", ".join(f"{k} ({v})" for k, v in sorted(new.items())))
+    assert not new, "functions over 12 parameters (group them into a record): " + ", ".join(
+        f"{k} ({v})" for k, v in sorted(new.items())
+    )
 
 
 def test_known_long_functions_are_still_long():

@@ -1,4 +1,5 @@
 """scikit-learn's own estimator checks, clone, and use inside a Pipeline."""
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -17,22 +18,25 @@ from gpufs import GBFSClassifier, GBFSRegressor
 # HistGradientBoosting.)
 
 
-@parametrize_with_checks([GBFSClassifier(n_estimators=10, device="cpu"),
-                          GBFSRegressor(n_estimators=10, device="cpu")])
+@parametrize_with_checks(
+    [GBFSClassifier(n_estimators=10, device="cpu"), GBFSRegressor(n_estimators=10, device="cpu")]
+)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
 
 @pytest.fixture(scope="module")
 def data():
-    return make_classification(n_samples=400, n_features=15, n_informative=3, n_redundant=0,
-                               shuffle=False, random_state=0)
+    return make_classification(
+        n_samples=400, n_features=15, n_informative=3, n_redundant=0, shuffle=False, random_state=0
+    )
 
 
 def test_pipeline_selector_then_logistic_regression(data):
     X, y = data
-    pipe = Pipeline([("select", GBFSClassifier(n_estimators=20, device="cpu")),
-                     ("lr", LogisticRegression())])
+    pipe = Pipeline(
+        [("select", GBFSClassifier(n_estimators=20, device="cpu")), ("lr", LogisticRegression())]
+    )
     pipe.fit(X, y)
     sel = pipe.named_steps["select"]
     lr = pipe.named_steps["lr"]
@@ -62,8 +66,9 @@ def test_clone_and_grid_search(data):
     reg = clone(GBFSRegressor(n_estimators=3, max_depth=2))
     assert reg.get_params()["max_depth"] == 2
     # the selector's mu tuned by a grid search inside a pipeline
-    pipe = Pipeline([("select", GBFSClassifier(n_estimators=10, device="cpu")),
-                     ("lr", LogisticRegression())])
+    pipe = Pipeline(
+        [("select", GBFSClassifier(n_estimators=10, device="cpu")), ("lr", LogisticRegression())]
+    )
     gs = GridSearchCV(pipe, {"select__mu": [0.0, 0.1]}, cv=2).fit(X, y)
     assert gs.best_params_["select__mu"] in (0.0, 0.1)
     assert gs.best_estimator_.named_steps["select"].support_.sum() >= 1

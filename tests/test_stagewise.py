@@ -1,4 +1,5 @@
 """Tests of forward stagewise selection (gpufs/selectors/stagewise.py) and plot_stagewise."""
+
 from __future__ import annotations
 
 import os
@@ -55,6 +56,7 @@ def std_cols(X, w=None):
 # Known answers
 # ------------------------------------------------------------------------------------------
 
+
 def test_boston_lstat_then_rm():
     X, y = boston()
     m = StagewiseRegressor(n_features_to_select=5, device="cpu").fit(X, y)
@@ -100,6 +102,7 @@ def _naive_stagewise(X, Y, k, logistic):
 
         def cost(Fk, yk):
             return np.mean((yk - Fk) ** 2)
+
     chosen, weights = [], []
     for _ in range(k):
         best = (np.inf, None, None)
@@ -108,8 +111,9 @@ def _naive_stagewise(X, Y, k, logistic):
                 continue
             total, aj = 0.0, []
             for c in range(Y.shape[1]):
-                res = minimize_scalar(lambda a: cost(F[:, c] + a * Z[:, j], Y[:, c]),
-                                      bracket=(-1.0, 1.0), tol=1e-12)
+                res = minimize_scalar(
+                    lambda a: cost(F[:, c] + a * Z[:, j], Y[:, c]), bracket=(-1.0, 1.0), tol=1e-12
+                )
                 total += res.fun
                 aj.append(res.x)
             if total < best[0]:
@@ -136,8 +140,7 @@ def test_classifier_path_matches_bruteforce_oracle():
     X = rng.standard_normal((200, 5)) @ rng.standard_normal((5, 5))
     y = (X @ rng.standard_normal(5) + rng.logistic(size=200) > 0).astype(int)
     m = StagewiseClassifier(n_features_to_select=3, device="cpu").fit(X, y)
-    chosen, weights = _naive_stagewise(X, np.where(y == 1, 1.0, -1.0)[:, None], 3,
-                                       logistic=True)
+    chosen, weights = _naive_stagewise(X, np.where(y == 1, 1.0, -1.0)[:, None], 3, logistic=True)
     np.testing.assert_array_equal(m.selected_features_, chosen)
     np.testing.assert_allclose(m.standardized_coef_[0, chosen], weights[:, 0], rtol=1e-5)
 
@@ -146,19 +149,21 @@ def test_classifier_path_matches_bruteforce_oracle():
 # The vectorized one-weight solvers against brute-force 1-D minimization, feature by feature
 # ------------------------------------------------------------------------------------------
 
+
 def test_closed_form_least_squares_against_minimize_scalar():
     rng = np.random.default_rng(1)
     n, d = 300, 7
     X = rng.standard_normal((n, d)) * rng.uniform(0.5, 20, d) + rng.uniform(-50, 50, d)
-    X[:, 4] = 3.25                                   # constant: weight 0, cost unchanged
+    X[:, 4] = 3.25  # constant: weight 0, cost unchanged
     w = rng.uniform(0.0, 2.0, n)
     W = w.sum()
     r = rng.standard_normal(n) * 3
     r -= (w @ r) / W
     mu, sd, inv = stages._standardize_stats(X, w, W, np, "cpu")
     assert sd[4] == 0 and inv[4] == 0
-    a, cost = sw.LeastSquaresStage().candidates(X, np.zeros((n, 1)), r[:, None], w, W, mu,
-                                                inv, inv > 0, np, "cpu")
+    a, cost = sw.LeastSquaresStage().candidates(
+        X, np.zeros((n, 1)), r[:, None], w, W, mu, inv, inv > 0, np, "cpu"
+    )
     assert a.shape == cost.shape == (1, d)
     a, cost = a[0], cost[0]
     mu_ref, sd_ref = std_cols(X, w)
@@ -186,7 +191,7 @@ def test_newton_logistic_against_minimize_scalar(K):
     rng = np.random.default_rng(2 + K)
     n, d = 400, 6
     X = rng.standard_normal((n, d)) * rng.uniform(0.5, 5, d) + rng.uniform(-5, 5, d)
-    X[:, 2] = -1.0                                   # constant
+    X[:, 2] = -1.0  # constant
     X[:, 5] = np.where(rng.random(n) < 0.5, 1.0, 0.0)  # binary feature
     w = rng.uniform(0.1, 1.5, n)
     W = w.sum()
@@ -220,7 +225,7 @@ def test_newton_separable_feature_stays_finite_and_lowers_cost():
     X = np.c_[x0, rng.standard_normal(100)]
     y = np.r_[np.zeros(50), np.ones(50)]
     with warnings.catch_warnings():
-        warnings.simplefilter("error")             # no overflow / divide warnings
+        warnings.simplefilter("error")  # no overflow / divide warnings
         m = StagewiseClassifier(n_features_to_select=1, device="cpu").fit(X, y)
     assert m.selected_features_.tolist() == [0]
     assert np.isfinite(m.coef_).all()
@@ -233,7 +238,7 @@ def test_chunked_sweeps_match_single_chunk(monkeypatch):
     yc = (y > np.median(y)).astype(int)
     ref_r = StagewiseRegressor(5, device="cpu").fit(X, y)
     ref_c = StagewiseClassifier(5, device="cpu").fit(X, yc)
-    monkeypatch.setitem(stages._CHUNK_ELEMENTS, "cpu", 7 * 20)   # 7 rows per chunk
+    monkeypatch.setitem(stages._CHUNK_ELEMENTS, "cpu", 7 * 20)  # 7 rows per chunk
     assert len(stages._row_chunks(600, 20, "cpu")) == 86
     r = StagewiseRegressor(5, device="cpu").fit(X, y)
     c = StagewiseClassifier(5, device="cpu").fit(X, yc)
@@ -248,6 +253,7 @@ def test_chunked_sweeps_match_single_chunk(monkeypatch):
 # ------------------------------------------------------------------------------------------
 # Classifier
 # ------------------------------------------------------------------------------------------
+
 
 def test_planted_logistic_binary():
     rng = np.random.default_rng(5)
@@ -300,6 +306,7 @@ def test_planted_multiclass_one_vs_rest_shared_set():
 # Stopping rules
 # ------------------------------------------------------------------------------------------
 
+
 def test_tol_stops_before_noise_features():
     X, y, _ = planted_linear()
     m = StagewiseRegressor(device="cpu", tol=0.05).fit(X, y)
@@ -309,25 +316,28 @@ def test_tol_stops_before_noise_features():
 
 def test_validation_fraction_early_stopping_cuts_back_to_best():
     X, y, _ = planted_linear(n=400, seed=2)
-    m = StagewiseRegressor(device="cpu", validation_fraction=0.3, n_iter_no_change=3,
-                           random_state=0).fit(X, y)
+    m = StagewiseRegressor(
+        device="cpu", validation_fraction=0.3, n_iter_no_change=3, random_state=0
+    ).fit(X, y)
     assert m.selected_features_[:3].tolist() == [3, 11, 7]
     assert len(m.selected_features_) < 20
     v = m.validation_cost_history_
     assert v.shape == m.cost_history_.shape == (len(m.selected_features_) + 1,)
-    assert np.argmin(v) == len(v) - 1              # cut back to the best validation round
+    assert np.argmin(v) == len(v) - 1  # cut back to the best validation round
     assert np.count_nonzero(m.coef_) == len(m.selected_features_)
 
 
 def test_explicit_validation_set_and_fraction_count():
     X, y, _ = planted_linear(n=800, seed=4)
     m = StagewiseRegressor(device="cpu", n_iter_no_change=2).fit(
-        X[:600], y[:600], eval_set=(X[600:], y[600:]))
+        X[:600], y[:600], eval_set=(X[600:], y[600:])
+    )
     assert m.selected_features_[:3].tolist() == [3, 11, 7]
     # the deprecated keywords still work, with a FutureWarning, and give the same model
     with pytest.warns(FutureWarning, match="X_val, y_val and sample_weight_val are deprecated"):
         old = StagewiseRegressor(device="cpu", n_iter_no_change=2).fit(
-            X[:600], y[:600], X_val=X[600:], y_val=y[600:])
+            X[:600], y[:600], X_val=X[600:], y_val=y[600:]
+        )
     np.testing.assert_array_equal(old.selected_features_, m.selected_features_)
     np.testing.assert_array_equal(old.validation_cost_history_, m.validation_cost_history_)
     assert m.validation_cost_history_[len(m.selected_features_)] == m.validation_cost_history_.min()
@@ -339,8 +349,9 @@ def test_classifier_validation_and_stratified_split():
     rng = np.random.default_rng(8)
     X = rng.standard_normal((600, 8))
     y = (X[:, 3] - X[:, 5] + 0.3 * rng.standard_normal(600) > 0).astype(int)
-    m = StagewiseClassifier(device="cpu", validation_fraction=0.25, n_iter_no_change=2,
-                            random_state=1).fit(X, y)
+    m = StagewiseClassifier(
+        device="cpu", validation_fraction=0.25, n_iter_no_change=2, random_state=1
+    ).fit(X, y)
     assert set(m.selected_features_[:2].tolist()) == {3, 5}
     assert m.validation_cost_history_ is not None
 
@@ -349,7 +360,7 @@ def test_constant_features_never_selected():
     rng = np.random.default_rng(9)
     X = rng.standard_normal((100, 4))
     X[:, 1] = 7.0
-    X[:, 3] = 0.1                                  # 0.1 is inexact in binary: still constant
+    X[:, 3] = 0.1  # 0.1 is inexact in binary: still constant
     y = X[:, 0] + X[:, 2]
     with pytest.warns(UserWarning, match="Only 2 of the requested 4 features"):
         m = StagewiseRegressor(4, device="cpu").fit(X, y)
@@ -389,6 +400,7 @@ def test_row_order_invariance_and_float32():
 # ------------------------------------------------------------------------------------------
 # Selector API, pandas, verbose, inputs untouched
 # ------------------------------------------------------------------------------------------
+
 
 def test_pandas_names_transform_and_support():
     X, y = boston()
@@ -456,10 +468,11 @@ def test_plot_stagewise():
     rng = np.random.default_rng(0)
     Xc = rng.standard_normal((300, 4))
     c = StagewiseClassifier(2, device="cpu", validation_fraction=0.2).fit(
-        Xc, Xc[:, :3].argmax(axis=1))
+        Xc, Xc[:, :3].argmax(axis=1)
+    )
     axes = plot_stagewise(c)
-    assert len(axes[1].patches) == 3 * 2           # one bar per class per feature
-    assert len(axes[0].lines) == 2                 # training and validation cost
+    assert len(axes[1].patches) == 3 * 2  # one bar per class per feature
+    assert len(axes[0].lines) == 2  # training and validation cost
     with pytest.raises(ValueError, match="call fit first"):
         plot_stagewise(StagewiseRegressor())
     plt.close("all")
@@ -486,8 +499,11 @@ def test_n_features_to_select_larger_than_the_data_warns_and_selects_all():
 
     X = np.random.default_rng(1).standard_normal((60, 4))
     y = X @ np.array([3.0, -2.0, 1.0, 0.5])
-    with pytest.warns(SelectionWarning, match=r"n_features_to_select=9 is larger than the "
-                      r"number of features in X \(4\): selecting all 4") as rec:
+    with pytest.warns(
+        SelectionWarning,
+        match=r"n_features_to_select=9 is larger than the "
+        r"number of features in X \(4\): selecting all 4",
+    ) as rec:
         m = StagewiseRegressor(9, device="cpu").fit(X, y)
     assert rec[0].filename == __file__
     assert sorted(m.selected_features_.tolist()) == [0, 1, 2, 3]
@@ -513,24 +529,27 @@ def test_bad_inputs():
         R.fit(sp.csr_matrix(XB), YB)
     with pytest.raises(ValueError, match="non-numeric columns: 'c'"):
         StagewiseRegressor(2, device="cpu", categorical_features=None).fit(
-            pd.DataFrame({"a": XB[:, 0], "c": ["x"] * 30}), YB)
+            pd.DataFrame({"a": XB[:, 0], "c": ["x"] * 30}), YB
+        )
     with pytest.raises(ValueError, match=r"non-numeric columns: 'd' \(dtype Datetime"):
         R.fit(pd.DataFrame({"a": XB[:, 0], "d": pd.Timestamp("2020-01-01")}), YB)
     with pytest.raises(ValueError, match="sample_weight has negative values"):
         R.fit(XB, YB, sample_weight=-np.ones(30))
-    with pytest.raises(ValueError, match="X_val and y_val must be given together"), \
-            pytest.warns(FutureWarning):
+    with (
+        pytest.raises(ValueError, match="X_val and y_val must be given together"),
+        pytest.warns(FutureWarning),
+    ):
         R.fit(XB, YB, X_val=XB)
     with pytest.raises(ValueError, match="either validation_fraction or eval_set"):
-        StagewiseRegressor(validation_fraction=0.2, device="cpu").fit(XB, YB,
-                                                                      eval_set=(XB, YB))
+        StagewiseRegressor(validation_fraction=0.2, device="cpu").fit(XB, YB, eval_set=(XB, YB))
     with pytest.raises(ValueError, match="n_iter_no_change needs validation data"):
         StagewiseRegressor(n_iter_no_change=2, device="cpu").fit(XB, YB)
     R.fit(XB, YB)
-    with pytest.raises(ValueError, match="X has 3 features, but StagewiseRegressor is "
-                                         "expecting 4 features"):
+    with pytest.raises(
+        ValueError, match="X has 3 features, but StagewiseRegressor is expecting 4 features"
+    ):
         R.predict(XB[:, :3])
-    assert np.isfinite(R.predict(Xn)).all()       # a missing value counts at the mean
+    assert np.isfinite(R.predict(Xn)).all()  # a missing value counts at the mean
     C = StagewiseClassifier(2, device="cpu")
     with pytest.raises(ValueError, match="only 1 class"):
         C.fit(XB, np.zeros(30))
@@ -550,6 +569,7 @@ def test_device_gpu_without_gpu_says_why():
 # scikit-learn's estimator checks
 # ------------------------------------------------------------------------------------------
 
+
 @parametrize_with_checks([StagewiseRegressor(device="cpu"), StagewiseClassifier(device="cpu")])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
@@ -558,6 +578,7 @@ def test_sklearn_estimator_checks(estimator, check):
 # ------------------------------------------------------------------------------------------
 # GPU: the same selections as the CPU (run where cupy sees a GPU)
 # ------------------------------------------------------------------------------------------
+
 
 def test_gpu_code_path_with_numpy_as_the_device_namespace(monkeypatch):
     """Runs fit's device="gpu" branch (GPU chunk sizes, device placement) with numpy standing in
@@ -639,8 +660,8 @@ def test_a_constant_target_selects_nothing_and_says_so(value, k):
         m = StagewiseRegressor(k, device="cpu").fit(X, y, sample_weight=w)
     msgs = [str(c.message) for c in caught if issubclass(c.category, UserWarning)]
     assert len(msgs) == 1 and msgs[0].startswith(
-        "no feature was selected: the target is constant (on the rows of positive weight)"), \
-        msgs
+        "no feature was selected: the target is constant (on the rows of positive weight)"
+    ), msgs
     assert m.selected_features_.size == 0 and not m.coef_.any()
     np.testing.assert_allclose(m.predict(X), value)
 
@@ -670,8 +691,9 @@ def test_features_of_extreme_magnitude_select_as_at_unit_scale(scale):
     ref_c = StagewiseClassifier(2, device="cpu").fit(Z, labels)
     m_c = StagewiseClassifier(2, device="cpu").fit(Z * scale, labels)
     assert m_c.selected_features_.tolist() == ref_c.selected_features_.tolist()
-    np.testing.assert_allclose(m_c.predict_proba(Z * scale), ref_c.predict_proba(Z),
-                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        m_c.predict_proba(Z * scale), ref_c.predict_proba(Z), rtol=1e-6, atol=1e-9
+    )
 
 
 def test_columns_of_very_different_magnitudes_together(tmp_path):
@@ -684,8 +706,9 @@ def test_columns_of_very_different_magnitudes_together(tmp_path):
     np.testing.assert_allclose(m.std_ / scales, ref.std_, rtol=1e-12)
     path = tmp_path / "m.json"
     m.save_model(path)
-    np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(Z * scales),
-                                  m.predict(Z * scales))
+    np.testing.assert_array_equal(
+        StagewiseRegressor.load_model(path).predict(Z * scales), m.predict(Z * scales)
+    )
 
 
 def test_subnormal_columns_are_refused_by_name():
@@ -707,12 +730,16 @@ def test_two_categorical_columns_round_trip_bit_for_bit(tmp_path):
     rng = np.random.default_rng(4)
     n = 300
     a, b = rng.integers(0, 3, n), rng.integers(0, 4, n)
-    X = pd.DataFrame({"a": pd.Categorical(np.array(list("pqr"))[a]),
-                      "b": pd.Categorical(np.array(list("stuv"))[b]),
-                      "c": rng.standard_normal(n)})
+    X = pd.DataFrame(
+        {
+            "a": pd.Categorical(np.array(list("pqr"))[a]),
+            "b": pd.Categorical(np.array(list("stuv"))[b]),
+            "c": rng.standard_normal(n),
+        }
+    )
     y = 0.3 * a + np.array([0.1, 3.7, -2.9, 1.3])[b] + 0.1 * rng.standard_normal(n)
     m = StagewiseRegressor(2, device="cpu").fit(X, y)
-    assert m.selected_features_.tolist() == [1, 0]          # b first: not column order
+    assert m.selected_features_.tolist() == [1, 0]  # b first: not column order
     path = tmp_path / "m.json"
     m.save_model(path)
     np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(X), m.predict(X))
@@ -729,8 +756,11 @@ def test_no_feature_of_weight_zero_once_the_training_data_is_fitted():
     assert len(m.selected_features_) == 1
     np.testing.assert_allclose(m.predict(X), [0.0, 1.0], atol=1e-12)
     Z, y = _unit_problem()
-    with pytest.warns(UserWarning, match=r"Only 1 of the requested 3 features could be "
-                                         r"selected: the model fits the training data"):
+    with pytest.warns(
+        UserWarning,
+        match=r"Only 1 of the requested 3 features could be "
+        r"selected: the model fits the training data",
+    ):
         m = StagewiseRegressor(3, device="cpu").fit(Z, 1.0 + 2.0 * Z[:, 4])
     assert m.selected_features_.tolist() == [4]
 
@@ -739,14 +769,15 @@ def test_no_feature_of_weight_zero_once_the_training_data_is_fitted():
 # Missing values (issue 36, item 6): the mean plus a missing offset of the same column
 # ------------------------------------------------------------------------------------------
 
+
 def _holes(seed=0, n=600):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5))
     miss = rng.random(n) < 0.3
     y = 2 * X[:, 0] + X[:, 1] + 3.0 * miss + 0.1 * rng.normal(size=n)
     Xn = X.copy()
-    Xn[miss, 3] = np.nan                   # column 3: no signal but its missingness
-    Xn[rng.random(n) < 0.2, 0] = np.nan    # column 0: the signal, with holes
+    Xn[miss, 3] = np.nan  # column 3: no signal but its missingness
+    Xn[rng.random(n) < 0.2, 0] = np.nan  # column 0: the signal, with holes
     return Xn, y, miss
 
 
@@ -757,7 +788,7 @@ def test_missing_values_are_filled_with_the_mean_and_fitted_with_an_offset():
     Xn, y, miss = _holes()
     before = Xn.copy()
     m = StagewiseRegressor(3, device="cpu").fit(Xn, y)
-    np.testing.assert_array_equal(Xn, before)                 # the user's array untouched
+    np.testing.assert_array_equal(Xn, before)  # the user's array untouched
     # column 3 is selected for its missingness alone: its offset selects the column
     assert set(m.selected_features_.tolist()) == {0, 1, 3}
     assert sorted(m.missing_coef_) == [0, 3]
@@ -765,8 +796,11 @@ def test_missing_values_are_filled_with_the_mean_and_fitted_with_an_offset():
     assert m.mean_[0] == pytest.approx(np.nanmean(Xn[:, 0]), rel=1e-12)
     # predict: the rule written out in raw units
     Xf = np.where(np.isnan(Xn), m.mean_[None, :], Xn)
-    expect = Xf @ m.coef_ + m.intercept_ + sum(
-        np.isnan(Xn[:, f]) * a for f, a in m.missing_coef_.items())
+    expect = (
+        Xf @ m.coef_
+        + m.intercept_
+        + sum(np.isnan(Xn[:, f]) * a for f, a in m.missing_coef_.items())
+    )
     np.testing.assert_allclose(m.predict(Xn), expect, rtol=1e-12, atol=1e-12)
     assert np.mean((m.predict(Xn) - y) ** 2) < 0.3 * np.var(y)
     # transform and get_support name the original columns; NaN passes through
@@ -788,8 +822,7 @@ def test_missing_values_classifier_eval_set_and_round_trip(tmp_path):
     back = StagewiseClassifier.load_model(path)
     np.testing.assert_array_equal(back.predict_proba(Xn), c.predict_proba(Xn))
     assert sorted(back.missing_coef_) == sorted(c.missing_coef_)
-    r = StagewiseRegressor(2, device="cpu", validation_fraction=0.25,
-                           n_iter_no_change=1).fit(Xn, y)
+    r = StagewiseRegressor(2, device="cpu", validation_fraction=0.25, n_iter_no_change=1).fit(Xn, y)
     assert np.isfinite(r.predict(Xn)).all()
 
 
@@ -801,8 +834,9 @@ def test_a_column_missing_in_predict_only_counts_at_its_mean():
     assert m.missing_coef_ == {}
     X2 = X[:5].copy()
     X2[:, 0] = np.nan
-    np.testing.assert_allclose(m.predict(X2), m.intercept_ + m.coef_[0] * m.mean_[0]
-                               + X2[:, 2] * m.coef_[2], rtol=1e-12)
+    np.testing.assert_allclose(
+        m.predict(X2), m.intercept_ + m.coef_[0] * m.mean_[0] + X2[:, 2] * m.coef_[2], rtol=1e-12
+    )
 
 
 def test_a_constant_column_with_holes_is_selectable_by_its_offset(tmp_path):
@@ -815,5 +849,4 @@ def test_a_constant_column_with_holes_is_selectable_by_its_offset(tmp_path):
     assert sorted(m.selected_features_.tolist()) == [0, 1] and m.std_[1] == 0
     path = tmp_path / "m.json"
     m.save_model(path)
-    np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(X),
-                                  m.predict(X))
+    np.testing.assert_array_equal(StagewiseRegressor.load_model(path).predict(X), m.predict(X))

@@ -7,6 +7,7 @@ beside busy processes. These tests run each situation for real (in a subprocess 
 could take the test process down) and check the answers, never the time: a generous timeout is
 the only clock.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,9 @@ def _data():
 
 
 def _model(**kw):
-    return gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
-                                random_state=0, **kw)
+    return gpufs.GBFSClassifier(
+        mu=0.01, n_estimators=6, max_depth=3, device="cpu", random_state=0, **kw
+    )
 
 
 def _tree_bytes(est):
@@ -60,15 +62,25 @@ def _tree_bytes(est):
     d = est.ensemble_.to_dict() if hasattr(est.ensemble_, "to_dict") else None
     if d is not None:
         return repr(d)
-    return repr([(t.feature.tobytes(), t.threshold_bin.tobytes(), t.value.tobytes())
-                 for t in est.ensemble_.trees])
+    return repr(
+        [
+            (t.feature.tobytes(), t.threshold_bin.tobytes(), t.value.tobytes())
+            for t in est.ensemble_.trees
+        ]
+    )
 
 
 def _run(script, timeout=TIMEOUT, env=None):
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 # --- the layer and n_jobs -------------------------------------------------------------------
@@ -87,11 +99,15 @@ def test_a_users_layer_choice_finds_tbb_in_a_virtual_environment(layer):
     libtbb is not on the loader's path of a venv, so numba alone fails with 'pip install tbb'
     (seen in bench/bench_threads.py before gpufs loaded the library also in this case)."""
     env = dict(os.environ, NUMBA_THREADING_LAYER=layer)
-    proc = _run(_DATA + """
+    proc = _run(
+        _DATA
+        + """
 import numba, gpufs
 gpufs.GBFSClassifier(mu=0.01, n_estimators=2, max_depth=3, device="cpu").fit(X, y)
 print("layer", numba.config.THREADING_LAYER, numba.threading_layer())
-""", env=env)
+""",
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split()[-2:] == [layer, "tbb"], proc.stdout
 
@@ -163,8 +179,10 @@ def test_many_small_tasks_grow_the_same_trees_as_serial_kernels():
     obj = make_objective("classification", 2)
     params = BoostingParams(n_estimators=4, tree=TreeParams(max_depth=4))
     fits = []
-    for backend in (CPUBackend(n_threads=1, parallel_min_work=1 << 62),
-                    CPUBackend(n_threads=2, rows_per_task=257, parallel_min_work=0)):
+    for backend in (
+        CPUBackend(n_threads=1, parallel_min_work=1 << 62),
+        CPUBackend(n_threads=2, rows_per_task=257, parallel_min_work=0),
+    ):
         Xb = mapper.transform(X, backend)
         pen = PenaltyState(0.02, np.ones(X.shape[1]), np.arange(X.shape[1]), "root_sse")
         rows = DeviceRows(backend, Xb, y.astype(np.float64))
@@ -175,7 +193,9 @@ def test_many_small_tasks_grow_the_same_trees_as_serial_kernels():
 
 # --- real conditions: fork, two threads, busy machine ---------------------------------------
 def test_fork_child_fits_after_the_parent_fitted():
-    script = _DATA + """
+    script = (
+        _DATA
+        + """
 import multiprocessing as mp
 import gpufs
 def fit():
@@ -195,13 +215,16 @@ assert p.exitcode == 0, p.exitcode
 assert got == parent, (got, parent)
 print("OK", parent)
 """
+    )
     r = _run(script)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "OK" in r.stdout
 
 
 def test_two_threads_fit_at_once():
-    script = _DATA + """
+    script = (
+        _DATA
+        + """
 import threading
 import gpufs
 def fit(out, i):
@@ -218,6 +241,7 @@ assert not any(t.is_alive() for t in threads)
 assert out[0] == alone[0] and out[1] == alone[0]
 print("OK")
 """
+    )
     r = _run(script)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "OK" in r.stdout
@@ -227,12 +251,15 @@ def test_fit_completes_beside_cpu_burners():
     burner = "import time\nend = time.time() + %d\nwhile time.time() < end: pass\n" % TIMEOUT
     burners = [subprocess.Popen([sys.executable, "-c", burner]) for _ in range(2)]
     try:
-        script = _DATA + """
+        script = (
+            _DATA
+            + """
 import gpufs
 est = gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
                            random_state=0).fit(X, y)
 print("OK", list(est.selected_features_))
 """
+        )
         r = _run(script)
     finally:
         for b in burners:

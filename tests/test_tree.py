@@ -1,16 +1,17 @@
 """The tree data model (``gpufs.engine.tree``): complete-tree layout, stacking and its caches,
 prediction walked by hand on raw and binned features (missing values included), output
 columns, partial ensembles, and what a pickle keeps."""
+
 import pickle
 
 import numpy as np
 import pytest
 
 from gpufs import _types as T
-from gpufs.rules._categorical import CAT_WORDS
 from gpufs.backends.cpu import CPUBackend
 from gpufs.engine.binning import BinMapper
 from gpufs.engine.tree import TREE_FIELDS, Tree, TreeEnsemble, n_nodes_for_depth
+from gpufs.rules._categorical import CAT_WORDS
 
 CPU = CPUBackend()
 
@@ -43,18 +44,23 @@ def _hand_tree():
 
 
 # Rows and where the hand tree sends them.
-X = np.array([[0.0, 1.0],        # x1 <= 2.5: node 1           -> +1
-              [0.0, 7.0],        # x1 > 2.5, x0 <= 0.5: node 5  -> +3
-              [4.0, 7.0],        # x1 > 2.5, x0 > 0.5: node 6   -> -2
-              [np.nan, 7.0],     # x0 missing goes right: node 6 -> -2
-              [4.0, np.nan]])    # x1 missing goes left: node 1  -> +1
+X = np.array(
+    [
+        [0.0, 1.0],  # x1 <= 2.5: node 1           -> +1
+        [0.0, 7.0],  # x1 > 2.5, x0 <= 0.5: node 5  -> +3
+        [4.0, 7.0],  # x1 > 2.5, x0 > 0.5: node 6   -> -2
+        [np.nan, 7.0],  # x0 missing goes right: node 6 -> -2
+        [4.0, np.nan],
+    ]
+)  # x1 missing goes left: node 1  -> +1
 LEAF_VALUES = np.array([1.0, 3.0, -2.0, -2.0, 1.0])
 
 
 def _binned():
     """Bins of X under cuts x0: [0.5], x1: [0.5, 1.5, 2.5] (bin = number of cuts below x)."""
-    bm = BinMapper.from_dict({"max_bins": 255, "subsample": None, "random_state": 0,
-                              "cuts": [[0.5], [0.5, 1.5, 2.5]]})
+    bm = BinMapper.from_dict(
+        {"max_bins": 255, "subsample": None, "random_state": 0, "cuts": [[0.5], [0.5, 1.5, 2.5]]}
+    )
     return bm.transform(X, CPU)
 
 
@@ -84,10 +90,10 @@ def test_trees_add_to_their_output_column_in_order():
     ens.predict_raw(X, CPU, start=1, stop=2, out=out)
     np.testing.assert_array_equal(out[:, 0], LEAF_VALUES)
     assert (out[:, 1:] == 0).all()
-    np.testing.assert_array_equal(ens.predict_binned(_binned(), CPU, start=2),
-                                  np.array([[0.5, -1.0, 2.0]]) + np.c_[0 * LEAF_VALUES,
-                                                                       0 * LEAF_VALUES,
-                                                                       LEAF_VALUES])
+    np.testing.assert_array_equal(
+        ens.predict_binned(_binned(), CPU, start=2),
+        np.array([[0.5, -1.0, 2.0]]) + np.c_[0 * LEAF_VALUES, 0 * LEAF_VALUES, LEAF_VALUES],
+    )
 
 
 def test_an_empty_ensemble_predicts_the_base_score():
@@ -126,7 +132,7 @@ def test_json_round_trip_predicts_the_same_bits():
     ens = TreeEnsemble(max_depth=2, n_features=2, base_score=np.array([0.1]))
     t = _hand_tree()
     t.value[[1, 5, 6]] = [0.1, 1 / 3, -2 / 7]  # values without a short decimal form
-    t.threshold[2] = np.inf                      # the split on missingness has threshold +inf
+    t.threshold[2] = np.inf  # the split on missingness has threshold +inf
     ens.append(t, 0)
     back = TreeEnsemble.from_json(ens.to_json())
     for name in TREE_FIELDS:

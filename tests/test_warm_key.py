@@ -1,5 +1,6 @@
 """warm_start notices new data (issue 26, item 1): the fingerprint of ``gpufs.data._warm_key`` and
 the GBFS and ControlBurn fits that must refit from scratch when it changes."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,13 +23,29 @@ def _warm_selectors(n_estimators):
     """GBFS (``n_estimators`` trees) and ControlBurn with ``warm_start=True`` choosing one
     feature: a factory of a fresh estimator each, as pytest parameters."""
     return [
-        pytest.param(lambda: GBFSClassifier(n_estimators=n_estimators, max_depth=2,
-                                            n_features_to_select=1, warm_start=True,
-                                            random_state=0, device="cpu"), id="gbfs"),
-        pytest.param(lambda: ControlBurnClassifier(
-            n_features_to_select=1, max_depth=2, max_trees_per_round=10,
-            refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10), warm_start=True,
-            random_state=0, device="cpu"), id="controlburn"),
+        pytest.param(
+            lambda: GBFSClassifier(
+                n_estimators=n_estimators,
+                max_depth=2,
+                n_features_to_select=1,
+                warm_start=True,
+                random_state=0,
+                device="cpu",
+            ),
+            id="gbfs",
+        ),
+        pytest.param(
+            lambda: ControlBurnClassifier(
+                n_features_to_select=1,
+                max_depth=2,
+                max_trees_per_round=10,
+                refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10),
+                warm_start=True,
+                random_state=0,
+                device="cpu",
+            ),
+            id="controlburn",
+        ),
     ]
 
 
@@ -36,25 +53,26 @@ def test_column_checksums_see_permutations_and_dtypes():
     X, _ = _integer_columns()
     c = column_checksums(X)
     assert len(c) == X.shape[1] and c == column_checksums(X.copy())
-    assert column_checksums(X[:, ::-1]) == c[::-1]          # per column, not a total
-    assert column_checksums(X[::-1])[0] != c[0]             # row order counts
+    assert column_checksums(X[:, ::-1]) == c[::-1]  # per column, not a total
+    assert column_checksums(X[::-1])[0] != c[0]  # row order counts
     i, j = 0, int(np.flatnonzero(X[:, 0] != X[0, 0])[0])
     swapped = X.copy()
-    swapped[[i, j], 0] = swapped[[j, i], 0]                 # same values, same sum
+    swapped[[i, j], 0] = swapped[[j, i], 0]  # same values, same sum
     assert column_checksums(swapped)[0] != c[0] and column_checksums(swapped)[1:] == c[1:]
-    assert column_checksums(X.astype(np.float32)) != c      # other bit patterns
+    assert column_checksums(X.astype(np.float32)) != c  # other bit patterns
     # NaN and 1-D inputs work; a chunked pass gives the same checksum as one pass
     X[3, 2] = np.nan
     assert column_checksums(X) != c and len(column_checksums(X[:, 0])) == 1
     big = np.random.default_rng(1).normal(size=(300_000, 9))
     first_rows = column_checksums(big[:1000])
     assert column_checksums(big) != first_rows and column_checksums(big) == column_checksums(
-        np.asfortranarray(big))
+        np.asfortranarray(big)
+    )
 
 
 def test_fingerprint_covers_names_dtypes_and_categories():
     X, y = _integer_columns()
-    est = GBFSClassifier()   # only the attributes the input door sets are read
+    est = GBFSClassifier()  # only the attributes the input door sets are read
     frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
     est.feature_names_in_, est.category_codes_ = np.array(frame.columns, object), None
     base = data_fingerprint(est, frame, X, y, None)
@@ -76,7 +94,7 @@ def test_warm_start_refits_when_integer_columns_are_reordered(make):
     X, y = _integer_columns()
     est = make().fit(X, y)
     assert est.selected_features_.tolist() == [0]
-    perm = np.array([3, 1, 4, 0, 5, 2])        # column 0 moves to position 3
+    perm = np.array([3, 1, 4, 0, 5, 2])  # column 0 moves to position 3
     Xp = X[:, perm]
     assert Xp.sum() == X.sum()
     first = est.bin_mapper_

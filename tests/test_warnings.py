@@ -1,5 +1,6 @@
 """``gpufs._warnings.warn_from_caller``: a warning names the user's line, at any depth of
 gpufs calls and scikit-learn wrappers (no hard-coded stacklevel)."""
+
 import inspect
 import warnings
 
@@ -20,11 +21,14 @@ def _chain(modules):
     return inner
 
 
-@pytest.mark.parametrize("modules", [
-    ["gpufs._fake"],
-    ["gpufs.selectors._fake", "gpufs._fake"],
-    ["gpufs.selectors.fake", "sklearn.utils._fake_wrapper", "gpufs._a", "gpufs._b", "gpufs._c"],
-])
+@pytest.mark.parametrize(
+    "modules",
+    [
+        ["gpufs._fake"],
+        ["gpufs.selectors._fake", "gpufs._fake"],
+        ["gpufs.selectors.fake", "sklearn.utils._fake_wrapper", "gpufs._a", "gpufs._b", "gpufs._c"],
+    ],
+)
 def test_the_warning_names_the_first_line_outside_gpufs(modules):
     fn = _chain(modules)
     with warnings.catch_warnings(record=True) as got:

@@ -5,6 +5,7 @@ same features' histograms for them to add up, and a shard's node totals are not 
 cluster's); a GPU shard runs ``GPUBackend`` on its worker's current GPU, or says which worker
 could not, and why.
 """
+
 from __future__ import annotations
 
 __all__ = ["shard_backend"]
@@ -27,10 +28,11 @@ def shard_backend(device):
         try:
             return GPUBackend()
         except Exception as exc:  # named for the driver: which worker, and why
-            raise RuntimeError(f"gpufs.dask: device='gpu', but this worker cannot run the GPU "
-                               f"backend ({exc}); give each worker a GPU "
-                               f"(dask_cuda.LocalCUDACluster) or fit with device='cpu'.") \
-                from exc
+            raise RuntimeError(
+                f"gpufs.dask: device='gpu', but this worker cannot run the GPU "
+                f"backend ({exc}); give each worker a GPU "
+                f"(dask_cuda.LocalCUDACluster) or fit with device='cpu'."
+            ) from exc
     from .cpu import CPUBackend
 
     return CPUBackend(gain_bounds="never", most_freq=False)

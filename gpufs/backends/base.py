@@ -10,6 +10,7 @@ them) and :class:`SplitInfo` (each slot's best split, ``find_splits``'). Nothing
 ``gpufs/backends/`` and ``gpufs/_device.py`` branches on the device. Shapes, dtypes and the
 rest: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,13 +18,22 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from .._device import to_host
 from ..rules import _categorical, _level
 from ..rules._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
-from .._device import to_host
 from ..rules._hist_layout import HistLayout
 
-__all__ = ["Backend", "BackendProbes", "LevelResult", "SplitInfo", "SplitParams", "SplitPlan",
-           "best_splits", "categorical_slots", "kernel_for"]
+__all__ = [
+    "Backend",
+    "BackendProbes",
+    "LevelResult",
+    "SplitInfo",
+    "SplitParams",
+    "SplitPlan",
+    "best_splits",
+    "categorical_slots",
+    "kernel_for",
+]
 
 
 def categorical_slots(is_categorical, n_features):
@@ -67,8 +77,9 @@ def kernel_for(kernels, objective):
     try:
         return kernels[objective]
     except KeyError:
-        raise ValueError(f"no kernel for objective {objective!r}; expected one of "
-                         f"{sorted(kernels)}") from None
+        raise ValueError(
+            f"no kernel for objective {objective!r}; expected one of {sorted(kernels)}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -268,8 +279,9 @@ class SplitInfo:
     cat_bits: np.ndarray
 
 
-def best_splits(allowed, score, gain, bin, missing_left, g_left, h_left, cat_slot=None,
-                cat_order=None) -> SplitInfo:
+def best_splits(
+    allowed, score, gain, bin, missing_left, g_left, h_left, cat_slot=None, cat_order=None
+) -> SplitInfo:
     """The best feature of every slot from the per-(slot, feature) results of the search.
 
     The rule is the level step's (``gpufs.rules._level.best_over_features``): the first maximum of
@@ -300,10 +312,16 @@ def best_splits(allowed, score, gain, bin, missing_left, g_left, h_left, cat_slo
     feats = np.arange(d, dtype=np.int32)
     allowed = np.asarray(allowed, np.bool_)
     none_used = np.zeros(d, np.bool_)
-    out = SplitInfo(feature=np.full(k, -1, np.int32), bin=np.zeros(k, np.int32),
-                    missing_left=np.zeros(k, np.bool_), gain=np.zeros(k, np.float64),
-                    score=np.full(k, -np.inf), g_left=np.zeros(k, np.int64),
-                    h_left=np.zeros(k, np.int64), cat_bits=np.zeros((k, CAT_WORDS), np.uint32))
+    out = SplitInfo(
+        feature=np.full(k, -1, np.int32),
+        bin=np.zeros(k, np.int32),
+        missing_left=np.zeros(k, np.bool_),
+        gain=np.zeros(k, np.float64),
+        score=np.full(k, -np.inf),
+        g_left=np.zeros(k, np.int64),
+        h_left=np.zeros(k, np.int64),
+        cat_bits=np.zeros((k, CAT_WORDS), np.uint32),
+    )
     for s in range(k):
         f, sc, _, _ = _level.best_over_features(s, feats, d, allowed, none_used, score)
         if f >= 0:
@@ -312,8 +330,9 @@ def best_splits(allowed, score, gain, bin, missing_left, g_left, h_left, cat_slo
             out.g_left[s], out.h_left[s] = g_left[s, f], h_left[s, f]
             if cat_slot is not None and cat_slot[f] >= 0:
                 for w in range(CAT_WORDS):
-                    out.cat_bits[s, w] = _categorical.left_word(cat_order[s, cat_slot[f]],
-                                                                int(out.bin[s]), w)
+                    out.cat_bits[s, w] = _categorical.left_word(
+                        cat_order[s, cat_slot[f]], int(out.bin[s]), w
+                    )
                 out.bin[s] = 0
     return out
 
@@ -451,8 +470,9 @@ class Backend(Protocol):
             ``max |g w|``, ``max |h w|`` and ``max |(g w)^2 / (h w)|`` (0 when not asked).
         """
 
-    def quantize_gradients(self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
-                           low_scales, divisor):
+    def quantize_gradients(
+        self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor
+    ):
         """One tree's fixed-point gradients and the exact sums of ``quantize.exact_sum``.
 
         Parameters
@@ -488,8 +508,19 @@ class Backend(Protocol):
             The backend's prepared binned matrix (``shape`` as ``Xb``'s).
         """
 
-    def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None, layout=None):
+    def start_tree(
+        self,
+        data,
+        gh,
+        root_g,
+        root_h,
+        max_depth,
+        feats,
+        penalty=None,
+        groups=None,
+        split=None,
+        layout=None,
+    ):
         """Begin a tree: every row in the root, whose histogram is built.
 
         Parameters
@@ -619,8 +650,9 @@ class Backend(Protocol):
         """
 
     # --- prediction ------------------------------------------------------------------------
-    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column,
-                       out, is_cat, cat_bits):
+    def predict_binned(
+        self, Xb, feature, bin_threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+    ):
         """Add every tree's leaf value to its output column, walking the trees on bins.
 
         Parameters
@@ -643,8 +675,9 @@ class Backend(Protocol):
         out : ndarray of shape (n_samples, n_outputs), float64
         """
 
-    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
-                    cat_bits):
+    def predict_raw(
+        self, X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+    ):
         """As :meth:`predict_binned`, on raw float features (NaN = missing).
 
         Parameters
@@ -691,8 +724,9 @@ class BackendProbes(Protocol):
             ``t_seg[t]``; each segment's tasks tile it in order.
         """
 
-    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
-                   layout=None):
+    def histograms(
+        self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None, layout=None
+    ):
         """Histograms of some nodes.
 
         Parameters
@@ -735,8 +769,19 @@ class BackendProbes(Protocol):
         SplitInfo
         """
 
-    def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
-                  split_bin, missing_left, split_cat=None, split_bits=None):
+    def partition(
+        self,
+        Xb,
+        rows,
+        node_start,
+        node_count,
+        split_nodes,
+        split_feature,
+        split_bin,
+        missing_left,
+        split_cat=None,
+        split_bits=None,
+    ):
         """Stable in-place partition of each split node's segment: left rows, then right rows,
         each in their original order.
 

@@ -11,6 +11,7 @@ Owns three commands and the rules they all follow (never destroy data, one error
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 from ._interrupt import SignalsAsInterrupts, describe, quiet_start
@@ -25,16 +26,36 @@ with quiet_start():  # Ctrl-C while the command starts: one line, not a tracebac
 
     import numpy as np
 
-    from ._cli_files import (_USER_ERRORS, UserError, _one_line, _probe_outputs, _write_table,
-                             atomic_output, check_outputs, printable, read_table, table_format,
-                             write_json)
     from .._version import __version__
+    from ._cli_files import (
+        _USER_ERRORS,
+        UserError,
+        _one_line,
+        _probe_outputs,
+        _write_table,
+        atomic_output,
+        check_outputs,
+        printable,
+        read_table,
+        table_format,
+        write_json,
+    )
 
 #: what ``--method`` names, and the penalty each reports (GBFS's mu, ControlBurn's lambda)
 METHODS = ("gbfs", "controlburn", "stagewise")
 
-__all__ = ["METHODS", "UserError", "atomic_output", "check_outputs", "load_model", "main",
-           "printable", "read_table", "table_format", "write_json"]
+__all__ = [
+    "METHODS",
+    "UserError",
+    "atomic_output",
+    "check_outputs",
+    "load_model",
+    "main",
+    "printable",
+    "read_table",
+    "table_format",
+    "write_json",
+]
 
 
 # --- demo -----------------------------------------------------------------------------------
@@ -53,8 +74,14 @@ def _demo(args) -> int:
     sys.stdout.flush()  # before a compile notice on stderr
     with CompileWatch() as compiling:
         t0 = time.perf_counter()
-        model = GBFSClassifier(mu=args.mu, n_estimators=args.trees, max_depth=args.depth,
-                               device=args.device, random_state=0, verbose=_progress(args))
+        model = GBFSClassifier(
+            mu=args.mu,
+            n_estimators=args.trees,
+            max_depth=args.depth,
+            device=args.device,
+            random_state=0,
+            verbose=_progress(args),
+        )
         model.fit(X_tr, y_tr)
         fit_compile = compiling.seconds
         secs = time.perf_counter() - t0 - fit_compile
@@ -63,16 +90,20 @@ def _demo(args) -> int:
     print(f"selected {len(sel)} of {X.shape[1]} features (mu={args.mu}), in order of selection:")
     for rank, f in enumerate(sel, 1):
         print(f"  {rank:2d}. {names[f]}  (first used by tree {model.first_use_tree_[f]})")
-    print(f"test accuracy: {accuracy:.4f}  (fit {secs:.2f} s on {model.device_}"
-          + _compiled_note(compiling) + ")")
+    print(
+        f"test accuracy: {accuracy:.4f}  (fit {secs:.2f} s on {model.device_}"
+        + _compiled_note(compiling)
+        + ")"
+    )
     return 0
 
 
 def _compiled_note(compiling) -> str:
     """``; compiling the kernels took 41.2 s, once`` after a cold cache (a ``CompileWatch``
     that gave its notice), else nothing."""
-    return (f"; compiling the kernels took {compiling.seconds:.1f} s, once"
-            if compiling.noticed else "")
+    return (
+        f"; compiling the kernels took {compiling.seconds:.1f} s, once" if compiling.noticed else ""
+    )
 
 
 def _check_device(device: str) -> None:
@@ -110,25 +141,39 @@ def _task(y, task: str) -> str:
     with warnings.catch_warnings():  # casts of values near 1e308: noise, the fit says more
         warnings.simplefilter("ignore", RuntimeWarning)
         kind = type_of_target(y.to_numpy())
-    return "classification" if kind in ("binary", "multiclass") and y.nunique() <= 20 \
-        else "regression"
+    return (
+        "classification" if kind in ("binary", "multiclass") and y.nunique() <= 20 else "regression"
+    )
 
 
 def _estimator(args, task: str):
-    from .. import (ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor,
-                   StagewiseClassifier, StagewiseRegressor)
+    from .. import (
+        ControlBurnClassifier,
+        ControlBurnRegressor,
+        GBFSClassifier,
+        GBFSRegressor,
+        StagewiseClassifier,
+        StagewiseRegressor,
+    )
 
     classification = task == "classification"
     # the columns _select resolved (--categorical and the other text columns), else by dtype
     categorical = getattr(args, "categorical_columns", None) or "from_dtype"
-    common = dict(n_features_to_select=args.k, device=args.device,
-                  random_state=args.random_state, verbose=_progress(args),
-                  categorical_features=categorical)
+    common = dict(
+        n_features_to_select=args.k,
+        device=args.device,
+        random_state=args.random_state,
+        verbose=_progress(args),
+        categorical_features=categorical,
+    )
     if args.method == "gbfs":
         cls = GBFSClassifier if classification else GBFSRegressor
-        return cls(mu=0.05 if args.mu is None else args.mu,
-                   n_estimators=100 if args.trees is None else args.trees,
-                   max_depth=4 if args.depth is None else args.depth, **common)
+        return cls(
+            mu=0.05 if args.mu is None else args.mu,
+            n_estimators=100 if args.trees is None else args.trees,
+            max_depth=4 if args.depth is None else args.depth,
+            **common,
+        )
     if args.method == "controlburn":
         cls = ControlBurnClassifier if classification else ControlBurnRegressor
         return cls(alpha=args.alpha, **common)
@@ -137,14 +182,19 @@ def _estimator(args, task: str):
 
 
 def _check_method_options(args) -> None:
-    only = {"--mu": ("mu", "gbfs"), "--trees": ("trees", "gbfs"), "--depth": ("depth", "gbfs"),
-            "--alpha": ("alpha", "controlburn")}
+    only = {
+        "--mu": ("mu", "gbfs"),
+        "--trees": ("trees", "gbfs"),
+        "--depth": ("depth", "gbfs"),
+        "--alpha": ("alpha", "controlburn"),
+    }
     for flag, (dest, method) in only.items():
         if getattr(args, dest) is not None and args.method != method:
             raise UserError(f"{flag} applies to --method {method} only (not {args.method})")
     if args.alpha is not None and args.k is not None:
-        raise UserError("give either -k (select exactly k features) or --alpha (the lasso's "
-                        "lambda), not both")
+        raise UserError(
+            "give either -k (select exactly k features) or --alpha (the lasso's lambda), not both"
+        )
 
 
 def _drop_list(values) -> list:
@@ -170,11 +220,16 @@ def _jsonable(value):
 def _feature_scores(est, method: str):
     """(score per feature, what the score means) for the report and the printout."""
     if method == "stagewise":
-        return est._feature_scores(), ("|weight| on the standardized feature (a categorical "
-                                       "column: the RMS spread of its category weights), "
-                                       "summed over classes")
-    meaning = ("share of the ensemble's total split gain" if method == "gbfs" else
-               "share of the forest's lasso-weighted importance")
+        return est._feature_scores(), (
+            "|weight| on the standardized feature (a categorical "
+            "column: the RMS spread of its category weights), "
+            "summed over classes"
+        )
+    meaning = (
+        "share of the ensemble's total split gain"
+        if method == "gbfs"
+        else "share of the forest's lasso-weighted importance"
+    )
     return np.asarray(est.feature_importances_, dtype=np.float64), meaning
 
 
@@ -200,8 +255,10 @@ def _select(args) -> int:
     if len(df) == 0:  # its columns would all read as text
         raise UserError(f"{args.table} has a header but no rows")
     if args.target not in df.columns:
-        raise UserError(f"target column {args.target!r} is not in {args.table} (columns: "
-                        f"{_short_list(df.columns)})")
+        raise UserError(
+            f"target column {args.target!r} is not in {args.table} (columns: "
+            f"{_short_list(df.columns)})"
+        )
     drop = _drop_list(args.drop)
     missing = [c for c in drop if c not in df.columns]
     if missing:
@@ -215,41 +272,50 @@ def _select(args) -> int:
     named = _drop_list(args.categorical)
     unknown = [c for c in named if c not in X.columns]
     if unknown:
-        raise UserError(f"--categorical: no feature column {_short_list(unknown)} in "
-                        f"{args.table}")
+        raise UserError(f"--categorical: no feature column {_short_list(unknown)} in {args.table}")
     # numbers, booleans, and text or categorical columns (categorical features) are read
-    text = [c for c in X.columns if X[c].dtype.kind in "OSU"
-            or str(X[c].dtype) in ("category", "string", "str")]
-    other = [c for c in X.columns if X[c].dtype.kind not in "biuf" and c not in text
-             and c not in named]
+    text = [
+        c
+        for c in X.columns
+        if X[c].dtype.kind in "OSU" or str(X[c].dtype) in ("category", "string", "str")
+    ]
+    other = [
+        c for c in X.columns if X[c].dtype.kind not in "biuf" and c not in text and c not in named
+    ]
     if other:
-        raise UserError(f"feature columns must be numeric, text or categorical; not: "
-                        f"{_short_list(other)} (leave them out with --drop)")
+        raise UserError(
+            f"feature columns must be numeric, text or categorical; not: "
+            f"{_short_list(other)} (leave them out with --drop)"
+        )
     notes = []
     # --categorical adds to the text columns (categorical by their type): those not named
     # are judged as without it
     left_out = _identifier_columns(X, [c for c in text if c not in named])
     for column, evidence in left_out:  # said now, before the long fit
-        notes.append(f"left out the text column {evidence}: it looks like an identifier, not "
-                     "a feature (most rows have a value of their own); pass --drop "
-                     f"{shlex.quote(column)} to leave it out without this warning, or name "
-                     "it in --categorical to use it")
+        notes.append(
+            f"left out the text column {evidence}: it looks like an identifier, not "
+            "a feature (most rows have a value of their own); pass --drop "
+            f"{shlex.quote(column)} to leave it out without this warning, or name "
+            "it in --categorical to use it"
+        )
         sys.stderr.write(f"warning: {printable(notes[-1])}\n")
     X = X.drop(columns=[column for column, _ in left_out])
     if X.shape[1] == 0:
         raise UserError(f"{args.table} has no feature columns left besides the target")
     if y.isna().any():
-        raise UserError(f"target column {args.target!r} has {int(y.isna().sum())} missing "
-                        "values; remove those rows first")
+        raise UserError(
+            f"target column {args.target!r} has {int(y.isna().sum())} missing "
+            "values; remove those rows first"
+        )
     task = _task(y, args.task)
 
     gone = {column for column, _ in left_out}
-    args.categorical_columns = (named + [c for c in text if c not in named and c not in gone]
-                                if named else None)
+    args.categorical_columns = (
+        named + [c for c in text if c not in named and c not in gone] if named else None
+    )
     est = _estimator(args, task)
     if args.save_model is not None and not hasattr(est, "save_model"):
-        raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out "
-                        "--save-model")
+        raise UserError(f"{type(est).__name__} cannot be saved as JSON yet; leave out --save-model")
     from ._compile_watch import CompileWatch
 
     sys.stdout.flush()
@@ -261,17 +327,21 @@ def _select(args) -> int:
     notes += list(dict.fromkeys(_one_line(w.message) for w in caught))
     if len(est.selected_features_) == 0:  # the fit's advice, in the command's own words
         knob = {"gbfs": ", or a smaller --mu", "controlburn": ", or a smaller --alpha"}
-        notes.append("no column was selected: pass -k N to select exactly N columns"
-                     + knob.get(args.method, ""))
+        notes.append(
+            "no column was selected: pass -k N to select exactly N columns"
+            + knob.get(args.method, "")
+        )
     for note in notes[n_early:]:  # one line each, like the errors, not Python's warning format
         sys.stderr.write(f"warning: {printable(note)}\n")
 
     names = _selected_names(est)
     scores, meaning = _feature_scores(est, args.method)
     sel = [int(f) for f in est.selected_features_]
-    penalty = {"gbfs": ("mu", getattr(est, "mu_", None)),  # the mu the final fit ran at
-               "controlburn": ("lambda", getattr(est, "lambda_", None)),
-               "stagewise": (None, None)}[args.method]
+    penalty = {
+        "gbfs": ("mu", getattr(est, "mu_", None)),  # the mu the final fit ran at
+        "controlburn": ("lambda", getattr(est, "lambda_", None)),
+        "stagewise": (None, None),
+    }[args.method]
     header = f"{task}, {args.method}: selected {len(sel)} of {X.shape[1]} columns"
     if penalty[0] is not None and penalty[1] is not None:
         header += f" ({penalty[0]}={penalty[1]:.6g})"
@@ -299,27 +369,41 @@ def _select(args) -> int:
         report = {
             "gpufs_version": __version__,
             "command": ["gpufs", *args.argv],
-            "input": {"path": os.path.abspath(args.table), "rows": int(df.shape[0]),
-                      "columns": int(df.shape[1]), "target": args.target, "dropped": drop,
-                      "left_out": [column for column, _ in left_out]},
+            "input": {
+                "path": os.path.abspath(args.table),
+                "rows": int(df.shape[0]),
+                "columns": int(df.shape[1]),
+                "target": args.target,
+                "dropped": drop,
+                "left_out": [column for column, _ in left_out],
+            },
             "task": task,
             "method": args.method,
             "estimator": type(est).__name__,
             "params": _jsonable(est.get_params()),
             "device": est.device_,
-            "penalty": None if penalty[0] is None else {"name": penalty[0],
-                                                         "value": _jsonable(penalty[1])},
+            "penalty": None
+            if penalty[0] is None
+            else {"name": penalty[0], "value": _jsonable(penalty[1])},
             "n_features_in": int(X.shape[1]),
-            "selected": [{"rank": r, "name": n, "index": f, "score": _jsonable(scores[f])}
-                         for r, (f, n) in enumerate(zip(sel, names), 1)],
-            "first_use_tree": (None if getattr(est, "first_use_tree_", None) is None else
-                               [int(est.first_use_tree_[f]) for f in sel]),
+            "selected": [
+                {"rank": r, "name": n, "index": f, "score": _jsonable(scores[f])}
+                for r, (f, n) in enumerate(zip(sel, names), 1)
+            ],
+            "first_use_tree": (
+                None
+                if getattr(est, "first_use_tree_", None) is None
+                else [int(est.first_use_tree_[f]) for f in sel]
+            ),
             "score_meaning": meaning,
             "train_score": {"metric": train_metric, "value": _jsonable(est.score(X, y))},
             "warnings": notes,
-            "timings_s": {"read": t_read - t_start, "compile": compiling.seconds,
-                          "fit": t_fit - t_read - compiling.seconds,
-                          "write": t_write - t_fit},
+            "timings_s": {
+                "read": t_read - t_start,
+                "compile": compiling.seconds,
+                "fit": t_fit - t_read - compiling.seconds,
+                "write": t_write - t_fit,
+            },
             "outputs": {"table": args.output, "model": args.save_model},
         }
         if getattr(est, "fit_times_", None):
@@ -371,20 +455,33 @@ def load_model(path: str):
         return load_validated(path)
     except ValueError as exc:  # ModelFileError: the message names the field, not the file
         text = _one_line(exc)
-        text = text[len("the file: "):] if text.startswith("the file: ") else text
-        hint = ("; gpufs explain reads the model file that --save-model or save_model() "
-                "wrote, not a --report file" if "not a gpufs model file" in text else "")
+        text = text[len("the file: ") :] if text.startswith("the file: ") else text
+        hint = (
+            "; gpufs explain reads the model file that --save-model or save_model() "
+            "wrote, not a --report file"
+            if "not a gpufs model file" in text
+            else ""
+        )
         raise UserError(f"{path}: {text.rstrip('.')}{hint}") from exc
 
 
 def _explain(args) -> int:
     est = load_model(args.model)
     names = _selected_names(est)
-    print(f"{printable(args.model)}: {type(est).__name__}, {est.n_features_in_} features in, "
-          f"{len(names)} selected")
+    print(
+        f"{printable(args.model)}: {type(est).__name__}, {est.n_features_in_} features in, "
+        f"{len(names)} selected"
+    )
     params = est.get_params()
-    for key in ("mu", "penalty_scaling", "n_features_to_select", "n_estimators", "max_depth",
-                "learning_rate", "alpha"):
+    for key in (
+        "mu",
+        "penalty_scaling",
+        "n_features_to_select",
+        "n_estimators",
+        "max_depth",
+        "learning_rate",
+        "alpha",
+    ):
         if key in params:
             print(f"  {key} = {params[key]}")
     mu_used = getattr(est, "mu_", None)
@@ -415,13 +512,15 @@ def _explain(args) -> int:
             added = list(record["features_added"][t])
             if not added:
                 continue
-            added_names = [printable(names_in[f]) if names_in is not None else f"x{f}"
-                           for f in added]
+            added_names = [
+                printable(names_in[f]) if names_in is not None else f"x{f}" for f in added
+            ]
             v = "-" if np.isnan(val[t]) else f"{val[t]:.6f}"
-            print(f"  {t:5d}  {record['train_loss'][t]:10.6f}  {v:>10}  "
-                  f"{', '.join(added_names)}")
-        print(f"  final  {record['train_loss'][-1]:10.6f}  "
-              f"{'-' if np.isnan(val[-1]) else f'{val[-1]:.6f}':>10}")
+            print(f"  {t:5d}  {record['train_loss'][t]:10.6f}  {v:>10}  {', '.join(added_names)}")
+        print(
+            f"  final  {record['train_loss'][-1]:10.6f}  "
+            f"{'-' if np.isnan(val[-1]) else f'{val[-1]:.6f}':>10}"
+        )
     return 0
 
 
@@ -452,19 +551,31 @@ def _positive_int(text):
 
 def _build_parser() -> argparse.ArgumentParser:
     shared = argparse.ArgumentParser(add_help=False)
-    shared.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show the full traceback of an error")
-    ap = _Parser(prog="gpufs", description="Feature selection with boosted and bagged trees, "
-                 "on NVIDIA GPUs and on the CPU.")
+    shared.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the full traceback of an error",
+    )
+    ap = _Parser(
+        prog="gpufs",
+        description="Feature selection with boosted and bagged trees, "
+        "on NVIDIA GPUs and on the CPU.",
+    )
     ap.add_argument("--version", action="version", version=f"gpufs {__version__}")
     ap.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def device_and_progress(p):
-        p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
-                       help="where to fit (auto: the GPU when cupy sees one)")
-        p.add_argument("--no-progress", action="store_true",
-                       help="no progress bar even on a terminal")
+        p.add_argument(
+            "--device",
+            default="auto",
+            choices=["auto", "cpu", "gpu"],
+            help="where to fit (auto: the GPU when cupy sees one)",
+        )
+        p.add_argument(
+            "--no-progress", action="store_true", help="no progress bar even on a terminal"
+        )
 
     demo = sub.add_parser("demo", parents=[shared], help="GBFS on the breast-cancer data set")
     demo.add_argument("--mu", type=float, default=0.1, help="price of a feature's first use")
@@ -473,42 +584,64 @@ def _build_parser() -> argparse.ArgumentParser:
     device_and_progress(demo)
 
     sel = sub.add_parser(
-        "select", parents=[shared], help="select features from a CSV, TSV or Parquet table",
+        "select",
+        parents=[shared],
+        help="select features from a CSV, TSV or Parquet table",
         description="Select features from a table and write the selected columns, a report "
-                    "and the model. Never writes over the input or an existing file (unless "
-                    "--force).")
+        "and the model. Never writes over the input or an existing file (unless "
+        "--force).",
+    )
     sel.add_argument("table", help="input table: .csv, .tsv (optionally compressed) or .parquet")
     sel.add_argument("--target", required=True, help="the column to predict")
-    sel.add_argument("-k", type=_positive_int, default=None,
-                     help="number of features to select")
-    sel.add_argument("--method", choices=METHODS, default="gbfs",
-                     help="gbfs (boosted trees, default), controlburn (sparse forest) or "
-                          "stagewise (linear)")
+    sel.add_argument("-k", type=_positive_int, default=None, help="number of features to select")
+    sel.add_argument(
+        "--method",
+        choices=METHODS,
+        default="gbfs",
+        help="gbfs (boosted trees, default), controlburn (sparse forest) or stagewise (linear)",
+    )
     sel.add_argument("--task", default="auto", choices=["auto", "classification", "regression"])
-    sel.add_argument("--drop", action="append", metavar="COLUMNS",
-                     help="columns to leave out (repeat, or separate with commas)")
-    sel.add_argument("--categorical", action="append", metavar="COLUMNS",
-                     help="columns to treat as categorical (repeat, or separate with commas); "
-                          "default: the text and categorical columns")
-    sel.add_argument("--output", help="write the selected columns and the target here "
-                                      "(format from the extension)")
+    sel.add_argument(
+        "--drop",
+        action="append",
+        metavar="COLUMNS",
+        help="columns to leave out (repeat, or separate with commas)",
+    )
+    sel.add_argument(
+        "--categorical",
+        action="append",
+        metavar="COLUMNS",
+        help="columns to treat as categorical (repeat, or separate with commas); "
+        "default: the text and categorical columns",
+    )
+    sel.add_argument(
+        "--output",
+        help="write the selected columns and the target here (format from the extension)",
+    )
     sel.add_argument("--report", help="write a JSON report here")
     sel.add_argument("--save-model", help="write the fitted model as JSON here")
     sel.add_argument("--force", action="store_true", help="replace existing output files")
     sel.add_argument("--random-state", type=int, default=0)
-    sel.add_argument("--mu", type=float, default=None,
-                     help="gbfs: price of a feature's first use (default 0.05)")
-    sel.add_argument("--trees", type=_positive_int, default=None,
-                     help="gbfs: boosting rounds (default 100)")
-    sel.add_argument("--depth", type=_positive_int, default=None,
-                     help="gbfs: tree depth (default 4)")
-    sel.add_argument("--alpha", type=float, default=None,
-                     help="controlburn: solve the lasso at this lambda instead of bisecting "
-                          "to k features")
+    sel.add_argument(
+        "--mu", type=float, default=None, help="gbfs: price of a feature's first use (default 0.05)"
+    )
+    sel.add_argument(
+        "--trees", type=_positive_int, default=None, help="gbfs: boosting rounds (default 100)"
+    )
+    sel.add_argument(
+        "--depth", type=_positive_int, default=None, help="gbfs: tree depth (default 4)"
+    )
+    sel.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help="controlburn: solve the lasso at this lambda instead of bisecting to k features",
+    )
     device_and_progress(sel)
 
-    exp = sub.add_parser("explain", parents=[shared],
-                         help="print the selection record of a saved model")
+    exp = sub.add_parser(
+        "explain", parents=[shared], help="print the selection record of a saved model"
+    )
     exp.add_argument("model", help="a model file written by --save-model or save_model()")
     return ap
 
@@ -554,9 +687,11 @@ def main(argv=None) -> int:
             if isinstance(exc, _USER_ERRORS):
                 sys.stderr.write(f"error: {_one_line(exc)}\n")
                 return 2
-            sys.stderr.write(f"error: internal error ({type(exc).__name__}: "
-                             f"{_one_line(exc)}); rerun with --debug for the traceback and "
-                             "report it\n")
+            sys.stderr.write(
+                f"error: internal error ({type(exc).__name__}: "
+                f"{_one_line(exc)}); rerun with --debug for the traceback and "
+                "report it\n"
+            )
             return 1
         except KeyboardInterrupt:
             if args.debug:

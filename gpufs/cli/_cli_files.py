@@ -8,6 +8,7 @@ the target, published by one rename (``atomic_output``), so an interrupted run l
 file or none. Also the terminal-safe text of messages and names (``printable``). The commands
 are ``gpufs.cli``'s.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,10 @@ def table_format(path: str) -> tuple[str, str | None]:
         root, ext = os.path.splitext(root)
     fmt = _TABLE_FORMATS.get(ext)
     if fmt is None or (fmt == "parquet" and compression is not None):
-        raise UserError(f"{path}: unknown table format; use a .csv, .tsv (optionally .gz, .bz2, "
-                        ".xz, .zst or .zip) or .parquet file name")
+        raise UserError(
+            f"{path}: unknown table format; use a .csv, .tsv (optionally .gz, .bz2, "
+            ".xz, .zst or .zip) or .parquet file name"
+        )
     return fmt, compression
 
 
@@ -76,8 +79,10 @@ def _pandas():
     try:
         import pandas as pd
     except ImportError:
-        raise UserError("gpufs select reads and writes tables with pandas: "
-                        "pip install pandas pyarrow (or the checkout's '.[cli]' extra)") from None
+        raise UserError(
+            "gpufs select reads and writes tables with pandas: "
+            "pip install pandas pyarrow (or the checkout's '.[cli]' extra)"
+        ) from None
     return pd
 
 
@@ -93,8 +98,7 @@ def read_table(path: str):
 
     kind = special_kind(path)  # a FIFO without a writer would block open() for ever
     if kind is not None:
-        raise UserError(f"{path} is {kind}, not a file; gpufs reads tables from regular files "
-                        "only")
+        raise UserError(f"{path} is {kind}, not a file; gpufs reads tables from regular files only")
     try:
         if fmt == "parquet":
             _need_pyarrow()
@@ -110,8 +114,9 @@ def _need_pyarrow():
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise UserError("Parquet files need pyarrow: pip install pyarrow "
-                        "(or the checkout's '.[cli]' extra)") from None
+        raise UserError(
+            "Parquet files need pyarrow: pip install pyarrow (or the checkout's '.[cli]' extra)"
+        ) from None
 
 
 def _write_table(df, path: str, fh) -> None:
@@ -120,8 +125,9 @@ def _write_table(df, path: str, fh) -> None:
         _need_pyarrow()
         df.to_parquet(fh, engine="pyarrow", index=False)
     else:
-        df.to_csv(fh, sep="\t" if fmt == "tsv" else ",", index=False,
-                  compression=compression or None)
+        df.to_csv(
+            fh, sep="\t" if fmt == "tsv" else ",", index=False, compression=compression or None
+        )
 
 
 # --- never destroy data ---------------------------------------------------------------------
@@ -148,8 +154,10 @@ def check_outputs(outputs: dict, inputs: list, force: bool) -> None:
             continue
         for src in inputs:
             if _same_file(path, src):
-                raise UserError(f"{option} {path} is the input file {src}; refusing to write "
-                                "over the input (choose another output path)")
+                raise UserError(
+                    f"{option} {path} is the input file {src}; refusing to write "
+                    "over the input (choose another output path)"
+                )
         for other_option, other in seen.items():
             if _same_file(path, other):
                 raise UserError(f"{option} and {other_option} name the same file {path}")
@@ -161,8 +169,9 @@ def check_outputs(outputs: dict, inputs: list, force: bool) -> None:
             raise UserError(f"{option} {path} is a folder")
         _refuse_special(option, path)
         if os.path.lexists(path) and not force:
-            raise UserError(f"{option} {path} exists; refusing to replace it (pass --force to "
-                            "overwrite)")
+            raise UserError(
+                f"{option} {path} exists; refusing to replace it (pass --force to overwrite)"
+            )
 
 
 def _refuse_special(option: str, path: str) -> None:
@@ -173,13 +182,20 @@ def _refuse_special(option: str, path: str) -> None:
 
     kind = special_kind(path)
     if kind is not None:
-        raise UserError(f"{option} {path} is {kind}, not a file; gpufs writes regular files "
-                        "only, and never replaces anything else (not even with --force)")
+        raise UserError(
+            f"{option} {path} is {kind}, not a file; gpufs writes regular files "
+            "only, and never replaces anything else (not even with --force)"
+        )
 
 
 #: the module each compression of a written table needs (pandas imports it when writing)
-_COMPRESSION_MODULES = {"gzip": ("gzip", None), "bz2": ("bz2", None), "xz": ("lzma", None),
-                        "zstd": ("zstandard", "pip install zstandard"), "zip": ("zipfile", None)}
+_COMPRESSION_MODULES = {
+    "gzip": ("gzip", None),
+    "bz2": ("bz2", None),
+    "xz": ("lzma", None),
+    "zstd": ("zstandard", "pip install zstandard"),
+    "zip": ("zipfile", None),
+}
 
 
 def _probe_outputs(outputs: dict) -> None:
@@ -197,9 +213,10 @@ def _probe_outputs(outputs: dict) -> None:
                 os.unlink(probe)
                 _to_remove.discard(probe)
         except OSError as exc:
-            raise UserError(f"{option} {path}: cannot write in the folder "
-                            f"{os.path.dirname(os.path.abspath(path))} ({exc.strerror or exc})"
-                            ) from exc
+            raise UserError(
+                f"{option} {path}: cannot write in the folder "
+                f"{os.path.dirname(os.path.abspath(path))} ({exc.strerror or exc})"
+            ) from exc
         if option != "--output":
             continue
         fmt, compression = table_format(path)
@@ -210,9 +227,10 @@ def _probe_outputs(outputs: dict) -> None:
             try:
                 importlib.import_module(module)
             except ImportError:
-                raise UserError(f"{option} {path}: writing {compression} needs the {module} "
-                                f"module ({advice or 'this Python was built without it'})"
-                                ) from None
+                raise UserError(
+                    f"{option} {path}: writing {compression} needs the {module} "
+                    f"module ({advice or 'this Python was built without it'})"
+                ) from None
 
 
 def _temporary_beside(path: str) -> str:
@@ -238,8 +256,10 @@ def _publish(tmp: str, path: str, force: bool) -> None:
         _refuse_special("the output", path)  # appeared since the checks
         os.replace(tmp, path)
         return
-    appeared = UserError(f"{path} appeared while gpufs was running; refusing to replace it "
-                         "(pass --force to overwrite)")
+    appeared = UserError(
+        f"{path} appeared while gpufs was running; refusing to replace it "
+        "(pass --force to overwrite)"
+    )
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -309,5 +329,6 @@ def printable(text) -> str:
     text = str(text)
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )

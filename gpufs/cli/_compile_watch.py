@@ -11,6 +11,7 @@ A process-wide listener (:func:`install`) gives the library's own notice, once, 
 silences it; quiet while a ``CompileWatch`` listens), and sums all compile time: :func:`clock`
 is ``time.perf_counter`` less it, so ``fit_times_`` phases count no compilation.
 """
+
 from __future__ import annotations
 
 import logging
@@ -71,8 +72,7 @@ class CompileWatch:
             self._start = time.perf_counter()
             if not self.noticed and self.after < math.inf:  # the first kernel alone may
                 # compile for a minute: a timer gives the notice while it runs
-                self._timer = threading.Timer(max(0.0, self.after - self.seconds),
-                                              self._notify)
+                self._timer = threading.Timer(max(0.0, self.after - self.seconds), self._notify)
                 self._timer.daemon = True
                 self._timer.start()
         self._depth += 1
@@ -129,7 +129,7 @@ class _ProcessCompiles:
     ``NOTICE_AFTER_S``."""
 
     def __init__(self):
-        self.seconds = 0.0        # every compilation, for clock()
+        self.seconds = 0.0  # every compilation, for clock()
         self.gpufs_seconds = 0.0  # compilations of gpufs's functions, for the notice
         self.noticed = False
         self._depth = 0
@@ -148,13 +148,11 @@ class _ProcessCompiles:
     def on_start(self, ev):
         if self._depth == 0:
             self._start = time.perf_counter()
-            func = getattr(getattr(ev.data, "get", lambda k: None)("dispatcher"), "py_func",
-                           None)
+            func = getattr(getattr(ev.data, "get", lambda k: None)("dispatcher"), "py_func", None)
             self._ours = str(getattr(func, "__module__", "")).startswith("gpufs")
             after = NOTICE_AFTER_S
             if self._ours and not self.noticed and after < math.inf:
-                self._timer = threading.Timer(max(0.0, after - self.gpufs_seconds),
-                                              self._notify)
+                self._timer = threading.Timer(max(0.0, after - self.gpufs_seconds), self._notify)
                 self._timer.daemon = True
                 self._timer.start()
         self._depth += 1

@@ -12,6 +12,7 @@ Owns, for ``gpufs.cli`` only (a library does not take over a process's signals):
   (``_to_remove``: the files a second signal's exit removes);
 * :func:`quiet_start`: an interrupt during the command's imports is one line, no traceback.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,13 +21,20 @@ import sys
 import threading
 from contextlib import contextmanager
 
-__all__ = ["Interrupted", "SignalsAsInterrupts", "deferred", "describe", "in_native_code",
-           "quiet_start"]
+__all__ = [
+    "Interrupted",
+    "SignalsAsInterrupts",
+    "deferred",
+    "describe",
+    "in_native_code",
+    "quiet_start",
+]
 
 #: The signals a command treats as "stop now, clean up" (SIGTERM: ``kill``, ``timeout``, a CI
 #: cancel).
-SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None))
-                if s is not None)
+SIGNALS = tuple(
+    s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None
+)
 
 #: Seconds between re-deliveries of a signal that landed where it could not be raised.
 RETRY_S = 0.05
@@ -93,8 +101,9 @@ def in_native_code(frame) -> bool:
     """
     folders = _native_folders() or ("\0",)
     while frame is not None:
-        if frame.f_code.co_filename.startswith(folders) or \
-                str(frame.f_globals.get("__name__", "")).startswith("namedtuple_"):
+        if frame.f_code.co_filename.startswith(folders) or str(
+            frame.f_globals.get("__name__", "")
+        ).startswith("namedtuple_"):
             return True  # a named tuple's __new__: perhaps boxing a kernel's result
         frame = frame.f_back
     return False
@@ -119,11 +128,11 @@ class SignalsAsInterrupts:
 
     def __init__(self, stop=None):
         self.signum = None
-        self.raised = False     # the Interrupted exception was raised
+        self.raised = False  # the Interrupted exception was raised
         self._stop = stop or os._exit
         self._old = {}
-        self._depth = 0         # deferred() blocks entered
-        self._pending = False   # received, not raised yet
+        self._depth = 0  # deferred() blocks entered
+        self._pending = False  # received, not raised yet
         self._retry_due = False  # the next handler call is the retry thread's, not a signal
         self._retrier = None
         self._raised_at = 0.0

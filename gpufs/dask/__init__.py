@@ -26,16 +26,24 @@ boosting loop's per-row interface on the workers), ``_exact`` (sums that add acr
 Needs Dask: the checkout's ``dask`` extra, ``python -m pip install ".[dask]"`` (gpufs is not on
 the package index).
 """
+
 try:
     import dask  # noqa: F401
     import distributed  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError('gpufs.dask needs Dask: python -m pip install "dask[distributed,dataframe]"'
-                      ' (or ".[dask]" in the gpufs checkout).') from exc
+    raise ImportError(
+        'gpufs.dask needs Dask: python -m pip install "dask[distributed,dataframe]"'
+        ' (or ".[dask]" in the gpufs checkout).'
+    ) from exc
 
 from ._controlburn import DaskControlBurnClassifier, DaskControlBurnRegressor
 from ._gbfs import DaskGBFSClassifier, DaskGBFSRegressor
 from ._group import ClusterError
 
-__all__ = ["ClusterError", "DaskControlBurnClassifier", "DaskControlBurnRegressor",
-           "DaskGBFSClassifier", "DaskGBFSRegressor"]
+__all__ = [
+    "ClusterError",
+    "DaskControlBurnClassifier",
+    "DaskControlBurnRegressor",
+    "DaskGBFSClassifier",
+    "DaskGBFSRegressor",
+]

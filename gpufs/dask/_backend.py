@@ -33,6 +33,7 @@ histograms to add up; no decision depends on the bounds, so the trees are the sa
 else the grower needs (objective kernels on host arrays, for a forest) is the local CPU
 backend's.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,18 +41,24 @@ import math
 import numba
 import numpy as np
 
-from ..rules._hist_layout import HistLayout, tree_layout
 from .._types import HIST_DTYPE
 from ..backends.base import SplitParams
 from ..backends.cpu import CPUBackend
+from ..rules._hist_layout import HistLayout, tree_layout
 
 __all__ = ["ClusterBackend", "GradColumn", "RawColumn", "ShardedBins", "replay_plan"]
 
 #: The split parameters a replayed partition reads (its scales only matter to the gain
 #: bounds, which a cluster does not keep).
-_REPLAY_SPLIT = SplitParams(n_bins=np.zeros(0, np.int32), g_scale=1.0, h_scale=1.0,
-                            reg_lambda=0.0, gain_divisor=1.0, min_child_weight=0.0,
-                            min_split_gain=0.0)
+_REPLAY_SPLIT = SplitParams(
+    n_bins=np.zeros(0, np.int32),
+    g_scale=1.0,
+    h_scale=1.0,
+    reg_lambda=0.0,
+    gain_divisor=1.0,
+    min_child_weight=0.0,
+    min_split_gain=0.0,
+)
 
 
 def replay_plan(plan, d):
@@ -59,9 +66,16 @@ def replay_plan(plan, d):
     building histograms): the splits, their left sums and category bitsets, with shared
     placeholders of d entries for the per-feature arrays only a histogram build reads."""
     zeros, none = _placeholders(d)
-    return plan._replace(penalty=zeros, admitted_now=none, n_admitted=0,
-                         search_full=np.zeros(0, np.bool_), next_feats=np.zeros(0, np.int32),
-                         next_n_feats=0, next_full=False, split=_REPLAY_SPLIT)
+    return plan._replace(
+        penalty=zeros,
+        admitted_now=none,
+        n_admitted=0,
+        search_full=np.zeros(0, np.bool_),
+        next_feats=np.zeros(0, np.int32),
+        next_n_feats=0,
+        next_full=False,
+        split=_REPLAY_SPLIT,
+    )
 
 
 _PLACEHOLDERS: dict = {}
@@ -84,8 +98,13 @@ class ShardedBins:
     def __getitem__(self, key):
         """``Xb[:, f:f + 1]``: one column (a single-feature tree's matrix), on the shards."""
         rows, cols = key
-        if (rows != slice(None) or not isinstance(cols, slice) or cols.step not in (None, 1)
-                or self.column is not None or cols.stop != cols.start + 1):
+        if (
+            rows != slice(None)
+            or not isinstance(cols, slice)
+            or cols.step not in (None, 1)
+            or self.column is not None
+            or cols.stop != cols.start + 1
+        ):
             raise TypeError("the shards' binned matrix is sliced by one column only")
         return ShardedBins(self.shape[0], 1, column=int(cols.start))
 
@@ -128,8 +147,24 @@ class _DriverTree:
     """The driver's state of one tree: the level's nodes and their summed histograms, and
     the nodes' exact sums and row counts (no rows; no gain bounds: ``q`` empty)."""
 
-    __slots__ = ("active", "hist", "layout", "node_g", "node_h", "node_count", "node_s", "q",
-                 "slot_full", "feats", "n_feats", "full", "parallel", "max_depth", "plans", "d")
+    __slots__ = (
+        "active",
+        "hist",
+        "layout",
+        "node_g",
+        "node_h",
+        "node_count",
+        "node_s",
+        "q",
+        "slot_full",
+        "feats",
+        "n_feats",
+        "full",
+        "parallel",
+        "max_depth",
+        "plans",
+        "d",
+    )
 
 
 class ClusterBackend:
@@ -185,21 +220,41 @@ class ClusterBackend:
             raise ValueError(
                 "gpufs.dask: the gradients are not finite (an overflowing raw score or "
                 "weight); the distributed fit does not handle infinite gradients. Standardize "
-                "y or rescale sample_weight.")
+                "y or rescale sample_weight."
+            )
         return m
 
-    def quantize_gradients(self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
-                           low_scales, divisor):
-        sums = self.group.call("quantize", g.k, bool(unit_hessian), float(g_scale),
-                               float(h_scale), np.asarray(e1s, np.float64),
-                               np.asarray(e2s, np.float64),
-                               np.asarray(low_scales, np.float64), bool(divisor))
+    def quantize_gradients(
+        self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor
+    ):
+        sums = self.group.call(
+            "quantize",
+            g.k,
+            bool(unit_hessian),
+            float(g_scale),
+            float(h_scale),
+            np.asarray(e1s, np.float64),
+            np.asarray(e2s, np.float64),
+            np.asarray(low_scales, np.float64),
+            bool(divisor),
+        )
         total = [sum(int(s[i]) for s in sums) for i in range(8)]
         return _FixedPoint(), np.array(total, dtype=np.int64)
 
     # --- trees ------------------------------------------------------------------------------
-    def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None, layout=None):
+    def start_tree(
+        self,
+        data,
+        gh,
+        root_g,
+        root_h,
+        max_depth,
+        feats,
+        penalty=None,
+        groups=None,
+        split=None,
+        layout=None,
+    ):
         """Begin a tree on the shards. ``gh`` is the shards' fixed-point gradients, or a host
         (n, 2) int64 array (a forest), sent to each shard as its rows' slice. ``penalty`` and
         ``groups`` (the node gain bounds' inputs) are not used: see the module docstring.
@@ -230,8 +285,14 @@ class ClusterBackend:
         st.max_depth, st.plans = int(max_depth), []
         st.layout = tree_layout(layout, split, d).without_most_freq()
         st.hist = np.zeros((1, st.layout.n_slots, 2), HIST_DTYPE)
-        _, summed = g.call_reduced("start_tree", int(max_depth), feats, st.layout,
-                                   getattr(data, "column", None), per_shard=per_shard)
+        _, summed = g.call_reduced(
+            "start_tree",
+            int(max_depth),
+            feats,
+            st.layout,
+            getattr(data, "column", None),
+            per_shard=per_shard,
+        )
         self._place(st, st.hist, slice(None), feats, summed)
         return st
 
@@ -239,7 +300,7 @@ class ClusterBackend:
     def _place(st, hist, slots, feats, summed):
         """Write the shards' summed payload (``Shard._payload``) into the listed features'
         slots of the histograms at ``slots``."""
-        block = hist[slots]         # a view of hist (basic slicing)
+        block = hist[slots]  # a view of hist (basic slicing)
         block[:, st.layout.slots_of(feats)] = summed
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
@@ -290,9 +351,16 @@ class ClusterBackend:
         leaf_values = np.asarray(leaf_values, np.float64)
         self._phase("raw-score update")
         if isinstance(raw_column, RawColumn):  # runs at the start of the next call
-            self.group.defer("update_raw", raw_column.k, leaf_nodes, leaf_values,
-                             replay=("replay_tree", (raw_column.k, st.max_depth, st.plans,
-                                                     leaf_nodes, leaf_values)))
+            self.group.defer(
+                "update_raw",
+                raw_column.k,
+                leaf_nodes,
+                leaf_values,
+                replay=(
+                    "replay_tree",
+                    (raw_column.k, st.max_depth, st.plans, leaf_nodes, leaf_values),
+                ),
+            )
             return
         table = np.zeros(int(leaf_nodes.max()) + 1 if leaf_nodes.size else 1, np.float64)
         table[leaf_nodes] = leaf_values

@@ -23,6 +23,7 @@ single process's time per tree (3.2 MB of gradients out and 6.4 MB of histograms
 back per tree); more workers on the same two cores only add overhead (1.6 times with 2, 3.0
 times with 4), as they would for whole trees too.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,14 +37,22 @@ from ..data import _scales
 from ..data._input import check_costs, check_groups
 from ..engine.binning import BinMapper
 from ..selectors._base import feature_budget
-from ..selectors._near_copies import column_correlation
 from ..selectors._controlburn_fit import ForestData
+from ..selectors._near_copies import column_correlation
 from ..selectors.controlburn import _PARAMS_DOC, ControlBurnClassifier, ControlBurnRegressor
 from ._backend import ClusterBackend, ShardedBins
 from ._data import classes_of, encoded_columns, load
 from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token
-from ._gbfs import (_CLASSES_DOC, _CONSTRAINTS, DaskGBFSClassifier, DaskGBFSRegressor,
-                    bin_on_cluster, check_cluster_params, dask_doc, default_client)
+from ._gbfs import (
+    _CLASSES_DOC,
+    _CONSTRAINTS,
+    DaskGBFSClassifier,
+    DaskGBFSRegressor,
+    bin_on_cluster,
+    check_cluster_params,
+    dask_doc,
+    default_client,
+)
 from ._group import ShardGroup
 
 __all__ = ["DaskControlBurnClassifier", "DaskControlBurnRegressor"]
@@ -52,25 +61,68 @@ __all__ = ["DaskControlBurnClassifier", "DaskControlBurnRegressor"]
 class _DaskControlBurnMixin(DaskEstimatorBase):
     """The distributed ``fit`` and the Dask-aware predictions."""
 
-    def __init__(self, *, n_features_to_select=None, alpha=None, forest_method="bagboost",
-                 tree_type="full", max_depth=10, max_features=None, sparse_mu=0.01, n_tail=5,
-                 tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
-                 min_child_weight=1.0, feature_costs=None, feature_groups=None,
-                 categorical_features="from_dtype", group_costs=None, sketch=None,
-                 sketch_size=None, reweight_steps=3, path_k_max=None, refit_estimator=None,
-                 warm_start=False, device="auto", n_jobs=None, random_state=None, verbose=False,
-                 client=None, timeout=DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        *,
+        n_features_to_select=None,
+        alpha=None,
+        forest_method="bagboost",
+        tree_type="full",
+        max_depth=10,
+        max_features=None,
+        sparse_mu=0.01,
+        n_tail=5,
+        tol=1e-3,
+        max_trees_per_round=100,
+        min_rounds=1,
+        max_bins=255,
+        min_child_weight=1.0,
+        feature_costs=None,
+        feature_groups=None,
+        categorical_features="from_dtype",
+        group_costs=None,
+        sketch=None,
+        sketch_size=None,
+        reweight_steps=3,
+        path_k_max=None,
+        refit_estimator=None,
+        warm_start=False,
+        device="auto",
+        n_jobs=None,
+        random_state=None,
+        verbose=False,
+        client=None,
+        timeout=DEFAULT_TIMEOUT,
+    ):
         super().__init__(
-            n_features_to_select=n_features_to_select, alpha=alpha,
-            forest_method=forest_method, tree_type=tree_type, max_depth=max_depth,
-            max_features=max_features, sparse_mu=sparse_mu, n_tail=n_tail, tol=tol,
-            max_trees_per_round=max_trees_per_round, min_rounds=min_rounds, max_bins=max_bins,
-            min_child_weight=min_child_weight, feature_costs=feature_costs,
-            feature_groups=feature_groups, categorical_features=categorical_features,
-            group_costs=group_costs, sketch=sketch, sketch_size=sketch_size,
-            reweight_steps=reweight_steps, path_k_max=path_k_max,
-            refit_estimator=refit_estimator, warm_start=warm_start,
-            device=device, n_jobs=n_jobs, random_state=random_state, verbose=verbose)
+            n_features_to_select=n_features_to_select,
+            alpha=alpha,
+            forest_method=forest_method,
+            tree_type=tree_type,
+            max_depth=max_depth,
+            max_features=max_features,
+            sparse_mu=sparse_mu,
+            n_tail=n_tail,
+            tol=tol,
+            max_trees_per_round=max_trees_per_round,
+            min_rounds=min_rounds,
+            max_bins=max_bins,
+            min_child_weight=min_child_weight,
+            feature_costs=feature_costs,
+            feature_groups=feature_groups,
+            categorical_features=categorical_features,
+            group_costs=group_costs,
+            sketch=sketch,
+            sketch_size=sketch_size,
+            reweight_steps=reweight_steps,
+            path_k_max=path_k_max,
+            refit_estimator=refit_estimator,
+            warm_start=warm_start,
+            device=device,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            verbose=verbose,
+        )
         self.client = client
         self.timeout = timeout
 
@@ -98,10 +150,11 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         timeout = float(self.timeout)
         classify = is_classifier(self)
         t0 = time.perf_counter()
-        loaded = load(client, X, y, sample_weight, classify=classify, timeout=timeout,
-                      estimator=self)
+        loaded = load(
+            client, X, y, sample_weight, classify=classify, timeout=timeout, estimator=self
+        )
         d = loaded.n_features
-        if self.alpha is None:      # a k above d: said now, before the forest and the lasso
+        if self.alpha is None:  # a k above d: said now, before the forest and the lasso
             feature_budget(self.n_features_to_select, None, d)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         costs = check_costs(self.feature_costs, d)
@@ -112,15 +165,18 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             self.classes_ = classes_of(loaded.summaries)
             n_classes = len(self.classes_)
         if self.sketch not in (None, "rows") and n_classes == 2:
-            raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "
-                             "binary classifier solves a logistic lasso: use sketch='rows'.")
+            raise ValueError(
+                f"sketch={self.sketch!r} is defined for the squared loss only; a "
+                "binary classifier solves a logistic lasso: use sketch='rows'."
+            )
         key = self._dask_forest_key(data_token(X, y, sample_weight), costs, groups_forest)
         forest = getattr(self, "forest_", None) if self.warm_start else None
         reuse = forest is not None and getattr(self, "_forest_key_", None) == key
         group = ShardGroup(client, loaded, timeout, self.n_jobs)
         try:
-            group.call("set_target", getattr(self, "classes_", None),
-                       "codes" if classify else "float")
+            group.call(
+                "set_target", getattr(self, "classes_", None), "codes" if classify else "float"
+            )
             y_enc, w = self._gather_target(group, loaded.n, sample_weight is not None)
             _scales.check_target_scale(self, y_enc, w)
             times = {}
@@ -136,31 +192,47 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             else:
                 forest = None
                 bin_mapper = BinMapper(self.max_bins, random_state=seed)
-                bin_on_cluster(group, loaded, bin_mapper, self.category_codes_,
-                               positive_only=False)
+                bin_on_cluster(group, loaded, bin_mapper, self.category_codes_, positive_only=False)
                 times["bin"] = time.perf_counter() - t0
-            result = self._fit_step(ForestData(
-                ClusterBackend(group, bin_mapper.n_bins_), ShardedBins(loaded.n, d), y_enc, w,
-                n_classes, costs, groups_forest, groups_lasso, group_costs, seed, bin_mapper,
-                corr_of=lambda features: column_correlation(
-                    encoded_columns(self, X, features, loaded.dtype), dask_array)), forest)
+            result = self._fit_step(
+                ForestData(
+                    ClusterBackend(group, bin_mapper.n_bins_),
+                    ShardedBins(loaded.n, d),
+                    y_enc,
+                    w,
+                    n_classes,
+                    costs,
+                    groups_forest,
+                    groups_lasso,
+                    group_costs,
+                    seed,
+                    bin_mapper,
+                    corr_of=lambda features: column_correlation(
+                        encoded_columns(self, X, features, loaded.dtype), dask_array
+                    ),
+                ),
+                forest,
+            )
             times.update(result.times)
             # fit -> _fit_context -> the caller: warnings point at the caller; the driver's
             # lasso and forest decisions run on the CPU
             self._set_fit_result(result, bin_mapper, key, reuse, "cpu", stacklevel=3)
-            cluster = {"workers": list(group.addresses),
-                       "partitions": [list(p) for p in group.parts],
-                       "bytes_to_workers": int(group.bytes_sent),
-                       "bytes_from_workers": int(group.bytes_received),
-                       "bytes_between_workers": int(group.bytes_between_workers),
-                       "calls": int(group.calls),
-                       "recoveries": list(group.recoveries)}
+            cluster = {
+                "workers": list(group.addresses),
+                "partitions": [list(p) for p in group.parts],
+                "bytes_to_workers": int(group.bytes_sent),
+                "bytes_from_workers": int(group.bytes_received),
+                "bytes_between_workers": int(group.bytes_between_workers),
+                "calls": int(group.calls),
+                "recoveries": list(group.recoveries),
+            }
         finally:
             group.close()
         self.cluster_ = cluster
         t0 = time.perf_counter()
-        self.refit_estimator_ = self._refit_cluster(X, y, sample_weight, y_enc, w, seed,
-                                                    loaded.dtype)
+        self.refit_estimator_ = self._refit_cluster(
+            X, y, sample_weight, y_enc, w, seed, loaded.dtype
+        )
         times["refit"] = time.perf_counter() - t0
         self.fit_times_ = times
         return self
@@ -169,8 +241,15 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         """``_forest_key`` of a distributed fit: what the forest depends on, with the data's
         Dask token in place of the single process's sums over the rows."""
         seed = self.random_state if isinstance(self.random_state, int) else None
-        return ("dask", self._forest_params(), int(self.max_bins), seed, token,
-                tuple(np.asarray(costs).tolist()), tuple(np.asarray(groups).tolist()))
+        return (
+            "dask",
+            self._forest_params(),
+            int(self.max_bins),
+            seed,
+            token,
+            tuple(np.asarray(costs).tolist()),
+            tuple(np.asarray(groups).tolist()),
+        )
 
     def _tree_predictions(self, group, forest, n):
         """``forest.tree_predictions`` of every row, (n, n_trees) float64 on the driver in
@@ -204,16 +283,24 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             from sklearn.dummy import DummyClassifier, DummyRegressor
 
             y_host = self.classes_[y_enc] if is_classifier(self) else y_enc
-            est = DummyRegressor() if self._task == "regression" else DummyClassifier(
-                strategy="prior")
+            est = (
+                DummyRegressor()
+                if self._task == "regression"
+                else DummyClassifier(strategy="prior")
+            )
             est.fit(np.zeros((y_enc.shape[0], 1)), y_host, sample_weight=w)
             return est
         Xs = encoded_columns(self, X, idx, dtype)
         cat = np.flatnonzero(self.is_categorical_[idx])
         if self.refit_estimator is None:
             cls = DaskGBFSRegressor if self._task == "regression" else DaskGBFSClassifier
-            est = cls(mu=0.0, random_state=seed, categorical_features=cat, client=self.client,
-                      timeout=self.timeout)
+            est = cls(
+                mu=0.0,
+                random_state=seed,
+                categorical_features=cat,
+                client=self.client,
+                timeout=self.timeout,
+            )
             if sample_weight is not None:
                 est.fit(Xs, y, sample_weight=sample_weight)
             else:
@@ -240,14 +327,20 @@ _CLUSTER_DOC = """    cluster_ : dict
 
 
 class DaskControlBurnRegressor(_DaskControlBurnMixin, ControlBurnRegressor):
-    __doc__ = dask_doc("ControlBurn feature selection for regression on a Dask cluster: the "
-                       "model of ``ControlBurnRegressor`` on the same rows, bit for bit.",
-                       _PARAMS_DOC, _CLUSTER_DOC)
+    __doc__ = dask_doc(
+        "ControlBurn feature selection for regression on a Dask cluster: the "
+        "model of ``ControlBurnRegressor`` on the same rows, bit for bit.",
+        _PARAMS_DOC,
+        _CLUSTER_DOC,
+    )
     _parameter_constraints = {**ControlBurnRegressor._parameter_constraints, **_CONSTRAINTS}
 
 
 class DaskControlBurnClassifier(_DaskControlBurnMixin, ControlBurnClassifier):
-    __doc__ = dask_doc("ControlBurn feature selection for classification on a Dask cluster: "
-                       "the model of ``ControlBurnClassifier`` on the same rows, bit for bit.",
-                       _PARAMS_DOC, _CLASSES_DOC + _CLUSTER_DOC)
+    __doc__ = dask_doc(
+        "ControlBurn feature selection for classification on a Dask cluster: "
+        "the model of ``ControlBurnClassifier`` on the same rows, bit for bit.",
+        _PARAMS_DOC,
+        _CLASSES_DOC + _CLUSTER_DOC,
+    )
     _parameter_constraints = {**ControlBurnClassifier._parameter_constraints, **_CONSTRAINTS}

@@ -12,23 +12,42 @@ rules of ``gpufs.data._input``, applied to each partition on its worker; rules a
 table, "a classifier needs two classes" or "weights are not all zero", are checked on the
 merged per-partition summaries).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..data._category_codes import CategoryCodes, count_values, merge_counts
 from .._device import kept_device
+from ..data._category_codes import CategoryCodes, count_values, merge_counts
 from ..data._identifiers import check_identifier_columns
-from ..data._input import (ALL_ZERO_WEIGHTS, _check_feature_names, _frame,
-                      categorical_mask, category_values, check_classification_labels,
-                      check_regression_target, check_sample_weight, check_X, check_y,
-                      encode_classes, frame_layout)
+from ..data._input import (
+    ALL_ZERO_WEIGHTS,
+    _check_feature_names,
+    _frame,
+    categorical_mask,
+    category_values,
+    check_classification_labels,
+    check_regression_target,
+    check_sample_weight,
+    check_X,
+    check_y,
+    encode_classes,
+    frame_layout,
+)
 from ._group import wait_futures
 
-__all__ = ["Loaded", "Part", "PartSummary", "check_feature_names", "classes_of", "load",
-           "load_part", "summary_of"]
+__all__ = [
+    "Loaded",
+    "Part",
+    "PartSummary",
+    "check_feature_names",
+    "classes_of",
+    "load",
+    "load_part",
+    "summary_of",
+]
 
 
 class _Layout:
@@ -48,11 +67,11 @@ class PartSummary:
 
     index: int
     n: int
-    n_pos: int          # rows of positive weight (n without weights)
-    schema: tuple       # ("frame", columns, dtypes) or ("array", n_columns, dtype)
-    dtype: str          # the float dtype the rows were converted to
-    labels: object      # the distinct labels (classification), else None
-    w_sum: object       # exact sum of the weights (``_exact.fsum_part``), else None
+    n_pos: int  # rows of positive weight (n without weights)
+    schema: tuple  # ("frame", columns, dtypes) or ("array", n_columns, dtype)
+    dtype: str  # the float dtype the rows were converted to
+    labels: object  # the distinct labels (classification), else None
+    w_sum: object  # exact sum of the weights (``_exact.fsum_part``), else None
     w_max: float
     y_min: float
     y_max: float
@@ -119,10 +138,17 @@ def load_part(index, X, y, w, classify, layout, ref, device="cpu"):
         n_pos = n if wc is None else int((wc > 0).sum())
         part.X, part.y, part.w = Xc, yc, wc
         part.summary = PartSummary(
-            index=part.index, n=n, n_pos=n_pos, schema=schema, dtype=str(Xc.dtype),
-            labels=labels, w_sum=None if wc is None else fsum_part(wc),
+            index=part.index,
+            n=n,
+            n_pos=n_pos,
+            schema=schema,
+            dtype=str(Xc.dtype),
+            labels=labels,
+            w_sum=None if wc is None else fsum_part(wc),
             w_max=1.0 if wc is None else (float(wc.max()) if n else 0.0),
-            y_min=y_min, y_max=y_max)
+            y_min=y_min,
+            y_max=y_max,
+        )
         return part
     except Exception as exc:  # reported by the driver, naming the partition
         return _PartError(int(index), exc, schema, of)
@@ -136,8 +162,10 @@ def count_part_categories(index, X, mask, ref, names):
     if schema != ref:
         return _PartError(int(index), None, schema)
     try:
-        return {f: count_values(v, f if names is None else names[f])
-                for f, v in category_values(X, mask).items()}
+        return {
+            f: count_values(v, f if names is None else names[f])
+            for f, v in category_values(X, mask).items()
+        }
     except Exception as exc:
         return _PartError(int(index), exc, schema)
 
@@ -162,7 +190,7 @@ def summary_of(part):
 
 
 def _dask_kind(obj):
-    """"array", "frame", "series" or None for a non-Dask object."""
+    """ "array", "frame", "series" or None for a non-Dask object."""
     import dask.array as da
 
     if isinstance(obj, da.Array):
@@ -186,12 +214,14 @@ def _partitions_of(obj, what, is_X, row_chunks=None):
         raise TypeError(
             f"{what} must be a dask.array or a dask.dataframe (got {type(obj).__name__}); for "
             "data in this process's memory use the single-process estimators (gpufs."
-            "GBFSClassifier, ...), or wrap it with dask.array.from_array.")
+            "GBFSClassifier, ...), or wrap it with dask.array.from_array."
+        )
     if kind == "array":
         if is_X:
             if obj.ndim != 2:
-                raise ValueError(f"{what} must be 2-D (n_samples, n_features); got {obj.ndim} "
-                                 "dimensions.")
+                raise ValueError(
+                    f"{what} must be 2-D (n_samples, n_features); got {obj.ndim} dimensions."
+                )
             if obj.numblocks[1] > 1:
                 obj = obj.rechunk({1: -1})  # whole rows in each block
             return list(obj.to_delayed()[:, 0])
@@ -199,22 +229,31 @@ def _partitions_of(obj, what, is_X, row_chunks=None):
             obj = obj[:, 0]
         if obj.ndim != 1:
             raise ValueError(f"{what} must be 1-D (n_samples,); got {obj.ndim} dimensions.")
-        if row_chunks is not None and not any(np.isnan(c) for c in row_chunks) \
-                and tuple(obj.chunks[0]) != tuple(row_chunks) \
-                and not any(np.isnan(c) for c in obj.chunks[0]):
+        if (
+            row_chunks is not None
+            and not any(np.isnan(c) for c in row_chunks)
+            and tuple(obj.chunks[0]) != tuple(row_chunks)
+            and not any(np.isnan(c) for c in obj.chunks[0])
+        ):
             if obj.shape[0] != sum(row_chunks):  # rechunk would say "Chunks do not add up"
-                raise ValueError(f"{what} has {obj.shape[0]} rows where X has "
-                                 f"{int(sum(row_chunks))}: give one value per row of X.")
+                raise ValueError(
+                    f"{what} has {obj.shape[0]} rows where X has "
+                    f"{int(sum(row_chunks))}: give one value per row of X."
+                )
             obj = obj.rechunk((tuple(row_chunks),))
         return list(obj.to_delayed())
     if kind == "frame" and not is_X:
         if len(obj.columns) != 1:
-            raise ValueError(f"{what} must be 1-D: a dask Series or a one-column frame; got "
-                             f"{len(obj.columns)} columns.")
+            raise ValueError(
+                f"{what} must be 1-D: a dask Series or a one-column frame; got "
+                f"{len(obj.columns)} columns."
+            )
         obj = obj[obj.columns[0]]
     if kind == "series" and is_X:
-        raise ValueError(f"{what} must be 2-D: a dask DataFrame or a 2-D dask array, not a Series "
-                         "(use X.to_frame() for a single feature).")
+        raise ValueError(
+            f"{what} must be 2-D: a dask DataFrame or a 2-D dask array, not a Series "
+            "(use X.to_frame() for a single feature)."
+        )
     return list(obj.to_delayed())
 
 
@@ -260,29 +299,41 @@ def _reference_schema(X):
 
 def _schema_error(i, got, ref, what="X"):
     if got[0] != ref[0]:
-        return (f"partition {i} of {what} is a{'n array' if got[0] == 'array' else ' frame'} "
-                f"where the collection is a{'n array' if ref[0] == 'array' else ' frame'}.")
+        return (
+            f"partition {i} of {what} is a{'n array' if got[0] == 'array' else ' frame'} "
+            f"where the collection is a{'n array' if ref[0] == 'array' else ' frame'}."
+        )
     if got[0] == "frame":
         if got[1] != ref[1]:
             missing = [c for c in ref[1] if c not in got[1]]
             extra = [c for c in got[1] if c not in ref[1]]
-            detail = ", ".join(s for s in (
-                f"missing {missing[:5]}" if missing else "",
-                f"unexpected {extra[:5]}" if extra else "",
-                "" if missing or extra else "in another order") if s)
-            return (f"partition {i} of {what} has columns {list(got[1])[:8]} where the "
-                    f"collection has {list(ref[1])[:8]} ({detail}). Every partition must "
-                    "have the same columns in the same order.")
+            detail = ", ".join(
+                s
+                for s in (
+                    f"missing {missing[:5]}" if missing else "",
+                    f"unexpected {extra[:5]}" if extra else "",
+                    "" if missing or extra else "in another order",
+                )
+                if s
+            )
+            return (
+                f"partition {i} of {what} has columns {list(got[1])[:8]} where the "
+                f"collection has {list(ref[1])[:8]} ({detail}). Every partition must "
+                "have the same columns in the same order."
+            )
         bad = [(c, g, r) for c, g, r in zip(ref[1], got[2], ref[2]) if g != r]
         shown = ", ".join(f"{c!r}: {g} (expected {r})" for c, g, r in bad[:5])
-        return (f"partition {i} of {what} has other column dtypes than the collection: "
-                f"{shown}. Every partition must have the same dtypes (cast them, e.g. "
-                f"{what}.astype(...)).")
+        return (
+            f"partition {i} of {what} has other column dtypes than the collection: "
+            f"{shown}. Every partition must have the same dtypes (cast them, e.g. "
+            f"{what}.astype(...))."
+        )
     if got[1] != ref[1]:
-        return (f"partition {i} of {what} has {got[1]} columns where the collection has "
-                f"{ref[1]}.")
-    return (f"partition {i} of {what} has dtype {got[2]} where the collection has {ref[2]}. "
-            "Every partition must have the same dtype.")
+        return f"partition {i} of {what} has {got[1]} columns where the collection has {ref[1]}."
+    return (
+        f"partition {i} of {what} has dtype {got[2]} where the collection has {ref[2]}. "
+        "Every partition must have the same dtype."
+    )
 
 
 def _raise_part_errors(results, ref, what):
@@ -300,27 +351,35 @@ def _raise_part_errors(results, ref, what):
         raise cls(f"partition {e.index} of {of}: {e.exc}") from e.exc
 
 
-def _learn_codes(client, x_futures, mask, ref, names, d, max_categories, timeout, what,
-                 categorical_features=None):
+def _learn_codes(
+    client, x_futures, mask, ref, names, d, max_categories, timeout, what, categorical_features=None
+):
     """The category codes of the ``mask`` columns, learned from the value counts of every
     partition (merged: what ``CategoryCodes.learn`` gives on the whole columns); identifier-like
     columns are refused or warned about as in one process (``gpufs.data._identifiers``)."""
-    counted = wait_futures(client, [client.submit(count_part_categories, i, f, mask, ref,
-                                                  names, pure=False)
-                                    for i, f in enumerate(x_futures)], timeout,
-                           f"counting the categories of {what}")
+    counted = wait_futures(
+        client,
+        [
+            client.submit(count_part_categories, i, f, mask, ref, names, pure=False)
+            for i, f in enumerate(x_futures)
+        ],
+        timeout,
+        f"counting the categories of {what}",
+    )
     _raise_part_errors(counted, ref, what)
     merged = {}
     for f in np.flatnonzero(mask).tolist():
         name = names[f] if names is not None else f
         merged[f] = merge_counts([c[f] for c in counted], name)
-    check_identifier_columns(merged, None if names is None else dict(enumerate(names)),
-                             categorical_features)
+    check_identifier_columns(
+        merged, None if names is None else dict(enumerate(names)), categorical_features
+    )
     return CategoryCodes.learn_counts(merged, d, max_categories)
 
 
-def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=True, what="X",
-         device="cpu"):
+def load(
+    client, X, y, sample_weight, *, classify, timeout, estimator, reset=True, what="X", device="cpu"
+):
     """Compute and check the partitions of (X, y, sample_weight) on the cluster.
 
     Parameters
@@ -356,13 +415,17 @@ def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=Tru
     x_parts = _partitions_of(X, what, True)
     chunks = _row_chunks(X)
     y_parts = _partitions_of(y, "y" if what == "X" else f"y of {what}", False, chunks)
-    w_parts = (None if sample_weight is None else
-               _partitions_of(sample_weight, "sample_weight", False, chunks))
+    w_parts = (
+        None
+        if sample_weight is None
+        else _partitions_of(sample_weight, "sample_weight", False, chunks)
+    )
     for name, parts in (("y", y_parts), ("sample_weight", w_parts)):
         if parts is not None and len(parts) != len(x_parts):
             raise ValueError(
                 f"{name} has {len(parts)} partitions where X has {len(x_parts)}: partition X "
-                f"and {name} alike (e.g. from one dataframe, or with the same chunks).")
+                f"and {name} alike (e.g. from one dataframe, or with the same chunks)."
+            )
     ref = _reference_schema(X)
     d = ref[1] if ref[0] == "array" else len(ref[1])
     meta = X._meta if _dask_kind(X) == "frame" else None
@@ -371,47 +434,69 @@ def load(client, X, y, sample_weight, *, classify, timeout, estimator, reset=Tru
     if not reset:
         expected = getattr(estimator, "n_features_in_", d)
         if d != expected:
-            raise ValueError(f"{what}: X has {d} features, but {type(estimator).__name__} is "
-                             f"expecting {expected} features as input.")
+            raise ValueError(
+                f"{what}: X has {d} features, but {type(estimator).__name__} is "
+                f"expecting {expected} features as input."
+            )
     # X, y and w in one computation: a table they share is read once
     n_p = len(x_parts)
     every = client.compute(x_parts + y_parts + (w_parts or []))
-    x_f, y_f = every[:n_p], every[n_p:2 * n_p]
-    w_f = every[2 * n_p:] if w_parts is not None else [None] * n_p
+    x_f, y_f = every[:n_p], every[n_p : 2 * n_p]
+    w_f = every[2 * n_p :] if w_parts is not None else [None] * n_p
     if reset:
         cat = estimator._categorical_args()
         mask = categorical_mask(cat["categorical_features"], d, names, kinds)
         codes = None
         if mask.any():
-            codes = _learn_codes(client, x_f, mask, ref, names, d, cat["max_categories"],
-                                 timeout, what, cat["categorical_features"])
+            codes = _learn_codes(
+                client,
+                x_f,
+                mask,
+                ref,
+                names,
+                d,
+                cat["max_categories"],
+                timeout,
+                what,
+                cat["categorical_features"],
+            )
         estimator.category_codes_ = codes
     layout = _Layout(d, names, getattr(estimator, "category_codes_", None))
-    futures = [client.submit(load_part, i, x_f[i], y_f[i], w_f[i], classify, layout, ref,
-                             device, pure=False) for i in range(n_p)]
-    summaries = wait_futures(client, [client.submit(summary_of, f, pure=False)
-                                      for f in futures], timeout,
-                             f"computing the partitions of {what}")
+    futures = [
+        client.submit(
+            load_part, i, x_f[i], y_f[i], w_f[i], classify, layout, ref, device, pure=False
+        )
+        for i in range(n_p)
+    ]
+    summaries = wait_futures(
+        client,
+        [client.submit(summary_of, f, pure=False) for f in futures],
+        timeout,
+        f"computing the partitions of {what}",
+    )
     _raise_part_errors(summaries, ref, what)
     dtypes = {s.dtype for s in summaries}
     if len(dtypes) > 1:  # equal schemas convert alike; a frame of mixed float columns too
-        raise ValueError(f"the partitions of {what} convert to different dtypes "
-                         f"{sorted(dtypes)}.")
+        raise ValueError(f"the partitions of {what} convert to different dtypes {sorted(dtypes)}.")
     n_rows = np.array([s.n for s in summaries], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(n_rows)]).astype(np.int64)
     n = int(offsets[-1])
     if n == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 "
-                         f"is required: every partition of {what} is empty.")
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 "
+            f"is required: every partition of {what} is empty."
+        )
     if d == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape=({n}, 0)) while a minimum of 1 "
-                         "is required.")
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required."
+        )
     if sample_weight is not None and sum(s.n_pos for s in summaries) == 0:
         raise ValueError(ALL_ZERO_WEIGHTS)
     if reset:
         estimator.n_features_in_ = d
-    return Loaded(futures=futures, summaries=summaries, offsets=offsets, n=n, n_features=d,
-                  dtype=dtypes.pop())
+    return Loaded(
+        futures=futures, summaries=summaries, offsets=offsets, n=n, n_features=d, dtype=dtypes.pop()
+    )
 
 
 def check_feature_names(estimator, X, reset):
@@ -437,18 +522,28 @@ def encoded_columns(estimator, X, idx, dtype):
     import dask.array as da
     from dask import delayed
 
-    layout = _Layout(estimator.n_features_in_, getattr(estimator, "feature_names_in_", None),
-                     getattr(estimator, "category_codes_", None))
+    layout = _Layout(
+        estimator.n_features_in_,
+        getattr(estimator, "feature_names_in_", None),
+        getattr(estimator, "category_codes_", None),
+    )
     idx = np.asarray(idx, dtype=np.int64)
     k = int(idx.shape[0])
     if _dask_kind(X) == "frame":
-        return da.concatenate([
-            da.from_delayed(delayed(_encode_block, pure=True)(p, layout, idx, dtype),
-                            shape=(np.nan, k), dtype=dtype) for p in X.to_delayed()], axis=0)
+        return da.concatenate(
+            [
+                da.from_delayed(
+                    delayed(_encode_block, pure=True)(p, layout, idx, dtype),
+                    shape=(np.nan, k),
+                    dtype=dtype,
+                )
+                for p in X.to_delayed()
+            ],
+            axis=0,
+        )
     if X.numblocks[1] > 1:
         X = X.rechunk({1: -1})
-    return X.map_blocks(_encode_block, layout, idx, dtype, chunks=(X.chunks[0], (k,)),
-                        dtype=dtype)
+    return X.map_blocks(_encode_block, layout, idx, dtype, chunks=(X.chunks[0], (k,)), dtype=dtype)
 
 
 def classes_of(summaries):

@@ -9,6 +9,7 @@ fit
 (the data's Dask token, which the graph determines, instead of the single process's sums
 over the rows). The fits live in ``_gbfs.py`` and ``_controlburn.py``.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -65,8 +66,7 @@ def as_single_process(est):
     ``client`` and ``timeout``; a Dask refit model inside (ControlBurn) is converted too."""
     cls = single_process_class(type(est))
     plain = cls.__new__(cls)
-    plain.__dict__.update({k: v for k, v in est.__dict__.items()
-                           if k not in ("client", "timeout")})
+    plain.__dict__.update({k: v for k, v in est.__dict__.items() if k not in ("client", "timeout")})
     refit = plain.__dict__.get("refit_estimator_")
     if hasattr(refit, "to_single_process"):
         plain.refit_estimator_ = refit.to_single_process()
@@ -89,8 +89,10 @@ def predict_dtype(est):
 def _single_process_has(method):
     """``available_if``'s check: the single-process class offers ``method`` (a regressor has
     no ``predict_proba``; ControlBurn's only when its refit model has one)."""
+
     def check(self):
         return hasattr(super(DaskEstimatorBase, self), method)
+
     return check
 
 
@@ -142,7 +144,7 @@ class DaskEstimatorBase:
 
     def __getstate__(self):
         state = dict(super().__getstate__())
-        state["client"] = None      # a pickled model never carries the client
+        state["client"] = None  # a pickled model never carries the client
         return state
 
     def predict(self, X):
@@ -179,8 +181,14 @@ class DaskEstimatorBase:
         """
         if _dask_kind(X) is None:
             return super().predict_proba(X)
-        return lazy_apply(self, DaskEstimatorBase, X, "predict_proba",
-                          width=len(self.classes_), columns=self.classes_)
+        return lazy_apply(
+            self,
+            DaskEstimatorBase,
+            X,
+            "predict_proba",
+            width=len(self.classes_),
+            columns=self.classes_,
+        )
 
     def transform(self, X):
         """The selected columns of X.

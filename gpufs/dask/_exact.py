@@ -12,6 +12,7 @@ Owns the two mergeable forms of the exact float sums gpufs uses on one device:
   (``quantize.exact_sum_words``); the driver adds the words and converts once
   (``quantize.exact_sum_from_words``).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,15 +36,15 @@ def fsum_part(a) -> int:
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     if a.shape[0] == 0:
         return 0
-    mant, exp = np.frexp(a)                      # a = mant * 2**exp, |mant| in [0.5, 1)
-    m = np.ldexp(mant, 53).astype(np.int64)      # exact: 53-bit integers
-    e = exp.astype(np.int64) - 53 + SHIFT        # a = m * 2**(e - SHIFT), e >= 0
+    mant, exp = np.frexp(a)  # a = mant * 2**exp, |mant| in [0.5, 1)
+    m = np.ldexp(mant, 53).astype(np.int64)  # exact: 53-bit integers
+    e = exp.astype(np.int64) - 53 + SHIFT  # a = m * 2**(e - SHIFT), e >= 0
     e_min = int(e.min())
     idx = e - e_min
     size = int(idx.max()) + 1
     hi = np.zeros(size, np.int64)
     lo = np.zeros(size, np.int64)
-    np.add.at(hi, idx, m >> _LOW_BITS)           # floor shift: m = hi * 2**26 + lo exactly
+    np.add.at(hi, idx, m >> _LOW_BITS)  # floor shift: m = hi * 2**26 + lo exactly
     np.add.at(lo, idx, m & ((1 << _LOW_BITS) - 1))
     total = 0
     for i in np.flatnonzero((hi != 0) | (lo != 0)).tolist():
@@ -68,8 +69,13 @@ def sum_stats(a) -> tuple:
     m = float(xp.abs(a).max())
     if math.isfinite(m):
         return int(a.shape[0]), m, False, False, False
-    return (int(a.shape[0]), m, bool(xp.isnan(a).any()), bool((a == math.inf).any()),
-            bool((a == -math.inf).any()))
+    return (
+        int(a.shape[0]),
+        m,
+        bool(xp.isnan(a).any()),
+        bool((a == math.inf).any()),
+        bool((a == -math.inf).any()),
+    )
 
 
 def merge_stats(stats) -> tuple:
@@ -90,5 +96,4 @@ def sum_from_words(stats, words) -> float:
         return nonfinite_sum(has_nan, pos, neg)
     if m == 0.0:
         return 0.0
-    return exact_sum_from_words(sum(int(w[0]) for w in words), sum(int(w[1]) for w in words),
-                                m, n)
+    return exact_sum_from_words(sum(int(w[0]) for w in words), sum(int(w[1]) for w in words), m, n)

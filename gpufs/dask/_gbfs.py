@@ -11,6 +11,7 @@ backend (:class:`~gpufs.dask._backend.ClusterBackend`). The fitted estimator has
 attributes, trees and model file of a ``GBFSRegressor`` / ``GBFSClassifier``; its
 ``predict`` / ``transform`` also take Dask collections (lazily, partition by partition).
 """
+
 from __future__ import annotations
 
 import time
@@ -20,12 +21,12 @@ from sklearn.base import _fit_context, is_classifier
 from sklearn.utils import check_random_state
 
 from .._device import shard_device
-from ..data._input import check_costs, check_groups, encode_known_classes
 from .._params import real_range
+from ..data._input import check_costs, check_groups, encode_known_classes
 from ..data._scales import check_boosting_scale_values
 from ..engine.binning import BinMapper
 from ..selectors._base import eval_triples, feature_budget
-from ..selectors.gbfs import GBFSClassifier, GBFSRegressor, _PARAMS_DOC
+from ..selectors.gbfs import _PARAMS_DOC, GBFSClassifier, GBFSRegressor
 from ._backend import ClusterBackend
 from ._data import classes_of, load
 from ._estimator import DEFAULT_TIMEOUT, DaskEstimatorBase, data_token, warm_key
@@ -37,23 +38,27 @@ from ._validation import split_validation
 
 __all__ = ["DaskGBFSClassifier", "DaskGBFSRegressor"]
 
+
 def default_client(client):
     """``client``, or the current ``distributed`` client (``Client()`` sets it)."""
     if client is not None:
         from distributed import Client
 
         if not isinstance(client, Client):  # "nope" failed later as an AttributeError
-            raise TypeError(f"client must be a distributed.Client or None (the current "
-                            f"client); got {type(client).__name__} {client!r:.80}.")
+            raise TypeError(
+                f"client must be a distributed.Client or None (the current "
+                f"client); got {type(client).__name__} {client!r:.80}."
+            )
         return client
     from distributed import default_client as current
 
     try:
         return current()
     except ValueError:
-        raise ValueError("no Dask client: create one first (from dask.distributed import "
-                         "Client; client = Client(...)) or pass client= to the estimator.") \
-            from None
+        raise ValueError(
+            "no Dask client: create one first (from dask.distributed import "
+            "Client; client = Client(...)) or pass client= to the estimator."
+        ) from None
 
 
 def check_cluster_params(est, gpu_shards=True):
@@ -63,27 +68,36 @@ def check_cluster_params(est, gpu_shards=True):
     ``device="gpu"`` where the shards cannot run on a GPU (``gpu_shards`` False: ControlBurn;
     GT-GBM's group tests). Returns the shards' device (``_device.shard_device``)."""
     if getattr(est, "stability_rounds", 0):
-        raise ValueError("stability_rounds is not supported by the Dask estimators (its "
-                         "refits draw half of the rows in one place): use "
-                         "stability_rounds=0, or the single-process estimator.")
+        raise ValueError(
+            "stability_rounds is not supported by the Dask estimators (its "
+            "refits draw half of the rows in one place): use "
+            "stability_rounds=0, or the single-process estimator."
+        )
     if getattr(est, "pool_ranking", "gain") == "heldout":
-        raise ValueError("pool_ranking='heldout' is not supported by the Dask estimators (its "
-                         "held-out rows are drawn in one place): use pool_ranking='gain', or "
-                         "the single-process estimator.")
+        raise ValueError(
+            "pool_ranking='heldout' is not supported by the Dask estimators (its "
+            "held-out rows are drawn in one place): use pool_ranking='gain', or "
+            "the single-process estimator."
+        )
     refuse = None
     if not gpu_shards:
-        refuse = (f"device='gpu': {type(est).__name__} runs its workers' kernels on the CPU "
-                  "backend (its single-feature trees and lasso are not built for GPU "
-                  "shards); use device='cpu' or 'auto'.")
+        refuse = (
+            f"device='gpu': {type(est).__name__} runs its workers' kernels on the CPU "
+            "backend (its single-feature trees and lasso are not built for GPU "
+            "shards); use device='cpu' or 'auto'."
+        )
     elif getattr(est, "split_search", "exact") == "group_testing":
-        refuse = ("device='gpu' with split_search='group_testing': GT-GBM's group tests run "
-                  "on the CPU shards only (their per-shard blocked sums are not built for GPU "
-                  "shards); use device='cpu', or split_search='exact' on GPU shards.")
+        refuse = (
+            "device='gpu' with split_search='group_testing': GT-GBM's group tests run "
+            "on the CPU shards only (their per-shard blocked sums are not built for GPU "
+            "shards); use device='cpu', or split_search='exact' on GPU shards."
+        )
     return shard_device(est.device, refuse)
 
 
-def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=True,
-                   keep_raw=False, fit=True):
+def bin_on_cluster(
+    group, loaded, mapper, categories, evals=(), positive_only=True, keep_raw=False, fit=True
+):
     """Fit ``mapper`` on the rows the single process would use (unless not ``fit``: a warm
     start keeps its cut points) and bin every shard (and the shards of the validation groups
     ``evals``); ``categories`` the category codes.
@@ -105,8 +119,7 @@ def bin_on_cluster(group, loaded, mapper, categories, evals=(), positive_only=Tr
 
 def _fit_mapper(group, loaded, mapper, categories, positive_only):
     """``bin_on_cluster``'s cut points: the gathered sample, fitted; returns its bytes."""
-    n_pos = np.array([s.n_pos if positive_only else s.n for s in loaded.summaries],
-                     dtype=np.int64)
+    n_pos = np.array([s.n_pos if positive_only else s.n for s in loaded.summaries], dtype=np.int64)
     pos_off = np.concatenate([[0], np.cumsum(n_pos)])
     idx = mapper.sample_rows(int(pos_off[-1]))
     picks = []
@@ -117,14 +130,15 @@ def _fit_mapper(group, loaded, mapper, categories, positive_only):
             lo, hi = np.searchsorted(idx, [pos_off[i], pos_off[i + 1]])
             picks.append(idx[lo:hi] - pos_off[i])
     group.phase = "gathering the binning sample"
-    got = group.call("sample", per_shard=[([picks[i] for i in parts], positive_only)
-                                          for parts in group.parts])
+    got = group.call(
+        "sample", per_shard=[([picks[i] for i in parts], positive_only) for parts in group.parts]
+    )
     rows = {}
     for parts, block in zip(group.parts, got):
         at = 0
         for i in parts:
             m = n_pos[i] if idx is None else picks[i].shape[0]
-            rows[i] = block[at:at + m]
+            rows[i] = block[at : at + m]
             at += m
     sample = np.concatenate([rows[i] for i in sorted(rows)])
     mapper.fit(sample, categories=categories)
@@ -141,31 +155,78 @@ def target_kind(est):
 class _DaskGBFSMixin(DaskEstimatorBase):
     """The distributed ``fit`` and the Dask-aware ``predict`` / ``transform``."""
 
-    def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
-                 feature_groups=None, categorical_features="from_dtype",
-                 n_features_to_select=None, tol=None, stability_rounds=0,
-                 pool_ranking="gain", split_search="exact", gt_s=None,
-                 gt_delta=0.05, gt_subsets="per_tree", n_estimators=100, learning_rate=0.1,
-                 max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
-                 min_split_gain=0.0, hessian=True, cat_smooth=10.0, cat_l2=10.0,
-                 min_data_per_group=20, max_cat_threshold=32, validation_fraction=None,
-                 n_iter_no_change=None, warm_start=False, device="auto", n_jobs=None,
-                 random_state=None, verbose=False, client=None, timeout=DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        *,
+        mu=0.05,
+        penalty_scaling="root_sse",
+        feature_costs=None,
+        feature_groups=None,
+        categorical_features="from_dtype",
+        n_features_to_select=None,
+        tol=None,
+        stability_rounds=0,
+        pool_ranking="gain",
+        split_search="exact",
+        gt_s=None,
+        gt_delta=0.05,
+        gt_subsets="per_tree",
+        n_estimators=100,
+        learning_rate=0.1,
+        max_depth=4,
+        max_bins=255,
+        reg_lambda=1.0,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+        hessian=True,
+        cat_smooth=10.0,
+        cat_l2=10.0,
+        min_data_per_group=20,
+        max_cat_threshold=32,
+        validation_fraction=None,
+        n_iter_no_change=None,
+        warm_start=False,
+        device="auto",
+        n_jobs=None,
+        random_state=None,
+        verbose=False,
+        client=None,
+        timeout=DEFAULT_TIMEOUT,
+    ):
         super().__init__(
-            mu=mu, penalty_scaling=penalty_scaling, feature_costs=feature_costs,
-            feature_groups=feature_groups, categorical_features=categorical_features,
-            n_features_to_select=n_features_to_select, tol=tol,
-            stability_rounds=stability_rounds, pool_ranking=pool_ranking,
+            mu=mu,
+            penalty_scaling=penalty_scaling,
+            feature_costs=feature_costs,
+            feature_groups=feature_groups,
+            categorical_features=categorical_features,
+            n_features_to_select=n_features_to_select,
+            tol=tol,
+            stability_rounds=stability_rounds,
+            pool_ranking=pool_ranking,
             split_search=split_search,
-            gt_s=gt_s, gt_delta=gt_delta, gt_subsets=gt_subsets, n_estimators=n_estimators,
-            learning_rate=learning_rate, max_depth=max_depth, max_bins=max_bins,
-            reg_lambda=reg_lambda, min_child_weight=min_child_weight,
-            min_split_gain=min_split_gain, hessian=hessian, cat_smooth=cat_smooth,
-            cat_l2=cat_l2, min_data_per_group=min_data_per_group,
+            gt_s=gt_s,
+            gt_delta=gt_delta,
+            gt_subsets=gt_subsets,
+            n_estimators=n_estimators,
+            learning_rate=learning_rate,
+            max_depth=max_depth,
+            max_bins=max_bins,
+            reg_lambda=reg_lambda,
+            min_child_weight=min_child_weight,
+            min_split_gain=min_split_gain,
+            hessian=hessian,
+            cat_smooth=cat_smooth,
+            cat_l2=cat_l2,
+            min_data_per_group=min_data_per_group,
             max_cat_threshold=max_cat_threshold,
-            validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
-            warm_start=warm_start, device=device, n_jobs=n_jobs, random_state=random_state,
-            verbose=verbose)
+            validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change,
+            warm_start=warm_start,
+            device=device,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            verbose=verbose,
+        )
         self.client = client
         self.timeout = timeout
 
@@ -196,8 +257,16 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         timeout = float(self.timeout)
         classify = is_classifier(self)
         t0 = time.perf_counter()
-        loaded = load(client, X, y, sample_weight, classify=classify, timeout=timeout,
-                      estimator=self, device=device)
+        loaded = load(
+            client,
+            X,
+            y,
+            sample_weight,
+            classify=classify,
+            timeout=timeout,
+            estimator=self,
+            device=device,
+        )
         d = loaded.n_features
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
@@ -208,18 +277,25 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         self._objective = self._make_objective()
         weighted = sample_weight is not None
         self._check_scales(loaded, weighted)
-        evals_loaded = self._load_evals(client, eval_set, sample_weight_eval_set, timeout,
-                                        device)
+        evals_loaded = self._load_evals(client, eval_set, sample_weight_eval_set, timeout, device)
         split_bytes = 0
         if self.validation_fraction is not None:  # the rows one process holds out
             loaded, held, split_bytes = split_validation(
-                client, loaded, self.validation_fraction, seed,
-                self.classes_ if classify else None, timeout)
+                client,
+                loaded,
+                self.validation_fraction,
+                seed,
+                self.classes_ if classify else None,
+                timeout,
+            )
             evals_loaded = [(held, weighted, "the validation_fraction rows")]
         # warm_start on the same data (its Dask token) and parameters (all but
         # n_features_to_select and tol): the cut points and earlier mu probes are reused
-        key = (warm_key(self, data_token(X, y, sample_weight), ("n_features_to_select", "tol"))
-               if self.warm_start else None)
+        key = (
+            warm_key(self, data_token(X, y, sample_weight), ("n_features_to_select", "tol"))
+            if self.warm_start
+            else None
+        )
         warm = key is not None and getattr(self, "_warm_key_", None) == key
         history = list(getattr(self, "_mu_history_", [])) if warm else []
         group_testing = self.split_search == "group_testing"
@@ -238,43 +314,73 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                 evals.append(ShardRows(g, lv.n, d, w_val))
             if not warm:
                 self.bin_mapper_ = BinMapper(self.max_bins, random_state=seed)
-            sample_bytes = bin_on_cluster(group, loaded, self.bin_mapper_,
-                                          self.category_codes_, [e.group for e in evals],
-                                          keep_raw=group_testing, fit=not warm)
+            sample_bytes = bin_on_cluster(
+                group,
+                loaded,
+                self.bin_mapper_,
+                self.category_codes_,
+                [e.group for e in evals],
+                keep_raw=group_testing,
+                fit=not warm,
+            )
             times = {"bin": time.perf_counter() - t0}
             backend = ClusterBackend(group, self.bin_mapper_.n_bins_)
             budget = feature_budget(self.n_features_to_select, self.tol, d)
             gt = None
             if group_testing:  # the standardized columns, then the float rows are dropped
-                gt = self._group_test_search(ShardedRaw(group, d), None, d, budget.asked, seed,
-                                             backend, times)
+                gt = self._group_test_search(
+                    ShardedRaw(group, d), None, d, budget.asked, seed, backend, times
+                )
                 group.defer("drop_raw")
-            rows = ShardRows(group, loaded.n, d, weighted, backend,
-                             unit_hessian=not self.hessian,
-                             divisor=self.penalty_scaling == "root_sse")
-            before = (group.bytes_sent, group.bytes_received, group.calls,
-                      group.bytes_between_workers, group.reductions, group.reduce_seconds)
+            rows = ShardRows(
+                group,
+                loaded.n,
+                d,
+                weighted,
+                backend,
+                unit_hessian=not self.hessian,
+                divisor=self.penalty_scaling == "root_sse",
+            )
+            before = (
+                group.bytes_sent,
+                group.bytes_received,
+                group.calls,
+                group.bytes_between_workers,
+                group.reductions,
+                group.reduce_seconds,
+            )
             # the workers run the CPU kernels: the fitted device_ is "cpu"
-            self._fit_binned(backend, rows, evals, costs, groups, times, warm=(key, history),
-                             gt=gt, budget=budget, device="cpu")
-            self.cluster_ = {"workers": list(group.addresses),
-                             "partitions": [list(p) for p in group.parts],
-                             "bytes_to_workers": int(group.bytes_sent),
-                             "bytes_from_workers": int(group.bytes_received),
-                             "bytes_between_workers": int(group.bytes_between_workers),
-                             "binning_sample_bytes": sample_bytes,
-                             "validation_split_bytes": split_bytes,
-                             "calls": int(group.calls),
-                             "boost_bytes_to_workers": int(group.bytes_sent - before[0]),
-                             "boost_bytes_from_workers": int(group.bytes_received - before[1]),
-                             "boost_calls": int(group.calls - before[2]),
-                             "boost_bytes_between_workers": int(group.bytes_between_workers
-                                                                - before[3]),
-                             "boost_reductions": int(group.reductions - before[4]),
-                             "boost_reduce_seconds": group.reduce_seconds - before[5],
-                             "histogram_slots": int(backend.layout.n_slots),
-                             "recoveries": [r for g in groups_open for r in g.recoveries],
-                             "shard_backends": group.call("backend_name")}
+            self._fit_binned(
+                backend,
+                rows,
+                evals,
+                costs,
+                groups,
+                times,
+                warm=(key, history),
+                gt=gt,
+                budget=budget,
+                device="cpu",
+            )
+            self.cluster_ = {
+                "workers": list(group.addresses),
+                "partitions": [list(p) for p in group.parts],
+                "bytes_to_workers": int(group.bytes_sent),
+                "bytes_from_workers": int(group.bytes_received),
+                "bytes_between_workers": int(group.bytes_between_workers),
+                "binning_sample_bytes": sample_bytes,
+                "validation_split_bytes": split_bytes,
+                "calls": int(group.calls),
+                "boost_bytes_to_workers": int(group.bytes_sent - before[0]),
+                "boost_bytes_from_workers": int(group.bytes_received - before[1]),
+                "boost_calls": int(group.calls - before[2]),
+                "boost_bytes_between_workers": int(group.bytes_between_workers - before[3]),
+                "boost_reductions": int(group.reductions - before[4]),
+                "boost_reduce_seconds": group.reduce_seconds - before[5],
+                "histogram_slots": int(backend.layout.n_slots),
+                "recoveries": [r for g in groups_open for r in g.recoveries],
+                "shard_backends": group.call("backend_name"),
+            }
         finally:
             for g in groups_open:
                 g.close()
@@ -288,8 +394,18 @@ class _DaskGBFSMixin(DaskEstimatorBase):
         out = []
         for i, (Xv, yv, wv) in enumerate(pairs):
             what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
-            lv = load(client, Xv, yv, wv, classify=classify, timeout=timeout, estimator=self,
-                      reset=False, what=what, device=device)
+            lv = load(
+                client,
+                Xv,
+                yv,
+                wv,
+                classify=classify,
+                timeout=timeout,
+                estimator=self,
+                reset=False,
+                what=what,
+                device=device,
+            )
             if classify:
                 for s in lv.summaries:
                     encode_known_classes(s.labels, self.classes_, what)
@@ -335,20 +451,32 @@ def dask_doc(summary, params_doc, attributes=""):
     params_doc = params_doc.replace(  # the held-out split is drawn in one place: refused
         'pool_ranking : {"heldout", "gain"}, default="heldout"',
         'pool_ranking : {"heldout", "gain"}, default="gain"\n        On a cluster "gain" only '
-        '("heldout" is refused). In one process:', 1)
-    return (summary + "\n" + params_doc.replace("    Attributes\n", _CLUSTER_PARAMS_DOC
-                                                + "\n    Attributes\n", 1) + attributes)
+        '("heldout" is refused). In one process:',
+        1,
+    )
+    return (
+        summary
+        + "\n"
+        + params_doc.replace("    Attributes\n", _CLUSTER_PARAMS_DOC + "\n    Attributes\n", 1)
+        + attributes
+    )
 
 
 class DaskGBFSRegressor(_DaskGBFSMixin, GBFSRegressor):
-    __doc__ = dask_doc("Gradient Boosted Feature Selection for regression on a Dask cluster: "
-                       "the model of ``GBFSRegressor`` on the same rows, bit for bit.",
-                       _PARAMS_DOC, _GBFS_CLUSTER_DOC)
+    __doc__ = dask_doc(
+        "Gradient Boosted Feature Selection for regression on a Dask cluster: "
+        "the model of ``GBFSRegressor`` on the same rows, bit for bit.",
+        _PARAMS_DOC,
+        _GBFS_CLUSTER_DOC,
+    )
     _parameter_constraints = {**GBFSRegressor._parameter_constraints, **_CONSTRAINTS}
 
 
 class DaskGBFSClassifier(_DaskGBFSMixin, GBFSClassifier):
-    __doc__ = dask_doc("Gradient Boosted Feature Selection for classification on a Dask "
-                       "cluster: the model of ``GBFSClassifier`` on the same rows, bit for bit.",
-                       _PARAMS_DOC, _CLASSES_DOC + _GBFS_CLUSTER_DOC)
+    __doc__ = dask_doc(
+        "Gradient Boosted Feature Selection for classification on a Dask "
+        "cluster: the model of ``GBFSClassifier`` on the same rows, bit for bit.",
+        _PARAMS_DOC,
+        _CLASSES_DOC + _GBFS_CLUSTER_DOC,
+    )
     _parameter_constraints = {**GBFSClassifier._parameter_constraints, **_CONSTRAINTS}

@@ -13,6 +13,7 @@ array bytes that travel each way.
 
 Every wait has a timeout: nothing here can hang on a dead or stuck worker.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,22 +57,29 @@ def wait_futures(client, futures, timeout, what):
 
     try:
         with client.as_current():  # ``wait`` asks for the current client
-            done, not_done = wait(futures, timeout=timeout, return_when="ALL_COMPLETED") \
-                if futures else (set(), set())
+            done, not_done = (
+                wait(futures, timeout=timeout, return_when="ALL_COMPLETED")
+                if futures
+                else (set(), set())
+            )
     except TimeoutError:  # distributed raises where older versions returned the unfinished
         not_done = [f for f in futures if not f.done()] or futures
     if not_done:
-        raise ClusterError(f"gpufs.dask: timed out after {timeout:g} s {what} "
-                           f"({len(not_done)} of {len(futures)} tasks unfinished).")
+        raise ClusterError(
+            f"gpufs.dask: timed out after {timeout:g} s {what} "
+            f"({len(not_done)} of {len(futures)} tasks unfinished)."
+        )
     lost = [f for f in futures if f.status not in ("finished", "error")]
     if lost:
-        raise ClusterError(f"gpufs.dask: a worker was lost {what} (task status "
-                           f"{lost[0].status!r}).")
+        raise ClusterError(
+            f"gpufs.dask: a worker was lost {what} (task status {lost[0].status!r})."
+        )
     try:
         return client.sync(client._gather, futures, callback_timeout=timeout)
     except TimeoutError:
-        raise ClusterError(f"gpufs.dask: timed out after {timeout:g} s gathering the results "
-                           f"{what}.") from None
+        raise ClusterError(
+            f"gpufs.dask: timed out after {timeout:g} s gathering the results {what}."
+        ) from None
 
 
 def _bind(actor, client):
@@ -144,42 +152,60 @@ class ShardGroup:
         self.journal = Journal()
         self.recoveries = []
         self._pending = []
-        who = self._who_has(loaded.futures, f"asking the scheduler where the partitions of "
-                                            f"{what} are")
+        who = self._who_has(
+            loaded.futures, f"asking the scheduler where the partitions of {what} are"
+        )
         by_worker: dict = {}
         for i, f in enumerate(loaded.futures):
             holders = sorted(who.get(f.key, ()))
             if not holders:
-                raise ClusterError(f"gpufs.dask: partition {i} of {what} is held by no worker "
-                                   "(was a worker lost while loading?).")
+                raise ClusterError(
+                    f"gpufs.dask: partition {i} of {what} is held by no worker "
+                    "(was a worker lost while loading?)."
+                )
             by_worker.setdefault(holders[0], []).append(i)
         self.addresses = sorted(by_worker)
         self.parts = [by_worker[a] for a in self.addresses]
         self._futures = [self._submit_shard(i, a) for i, a in enumerate(self.addresses)]
-        self.actors = [_bind(a, client) for a in wait_futures(
-            client, self._futures, self.timeout, f"starting the shards of {what}")]
+        self.actors = [
+            _bind(a, client)
+            for a in wait_futures(
+                client, self._futures, self.timeout, f"starting the shards of {what}"
+            )
+        ]
         # global row indices of each shard's local rows, in its local order
         offsets = loaded.offsets
-        self.rows = [np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in idx])
-                     .astype(np.int64) for idx in self.parts]
+        self.rows = [
+            np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in idx]).astype(np.int64)
+            for idx in self.parts
+        ]
 
     def _who_has(self, futures, what):
         try:
-            return self.client.sync(self.client.scheduler.who_has,
-                                    keys=[f.key for f in futures], callback_timeout=self.timeout)
+            return self.client.sync(
+                self.client.scheduler.who_has,
+                keys=[f.key for f in futures],
+                callback_timeout=self.timeout,
+            )
         except TimeoutError:
-            raise ClusterError(f"gpufs.dask: timed out after {self.timeout:g} s {what}.") \
-                from None
+            raise ClusterError(f"gpufs.dask: timed out after {self.timeout:g} s {what}.") from None
 
     def _submit_shard(self, i, address):
         from ._shard import Shard
 
         idx = self.parts[i]
         offsets = self.loaded.offsets
-        return self.client.submit(Shard, [self.loaded.futures[j] for j in idx],
-                                  [int(offsets[j]) for j in idx], self.n_jobs, self.device,
-                                  actor=True,
-                                  workers=[address], allow_other_workers=False, pure=False)
+        return self.client.submit(
+            Shard,
+            [self.loaded.futures[j] for j in idx],
+            [int(offsets[j]) for j in idx],
+            self.n_jobs,
+            self.device,
+            actor=True,
+            workers=[address],
+            allow_other_workers=False,
+            pure=False,
+        )
 
     def __len__(self):
         return len(self.actors)
@@ -221,7 +247,7 @@ class ShardGroup:
             sent += _array_bytes(per_shard)
         self.bytes_sent += sent
         self.journal.maybe_compact()
-        mark = len(self.journal)    # the state before this call: what a rebuild replays
+        mark = len(self.journal)  # the state before this call: what a rebuild replays
         for m, a, _, replay in pending:
             self.journal.record(*(replay or (m, a)))
         self.journal.record(method, args, per_shard)
@@ -243,8 +269,9 @@ class ShardGroup:
                 self.bytes_replayed += sent // max(1, len(self.actors))
             todo = sorted(lost)
         else:
-            raise ClusterError(f"gpufs.dask: workers kept being lost{self._where()}; the fit "
-                               "stopped.")
+            raise ClusterError(
+                f"gpufs.dask: workers kept being lost{self._where()}; the fit stopped."
+            )
         self.bytes_received += _array_bytes(answers)
         for j, (_, _, callback, _) in enumerate(pending):
             if callback is not None:
@@ -282,8 +309,7 @@ class ShardGroup:
         t0 = time.perf_counter()
         for _ in range(2 * len(self.actors) + 2):
             peers = [(a, f.key) for a, f in zip(self.addresses, self._futures)]
-            got, lost = self._round([0], lambda i: self.actors[0].reduce(tag, peers, 0),
-                                    watch=True)
+            got, lost = self._round([0], lambda i: self.actors[0].reduce(tag, peers, 0), watch=True)
             if not lost:
                 self.reductions += 1
                 total, between = got[0]
@@ -294,8 +320,7 @@ class ShardGroup:
             mark = len(self.journal)
             for i, exc in sorted(lost.items()):
                 self._rebuild(i, exc, mark)
-        raise ClusterError(f"gpufs.dask: workers kept being lost{self._where()}; the fit "
-                           "stopped.")
+        raise ClusterError(f"gpufs.dask: workers kept being lost{self._where()}; the fit stopped.")
 
     # --- waiting, and what a lost worker costs ------------------------------------------------
     def _round(self, idx, send, watch=False):
@@ -317,8 +342,7 @@ class ShardGroup:
         every shard's worker is watched (a reduction, whose call reaches them all), and the
         wait ends, the shards that left reported lost, as soon as one leaves."""
         timeout = self.timeout
-        addresses = {i: self.addresses[i] for i in (range(len(self.addresses)) if watch
-                                                     else futs)}
+        addresses = {i: self.addresses[i] for i in (range(len(self.addresses)) if watch else futs)}
         client = self.client
 
         async def gather():
@@ -336,15 +360,20 @@ class ShardGroup:
                 await asyncio.wait(waiting, timeout=min(left, POLL_S))
                 if any(not t.done() for t in waiting):
                     alive = await client.scheduler.ncores(workers=list(set(addresses.values())))
-                    gone |= {i for i in addresses if addresses[i] not in alive
-                             and (i not in tasks or not tasks[i].done())}
+                    gone |= {
+                        i
+                        for i in addresses
+                        if addresses[i] not in alive and (i not in tasks or not tasks[i].done())
+                    }
             return tasks, gone
 
         t0 = time.perf_counter()
         tasks, gone = self.client.sync(gather)
         got, asked = {}, set()  # asked: shards whose call failed for a lost watched shard
-        lost = {i: ConnectionError(f"worker {addresses[i]} left the cluster")
-                for i in gone - tasks.keys()}  # a watched shard: its parent's call is dropped
+        lost = {
+            i: ConnectionError(f"worker {addresses[i]} left the cluster")
+            for i in gone - tasks.keys()
+        }  # a watched shard: its parent's call is dropped
         for i, t in tasks.items():
             if i in gone and not t.done():
                 lost[i] = ConnectionError(f"worker {addresses[i]} left the cluster")
@@ -356,8 +385,10 @@ class ShardGroup:
                 elif isinstance(exc, OSError):
                     lost[i] = exc
                 else:
-                    raise ClusterError(f"gpufs.dask: worker {addresses[i]} failed"
-                                       f"{self._where()}: {type(exc).__name__}: {exc}") from exc
+                    raise ClusterError(
+                        f"gpufs.dask: worker {addresses[i]} failed"
+                        f"{self._where()}: {type(exc).__name__}: {exc}"
+                    ) from exc
             elif t.done() and not t.cancelled():
                 got[i] = t.result()
         slow = [addresses[i] for i in tasks if i not in (got.keys() | lost.keys() | asked)]
@@ -368,7 +399,8 @@ class ShardGroup:
                 f"gpufs.dask: timed out after {time.perf_counter() - t0:.1f} s (timeout="
                 f"{timeout:g}){self._where()}: no answer from worker(s) {stuck[:4]}"
                 f"{' (summing histograms among them)' if watch else ''}. Raise the "
-                "estimator's timeout for slower steps, or check the workers.")
+                "estimator's timeout for slower steps, or check the workers."
+            )
         return got, lost
 
     def _rebuilt_holders(self, futs, old, parts, exc):
@@ -384,13 +416,14 @@ class ShardGroup:
                     f"{exc}). It held partitions {shown} of {self.what}, which cannot be "
                     f"rebuilt (Dask reports them {bad}: their only copy was in that worker's "
                     "memory and no graph can recompute them, as for scattered data), so the "
-                    "fit stopped. Fit again, from data Dask can recompute or read again.") \
-                    from exc
+                    "fit stopped. Fit again, from data Dask can recompute or read again."
+                ) from exc
             who = self._who_has(futs, f"finding the rebuilt partitions of {self.what}")
             holders = [[a for a in who.get(f.key, ()) if a != old] for f in futs]
             if all(holders):
-                alive = self.client.sync(self.client.scheduler.ncores,
-                                         workers=sorted({a for h in holders for a in h}))
+                alive = self.client.sync(
+                    self.client.scheduler.ncores, workers=sorted({a for h in holders for a in h})
+                )
                 holders = [[a for a in h if a in alive] for h in holders]
                 if all(holders):
                     counts: dict = {}
@@ -402,7 +435,8 @@ class ShardGroup:
                 raise ClusterError(
                     f"gpufs.dask: timed out after {self.timeout:g} s waiting for Dask to "
                     f"recompute partitions {parts[:10]} of {self.what}, lost with worker "
-                    f"{old}{self._where()}.") from exc
+                    f"{old}{self._where()}."
+                ) from exc
             time.sleep(0.1)
 
     def _rebuild(self, i, exc, mark):
@@ -420,17 +454,32 @@ class ShardGroup:
             address = min(counts, key=lambda a: (-counts[a], a))
             self.addresses[i] = address
             self._futures[i] = self._submit_shard(i, address)
-            self.actors[i] = _bind(wait_futures(self.client, [self._futures[i]], self.timeout,
-                                                f"rebuilding a shard of {self.what}")[0],
-                                   self.client)
+            self.actors[i] = _bind(
+                wait_futures(
+                    self.client,
+                    [self._futures[i]],
+                    self.timeout,
+                    f"rebuilding a shard of {self.what}",
+                )[0],
+                self.client,
+            )
             self.bytes_replayed += _array_bytes([a for _, a in entries])
             _, lost = self._round([i], lambda i: self.actors[i].replay(entries))
             if not lost:
                 break
             lost_at, exc = address, lost[i]
         else:
-            raise ClusterError(f"gpufs.dask: the workers a shard of {self.what} was rebuilt on "
-                               f"were lost too{self._where()}; the fit stopped.") from exc
-        self.recoveries.append({"lost": old, "worker": address, "phase": self.phase,
-                                "partitions": list(parts), "replayed": len(entries),
-                                "seconds": time.perf_counter() - t0})
+            raise ClusterError(
+                f"gpufs.dask: the workers a shard of {self.what} was rebuilt on "
+                f"were lost too{self._where()}; the fit stopped."
+            ) from exc
+        self.recoveries.append(
+            {
+                "lost": old,
+                "worker": address,
+                "phase": self.phase,
+                "partitions": list(parts),
+                "replayed": len(entries),
+                "seconds": time.perf_counter() - t0,
+            }
+        )

@@ -10,6 +10,7 @@ with the merged extremes each shard bins them by the one equal-width rule and re
 compiled scan. The kept halves ride on the next call. So the candidates, and the trees, are
 those of one process.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,8 +52,10 @@ def standardize_on_shards(X, block=64):
 
 
 def _merged_extremes(got):
-    return (np.min([g[:, 0] for g in got], axis=0).astype(np.int32),
-            np.max([g[:, 1] for g in got], axis=0).astype(np.int32))
+    return (
+        np.min([g[:, 0] for g in got], axis=0).astype(np.int32),
+        np.max([g[:, 1] for g in got], axis=0).astype(np.int32),
+    )
 
 
 class _FirstOnShards:
@@ -109,7 +112,7 @@ class ClusterSteps:
             v_lo = v_hi = None
         parts = self.group.call("gt_hist", self.nb, v_lo, v_hi)
         hist = np.zeros((2 * k, N_HIST_BINS, 2), np.int64)
-        hist[:, :self.nb] = sum(parts[1:], parts[0])
+        hist[:, : self.nb] = sum(parts[1:], parts[0])
         gains = best_gains(hist, self.scan)
         return gains[:k], gains[k:]
 

@@ -10,6 +10,7 @@ setup calls, the raw scores' history since the last ``init_raw`` (one small entr
 the live snapshots, and the calls of the current round and tree. Methods that change nothing
 (:data:`QUERIES`) are not journaled.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,9 +21,21 @@ __all__ = ["EFFECTS", "Journal", "QUERIES", "SETUP"]
 SETUP = frozenset({"set_target", "bin", "drop_raw", "gt_standardize", "store_weights"})
 
 #: Calls that read shard state and change none of it.
-QUERIES = frozenset({"sample", "target", "init_parts", "words", "extremes", "leaf_of_rows",
-                     "gt_column_extremes", "gt_hist", "tree_predictions", "noop",
-                     "backend_name"})
+QUERIES = frozenset(
+    {
+        "sample",
+        "target",
+        "init_parts",
+        "words",
+        "extremes",
+        "leaf_of_rows",
+        "gt_column_extremes",
+        "gt_hist",
+        "tree_predictions",
+        "noop",
+        "backend_name",
+    }
+)
 
 
 def _snap(args):
@@ -117,8 +130,10 @@ class Journal:
     def replay_for(self, shard, upto=None):
         """The (method, args) calls shard ``shard`` replays: the first ``upto`` entries."""
         entries = self.entries if upto is None else self.entries[:upto]
-        return [(e.method, e.args + (() if e.per_shard is None else tuple(e.per_shard[shard])))
-                for e in entries]
+        return [
+            (e.method, e.args + (() if e.per_shard is None else tuple(e.per_shard[shard])))
+            for e in entries
+        ]
 
 
 def _merge_predictions(entries):
@@ -128,8 +143,9 @@ def _merge_predictions(entries):
         prev = out[-1] if out else None
         if e.method == "predict" and prev is not None and prev.method == "predict":
             a, b = prev.args[0], e.args[0]
-            merged = {k: (a[k] if k == "is_categorical" else np.concatenate([a[k], b[k]]))
-                      for k in a}
+            merged = {
+                k: (a[k] if k == "is_categorical" else np.concatenate([a[k], b[k]])) for k in a
+            }
             out[-1] = _Entry("predict", (merged,), None)
         else:
             out.append(e)

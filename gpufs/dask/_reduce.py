@@ -13,6 +13,7 @@ sum whatever W. A child that cannot be reached raises :class:`PeerLost` naming i
 driver rebuilds that shard (not the one that asked) and asks again; a shard's kept payload
 is never changed by a reduction, so asking again gives the same sum.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -70,8 +71,10 @@ async def reduce_subtree(kept, tag, peers, me):
         Bytes of the sums this subtree's shards received from their children.
     """
     if kept is None or kept[0] != tag:
-        raise RuntimeError(f"gpufs.dask: shard {me} holds the histograms of call "
-                           f"{None if kept is None else kept[0]}, asked for call {tag}")
+        raise RuntimeError(
+            f"gpufs.dask: shard {me} holds the histograms of call "
+            f"{None if kept is None else kept[0]}, asked for call {tag}"
+        )
     own = kept[1]
     kids = children(me, len(peers))
     if not kids:
@@ -85,8 +88,10 @@ async def reduce_subtree(kept, tag, peers, me):
         address, key = peers[j]
         try:
             resp = await worker.rpc(address).actor_execute(
-                actor=key, function="reduce",
-                args=[to_serialize(tag), to_serialize(peers), to_serialize(j)])
+                actor=key,
+                function="reduce",
+                args=[to_serialize(tag), to_serialize(peers), to_serialize(j)],
+            )
         except (OSError, asyncio.TimeoutError) as exc:
             raise PeerLost(j, address, f"{type(exc).__name__}: {exc}") from None
         if resp["status"] != "OK":

@@ -13,6 +13,7 @@ row.
 Calls that return nothing the loop needs at once (the starting raw scores, snapshots,
 validation predictions) are deferred to ride on the next call (``ShardGroup.defer``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -28,8 +29,15 @@ from ._exact import fsum_from_parts, merge_stats, sum_from_words
 __all__ = ["ShardRows", "predict_arrays"]
 
 #: The tree arrays a shard's prediction reads.
-_PREDICT_FIELDS = ("feature", "bin_threshold", "missing_left", "value", "tree_column",
-                   "is_categorical", "cat_bits")
+_PREDICT_FIELDS = (
+    "feature",
+    "bin_threshold",
+    "missing_left",
+    "value",
+    "tree_column",
+    "is_categorical",
+    "cat_bits",
+)
 
 
 def predict_arrays(ensemble, start, stop=None) -> dict:
@@ -79,8 +87,7 @@ class ShardRows(BoostingRows):
         extremes it will ask for; any other flags cost a call of their own).
     """
 
-    def __init__(self, group, n, d, weighted, backend=None, unit_hessian=False,
-                 divisor=False):
+    def __init__(self, group, n, d, weighted, backend=None, unit_hessian=False, divisor=False):
         self.group = group
         self.shape = (int(n), int(d))
         self.weighted = bool(weighted)
@@ -145,8 +152,9 @@ class ShardRows(BoostingRows):
             self.group.phase = f"tree {self.backend.tree_index + 1}, gradients"
         answers = self.group.call("round", objective.name, *self.flags)
         if self.backend is not None:
-            self.backend.extremes = {(k, self.flags): [a[1][k] for a in answers]
-                                     for k in range(len(answers[0][1]))}
+            self.backend.extremes = {
+                (k, self.flags): [a[1][k] for a in answers] for k in range(len(answers[0][1]))
+            }
         cols = _Columns(self.shape[0])
         return cols, cols, [a[0] for a in answers]
 

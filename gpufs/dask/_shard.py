@@ -13,18 +13,25 @@ arguments, so a shard that replays the driver's journal (``replay``) holds a los
 Row order inside a shard does not matter: histograms and fixed-point sums are int64 sums, and
 every per-row result is a function of the row alone.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from .._device import namespace_of, to_host
-from ..rules._hist_layout import HistLayout
 from .._threading import thread_limit
 from ..backends._shard_backend import shard_backend
 from ..backends.cpu import BinnedMatrix
-from ..engine.group_testing import (CPUSteps, pseudo_feature_bins, pseudo_feature_extremes,
-                             pseudo_feature_histograms, standardize_extremes, standardize_with)
+from ..engine.group_testing import (
+    CPUSteps,
+    pseudo_feature_bins,
+    pseudo_feature_extremes,
+    pseudo_feature_histograms,
+    standardize_extremes,
+    standardize_with,
+)
 from ..engine.quantize import exact_sum_words
+from ..rules._hist_layout import HistLayout
 from ._exact import fsum_part, sum_stats
 from ._reduce import reduce_subtree
 
@@ -128,7 +135,7 @@ class Shard:
             for p in self.parts:
                 m = p.X.shape[0]
                 if m:
-                    Xb[at:at + m] = self.backend.bin_transform(p.X, cuts_padded, n_cuts)
+                    Xb[at : at + m] = self.backend.bin_transform(p.X, cuts_padded, n_cuts)
                 at += m
             self.data = self.backend.prepare_binned(Xb)
         if not keep_raw:
@@ -202,8 +209,7 @@ class Shard:
         keeps them and returns the stats of the loss terms (times w) and the extremes of
         every output column's gradients (``extremes``)."""
         with thread_limit(self.n_jobs):
-            self.G, self.Hs, terms = self.backend.round_gradients(objective_name, self.raw,
-                                                                  self.y)
+            self.G, self.Hs, terms = self.backend.round_gradients(objective_name, self.raw, self.y)
         self.vec["loss"] = terms if self.w is None else terms * self.w
         ext = [self.extremes(k, unit_hessian, divisor) for k in range(self.G.shape[0])]
         return sum_stats(self.vec["loss"]), ext
@@ -220,16 +226,26 @@ class Shard:
         if self.n == 0:
             return 0.0, 0.0, 0.0
         with thread_limit(self.n_jobs):
-            return self.backend.gradient_extremes(self.G[k], self.Hs[k], self.w, unit_hessian,
-                                                  divisor)
+            return self.backend.gradient_extremes(
+                self.G[k], self.Hs[k], self.w, unit_hessian, divisor
+            )
 
     def quantize(self, k, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor):
         """``CPUBackend.quantize_gradients`` of column k at the global scales: keeps the
         fixed-point gradients, returns the int64 sums (8,)."""
         with thread_limit(self.n_jobs):
             self.gh, sums = self.backend.quantize_gradients(
-                self.G[k], self.Hs[k], self.w, unit_hessian, g_scale, h_scale, e1s, e2s,
-                low_scales, divisor)
+                self.G[k],
+                self.Hs[k],
+                self.w,
+                unit_hessian,
+                g_scale,
+                h_scale,
+                e1s,
+                e2s,
+                low_scales,
+                divisor,
+            )
         return sums
 
     # --- trees ------------------------------------------------------------------------------
@@ -245,11 +261,10 @@ class Shard:
         data = self.data
         if column is not None:  # the column as a one-column binned matrix: views, no copy
             cols = self.data.by_column
-            data = BinnedMatrix(cols[column].reshape(-1, 1), cols[column:column + 1])
+            data = BinnedMatrix(cols[column].reshape(-1, 1), cols[column : column + 1])
         with thread_limit(self.n_jobs):
             # the root's sums are the driver's (a shard's own node sums are never read)
-            self.st = self.backend.start_tree(data, self.gh, 0, 0, max_depth, feats,
-                                              layout=layout)
+            self.st = self.backend.start_tree(data, self.gh, 0, 0, max_depth, feats, layout=layout)
         return None, self._give(self._payload(slice(None)), tag)
 
     def advance(self, plan, build_next, tag=None):
@@ -283,7 +298,7 @@ class Shard:
         """The listed features' slots of the level's histograms at ``slots``, on the host
         (a GPU shard's selected on the device, then copied)."""
         st = self.st
-        cols = st.layout.slots_of(st.feats[:st.n_feats])
+        cols = st.layout.slots_of(st.feats[: st.n_feats])
         hist = st.hist[slots]
         return np.ascontiguousarray(to_host(hist[:, namespace_of(hist).asarray(cols)]))
 
@@ -304,8 +319,15 @@ class Shard:
         # empty histogram small however wide the table is.
         tiny = HistLayout.from_n_bins(np.ones(self.data.shape[1], np.int64))
         with thread_limit(self.n_jobs):
-            st = be.start_tree(self.data, self.xp.zeros((self.n, 2), np.int64), 0, 0, max_depth,
-                               np.zeros(0, np.int32), layout=tiny)
+            st = be.start_tree(
+                self.data,
+                self.xp.zeros((self.n, 2), np.int64),
+                0,
+                0,
+                max_depth,
+                np.zeros(0, np.int32),
+                layout=tiny,
+            )
             for plan in plans:
                 be.advance_level(st, plan, False)
             be.update_raw(self.raw[:, k], st, leaf_nodes, leaf_values)
@@ -319,7 +341,7 @@ class Shard:
         out = np.empty(self.n, np.int32)
         for node in np.asarray(leaf_nodes, np.int64).tolist():
             lo = st.node_start[node]
-            out[rows[lo:lo + st.node_count[node]]] = node
+            out[rows[lo : lo + st.node_count[node]]] = node
         return out
 
     # --- group testing (GT-GBM, ``_gt.ClusterSteps`` on the driver) -----------------------------
@@ -354,8 +376,9 @@ class Shard:
         """Start a tree's searches on the tree's fixed-point gradients (of the rows of
         positive weight)."""
         rows = self._positive()
-        self.gt = CPUSteps(self.backend, self.Q, self.gh if rows is None else self.gh[rows], p,
-                           scan)
+        self.gt = CPUSteps(
+            self.backend, self.Q, self.gh if rows is None else self.gh[rows], p, scan
+        )
         return None
 
     def gt_sums(self, subsets, active, left, right, first=False):
@@ -363,8 +386,9 @@ class Shard:
         right halves by subtraction), kept; returns their (min, max) (2k, 2) int32, or None
         for the per-fit first step (binned already)."""
         with thread_limit(self.n_jobs):
-            both, bins = self.gt.columns(subsets, active, left, right,
-                                         self.gt_first if first else None)
+            both, bins = self.gt.columns(
+                subsets, active, left, right, self.gt_first if first else None
+            )
             self.gt_bins = bins if first else None
             return None if first else pseudo_feature_extremes(both)
 
@@ -406,7 +430,15 @@ class Shard:
         """raw += the trees' outputs on this shard's binned rows (``predict_binned``)."""
         a = {k: self.xp.asarray(v) for k, v in arrays.items()}  # the trees on the device
         with thread_limit(self.n_jobs):
-            self.backend.predict_binned(self.data.by_row, a["feature"], a["bin_threshold"],
-                                        a["missing_left"], a["value"], a["tree_column"],
-                                        self.raw, a["is_categorical"], a["cat_bits"])
+            self.backend.predict_binned(
+                self.data.by_row,
+                a["feature"],
+                a["bin_threshold"],
+                a["missing_left"],
+                a["value"],
+                a["tree_column"],
+                self.raw,
+                a["is_categorical"],
+                a["cat_bits"],
+            )
         return None

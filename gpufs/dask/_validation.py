@@ -8,6 +8,7 @@ with the task, so Dask can recompute either half after a lost worker). What the 
 is the class code of every row (the draw is stratified by class), at most 4 bytes a row and
 1 byte for up to 127 classes, once per fit; what it sends is one bit a row.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,24 +45,41 @@ def take_rows(part, packed, keep_set):
     s, m = part.summary, int(mask.sum())
     w = out.w
     out.summary = PartSummary(
-        index=s.index, n=m, n_pos=m if w is None else int((w > 0).sum()), schema=s.schema,
-        dtype=s.dtype, labels=None if s.labels is None else np.unique(out.y),
+        index=s.index,
+        n=m,
+        n_pos=m if w is None else int((w > 0).sum()),
+        schema=s.schema,
+        dtype=s.dtype,
+        labels=None if s.labels is None else np.unique(out.y),
         w_sum=None if w is None else fsum_part(w),
         w_max=1.0 if w is None else (float(w.max()) if m else 0.0),
         y_min=float(out.y.min()) if m and s.labels is None else 0.0,
-        y_max=float(out.y.max()) if m and s.labels is None else 0.0)
+        y_max=float(out.y.max()) if m and s.labels is None else 0.0,
+    )
     return out
 
 
 def _halves(client, loaded, masks, keep_set, timeout, what):
-    futures = [client.submit(take_rows, f, np.packbits(m), keep_set, pure=False)
-               for f, m in zip(loaded.futures, masks)]
-    summaries = wait_futures(client, [client.submit(summary_of, f, pure=False)
-                                      for f in futures], timeout, f"splitting off {what}")
+    futures = [
+        client.submit(take_rows, f, np.packbits(m), keep_set, pure=False)
+        for f, m in zip(loaded.futures, masks)
+    ]
+    summaries = wait_futures(
+        client,
+        [client.submit(summary_of, f, pure=False) for f in futures],
+        timeout,
+        f"splitting off {what}",
+    )
     counts = np.array([s.n for s in summaries], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return Loaded(futures=futures, summaries=summaries, offsets=offsets, n=int(offsets[-1]),
-                  n_features=loaded.n_features, dtype=loaded.dtype)
+    return Loaded(
+        futures=futures,
+        summaries=summaries,
+        offsets=offsets,
+        n=int(offsets[-1]),
+        n_features=loaded.n_features,
+        dtype=loaded.dtype,
+    )
 
 
 def split_validation(client, loaded, fraction, seed, classes, timeout):
@@ -75,16 +93,19 @@ def split_validation(client, loaded, fraction, seed, classes, timeout):
     n = loaded.n
     codes, gathered = None, 0
     if classes is not None:
-        got = wait_futures(client, [client.submit(class_codes, f, classes, pure=False)
-                                    for f in loaded.futures], timeout,
-                           "reading the class of every row (the stratified validation split)")
+        got = wait_futures(
+            client,
+            [client.submit(class_codes, f, classes, pure=False) for f in loaded.futures],
+            timeout,
+            "reading the class of every row (the stratified validation split)",
+        )
         codes = np.concatenate(got).astype(np.int64)
         gathered = int(sum(g.nbytes for g in got))
     _, va = validation_split(n, fraction, seed, codes)
     is_val = np.zeros(n, dtype=bool)
     is_val[va] = True
     off = loaded.offsets
-    masks = [is_val[off[i]:off[i + 1]] for i in range(len(loaded.futures))]
+    masks = [is_val[off[i] : off[i + 1]] for i in range(len(loaded.futures))]
     train = _halves(client, loaded, masks, False, timeout, "the training rows")
     val = _halves(client, loaded, masks, True, timeout, "the validation rows")
     return train, val, gathered

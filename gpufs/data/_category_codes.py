@@ -7,14 +7,22 @@ form in model files.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ..io._strict_json import (MAX_CLASSES, read_index_list, read_int, read_int_array, read_list,
-                           read_obj, read_scalar)
+from ..io._strict_json import (
+    MAX_CLASSES,
+    read_index_list,
+    read_int,
+    read_int_array,
+    read_list,
+    read_obj,
+    read_scalar,
+)
 
 #: Share of a column's non-missing values the own-code categories cover before the rest pool.
 COVERAGE = 0.99
@@ -67,8 +75,11 @@ class CategoryCodes:
         """Learn the codes of ``columns`` (dict f -> 1-D array of the column's non-missing
         values) with at most ``max_codes`` codes per column (2..255); ``names`` (dict f ->
         column name) for the error messages."""
-        return cls.learn_counts({f: count_values(col, (names or {}).get(f, f))
-                                 for f, col in columns.items()}, n_features, max_codes)
+        return cls.learn_counts(
+            {f: count_values(col, (names or {}).get(f, f)) for f, col in columns.items()},
+            n_features,
+            max_codes,
+        )
 
     @classmethod
     def learn_counts(cls, value_counts, n_features, max_codes):
@@ -83,8 +94,7 @@ class CategoryCodes:
             total = int(counts.sum())
             own = 0
             covered = 0
-            while (own < len(uniq) and own < max_codes - 1
-                   and covered < COVERAGE * total):
+            while own < len(uniq) and own < max_codes - 1 and covered < COVERAGE * total:
                 covered += int(counts[own])
                 own += 1
             n = own + (1 if own < len(uniq) else 0)
@@ -100,8 +110,10 @@ class CategoryCodes:
         ``f``): it is the column given as its codes, not an unseen category.
         """
         if self._lookup is None:
-            self._lookup = {g: {v: min(j, self.n_codes[g] - 1) for j, v in enumerate(vals)}
-                            for g, vals in self.values.items()}
+            self._lookup = {
+                g: {v: min(j, self.n_codes[g] - 1) for j, v in enumerate(vals)}
+                for g, vals in self.values.items()
+            }
         table = self._lookup[int(f)]
         out = np.full(col.shape[0], np.nan)
         present = ~np.asarray(missing, bool)
@@ -140,14 +152,17 @@ class CategoryCodes:
             f"categorical column {col} held {want.rstrip('s')} categories in fit ({shown}) but "
             f"holds {other} now: "
             f"give its categories as in fit (a column of codes, such as pandas' .cat.codes, "
-            f"is not its categories).")
+            f"is not its categories)."
+        )
 
     # --- persistence (validated by read_categories) --------------------------------------
     def to_dict(self) -> dict:
-        return {"n_features": self.n_features,
-                "features": [int(f) for f in self.features],
-                "values": [self.values[int(f)] for f in self.features],
-                "n_codes": [self.n_codes[int(f)] for f in self.features]}
+        return {
+            "n_features": self.n_features,
+            "features": [int(f) for f in self.features],
+            "values": [self.values[int(f)] for f in self.features],
+            "n_codes": [self.n_codes[int(f)] for f in self.features],
+        }
 
     def __eq__(self, other):
         return isinstance(other, CategoryCodes) and self.to_dict() == other.to_dict()
@@ -159,7 +174,7 @@ class CategoryCodes:
 
 
 def _kind(v) -> str:
-    """"text" or "numbers" (booleans too): the two kinds of categories."""
+    """ "text" or "numbers" (booleans too): the two kinds of categories."""
     return "text" if isinstance(v, (str, bytes)) else "numbers"
 
 
@@ -205,11 +220,14 @@ def merge_counts(parts, name):
     try:
         uniq, inverse = np.unique(arr, return_inverse=True)
     except TypeError as exc:
-        raise ValueError(f"categorical column {name!r} mixes value types that cannot be "
-                         f"ordered: {exc}; convert it to one type (for example .astype(str)) "
-                         "first.") from None
-    return [_plain(v) for v in uniq], np.bincount(inverse.reshape(-1), weights=cnts,
-                                                  minlength=len(uniq)).astype(np.int64)
+        raise ValueError(
+            f"categorical column {name!r} mixes value types that cannot be "
+            f"ordered: {exc}; convert it to one type (for example .astype(str)) "
+            "first."
+        ) from None
+    return [_plain(v) for v in uniq], np.bincount(
+        inverse.reshape(-1), weights=cnts, minlength=len(uniq)
+    ).astype(np.int64)
 
 
 def _unique_counts(col, f):
@@ -218,15 +236,17 @@ def _unique_counts(col, f):
     try:
         uniq, counts = np.unique(col, return_counts=True)
     except TypeError as exc:
-        raise ValueError(f"categorical column {f} mixes value types that cannot be ordered: "
-                         f"{exc}; convert it to one type (for example .astype(str)) first."
-                         ) from None
+        raise ValueError(
+            f"categorical column {f} mixes value types that cannot be ordered: "
+            f"{exc}; convert it to one type (for example .astype(str)) first."
+        ) from None
     if uniq.dtype.kind == "f" and not np.isfinite(uniq).all():
         raise ValueError(f"categorical column {f} holds infinity; categories must be finite.")
     return [_plain(v) for v in uniq], counts
 
 
 # --- the JSON form of the category maps (model files) ---------------------------------------
+
 
 def categories_to_dict(codes) -> dict:
     """The JSON form of a :class:`gpufs.data._category_codes.CategoryCodes`.
@@ -244,9 +264,12 @@ def categories_to_dict(codes) -> dict:
     for f, vals in zip(d["features"], d["values"]):
         for v in vals:
             if not isinstance(v, (str, bool, int, float)) or (
-                    isinstance(v, float) and not math.isfinite(v)):
-                raise ValueError(f"cannot save the categories of column {f}: {v!r} has no "
-                                 "JSON form (categories must be strings, booleans or numbers).")
+                isinstance(v, float) and not math.isfinite(v)
+            ):
+                raise ValueError(
+                    f"cannot save the categories of column {f}: {v!r} has no "
+                    "JSON form (categories must be strings, booleans or numbers)."
+                )
     return d
 
 
@@ -272,8 +295,7 @@ def read_categories(d, at, n_features, max_codes):
     """
     read_obj(d, at, ["n_features", "features", "values", "n_codes"])
     if read_int(d["n_features"], at["n_features"]) != n_features:
-        at["n_features"].fail(f"{d['n_features']} differs from the model's {n_features} "
-                              "features.")
+        at["n_features"].fail(f"{d['n_features']} differs from the model's {n_features} features.")
     feats = read_index_list(d["features"], at["features"], n_features)
     if np.any(np.diff(feats) <= 0):
         at["features"].fail("column indices must be increasing.")

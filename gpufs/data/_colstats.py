@@ -5,6 +5,7 @@ ControlBurn scales its importances with.
 The variance is a second pass around the mean (not ``E[x^2] - mean^2``, which cancels), over
 row chunks so that no temporary of the matrix's full size is made.
 """
+
 from __future__ import annotations
 
 __all__ = ["column_mean_var", "matvec_T", "row_slices"]
@@ -70,7 +71,7 @@ def column_mean_var(X, w, W, xp, chunks):
     mean = matvec_T(X, w, xp) / W
     var = xp.zeros(X.shape[1], dtype=xp.float64)
     for sl in chunks:
-        C = X[sl] - mean          # float64 chunk temporary
+        C = X[sl] - mean  # float64 chunk temporary
         C *= C
         var += w[sl] @ C
     var /= W

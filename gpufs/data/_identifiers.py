@@ -10,9 +10,11 @@ and monotone or spread like hashes (``integer_identifier``) is used as a number,
 warning naming it. The input door (``gpufs.data._input``), the Dask loader and the CLI ask here;
 ``docs/cli.rst`` states the rules for users.
 """
+
 from __future__ import annotations
 
 import warnings
+
 from .._warnings import warn_from_caller
 
 #: A categorical column is identifier-like when its distinct values exceed this share of its
@@ -111,13 +113,17 @@ def warn_integer_identifiers(frame_columns, stacklevel=5):
     for name, values in frame_columns:
         why = integer_identifier(values)
         if why is not None:
-            found.append(f"{str(name)!r} ({len(values)} distinct values in {len(values)} rows, "
-                         f"{why})")
+            found.append(
+                f"{str(name)!r} ({len(values)} distinct values in {len(values)} rows, {why})"
+            )
     if found:
-        warnings.warn(f"integer column {', '.join(found)} looks like an identifier (a row "
-                      "number or a key), not a feature: it is used as a number; leave it out "
-                      "of X (in the CLI: --drop) if it is an id.", UserWarning,
-                      stacklevel=stacklevel)
+        warnings.warn(
+            f"integer column {', '.join(found)} looks like an identifier (a row "
+            "number or a key), not a feature: it is used as a number; leave it out "
+            "of X (in the CLI: --drop) if it is an id.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def describe(name, n_distinct: int, n_present: int) -> str:
@@ -153,7 +159,10 @@ def check_identifier_columns(value_counts, names, categorical_features) -> None:
             f"X's text or categorical column {which} looks like an identifier, not a feature: "
             "most rows have a value of their own, so a model would memorise the training rows "
             "through it. Leave it out of X (for example X.drop(columns=[...])), or name it in "
-            "categorical_features to use it as a categorical feature anyway.")
-    warn_from_caller(f"categorical column {which} looks like an identifier: most rows have a "
-                  "value of their own, so a model may memorise the training rows through it.",
-                  UserWarning)
+            "categorical_features to use it as a categorical feature anyway."
+        )
+    warn_from_caller(
+        f"categorical column {which} looks like an identifier: most rows have a "
+        "value of their own, so a model may memorise the training rows through it.",
+        UserWarning,
+    )

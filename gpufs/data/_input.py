@@ -7,10 +7,10 @@ user's arrays: every conversion that could alias is followed by a copy before an
 
 Every estimator in gpufs calls these functions and nothing else to read its inputs.
 """
+
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from numba import njit
@@ -27,8 +27,11 @@ def _module_root(obj) -> str:
 
 def _frame(X):
     """X as a narwhals eager DataFrame, or None when X is not a dataframe."""
-    if isinstance(X, np.ndarray) or is_cupy_array(X) or not (
-            hasattr(X, "columns") or hasattr(X, "column_names") or hasattr(X, "schema")):
+    if (
+        isinstance(X, np.ndarray)
+        or is_cupy_array(X)
+        or not (hasattr(X, "columns") or hasattr(X, "column_names") or hasattr(X, "schema"))
+    ):
         return None
     try:
         import narwhals.stable.v1 as nw
@@ -79,46 +82,58 @@ def categorical_mask(categorical_features, n_features, names, kinds=None):
         return mask
     if isinstance(categorical_features, str):
         if categorical_features != "from_dtype":
-            raise ValueError(f"categorical_features must be 'from_dtype', None, or column "
-                             f"names, indices or a boolean mask; got {categorical_features!r}.")
+            raise ValueError(
+                f"categorical_features must be 'from_dtype', None, or column "
+                f"names, indices or a boolean mask; got {categorical_features!r}."
+            )
         if kinds is not None:
             mask[:] = [k == _CATEGORY for k in kinds]
         return mask
     cf = np.asarray(categorical_features)
     if cf.ndim != 1:
-        raise ValueError("categorical_features must be a flat list of column names, indices "
-                         "or a boolean mask.")
+        raise ValueError(
+            "categorical_features must be a flat list of column names, indices or a boolean mask."
+        )
     if cf.dtype.kind == "b":
         if cf.shape[0] != n_features:
-            raise ValueError(f"categorical_features as a boolean mask needs one entry per "
-                             f"column: expected {n_features}, got {cf.shape[0]}.")
+            raise ValueError(
+                f"categorical_features as a boolean mask needs one entry per "
+                f"column: expected {n_features}, got {cf.shape[0]}."
+            )
         return cf.copy()
     if cf.dtype.kind in "iu":
         bad = cf[(cf < 0) | (cf >= n_features)]
         if bad.size:
-            raise ValueError(f"categorical_features: column index {int(bad[0])} is out of "
-                             f"range for X with {n_features} columns.")
+            raise ValueError(
+                f"categorical_features: column index {int(bad[0])} is out of "
+                f"range for X with {n_features} columns."
+            )
         mask[cf] = True
         return mask
     if cf.dtype.kind in "UO" and cf.size:
         if names is None:
-            raise ValueError("categorical_features names columns, but X has no column names; "
-                             "give column indices or a boolean mask instead.")
+            raise ValueError(
+                "categorical_features names columns, but X has no column names; "
+                "give column indices or a boolean mask instead."
+            )
         where = {str(n): i for i, n in enumerate(names)}
         missing = [str(c) for c in cf if str(c) not in where]
         if missing:
-            raise ValueError(f"categorical_features names columns that X does not have: "
-                             f"{_shown(missing)}.")
+            raise ValueError(
+                f"categorical_features names columns that X does not have: {_shown(missing)}."
+            )
         mask[[where[str(c)] for c in cf]] = True
         return mask
     if cf.size == 0:
         return mask
-    raise ValueError(f"categorical_features must hold column names, indices or booleans; got "
-                     f"dtype {cf.dtype}.")
+    raise ValueError(
+        f"categorical_features must hold column names, indices or booleans; got dtype {cf.dtype}."
+    )
 
 
-def _learn_or_get_codes(estimator, reset, mask, columns, n_features, max_categories, names,
-                        categorical_features=None):
+def _learn_or_get_codes(
+    estimator, reset, mask, columns, n_features, max_categories, names, categorical_features=None
+):
     """At fit (``reset``): learn the codes of the categorical columns and keep them in
     ``estimator.category_codes_`` (None when there are none); identifier-like columns are
     refused or warned about (``gpufs.data._identifiers``). Later: the fitted codes."""
@@ -128,8 +143,10 @@ def _learn_or_get_codes(estimator, reset, mask, columns, n_features, max_categor
     if reset:
         codes = None
         if mask.any():
-            counts = {f: count_values(columns[f][0][~columns[f][1]], (names or {}).get(f, f))
-                      for f in columns}
+            counts = {
+                f: count_values(columns[f][0][~columns[f][1]], (names or {}).get(f, f))
+                for f in columns
+            }
             check_identifier_columns(counts, names, categorical_features)
             codes = CategoryCodes.learn_counts(counts, n_features, max_categories)
         estimator.category_codes_ = codes
@@ -150,9 +167,12 @@ def _user_stacklevel():
     import os
     import sys
 
-    here = os.path.dirname(os.path.abspath(__file__))                    # .../gpufs
-    skip = (here + os.sep, os.path.join("sklearn", "base.py"),
-            os.path.join("sklearn", "utils", "_set_output.py"))
+    here = os.path.dirname(os.path.abspath(__file__))  # .../gpufs
+    skip = (
+        here + os.sep,
+        os.path.join("sklearn", "base.py"),
+        os.path.join("sklearn", "utils", "_set_output.py"),
+    )
     frame, level = sys._getframe(1), 1
     while frame is not None:
         name = os.path.abspath(frame.f_code.co_filename)
@@ -162,8 +182,7 @@ def _user_stacklevel():
     return 1
 
 
-def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
-                        max_categories):
+def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features, max_categories):
     """A pandas / polars / pyarrow / cudf / modin table -> float array (categorical columns
     as their category codes, NaN for missing), through narwhals."""
     import narwhals.stable.v1 as nw
@@ -175,26 +194,30 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
         mask = categorical_mask(categorical_features, d, names, kinds)
     else:
         mask = _fitted_mask(estimator, d)
-    bad = [(n, t) for n, k, t, m in zip(names, kinds, frame.schema.values(), mask)
-           if not m and k != _NUMERIC]
+    bad = [
+        (n, t)
+        for n, k, t, m in zip(names, kinds, frame.schema.values(), mask)
+        if not m and k != _NUMERIC
+    ]
     if bad:
         raise ValueError(
             f"X has non-numeric columns: {_shown([n for n, _ in bad])} (dtype "
             f"{', '.join(str(t) for _, t in bad[:5])}). gpufs reads numeric, boolean, "
             "categorical and string columns (those are categorical features: see "
-            "categorical_features); convert the others (dates, for example, to numbers) first.")
+            "categorical_features); convert the others (dates, for example, to numbers) first."
+        )
     cols = list(frame.columns)
     num = [cols[i] for i in range(d) if not mask[i]]
-    if reset and _module_root(X) != "cudf":     # an integer id is used, with a warning
+    if reset and _module_root(X) != "cudf":  # an integer id is used, with a warning
         from ._identifiers import warn_integer_identifiers
 
         ints = [i for i in range(d) if not mask[i] and frame.schema[cols[i]].is_integer()]
         if ints:
-            warn_integer_identifiers(((names[i], frame.get_column(cols[i]).to_numpy())
-                                      for i in ints),
-                                     stacklevel=_user_stacklevel() + 1)
-    f32 = bool(num) and not mask.any() and all(
-        frame.schema[c] == nw.Float32 for c in num)
+            warn_integer_identifiers(
+                ((names[i], frame.get_column(cols[i]).to_numpy()) for i in ints),
+                stacklevel=_user_stacklevel() + 1,
+            )
+    f32 = bool(num) and not mask.any() and all(frame.schema[c] == nw.Float32 for c in num)
     target = nw.Float32 if f32 else nw.Float64
     if not mask.any():  # numbers only: one conversion, no second copy
         if reset:
@@ -206,8 +229,16 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
     if num:
         out[:, ~mask] = frame.select(nw.col(*num).cast(target)).to_numpy()
     columns = _frame_category_columns(frame, mask)
-    codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories,
-                                dict(enumerate(names)), categorical_features)
+    codes = _learn_or_get_codes(
+        estimator,
+        reset,
+        mask,
+        columns,
+        d,
+        max_categories,
+        dict(enumerate(names)),
+        categorical_features,
+    )
     for f, (values, missing) in columns.items():
         out[:, f] = codes.encode(f, values, missing, names[f])
     return out
@@ -217,24 +248,25 @@ def _encode_array_categories(estimator, arr, reset, categorical_features, max_ca
     """Category codes of the categorical columns of a 2-D array (``categorical_features`` by
     index or mask at fit; the fitted ones later)."""
     d = arr.shape[1]
-    mask = (categorical_mask(categorical_features, d, None) if reset
-            else _fitted_mask(estimator, d))
+    mask = categorical_mask(categorical_features, d, None) if reset else _fitted_mask(estimator, d)
     if not mask.any():
         if reset:
             estimator.category_codes_ = None
         return arr
     host = to_host(arr)
     columns = _array_category_columns(host, mask)
-    codes = _learn_or_get_codes(estimator, reset, mask, columns, d, max_categories, None,
-                                categorical_features)
+    codes = _learn_or_get_codes(
+        estimator, reset, mask, columns, d, max_categories, None, categorical_features
+    )
     out = np.empty(host.shape, dtype=np.float64)
     num = ~mask
     if num.any():
         try:
             out[:, num] = host[:, num].astype(np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"X has values that are not numbers in columns that are not "
-                             f"categorical: {exc}") from exc
+            raise ValueError(
+                f"X has values that are not numbers in columns that are not categorical: {exc}"
+            ) from exc
     for f, (values, missing) in columns.items():
         out[:, f] = codes.encode(f, values, missing)
     return out
@@ -259,8 +291,9 @@ def _array_category_columns(host, mask):
         if col.dtype.kind == "f":
             missing = np.isnan(col)
         elif col.dtype.kind == "O":
-            missing = np.array([v is None or (isinstance(v, float) and v != v) for v in col],
-                               dtype=bool)
+            missing = np.array(
+                [v is None or (isinstance(v, float) and v != v) for v in col], dtype=bool
+            )
         else:
             missing = np.zeros(col.shape[0], dtype=bool)
         columns[int(f)] = (col, missing)
@@ -329,8 +362,10 @@ def as_array(X, device: str, what: str):
         numpy or cupy.
     """
     if hasattr(X, "tocsr") or hasattr(X, "toarray") and hasattr(X, "nnz"):
-        raise TypeError(f"{what} is a sparse matrix; gpufs needs dense data. Convert it with "
-                        f"{what}.toarray() if it fits in memory.")
+        raise TypeError(
+            f"{what} is a sparse matrix; gpufs needs dense data. Convert it with "
+            f"{what}.toarray() if it fits in memory."
+        )
     frame = _frame(X)
     if frame is not None:  # a table given where an array is expected (y, weights, costs)
         if _module_root(X) == "cudf":
@@ -354,8 +389,9 @@ def as_array(X, device: str, what: str):
 def _check_numeric(arr, what: str):
     kind = arr.dtype.kind
     if kind == "c":
-        raise ValueError(f"Complex data not supported: {what} is complex; gpufs needs real "
-                         "numbers.")
+        raise ValueError(
+            f"Complex data not supported: {what} is complex; gpufs needs real numbers."
+        )
     if kind not in "biuf":
         if kind == "O":
             try:
@@ -370,9 +406,18 @@ def _check_numeric(arr, what: str):
     return arr
 
 
-def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
-            allow_nan: bool = True, categorical_features=None, max_categories=255,
-            allow_empty: bool = False):
+def check_X(
+    estimator,
+    X,
+    *,
+    device: str = "cpu",
+    reset: bool,
+    dtype="float",
+    allow_nan: bool = True,
+    categorical_features=None,
+    max_categories=255,
+    allow_empty: bool = False,
+):
     """Validate X and return it as a 2-D float array on ``device``.
 
     Tables (pandas, polars, pyarrow, cudf, modin) are read through narwhals, one column kind
@@ -410,28 +455,33 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
     _check_feature_names(estimator, X, reset=reset)
     frame = _frame(X)
     if frame is not None:
-        arr = _dataframe_to_array(estimator, frame, X, device, reset, categorical_features,
-                                  max_categories)
+        arr = _dataframe_to_array(
+            estimator, frame, X, device, reset, categorical_features, max_categories
+        )
     else:
         arr = as_array(X, device, "X")
         if arr.ndim == 2 and (reset or getattr(estimator, "category_codes_", None)):
-            arr = _encode_array_categories(estimator, arr, reset, categorical_features,
-                                           max_categories)
+            arr = _encode_array_categories(
+                estimator, arr, reset, categorical_features, max_categories
+            )
     if arr.ndim != 2:
         if arr.ndim == 1:
             raise ValueError(
                 "Expected 2D array, got 1D array instead. Reshape your data either using "
                 "X.reshape(-1, 1) if your data has a single feature or X.reshape(1, -1) if it "
-                "contains a single sample.")
+                "contains a single sample."
+            )
         raise ValueError(f"X must be 2-D (n_samples, n_features); got {arr.ndim} dimensions.")
     arr = _check_numeric(arr, "X")
     n, d = arr.shape
     if n == 0 and not allow_empty:
-        raise ValueError(f"Found array with 0 sample(s) (shape={arr.shape}) while a minimum of 1 "
-                         "is required.")
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape={arr.shape}) while a minimum of 1 is required."
+        )
     if d == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 "
-                         "is required.")
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
+        )
     xp = namespace_of(arr)
     if isinstance(dtype, str) and dtype == "float":
         # host tables are float64 (float32 -> float64 is exact: the same bins), so the kernels
@@ -442,15 +492,20 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
         has_nan, has_inf = _nonfinite(arr, xp)
         if has_nan or has_inf:
             if has_inf:
-                raise ValueError("Input X contains infinity or a value too large for "
-                                 f"{arr.dtype}. Replace inf with a finite value or NaN (missing).")
+                raise ValueError(
+                    "Input X contains infinity or a value too large for "
+                    f"{arr.dtype}. Replace inf with a finite value or NaN (missing)."
+                )
             # a missing category is a category's absence, not a missing number: a
             # categorical column may hold NaN even where numbers may not
             cat = _fitted_mask(estimator, d)
-            if not allow_nan and (not cat.any() or bool(xp.isnan(arr[:, xp.asarray(
-                    np.flatnonzero(~cat))]).any())):
-                raise ValueError("Input X contains NaN. This estimator does not accept missing "
-                                 "values; impute them first.")
+            if not allow_nan and (
+                not cat.any() or bool(xp.isnan(arr[:, xp.asarray(np.flatnonzero(~cat))]).any())
+            ):
+                raise ValueError(
+                    "Input X contains NaN. This estimator does not accept missing "
+                    "values; impute them first."
+                )
     if reset:
         estimator.n_features_in_ = d
     else:
@@ -458,7 +513,8 @@ def check_X(estimator, X, *, device: str = "cpu", reset: bool, dtype="float",
         if expected is not None and d != expected:
             raise ValueError(
                 f"X has {d} features, but {type(estimator).__name__} is expecting {expected} "
-                "features as input.")
+                "features as input."
+            )
     return to_device(arr, device)
 
 
@@ -506,20 +562,25 @@ def check_y(y, n_samples: int, *, device: str = "cpu"):
         numpy or cupy, not yet encoded; labels may be of any dtype.
     """
     if y is None:
-        raise ValueError("y is None; this estimator needs a target y to fit. "
-                         "requires y to be passed, but the target y is None.")
+        raise ValueError(
+            "y is None; this estimator needs a target y to fit. "
+            "requires y to be passed, but the target y is None."
+        )
     arr = as_array(y, device, "y")
     if arr.ndim == 2 and arr.shape[1] == 1:
-        warn_from_caller("A column-vector y was passed when a 1d array was expected. Please change "
-                      "the shape of y to (n_samples, ), for example using ravel().",
-                      DataConversionWarning)
+        warn_from_caller(
+            "A column-vector y was passed when a 1d array was expected. Please change "
+            "the shape of y to (n_samples, ), for example using ravel().",
+            DataConversionWarning,
+        )
         arr = arr.ravel()
     if arr.ndim != 1:
         raise ValueError(f"y must be 1-D (n_samples,); got shape {arr.shape}.")
     if arr.shape[0] != n_samples:
         raise ValueError(
             f"Found input variables with inconsistent numbers of samples: [{n_samples}, "
-            f"{arr.shape[0]}] (X has {n_samples} rows, y has {arr.shape[0]}).")
+            f"{arr.shape[0]}] (X has {n_samples} rows, y has {arr.shape[0]})."
+        )
     if arr.dtype.kind in "fc":
         xp = namespace_of(arr)
         if arr.dtype.kind == "c":
@@ -551,7 +612,8 @@ def check_regression_target(y):
             y = y.astype(np.float64)
         except (TypeError, ValueError):
             raise ValueError(
-                f"y has dtype {y.dtype}; a regressor needs a numeric target.") from None
+                f"y has dtype {y.dtype}; a regressor needs a numeric target."
+            ) from None
     xp = namespace_of(y)
     y = xp.asarray(y, dtype=np.float64)
     if not bool(xp.isfinite(y).all()):
@@ -596,9 +658,11 @@ def check_classification_labels(y):
     if y_host.dtype.kind == "O":
         kinds = _label_types(y_host)
         if len(kinds) > 1:
-            raise ValueError(f"y has labels of mixed types ({', '.join(sorted(kinds))}); a "
-                             "classifier needs labels of one type: convert them first, for "
-                             "example with y.astype(str).")
+            raise ValueError(
+                f"y has labels of mixed types ({', '.join(sorted(kinds))}); a "
+                "classifier needs labels of one type: convert them first, for "
+                "example with y.astype(str)."
+            )
     check_classification_targets(y_host)
 
 
@@ -636,7 +700,8 @@ def encode_classes(y):
     if classes.shape[0] < 2:
         raise ValueError(
             f"y has only 1 class ({np.asarray(classes[0]).tolist()!r}); a classifier needs "
-            "at least 2 classes.")
+            "at least 2 classes."
+        )
     return classes, enc
 
 
@@ -674,8 +739,9 @@ def encode_known_classes(y, classes, what="eval_set"):
 ALL_ZERO_WEIGHTS = "sample_weight is zero everywhere; at least one row needs weight > 0."
 
 
-def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu",
-                        allow_all_zero: bool = False):
+def check_sample_weight(
+    sample_weight, n_samples: int, *, device: str = "cpu", allow_all_zero: bool = False
+):
     """Validate sample weights.
 
     Parameters
@@ -698,8 +764,7 @@ def check_sample_weight(sample_weight, n_samples: int, *, device: str = "cpu",
         sample_weight = np.full(n_samples, float(sample_weight))
     w = as_array(sample_weight, device, "sample_weight")
     if w.ndim != 1 or w.shape[0] != n_samples:
-        raise ValueError(
-            f"sample_weight must have shape ({n_samples},), got {tuple(w.shape)}.")
+        raise ValueError(f"sample_weight must have shape ({n_samples},), got {tuple(w.shape)}.")
     w = _check_numeric(w, "sample_weight")
     xp = namespace_of(w)
     w = xp.asarray(w, dtype=np.float64)
@@ -729,12 +794,14 @@ def check_costs(costs, n_features: int):
     try:
         c = np.array(as_array(costs, "cpu", "feature_costs"), dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"feature_costs must be an array of numbers, one per feature: "
-                         f"{exc}") from None
+        raise ValueError(
+            f"feature_costs must be an array of numbers, one per feature: {exc}"
+        ) from None
     if c.ndim != 1 or c.shape[0] != n_features:
         raise ValueError(
             f"feature_costs must have one entry per feature: expected shape ({n_features},), "
-            f"got {tuple(c.shape)}.")
+            f"got {tuple(c.shape)}."
+        )
     if not np.isfinite(c).all():
         raise ValueError("feature_costs contains NaN or infinity; costs must be finite.")
     if (c < 0).any():
@@ -764,7 +831,8 @@ def check_groups(groups, n_features: int):
     if g.ndim != 1 or g.shape[0] != n_features:
         raise ValueError(
             f"feature_groups must give one group label per feature: expected shape "
-            f"({n_features},), got {tuple(g.shape)}.")
+            f"({n_features},), got {tuple(g.shape)}."
+        )
     if g.dtype.kind == "f":
         if not np.isfinite(g).all():
             raise ValueError("feature_groups contains NaN or infinity.")

@@ -8,6 +8,7 @@ and ``min_child_weight``.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -17,14 +18,16 @@ from .._warnings import warn_from_caller
 
 #: Sums of weighted gradients may reach this; their squares (the gains) stay below 2**1000,
 #: leaving float64 room for the gain formula's sums and divisions.
-_MAX_SUM = 2.0 ** 500
+_MAX_SUM = 2.0**500
 #: Weighted gradients and hessians at least this large keep the fixed-point scale of
 #: ``gpufs.engine.quantize`` and the squares of the gain finite and normal.
-_MIN_TERM = 2.0 ** -500
+_MIN_TERM = 2.0**-500
 
-_REMEDY_WEIGHTS = ("weights times c with reg_lambda times c and min_child_weight times c give "
-                   "the same model: rescale sample_weight to mean 1 (w * n / w.sum()), or "
-                   "scale reg_lambda and min_child_weight by the weights' mean")
+_REMEDY_WEIGHTS = (
+    "weights times c with reg_lambda times c and min_child_weight times c give "
+    "the same model: rescale sample_weight to mean 1 (w * n / w.sum()), or "
+    "scale reg_lambda and min_child_weight by the weights' mean"
+)
 
 
 def _target_range(y):
@@ -39,8 +42,7 @@ def _span(y, R):
     if R < float("inf"):
         return f"y spans {R:.3g}"
     xp = namespace_of(y)
-    return (f"y runs from {float(xp.min(y)):.3g} to {float(xp.max(y)):.3g}, a span beyond "
-            "float64")
+    return f"y runs from {float(xp.min(y)):.3g} to {float(xp.max(y)):.3g}, a span beyond float64"
 
 
 def _weights(w, n):
@@ -51,8 +53,7 @@ def _weights(w, n):
     return float(xp.sum(w)), float(xp.max(w))
 
 
-_STANDARDIZE = ("Standardize y (for example (y - y.mean()) / y.std()) or rescale "
-                "sample_weight")
+_STANDARDIZE = "Standardize y (for example (y - y.mean()) / y.std()) or rescale sample_weight"
 _RESCALE = "Rescale sample_weight"
 
 
@@ -67,17 +68,20 @@ def _check_overflow(R, W, w_max, what_y, remedy=_STANDARDIZE):
         raise ValueError(
             f"the split gains would overflow float64: {what_y} and the sample weights sum to "
             f"{W:.3g}, so the gradient sums {reach} and their squares leave float64's "
-            f"range. {remedy} (for example to mean 1).")
+            f"range. {remedy} (for example to mean 1)."
+        )
     if 0 < R < _MIN_TERM:  # unweighted gradients (a forest's) and squared residuals
         raise ValueError(
             f"the split gains would underflow float64: {what_y}, below {_MIN_TERM:.3g}, so the "
             f"gradients' fixed-point scale and their squares leave float64's range whatever "
-            f"the weights. {remedy} (for example to mean 1).")
+            f"the weights. {remedy} (for example to mean 1)."
+        )
     if R > 0 and R * w_max < _MIN_TERM:
         raise ValueError(
             f"the split gains would underflow float64: {what_y} and the largest sample weight "
             f"is {w_max:.3g}, so every weighted gradient is below {_MIN_TERM:.3g}. {remedy} "
-            "(for example to mean 1).")
+            "(for example to mean 1)."
+        )
 
 
 def check_target_scale(est, y, sample_weight=None):
@@ -113,8 +117,7 @@ def check_boosting_scales(est, y, sample_weight=None):
     n = y.shape[0]
     W, w_max = _weights(sample_weight, n)
     R = None if is_classifier(est) else _target_range(y)
-    check_boosting_scale_values(est, n, W, w_max, R,
-                                _span_text=None if R is None else _span(y, R))
+    check_boosting_scale_values(est, n, W, w_max, R, _span_text=None if R is None else _span(y, R))
 
 
 def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
@@ -141,12 +144,18 @@ def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
         _check_overflow(1.0, W, w_max, "the gradients of the log loss are at most 1", _RESCALE)
     else:
         h_max = 1.0
-        _check_overflow(R, W, w_max, _span_text or (
-            f"y spans {R:.3g}" if R < float("inf") else "y spans more than float64 holds"))
+        _check_overflow(
+            R,
+            W,
+            w_max,
+            _span_text
+            or (f"y spans {R:.3g}" if R < float("inf") else "y spans more than float64 holds"),
+        )
     if w_max * h_max < _MIN_TERM:
         raise ValueError(
             f"the hessian sums would underflow float64: the largest sample weight is "
-            f"{w_max:.3g}. Rescale sample_weight (for example to mean 1).")
+            f"{w_max:.3g}. Rescale sample_weight (for example to mean 1)."
+        )
     H = W * h_max
     lam, mcw = float(est.reg_lambda), float(est.min_child_weight)
     if H < 2 * mcw:
@@ -154,19 +163,26 @@ def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
             f"no split can be made: the hessian sum of all rows is at most {H:.3g} (sample "
             f"weights sum to {W:.3g}), below twice min_child_weight={mcw:g}, so no node has "
             f"two children that each reach it and every tree will be a single leaf. "
-            + _REMEDY_WEIGHTS + ".", UserWarning)
+            + _REMEDY_WEIGHTS
+            + ".",
+            UserWarning,
+        )
         return
     leaf = H / 2.0 ** int(est.max_depth)
     # the weights' scale is to blame when unit weights would give leaves above reg_lambda
     if H < lam or (leaf < lam <= n * h_max / 2.0 ** int(est.max_depth)):
-        where = ("the hessian sum of all rows" if H < lam else
-                 f"an average leaf of a depth-{int(est.max_depth)} tree")
+        where = (
+            "the hessian sum of all rows"
+            if H < lam
+            else f"an average leaf of a depth-{int(est.max_depth)} tree"
+        )
         h = H if H < lam else leaf
         warn_from_caller(
             f"reg_lambda={lam:g} swamps the hessian sums: {where} holds about {h:.3g} (sample "
             f"weights sum to {W:.3g}, mean {W / max(n, 1):.3g}), so leaf values shrink by "
             f"more than half and splits must overcome reg_lambda; " + _REMEDY_WEIGHTS + ".",
-            UserWarning)
+            UserWarning,
+        )
 
 
 __all__ = ["check_boosting_scale_values", "check_boosting_scales", "check_target_scale"]

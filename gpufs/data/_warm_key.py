@@ -8,19 +8,20 @@ the categorical columns. Any difference refits from scratch; a reordered column,
 dtype or a renamed column is a difference. The checksum is a fast hash, not a proof: two
 different matrices that collide are astronomically unlikely, not impossible.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ._colstats import row_slices
 from .._device import namespace_of, to_host
+from ._colstats import row_slices
 from ._input import _frame
 
 __all__ = ["column_checksums", "data_fingerprint", "input_dtypes"]
 
 #: Elements per row chunk: the hash's uint64 temporaries stay at a few tens of MB.
 _CHUNK_ELEMENTS = 1 << 21
-_MIX = np.uint64(0x9E3779B97F4A7C15)   # 2^64 / golden ratio (Fibonacci hashing)
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio (Fibonacci hashing)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's multiplier
 
 
@@ -96,10 +97,21 @@ def data_fingerprint(estimator, X_input, X, y, sample_weight) -> tuple:
     """
     names = getattr(estimator, "feature_names_in_", None)
     codes = getattr(estimator, "category_codes_", None)
-    categories = None if codes is None else tuple(
-        (f, tuple(map(repr, vals)), codes.n_codes[f]) for f, vals in sorted(codes.values.items()))
-    return (tuple(X.shape), str(X.dtype), column_checksums(X),
-            None if y is None else (str(y.dtype), column_checksums(y)),
-            None if sample_weight is None else column_checksums(sample_weight),
-            None if names is None else tuple(str(n) for n in names),
-            input_dtypes(X_input), categories)
+    categories = (
+        None
+        if codes is None
+        else tuple(
+            (f, tuple(map(repr, vals)), codes.n_codes[f])
+            for f, vals in sorted(codes.values.items())
+        )
+    )
+    return (
+        tuple(X.shape),
+        str(X.dtype),
+        column_checksums(X),
+        None if y is None else (str(y.dtype), column_checksums(y)),
+        None if sample_weight is None else column_checksums(sample_weight),
+        None if names is None else tuple(str(n) for n in names),
+        input_dtypes(X_input),
+        categories,
+    )

@@ -6,15 +6,24 @@ columns sit in numpy or in cupy, and therefore the same bins on both devices.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..data._category_codes import categories_to_dict, read_categories
 from .._device import namespace_of, to_host
-from ..io._strict_json import (MAX_BINNED_FEATURES, At, floats_out, plain, read_float_array,
-                           read_int, read_list, read_obj)
 from .._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
+from ..data._category_codes import categories_to_dict, read_categories
+from ..io._strict_json import (
+    MAX_BINNED_FEATURES,
+    At,
+    floats_out,
+    plain,
+    read_float_array,
+    read_int,
+    read_list,
+    read_obj,
+)
 
 #: Columns whose subsample is sorted at once in ``BinMapper.fit``: at least 16, and as many
 #: as keep a block's float64 copy near ``_BLOCK_VALUES`` values (wide tables of few rows get
@@ -55,8 +64,7 @@ class BinMapper:
         The fraction of the subsample's rows in that bin (0 for a loaded mapper).
     """
 
-    def __init__(self, max_bins: int = 255, subsample: int | None = 200_000,
-                 random_state: int = 0):
+    def __init__(self, max_bins: int = 255, subsample: int | None = 200_000, random_state: int = 0):
         if not (2 <= int(max_bins) <= MAX_VALUE_BINS):
             raise ValueError(f"max_bins must be in [2, {MAX_VALUE_BINS}], got {max_bins}.")
         self.max_bins = int(max_bins)
@@ -92,17 +100,19 @@ class BinMapper:
         self.most_freq_frac_ = np.zeros(d, np.float64)
         width = max(_COLUMN_BLOCK, _BLOCK_VALUES // max(n if idx is None else len(idx), 1))
         for lo in range(0, d, width):
-            block = X[:, lo:lo + width]
+            block = X[:, lo : lo + width]
             sample = block if idx is None else block[idx]
             cuts, sorted_, n_valid, counts = self._fit_block(
-                xp, xp.asarray(sample, dtype=np.float64))
+                xp, xp.asarray(sample, dtype=np.float64)
+            )
             for j in range(len(cuts)):
                 f = lo + j
                 if self.is_categorical_[f]:
                     cuts[j] = category_cuts(categories.n_codes[int(f)])
                     counts[j] = None
                 self.most_freq_bin_[f], self.most_freq_frac_[f] = _most_frequent(
-                    xp, sorted_[j], int(n_valid[j]), cuts[j], counts[j])
+                    xp, sorted_[j], int(n_valid[j]), cuts[j], counts[j]
+                )
             self.cuts_ += cuts
         self._pad()
         return self
@@ -133,11 +143,11 @@ class BinMapper:
         self.is_categorical_ = np.zeros(d, dtype=bool)
         if categories is not None:
             if categories.n_features != d:
-                raise ValueError(f"categories describe {categories.n_features} columns, X has "
-                                 f"{d}.")
+                raise ValueError(f"categories describe {categories.n_features} columns, X has {d}.")
             if max(categories.n_codes.values(), default=0) > self.max_bins:
-                raise ValueError(f"a categorical column has more codes than max_bins="
-                                 f"{self.max_bins}.")
+                raise ValueError(
+                    f"a categorical column has more codes than max_bins={self.max_bins}."
+                )
             self.is_categorical_ = categories.is_categorical
 
     def hist_layout(self):
@@ -154,8 +164,9 @@ class BinMapper:
             from ..rules._hist_layout import HistLayout
 
             freq = getattr(self, "most_freq_bin_", None)
-            layout = HistLayout.from_n_bins(self.n_bins_, freq,
-                                            getattr(self, "most_freq_frac_", None))
+            layout = HistLayout.from_n_bins(
+                self.n_bins_, freq, getattr(self, "most_freq_frac_", None)
+            )
             self._hist_layout = layout
         return layout
 
@@ -219,8 +230,10 @@ class BinMapper:
             On X's device; bin 255 for missing values.
         """
         if not backend.owns(X):
-            raise ValueError(f"X is on a different device from the {backend.name} backend: "
-                             "move it there first (gpufs.data._input.check_X does).")
+            raise ValueError(
+                f"X is on a different device from the {backend.name} backend: "
+                "move it there first (gpufs.data._input.check_X does)."
+            )
         return backend.bin_transform(X, self.cuts_padded_, self.n_bins_ - 1)
 
     def threshold_value(self, feature: int, bin_threshold: int) -> float:
@@ -290,8 +303,7 @@ class BinMapper:
         return cls._from_validated(*read_bins(plain(d)))
 
     @classmethod
-    def _from_validated(cls, max_bins, subsample, random_state, cuts,
-                        categories=None) -> BinMapper:
+    def _from_validated(cls, max_bins, subsample, random_state, cuts, categories=None) -> BinMapper:
         """A fitted mapper from checked cut points (float64 arrays, non-decreasing) and
         category maps (those of categorical features: ``category_cuts``)."""
         m = cls(max_bins, subsample, random_state)
@@ -328,8 +340,9 @@ def _most_frequent(xp, sorted_col, n_valid, cuts, counts=None):
         # values <= cuts[b] are in bins 0..b: the counts per bin are the steps of positions
         pos = np.zeros(cuts.shape[0] + 2, np.int64)
         if cuts.shape[0] and n_valid:
-            pos[1:-1] = to_host(xp.searchsorted(sorted_col[:n_valid], xp.asarray(cuts),
-                                                side="right"))
+            pos[1:-1] = to_host(
+                xp.searchsorted(sorted_col[:n_valid], xp.asarray(cuts), side="right")
+            )
         pos[-1] = n_valid
         counts = np.diff(pos)
     b = int(np.argmax(counts))
@@ -356,6 +369,7 @@ def category_cuts(n_codes):
 
 # --- the JSON form of a fitted BinMapper (model files) ---------------------------------------
 
+
 def bins_to_dict(bm) -> dict:
     """The JSON form of a fitted :class:`gpufs.engine.binning.BinMapper`.
 
@@ -367,10 +381,12 @@ def bins_to_dict(bm) -> dict:
     -------
     dict
     """
-    out = {"max_bins": int(bm.max_bins),
-           "subsample": None if bm.subsample is None else int(bm.subsample),
-           "random_state": int(bm.random_state),
-           "cuts": [floats_out(c) for c in bm.cuts_]}
+    out = {
+        "max_bins": int(bm.max_bins),
+        "subsample": None if bm.subsample is None else int(bm.subsample),
+        "random_state": int(bm.random_state),
+        "cuts": [floats_out(c) for c in bm.cuts_],
+    }
     categories = getattr(bm, "categories_", None)
     if categories is not None:
         out["categories"] = categories_to_dict(categories)
@@ -418,6 +434,8 @@ def read_bins(d, at=None, n_features=None):
         categories = read_categories(d["categories"], at["categories"], len(cuts), max_bins)
         for f, n in categories.n_codes.items():
             if not np.array_equal(cuts[f], category_cuts(n)):
-                at["cuts"][f].fail(f"a categorical feature with {n} codes has the cut points "
-                                   "k + 0.5 for k < n - 1.")
+                at["cuts"][f].fail(
+                    f"a categorical feature with {n} codes has the cut points "
+                    "k + 0.5 for k < n - 1."
+                )
     return max_bins, subsample, random_state, cuts, categories

@@ -7,6 +7,7 @@ Device-agnostic: the backend and its array namespace do all array work.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -77,9 +78,12 @@ class SelectionRecord:
         -------
         dict
         """
-        return {"tree_column": list(self.tree_column),
-                "features_added": [list(f) for f in self.features_added],
-                "train_loss": list(self.train_loss), "val_loss": list(self.val_loss)}
+        return {
+            "tree_column": list(self.tree_column),
+            "features_added": [list(f) for f in self.features_added],
+            "train_loss": list(self.train_loss),
+            "val_loss": list(self.val_loss),
+        }
 
 
 @dataclass
@@ -350,9 +354,19 @@ class BoostingFit(NamedTuple):
     n_rounds: int
 
 
-def fit_boosting(backend, rows: BoostingRows, objective, penalties, bin_mapper: BinMapper,
-                 params: BoostingParams, val_rows: BoostingRows | None = None, *,
-                 candidate_search=None, on_round_start=None, resume=None) -> BoostingFit:
+def fit_boosting(
+    backend,
+    rows: BoostingRows,
+    objective,
+    penalties,
+    bin_mapper: BinMapper,
+    params: BoostingParams,
+    val_rows: BoostingRows | None = None,
+    *,
+    candidate_search=None,
+    on_round_start=None,
+    resume=None,
+) -> BoostingFit:
     """Fit a boosted ensemble on binned rows.
 
     Parameters
@@ -388,22 +402,49 @@ def fit_boosting(backend, rows: BoostingRows, objective, penalties, bin_mapper: 
         ``(ensemble, record, n_rounds)``.
     """
     if not isinstance(rows, BoostingRows) or not (
-            val_rows is None or isinstance(val_rows, BoostingRows)):
-        raise TypeError("fit_boosting takes its training and validation rows as BoostingRows "
-                        "(DeviceRows(backend, Xb, y, w) for arrays on the backend's device).")
+        val_rows is None or isinstance(val_rows, BoostingRows)
+    ):
+        raise TypeError(
+            "fit_boosting takes its training and validation rows as BoostingRows "
+            "(DeviceRows(backend, Xb, y, w) for arrays on the backend's device)."
+        )
     with thread_limit(params.n_jobs):
-        return _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_rows,
-                             candidate_search, on_round_start, resume)
+        return _fit_boosting(
+            backend,
+            rows,
+            objective,
+            penalties,
+            bin_mapper,
+            params,
+            val_rows,
+            candidate_search,
+            on_round_start,
+            resume,
+        )
 
 
-def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_rows,
-                  candidate_search, on_round_start, resume):
+def _fit_boosting(
+    backend,
+    rows,
+    objective,
+    penalties,
+    bin_mapper,
+    params,
+    val_rows,
+    candidate_search,
+    on_round_start,
+    resume,
+):
     d = rows.shape[1]
     n_bins = backend.xp.asarray(bin_mapper.n_bins_)
     K = objective.n_outputs(getattr(objective, "n_classes", 0))
     base = rows.init_score(objective)
-    ensemble = TreeEnsemble(max_depth=params.tree.max_depth, n_features=d, base_score=base,
-                            is_categorical=getattr(bin_mapper, "is_categorical_", None))
+    ensemble = TreeEnsemble(
+        max_depth=params.tree.max_depth,
+        n_features=d,
+        base_score=base,
+        is_categorical=getattr(bin_mapper, "is_categorical_", None),
+    )
     rows.start_raw(base)
     if val_rows is not None:
         val_rows.start_raw(base)
@@ -424,15 +465,20 @@ def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_r
         for t in range(start * K):
             ensemble.append(resume.trees[t], resume.tree_column[t])
         rec = resume.record
-        record.tree_column.extend(rec.tree_column[:start * K])
-        record.features_added.extend(list(f) for f in rec.features_added[:start * K])
-        record.train_loss.extend(rec.train_loss[:max(0, start - 1) * K])
+        record.tree_column.extend(rec.tree_column[: start * K])
+        record.features_added.extend(list(f) for f in rec.features_added[: start * K])
+        record.train_loss.extend(rec.train_loss[: max(0, start - 1) * K])
         loss = record.train_loss[-1] if record.train_loss else np.nan
 
     def checkpoint(it):
-        return BoostingCheckpoint(rounds=it, trees=ensemble.trees,
-                                  tree_column=ensemble.tree_column, raw=rows.snapshot_raw(),
-                                  record=record, penalty=penalties.snapshot())
+        return BoostingCheckpoint(
+            rounds=it,
+            trees=ensemble.trees,
+            tree_column=ensemble.tree_column,
+            raw=rows.snapshot_raw(),
+            record=record,
+            penalty=penalties.snapshot(),
+        )
 
     for it in range(params.n_estimators):
         if it >= start:  # (a resumed round's trees are given)
@@ -447,11 +493,21 @@ def _fit_boosting(backend, rows, objective, penalties, bin_mapper, params, val_r
             elif bar is not None:  # the bar's first round shows the starting loss, not nan
                 loss = rows.mean(terms)
             for k in range(K):
-                prep = prepare_gradients(backend, G[k], Hs[k], rows.w,
-                                         unit_hessian=not params.hessian, divisor=divisor)
+                prep = prepare_gradients(
+                    backend, G[k], Hs[k], rows.w, unit_hessian=not params.hessian, divisor=divisor
+                )
                 tree_index = ensemble.n_trees
-                grown = grow_tree_packed(backend, data, prep, n_bins, bin_mapper, penalties,
-                                         params.tree, tree_index, candidate_search)
+                grown = grow_tree_packed(
+                    backend,
+                    data,
+                    prep,
+                    n_bins,
+                    bin_mapper,
+                    penalties,
+                    params.tree,
+                    tree_index,
+                    candidate_search,
+                )
                 grown.add_to(rows.raw_column(k))
                 ensemble.append(grown.tree, k)
                 record.tree_column.append(k)

@@ -9,6 +9,7 @@ the standardized columns, the random subsets, the binary searches over them, and
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,20 +20,42 @@ import numpy as np
 
 from .._device import to_host
 from .._types import STANDARDIZED_MAX
-from ..backends.cpu.group_testing import (CPUSteps, best_gains, concat_groups,  # noqa: F401
-                                         pseudo_feature_bins, pseudo_feature_extremes,
-                                         pseudo_feature_histograms, standardize_extremes,
-                                         standardize_with)
+from ..backends.cpu.group_testing import (  # noqa: F401
+    CPUSteps,
+    best_gains,
+    concat_groups,
+    pseudo_feature_bins,
+    pseudo_feature_extremes,
+    pseudo_feature_histograms,
+    standardize_extremes,
+    standardize_with,
+)
 
-__all__ = ["FirstStep", "GroupTestParams", "GroupTestSearch", "best_gains", "draw_subsets",
-           "group_test_candidates", "isolation_probability", "n_search_steps", "n_subsets",
-           "pseudo_feature_bins", "pseudo_feature_extremes", "pseudo_feature_histograms",
-           "pseudo_features_per_tree", "standardize", "standardize_extremes",
-           "standardize_with", "standardized_values", "subset_size", "STANDARDIZED_MAX"]
-
+__all__ = [
+    "FirstStep",
+    "GroupTestParams",
+    "GroupTestSearch",
+    "best_gains",
+    "draw_subsets",
+    "group_test_candidates",
+    "isolation_probability",
+    "n_search_steps",
+    "n_subsets",
+    "pseudo_feature_bins",
+    "pseudo_feature_extremes",
+    "pseudo_feature_histograms",
+    "pseudo_features_per_tree",
+    "standardize",
+    "standardize_extremes",
+    "standardize_with",
+    "standardized_values",
+    "subset_size",
+    "STANDARDIZED_MAX",
+]
 
 
 # --- the sizes of Theorem 4.1 --------------------------------------------------------------
+
 
 def n_subsets(s: int, delta: float) -> int:
     """Theorem 4.1's number of random subsets, ``ceil(e * s * log(s / delta))`` (1 for
@@ -148,11 +171,11 @@ def draw_subsets(rng, n_features: int, s: int, delta: float) -> np.ndarray:
     p, m = n_subsets(s, delta), subset_size(n_features, s)
     if s <= 1:
         return rng.permutation(n_features).astype(np.int64)[None, :]
-    return np.stack([rng.choice(n_features, m, replace=False) for _ in range(p)]).astype(
-        np.int64)
+    return np.stack([rng.choice(n_features, m, replace=False) for _ in range(p)]).astype(np.int64)
 
 
 # --- standardized columns ------------------------------------------------------------------
+
 
 def standardize(X, backend, block: int = 64):
     """The min-max standardized columns of X in the layout ``backend``'s group tests read.
@@ -176,7 +199,6 @@ def standardize(X, backend, block: int = 64):
     groups of up to 65,793 features).
     """
     return backend.group_test_steps().standardize(X, block)
-
 
 
 def standardized_values(Q) -> np.ndarray:
@@ -215,8 +237,12 @@ class FirstStep:
     def __init__(self, backend, Q, subsets, max_bins):
         p, m = subsets.shape
         steps = backend.group_test_steps()(backend, Q, None, p, (int(max_bins),))
-        every, zero, mid, end = (np.arange(p), np.zeros(p, np.int64),
-                                 np.full(p, m // 2, np.int64), np.full(p, m, np.int64))
+        every, zero, mid, end = (
+            np.arange(p),
+            np.zeros(p, np.int64),
+            np.full(p, m // 2, np.int64),
+            np.full(p, m, np.int64),
+        )
         self.sums = steps.sums(subsets, concat_groups((every, zero, mid), (every, mid, end)))
         self.bins = steps.bins(self.sums)
 
@@ -239,8 +265,20 @@ class GroupTestParams(NamedTuple):
     min_child_weight: float = 1e-3
 
 
-def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *,
-                          params=GroupTestParams(), first=None, trace=None):
+def group_test_candidates(
+    backend,
+    Q,
+    gh,
+    G_q,
+    H_q,
+    g_scale,
+    h_scale,
+    subsets,
+    *,
+    params=GroupTestParams(),
+    first=None,
+    trace=None,
+):
     """The binary searches of all subsets over the rows of ``gh``: where each ends.
 
     Parameters
@@ -265,8 +303,15 @@ def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *
     int64 (p,): the feature each subset's search ended on (subset order; may repeat).
     """
     p, m = subsets.shape
-    scan = (int(params.max_bins), int(G_q), int(H_q), 1.0 / float(g_scale),
-            1.0 / float(h_scale), float(params.reg_lambda), float(params.min_child_weight))
+    scan = (
+        int(params.max_bins),
+        int(G_q),
+        int(H_q),
+        1.0 / float(g_scale),
+        1.0 / float(h_scale),
+        float(params.reg_lambda),
+        float(params.min_child_weight),
+    )
     steps = backend.group_test_steps()(backend, Q, gh, p, scan)
     lo = np.zeros(p, np.int64)
     hi = np.full(p, m, np.int64)
@@ -276,15 +321,21 @@ def group_test_candidates(backend, Q, gh, G_q, H_q, g_scale, h_scale, subsets, *
         mid = (lo + hi) // 2
         left = (active, lo[active], mid[active])
         right = (active, mid[active], hi[active])
-        gl, gr = steps.step(subsets, active, left, right if is_first else None,
-                            first if is_first else None)
-        keep_left = gl >= gr          # ties keep the left half
+        gl, gr = steps.step(
+            subsets, active, left, right if is_first else None, first if is_first else None
+        )
+        keep_left = gl >= gr  # ties keep the left half
         steps.keep(active, keep_left)
         if trace is not None:
-            trace.append(dict(active=active.copy(),
-                              left=[subsets[i, a:b] for i, a, b in zip(*left)],
-                              right=[subsets[i, a:b] for i, a, b in zip(*right)],
-                              gain_left=gl.copy(), gain_right=gr.copy()))
+            trace.append(
+                dict(
+                    active=active.copy(),
+                    left=[subsets[i, a:b] for i, a, b in zip(*left)],
+                    right=[subsets[i, a:b] for i, a, b in zip(*right)],
+                    gain_left=gl.copy(),
+                    gain_right=gr.copy(),
+                )
+            )
         hi[active] = np.where(keep_left, mid[active], hi[active])
         lo[active] = np.where(keep_left, lo[active], mid[active])
         active = active[hi[active] - lo[active] > 1]
@@ -361,7 +412,7 @@ class GroupTestSearch:
         ``grower.TreeParams``."""
         t0 = time.perf_counter()
         if self.rows is not None:
-            gh = gh[self.rows]        # rows of weight 0 hold (0, 0): the sums do not change
+            gh = gh[self.rows]  # rows of weight 0 hold (0, 0): the sums do not change
         subsets = self.subsets(tree_index)
         first = None
         if self.per_fit and subsets.shape[1] > 1:
@@ -369,8 +420,18 @@ class GroupTestSearch:
                 self._first = FirstStep(backend, self.Q, subsets, self.max_bins)
             first = self._first
         found = group_test_candidates(
-            backend, self.Q, gh, G_q, H_q, g_scale, h_scale, subsets,
-            params=GroupTestParams(self.max_bins, tree_params.reg_lambda,
-                                   tree_params.min_child_weight), first=first)
+            backend,
+            self.Q,
+            gh,
+            G_q,
+            H_q,
+            g_scale,
+            h_scale,
+            subsets,
+            params=GroupTestParams(
+                self.max_bins, tree_params.reg_lambda, tree_params.min_child_weight
+            ),
+            first=first,
+        )
         self.seconds += time.perf_counter() - t0
         return np.unique(found)

@@ -12,19 +12,19 @@ The grower keeps: the ``Tree`` arrays (filled from each level's decisions), the 
 (``gpufs.engine.penalties``: Omega grows between levels), and the leaf values, computed at the end
 from the nodes' exact fixed-point sums with the one leaf formula (``_gain.leaf_value``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..rules._hist_layout import layout_of
 from ..backends.base import LevelResult, SplitParams
+from ..rules._hist_layout import layout_of
 from .quantize import PreparedGradients
 from .tree import Tree
 
-__all__ = ["GrownTree", "LevelResult", "SplitParams", "TreeParams", "grow_tree",
-           "grow_tree_packed"]
+__all__ = ["GrownTree", "LevelResult", "SplitParams", "TreeParams", "grow_tree", "grow_tree_packed"]
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,17 @@ class GrownTree:
         self.backend.update_raw(raw_column, self.state, self.leaf_nodes, self.leaf_values)
 
 
-def grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params: TreeParams,
-                     tree_index: int, candidate_search=None) -> GrownTree:
+def grow_tree_packed(
+    backend,
+    Xb,
+    prep,
+    n_bins,
+    bin_mapper,
+    penalties,
+    params: TreeParams,
+    tree_index: int,
+    candidate_search=None,
+) -> GrownTree:
     """Grow one tree from packed fixed-point gradients.
 
     Parameters
@@ -135,34 +144,58 @@ def grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params: T
     cat_slot, n_cat = _categorical_slots(bin_mapper, d)
     is_cat = cat_slot >= 0
     tree = Tree.empty(depth_max, categorical=n_cat > 0)
-    split = SplitParams(n_bins=n_bins, g_scale=g_scale, h_scale=h_scale,
-                        reg_lambda=float(params.reg_lambda),
-                        gain_divisor=float(prep.gain_divisor),
-                        min_child_weight=float(params.min_child_weight),
-                        min_split_gain=float(params.min_split_gain), cat_slot=cat_slot,
-                        n_cat=n_cat, cat_smooth=float(params.cat_smooth),
-                        cat_l2=float(params.cat_l2),
-                        min_data_per_group=float(params.min_data_per_group),
-                        max_cat_threshold=int(params.max_cat_threshold),
-                        layout=layout_of(bin_mapper, n_bins, d))
+    split = SplitParams(
+        n_bins=n_bins,
+        g_scale=g_scale,
+        h_scale=h_scale,
+        reg_lambda=float(params.reg_lambda),
+        gain_divisor=float(prep.gain_divisor),
+        min_child_weight=float(params.min_child_weight),
+        min_split_gain=float(params.min_split_gain),
+        cat_slot=cat_slot,
+        n_cat=n_cat,
+        cat_smooth=float(params.cat_smooth),
+        cat_l2=float(params.cat_l2),
+        min_data_per_group=float(params.min_data_per_group),
+        max_cat_threshold=int(params.max_cat_threshold),
+        layout=layout_of(bin_mapper, n_bins, d),
+    )
     if candidate_search is not None:
         # Once the budget is spent nothing is searched: only Omega may be split on.
-        cands = (np.zeros(0, np.int64) if penalties.budget_left() == 0 else
-                 candidate_search(backend, prep.gh, int(prep.G_q), int(prep.H_q), g_scale,
-                                  h_scale, params, tree_index))
+        cands = (
+            np.zeros(0, np.int64)
+            if penalties.budget_left() == 0
+            else candidate_search(
+                backend, prep.gh, int(prep.G_q), int(prep.H_q), g_scale, h_scale, params, tree_index
+            )
+        )
         penalties.set_tree_candidates(cands)
     feats = penalties.candidate_features(d)
-    state = backend.start_tree(Xb, prep.gh, int(prep.G_q), int(prep.H_q), depth_max, feats,
-                               penalty=penalties.penalty_vector(), groups=penalties.groups,
-                               split=split)
+    state = backend.start_tree(
+        Xb,
+        prep.gh,
+        int(prep.G_q),
+        int(prep.H_q),
+        depth_max,
+        feats,
+        penalty=penalties.penalty_vector(),
+        groups=penalties.groups,
+        split=split,
+    )
     reached = [np.zeros(1, np.int64)]
     leaves = []
     new_features: list[int] = []
     for depth in range(depth_max):
         budget = penalties.budget_left()
-        res = backend.level_step(state, penalties.penalty_vector(), penalties.allowed_mask(),
-                                 penalties.used, -1 if budget is None else budget, split,
-                                 depth + 1 < depth_max)
+        res = backend.level_step(
+            state,
+            penalties.penalty_vector(),
+            penalties.allowed_mask(),
+            penalties.used,
+            -1 if budget is None else budget,
+            split,
+            depth + 1 < depth_max,
+        )
         split_mask = res.feature >= 0
         nodes = res.nodes[split_mask]
         leaves.append(res.nodes[~split_mask])
@@ -195,13 +228,30 @@ def grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params: T
     tree.cover[reached] = H
     tree.count[reached] = node_count[reached]
     leaf_nodes = np.sort(np.concatenate(leaves))
-    return GrownTree(tree=tree, state=state, backend=backend, leaf_nodes=leaf_nodes,
-                     leaf_values=tree.value[leaf_nodes].copy(), new_features=new_features)
+    return GrownTree(
+        tree=tree,
+        state=state,
+        backend=backend,
+        leaf_nodes=leaf_nodes,
+        leaf_values=tree.value[leaf_nodes].copy(),
+        new_features=new_features,
+    )
 
 
-def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_mapper,
-              penalties, params: TreeParams, tree_index: int,
-              gain_divisor: float = 1.0) -> GrownTree:
+def grow_tree(
+    backend,
+    Xb,
+    gq,
+    hq,
+    g_scale: float,
+    h_scale: float,
+    n_bins,
+    bin_mapper,
+    penalties,
+    params: TreeParams,
+    tree_index: int,
+    gain_divisor: float = 1.0,
+) -> GrownTree:
     """Grow one tree from separate fixed-point gradients and hessians (every feature a
     candidate: :func:`grow_tree_packed` takes a candidate search).
 
@@ -226,10 +276,15 @@ def grow_tree(backend, Xb, gq, hq, g_scale: float, h_scale: float, n_bins, bin_m
     GrownTree
     """
     xp = backend.xp
-    prep = PreparedGradients(xp.stack([gq, hq], axis=1), int(gq.sum()), int(hq.sum()),
-                             float(g_scale), float(h_scale), float(gain_divisor))
-    return grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params,
-                            tree_index)
+    prep = PreparedGradients(
+        xp.stack([gq, hq], axis=1),
+        int(gq.sum()),
+        int(hq.sum()),
+        float(g_scale),
+        float(h_scale),
+        float(gain_divisor),
+    )
+    return grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params, tree_index)
 
 
 def _categorical_slots(bin_mapper, n_features):

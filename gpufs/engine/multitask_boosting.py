@@ -6,6 +6,7 @@ and the loop that grows each task's trees in turn.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +20,7 @@ from .penalties import PenaltyState
 from .quantize import exact_mean, prepare_gradients
 from .tree import TreeEnsemble
 
-__all__ = ["MultiTaskPenaltyState", "MultiTaskResult", "TaskPenaltyState",
-           "fit_multitask_boosting"]
+__all__ = ["MultiTaskPenaltyState", "MultiTaskResult", "TaskPenaltyState", "fit_multitask_boosting"]
 
 
 class TaskPenaltyState(PenaltyState):
@@ -124,8 +124,16 @@ class MultiTaskResult:
     records: list
 
 
-def fit_multitask_boosting(backend, Xbs, ys, ws, objective, state: MultiTaskPenaltyState,
-                           bin_mapper, params: BoostingParams) -> MultiTaskResult:
+def fit_multitask_boosting(
+    backend,
+    Xbs,
+    ys,
+    ws,
+    objective,
+    state: MultiTaskPenaltyState,
+    bin_mapper,
+    params: BoostingParams,
+) -> MultiTaskResult:
     """Algorithm 1: boosting rounds, each growing one tree (per output column) per task.
 
     Parameters
@@ -163,10 +171,14 @@ def _fit(backend, Xbs, ys, ws, objective, state, bin_mapper, params):
     ensembles, raws, datas, records = [], [], [], []
     for t in range(n_tasks):
         base = np.asarray(objective.init_score(ys[t], ws[t]), dtype=np.float64)
-        ensembles.append(TreeEnsemble(max_depth=params.tree.max_depth, n_features=d,
-                                      base_score=base,
-                                      is_categorical=getattr(bin_mapper, "is_categorical_",
-                                                             None)))
+        ensembles.append(
+            TreeEnsemble(
+                max_depth=params.tree.max_depth,
+                n_features=d,
+                base_score=base,
+                is_categorical=getattr(bin_mapper, "is_categorical_", None),
+            )
+        )
         raws.append(xp.tile(xp.asarray(base), (Xbs[t].shape[0], 1)))
         datas.append(backend.prepare_binned(Xbs[t]))
         records.append(SelectionRecord())
@@ -178,11 +190,20 @@ def _fit(backend, Xbs, ys, ws, objective, state, bin_mapper, params):
                 records[t].train_loss.extend([exact_mean(terms, ws[t])] * K)
             pen = state.task(t)
             for k in range(K):
-                prep = prepare_gradients(backend, G[k], Hs[k], ws[t],
-                                         unit_hessian=not params.hessian, divisor=divisor)
+                prep = prepare_gradients(
+                    backend, G[k], Hs[k], ws[t], unit_hessian=not params.hessian, divisor=divisor
+                )
                 pen.global_tree_index = grown_so_far
-                grown = grow_tree_packed(backend, datas[t], prep, n_bins, bin_mapper, pen,
-                                         params.tree, ensembles[t].n_trees)
+                grown = grow_tree_packed(
+                    backend,
+                    datas[t],
+                    prep,
+                    n_bins,
+                    bin_mapper,
+                    pen,
+                    params.tree,
+                    ensembles[t].n_trees,
+                )
                 grown.add_to(raws[t][:, k])
                 ensembles[t].append(grown.tree, k)
                 records[t].tree_column.append(k)
@@ -192,5 +213,6 @@ def _fit(backend, Xbs, ys, ws, objective, state, bin_mapper, params):
     for t in range(n_tasks):
         if ensembles[t].n_trees:
             records[t].train_loss.extend(
-                [objective.loss(raws[t], ys[t], ws[t], backend=backend)] * K)
+                [objective.loss(raws[t], ys[t], ws[t], backend=backend)] * K
+            )
     return MultiTaskResult(ensembles=ensembles, records=records)

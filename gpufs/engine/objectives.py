@@ -7,6 +7,7 @@ numpy or cupy; results stay on the arrays' device.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,18 @@ import numpy as np
 from .._device import device_of, namespace_of
 from .quantize import correctly_rounded_sum, exact_mean
 
-__all__ = ["PROB_CLIP", "Logistic", "Softmax", "SquaredError", "log_odds",
-           "logistic_loss_terms", "make_objective", "sigmoid", "softmax", "softplus"]
+__all__ = [
+    "PROB_CLIP",
+    "Logistic",
+    "Softmax",
+    "SquaredError",
+    "log_odds",
+    "logistic_loss_terms",
+    "make_objective",
+    "sigmoid",
+    "softmax",
+    "softplus",
+]
 
 #: Probabilities are clipped to ``[PROB_CLIP, 1 - PROB_CLIP]`` before a logarithm is taken.
 PROB_CLIP = 1e-12
@@ -236,7 +247,8 @@ class _Objective:
         ndarray of shape (n_outputs,), float64
         """
         return self.init_score_from_means(
-            [_exact_weighted_mean(c, w) for c in self.init_columns(y)])
+            [_exact_weighted_mean(c, w) for c in self.init_columns(y)]
+        )
 
     def loss(self, raw, y, w, backend=None):
         """Mean per-row loss, weighted by ``w``, as a host float (``docs/module_notes.rst``).
@@ -338,8 +350,9 @@ class SquaredError(_Objective):
         be = _backend_for(raw, backend)
         terms = None
         for k in range(y.shape[1]):  # the targets' squared errors, summed column by column
-            t = be.loss_terms(self.name, xp.ascontiguousarray(raw[:, k:k + 1]),
-                              xp.ascontiguousarray(y[:, k]))
+            t = be.loss_terms(
+                self.name, xp.ascontiguousarray(raw[:, k : k + 1]), xp.ascontiguousarray(y[:, k])
+            )
             terms = t if terms is None else terms + t
         return exact_mean(terms, w)
 

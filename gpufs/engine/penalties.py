@@ -5,6 +5,7 @@ features the ensemble already uses, and the rule for when a feature becomes free
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,7 @@ class PenaltyState:
         self.group_used = np.zeros(int(self.groups.max()) + 1 if n_features else 0, dtype=bool)
         self.first_use_tree = np.full(n_features, -1, dtype=np.int64)
         self.order: list[int] = []
-        self.candidates = None          # the current tree's candidates (None: all features)
+        self.candidates = None  # the current tree's candidates (None: all features)
         self.candidates_by_tree: list[np.ndarray] = []
 
     def penalty_vector(self) -> np.ndarray:
@@ -163,9 +164,13 @@ class PenaltyState:
             ``used``, ``group_used``, ``first_use_tree`` (copies), ``order`` and the group
             tests' ``candidates_by_tree`` so far.
         """
-        return {"used": self.used.copy(), "group_used": self.group_used.copy(),
-                "first_use_tree": self.first_use_tree.copy(), "order": list(self.order),
-                "candidates_by_tree": list(self.candidates_by_tree)}
+        return {
+            "used": self.used.copy(),
+            "group_used": self.group_used.copy(),
+            "first_use_tree": self.first_use_tree.copy(),
+            "order": list(self.order),
+            "candidates_by_tree": list(self.candidates_by_tree),
+        }
 
     def restore(self, snap: dict) -> None:
         """Set Omega to a snapshot.
@@ -176,7 +181,8 @@ class PenaltyState:
             A ``snapshot`` of a state over the same features and groups.
         """
         if snap["used"].shape != self.used.shape or (
-                snap["group_used"].shape != self.group_used.shape):
+            snap["group_used"].shape != self.group_used.shape
+        ):
             raise ValueError("the snapshot is of a penalty state over other features or groups")
         self.used = snap["used"].copy()
         self.group_used = snap["group_used"].copy()

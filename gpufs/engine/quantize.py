@@ -8,6 +8,7 @@ CPU's histograms, and the per-row bound lets a run of ``PACK_CHUNK_ROWS`` rows a
 Also owns the fixed-point float reductions that steer fitting (``exact_sum``,
 ``exact_mean``, ``correctly_rounded_sum``). The rules in full: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import math
@@ -160,8 +161,9 @@ def exact_sum(a) -> float:
         return 0.0
     max_abs = float(xp.abs(a).max())
     if not math.isfinite(max_abs):  # what any order of float additions gives
-        return nonfinite_sum(bool(xp.isnan(a).any()), bool((a == math.inf).any()),
-                             bool((a == -math.inf).any()))
+        return nonfinite_sum(
+            bool(xp.isnan(a).any()), bool((a == math.inf).any()), bool((a == -math.inf).any())
+        )
     if max_abs == 0.0:
         return 0.0
     return exact_sum_from_words(*exact_sum_words(a, max_abs, n), max_abs, n)
@@ -262,8 +264,9 @@ def correctly_rounded_sum(a) -> float:
     for lo in range(0, n, _FSUM_CHUNK):
         hi = min(n, lo + _FSUM_CHUNK)
         for i, p in enumerate(parts):
-            sums[i] += xp.bincount(bucket[lo:hi], weights=p[lo:hi].astype(xp.float64),
-                                   minlength=nb).astype(xp.int64)
+            sums[i] += xp.bincount(
+                bucket[lo:hi], weights=p[lo:hi].astype(xp.float64), minlength=nb
+            ).astype(xp.int64)
     host = to_host(sums)
     total = 0
     for b in range(nb - 1, -1, -1):  # Horner in powers of two, exact Python integers
@@ -443,17 +446,29 @@ def prepare_gradients(backend, g, h, w=None, *, unit_hessian=False, divisor=Fals
     mg, mh, mq = backend.gradient_extremes(g, h, w, unit_hessian, divisor)
     g_scale, h_scale = scale_for(mg, n), scale_for(mh, n)
     finite = math.isfinite(mg) and math.isfinite(mh) and math.isfinite(mq)
-    factors = [_sum_factors(m, n) if finite and m > 0 else (1.0, 1.0, 1.0, 0, 0)
-               for m in (mg, mh, mq)]
+    factors = [
+        _sum_factors(m, n) if finite and m > 0 else (1.0, 1.0, 1.0, 0, 0) for m in (mg, mh, mq)
+    ]
     gh, raw_sums = backend.quantize_gradients(
-        g, h, w, unit_hessian, g_scale, h_scale, [f[0] for f in factors],
-        [f[1] for f in factors], [f[2] for f in factors], divisor)
+        g,
+        h,
+        w,
+        unit_hessian,
+        g_scale,
+        h_scale,
+        [f[0] for f in factors],
+        [f[1] for f in factors],
+        [f[2] for f in factors],
+        divisor,
+    )
     sums = QuantizedSums.of(raw_sums)
     gain_divisor = 1.0
     if divisor:
         if finite:
-            G, H, total = (_combine(*sums.words(i), f[3], f[4]) if m > 0 else 0.0
-                           for i, (m, f) in enumerate(zip((mg, mh, mq), factors)))
+            G, H, total = (
+                _combine(*sums.words(i), f[3], f[4]) if m > 0 else 0.0
+                for i, (m, f) in enumerate(zip((mg, mh, mq), factors))
+            )
         else:  # inf / NaN gradients: the array route says what a float sum gives
             xp = namespace_of(g)
             gw = g if w is None else g * w

@@ -7,6 +7,7 @@ invariant of the arrays before any of them reaches compiled code).
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,11 +15,28 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _types as T
+from ..io._strict_json import (
+    FORMAT_VERSION,
+    MAX_CLASSES,
+    MAX_COUNT,
+    MAX_DEPTH,
+    MAX_FEATURES,
+    MAX_NODES,
+    At,
+    dumps,
+    floats_out,
+    loads,
+    plain,
+    read_bool_array,
+    read_float_array,
+    read_index_list,
+    read_int,
+    read_int_array,
+    read_list,
+    read_obj,
+    short,
+)
 from ..rules._categorical import CAT_WORDS
-from ..io._strict_json import (FORMAT_VERSION, MAX_CLASSES, MAX_COUNT, MAX_DEPTH, MAX_FEATURES,
-                           MAX_NODES, At, dumps, floats_out, loads, plain, read_bool_array,
-                           read_float_array, read_index_list, read_int, read_int_array,
-                           read_list, read_obj, short)
 
 TREE_FIELDS = {
     "feature": T.FEATURE_DTYPE,
@@ -88,8 +106,9 @@ class Tree:
             ``feature`` -1 everywhere, every other field 0.
         """
         n = n_nodes_for_depth(max_depth)
-        arrays = {k: np.zeros(_field_shape(k, n, categorical), dtype=dt)
-                  for k, dt in TREE_FIELDS.items()}
+        arrays = {
+            k: np.zeros(_field_shape(k, n, categorical), dtype=dt) for k, dt in TREE_FIELDS.items()
+        }
         arrays["feature"][:] = -1
         return cls(arrays)
 
@@ -122,8 +141,8 @@ class TreeEnsemble:
 
     max_depth: int
     n_features: int
-    base_score: np.ndarray                      # (n_outputs,) float64
-    trees: list = field(default_factory=list)   # list[Tree]
+    base_score: np.ndarray  # (n_outputs,) float64
+    trees: list = field(default_factory=list)  # list[Tree]
     tree_column: list = field(default_factory=list)
     #: bool (n_features,): the categorical features (None: none), whose splits use cat_bits
     is_categorical: np.ndarray | None = None
@@ -193,9 +212,11 @@ class TreeEnsemble:
         n_nodes = n_nodes_for_depth(self.max_depth)
         out = {}
         for k, dt in TREE_FIELDS.items():
-            out[k] = (np.stack([t.arrays[k] for t in trees]) if trees
-                      else np.zeros((0,) + _field_shape(k, n_nodes, self.categorical),
-                                    dtype=dt))
+            out[k] = (
+                np.stack([t.arrays[k] for t in trees])
+                if trees
+                else np.zeros((0,) + _field_shape(k, n_nodes, self.categorical), dtype=dt)
+            )
         out["tree_column"] = np.asarray(self.tree_column[start:stop], dtype=np.int32)
         out["is_categorical"] = self.categorical_mask()
         if start == 0 and stop is None:
@@ -212,8 +233,9 @@ class TreeEnsemble:
             self._device_cache = {}
         cached = self._device_cache.get(backend.name)
         if cached is None:
-            cached = self._device_cache[backend.name] = {k: backend.to_device(v)
-                                                         for k, v in arrs.items()}
+            cached = self._device_cache[backend.name] = {
+                k: backend.to_device(v) for k, v in arrs.items()
+            }
         return cached
 
     def _init_raw(self, backend, n):
@@ -241,9 +263,17 @@ class TreeEnsemble:
         a = self._arrays_for(backend, start, stop)
         if out is None:
             out = self._init_raw(backend, X.shape[0])
-        return backend.predict_raw(X, a["feature"], a["threshold"], a["missing_left"],
-                                   a["value"], a["tree_column"], out, a["is_categorical"],
-                                   a["cat_bits"])
+        return backend.predict_raw(
+            X,
+            a["feature"],
+            a["threshold"],
+            a["missing_left"],
+            a["value"],
+            a["tree_column"],
+            out,
+            a["is_categorical"],
+            a["cat_bits"],
+        )
 
     def predict_binned(self, Xb, backend, start=0, stop=None, out=None):
         """Raw scores from binned features; equal to ``predict_raw`` on the same rows.
@@ -265,9 +295,17 @@ class TreeEnsemble:
         a = self._arrays_for(backend, start, stop)
         if out is None:
             out = self._init_raw(backend, Xb.shape[0])
-        return backend.predict_binned(Xb, a["feature"], a["bin_threshold"], a["missing_left"],
-                                      a["value"], a["tree_column"], out, a["is_categorical"],
-                                      a["cat_bits"])
+        return backend.predict_binned(
+            Xb,
+            a["feature"],
+            a["bin_threshold"],
+            a["missing_left"],
+            a["value"],
+            a["tree_column"],
+            out,
+            a["is_categorical"],
+            a["cat_bits"],
+        )
 
     # --- persistence: always through host arrays (ensemble_to_dict / ensemble_from_dict) -
     def to_dict(self) -> dict:
@@ -353,17 +391,24 @@ def ensemble_fields(ens) -> dict:
         if k == "cat_bits":
             continue
         trees[k] = floats_out(s[k]) if np.dtype(dt).kind == "f" else s[k].tolist()
-    out = {"max_depth": int(ens.max_depth), "n_features": int(ens.n_features),
-           "n_outputs": int(ens.n_outputs), "n_trees": int(ens.n_trees),
-           "base_score": floats_out(ens.base_score),
-           "tree_column": s["tree_column"].tolist(), "trees": trees}
+    out = {
+        "max_depth": int(ens.max_depth),
+        "n_features": int(ens.n_features),
+        "n_outputs": int(ens.n_outputs),
+        "n_trees": int(ens.n_trees),
+        "base_score": floats_out(ens.base_score),
+        "tree_column": s["tree_column"].tolist(),
+        "trees": trees,
+    }
     if ens.categorical:
         # the bitsets of the categorical splits only: [node, word 0, ..., word 7] per split
         is_cat = ens.categorical_mask()
         split = (s["feature"] >= 0) & is_cat[np.maximum(s["feature"], 0)]
         out["categorical_features"] = np.flatnonzero(is_cat).tolist()
-        trees["cat_bits"] = [[[int(i)] + s["cat_bits"][t, i].tolist()
-                              for i in np.flatnonzero(split[t])] for t in range(ens.n_trees)]
+        trees["cat_bits"] = [
+            [[int(i)] + s["cat_bits"][t, i].tolist() for i in np.flatnonzero(split[t])]
+            for t in range(ens.n_trees)
+        ]
     return out
 
 
@@ -378,12 +423,12 @@ def ensemble_to_dict(ens) -> dict:
     -------
     dict
     """
-    return {"format": ENSEMBLE_FORMAT, "format_version": FORMAT_VERSION,
-            **ensemble_fields(ens)}
+    return {"format": ENSEMBLE_FORMAT, "format_version": FORMAT_VERSION, **ensemble_fields(ens)}
 
 
-def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None,
-                       tagged=True, categorical=None):
+def ensemble_from_dict(
+    d, at=None, *, n_features=None, n_outputs=None, cuts=None, tagged=True, categorical=None
+):
     """Validate an ensemble dict and build the :class:`gpufs.engine.tree.TreeEnsemble`.
 
     Parameters
@@ -408,18 +453,17 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     TreeEnsemble
     """
     at = at or At("ensemble")
-    keys = ["max_depth", "n_features", "n_outputs", "n_trees", "base_score", "tree_column",
-            "trees"]
+    keys = ["max_depth", "n_features", "n_outputs", "n_trees", "base_score", "tree_column", "trees"]
     optional = ["categorical_features"]
     if tagged:
         if type(d) is not dict or d.get("format") != ENSEMBLE_FORMAT:
             found = d.get("format") if type(d) is dict else None
-            at.fail(f"not a gpufs ensemble (format={short(found)}, expected "
-                    f"{ENSEMBLE_FORMAT!r}).")
+            at.fail(f"not a gpufs ensemble (format={short(found)}, expected {ENSEMBLE_FORMAT!r}).")
         read_obj(d, at, keys + ["format", "format_version"], optional)
         if d["format_version"] != FORMAT_VERSION:
-            at["format_version"].fail(f"version {short(d['format_version'])} is not "
-                                      f"{FORMAT_VERSION}.")
+            at["format_version"].fail(
+                f"version {short(d['format_version'])} is not {FORMAT_VERSION}."
+            )
     else:
         read_obj(d, at, keys, optional)
     depth = read_int(d["max_depth"], at["max_depth"], 0, MAX_DEPTH)
@@ -445,26 +489,37 @@ def ensemble_from_dict(d, at=None, *, n_features=None, n_outputs=None, cuts=None
     fields = [k for k in TREE_FIELDS if k != "cat_bits"]
     read_obj(d["trees"], tat, fields + (["cat_bits"] if is_cat.any() else []))
     shape = (n_trees, n_nodes)
-    feature = read_int_array(d["trees"]["feature"], tat["feature"], shape, -1, d_feat - 1,
-                         T.FEATURE_DTYPE)
+    feature = read_int_array(
+        d["trees"]["feature"], tat["feature"], shape, -1, d_feat - 1, T.FEATURE_DTYPE
+    )
     a = {"feature": feature}
-    a["bin_threshold"] = read_int_array(d["trees"]["bin_threshold"], tat["bin_threshold"], shape,
-                                    0, T.MAX_VALUE_BINS - 1, T.BIN_THRESHOLD_DTYPE)
-    a["threshold"] = read_float_array(d["trees"]["threshold"], tat["threshold"], shape,
-                                  nonfinite=("Infinity",))
+    a["bin_threshold"] = read_int_array(
+        d["trees"]["bin_threshold"],
+        tat["bin_threshold"],
+        shape,
+        0,
+        T.MAX_VALUE_BINS - 1,
+        T.BIN_THRESHOLD_DTYPE,
+    )
+    a["threshold"] = read_float_array(
+        d["trees"]["threshold"], tat["threshold"], shape, nonfinite=("Infinity",)
+    )
     a["missing_left"] = read_bool_array(d["trees"]["missing_left"], tat["missing_left"], shape)
     a["value"] = read_float_array(d["trees"]["value"], tat["value"], shape)
     a["gain"] = read_float_array(d["trees"]["gain"], tat["gain"], shape)
     a["cover"] = read_float_array(d["trees"]["cover"], tat["cover"], shape, lo=0.0)
     a["count"] = read_int_array(d["trees"]["count"], tat["count"], shape, 0, MAX_COUNT)
     _check_tree_structure(a, depth, tat)
-    a["cat_bits"] = _read_cat_bits(d["trees"].get("cat_bits"), tat["cat_bits"], a, is_cat,
-                                   cuts)
+    a["cat_bits"] = _read_cat_bits(d["trees"].get("cat_bits"), tat["cat_bits"], a, is_cat, cuts)
     if cuts is not None:
         _check_thresholds(a, cuts, tat, is_cat)
     _check_no_overflow(a["value"], col, base, k_out, tat["value"])
-    ens = TreeEnsemble(max_depth=depth, n_features=d_feat, base_score=base,
-                       is_categorical=is_cat if is_cat.any() else None)
+    ens = TreeEnsemble(
+        max_depth=depth,
+        n_features=d_feat,
+        base_score=base,
+        is_categorical=is_cat if is_cat.any() else None,
+    )
     for t in range(n_trees):
         ens.append(Tree({k: a[k][t].copy() for k in TREE_FIELDS}), int(col[t]))
     return ens
@@ -477,35 +532,48 @@ def _check_tree_structure(a, depth, at):
     if n_trees == 0:
         return
     internal = feature >= 0
-    first_last = 2 ** depth - 1                 # first node of the last level
+    first_last = 2**depth - 1  # first node of the last level
     bad = np.argwhere(internal[:, first_last:])
     if bad.size:
         t, i = bad[0]
         at["feature"][int(t)][int(i) + first_last].fail(
             f"a split on the last level of a depth-{depth} tree (its children would be "
-            "outside the tree).")
+            "outside the tree)."
+        )
     used = np.zeros_like(internal)
     used[:, 0] = True
     for level in range(depth):
-        lo, hi = 2 ** level - 1, 2 ** (level + 1) - 1
+        lo, hi = 2**level - 1, 2 ** (level + 1) - 1
         parent = used[:, lo:hi] & internal[:, lo:hi]
-        used[:, 2 * lo + 1:2 * hi + 1:2] = parent
-        used[:, 2 * lo + 2:2 * hi + 2:2] = parent
+        used[:, 2 * lo + 1 : 2 * hi + 1 : 2] = parent
+        used[:, 2 * lo + 2 : 2 * hi + 2 : 2] = parent
     leaf = used & ~internal
-    defaults = {"feature": -1, "bin_threshold": 0, "threshold": 0.0, "missing_left": False,
-                "value": 0.0, "gain": 0.0, "cover": 0.0, "count": 0}
+    defaults = {
+        "feature": -1,
+        "bin_threshold": 0,
+        "threshold": 0.0,
+        "missing_left": False,
+        "value": 0.0,
+        "gain": 0.0,
+        "cover": 0.0,
+        "count": 0,
+    }
     for k, dflt in defaults.items():
         bad = np.argwhere(~used & (a[k] != dflt))
         if bad.size:
             t, i = (int(x) for x in bad[0])
-            at[k][t][i].fail(f"node {i} of tree {t} is below a leaf (unused) but holds "
-                             f"{a[k][t, i].item()!r}, not {dflt!r}.")
+            at[k][t][i].fail(
+                f"node {i} of tree {t} is below a leaf (unused) but holds "
+                f"{a[k][t, i].item()!r}, not {dflt!r}."
+            )
     for k in ("bin_threshold", "threshold", "missing_left", "gain"):
         bad = np.argwhere(leaf & (a[k] != defaults[k]))
         if bad.size:
             t, i = (int(x) for x in bad[0])
-            at[k][t][i].fail(f"node {i} of tree {t} is a leaf but holds "
-                             f"{a[k][t, i].item()!r}, not {defaults[k]!r}.")
+            at[k][t][i].fail(
+                f"node {i} of tree {t} is a leaf but holds "
+                f"{a[k][t, i].item()!r}, not {defaults[k]!r}."
+            )
     inner = np.argwhere(internal)
     if inner.size:
         t, i = inner[:, 0], inner[:, 1]
@@ -513,8 +581,10 @@ def _check_tree_structure(a, depth, at):
         bad = np.flatnonzero(c[t, i] != c[t, 2 * i + 1] + c[t, 2 * i + 2])
         if bad.size:
             tt, ii = int(t[bad[0]]), int(i[bad[0]])
-            at["count"][tt][ii].fail(f"node {ii} of tree {tt} holds {int(c[tt, ii])} rows, "
-                                     "not the sum of its children's.")
+            at["count"][tt][ii].fail(
+                f"node {ii} of tree {tt} holds {int(c[tt, ii])} rows, "
+                "not the sum of its children's."
+            )
         thr = a["threshold"][t, i]
         bad = np.flatnonzero(~np.isfinite(thr) & (thr != np.inf))
         if bad.size:
@@ -539,10 +609,15 @@ def _read_cat_bits(v, at, a, is_cat, cuts):
         bad = np.argwhere(cat_split & (a[k] != 0))
         if bad.size:
             t, i = (int(x) for x in bad[0])
-            at.fail(f"node {i} of tree {t} splits a categorical feature but its {k} is "
-                    f"{a[k][t, i].item()!r}, not 0.")
-    n_bins = (np.full(is_cat.shape[0], T.MAX_VALUE_BINS, np.int64) if cuts is None
-              else np.array([c.shape[0] + 1 for c in cuts], dtype=np.int64))
+            at.fail(
+                f"node {i} of tree {t} splits a categorical feature but its {k} is "
+                f"{a[k][t, i].item()!r}, not 0."
+            )
+    n_bins = (
+        np.full(is_cat.shape[0], T.MAX_VALUE_BINS, np.int64)
+        if cuts is None
+        else np.array([c.shape[0] + 1 for c in cuts], dtype=np.int64)
+    )
     read_list(v, at, n_trees)
     for t, entries in enumerate(v):
         want = np.flatnonzero(cat_split[t])
@@ -553,8 +628,10 @@ def _read_cat_bits(v, at, a, is_cat, cuts):
         nodes = rows[:, 0]
         if not np.array_equal(nodes, want):
             j = int(np.flatnonzero(nodes != want)[0])
-            at[t][j][0].fail(f"tree {t}'s categorical splits are at nodes {want.tolist()[:8]}; "
-                             f"entry {j} names node {int(nodes[j])}.")
+            at[t][j][0].fail(
+                f"tree {t}'s categorical splits are at nodes {want.tolist()[:8]}; "
+                f"entry {j} names node {int(nodes[j])}."
+            )
         words = rows[:, 1:].astype(np.uint32)
         bit = np.arange(32 * CAT_WORDS)
         is_set = ((words[:, bit // 32] >> (bit % 32).astype(np.uint32)) & 1).astype(bool)
@@ -562,8 +639,9 @@ def _read_cat_bits(v, at, a, is_cat, cuts):
         bad = np.argwhere(is_set & (bit[None, :] >= limit[:, None]))
         if bad.size:
             j, b = (int(x) for x in bad[0])
-            at[t][j].fail(f"bit {b} is set, but feature {int(feature[t, nodes[j]])} has "
-                          f"{int(limit[j])} bins.")
+            at[t][j].fail(
+                f"bit {b} is set, but feature {int(feature[t, nodes[j]])} has {int(limit[j])} bins."
+            )
         out[t, nodes] = words
     return out
 
@@ -586,14 +664,15 @@ def _check_thresholds(a, cuts, at, is_cat=None):
     if bad.size:
         j = bad[0]
         at["bin_threshold"][int(t[j])][int(i[j])].fail(
-            f"bin threshold {int(bt[j])} >= n_bins {int(n_cuts[f[j]] + 1)} of feature "
-            f"{int(f[j])}.")
+            f"bin threshold {int(bt[j])} >= n_bins {int(n_cuts[f[j]] + 1)} of feature {int(f[j])}."
+        )
     top = bt == n_cuts[f]
     bad = np.flatnonzero(top & a["missing_left"][t, i])
     if bad.size:
         j = bad[0]
         at["missing_left"][int(t[j])][int(i[j])].fail(
-            "a split on the top bin sends every value left; its missing values must go right.")
+            "a split on the top bin sends every value left; its missing values must go right."
+        )
     flat = np.concatenate(cuts + [np.zeros(1)])
     start = np.concatenate([[0], np.cumsum(n_cuts)[:-1]])
     expected = np.where(top, np.inf, flat[np.where(top, 0, start[f] + bt)])
@@ -603,7 +682,8 @@ def _check_thresholds(a, cuts, at, is_cat=None):
         at["threshold"][int(t[j])][int(i[j])].fail(
             f"threshold {a['threshold'][t[j], i[j]].item()!r} is not the cut point "
             f"{expected[j].item()!r} "
-            f"that bin threshold {int(bt[j])} of feature {int(f[j])} names.")
+            f"that bin threshold {int(bt[j])} of feature {int(f[j])} names."
+        )
 
 
 def _check_no_overflow(value, col, base, k_out, at):

@@ -11,11 +11,30 @@ training row, and the per-tree feature masks (T x F bool). The lasso over tree w
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from ._algorithms import IncrementalBagBoosting, IncrementalBagging, grow_forest
-from ._params import (FOREST_PARAMETER_CONSTRAINTS, MAX_FOREST_DEPTH, METHODS, TREE_TYPES,
-                      ForestParams, check_forest_params, loss_converged)
+from ._params import (
+    FOREST_PARAMETER_CONSTRAINTS,
+    MAX_FOREST_DEPTH,
+    METHODS,
+    TREE_TYPES,
+    ForestParams,
+    check_forest_params,
+    loss_converged,
+)
 from ._record import Forest, ForestBuilder
 
-__all__ = ["FOREST_PARAMETER_CONSTRAINTS", "Forest", "ForestBuilder", "ForestParams",
-           "IncrementalBagBoosting", "IncrementalBagging", "MAX_FOREST_DEPTH", "METHODS",
-           "TREE_TYPES", "check_forest_params", "grow_forest", "loss_converged"]
+__all__ = [
+    "FOREST_PARAMETER_CONSTRAINTS",
+    "Forest",
+    "ForestBuilder",
+    "ForestParams",
+    "IncrementalBagBoosting",
+    "IncrementalBagging",
+    "MAX_FOREST_DEPTH",
+    "METHODS",
+    "TREE_TYPES",
+    "check_forest_params",
+    "grow_forest",
+    "loss_converged",
+]

@@ -2,6 +2,7 @@
 each: :class:`IncrementalBagging` (their Algorithm 1) and :class:`IncrementalBagBoosting`
 (Algorithm 2), on a shared loop of rounds and bag members (:class:`_ForestAlgorithm`); and
 :func:`grow_forest`, which picks one by ``ForestParams.method``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,7 +44,9 @@ def _progress(verbose, desc):
 
 
 #: The data arguments of ``grow`` and ``grow_forest``.
-_fill = filler({"data": """\
+_fill = filler(
+    {
+        "data": """\
 Xb : ndarray of shape (n_samples, n_features), uint8
     The binned matrix, on the backend's device.
 y : ndarray of shape (n_samples,)
@@ -54,7 +57,9 @@ task : {"regression", "classification"}
 n_classes : int
     Number of classes (classification).
 bin_mapper : BinMapper
-    The fitted mapper of ``Xb``."""})
+    The fitted mapper of ``Xb``."""
+    }
+)
 
 _PARAMETERS = """
     Parameters
@@ -71,14 +76,18 @@ _PARAMETERS = """
 
 
 class _ForestAlgorithm:
-    __doc__ = """Rounds of bag members; a subclass decides what a finished round does to the
+    __doc__ = (
+        """Rounds of bag members; a subclass decides what a finished round does to the
     forest and whether growing stops (:meth:`_end_round`).
-    """ + _PARAMETERS
+    """
+        + _PARAMETERS
+    )
 
     method = ""
 
-    def __init__(self, backend, params: ForestParams, costs=None, groups=None,
-                 random_state: int = 0):
+    def __init__(
+        self, backend, params: ForestParams, costs=None, groups=None, random_state: int = 0
+    ):
         self.backend, self.params = backend, params
         self.costs, self.groups = costs, groups
         self.random_state = int(random_state)
@@ -91,8 +100,9 @@ class _ForestAlgorithm:
         w = self.w
         if rows is None:
             return self.objective.loss(raw, self.target, w, self.backend)
-        return self.objective.loss(raw, self.target[rows], None if w is None else w[rows],
-                                   self.backend)
+        return self.objective.loss(
+            raw, self.target[rows], None if w is None else w[rows], self.backend
+        )
 
     def _relative_loss(self, raw):
         """The loss of ``raw`` over the loss of the base prediction (0 when that is 0)."""
@@ -118,15 +128,19 @@ class _ForestAlgorithm:
         if m == 0 or d == 0:
             raise ValueError(f"cannot grow a forest on data of shape {(m, d)}")
         costs = np.ones(d) if self.costs is None else np.asarray(self.costs, dtype=np.float64)
-        groups = (np.arange(d, dtype=np.int32) if self.groups is None
-                  else np.asarray(self.groups, dtype=np.int32))
+        groups = (
+            np.arange(d, dtype=np.int32)
+            if self.groups is None
+            else np.asarray(self.groups, dtype=np.int32)
+        )
         rng = np.random.RandomState(self.random_state)
         n_bins = xp.asarray(bin_mapper.n_bins_)
         if w is not None:
             w = xp.asarray(w, dtype=np.float64) * (m / float(w.sum()))  # mean 1
         self.w = w
-        self.objective, self.target, K = _objective_and_target(xp, task, params.method, y,
-                                                               n_classes)
+        self.objective, self.target, K = _objective_and_target(
+            xp, task, params.method, y, n_classes
+        )
         base = np.asarray(self.objective.init_score(self.target, w), dtype=np.float64)
         self.base_raw = xp.tile(xp.asarray(base, dtype=RAW_DTYPE), (m, 1))
         self.base_loss = self._mean_loss(self.base_raw)
@@ -134,14 +148,14 @@ class _ForestAlgorithm:
         single = params.tree_type == "single"
         n_sub = n_subset(params.max_features, d)
         if single:
-            cols = [xp.ascontiguousarray(Xb[:, f:f + 1]) for f in range(d)]
-            col_nbins = [n_bins[f:f + 1] for f in range(d)]
+            cols = [xp.ascontiguousarray(Xb[:, f : f + 1]) for f in range(d)]
+            col_nbins = [n_bins[f : f + 1] for f in range(d)]
             col_bins = [ColumnBins(bin_mapper, f) for f in range(d)]
         grower = TreeGrower(backend, params, costs, groups)
         builder = ForestBuilder(d, getattr(bin_mapper, "is_categorical_", None))
         member_loss, round_stop = [], []
         bar = _progress(params.verbose, f"gpufs ControlBurn forest ({params.method})")
-        self.raw = self.base_raw.copy()      # the forest's output that the residuals follow
+        self.raw = self.base_raw.copy()  # the forest's output that the residuals follow
         self._start(m, K)
         depth, rnd = 1, 0
         while True:
@@ -153,7 +167,8 @@ class _ForestAlgorithm:
             j = 0
             while True:
                 counts = xp.asarray(
-                    np.bincount(rng.randint(0, m, size=m), minlength=m).astype(np.float64))
+                    np.bincount(rng.randint(0, m, size=m), minlength=m).astype(np.float64)
+                )
                 cw = counts if w is None else counts * w
                 oob = counts == 0
                 if single:
@@ -165,12 +180,19 @@ class _ForestAlgorithm:
                         r_cur = resid[:, k].copy()
                         pred = xp.zeros(m, dtype=RAW_DTYPE)
                         for f in order.tolist():
-                            tree, p = grower.grow(cols[f], col_nbins[f], col_bins[f], r_cur,
-                                                  cw, depth, builder.n_trees, feature=f)
+                            tree, p = grower.grow(
+                                cols[f],
+                                col_nbins[f],
+                                col_bins[f],
+                                r_cur,
+                                cw,
+                                depth,
+                                builder.n_trees,
+                                feature=f,
+                            )
                             r_cur = r_cur - p
                             pred = pred + p
-                            builder.add(tree, p, column=k, depth=depth, round_index=rnd,
-                                        member=j)
+                            builder.add(tree, p, column=k, depth=depth, round_index=rnd, member=j)
                             if bar is not None:
                                 bar.update(1)
                     else:
@@ -178,10 +200,17 @@ class _ForestAlgorithm:
                         if n_sub < d:
                             subset = np.zeros(d, dtype=bool)
                             subset[rng.choice(d, n_sub, replace=False)] = True
-                        tree, pred = grower.grow(Xb, n_bins, bin_mapper, resid[:, k], cw, depth,
-                                                 builder.n_trees, subset=subset)
-                        builder.add(tree, pred, column=k, depth=depth, round_index=rnd,
-                                    member=j)
+                        tree, pred = grower.grow(
+                            Xb,
+                            n_bins,
+                            bin_mapper,
+                            resid[:, k],
+                            cw,
+                            depth,
+                            builder.n_trees,
+                            subset=subset,
+                        )
+                        builder.add(tree, pred, column=k, depth=depth, round_index=rnd, member=j)
                         if bar is not None:
                             bar.update(1)
                     round_sum[:, k] += pred
@@ -205,10 +234,17 @@ class _ForestAlgorithm:
             depth += 1
         if bar is not None:
             bar.close()
-        return builder.build(xp, m, base_score=base, train_raw=self._train_raw(),
-                             method=params.method, member_loss=member_loss,
-                             round_stop=round_stop, oob_improvement=self._oob_improvement(),
-                             stop_reason=stop_reason)
+        return builder.build(
+            xp,
+            m,
+            base_score=base,
+            train_raw=self._train_raw(),
+            method=params.method,
+            member_loss=member_loss,
+            round_stop=round_stop,
+            oob_improvement=self._oob_improvement(),
+            stop_reason=stop_reason,
+        )
 
     def _start(self, m, K):
         raise NotImplementedError
@@ -225,12 +261,15 @@ class _ForestAlgorithm:
 
 
 class IncrementalBagging(_ForestAlgorithm):
-    __doc__ = """Incremental depth bagging (ControlBurn's Algorithm 1).
+    __doc__ = (
+        """Incremental depth bagging (ControlBurn's Algorithm 1).
 
     For d = 1 .. max_depth: grow depth-d trees on bootstrap samples of ``y - base`` until the
     relative train loss of ``base + mean(depth-d trees)`` has converged, then go to d + 1. The
     forest's output is ``base + mean(all trees)``.
-    """ + _PARAMETERS
+    """
+        + _PARAMETERS
+    )
 
     method = "bag"
 
@@ -251,14 +290,17 @@ class IncrementalBagging(_ForestAlgorithm):
 
 
 class IncrementalBagBoosting(_ForestAlgorithm):
-    __doc__ = """Incremental depth bag-boosting (ControlBurn's Algorithm 2).
+    __doc__ = (
+        """Incremental depth bag-boosting (ControlBurn's Algorithm 2).
 
     Round r grows depth-r trees on bootstrap samples of the pseudo-residual at the current
     forest F until the relative train loss of ``F + mean(round's trees)`` converges; then F
     takes the round's mean, and growing stops after the first round whose out-of-bag
     improvement is not positive (after ``min_rounds`` rounds), at ``max_depth`` rounds, or when
     a round has no out-of-bag row.
-    """ + _PARAMETERS
+    """
+        + _PARAMETERS
+    )
 
     method = "bagboost"
 
@@ -272,8 +314,7 @@ class IncrementalBagBoosting(_ForestAlgorithm):
         if bool(has_oob.any()):
             oob_mean = oob_sum[has_oob] / oob_n[has_oob][:, None]
             cur = self.raw[has_oob]
-            delta = (self._mean_loss(cur, has_oob)
-                     - self._mean_loss(cur + oob_mean, has_oob))
+            delta = self._mean_loss(cur, has_oob) - self._mean_loss(cur + oob_mean, has_oob)
         else:
             delta = float("nan")
         self._oob.append(delta)
@@ -298,8 +339,19 @@ _ALGORITHMS = {cls.method: cls for cls in (IncrementalBagging, IncrementalBagBoo
 
 
 @_fill
-def grow_forest(backend, Xb, y, w, task: str, n_classes: int, bin_mapper, params: ForestParams,
-                costs=None, groups=None, random_state: int = 0) -> Forest:
+def grow_forest(
+    backend,
+    Xb,
+    y,
+    w,
+    task: str,
+    n_classes: int,
+    bin_mapper,
+    params: ForestParams,
+    costs=None,
+    groups=None,
+    random_state: int = 0,
+) -> Forest:
     """Grow a ControlBurn forest on binned data (see the package docstring for the rules).
 
     Parameters

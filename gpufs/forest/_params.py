@@ -1,6 +1,7 @@
 """How a ControlBurn forest is grown: :class:`ForestParams`, the constraints every field must
 meet (shared with the ControlBurn estimators), per-tree feature subset sizes, and the
 training-loss convergence rule that ends a round."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,15 @@ from sklearn.utils._param_validation import StrOptions, validate_parameter_const
 
 from .._params import int_range, real_range
 
-__all__ = ["FOREST_PARAMETER_CONSTRAINTS", "ForestParams", "MAX_FOREST_DEPTH", "METHODS",
-           "TREE_TYPES", "check_forest_params", "loss_converged"]
+__all__ = [
+    "FOREST_PARAMETER_CONSTRAINTS",
+    "ForestParams",
+    "MAX_FOREST_DEPTH",
+    "METHODS",
+    "TREE_TYPES",
+    "check_forest_params",
+    "loss_converged",
+]
 
 METHODS = ("bagboost", "bag")
 TREE_TYPES = ("full", "sparse", "single")
@@ -95,8 +103,12 @@ FOREST_PARAMETER_CONSTRAINTS = {
     "tol": [real_range(0)],
     "max_trees_per_round": [int_range(1)],
     "min_rounds": [int_range(1)],
-    "max_features": [None, int_range(1), real_range(0, 1, closed="right"),
-                     StrOptions({"sqrt", "log2"})],
+    "max_features": [
+        None,
+        int_range(1),
+        real_range(0, 1, closed="right"),
+        StrOptions({"sqrt", "log2"}),
+    ],
     "sparse_mu": [real_range(0)],
     "min_child_weight": [real_range(0)],
     "verbose": ["verbose"],
@@ -110,11 +122,14 @@ def check_forest_params(p: ForestParams) -> None:
     ----------
     p : ForestParams
     """
-    validate_parameter_constraints(FOREST_PARAMETER_CONSTRAINTS, asdict(p),
-                                   caller_name="ForestParams")
+    validate_parameter_constraints(
+        FOREST_PARAMETER_CONSTRAINTS, asdict(p), caller_name="ForestParams"
+    )
     if p.tree_type == "single" and p.max_features is not None:
-        raise ValueError("max_features does not apply to tree_type='single' (every tree already "
-                         "uses one feature); leave it None.")
+        raise ValueError(
+            "max_features does not apply to tree_type='single' (every tree already "
+            "uses one feature); leave it None."
+        )
 
 
 def n_subset(max_features, d):

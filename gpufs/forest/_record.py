@@ -1,5 +1,6 @@
 """The record of a grown forest (:class:`Forest`) and the builder that collects it tree by tree
 (:class:`ForestBuilder`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -124,7 +125,7 @@ def _pad_tree(tree: Tree, depth: int, categorical: bool) -> Tree:
     m = tree.arrays["feature"].shape[0]
     for k, a in tree.arrays.items():
         if a.ndim == 2:
-            out.arrays[k][:m, :a.shape[1]] = a
+            out.arrays[k][:m, : a.shape[1]] = a
         else:
             out.arrays[k][:m] = a
     return out
@@ -156,8 +157,9 @@ class ForestBuilder:
         """Trees added so far (the index the next tree gets)."""
         return len(self._trees)
 
-    def add(self, tree: Tree, prediction, *, column: int, depth: int, round_index: int,
-            member: int) -> None:
+    def add(
+        self, tree: Tree, prediction, *, column: int, depth: int, round_index: int, member: int
+    ) -> None:
         """Record one grown tree.
 
         Parameters
@@ -181,8 +183,19 @@ class ForestBuilder:
         self._masks.append(mask)
         self._predictions.append(prediction)
 
-    def build(self, xp, n_samples: int, *, base_score, train_raw, method: str, member_loss,
-              round_stop, oob_improvement, stop_reason: str) -> Forest:
+    def build(
+        self,
+        xp,
+        n_samples: int,
+        *,
+        base_score,
+        train_raw,
+        method: str,
+        member_loss,
+        round_stop,
+        oob_improvement,
+        stop_reason: str,
+    ) -> Forest:
         """The :class:`Forest` of the trees added (every tree padded to the deepest one).
 
         Parameters
@@ -199,22 +212,35 @@ class ForestBuilder:
         Forest
         """
         max_d = max(self._depth) if self._depth else 1
-        ens = TreeEnsemble(max_depth=max_d, n_features=self.n_features,
-                           base_score=np.asarray(base_score, np.float64),
-                           is_categorical=self.is_categorical)
+        ens = TreeEnsemble(
+            max_depth=max_d,
+            n_features=self.n_features,
+            base_score=np.asarray(base_score, np.float64),
+            is_categorical=self.is_categorical,
+        )
         words = ens.stacked()["cat_bits"].shape[2]
         for t, c in zip(self._trees, self._column):
             short = t.arrays["feature"].shape[0] < n_nodes_for_depth(max_d)
             narrow = t.arrays["cat_bits"].shape[1] != words
             ens.append(_pad_tree(t, max_d, ens.categorical) if short or narrow else t, c)
-        A = (xp.stack(self._predictions, axis=1) if self._predictions
-             else xp.zeros((n_samples, 0), dtype=RAW_DTYPE))
-        masks = (np.stack(self._masks) if self._masks
-                 else np.zeros((0, self.n_features), dtype=bool))
-        return Forest(ensemble=ens, A=A, feature_masks=masks,
-                      tree_depth=np.asarray(self._depth, np.int64),
-                      tree_round=np.asarray(self._round, np.int64),
-                      tree_member=np.asarray(self._member, np.int64), member_loss=member_loss,
-                      round_stop=round_stop, oob_improvement=oob_improvement,
-                      stop_reason=stop_reason, base_score=np.asarray(base_score, np.float64),
-                      train_raw=train_raw, method=method)
+        A = (
+            xp.stack(self._predictions, axis=1)
+            if self._predictions
+            else xp.zeros((n_samples, 0), dtype=RAW_DTYPE)
+        )
+        masks = np.stack(self._masks) if self._masks else np.zeros((0, self.n_features), dtype=bool)
+        return Forest(
+            ensemble=ens,
+            A=A,
+            feature_masks=masks,
+            tree_depth=np.asarray(self._depth, np.int64),
+            tree_round=np.asarray(self._round, np.int64),
+            tree_member=np.asarray(self._member, np.int64),
+            member_loss=member_loss,
+            round_stop=round_stop,
+            oob_improvement=oob_improvement,
+            stop_reason=stop_reason,
+            base_score=np.asarray(base_score, np.float64),
+            train_raw=train_raw,
+            method=method,
+        )

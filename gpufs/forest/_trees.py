@@ -1,6 +1,7 @@
 """One tree of a ControlBurn forest: its penalties (feature-sparse trees, per-tree feature
 subsets), the bins of a single-feature tree, and the one place where the forest calls the
 shared grower (:meth:`TreeGrower.grow`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -69,15 +70,32 @@ class TreeGrower:
     def _penalties(self, n_features, subset):
         p, d = self.params, self.costs.shape[0]
         if p.tree_type == "sparse":
-            return _SubsetPenalty(p.sparse_mu, self.costs, self.groups, "root_sse",
-                                  subset if subset is not None else np.ones(d, bool))
+            return _SubsetPenalty(
+                p.sparse_mu,
+                self.costs,
+                self.groups,
+                "root_sse",
+                subset if subset is not None else np.ones(d, bool),
+            )
         if subset is not None:
             return _SubsetPenalty(0.0, self.costs, self.groups, "none", subset)
-        return PenaltyState(0.0, np.ones(n_features), np.arange(n_features, dtype=np.int32),
-                            "none", None)
+        return PenaltyState(
+            0.0, np.ones(n_features), np.arange(n_features, dtype=np.int32), "none", None
+        )
 
-    def grow(self, Xb, n_bins, bin_mapper, residual, count_weights, depth, tree_index, *,
-             feature=None, subset=None):
+    def grow(
+        self,
+        Xb,
+        n_bins,
+        bin_mapper,
+        residual,
+        count_weights,
+        depth,
+        tree_index,
+        *,
+        feature=None,
+        subset=None,
+    ):
         """Grow one tree and predict it on every row.
 
         Parameters
@@ -114,16 +132,31 @@ class TreeGrower:
             # Every in-bag row weighs 0 (a bootstrap of few positive-weight rows can draw
             # none): with reg_lambda = 0 no node has a value, -G / H is 0 / 0. The tree
             # fits no data, so it is one leaf of value 0 and predicts 0 everywhere.
-            n_cat = categorical_slots(getattr(bin_mapper, "is_categorical_", None),
-                                      Xb.shape[1])[1]
+            n_cat = categorical_slots(getattr(bin_mapper, "is_categorical_", None), Xb.shape[1])[1]
             return Tree.empty(depth, categorical=n_cat > 0), xp.zeros(m, dtype=RAW_DTYPE)
         pen = self._penalties(Xb.shape[1], subset)
         divisor = pen.gain_divisor(g, h) if self.params.tree_type == "sparse" else 1.0
-        tp = TreeParams(max_depth=depth, reg_lambda=0.0, learning_rate=1.0,
-                        min_child_weight=float(self.params.min_child_weight),
-                        min_split_gain=0.0)
-        grown = grow_tree(backend, Xb, gq, hq, g_scale, h_scale, n_bins, bin_mapper, pen, tp,
-                          tree_index, gain_divisor=divisor)
+        tp = TreeParams(
+            max_depth=depth,
+            reg_lambda=0.0,
+            learning_rate=1.0,
+            min_child_weight=float(self.params.min_child_weight),
+            min_split_gain=0.0,
+        )
+        grown = grow_tree(
+            backend,
+            Xb,
+            gq,
+            hq,
+            g_scale,
+            h_scale,
+            n_bins,
+            bin_mapper,
+            pen,
+            tp,
+            tree_index,
+            gain_divisor=divisor,
+        )
         pred = xp.zeros(m, dtype=RAW_DTYPE)
         grown.add_to(pred)
         tree = grown.tree

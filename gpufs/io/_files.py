@@ -12,6 +12,7 @@ line (``gpufs.cli``):
   (``tempfile.mkstemp`` makes every temporary file 0600);
 * a read is bounded: at most ``max_bytes + 1`` bytes of the file's size are read.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,9 +20,13 @@ import stat
 
 __all__ = ["new_file_mode", "read_regular", "special_kind"]
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _kind_of(mode) -> str | None:
@@ -107,8 +112,7 @@ def read_regular(path, max_bytes: int, error):
     """
     name = os.fspath(path)
     try:
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         if exc.filename is None:
             exc.filename = name
@@ -121,12 +125,15 @@ def read_regular(path, max_bytes: int, error):
         raise
     if kind is not None:
         os.close(fd)
-        raise error(f"{name} is {kind}, not a file; gpufs reads model files from regular "
-                    "files only.")
+        raise error(
+            f"{name} is {kind}, not a file; gpufs reads model files from regular files only."
+        )
     with os.fdopen(fd, "rb") as fh:
         # read(n) allocates n bytes up front: ask for the file's size, not the cap
         data = fh.read(min(st.st_size, max_bytes) + 1)
     if len(data) > max_bytes:
-        raise error(f"{name} is larger than max_bytes={max_bytes}; a model file of a trusted "
-                    "source may be loaded with a larger max_bytes.")
+        raise error(
+            f"{name} is larger than max_bytes={max_bytes}; a model file of a trusted "
+            "source may be loaded with a larger max_bytes."
+        )
     return data

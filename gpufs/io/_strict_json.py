@@ -9,6 +9,7 @@ codecs of the models (binning, tree, each selector family) and the envelope
 (:mod:`gpufs.io.model_io`) are built from these readers; the format is described in
 ``docs/model_format.rst``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -69,8 +70,10 @@ def _no_duplicate_keys(pairs):
         seen = set()
         for k, _ in pairs:
             if k in seen:
-                raise ModelFileError(f"key {short(k)} appears twice in one object; strict JSON "
-                                     "readers disagree on which one counts.")
+                raise ModelFileError(
+                    f"key {short(k)} appears twice in one object; strict JSON "
+                    "readers disagree on which one counts."
+                )
             seen.add(k)
     return out
 
@@ -91,15 +94,16 @@ def loads(text):
     """
     # counted in strings too: an upper bound, taken before the parser allocates anything
     if text.count("[") + text.count("{") > MAX_CONTAINERS:
-        raise ModelFileError(f"more than {MAX_CONTAINERS} JSON lists and objects; no model "
-                             "file has that many.")
+        raise ModelFileError(
+            f"more than {MAX_CONTAINERS} JSON lists and objects; no model file has that many."
+        )
     try:
         return json.loads(text, parse_constant=Token, object_pairs_hook=_no_duplicate_keys)
     except ModelFileError:
         raise
     except RecursionError:
         raise ModelFileError("the JSON is nested too deeply to be a model file.") from None
-    except ValueError as exc:     # JSONDecodeError, and integers of more than 4300 digits
+    except ValueError as exc:  # JSONDecodeError, and integers of more than 4300 digits
         raise ModelFileError(f"not valid JSON: {exc}") from None
 
 
@@ -189,8 +193,15 @@ def short(x):
 def kind_of(v):
     if isinstance(v, Token):
         return f"the non-standard JSON token {v.name}"
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "an integer", float: "a number", type(None): "null"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(v), type(v).__name__)
 
 
@@ -204,8 +215,7 @@ def read_obj(v, at, required, optional=()):
     allowed = set(required) | set(optional)
     extra = [k for k in v if k not in allowed]
     if extra:
-        at.fail(f"unexpected key {short(extra[0])} (a file of another format version, or "
-                "edited).")
+        at.fail(f"unexpected key {short(extra[0])} (a file of another format version, or edited).")
     return v
 
 
@@ -223,9 +233,15 @@ def read_float(v, at, lo=None, nonfinite=()):
     if type(v) is str and v in NONFINITE and v in nonfinite:
         return NONFINITE[v]
     if type(v) not in (int, float):
-        at.fail(f"expected a number, got {kind_of(v)}"
-                + (f" (non-finite values are written {', '.join(map(repr, nonfinite))})"
-                   if nonfinite else "") + ".")
+        at.fail(
+            f"expected a number, got {kind_of(v)}"
+            + (
+                f" (non-finite values are written {', '.join(map(repr, nonfinite))})"
+                if nonfinite
+                else ""
+            )
+            + "."
+        )
     try:
         x = float(v)
     except OverflowError:
@@ -301,7 +317,7 @@ def read_int_array(v, at, shape, lo, hi, dtype=np.int64):
     try:
         a = np.array(flat, dtype=np.int64)
     except OverflowError:
-        i = next(i for i, x in enumerate(flat) if not -2**63 <= x < 2**63)
+        i = next(i for i, x in enumerate(flat) if not -(2**63) <= x < 2**63)
         where(i).fail(f"{short(flat[i])} is out of the allowed range [{lo}, {hi}].")
     bad = np.flatnonzero((a < lo) | (a > hi))
     if bad.size:
@@ -319,14 +335,16 @@ def read_float_array(v, at, shape, lo=None, nonfinite=()):
     coded = None
     if str in types:
         coded = np.fromiter((type(x) is str for x in flat), dtype=bool, count=len(flat))
-        flat = [read_float(x, where(i), nonfinite=nonfinite) if type(x) is str else x
-                for i, x in enumerate(flat)]
+        flat = [
+            read_float(x, where(i), nonfinite=nonfinite) if type(x) is str else x
+            for i, x in enumerate(flat)
+        ]
     try:
         a = np.array(flat, dtype=np.float64)
     except OverflowError:
         i = next(i for i, x in enumerate(flat) if type(x) is int and abs(x) >= 2**1023)
         where(i).fail("number out of the float64 range.")
-    bad = ~np.isfinite(a)          # a JSON number that overflowed (1e999)
+    bad = ~np.isfinite(a)  # a JSON number that overflowed (1e999)
     if coded is not None:
         bad &= ~coded
     bad = np.flatnonzero(bad)
@@ -335,8 +353,9 @@ def read_float_array(v, at, shape, lo=None, nonfinite=()):
     if lo is not None:
         low = np.flatnonzero(a < lo)
         if low.size:
-            where(int(low[0])).fail(f"{a[low[0]].item()!r} is below the smallest allowed "
-                                    f"value {lo}.")
+            where(int(low[0])).fail(
+                f"{a[low[0]].item()!r} is below the smallest allowed value {lo}."
+            )
     return a.reshape(shape)
 
 
@@ -427,8 +446,9 @@ def scalar_out(x, name, est_name):
         return x
     if isinstance(x, float) and math.isfinite(x):
         return x
-    raise ValueError(f"cannot save {est_name}: parameter {name} holds {x!r}, which has no "
-                     "JSON form.")
+    raise ValueError(
+        f"cannot save {est_name}: parameter {name} holds {x!r}, which has no JSON form."
+    )
 
 
 def read_scalar(v, at):
@@ -437,5 +457,3 @@ def read_scalar(v, at):
     if type(v) is str:
         return read_str(v, at)
     return read_float(v, at)
-
-

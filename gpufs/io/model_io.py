@@ -10,6 +10,7 @@ part, beside its estimators) and the migration of files of the first format
 ``gpufs.engine.binning``'s. The format, field by field, and why loading a file from a stranger is
 safe: ``docs/model_format.rst`` and ``SECURITY.md``.
 """
+
 from __future__ import annotations
 
 import errno
@@ -21,14 +22,36 @@ import tempfile
 
 import numpy as np
 
-from . import _files
-from ._strict_json import (FORMAT_VERSION, MAX_BINNED_FEATURES, MAX_CLASSES, MAX_CONTAINERS,
-                           MAX_DEPTH, MAX_FEATURES, MAX_NESTING, MAX_NODES, At, ModelFileError,
-                           Token, dumps, kind_of, loads, plain, read_bool_array,
-                           read_float_array, read_int, read_int_array, read_list, read_obj,
-                           read_scalar, read_str, scalar_out, short)
 from ..engine.binning import bins_to_dict, read_bins
 from ..engine.tree import ensemble_from_dict, ensemble_to_dict
+from . import _files
+from ._strict_json import (
+    FORMAT_VERSION,
+    MAX_BINNED_FEATURES,
+    MAX_CLASSES,
+    MAX_CONTAINERS,
+    MAX_DEPTH,
+    MAX_FEATURES,
+    MAX_NESTING,
+    MAX_NODES,
+    At,
+    ModelFileError,
+    Token,
+    dumps,
+    kind_of,
+    loads,
+    plain,
+    read_bool_array,
+    read_float_array,
+    read_int,
+    read_int_array,
+    read_list,
+    read_obj,
+    read_scalar,
+    read_str,
+    scalar_out,
+    short,
+)
 
 FORMAT = "gpufs.model"
 _FORMAT1 = "gpufs.TreeEnsemble/1"
@@ -58,12 +81,13 @@ def _write_text(path, text):
     path = os.fspath(path)
     kind = _files.special_kind(path)
     if kind is not None:
-        raise ValueError(f"cannot save the model to {path}: it is {kind}, not a file; "
-                         "save_model replaces regular files only.")
+        raise ValueError(
+            f"cannot save the model to {path}: it is {kind}, not a file; "
+            "save_model replaces regular files only."
+        )
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise FileNotFoundError(errno.ENOENT, f"cannot save the model: no folder {folder}",
-                                path)
+        raise FileNotFoundError(errno.ENOENT, f"cannot save the model: no folder {folder}", path)
     mode = _files.new_file_mode(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gpufs-model-", suffix=".tmp")
@@ -103,23 +127,32 @@ def _encode_param(name, value, est_name):
         return int(value)
     if isinstance(value, numbers.Real):
         if not math.isfinite(value):
-            raise ValueError(f"cannot save {est_name}: parameter {name}={value!r} is not "
-                             "finite.")
+            raise ValueError(f"cannot save {est_name}: parameter {name}={value!r} is not finite.")
         return float(value)
     if isinstance(value, dict):
-        return {"dict": [[scalar_out(k, name, est_name), scalar_out(v, name, est_name)]
-                         for k, v in value.items()]}
+        return {
+            "dict": [
+                [scalar_out(k, name, est_name), scalar_out(v, name, est_name)]
+                for k, v in value.items()
+            ]
+        }
     if hasattr(value, "get_params"):
         kind = type(value).__name__
-        if kind not in ("GBFSRegressor", "GBFSClassifier") or \
-                type(value).__module__ != "gpufs.selectors.gbfs":
+        if (
+            kind not in ("GBFSRegressor", "GBFSClassifier")
+            or type(value).__module__ != "gpufs.selectors.gbfs"
+        ):
             raise ValueError(
                 f"cannot save {est_name} with {name}={kind}(...) in the gpufs model format, "
                 "which describes gpufs models only. Save it with pickle or joblib instead "
-                "(and load pickles only from sources you trust: SECURITY.md).")
-        return {"estimator": kind,
-                "params": {k: _encode_param(k, v, est_name)
-                           for k, v in value.get_params(deep=False).items()}}
+                "(and load pickles only from sources you trust: SECURITY.md)."
+            )
+        return {
+            "estimator": kind,
+            "params": {
+                k: _encode_param(k, v, est_name) for k, v in value.get_params(deep=False).items()
+            },
+        }
     arr = np.asarray(_device.to_host(value))
     if arr.ndim != 1:
         raise ValueError(f"cannot save {est_name}: parameter {name} is not a flat list.")
@@ -144,8 +177,7 @@ def _decode_param(v, at, nested=False):
         if nested:
             at.fail("estimators nested more than one level deep.")
         read_obj(v, at, ["estimator", "params"])
-        cls = _estimator_class(v["estimator"], at["estimator"],
-                               ("GBFSRegressor", "GBFSClassifier"))
+        cls = _estimator_class(v["estimator"], at["estimator"], ("GBFSRegressor", "GBFSClassifier"))
         est = cls(**_decode_params(v["params"], at["params"], cls, nested=True))
         _check_params(est, at["params"])
         return est
@@ -167,24 +199,30 @@ def _decode_params(d, at, cls, nested=False):
         at.fail(f"missing parameter {missing[0]!r} (a model file lists every parameter).")
     # a parameter whose default changed the fit when it appeared takes, in an older file,
     # the value that reproduces that file's fit (the categorical guards off, gain ranking)
-    legacy = {k: v for k, v in getattr(_CODECS[cls], "params_before", {}).items()
-              if k in known and k not in d}
+    legacy = {
+        k: v
+        for k, v in getattr(_CODECS[cls], "params_before", {}).items()
+        if k in known and k not in d
+    }
     return {**legacy, **{k: _decode_param(v, at[k], nested) for k, v in d.items()}}
 
 
 def _check_params(est, at):
     """Every parameter within the estimator's own ``_parameter_constraints`` (what ``fit``
     checks first), the failure named as ``params.<name>``."""
-    from sklearn.utils._param_validation import (InvalidParameterError,
-                                                 validate_parameter_constraints)
+    from sklearn.utils._param_validation import (
+        InvalidParameterError,
+        validate_parameter_constraints,
+    )
 
     constraints = getattr(est, "_parameter_constraints", {})
     for name, value in est.get_params(deep=False).items():
         if name not in constraints:
             continue
         try:
-            validate_parameter_constraints({name: constraints[name]}, {name: value},
-                                           caller_name=type(est).__name__)
+            validate_parameter_constraints(
+                {name: constraints[name]}, {name: value}, caller_name=type(est).__name__
+            )
         except InvalidParameterError as exc:
             at[name].fail(str(exc))
 
@@ -208,8 +246,10 @@ def classes_out(classes):
     if c.dtype.kind == "O":
         kinds = {type(x) for x in c.tolist()}
         if len(kinds) != 1 or not kinds <= {str, int, float, bool}:
-            raise ValueError("cannot save class labels of mixed or non-JSON types: "
-                             f"{sorted(k.__name__ for k in kinds)}.")
+            raise ValueError(
+                "cannot save class labels of mixed or non-JSON types: "
+                f"{sorted(k.__name__ for k in kinds)}."
+            )
         dtype = "object"
     else:
         dtype = c.dtype.newbyteorder("<").str
@@ -251,8 +291,9 @@ def read_classes(d, at, min_count=2, what="a classifier has at least 2 classes."
             arr = read_int_array(values, vat, (len(values),), int(info.min), int(info.max), dt)
         elif dt.kind == "f":
             arr = read_float_array(values, vat, (len(values),)).astype(dt)
-            if dt != np.float64 and not np.array_equal(arr.astype(np.float64),
-                                                       np.array(values, dtype=np.float64)):
+            if dt != np.float64 and not np.array_equal(
+                arr.astype(np.float64), np.array(values, dtype=np.float64)
+            ):
                 vat.fail(f"a label is not exactly representable as {dtype}.")
         else:
             width = dt.itemsize // 4
@@ -272,7 +313,9 @@ def _header(est, fitted):
     name = type(est).__name__
     names = getattr(est, "feature_names_in_", None)
     return {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "gpufs_version": __version__,
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "gpufs_version": __version__,
         **body_header(est, name, names),
         "fitted": fitted,
     }
@@ -292,9 +335,16 @@ BODY_KEYS = ["estimator", "params", "n_features_in", "feature_names_in", "classe
 
 
 #: The estimators the format describes, by class name (a file names one of them).
-ESTIMATORS = ("GBFSRegressor", "GBFSClassifier", "StagewiseRegressor", "StagewiseClassifier",
-              "ControlBurnRegressor", "ControlBurnClassifier", "MultiTaskGBFSRegressor",
-              "MultiTaskGBFSClassifier")
+ESTIMATORS = (
+    "GBFSRegressor",
+    "GBFSClassifier",
+    "StagewiseRegressor",
+    "StagewiseClassifier",
+    "ControlBurnRegressor",
+    "ControlBurnClassifier",
+    "MultiTaskGBFSRegressor",
+    "MultiTaskGBFSClassifier",
+)
 #: estimator class -> its family's codec (``register_codec``, called by each family's module)
 _CODECS = {}
 
@@ -329,15 +379,20 @@ def _estimator_class(name, at, allowed=None):
 def read_body(doc, at, expected=None, nested=False):
     """Validate a model body (header fields + fitted) and build the fitted estimator."""
     name = doc["estimator"]
-    cls = _estimator_class(name, at["estimator"],
-                           ("GBFSRegressor", "GBFSClassifier") if nested else None)
+    cls = _estimator_class(
+        name, at["estimator"], ("GBFSRegressor", "GBFSClassifier") if nested else None
+    )
     if expected is not None and cls is not expected:
         raise ModelFileError(f"the file holds a {name}, not a {expected.__name__}.")
     est = cls(**_decode_params(doc["params"], at["params"], cls))
     _check_params(est, at["params"])
     codec = _CODECS[cls]
-    d = read_int(doc["n_features_in"], at["n_features_in"], 1,
-             MAX_BINNED_FEATURES if codec.binned else MAX_FEATURES)
+    d = read_int(
+        doc["n_features_in"],
+        at["n_features_in"],
+        1,
+        MAX_BINNED_FEATURES if codec.binned else MAX_FEATURES,
+    )
     est.n_features_in_ = d
     _check_feature_params(est, at["params"], d)
     names = doc["feature_names_in"]
@@ -346,8 +401,9 @@ def read_body(doc, at, expected=None, nested=False):
         seen = set()
         for i, x in enumerate(names):
             if read_str(x, at["feature_names_in"][i]) in seen:
-                at["feature_names_in"][i].fail(f"name {short(x)} appears twice (a table's "
-                                               "columns have distinct names).")
+                at["feature_names_in"][i].fail(
+                    f"name {short(x)} appears twice (a table's columns have distinct names)."
+                )
             seen.add(x)
         est.feature_names_in_ = np.asarray(names, dtype=object)
     classifier = name.endswith("Classifier")
@@ -373,19 +429,38 @@ def _untoken(v):
 def _migrate_format1(p):
     """Map a gpufs 0.1.0 GBFS file onto format 2 (then validated like any file)."""
     at = At()
-    read_obj(p, at, ["estimator", "params", "ensemble", "bin_mapper", "selected_features",
-                 "first_use_tree", "feature_importances", "selection_record",
-                 "n_features_in", "feature_names_in", "n_estimators_", "classes"])
+    read_obj(
+        p,
+        at,
+        [
+            "estimator",
+            "params",
+            "ensemble",
+            "bin_mapper",
+            "selected_features",
+            "first_use_tree",
+            "feature_importances",
+            "selection_record",
+            "n_features_in",
+            "feature_names_in",
+            "n_estimators_",
+            "classes",
+        ],
+    )
     name = read_str(p["estimator"], at["estimator"], {"GBFSRegressor", "GBFSClassifier"})
-    e = read_obj(p["ensemble"], at["ensemble"], ["format", "max_depth", "n_features",
-                                            "base_score", "tree_column", "trees"])
+    e = read_obj(
+        p["ensemble"],
+        at["ensemble"],
+        ["format", "max_depth", "n_features", "base_score", "tree_column", "trees"],
+    )
     classes = p["classes"]
     if classes is not None:
         values = read_list(classes, at["classes"], max_length=MAX_CLASSES)
         kinds = {type(x) for x in values}
         if len(kinds) != 1 or not kinds <= {str, int, float, bool}:
-            at["classes"].fail("labels must all be strings, all integers, all numbers or all "
-                               "booleans.")
+            at["classes"].fail(
+                "labels must all be strings, all integers, all numbers or all booleans."
+            )
         classes = classes_out(np.asarray(values))
     rec = _untoken(p["selection_record"])
     # gpufs 0.1.0 fitted at the mu it was given (no search)
@@ -397,25 +472,35 @@ def _migrate_format1(p):
         import gpufs
 
         cls = getattr(gpufs, name)
-        defaults = {**cls().get_params(deep=False),
-                    **getattr(_CODECS[cls], "params_before", {})}
+        defaults = {**cls().get_params(deep=False), **getattr(_CODECS[cls], "params_before", {})}
         params = {**{k: _encode_param(k, v, name) for k, v in defaults.items()}, **params}
     return {
-        "estimator": name, "params": params, "n_features_in": p["n_features_in"],
-        "feature_names_in": p["feature_names_in"], "classes": classes,
+        "estimator": name,
+        "params": params,
+        "n_features_in": p["n_features_in"],
+        "feature_names_in": p["feature_names_in"],
+        "classes": classes,
         "fitted": {
             "device": "cpu",
-            "ensemble": {"max_depth": e["max_depth"], "n_features": e["n_features"],
-                         "n_outputs": len(base), "n_trees": len(cols),
-                         "base_score": base, "tree_column": cols,
-                         "trees": _untoken(e["trees"])},
+            "ensemble": {
+                "max_depth": e["max_depth"],
+                "n_features": e["n_features"],
+                "n_outputs": len(base),
+                "n_trees": len(cols),
+                "base_score": base,
+                "tree_column": cols,
+                "trees": _untoken(e["trees"]),
+            },
             "bins": _untoken(p["bin_mapper"]),
             "n_estimators": p["n_estimators_"],
             "selected_features": p["selected_features"],
             "first_use_tree": p["first_use_tree"],
             "feature_importances": _untoken(p["feature_importances"]),
             "selection_record": rec,
-            "mu": params_mu, "mu_search": None, "fit_times": None, "selection_path": None,
+            "mu": params_mu,
+            "mu_search": None,
+            "fit_times": None,
+            "selection_path": None,
         },
     }
 
@@ -455,8 +540,10 @@ def _check_saveable(est, name):
         _check_feature_params(est, At("params"), est.n_features_in_)
         _CODECS[type(est)].check_fit_params(est, At("fitted"))
     except (InvalidParameterError, ModelFileError) as exc:
-        raise ValueError(f"cannot save {name}: {exc} The parameters must be those of the fit: "
-                         "refit the model, or set them back.") from None
+        raise ValueError(
+            f"cannot save {name}: {exc} The parameters must be those of the fit: "
+            "refit the model, or set them back."
+        ) from None
 
 
 def from_document(doc, expected=None):
@@ -476,8 +563,11 @@ def from_document(doc, expected=None):
     at = At()
     if type(doc) is not dict:
         at.fail(f"expected a JSON object, got {kind_of(doc)}.")
-    if "format" not in doc and type(doc.get("ensemble")) is dict \
-            and doc["ensemble"].get("format") == _FORMAT1:
+    if (
+        "format" not in doc
+        and type(doc.get("ensemble")) is dict
+        and doc["ensemble"].get("format") == _FORMAT1
+    ):
         body = _migrate_format1(doc)
         return read_body(body, at, expected)
     fmt = doc.get("format")
@@ -486,8 +576,10 @@ def from_document(doc, expected=None):
     read_obj(doc, at, ["format", "format_version", "gpufs_version"] + BODY_KEYS)
     version = doc["format_version"]
     if version != FORMAT_VERSION:
-        at["format_version"].fail(f"format version {short(version)}; this gpufs reads version "
-                                  f"{FORMAT_VERSION} (and migrates the first format).")
+        at["format_version"].fail(
+            f"format version {short(version)}; this gpufs reads version "
+            f"{FORMAT_VERSION} (and migrates the first format)."
+        )
     read_str(doc["gpufs_version"], at["gpufs_version"])
     return read_body(doc, at, expected)
 
@@ -570,10 +662,29 @@ def estimator_load_model(cls, path, *, max_bytes=None):
     return load_model(path, expected=cls, max_bytes=max_bytes)
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_BINNED_FEATURES", "MAX_CLASSES", "MAX_CONTAINERS",
-           "MAX_DEPTH", "MAX_FEATURES", "MAX_FILE_BYTES", "MAX_NESTING", "MAX_NODES",
-           "ModelFileError",
-           "bins_to_dict", "dumps", "ensemble_from_dict", "ensemble_to_dict",
-           "estimator_load_model", "estimator_save_model",
-           "from_document", "load_model", "loads", "plain", "read_bins", "save_model",
-           "to_document"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MAX_BINNED_FEATURES",
+    "MAX_CLASSES",
+    "MAX_CONTAINERS",
+    "MAX_DEPTH",
+    "MAX_FEATURES",
+    "MAX_FILE_BYTES",
+    "MAX_NESTING",
+    "MAX_NODES",
+    "ModelFileError",
+    "bins_to_dict",
+    "dumps",
+    "ensemble_from_dict",
+    "ensemble_to_dict",
+    "estimator_load_model",
+    "estimator_save_model",
+    "from_document",
+    "load_model",
+    "loads",
+    "plain",
+    "read_bins",
+    "save_model",
+    "to_document",
+]

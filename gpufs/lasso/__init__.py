@@ -12,11 +12,20 @@ and the :class:`SolverOptions`.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from ._costs import REWEIGHT_EPS, selected_features, tree_costs, usage_discount
 from ._linalg import SKETCHES
 from ._models import SmoothModel
-from ._options import (DEFAULT_MAX_ITER, DEFAULT_TOL, LOSSES, Datafit, FeatureCosts, KSearch,
-                       Reweighting, SolverOptions)
+from ._options import (
+    DEFAULT_MAX_ITER,
+    DEFAULT_TOL,
+    LOSSES,
+    Datafit,
+    FeatureCosts,
+    KSearch,
+    Reweighting,
+    SolverOptions,
+)
 from ._problem import LassoProblem, forest_lasso_problem
 from ._results import LassoResult, Selection, SelectionsByK, UnreachableKError
 from ._search import select_at_lambda, select_k, selections_by_k

@@ -2,6 +2,7 @@
 (feature costs and feature groups, Liu, Xie, Udell, "ControlBurn: Feature Selection by Sparse
 Forests", KDD 2021, sections 3.3.1-3.3.2), the features a set of tree weights selects, and the
 host-side checks of the vectors they are built from."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,18 +44,22 @@ def _as_masks(tree_feature_masks):
     """(T, F) bool on the host; 0/1 numbers are accepted."""
     m = np.asarray(to_host(tree_feature_masks))
     if m.ndim != 2:
-        raise ValueError("tree_feature_masks must be 2-D (n_trees, n_features), got shape "
-                         f"{m.shape}")
+        raise ValueError(
+            f"tree_feature_masks must be 2-D (n_trees, n_features), got shape {m.shape}"
+        )
     if m.dtype != np.bool_:
         if m.dtype.kind not in "biuf" or not np.all((m == 0) | (m == 1)):
-            raise ValueError("tree_feature_masks must be boolean (or 0/1): entry [i, j] says "
-                             "tree i splits on feature j")
+            raise ValueError(
+                "tree_feature_masks must be boolean (or 0/1): entry [i, j] says "
+                "tree i splits on feature j"
+            )
         m = m.astype(bool)
     return m
 
 
-def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=None,
-               discount=None):
+def tree_costs(
+    tree_feature_masks, feature_costs=None, groups=None, group_costs=None, discount=None
+):
     """Cost ``u_i`` of each tree (ControlBurn, sections 3.3.1 and 3.3.2).
 
     Without groups ``u_i = sum of feature_costs over the features tree i uses`` (the number of
@@ -91,8 +96,9 @@ def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=
         if feature_costs is None:
             costs = np.ones(n_features)
         else:
-            costs = _nonneg(_host_vector(feature_costs, n_features, "feature_costs"),
-                            "feature_costs")
+            costs = _nonneg(
+                _host_vector(feature_costs, n_features, "feature_costs"), "feature_costs"
+            )
         costs = _discounted(costs, discount)
         # Row sums in a fixed (numpy pairwise) order: deterministic and the same on every machine.
         return np.where(masks, costs[None, :], 0.0).sum(axis=1)
@@ -100,19 +106,22 @@ def tree_costs(tree_feature_masks, feature_costs=None, groups=None, group_costs=
     g, n_groups = _group_labels(groups, n_features)
     if group_costs is not None:
         if feature_costs is not None:
-            raise ValueError("give either feature_costs or group_costs together with groups, not "
-                             "both (a group's cost defaults to the sum of its feature costs)")
+            raise ValueError(
+                "give either feature_costs or group_costs together with groups, not "
+                "both (a group's cost defaults to the sum of its feature costs)"
+            )
         gc = np.asarray(to_host(group_costs))
         gc = _nonneg(_host_vector(gc, None, "group_costs"), "group_costs")
         if gc.shape[0] < n_groups:
-            raise ValueError(f"group_costs has length {gc.shape[0]} but groups uses labels up to "
-                             f"{n_groups - 1}")
+            raise ValueError(
+                f"group_costs has length {gc.shape[0]} but groups uses labels up to {n_groups - 1}"
+            )
     elif feature_costs is not None:
         fc = _nonneg(_host_vector(feature_costs, n_features, "feature_costs"), "feature_costs")
         gc = np.bincount(g, weights=fc, minlength=n_groups)
     else:
         gc = np.ones(n_groups)
-    gc = _discounted(gc[:max(n_groups, 1)], discount)
+    gc = _discounted(gc[: max(n_groups, 1)], discount)
     return np.where(_uses_group(masks, g, n_groups), gc[None, :], 0.0).sum(axis=1)
 
 
@@ -120,8 +129,9 @@ def _group_labels(groups, n_features):
     """Integer group labels (n_features,) int64 >= 0 and their count, checked."""
     g = np.asarray(to_host(groups))
     if g.ndim != 1 or g.shape[0] != n_features:
-        raise ValueError(f"groups must have shape ({n_features},) (one label per feature), "
-                         f"got {g.shape}")
+        raise ValueError(
+            f"groups must have shape ({n_features},) (one label per feature), got {g.shape}"
+        )
     if g.dtype.kind not in "iub":
         if g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g)):
             g = g.astype(np.int64)
@@ -146,8 +156,10 @@ def _discounted(unit_costs, discount):
         return unit_costs
     d = np.asarray(discount, dtype=np.float64)
     if d.shape != unit_costs.shape:
-        raise ValueError(f"discount has shape {d.shape}, expected {unit_costs.shape} (one "
-                         "factor per feature, or per group when groups are given)")
+        raise ValueError(
+            f"discount has shape {d.shape}, expected {unit_costs.shape} (one "
+            "factor per feature, or per group when groups are given)"
+        )
     if not np.all((d >= 0) & (d <= 1)):
         raise ValueError("discount factors must lie in [0, 1]")
     return unit_costs * d
@@ -186,8 +198,10 @@ def usage_discount(weights, tree_feature_masks, groups=None, eps=REWEIGHT_EPS):
     w = np.asarray(to_host(weights), dtype=np.float64)
     masks = _as_masks(tree_feature_masks)
     if w.shape != (masks.shape[0],):
-        raise ValueError(f"weights has shape {w.shape} but tree_feature_masks has "
-                         f"{masks.shape[0]} rows (one per tree)")
+        raise ValueError(
+            f"weights has shape {w.shape} but tree_feature_masks has "
+            f"{masks.shape[0]} rows (one per tree)"
+        )
     if groups is not None:
         g, n_groups = _group_labels(groups, masks.shape[1])
         masks = _uses_group(masks, g, n_groups)
@@ -217,7 +231,9 @@ def selected_features(weights, tree_feature_masks, threshold=0.0):
     w = np.asarray(to_host(weights), dtype=np.float64)
     masks = _as_masks(tree_feature_masks)
     if w.shape != (masks.shape[0],):
-        raise ValueError(f"weights has shape {w.shape} but tree_feature_masks has "
-                         f"{masks.shape[0]} rows (one per tree)")
+        raise ValueError(
+            f"weights has shape {w.shape} but tree_feature_masks has "
+            f"{masks.shape[0]} rows (one per tree)"
+        )
     kept = w > threshold
     return np.flatnonzero(masks[kept].any(axis=0)).astype(np.int64)

@@ -5,6 +5,7 @@ own (indented like the parameters around it); the decorator :data:`fill` puts th
 (``gpufs._docstrings``). ``$problem``, ``$reweight`` and ``$solver`` are the fields of the
 settings records (``_options``); the other blocks are the entry points' keywords that take them.
 """
+
 from __future__ import annotations
 
 from .._docstrings import filler

@@ -3,6 +3,7 @@ the largest eigenvalue of a PSD operator (exact or by power iteration), and the 
 the squared loss (Gaussian, CountSketch, row sampling). Everything runs in the array namespace
 of its arguments (numpy or cupy) with host-drawn random numbers, so a seed gives the same sketch
 on every device."""
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,10 @@ def _check_sketch_kind(sketch, loss):
     if sketch not in SKETCHES:
         raise ValueError(f"sketch must be None or one of {SKETCHES}, got {sketch!r}")
     if loss == "logistic" and sketch != "rows":
-        raise ValueError(f"sketch={sketch!r} is only defined for the squared loss; use "
-                         "sketch='rows' (row subsampling) with the logistic loss")
+        raise ValueError(
+            f"sketch={sketch!r} is only defined for the squared loss; use "
+            "sketch='rows' (row subsampling) with the logistic loss"
+        )
 
 
 def _check_sketch(sketch, sketch_size, loss, m, n_trees):
@@ -39,10 +42,14 @@ def _check_sketch(sketch, sketch_size, loss, m, n_trees):
         return None, None
     if sketch_size is None:
         sketch_size = min(m, max(10 * (n_trees + 1), 1000))
-    if (not isinstance(sketch_size, numbers.Integral) or isinstance(sketch_size, bool)
-            or not 1 <= sketch_size <= m):
-        raise ValueError(f"sketch_size must be an integer in [1, {m}] (the number of rows), "
-                         f"got {sketch_size!r}")
+    if (
+        not isinstance(sketch_size, numbers.Integral)
+        or isinstance(sketch_size, bool)
+        or not 1 <= sketch_size <= m
+    ):
+        raise ValueError(
+            f"sketch_size must be an integer in [1, {m}] (the number of rows), got {sketch_size!r}"
+        )
     return sketch, int(sketch_size)
 
 

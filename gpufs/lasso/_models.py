@@ -5,6 +5,7 @@ set of n trees, independent of the number of rows), ``_DirectSquare`` (squared l
 columns of A, for more trees than rows or sketched rows) and ``_DirectLogistic`` (logistic loss
 with an explicit intercept). The solver sees only :class:`SmoothModel`.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
@@ -184,13 +185,20 @@ class _DirectSquare:
         return float(e2.sum() / self.W)
 
     def hess_sub(self, S, z):
-        K, _, _ = _gram(self.xp, self.B[:, S], None, self.r,
-                        None if self.abar is None else self.abar[S])
+        K, _, _ = _gram(
+            self.xp, self.B[:, S], None, self.r, None if self.abar is None else self.abar[S]
+        )
         return (2.0 / self.W) * K
 
     def restrict(self, idx):
-        return _DirectSquare(self.xp, self.xp.ascontiguousarray(self.B[:, idx]), self.v, self.r,
-                             None if self.abar is None else self.abar[idx], self.W)
+        return _DirectSquare(
+            self.xp,
+            self.xp.ascontiguousarray(self.B[:, idx]),
+            self.v,
+            self.r,
+            None if self.abar is None else self.abar[idx],
+            self.W,
+        )
 
     def lipschitz(self):
         xp = self.xp
@@ -237,8 +245,9 @@ class _DirectLogistic:
         return K / self.W
 
     def restrict(self, idx):
-        return _DirectLogistic(self.xp, self.xp.ascontiguousarray(self.A[:, idx]), self.y, self.r,
-                               self.W, self.has_b)
+        return _DirectLogistic(
+            self.xp, self.xp.ascontiguousarray(self.A[:, idx]), self.y, self.r, self.W, self.has_b
+        )
 
     def lipschitz(self):
         xp = self.xp

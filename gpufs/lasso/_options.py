@@ -6,6 +6,7 @@ and groups cost), :class:`KSearch` (the lambda search for k features), :class:`R
 keyword lists of :func:`gpufs.lasso.select_k` and its siblings, the way skglm passes a datafit
 and a solver object and R's ``glm`` a ``control`` list; every default is the old keyword's.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,16 @@ from . import _docs
 from ._costs import REWEIGHT_EPS
 from ._linalg import _check_sketch_kind
 
-__all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "LOSSES", "Datafit", "FeatureCosts", "KSearch",
-           "Reweighting", "SolverOptions"]
+__all__ = [
+    "DEFAULT_MAX_ITER",
+    "DEFAULT_TOL",
+    "LOSSES",
+    "Datafit",
+    "FeatureCosts",
+    "KSearch",
+    "Reweighting",
+    "SolverOptions",
+]
 
 LOSSES = ("squared", "logistic")
 #: Default relative KKT tolerance (see the package docstring).
@@ -34,14 +43,12 @@ def _require(ok, name, what, value):
 
 
 def _is_int(value, least):
-    return (not isinstance(value, bool) and isinstance(value, numbers.Integral)
-            and value >= least)
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= least
 
 
 def _is_real(value):
     """A finite real number (not a bool): inf and nan are refused where they are made."""
-    return (not isinstance(value, bool) and isinstance(value, numbers.Real)
-            and math.isfinite(value))
+    return not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
 
 
 def _is_bool(value):
@@ -54,7 +61,7 @@ def _is_seed(value):
     [0, 2**32) (not a bool), a ``RandomState`` or a ``Generator``."""
     if value is None or isinstance(value, (np.random.RandomState, np.random.Generator)):
         return True
-    return _is_int(value, 0) and value < 2 ** 32
+    return _is_int(value, 0) and value < 2**32
 
 
 def _keywords(record):
@@ -82,11 +89,18 @@ class Datafit:
     def __post_init__(self):
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        _require(_is_bool(self.fit_intercept), "fit_intercept", "a bool (True or False)",
-                 self.fit_intercept)
-        _require(_is_seed(self.random_state), "random_state",
-                 "None, an int in [0, 2**32), a numpy RandomState or a numpy Generator",
-                 self.random_state)
+        _require(
+            _is_bool(self.fit_intercept),
+            "fit_intercept",
+            "a bool (True or False)",
+            self.fit_intercept,
+        )
+        _require(
+            _is_seed(self.random_state),
+            "random_state",
+            "None, an int in [0, 2**32), a numpy RandomState or a numpy Generator",
+            self.random_state,
+        )
         _check_sketch_kind(self.sketch, self.loss)
 
     def rng(self):
@@ -102,7 +116,7 @@ class Datafit:
         if isinstance(rs, np.random.Generator):
             return rs
         if isinstance(rs, np.random.RandomState):
-            return np.random.default_rng(int(rs.randint(0, 2 ** 32, dtype=np.int64)))
+            return np.random.default_rng(int(rs.randint(0, 2**32, dtype=np.int64)))
         return np.random.default_rng(rs)
 
 
@@ -185,8 +199,9 @@ class Reweighting:
     def __post_init__(self):
         # named as the keywords these fields replace (and ControlBurn's reweight_steps)
         _require(_is_int(self.steps, 0), "reweight_steps", "an integer >= 0", self.steps)
-        _require(_is_real(self.eps) and self.eps > 0, "reweight_eps", "a number > 0 (finite)",
-                 self.eps)
+        _require(
+            _is_real(self.eps) and self.eps > 0, "reweight_eps", "a number > 0 (finite)", self.eps
+        )
 
 
 @_docs.fill
@@ -203,6 +218,5 @@ class SolverOptions:
     max_iter: int = DEFAULT_MAX_ITER
 
     def __post_init__(self):
-        _require(_is_real(self.tol) and self.tol > 0, "tol", "a positive number (finite)",
-                 self.tol)
+        _require(_is_real(self.tol) and self.tol > 0, "tol", "a positive number (finite)", self.tol)
         _require(_is_int(self.max_iter, 1), "max_iter", "a positive integer", self.max_iter)

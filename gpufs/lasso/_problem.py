@@ -14,6 +14,7 @@ per-tree predictions into that problem for each kind of target:
 
 Trees that use no feature (a stump of a constant target) carry no selection and are left out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -81,8 +82,9 @@ def forest_lasso_problem(A, feature_masks, tree_output, y, sample_weight, n_clas
     if n_classes == 0:
         return LassoProblem(A, y, sample_weight, "squared", True, trees)
     if n_classes == 2:
-        return LassoProblem(A, xp.asarray(y, dtype=np.float64), sample_weight, "logistic",
-                            True, trees)
+        return LassoProblem(
+            A, xp.asarray(y, dtype=np.float64), sample_weight, "logistic", True, trees
+        )
     m = A.shape[0]
     cols = np.asarray(tree_output)[trees]
     wv = xp.ones(m) if sample_weight is None else xp.asarray(sample_weight, dtype=np.float64)

@@ -1,5 +1,6 @@
 """The results of the tree-weight lasso: one solve, a selection of k features, a k path, and
 the error raised when no lambda gives exactly k features."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

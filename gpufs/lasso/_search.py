@@ -2,6 +2,7 @@
 Xie, Udell, "ControlBurn: Feature Selection by Sparse Forests", KDD 2021, section 4.2.1), for
 one k (:func:`select_k`) or every k up to k_max (:func:`selections_by_k`). Zero-cost trees are
 free: their features are selected at every lambda and count toward k."""
+
 from __future__ import annotations
 
 import contextlib
@@ -13,13 +14,13 @@ import warnings
 
 import numpy as np
 
-from . import _docs
 from .._device import to_host
+from .._warnings import warn_from_caller
+from . import _docs
 from ._costs import _as_masks, selected_features, tree_costs, usage_discount
 from ._options import Datafit, FeatureCosts, KSearch, Reweighting, SolverOptions, _keywords
 from ._results import Selection, SelectionsByK, UnreachableKError
 from ._solver import TreeLasso, _geometric_grid
-from .._warnings import warn_from_caller
 
 __all__ = ["select_at_lambda", "select_k", "selections_by_k"]
 
@@ -62,7 +63,7 @@ class _Search:
         self.points = {}  # lam -> (LassoResult, features)
         self.n_solves = 0
         self.not_converged = []
-        self.seed = None       # a solution to start the first solve from (reweighting)
+        self.seed = None  # a solution to start the first solve from (reweighting)
         self.lam_start = None  # where a search for k starts (reweighting; None: lambda_max)
 
     def warn_if_needed(self):
@@ -70,9 +71,12 @@ class _Search:
             from sklearn.exceptions import ConvergenceWarning
 
             lams = ", ".join(f"{x:.6g}" for x in sorted(self.not_converged, reverse=True)[:5])
-            warn_from_caller(f"{len(self.not_converged)} of {self.n_solves} lasso solves did not "
-                          f"reach tol={self.tol:.3g} (lambda = {lams}); feature counts there may "
-                          "be off near a support change. Raise max_iter.", ConvergenceWarning)
+            warn_from_caller(
+                f"{len(self.not_converged)} of {self.n_solves} lasso solves did not "
+                f"reach tol={self.tol:.3g} (lambda = {lams}); feature counts there may "
+                "be off near a support change. Raise max_iter.",
+                ConvergenceWarning,
+            )
 
     def eval(self, lam, cold=False):
         if lam in self.points:
@@ -81,8 +85,9 @@ class _Search:
         if self.points and not cold:
             if lam > 0:
                 # Nearest in log-lambda (ties: the larger, sparser one).
-                near = min(self.points,
-                           key=lambda x: (abs(math.log(x / lam)) if x > 0 else math.inf, -x))
+                near = min(
+                    self.points, key=lambda x: (abs(math.log(x / lam)) if x > 0 else math.inf, -x)
+                )
             else:
                 near = min(self.points)  # lambda = 0: start from the densest solution
             warm = self.points[near][0]
@@ -128,18 +133,22 @@ class _Search:
                 break
         if bracket is None:
             k_seen = max(k for _, k in pts)
-            return None, (f"no lambda down to {pts[-1][0]:.6g} selects {_n(target)}; the most "
-                          f"selected on the path is {k_seen}")
+            return None, (
+                f"no lambda down to {pts[-1][0]:.6g} selects {_n(target)}; the most "
+                f"selected on the path is {k_seen}"
+            )
         hi, lo = bracket
         for _ in range(max_steps):
             if hi / lo - 1.0 <= rtol:
                 break
             jump = self.one_tree_jump(hi, lo, target)
             if jump:
-                return None, (f"the number of selected features jumps from {self.k(hi)} "
-                              f"(lambda={hi:.10g}) to {self.k(lo)} (lambda={lo:.10g}); no lambda "
-                              f"in between gives {target}: the one tree that enters there "
-                              f"brings {_n(jump, 'new feature')} at once")
+                return None, (
+                    f"the number of selected features jumps from {self.k(hi)} "
+                    f"(lambda={hi:.10g}) to {self.k(lo)} (lambda={lo:.10g}); no lambda "
+                    f"in between gives {target}: the one tree that enters there "
+                    f"brings {_n(jump, 'new feature')} at once"
+                )
             mid = math.sqrt(hi * lo)
             k_mid = self.k(mid)
             if k_mid == target:
@@ -148,9 +157,11 @@ class _Search:
                 hi = mid
             else:
                 lo = mid
-        return None, (f"the number of selected features jumps from {self.k(hi)} (lambda={hi:.10g}) "
-                      f"to {self.k(lo)} (lambda={lo:.10g}); no lambda in between gives {target} "
-                      f"(bisection stopped at relative width {hi / lo - 1.0:.2g})")
+        return None, (
+            f"the number of selected features jumps from {self.k(hi)} (lambda={hi:.10g}) "
+            f"to {self.k(lo)} (lambda={lo:.10g}); no lambda in between gives {target} "
+            f"(bisection stopped at relative width {hi / lo - 1.0:.2g})"
+        )
 
     def one_tree_jump(self, hi, lo, target):
         """How many features the one tree that enters in the bracket ``k(hi) < target <
@@ -173,16 +184,23 @@ class _Search:
     def selection(self, lam, exact=True):
         res, feats = self.points[lam]
         penalty = lam * float(self.prob.u_host @ np.asarray(to_host(res.weights), np.float64))
-        return Selection(k=int(feats.size), lam=lam, features=feats, weights=res.weights,
-                         intercept=res.intercept, objective=res.objective, exact=exact,
-                         n_solves=self.n_solves, loss=float(res.objective - penalty))
+        return Selection(
+            k=int(feats.size),
+            lam=lam,
+            features=feats,
+            weights=res.weights,
+            intercept=res.intercept,
+            objective=res.objective,
+            exact=exact,
+            n_solves=self.n_solves,
+            loss=float(res.objective - penalty),
+        )
 
 
 def _record(value, cls, name):
     """``value`` when it is a ``cls`` (one of the settings records), else a TypeError."""
     if not isinstance(value, cls):
-        raise TypeError(f"{name} must be a gpufs.lasso.{cls.__name__}, got "
-                        f"{type(value).__name__}")
+        raise TypeError(f"{name} must be a gpufs.lasso.{cls.__name__}, got {type(value).__name__}")
     return value
 
 
@@ -193,8 +211,10 @@ def _prepare_selection(A, y, tree_feature_masks, costs, datafit, threshold):
     shape = getattr(A, "shape", None)
     n_trees = shape[1] if shape is not None and len(shape) == 2 else None
     if n_trees is not None and masks.shape[0] != n_trees:
-        raise ValueError(f"tree_feature_masks has {masks.shape[0]} rows but A has {n_trees} "
-                         "columns (one per tree)")
+        raise ValueError(
+            f"tree_feature_masks has {masks.shape[0]} rows but A has {n_trees} "
+            "columns (one per tree)"
+        )
     if not (isinstance(threshold, numbers.Real) and threshold >= 0):
         raise ValueError(f"threshold must be a number >= 0, got {threshold!r}")
     u = tree_costs(masks, **_keywords(costs))
@@ -212,8 +232,7 @@ class _ReweightSteps:
         self.prob, self.masks, self.groups = prob, masks, costs.groups
         self.steps, self.eps = int(reweight.steps), float(reweight.eps)
         self.threshold = threshold
-        self._costs = (lambda discount: tree_costs(masks, **_keywords(costs),
-                                                   discount=discount))
+        self._costs = lambda discount: tree_costs(masks, **_keywords(costs), discount=discount)
 
     def discount(self, basis):
         """The cost factors the usage of ``basis`` (a Selection) gives."""
@@ -223,8 +242,9 @@ class _ReweightSteps:
         """A fresh :class:`_Search` on the problem with costs discounted by ``discount``,
         warm-started from ``basis`` (the last step's Selection): its first solve starts from
         the basis's weights, and a search for k starts at the basis's lambda."""
-        search = _Search(self.prob.with_costs(self._costs(discount)), self.masks,
-                         self.threshold, self.solver)
+        search = _Search(
+            self.prob.with_costs(self._costs(discount)), self.masks, self.threshold, self.solver
+        )
         if basis is not None:
             search.seed, search.lam_start = basis, float(basis.lam)
         return search
@@ -265,14 +285,28 @@ def _check_k(k, n_used, n_features, what="k"):
     if k < 1:
         raise ValueError(f"{what} must be >= 1, got {k}")
     if k > n_used:
-        raise ValueError(f"{what}={k} is larger than the number of features the forest uses: "
-                         f"its trees split on {n_used} of the {_n(n_features)}")
+        raise ValueError(
+            f"{what}={k} is larger than the number of features the forest uses: "
+            f"its trees split on {n_used} of the {_n(n_features)}"
+        )
 
 
 @_docs.fill
-def select_k(A, y, tree_feature_masks, k, *, costs=FeatureCosts(), datafit=Datafit(),
-             threshold=0.0, search=KSearch(), strict=True, reweight=Reweighting(),
-             solver=SolverOptions(), record=None):
+def select_k(
+    A,
+    y,
+    tree_feature_masks,
+    k,
+    *,
+    costs=FeatureCosts(),
+    datafit=Datafit(),
+    threshold=0.0,
+    search=KSearch(),
+    strict=True,
+    reweight=Reweighting(),
+    solver=SolverOptions(),
+    record=None,
+):
     """Find a lambda whose solution selects exactly ``k`` features (ControlBurn, section 4.2.1).
 
     Starting at lambda_max (only the zero-cost trees kept), lambda is halved, each solve
@@ -312,8 +346,7 @@ def select_k(A, y, tree_feature_masks, k, *, costs=FeatureCosts(), datafit=Dataf
     -------
     Selection
     """
-    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, costs, datafit,
-                                             threshold)
+    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, costs, datafit, threshold)
     _check_k(k, n_used, masks.shape[1])
     search = _record(search, KSearch, "search")
     reweighting = _ReweightSteps(prob, masks, costs, reweight, threshold, solver)
@@ -328,10 +361,13 @@ def select_k(A, y, tree_feature_masks, k, *, costs=FeatureCosts(), datafit=Dataf
             if old is not None:
                 selections = {**old.selections, **path.selections}
                 path = dataclasses.replace(
-                    path, selections=selections,
-                    unreachable={j: why for j, why in path.unreachable.items()
-                                 if j not in selections},
-                    n_solves=old.n_solves + path.n_solves)
+                    path,
+                    selections=selections,
+                    unreachable={
+                        j: why for j, why in path.unreachable.items() if j not in selections
+                    },
+                    n_solves=old.n_solves + path.n_solves,
+                )
             record["path"] = path
 
     return _select_k_reweighted(reweighting, k, search, strict, keep_path)
@@ -348,11 +384,18 @@ def _select_k_reweighted(reweighting, k, k_search, strict, on_search=None):
         # A reweighting step bisects to STEP_BISECT_RTOL at finest: it only has to find its
         # lambda again near the last one (the plain search proved what is reachable finely).
         rtol = bisect_rtol if search.lam_start is None else max(bisect_rtol, STEP_BISECT_RTOL)
-        return _select_k(search, search.prob.lambda_max(), k, lambda_min_ratio, rtol,
-                         max_bisect, strict, lam_start=search.lam_start)
+        return _select_k(
+            search,
+            search.prob.lambda_max(),
+            k,
+            lambda_min_ratio,
+            rtol,
+            max_bisect,
+            strict,
+            lam_start=search.lam_start,
+        )
 
-    search = _Search(reweighting.prob, reweighting.masks, reweighting.threshold,
-                     reweighting.solver)
+    search = _Search(reweighting.prob, reweighting.masks, reweighting.threshold, reweighting.solver)
     first, error = None, None
     try:
         first = step(search)
@@ -374,8 +417,18 @@ def _select_k_reweighted(reweighting, k, k_search, strict, on_search=None):
 
 
 @_docs.fill
-def select_at_lambda(A, y, tree_feature_masks, lam, *, costs=FeatureCosts(), datafit=Datafit(),
-                     threshold=0.0, reweight=Reweighting(), solver=SolverOptions()):
+def select_at_lambda(
+    A,
+    y,
+    tree_feature_masks,
+    lam,
+    *,
+    costs=FeatureCosts(),
+    datafit=Datafit(),
+    threshold=0.0,
+    reweight=Reweighting(),
+    solver=SolverOptions(),
+):
     """The selection of the lasso at one ``lam`` (and its reweighting steps, each a solve
     at the same ``lam`` on the discounted costs).
 
@@ -421,19 +474,24 @@ def _points_path(search, k_max, lmax):
     for k in range(1, k_max + 1):
         lam = search.hit(k)
         if lam is None:
-            unreachable[k] = ("no lambda solved by the search for k features selects exactly "
-                              f"{k} (path_k_max searches every k)")
+            unreachable[k] = (
+                "no lambda solved by the search for k features selects exactly "
+                f"{k} (path_k_max searches every k)"
+            )
         else:
             selections[k] = _without_count(search.selection(lam))
     pts = search.sorted_points()
-    return SelectionsByK(selections=selections, unreachable=unreachable, lambda_max=lmax,
-                         lambdas=np.array([p[0] for p in pts]),
-                         n_selected=np.array([p[1] for p in pts], dtype=np.int64),
-                         n_solves=search.n_solves)
+    return SelectionsByK(
+        selections=selections,
+        unreachable=unreachable,
+        lambda_max=lmax,
+        lambdas=np.array([p[0] for p in pts]),
+        n_selected=np.array([p[1] for p in pts], dtype=np.int64),
+        n_solves=search.n_solves,
+    )
 
 
-def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict,
-              lam_start=None):
+def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict, lam_start=None):
     """The search for k from lambda_max down (``select_k``'s docstring). With ``lam_start``
     (a reweighting step: the last step's lambda, where about k are selected again) the search
     starts there instead: up by doubling while at least k features are selected, then down
@@ -445,8 +503,7 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
             lam = min(2.0 * lam, lmax)
             kk = search.k(lam)
         if kk < k:
-            return _descend(search, lmax, k, lam, lambda_min_ratio, bisect_rtol, max_bisect,
-                            strict)
+            return _descend(search, lmax, k, lam, lambda_min_ratio, bisect_rtol, max_bisect, strict)
         # at least k at lambda_max: the route from lambda_max below says why
     # At lambda_max (0 when no tree is penalized) only the zero-cost trees keep weight.
     lam = max(lmax, 0.0)
@@ -467,11 +524,16 @@ def _select_k(search, lmax, k, lambda_min_ratio, bisect_rtol, max_bisect, strict
         if strict:
             raise UnreachableKError(
                 f"k={k} is unreachable: the zero-cost (free) trees alone select {k_free} "
-                "features, at every lambda", below=None, above=sparsest)
+                "features, at every lambda",
+                below=None,
+                above=sparsest,
+            )
         return sparsest
     if lmax <= 0:
-        why = ("lambda_max is 0: no tree with a positive cost can improve the fit, so no more "
-               f"than the {_n(k_free)} of the zero-cost trees are ever selected")
+        why = (
+            "lambda_max is 0: no tree with a positive cost can improve the fit, so no more "
+            f"than the {_n(k_free)} of the zero-cost trees are ever selected"
+        )
         below = search.selection(0.0, exact=False)
         if strict:
             raise UnreachableKError(f"k={k} is unreachable: {why}", below=below)
@@ -515,9 +577,20 @@ def _nearest(search, k, densest=True):
 
 
 @_docs.fill
-def selections_by_k(A, y, tree_feature_masks, k_max, *, costs=FeatureCosts(), datafit=Datafit(),
-                    threshold=0.0, n_lambdas=40, search=KSearch(), reweight=Reweighting(),
-                    solver=SolverOptions()):
+def selections_by_k(
+    A,
+    y,
+    tree_feature_masks,
+    k_max,
+    *,
+    costs=FeatureCosts(),
+    datafit=Datafit(),
+    threshold=0.0,
+    n_lambdas=40,
+    search=KSearch(),
+    reweight=Reweighting(),
+    solver=SolverOptions(),
+):
     """The selected features for every k = 1..k_max, in one warm-started sweep.
 
     Solves on ``n_lambdas`` geometric lambdas from lambda_max down to
@@ -553,8 +626,7 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, costs=FeatureCosts(), da
     -------
     SelectionsByK
     """
-    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, costs, datafit,
-                                             threshold)
+    masks, prob, n_used = _prepare_selection(A, y, tree_feature_masks, costs, datafit, threshold)
     _check_k(k_max, n_used, masks.shape[1], what="k_max")
     k_search = _record(search, KSearch, "search")
     reweighting = _ReweightSteps(prob, masks, costs, reweight, threshold, solver)
@@ -564,12 +636,13 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, costs=FeatureCosts(), da
     try:
         if lmax <= 0:
             for k in range(1, k_max + 1):
-                unreachable[k] = ("lambda_max is 0: the trees cannot improve on the intercept, "
-                                  "no feature is selected")
+                unreachable[k] = (
+                    "lambda_max is 0: the trees cannot improve on the intercept, "
+                    "no feature is selected"
+                )
             search.eval(0.0)
         else:
-            for lam in _geometric_grid(lmax, n_lambdas,
-                                       k_search.ratio(GRID_LAMBDA_MIN_RATIO)):
+            for lam in _geometric_grid(lmax, n_lambdas, k_search.ratio(GRID_LAMBDA_MIN_RATIO)):
                 if search.k(lam) >= k_max:
                     break
             for k in range(1, k_max + 1):
@@ -584,8 +657,12 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, costs=FeatureCosts(), da
             if lam is not None:
                 selections[k] = _without_count(search.selection(lam))
                 unreachable.pop(k, None)
-        nearest = {k: tuple(None if s is None else _without_count(s)
-                            for s in _nearest(search, k, densest=False)) for k in unreachable}
+        nearest = {
+            k: tuple(
+                None if s is None else _without_count(s) for s in _nearest(search, k, densest=False)
+            )
+            for k in unreachable
+        }
     finally:
         search.warn_if_needed()
     pts = search.sorted_points()
@@ -598,21 +675,32 @@ def selections_by_k(A, y, tree_feature_masks, k_max, *, costs=FeatureCosts(), da
         for k in range(1, k_max + 1):
             try:
                 sel = _select_k_reweighted(
-                    reweighting, k, dataclasses.replace(k_search, lambda_min_ratio=None), True,
-                    lambda s: solves.append(s.n_solves))
+                    reweighting,
+                    k,
+                    dataclasses.replace(k_search, lambda_min_ratio=None),
+                    True,
+                    lambda s: solves.append(s.n_solves),
+                )
                 selections[k] = _without_count(sel)
             except UnreachableKError as exc:
                 # Each k has costs of its own (reweighted from its own selections), so the
                 # counts one k's search saw say nothing about another k: the reason says so.
-                unreachable[k] = (f"on the costs reweighted for k={k}, "
-                                  + str(exc).split(": ", 1)[-1])
-                nearest[k] = tuple(None if s is None else _without_count(s)
-                                   for s in (exc.below, exc.above))
+                unreachable[k] = (
+                    f"on the costs reweighted for k={k}, " + str(exc).split(": ", 1)[-1]
+                )
+                nearest[k] = tuple(
+                    None if s is None else _without_count(s) for s in (exc.below, exc.above)
+                )
         n_solves += sum(solves)
-    return SelectionsByK(selections=selections, unreachable=unreachable, lambda_max=lmax,
-                         lambdas=np.array([p[0] for p in pts]),
-                         n_selected=np.array([p[1] for p in pts], dtype=np.int64),
-                         n_solves=n_solves, nearest=nearest)
+    return SelectionsByK(
+        selections=selections,
+        unreachable=unreachable,
+        lambda_max=lmax,
+        lambdas=np.array([p[0] for p in pts]),
+        n_selected=np.array([p[1] for p in pts], dtype=np.int64),
+        n_solves=n_solves,
+        nearest=nearest,
+    )
 
 
 def _without_count(sel):

@@ -2,17 +2,18 @@
 once and solved for any lambda) and the one-call front ends ``solve_lasso``, ``lambda_max`` and
 ``lasso_path``. The algorithm (FISTA with adaptive restart on working sets, a Newton polish on
 the support, the KKT stopping rule) is described in the package docstring."""
+
 from __future__ import annotations
 
 import contextlib
 import copy
 import math
 import numbers
-import warnings
 
 import numpy as np
 
 from .._device import namespace_of, to_host
+from .._warnings import warn_from_caller
 from ..engine.objectives import log_odds, logistic_loss_terms
 from . import _docs
 from ._costs import _host_vector, _nonneg
@@ -20,7 +21,6 @@ from ._linalg import _check_sketch, _gram, _sketch_square
 from ._models import _DirectLogistic, _DirectSquare, _GramSquare
 from ._options import DEFAULT_MAX_ITER, DEFAULT_TOL, Datafit, SolverOptions, _keywords
 from ._results import LassoResult
-from .._warnings import warn_from_caller
 
 __all__ = ["TreeLasso", "lambda_max", "lasso_path", "solve_lasso"]
 
@@ -45,8 +45,7 @@ def _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept):
         raise ValueError(f"A must be numeric, got dtype {A.dtype}")
     m, n_trees = A.shape
     if m == 0 or n_trees == 0:
-        raise ValueError("A must have at least one row and one tree, got shape "
-                         f"{tuple(A.shape)}")
+        raise ValueError(f"A must have at least one row and one tree, got shape {tuple(A.shape)}")
     A = xp.ascontiguousarray(A, dtype=xp.float64)
     if not bool(xp.all(xp.isfinite(A))):
         raise ValueError("A contains NaN or infinite values")
@@ -55,8 +54,9 @@ def _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept):
         raise ValueError(f"y has length {y_h.shape[0]} but A has {m} rows")
     u_h = _nonneg(_host_vector(costs, None, "costs"), "costs")
     if u_h.shape[0] != n_trees:
-        raise ValueError(f"costs has length {u_h.shape[0]} but A has {n_trees} columns (one "
-                         "per tree)")
+        raise ValueError(
+            f"costs has length {u_h.shape[0]} but A has {n_trees} columns (one per tree)"
+        )
     if sample_weight is None:
         r_h = np.ones(m)
     else:
@@ -69,9 +69,11 @@ def _checked_problem(xp, A, y, costs, loss, sample_weight, fit_intercept):
         if not np.all((y_h == 0) | (y_h == 1)):
             raise ValueError("loss='logistic' needs y in {0, 1}")
         if fit_intercept and np.unique(y_h[r_h > 0]).size < 2:
-            raise ValueError("loss='logistic' with an intercept needs both classes among the "
-                             "rows with positive weight (otherwise the intercept runs to "
-                             "infinity)")
+            raise ValueError(
+                "loss='logistic' with an intercept needs both classes among the "
+                "rows with positive weight (otherwise the intercept runs to "
+                "infinity)"
+            )
     return A, y_h, u_h, r_h
 
 
@@ -94,11 +96,11 @@ class TreeLasso:
         datafit = _datafit(datafit)
         loss, fit_intercept = datafit.loss, datafit.fit_intercept
         xp = namespace_of(A)
-        A, y_h, u_h, r_h = _checked_problem(xp, A, y, costs, loss, datafit.sample_weight,
-                                            fit_intercept)
+        A, y_h, u_h, r_h = _checked_problem(
+            xp, A, y, costs, loss, datafit.sample_weight, fit_intercept
+        )
         m, n_trees = A.shape
-        sketch, sketch_size = _check_sketch(datafit.sketch, datafit.sketch_size, loss, m,
-                                            n_trees)
+        sketch, sketch_size = _check_sketch(datafit.sketch, datafit.sketch_size, loss, m, n_trees)
         self.xp = xp
         self.loss = loss
         self.fit_intercept = bool(fit_intercept)
@@ -153,8 +155,7 @@ class TreeLasso:
             self.ybar = 0.0
         yc = self.y - self.ybar
         if self.sketch is not None:
-            B, v = _sketch_square(xp, A, yc, self.r, self.abar, self.sketch, self.sketch_size,
-                                  rng)
+            B, v = _sketch_square(xp, A, yc, self.r, self.abar, self.sketch, self.sketch_size, rng)
             rows, r_model, abar_model = B.shape[0], None, None
         else:
             B, v = A, yc
@@ -173,8 +174,9 @@ class TreeLasso:
             idx = np.sort(rng.choice(self.m, size=self.sketch_size, replace=False))
             r_s = r_h[idx]
             if self.fit_intercept and (r_s.sum() <= 0 or np.unique(y_h[idx][r_s > 0]).size < 2):
-                raise ValueError("the row sketch holds a single class (or no weight); use a "
-                                 "larger sketch_size")
+                raise ValueError(
+                    "the row sketch holds a single class (or no weight); use a larger sketch_size"
+                )
             idx_x = xp.asarray(idx)
             As, ys, rs, Ws = self.A[idx_x], self.y[idx_x], self.r[idx_x], float(r_s.sum())
         else:
@@ -312,13 +314,24 @@ class TreeLasso:
         if not converged:
             from sklearn.exceptions import ConvergenceWarning
 
-            warn_from_caller(f"lasso solve at lam={lam:.6g} stopped after {n_iter} iterations with "
-                          f"relative KKT residual {kkt:.3g} > tol={tol:.3g}", ConvergenceWarning)
+            warn_from_caller(
+                f"lasso solve at lam={lam:.6g} stopped after {n_iter} iterations with "
+                f"relative KKT residual {kkt:.3g} > tol={tol:.3g}",
+                ConvergenceWarning,
+            )
         b_out = self.intercept_of(w, b)
         obj = self.objective(w, b_out, lam)
         solved = obj if self.sketch is None else float(fval + lam * (self.u @ w))
-        return LassoResult(weights=w, intercept=b_out, objective=obj, solved_objective=solved,
-                           lam=lam, n_iter=n_iter, converged=converged, kkt=kkt)
+        return LassoResult(
+            weights=w,
+            intercept=b_out,
+            objective=obj,
+            solved_objective=solved,
+            lam=lam,
+            n_iter=n_iter,
+            converged=converged,
+            kkt=kkt,
+        )
 
     def _start(self, warm_start):
         xp = self.xp
@@ -326,8 +339,7 @@ class TreeLasso:
             return xp.zeros(self.n_trees), xp.asarray(self._b0)
         w = xp.asarray(warm_start.weights, dtype=xp.float64).copy()
         if w.shape != (self.n_trees,):
-            raise ValueError(f"warm_start has {tuple(w.shape)} weights, expected "
-                             f"({self.n_trees},)")
+            raise ValueError(f"warm_start has {tuple(w.shape)} weights, expected ({self.n_trees},)")
         if self.loss == "logistic" and self.fit_intercept:
             return w, xp.asarray(float(warm_start.intercept))
         return w, xp.asarray(0.0)
@@ -409,10 +421,14 @@ class TreeLasso:
                 lip = sub.lipschitz()
                 lip = lip if lip > 0 else 1.0
                 u_sub, w_sub = self.u[idx_x], w[idx_x]
-            inner = (self._prox_newton if self.loss == "logistic" and sub.n <= _PN_MAX_TREES
-                     else self._fista)
-            w_sub, b, it, conv, kkt_ws, fval = inner(sub, u_sub, lam, w_sub, b, tol,
-                                                     max_iter - n_iter, lip)
+            inner = (
+                self._prox_newton
+                if self.loss == "logistic" and sub.n <= _PN_MAX_TREES
+                else self._fista
+            )
+            w_sub, b, it, conv, kkt_ws, fval = inner(
+                sub, u_sub, lam, w_sub, b, tol, max_iter - n_iter, lip
+            )
             n_iter += it
             if whole:
                 w = w_sub
@@ -481,9 +497,15 @@ class TreeLasso:
                 support = to_host(w > 0)
                 # Polish when the support has settled; after a failure retry on the same
                 # support only once FISTA has got 10x closer (Newton may have started too far).
-                if (prev_support is not None and np.array_equal(support, prev_support)
-                        and (failed is None or not np.array_equal(support, failed[0])
-                             or kkt < 0.1 * failed[1])):
+                if (
+                    prev_support is not None
+                    and np.array_equal(support, prev_support)
+                    and (
+                        failed is None
+                        or not np.array_equal(support, failed[0])
+                        or kkt < 0.1 * failed[1]
+                    )
+                ):
                     pol = self._polish(model, u, lam, w, b, support, lip, tol)
                     if pol is not None:
                         w, b, z, kkt = pol
@@ -607,7 +629,7 @@ def _one_blas_thread(xp):
             from threadpoolctl import ThreadpoolController
 
             _BLAS.append(ThreadpoolController())
-        except (ImportError, OSError, RuntimeError):   # no threadpoolctl: BLAS as it is
+        except (ImportError, OSError, RuntimeError):  # no threadpoolctl: BLAS as it is
             _BLAS.append(None)
     if _BLAS[0] is None:
         return contextlib.nullcontext()
@@ -624,7 +646,7 @@ def _quadratic_lasso(H, g, x0, lam_u, n, atol, max_iter=5000):
     if not L > 0:
         return x0.copy()
     step = 1.0 / L
-    c = g - H @ x0            # the quadratic's gradient is H x + c
+    c = g - H @ x0  # the quadratic's gradient is H x + c
 
     def residual(x, gq):
         rho = np.minimum(gq[:n] + lam_u, L * x[:n])
@@ -654,7 +676,7 @@ def _quadratic_lasso(H, g, x0, lam_u, n, atol, max_iter=5000):
         x_new = y - step * gq
         x_new[:n] = np.maximum(x_new[:n] - step * lam_u, 0.0)
         if (y - x_new) @ (x_new - x) > 0:
-            t = 1.0                                   # gradient restart
+            t = 1.0  # gradient restart
         t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         y = x_new + ((t - 1.0) / t_new) * (x_new - x)
         x, t = x_new, t_new
@@ -671,8 +693,12 @@ def _quadratic_lasso(H, g, x0, lam_u, n, atol, max_iter=5000):
 
 
 def _check_lam(lam):
-    if (isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not math.isfinite(lam)
-            or lam < 0):
+    if (
+        isinstance(lam, bool)
+        or not isinstance(lam, numbers.Real)
+        or not math.isfinite(lam)
+        or lam < 0
+    ):
         raise ValueError(f"lambda must be a finite number >= 0, got {lam!r}")
     return float(lam)
 
@@ -685,14 +711,12 @@ def _datafit(datafit):
 
 def _solver_options(solver):
     if not isinstance(solver, SolverOptions):
-        raise TypeError("solver must be a gpufs.lasso.SolverOptions, got "
-                        f"{type(solver).__name__}")
+        raise TypeError(f"solver must be a gpufs.lasso.SolverOptions, got {type(solver).__name__}")
     return solver
 
 
 @_docs.fill
-def solve_lasso(A, y, costs, lam, *, datafit=Datafit(), solver=SolverOptions(),
-                warm_start=None):
+def solve_lasso(A, y, costs, lam, *, datafit=Datafit(), solver=SolverOptions(), warm_start=None):
     """Solve the tree-weight lasso once.
 
     Parameters
@@ -733,8 +757,17 @@ def lambda_max(A, y, costs, *, datafit=Datafit()):
 
 
 @_docs.fill
-def lasso_path(A, y, costs, lams=None, *, n_lambdas=30, lambda_min_ratio=1e-3,
-               datafit=Datafit(), solver=SolverOptions()):
+def lasso_path(
+    A,
+    y,
+    costs,
+    lams=None,
+    *,
+    n_lambdas=30,
+    lambda_min_ratio=1e-3,
+    datafit=Datafit(),
+    solver=SolverOptions(),
+):
     """Warm-started solutions over a grid of lambdas.
 
     The lambdas are solved from the largest down, each warm-started from the previous.

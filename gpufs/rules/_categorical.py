@@ -12,9 +12,11 @@ left: the value bins as a bitset of ``CAT_WORDS`` uint32 words (bit ``b & 31`` o
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 import math
 
 from .._types import CAT_WORDS, MISSING_BIN  # noqa: F401  (CAT_WORDS: re-exported)
+
 #: Categorical features with at most this many candidate categories at a node are split
 #: one-vs-rest (LightGBM's ``max_cat_to_onehot`` default).
 MAX_CAT_TO_ONEHOT = 4
@@ -24,9 +26,30 @@ def make_scan_categorical(candidate):
     """``scan_categorical`` bound to a compiled ``candidate`` (see ``_gain.make_scan_feature``
     for why each backend passes its own compilation)."""
 
-    def scan_categorical(hist, k, lo, last, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
-                         gain_divisor, min_child_weight, pen, max_onehot, order, n_rows,
-                         cat_smooth, cat_l2, min_data_per_group, max_cat_threshold):
+    def scan_categorical(
+        hist,
+        k,
+        lo,
+        last,
+        nb,
+        G_q,
+        H_q,
+        G,
+        H,
+        g_inv,
+        h_inv,
+        reg_lambda,
+        gain_divisor,
+        min_child_weight,
+        pen,
+        max_onehot,
+        order,
+        n_rows,
+        cat_smooth,
+        cat_l2,
+        min_data_per_group,
+        max_cat_threshold,
+    ):
         """The best categorical split of one feature at node ``k`` of a level's histograms.
 
         Arguments as ``_gain.scan_feature``'s (bin t at slot ``lo + t``, the missing bin at
@@ -77,8 +100,20 @@ def make_scan_categorical(candidate):
                 st = min(lo + t, last)  # ``_hist_layout.slot_of``, inlined
                 gl_q = hist[k, st, 0]
                 hl_q = hist[k, st, 1]
-                gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
-                                        reg_lambda, gain_divisor, min_child_weight, pen)
+                gain, score = candidate(
+                    gl_q,
+                    hl_q,
+                    H_q,
+                    G,
+                    H,
+                    parent,
+                    g_inv,
+                    h_inv,
+                    reg_lambda,
+                    gain_divisor,
+                    min_child_weight,
+                    pen,
+                )
                 if score > b_score:
                     b_score = score
                     b_gain = gain
@@ -148,8 +183,20 @@ def make_scan_categorical(candidate):
                     if grp_q * per_h < min_data_per_group:
                         continue
                     grp_q = zero
-                    gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
-                                            lam_c, gain_divisor, min_child_weight, pen)
+                    gain, score = candidate(
+                        gl_q,
+                        hl_q,
+                        H_q,
+                        G,
+                        H,
+                        parent,
+                        g_inv,
+                        h_inv,
+                        lam_c,
+                        gain_divisor,
+                        min_child_weight,
+                        pen,
+                    )
                     if score > b_score:
                         b_score = score
                         b_gain = gain

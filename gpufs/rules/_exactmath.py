@@ -10,6 +10,7 @@ every device that follows IEEE 754 computes the same bits.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,23 +21,23 @@ from types import SimpleNamespace
 #: |k| < 2**21; LN2_HI + LN2_LO = ln 2 within 1.2e-26.
 LN2_HI = 6.93147180369123816490e-01
 LN2_LO = 1.90821492927058770002e-10
-INV_LN2 = 1.44269504088896338700e+00
+INV_LN2 = 1.44269504088896338700e00
 SQRT2 = 1.4142135623730951
 SQRT2_HALF = SQRT2 * 0.5
 #: exp(x) overflows above EXP_OVERFLOW and rounds to 0 below EXP_UNDERFLOW.
 EXP_OVERFLOW = 709.782712893384
 EXP_UNDERFLOW = -745.1332191019412
 #: Below this |u|, log1p(u) = u to within half an ulp.
-LOG1P_TINY = 2.0 ** -54
+LOG1P_TINY = 2.0**-54
 #: e^r: Taylor coefficients 1/n!, n = 12 .. 0, for Horner's rule after 1/13!.
 _EXP_TOP = 1.0 / math.factorial(13)
 _EXP_COEFFS = tuple(1.0 / math.factorial(n) for n in range(12, -1, -1))
 #: log: R = z (2/3 + z (2/5 + ... + z 2/21)), Horner's rule from 2/21 down to 2/3.
 _LOG_TOP = 2.0 / 21.0
 _LOG_COEFFS = tuple(2.0 / (2 * n + 1) for n in range(9, 0, -1))
-_TWO_64 = 2.0 ** 64
+_TWO_64 = 2.0**64
 #: The smallest positive normal double: below it a value is subnormal.
-_TWO_M1022 = 2.0 ** -1022
+_TWO_M1022 = 2.0**-1022
 #: IEEE 754 binary64 fields: 52 fraction bits, the biased exponent above them.
 _FRACTION_MASK = (1 << 52) - 1
 _EXPONENT_ONE = 1023 << 52  # the bits of 1.0
@@ -299,7 +300,7 @@ def make_exact_math(mul, add, jit, to_bits, from_bits):
         q = r2 if pos else r1
         g = add(mul(p, add(1.0, -y)), -mul(q, y))
         lg = log1p_unit(e)
-        l0 = add(z, lg) if z > 0.0 else lg   # softplus(z)
+        l0 = add(z, lg) if z > 0.0 else lg  # softplus(z)
         nz = -z
         l1 = add(nz, lg) if nz > 0.0 else lg  # softplus(-z)
         mixed = add(mul(add(1.0, -y), l0), mul(y, l1))
@@ -315,13 +316,25 @@ def make_exact_math(mul, add, jit, to_bits, from_bits):
         return softmax_loss_at(raw, i, y, m, s)
 
     return SimpleNamespace(
-        pow2=pow2, scale2=scale2, exp=exp, exp_nonpositive=exp_nonpositive,
-        normalize=normalize, log=log, log1p=log1p, log1p_unit=log1p_unit,
-        softplus=softplus, sigmoid=sigmoid, sigmoid_pq=sigmoid_pq,
-        logistic_grad_hess=logistic_grad_hess, logistic_loss=logistic_loss,
-        squared_error_loss=squared_error_loss, softmax_grad_hess_row=softmax_grad_hess_row,
-        softmax_loss_row=softmax_loss_row, logistic_grad_hess_loss=logistic_grad_hess_loss,
-        softmax_grad_hess_loss_row=softmax_grad_hess_loss_row)
+        pow2=pow2,
+        scale2=scale2,
+        exp=exp,
+        exp_nonpositive=exp_nonpositive,
+        normalize=normalize,
+        log=log,
+        log1p=log1p,
+        log1p_unit=log1p_unit,
+        softplus=softplus,
+        sigmoid=sigmoid,
+        sigmoid_pq=sigmoid_pq,
+        logistic_grad_hess=logistic_grad_hess,
+        logistic_loss=logistic_loss,
+        squared_error_loss=squared_error_loss,
+        softmax_grad_hess_row=softmax_grad_hess_row,
+        softmax_loss_row=softmax_loss_row,
+        logistic_grad_hess_loss=logistic_grad_hess_loss,
+        softmax_grad_hess_loss_row=softmax_grad_hess_loss_row,
+    )
 
 
 def make_fixed_point(rint, to_int64, jit):

@@ -11,6 +11,7 @@ a comparison, never straight into an addition or subtraction, so no backend can 
 ``candidate`` divides the gain (instead of multiplying by a reciprocal) and the penalty vector
 arrives precomputed (``mu * cost`` is formed once on the host in ``penalties.py``).
 """
+
 import math
 
 from .._types import MISSING_BIN
@@ -22,8 +23,20 @@ def parent_term(g_parent, h_parent, reg_lambda):
     return (g_parent * g_parent) / (h_parent + reg_lambda)
 
 
-def candidate(g_left_q, h_left_q, h_parent_q, g_parent, h_parent, parent, g_inv, h_inv,
-              reg_lambda, gain_divisor, min_child_weight, penalty):
+def candidate(
+    g_left_q,
+    h_left_q,
+    h_parent_q,
+    g_parent,
+    h_parent,
+    parent,
+    g_inv,
+    h_inv,
+    reg_lambda,
+    gain_divisor,
+    min_child_weight,
+    penalty,
+):
     """Gain and penalized score of one split candidate; score is -inf when it is not valid.
 
     Inputs: the candidate's left sums (G_L, H_L) and the node's H, in fixed point (int64);
@@ -53,9 +66,11 @@ def candidate(g_left_q, h_left_q, h_parent_q, g_parent, h_parent, parent, g_inv,
     g_left = g_left_q * g_inv
     g_right = g_parent - g_left
     h_right = h_parent - h_left
-    twice = ((g_left * g_left) / (h_left + reg_lambda)
-             + (g_right * g_right) / (h_right + reg_lambda)
-             - parent)
+    twice = (
+        (g_left * g_left) / (h_left + reg_lambda)
+        + (g_right * g_right) / (h_right + reg_lambda)
+        - parent
+    )
     gain = twice / 2.0
     if gain_divisor == 1.0:  # x / 1 == x exactly: skip the division
         return gain, gain - penalty
@@ -105,8 +120,9 @@ def make_leaf_of(rule):
         node = 0
         while feature[t, node] >= 0:
             f = feature[t, node]
-            if rule(X[i, f], threshold[t, node], missing_left[t, node], is_cat[f],
-                    cat_bits[t, node]):
+            if rule(
+                X[i, f], threshold[t, node], missing_left[t, node], is_cat[f], cat_bits[t, node]
+            ):
                 node = 2 * node + 1
             else:
                 node = 2 * node + 2
@@ -135,8 +151,23 @@ def make_scan_feature(candidate):
     """``scan_feature`` bound to a compiled ``candidate`` (a jitted function can only call
     jitted functions, so each backend passes its own compilation of ``candidate``)."""
 
-    def scan_feature(hist, k, lo, last, nb, G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
-                     gain_divisor, min_child_weight, pen):
+    def scan_feature(
+        hist,
+        k,
+        lo,
+        last,
+        nb,
+        G_q,
+        H_q,
+        G,
+        H,
+        g_inv,
+        h_inv,
+        reg_lambda,
+        gain_divisor,
+        min_child_weight,
+        pen,
+    ):
         """The best split of one feature at node ``k`` of a level's histograms: the one bin
         scan.
 
@@ -187,11 +218,24 @@ def make_scan_feature(candidate):
             gl_q += bg
             hl_q += bh
             # gain, or -inf for an invalid candidate (its unpenalized score)
-            _, cmp = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0,
-                               min_child_weight, 0.0)
+            _, cmp = candidate(
+                gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0, min_child_weight, 0.0
+            )
             if cmp > b_cmp:
-                gain, score = candidate(gl_q, hl_q, H_q, G, H, parent, g_inv, h_inv,
-                                        reg_lambda, gain_divisor, min_child_weight, pen)
+                gain, score = candidate(
+                    gl_q,
+                    hl_q,
+                    H_q,
+                    G,
+                    H,
+                    parent,
+                    g_inv,
+                    h_inv,
+                    reg_lambda,
+                    gain_divisor,
+                    min_child_weight,
+                    pen,
+                )
                 if score > b_score:
                     b_score = score
                     b_cmp = cmp
@@ -203,11 +247,24 @@ def make_scan_feature(candidate):
             if has_missing and t != nb - 1:
                 cg = gl_q + gn_q
                 ch = hl_q + hn_q
-                _, cmp = candidate(cg, ch, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0,
-                                   min_child_weight, 0.0)
+                _, cmp = candidate(
+                    cg, ch, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0, min_child_weight, 0.0
+                )
                 if cmp > b_cmp:
-                    gain, score = candidate(cg, ch, H_q, G, H, parent, g_inv, h_inv,
-                                            reg_lambda, gain_divisor, min_child_weight, pen)
+                    gain, score = candidate(
+                        cg,
+                        ch,
+                        H_q,
+                        G,
+                        H,
+                        parent,
+                        g_inv,
+                        h_inv,
+                        reg_lambda,
+                        gain_divisor,
+                        min_child_weight,
+                        pen,
+                    )
                     if score > b_score:
                         b_score = score
                         b_cmp = cmp

@@ -6,6 +6,7 @@ threshold gain is scored here, on the host, by the one split-gain rule of ``_gai
 (``best_gains``), so both devices' steps score alike. ``concat_groups`` joins two groups'
 tables.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,23 +32,22 @@ def _best_gain(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight):
     hl = gl
     for b in range(nb - 1):
         if b > 0 and hist[b, 0] == 0 and hist[b, 1] == 0:
-            continue            # same left sums as b - 1, which scored first: cannot win
+            continue  # same left sums as b - 1, which scored first: cannot win
         gl += hist[b, 0]
         hl += hist[b, 1]
-        gain, score = _candidate(gl, hl, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0,
-                                 min_child_weight, 0.0)
+        gain, score = _candidate(
+            gl, hl, H_q, G, H, parent, g_inv, h_inv, reg_lambda, 1.0, min_child_weight, 0.0
+        )
         if score > best:
             best = gain
     return best
 
 
 @njit(cache=True)
-def _best_gains_of_histograms(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
-                              out):
+def _best_gains_of_histograms(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
     """``_best_gain`` of every column of one node's histograms (n_cols, 256, 2) int64."""
     for c in range(hist.shape[0]):
         out[c] = _best_gain(hist[c], nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
-
 
 
 def best_gains(hist, scan):

@@ -13,6 +13,7 @@ accumulation and derived from the node's totals (LightGBM's ``most_freq_bin``): 
 ``slot_of`` is plain scalar Python that both backends compile (part of the numba cache
 digest, ``gpufs._numba_setup``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,10 +59,16 @@ class HistLayout:
     def __init__(self, offset, most_freq=None):
         offset = np.ascontiguousarray(offset, np.int64)
         width = np.diff(offset)
-        if offset.ndim != 1 or offset.shape[0] < 1 or offset[0] != 0 or \
-                (width.size and (width.min() < 2 or width.max() > N_HIST_BINS)):
-            raise ValueError("a histogram layout's offsets start at 0 and give each feature "
-                             f"2 to {N_HIST_BINS} slots")
+        if (
+            offset.ndim != 1
+            or offset.shape[0] < 1
+            or offset[0] != 0
+            or (width.size and (width.min() < 2 or width.max() > N_HIST_BINS))
+        ):
+            raise ValueError(
+                "a histogram layout's offsets start at 0 and give each feature "
+                f"2 to {N_HIST_BINS} slots"
+            )
         self.offset = offset
         self.n_features = int(offset.shape[0] - 1)
         self.n_slots = int(offset[-1])
@@ -101,8 +108,9 @@ class HistLayout:
         if most_freq_bin is not None and most_freq_frac is not None:
             b = np.asarray(most_freq_bin, np.int64)
             local = np.where(b == MISSING_BIN, n_bins, b)
-            sparse = (np.asarray(most_freq_frac, np.float64) >= MOST_FREQ_MIN_FRACTION) & \
-                     (local <= n_bins)
+            sparse = (np.asarray(most_freq_frac, np.float64) >= MOST_FREQ_MIN_FRACTION) & (
+                local <= n_bins
+            )
             most_freq = np.where(sparse, local, -1)
         return cls(offset, most_freq)
 
@@ -182,7 +190,7 @@ class HistLayout:
         out = np.zeros(lead + (self.n_features, N_HIST_BINS, 2), hist.dtype)
         for f in range(self.n_features):
             lo, hi = int(self.offset[f]), int(self.offset[f + 1])
-            out[..., f, : hi - lo - 1, :] = hist[..., lo: hi - 1, :]
+            out[..., f, : hi - lo - 1, :] = hist[..., lo : hi - 1, :]
             out[..., f, MISSING_BIN, :] = hist[..., hi - 1, :]
         return out
 
@@ -203,22 +211,26 @@ class HistLayout:
         out = np.zeros(lead + (self.n_slots, 2), dense.dtype)
         for f in range(self.n_features):
             lo, hi = int(self.offset[f]), int(self.offset[f + 1])
-            out[..., lo: hi - 1, :] = dense[..., f, : hi - lo - 1, :]
+            out[..., lo : hi - 1, :] = dense[..., f, : hi - lo - 1, :]
             out[..., hi - 1, :] = dense[..., f, MISSING_BIN, :]
         return out
 
     def __eq__(self, other):
         return self is other or (
-            isinstance(other, HistLayout) and self._hash == other._hash
+            isinstance(other, HistLayout)
+            and self._hash == other._hash
             and np.array_equal(self.offset, other.offset)
-            and np.array_equal(self.most_freq, other.most_freq))
+            and np.array_equal(self.most_freq, other.most_freq)
+        )
 
     def __hash__(self):
         return self._hash
 
     def __repr__(self):
-        return (f"HistLayout(n_features={self.n_features}, n_slots={self.n_slots}, "
-                f"sparse={int((self.most_freq >= 0).sum())})")
+        return (
+            f"HistLayout(n_features={self.n_features}, n_slots={self.n_slots}, "
+            f"sparse={int((self.most_freq >= 0).sum())})"
+        )
 
     def __getstate__(self):
         return {"offset": self.offset, "most_freq": self.most_freq}
@@ -292,6 +304,7 @@ def tree_layout(layout, split, n_features):
     if layout is None:
         layout = HistLayout.full(n_features)
     if layout.n_features != n_features:
-        raise ValueError(f"the histogram layout has {layout.n_features} features, the data "
-                         f"{n_features}")
+        raise ValueError(
+            f"the histogram layout has {layout.n_features} features, the data {n_features}"
+        )
     return layout

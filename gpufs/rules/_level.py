@@ -9,6 +9,7 @@ both devices decide identically (like ``gpufs.rules._gain`` for the gain formula
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,8 +44,19 @@ def best_over_features(k, feats, n_feats, allowed, used, pf_score):
     return b_f, b_s, u_f, u_s
 
 
-def decide_level(n_slots, best_f, best_s, fb_f, fb_s, used, admitted_now, budget,
-                 min_split_gain, choice, admitted):
+def decide_level(
+    n_slots,
+    best_f,
+    best_s,
+    fb_f,
+    fb_s,
+    used,
+    admitted_now,
+    budget,
+    min_split_gain,
+    choice,
+    admitted,
+):
     """Decide every slot of a level, in slot (= node) order; returns how many features entered.
 
     ``best_f`` / ``best_s`` and ``fb_f`` / ``fb_s`` (n_slots,): the best and the best-on-Omega

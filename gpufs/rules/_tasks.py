@@ -8,6 +8,7 @@ tile the segment in order (``task_bounds``).
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 

@@ -8,6 +8,7 @@ the selector interface (``transform``, ``get_support``, ...), ``selection_path_`
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,20 +22,41 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ..io import model_io
 from .._device import device_of, is_cupy_array, like, namespace_of, resolve_device, to_host
-from ..data._input import (_frame, _user_stacklevel, check_classification_labels,
-                      check_regression_target, check_sample_weight, check_X, check_y,
-                      encode_classes, encode_known_classes)
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
-from ..backends import get_backend
 from .._warnings import warn_from_caller
+from ..backends import get_backend
+from ..data._input import (
+    _frame,
+    _user_stacklevel,
+    check_classification_labels,
+    check_regression_target,
+    check_sample_weight,
+    check_X,
+    check_y,
+    encode_classes,
+    encode_known_classes,
+)
+from ..io import model_io
 
-__all__ = ["BaseEstimator", "ClassifierTargetMixin", "DEVICE_CONSTRAINT", "EarlyStopping",
-           "FitData", "GPUFSSelectorMixin", "RegressorTargetMixin", "SelectorBase",
-           "FeatureBudget", "auto_k", "feature_budget", "input_device", "int_range",
-           "real_range", "resolve_k",
-           "validation_split"]
+__all__ = [
+    "BaseEstimator",
+    "ClassifierTargetMixin",
+    "DEVICE_CONSTRAINT",
+    "EarlyStopping",
+    "FitData",
+    "GPUFSSelectorMixin",
+    "RegressorTargetMixin",
+    "SelectorBase",
+    "FeatureBudget",
+    "auto_k",
+    "feature_budget",
+    "input_device",
+    "int_range",
+    "real_range",
+    "resolve_k",
+    "validation_split",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -52,16 +74,22 @@ def eval_triples(eval_set, sample_weight_eval_set):
             raise ValueError("sample_weight_eval_set was given without eval_set.")
         return []
     pairs = [eval_set] if isinstance(eval_set, tuple) else eval_set
-    if not isinstance(pairs, list) or not pairs or not all(
-            isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
-        raise ValueError("eval_set must be a pair (X_val, y_val) or a non-empty list of "
-                         "such pairs.")
+    if (
+        not isinstance(pairs, list)
+        or not pairs
+        or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs)
+    ):
+        raise ValueError(
+            "eval_set must be a pair (X_val, y_val) or a non-empty list of such pairs."
+        )
     weights = sample_weight_eval_set
     if weights is None:
         weights = [None] * len(pairs)
     elif not isinstance(weights, (list, tuple)) or len(weights) != len(pairs):
-        raise ValueError(f"sample_weight_eval_set must be a list with one entry (an array "
-                         f"or None) per eval_set pair: {len(pairs)} expected.")
+        raise ValueError(
+            f"sample_weight_eval_set must be a list with one entry (an array "
+            f"or None) per eval_set pair: {len(pairs)} expected."
+        )
     return [(Xv, yv, wv) for (Xv, yv), wv in zip(pairs, weights)]
 
 
@@ -180,14 +208,19 @@ def validation_split(n_samples, validation_fraction, seed, stratify=None):
 
     n_val = math.ceil(validation_fraction * n_samples)
     if n_val < 1 or n_samples - n_val < 1:
-        raise ValueError(f"validation_fraction={validation_fraction} leaves {n_val} validation "
-                         f"and {n_samples - n_val} training rows out of {n_samples}; both need "
-                         "at least one row.")
+        raise ValueError(
+            f"validation_fraction={validation_fraction} leaves {n_val} validation "
+            f"and {n_samples - n_val} training rows out of {n_samples}; both need "
+            "at least one row."
+        )
     idx = np.arange(n_samples)
     strat = None if stratify is None else to_host(stratify)
     if strat is not None and np.bincount(strat.astype(np.int64)).min(initial=2) < 2:
-        warn_from_caller("validation_fraction: a class has a single row, so the validation split "
-                      "is not stratified by class.", UserWarning)
+        warn_from_caller(
+            "validation_fraction: a class has a single row, so the validation split "
+            "is not stratified by class.",
+            UserWarning,
+        )
         strat = None
     try:
         tr, va = train_test_split(idx, test_size=n_val, random_state=seed, stratify=strat)
@@ -195,8 +228,11 @@ def validation_split(n_samples, validation_fraction, seed, stratify=None):
         if strat is None:
             raise
         # Fewer validation rows than classes: a stratified split cannot hold every class.
-        warn_from_caller("validation_fraction: too few validation rows to hold every class, so "
-                      "the validation split is not stratified by class.", UserWarning)
+        warn_from_caller(
+            "validation_fraction: too few validation rows to hold every class, so "
+            "the validation split is not stratified by class.",
+            UserWarning,
+        )
         tr, va = train_test_split(idx, test_size=n_val, random_state=seed)
     return np.sort(tr), np.sort(va)
 
@@ -299,7 +335,7 @@ class FeatureBudget:
 
     @property
     def needs_auto_fit(self):
-        """"auto" with ``tol``: k comes from a first, unbudgeted fit."""
+        """ "auto" with ``tol``: k comes from a first, unbudgeted fit."""
         return self.auto and self.tol is not None
 
 
@@ -338,12 +374,15 @@ def feature_budget(n_features_to_select, tol, n_features, *, warn=True):
         from .._warnings import SelectionWarning
 
         if warn:
-            warnings.warn(f"n_features_to_select={k} is larger than the number of features in "
-                          f"X ({n_features}): selecting all {n_features} (those that the "
-                          "method can use).", SelectionWarning, stacklevel=_user_stacklevel())
+            warnings.warn(
+                f"n_features_to_select={k} is larger than the number of features in "
+                f"X ({n_features}): selecting all {n_features} (those that the "
+                "method can use).",
+                SelectionWarning,
+                stacklevel=_user_stacklevel(),
+            )
         k = int(n_features)
     return FeatureBudget(k)
-
 
 
 def auto_k(losses, tol):
@@ -375,9 +414,11 @@ def auto_k(losses, tol):
 
 
 #: What to change when a fit selected no feature (the fit's warning, transform's and the CLI's).
-_ZERO_FEATURE_ADVICE = ("Ask for the number of features you want with n_features_to_select "
-                        "(command line: -k), or lower the method's price of a feature (GBFS: "
-                        "mu; ControlBurn: alpha; stagewise: tol).")
+_ZERO_FEATURE_ADVICE = (
+    "Ask for the number of features you want with n_features_to_select "
+    "(command line: -k), or lower the method's price of a feature (GBFS: "
+    "mu; ControlBurn: alpha; stagewise: tol)."
+)
 
 
 #: Predictions run where the input lives: "gpu" for cupy / cudf, else "cpu".
@@ -420,8 +461,11 @@ class GPUFSSelectorMixin(SelectorMixin):
         idx = np.flatnonzero(self._get_support_mask())
         if idx.size == 0:
             # scikit-learn's SelectorMixin: an empty selection warns and gives (n_samples, 0).
-            warn_from_caller("No features were selected: transform returns an array with no "
-                          "columns. " + _ZERO_FEATURE_ADVICE, UserWarning)
+            warn_from_caller(
+                "No features were selected: transform returns an array with no "
+                "columns. " + _ZERO_FEATURE_ADVICE,
+                UserWarning,
+            )
         frame = _frame(X)
         if frame is not None and idx.size == 0:
             # A table of no columns keeps its rows only in pandas (polars and pyarrow tables
@@ -490,23 +534,33 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         """
         device = resolve_device(self.device)
         backend = get_backend(device)
-        Xc = check_X(self, X, device=device, reset=True, dtype=dtype, allow_nan=allow_nan,
-                     **self._categorical_args())
+        Xc = check_X(
+            self,
+            X,
+            device=device,
+            reset=True,
+            dtype=dtype,
+            allow_nan=allow_nan,
+            **self._categorical_args(),
+        )
         n = Xc.shape[0]
         y_input = check_y(y, n, device=device)
         yc = self._encode_target(y_input)
         w = check_sample_weight(sample_weight, n, device=device)
         rng = check_random_state(getattr(self, "random_state", None))
         seed = int(rng.randint(np.iinfo(np.int32).max))
-        return FitData(backend=backend, xp=backend.xp, X=Xc, y=yc,
-                       y_input=y_input, sample_weight=w, seed=seed)
+        return FitData(
+            backend=backend, xp=backend.xp, X=Xc, y=yc, y_input=y_input, sample_weight=w, seed=seed
+        )
 
     def _categorical_args(self):
         """``check_X``'s categorical arguments at fit: the estimator's
         ``categorical_features`` (None for estimators without it) and its ``max_bins`` (the
         most codes, hence bins, of a categorical column)."""
-        return {"categorical_features": getattr(self, "categorical_features", None),
-                "max_categories": int(getattr(self, "max_bins", 255))}
+        return {
+            "categorical_features": getattr(self, "categorical_features", None),
+            "max_categories": int(getattr(self, "max_bins", 255)),
+        }
 
     @property
     def is_categorical_(self):
@@ -518,8 +572,7 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         return codes.is_categorical
 
     # --- validation data ----------------------------------------------------------------
-    def _eval_sets(self, eval_set, sample_weight_eval_set, data, *, dtype="float",
-                   allow_nan=True):
+    def _eval_sets(self, eval_set, sample_weight_eval_set, data, *, dtype="float", allow_nan=True):
         """The checked validation pairs: a list of ``(X, y_encoded, sample_weight)``.
 
         ``eval_set`` is a ``(X, y)`` tuple or a list of such pairs;
@@ -529,10 +582,10 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         out = []
         for i, (Xv, yv, wv) in enumerate(pairs):
             what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
-            Xc = check_X(self, Xv, device=data.device, reset=False, dtype=dtype,
-                         allow_nan=allow_nan)
-            yc = self._encode_validation_target(check_y(yv, Xc.shape[0], device=data.device),
-                                                what)
+            Xc = check_X(
+                self, Xv, device=data.device, reset=False, dtype=dtype, allow_nan=allow_nan
+            )
+            yc = self._encode_validation_target(check_y(yv, Xc.shape[0], device=data.device), what)
             wc = check_sample_weight(wv, Xc.shape[0], device=data.device)
             out.append((Xc, yc, wc))
         return out
@@ -547,10 +600,15 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         ``n_iter_no_change``."""
         if eval_set is not None and self.validation_fraction is not None:
             raise ValueError("give either validation_fraction or eval_set to fit, not both.")
-        if (self.n_iter_no_change is not None and eval_set is None
-                and self.validation_fraction is None):
-            raise ValueError("n_iter_no_change needs validation data: pass eval_set=(X_val, "
-                             "y_val) to fit or set validation_fraction.")
+        if (
+            self.n_iter_no_change is not None
+            and eval_set is None
+            and self.validation_fraction is None
+        ):
+            raise ValueError(
+                "n_iter_no_change needs validation data: pass eval_set=(X_val, "
+                "y_val) to fit or set validation_fraction."
+            )
 
     # --- results ------------------------------------------------------------------------
     def _set_support(self, selected):
@@ -564,22 +622,29 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         "features" (indices in the order they entered), "names", the ``entry`` lists given
         (where each feature entered: "entry_tree", "entry_round", ...), and "train_loss" /
         "val_loss" (None without validation data) once each had entered."""
-        self.selection_path_ = {"k": list(path.n_features),
-                                "features": self.selected_features_.tolist(),
-                                "names": list(path.features), **entry,
-                                "train_loss": list(path.train_loss),
-                                "val_loss": None if path.val_loss is None else list(path.val_loss)}
+        self.selection_path_ = {
+            "k": list(path.n_features),
+            "features": self.selected_features_.tolist(),
+            "names": list(path.features),
+            **entry,
+            "train_loss": list(path.train_loss),
+            "val_loss": None if path.val_loss is None else list(path.val_loss),
+        }
 
 
-def _deprecated_validation_keywords(X_val, y_val, sample_weight_val, eval_set,
-                                    sample_weight_eval_set):
+def _deprecated_validation_keywords(
+    X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set
+):
     """Map the old ``X_val=`` / ``y_val=`` / ``sample_weight_val=`` keywords to ``eval_set``
     with a FutureWarning."""
     if X_val is None and y_val is None and sample_weight_val is None:
         return eval_set, sample_weight_eval_set
-    warn_from_caller("X_val, y_val and sample_weight_val are deprecated and will be removed: pass "
-                  "eval_set=(X_val, y_val) and sample_weight_eval_set=[sample_weight_val] "
-                  "instead.", FutureWarning)
+    warn_from_caller(
+        "X_val, y_val and sample_weight_val are deprecated and will be removed: pass "
+        "eval_set=(X_val, y_val) and sample_weight_eval_set=[sample_weight_val] "
+        "instead.",
+        FutureWarning,
+    )
     if eval_set is not None:
         raise ValueError("give either eval_set or the deprecated X_val/y_val, not both.")
     if X_val is None or y_val is None:

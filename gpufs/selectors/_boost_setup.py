@@ -6,6 +6,7 @@ candidate search. The ``mu`` search's probes, the exact-k pool and final fits, t
 stability refits and the plain fit all start from it (``_mu_search``, ``_exact_k``,
 ``_stability``, ``gbfs``), so none of them passes these one by one.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -77,6 +78,14 @@ class BoostSetup(NamedTuple):
         -------
         BoostingFit
         """
-        return fit_boosting(self.backend, self.rows, self.objective, penalties,
-                            self.bin_mapper, self.params, val_rows,
-                            candidate_search=self.candidate_search, **kwargs)
+        return fit_boosting(
+            self.backend,
+            self.rows,
+            self.objective,
+            penalties,
+            self.bin_mapper,
+            self.params,
+            val_rows,
+            candidate_search=self.candidate_search,
+            **kwargs,
+        )

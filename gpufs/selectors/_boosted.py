@@ -6,6 +6,7 @@ boosts (``gpufs.engine.objectives.make_objective``) and the target its kernels r
 guards among them, passed on by ``cat_guards``): written once for both families (``gbfs``,
 ``multitask``) and the Dask estimators built on them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,7 @@ import numpy as np
 from .._params import int_range, real_range
 from ..engine.objectives import make_objective
 
-__all__ = ["BOOSTING_CONSTRAINTS", "BoostedClassifierMixin", "BoostedRegressorMixin",
-           "cat_guards"]
+__all__ = ["BOOSTING_CONSTRAINTS", "BoostedClassifierMixin", "BoostedRegressorMixin", "cat_guards"]
 
 #: The ``_parameter_constraints`` of the boosting hyperparameters (``boosting.BoostingParams``).
 BOOSTING_CONSTRAINTS = {
@@ -35,9 +35,12 @@ BOOSTING_CONSTRAINTS = {
 
 def cat_guards(est):
     """The categorical guards of a boosted estimator as ``TreeParams`` keywords."""
-    return {"cat_smooth": float(est.cat_smooth), "cat_l2": float(est.cat_l2),
-            "min_data_per_group": float(est.min_data_per_group),
-            "max_cat_threshold": int(est.max_cat_threshold)}
+    return {
+        "cat_smooth": float(est.cat_smooth),
+        "cat_l2": float(est.cat_l2),
+        "min_data_per_group": float(est.min_data_per_group),
+        "max_cat_threshold": int(est.max_cat_threshold),
+    }
 
 
 class BoostedRegressorMixin:

@@ -6,10 +6,11 @@ Owns :class:`ForestData` (what the forest is grown from and the lasso solved wit
 ``_BaseControlBurn._fit_step``, returns a ``BurnResult``; each ``fit`` then sets the fitted
 attributes from it in one place (``_BaseControlBurn._set_fit_result``).
 """
+
 from __future__ import annotations
 
-from typing import Any, NamedTuple
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 

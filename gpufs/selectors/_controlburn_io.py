@@ -6,16 +6,29 @@ read by ``gpufs.io.model_io.read_body``, or the constant model used when nothing
 The grown forest (``forest_``) is training evidence and is not saved. The layout of the
 fields is in ``docs/model_format.rst``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from sklearn.dummy import DummyClassifier, DummyRegressor
 
-from ..io import model_io
-from ..io._strict_json import (MAX_NODES, float_out, floats_out, free_form_out, kind_of, read_bool,
-                            read_float, read_float_array, read_free_form, read_index_list,
-                            read_int, read_obj, read_str)
 from ..engine.binning import BinMapper, bins_to_dict, read_bins
+from ..io import model_io
+from ..io._strict_json import (
+    MAX_NODES,
+    float_out,
+    floats_out,
+    free_form_out,
+    kind_of,
+    read_bool,
+    read_float,
+    read_float_array,
+    read_free_form,
+    read_index_list,
+    read_int,
+    read_obj,
+    read_str,
+)
 from ._fitted_checks import check_max_bins, read_device
 from ._gbfs_io import GBFSCodec
 from .gbfs import _BaseGBFS
@@ -28,23 +41,39 @@ class ControlBurnCodec:
     #: cut points: up to ``MAX_BINNED_FEATURES`` features
     binned = True
     #: parameters added after format 2 appeared: a file may lack them (they take defaults)
-    params_since_format2 = frozenset({"categorical_features", "n_jobs", "reweight_steps",
-                                      "warm_start"})
+    params_since_format2 = frozenset(
+        {"categorical_features", "n_jobs", "reweight_steps", "warm_start"}
+    )
 
     @staticmethod
     def check_fit_params(est, at):
         """The bins are those of ``max_bins``."""
         check_max_bins(est, at)
-    keys = ["device", "bins", "selected_features", "feature_importances", "forest_coverage",
-            "forest_features", "n_trees", "tree_weights", "intercept", "lambda",
-            "selection_exact", "selection_path", "fit_times", "refit"]
+
+    keys = [
+        "device",
+        "bins",
+        "selected_features",
+        "feature_importances",
+        "forest_coverage",
+        "forest_features",
+        "n_trees",
+        "tree_weights",
+        "intercept",
+        "lambda",
+        "selection_exact",
+        "selection_path",
+        "fit_times",
+        "refit",
+    ]
 
     @staticmethod
     def write(est):
         refit = est.refit_estimator_
         if isinstance(refit, _BaseGBFS):
-            header = model_io.body_header(refit, type(refit).__name__,
-                                          getattr(refit, "feature_names_in_", None))
+            header = model_io.body_header(
+                refit, type(refit).__name__, getattr(refit, "feature_names_in_", None)
+            )
             r = {"kind": "gbfs", "model": {**header, "fitted": GBFSCodec.write(refit)}}
         elif type(refit).__name__ == "DummyRegressor":
             r = {"kind": "constant", "value": float_out(np.ravel(refit.constant_)[0])}
@@ -55,7 +84,8 @@ class ControlBurnCodec:
                 f"cannot save {type(est).__name__} with refit_estimator="
                 f"{type(refit).__name__}(...) in the gpufs model format, which describes "
                 "gpufs models only. Save it with pickle or joblib instead (and load pickles "
-                "only from sources you trust: SECURITY.md).")
+                "only from sources you trust: SECURITY.md)."
+            )
         return {
             "device": str(est.device_),
             "bins": bins_to_dict(est.bin_mapper_),
@@ -90,8 +120,9 @@ class ControlBurnCodec:
         cov = read_int(f["forest_coverage"], at["forest_coverage"], 0, d)
         forest_features = read_index_list(f["forest_features"], at["forest_features"], d)
         if forest_features.shape[0] != cov or np.any(np.diff(forest_features) <= 0):
-            at["forest_features"].fail("expected the forest_coverage features, in increasing "
-                                       "order.")
+            at["forest_features"].fail(
+                "expected the forest_coverage features, in increasing order."
+            )
         if not np.isin(sel, forest_features).all():
             at["selected_features"].fail("a selected feature is not used by the forest.")
         n_trees = read_int(f["n_trees"], at["n_trees"], 0, MAX_NODES)
@@ -119,8 +150,7 @@ class ControlBurnCodec:
             at.fail(f"expected an object, got {kind_of(r)}.")
         kind = read_str(r.get("kind"), at["kind"], {"gbfs", "constant", "prior"})
         if (kind == "gbfs") != (sel.shape[0] > 0):
-            at["kind"].fail("the refit model is a GBFS model exactly when features were "
-                            "selected.")
+            at["kind"].fail("the refit model is a GBFS model exactly when features were selected.")
         if kind == "gbfs":
             read_obj(r, at, ["kind", "model"])
             mat = at["model"]
@@ -130,10 +160,13 @@ class ControlBurnCodec:
                 mat["estimator"].fail(f"the refit model of a {type(est).__name__} is a {want}.")
             refit = model_io.read_body(r["model"], mat, nested=True)
             if refit.n_features_in_ != sel.shape[0]:
-                mat["n_features_in"].fail(f"{refit.n_features_in_} features, but "
-                                          f"{sel.shape[0]} were selected.")
-            if classifier and not (refit.classes_.dtype == est.classes_.dtype
-                                   and np.array_equal(refit.classes_, est.classes_)):
+                mat["n_features_in"].fail(
+                    f"{refit.n_features_in_} features, but {sel.shape[0]} were selected."
+                )
+            if classifier and not (
+                refit.classes_.dtype == est.classes_.dtype
+                and np.array_equal(refit.classes_, est.classes_)
+            ):
                 mat["classes"].fail("differ from the model's classes.")
             return refit
         if kind == "constant":

@@ -13,20 +13,30 @@
 Why: the budget alone keeps the first k to enter, and a noise column that wins one split in a
 small deep node before a weak signal's turn keeps its slot (``docs/guide/gbfs.rst``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..cli._compile_watch import clock
 from .._device import to_host
+from ..cli._compile_watch import clock
 from ..engine.boosting import BoostingCheckpoint
 from ..engine.penalties import PenaltyState
 from ._mu_search import MuSearch, gbfs_mu_search
 
-__all__ = ["ExactK", "RestrictedPenalty", "fill_candidates", "fit_exact_k",
-           "heldout_permutation_gains", "per_cost", "pool_size", "split_heldout", "total_gains"]
+__all__ = [
+    "ExactK",
+    "RestrictedPenalty",
+    "fill_candidates",
+    "fit_exact_k",
+    "heldout_permutation_gains",
+    "per_cost",
+    "pool_size",
+    "split_heldout",
+    "total_gains",
+]
 
 
 def total_gains(ensemble) -> np.ndarray:
@@ -158,24 +168,46 @@ def _checkpoint_at(rows, ensemble, record, penalties, rounds):
     same additions in the same order as when they were grown)."""
     K = ensemble.n_outputs
     n_trees = rounds * K
-    first = np.where((penalties.first_use_tree >= 0) & (penalties.first_use_tree < n_trees),
-                     penalties.first_use_tree, -1)
+    first = np.where(
+        (penalties.first_use_tree >= 0) & (penalties.first_use_tree < n_trees),
+        penalties.first_use_tree,
+        -1,
+    )
     used = first >= 0
     group_used = np.zeros_like(penalties.group_used)
     group_used[penalties.groups[used]] = True
-    snap = {"used": used, "group_used": group_used, "first_use_tree": first,
-            "order": [f for f in penalties.order if used[f]],
-            "candidates_by_tree": list(penalties.candidates_by_tree[:n_trees])}
+    snap = {
+        "used": used,
+        "group_used": group_used,
+        "first_use_tree": first,
+        "order": [f for f in penalties.order if used[f]],
+        "candidates_by_tree": list(penalties.candidates_by_tree[:n_trees]),
+    }
     rows.start_raw(np.asarray(ensemble.base_score, dtype=np.float64))
     if n_trees:
         rows.add_trees(ensemble, 0, n_trees)
-    return BoostingCheckpoint(rounds=rounds, trees=ensemble.trees,
-                              tree_column=ensemble.tree_column, raw=rows.snapshot_raw(),
-                              record=record, penalty=snap)
+    return BoostingCheckpoint(
+        rounds=rounds,
+        trees=ensemble.trees,
+        tree_column=ensemble.tree_column,
+        raw=rows.snapshot_raw(),
+        record=record,
+        penalty=snap,
+    )
 
 
-def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), frequency=None,
-                times=None, heldout=None, heldout_seed=0) -> ExactK:
+def fit_exact_k(
+    setup,
+    k: int,
+    mu_start: float,
+    *,
+    eval_rows=None,
+    known=(),
+    frequency=None,
+    times=None,
+    heldout=None,
+    heldout_seed=0,
+) -> ExactK:
     """A GBFS fit that selects exactly k features by contribution (module docstring).
 
     Parameters
@@ -223,9 +255,16 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
         # POOL_STEP times below the largest price that admits k_pool) needs no bisection. At
         # most MAX_PROBES probes of half a fit each, the pool fit and the final fit: at most
         # four fits' trees in all.
-        search = gbfs_mu_search(setup, k_pool, mu_start, rtol=POOL_STEP - 1.0,
-                                max_probes=MAX_PROBES, step=POOL_STEP, known=known)
-    else:       # every feature in the pool: the price that admits them all is 0
+        search = gbfs_mu_search(
+            setup,
+            k_pool,
+            mu_start,
+            rtol=POOL_STEP - 1.0,
+            max_probes=MAX_PROBES,
+            step=POOL_STEP,
+            known=known,
+        )
+    else:  # every feature in the pool: the price that admits them all is 0
         search = MuSearch(None, [], d)
     lap("mu_search")
     times["mu_probes"] = [p.seconds for p in search.probes]
@@ -235,29 +274,34 @@ def fit_exact_k(setup, k: int, mu_start: float, *, eval_rows=None, known=(), fre
     pool_pen = setup.penalties(mu)
     pool_ens, pool_rec, _ = setup.fit(pool_pen, resume=search.checkpoint)
     K = pool_ens.n_outputs
-    grown["pool"] = pool_ens.n_trees - (search.checkpoint.rounds * K if search.checkpoint
-                                        else 0)
+    grown["pool"] = pool_ens.n_trees - (search.checkpoint.rounds * K if search.checkpoint else 0)
     lap("pool")
     pool = list(pool_pen.order)
     gains = total_gains(pool_ens)
     train_gains = gains
     if heldout is not None:
-        gains = heldout_permutation_gains(pool_ens, heldout[1], setup.objective, pool,
-                                          heldout_seed)
+        gains = heldout_permutation_gains(pool_ens, heldout[1], setup.objective, pool, heldout_seed)
         lap("heldout")
     freq = None
-    if frequency is not None:   # also when the pool holds k or fewer: the frequencies are
+    if frequency is not None:  # also when the pool holds k or fewer: the frequencies are
         # the refits' evidence, promised whenever stability_rounds > 0
         freq, grown["stability"] = frequency(mu, k)
         lap("stability")
     value = per_cost(gains, costs)
-    rank = sorted(pool, key=lambda f: ((-freq[f],) if freq is not None else ())
-                  + (-value[f], pool.index(f)))
+    rank = sorted(
+        pool, key=lambda f: ((-freq[f],) if freq is not None else ()) + (-value[f], pool.index(f))
+    )
     chosen = rank[:k]
-    info = {"features": pool, "gain": [float(train_gains[f]) for f in pool],
-            "heldout_gain": (None if heldout is None else [float(gains[f]) for f in pool]),
-            "frequency": None if freq is None else [float(freq[f]) for f in pool],
-            "chosen": chosen, "resumed_round": None, "refit_mu": mu, "trees_grown": grown}
+    info = {
+        "features": pool,
+        "gain": [float(train_gains[f]) for f in pool],
+        "heldout_gain": (None if heldout is None else [float(gains[f]) for f in pool]),
+        "frequency": None if freq is None else [float(freq[f]) for f in pool],
+        "chosen": chosen,
+        "resumed_round": None,
+        "refit_mu": mu,
+        "trees_grown": grown,
+    }
     if heldout is not None:
         # The pool grew on part of the rows: the final fit grows on all of them, from the
         # first round, and may split on the chosen only.
@@ -330,15 +374,15 @@ def fill_candidates(setup, ensemble, selected, n_fill) -> list:
     list of int
         Best first.
     """
-    from ..rules._hist_layout import layout_of
     from .._types import ROW_INDEX_DTYPE
     from ..backends.base import SplitParams, categorical_slots
     from ..backends.cpu.split import feature_gains
     from ..engine.quantize import prepare_gradients
+    from ..rules._hist_layout import layout_of
 
     rows, backend, params = setup.rows, setup.backend, setup.params
     Xb = getattr(rows, "Xb", None)
-    if n_fill <= 0 or Xb is None:   # (a cluster's rows: no fill, the warning stays)
+    if n_fill <= 0 or Xb is None:  # (a cluster's rows: no fill, the warning stays)
         return []
     n, d = int(rows.shape[0]), int(rows.shape[1])
     bm = setup.bin_mapper
@@ -357,17 +401,28 @@ def fill_candidates(setup, ensemble, selected, n_fill) -> list:
     valid = np.zeros(d, bool)
     for c in range(ensemble.n_outputs):
         prep = prepare_gradients(backend, G[c], Hs[c], rows.w, unit_hessian=not params.hessian)
-        hist = backend.histograms(Xb, prep.gh, all_rows, one, np.array([n], np.int64), one,
-                                  layout=layout)
-        split = SplitParams(n_bins=n_bins, g_scale=float(prep.g_scale),
-                            h_scale=float(prep.h_scale), reg_lambda=float(tree.reg_lambda),
-                            gain_divisor=1.0, min_child_weight=float(tree.min_child_weight),
-                            min_split_gain=0.0, cat_slot=cat_slot, n_cat=n_cat,
-                            cat_smooth=float(tree.cat_smooth), cat_l2=float(tree.cat_l2),
-                            min_data_per_group=float(tree.min_data_per_group),
-                            max_cat_threshold=int(tree.max_cat_threshold), layout=layout)
-        gains = feature_gains(np.asarray(to_host(hist)), [int(prep.G_q)], [int(prep.H_q)],
-                              [n], split)[0]
+        hist = backend.histograms(
+            Xb, prep.gh, all_rows, one, np.array([n], np.int64), one, layout=layout
+        )
+        split = SplitParams(
+            n_bins=n_bins,
+            g_scale=float(prep.g_scale),
+            h_scale=float(prep.h_scale),
+            reg_lambda=float(tree.reg_lambda),
+            gain_divisor=1.0,
+            min_child_weight=float(tree.min_child_weight),
+            min_split_gain=0.0,
+            cat_slot=cat_slot,
+            n_cat=n_cat,
+            cat_smooth=float(tree.cat_smooth),
+            cat_l2=float(tree.cat_l2),
+            min_data_per_group=float(tree.min_data_per_group),
+            max_cat_threshold=int(tree.max_cat_threshold),
+            layout=layout,
+        )
+        gains = feature_gains(
+            np.asarray(to_host(hist)), [int(prep.G_q)], [int(prep.H_q)], [n], split
+        )[0]
         ok = gains > -np.inf
         valid |= ok
         total += np.where(ok, gains, 0.0)
@@ -404,8 +459,11 @@ def split_heldout(setup, seed, fraction=HELDOUT_FRACTION):
     parts = []
     for idx in (np.sort(perm[n_out:]), np.sort(perm[:n_out])):
         ix = xp.asarray(idx)
-        parts.append(DeviceRows(setup.backend, rows.Xb[ix], rows.y[ix],
-                                None if rows.w is None else rows.w[ix]))
+        parts.append(
+            DeviceRows(
+                setup.backend, rows.Xb[ix], rows.y[ix], None if rows.w is None else rows.w[ix]
+            )
+        )
     return parts[0], parts[1]
 
 

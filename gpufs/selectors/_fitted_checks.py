@@ -5,6 +5,7 @@ positive split gains, importances as gain shares), the bins' ``max_bins``, the d
 per-round validation losses. Each family's codec (``_gbfs_io``, ``_stagewise_io``,
 ``_controlburn_io``, ``_multitask_io``) calls them; the readers are ``gpufs.io._strict_json``'s.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,8 +57,9 @@ def check_importances(imp, ensembles, at):
 
 def check_max_bins(est, at):
     if est.bin_mapper_.max_bins != est.max_bins:
-        at["bins"]["max_bins"].fail(f"{est.bin_mapper_.max_bins} differs from params.max_bins "
-                                    f"{est.max_bins}.")
+        at["bins"]["max_bins"].fail(
+            f"{est.bin_mapper_.max_bins} differs from params.max_bins {est.max_bins}."
+        )
 
 
 def n_outputs(est):
@@ -74,5 +76,7 @@ def read_device(v, at):
 def read_loss_lists(v, at, length):
     """``evals_result``: one loss array of ``length`` per validation set."""
     read_list(v, at, max_length=MAX_CLASSES)
-    return [read_float_array(r, at[i], (length,), lo=0.0, nonfinite=("NaN", "Infinity"))
-            for i, r in enumerate(v)]
+    return [
+        read_float_array(r, at[i], (length,), lo=0.0, nonfinite=("NaN", "Infinity"))
+        for i, r in enumerate(v)
+    ]

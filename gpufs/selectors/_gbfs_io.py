@@ -6,18 +6,36 @@ against the trees' first uses, the group-testing candidates against the selectio
 setting the estimator's attributes. ``gpufs.io.model_io`` wraps it in the envelope; the layout
 of the fields is in ``docs/model_format.rst``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..data._input import check_groups
-from ..io._strict_json import (float_out, floats_out, free_form_out, read_float, read_float_array,
-                            read_free_form, read_index_list, read_int, read_int_array,
-                            read_list, read_obj)
 from ..engine.binning import BinMapper, bins_to_dict, read_bins
 from ..engine.tree import ensemble_fields, ensemble_from_dict
-from ._fitted_checks import (check_first_use, check_importances, check_max_bins,
-                             check_split_gains, n_outputs, read_device, read_loss_lists)
+from ..io._strict_json import (
+    float_out,
+    floats_out,
+    free_form_out,
+    read_float,
+    read_float_array,
+    read_free_form,
+    read_index_list,
+    read_int,
+    read_int_array,
+    read_list,
+    read_obj,
+)
+from ._fitted_checks import (
+    check_first_use,
+    check_importances,
+    check_max_bins,
+    check_split_gains,
+    n_outputs,
+    read_device,
+    read_loss_lists,
+)
 
 
 class GBFSCodec:
@@ -26,14 +44,32 @@ class GBFSCodec:
     #: cut points: up to ``MAX_BINNED_FEATURES`` features
     binned = True
     #: parameters added after format 2 appeared: a file may lack them (they take defaults)
-    params_since_format2 = frozenset({"cat_l2", "cat_smooth", "categorical_features",
-                                      "gt_delta", "gt_s", "gt_subsets", "max_cat_threshold",
-                                      "min_data_per_group", "n_jobs", "pool_ranking", "split_search", "tol",
-                                      "warm_start"})
+    params_since_format2 = frozenset(
+        {
+            "cat_l2",
+            "cat_smooth",
+            "categorical_features",
+            "gt_delta",
+            "gt_s",
+            "gt_subsets",
+            "max_cat_threshold",
+            "min_data_per_group",
+            "n_jobs",
+            "pool_ranking",
+            "split_search",
+            "tol",
+            "warm_start",
+        }
+    )
     #: what a file written before a parameter existed was fitted with, where the default
     #: has changed the fit since (the categorical guards off; GBFS: the pool ranked by gain)
-    params_before = {"cat_smooth": 0.0, "cat_l2": 0.0, "min_data_per_group": 0,
-                     "max_cat_threshold": 256, "pool_ranking": "gain"}
+    params_before = {
+        "cat_smooth": 0.0,
+        "cat_l2": 0.0,
+        "min_data_per_group": 0,
+        "max_cat_threshold": 256,
+        "pool_ranking": "gain",
+    }
 
     @staticmethod
     def check_fit_params(est, at):
@@ -41,19 +77,35 @@ class GBFSCodec:
         of a fit without a feature budget (a search sets it otherwise)."""
         ens = est.ensemble_
         if ens.max_depth != est.max_depth:
-            at["ensemble"]["max_depth"].fail(f"the trees have depth {ens.max_depth}, but "
-                                             f"params.max_depth is {est.max_depth}.")
+            at["ensemble"]["max_depth"].fail(
+                f"the trees have depth {ens.max_depth}, but params.max_depth is {est.max_depth}."
+            )
         if est.n_estimators_ > est.n_estimators:
-            at["n_estimators"].fail(f"{est.n_estimators_} rounds, more than "
-                                    f"params.n_estimators {est.n_estimators}.")
+            at["n_estimators"].fail(
+                f"{est.n_estimators_} rounds, more than params.n_estimators {est.n_estimators}."
+            )
         check_max_bins(est, at)
         k = est.n_features_to_select
         if (k is None or (k == "auto" and est.tol is not None)) and est.mu_ != est.mu:
-            at["mu"].fail(f"{est.mu_!r} differs from params.mu {est.mu!r} (without "
-                          "n_features_to_select the fit runs at mu).")
-    keys = ["device", "ensemble", "bins", "n_estimators", "selected_features", "first_use_tree",
-            "feature_importances", "selection_record", "mu", "mu_search", "fit_times",
-            "selection_path"]
+            at["mu"].fail(
+                f"{est.mu_!r} differs from params.mu {est.mu!r} (without "
+                "n_features_to_select the fit runs at mu)."
+            )
+
+    keys = [
+        "device",
+        "ensemble",
+        "bins",
+        "n_estimators",
+        "selected_features",
+        "first_use_tree",
+        "feature_importances",
+        "selection_record",
+        "mu",
+        "mu_search",
+        "fit_times",
+        "selection_path",
+    ]
     #: keys a file may lack (written before the attribute existed)
     optional = ["evals_result", "selection_filled"]
 
@@ -68,7 +120,7 @@ class GBFSCodec:
             "bins": bins_to_dict(est.bin_mapper_),
             "n_estimators": int(est.n_estimators_),
             # the model's selection; the exact-k fill is kept apart (``selection_filled``)
-            "selected_features": selected[:selected.size - filled.size].tolist(),
+            "selected_features": selected[: selected.size - filled.size].tolist(),
             "selection_filled": filled.tolist(),
             "first_use_tree": np.asarray(est.first_use_tree_).tolist(),
             "feature_importances": floats_out(est.feature_importances_),
@@ -83,9 +135,15 @@ class GBFSCodec:
             "fit_times": free_form_out(est.fit_times_, "fit_times_"),
             "selection_path": free_form_out(est.selection_path_, "selection_path_"),
             "evals_result": [floats_out(r) for r in est.evals_result_],
-            **({} if getattr(est, "group_test_candidates_", None) is None else
-               {"group_test_candidates": [np.asarray(c).tolist()
-                                          for c in est.group_test_candidates_]}),
+            **(
+                {}
+                if getattr(est, "group_test_candidates_", None) is None
+                else {
+                    "group_test_candidates": [
+                        np.asarray(c).tolist() for c in est.group_test_candidates_
+                    ]
+                }
+            ),
         }
 
     @staticmethod
@@ -97,78 +155,102 @@ class GBFSCodec:
         bins = read_bins(f["bins"], at["bins"], d)
         est.bin_mapper_ = BinMapper._from_validated(*bins)
         est.category_codes_ = bins[4]
-        ens = ensemble_from_dict(f["ensemble"], at["ensemble"], n_features=d, n_outputs=k_out,
-                                 cuts=bins[3], tagged=False,
-                                 categorical=est.bin_mapper_.is_categorical_)
+        ens = ensemble_from_dict(
+            f["ensemble"],
+            at["ensemble"],
+            n_features=d,
+            n_outputs=k_out,
+            cuts=bins[3],
+            tagged=False,
+            categorical=est.bin_mapper_.is_categorical_,
+        )
         n_trees = ens.n_trees
         rounds = read_int(f["n_estimators"], at["n_estimators"], 0)
         if rounds * k_out != n_trees:
-            at["n_estimators"].fail(f"{rounds} rounds of {k_out} trees, but the ensemble has "
-                                    f"{n_trees} trees.")
+            at["n_estimators"].fail(
+                f"{rounds} rounds of {k_out} trees, but the ensemble has {n_trees} trees."
+            )
         col = np.asarray(ens.tree_column)
         bad = np.flatnonzero(col != np.arange(n_trees) % k_out)
         if bad.size:
             at["ensemble"]["tree_column"][int(bad[0])].fail(
                 f"tree {int(bad[0])} of a boosted model fits output "
-                f"{int(bad[0]) % k_out}, not {int(col[bad[0]])}.")
+                f"{int(bad[0]) % k_out}, not {int(col[bad[0]])}."
+            )
         selected = read_index_list(f["selected_features"], at["selected_features"], d)
         first = read_int_array(f["first_use_tree"], at["first_use_tree"], (d,), -1, n_trees - 1)
         used = np.flatnonzero(first >= 0)
         if not np.array_equal(np.sort(selected), used):
-            at["selected_features"].fail("the selected features are not the features with a "
-                                         "first-use tree.")
+            at["selected_features"].fail(
+                "the selected features are not the features with a first-use tree."
+            )
         if np.any(np.diff(first[selected]) < 0):
             at["selected_features"].fail("not in order of first use.")
         imp = read_float_array(f["feature_importances"], at["feature_importances"], (d,), lo=0.0)
         rat = at["selection_record"]
-        rec = read_obj(f["selection_record"], rat,
-                   ["tree_column", "features_added", "train_loss", "val_loss"])
+        rec = read_obj(
+            f["selection_record"], rat, ["tree_column", "features_added", "train_loss", "val_loss"]
+        )
         rcol = read_int_array(rec["tree_column"], rat["tree_column"], (n_trees,), 0, k_out - 1)
         if not np.array_equal(rcol, col):
             rat["tree_column"].fail("differs from the ensemble's tree_column.")
         added = read_list(rec["features_added"], rat["features_added"], n_trees)
-        features_added = [read_index_list(a, rat["features_added"][t], d).tolist()
-                          for t, a in enumerate(added)]
-        losses = {k: read_float_array(rec[k], rat[k], (n_trees,), lo=0.0,
-                                  nonfinite=("NaN", "Infinity")).tolist()
-                  for k in ("train_loss", "val_loss")}
+        features_added = [
+            read_index_list(a, rat["features_added"][t], d).tolist() for t, a in enumerate(added)
+        ]
+        losses = {
+            k: read_float_array(
+                rec[k], rat[k], (n_trees,), lo=0.0, nonfinite=("NaN", "Infinity")
+            ).tolist()
+            for k in ("train_loss", "val_loss")
+        }
         check_split_gains(ens, at["ensemble"]["trees"]["gain"])
         check_first_use(ens, first, at["first_use_tree"])
         for t, fs in enumerate(features_added):
             want = np.flatnonzero(first == t)
             if sorted(fs) != want.tolist():
-                rat["features_added"][t].fail(f"tree {t} first splits on features "
-                                              f"{want.tolist()[:8]}, not {sorted(fs)[:8]}.")
+                rat["features_added"][t].fail(
+                    f"tree {t} first splits on features {want.tolist()[:8]}, not {sorted(fs)[:8]}."
+                )
         if [f for fs in features_added for f in fs] != selected.tolist():
-            at["selected_features"].fail("not the features in the order the trees added them "
-                                         "(selection_record.features_added).")
+            at["selected_features"].fail(
+                "not the features in the order the trees added them "
+                "(selection_record.features_added)."
+            )
         check_importances(imp, [ens], at["feature_importances"])
         est.ensemble_ = ens
         est.n_estimators_ = rounds
-        filled = (read_index_list(f["selection_filled"], at["selection_filled"], d)
-                  if "selection_filled" in f else np.zeros(0, np.int64))
+        filled = (
+            read_index_list(f["selection_filled"], at["selection_filled"], d)
+            if "selection_filled" in f
+            else np.zeros(0, np.int64)
+        )
         if np.intersect1d(filled, selected).size:
             at["selection_filled"].fail("a filled feature is also one the model selected.")
         est._set_support(np.concatenate([selected, filled]))
         est.selection_filled_ = filled
         est.first_use_tree_ = first
         est.feature_importances_ = imp
-        est.selection_record_ = {"tree_column": rcol.tolist(),
-                                 "features_added": features_added, **losses}
-        est.group_test_candidates_ = _group_test_candidates(f, at, est, n_trees,
-                                                            features_added, first)
+        est.selection_record_ = {
+            "tree_column": rcol.tolist(),
+            "features_added": features_added,
+            **losses,
+        }
+        est.group_test_candidates_ = _group_test_candidates(
+            f, at, est, n_trees, features_added, first
+        )
         est.mu_ = read_float(f["mu"], at["mu"], lo=0.0)
         GBFSCodec.check_fit_params(est, at)
         if "evals_result" in f:
             est.evals_result_ = read_loss_lists(f["evals_result"], at["evals_result"], rounds)
-        else:           # the validation loss the selection record kept, per round
+        else:  # the validation loss the selection record kept, per round
             val = np.asarray(losses["val_loss"][::k_out], dtype=np.float64)
             est.evals_result_ = [] if np.isnan(val).all() else [val]
         # what the fit reports about itself (informational: type-checked, not provable)
         est.mu_search_ = read_free_form(f["mu_search"], at["mu_search"])
         for key in ("fit_times", "selection_path"):
             value = read_free_form(f[key], at[key])
-            if value is not None:           # absent from files of the first format
+            if value is not None:  # absent from files of the first format
                 setattr(est, key + "_", value)
         est._objective = est._make_objective()
 
@@ -180,8 +262,9 @@ def _group_test_candidates(f, at, est, n_trees, features_added, first_use):
     (its group was free)."""
     gt = getattr(est, "split_search", "exact") == "group_testing"
     if gt != ("group_test_candidates" in f):
-        at.fail("group_test_candidates must be present exactly when split_search is "
-                "'group_testing'.")
+        at.fail(
+            "group_test_candidates must be present exactly when split_search is 'group_testing'."
+        )
     if not gt:
         return None
     cat = at["group_test_candidates"]
@@ -199,7 +282,9 @@ def _group_test_candidates(f, at, est, n_trees, features_added, first_use):
         free = set(groups[a].tolist()) | set(groups[(first_use >= 0) & (first_use < t)].tolist())
         missing = [x for x in features_added[t] if int(groups[x]) not in free]
         if missing:
-            cat[t].fail(f"tree {t} added feature {missing[0]}, which is not one of its "
-                        "candidates (nor in a group with one or with an earlier selection).")
+            cat[t].fail(
+                f"tree {t} added feature {missing[0]}, which is not one of its "
+                "candidates (nor in a group with one or with an earlier selection)."
+            )
         out.append(a)
     return out

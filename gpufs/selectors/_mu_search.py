@@ -9,6 +9,7 @@ that ``mu`` with the budget k, which then stops the selection at exactly k.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import math
@@ -86,8 +87,17 @@ def known_outcomes(records, k: int) -> list:
     return out
 
 
-def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
-              rtol: float = 0.5, max_probes: int = 8, known=(), step: float = STEP) -> MuSearch:
+def search_mu(
+    probe,
+    k: int,
+    mu_start: float,
+    *,
+    upper: float | None = None,
+    rtol: float = 0.5,
+    max_probes: int = 8,
+    known=(),
+    step: float = STEP,
+) -> MuSearch:
     """The largest ``mu`` at which ``probe`` reaches ``k`` features (``docs/module_notes.rst``).
 
     Parameters
@@ -115,18 +125,18 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
     MuSearch
     """
     probes = []
-    lo = None            # largest mu seen to reach k
-    hi = upper           # smallest mu known to fall short (None: not known yet)
+    lo = None  # largest mu seen to reach k
+    hi = upper  # smallest mu known to fall short (None: not known yet)
     for p in known:
         if p.reached and (lo is None or p.mu > lo):
             lo = p.mu
         elif not p.reached and (hi is None or p.mu < hi):
             hi = p.mu
     if lo is not None and hi is not None and lo < hi:
-        mu_start = lo     # the bracket is known: straight to the bisection below
-    elif lo is not None:     # only a lower end: go up from it (or from the start, if higher)
+        mu_start = lo  # the bracket is known: straight to the bisection below
+    elif lo is not None:  # only a lower end: go up from it (or from the start, if higher)
         mu_start = max(lo * step, mu_start)
-    elif known and hi is not None:     # only an upper end: go down from below it
+    elif known and hi is not None:  # only an upper end: go down from below it
         mu_start = min(hi / step, mu_start) if mu_start > 0 else hi / step
     else:
         lo, hi = None, upper
@@ -158,8 +168,9 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
             if lo is not None:
                 break
             if mu == 0.0:
-                return MuSearch(None, probes, max([q.n_features for q in probes]
-                                                  + [n_features_known]))
+                return MuSearch(
+                    None, probes, max([q.n_features for q in probes] + [n_features_known])
+                )
             # The last probe left goes to mu = 0, so a search that never reaches k ends
             # knowing whether k features exist at all.
             last = len(probes) == max_probes - 1
@@ -167,8 +178,13 @@ def search_mu(probe, k: int, mu_start: float, *, upper: float | None = None,
         if upper is not None and mu >= upper:
             break
     # Bisect on log(mu) inside it.
-    while (lo is not None and hi is not None and lo > 0 and hi / lo > 1.0 + rtol
-           and len(probes) < max_probes):
+    while (
+        lo is not None
+        and hi is not None
+        and lo > 0
+        and hi / lo > 1.0 + rtol
+        and len(probes) < max_probes
+    ):
         mid = math.sqrt(lo * hi)
         if run(mid).reached:
             lo = mid
@@ -201,8 +217,16 @@ class _ProbePenalty(PenaltyState):
         return new
 
 
-def gbfs_mu_search(setup, k: int, mu_start: float, *, rtol: float = 0.5,
-                   max_probes: int = 8, known=(), step: float = STEP) -> MuSearch:
+def gbfs_mu_search(
+    setup,
+    k: int,
+    mu_start: float,
+    *,
+    rtol: float = 0.5,
+    max_probes: int = 8,
+    known=(),
+    step: float = STEP,
+) -> MuSearch:
     """``search_mu`` for a GBFS fit on binned data (``setup``: a ``_boost_setup.BoostSetup``).
 
     Probes run without validation data and without early stopping: whether k features enter
@@ -219,9 +243,15 @@ def gbfs_mu_search(setup, k: int, mu_start: float, *, rtol: float = 0.5,
     """
     params = setup.params
     horizon = max(1, int(math.ceil(HORIZON * params.n_estimators)))
-    probes = setup._replace(params=BoostingParams(
-        n_estimators=horizon, tree=params.tree, hessian=params.hessian, n_iter_no_change=None,
-        verbose=False))
+    probes = setup._replace(
+        params=BoostingParams(
+            n_estimators=horizon,
+            tree=params.tree,
+            hessian=params.hessian,
+            n_iter_no_change=None,
+            verbose=False,
+        )
+    )
     scaling = setup.scaling
     kept = {}  # mu -> checkpoint, only for the largest mu that reached k so far
     n_probes = []
@@ -231,8 +261,9 @@ def gbfs_mu_search(setup, k: int, mu_start: float, *, rtol: float = 0.5,
         latest = []
         n_probes.append(mu)
         # one bar per probe, as the boosting bar (``verbose``): its rounds, then its outcome
-        bar = _progress(horizon, params.verbose,
-                        f"gpufs mu search, probe {len(n_probes)} (mu={mu:.4g}, k={k})")
+        bar = _progress(
+            horizon, params.verbose, f"gpufs mu search, probe {len(n_probes)} (mu={mu:.4g}, k={k})"
+        )
 
         def on_round_start(make_checkpoint):
             latest[:] = [make_checkpoint()]
@@ -244,24 +275,33 @@ def gbfs_mu_search(setup, k: int, mu_start: float, *, rtol: float = 0.5,
         try:
             try:
                 ensemble = probes.fit(pen, on_round_start=on_round_start).ensemble
-                result = Probe(float(mu), False, len(pen.order), int(ensemble.n_trees),
-                               clock() - t0)
+                result = Probe(
+                    float(mu), False, len(pen.order), int(ensemble.n_trees), clock() - t0
+                )
             except _ReachedK:
                 if latest and all(mu > m for m in kept):
                     kept.clear()
                     kept[float(mu)] = latest[0]
-                result = Probe(float(mu), True, len(pen.order), pen.tree_index + 1,
-                               clock() - t0)
+                result = Probe(float(mu), True, len(pen.order), pen.tree_index + 1, clock() - t0)
         finally:
             if bar is not None:
                 if result is not None:
-                    bar.set_postfix(features=result.n_features,
-                                    reached="yes" if result.reached else "no")
+                    bar.set_postfix(
+                        features=result.n_features, reached="yes" if result.reached else "no"
+                    )
                 bar.close()
         return result
 
     upper = 1.0 if scaling == "root_sse" else None
-    search = search_mu(probe, int(k), float(mu_start), upper=upper, rtol=rtol,
-                       max_probes=max_probes, known=known, step=step)
+    search = search_mu(
+        probe,
+        int(k),
+        float(mu_start),
+        upper=upper,
+        rtol=rtol,
+        max_probes=max_probes,
+        known=known,
+        step=step,
+    )
     search.checkpoint = kept.get(search.mu) if search.mu is not None else None
     return search

@@ -5,18 +5,34 @@ model file: the task labels, the shared bins, one ensemble and one selection rec
 Omega_G and each Omega_t, checked against each other on ``read``. The layout of the fields is
 in ``docs/model_format.rst``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..io import model_io
-from ..io._strict_json import (MAX_NODES, At, floats_out, free_form_out, read_float_array,
-                            read_free_form, read_index_list, read_int, read_int_array,
-                            read_list, read_obj)
 from ..engine.binning import BinMapper, bins_to_dict, read_bins
 from ..engine.tree import ensemble_fields, ensemble_from_dict, n_nodes_for_depth
-from ._fitted_checks import (check_importances, check_max_bins, check_split_gains, n_outputs,
-                             read_device)
+from ..io import model_io
+from ..io._strict_json import (
+    MAX_NODES,
+    At,
+    floats_out,
+    free_form_out,
+    read_float_array,
+    read_free_form,
+    read_index_list,
+    read_int,
+    read_int_array,
+    read_list,
+    read_obj,
+)
+from ._fitted_checks import (
+    check_importances,
+    check_max_bins,
+    check_split_gains,
+    n_outputs,
+    read_device,
+)
 
 
 class MultiTaskGBFSCodec:
@@ -32,15 +48,38 @@ class MultiTaskGBFSCodec:
     #: cut points: up to ``MAX_BINNED_FEATURES`` features
     binned = True
     #: parameters added after format 2 appeared: a file may lack them (they take defaults)
-    params_since_format2 = frozenset({"cat_l2", "cat_smooth", "categorical_features",
-                                      "max_cat_threshold", "min_data_per_group", "n_jobs"})
+    params_since_format2 = frozenset(
+        {
+            "cat_l2",
+            "cat_smooth",
+            "categorical_features",
+            "max_cat_threshold",
+            "min_data_per_group",
+            "n_jobs",
+        }
+    )
     #: what a file written before a parameter existed was fitted with, where the default
     #: has changed the fit since (the categorical guards off; GBFS: the pool ranked by gain)
-    params_before = {"cat_smooth": 0.0, "cat_l2": 0.0, "min_data_per_group": 0,
-                     "max_cat_threshold": 256}
-    keys = ["device", "tasks", "bins", "ensembles", "n_estimators", "mu_t",
-            "selected_features", "selected_features_by_task", "feature_importances",
-            "selection_records", "fit_times", "selection_path"]
+    params_before = {
+        "cat_smooth": 0.0,
+        "cat_l2": 0.0,
+        "min_data_per_group": 0,
+        "max_cat_threshold": 256,
+    }
+    keys = [
+        "device",
+        "tasks",
+        "bins",
+        "ensembles",
+        "n_estimators",
+        "mu_t",
+        "selected_features",
+        "selected_features_by_task",
+        "feature_importances",
+        "selection_records",
+        "fit_times",
+        "selection_path",
+    ]
 
     @staticmethod
     def write(est):
@@ -52,15 +91,19 @@ class MultiTaskGBFSCodec:
             "n_estimators": int(est.n_estimators_),
             "mu_t": floats_out(est.mu_t_),
             "selected_features": np.asarray(est.selected_features_).tolist(),
-            "selected_features_by_task": [np.asarray(s).tolist()
-                                          for s in est.selected_features_by_task_],
+            "selected_features_by_task": [
+                np.asarray(s).tolist() for s in est.selected_features_by_task_
+            ],
             "feature_importances": floats_out(est.feature_importances_),
-            "selection_records": [{
-                "tree_column": [int(c) for c in rec["tree_column"]],
-                "features_added": [[int(f) for f in fs] for fs in rec["features_added"]],
-                "train_loss": floats_out(rec["train_loss"]),
-                "val_loss": floats_out(rec["val_loss"]),
-            } for rec in est.selection_records_],
+            "selection_records": [
+                {
+                    "tree_column": [int(c) for c in rec["tree_column"]],
+                    "features_added": [[int(f) for f in fs] for fs in rec["features_added"]],
+                    "train_loss": floats_out(rec["train_loss"]),
+                    "val_loss": floats_out(rec["val_loss"]),
+                }
+                for rec in est.selection_records_
+            ],
             "fit_times": free_form_out(est.fit_times_, "fit_times_"),
             "selection_path": free_form_out(est.selection_path_, "selection_path_"),
         }
@@ -80,20 +123,28 @@ class MultiTaskGBFSCodec:
         read_list(f["ensembles"], eat, n_tasks)
         ensembles, first_use, nodes = [], [], 0
         for t, e in enumerate(f["ensembles"]):
-            ens = ensemble_from_dict(e, eat[t], n_features=d, n_outputs=k_out, cuts=bins[3],
-                                     categorical=BinMapper._from_validated(*bins).is_categorical_,
-                                     tagged=False)
+            ens = ensemble_from_dict(
+                e,
+                eat[t],
+                n_features=d,
+                n_outputs=k_out,
+                cuts=bins[3],
+                categorical=BinMapper._from_validated(*bins).is_categorical_,
+                tagged=False,
+            )
             nodes += ens.n_trees * n_nodes_for_depth(ens.max_depth)
             if nodes > MAX_NODES:
                 eat[t].fail(f"the tasks' trees hold more than {MAX_NODES} nodes together.")
             if ens.n_trees != rounds * k_out:
-                eat[t]["n_trees"].fail(f"{ens.n_trees} trees, but the model has {rounds} "
-                                       f"rounds of {k_out}.")
+                eat[t]["n_trees"].fail(
+                    f"{ens.n_trees} trees, but the model has {rounds} rounds of {k_out}."
+                )
             col = np.asarray(ens.tree_column)
             bad = np.flatnonzero(col != np.arange(ens.n_trees) % k_out)
             if bad.size:
                 eat[t]["tree_column"][int(bad[0])].fail(
-                    f"tree {int(bad[0])} of a boosted model fits output {int(bad[0]) % k_out}.")
+                    f"tree {int(bad[0])} of a boosted model fits output {int(bad[0]) % k_out}."
+                )
             check_split_gains(ens, eat[t]["trees"]["gain"])
             ensembles.append(ens)
             # the first tree of this task that splits on each feature (-1: none)
@@ -127,18 +178,27 @@ class MultiTaskGBFSCodec:
         for t, rec in enumerate(f["selection_records"]):
             n_trees = ensembles[t].n_trees
             read_obj(rec, rat[t], ["tree_column", "features_added", "train_loss", "val_loss"])
-            rcol = read_int_array(rec["tree_column"], rat[t]["tree_column"], (n_trees,), 0,
-                              k_out - 1)
+            rcol = read_int_array(
+                rec["tree_column"], rat[t]["tree_column"], (n_trees,), 0, k_out - 1
+            )
             if not np.array_equal(rcol, np.asarray(ensembles[t].tree_column)):
                 rat[t]["tree_column"].fail("differs from the ensemble's tree_column.")
             added = read_list(rec["features_added"], rat[t]["features_added"], n_trees)
-            records.append({
-                "tree_column": rcol.tolist(),
-                "features_added": [read_index_list(a, rat[t]["features_added"][i], d).tolist()
-                                   for i, a in enumerate(added)],
-                **{k: read_float_array(rec[k], rat[t][k], (n_trees,), lo=0.0,
-                                   nonfinite=("NaN", "Infinity")).tolist()
-                   for k in ("train_loss", "val_loss")}})
+            records.append(
+                {
+                    "tree_column": rcol.tolist(),
+                    "features_added": [
+                        read_index_list(a, rat[t]["features_added"][i], d).tolist()
+                        for i, a in enumerate(added)
+                    ],
+                    **{
+                        k: read_float_array(
+                            rec[k], rat[t][k], (n_trees,), lo=0.0, nonfinite=("NaN", "Infinity")
+                        ).tolist()
+                        for k in ("train_loss", "val_loss")
+                    },
+                }
+            )
         est.tasks_ = tasks
         est.bin_mapper_ = BinMapper._from_validated(*bins)
         est.category_codes_ = bins[4]
@@ -147,8 +207,9 @@ class MultiTaskGBFSCodec:
         est.mu_t_ = mu_t
         est._set_support(selected)
         est.selected_features_by_task_ = by_task
-        est.first_use_tree_by_task_ = np.stack(first_use) if first_use else \
-            np.zeros((0, d), np.int64)
+        est.first_use_tree_by_task_ = (
+            np.stack(first_use) if first_use else np.zeros((0, d), np.int64)
+        )
         est.feature_importances_ = imp
         est.selection_records_ = records
         for key in ("fit_times", "selection_path"):
@@ -166,14 +227,19 @@ class MultiTaskGBFSCodec:
         except ValueError as exc:
             At("params")["mu_t"].fail(str(exc))
         if not np.array_equal(est.mu_t_, mu_t):
-            at["mu_t"].fail(f"{np.asarray(est.mu_t_).tolist()[:8]} differs from params.mu_t "
-                            f"{mu_t.tolist()[:8]}.")
+            at["mu_t"].fail(
+                f"{np.asarray(est.mu_t_).tolist()[:8]} differs from params.mu_t "
+                f"{mu_t.tolist()[:8]}."
+            )
         for t, ens in enumerate(est.ensembles_):
             if ens.max_depth != est.max_depth:
-                at["ensembles"][t]["max_depth"].fail(f"the trees have depth {ens.max_depth}, "
-                                                     f"but params.max_depth is "
-                                                     f"{est.max_depth}.")
+                at["ensembles"][t]["max_depth"].fail(
+                    f"the trees have depth {ens.max_depth}, "
+                    f"but params.max_depth is "
+                    f"{est.max_depth}."
+                )
         if est.n_estimators_ != est.n_estimators:
-            at["n_estimators"].fail(f"{est.n_estimators_} rounds, but params.n_estimators is "
-                                    f"{est.n_estimators}.")
+            at["n_estimators"].fail(
+                f"{est.n_estimators_} rounds, but params.n_estimators is {est.n_estimators}."
+            )
         check_max_bins(est, at)

@@ -12,14 +12,23 @@ the most important remaining pool features. The pool is the plain lasso's (no re
 the grouping does its work), searched coarsely. Measured on planted groups in
 ``bench/results/quality_*`` (``docs/guide/controlburn.rst``).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from .._device import namespace_of, to_host
 
-__all__ = ["NEAR_COPY", "POOL_BISECT_RTOL", "POOL_FACTOR", "POOL_LAMBDA_MIN_RATIO",
-           "abs_correlation", "choose_k", "column_correlation", "has_near_copies"]
+__all__ = [
+    "NEAR_COPY",
+    "POOL_BISECT_RTOL",
+    "POOL_FACTOR",
+    "POOL_LAMBDA_MIN_RATIO",
+    "abs_correlation",
+    "choose_k",
+    "column_correlation",
+    "has_near_copies",
+]
 
 #: Two columns are near-copies when their absolute Pearson correlation is at least this.
 NEAR_COPY = 0.9
@@ -67,7 +76,7 @@ def column_correlation(cols, xp):
     mean = xp.nanmean(cols, axis=0)
     cols = xp.where(xp.isnan(cols), mean, cols) - mean
     gram = cols.T @ cols
-    if hasattr(gram, "compute"):        # dask: the one pass over the partitions
+    if hasattr(gram, "compute"):  # dask: the one pass over the partitions
         gram = gram.compute()
     gram = np.asarray(to_host(gram), dtype=np.float64)
     norm = np.sqrt(np.maximum(np.diag(gram), 0.0))
@@ -120,7 +129,7 @@ def choose_k(features, importance, corr, k, n_pool=None):
     features = [int(f) for f in features]
     n_pool = len(features) if n_pool is None else int(n_pool)
     order = sorted(range(n_pool), key=lambda i: (-importance[features[i]], features[i]))
-    groups = []                       # [leader position, member positions, total importance]
+    groups = []  # [leader position, member positions, total importance]
 
     def group_of(i):
         return next((g for g in groups if corr[i, g[0]] >= NEAR_COPY), None)
@@ -145,6 +154,8 @@ def choose_k(features, importance, corr, k, n_pool=None):
             chosen.append(i)
     # Only then a second member of a group (the most important first).
     copies = [i for i in order + list(range(n_pool, len(features))) if i not in chosen]
-    chosen += copies[:k - len(chosen)]
-    return ([features[i] for i in chosen],
-            [[features[i] for i in g[1]] for g in groups if len(g[1]) > 1])
+    chosen += copies[: k - len(chosen)]
+    return (
+        [features[i] for i in chosen],
+        [[features[i] for i in g[1]] for g in groups if len(g[1]) > 1],
+    )

@@ -8,6 +8,7 @@ the fit's seed and the refit's index), runs at the pool fit's price without a bu
 feature's frequency is the fraction of the B choices that hold it. The refits use the exact
 split search (GT-GBM's group tests are standardized over all rows) and no validation data.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,8 +46,10 @@ def selection_frequency(setup, mu, k, n_refits, seed):
 
     backend, rows = setup.backend, setup.rows
     if not isinstance(rows, DeviceRows):
-        raise ValueError("stability_rounds needs the rows in this process (not supported by "
-                         "the Dask estimators).")
+        raise ValueError(
+            "stability_rounds needs the rows in this process (not supported by "
+            "the Dask estimators)."
+        )
     xp = backend.xp
     n, d = rows.shape
     half = max(1, n // 2)
@@ -54,8 +57,9 @@ def selection_frequency(setup, mu, k, n_refits, seed):
     for b in range(int(n_refits)):
         rng = np.random.default_rng([int(seed), b])
         idx = xp.asarray(np.sort(rng.choice(n, half, replace=False)))
-        sub = DeviceRows(backend, rows.Xb[idx], rows.y[idx],
-                         None if rows.w is None else rows.w[idx])
+        sub = DeviceRows(
+            backend, rows.Xb[idx], rows.y[idx], None if rows.w is None else rows.w[idx]
+        )
         pen = setup.penalties(mu)
         ensemble = setup._replace(rows=sub, candidate_search=None).fit(pen).ensemble
         n_trees += ensemble.n_trees

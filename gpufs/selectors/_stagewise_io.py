@@ -6,14 +6,22 @@ selection, ``coef_`` against the standardized weights, and the costs (each round
 training cost or leaves it) before setting the estimator's attributes. ``selection_path_`` is
 derived again on load. The layout of the fields is in ``docs/model_format.rst``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..data._category_codes import categories_to_dict, read_categories
-from ..io._strict_json import (floats_out, read_float, read_float_array, read_index_list, read_int,
-                            read_list, read_obj)
 from .._types import MAX_VALUE_BINS
+from ..data._category_codes import categories_to_dict, read_categories
+from ..io._strict_json import (
+    floats_out,
+    read_float,
+    read_float_array,
+    read_index_list,
+    read_int,
+    read_list,
+    read_obj,
+)
 from ..path import selection_path
 from ._base import resolve_k
 from ._fitted_checks import n_outputs, read_device, read_loss_lists
@@ -32,33 +40,61 @@ class StagewiseCodec:
         """No more features than ``n_features_to_select`` asks for."""
         k = len(est.selected_features_) if k is None else k
         want = est.n_features_to_select
-        limit = (est.n_features_in_ if want is None or want == "auto"
-                 else resolve_k(want, est.n_features_in_))
+        limit = (
+            est.n_features_in_
+            if want is None or want == "auto"
+            else resolve_k(want, est.n_features_in_)
+        )
         if k > limit:
-            at["selected_features"].fail(f"{k} features, more than params.n_features_to_select "
-                                         f"{want!r} allows ({limit}).")
-    keys = ["device", "mean", "std", "selected_features", "standardized_coef", "bias", "coef",
-            "intercept", "weights_history", "cost_history", "validation_cost_history"]
+            at["selected_features"].fail(
+                f"{k} features, more than params.n_features_to_select {want!r} allows ({limit})."
+            )
+
+    keys = [
+        "device",
+        "mean",
+        "std",
+        "selected_features",
+        "standardized_coef",
+        "bias",
+        "coef",
+        "intercept",
+        "weights_history",
+        "cost_history",
+        "validation_cost_history",
+    ]
     optional = ["evals_result", "categories", "category_coef", "missing_coef"]
 
     @staticmethod
     def write(est):
         return {
             "device": str(est.device_),
-            "mean": floats_out(est.mean_), "std": floats_out(est.std_),
+            "mean": floats_out(est.mean_),
+            "std": floats_out(est.std_),
             "selected_features": np.asarray(est.selected_features_).tolist(),
             "standardized_coef": floats_out(est.standardized_coef_),
-            "bias": floats_out(est.bias_), "coef": floats_out(est.coef_),
+            "bias": floats_out(est.bias_),
+            "coef": floats_out(est.coef_),
             "intercept": floats_out(est.intercept_),
             "weights_history": floats_out(est.weights_history_),
             "cost_history": floats_out(est.cost_history_),
-            "validation_cost_history": (None if est.validation_cost_history_ is None
-                                        else floats_out(est.validation_cost_history_)),
+            "validation_cost_history": (
+                None
+                if est.validation_cost_history_ is None
+                else floats_out(est.validation_cost_history_)
+            ),
             "evals_result": [floats_out(r) for r in est.evals_result_],
             **StagewiseCodec._write_categories(est),
-            **({"missing_coef": [[int(f), floats_out(np.atleast_1d(a))]
-                                 for f, a in sorted(est.missing_coef_.items())]}
-               if getattr(est, "missing_coef_", None) else {}),
+            **(
+                {
+                    "missing_coef": [
+                        [int(f), floats_out(np.atleast_1d(a))]
+                        for f, a in sorted(est.missing_coef_.items())
+                    ]
+                }
+                if getattr(est, "missing_coef_", None)
+                else {}
+            ),
         }
 
     @staticmethod
@@ -86,9 +122,13 @@ class StagewiseCodec:
         codes = getattr(est, "category_codes_", None)
         if codes is None:
             return {}
-        return {"categories": categories_to_dict(codes),
-                "category_coef": [[int(f), floats_out(np.atleast_2d(a))]
-                                  for f, a in sorted(est.category_coef_.items())]}
+        return {
+            "categories": categories_to_dict(codes),
+            "category_coef": [
+                [int(f), floats_out(np.atleast_2d(a))]
+                for f, a in sorted(est.category_coef_.items())
+            ],
+        }
 
     @staticmethod
     def _read_categories(est, f, at, sel, m, classifier):
@@ -100,8 +140,9 @@ class StagewiseCodec:
             at.fail("categories and category_coef come together.")
         if "categories" not in f:
             return np.zeros(est.n_features_in_, dtype=bool)
-        codes = read_categories(f["categories"], at["categories"], est.n_features_in_,
-                                MAX_VALUE_BINS)
+        codes = read_categories(
+            f["categories"], at["categories"], est.n_features_in_, MAX_VALUE_BINS
+        )
         is_cat = codes.is_categorical
         want = [int(x) for x in sel if is_cat[x]]
         cat = at["category_coef"]
@@ -136,11 +177,17 @@ class StagewiseCodec:
         coef_shape = (m, d) if classifier else (d,)
         hist_shape = (k + 1, m, d) if classifier else (k + 1, d)
         a = read_float_array(f["standardized_coef"], at["standardized_coef"], coef_shape)
-        bias = (read_float_array(f["bias"], at["bias"], (m,)) if classifier
-                else read_float(f["bias"], at["bias"]))
+        bias = (
+            read_float_array(f["bias"], at["bias"], (m,))
+            if classifier
+            else read_float(f["bias"], at["bias"])
+        )
         coef = read_float_array(f["coef"], at["coef"], coef_shape)
-        intercept = (read_float_array(f["intercept"], at["intercept"], (m,)) if classifier
-                     else read_float(f["intercept"], at["intercept"]))
+        intercept = (
+            read_float_array(f["intercept"], at["intercept"], (m,))
+            if classifier
+            else read_float(f["intercept"], at["intercept"])
+        )
         hist = read_float_array(f["weights_history"], at["weights_history"], hist_shape)
         a2, c2, h3 = a.reshape(m, d), coef.reshape(m, d), hist.reshape(k + 1, m, d)
         off = np.ones(d, dtype=bool)
@@ -153,11 +200,12 @@ class StagewiseCodec:
             step = h3[r] != h3[r - 1]
             step[:, sel[r - 1]] = False
             if step.any():
-                at["weights_history"][r].fail(f"round {r} changes a weight other than that of "
-                                              f"selected feature {int(sel[r - 1])}.")
+                at["weights_history"][r].fail(
+                    f"round {r} changes a weight other than that of "
+                    f"selected feature {int(sel[r - 1])}."
+                )
         if not np.array_equal(h3[k], a2):
-            at["weights_history"][k].fail("the last round's weights are not "
-                                          "standardized_coef.")
+            at["weights_history"][k].fail("the last round's weights are not standardized_coef.")
         inv = np.divide(1.0, std, out=np.zeros(d), where=std > 0)
         # coef_ = standardized_coef_ / std_ and intercept_ = bias_ - coef_ @ mean_, up to the
         # rounding of a product and of a BLAS dot product
@@ -175,8 +223,9 @@ class StagewiseCodec:
         # evaluated cost, far below this margin)
         rose = np.flatnonzero(cost[1:] > cost[:-1] * (1 + 1e-9) + 1e-300)
         if rose.size:
-            at["cost_history"][int(rose[0]) + 1].fail("the cost rose in a round; each round "
-                                                      "lowers the training cost or leaves it.")
+            at["cost_history"][int(rose[0]) + 1].fail(
+                "the cost rose in a round; each round lowers the training cost or leaves it."
+            )
         StagewiseCodec.check_fit_params(est, at, k)
         vch = f["validation_cost_history"]
         if vch is not None:
@@ -184,10 +233,11 @@ class StagewiseCodec:
         if "evals_result" in f:
             evals = read_loss_lists(f["evals_result"], at["evals_result"], k + 1)
             last = evals[-1] if evals else None
-            if (vch is None) != (last is None) or (vch is not None
-                                                   and not np.array_equal(vch, last)):
+            if (vch is None) != (last is None) or (
+                vch is not None and not np.array_equal(vch, last)
+            ):
                 at["evals_result"].fail("its last entry is not validation_cost_history.")
-        else:           # written before evals_result_ existed
+        else:  # written before evals_result_ existed
             evals = [] if vch is None else [vch]
         est.evals_result_ = evals
         est.mean_, est.std_ = mean, std

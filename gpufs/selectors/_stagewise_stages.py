@@ -6,12 +6,13 @@ Refined", 2nd ed., section 9.6), the chunked column statistics they sweep with, 
 scaling that keeps float32 data in range, and the one-hot candidates of categorical columns.
 The fit loop and the estimators are ``selectors.stagewise``'s.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..data._colstats import column_mean_var, matvec_T, row_slices
 from .._device import namespace_of, to_host
+from ..data._colstats import column_mean_var, matvec_T, row_slices
 from ..engine.objectives import log_odds, sigmoid, softplus
 
 __all__ = ["LeastSquaresStage", "LogisticStage"]
@@ -28,6 +29,7 @@ _MAX_NEWTON_STEP = 10.0
 # --------------------------------------------------------------------------------------------
 # Building blocks (all take and return arrays of namespace xp)
 # --------------------------------------------------------------------------------------------
+
 
 def _row_chunks(n_rows: int, n_cols: int, device: str):
     """Slices covering 0..n_rows in chunks of about ``_CHUNK_ELEMENTS[device]`` elements."""
@@ -163,8 +165,8 @@ class LeastSquaresStage:
         r = Y[:, 0] - F[:, 0]
         wr = w * r
         S = float(wr @ r)
-        c = (matvec_T(X, wr, xp) - mean * float(wr.sum())) * inv_std    # z_j' W r
-        a = c / W                                                         # z_j' W z_j = W
+        c = (matvec_T(X, wr, xp) - mean * float(wr.sum())) * inv_std  # z_j' W r
+        a = c / W  # z_j' W z_j = W
         cost = xp.maximum(S - c * a, 0.0) / W
         return a[None, :], cost[None, :]
 
@@ -265,16 +267,16 @@ class LogisticStage:
         for sl in _row_chunks(n, d, device):
             ws = w[sl]
             Z = X[sl] - mean
-            Z *= inv_std                                      # standardized chunk (m, d)
+            Z *= inv_std  # standardized chunk (m, d)
             Z2 = Z * Z if mode == "grad" else None
             for k in range(K):
                 T = Z * A[k]
                 T += F[sl, k, None]
-                T *= Y[sl, k, None]                           # t = y * margin
+                T *= Y[sl, k, None]  # t = y * margin
                 if mode == "loss":
                     out[0][k] += ws @ _softplus_neg(T)
                     continue
-                S = sigmoid(-T)                               # sigma(-t)
+                S = sigmoid(-T)  # sigma(-t)
                 # d/da log(1 + e^{-t}) = -y z sigma(-t); d2/da2 = z^2 sigma(t) sigma(-t)
                 out[0][k] -= (ws * Y[sl, k]) @ (S * Z)
                 S *= 1.0 - S
@@ -319,9 +321,12 @@ class LogisticStage:
         """
         K = F.shape[1]
         d = X.shape[1]
-        cost0 = (w @ _softplus_neg(Y * F)) / W                # (K,): the cost at a = 0
-        a = (xp.zeros((K, d), dtype=xp.float64) if self._warm is None
-             else xp.array(self._warm, dtype=xp.float64))
+        cost0 = (w @ _softplus_neg(Y * F)) / W  # (K,): the cost at a = 0
+        a = (
+            xp.zeros((K, d), dtype=xp.float64)
+            if self._warm is None
+            else xp.array(self._warm, dtype=xp.float64)
+        )
         lo = xp.full((K, d), -xp.inf)
         hi = xp.full((K, d), xp.inf)
         for _ in range(self.max_iter):
@@ -334,8 +339,9 @@ class LogisticStage:
             both = xp.isfinite(lo) & xp.isfinite(hi)
             mid = 0.5 * (xp.where(both, lo, 0.0) + xp.where(both, hi, 0.0))
             nxt = xp.where(((nxt < lo) | (nxt > hi)) & both, mid, nxt)
-            done = bool(((xp.abs(nxt - a) <= self.tol * (1.0 + xp.abs(a)))
-                         | ~active[None, :]).all())
+            done = bool(
+                ((xp.abs(nxt - a) <= self.tol * (1.0 + xp.abs(a))) | ~active[None, :]).all()
+            )
             a = nxt
             if done:
                 break
@@ -358,9 +364,10 @@ def _column_exponents(X, xp):
     import warnings
 
     with np.errstate(over="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # an all-missing column: nan
-        top = np.maximum(np.abs(to_host(xp.nanmax(X, axis=0))),
-                         np.abs(to_host(xp.nanmin(X, axis=0))))
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: nan
+        top = np.maximum(
+            np.abs(to_host(xp.nanmax(X, axis=0))), np.abs(to_host(xp.nanmin(X, axis=0)))
+        )
     top = np.nan_to_num(top, nan=0.0)
     e = np.frexp(top.astype(np.float64))[1].astype(np.int64)
     return np.where(np.abs(e) > _SAFE_EXPONENT[np.dtype(X.dtype).name], e, 0)
@@ -368,8 +375,7 @@ def _column_exponents(X, xp):
 
 def _scale_columns(X, col_exp, xp):
     """X (n, d) * 2**-col_exp per column, exactly (a new array)."""
-    return xp.ldexp(X, xp.asarray(-col_exp, dtype=xp.int32)[None, :]).astype(X.dtype,
-                                                                               copy=False)
+    return xp.ldexp(X, xp.asarray(-col_exp, dtype=xp.int32)[None, :]).astype(X.dtype, copy=False)
 
 
 def _check_raw_units(coef, intercept):
@@ -380,11 +386,14 @@ def _check_raw_units(coef, intercept):
         raise ValueError(
             f"the weights of columns {bad[:8].tolist()} overflow float64 in X's units (their "
             f"values are below float64's normal range, about 2.2e-308): rescale those columns "
-            "(for example multiply them by 1e300, or use sklearn's StandardScaler).")
+            "(for example multiply them by 1e300, or use sklearn's StandardScaler)."
+        )
     if not np.isfinite(intercept).all():
-        raise ValueError("the intercept overflows float64 in X's units (the selected columns' "
-                         "means are too large for their weights): center or rescale X (for "
-                         "example with sklearn's StandardScaler).")
+        raise ValueError(
+            "the intercept overflows float64 in X's units (the selected columns' "
+            "means are too large for their weights): center or rescale X (for "
+            "example with sklearn's StandardScaler)."
+        )
 
 
 def _constant_target(Y, w, xp):
@@ -397,6 +406,7 @@ def _constant_target(Y, w, xp):
 # --------------------------------------------------------------------------------------------
 # Categorical columns: one group of one-hot indicators each
 # --------------------------------------------------------------------------------------------
+
 
 def _category_index(codes, n_codes, xp):
     """int64 (n,) index of each row's category, ``n_codes`` for a missing one (a slot whose

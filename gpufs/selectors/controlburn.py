@@ -9,6 +9,7 @@ target encoding and names come from the shared selector base (``selectors._base`
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,27 +22,38 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from ..data import _scales
-from ..io import model_io
 from .. import lasso as _lasso
-from ..data._colstats import column_mean_var, row_slices
-from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import like, namespace_of, to_host
-from ..data._input import as_array, check_costs, check_groups, check_X
+from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
-from ..data._warm_key import data_fingerprint
 from .._warnings import SelectionWarning
+from ..data import _scales
+from ..data._colstats import column_mean_var, row_slices
+from ..data._input import as_array, check_costs, check_groups, check_X
+from ..data._warm_key import data_fingerprint
 from ..engine.binning import BinMapper
-from ..forest import (FOREST_PARAMETER_CONSTRAINTS as _FOREST, ForestParams,
-                      check_forest_params, grow_forest)
+from ..forest import FOREST_PARAMETER_CONSTRAINTS as _FOREST
+from ..forest import ForestParams, check_forest_params, grow_forest
+from ..io import model_io
 from ..lasso import _search as _lasso_search
-from ._base import (ClassifierTargetMixin, RegressorTargetMixin, SelectorBase, feature_budget,
-                    input_device)
+from ._base import (
+    ClassifierTargetMixin,
+    RegressorTargetMixin,
+    SelectorBase,
+    feature_budget,
+    input_device,
+)
 from ._controlburn_fit import BurnResult, BurnSelection, ForestData
 from ._controlburn_io import ControlBurnCodec
-from ._near_copies import (POOL_BISECT_RTOL, POOL_FACTOR, POOL_LAMBDA_MIN_RATIO,
-                            abs_correlation, choose_k, has_near_copies)
+from ._near_copies import (
+    POOL_BISECT_RTOL,
+    POOL_FACTOR,
+    POOL_LAMBDA_MIN_RATIO,
+    abs_correlation,
+    choose_k,
+    has_near_copies,
+)
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
 
@@ -97,7 +109,8 @@ _COVERAGE_REMEDY = (
     "Grow a more feature-diverse forest: max_features='sqrt' (or a fraction) subsamples the "
     "features of every tree, tree_type='single' gives every feature its own trees, "
     "tree_type='sparse' makes trees use few features each, and min_rounds / max_depth grow "
-    "more rounds of deeper trees.")
+    "more rounds of deeper trees."
+)
 
 
 class _BaseControlBurn(SelectorBase):
@@ -134,14 +147,37 @@ class _BaseControlBurn(SelectorBase):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, n_features_to_select=None, alpha=None, forest_method="bagboost",
-                 tree_type="full", max_depth=10, max_features=None, sparse_mu=0.01, n_tail=5,
-                 tol=1e-3, max_trees_per_round=100, min_rounds=1, max_bins=255,
-                 min_child_weight=1.0, feature_costs=None, feature_groups=None,
-                 categorical_features="from_dtype",
-                 group_costs=None, sketch=None, sketch_size=None, reweight_steps=3,
-                 path_k_max=None, refit_estimator=None, warm_start=False, device="auto",
-                 n_jobs=None, random_state=None, verbose=False):
+    def __init__(
+        self,
+        *,
+        n_features_to_select=None,
+        alpha=None,
+        forest_method="bagboost",
+        tree_type="full",
+        max_depth=10,
+        max_features=None,
+        sparse_mu=0.01,
+        n_tail=5,
+        tol=1e-3,
+        max_trees_per_round=100,
+        min_rounds=1,
+        max_bins=255,
+        min_child_weight=1.0,
+        feature_costs=None,
+        feature_groups=None,
+        categorical_features="from_dtype",
+        group_costs=None,
+        sketch=None,
+        sketch_size=None,
+        reweight_steps=3,
+        path_k_max=None,
+        refit_estimator=None,
+        warm_start=False,
+        device="auto",
+        n_jobs=None,
+        random_state=None,
+        verbose=False,
+    ):
         self.n_features_to_select = n_features_to_select
         self.alpha = alpha
         self.forest_method = forest_method
@@ -173,23 +209,33 @@ class _BaseControlBurn(SelectorBase):
     # --- checks -------------------------------------------------------------------------
     def _forest_params(self):
         return ForestParams(
-            method=self.forest_method, tree_type=self.tree_type, max_depth=self.max_depth,
-            n_tail=self.n_tail, tol=self.tol, max_trees_per_round=self.max_trees_per_round,
-            min_rounds=self.min_rounds, max_features=self.max_features,
-            sparse_mu=self.sparse_mu, min_child_weight=self.min_child_weight,
-            verbose=bool(self.verbose))
+            method=self.forest_method,
+            tree_type=self.tree_type,
+            max_depth=self.max_depth,
+            n_tail=self.n_tail,
+            tol=self.tol,
+            max_trees_per_round=self.max_trees_per_round,
+            min_rounds=self.min_rounds,
+            max_features=self.max_features,
+            sparse_mu=self.sparse_mu,
+            min_child_weight=self.min_child_weight,
+            verbose=bool(self.verbose),
+        )
 
     def _check_params(self):
         """The rules between parameters (each one alone is checked by its constraint)."""
         if self.alpha is not None and self.n_features_to_select is not None:
-            raise ValueError("give either n_features_to_select (bisection on lambda to exactly "
-                             "k features) or alpha (a fixed lambda), not both.")
+            raise ValueError(
+                "give either n_features_to_select (bisection on lambda to exactly "
+                "k features) or alpha (a fixed lambda), not both."
+            )
         if self.feature_costs is not None and self.group_costs is not None:
-            raise ValueError("give either feature_costs or group_costs (with feature_groups), not "
-                             "both: a group's cost defaults to the sum of its features' costs.")
+            raise ValueError(
+                "give either feature_costs or group_costs (with feature_groups), not "
+                "both: a group's cost defaults to the sum of its features' costs."
+            )
         if self.group_costs is not None and self.feature_groups is None:
-            raise ValueError("group_costs needs feature_groups (the group label of every "
-                             "feature).")
+            raise ValueError("group_costs needs feature_groups (the group label of every feature).")
         check_forest_params(self._forest_params())
 
     def _group_costs(self, groups_raw, n_features):
@@ -214,9 +260,11 @@ class _BaseControlBurn(SelectorBase):
         else:
             gc = np.asarray(as_array(gc, "cpu", "group_costs"), dtype=np.float64)
             if gc.ndim != 1 or gc.shape[0] != labels.shape[0]:
-                raise ValueError(f"group_costs must give one cost per group: expected shape "
-                                 f"({labels.shape[0]},) (groups in sorted label order), got "
-                                 f"{tuple(gc.shape)}.")
+                raise ValueError(
+                    f"group_costs must give one cost per group: expected shape "
+                    f"({labels.shape[0]},) (groups in sorted label order), got "
+                    f"{tuple(gc.shape)}."
+                )
         if not np.isfinite(gc).all() or (gc < 0).any():
             raise ValueError("group_costs must be finite and >= 0.")
         return inv.astype(np.int64), gc
@@ -245,10 +293,15 @@ class _BaseControlBurn(SelectorBase):
         self._check_params()
         X_input = X
         data = self._prepare_fit(X, y, sample_weight)
-        device, backend, X, w, seed = (data.device, data.backend, data.X, data.sample_weight,
-                                       data.seed)
+        device, backend, X, w, seed = (
+            data.device,
+            data.backend,
+            data.X,
+            data.sample_weight,
+            data.seed,
+        )
         d = X.shape[1]
-        if self.alpha is None:      # a k above d: said now, before the forest and the lasso
+        if self.alpha is None:  # a k above d: said now, before the forest and the lasso
             feature_budget(self.n_features_to_select, None, d)
         costs = check_costs(self.feature_costs, d)
         groups_lasso, group_costs = self._group_costs(self.feature_groups, d)
@@ -257,8 +310,10 @@ class _BaseControlBurn(SelectorBase):
         _scales.check_target_scale(self, y_enc, w)
         n_classes = len(self.classes_) if self._task == "classification" else 0
         if self.sketch not in (None, "rows") and n_classes == 2:
-            raise ValueError(f"sketch={self.sketch!r} is defined for the squared loss only; a "
-                             "binary classifier solves a logistic lasso: use sketch='rows'.")
+            raise ValueError(
+                f"sketch={self.sketch!r} is defined for the squared loss only; a "
+                "binary classifier solves a logistic lasso: use sketch='rows'."
+            )
 
         times = {}
         key = self._forest_key(X_input, X, y_enc, w, costs, groups_forest, device)
@@ -276,13 +331,28 @@ class _BaseControlBurn(SelectorBase):
         else:
             t0 = time.perf_counter()
             bin_mapper = BinMapper(self.max_bins, random_state=seed).fit(
-                X, categories=self.category_codes_)
+                X, categories=self.category_codes_
+            )
             Xb = bin_mapper.transform(X, backend)
             times["bin"] = _lap(t0, backend)
             forest = None
-        result = self._fit_step(ForestData(
-            backend, Xb, y_enc, w, n_classes, costs, groups_forest, groups_lasso, group_costs,
-            seed, bin_mapper, corr_of=lambda features: abs_correlation(X, features)), forest)
+        result = self._fit_step(
+            ForestData(
+                backend,
+                Xb,
+                y_enc,
+                w,
+                n_classes,
+                costs,
+                groups_forest,
+                groups_lasso,
+                group_costs,
+                seed,
+                bin_mapper,
+                corr_of=lambda features: abs_correlation(X, features),
+            ),
+            forest,
+        )
         times.update(result.times)
         # fit -> honours_n_jobs -> _fit_context -> the caller: warnings point at the caller
         self._set_fit_result(result, bin_mapper, key, reused, device, stacklevel=4)
@@ -301,20 +371,36 @@ class _BaseControlBurn(SelectorBase):
         times = {}
         if forest is None:
             t0 = time.perf_counter()
-            forest = grow_forest(data.backend, data.Xb, data.y, data.sample_weight, self._task,
-                                 data.n_classes, data.bin_mapper, self._forest_params(),
-                                 costs=data.costs, groups=data.groups, random_state=data.seed)
+            forest = grow_forest(
+                data.backend,
+                data.Xb,
+                data.y,
+                data.sample_weight,
+                self._task,
+                data.n_classes,
+                data.bin_mapper,
+                self._forest_params(),
+                costs=data.costs,
+                groups=data.groups,
+                random_state=data.seed,
+            )
             times["forest"] = _lap(t0, data.backend)
         t0 = time.perf_counter()
         with _lasso_progress(self.verbose):
             selection, messages = self._select(forest, data)
         times["select"] = _lap(t0, data.backend)
         if selection.selected_features.size == 0:
-            why = ("no tree of the forest splits on any feature" if selection.forest_coverage == 0
-                   else f"at alpha={self.alpha:g} the lasso keeps no tree"
-                   if self.alpha is not None else "the lasso keeps no tree")
-            messages.append(f"no feature was selected: {why}. Set n_features_to_select to the "
-                            "number of features you want, or a smaller alpha.")
+            why = (
+                "no tree of the forest splits on any feature"
+                if selection.forest_coverage == 0
+                else f"at alpha={self.alpha:g} the lasso keeps no tree"
+                if self.alpha is not None
+                else "the lasso keeps no tree"
+            )
+            messages.append(
+                f"no feature was selected: {why}. Set n_features_to_select to the "
+                "number of features you want, or a smaller alpha."
+            )
         forest.drop_predictions()
         return BurnResult(forest, selection, times, messages)
 
@@ -341,17 +427,29 @@ class _BaseControlBurn(SelectorBase):
         (``gpufs.data._warm_key``: every column's checksum, the target's and the weights', the
         names, dtypes and categories)."""
         seed = self.random_state if isinstance(self.random_state, int) else None
-        return (self._forest_params(), int(self.max_bins), device, seed,
-                data_fingerprint(self, X_input, X, y_enc, w),
-                tuple(np.asarray(costs).tolist()), tuple(np.asarray(groups).tolist()))
+        return (
+            self._forest_params(),
+            int(self.max_bins),
+            device,
+            seed,
+            data_fingerprint(self, X_input, X, y_enc, w),
+            tuple(np.asarray(costs).tolist()),
+            tuple(np.asarray(groups).tolist()),
+        )
 
     # --- selection ------------------------------------------------------------------------
     def _select(self, forest, data):
         """The lasso's selection from ``forest`` (its training predictions ``forest.A``) and
         ``data`` (a :class:`ForestData`): ``(BurnSelection, warning messages)``."""
         y_enc, w, n_classes, groups, group_costs, seed, corr_of = (
-            data.y, data.sample_weight, data.n_classes, data.lasso_groups, data.group_costs,
-            data.seed, data.corr_of)
+            data.y,
+            data.sample_weight,
+            data.n_classes,
+            data.lasso_groups,
+            data.group_costs,
+            data.seed,
+            data.corr_of,
+        )
         feature_costs = data.costs if self.feature_costs is not None else None
         d = int(self.n_features_in_)
         masks_all = forest.feature_masks
@@ -363,30 +461,54 @@ class _BaseControlBurn(SelectorBase):
 
         def selection(order, imp, icpt, lam, path):
             return BurnSelection(
-                np.asarray(order, dtype=np.int64), _importances(order, imp, d), n_cov,
-                np.flatnonzero(covered).astype(np.int64), n_trees, tree_weights, icpt, lam,
-                exact, merged, path)
+                np.asarray(order, dtype=np.int64),
+                _importances(order, imp, d),
+                n_cov,
+                np.flatnonzero(covered).astype(np.int64),
+                n_trees,
+                tree_weights,
+                icpt,
+                lam,
+                exact,
+                merged,
+                path,
+            )
 
         if n_cov == 0:
             return selection([], np.zeros(d), 0.0, None, self._k_path(0, None)), messages
-        problem = _lasso.forest_lasso_problem(forest.A, masks_all, forest.tree_column, y_enc, w,
-                                              n_classes)
-        A, y_l, w_l, loss, fit_intercept, trees = (problem.A, problem.y, problem.sample_weight,
-                                                   problem.loss, problem.fit_intercept,
-                                                   problem.trees)
+        problem = _lasso.forest_lasso_problem(
+            forest.A, masks_all, forest.tree_column, y_enc, w, n_classes
+        )
+        A, y_l, w_l, loss, fit_intercept, trees = (
+            problem.A,
+            problem.y,
+            problem.sample_weight,
+            problem.loss,
+            problem.fit_intercept,
+            problem.trees,
+        )
         masks = masks_all[trees]
-        kw = dict(costs=_lasso.FeatureCosts(feature_costs=feature_costs, groups=groups,
-                                            group_costs=group_costs),
-                  datafit=_lasso.Datafit(loss=loss, sample_weight=w_l,
-                                         fit_intercept=fit_intercept, sketch=self.sketch,
-                                         sketch_size=self.sketch_size, random_state=seed),
-                  reweight=_lasso.Reweighting(steps=self.reweight_steps))
+        kw = dict(
+            costs=_lasso.FeatureCosts(
+                feature_costs=feature_costs, groups=groups, group_costs=group_costs
+            ),
+            datafit=_lasso.Datafit(
+                loss=loss,
+                sample_weight=w_l,
+                fit_intercept=fit_intercept,
+                sketch=self.sketch,
+                sketch_size=self.sketch_size,
+                random_state=seed,
+            ),
+            reweight=_lasso.Reweighting(steps=self.reweight_steps),
+        )
 
         # Per-tree scale for importances: the (row-weighted) std of the tree's column.
         xp = namespace_of(A)
         rw = xp.ones(A.shape[0]) if w_l is None else xp.asarray(w_l, dtype=np.float64)
-        _, col_var = column_mean_var(A, rw, float(rw.sum()), xp,
-                                     row_slices(A.shape[0], A.shape[1], _CHUNK_ELEMENTS))
+        _, col_var = column_mean_var(
+            A, rw, float(rw.sum()), xp, row_slices(A.shape[0], A.shape[1], _CHUNK_ELEMENTS)
+        )
         col_std = to_host(xp.sqrt(xp.maximum(col_var, 0.0)))
         gains = forest.tree_gains()[trees]
         tot = gains.sum(axis=1, keepdims=True)
@@ -399,22 +521,28 @@ class _BaseControlBurn(SelectorBase):
         k_req = self.n_features_to_select
         if self.alpha is not None:
             sel = _lasso.select_at_lambda(A, y_l, masks, float(self.alpha), **kw)
-            feats, weights, lam, icpt, extra = (sel.features, sel.weights, float(self.alpha),
-                                                sel.intercept, [])
+            feats, weights, lam, icpt, extra = (
+                sel.features,
+                sel.weights,
+                float(self.alpha),
+                sel.intercept,
+                [],
+            )
         else:
-            notes = []        # what the selection did differently from what was asked
+            notes = []  # what the selection did differently from what was asked
             # ControlBurn's None is half of the columns (as scikit-learn's selectors' None)
-            k = feature_budget(k_req, None, d, warn=False).k   # fit warned of a k above d
+            k = feature_budget(k_req, None, d, warn=False).k  # fit warned of a k above d
             k = min(max(1, d // 2), n_cov) if k is None else k
             k_asked = k
             if k > n_cov:
-                notes.append(f"the forest uses only {n_cov} of the {_n(d)}, fewer than "
-                             f"n_features_to_select={k}")
+                notes.append(
+                    f"the forest uses only {n_cov} of the {_n(d)}, fewer than "
+                    f"n_features_to_select={k}"
+                )
                 k = n_cov
             search_record = {}
             try:
-                sel = _lasso.select_k(A, y_l, masks, k, strict=True, record=search_record,
-                                      **kw)
+                sel = _lasso.select_k(A, y_l, masks, k, strict=True, record=search_record, **kw)
                 extra = []
             except _lasso.UnreachableKError as exc:
                 exact = False
@@ -425,8 +553,7 @@ class _BaseControlBurn(SelectorBase):
             def near_copy_rule(k, features):
                 """The pool choice (``_near_copies``) when ``features`` hold near-copies."""
                 features = list(features)
-                if corr_of is None or len(features) < 2 or not has_near_copies(
-                        corr_of(features)):
+                if corr_of is None or len(features) < 2 or not has_near_copies(corr_of(features)):
                     return None
                 k_pool = min(n_cov, POOL_FACTOR * k)
                 if k_pool <= k:
@@ -436,10 +563,12 @@ class _BaseControlBurn(SelectorBase):
                 # bisection, and no lambda below 1e-3 lambda_max (where solves are slow);
                 # with no lambda giving k_pool, the most features found below it.
                 pool_kw = {**kw, "reweight": _lasso.Reweighting(steps=0)}
-                pool_search = _lasso.KSearch(lambda_min_ratio=POOL_LAMBDA_MIN_RATIO,
-                                             bisect_rtol=POOL_BISECT_RTOL)
-                pool = _lasso.select_k(A, y_l, masks, k_pool, strict=False,
-                                       search=pool_search, **pool_kw)
+                pool_search = _lasso.KSearch(
+                    lambda_min_ratio=POOL_LAMBDA_MIN_RATIO, bisect_rtol=POOL_BISECT_RTOL
+                )
+                pool = _lasso.select_k(
+                    A, y_l, masks, k_pool, strict=False, search=pool_search, **pool_kw
+                )
                 pool_feats = pool.features.tolist()
                 imp_pool = importance(pool.weights)
                 chosen, merged = choose_k(pool_feats, imp_pool, corr_of(pool_feats), k)
@@ -450,18 +579,27 @@ class _BaseControlBurn(SelectorBase):
                 # their trees' importance at weight 1) are the candidates for the rest.
                 fill = []
                 if pool.k < n_cov:
-                    dense = _lasso.select_k(A, y_l, masks, n_cov, strict=False,
-                                            search=pool_search, **pool_kw)
+                    dense = _lasso.select_k(
+                        A, y_l, masks, n_cov, strict=False, search=pool_search, **pool_kw
+                    )
                     imp_dense = importance(dense.weights)
-                    fill = sorted((f for f in dense.features.tolist() if f not in pool_feats),
-                                  key=lambda f: (-imp_dense[f], f))
+                    fill = sorted(
+                        (f for f in dense.features.tolist() if f not in pool_feats),
+                        key=lambda f: (-imp_dense[f], f),
+                    )
                 imp_forest = importance(np.ones(len(trees)))
-                fill += sorted((f for f in np.flatnonzero(covered).tolist()
-                                if f not in pool_feats and f not in fill),
-                               key=lambda f: (-imp_forest[f], f))
+                fill += sorted(
+                    (
+                        f
+                        for f in np.flatnonzero(covered).tolist()
+                        if f not in pool_feats and f not in fill
+                    ),
+                    key=lambda f: (-imp_forest[f], f),
+                )
                 cands = pool_feats + fill
-                chosen, merged = choose_k(cands, imp_pool, corr_of(cands), k,
-                                          n_pool=len(pool_feats))
+                chosen, merged = choose_k(
+                    cands, imp_pool, corr_of(cands), k, n_pool=len(pool_feats)
+                )
                 return pool, chosen, merged
 
             rule = near_copy_rule(k, feats.tolist() + list(extra))
@@ -469,16 +607,23 @@ class _BaseControlBurn(SelectorBase):
                 # The selection is the pool's choice: what was said of the k search no longer
                 # describes it (the coverage did not limit k, or the pool would be k).
                 sel, chosen, merged = rule
-                feats, weights, lam, icpt = (np.asarray(chosen, np.int64), sel.weights, sel.lam,
-                                             sel.intercept)
+                feats, weights, lam, icpt = (
+                    np.asarray(chosen, np.int64),
+                    sel.weights,
+                    sel.lam,
+                    sel.intercept,
+                )
                 extra, notes, exact = [], [], False
             n_sel = len(feats) + len(extra)
             if n_sel < k_asked:
-                notes.append(f"selected {'all ' if n_sel == n_cov > 1 else ''}{n_sel} "
-                             f"feature{'s' if n_sel != 1 else ''}")
+                notes.append(
+                    f"selected {'all ' if n_sel == n_cov > 1 else ''}{n_sel} "
+                    f"feature{'s' if n_sel != 1 else ''}"
+                )
             if notes:
-                messages.append("; ".join(notes) + "."
-                                + (" " + _COVERAGE_REMEDY if n_sel < k_asked else ""))
+                messages.append(
+                    "; ".join(notes) + "." + (" " + _COVERAGE_REMEDY if n_sel < k_asked else "")
+                )
         w_host = np.asarray(to_host(weights), dtype=np.float64)
         tree_weights[trees] = w_host
         imp = importance(w_host)
@@ -489,9 +634,16 @@ class _BaseControlBurn(SelectorBase):
         # for that the k search passed through (no extra solve).
         if self.path_k_max is not None:
             k_max = min(int(self.path_k_max), n_cov)
-            path = self._k_path(k_max, _lasso.selections_by_k, A, y_l,
-                                masks, complete=importance,
-                                near=near_copy_rule, **kw)
+            path = self._k_path(
+                k_max,
+                _lasso.selections_by_k,
+                A,
+                y_l,
+                masks,
+                complete=importance,
+                near=near_copy_rule,
+                **kw,
+            )
         elif self.alpha is None:
             path = self._k_path(0, lambda: search_record["path"])
         else:
@@ -505,8 +657,18 @@ class _BaseControlBurn(SelectorBase):
         search bracketed is completed as ``fit`` completes it (``_complete``) and marked
         ``exact`` False; with ``near`` (``fit``'s near-copy rule, ``near(k, features)``) every
         k whose features hold near-copies is the pool's choice, as ``fit`` makes it."""
-        empty = {"k": [], "features": {}, "names": {}, "lambda": {}, "train_loss": {},
-                 "exact": {}, "source": {}, "val_loss": None, "unreachable": {}, "lambda_max": None}
+        empty = {
+            "k": [],
+            "features": {},
+            "names": {},
+            "lambda": {},
+            "train_loss": {},
+            "exact": {},
+            "source": {},
+            "val_loss": None,
+            "unreachable": {},
+            "lambda_max": None,
+        }
         if path_of is None:
             return empty
         path = path_of(*args, k_max, **kw) if k_max >= 1 else path_of()
@@ -527,16 +689,18 @@ class _BaseControlBurn(SelectorBase):
         exact = {k: source[k] == "lasso" for k in entries}
         names = self._feature_names()
         ks = sorted(entries)
-        return {**empty,
-                "k": ks,
-                "features": {k: entries[k][0] for k in ks},
-                "names": {k: [str(names[f]) for f in entries[k][0]] for k in ks},
-                "lambda": {k: float(entries[k][1].lam) for k in ks},
-                "train_loss": {k: float(entries[k][1].loss) for k in ks},
-                "exact": {k: exact[k] for k in ks},
-                "source": {k: source[k] for k in ks},
-                "unreachable": dict(path.unreachable),
-                "lambda_max": float(path.lambda_max)}
+        return {
+            **empty,
+            "k": ks,
+            "features": {k: entries[k][0] for k in ks},
+            "names": {k: [str(names[f]) for f in entries[k][0]] for k in ks},
+            "lambda": {k: float(entries[k][1].lam) for k in ks},
+            "train_loss": {k: float(entries[k][1].loss) for k in ks},
+            "exact": {k: exact[k] for k in ks},
+            "source": {k: source[k] for k in ks},
+            "unreachable": dict(path.unreachable),
+            "lambda_max": float(path.lambda_max),
+        }
 
     def _complete(self, k, importance, below, above):
         """No lambda gives exactly k: ``(selection, extra, what was done)``. The nearest
@@ -546,21 +710,39 @@ class _BaseControlBurn(SelectorBase):
         names = self._feature_names()
         if below is None:
             # The free (zero-cost) features alone are more than k: all of them, and no more.
-            return above, [], (f"selected the {_n(above.k)} of the sparsest solution (the "
-                                "zero-cost trees alone select them)")
+            return (
+                above,
+                [],
+                (
+                    f"selected the {_n(above.k)} of the sparsest solution (the "
+                    "zero-cost trees alone select them)"
+                ),
+            )
         base = set(below.features.tolist())
         if above is None:
-            return below, [], (f"took the {_n(len(base))} of the densest solution: no "
-                               f"lambda, not even 0, selects more")
+            return (
+                below,
+                [],
+                (
+                    f"took the {_n(len(base))} of the densest solution: no "
+                    f"lambda, not even 0, selects more"
+                ),
+            )
         imp_above = importance(above.weights)
         new = [f for f in np.asarray(above.features).tolist() if f not in base]
         new.sort(key=lambda f: (-imp_above[f], f))
         extra = new[: k - len(base)]
         shown = ", ".join(str(names[f]) for f in extra)
-        return below, extra, (f"took the {_n(len(base))} of the nearest solution below "
-                              f"and added {shown}, the most important new "
-                              f"feature{'s' if len(extra) != 1 else ''} of the next solution "
-                              "above")
+        return (
+            below,
+            extra,
+            (
+                f"took the {_n(len(base))} of the nearest solution below "
+                f"and added {shown}, the most important new "
+                f"feature{'s' if len(extra) != 1 else ''} of the next solution "
+                "above"
+            ),
+        )
 
     # --- refit & predict --------------------------------------------------------------------
     def _default_refit(self, seed):
@@ -575,10 +757,16 @@ class _BaseControlBurn(SelectorBase):
         if idx.size == 0:
             from sklearn.dummy import DummyClassifier, DummyRegressor
 
-            est = DummyRegressor() if self._task == "regression" else DummyClassifier(
-                strategy="prior")
-            est.fit(np.zeros((X.shape[0], 1)), to_host(y),
-                    sample_weight=None if w is None else to_host(w))
+            est = (
+                DummyRegressor()
+                if self._task == "regression"
+                else DummyClassifier(strategy="prior")
+            )
+            est.fit(
+                np.zeros((X.shape[0], 1)),
+                to_host(y),
+                sample_weight=None if w is None else to_host(w),
+            )
             return est
         gpufs_refit = self.refit_estimator is None
         est = self._default_refit(seed) if gpufs_refit else clone(self.refit_estimator)
@@ -635,7 +823,8 @@ def _refit_has(method):
     return check
 
 
-_PARAMS_DOC = """
+_PARAMS_DOC = (
+    """
     Parameters
     ----------
     n_features_to_select : int >= 1, float in (0, 1] or None, default=None
@@ -674,7 +863,9 @@ _PARAMS_DOC = """
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
         at every lambda and counts toward ``n_features_to_select``.
-""" + TREE_CATEGORICAL_FEATURES_DOC + """\
+"""
+    + TREE_CATEGORICAL_FEATURES_DOC
+    + """\
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a tree pays once per group it uses.
     group_costs : array-like of shape (n_groups,) or dict, default=None
@@ -779,19 +970,26 @@ _PARAMS_DOC = """
         True when ``warm_start`` reused the previous fit's forest.
     device_ : str
         "cpu" or "gpu", where the model was fitted.
-""" + INPUT_ATTRIBUTES_DOC
+"""
+    + INPUT_ATTRIBUTES_DOC
+)
 
 
 class ControlBurnRegressor(RegressorTargetMixin, RegressorMixin, _BaseControlBurn):
-    __doc__ = ("ControlBurn feature selection for regression (squared-error forest and lasso).\n"
-               + _PARAMS_DOC)
+    __doc__ = (
+        "ControlBurn feature selection for regression (squared-error forest and lasso).\n"
+        + _PARAMS_DOC
+    )
     _task = "regression"
 
 
 class ControlBurnClassifier(ClassifierTargetMixin, ClassifierMixin, _BaseControlBurn):
-    __doc__ = ("ControlBurn feature selection for classification (logistic lasso for two "
-               "classes; multiclass: see ``docs/module_notes.rst``).\n" + _PARAMS_DOC
-               + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n")
+    __doc__ = (
+        "ControlBurn feature selection for classification (logistic lasso for two "
+        "classes; multiclass: see ``docs/module_notes.rst``).\n"
+        + _PARAMS_DOC
+        + "    classes_ : ndarray of shape (n_classes,)\n        The class labels.\n"
+    )
     _task = "classification"
 
     @available_if(_refit_has("predict_proba"))

@@ -9,46 +9,57 @@ encoding and validation data come from the shared selector base (``selectors._ba
 penalty rule is documented and implemented in ``gpufs.engine.penalties``, the trees in
 ``gpufs.engine.grower`` and the rounds in ``gpufs.engine.boosting``.
 """
+
 from __future__ import annotations
 
 import copy
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import _scales
-from ..io import model_io
-from ..cli._compile_watch import clock, compile_seconds
-from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import to_host
-from ..data._input import check_costs, check_groups, check_X
+from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
-from ..data._warm_key import data_fingerprint
-from .._warnings import SelectionWarning
+from .._warnings import SelectionWarning, warn_from_caller
 from ..backends import get_backend
+from ..cli._compile_watch import clock, compile_seconds
+from ..data import _scales
+from ..data._input import check_costs, check_groups, check_X
+from ..data._warm_key import data_fingerprint
 from ..engine.binning import BinMapper
 from ..engine.boosting import BoostingParams, DeviceRows
-from ..engine.group_testing import (GroupTestSearch, pseudo_features_per_tree, standardize)
+from ..engine.group_testing import GroupTestSearch, pseudo_features_per_tree, standardize
 from ..engine.grower import TreeParams
-from ..path import selection_path
 from ..engine.penalties import PENALTY_SCALINGS
 from ..engine.tree import TreeEnsemble
+from ..io import model_io
+from ..path import selection_path
+from ._base import (
+    DEVICE_CONSTRAINT,
+    ClassifierTargetMixin,
+    RegressorTargetMixin,
+    SelectorBase,
+    auto_k,
+    feature_budget,
+    input_device,
+    int_range,
+    real_range,
+)
 from ._boost_setup import BoostSetup
-from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, RegressorTargetMixin,
-                    SelectorBase, auto_k, feature_budget, input_device, int_range,
-                    real_range)
-from ._boosted import (BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin,
-                       cat_guards)
+from ._boosted import (
+    BOOSTING_CONSTRAINTS,
+    BoostedClassifierMixin,
+    BoostedRegressorMixin,
+    cat_guards,
+)
 from ._exact_k import fill_candidates, fit_exact_k, pool_size, split_heldout, total_gains
 from ._gbfs_io import GBFSCodec
 from ._mu_search import known_outcomes
 from ._stability import selection_frequency
-from .._warnings import warn_from_caller
 
 __all__ = ["GBFSClassifier", "GBFSRegressor"]
 
@@ -66,8 +77,12 @@ class _BaseGBFS(SelectorBase):
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
-        "n_features_to_select": [int_range(1), real_range(0, 1, closed="right"),
-                                 StrOptions({"auto"}), None],
+        "n_features_to_select": [
+            int_range(1),
+            real_range(0, 1, closed="right"),
+            StrOptions({"auto"}),
+            None,
+        ],
         "tol": [real_range(0), None],
         "stability_rounds": [int_range(0)],
         "pool_ranking": [StrOptions({"heldout", "gain"})],
@@ -85,16 +100,42 @@ class _BaseGBFS(SelectorBase):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, mu=0.05, penalty_scaling="root_sse", feature_costs=None,
-                 feature_groups=None, categorical_features="from_dtype",
-                 n_features_to_select=None, tol=None, stability_rounds=0,
-                 pool_ranking="heldout", split_search="exact", gt_s=None,
-                 gt_delta=0.05, gt_subsets="per_tree", n_estimators=100,
-                 learning_rate=0.1, max_depth=4, max_bins=255, reg_lambda=1.0,
-                 min_child_weight=1e-3, min_split_gain=0.0, hessian=True, cat_smooth=10.0,
-                 cat_l2=10.0, min_data_per_group=20, max_cat_threshold=32,
-                 validation_fraction=None, n_iter_no_change=None, warm_start=False,
-                 device="auto", n_jobs=None, random_state=None, verbose=False):
+    def __init__(
+        self,
+        *,
+        mu=0.05,
+        penalty_scaling="root_sse",
+        feature_costs=None,
+        feature_groups=None,
+        categorical_features="from_dtype",
+        n_features_to_select=None,
+        tol=None,
+        stability_rounds=0,
+        pool_ranking="heldout",
+        split_search="exact",
+        gt_s=None,
+        gt_delta=0.05,
+        gt_subsets="per_tree",
+        n_estimators=100,
+        learning_rate=0.1,
+        max_depth=4,
+        max_bins=255,
+        reg_lambda=1.0,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+        hessian=True,
+        cat_smooth=10.0,
+        cat_l2=10.0,
+        min_data_per_group=20,
+        max_cat_threshold=32,
+        validation_fraction=None,
+        n_iter_no_change=None,
+        warm_start=False,
+        device="auto",
+        n_jobs=None,
+        random_state=None,
+        verbose=False,
+    ):
         self.mu = mu
         self.penalty_scaling = penalty_scaling
         self.feature_costs = feature_costs
@@ -165,15 +206,17 @@ class _BaseGBFS(SelectorBase):
         X_input = X
         data = self._prepare_fit(X, y, sample_weight)
         d = data.X.shape[1]
-        budget = feature_budget(self.n_features_to_select, self.tol, d)   # warns of k > d now
+        budget = feature_budget(self.n_features_to_select, self.tol, d)  # warns of k > d now
         backend, xp = data.backend, data.xp
         costs = check_costs(self.feature_costs, d)
         groups = check_groups(self.feature_groups, d)
         self._objective = self._make_objective()
         X, y, w = data.X, self._boosting_target(data.y), data.sample_weight
         _scales.check_boosting_scales(self, y, w)
-        evals = [(Xv, self._boosting_target(yv), wv)
-                 for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data)]
+        evals = [
+            (Xv, self._boosting_target(yv), wv)
+            for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data)
+        ]
         if self.validation_fraction is not None:
             tr, va = (xp.asarray(r) for r in self._validation_rows(data))
             evals = [(X[va], y[va], None if w is None else w[va])]
@@ -188,21 +231,46 @@ class _BaseGBFS(SelectorBase):
         if not warm:
             # Rows of weight 0 are not training data: they must not place cut points.
             self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
-                X if w is None or bool((w > 0).all()) else X[w > 0],
-                categories=self.category_codes_)
+                X if w is None or bool((w > 0).all()) else X[w > 0], categories=self.category_codes_
+            )
         rows = DeviceRows(backend, self.bin_mapper_.transform(X, backend), y, w)
-        evals = [DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
-                 for Xv, yv, wv in evals]
+        evals = [
+            DeviceRows(backend, self.bin_mapper_.transform(Xv, backend), yv, wv)
+            for Xv, yv, wv in evals
+        ]
         times = {"bin": clock() - t0, "mu_search": 0.0}
         # GT-GBM's candidate search; its desired number of features defaults to k
         gt = self._group_test_search(X, w, d, budget.asked, data.seed, backend, times)
-        self._fit_binned(backend, rows, evals, costs, groups, times, warm=(key, history),
-                         gt=gt, seed=data.seed, budget=budget)
+        self._fit_binned(
+            backend,
+            rows,
+            evals,
+            costs,
+            groups,
+            times,
+            warm=(key, history),
+            gt=gt,
+            seed=data.seed,
+            budget=budget,
+        )
         times["compile"] = compile_seconds() - compiled
         return self
 
-    def _fit_binned(self, backend, rows, evals, costs, groups, times, *, warm=(None, ()),
-                    gt=None, seed=0, budget=None, device=None):
+    def _fit_binned(
+        self,
+        backend,
+        rows,
+        evals,
+        costs,
+        groups,
+        times,
+        *,
+        warm=(None, ()),
+        gt=None,
+        seed=0,
+        budget=None,
+        device=None,
+    ):
         """The fit from binned data on: ``n_features_to_select`` ("auto" and the ``mu``
         search), the boosting rounds, early stopping and the selection record.
 
@@ -221,18 +289,32 @@ class _BaseGBFS(SelectorBase):
         device = backend.name if device is None else device
         params = BoostingParams(
             n_estimators=self.n_estimators,
-            tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
-                            learning_rate=float(self.learning_rate),
-                            min_child_weight=float(self.min_child_weight),
-                            min_split_gain=float(self.min_split_gain),
-                            **cat_guards(self)),
-            hessian=bool(self.hessian), n_iter_no_change=self.n_iter_no_change,
-            verbose=bool(self.verbose))
+            tree=TreeParams(
+                max_depth=self.max_depth,
+                reg_lambda=float(self.reg_lambda),
+                learning_rate=float(self.learning_rate),
+                min_child_weight=float(self.min_child_weight),
+                min_split_gain=float(self.min_split_gain),
+                **cat_guards(self),
+            ),
+            hessian=bool(self.hessian),
+            n_iter_no_change=self.n_iter_no_change,
+            verbose=bool(self.verbose),
+        )
         if budget is None:
             budget = feature_budget(self.n_features_to_select, self.tol, d)
         mu, mu_search, frequency = float(self.mu), None, {"selection_frequency_": None}
-        setup = BoostSetup(backend, rows, self._objective, self.bin_mapper_, params, costs,
-                           groups, self.penalty_scaling, gt)
+        setup = BoostSetup(
+            backend,
+            rows,
+            self._objective,
+            self.bin_mapper_,
+            params,
+            costs,
+            groups,
+            self.penalty_scaling,
+            gt,
+        )
         k = budget.k
         if budget.needs_auto_fit:
             t0 = clock()
@@ -244,24 +326,42 @@ class _BaseGBFS(SelectorBase):
         # to before the round where the k-th feature entered.
         keep_k = k is not None and params.n_iter_no_change is not None
         if keep_k:
-            params = BoostingParams(n_estimators=params.n_estimators, tree=params.tree,
-                                    hessian=params.hessian, n_iter_no_change=None,
-                                    verbose=params.verbose)
+            params = BoostingParams(
+                n_estimators=params.n_estimators,
+                tree=params.tree,
+                hessian=params.hessian,
+                n_iter_no_change=None,
+                verbose=params.verbose,
+            )
             setup = setup._replace(params=params)
         eval_rows = evals[-1] if evals else None
         pool = None
         if k is not None and not budget.needs_auto_fit:
             # exactly k by contribution: over-admit, choose, refit (selectors._exact_k)
-            heldout = (split_heldout(setup, seed)
-                       if getattr(self, "pool_ranking", "gain") == "heldout" else None)
-            fit = fit_exact_k(setup, k, mu, eval_rows=eval_rows,
-                              known=known_outcomes(history, pool_size(k, d)), times=times,
-                              frequency=self._frequency_for(setup, seed, frequency),
-                              heldout=heldout, heldout_seed=seed)
+            heldout = (
+                split_heldout(setup, seed)
+                if getattr(self, "pool_ranking", "gain") == "heldout"
+                else None
+            )
+            fit = fit_exact_k(
+                setup,
+                k,
+                mu,
+                eval_rows=eval_rows,
+                known=known_outcomes(history, pool_size(k, d)),
+                times=times,
+                frequency=self._frequency_for(setup, seed, frequency),
+                heldout=heldout,
+                heldout_seed=seed,
+            )
             mu_search = fit.search.as_records()
             history += mu_search
-            ensemble, record, n_rounds, penalties = (fit.ensemble, fit.record, fit.n_rounds,
-                                                     fit.penalties)
+            ensemble, record, n_rounds, penalties = (
+                fit.ensemble,
+                fit.record,
+                fit.n_rounds,
+                fit.penalties,
+            )
             mu, pool = fit.mu, fit.pool
         else:
             penalties = setup.penalties(mu, k)
@@ -277,8 +377,11 @@ class _BaseGBFS(SelectorBase):
         if keep_k:
             K = ensemble.n_outputs
             best = int(np.argmin(np.asarray(record.val_loss[::K]))) + 1
-            entered = (int(penalties.first_use_tree[penalties.order[k - 1]]) // K + 1
-                       if len(penalties.order) >= k else n_rounds)
+            entered = (
+                int(penalties.first_use_tree[penalties.order[k - 1]]) // K + 1
+                if len(penalties.order) >= k
+                else n_rounds
+            )
             n_rounds = max(best, entered)
         self._finish(ensemble, record, n_rounds, penalties, device, gt is not None)
         self.evals_result_ = self._eval_losses(evals)
@@ -289,26 +392,32 @@ class _BaseGBFS(SelectorBase):
             # Exact k means k where the table has k usable columns: the rest come from the
             # best remaining candidates (``fill_candidates``' rule), marked in
             # ``selection_filled_``.
-            filled = fill_candidates(setup, self.ensemble_, self.selected_features_,
-                                     k - n_sel)
+            filled = fill_candidates(setup, self.ensemble_, self.selected_features_, k - n_sel)
             self._set_support(self.selected_features_.tolist() + filled)
         self.selection_filled_ = np.asarray(filled, dtype=np.int64)
         if n_sel == 0 and k is None:
             warn_from_caller(
                 f"no feature was selected: at mu={mu:g} no split on any feature paid its price "
                 f"in {n_rounds} rounds. Lower mu, or set n_features_to_select to the number of "
-                "features you want.", SelectionWarning)
+                "features you want.",
+                SelectionWarning,
+            )
         elif k is not None and n_sel < k:
             # Counted in the final fit (all rounds), not in the search's probes (half of them).
-            fill = (f"; the selection is filled with the {len(filled)} other feature"
-                    f"{'s' if len(filled) != 1 else ''} of largest root-split gain on the "
-                    "final model's gradients (selection_filled_)" if filled else
-                    f": no other feature has a valid split; selected those {n_sel}")
+            fill = (
+                f"; the selection is filled with the {len(filled)} other feature"
+                f"{'s' if len(filled) != 1 else ''} of largest root-split gain on the "
+                "final model's gradients (selection_filled_)"
+                if filled
+                else f": no other feature has a valid split; selected those {n_sel}"
+            )
             warn_from_caller(
                 f"only {n_sel} feature{'s' if n_sel != 1 else ''} entered the model at "
                 f"mu={mu:g} in {n_rounds} rounds, fewer than n_features_to_select={k}{fill}. "
                 "More rounds (n_estimators), deeper trees (max_depth) or a smaller "
-                "min_child_weight let more features into the model.", SelectionWarning)
+                "min_child_weight let more features into the model.",
+                SelectionWarning,
+            )
         return self
 
     def _frequency_for(self, setup, seed, kept):
@@ -340,8 +449,11 @@ class _BaseGBFS(SelectorBase):
             if value is not None and not isinstance(value, (str, numbers.Number)):
                 value = tuple(np.asarray(to_host(value)).ravel().tolist())
             params.append((name, value))
-        return (tuple(params), data.device,
-                data_fingerprint(self, X_input, data.X, data.y, data.sample_weight))
+        return (
+            tuple(params),
+            data.device,
+            data_fingerprint(self, X_input, data.X, data.y, data.sample_weight),
+        )
 
     def _auto_k(self, setup, mu, evals, device):
         """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
@@ -360,8 +472,7 @@ class _BaseGBFS(SelectorBase):
         # the unbudgeted model's path, read from a shallow copy: this estimator's fitted
         # attributes are set once, by the final fit
         probe = copy.copy(self)
-        probe._finish(ensemble, record, n_rounds, pen, device,
-                      setup.candidate_search is not None)
+        probe._finish(ensemble, record, n_rounds, pen, device, setup.candidate_search is not None)
         path = selection_path(probe)
         watched = path.val_loss if path.val_loss is not None else path.train_loss
         return auto_k(watched, float(self.tol))
@@ -385,10 +496,12 @@ class _BaseGBFS(SelectorBase):
                 f"scores {n_pseudo} pseudo-features per tree, not fewer than the {d} features "
                 "the exact search scores: expect no speed-up. Group testing pays off when the "
                 "desired number of features is much smaller than the number of features.",
-                UserWarning)
+                UserWarning,
+            )
         times["standardize"] = clock() - t0
-        return GroupTestSearch(Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows,
-                               subsets=self.gt_subsets)
+        return GroupTestSearch(
+            Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows, subsets=self.gt_subsets
+        )
 
     def _finish(self, ensemble, record, n_rounds, penalties, device, group_tested):
         """Keep the first n_rounds rounds and derive the selection from the trees kept
@@ -396,11 +509,17 @@ class _BaseGBFS(SelectorBase):
         K = ensemble.n_outputs
         n_trees = n_rounds * K
         self.group_test_candidates_ = (
-            None if not group_tested
-            else [np.asarray(c, np.int64) for c in penalties.candidates_by_tree[:n_trees]])
+            None
+            if not group_tested
+            else [np.asarray(c, np.int64) for c in penalties.candidates_by_tree[:n_trees]]
+        )
         if n_trees < ensemble.n_trees:
-            kept = TreeEnsemble(ensemble.max_depth, ensemble.n_features, ensemble.base_score,
-                                is_categorical=ensemble.is_categorical)
+            kept = TreeEnsemble(
+                ensemble.max_depth,
+                ensemble.n_features,
+                ensemble.base_score,
+                is_categorical=ensemble.is_categorical,
+            )
             for t in range(n_trees):
                 kept.append(ensemble.trees[t], ensemble.tree_column[t])
             ensemble = kept
@@ -445,7 +564,8 @@ class _BaseGBFS(SelectorBase):
         return self.ensemble_.predict_raw(X, backend)
 
 
-_PARAMS_DOC = """
+_PARAMS_DOC = (
+    """
     Parameters
     ----------
     mu : float >= 0, default=0.05
@@ -460,7 +580,9 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (the first use of feature f pays ``mu * cost[f]``);
         None: every feature costs 1.
-""" + TREE_CATEGORICAL_FEATURES_DOC + """\
+"""
+    + TREE_CATEGORICAL_FEATURES_DOC
+    + """\
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group ("bag") label of each feature; all features of a group become free together.
     n_features_to_select : int >= 1, float in (0, 1], "auto" or None, default=None
@@ -643,14 +765,19 @@ _PARAMS_DOC = """
         The cut points of every feature.
     n_estimators_ : int
         Rounds kept (fewer than ``n_estimators`` after early stopping).
-""" + INPUT_ATTRIBUTES_DOC + """    device_ : str
+"""
+    + INPUT_ATTRIBUTES_DOC
+    + """    device_ : str
         "cpu" or "gpu", where the model was fitted.
 """
+)
 
 
 class GBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin, _BaseGBFS):
-    __doc__ = ("Gradient Boosted Feature Selection for regression (squared error).\n"
-               + _PARAMS_DOC + """
+    __doc__ = (
+        "Gradient Boosted Feature Selection for regression (squared error).\n"
+        + _PARAMS_DOC
+        + """
     Examples
     --------
     >>> import numpy as np
@@ -661,7 +788,8 @@ class GBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin,
     >>> est = GBFSRegressor(n_estimators=20, device="cpu", random_state=0).fit(X, y)
     >>> sorted(est.selected_features_.tolist())
     [0, 3]
-""")
+"""
+    )
 
     def predict(self, X):
         """Predicted values.
@@ -678,13 +806,16 @@ class GBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin,
         return self._raw_predict(X)[:, 0]
 
 
-class GBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin,
-                     _BaseGBFS):
-    __doc__ = ("Gradient Boosted Feature Selection for classification (binary log loss, or "
-               "softmax with one tree per class per round and one shared set of used "
-               "features).\n" + _PARAMS_DOC + """    classes_ : ndarray of shape (n_classes,)
+class GBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin, _BaseGBFS):
+    __doc__ = (
+        "Gradient Boosted Feature Selection for classification (binary log loss, or "
+        "softmax with one tree per class per round and one shared set of used "
+        "features).\n"
+        + _PARAMS_DOC
+        + """    classes_ : ndarray of shape (n_classes,)
         The class labels.
-""")
+"""
+    )
 
     def decision_function(self, X):
         """Raw scores.

@@ -10,10 +10,10 @@ prediction for given tasks. The penalty and the interleaved boosting loop live i
 parameters, the input
 door and the selector interface from the selector base (``selectors._base``).
 """
+
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
@@ -21,25 +21,36 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import _scales
-from ..io import model_io
-from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._device import resolve_device, to_host
-from ..data._input import check_costs, check_groups, check_sample_weight, check_X, check_y
+from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._params import N_JOBS_CONSTRAINT
 from .._threading import honours_n_jobs
+from .._warnings import warn_from_caller
 from ..backends import get_backend
+from ..data import _scales
+from ..data._input import check_costs, check_groups, check_sample_weight, check_X, check_y
 from ..engine.binning import BinMapper
 from ..engine.boosting import BoostingParams
 from ..engine.grower import TreeParams
 from ..engine.multitask_boosting import MultiTaskPenaltyState, fit_multitask_boosting
 from ..engine.penalties import PENALTY_SCALINGS
-from ._base import (DEVICE_CONSTRAINT, ClassifierTargetMixin, FitData, RegressorTargetMixin,
-                    SelectorBase, input_device, real_range)
-from ._boosted import (BOOSTING_CONSTRAINTS, BoostedClassifierMixin, BoostedRegressorMixin,
-                       cat_guards)
+from ..io import model_io
+from ._base import (
+    DEVICE_CONSTRAINT,
+    ClassifierTargetMixin,
+    FitData,
+    RegressorTargetMixin,
+    SelectorBase,
+    input_device,
+    real_range,
+)
+from ._boosted import (
+    BOOSTING_CONSTRAINTS,
+    BoostedClassifierMixin,
+    BoostedRegressorMixin,
+    cat_guards,
+)
 from ._multitask_io import MultiTaskGBFSCodec
-from .._warnings import warn_from_caller
 
 __all__ = ["MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor"]
 
@@ -47,8 +58,13 @@ __all__ = ["MultiTaskGBFSClassifier", "MultiTaskGBFSRegressor"]
 def _is_task_list(X, y):
     """The list form: a list/tuple of 2-D tables and a list/tuple of targets of equal length
     (a plain list of rows is an ordinary X: its items are 1-D)."""
-    return (isinstance(X, (list, tuple)) and isinstance(y, (list, tuple)) and len(X) > 0
-            and len(X) == len(y) and all(len(getattr(x, "shape", np.shape(x))) == 2 for x in X))
+    return (
+        isinstance(X, (list, tuple))
+        and isinstance(y, (list, tuple))
+        and len(X) > 0
+        and len(X) == len(y)
+        and all(len(getattr(x, "shape", np.shape(x))) == 2 for x in X)
+    )
 
 
 def _split_task_column(X, task, required):
@@ -60,14 +76,16 @@ def _split_task_column(X, task, required):
     columns = getattr(X, "columns", None)
     if columns is not None and task in list(columns):
         try:
-            rest = X.drop(columns=[task])       # pandas, cudf
+            rest = X.drop(columns=[task])  # pandas, cudf
         except TypeError:
-            rest = X.drop(task)                 # polars
+            rest = X.drop(task)  # polars
         return rest, X[task]
     if required:
-        raise ValueError(f"task={task!r}: a string names the task-id column of a data frame X, "
-                         "and X has no such column; give the task of every row as an array, "
-                         "or the column's name.")
+        raise ValueError(
+            f"task={task!r}: a string names the task-id column of a data frame X, "
+            "and X has no such column; give the task of every row as an array, "
+            "or the column's name."
+        )
     return X, task
 
 
@@ -75,9 +93,12 @@ def _warn_nothing_selected(ys, ws, xp, n_rounds):
     """The warning of every family when a fit selects no feature, with the reason: a target
     constant (on the rows of positive weight) in every task, or prices no split paid."""
     constant = all(bool(xp.ptp(y if w is None else y[w > 0]) == 0) for y, w in zip(ys, ws))
-    why = ("the target is constant in every task, so no split can lower the loss" if constant
-           else f"no split on any feature paid its price in {n_rounds} rounds. Lower mu_G "
-                "and mu_t (the prices of a feature new to all tasks and new to one task)")
+    why = (
+        "the target is constant in every task, so no split can lower the loss"
+        if constant
+        else f"no split on any feature paid its price in {n_rounds} rounds. Lower mu_G "
+        "and mu_t (the prices of a feature new to all tasks and new to one task)"
+    )
     warn_from_caller(f"no feature was selected: {why}.", UserWarning)
 
 
@@ -98,8 +119,7 @@ def _task_ids(task, n):
 
     labels = np.asarray(to_host(as_array(task, "cpu", "task")))
     if labels.ndim != 1 or labels.shape[0] != n:
-        raise ValueError(f"task must give one id per row: {n} rows, got shape "
-                         f"{labels.shape}.")
+        raise ValueError(f"task must give one id per row: {n} rows, got shape {labels.shape}.")
     if labels.dtype.kind == "O":
         missing = np.array([_missing(v) for v in labels], dtype=bool)
     elif labels.dtype.kind in "fc":
@@ -108,10 +128,15 @@ def _task_ids(task, n):
         missing = np.zeros(n, dtype=bool)
     if missing.any():
         rows = np.flatnonzero(missing)
-        where = (f"row {int(rows[0])}" if rows.size == 1 else
-                 f"rows {rows[:10].tolist()}" + (" ..." if rows.size > 10 else ""))
-        raise ValueError(f"task has {rows.size} missing value{'s' * (rows.size > 1)} (NaN or "
-                         f"None), at {where}; every row needs a task id.")
+        where = (
+            f"row {int(rows[0])}"
+            if rows.size == 1
+            else f"rows {rows[:10].tolist()}" + (" ..." if rows.size > 10 else "")
+        )
+        raise ValueError(
+            f"task has {rows.size} missing value{'s' * (rows.size > 1)} (NaN or "
+            f"None), at {where}; every row needs a task id."
+        )
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
         raise ValueError("task contains infinity; task ids must be labels.")
     if labels.dtype.kind == "c":
@@ -120,8 +145,10 @@ def _task_ids(task, n):
         tasks, codes = np.unique(labels, return_inverse=True)
     except TypeError:
         kinds = sorted({type(v).__name__ for v in labels})
-        raise ValueError(f"task has ids of mixed types ({', '.join(kinds)}); give ids of one "
-                         "type (for example task.astype(str)).") from None
+        raise ValueError(
+            f"task has ids of mixed types ({', '.join(kinds)}); give ids of one "
+            "type (for example task.astype(str))."
+        ) from None
     return tasks, codes.astype(np.int64).ravel()
 
 
@@ -158,13 +185,32 @@ class _BaseMultiTaskGBFS(SelectorBase):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, mu_G=0.05, mu_t=0.01, penalty_scaling="root_sse",
-                 feature_costs=None, feature_groups=None, categorical_features="from_dtype",
-                 n_estimators=100, learning_rate=0.1,
-                 max_depth=4, max_bins=255, reg_lambda=1.0, min_child_weight=1e-3,
-                 min_split_gain=0.0, hessian=True, cat_smooth=10.0, cat_l2=10.0,
-                 min_data_per_group=20, max_cat_threshold=32, device="auto", n_jobs=None,
-                 random_state=None, verbose=False):
+    def __init__(
+        self,
+        *,
+        mu_G=0.05,
+        mu_t=0.01,
+        penalty_scaling="root_sse",
+        feature_costs=None,
+        feature_groups=None,
+        categorical_features="from_dtype",
+        n_estimators=100,
+        learning_rate=0.1,
+        max_depth=4,
+        max_bins=255,
+        reg_lambda=1.0,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+        hessian=True,
+        cat_smooth=10.0,
+        cat_l2=10.0,
+        min_data_per_group=20,
+        max_cat_threshold=32,
+        device="auto",
+        n_jobs=None,
+        random_state=None,
+        verbose=False,
+    ):
         self.mu_G = mu_G
         self.mu_t = mu_t
         self.penalty_scaling = penalty_scaling
@@ -193,15 +239,21 @@ class _BaseMultiTaskGBFS(SelectorBase):
         """(FitData over all rows, task codes int64 (n,) on the host, task labels)."""
         if _is_task_list(X, y):
             if task is not None:
-                raise ValueError("task= is for a single X with a task-id column; with lists "
-                                 "[X_1, ..., X_T], [y_1, ..., y_T] each list entry is a task.")
+                raise ValueError(
+                    "task= is for a single X with a task-id column; with lists "
+                    "[X_1, ..., X_T], [y_1, ..., y_T] each list entry is a task."
+                )
             return self._prepare_list(X, y, sample_weight)
         if isinstance(X, (list, tuple)) and isinstance(y, (list, tuple)) and task is None:
-            raise ValueError("the list form needs as many targets as tables, each table 2-D: "
-                             f"got {len(X)} tables and {len(y)} targets.")
+            raise ValueError(
+                "the list form needs as many targets as tables, each table 2-D: "
+                f"got {len(X)} tables and {len(y)} targets."
+            )
         if task is None:
-            raise ValueError("give the task of every row (fit(X, y, task=task_ids)) or one "
-                             "table per task (fit([X_1, ..., X_T], [y_1, ..., y_T])).")
+            raise ValueError(
+                "give the task of every row (fit(X, y, task=task_ids)) or one "
+                "table per task (fit([X_1, ..., X_T], [y_1, ..., y_T]))."
+            )
         X, task = _split_task_column(X, task, required=True)
         data = self._prepare_fit(X, y, sample_weight)
         tasks, codes = _task_ids(task, data.X.shape[0])
@@ -214,22 +266,28 @@ class _BaseMultiTaskGBFS(SelectorBase):
         if sample_weight is None:
             sample_weight = [None] * n_tasks
         elif not isinstance(sample_weight, (list, tuple)) or len(sample_weight) != n_tasks:
-            raise ValueError(f"with one table per task, sample_weight must be a list of "
-                             f"{n_tasks} entries (arrays or None).")
+            raise ValueError(
+                f"with one table per task, sample_weight must be a list of "
+                f"{n_tasks} entries (arrays or None)."
+            )
         device = resolve_device(self.device)
         backend = get_backend(device)
         xp = backend.xp
         Xc, yc, wc = [], [], []
         for t in range(n_tasks):
-            Xt = check_X(self, Xs[t], device=device, reset=t == 0,
-                         **(self._categorical_args() if t == 0 else {}))
+            Xt = check_X(
+                self,
+                Xs[t],
+                device=device,
+                reset=t == 0,
+                **(self._categorical_args() if t == 0 else {}),
+            )
             Xc.append(Xt)
             yc.append(check_y(ys[t], Xt.shape[0], device=device))
             wc.append(check_sample_weight(sample_weight[t], Xt.shape[0], device=device))
         counts = [x.shape[0] for x in Xc]
         X = xp.concatenate(Xc, axis=0)
-        if len({str(y.dtype.kind) for y in yc}) > 1 and not all(y.dtype.kind in "iuf"
-                                                              for y in yc):
+        if len({str(y.dtype.kind) for y in yc}) > 1 and not all(y.dtype.kind in "iuf" for y in yc):
             raise ValueError("the tasks' targets have different kinds of labels.")
         y_input = xp.concatenate(yc)
         w = None
@@ -237,8 +295,9 @@ class _BaseMultiTaskGBFS(SelectorBase):
             w = xp.concatenate([xp.ones(n) if x is None else x for n, x in zip(counts, wc)])
         yenc = self._encode_target(y_input)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        data = FitData(backend=backend, xp=xp, X=X, y=yenc, y_input=y_input,
-                       sample_weight=w, seed=seed)
+        data = FitData(
+            backend=backend, xp=xp, X=X, y=yenc, y_input=y_input, sample_weight=w, seed=seed
+        )
         codes = np.repeat(np.arange(n_tasks, dtype=np.int64), counts)
         return data, codes, np.arange(n_tasks)
 
@@ -246,13 +305,16 @@ class _BaseMultiTaskGBFS(SelectorBase):
         try:
             mu_t = np.asarray(to_host(self.mu_t), dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"mu_t must be a number or an array of numbers, one price per "
-                             f"task: {exc}") from None
+            raise ValueError(
+                f"mu_t must be a number or an array of numbers, one price per task: {exc}"
+            ) from None
         if mu_t.ndim == 0:
             mu_t = np.full(n_tasks, float(mu_t))
         if mu_t.shape != (n_tasks,):
-            raise ValueError(f"mu_t must be a number or one price per task: {n_tasks} tasks, "
-                             f"got shape {mu_t.shape}.")
+            raise ValueError(
+                f"mu_t must be a number or one price per task: {n_tasks} tasks, "
+                f"got shape {mu_t.shape}."
+            )
         if not np.isfinite(mu_t).all() or (mu_t < 0).any():
             raise ValueError("mu_t must be finite and >= 0.")
         if self.penalty_scaling == "root_sse" and (float(self.mu_G) + mu_t >= 1).any():
@@ -261,7 +323,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
                 f"with penalty_scaling='root_sse' the scaled gain of a split is at most 1, so "
                 f"mu_G + mu_t must be < 1 (Algorithm 1's condition) or no new feature can ever "
                 f"enter: mu_G={float(self.mu_G):g} + mu_t={mu_t[t]:g} for task "
-                f"{_plain(self.tasks_[t])!r}.")
+                f"{_plain(self.tasks_[t])!r}."
+            )
         return mu_t
 
     # --- fit ----------------------------------------------------------------------------
@@ -307,7 +370,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
         # weight 0 place none).
         self.bin_mapper_ = BinMapper(self.max_bins, random_state=data.seed).fit(
             Xall if wall is None or bool((wall > 0).all()) else Xall[wall > 0],
-            categories=self.category_codes_)
+            categories=self.category_codes_,
+        )
         Xb = self.bin_mapper_.transform(Xall, backend)
         times = {"bin": time.perf_counter() - t0}
         rows = [xp.asarray(np.flatnonzero(codes == t)) for t in range(n_tasks)]
@@ -316,21 +380,27 @@ class _BaseMultiTaskGBFS(SelectorBase):
         ws = [None if wall is None else wall[r] for r in rows]
         for t, w in enumerate(ws):
             if w is not None and not bool((w > 0).any()):
-                raise ValueError(f"every sample weight of task {tasks[t]!r} is 0: a task "
-                                 "needs rows to fit.")
+                raise ValueError(
+                    f"every sample weight of task {tasks[t]!r} is 0: a task needs rows to fit."
+                )
         params = BoostingParams(
             n_estimators=self.n_estimators,
-            tree=TreeParams(max_depth=self.max_depth, reg_lambda=float(self.reg_lambda),
-                            learning_rate=float(self.learning_rate),
-                            min_child_weight=float(self.min_child_weight),
-                            min_split_gain=float(self.min_split_gain),
-                            **cat_guards(self)),
-            hessian=bool(self.hessian), verbose=bool(self.verbose))
-        state = MultiTaskPenaltyState(float(self.mu_G), mu_t, costs, groups,
-                                      self.penalty_scaling)
+            tree=TreeParams(
+                max_depth=self.max_depth,
+                reg_lambda=float(self.reg_lambda),
+                learning_rate=float(self.learning_rate),
+                min_child_weight=float(self.min_child_weight),
+                min_split_gain=float(self.min_split_gain),
+                **cat_guards(self),
+            ),
+            hessian=bool(self.hessian),
+            verbose=bool(self.verbose),
+        )
+        state = MultiTaskPenaltyState(float(self.mu_G), mu_t, costs, groups, self.penalty_scaling)
         t0 = time.perf_counter()
-        result = fit_multitask_boosting(backend, Xbs, ys, ws, self._objective, state,
-                                        self.bin_mapper_, params)
+        result = fit_multitask_boosting(
+            backend, Xbs, ys, ws, self._objective, state, self.bin_mapper_, params
+        )
         times["boost"] = time.perf_counter() - t0
         self.fit_times_ = times
         self.mu_t_ = mu_t
@@ -339,8 +409,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
         self.device_ = data.device
         self.selection_records_ = [r.as_dict() for r in result.records]
         self._set_support(state.shared.order)
-        self.selected_features_by_task_ = [np.asarray(p.order, dtype=np.int64)
-                                           for p in state.tasks]
+        self.selected_features_by_task_ = [np.asarray(p.order, dtype=np.int64) for p in state.tasks]
         self.first_use_tree_by_task_ = np.stack([p.first_use_tree for p in state.tasks])
         self._finish_selection(state.shared.first_use_tree)
         if self.selected_features_.size == 0:
@@ -381,8 +450,9 @@ class _BaseMultiTaskGBFS(SelectorBase):
         if labels.ndim == 0:
             labels = np.full(n, labels.item() if hasattr(labels, "item") else labels)
         if labels.shape != (n,):
-            raise ValueError(f"task must be one label or one label per row: {n} rows, got "
-                             f"shape {labels.shape}.")
+            raise ValueError(
+                f"task must be one label or one label per row: {n} rows, got shape {labels.shape}."
+            )
         known = np.asarray(self.tasks_)
         try:
             idx = np.searchsorted(known, labels)
@@ -392,20 +462,24 @@ class _BaseMultiTaskGBFS(SelectorBase):
             ok = np.zeros(n, dtype=bool)
         if not ok.all():
             bad = labels[~ok][0]
-            raise ValueError(f"task {_plain(bad)!r} was not seen in fit; the tasks are "
-                             f"{[_plain(t) for t in known]}.")
+            raise ValueError(
+                f"task {_plain(bad)!r} was not seen in fit; the tasks are "
+                f"{[_plain(t) for t in known]}."
+            )
         return idx.astype(np.int64)
 
     def _score(self, metric, X, y, task, sample_weight):
         """``metric(y, predict(X, task=task))`` on the host, a float."""
-        return float(metric(to_host(y), to_host(self.predict(X, task=task)),
-                            sample_weight=sample_weight))
+        return float(
+            metric(to_host(y), to_host(self.predict(X, task=task)), sample_weight=sample_weight)
+        )
 
     def _raw_predict(self, X, task):
         check_is_fitted(self, "ensembles_")
         if task is None:
-            raise ValueError("predict needs task=: the label of the task (for every row) or "
-                             "one label per row.")
+            raise ValueError(
+                "predict needs task=: the label of the task (for every row) or one label per row."
+            )
         X, task = _split_task_column(X, task, required=False)
         device = input_device(X)
         backend = get_backend(device)
@@ -425,7 +499,8 @@ def _plain(x):
     return x.item() if isinstance(x, np.generic) else x
 
 
-_PARAMS_DOC = """
+_PARAMS_DOC = (
+    """
     Each task grows its own boosted trees on its own rows, in turn (Algorithm 1 of Han, Rao,
     Sorokina and Subbian, "Scalable Feature Selection for (Multitask) Gradient Boosted Trees",
     AISTATS 2020). A split of task t on feature j scores ``gain / divisor - mu_G * cost[j]
@@ -447,7 +522,9 @@ _PARAMS_DOC = """
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature, multiplying both prices; None: every feature costs
         1.
-""" + TREE_CATEGORICAL_FEATURES_DOC + """\
+"""
+    + TREE_CATEGORICAL_FEATURES_DOC
+    + """\
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a group counts as used once any member is.
     n_estimators : int >= 1, default=100
@@ -520,15 +597,21 @@ _PARAMS_DOC = """
         Rounds grown.
     fit_times_ : dict
         Wall seconds of the fit's phases: bin, boost.
-""" + INPUT_ATTRIBUTES_DOC + """    device_ : str
+"""
+    + INPUT_ATTRIBUTES_DOC
+    + """    device_ : str
         "cpu" or "gpu", where the model was fitted.
 """
+)
 
 
-class MultiTaskGBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin,
-                             _BaseMultiTaskGBFS):
-    __doc__ = ("Multitask gradient boosted feature selection for regression (squared error).\n"
-               + _PARAMS_DOC + """
+class MultiTaskGBFSRegressor(
+    BoostedRegressorMixin, RegressorTargetMixin, RegressorMixin, _BaseMultiTaskGBFS
+):
+    __doc__ = (
+        "Multitask gradient boosted feature selection for regression (squared error).\n"
+        + _PARAMS_DOC
+        + """
     Examples
     --------
     >>> import numpy as np
@@ -541,7 +624,8 @@ class MultiTaskGBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, Regres
     [0, 1, 2, 3]
     >>> [sorted(s.tolist()) for s in est.selected_features_by_task_]
     [[0, 1], [0, 2], [0, 3]]
-""")
+"""
+    )
 
     def score(self, X, y, task=None, sample_weight=None):
         from sklearn.metrics import r2_score
@@ -568,13 +652,17 @@ class MultiTaskGBFSRegressor(BoostedRegressorMixin, RegressorTargetMixin, Regres
         return self._raw_predict(X, task)[:, 0]
 
 
-class MultiTaskGBFSClassifier(BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin,
-                              _BaseMultiTaskGBFS):
-    __doc__ = ("Multitask gradient boosted feature selection for classification (binary log "
-               "loss, or softmax; the classes are shared by all tasks).\n" + _PARAMS_DOC
-               + """    classes_ : ndarray of shape (n_classes,)
+class MultiTaskGBFSClassifier(
+    BoostedClassifierMixin, ClassifierTargetMixin, ClassifierMixin, _BaseMultiTaskGBFS
+):
+    __doc__ = (
+        "Multitask gradient boosted feature selection for classification (binary log "
+        "loss, or softmax; the classes are shared by all tasks).\n"
+        + _PARAMS_DOC
+        + """    classes_ : ndarray of shape (n_classes,)
         The class labels of all tasks together.
-""")
+"""
+    )
 
     def score(self, X, y, task=None, sample_weight=None):
         from sklearn.metrics import accuracy_score

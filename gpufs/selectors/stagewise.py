@@ -9,31 +9,47 @@ validation data and early stopping come from the shared selector base (``selecto
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import _scales
-from ..io import model_io
-from .._docstrings import INPUT_ATTRIBUTES_DOC
 from .._device import get_namespace, to_host
-from ..data._input import check_X
+from .._docstrings import INPUT_ATTRIBUTES_DOC
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
-from ..engine.objectives import sigmoid
-from ..path import selection_path
-from ._base import (ClassifierTargetMixin, EarlyStopping, RegressorTargetMixin, SelectorBase,
-                    _deprecated_validation_keywords, feature_budget, input_device)
-from ._stagewise_io import StagewiseCodec
-from ._stagewise_stages import (LeastSquaresStage, LogisticStage, _category_candidates,
-                                _category_index, _check_raw_units, _column, _column_exponents,
-                                _constant_target, _scale_columns, _standardize_stats)
 from .._warnings import warn_from_caller
+from ..data import _scales
+from ..data._input import check_X
+from ..engine.objectives import sigmoid
+from ..io import model_io
+from ..path import selection_path
+from ._base import (
+    ClassifierTargetMixin,
+    EarlyStopping,
+    RegressorTargetMixin,
+    SelectorBase,
+    _deprecated_validation_keywords,
+    feature_budget,
+    input_device,
+)
+from ._stagewise_io import StagewiseCodec
+from ._stagewise_stages import (
+    LeastSquaresStage,
+    LogisticStage,
+    _category_candidates,
+    _category_index,
+    _check_raw_units,
+    _column,
+    _column_exponents,
+    _constant_target,
+    _scale_columns,
+    _standardize_stats,
+)
 
 __all__ = ["LeastSquaresStage", "LogisticStage", "StagewiseClassifier", "StagewiseRegressor"]
 
@@ -54,8 +70,12 @@ class _StagewiseBase(SelectorBase):
     """
 
     _parameter_constraints: dict = {
-        "n_features_to_select": [None, int_range(1), real_range(0, 1, closed="right"),
-                                 StrOptions({"auto"})],
+        "n_features_to_select": [
+            None,
+            int_range(1),
+            real_range(0, 1, closed="right"),
+            StrOptions({"auto"}),
+        ],
         "tol": [None, real_range(0)],
         "validation_fraction": [None, real_range(0, 1, closed="neither")],
         "n_iter_no_change": [None, int_range(1)],
@@ -74,8 +94,17 @@ class _StagewiseBase(SelectorBase):
         return n_features if budget.k is None else min(budget.k, n_features)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, eval_set=None, sample_weight_eval_set=None,
-            X_val=None, y_val=None, sample_weight_val=None):
+    def fit(
+        self,
+        X,
+        y,
+        sample_weight=None,
+        eval_set=None,
+        sample_weight_eval_set=None,
+        X_val=None,
+        y_val=None,
+        sample_weight_val=None,
+    ):
         """Run the stagewise rounds.
 
         Parameters
@@ -103,7 +132,8 @@ class _StagewiseBase(SelectorBase):
             The fitted estimator.
         """
         eval_set, sample_weight_eval_set = _deprecated_validation_keywords(
-            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set)
+            X_val, y_val, sample_weight_val, eval_set, sample_weight_eval_set
+        )
         return self._fit(X, y, sample_weight, eval_set, sample_weight_eval_set)
 
     def _fit(self, X, y, sample_weight, eval_set, sample_weight_eval_set):
@@ -121,7 +151,7 @@ class _StagewiseBase(SelectorBase):
         miss_cols = [int(f) for f in np.flatnonzero(to_host(holes))]
         miss_mask = {f: xp.isnan(Xa[:, f]) for f in miss_cols}
         if miss_cols:
-            Xa = Xa.copy()          # the user's array is never written
+            Xa = Xa.copy()  # the user's array is never written
         # categorical columns: their codes apart, zeros in X (constant: never a numeric
         # candidate); X is the door's fresh encoding then, not the user's array
         cat_cols = np.flatnonzero(self.is_categorical_)
@@ -139,13 +169,22 @@ class _StagewiseBase(SelectorBase):
         max_rounds = self._max_rounds(budget, d)
         stage = self._stage_loss()
         _scales.check_target_scale(self, data.y, data.sample_weight)
-        Y = stage.targets(data.y, xp)                              # (n, K) float64
-        w = (xp.ones(n, dtype=xp.float64) if data.sample_weight is None
-             else xp.asarray(data.sample_weight, dtype=xp.float64))
-        evals = [(Xv, stage.targets(yv, xp),
-                  xp.ones(Xv.shape[0], dtype=xp.float64) if wv is None else wv)
-                 for Xv, yv, wv in self._eval_sets(eval_set, sample_weight_eval_set, data,
-                                                   dtype=dtype, allow_nan=True)]
+        Y = stage.targets(data.y, xp)  # (n, K) float64
+        w = (
+            xp.ones(n, dtype=xp.float64)
+            if data.sample_weight is None
+            else xp.asarray(data.sample_weight, dtype=xp.float64)
+        )
+        evals = [
+            (
+                Xv,
+                stage.targets(yv, xp),
+                xp.ones(Xv.shape[0], dtype=xp.float64) if wv is None else wv,
+            )
+            for Xv, yv, wv in self._eval_sets(
+                eval_set, sample_weight_eval_set, data, dtype=dtype, allow_nan=True
+            )
+        ]
         eval_idx = []
         for Xv, _, _ in evals:
             eval_idx.append({f: _category_index(Xv[:, f], n, xp) for f, n in n_codes.items()})
@@ -169,14 +208,19 @@ class _StagewiseBase(SelectorBase):
             obs = ~miss_mask[f]
             wo = w * obs
             W_obs = float(wo.sum())
-            fill[f] = (float(wo @ xp.where(obs, Xa[:, f], 0).astype(xp.float64)) / W_obs
-                       if W_obs > 0 else 0.0)
+            fill[f] = (
+                float(wo @ xp.where(obs, Xa[:, f], 0).astype(xp.float64)) / W_obs
+                if W_obs > 0
+                else 0.0
+            )
             Xa[:, f] = xp.where(obs, Xa[:, f], xp.asarray(fill[f], dtype=Xa.dtype))
             miss_idx[f] = xp.where(obs, 1, 0).astype(xp.int64)
         W = float(w.sum())
         if not W > 0:
-            raise ValueError("The training rows have zero total sample_weight; at least one "
-                             "training row needs weight > 0.")
+            raise ValueError(
+                "The training rows have zero total sample_weight; at least one "
+                "training row needs weight > 0."
+            )
         eval_W = [float(wv.sum()) for _, _, wv in evals]
         if any(not Wv > 0 for Wv in eval_W):
             raise ValueError("The validation rows have zero total sample weight.")
@@ -185,23 +229,25 @@ class _StagewiseBase(SelectorBase):
         mean, std, inv_std = _standardize_stats(Xa, w, W, xp, device)
         # a validation row's missing value counts at the training mean (standardized 0)
         eval_miss = [_fill_missing(Xv, to_host(mean), miss_cols, xp) for Xv, _, _ in evals]
-        bias = stage.bias(Y, w, W, xp)                             # (K,) float64
+        bias = stage.bias(Y, w, W, xp)  # (K,) float64
         K = Y.shape[1]
         F = xp.broadcast_to(bias[None, :], (n, K)).copy()
         eval_F = [xp.broadcast_to(bias[None, :], (Xv.shape[0], K)).copy() for Xv, _, _ in evals]
 
-        active = inv_std > 0                                       # constant: never selectable
+        active = inv_std > 0  # constant: never selectable
         for f, n_f in n_codes.items():
             active[f] = n_f > 0
-        for f in miss_cols:      # holes and observed values on weighted rows: the offset
-            on = w > 0           # can move the missing rows even when the rest is constant
-            active[f] = bool(active[f]) or (bool((miss_mask[f] & on).any())
-                                            and bool((~miss_mask[f] & on).any()))
+        for f in miss_cols:  # holes and observed values on weighted rows: the offset
+            on = w > 0  # can move the missing rows even when the rest is constant
+            active[f] = bool(active[f]) or (
+                bool((miss_mask[f] & on).any()) and bool((~miss_mask[f] & on).any())
+            )
         cat_coef, miss_coef = {}, {}
         coef_std = np.zeros((K, d), dtype=np.float64)
         costs = [stage.cost(F, Y, w, W, xp)]
-        eval_costs = [[stage.cost(Fv, Yv, wv, Wv, xp)]
-                      for Fv, (_, Yv, wv), Wv in zip(eval_F, evals, eval_W)]
+        eval_costs = [
+            [stage.cost(Fv, Yv, wv, Wv, xp)] for Fv, (_, Yv, wv), Wv in zip(eval_F, evals, eval_W)
+        ]
         stopper = EarlyStopping(self.n_iter_no_change)
         if evals:
             stopper.start(eval_costs[-1][0])
@@ -212,25 +258,25 @@ class _StagewiseBase(SelectorBase):
         auto = budget.needs_auto_fit
         cut = None
 
-        with tqdm(total=max_rounds, disable=not self.verbose, desc=type(self).__name__,
-                  unit="feature") as bar:
+        with tqdm(
+            total=max_rounds, disable=not self.verbose, desc=type(self).__name__, unit="feature"
+        ) as bar:
             for _ in range(max_rounds):
                 if constant_y or not bool(active.any()):
                     break
-                a, cand_cost = stage.candidates(Xa, F, Y, w, W, mean, inv_std, active, xp,
-                                                device)
+                a, cand_cost = stage.candidates(Xa, F, Y, w, W, mean, inv_std, active, xp, device)
                 total = cand_cost.sum(axis=0)
                 groups = {}
                 for f in n_codes:  # a categorical column: its group fit's cost instead
                     if bool(active[f]):
-                        groups[f] = _category_candidates(stage, cat_idx[f], n_codes[f], F, Y,
-                                                         w, W, xp)
+                        groups[f] = _category_candidates(
+                            stage, cat_idx[f], n_codes[f], F, Y, w, W, xp
+                        )
                         total[f] = groups[f][1]
                 offsets = {}
                 for f in miss_cols:  # the column's weight and its missing offset together:
                     if bool(active[f]):  # they move disjoint rows, so their gains add
-                        offsets[f] = _category_candidates(stage, miss_idx[f], 1, F, Y, w, W,
-                                                          xp)
+                        offsets[f] = _category_candidates(stage, miss_idx[f], 1, F, Y, w, W, xp)
                         total[f] = total[f] + offsets[f][1] - costs[-1]
                 total = xp.where(active, total, xp.inf)
                 j = int(xp.argmin(total))
@@ -241,7 +287,7 @@ class _StagewiseBase(SelectorBase):
                 if not auto and self.tol is not None and costs[-1] - new_cost < self.tol:
                     break
                 if j in groups:
-                    a_c = groups[j][0]                              # (K, n_codes + 1)
+                    a_c = groups[j][0]  # (K, n_codes + 1)
                     F += a_c[xp.arange(K)[None, :], cat_idx[j][:, None]]
                     cat_coef[j] = to_host(a_c[:, :-1]).astype(np.float64)
                     a_j = np.zeros(K)
@@ -259,8 +305,9 @@ class _StagewiseBase(SelectorBase):
                 costs.append(stage.cost(F, Y, w, W, xp))
                 bar.update(1)
                 bar.set_postfix(cost=f"{costs[-1]:.6g}")
-                for Fv, (Xv, Yv, wv), Wv, ec, ix, mx in zip(eval_F, evals, eval_W, eval_costs,
-                                                            eval_idx, eval_miss):
+                for Fv, (Xv, Yv, wv), Wv, ec, ix, mx in zip(
+                    eval_F, evals, eval_W, eval_costs, eval_idx, eval_miss
+                ):
                     if j in groups:
                         Fv += groups[j][0][xp.arange(K)[None, :], ix[j][:, None]]
                     else:
@@ -273,7 +320,7 @@ class _StagewiseBase(SelectorBase):
                     break
                 watched = eval_costs[-1] if evals else costs
                 if auto and len(selected) >= 2 and watched[-2] - watched[-1] <= self.tol:
-                    cut = len(selected) - 1         # that round's feature is not kept
+                    cut = len(selected) - 1  # that round's feature is not kept
                     break
 
         if stopped_early or cut is not None:
@@ -283,28 +330,47 @@ class _StagewiseBase(SelectorBase):
                 cat_coef.pop(j, None)
                 miss_coef.pop(j, None)
             selected = selected[:keep]
-            costs = costs[:keep + 1]
-            eval_costs = [ec[:keep + 1] for ec in eval_costs]
-            weights_hist = weights_hist[:keep + 1]
-        elif (isinstance(self.n_features_to_select, numbers.Integral) and selected
-              and len(selected) < max_rounds and self.tol is None):
-            why = ("the model fits the training data, so a further feature lowers the "
-                   "training cost by nothing" if fitted_exactly else "the others are constant")
-            warn_from_caller(f"Only {len(selected)} of the requested {max_rounds} features could "
-                          f"be selected: {why}.", UserWarning)
+            costs = costs[: keep + 1]
+            eval_costs = [ec[: keep + 1] for ec in eval_costs]
+            weights_hist = weights_hist[: keep + 1]
+        elif (
+            isinstance(self.n_features_to_select, numbers.Integral)
+            and selected
+            and len(selected) < max_rounds
+            and self.tol is None
+        ):
+            why = (
+                "the model fits the training data, so a further feature lowers the "
+                "training cost by nothing"
+                if fitted_exactly
+                else "the others are constant"
+            )
+            warn_from_caller(
+                f"Only {len(selected)} of the requested {max_rounds} features could "
+                f"be selected: {why}.",
+                UserWarning,
+            )
 
         if not selected:
-            why = ("the target is constant (on the rows of positive weight), so no feature can "
-                   "lower the training cost" if constant_y else
-                   "the validation cost never improved on the bias alone" if stopped_early else
-                   f"the first round lowered the training cost by less than tol={self.tol:g}"
-                   if self.tol is not None and bool(active.any()) else
-                   "every feature is constant")
-            advice = ("" if constant_y else " Set n_features_to_select to the number of "
-                      "features you want, or a smaller tol.")
+            why = (
+                "the target is constant (on the rows of positive weight), so no feature can "
+                "lower the training cost"
+                if constant_y
+                else "the validation cost never improved on the bias alone"
+                if stopped_early
+                else f"the first round lowered the training cost by less than tol={self.tol:g}"
+                if self.tol is not None and bool(active.any())
+                else "every feature is constant"
+            )
+            advice = (
+                ""
+                if constant_y
+                else " Set n_features_to_select to the number of "
+                "features you want, or a smaller tol."
+            )
             warn_from_caller(f"no feature was selected: {why}.{advice}", UserWarning)
         self.device_ = device
-        self.mean_ = np.ldexp(to_host(mean).astype(np.float64), col_exp)   # in X's units
+        self.mean_ = np.ldexp(to_host(mean).astype(np.float64), col_exp)  # in X's units
         self.std_ = np.ldexp(to_host(std).astype(np.float64), col_exp)
         with np.errstate(over="ignore"):  # a subnormal column: refused by _check_raw_units
             inv = np.ldexp(to_host(inv_std).astype(np.float64), -col_exp)
@@ -319,18 +385,26 @@ class _StagewiseBase(SelectorBase):
         _check_raw_units(coef, intercept)
         hist = np.stack(weights_hist)
         if self._one_output:  # a regressor's attributes have no model axis
-            coef_std, bias_h, coef, intercept, hist = (coef_std[0], float(bias_h[0]), coef[0],
-                                                       float(intercept[0]), hist[:, 0, :])
+            coef_std, bias_h, coef, intercept, hist = (
+                coef_std[0],
+                float(bias_h[0]),
+                coef[0],
+                float(intercept[0]),
+                hist[:, 0, :],
+            )
         self.standardized_coef_, self.bias_, self.coef_ = coef_std, bias_h, coef
         self.intercept_, self.weights_history_ = intercept, hist
         # {column: weights per category} in coef_'s layout, selected categorical columns only
-        self.category_coef_ = {int(f): (a[0] if self._one_output else a)
-                               for f, a in cat_coef.items()}
+        self.category_coef_ = {
+            int(f): (a[0] if self._one_output else a) for f, a in cat_coef.items()
+        }
         # {column: the offset added on its missing rows}, selected columns with holes in fit
-        self.missing_coef_ = {int(f): (float(a[0]) if self._one_output else a)
-                              for f, a in sorted(miss_coef.items())}
-        self._set_selection_path(selection_path(self),
-                                 entry_round=list(range(1, len(selected) + 1)))
+        self.missing_coef_ = {
+            int(f): (float(a[0]) if self._one_output else a) for f, a in sorted(miss_coef.items())
+        }
+        self._set_selection_path(
+            selection_path(self), entry_round=list(range(1, len(selected) + 1))
+        )
         return self
 
     # -- prediction ---------------------------------------------------------------------------
@@ -343,13 +417,14 @@ class _StagewiseBase(SelectorBase):
         Xa = check_X(self, X, device=device, reset=False, allow_nan=True)
         is_cat = self.is_categorical_
         sel = np.asarray([f for f in self.selected_features_ if not is_cat[f]], dtype=np.int64)
-        coef = np.atleast_2d(self.coef_)                 # (K, d) host
-        out = xp.broadcast_to(xp.asarray(np.atleast_1d(self.intercept_))[None, :],
-                              (Xa.shape[0], coef.shape[0])).copy()
+        coef = np.atleast_2d(self.coef_)  # (K, d) host
+        out = xp.broadcast_to(
+            xp.asarray(np.atleast_1d(self.intercept_))[None, :], (Xa.shape[0], coef.shape[0])
+        ).copy()
         if sel.size:
             Xs = Xa[:, xp.asarray(sel)]
             holes = xp.isnan(Xs)
-            if bool(holes.any()):       # a missing value: the column's mean (docs' rule)
+            if bool(holes.any()):  # a missing value: the column's mean (docs' rule)
                 Xs = xp.where(holes, xp.asarray(self.mean_[sel], dtype=Xs.dtype)[None, :], Xs)
             out += Xs @ xp.asarray(coef[:, sel].T)
         for f, a in sorted(getattr(self, "missing_coef_", {}).items()):
@@ -370,11 +445,12 @@ class _StagewiseBase(SelectorBase):
         a categorical column's spread of its category weights, the root mean square about
         their mean (what |weight| is for a column of equally frequent categories). The CLI
         prints them."""
-        score = np.abs(np.atleast_2d(np.asarray(self.standardized_coef_,
-                                                dtype=np.float64))).sum(axis=0)
+        score = np.abs(np.atleast_2d(np.asarray(self.standardized_coef_, dtype=np.float64))).sum(
+            axis=0
+        )
         for f, a in self._category_coef_2d().items():
             centered = a - a.mean(axis=1, keepdims=True)
-            score[f] = float(np.sqrt((centered ** 2).mean(axis=1)).sum())
+            score[f] = float(np.sqrt((centered**2).mean(axis=1)).sum())
         return score
 
     def _category_coef_2d(self):
@@ -454,7 +530,8 @@ _COMMON_ATTRIBUTES = """
 
 
 class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
-    __doc__ = """Forward stagewise (linear boosting) feature selection with the least-squares
+    __doc__ = (
+        """Forward stagewise (linear boosting) feature selection with the least-squares
     cost.
 
     Each round adds the one feature whose single weight, fitted with all earlier weights
@@ -462,7 +539,9 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
     Learning Refined", 2nd ed., section 9.6).
 
     Parameters
-    ----------""" + _COMMON_PARAMS + """
+    ----------"""
+        + _COMMON_PARAMS
+        + """
     verbose : int or bool, default=0
         Show a progress bar over the rounds.
 
@@ -477,7 +556,9 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
     bias_ : float
         Round-0 bias (weighted mean of y).
     weights_history_ : ndarray of shape (n_selected + 1, n_features), float64
-        Standardized weights after each round (row 0: all zero).""" + _COMMON_ATTRIBUTES + """
+        Standardized weights after each round (row 0: all zero)."""
+        + _COMMON_ATTRIBUTES
+        + """
 
     Examples
     --------
@@ -489,13 +570,23 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
     >>> StagewiseRegressor(2, device="cpu").fit(X, y).selected_features_.tolist()
     [2, 0]
     """
+    )
 
     _parameter_constraints = dict(_StagewiseBase._parameter_constraints)
 
-    def __init__(self, n_features_to_select=None, *, tol=None, validation_fraction=None,
-                 n_iter_no_change=None, categorical_features="from_dtype", device="auto",
-                 dtype="float64", random_state=None,
-                 verbose=0):
+    def __init__(
+        self,
+        n_features_to_select=None,
+        *,
+        tol=None,
+        validation_fraction=None,
+        n_iter_no_change=None,
+        categorical_features="from_dtype",
+        device="auto",
+        dtype="float64",
+        random_state=None,
+        verbose=0,
+    ):
         self.n_features_to_select = n_features_to_select
         self.tol = tol
         self.validation_fraction = validation_fraction
@@ -529,7 +620,8 @@ class StagewiseRegressor(RegressorTargetMixin, RegressorMixin, _StagewiseBase):
 
 
 class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase):
-    __doc__ = """Forward stagewise (linear boosting) feature selection with the logistic cost.
+    __doc__ = (
+        """Forward stagewise (linear boosting) feature selection with the logistic cost.
 
     Two classes: one logistic model (two-class softmax cost) for ``classes_[1]``. More classes:
     one-vs-rest, one logistic path per class, with ONE SHARED selected set: each round every
@@ -539,7 +631,9 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
     2nd ed., section 9.6; see ``docs/module_notes.rst``).
 
     Parameters
-    ----------""" + _COMMON_PARAMS + """
+    ----------"""
+        + _COMMON_PARAMS
+        + """
     max_newton_iter : int >= 1, default=20
         Newton passes per round at most (one sweep over X each, plus one sweep for the costs).
     newton_tol : float > 0, default=1e-8
@@ -562,17 +656,33 @@ class StagewiseClassifier(ClassifierTargetMixin, ClassifierMixin, _StagewiseBase
         Round-0 biases.
     weights_history_ : ndarray of shape (n_selected + 1, n_models, n_features), float64
         Standardized weights after each round; n_models = 1 for two classes, n_classes
-        otherwise.""" + _COMMON_ATTRIBUTES + """
+        otherwise."""
+        + _COMMON_ATTRIBUTES
+        + """
     """
+    )
 
-    _parameter_constraints = {**_StagewiseBase._parameter_constraints,
-                              "max_newton_iter": [int_range(1)],
-                              "newton_tol": [real_range(0, closed="neither")]}
+    _parameter_constraints = {
+        **_StagewiseBase._parameter_constraints,
+        "max_newton_iter": [int_range(1)],
+        "newton_tol": [real_range(0, closed="neither")],
+    }
 
-    def __init__(self, n_features_to_select=None, *, tol=None, validation_fraction=None,
-                 n_iter_no_change=None, max_newton_iter=20, newton_tol=1e-8,
-                 categorical_features="from_dtype", device="auto",
-                 dtype="float64", random_state=None, verbose=0):
+    def __init__(
+        self,
+        n_features_to_select=None,
+        *,
+        tol=None,
+        validation_fraction=None,
+        n_iter_no_change=None,
+        max_newton_iter=20,
+        newton_tol=1e-8,
+        categorical_features="from_dtype",
+        device="auto",
+        dtype="float64",
+        random_state=None,
+        verbose=0,
+    ):
         self.n_features_to_select = n_features_to_select
         self.tol = tol
         self.validation_fraction = validation_fraction

@@ -11,6 +11,7 @@ node; ``node_*`` (n_nodes,) int64; ``hist`` (n_slots, layout.n_slots, 2) int64; 
 (n_samples, n_outputs) float64. Every parallel loop has a ``_*_par`` (``prange``) and a
 ``_*_ser`` driver of one body; the reasons: ``docs/module_notes.rst``.
 """
+
 from ... import _threading
 
 _threading.configure()  # numba's threading layer, chosen before the first parallel kernel

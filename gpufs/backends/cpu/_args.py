@@ -12,6 +12,7 @@ numba's nopython mode takes named tuples of arrays and scalars as they are; but 
 through a tuple's field inside a ``prange`` body is lost (numba 0.68): outputs that parallel
 loops write stay plain arguments or are unpacked before the loop.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -26,7 +27,7 @@ class Run(NamedTuple):
     n_threads: int
     rows_per_task: int
     parallel_min_work: int
-    mode: int               # the histograms' loop (``histogram.use_columns``' modes)
+    mode: int  # the histograms' loop (``histogram.use_columns``' modes)
 
 
 class NodeSums(NamedTuple):
@@ -124,17 +125,17 @@ class Rows(NamedTuple):
 class SplitArgs(NamedTuple):
     """A tree's split parameters as the compiled search reads them (``split_args``)."""
 
-    n_bins: np.ndarray      # (n_features,) int32
+    n_bins: np.ndarray  # (n_features,) int32
     g_scale: float
     h_scale: float
     reg_lambda: float
     gain_divisor: float
     min_child_weight: float
     min_split_gain: float
-    cat_slot: np.ndarray    # (n_features,) int32, -1 for a numeric feature
+    cat_slot: np.ndarray  # (n_features,) int32, -1 for a numeric feature
     n_cat: int
     max_onehot: int
-    cat_smooth: float       # LightGBM's guards of a sorted categorical split (``_categorical``)
+    cat_smooth: float  # LightGBM's guards of a sorted categorical split (``_categorical``)
     cat_l2: float
     min_data_per_group: float
     max_cat_threshold: int
@@ -227,9 +228,19 @@ def split_args(split):
     """``SplitArgs`` of a ``SplitParams``, each field cast to the one type the kernels are
     compiled for."""
     cat_slot, n_cat = split.categorical()
-    return SplitArgs(np.asarray(split.n_bins, np.int32), float(split.g_scale),
-                     float(split.h_scale), float(split.reg_lambda), float(split.gain_divisor),
-                     float(split.min_child_weight), float(split.min_split_gain),
-                     np.asarray(cat_slot, np.int32), int(n_cat), int(split.max_cat_to_onehot),
-                     float(split.cat_smooth), float(split.cat_l2),
-                     float(split.min_data_per_group), int(split.max_cat_threshold))
+    return SplitArgs(
+        np.asarray(split.n_bins, np.int32),
+        float(split.g_scale),
+        float(split.h_scale),
+        float(split.reg_lambda),
+        float(split.gain_divisor),
+        float(split.min_child_weight),
+        float(split.min_split_gain),
+        np.asarray(cat_slot, np.int32),
+        int(n_cat),
+        int(split.max_cat_to_onehot),
+        float(split.cat_smooth),
+        float(split.cat_l2),
+        float(split.min_data_per_group),
+        int(split.max_cat_threshold),
+    )

@@ -5,6 +5,7 @@ candidate, bin scan, leaf rule; ``gpufs.rules._categorical``'s scans and left-se
 ``gpufs.rules._level``'s per-node choice) and ``ROW_BLOCK``, the rows per task of the per-row
 kernels. The GPU's counterpart is ``cuda_kernels/_device_fns.py``.
 """
+
 from numba import njit
 
 from ...rules import _categorical, _gain, _level

@@ -6,29 +6,70 @@ serial or ``prange`` driver for each call. The compiled kernels live in the sibl
 named like ``cuda_kernels/``'s; the GPU's counterpart of this module is ``backends/gpu/backend.py``.
 Shapes and dtypes: the package docstring and ``gpufs.backends.base``.
 """
+
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from ...rules._categorical import CAT_WORDS
 from ..._device import to_host
-from ...rules._hist_layout import split_input, tree_layout
 from ..._threading import current_limit
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
+from ...rules._categorical import CAT_WORDS
+from ...rules._hist_layout import split_input, tree_layout
 from ..base import LevelResult, SplitPlan, best_splits, kernel_for
-from ._args import (Decisions, FixedScales, HistSource, LevelOut, LevelState, NodeSums,
-                    PerFeature, Rows, Run, SearchSlots, Segments, Selection, SplitRule,
-                    split_args)
+from ._args import (
+    Decisions,
+    FixedScales,
+    HistSource,
+    LevelOut,
+    LevelState,
+    NodeSums,
+    PerFeature,
+    Rows,
+    Run,
+    SearchSlots,
+    Segments,
+    Selection,
+    SplitRule,
+    split_args,
+)
 from .binning import _bin_transform, _columns_of
 from .group_testing import CPUSteps
-from .histogram import (AUTO, COLUMNS, ROWS, ROWS_PER_TASK, TASKS_PER_THREAD,
-                        build_histograms, row_cost, sparse_rows, task_table)
-from .level import (PARALLEL_MIN_WORK, _level_decide_entry, _bound_terms_par, _bound_terms_ser, _gain_bound_pays,
-                    _level_advance, _level_step, _root_histogram)
-from .objective import (_GRADIENT_KERNELS, _LOSS_KERNELS, _ROUND_KINDS, _extremes_par,
-                        _extremes_ser, _logistic_round_par, _logistic_round_ser,
-                        _quantize_par, _quantize_ser, _round_par, _round_ser)
+from .histogram import (
+    AUTO,
+    COLUMNS,
+    ROWS,
+    ROWS_PER_TASK,
+    TASKS_PER_THREAD,
+    build_histograms,
+    row_cost,
+    sparse_rows,
+    task_table,
+)
+from .level import (
+    PARALLEL_MIN_WORK,
+    _bound_terms_par,
+    _bound_terms_ser,
+    _gain_bound_pays,
+    _level_advance,
+    _level_decide_entry,
+    _level_step,
+    _root_histogram,
+)
+from .objective import (
+    _GRADIENT_KERNELS,
+    _LOSS_KERNELS,
+    _ROUND_KINDS,
+    _extremes_par,
+    _extremes_ser,
+    _logistic_round_par,
+    _logistic_round_ser,
+    _quantize_par,
+    _quantize_ser,
+    _round_par,
+    _round_ser,
+)
 from .partition import _partition
 from .predict import _predict_binned, _predict_raw
 from .split import SEARCH_PARALLEL_MIN_SLOTS, _search_ser
@@ -91,10 +132,15 @@ class BinnedMatrix:
             if layout.has_most_freq:
                 rows_list = sparse_rows(self.by_column, layout)
             else:
-                rows_list = (np.zeros(self.shape[0] + 1, np.int64), np.empty(0, np.int32),
-                             np.arange(self.shape[1], dtype=np.int32), np.empty(0, np.int32))
-            got = self._sparse[layout] = ((layout.offset, layout.most_freq) + rows_list
-                                          + (layout.offset.astype(np.int32),))
+                rows_list = (
+                    np.zeros(self.shape[0] + 1, np.int64),
+                    np.empty(0, np.int32),
+                    np.arange(self.shape[1], dtype=np.int32),
+                    np.empty(0, np.int32),
+                )
+            got = self._sparse[layout] = (
+                (layout.offset, layout.most_freq) + rows_list + (layout.offset.astype(np.int32),)
+            )
         self._sparse["last"] = (layout, got)
         return got
 
@@ -102,9 +148,28 @@ class BinnedMatrix:
 class _CPUTree:
     """The state of one tree being grown (host arrays; see the module docstring)."""
 
-    __slots__ = ("Xb", "Xb_cols", "gh", "rows", "node_start", "node_count", "node_g", "node_h",
-                 "active", "hist", "feats", "n_feats", "full", "parallel", "q", "node_s",
-                 "slot_full", "groups", "layout", "src")
+    __slots__ = (
+        "Xb",
+        "Xb_cols",
+        "gh",
+        "rows",
+        "node_start",
+        "node_count",
+        "node_g",
+        "node_h",
+        "active",
+        "hist",
+        "feats",
+        "n_feats",
+        "full",
+        "parallel",
+        "q",
+        "node_s",
+        "slot_full",
+        "groups",
+        "layout",
+        "src",
+    )
 
 
 class _LevelOutputs:
@@ -125,13 +190,20 @@ class _LevelOutputs:
 
     def args(self):
         """The arrays as the compiled level functions take them (a ``LevelOut``)."""
-        return LevelOut(self.feature, self.bin, self.missing_left, self.gain, self.cat_bits,
-                        self.admitted)
+        return LevelOut(
+            self.feature, self.bin, self.missing_left, self.gain, self.cat_bits, self.admitted
+        )
 
     def result(self, n_admitted):
-        return LevelResult(nodes=self.nodes, feature=self.feature, bin=self.bin,
-                           missing_left=self.missing_left, gain=self.gain,
-                           admitted=self.admitted[:n_admitted], cat_bits=self.cat_bits)
+        return LevelResult(
+            nodes=self.nodes,
+            feature=self.feature,
+            bin=self.bin,
+            missing_left=self.missing_left,
+            gain=self.gain,
+            admitted=self.admitted[:n_admitted],
+            cat_bits=self.cat_bits,
+        )
 
 
 def _nodes(st):
@@ -185,15 +257,21 @@ class CPUBackend:
     name = "cpu"
     xp = np
 
-    def __init__(self, n_threads=None, rows_per_task=ROWS_PER_TASK,
-                 parallel_min_work=PARALLEL_MIN_WORK, gain_bounds="auto", hist_loop="auto",
-                 most_freq=True):
+    def __init__(
+        self,
+        n_threads=None,
+        rows_per_task=ROWS_PER_TASK,
+        parallel_min_work=PARALLEL_MIN_WORK,
+        gain_bounds="auto",
+        hist_loop="auto",
+        most_freq=True,
+    ):
         if gain_bounds not in ("auto", "always", "never"):
-            raise ValueError(f"gain_bounds must be 'auto', 'always' or 'never', got "
-                             f"{gain_bounds!r}")
+            raise ValueError(
+                f"gain_bounds must be 'auto', 'always' or 'never', got {gain_bounds!r}"
+            )
         if hist_loop not in _HIST_LOOPS:
-            raise ValueError(f"hist_loop must be 'auto', 'rows' or 'columns', got "
-                             f"{hist_loop!r}")
+            raise ValueError(f"hist_loop must be 'auto', 'rows' or 'columns', got {hist_loop!r}")
         self.n_threads = n_threads
         self.rows_per_task = int(rows_per_task)
         self.parallel_min_work = int(parallel_min_work)
@@ -217,15 +295,24 @@ class CPUBackend:
 
     def _run(self, parallel):
         """How a compiled call runs (a ``Run``): on the thread pool when ``parallel``."""
-        return Run(bool(parallel), self._threads(), self.rows_per_task, self.parallel_min_work,
-                   _HIST_LOOPS[self.hist_loop])
+        return Run(
+            bool(parallel),
+            self._threads(),
+            self.rows_per_task,
+            self.parallel_min_work,
+            _HIST_LOOPS[self.hist_loop],
+        )
 
     def _rows(self, st):
         """Tree state ``st``'s rows and this backend's row buffers (a ``Rows``)."""
         n = st.Xb.shape[0]
-        return Rows(st.src, st.node_start, st.q,
-                    self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
-                    self._buffer("go_left", (n,), np.uint8))
+        return Rows(
+            st.src,
+            st.node_start,
+            st.q,
+            self._buffer("scratch_rows", (n,), ROW_INDEX_DTYPE),
+            self._buffer("go_left", (n,), np.uint8),
+        )
 
     # --- arrays and the device -------------------------------------------------------------
     def owns(self, a):
@@ -248,9 +335,12 @@ class CPUBackend:
         updates per task for builds of fewer rows than threads x ``rows_per_task``."""
         n_threads = self._threads()
         n_tasks_max = TASKS_PER_THREAD * n_threads if n_threads > 1 else 1
-        t_seg, t_lo, t_hi, _ = task_table(np.asarray(seg_start, np.int64),
-                                           np.asarray(seg_count, np.int64), n_tasks_max,
-                                           self.rows_per_task)
+        t_seg, t_lo, t_hi, _ = task_table(
+            np.asarray(seg_start, np.int64),
+            np.asarray(seg_count, np.int64),
+            n_tasks_max,
+            self.rows_per_task,
+        )
         return t_seg, t_lo, t_hi
 
     # --- binning --------------------------------------------------------------------------
@@ -286,10 +376,12 @@ class CPUBackend:
         kind = kernel_for(_ROUND_KINDS, objective)
         if kind == _ROUND_KINDS["logistic"] and k == 1:
             (_logistic_round_par if self._rows_parallel(n) else _logistic_round_ser)(
-                raw.reshape(n), np.asarray(y), g[0], h[0], loss)
+                raw.reshape(n), np.asarray(y), g[0], h[0], loss
+            )
         else:
-            (_round_par if self._rows_parallel(n) else _round_ser)(kind, raw, np.asarray(y), g,
-                                                                   h, loss)
+            (_round_par if self._rows_parallel(n) else _round_ser)(
+                kind, raw, np.asarray(y), g, h, loss
+            )
         return g, h, loss
 
     def gradients(self, objective, raw, y):
@@ -322,21 +414,34 @@ class CPUBackend:
         n = g.shape[0]
         out = np.zeros((self._chunks(n), 3), np.float64)
         (_extremes_par if out.shape[0] > 1 else _extremes_ser)(
-            g, _no_weights(h), _no_weights(w), bool(unit_hessian), bool(divisor), out)
+            g, _no_weights(h), _no_weights(w), bool(unit_hessian), bool(divisor), out
+        )
         m = out.max(axis=0)
         return float(m[0]), float(m[1]), float(m[2])
 
-    def quantize_gradients(self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
-                           low_scales, divisor):
+    def quantize_gradients(
+        self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor
+    ):
         """(gh (n, 2) int64, sums int64 (8,)): see ``quantize.prepare_gradients``."""
         n = g.shape[0]
         gh = np.empty((n, 2), np.int64)
         sums = np.empty((self._chunks(n), 8), np.int64)
         (_quantize_par if sums.shape[0] > 1 else _quantize_ser)(
-            g, _no_weights(h), _no_weights(w), bool(unit_hessian),
-            FixedScales(float(g_scale), float(h_scale), np.asarray(e1s, np.float64),
-                        np.asarray(e2s, np.float64), np.asarray(low_scales, np.float64),
-                        bool(divisor)), gh, sums)
+            g,
+            _no_weights(h),
+            _no_weights(w),
+            bool(unit_hessian),
+            FixedScales(
+                float(g_scale),
+                float(h_scale),
+                np.asarray(e1s, np.float64),
+                np.asarray(e2s, np.float64),
+                np.asarray(low_scales, np.float64),
+                bool(divisor),
+            ),
+            gh,
+            sums,
+        )
         return gh, sums.sum(axis=0)
 
     # --- trees ----------------------------------------------------------------------------
@@ -351,8 +456,19 @@ class CPUBackend:
             _columns_of(Xb, cols)
         return BinnedMatrix(Xb, cols)
 
-    def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None, layout=None):
+    def start_tree(
+        self,
+        data,
+        gh,
+        root_g,
+        root_h,
+        max_depth,
+        feats,
+        penalty=None,
+        groups=None,
+        split=None,
+        layout=None,
+    ):
         """Begin a tree: every row in the root, its histogram over ``feats`` (int32 sorted
         feature indices) built. ``data`` is ``prepare_binned``'s result (or the uint8 binned
         matrix, prepared here). Returns the tree state for ``level_step``.
@@ -388,20 +504,34 @@ class CPUBackend:
         feats = np.ascontiguousarray(feats, dtype=np.int32)
         st.node_s = np.zeros(n_nodes, np.float64)
         st.q = np.empty(0, np.float64)
-        st.groups = (np.zeros(d, np.int32) if groups is None
-                     else np.ascontiguousarray(groups, dtype=np.int32))
+        st.groups = (
+            np.zeros(d, np.int32)
+            if groups is None
+            else np.ascontiguousarray(groups, dtype=np.int32)
+        )
         st.slot_full = np.ones(1, np.bool_)
         n_threads = self._threads()
-        if (penalty is not None and split is not None and n
-                and self._bounds_may_skip(gh, root_g, root_h, max_depth, feats, penalty,
-                                          split)):
+        if (
+            penalty is not None
+            and split is not None
+            and n
+            and self._bounds_may_skip(gh, root_g, root_h, max_depth, feats, penalty, split)
+        ):
             st.q, st.node_s[0] = self._bound_terms(gh, split, n_threads)
             free = np.asarray(penalty) == 0.0
             pay_min = float(np.asarray(penalty)[feats][~free[feats]].min())
-            if not _gain_bound_pays(st.node_s[0], int(root_g), int(root_h),
-                                    1.0 / split.g_scale, 1.0 / split.h_scale,
-                                    float(split.reg_lambda), n, float(split.gain_divisor),
-                                    pay_min, float(split.min_split_gain)):
+            if not _gain_bound_pays(
+                st.node_s[0],
+                int(root_g),
+                int(root_h),
+                1.0 / split.g_scale,
+                1.0 / split.h_scale,
+                float(split.reg_lambda),
+                n,
+                float(split.gain_divisor),
+                pay_min,
+                float(split.min_split_gain),
+            ):
                 st.slot_full[0] = False
                 feats = feats[free[feats]]
         st.feats = feats
@@ -411,15 +541,27 @@ class CPUBackend:
         st.parallel = n_threads > 1 and n * max(cost, 1) >= self.parallel_min_work
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         st.hist, self._scratch["priv"] = _root_histogram(
-            self._run(st.parallel), st.src, int(root_g), int(root_h), st.feats, st.n_feats,
-            st.full, priv)
+            self._run(st.parallel),
+            st.src,
+            int(root_g),
+            int(root_h),
+            st.feats,
+            st.n_feats,
+            st.full,
+            priv,
+        )
         return st
 
     def _hist_source(self, data, gh, rows, layout):
         """The histogram kernels' inputs (``histogram.build_histograms``' ``src``)."""
-        return HistSource(data.by_row, data.by_column, gh, rows,
-                          self._buffer("ghs", (data.shape[0], 2), np.int64),
-                          *data.hist_parts(layout))
+        return HistSource(
+            data.by_row,
+            data.by_column,
+            gh,
+            rows,
+            self._buffer("ghs", (data.shape[0], 2), np.int64),
+            *data.hist_parts(layout),
+        )
 
     #: Rows of the sample that estimates a tree's root gain bound (``_bounds_may_skip``).
     BOUND_SAMPLE_ROWS = 4096
@@ -458,7 +600,8 @@ class CPUBackend:
         chunks = TASKS_PER_THREAD * n_threads if self._rows_parallel(n) else 1
         sums = np.zeros(chunks, np.float64)
         (_bound_terms_par if chunks > 1 else _bound_terms_ser)(
-            gh, 1.0 / split.g_scale, 1.0 / split.h_scale, q, sums)
+            gh, 1.0 / split.g_scale, 1.0 / split.h_scale, q, sums
+        )
         return q, float(sums.sum())
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
@@ -469,9 +612,17 @@ class CPUBackend:
         out = _LevelOutputs(st.active, st.Xb.shape[1], split)
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         n_adm, level, self._scratch["priv"] = _level_step(
-            self._run(st.parallel), self._rows(st), priv, _nodes(st), _level(st),
-            split_args(split), Selection(penalty, allowed, used, budget), st.groups,
-            build_next, out.args())
+            self._run(st.parallel),
+            self._rows(st),
+            priv,
+            _nodes(st),
+            _level(st),
+            split_args(split),
+            Selection(penalty, allowed, used, budget),
+            st.groups,
+            build_next,
+            out.args(),
+        )
         result = out.result(n_adm)
         _advance_state(st, level)
         return result
@@ -494,10 +645,18 @@ class CPUBackend:
         d = int(np.asarray(split.n_bins).shape[0])
         out = _LevelOutputs(st.active, d, split)
         penalty = np.asarray(penalty, np.float64)
-        dec = Decisions(*_level_decide_entry(
-            self._search_parallel(st), st.layout.offset, _nodes(st), _level(st),
-            split_args(split), Selection(penalty, allowed, used, budget), st.q.shape[0] > 0,
-            out.args()))
+        dec = Decisions(
+            *_level_decide_entry(
+                self._search_parallel(st),
+                st.layout.offset,
+                _nodes(st),
+                _level(st),
+                split_args(split),
+                Selection(penalty, allowed, used, budget),
+                st.q.shape[0] > 0,
+                out.args(),
+            )
+        )
         result = out.result(dec.n_admitted)
         plan = SplitPlan(*dec, penalty, split)
         return result, plan
@@ -505,8 +664,10 @@ class CPUBackend:
     def _search_parallel(self, st):
         """Whether the split search of ``st``'s level runs on the thread pool
         (``SEARCH_PARALLEL_MIN_SLOTS``)."""
-        return (self._threads() > 1
-                and st.active.shape[0] * st.layout.n_slots >= SEARCH_PARALLEL_MIN_SLOTS)
+        return (
+            self._threads() > 1
+            and st.active.shape[0] * st.layout.n_slots >= SEARCH_PARALLEL_MIN_SLOTS
+        )
 
     def advance_level(self, st, plan, build_next):
         """The rows' half of ``level_step``: partition ``st``'s rows by ``plan``
@@ -516,9 +677,17 @@ class CPUBackend:
         level; returns the rows each split sent left, (n_split,) int64."""
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         level, left, self._scratch["priv"] = _level_advance(
-            self._run(st.parallel), self._rows(st), priv, _nodes(st), _level(st),
-            split_args(plan.split), plan.penalty, st.groups,
-            Decisions(*plan[:len(Decisions._fields)]), bool(build_next))
+            self._run(st.parallel),
+            self._rows(st),
+            priv,
+            _nodes(st),
+            _level(st),
+            split_args(plan.split),
+            plan.penalty,
+            st.groups,
+            Decisions(*plan[: len(Decisions._fields)]),
+            bool(build_next),
+        )
         _advance_state(st, level)
         return left
 
@@ -532,14 +701,21 @@ class CPUBackend:
         if not raw_column.flags.c_contiguous:  # a column of a (n, K) array (softmax)
             target = np.ascontiguousarray(raw_column)
         kernel = _update_raw_par if self._rows_parallel(st.rows.shape[0]) else _update_raw_ser
-        kernel(target, st.rows, st.node_start, st.node_count, np.asarray(leaf_nodes, np.int64),
-               np.asarray(leaf_values, np.float64))
+        kernel(
+            target,
+            st.rows,
+            st.node_start,
+            st.node_count,
+            np.asarray(leaf_nodes, np.int64),
+            np.asarray(leaf_values, np.float64),
+        )
         if target is not raw_column:
             raw_column[...] = target
 
     # --- kernels exposed for tests (the level step uses the same drivers) -----------------
-    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
-                   layout=None):
+    def histograms(
+        self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None, layout=None
+    ):
         """Histograms of ``build_nodes``, by the level step's drivers: (len(build_nodes),
         layout.n_slots, 2) int64 in ``layout``; without one, in the full layout, returned as
         (len(build_nodes), d, 256, 2) (the same array). With a layout that derives the most
@@ -558,14 +734,27 @@ class CPUBackend:
         counts = np.asarray(node_count, np.int64)[build]
         totals = np.zeros((build.shape[0], 2), np.int64)
         for i in range(build.shape[0] if layout.has_most_freq else 0):  # exact int64 sums
-            totals[i] = gh[rows[starts[i]: starts[i] + counts[i]]].sum(axis=0)
+            totals[i] = gh[rows[starts[i] : starts[i] + counts[i]]].sum(axis=0)
         out = np.zeros((build.shape[0], layout.n_slots, 2), HIST_DTYPE)
         n_threads = self._threads()
-        segs = Segments(starts, counts, np.arange(build.shape[0], dtype=np.int64),
-                        totals[:, 0].copy(), totals[:, 1].copy())
-        build_histograms(n_threads > 1, self._run(n_threads > 1),
-                         self._hist_source(data, gh, rows, layout), segs, feats, feats.shape[0],
-                         feats.shape[0] == d, out, np.empty((0, 0), HIST_DTYPE))
+        segs = Segments(
+            starts,
+            counts,
+            np.arange(build.shape[0], dtype=np.int64),
+            totals[:, 0].copy(),
+            totals[:, 1].copy(),
+        )
+        build_histograms(
+            n_threads > 1,
+            self._run(n_threads > 1),
+            self._hist_source(data, gh, rows, layout),
+            segs,
+            feats,
+            feats.shape[0],
+            feats.shape[0] == d,
+            out,
+            np.empty((0, 0), HIST_DTYPE),
+        )
         if given is None:
             return out.reshape(build.shape[0], d, N_HIST_BINS, 2)
         return out
@@ -581,16 +770,44 @@ class CPUBackend:
         allowed = np.asarray(allowed, np.bool_)
         sp = split_args(split)
         cat_order = np.zeros((k, sp.n_cat, N_HIST_BINS), np.uint8)
-        pf = PerFeature(*(np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64,
-                                                          np.int64, np.int64, np.int64)))
-        _search_ser(SearchSlots(hist, layout.offset, np.asarray(node_g, np.int64),
-                                np.asarray(node_h, np.int64), np.ones(k, np.bool_), cat_order,
-                                np.zeros(k, np.int64)),
-                    feats, d, np.asarray(penalty, np.float64), allowed, sp, pf)
+        pf = PerFeature(
+            *(
+                np.empty((k, d), dt)
+                for dt in (np.float64, np.float64, np.int64, np.int64, np.int64, np.int64)
+            )
+        )
+        _search_ser(
+            SearchSlots(
+                hist,
+                layout.offset,
+                np.asarray(node_g, np.int64),
+                np.asarray(node_h, np.int64),
+                np.ones(k, np.bool_),
+                cat_order,
+                np.zeros(k, np.int64),
+            ),
+            feats,
+            d,
+            np.asarray(penalty, np.float64),
+            allowed,
+            sp,
+            pf,
+        )
         return best_splits(allowed, *pf, cat_slot=sp.cat_slot, cat_order=cat_order)
 
-    def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
-                  split_bin, missing_left, split_cat=None, split_bits=None):
+    def partition(
+        self,
+        Xb,
+        rows,
+        node_start,
+        node_count,
+        split_nodes,
+        split_feature,
+        split_bin,
+        missing_left,
+        split_cat=None,
+        split_bits=None,
+    ):
         """Stable in-place partition of each split node's segment (left rows, then right
         rows, each in their original order); returns left counts (n_split,) int64.
         ``split_cat`` (n_split,) bool marks categorical splits, whose left sets are the
@@ -598,17 +815,30 @@ class CPUBackend:
         split_nodes = np.asarray(split_nodes, np.int64)
         m = split_nodes.shape[0]
         sc = np.zeros(m, np.bool_) if split_cat is None else np.asarray(split_cat, np.bool_)
-        sbits = (np.zeros((m, 0), np.uint32) if split_bits is None
-                 else np.ascontiguousarray(split_bits, np.uint32))
+        sbits = (
+            np.zeros((m, 0), np.uint32)
+            if split_bits is None
+            else np.ascontiguousarray(split_bits, np.uint32)
+        )
         n_threads = self._threads()
-        return _partition(self._run(n_threads > 1), self.prepare_binned(Xb).by_column, rows,
-                          np.empty_like(rows), np.empty(rows.shape[0], np.uint8),
-                          np.asarray(node_start, np.int64)[split_nodes],
-                          np.asarray(node_count, np.int64)[split_nodes],
-                          SplitRule(np.asarray(split_feature, np.int64),
-                                    np.asarray(split_bin, np.int64),
-                                    np.asarray(missing_left, np.bool_), sc, sbits),
-                          np.empty(0, np.float64), np.empty((m, 2), np.float64))
+        return _partition(
+            self._run(n_threads > 1),
+            self.prepare_binned(Xb).by_column,
+            rows,
+            np.empty_like(rows),
+            np.empty(rows.shape[0], np.uint8),
+            np.asarray(node_start, np.int64)[split_nodes],
+            np.asarray(node_count, np.int64)[split_nodes],
+            SplitRule(
+                np.asarray(split_feature, np.int64),
+                np.asarray(split_bin, np.int64),
+                np.asarray(missing_left, np.bool_),
+                sc,
+                sbits,
+            ),
+            np.empty(0, np.float64),
+            np.empty((m, 2), np.float64),
+        )
 
     def group_test_steps(self):
         """GT-GBM's group-test steps on this device (``group_testing.CPUSteps``: columns
@@ -616,20 +846,22 @@ class CPUBackend:
         return CPUSteps
 
     # --- prediction -----------------------------------------------------------------------
-    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
-                       is_cat, cat_bits):
-        _predict_binned(Xb, feature, bin_threshold, missing_left, value, tree_column, out,
-                        is_cat, cat_bits)
+    def predict_binned(
+        self, Xb, feature, bin_threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+    ):
+        _predict_binned(
+            Xb, feature, bin_threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+        )
         return out
 
-    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
-                    cat_bits):
+    def predict_raw(
+        self, X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+    ):
         X = np.asarray(X)
         if X.dtype != np.float32 and X.dtype != np.float64:
             X = X.astype(np.float64)
         X = np.ascontiguousarray(X)
-        _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, is_cat,
-                     cat_bits)
+        _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits)
         return out
 
 

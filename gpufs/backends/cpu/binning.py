@@ -4,6 +4,7 @@ Owns ``_bin_transform`` (``gpufs.rules._gain.bin_of``, the cut rule both devices
 ``_columns_of`` (the column-major copy the partition and the column-wise histograms read).
 The GPU's counterpart is ``cuda_kernels/binning.py``.
 """
+
 from numba import njit, prange
 
 from ._device_fns import ROW_BLOCK, _bin_of

@@ -8,16 +8,23 @@ histograms, and the scan of one pseudo-feature histogram that scores both device
 (``best_gains``). Shapes: standardized columns (n_features, n_samples) uint8; pseudo-features
 (n_columns, n_rows) int32; ``gh`` (n_rows, 2) int64.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-from ...rules._group_scan import _best_gain, best_gains, concat_groups  # noqa: F401 (re-exported)
 from ..._types import N_HIST_BINS, STANDARDIZED_MAX
+from ...rules._group_scan import _best_gain, best_gains, concat_groups  # noqa: F401 (re-exported)
 
-__all__ = ["best_gains", "pseudo_feature_bins", "pseudo_feature_extremes",
-           "pseudo_feature_histograms", "standardize_extremes", "standardize_with"]
+__all__ = [
+    "best_gains",
+    "pseudo_feature_bins",
+    "pseudo_feature_extremes",
+    "pseudo_feature_histograms",
+    "standardize_extremes",
+    "standardize_with",
+]
 
 #: Rows per task of the CPU sums (tasks go block by block: every group's sum over one block of
 #: rows before the next block, so a block's slice of the columns is read from the cache by the
@@ -28,6 +35,7 @@ _ROW_BLOCK = 2048
 _PARALLEL_MIN_WORK = 1 << 20
 
 # --- standardized columns ------------------------------------------------------------------
+
 
 def _standardize_columns(X, block):
     """``standardize`` in the CPU layout: uint8 (n_features, n_samples)."""
@@ -114,7 +122,6 @@ def _standardize_cpu(X, lo, hi, out):
                     out[f, i] = 0
 
 
-
 @njit(inline="always")
 def _bin_scale(nb, v_lo, v_hi):
     """The equal-width bin rule's factor: bin = trunc((v - v_lo) * nb / (v_hi - v_lo + 1)),
@@ -124,6 +131,7 @@ def _bin_scale(nb, v_lo, v_hi):
 
 
 # --- CPU kernels ---------------------------------------------------------------------------
+
 
 @njit(inline="always")
 def _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out):
@@ -151,10 +159,9 @@ def _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out):
         c6 = Qc[members[k + 6], lo:hi]
         c7 = Qc[members[k + 7], lo:hi]
         for r in range(hi - lo):
-            acc[r] += (((np.uint16(c0[r]) + np.uint16(c1[r]))
-                        + (np.uint16(c2[r]) + np.uint16(c3[r])))
-                       + ((np.uint16(c4[r]) + np.uint16(c5[r]))
-                          + (np.uint16(c6[r]) + np.uint16(c7[r]))))
+            acc[r] += (
+                (np.uint16(c0[r]) + np.uint16(c1[r])) + (np.uint16(c2[r]) + np.uint16(c3[r]))
+            ) + ((np.uint16(c4[r]) + np.uint16(c5[r])) + (np.uint16(c6[r]) + np.uint16(c7[r])))
         k += 8
     while k < end:
         col = Qc[members[k], lo:hi]
@@ -210,8 +217,7 @@ def _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_
 
 
 @njit(inline="always")
-def _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
-                 out):
+def _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
     """Score pseudo-feature c: bin P[c] (unless B, its bins, is given: B.shape[0] > 0),
     histogram it, keep the best gain."""
     if B.shape[0] > 0:
@@ -219,22 +225,19 @@ def _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_
     else:
         bins = np.empty(P.shape[1], np.uint8)
         _bins_of(P[c], nb, bins)
-    out[c] = _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda,
-                             min_child_weight)
+    out[c] = _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
 
 
 @njit(parallel=True, cache=True)
 def _scan_par(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
     for c in prange(out.shape[0]):
-        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
-                     out)
+        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out)
 
 
 @njit(cache=True)
 def _scan_ser(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
     for c in range(out.shape[0]):
-        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight,
-                     out)
+        _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out)
 
 
 @njit(parallel=True, cache=True)
@@ -328,8 +331,7 @@ def pseudo_feature_bins(P, max_bins, v_lo, v_hi):
     ndarray of shape (n_columns, n_rows), uint8
     """
     B = np.empty(P.shape, np.uint8)
-    _bin_columns_at(P, int(max_bins), np.asarray(v_lo, np.int32), np.asarray(v_hi, np.int32),
-                    B)
+    _bin_columns_at(P, int(max_bins), np.asarray(v_lo, np.int32), np.asarray(v_hi, np.int32), B)
     return B
 
 
@@ -362,7 +364,7 @@ class CPUSteps:
         self.n = Q.shape[1]
         self.scan = scan
         self.parallel = backend._threads() > 1
-        self.prev = None                    # the previous step's columns
+        self.prev = None  # the previous step's columns
         self.row_of = np.zeros(p, np.int64)  # subset -> its kept group's row of ``prev``
         self.both = None
 
@@ -374,7 +376,8 @@ class CPUSteps:
             out = np.empty((sub.shape[0], self.n), np.int32)
         work = int((hi - lo).sum()) * self.n
         (_sums_par if self.parallel and work >= _PARALLEL_MIN_WORK else _sums_ser)(
-            self.Q, subsets, sub, lo, hi, out)
+            self.Q, subsets, sub, lo, hi, out
+        )
         return out
 
     def bins(self, both):
@@ -388,7 +391,7 @@ class CPUSteps:
         their bins (the per-fit first step's; else empty: binned when scored)."""
         k = active.shape[0]
         B = _NO_BINS
-        if first is not None:                   # the per-fit first step: sums and bins
+        if first is not None:  # the per-fit first step: sums and bins
             both, B = first.sums, first.bins
         elif right is not None:
             both = self.sums(subsets, concat_groups(left, right))

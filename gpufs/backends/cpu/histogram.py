@@ -12,6 +12,7 @@ Sparse features (``HistLayout.most_freq``): when every feature is built, their b
 than the most frequent come from a row-wise list (``sparse_rows``, CSR) and the most frequent
 is the node's total minus the rest, exact in int64 (LightGBM's ``most_freq_bin``).
 """
+
 from __future__ import annotations
 
 import llvmlite.ir as llvm_ir
@@ -20,8 +21,8 @@ from numba import njit, prange
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ...rules import _hist_layout, _tasks
 from ..._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS
+from ...rules import _hist_layout, _tasks
 from ._args import RowTasks
 
 _slot = njit(inline="always")(_hist_layout.slot_of)
@@ -64,20 +65,30 @@ assert MISSING_BIN == N_HIST_BINS - 1
 def prefetch(typingctx, a, i, j):
     """Ask the CPU to bring a[i, j] (a 2-D array) into its caches (LLVM's ``llvm.prefetch``:
     a hint, no result, no fault on any address)."""
+
     def codegen(context, builder, signature, args):
         aty = signature.args[0]
         arr = context.make_array(aty)(context, builder, args[0])
-        idx = [context.cast(builder, v, t, types.intp)
-               for v, t in zip(args[1:], signature.args[1:])]
+        idx = [
+            context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:])
+        ]
         ptr = cgutils.get_item_pointer(context, builder, aty, arr, idx)
         i8p = llvm_ir.IntType(8).as_pointer()
         i32 = llvm_ir.IntType(32)
         fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [i8p, i32, i32, i32])
         fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
         # read, high temporal locality, data cache
-        builder.call(fn, [builder.bitcast(ptr, i8p), llvm_ir.Constant(i32, 0),
-                          llvm_ir.Constant(i32, 3), llvm_ir.Constant(i32, 1)])
+        builder.call(
+            fn,
+            [
+                builder.bitcast(ptr, i8p),
+                llvm_ir.Constant(i32, 0),
+                llvm_ir.Constant(i32, 3),
+                llvm_ir.Constant(i32, 1),
+            ],
+        )
         return context.get_dummy_value()
+
     return types.void(a, i, j), codegen
 
 
@@ -130,8 +141,7 @@ def use_columns(mode, n_rows, hist_bytes):
         return False
     if mode == COLUMNS:
         return True
-    return (COLUMN_MIN_ROWS <= n_rows <= COLUMN_MAX_ROWS
-            and hist_bytes > COLUMN_MIN_HIST_BYTES)
+    return COLUMN_MIN_ROWS <= n_rows <= COLUMN_MAX_ROWS and hist_bytes > COLUMN_MIN_HIST_BYTES
 
 
 # --- one node's histogram -------------------------------------------------------------------
@@ -139,6 +149,7 @@ def use_columns(mode, n_rows, hist_bytes):
 # task drivers, not a tuple unpacked inside them: numba compiled those 2-3x slower), and they
 # read the layout's offsets as int32 (``off32``): int64 offset loads interleaved with the
 # int64 histogram stores ran 1.5x slower (400,000 x 100: 2.1 against 1.35 ns per update).
+
 
 @njit(inline="always")
 def _zero(H, feats, n_feats, off, full):
@@ -148,7 +159,7 @@ def _zero(H, feats, n_feats, off, full):
     else:
         for i in range(n_feats):
             f = feats[i]
-            H[2 * off[f]: 2 * off[f + 1]] = 0
+            H[2 * off[f] : 2 * off[f + 1]] = 0
 
 
 @njit(inline="always")
@@ -381,12 +392,13 @@ def _segment_sparse(H, rows, ghs, lo, hi, off, sparse_f, sp_ptr, sp_slot):
     zeroed first)."""
     for i in range(sparse_f.shape[0]):
         f = sparse_f[i]
-        H[2 * off[f]: 2 * off[f + 1]] = 0
+        H[2 * off[f] : 2 * off[f + 1]] = 0
     for j in range(lo, hi):
         _row_sparse(rows[j], ghs[j, 0], ghs[j, 1], sp_ptr, sp_slot, H)
 
 
 # --- a level's histograms -------------------------------------------------------------------
+
 
 @njit(inline="always")
 def _row_task(t, src, tasks, feats, n_feats, full, sparse, wide, out2, priv2):
@@ -400,13 +412,26 @@ def _row_task(t, src, tasks, feats, n_feats, full, sparse, wide, out2, priv2):
         if full:
             _rows_into_all_full(src.by_row, src.gh, src.rows, tasks.lo[t], tasks.hi[t], H)
         else:
-            _rows_into_full(src.by_row, src.gh, src.rows, tasks.lo[t], tasks.hi[t], feats,
-                            n_feats, H)
+            _rows_into_full(
+                src.by_row, src.gh, src.rows, tasks.lo[t], tasks.hi[t], feats, n_feats, H
+            )
     elif full and not sparse:
         _rows_into_all(src.by_row, src.gh, src.rows, tasks.lo[t], tasks.hi[t], src.offset32, H)
     else:
-        _rows_into(src.by_row, src.gh, src.rows, tasks.lo[t], tasks.hi[t], feats, n_feats,
-                   src.offset32, sparse, src.sp_ptr, src.sp_slot, H)
+        _rows_into(
+            src.by_row,
+            src.gh,
+            src.rows,
+            tasks.lo[t],
+            tasks.hi[t],
+            feats,
+            n_feats,
+            src.offset32,
+            sparse,
+            src.sp_ptr,
+            src.sp_slot,
+            H,
+        )
 
 
 @njit(parallel=True, cache=True)
@@ -447,35 +472,107 @@ def _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv2):
 
 
 @njit(inline="always")
-def _col_task(t, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start, seg_count,
-              slot_of_seg, lf, n_lf, out2):
+def _col_task(
+    t,
+    Xb_cols,
+    rows,
+    ghs,
+    off,
+    sp_ptr,
+    sp_slot,
+    sparse_f,
+    seg_start,
+    seg_count,
+    slot_of_seg,
+    lf,
+    n_lf,
+    out2,
+):
     """Task t < n_lf: feature lf[t] of every segment; the tasks after them: segment
     t - n_lf's sparse rows list."""
     if t < n_lf:
         f = lf[t]
-        _column_into(Xb_cols[f], ghs, rows, seg_start, seg_count, slot_of_seg, off[f],
-                     off[f + 1] - 1, out2)
+        _column_into(
+            Xb_cols[f], ghs, rows, seg_start, seg_count, slot_of_seg, off[f], off[f + 1] - 1, out2
+        )
     else:
         s = t - n_lf
         lo = seg_start[s]
-        _segment_sparse(out2[slot_of_seg[s]], rows, ghs, lo, lo + seg_count[s], off, sparse_f,
-                        sp_ptr, sp_slot)
+        _segment_sparse(
+            out2[slot_of_seg[s]], rows, ghs, lo, lo + seg_count[s], off, sparse_f, sp_ptr, sp_slot
+        )
 
 
 @njit(parallel=True, cache=True)
-def _col_tasks_par(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start,
-                   seg_count, slot_of_seg, lf, n_lf, out2):
+def _col_tasks_par(
+    n_tasks,
+    Xb_cols,
+    rows,
+    ghs,
+    off,
+    sp_ptr,
+    sp_slot,
+    sparse_f,
+    seg_start,
+    seg_count,
+    slot_of_seg,
+    lf,
+    n_lf,
+    out2,
+):
     for t in prange(n_tasks):
-        _col_task(t, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start, seg_count,
-                  slot_of_seg, lf, n_lf, out2)
+        _col_task(
+            t,
+            Xb_cols,
+            rows,
+            ghs,
+            off,
+            sp_ptr,
+            sp_slot,
+            sparse_f,
+            seg_start,
+            seg_count,
+            slot_of_seg,
+            lf,
+            n_lf,
+            out2,
+        )
 
 
 @njit(cache=True)
-def _col_tasks_ser(n_tasks, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start,
-                   seg_count, slot_of_seg, lf, n_lf, out2):
+def _col_tasks_ser(
+    n_tasks,
+    Xb_cols,
+    rows,
+    ghs,
+    off,
+    sp_ptr,
+    sp_slot,
+    sparse_f,
+    seg_start,
+    seg_count,
+    slot_of_seg,
+    lf,
+    n_lf,
+    out2,
+):
     for t in range(n_tasks):
-        _col_task(t, Xb_cols, rows, ghs, off, sp_ptr, sp_slot, sparse_f, seg_start, seg_count,
-                  slot_of_seg, lf, n_lf, out2)
+        _col_task(
+            t,
+            Xb_cols,
+            rows,
+            ghs,
+            off,
+            sp_ptr,
+            sp_slot,
+            sparse_f,
+            seg_start,
+            seg_count,
+            slot_of_seg,
+            lf,
+            n_lf,
+            out2,
+        )
 
 
 @njit(parallel=True, cache=True)
@@ -533,19 +630,46 @@ def build_histograms(parallel, run, src, segs, feats, n_feats, full, out, priv):
             _gather_ser(src.gh, src.rows, seg_start, seg_count, src.ghs)
         n_tasks = n_lf + (m if sparse else 0)
         if parallel:
-            _col_tasks_par(n_tasks, src.by_column, src.rows, src.ghs, off, src.sp_ptr,
-                           src.sp_slot, sparse_f, seg_start, seg_count, slot_of_seg, lf, n_lf,
-                           out2)
+            _col_tasks_par(
+                n_tasks,
+                src.by_column,
+                src.rows,
+                src.ghs,
+                off,
+                src.sp_ptr,
+                src.sp_slot,
+                sparse_f,
+                seg_start,
+                seg_count,
+                slot_of_seg,
+                lf,
+                n_lf,
+                out2,
+            )
         else:
-            _col_tasks_ser(n_tasks, src.by_column, src.rows, src.ghs, off, src.sp_ptr,
-                           src.sp_slot, sparse_f, seg_start, seg_count, slot_of_seg, lf, n_lf,
-                           out2)
+            _col_tasks_ser(
+                n_tasks,
+                src.by_column,
+                src.rows,
+                src.ghs,
+                off,
+                src.sp_ptr,
+                src.sp_slot,
+                sparse_f,
+                seg_start,
+                seg_count,
+                slot_of_seg,
+                lf,
+                n_lf,
+                out2,
+            )
     else:
         n_tasks_max = TASKS_PER_THREAD * n_threads if parallel else 1
         rpt = rows_per_task
         if n_rows // rows_per_task < n_threads:
-            rpt = min(rows_per_task,
-                      max(256, HIST_TASK_WORK // max(row_cost(src, n_feats, full), 1)))
+            rpt = min(
+                rows_per_task, max(256, HIST_TASK_WORK // max(row_cost(src, n_feats, full), 1))
+            )
         t_seg, t_lo, t_hi, t_first = task_table(seg_start, seg_count, n_tasks_max, rpt)
         T = t_seg.shape[0]
         t_slot = np.empty(T, np.int64)
@@ -589,8 +713,9 @@ def build_histograms(parallel, run, src, segs, feats, n_feats, full, out, priv):
                 _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv)
     if sparse:
         for s in range(m):
-            _derive_most_freq(out2[slot_of_seg[s]], sparse_f, off, src.most_freq, segs.g[s],
-                              segs.h[s])
+            _derive_most_freq(
+                out2[slot_of_seg[s]], sparse_f, off, src.most_freq, segs.g[s], segs.h[s]
+            )
     return priv
 
 
@@ -638,15 +763,35 @@ def subtract_par(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, n
     total = parent_slot.shape[0] * n_feats
     n_tasks = max(1, min(SUBTRACT_TASKS_MAX, total // SUBTRACT_ITEMS_PER_TASK))
     for t in prange(n_tasks):
-        _subtract_range((t * total) // n_tasks, ((t + 1) * total) // n_tasks, feats, n_feats,
-                        off, parent_slot, built_slot, sib_slot, hist, nxt)
+        _subtract_range(
+            (t * total) // n_tasks,
+            ((t + 1) * total) // n_tasks,
+            feats,
+            n_feats,
+            off,
+            parent_slot,
+            built_slot,
+            sib_slot,
+            hist,
+            nxt,
+        )
 
 
 @njit(cache=True)
 def subtract_ser(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
     """``subtract_par`` on the calling thread."""
-    _subtract_range(0, parent_slot.shape[0] * n_feats, feats, n_feats, off, parent_slot,
-                    built_slot, sib_slot, hist, nxt)
+    _subtract_range(
+        0,
+        parent_slot.shape[0] * n_feats,
+        feats,
+        n_feats,
+        off,
+        parent_slot,
+        built_slot,
+        sib_slot,
+        hist,
+        nxt,
+    )
 
 
 @njit(inline="always")
@@ -721,6 +866,7 @@ def sparse_rows(Xb_cols, layout):
     sparse = layout.most_freq >= 0
     sparse_f = np.flatnonzero(sparse).astype(np.int32)
     dense_f = np.flatnonzero(~sparse).astype(np.int32)
-    ptr, slots = _sparse_build(np.ascontiguousarray(Xb_cols), layout.offset, layout.most_freq,
-                               sparse_f)
+    ptr, slots = _sparse_build(
+        np.ascontiguousarray(Xb_cols), layout.offset, layout.most_freq, sparse_f
+    )
     return ptr, slots, dense_f, sparse_f

@@ -10,11 +10,12 @@ one the GPU's search kernel compiles (``cuda_kernels/split.py``).
 Parallelism: a level calls the ``prange`` drivers only when it has enough work to pay for
 waking threads (``PARALLEL_MIN_WORK``, ``SEARCH_PARALLEL_MIN_SLOTS``).
 """
+
 import numpy as np
 from numba import njit, prange
 
-from ...rules import _level
 from ..._types import HIST_DTYPE, N_HIST_BINS
+from ...rules import _level
 from ._args import Decisions, PerFeature, SearchSlots, Segments, SplitRule
 from ._device_fns import _best_over_features, _decide_level, _left_word
 from .histogram import build_histograms, row_cost, subtract_par, subtract_ser
@@ -26,8 +27,9 @@ PARALLEL_MIN_WORK = 1 << 18
 
 
 @njit(inline="always")
-def _gain_bound_pays(s_node, g_q, h_q, g_inv, h_inv, reg_lambda, n_rows, gain_divisor,
-                     pay_min, min_split_gain):
+def _gain_bound_pays(
+    s_node, g_q, h_q, g_inv, h_inv, reg_lambda, n_rows, gain_divisor, pay_min, min_split_gain
+):
     """Whether a feature that pays ``pay_min`` could split a node whose rows' bound terms
     sum to ``s_node`` (``q_i = g_i^2 / h_i`` of the fixed-point values, ``_bound_term``) and
     whose sums are (``g_q``, ``h_q``) in fixed point.
@@ -92,12 +94,16 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
     run them apart (``gpufs.dask``): ``_level_decide`` reads only the histograms and the
     nodes' sums, ``_level_advance`` only the decisions and the rows.
     """
-    par_search = (run.n_threads > 1
-                  and level.active.shape[0] * level.hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS)
-    dec = _level_decide(par_search, data.src.offset, nodes, level, sp, sel, data.q.shape[0] > 0,
-                        out)
-    next_level, _, priv = _level_advance(run, data, priv, nodes, level, sp, sel.penalty, groups,
-                                         dec, build_next)
+    par_search = (
+        run.n_threads > 1
+        and level.active.shape[0] * level.hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS
+    )
+    dec = _level_decide(
+        par_search, data.src.offset, nodes, level, sp, sel, data.q.shape[0] > 0, out
+    )
+    next_level, _, priv = _level_advance(
+        run, data, priv, nodes, level, sp, sel.penalty, groups, dec, build_next
+    )
     return dec.n_admitted, next_level, priv
 
 
@@ -108,9 +114,22 @@ def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
     calling its class, Python code where a signal's handler can raise, and a Ctrl-C there
     killed the process with SIGSEGV (CLI test, 2026-11-26)."""
     d = _level_decide(parallel, off, nodes, level, sp, sel, bounded, out)
-    return (d.split_slot, d.feature, d.bin, d.missing_left, d.is_cat, d.cat_bits, d.left_g,
-            d.left_h, d.n_admitted, d.admitted_now, d.search_full, d.next_feats,
-            d.next_n_feats, d.next_full)
+    return (
+        d.split_slot,
+        d.feature,
+        d.bin,
+        d.missing_left,
+        d.is_cat,
+        d.cat_bits,
+        d.left_g,
+        d.left_h,
+        d.n_admitted,
+        d.admitted_now,
+        d.search_full,
+        d.next_feats,
+        d.next_n_feats,
+        d.next_full,
+    )
 
 
 @njit(cache=True)
@@ -164,9 +183,18 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
         for k in range(n_slots):
             node = active[k]
             if search_full[k]:
-                search_full[k] = _gain_bound_pays(node_s[node], node_g[node], node_h[node],
-                                                  g_inv, h_inv, reg_lambda, n, gain_divisor,
-                                                  pay_min, min_split_gain)
+                search_full[k] = _gain_bound_pays(
+                    node_s[node],
+                    node_g[node],
+                    node_h[node],
+                    g_inv,
+                    h_inv,
+                    reg_lambda,
+                    n,
+                    gain_divisor,
+                    pay_min,
+                    min_split_gain,
+                )
     pf_score = np.empty((n_slots, d), np.float64)
     pf_gain = np.empty((n_slots, d), np.float64)
     pf_bin = np.empty((n_slots, d), np.int64)
@@ -187,11 +215,23 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
     fb_s = np.empty(n_slots, np.float64)
     for k in range(n_slots):
         best_f[k], best_s[k], fb_f[k], fb_s[k] = _best_over_features(
-            k, feats, n_feats, allowed, used, pf_score)
+            k, feats, n_feats, allowed, used, pf_score
+        )
     choice = np.empty(n_slots, np.int64)
     admitted_now = np.zeros(d, np.bool_)
-    n_adm = _decide_level(n_slots, best_f, best_s, fb_f, fb_s, used, admitted_now, budget,
-                          min_split_gain, choice, admitted)
+    n_adm = _decide_level(
+        n_slots,
+        best_f,
+        best_s,
+        fb_f,
+        fb_s,
+        used,
+        admitted_now,
+        budget,
+        min_split_gain,
+        choice,
+        admitted,
+    )
 
     n_split = 0
     for k in range(n_slots):
@@ -248,8 +288,22 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
                 next_feats[next_n_feats] = f
                 next_n_feats += 1
         next_full = next_n_feats == d
-    return Decisions(split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now,
-                     search_full, next_feats, next_n_feats, next_full)
+    return Decisions(
+        split_slot,
+        sf,
+        sb,
+        sm,
+        sc,
+        sbits,
+        sgl,
+        shl,
+        n_adm,
+        admitted_now,
+        search_full,
+        next_feats,
+        next_n_feats,
+        next_full,
+    )
 
 
 @njit(cache=True)
@@ -276,8 +330,22 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
     reg_lambda = sp.reg_lambda
     gain_divisor = sp.gain_divisor
     min_split_gain = sp.min_split_gain
-    (split_slot, sf, sb, sm, sc, sbits, sgl, shl, n_adm, admitted_now, search_full, next_feats,
-     next_n_feats, next_full) = dec
+    (
+        split_slot,
+        sf,
+        sb,
+        sm,
+        sc,
+        sbits,
+        sgl,
+        shl,
+        n_adm,
+        admitted_now,
+        search_full,
+        next_feats,
+        next_n_feats,
+        next_full,
+    ) = dec
     Xb_cols = src.by_column
     rows = src.rows
     off = src.offset
@@ -297,8 +365,18 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
     h_inv = 1.0 / h_scale
 
     seg_q = np.empty((n_split, 2), np.float64)
-    left = _partition(run, Xb_cols, rows, scratch, go_left, seg_start, seg_count,
-                      SplitRule(sf, sb, sm, sc, sbits), q, seg_q)
+    left = _partition(
+        run,
+        Xb_cols,
+        rows,
+        scratch,
+        go_left,
+        seg_start,
+        seg_count,
+        SplitRule(sf, sb, sm, sc, sbits),
+        q,
+        seg_q,
+    )
     next_active = np.empty(2 * n_split, np.int64)
     for i in range(n_split):
         k = split_slot[i]
@@ -342,15 +420,34 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
                 need = False
                 for c in range(2):
                     ch = next_active[2 * i + c]
-                    need = need or _gain_bound_pays(node_s[ch], node_g[ch], node_h[ch], g_inv,
-                                                    h_inv, reg_lambda, n, gain_divisor,
-                                                    pay_next, min_split_gain)
+                    need = need or _gain_bound_pays(
+                        node_s[ch],
+                        node_g[ch],
+                        node_h[ch],
+                        g_inv,
+                        h_inv,
+                        reg_lambda,
+                        n,
+                        gain_divisor,
+                        pay_next,
+                        min_split_gain,
+                    )
             next_slot_full[2 * i] = need
             next_slot_full[2 * i + 1] = need
 
     if not build_next or n_split == 0:
-        return ((next_active, np.empty((0, n_hist, 2), HIST_DTYPE), next_feats,
-                 next_n_feats, next_full, next_slot_full), left, priv)
+        return (
+            (
+                next_active,
+                np.empty((0, n_hist, 2), HIST_DTYPE),
+                next_feats,
+                next_n_feats,
+                next_full,
+                next_slot_full,
+            ),
+            left,
+            priv,
+        )
     nxt = np.empty((2 * n_split, n_hist, 2), HIST_DTYPE)
     # Two groups of pairs: those built over every next feature, those over the free ones.
     free_feats = np.empty(next_n_feats, next_feats.dtype)
@@ -412,16 +509,24 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
         if g_n == 0:
             continue
         par_next = parallel and work * row_cost(src, g_n, g_all) >= parallel_min_work
-        priv = build_histograms(par_next, run, src, Segments(b_start, b_count, b_slot, b_g, b_h),
-                                g_feats, g_n, g_all, nxt, priv)
+        priv = build_histograms(
+            par_next,
+            run,
+            src,
+            Segments(b_start, b_count, b_slot, b_g, b_h),
+            g_feats,
+            g_n,
+            g_all,
+            nxt,
+            priv,
+        )
         if direct:
             continue
         if parallel:
             subtract_par(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
         else:
             subtract_ser(g_feats, g_n, off, p_slot, b_slot, s_slot, hist, nxt)
-    return ((next_active, nxt, next_feats, next_n_feats, next_full, next_slot_full),
-            left, priv)
+    return ((next_active, nxt, next_feats, next_n_feats, next_full, next_slot_full), left, priv)
 
 
 @njit(inline="always")
@@ -463,7 +568,12 @@ def _root_histogram(run, src, root_g, root_h, feats, n_feats, full, priv):
     """The root's histogram (1, n_slots, 2) int64 over the listed features (every row)."""
     n, d = src.by_row.shape
     out = np.empty((1, src.offset[d], 2), HIST_DTYPE)
-    segs = Segments(np.zeros(1, np.int64), np.full(1, n, np.int64), np.zeros(1, np.int64),
-                    np.full(1, root_g, np.int64), np.full(1, root_h, np.int64))
+    segs = Segments(
+        np.zeros(1, np.int64),
+        np.full(1, n, np.int64),
+        np.zeros(1, np.int64),
+        np.full(1, root_g, np.int64),
+        np.full(1, root_h, np.int64),
+    )
     priv = build_histograms(run.parallel, run, src, segs, feats, n_feats, full, out, priv)
     return out, priv

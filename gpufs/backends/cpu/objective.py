@@ -6,6 +6,7 @@ compiled so that each operation rounds as IEEE 754 says, like the GPU's; and the
 ``gpufs.engine.quantize.prepare_gradients`` (the extremes, then the int64 (g, h) and their exact
 sums). The GPU's counterpart is ``cuda_kernels/objective.py``.
 """
+
 import numpy as np
 from numba import njit, prange
 from numba.core import types
@@ -18,27 +19,33 @@ from ._device_fns import ROW_BLOCK
 @intrinsic
 def _f64_bits(typingctx, x):
     """The IEEE 754 bits of a float64 as an int64 (an LLVM bitcast: no conversion)."""
+
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.int64))
+
     return types.int64(types.float64), codegen
 
 
 @intrinsic
 def _bits_f64(typingctx, b):
     """The float64 with the IEEE 754 bits of an int64 (an LLVM bitcast)."""
+
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.float64))
+
     return types.float64(types.int64), codegen
 
 
 # The objectives' exact math (``gpufs.rules._exactmath``): plain * and +, which numba's CPU compiler
 # never contracts into FMAs (no fastmath), so each rounds as IEEE 754 says, like the GPU's
 # dmul_rn / dadd_rn.
-_em = _exactmath.make_exact_math(njit(inline="always")(_exactmath.py_mul),
-                                 njit(inline="always")(_exactmath.py_add),
-                                 njit(error_model="numpy", inline="always"),
-                                 njit(inline="always")(lambda x: _f64_bits(x)),
-                                 njit(inline="always")(lambda b: _bits_f64(b)))
+_em = _exactmath.make_exact_math(
+    njit(inline="always")(_exactmath.py_mul),
+    njit(inline="always")(_exactmath.py_add),
+    njit(error_model="numpy", inline="always"),
+    njit(inline="always")(lambda x: _f64_bits(x)),
+    njit(inline="always")(lambda b: _bits_f64(b)),
+)
 _logistic_grad_hess = _em.logistic_grad_hess
 _logistic_grad_hess_loss = _em.logistic_grad_hess_loss
 _logistic_loss = _em.logistic_loss
@@ -130,6 +137,7 @@ def _quantize_ser(g, h, w, unit_hessian, fp, gh, sums):
 
 
 # --- one round's gradients and losses ------------------------------------------------------
+
 
 @njit(parallel=True, cache=True)
 def _logistic_gradients(raw, y, g, h):
@@ -229,6 +237,9 @@ def _round_ser(kind, raw, y, g, h, loss):
 
 
 _GRADIENT_KERNELS = {"logistic": _logistic_gradients, "softmax": _softmax_gradients}
-_LOSS_KERNELS = {"squared_error": _squared_error_losses, "logistic": _logistic_losses,
-                 "softmax": _softmax_losses}
+_LOSS_KERNELS = {
+    "squared_error": _squared_error_losses,
+    "logistic": _logistic_losses,
+    "softmax": _softmax_losses,
+}
 _ROUND_KINDS = {"squared_error": 0, "logistic": 1, "softmax": 2}

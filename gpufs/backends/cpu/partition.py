@@ -8,6 +8,7 @@ with a ``prange`` and a serial driver. The GPU's counterpart is ``cuda_kernels/p
 Shapes: ``Xb_cols`` (n_features, n_samples) uint8; ``rows`` (n_samples,) int32, one segment
 per node; the splits in a ``SplitRule`` (``_args``), (n_split,) per field.
 """
+
 import numpy as np
 from numba import njit, prange
 
@@ -144,4 +145,3 @@ def _partition(run, Xb_cols, rows, scratch, go_left, seg_start, seg_count, rule,
     else:
         _part_scatter_ser(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, scratch)
     return left
-

@@ -9,11 +9,12 @@ per-feature results is ``gpufs.rules._level``'s, in ``level.py``. The GPU's coun
 Arguments in named tuples (``_args``): ``SearchSlots`` (``hist`` (n_slots, layout.n_slots, 2)
 int64, ...), ``SplitArgs``, and ``PerFeature`` (n_slots, n_features) per-feature results.
 """
+
 import numpy as np
 from numba import njit, prange
 
-from ...rules._hist_layout import split_input
 from ..._types import HIST_DTYPE, N_HIST_BINS
+from ...rules._hist_layout import split_input
 from ._args import PerFeature, SearchSlots, split_args
 from ._device_fns import _scan_categorical, _scan_feature
 
@@ -79,13 +80,47 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
             last = off[f + 1] - 1
             if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
                 score, gain, bn, ml, gl, hl = _scan_categorical(
-                    hist, k, lo, last, n_bins[f], G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
-                    gain_divisor, min_child_weight, pen, max_onehot, cat_order[k, c], n_rows,
-                    cat_smooth, cat_l2, min_data_per_group, max_cat_threshold)
+                    hist,
+                    k,
+                    lo,
+                    last,
+                    n_bins[f],
+                    G_q,
+                    H_q,
+                    G,
+                    H,
+                    g_inv,
+                    h_inv,
+                    reg_lambda,
+                    gain_divisor,
+                    min_child_weight,
+                    pen,
+                    max_onehot,
+                    cat_order[k, c],
+                    n_rows,
+                    cat_smooth,
+                    cat_l2,
+                    min_data_per_group,
+                    max_cat_threshold,
+                )
             else:
                 score, gain, bn, ml, gl, hl = _scan_feature(
-                    hist, k, lo, last, n_bins[f], G_q, H_q, G, H, g_inv, h_inv, reg_lambda,
-                    gain_divisor, min_child_weight, pen)
+                    hist,
+                    k,
+                    lo,
+                    last,
+                    n_bins[f],
+                    G_q,
+                    H_q,
+                    G,
+                    H,
+                    g_inv,
+                    h_inv,
+                    reg_lambda,
+                    gain_divisor,
+                    min_child_weight,
+                    pen,
+                )
             s_score[f] = score
             s_gain[f] = gain
             s_bin[f] = bn
@@ -107,14 +142,22 @@ def _search_par(slots, feats, n_feats, penalty, wanted, sp, pf):
     total = slots.hist.shape[0] * n_feats
     n_tasks = max(1, min(SEARCH_TASKS_MAX, total // SEARCH_PAIRS_PER_TASK))
     for t in prange(n_tasks):
-        _search_range((t * total) // n_tasks, ((t + 1) * total) // n_tasks, slots, feats,
-                      n_feats, penalty, wanted, sp, pf)
+        _search_range(
+            (t * total) // n_tasks,
+            ((t + 1) * total) // n_tasks,
+            slots,
+            feats,
+            n_feats,
+            penalty,
+            wanted,
+            sp,
+            pf,
+        )
 
 
 @njit(cache=True)
 def _search_ser(slots, feats, n_feats, penalty, wanted, sp, pf):
-    _search_range(0, slots.hist.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted,
-                  sp, pf)
+    _search_range(0, slots.hist.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted, sp, pf)
 
 
 def feature_gains(hist, node_g, node_h, node_n, split):
@@ -138,12 +181,20 @@ def feature_gains(hist, node_g, node_h, node_n, split):
     hist, layout = split_input(np.ascontiguousarray(hist, HIST_DTYPE), split)
     k, d = hist.shape[0], layout.n_features
     sp = split_args(split)
-    pf = PerFeature(*(np.empty((k, d), dt) for dt in (np.float64, np.float64, np.int64,
-                                                      np.int64, np.int64, np.int64)))
-    slots = SearchSlots(hist, layout.offset, np.asarray(node_g, np.int64),
-                        np.asarray(node_h, np.int64), np.ones(k, np.bool_),
-                        np.zeros((k, sp.n_cat, N_HIST_BINS), np.uint8),
-                        np.asarray(node_n, np.int64))
-    _search_ser(slots, np.arange(d, dtype=np.int32), d, np.zeros(d), np.ones(d, np.bool_),
-                sp, pf)
+    pf = PerFeature(
+        *(
+            np.empty((k, d), dt)
+            for dt in (np.float64, np.float64, np.int64, np.int64, np.int64, np.int64)
+        )
+    )
+    slots = SearchSlots(
+        hist,
+        layout.offset,
+        np.asarray(node_g, np.int64),
+        np.asarray(node_h, np.int64),
+        np.ones(k, np.bool_),
+        np.zeros((k, sp.n_cat, N_HIST_BINS), np.uint8),
+        np.asarray(node_n, np.int64),
+    )
+    _search_ser(slots, np.arange(d, dtype=np.int32), d, np.zeros(d), np.ones(d, np.bool_), sp, pf)
     return np.where(pf.score > -np.inf, pf.gain, -np.inf)

@@ -4,6 +4,7 @@ Owns ``_update_raw_par`` / ``_update_raw_ser``: the rows of a leaf are its segme
 partitioned row indices, so no tree is traversed. The GPU's counterpart is
 ``cuda_kernels/update.py``.
 """
+
 from numba import njit, prange
 
 

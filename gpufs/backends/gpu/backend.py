@@ -11,6 +11,7 @@ and one per level. The device plumbing is ``gpu.device``'s, a tree's memory
 (``xp = numpy``, tiny launch sizes). Where data lives and the launch geometry, in full:
 ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,18 +19,25 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...rules._categorical import CAT_WORDS
 from ..._device import check_gpu_stack, get_namespace, to_host
-from ...rules._hist_layout import split_input, tree_layout
 from ..._types import HIST_DTYPE, N_HIST_BINS, N_OUT, X_BINNED_DTYPE
-from .level import advance_level, decide_level
-from .device import (KERNEL_MAX_DYNAMIC_SHARED, KERNEL_MAX_THREADS,  # noqa: F401
-                          DeviceMixin, GPUOutOfMemoryError, _fmt_bytes, _load_kernels,
-                          _simulator_enabled, quiet_low_occupancy_warnings)
-from .graphs import LevelGraphs
-from .workspace import DeviceBinnedMatrix, _GPUTree, _Workspace
-from . import launch_rules
+from ...rules._categorical import CAT_WORDS
+from ...rules._hist_layout import split_input, tree_layout
 from ..base import best_splits, kernel_for
+from . import launch_rules
+from .device import (  # noqa: F401
+    KERNEL_MAX_DYNAMIC_SHARED,
+    KERNEL_MAX_THREADS,
+    DeviceMixin,
+    GPUOutOfMemoryError,
+    _fmt_bytes,
+    _load_kernels,
+    _simulator_enabled,
+    quiet_low_occupancy_warnings,
+)
+from .graphs import LevelGraphs
+from .level import advance_level, decide_level
+from .workspace import DeviceBinnedMatrix, _GPUTree, _Workspace
 
 __all__ = ["DeviceBinnedMatrix", "GPUBackend", "GPUOutOfMemoryError"]
 
@@ -85,10 +93,21 @@ class GPUBackend(DeviceMixin):
 
     name = "gpu"
 
-    def __init__(self, xp=None, profile=None, *, hist_threads=None, tile_slots=None,
-                 part_threads=None, min_rows_per_task=None, max_blocks=None,
-                 search_threads=None, cuda_graphs=False, hist_optin_shared=False,
-                 hist_kernel=None):
+    def __init__(
+        self,
+        xp=None,
+        profile=None,
+        *,
+        hist_threads=None,
+        tile_slots=None,
+        part_threads=None,
+        min_rows_per_task=None,
+        max_blocks=None,
+        search_threads=None,
+        cuda_graphs=False,
+        hist_optin_shared=False,
+        hist_kernel=None,
+    ):
         self.simulator = _simulator_enabled()
         if not self.simulator:
             check_gpu_stack()  # a broken numpy / numba-cuda pair: one clear error, here
@@ -98,10 +117,11 @@ class GPUBackend(DeviceMixin):
         self._cupy = xp is not np
         self.kernels = _load_kernels()
         k = self.kernels
-        assert 4 * k.tile_words(k.MAX_TILE_SLOTS) \
-            == KERNEL_MAX_DYNAMIC_SHARED["histogram_kernel"]
-        assert 4 * k.bounded_tile_words(k.MAX_BOUNDED_TILE_SLOTS) \
+        assert 4 * k.tile_words(k.MAX_TILE_SLOTS) == KERNEL_MAX_DYNAMIC_SHARED["histogram_kernel"]
+        assert (
+            4 * k.bounded_tile_words(k.MAX_BOUNDED_TILE_SLOTS)
             == KERNEL_MAX_DYNAMIC_SHARED["histogram_bounded_kernel"]
+        )
         self.hist_kernel = launch_rules.HIST_KERNEL if hist_kernel is None else hist_kernel
         launch_rules.max_rows_per_task(self.hist_kernel)  # refuses an unknown name
         bounded = self.hist_kernel == "bounded"
@@ -119,15 +139,14 @@ class GPUBackend(DeviceMixin):
         # The histogram's dynamic shared memory limit: 48 KiB, or the device's opt-in one.
         self.hist_optin = self._optin_limit() if hist_optin_shared else 0
         self._max_tile_slots = k.MAX_BOUNDED_TILE_SLOTS if bounded else k.MAX_TILE_SLOTS
-        while self.hist_optin and 4 * self.tile_words(self._max_tile_slots + 1) \
-                <= self.hist_optin:
+        while self.hist_optin and 4 * self.tile_words(self._max_tile_slots + 1) <= self.hist_optin:
             self._max_tile_slots += 1
         self._optin_kernels = {}  # kernel -> its specialization with the attribute set
         # 33 KB of shared memory (the former 8 features of 256 bins): 2,048 split-word slots,
         # 4,096 bounded ones; with the opt-in, the largest tile that fits
-        self.tile_slots = tile_slots or (40 if small else
-                                         self._max_tile_slots if self.hist_optin else
-                                         4096 if bounded else 2048)
+        self.tile_slots = tile_slots or (
+            40 if small else self._max_tile_slots if self.hist_optin else 4096 if bounded else 2048
+        )
         self.part_threads = part_threads or (8 if small else 256)
         # one block per (node, feature), a thread per bin of a chunk (``split._scan_block``);
         # 32: a 256-bin feature in 8 chunks (to be tuned on a GPU: 64 and 128 also work)
@@ -161,8 +180,16 @@ class GPUBackend(DeviceMixin):
             out = self._alloc(X.shape, X_BINNED_DTYPE, "the binned matrix")
             if X.size:
                 threads = 256 if self._cupy else 32
-                self._launch("bin_transform", self.kernels.bin_transform_kernel,
-                             self._grid_1d(X.size, threads), threads, X, cuts, nc, out)
+                self._launch(
+                    "bin_transform",
+                    self.kernels.bin_transform_kernel,
+                    self._grid_1d(X.size, threads),
+                    threads,
+                    X,
+                    cuts,
+                    nc,
+                    out,
+                )
             return out
 
     def _rows_input(self, raw, y):
@@ -180,8 +207,13 @@ class GPUBackend(DeviceMixin):
         Same arguments and results as ``CPUBackend.gradients``, bit for bit: (g, h), each
         (n_outputs, n) float64 on the device, from ``gpufs.rules._exactmath``'s formulas.
         """
-        kernel = kernel_for({"logistic": self.kernels.logistic_gradients_kernel,
-                             "softmax": self.kernels.softmax_gradients_kernel}, objective)
+        kernel = kernel_for(
+            {
+                "logistic": self.kernels.logistic_gradients_kernel,
+                "softmax": self.kernels.softmax_gradients_kernel,
+            },
+            objective,
+        )
         with self._phase("objective"):
             raw, y = self._rows_input(raw, y)
             n, k = raw.shape
@@ -189,22 +221,27 @@ class GPUBackend(DeviceMixin):
             h = self._alloc((k, n), np.float64, "the hessians")
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("objective", kernel, self._grid_1d(n, threads), threads, raw, y,
-                             g, h)
+                self._launch("objective", kernel, self._grid_1d(n, threads), threads, raw, y, g, h)
             return g, h
 
     def loss_terms(self, objective, raw, y):
         """Per-row losses (n,) float64 on the device; ``CPUBackend.loss_terms``, bit for bit."""
-        kernel = kernel_for({"squared_error": self.kernels.squared_error_loss_kernel,
-                             "logistic": self.kernels.logistic_loss_kernel,
-                             "softmax": self.kernels.softmax_loss_kernel}, objective)
+        kernel = kernel_for(
+            {
+                "squared_error": self.kernels.squared_error_loss_kernel,
+                "logistic": self.kernels.logistic_loss_kernel,
+                "softmax": self.kernels.softmax_loss_kernel,
+            },
+            objective,
+        )
         with self._phase("objective"):
             raw, y = self._rows_input(raw, y)
             out = self._alloc(raw.shape[:1], np.float64, "the per-row losses")
             if raw.shape[0]:
                 threads = 128 if self._cupy else 32
-                self._launch("objective", kernel, self._grid_1d(raw.shape[0], threads),
-                             threads, raw, y, out)
+                self._launch(
+                    "objective", kernel, self._grid_1d(raw.shape[0], threads), threads, raw, y, out
+                )
             return out
 
     # --- one boosting round's gradients and their fixed point ------------------------------
@@ -214,9 +251,14 @@ class GPUBackend(DeviceMixin):
     def round_gradients(self, objective, raw, y):
         """(g, h, loss_terms) as ``CPUBackend.round_gradients``, bit for bit, in one pass:
         g, h (n_outputs, n) and loss_terms (n,) float64 on the device."""
-        kernel = kernel_for({"squared_error": self.kernels.round_squared_error_kernel,
-                             "logistic": self.kernels.round_logistic_kernel,
-                             "softmax": self.kernels.round_softmax_kernel}, objective)
+        kernel = kernel_for(
+            {
+                "squared_error": self.kernels.round_squared_error_kernel,
+                "logistic": self.kernels.round_logistic_kernel,
+                "softmax": self.kernels.round_softmax_kernel,
+            },
+            objective,
+        )
         with self._phase("gradients"):
             raw, y = self._rows_input(raw, y)
             n, k = raw.shape
@@ -227,8 +269,17 @@ class GPUBackend(DeviceMixin):
             vg, vh, vl = self._keep_new("round", g, h, loss, *g, *h)[:3]
             if n:
                 threads = 128 if self._cupy else 32
-                self._launch("gradients", kernel, self._grid_1d(n, threads), threads,
-                             self._kept_view(raw), self._kept_view(y), vg, vh, vl)
+                self._launch(
+                    "gradients",
+                    kernel,
+                    self._grid_1d(n, threads),
+                    threads,
+                    self._kept_view(raw),
+                    self._kept_view(y),
+                    vg,
+                    vh,
+                    vl,
+                )
             return g, h, loss
 
     def _weights_arg(self, w):
@@ -237,7 +288,8 @@ class GPUBackend(DeviceMixin):
         empty = self._scratch.get("no_weights")
         if empty is None:
             empty = self._scratch["no_weights"] = self._view(
-                self._alloc((0,), np.float64, "no weights"))
+                self._alloc((0,), np.float64, "no weights")
+            )
         return empty
 
     def _block_results(self, name, blocks, width, dtype):
@@ -258,15 +310,24 @@ class GPUBackend(DeviceMixin):
             blocks = self._reduce_grid(n)
             out, v_out = self._block_results("gradient extremes", blocks, 3, np.float64)
             vg = self._kept_view(g, "round")
-            self._launch("gradients", self.kernels.extremes_kernel, blocks,
-                         self._reduce_threads, vg,
-                         self._kept_view(h, "round") if h is not None else vg,
-                         self._weights_arg(w), bool(unit_hessian), bool(divisor), v_out)
+            self._launch(
+                "gradients",
+                self.kernels.extremes_kernel,
+                blocks,
+                self._reduce_threads,
+                vg,
+                self._kept_view(h, "round") if h is not None else vg,
+                self._weights_arg(w),
+                bool(unit_hessian),
+                bool(divisor),
+                v_out,
+            )
         m = self._to_host(out).max(axis=0)
         return float(m[0]), float(m[1]), float(m[2])
 
-    def quantize_gradients(self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s,
-                           low_scales, divisor):
+    def quantize_gradients(
+        self, g, h, w, unit_hessian, g_scale, h_scale, e1s, e2s, low_scales, divisor
+    ):
         """(gh (n, 2) int64 on the device, sums (8,) int64 on the host) as
         ``CPUBackend.quantize_gradients``: one fused pass, each block's int64 sums brought to
         the host in one small copy (integer sums: the same in any order)."""
@@ -286,12 +347,30 @@ class GPUBackend(DeviceMixin):
             sums, v_sums = self._block_results("fixed-point sums", blocks, 8, np.int64)
             e1, e2, lo = ([float(v) for v in a] for a in (e1s, e2s, low_scales))
             vg = self._kept_view(g, "round")
-            self._launch("gradients", self.kernels.quantize_kernel, blocks,
-                         self._reduce_threads, vg,
-                         self._kept_view(h, "round") if h is not None else vg,
-                         self._weights_arg(w), bool(unit_hessian), float(g_scale),
-                         float(h_scale), e1[0], e2[0], lo[0], e1[1], e2[1], lo[1], e1[2],
-                         e2[2], lo[2], bool(divisor), v_gh, v_sums)
+            self._launch(
+                "gradients",
+                self.kernels.quantize_kernel,
+                blocks,
+                self._reduce_threads,
+                vg,
+                self._kept_view(h, "round") if h is not None else vg,
+                self._weights_arg(w),
+                bool(unit_hessian),
+                float(g_scale),
+                float(h_scale),
+                e1[0],
+                e2[0],
+                lo[0],
+                e1[1],
+                e2[1],
+                lo[1],
+                e1[2],
+                e2[2],
+                lo[2],
+                bool(divisor),
+                v_gh,
+                v_sums,
+            )
         return gh, self._to_host(sums).sum(axis=0)
 
     # --- the level step ---------------------------------------------------------------------
@@ -304,18 +383,32 @@ class GPUBackend(DeviceMixin):
         if last is not None and self._scratch.get("binned_from") is Xb:
             return last
         xp = self.xp
-        with self._phase("prepare_binned"), self._oom("the binned matrix", Xb.shape,
-                                                     X_BINNED_DTYPE):
+        with (
+            self._phase("prepare_binned"),
+            self._oom("the binned matrix", Xb.shape, X_BINNED_DTYPE),
+        ):
             by_row = xp.ascontiguousarray(Xb, dtype=X_BINNED_DTYPE)  # no copy when it is
-            by_col = self._alloc((Xb.shape[1], Xb.shape[0]), X_BINNED_DTYPE,
-                                 "the binned matrix by column")
+            by_col = self._alloc(
+                (Xb.shape[1], Xb.shape[0]), X_BINNED_DTYPE, "the binned matrix by column"
+            )
             by_col[...] = xp.asarray(by_row).T  # an elementwise copy: no temporary
         data = DeviceBinnedMatrix(by_row, by_col, self._view(by_row), self._view(by_col))
         self._scratch["binned"], self._scratch["binned_from"] = data, Xb
         return data
 
-    def start_tree(self, data, gh, root_g, root_h, max_depth, feats, penalty=None,
-                   groups=None, split=None, layout=None):
+    def start_tree(
+        self,
+        data,
+        gh,
+        root_g,
+        root_h,
+        max_depth,
+        feats,
+        penalty=None,
+        groups=None,
+        split=None,
+        layout=None,
+    ):
         """Begin a tree: every row in the root, the root's histogram over ``feats`` (int32
         sorted feature indices) built, in ``layout`` (default ``split``'s, else the full
         layout; the GPU accumulates every bin, so a layout's most frequent bins are not
@@ -329,15 +422,31 @@ class GPUBackend(DeviceMixin):
         data = self.prepare_binned(data)
         n, d = data.shape
         ws = self._workspace(n, d, int(max_depth), tree_layout(layout, split, d))
-        st = _GPUTree(ws, data, gh, self._kept_view(gh, "tree"), int(root_g), int(root_h), n,
-                      np.ascontiguousarray(feats, dtype=np.int32))
+        st = _GPUTree(
+            ws,
+            data,
+            gh,
+            self._kept_view(gh, "tree"),
+            int(root_g),
+            int(root_h),
+            n,
+            np.ascontiguousarray(feats, dtype=np.int32),
+        )
         with self._phase("start_tree"):
             ws.begin(st)  # the root's rows are every row in order: no launch (``ident``)
             if st.n_feats and n:
                 self.hist_bytes += n * (st.n_feats + 20)
                 ws.zero_hist(ws.hist_index, 1)
-                self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=ws.tasks_for(n),
-                                n_feats=st.n_feats, out=ws.hist_index, ident=True)
+                self._histogram(
+                    ws,
+                    st,
+                    cur=0,
+                    fcur=0,
+                    n_build_tasks=ws.tasks_for(n),
+                    n_feats=st.n_feats,
+                    out=ws.hist_index,
+                    ident=True,
+                )
         return st
 
     def _histogram(self, ws, st, cur, fcur, n_build_tasks, n_feats, out, ident=False):
@@ -349,13 +458,31 @@ class GPUBackend(DeviceMixin):
             from ...engine.quantize import QGRAD_BOUND
 
             if st.gh.size and int(np.abs(st.gh).max()) > QGRAD_BOUND:
-                raise ValueError("the bounded histogram kernel needs |gh| <= QGRAD_BOUND "
-                                 "(gpufs.engine.quantize); use hist_kernel='split_word'")
-        self._launch("histogram", self._hist_fn,
-                     (n_build_tasks, ws.n_tiles), self.hist_threads, st.data.v_row, st.v_gh,
-                     ws.v["rows2"], cur, ident, ws.v["bld"], ws.v["ctrl"], ws.v["fmask2"], fcur,
-                     ws.v["offset"], ws.v["tile_f"], ws.rows_per_task, ws.v[f"hist{out}"],
-                     shared=ws.tile_bytes, optin_shared=self.hist_optin)
+                raise ValueError(
+                    "the bounded histogram kernel needs |gh| <= QGRAD_BOUND "
+                    "(gpufs.engine.quantize); use hist_kernel='split_word'"
+                )
+        self._launch(
+            "histogram",
+            self._hist_fn,
+            (n_build_tasks, ws.n_tiles),
+            self.hist_threads,
+            st.data.v_row,
+            st.v_gh,
+            ws.v["rows2"],
+            cur,
+            ident,
+            ws.v["bld"],
+            ws.v["ctrl"],
+            ws.v["fmask2"],
+            fcur,
+            ws.v["offset"],
+            ws.v["tile_f"],
+            ws.rows_per_task,
+            ws.v[f"hist{out}"],
+            shared=ws.tile_bytes,
+            optin_shared=self.hist_optin,
+        )
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
@@ -373,8 +500,11 @@ class GPUBackend(DeviceMixin):
         k = st.n_active
         with self._phase("level"):
             cat_slot, n_cat = split.categorical()
-            views = _LevelViews(*ws.set_params(penalty, allowed, used, split, int(budget)),
-                                *ws.categorical(cat_slot, n_cat), ws.view_of(split.n_bins))
+            views = _LevelViews(
+                *ws.set_params(penalty, allowed, used, split, int(budget)),
+                *ws.categorical(cat_slot, n_cat),
+                ws.view_of(split.n_bins),
+            )
             graph = self.graphs is not None
             if graph:
                 self._recording = []
@@ -399,39 +529,99 @@ class GPUBackend(DeviceMixin):
         hist = ws.hist_index ^ cur
         threads = self.search_threads
         # search, then (its last block) the level's decisions: one launch
-        self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, 1),
-                     threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"], ws.v["bld"],
-                     st.level > 0, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
-                     st.fcur, ws.v["ctrl"], ws.v["offset"], views.n_bins, views.penalty,
-                     views.allowed, views.used, views.scalars, views.cat_slot, views.cat_order,
-                     ws.v["pf_f"], ws.v["pf_i"],
-                     True, ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
-                     ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
-                     ws.v["out_i"], ws.v["out_f"])
+        self._launch(
+            "search",
+            self.kernels.search_kernel,
+            self._grid_1d(k * d, 1),
+            threads,
+            ws.v[f"hist{hist}"],
+            ws.v[f"hist{hist ^ 1}"],
+            ws.v["bld"],
+            st.level > 0,
+            ws.v["nodes"],
+            ws.v[f"active{a}"],
+            k,
+            ws.v["feats2"],
+            st.fcur,
+            ws.v["ctrl"],
+            ws.v["offset"],
+            views.n_bins,
+            views.penalty,
+            views.allowed,
+            views.used,
+            views.scalars,
+            views.cat_slot,
+            views.cat_order,
+            ws.v["pf_f"],
+            ws.v["pf_i"],
+            True,
+            ws.v["fmask2"],
+            ws.v[f"active{1 - a}"],
+            ws.v["admitted_now"],
+            ws.rows_per_task,
+            ws.v["dec_f"],
+            ws.v["dec_i"],
+            ws.v["spl"],
+            ws.v["out_i"],
+            ws.v["out_f"],
+        )
         counts = st.node_count[st.active]
         # grids: bounds from this tree's counts, or for a graph the tree shape's (the
         # same every tree, so the level replays)
         n_tasks = ws.max_tasks if graph else int(ws.tasks_for(counts).sum())
-        self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k,
-                        ident=st.level == 0)
+        self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k, ident=st.level == 0)
         if build_next:
             n_build = ws.max_tasks if graph else int(ws.tasks_for(counts // 2).sum())
             ws.zero_hist(hist ^ 1, 2 * k)
-            self._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1,
-                            n_build_tasks=n_build, n_feats=st.n_feats, out=hist ^ 1)
+            self._histogram(
+                ws,
+                st,
+                cur=cur ^ 1,
+                fcur=st.fcur ^ 1,
+                n_build_tasks=n_build,
+                n_feats=st.n_feats,
+                out=hist ^ 1,
+            )
 
     def _partition(self, ws, cur, n_tasks, lc_base, ident=False):
         if n_tasks == 0:
             return
         pt = self.part_threads
         # count, then (its last block) the plan: one launch; then the scatter
-        self._launch("partition", self.kernels.partition_count_kernel, n_tasks, pt,
-                     ws.v["Xcols"], ws.v["rows2"], cur, ident, ws.v["spl"], ws.v["ctrl"],
-                     ws.rows_per_task, ws.v["chunk_left"], ws.v["chunk_off"], ws.v["nodes"],
-                     ws.v["bld"], ws.v["out_i"], lc_base)
-        self._launch("partition", self.kernels.partition_scatter_kernel, n_tasks, pt,
-                     ws.v["Xcols"], ws.v["rows2"], cur, ident, ws.v["spl"], ws.v["ctrl"],
-                     ws.rows_per_task, ws.v["chunk_off"], ws.v["nodes"])
+        self._launch(
+            "partition",
+            self.kernels.partition_count_kernel,
+            n_tasks,
+            pt,
+            ws.v["Xcols"],
+            ws.v["rows2"],
+            cur,
+            ident,
+            ws.v["spl"],
+            ws.v["ctrl"],
+            ws.rows_per_task,
+            ws.v["chunk_left"],
+            ws.v["chunk_off"],
+            ws.v["nodes"],
+            ws.v["bld"],
+            ws.v["out_i"],
+            lc_base,
+        )
+        self._launch(
+            "partition",
+            self.kernels.partition_scatter_kernel,
+            n_tasks,
+            pt,
+            ws.v["Xcols"],
+            ws.v["rows2"],
+            cur,
+            ident,
+            ws.v["spl"],
+            ws.v["ctrl"],
+            ws.rows_per_task,
+            ws.v["chunk_off"],
+            ws.v["nodes"],
+        )
 
     def advance_level(self, st, plan, build_next):
         """The rows' half of ``level_step`` by a ``SplitPlan`` decided elsewhere (a Dask
@@ -459,20 +649,32 @@ class GPUBackend(DeviceMixin):
         with self._phase("update_raw"):
             ws = st.ws
             li, lf = ws.set_leaves(leaves, np.asarray(leaf_values, np.float64))
-            self._update_leaves(raw_column, ws.v["rows2"], ws.v["nodes"], li, lf,
-                                leaves.shape[0], st.n, ident=True)
+            self._update_leaves(
+                raw_column, ws.v["rows2"], ws.v["nodes"], li, lf, leaves.shape[0], st.n, ident=True
+            )
 
-    def _update_leaves(self, raw_column, rows2, nodes, leaf_nodes, leaf_values, n_leaves, n,
-                       ident=False):
+    def _update_leaves(
+        self, raw_column, rows2, nodes, leaf_nodes, leaf_values, n_leaves, n, ident=False
+    ):
         parts = max(1, -(-n // (n_leaves * self.min_rows_per_task)))
         parts = min(parts, 65535)
-        self._launch("update_raw", self.kernels.update_leaves_kernel, (n_leaves, parts),
-                     self.part_threads, self._kept_view(raw_column), rows2, ident, nodes,
-                     leaf_nodes, leaf_values)
+        self._launch(
+            "update_raw",
+            self.kernels.update_leaves_kernel,
+            (n_leaves, parts),
+            self.part_threads,
+            self._kept_view(raw_column),
+            rows2,
+            ident,
+            nodes,
+            leaf_nodes,
+            leaf_values,
+        )
 
     # --- the kernels one at a time (tests; the level step runs the same kernels) -----------
-    def histograms(self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None,
-                   layout=None):
+    def histograms(
+        self, Xb, gh, rows, node_start, node_count, build_nodes, feats=None, layout=None
+    ):
         """Histograms of ``build_nodes`` in ``layout`` (every bin accumulated), as
         ``CPUBackend.histograms``: (len(build_nodes), layout.n_slots, 2) int64, or without a
         layout (len(build_nodes), d, 256, 2), the full layout's array."""
@@ -497,11 +699,20 @@ class GPUBackend(DeviceMixin):
             ws.upload_itab(itab)
             ws.set_feats(0, feats)
             ws.rows2[0] = xp.asarray(rows)
-            st = _GPUTree(ws, self.prepare_binned(xp.asarray(Xb)), xp.asarray(gh),
-                          self._view(xp.asarray(gh)), 0, 0, n, feats)
+            st = _GPUTree(
+                ws,
+                self.prepare_binned(xp.asarray(Xb)),
+                xp.asarray(gh),
+                self._view(xp.asarray(gh)),
+                0,
+                0,
+                n,
+                feats,
+            )
             ws.v["hist0"] = self._view(out)
-            self._histogram(ws, st, cur=0, fcur=0, n_build_tasks=int(tasks.sum()),
-                            n_feats=feats.shape[0], out=0)
+            self._histogram(
+                ws, st, cur=0, fcur=0, n_build_tasks=int(tasks.sum()), n_feats=feats.shape[0], out=0
+            )
         if given is None:
             return out.reshape(m, d, N_HIST_BINS, 2)
         return out
@@ -529,22 +740,67 @@ class GPUBackend(DeviceMixin):
         threads = self.search_threads
         if k and d:
             hist_v = self._view(hist)
-            self._launch("search", self.kernels.search_kernel, self._grid_1d(k * d, 1),
-                         threads, hist_v, hist_v, ws.v["bld"], False, ws.v["nodes"],
-                         ws.v["active0"], k, ws.v["feats2"], 0, ws.v["ctrl"], ws.v["offset"],
-                         self._view(xp.asarray(split.n_bins, np.int32)), pen, alw, usd,
-                         scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"], False,
-                         ws.v["fmask2"], ws.v["active1"], ws.v["admitted_now"],
-                         ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"],
-                         ws.v["out_i"], ws.v["out_f"])
+            self._launch(
+                "search",
+                self.kernels.search_kernel,
+                self._grid_1d(k * d, 1),
+                threads,
+                hist_v,
+                hist_v,
+                ws.v["bld"],
+                False,
+                ws.v["nodes"],
+                ws.v["active0"],
+                k,
+                ws.v["feats2"],
+                0,
+                ws.v["ctrl"],
+                ws.v["offset"],
+                self._view(xp.asarray(split.n_bins, np.int32)),
+                pen,
+                alw,
+                usd,
+                scal,
+                v_slot,
+                v_order,
+                ws.v["pf_f"],
+                ws.v["pf_i"],
+                False,
+                ws.v["fmask2"],
+                ws.v["active1"],
+                ws.v["admitted_now"],
+                ws.rows_per_task,
+                ws.v["dec_f"],
+                ws.v["dec_i"],
+                ws.v["spl"],
+                ws.v["out_i"],
+                ws.v["out_f"],
+            )
         pf_f = self._to_host(ws.pf_f)
         pf_i = self._to_host(ws.pf_i)
         order = self._to_host(ws.cat_order) if n_cat else None
-        return best_splits(allowed, pf_f[0, :k, :d], pf_f[1, :k, :d], *pf_i[:, :k, :d],
-                           cat_slot=cat_slot if n_cat else None, cat_order=order)
+        return best_splits(
+            allowed,
+            pf_f[0, :k, :d],
+            pf_f[1, :k, :d],
+            *pf_i[:, :k, :d],
+            cat_slot=cat_slot if n_cat else None,
+            cat_order=order,
+        )
 
-    def partition(self, Xb, rows, node_start, node_count, split_nodes, split_feature,
-                  split_bin, missing_left, split_cat=None, split_bits=None):
+    def partition(
+        self,
+        Xb,
+        rows,
+        node_start,
+        node_count,
+        split_nodes,
+        split_feature,
+        split_bin,
+        missing_left,
+        split_cat=None,
+        split_bits=None,
+    ):
         """Stable in-place partition of each split node's segment, as
         ``CPUBackend.partition`` (categorical splits too); returns left counts (n_split,)
         int64."""
@@ -568,7 +824,7 @@ class GPUBackend(DeviceMixin):
         spl[5, :m], spl[6, :m] = starts, counts
         spl[7, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]])
         if split_cat is not None:
-            spl[8:8 + CAT_WORDS, :m] = np.asarray(split_bits, np.int64).T
+            spl[8 : 8 + CAT_WORDS, :m] = np.asarray(split_bits, np.int64).T
             spl[8 + CAT_WORDS, :m] = np.asarray(split_cat, np.int64)
         itab["ctrl"][[0, 1]] = m, int(tasks.sum())
         ws.upload_itab(itab)
@@ -581,7 +837,7 @@ class GPUBackend(DeviceMixin):
         host_rows = to_host(rows).copy()
         for s in range(m):
             a, c = int(starts[s]), int(counts[s])
-            host_rows[a:a + c] = moved[a:a + c]
+            host_rows[a : a + c] = moved[a : a + c]
         rows[...] = xp.asarray(host_rows)
         return lc.astype(np.int64)
 
@@ -592,18 +848,40 @@ class GPUBackend(DeviceMixin):
 
         return DeviceSteps
 
-    def predict_binned(self, Xb, feature, bin_threshold, missing_left, value, tree_column, out,
-                       is_cat, cat_bits):
+    def predict_binned(
+        self, Xb, feature, bin_threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+    ):
         with self._phase("predict"):
-            self._predict(self.kernels.predict_binned_kernel, Xb, feature, bin_threshold,
-                          missing_left, value, tree_column, out, is_cat, cat_bits)
+            self._predict(
+                self.kernels.predict_binned_kernel,
+                Xb,
+                feature,
+                bin_threshold,
+                missing_left,
+                value,
+                tree_column,
+                out,
+                is_cat,
+                cat_bits,
+            )
             return out
 
-    def predict_raw(self, X, feature, threshold, missing_left, value, tree_column, out, is_cat,
-                    cat_bits):
+    def predict_raw(
+        self, X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits
+    ):
         with self._phase("predict"):
-            self._predict(self.kernels.predict_raw_kernel, self._float_input(X), feature,
-                          threshold, missing_left, value, tree_column, out, is_cat, cat_bits)
+            self._predict(
+                self.kernels.predict_raw_kernel,
+                self._float_input(X),
+                feature,
+                threshold,
+                missing_left,
+                value,
+                tree_column,
+                out,
+                is_cat,
+                cat_bits,
+            )
             return out
 
     def _predict(self, kernel, X, feature, *trees):
@@ -611,6 +889,6 @@ class GPUBackend(DeviceMixin):
         walking every tree (no launch without rows or trees)."""
         if X.shape[0] and feature.shape[0]:
             threads = 128 if self._cupy else 32
-            self._launch("predict", kernel, self._grid_1d(X.shape[0], threads), threads, X,
-                         feature, *trees)
-
+            self._launch(
+                "predict", kernel, self._grid_1d(X.shape[0], threads), threads, X, feature, *trees
+            )

@@ -8,6 +8,7 @@ device allocation through one out-of-memory wrapper that names the array
 made once and kept, the tree shape's workspace, and the per-phase timers of ``profile=True``.
 Why the views are kept, and the launch geometry: ``docs/module_notes.rst``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,14 +21,24 @@ import warnings
 
 import numpy as np
 
-from ...rules import _tasks
 from ..._device import is_cupy_array, to_host
+from ...rules import _tasks
+from .launch_rules import (
+    DEFAULT_DYNAMIC_SHARED,
+    MAX_OPTIN_SHARED,
+    check_launch,
+    launch_geometry,
+    max_rows_per_task,
+)
 from .workspace import _Workspace
-from .launch_rules import (DEFAULT_DYNAMIC_SHARED, MAX_OPTIN_SHARED, check_launch,
-                           launch_geometry, max_rows_per_task)
 
-__all__ = ["DeviceMixin", "GPUOutOfMemoryError", "KERNEL_MAX_DYNAMIC_SHARED",
-           "KERNEL_MAX_THREADS", "quiet_low_occupancy_warnings"]
+__all__ = [
+    "DeviceMixin",
+    "GPUOutOfMemoryError",
+    "KERNEL_MAX_DYNAMIC_SHARED",
+    "KERNEL_MAX_THREADS",
+    "quiet_low_occupancy_warnings",
+]
 
 
 # numba-cuda warns on every launch of a grid smaller than twice the SM count. The small
@@ -35,8 +46,12 @@ __all__ = ["DeviceMixin", "GPUOutOfMemoryError", "KERNEL_MAX_DYNAMIC_SHARED",
 # warning flooded every GPU fit's output on an H100; it says nothing a user can act on.
 def quiet_low_occupancy_warnings():
     """Ignore numba-cuda's low-occupancy warning (process-wide, that one message only)."""
-    warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU "
-                            r"under-utilization", module=r"numba_cuda\.")
+    warnings.filterwarnings(
+        "ignore",
+        message=r".*Grid size \d+ will likely result in GPU "
+        r"under-utilization",
+        module=r"numba_cuda\.",
+    )
 
 
 quiet_low_occupancy_warnings()
@@ -49,15 +64,24 @@ quiet_low_occupancy_warnings()
 #: against these; ``_launch`` refuses a larger block under the simulator, and the
 #: constructor refuses launch sizes past them.
 KERNEL_MAX_THREADS = {
-    "bin_transform_kernel": 256, "extremes_kernel": 256,
+    "bin_transform_kernel": 256,
+    "extremes_kernel": 256,
     "quantize_kernel": 256,  # REDUCE_BLOCK: the reductions' shared arrays are this wide
-    "histogram_kernel": 1024, "histogram_bounded_kernel": 1024,  # hist_threads
+    "histogram_kernel": 1024,
+    "histogram_bounded_kernel": 1024,  # hist_threads
     "partition_count_kernel": 512,  # part_threads
-    "partition_scatter_kernel": 512, "update_leaves_kernel": 512, "search_kernel": 128,
-    "predict_binned_kernel": 128, "predict_raw_kernel": 128,
-    "logistic_gradients_kernel": 128, "softmax_gradients_kernel": 128,
-    "squared_error_loss_kernel": 128, "logistic_loss_kernel": 128, "softmax_loss_kernel": 128,
-    "round_squared_error_kernel": 128, "round_logistic_kernel": 128,
+    "partition_scatter_kernel": 512,
+    "update_leaves_kernel": 512,
+    "search_kernel": 128,
+    "predict_binned_kernel": 128,
+    "predict_raw_kernel": 128,
+    "logistic_gradients_kernel": 128,
+    "softmax_gradients_kernel": 128,
+    "squared_error_loss_kernel": 128,
+    "logistic_loss_kernel": 128,
+    "softmax_loss_kernel": 128,
+    "round_squared_error_kernel": 128,
+    "round_logistic_kernel": 128,
     "round_softmax_kernel": 128,
 }
 #: The histogram's tile of at most ``cuda_kernels.MAX_TILE_SLOTS`` slots, 4 bytes per
@@ -74,16 +98,21 @@ def _load_kernels():
     """``gpufs.cuda_kernels``: installed inside the wheel, or ``cuda_kernels/`` of a checkout."""
     try:
         from ... import cuda_kernels
+
         return cuda_kernels
     except ImportError:
         pass
     # Source checkout: cuda_kernels/ sits next to gpufs/ and pyproject maps it into the
     # package on install. Load it under its installed name so both layouts behave the same.
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    here = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    )
     pkg_dir = os.path.join(here, "cuda_kernels")
     spec = importlib.util.spec_from_file_location(
-        "gpufs.cuda_kernels", os.path.join(pkg_dir, "__init__.py"),
-        submodule_search_locations=[pkg_dir])
+        "gpufs.cuda_kernels",
+        os.path.join(pkg_dir, "__init__.py"),
+        submodule_search_locations=[pkg_dir],
+    )
     if spec is None:
         raise ImportError("gpufs.cuda_kernels is missing: reinstall gpufs")
     module = importlib.util.module_from_spec(spec)
@@ -123,21 +152,28 @@ class DeviceMixin:
         if v < 1 or v > top or v & (v - 1):
             raise ValueError(f"part_threads must be a power of two <= {top}, got {v}")
         if not 1 <= self.hist_threads <= KERNEL_MAX_THREADS["histogram_kernel"]:
-            raise ValueError(f"hist_threads must be in [1, "
-                             f"{KERNEL_MAX_THREADS['histogram_kernel']}], got "
-                             f"{self.hist_threads}")
+            raise ValueError(
+                f"hist_threads must be in [1, "
+                f"{KERNEL_MAX_THREADS['histogram_kernel']}], got "
+                f"{self.hist_threads}"
+            )
         v = self.search_threads
         if v < 1 or v > self.kernels.MAX_SEARCH_THREADS or v & (v - 1):
-            raise ValueError(f"search_threads must be a power of two <= "
-                             f"{self.kernels.MAX_SEARCH_THREADS}, got {v}")
+            raise ValueError(
+                f"search_threads must be a power of two <= "
+                f"{self.kernels.MAX_SEARCH_THREADS}, got {v}"
+            )
         cap = max_rows_per_task(self.hist_kernel)
         if cap is not None and not 1 <= self.min_rows_per_task <= cap:
-            raise ValueError(f"min_rows_per_task must be in [1, {cap}] with the "
-                             f"{self.hist_kernel!r} histogram kernel, got "
-                             f"{self.min_rows_per_task}")
+            raise ValueError(
+                f"min_rows_per_task must be in [1, {cap}] with the "
+                f"{self.hist_kernel!r} histogram kernel, got "
+                f"{self.min_rows_per_task}"
+            )
         if not 1 <= self.tile_slots <= self._max_tile_slots:
-            raise ValueError(f"tile_slots must be in [1, {self._max_tile_slots}], got "
-                             f"{self.tile_slots}")
+            raise ValueError(
+                f"tile_slots must be in [1, {self._max_tile_slots}], got {self.tile_slots}"
+            )
 
     def _optin_limit(self):
         """The device's opt-in dynamic shared memory per block (bytes); under the simulator
@@ -247,8 +283,14 @@ class DeviceMixin:
         shared = int(shared)
         if self.simulator:
             name = getattr(kernel, "__name__", phase)
-            check_launch(name, grid, block, shared, optin_shared,
-                         max_threads=KERNEL_MAX_THREADS.get(name, 1024))
+            check_launch(
+                name,
+                grid,
+                block,
+                shared,
+                optin_shared,
+                max_threads=KERNEL_MAX_THREADS.get(name, 1024),
+            )
         arrays = sum(isinstance(a, np.ndarray) or is_cupy_array(a) for a in args)
         if arrays:  # each is wrapped here (cupy) or copied in and out (the simulator)
             self.wrapped[phase] = self.wrapped.get(phase, 0) + arrays
@@ -337,8 +379,11 @@ class DeviceMixin:
         """Small host array -> device, reusing the last upload when the content is unchanged."""
         host_array = np.ascontiguousarray(host_array, dtype=dtype)
         cached = self._uploads.get(name)
-        if cached is not None and cached[0].shape == host_array.shape \
-                and np.array_equal(cached[0], host_array):
+        if (
+            cached is not None
+            and cached[0].shape == host_array.shape
+            and np.array_equal(cached[0], host_array)
+        ):
             return cached[1]
         dev = self.xp.asarray(host_array)
         self._uploads[name] = (host_array.copy(), dev)
@@ -377,15 +422,17 @@ class DeviceMixin:
     def _oom_message(self, what, shape, dtype):
         need = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
         free, total = self._memory_info()
-        return (f"gpufs ran out of GPU memory allocating {what} {tuple(shape)} "
-                f"({np.dtype(dtype).name}): needed {_fmt_bytes(need)}, free {_fmt_bytes(free)} "
-                f"of {_fmt_bytes(total)} on the device. A fit holds the binned matrix twice "
-                f"(n_rows x n_features bytes by row and by column), 16 bytes of fixed-point "
-                f"gradients per row, and the histograms of two tree levels (2 x "
-                f"2**(max_depth - 1) x 16 bytes x the features' bins + 1 each). To fit: use "
-                f"fewer rows (subsample them, or fit on a smaller batch), fewer features or a "
-                f"smaller max_depth, free other GPU memory or use a GPU with more memory, or "
-                f"fit with device='cpu'.")
+        return (
+            f"gpufs ran out of GPU memory allocating {what} {tuple(shape)} "
+            f"({np.dtype(dtype).name}): needed {_fmt_bytes(need)}, free {_fmt_bytes(free)} "
+            f"of {_fmt_bytes(total)} on the device. A fit holds the binned matrix twice "
+            f"(n_rows x n_features bytes by row and by column), 16 bytes of fixed-point "
+            f"gradients per row, and the histograms of two tree levels (2 x "
+            f"2**(max_depth - 1) x 16 bytes x the features' bins + 1 each). To fit: use "
+            f"fewer rows (subsample them, or fit on a smaller batch), fewer features or a "
+            f"smaller max_depth, free other GPU memory or use a GPU with more memory, or "
+            f"fit with device='cpu'."
+        )
 
     def _rows_per_task(self, total_rows):
         """Rows per task so the root's launch has a few blocks per SM, but never tiny tasks,

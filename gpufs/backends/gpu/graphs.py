@@ -11,6 +11,7 @@ a "graph" is the recorded list, replayed op by op, which checks that replaying a
 level gives the CPU's trees. NOT YET RUN ON A GPU: the plain launches stay the default until
 a GPU run has measured this path (``bench/bench_gpu_vs_xgboost.py --cuda-graphs``).
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -44,9 +45,17 @@ class LevelGraphs:
                 out.append(op[:3])
                 continue
             _, kernel, grid, block, shared, args = op
-            out.append((id(kernel), grid, block, shared,
-                        tuple(a if isinstance(a, (bool, int, float)) else ("view", id(a))
-                              for a in args)))
+            out.append(
+                (
+                    id(kernel),
+                    grid,
+                    block,
+                    shared,
+                    tuple(
+                        a if isinstance(a, (bool, int, float)) else ("view", id(a)) for a in args
+                    ),
+                )
+            )
         return tuple(out)
 
     def run(self, ops):

@@ -6,6 +6,7 @@ in its layout, float32 (n_samples, n_features): array operations of the backend'
 a pseudo-feature histogram (``_group_scan.best_gains``), so that both devices
 score a step alike. The algorithm is ``gpufs.engine.group_testing``'s.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,7 +63,7 @@ class DeviceSteps:
         xp = self.xp
         sub, lo, hi = groups
         pos = np.arange(subsets.shape[1])
-        inside = (pos >= lo[:, None]) & (pos < hi[:, None])          # (n_groups, m)
+        inside = (pos >= lo[:, None]) & (pos < hi[:, None])  # (n_groups, m)
         cols, at = np.nonzero(inside)
         ind = xp.zeros((self.d, sub.shape[0]), np.float32)
         ind[xp.asarray(subsets[sub[cols], at]), xp.asarray(cols)] = 1.0
@@ -89,9 +90,16 @@ class DeviceSteps:
                 both = xp.concatenate([left, self.kept[:, xp.asarray(active)] - left], axis=1)
             bins = self.bins(both)
         self.left, self.right = both[:, :k], both[:, k:]
-        hist = to_host(self.backend.histograms(bins, self.gh, self.rows, np.zeros(1, np.int64),
-                                               np.array([self.n], np.int64),
-                                               np.zeros(1, np.int64)))
+        hist = to_host(
+            self.backend.histograms(
+                bins,
+                self.gh,
+                self.rows,
+                np.zeros(1, np.int64),
+                np.array([self.n], np.int64),
+                np.zeros(1, np.int64),
+            )
+        )
         gains = best_gains(hist[0], self.scan)
         return gains[:k], gains[k:]
 

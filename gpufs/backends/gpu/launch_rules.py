@@ -9,12 +9,13 @@ rules: cuda.core's own ``LaunchConfig`` type checks (when cuda.core imports), po
 dimensions within CUDA's limits, at most 1,024 threads per block, and dynamic shared memory
 within 48 KiB, or within the device's opt-in limit for a kernel that opts in.
 """
+
 from __future__ import annotations
 
 import functools
 
 #: CUDA's limits for every compute capability gpufs targets (sm_70 and later).
-MAX_GRID = (2 ** 31 - 1, 65535, 65535)
+MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS_PER_BLOCK = 1024
 #: Dynamic shared memory a kernel gets without opting in (numba-cuda does not opt in).
@@ -106,18 +107,22 @@ def _core_launch_config():
 
 
 def _check_dims(what, value, limits):
-    ok_type = (type(value) is int or
-               (isinstance(value, tuple) and 1 <= len(value) <= 3
-                and all(type(v) is int for v in value)))
+    ok_type = type(value) is int or (
+        isinstance(value, tuple) and 1 <= len(value) <= 3 and all(type(v) is int for v in value)
+    )
     if not ok_type:
         shown = value if isinstance(value, tuple) else type(value)
-        raise LaunchError(f"{what} must be an int, or a tuple with up to 3 ints (got {shown!r}): "
-                          f"numpy integers are refused by the real launcher")
+        raise LaunchError(
+            f"{what} must be an int, or a tuple with up to 3 ints (got {shown!r}): "
+            f"numpy integers are refused by the real launcher"
+        )
     dims = value if isinstance(value, tuple) else (value,)
     for axis, (v, top) in enumerate(zip(dims, limits)):
         if not 1 <= v <= top:
-            raise LaunchError(f"{what}[{axis}] = {v} is outside [1, {top}]: a GPU refuses the "
-                              f"launch (a zero-sized grid is 'invalid configuration argument')")
+            raise LaunchError(
+                f"{what}[{axis}] = {v} is outside [1, {top}]: a GPU refuses the "
+                f"launch (a zero-sized grid is 'invalid configuration argument')"
+            )
     return dims
 
 
@@ -145,24 +150,29 @@ def check_launch(name, grid, block, shared=0, optin_shared=0, max_threads=MAX_TH
         for v in block_dims:
             threads *= v
         if threads > MAX_THREADS_PER_BLOCK:
-            raise LaunchError(f"block {block!r} has {threads} threads, more than "
-                              f"{MAX_THREADS_PER_BLOCK}")
+            raise LaunchError(
+                f"block {block!r} has {threads} threads, more than {MAX_THREADS_PER_BLOCK}"
+            )
         if threads > max_threads:
-            raise LaunchError(f"block {block!r} has {threads} threads, more than the "
-                              f"{max_threads} its registers were checked for")
+            raise LaunchError(
+                f"block {block!r} has {threads} threads, more than the "
+                f"{max_threads} its registers were checked for"
+            )
         if type(shared) is not int or shared < 0:
-            raise LaunchError(f"dynamic shared memory must be a non-negative int (got "
-                              f"{shared!r})")
+            raise LaunchError(f"dynamic shared memory must be a non-negative int (got {shared!r})")
         limit = DEFAULT_DYNAMIC_SHARED
         if optin_shared:
             if optin_shared > MAX_OPTIN_SHARED:
-                raise LaunchError(f"opt-in shared memory {optin_shared} B is over the largest "
-                                  f"device limit, {MAX_OPTIN_SHARED} B")
+                raise LaunchError(
+                    f"opt-in shared memory {optin_shared} B is over the largest "
+                    f"device limit, {MAX_OPTIN_SHARED} B"
+                )
             limit = optin_shared
         if shared > limit:
-            raise LaunchError(f"{shared} B of dynamic shared memory is over the {limit} B a "
-                              f"block may use" + ("" if optin_shared else
-                                                  " without opting in"))
+            raise LaunchError(
+                f"{shared} B of dynamic shared memory is over the {limit} B a "
+                f"block may use" + ("" if optin_shared else " without opting in")
+            )
         LaunchConfig = _core_launch_config()
         if LaunchConfig is not None:
             try:

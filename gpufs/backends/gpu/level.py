@@ -9,12 +9,13 @@ Two device -> host copies per level: the left counts here, and the caller's payl
 histograms (``level_histograms``). And ``decide_level``: the search kernel's decisions on
 those histograms, read back as the CPU's ``SplitPlan`` (a Dask driver decides on the host).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ...rules._categorical import CAT_WORDS
 from ..._types import N_OUT, SPL_ROWS
+from ...rules._categorical import CAT_WORDS
 from ..base import SplitPlan
 
 __all__ = ["advance_level", "decide_level"]
@@ -38,7 +39,7 @@ def _split_table(st, plan, S):
     spl[7, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]]) if m else 0
     bits = np.asarray(plan.cat_bits)
     if bits.shape[-1]:  # without categorical features the plan has no bitset words
-        spl[8:8 + CAT_WORDS, :m] = bits.astype(np.int64).T
+        spl[8 : 8 + CAT_WORDS, :m] = bits.astype(np.int64).T
         spl[8 + CAT_WORDS, :m] = np.asarray(plan.is_cat, np.int64)
     return spl, int(tasks.sum())
 
@@ -71,9 +72,15 @@ def advance_level(be, st, plan, build_next):
                 ws.set_feats(st.fcur ^ 1, plan.next_feats[:n_feats])
                 counts = st.node_count[nodes]
                 ws.zero_hist(hist ^ 1, 2 * m)
-                be._histogram(ws, st, cur=cur ^ 1, fcur=st.fcur ^ 1,
-                              n_build_tasks=int(ws.tasks_for(counts // 2).sum()),
-                              n_feats=n_feats, out=hist ^ 1)
+                be._histogram(
+                    ws,
+                    st,
+                    cur=cur ^ 1,
+                    fcur=st.fcur ^ 1,
+                    n_build_tasks=int(ws.tasks_for(counts // 2).sum()),
+                    n_feats=n_feats,
+                    out=hist ^ 1,
+                )
         left = np.asarray(be._to_host(ws.out[:k]), np.int64)[slot]
     # the host's node table, as ``_GPUTree.apply_level`` keeps it
     L, R = 2 * nodes + 1, 2 * nodes + 2
@@ -111,8 +118,7 @@ def level_histograms(st):
     complete after ``start_tree`` and ``advance_level`` (after ``level_step`` only the built
     children are there: their siblings are derived by the next search)."""
     ws = st.ws
-    return ws.hist[ws.hist_index ^ (st.level & 1)][:st.n_active]
-
+    return ws.hist[ws.hist_index ^ (st.level & 1)][: st.n_active]
 
 
 def decide_level(be, st, penalty, allowed, used, budget, split):
@@ -126,22 +132,50 @@ def decide_level(be, st, penalty, allowed, used, budget, split):
     # the level's tables as the search reads them (``advance_level`` keeps them on the host)
     ctrl = np.zeros(ws.arrays["ctrl"].shape[0], np.int64)
     ctrl[4 + st.fcur] = st.n_feats
-    ws._set(ws.itab[:ctrl.shape[0]], ctrl)
+    ws._set(ws.itab[: ctrl.shape[0]], ctrl)
     ws._set(ws.arrays["nodes"][2:4], np.stack([st.node_g, st.node_h]))
     ws._set(ws.arrays[f"active{a}"][:k], st.active)
-    ws.set_feats(st.fcur, st.feats[:st.n_feats])
+    ws.set_feats(st.fcur, st.feats[: st.n_feats])
     scal, pen, alw, usd = ws.set_params(penalty, allowed, used, split, int(budget))
     cat_slot, n_cat = split.categorical()
     v_slot, v_order = ws.categorical(cat_slot, n_cat)
     with be._phase("level"):
-        be._launch("search", be.kernels.search_kernel, be._grid_1d(k * d, 1),
-                   be.search_threads, ws.v[f"hist{hist}"], ws.v[f"hist{hist ^ 1}"],
-                   ws.v["bld"], False, ws.v["nodes"], ws.v[f"active{a}"], k, ws.v["feats2"],
-                   st.fcur, ws.v["ctrl"], ws.v["offset"], ws.view_of(split.n_bins), pen, alw,
-                   usd, scal, v_slot, v_order, ws.v["pf_f"], ws.v["pf_i"], True,
-                   ws.v["fmask2"], ws.v[f"active{1 - a}"], ws.v["admitted_now"],
-                   ws.rows_per_task, ws.v["dec_f"], ws.v["dec_i"], ws.v["spl"], ws.v["out_i"],
-                   ws.v["out_f"])
+        be._launch(
+            "search",
+            be.kernels.search_kernel,
+            be._grid_1d(k * d, 1),
+            be.search_threads,
+            ws.v[f"hist{hist}"],
+            ws.v[f"hist{hist ^ 1}"],
+            ws.v["bld"],
+            False,
+            ws.v["nodes"],
+            ws.v[f"active{a}"],
+            k,
+            ws.v["feats2"],
+            st.fcur,
+            ws.v["ctrl"],
+            ws.v["offset"],
+            ws.view_of(split.n_bins),
+            pen,
+            alw,
+            usd,
+            scal,
+            v_slot,
+            v_order,
+            ws.v["pf_f"],
+            ws.v["pf_i"],
+            True,
+            ws.v["fmask2"],
+            ws.v[f"active{1 - a}"],
+            ws.v["admitted_now"],
+            ws.rows_per_task,
+            ws.v["dec_f"],
+            ws.v["dec_i"],
+            ws.v["spl"],
+            ws.v["out_i"],
+            ws.v["out_f"],
+        )
     out = be._to_host(ws.out[: ws.field_base + N_OUT * k])
     res, fields = st.level_result(out, n_cat > 0)
     slot = np.flatnonzero(fields[0] >= 0).astype(np.int64)
@@ -153,12 +187,25 @@ def decide_level(be, st, penalty, allowed, used, budget, split):
     if budget >= 0 and res.admitted.shape[0] >= budget:  # the kernel's rule: Omega's only
         nxt = np.flatnonzero(np.asarray(used, np.bool_) | admitted_now)
     else:
-        nxt = st.feats[:st.n_feats]
+        nxt = st.feats[: st.n_feats]
     next_feats = np.zeros(d, np.int32)
     next_feats[:n_next] = nxt
-    plan = SplitPlan(slot, sf, fields[1][slot], fields[2][slot] == 1, is_cat,
-                     res.cat_bits[slot], fields[5][slot], fields[6][slot],
-                     int(res.admitted.shape[0]), admitted_now, np.ones(k, np.bool_),
-                     next_feats, n_next, n_next == d, np.asarray(penalty, np.float64), split)
+    plan = SplitPlan(
+        slot,
+        sf,
+        fields[1][slot],
+        fields[2][slot] == 1,
+        is_cat,
+        res.cat_bits[slot],
+        fields[5][slot],
+        fields[6][slot],
+        int(res.admitted.shape[0]),
+        admitted_now,
+        np.ones(k, np.bool_),
+        next_feats,
+        n_next,
+        n_next == d,
+        np.asarray(penalty, np.float64),
+        split,
+    )
     return res, plan
-

@@ -8,17 +8,18 @@ node table, the active nodes) and ``DeviceBinnedMatrix`` (the binned matrix by r
 column). The buffer layouts are ``gpufs._types``' (``N_OUT``, ``SPL_ROWS``), shared with the
 kernels.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
+from ..._device import to_host
+from ..._types import HIST_DTYPE, N_HIST_BINS, N_OUT, SPL_ROWS
 from ...rules import _tasks
 from ...rules._categorical import CAT_WORDS
-from ..._device import to_host
 from ...rules._hist_layout import tree_layout
-from ..._types import HIST_DTYPE, N_HIST_BINS, N_OUT, SPL_ROWS
-from .level import level_histograms
 from ..base import LevelResult
+from .level import level_histograms
 
 __all__ = ["DeviceBinnedMatrix"]
 
@@ -53,16 +54,32 @@ class DeviceBinnedMatrix:
 #: The split search's scalars, in the order of ``split.search_kernel``'s ``scal`` (float64;
 #: max_cat_to_onehot, max_cat_threshold and the level's feature budget are small integers,
 #: exact as floats).
-_SCALARS = ("g_scale", "h_scale", "reg_lambda", "gain_divisor", "min_child_weight",
-            "min_split_gain", "max_cat_to_onehot", "cat_smooth", "cat_l2",
-            "min_data_per_group", "max_cat_threshold", "budget")
+_SCALARS = (
+    "g_scale",
+    "h_scale",
+    "reg_lambda",
+    "gain_divisor",
+    "min_child_weight",
+    "min_split_gain",
+    "max_cat_to_onehot",
+    "cat_smooth",
+    "cat_l2",
+    "min_data_per_group",
+    "max_cat_threshold",
+    "budget",
+)
 _P0 = 8 * len(_SCALARS)  # bytes of the scalars at the start of the workspace's params
 
 #: Sections of the workspace's int64 table, in order: name -> shape as a function of
 #: (S = node slots of the widest level, n_nodes).
-_ITAB = (("ctrl", lambda S, N: (8,)), ("spl", lambda S, N: (SPL_ROWS, S)),
-         ("bld", lambda S, N: (6, S + 1)), ("nodes", lambda S, N: (4, N)),
-         ("active0", lambda S, N: (2 * S,)), ("active1", lambda S, N: (2 * S,)))
+_ITAB = (
+    ("ctrl", lambda S, N: (8,)),
+    ("spl", lambda S, N: (SPL_ROWS, S)),
+    ("bld", lambda S, N: (6, S + 1)),
+    ("nodes", lambda S, N: (4, N)),
+    ("active0", lambda S, N: (2 * S,)),
+    ("active1", lambda S, N: (2 * S,)),
+)
 
 
 class _Workspace:
@@ -76,8 +93,7 @@ class _Workspace:
     histograms; its offsets and feature tiles (``cuda_kernels.tiles``) are uploaded once.
     """
 
-    def __init__(self, be, n, d, max_depth, n_slots=None, n_nodes=None, hist=True,
-                 layout=None):
+    def __init__(self, be, n, d, max_depth, n_slots=None, n_nodes=None, hist=True, layout=None):
         self.be = be
         layout = tree_layout(layout, None, d)
         self.key = (n, d, max_depth, layout)
@@ -94,8 +110,10 @@ class _Workspace:
         size = sum(int(np.prod(s)) for _, s in self._itab_shapes)
         alloc = be._alloc
         # The histograms first: they are the largest, so an out-of-memory error names them.
-        self.hist = [alloc((S, layout.n_slots, 2), HIST_DTYPE, f"a tree level's histograms "
-                           f"({S} nodes)") for _ in range(2 if hist else 0)]
+        self.hist = [
+            alloc((S, layout.n_slots, 2), HIST_DTYPE, f"a tree level's histograms ({S} nodes)")
+            for _ in range(2 if hist else 0)
+        ]
         tile_f, max_slots = be.kernels.tiles(layout.offset, be.tile_slots)
         self.n_tiles = int(tile_f.shape[0] - 1)
         self.tile_bytes = 4 * be.tile_words(max_slots)
@@ -119,19 +137,30 @@ class _Workspace:
         off = 0
         for name, shape in self._itab_shapes:
             size = int(np.prod(shape))
-            views[name] = self.itab[off: off + size].reshape(shape)
+            views[name] = self.itab[off : off + size].reshape(shape)
             off += size
-        views.update(rows2=self.rows2, pf_f=self.pf_f, pf_i=self.pf_i,
-                     dec_f=self.dec_f, dec_i=self.dec_i, admitted_now=self.admitted_now,
-                     feats2=self.feats2, fmask2=self.fmask2, offset=lay[: d + 1],
-                     tile_f=lay[d + 1:], chunk_left=chunk[0], chunk_off=chunk[1],
-                     out_i=self.out, out_f=self.out.view(np.float64),
-                     scal=self.params[:_P0].view(np.float64),
-                     pen=self.params[_P0: _P0 + 8 * dd].view(np.float64),
-                     alw=self.params[_P0 + 8 * dd: _P0 + 9 * dd].view(np.bool_),
-                     usd=self.params[_P0 + 9 * dd:].view(np.bool_),
-                     leaf_i=self.leaves[: self.n_nodes],
-                     leaf_f=self.leaves[self.n_nodes:].view(np.float64))
+        views.update(
+            rows2=self.rows2,
+            pf_f=self.pf_f,
+            pf_i=self.pf_i,
+            dec_f=self.dec_f,
+            dec_i=self.dec_i,
+            admitted_now=self.admitted_now,
+            feats2=self.feats2,
+            fmask2=self.fmask2,
+            offset=lay[: d + 1],
+            tile_f=lay[d + 1 :],
+            chunk_left=chunk[0],
+            chunk_off=chunk[1],
+            out_i=self.out,
+            out_f=self.out.view(np.float64),
+            scal=self.params[:_P0].view(np.float64),
+            pen=self.params[_P0 : _P0 + 8 * dd].view(np.float64),
+            alw=self.params[_P0 + 8 * dd : _P0 + 9 * dd].view(np.bool_),
+            usd=self.params[_P0 + 9 * dd :].view(np.bool_),
+            leaf_i=self.leaves[: self.n_nodes],
+            leaf_f=self.leaves[self.n_nodes :].view(np.float64),
+        )
         for i, h in enumerate(self.hist):
             views[f"hist{i}"] = h
         self.arrays = views
@@ -149,8 +178,9 @@ class _Workspace:
         scan's order scratch (S, max(n_cat, 1), 256) uint8 (allocated once per width)."""
         width = max(int(n_cat), 1)
         if self.cat_order is None or self.cat_order.shape[1] != width:
-            self.cat_order = self.be._alloc((self.S, width, N_HIST_BINS), np.uint8,
-                                             "the categorical split search's scratch")
+            self.cat_order = self.be._alloc(
+                (self.S, width, N_HIST_BINS), np.uint8, "the categorical split search's scratch"
+            )
             self.v["cat_order"] = self.be._view(self.cat_order)
         # by content: without categorical features every level passes a new all -1 array
         host = np.asarray(to_host(cat_slot), np.int32)
@@ -179,7 +209,7 @@ class _Workspace:
         off = 0
         for name, shape in self._itab_shapes:
             size = int(np.prod(shape))
-            out[name] = buf[off: off + size].reshape(shape)
+            out[name] = buf[off : off + size].reshape(shape)
             off += size
         return out
 
@@ -202,8 +232,9 @@ class _Workspace:
         tab["bld"][5, 1] = root_tasks
         tab["nodes"][:, 0] = 0, n, st.root_g, st.root_h
         self.upload_itab(tab)
-        if st.n_feats and (self._feats_host is None
-                           or not np.array_equal(self._feats_host, st.feats)):
+        if st.n_feats and (
+            self._feats_host is None or not np.array_equal(self._feats_host, st.feats)
+        ):
             self.set_feats(0, st.feats)
             self._feats_host = st.feats.copy()
         self.v["Xcols"] = st.data.v_col
@@ -225,8 +256,9 @@ class _Workspace:
             self.be._recording.append(("memset", ptr, n_slots * h.strides[0], h, n_slots))
         elif self.be._cupy:
             nbytes = n_slots * h.strides[0]
-            self.be.xp.cuda.runtime.memsetAsync(h.data.ptr, 0, nbytes,
-                                                self.be.xp.cuda.get_current_stream().ptr)
+            self.be.xp.cuda.runtime.memsetAsync(
+                h.data.ptr, 0, nbytes, self.be.xp.cuda.get_current_stream().ptr
+            )
         else:
             h[:n_slots] = 0
 
@@ -240,11 +272,12 @@ class _Workspace:
         host = np.zeros(self.params.shape[0], np.uint8)
         dd = max(d, 1)
         if split is not None:
-            host[:_P0] = np.array([float(getattr(split, a)) for a in _SCALARS[:-1]]
-                                  + [float(budget)], np.float64).view(np.uint8)
-        host[_P0: _P0 + 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
-        host[_P0 + 8 * dd: _P0 + 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
-        host[_P0 + 9 * dd: _P0 + 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
+            host[:_P0] = np.array(
+                [float(getattr(split, a)) for a in _SCALARS[:-1]] + [float(budget)], np.float64
+            ).view(np.uint8)
+        host[_P0 : _P0 + 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
+        host[_P0 + 8 * dd : _P0 + 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
+        host[_P0 + 9 * dd : _P0 + 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
         if self._params_host is None or not np.array_equal(self._params_host, host):
             self._set(self.params, host)
             self._params_host = host
@@ -254,7 +287,7 @@ class _Workspace:
         m = leaves.shape[0]
         host = np.zeros(2 * self.n_nodes, np.int64)
         host[:m] = leaves
-        host[self.n_nodes: self.n_nodes + m] = values.view(np.int64)
+        host[self.n_nodes : self.n_nodes + m] = values.view(np.int64)
         self._set(self.leaves, host)
         return self.v["leaf_i"], self.v["leaf_f"]
 
@@ -300,13 +333,22 @@ class _GPUTree:
         k = self.n_active
         n_adm = int(out[0])
         base = self.ws.field_base
-        fields = out[base: base + N_OUT * k].reshape(N_OUT, k)
+        fields = out[base : base + N_OUT * k].reshape(N_OUT, k)
         feature = fields[0].astype(np.int32)
-        bits = (fields[N_OUT - CAT_WORDS:].T.astype(np.uint32) if categorical
-                else np.zeros((k, 0), np.uint32))
-        res = LevelResult(nodes=self.active, feature=feature, bin=fields[1].astype(np.int32),
-                          missing_left=fields[2] == 1, gain=fields[3].copy().view(np.float64),
-                          admitted=out[3: 3 + n_adm].copy(), cat_bits=bits)
+        bits = (
+            fields[N_OUT - CAT_WORDS :].T.astype(np.uint32)
+            if categorical
+            else np.zeros((k, 0), np.uint32)
+        )
+        res = LevelResult(
+            nodes=self.active,
+            feature=feature,
+            bin=fields[1].astype(np.int32),
+            missing_left=fields[2] == 1,
+            gain=fields[3].copy().view(np.float64),
+            admitted=out[3 : 3 + n_adm].copy(),
+            cat_bits=bits,
+        )
         return res, fields
 
     def apply_level(self, out, categorical=False):
@@ -345,5 +387,5 @@ class _GPUTree:
             depth = int(node + 1).bit_length() - 1
             a, c = self.node_start[node], self.node_count[node]
             if depth:
-                out[a:a + c] = both[depth & 1, a:a + c]
+                out[a : a + c] = both[depth & 1, a : a + c]
         return out
