@@ -139,6 +139,18 @@ def like(a, ref):
     return namespace_of(ref).asarray(a) if is_cupy_array(ref) else a
 
 
+def input_float_dtype(a):
+    """The float dtype the input door gives table ``a``: float64 on the host (float32 ->
+    float64 is exact, so the bins are the same and the kernels compiled once serve every
+    input dtype); a float32 table on the GPU keeps float32 (device memory)."""
+    return a.dtype if is_cupy_array(a) and a.dtype == np.float32 else np.float64
+
+
+def is_host_namespace(xp) -> bool:
+    """Whether the array module ``xp`` computes on the host (numpy)."""
+    return xp is np
+
+
 def to_host(a):
     """A numpy array (a copy from the device for cupy arrays; the array itself otherwise)."""
     if a is None:

@@ -13,8 +13,6 @@ warning naming it. The input door (``gpufs.data._input``), the Dask loader and t
 
 from __future__ import annotations
 
-import warnings
-
 from .._warnings import warn_from_caller
 
 #: A categorical column is identifier-like when its distinct values exceed this share of its
@@ -100,14 +98,13 @@ def integer_identifier(values):
     return why
 
 
-def warn_integer_identifiers(frame_columns, stacklevel=5):
+def warn_integer_identifiers(frame_columns):
     """Warn (UserWarning) about each integer column that ``integer_identifier`` flags.
 
     Parameters
     ----------
     frame_columns : iterable of (name, ndarray)
         The table's non-categorical columns.
-    stacklevel : int
     """
     found = []
     for name, values in frame_columns:
@@ -117,12 +114,11 @@ def warn_integer_identifiers(frame_columns, stacklevel=5):
                 f"{str(name)!r} ({len(values)} distinct values in {len(values)} rows, {why})"
             )
     if found:
-        warnings.warn(
+        warn_from_caller(
             f"integer column {', '.join(found)} looks like an identifier (a row "
             "number or a key), not a feature: it is used as a number; leave it out "
             "of X (in the CLI: --drop) if it is an id.",
             UserWarning,
-            stacklevel=stacklevel,
         )
 
 

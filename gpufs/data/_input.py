@@ -17,7 +17,7 @@ from numba import njit
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
-from .._device import is_cupy_array, like, namespace_of, to_device, to_host
+from .._device import input_float_dtype, is_cupy_array, like, namespace_of, to_device, to_host
 from .._warnings import warn_from_caller
 
 
@@ -161,27 +161,6 @@ def _fitted_mask(estimator, n_features):
     return codes.is_categorical
 
 
-def _user_stacklevel():
-    """The ``stacklevel`` of a warning raised by this module's caller that points at the
-    user's line: the first frame outside gpufs and scikit-learn's fit wrapper."""
-    import os
-    import sys
-
-    here = os.path.dirname(os.path.abspath(__file__))  # .../gpufs
-    skip = (
-        here + os.sep,
-        os.path.join("sklearn", "base.py"),
-        os.path.join("sklearn", "utils", "_set_output.py"),
-    )
-    frame, level = sys._getframe(1), 1
-    while frame is not None:
-        name = os.path.abspath(frame.f_code.co_filename)
-        if not (name.startswith(skip[0]) or name.endswith(skip[1:])):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 1
-
-
 def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features, max_categories):
     """A pandas / polars / pyarrow / cudf / modin table -> float array (categorical columns
     as their category codes, NaN for missing), through narwhals."""
@@ -213,10 +192,7 @@ def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features
 
         ints = [i for i in range(d) if not mask[i] and frame.schema[cols[i]].is_integer()]
         if ints:
-            warn_integer_identifiers(
-                ((names[i], frame.get_column(cols[i]).to_numpy()) for i in ints),
-                stacklevel=_user_stacklevel() + 1,
-            )
+            warn_integer_identifiers((names[i], frame.get_column(cols[i]).to_numpy()) for i in ints)
     f32 = bool(num) and not mask.any() and all(frame.schema[c] == nw.Float32 for c in num)
     target = nw.Float32 if f32 else nw.Float64
     if not mask.any():  # numbers only: one conversion, no second copy
@@ -486,7 +462,7 @@ def check_X(
     if isinstance(dtype, str) and dtype == "float":
         # host tables are float64 (float32 -> float64 is exact: the same bins), so the kernels
         # compiled once serve every input dtype; a GPU table keeps float32 (device memory)
-        dtype = np.float64 if xp is np or arr.dtype != np.float32 else arr.dtype
+        dtype = input_float_dtype(arr)
     arr = xp.asarray(arr, dtype=dtype)
     if arr.dtype.kind == "f":
         has_nan, has_inf = _nonfinite(arr, xp)

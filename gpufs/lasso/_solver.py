@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from .._device import namespace_of, to_host
+from .._device import is_host_namespace, namespace_of, to_host
 from .._warnings import warn_from_caller
 from ..engine.objectives import log_odds, logistic_loss_terms
 from . import _docs
@@ -622,7 +622,7 @@ _BLAS = []
 
 def _one_blas_thread(xp):
     """A context in which host BLAS runs one thread (numpy arrays; else nothing)."""
-    if xp is not np:
+    if not is_host_namespace(xp):
         return contextlib.nullcontext()
     if not _BLAS:
         try:

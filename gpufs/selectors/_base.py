@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +27,6 @@ from .._warnings import warn_from_caller
 from ..backends import get_backend
 from ..data._input import (
     _frame,
-    _user_stacklevel,
     check_classification_labels,
     check_regression_target,
     check_sample_weight,
@@ -374,12 +372,11 @@ def feature_budget(n_features_to_select, tol, n_features, *, warn=True):
         from .._warnings import SelectionWarning
 
         if warn:
-            warnings.warn(
+            warn_from_caller(
                 f"n_features_to_select={k} is larger than the number of features in "
                 f"X ({n_features}): selecting all {n_features} (those that the "
                 "method can use).",
                 SelectionWarning,
-                stacklevel=_user_stacklevel(),
             )
         k = int(n_features)
     return FeatureBudget(k)

@@ -10,11 +10,20 @@ in ``gpufs/rules/``, ``gpufs._types`` and ``backends/base``. Importing this
 package imports no cupy.
 """
 
+#: what ``gpufs.backends.gpu`` offered as a module, before it became this package
+_PUBLIC = {
+    "GPUBackend": "backend",
+    "DeviceBinnedMatrix": "workspace",
+    "GPUOutOfMemoryError": "device",
+}
+__all__ = sorted(_PUBLIC)
+
 
 def __getattr__(name):
-    """``GPUBackend`` on first use (importing the package imports no cupy)."""
-    if name == "GPUBackend":
-        from .backend import GPUBackend
+    """``GPUBackend``, ``GPUOutOfMemoryError``, ``DeviceBinnedMatrix`` on first use
+    (importing the package imports no cupy)."""
+    if name in _PUBLIC:
+        import importlib
 
-        return GPUBackend
+        return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
