@@ -30,7 +30,10 @@ def test_algorithm1_tiny_case_stops_after_n_tail_trees_per_depth():
         assert [len(s) for s in f.member_loss] == [n_tail] * 3
         assert f.round_stop == ["converged"] * 3
         assert f.tree_depth.tolist() == [1] * n_tail + [2] * n_tail + [3] * n_tail
-        assert all(loss == 0.0 for s in f.member_loss for loss in s)
+        # a leaf's value is a mean of 16-bit fixed-point gradients (gpufs.engine.quantize):
+        # off the exact fit by at most 2**-15 of the largest |g| (1 here), so the squared loss
+        # of a tree that fits y is at most 2**-30
+        assert all(loss <= 2.0**-30 for s in f.member_loss for loss in s)
         assert "max_depth" in f.stop_reason
         assert f.oob_improvement == []
 

@@ -474,11 +474,22 @@ def test_save_load_round_trip_and_checks(tmp_path):
     assert GBFSRegressor.load_model(path).group_test_candidates_ is None
 
 
+def _expected_failures(est):
+    """The one expected failure of the plain estimators, for the same reason
+    (tests/test_sklearn_checks.py): 16-bit fixed-point gradients."""
+    return {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "16-bit fixed-point gradients: a weight-2 row rounds once, two copies twice"
+        )
+    }
+
+
 @parametrize_with_checks(
     [
         GBFSClassifier(n_estimators=5, split_search="group_testing", gt_s=2, device="cpu"),
         GBFSRegressor(n_estimators=5, split_search="group_testing", gt_s=2, device="cpu"),
-    ]
+    ],
+    expected_failed_checks=_expected_failures,
 )
 def test_sklearn_estimator_checks_with_group_testing(estimator, check):
     """scikit-learn's estimator checks pass with the group tests on (weights included: rows

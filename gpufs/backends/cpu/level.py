@@ -26,7 +26,8 @@ from .split import SEARCH_PARALLEL_MIN_SLOTS, _search_par, _search_ser
 PARALLEL_MIN_WORK = 1 << 18
 
 
-@njit(inline="always")
+# cache=True as well: the backend also calls it from Python (see row_cost)
+@njit(inline="always", cache=True)
 def _gain_bound_pays(
     s_node, g_q, h_q, g_inv, h_inv, reg_lambda, n_rows, gain_divisor, pay_min, min_split_gain
 ):
