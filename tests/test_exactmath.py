@@ -276,6 +276,9 @@ def test_vectorized_logistic_round_equals_the_row_function(n_threads):
     assert _bits(g[0, idx]).tolist() == _bits(want[:, 0]).tolist()
     assert _bits(h[0, idx]).tolist() == _bits(want[:, 1]).tolist()
     assert _bits(loss[idx]).tolist() == _bits(want[:, 2]).tolist()
+    # the loss pass alone (any task's one loss kernel) gives the round's losses
+    with thread_limit(n_threads):
+        assert _bits(CPU.loss_terms("logistic", raw, y)).tolist() == _bits(loss).tolist()
     # and the separate gradient / loss functions agree with the fused one
     for i in idx[:300]:
         gi, hi = PY.logistic_grad_hess(float(raw[i, 0]), float(y[i]))

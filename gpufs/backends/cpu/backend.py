@@ -59,12 +59,10 @@ from .level import (
 )
 from .objective import (
     _GRADIENT_KERNELS,
-    _LOSS_KERNELS,
     _ROUND_KINDS,
     _extremes_par,
     _extremes_ser,
-    _logistic_round_par,
-    _logistic_round_ser,
+    _losses,
     _quantize_par,
     _quantize_ser,
     _round_par,
@@ -374,14 +372,7 @@ class CPUBackend:
         h = np.empty((k, n), np.float64)
         loss = np.empty(n, np.float64)
         kind = kernel_for(_ROUND_KINDS, objective)
-        if kind == _ROUND_KINDS["logistic"] and k == 1:
-            (_logistic_round_par if self._rows_parallel(n) else _logistic_round_ser)(
-                raw.reshape(n), np.asarray(y), g[0], h[0], loss
-            )
-        else:
-            (_round_par if self._rows_parallel(n) else _round_ser)(
-                kind, raw, np.asarray(y), g, h, loss
-            )
+        (_round_par if self._rows_parallel(n) else _round_ser)(kind, raw, _labels(y), g, h, loss)
         return g, h, loss
 
     def gradients(self, objective, raw, y):
@@ -395,7 +386,7 @@ class CPUBackend:
         n, k = raw.shape
         g = np.empty((k, n), np.float64)
         h = np.empty((k, n), np.float64)
-        kernel_for(_GRADIENT_KERNELS, objective)(raw, np.asarray(y), g, h)
+        kernel_for(_GRADIENT_KERNELS, objective)(raw, _labels(y), g, h)
         return g, h
 
     def loss_terms(self, objective, raw, y):
@@ -403,7 +394,7 @@ class CPUBackend:
         "softmax"), by ``gpufs.rules._exactmath``'s formulas (the same bits as the GPU backend)."""
         raw = np.ascontiguousarray(raw, dtype=np.float64)
         out = np.empty(raw.shape[0], np.float64)
-        kernel_for(_LOSS_KERNELS, objective)(raw, np.asarray(y), out)
+        _losses(kernel_for(_ROUND_KINDS, objective), raw, _labels(y), out)
         return out
 
     def _chunks(self, n):
@@ -870,3 +861,9 @@ _NO_WEIGHTS = np.empty(0, np.float64)
 
 def _no_weights(w):
     return _NO_WEIGHTS if w is None else w
+
+
+def _labels(y):
+    """y (n,) as float64, the one label type of the objective kernels: targets, 0/1 labels
+    and class codes alike (codes are exact in it), so no task compiles its own kernels."""
+    return np.asarray(y, dtype=np.float64)

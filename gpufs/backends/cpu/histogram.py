@@ -783,7 +783,7 @@ def subtract_par(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, n
 def subtract_ser(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
     """``subtract_par`` on the calling thread."""
     _subtract_range(
-        0,
+        np.int64(0),  # not 0: a literal compiles a second specialisation
         parent_slot.shape[0] * n_feats,
         feats,
         n_feats,

@@ -48,7 +48,6 @@ _em = _exactmath.make_exact_math(
 )
 _logistic_grad_hess = _em.logistic_grad_hess
 _logistic_grad_hess_loss = _em.logistic_grad_hess_loss
-_logistic_loss = _em.logistic_loss
 _squared_error_loss = _em.squared_error_loss
 _softmax_grad_hess_row = _em.softmax_grad_hess_row
 _softmax_grad_hess_loss_row = _em.softmax_grad_hess_loss_row
@@ -154,31 +153,7 @@ def _softmax_gradients(raw, y, g, h):
     n = raw.shape[0]
     for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
-            _softmax_grad_hess_row(raw, i, y[i], g, h)
-
-
-@njit(parallel=True, cache=True)
-def _squared_error_losses(raw, y, out):
-    n = raw.shape[0]
-    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
-        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
-            out[i] = _squared_error_loss(raw[i, 0], float(y[i]))
-
-
-@njit(parallel=True, cache=True)
-def _logistic_losses(raw, y, out):
-    n = raw.shape[0]
-    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
-        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
-            out[i] = _logistic_loss(raw[i, 0], float(y[i]))
-
-
-@njit(parallel=True, cache=True)
-def _softmax_losses(raw, y, out):
-    n = raw.shape[0]
-    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
-        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
-            out[i] = _softmax_loss_row(raw, i, y[i])
+            _softmax_grad_hess_row(raw, i, np.int64(y[i]), g, h)
 
 
 @njit(inline="always")
@@ -210,36 +185,58 @@ def _logistic_round_rows(lo, hi, z, y, g, h, loss):
         loss[i] = li
 
 
+@njit(inline="always")
+def _loss_row(kind, i, raw, y):
+    """The loss of row i under objective ``kind`` (``_ROUND_KINDS``); the logistic loss is
+    ``logistic_grad_hess_loss``'s (bit for bit ``logistic_loss``, from one exponential:
+    numba compiled the three-softplus form 4x slower)."""
+    if kind == 0:
+        return _squared_error_loss(raw[i, 0], y[i])
+    if kind == 1:
+        gi, hi, li = _logistic_grad_hess_loss(raw[i, 0], y[i])
+        return li
+    return _softmax_loss_row(raw, i, np.int64(y[i]))
+
+
+# One kernel per pass for every objective, the objective a runtime argument: a fit of a new
+# task then compiles nothing new (each specialisation of these kernels cost 4-20 s of the
+# first fit's compile). y is float64 for every task (class codes are exact in it), for the
+# same reason. The logistic branch sits outside the row loop, so its loop still vectorizes.
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
-def _logistic_round_par(z, y, g, h, loss):
-    n = z.shape[0]
-    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
-        _logistic_round_rows(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK), z, y, g, h, loss)
-
-
-@njit(cache=True, error_model="numpy")
-def _logistic_round_ser(z, y, g, h, loss):
-    _logistic_round_rows(0, z.shape[0], z, y, g, h, loss)
-
-
-@njit(parallel=True, cache=True)
-def _round_par(kind, raw, y, g, h, loss):
+def _losses(kind, raw, y, out):
     n = raw.shape[0]
     for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+            out[i] = _loss_row(kind, i, raw, y)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _round_par(kind, raw, y, g, h, loss):
+    n = raw.shape[0]
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    if kind == 1 and raw.shape[1] == 1:
+        z = raw.reshape(n)
+        g0 = g[0]
+        h0 = h[0]
+        for b in prange(n_blocks):
+            _logistic_round_rows(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK), z, y, g0, h0, loss)
+    else:
+        for b in prange(n_blocks):
+            for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+                _round_row(kind, i, raw, y, g, h, loss)
+
+
+@njit(cache=True, error_model="numpy")
+def _round_ser(kind, raw, y, g, h, loss):
+    n = raw.shape[0]
+    if kind == 1 and raw.shape[1] == 1:
+        _logistic_round_rows(0, n, raw.reshape(n), y, g[0], h[0], loss)
+    else:
+        for i in range(n):
             _round_row(kind, i, raw, y, g, h, loss)
 
 
-@njit(cache=True)
-def _round_ser(kind, raw, y, g, h, loss):
-    for i in range(raw.shape[0]):
-        _round_row(kind, i, raw, y, g, h, loss)
-
-
 _GRADIENT_KERNELS = {"logistic": _logistic_gradients, "softmax": _softmax_gradients}
-_LOSS_KERNELS = {
-    "squared_error": _squared_error_losses,
-    "logistic": _logistic_losses,
-    "softmax": _softmax_losses,
-}
 _ROUND_KINDS = {"squared_error": 0, "logistic": 1, "softmax": 2}

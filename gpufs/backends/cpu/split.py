@@ -157,7 +157,10 @@ def _search_par(slots, feats, n_feats, penalty, wanted, sp, pf):
 
 @njit(cache=True)
 def _search_ser(slots, feats, n_feats, penalty, wanted, sp, pf):
-    _search_range(0, slots.hist.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted, sp, pf)
+    # np.int64(0), not 0: a literal would compile a second specialisation of _search_range
+    _search_range(
+        np.int64(0), slots.hist.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted, sp, pf
+    )
 
 
 def feature_gains(hist, node_g, node_h, node_n, split):
