@@ -513,6 +513,8 @@ def _scan_nonfinite(a):
 
 def _nonfinite(arr, xp):
     if isinstance(arr, np.ndarray) and arr.dtype in (np.float32, np.float64):
+        if arr.flags.f_contiguous and not arr.flags.c_contiguous:
+            arr = arr.T  # the same values in C order: one compiled scan serves both orders
         return _scan_nonfinite(arr)  # host memory: the compiled scan, no temporaries
     finite = xp.isfinite(arr)
     if bool(finite.all()):

@@ -58,7 +58,6 @@ from .level import (
     _root_histogram,
 )
 from .objective import (
-    _GRADIENT_KERNELS,
     _ROUND_KINDS,
     _extremes_par,
     _extremes_ser,
@@ -382,11 +381,8 @@ class CPUBackend:
         (n_outputs, n) float64: row k is output column k. The formulas are
         ``gpufs.rules._exactmath``'s, so the GPU backend returns the same bits.
         """
-        raw = np.ascontiguousarray(raw, dtype=np.float64)
-        n, k = raw.shape
-        g = np.empty((k, n), np.float64)
-        h = np.empty((k, n), np.float64)
-        kernel_for(_GRADIENT_KERNELS, objective)(raw, _labels(y), g, h)
+        kernel_for({"logistic": 1, "softmax": 2}, objective)  # names the objectives it takes
+        g, h, _ = self.round_gradients(objective, raw, y)  # the round's kernel: nothing to compile
         return g, h
 
     def loss_terms(self, objective, raw, y):

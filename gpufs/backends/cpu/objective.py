@@ -46,10 +46,8 @@ _em = _exactmath.make_exact_math(
     njit(inline="always")(lambda x: _f64_bits(x)),
     njit(inline="always")(lambda b: _bits_f64(b)),
 )
-_logistic_grad_hess = _em.logistic_grad_hess
 _logistic_grad_hess_loss = _em.logistic_grad_hess_loss
 _squared_error_loss = _em.squared_error_loss
-_softmax_grad_hess_row = _em.softmax_grad_hess_row
 _softmax_grad_hess_loss_row = _em.softmax_grad_hess_loss_row
 _softmax_loss_row = _em.softmax_loss_row
 
@@ -138,24 +136,6 @@ def _quantize_ser(g, h, w, unit_hessian, fp, gh, sums):
 # --- one round's gradients and losses ------------------------------------------------------
 
 
-@njit(parallel=True, cache=True)
-def _logistic_gradients(raw, y, g, h):
-    n = raw.shape[0]
-    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
-        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
-            gi, hi = _logistic_grad_hess(raw[i, 0], float(y[i]))
-            g[0, i] = gi
-            h[0, i] = hi
-
-
-@njit(parallel=True, cache=True)
-def _softmax_gradients(raw, y, g, h):
-    n = raw.shape[0]
-    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
-        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
-            _softmax_grad_hess_row(raw, i, np.int64(y[i]), g, h)
-
-
 @njit(inline="always")
 def _round_row(kind, i, raw, y, g, h, loss):
     if kind == 0:  # squared error: g = raw - y (one IEEE subtraction), h = 1
@@ -238,5 +218,4 @@ def _round_ser(kind, raw, y, g, h, loss):
             _round_row(kind, i, raw, y, g, h, loss)
 
 
-_GRADIENT_KERNELS = {"logistic": _logistic_gradients, "softmax": _softmax_gradients}
 _ROUND_KINDS = {"squared_error": 0, "logistic": 1, "softmax": 2}
