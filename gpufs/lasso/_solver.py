@@ -564,7 +564,12 @@ class TreeLasso:
                 b_new = xp.asarray(b_h + step * d[n]) if has_b else b
                 z_new = model.image(w_new, b_new)
                 f_new = model.value(w_new, z_new)
-                if f_new + float(lam_u @ np.maximum(w_new_h, 0.0)) <= F0 + 1e-4 * step * decrease:
+                F_new = f_new + float(lam_u @ np.maximum(w_new_h, 0.0))
+                # Armijo, with the objective's own rounding as slack: near the solution the
+                # predicted decrease falls below one ulp of F0, the exact test then failed
+                # until the step had shrunk to nothing (about 28 halvings per Newton step,
+                # each a pass over the rows), and the solve crept to max_iter.
+                if F_new <= F0 + 1e-4 * step * decrease + _ROUNDING * abs(F0):
                     break
                 step *= 0.5
             else:
@@ -634,6 +639,11 @@ def _one_blas_thread(xp):
     if _BLAS[0] is None:
         return contextlib.nullcontext()
     return _BLAS[0].limit(limits=1, user_api="blas")
+
+
+#: The relative rounding of an objective value summed over the rows (a few ulps per row):
+#: the slack of the proximal Newton line search.
+_ROUNDING = 1e-13
 
 
 def _quadratic_lasso(H, g, x0, lam_u, n, atol, max_iter=5000):
