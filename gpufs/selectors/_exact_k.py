@@ -462,12 +462,17 @@ PERMUTED_ROWS = 10_000
 def split_heldout(setup, seed, fraction=HELDOUT_FRACTION):
     """(fit rows, held-out rows) of ``setup.rows``: a seeded random ``fraction`` of the rows
     held out (at least one row on each side), as :class:`DeviceRows` on the rows' device; None
-    for rows that are not in this process (a cluster's) or too few rows."""
+    for too few rows. Rows that are not in this process (a cluster's) are refused: the draw
+    is made here, and a fit ranked by gain instead would differ from the one-process fit
+    without a word (the Dask estimators refuse ``pool_ranking="heldout"`` first)."""
     from ..engine.boosting import DeviceRows
 
     rows, xp = setup.rows, setup.backend.xp
     if not isinstance(rows, DeviceRows):
-        return None
+        raise ValueError(
+            f"pool_ranking='heldout' draws its held-out rows in one process; "
+            f"{type(rows).__name__} rows are not in this process: use pool_ranking='gain'."
+        )
     n = int(rows.shape[0])
     n_out = round(fraction * n)
     if n_out < 1 or n - n_out < 2:
