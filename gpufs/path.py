@@ -83,7 +83,13 @@ class SelectionPath:
 
 
 def _gbfs_path(est):
-    rec = est.selection_record_
+    return gbfs_record_path(est, est.selection_record_)
+
+
+def gbfs_record_path(est, rec) -> SelectionPath:
+    """The selection path of a GBFS estimator's selection record ``rec`` (a dict of per-tree
+    lists, as ``selection_record_``): GBFS's "auto" reads an unbudgeted fit's this way,
+    before the estimator's own record is set."""
     names = feature_names(est)
     added = rec["features_added"]
     train, val = np.asarray(rec["train_loss"], float), np.asarray(rec["val_loss"], float)

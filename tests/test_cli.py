@@ -854,16 +854,24 @@ def test_progress_bar_on_a_terminal(tmp_path):
     assert "gpufs boosting" in screen and "5/5" in screen, screen
 
 
-def test_verbose_shows_a_bar_per_mu_probe_and_a_loss_at_the_first_tree(capsys):
+@pytest.mark.parametrize("pool_ranking", ["gain", "heldout"])
+def test_verbose_shows_a_bar_per_mu_probe_and_a_loss_at_the_first_tree(capsys, pool_ranking):
     """Issue 36: the mu search under -k printed nothing (62 s of a CLI run), and the
-    boosting bar showed loss=nan at tree 1."""
+    boosting bar showed loss=nan at tree 1. Issue 35: with the held-out ranking (seed 15's
+    draw of the held-out rows) the search's last probe reaches k in round 1, so the pool fit
+    resumes at round 1, where nothing was recorded yet: its bar showed loss=nan."""
     from gpufs import GBFSClassifier
 
     df = _planted()
     X, y = df[[f"c{i}" for i in range(6)]].to_numpy(), df["label"].to_numpy()
-    est = GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu", verbose=True).fit(
-        X, y
+    kw = dict(
+        n_estimators=20,
+        n_features_to_select=2,
+        pool_ranking=pool_ranking,
+        random_state=15,
+        device="cpu",
     )
+    est = GBFSClassifier(**kw, verbose=True).fit(X, y)
     err = capsys.readouterr().err
     n = len(est.mu_search_)
     assert n >= 1
@@ -871,8 +879,10 @@ def test_verbose_shows_a_bar_per_mu_probe_and_a_loss_at_the_first_tree(capsys):
         assert f"gpufs mu search, probe {i} (mu=" in err, err
     assert f"probe {n + 1} " not in err
     assert "reached=yes" in err and "gpufs boosting" in err
+    if pool_ranking == "heldout":  # the case of the resumed round 1 (two trees grown)
+        assert est.mu_search_[-1]["reached"] and est.mu_search_[-1]["n_trees"] == 2
     assert "loss=nan" not in err, err
-    GBFSClassifier(n_estimators=20, n_features_to_select=2, device="cpu").fit(X, y)
+    GBFSClassifier(**kw).fit(X, y)
     assert capsys.readouterr().err == ""  # verbose=False: silent
 
 

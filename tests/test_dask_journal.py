@@ -159,7 +159,11 @@ class LocalGroup(ShardGroup):
 
 
 @pytest.mark.filterwarnings("ignore:split_search='group_testing'")
-def test_replayed_journal_holds_the_live_state_at_every_call(monkeypatch):
+@pytest.mark.parametrize("pool_ranking", ["gain", "heldout"])
+def test_replayed_journal_holds_the_live_state_at_every_call(monkeypatch, pool_ranking):
+    """With ``pool_ranking="heldout"`` (issue 35) the cluster fit is refused before any shard
+    is called: it once ran the gain ranking instead, and its mu probes differed from the
+    one-process fit's (``test_exact_k``'s held-out split test)."""
     rng = np.random.default_rng(0)
     n, d = 240, 8
     X = rng.normal(size=(n, d))
@@ -179,12 +183,18 @@ def test_replayed_journal_holds_the_live_state_at_every_call(monkeypatch):
         gt_s=2,
         gt_subsets="per_fit",
         random_state=3,
+        pool_ranking=pool_ranking,
     )
-    ref = GBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     monkeypatch.setattr(_gbfs, "load", _local_load)
     monkeypatch.setattr(_gbfs, "ShardGroup", LocalGroup)
     monkeypatch.setattr(_gbfs, "default_client", lambda c: None)
     LocalGroup.checks = LocalGroup.reductions = 0
+    if pool_ranking == "heldout":
+        with pytest.raises(ValueError, match="pool_ranking='heldout' is not supported"):
+            DaskGBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
+        assert LocalGroup.checks == LocalGroup.reductions == 0
+        return
+    ref = GBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     est = DaskGBFSClassifier(**kw).fit(X, y, sample_weight=w, eval_set=(Xv, yv))
     assert LocalGroup.checks > 200 and LocalGroup.reductions > 50
     assert len(ref.mu_search_) > 1 and est.mu_search_ == [

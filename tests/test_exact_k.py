@@ -267,3 +267,30 @@ def test_exact_k_no_fill_when_the_model_reaches_k():
         n_estimators=20, max_depth=3, n_features_to_select=5, random_state=0, device="cpu"
     ).fit(X, y)
     assert est.selection_filled_.size == 0 and est.selected_features_.size == 5
+
+
+def test_the_heldout_split_refuses_rows_that_are_not_in_this_process():
+    """Issue 35: a cluster fit asked for the held-out ranking once ran the gain ranking
+    without a word (``split_heldout`` returned None for a cluster's rows), so its mu probes
+    differed from the one-process fit's. The Dask estimators refuse it first; the split
+    itself refuses too, so no other caller falls back silently."""
+    from types import SimpleNamespace
+
+    from gpufs.backends import get_backend
+    from gpufs.engine.boosting import BoostingRows, DeviceRows
+    from gpufs.selectors._exact_k import split_heldout
+
+    class RemoteRows(BoostingRows):  # rows held elsewhere (a cluster's workers)
+        shape = (50, 3)
+
+    backend = get_backend("cpu")
+    setup = SimpleNamespace(rows=RemoteRows(), backend=backend)
+    with pytest.raises(ValueError, match="pool_ranking='heldout'.*RemoteRows"):
+        split_heldout(setup, 0)
+    # rows in this process split 35 / 15; two rows are too few to hold any out
+    Xb = np.zeros((50, 3), np.uint8)
+    local = SimpleNamespace(rows=DeviceRows(backend, Xb, np.zeros(50), None), backend=backend)
+    fit, out = split_heldout(local, 0)
+    assert (fit.shape[0], out.shape[0]) == (35, 15)
+    tiny = SimpleNamespace(rows=DeviceRows(backend, Xb[:2], np.zeros(2), None), backend=backend)
+    assert split_heldout(tiny, 0) is None

@@ -179,6 +179,9 @@ class ClusterBackend:
 
     name = "dask"
     xp = _HostArrays()
+    #: the fitted estimator's ``device_`` (``selectors.gbfs.fitted_device``): the driver's
+    #: trees and predictions are the CPU's
+    fitted_device = "cpu"
 
     def __init__(self, group, n_bins):
         self.group = group

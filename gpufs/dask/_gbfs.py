@@ -349,7 +349,7 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                 group.reductions,
                 group.reduce_seconds,
             )
-            # the workers run the CPU kernels: the fitted device_ is "cpu"
+            # the fitted device_ is the backend's (ClusterBackend.fitted_device)
             self._fit_binned(
                 backend,
                 rows,
@@ -360,7 +360,6 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                 warm=(key, history),
                 gt=gt,
                 budget=budget,
-                device="cpu",
             )
             self.cluster_ = {
                 "workers": list(group.addresses),

@@ -461,6 +461,10 @@ def _fit_boosting(
             raise ValueError("a resumed boosting fit cannot stop early (n_iter_no_change)")
         start = min(int(resume.rounds), params.n_estimators)
         penalties.restore(resume.penalty)
+        if bar is not None and start == 1:
+            # no loss is recorded before round 1: the given round's bar shows the starting
+            # loss, as a grown first round does (the raw scores are still the base score)
+            loss = rows.loss(objective)
         rows.restore_raw(resume.raw)
         for t in range(start * K):
             ensemble.append(resume.trees[t], resume.tree_column[t])
@@ -468,7 +472,7 @@ def _fit_boosting(
         record.tree_column.extend(rec.tree_column[: start * K])
         record.features_added.extend(list(f) for f in rec.features_added[: start * K])
         record.train_loss.extend(rec.train_loss[: max(0, start - 1) * K])
-        loss = record.train_loss[-1] if record.train_loss else np.nan
+        loss = record.train_loss[-1] if record.train_loss else loss
 
     def checkpoint(it):
         return BoostingCheckpoint(

@@ -155,8 +155,15 @@ class PenaltyState:
                 new.append(f)
         return new
 
-    def snapshot(self) -> dict:
+    def snapshot(self, n_trees=None) -> dict:
         """Omega and what follows from it, copied (``restore`` puts it back).
+
+        Parameters
+        ----------
+        n_trees : int or None, default=None
+            None: the state now. An int: the state before tree ``n_trees`` grew, read from
+            ``first_use_tree`` (the features first used by an earlier tree, their groups,
+            and the group tests' candidates of those trees).
 
         Returns
         -------
@@ -164,12 +171,24 @@ class PenaltyState:
             ``used``, ``group_used``, ``first_use_tree`` (copies), ``order`` and the group
             tests' ``candidates_by_tree`` so far.
         """
+        if n_trees is None:
+            used, group_used = self.used.copy(), self.group_used.copy()
+            first, order = self.first_use_tree.copy(), list(self.order)
+            candidates = list(self.candidates_by_tree)
+        else:
+            first = self.first_use_tree
+            first = np.where((first >= 0) & (first < n_trees), first, -1)
+            used = first >= 0
+            group_used = np.zeros_like(self.group_used)
+            group_used[self.groups[used]] = True
+            order = [f for f in self.order if used[f]]
+            candidates = list(self.candidates_by_tree[:n_trees])
         return {
-            "used": self.used.copy(),
-            "group_used": self.group_used.copy(),
-            "first_use_tree": self.first_use_tree.copy(),
-            "order": list(self.order),
-            "candidates_by_tree": list(self.candidates_by_tree),
+            "used": used,
+            "group_used": group_used,
+            "first_use_tree": first,
+            "order": order,
+            "candidates_by_tree": candidates,
         }
 
     def restore(self, snap: dict) -> None:

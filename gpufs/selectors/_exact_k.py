@@ -16,6 +16,7 @@ small deep node before a weak signal's turn keeps its slot (``docs/guide/gbfs.rs
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ from ._mu_search import MuSearch, gbfs_mu_search
 
 __all__ = [
     "ExactK",
+    "Pool",
     "RestrictedPenalty",
     "fill_candidates",
     "fit_exact_k",
@@ -136,7 +138,42 @@ class RestrictedPenalty(PenaltyState):
         return feats[self.only[feats]]
 
 
-@dataclass
+@dataclass(frozen=True)
+class Pool:
+    """The pool of an exact-k fit and how it was ranked (``selection_pool_``, by ``as_dict``).
+
+    features : list of int, the pool, in the order its features entered the pool fit
+    gain : list of float, their total split gain in the pool fit
+    heldout_gain : list of float or None, what they save on the held-out rows
+        (``pool_ranking="heldout"``), else None
+    frequency : list of float or None, their ``selection_frequency_``, or None
+    chosen : list of int, the k, best first
+    resumed_round : int, where the final fit started from the pool fit's trees (0: from the
+        first round)
+    refit_mu : float, the final fit's price
+    trees_grown : dict, trees grown per phase: "probes", "pool", "stability", "final"
+    """
+
+    features: list
+    gain: list
+    heldout_gain: list | None
+    frequency: list | None
+    chosen: list
+    resumed_round: int
+    refit_mu: float
+    trees_grown: dict
+
+    def as_dict(self) -> dict:
+        """The estimator's ``selection_pool_``: the fields by name (copies), in this order.
+
+        Returns
+        -------
+        dict
+        """
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
 class ExactK:
     """The outcome of :func:`fit_exact_k`.
 
@@ -145,12 +182,9 @@ class ExactK:
         selection in order of first use)
     mu : the price of the final fit (the search's, or 0 after the fallback)
     search : MuSearch of the pool
-    pool : dict, ``selection_pool_`` of the estimator: "features" (the pool, in the order
-        they entered), "gain" (their total gain in the pool fit), "heldout_gain" (what they
-        save on the held-out rows, or None), "frequency" (theirs, or
-        None), "chosen" (the k, best first), "resumed_round" (where the final fit started
-        from the pool fit's trees), "refit_mu" (the final fit's price) and "trees_grown"
-        (per phase: "probes", "pool", "stability", "final")
+    pool : Pool
+    frequency : ndarray of shape (n_features,) or None, the stability refits' selection
+        frequencies (``selection_frequency_``), None without ``frequency``
     """
 
     ensemble: object
@@ -159,30 +193,15 @@ class ExactK:
     penalties: object
     mu: float
     search: object
-    pool: dict
+    pool: Pool
+    frequency: object = None
 
 
 def _checkpoint_at(rows, ensemble, record, penalties, rounds):
     """The pool fit's state at the start of round ``rounds``, rebuilt from its trees: Omega as
-    it was then, and the raw scores as the first ``rounds`` rounds' trees predict them (the
-    same additions in the same order as when they were grown)."""
-    K = ensemble.n_outputs
-    n_trees = rounds * K
-    first = np.where(
-        (penalties.first_use_tree >= 0) & (penalties.first_use_tree < n_trees),
-        penalties.first_use_tree,
-        -1,
-    )
-    used = first >= 0
-    group_used = np.zeros_like(penalties.group_used)
-    group_used[penalties.groups[used]] = True
-    snap = {
-        "used": used,
-        "group_used": group_used,
-        "first_use_tree": first,
-        "order": [f for f in penalties.order if used[f]],
-        "candidates_by_tree": list(penalties.candidates_by_tree[:n_trees]),
-    }
+    it was then (``PenaltyState.snapshot``), and the raw scores as the first ``rounds`` rounds'
+    trees predict them (the same additions in the same order as when they were grown)."""
+    n_trees = rounds * ensemble.n_outputs
     rows.start_raw(np.asarray(ensemble.base_score, dtype=np.float64))
     if n_trees:
         rows.add_trees(ensemble, 0, n_trees)
@@ -192,7 +211,7 @@ def _checkpoint_at(rows, ensemble, record, penalties, rounds):
         tree_column=ensemble.tree_column,
         raw=rows.snapshot_raw(),
         record=record,
-        penalty=snap,
+        penalty=penalties.snapshot(n_trees),
     )
 
 
@@ -292,48 +311,46 @@ def fit_exact_k(
         pool, key=lambda f: ((-freq[f],) if freq is not None else ()) + (-value[f], pool.index(f))
     )
     chosen = rank[:k]
-    info = {
-        "features": pool,
-        "gain": [float(train_gains[f]) for f in pool],
-        "heldout_gain": (None if heldout is None else [float(gains[f]) for f in pool]),
-        "frequency": None if freq is None else [float(freq[f]) for f in pool],
-        "chosen": chosen,
-        "resumed_round": None,
-        "refit_mu": mu,
-        "trees_grown": grown,
-    }
     if heldout is not None:
         # The pool grew on part of the rows: the final fit grows on all of them, from the
         # first round, and may split on the chosen only.
-        pen = RestrictedPenalty(mu, costs, groups, scaling, k, chosen)
-        info["resumed_round"] = 0
+        pen, rounds = RestrictedPenalty(mu, costs, groups, scaling, k, chosen), 0
         ensemble, record, n_rounds = full.fit(pen, eval_rows)
         grown["final"] = ensemble.n_trees
         setup = full
-    elif len(pool) <= k:
-        # Nothing to leave out: the pool fit is the final fit (its last round's state is
-        # rebuilt only to replay the validation losses).
-        pen, rounds = pool_pen, pool_ens.n_trees // K
     else:
-        # The pool fit's trees are the final fit's until the first left-out feature entered.
-        out = next(f for f in pool if f not in chosen)
-        pen = RestrictedPenalty(mu, costs, groups, scaling, k, chosen)
-        rounds = int(pool_pen.first_use_tree[out]) // K
-    if heldout is None:
-        info["resumed_round"] = rounds
+        if len(pool) <= k:
+            # Nothing to leave out: the pool fit is the final fit (its last round's state is
+            # rebuilt only to replay the validation losses).
+            pen, rounds = pool_pen, pool_ens.n_trees // K
+        else:
+            # The pool fit's trees are the final fit's until the first left-out feature
+            # entered.
+            out = next(f for f in pool if f not in chosen)
+            pen = RestrictedPenalty(mu, costs, groups, scaling, k, chosen)
+            rounds = int(pool_pen.first_use_tree[out]) // K
         resume = _checkpoint_at(rows, pool_ens, pool_rec, pool_pen, rounds)
         ensemble, record, n_rounds = setup.fit(pen, eval_rows, resume=resume)
         grown["final"] = ensemble.n_trees - rounds * K
     if len(pen.order) < min(k, len(pool)) and mu > 0.0:
         # A chosen feature did not pay the price without the left-out ones: at mu = 0 every
         # chosen feature with a positive gain enters.
-        mu = info["refit_mu"] = 0.0
-        info["resumed_round"] = 0
+        mu, rounds = 0.0, 0
         pen = RestrictedPenalty(0.0, costs, groups, scaling, k, chosen)
         ensemble, record, n_rounds = setup.fit(pen, eval_rows)
         grown["final"] += ensemble.n_trees
     lap("boost")
-    return ExactK(ensemble, record, n_rounds, pen, mu, search, info)
+    info = Pool(
+        features=pool,
+        gain=[float(train_gains[f]) for f in pool],
+        heldout_gain=None if heldout is None else [float(gains[f]) for f in pool],
+        frequency=None if freq is None else [float(freq[f]) for f in pool],
+        chosen=chosen,
+        resumed_round=rounds,
+        refit_mu=mu,
+        trees_grown=grown,
+    )
+    return ExactK(ensemble, record, n_rounds, pen, mu, search, info, freq)
 
 
 class _Lap:
@@ -445,12 +462,17 @@ PERMUTED_ROWS = 10_000
 def split_heldout(setup, seed, fraction=HELDOUT_FRACTION):
     """(fit rows, held-out rows) of ``setup.rows``: a seeded random ``fraction`` of the rows
     held out (at least one row on each side), as :class:`DeviceRows` on the rows' device; None
-    for rows that are not in this process (a cluster's) or too few rows."""
+    for too few rows. Rows that are not in this process (a cluster's) are refused: the draw
+    is made here, and a fit ranked by gain instead would differ from the one-process fit
+    without a word (the Dask estimators refuse ``pool_ranking="heldout"`` first)."""
     from ..engine.boosting import DeviceRows
 
     rows, xp = setup.rows, setup.backend.xp
     if not isinstance(rows, DeviceRows):
-        return None
+        raise ValueError(
+            f"pool_ranking='heldout' draws its held-out rows in one process; "
+            f"{type(rows).__name__} rows are not in this process: use pool_ranking='gain'."
+        )
     n = int(rows.shape[0])
     n_out = round(fraction * n)
     if n_out < 1 or n - n_out < 2:

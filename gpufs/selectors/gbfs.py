@@ -12,8 +12,8 @@ penalty rule is documented and implemented in ``gpufs.engine.penalties``, the tr
 
 from __future__ import annotations
 
-import copy
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
@@ -37,7 +37,7 @@ from ..engine.grower import TreeParams
 from ..engine.penalties import PENALTY_SCALINGS
 from ..engine.tree import TreeEnsemble
 from ..io import model_io
-from ..path import selection_path
+from ..path import gbfs_record_path, selection_path
 from ._base import (
     DEVICE_CONSTRAINT,
     ClassifierTargetMixin,
@@ -269,7 +269,6 @@ class _BaseGBFS(SelectorBase):
         gt=None,
         seed=0,
         budget=None,
-        device=None,
     ):
         """The fit from binned data on: ``n_features_to_select`` ("auto" and the ``mu``
         search), the boosting rounds, early stopping and the selection record.
@@ -280,13 +279,13 @@ class _BaseGBFS(SelectorBase):
         key of this fit and the earlier probes' outcomes (kept with the fitted model); ``gt``
         GT-GBM's candidate search (``_group_test_search``) or None; ``seed`` the fit's seed
         (``stability_rounds``' row draws); ``budget`` the fit's ``FeatureBudget`` (None:
-        resolved here, for callers that have not); ``device`` the fitted ``device_`` (None:
-        the backend's name; a cluster backend names the workers' device).
+        resolved here, for callers that have not). The fitted ``device_`` is the backend's
+        (``fitted_device``).
         """
         d = int(rows.shape[1])
         times.setdefault("mu_search", 0.0)
         warm_key, history = warm[0], list(warm[1])
-        device = backend.name if device is None else device
+        device = fitted_device(backend)
         params = BoostingParams(
             n_estimators=self.n_estimators,
             tree=TreeParams(
@@ -303,7 +302,7 @@ class _BaseGBFS(SelectorBase):
         )
         if budget is None:
             budget = feature_budget(self.n_features_to_select, self.tol, d)
-        mu, mu_search, frequency = float(self.mu), None, {"selection_frequency_": None}
+        mu, mu_search, frequency = float(self.mu), None, None
         setup = BoostSetup(
             backend,
             rows,
@@ -318,7 +317,7 @@ class _BaseGBFS(SelectorBase):
         k = budget.k
         if budget.needs_auto_fit:
             t0 = clock()
-            k = self._auto_k(setup, mu, evals, device) or None
+            k = self._auto_k(setup, mu, evals) or None
             times["auto_fit"] = clock() - t0
         gt_seconds = 0.0 if gt is None else gt.seconds
         # With k, early stopping must not end the fit before the k-th feature enters: all
@@ -350,7 +349,7 @@ class _BaseGBFS(SelectorBase):
                 eval_rows=eval_rows,
                 known=known_outcomes(history, pool_size(k, d)),
                 times=times,
-                frequency=self._frequency_for(setup, seed, frequency),
+                frequency=self._frequency_for(setup, seed),
                 heldout=heldout,
                 heldout_seed=seed,
             )
@@ -362,7 +361,7 @@ class _BaseGBFS(SelectorBase):
                 fit.n_rounds,
                 fit.penalties,
             )
-            mu, pool = fit.mu, fit.pool
+            mu, pool, frequency = fit.mu, fit.pool.as_dict(), fit.frequency
         else:
             penalties = setup.penalties(mu, k)
             t0 = clock()
@@ -370,7 +369,7 @@ class _BaseGBFS(SelectorBase):
             times["boost"] = clock() - t0
         # the fitted attributes, set once the fit is done
         self.mu_, self.mu_search_, self.selection_pool_ = mu, mu_search, pool
-        self.selection_frequency_ = frequency["selection_frequency_"]
+        self.selection_frequency_ = frequency
         if gt is not None:
             times["group_test"] = gt.seconds - gt_seconds
         self.fit_times_ = times
@@ -383,7 +382,7 @@ class _BaseGBFS(SelectorBase):
                 else n_rounds
             )
             n_rounds = max(best, entered)
-        self._finish(ensemble, record, n_rounds, penalties, device, gt is not None)
+        self._finish(_keep_rounds(ensemble, record, n_rounds, penalties, gt is not None), device)
         self.evals_result_ = self._eval_losses(evals)
         self._warm_key_, self._mu_history_ = warm_key, history
         n_sel = self.selected_features_.size
@@ -420,17 +419,14 @@ class _BaseGBFS(SelectorBase):
             )
         return self
 
-    def _frequency_for(self, setup, seed, kept):
-        """``fit_exact_k``'s ``frequency`` for ``stability_rounds`` (None without): it also
-        keeps the last frequencies in ``kept["selection_frequency_"]``."""
+    def _frequency_for(self, setup, seed):
+        """``fit_exact_k``'s ``frequency`` for ``stability_rounds`` (None without)."""
         n_refits = int(getattr(self, "stability_rounds", 0) or 0)
         if n_refits == 0:
             return None
 
         def frequency(mu, k):
-            freq, n_trees = selection_frequency(setup, mu, k, n_refits, seed)
-            kept["selection_frequency_"] = freq
-            return freq, n_trees
+            return selection_frequency(setup, mu, k, n_refits, seed)
 
         return frequency
 
@@ -455,7 +451,7 @@ class _BaseGBFS(SelectorBase):
             data_fingerprint(self, X_input, data.X, data.y, data.sample_weight),
         )
 
-    def _auto_k(self, setup, mu, evals, device):
+    def _auto_k(self, setup, mu, evals):
         """``n_features_to_select="auto"``: the number of features of the unbudgeted fit at
         ``mu`` that each lowered the watched loss by more than ``tol``.
 
@@ -469,11 +465,10 @@ class _BaseGBFS(SelectorBase):
         """
         pen = setup.penalties(mu)
         ensemble, record, n_rounds = setup.fit(pen, evals[-1] if evals else None)
-        # the unbudgeted model's path, read from a shallow copy: this estimator's fitted
-        # attributes are set once, by the final fit
-        probe = copy.copy(self)
-        probe._finish(ensemble, record, n_rounds, pen, device, setup.candidate_search is not None)
-        path = selection_path(probe)
+        # the unbudgeted model's path, read from its kept rounds' record: this estimator's
+        # fitted attributes are set once, by the final fit
+        kept = _keep_rounds(ensemble, record, n_rounds, pen, group_tested=False)
+        path = gbfs_record_path(self, kept.record)
         watched = path.val_loss if path.val_loss is not None else path.train_loss
         return auto_k(watched, float(self.tol))
 
@@ -503,33 +498,16 @@ class _BaseGBFS(SelectorBase):
             Q, s, float(self.gt_delta), seed, self.max_bins, rows=rows, subsets=self.gt_subsets
         )
 
-    def _finish(self, ensemble, record, n_rounds, penalties, device, group_tested):
-        """Keep the first n_rounds rounds and derive the selection from the trees kept
-        (``group_tested``: GT-GBM's candidates were searched, ``group_test_candidates_``)."""
-        K = ensemble.n_outputs
-        n_trees = n_rounds * K
-        self.group_test_candidates_ = (
-            None
-            if not group_tested
-            else [np.asarray(c, np.int64) for c in penalties.candidates_by_tree[:n_trees]]
-        )
-        if n_trees < ensemble.n_trees:
-            kept = TreeEnsemble(
-                ensemble.max_depth,
-                ensemble.n_features,
-                ensemble.base_score,
-                is_categorical=ensemble.is_categorical,
-            )
-            for t in range(n_trees):
-                kept.append(ensemble.trees[t], ensemble.tree_column[t])
-            ensemble = kept
-        self.ensemble_ = ensemble
-        self.n_estimators_ = n_rounds
-        first = penalties.first_use_tree
-        self._set_support([f for f in penalties.order if first[f] < n_trees])
-        self.first_use_tree_ = np.where(first < n_trees, first, -1)
-        self.selection_record_ = {k: v[:n_trees] for k, v in record.as_dict().items()}
-        gains = total_gains(ensemble)
+    def _finish(self, kept, device):
+        """Set the fitted model and its selection from ``kept`` (``_keep_rounds``) and the
+        fitted ``device_``."""
+        self.group_test_candidates_ = kept.candidates
+        self.ensemble_ = kept.ensemble
+        self.n_estimators_ = kept.n_rounds
+        self._set_support(kept.selected)
+        self.first_use_tree_ = kept.first_use_tree
+        self.selection_record_ = kept.record
+        gains = total_gains(kept.ensemble)
         total = gains.sum()
         self.feature_importances_ = gains / total if total > 0 else gains
         self.device_ = device
@@ -562,6 +540,51 @@ class _BaseGBFS(SelectorBase):
         backend = get_backend(device)
         X = check_X(self, X, device=device, reset=False)
         return self.ensemble_.predict_raw(X, backend)
+
+
+def fitted_device(backend) -> str:
+    """The fitted ``device_`` of a fit on ``backend``: its ``fitted_device`` where it has one
+    (``gpufs.dask``'s cluster backend), else its ``name`` ("cpu" or "gpu")."""
+    return getattr(backend, "fitted_device", backend.name)
+
+
+class _Kept(NamedTuple):
+    """A fit's first ``n_rounds`` rounds and the selection they make (``_keep_rounds``)."""
+
+    ensemble: TreeEnsemble
+    n_rounds: int
+    selected: list  # in order of first use
+    first_use_tree: np.ndarray  # -1 for a feature the kept trees do not use
+    record: dict  # the selection record's lists, cut to the kept trees
+    candidates: list | None  # GT-GBM's candidates per kept tree; None for the exact search
+
+
+def _keep_rounds(ensemble, record, n_rounds, penalties, group_tested) -> _Kept:
+    """The first ``n_rounds`` rounds of a fit (its ``fit_boosting`` return and penalty state)
+    and the selection they make (``group_tested``: GT-GBM's candidates were searched)."""
+    K = ensemble.n_outputs
+    n_trees = n_rounds * K
+    if n_trees < ensemble.n_trees:
+        cut = TreeEnsemble(
+            ensemble.max_depth,
+            ensemble.n_features,
+            ensemble.base_score,
+            is_categorical=ensemble.is_categorical,
+        )
+        for t in range(n_trees):
+            cut.append(ensemble.trees[t], ensemble.tree_column[t])
+        ensemble = cut
+    first = penalties.first_use_tree
+    return _Kept(
+        ensemble=ensemble,
+        n_rounds=n_rounds,
+        selected=[f for f in penalties.order if first[f] < n_trees],
+        first_use_tree=np.where(first < n_trees, first, -1),
+        record={k: v[:n_trees] for k, v in record.as_dict().items()},
+        candidates=None
+        if not group_tested
+        else [np.asarray(c, np.int64) for c in penalties.candidates_by_tree[:n_trees]],
+    )
 
 
 _PARAMS_DOC = (
