@@ -67,11 +67,29 @@ def _split_table(st, plan, S):
 
 
 def advance_level(be, st, plan, build_next):
-    """``CPUBackend.advance_level`` on the device: partition ``st``'s rows by ``plan``, set
-    the children's segments and sums, and (``build_next``) the next level's histograms over
-    ``plan.next_feats[:plan.next_n_feats]`` (the smaller child of each split by this
-    process's row counts, ties left, its sibling by exact subtraction). Advances ``st``;
-    returns the rows each split sent left, (n_split,) int64 on the host."""
+    """``CPUBackend.advance_level`` on the device (``GPUBackend.advance_level``).
+
+    Partition ``st``'s rows by ``plan``, set the children's segments and sums, and
+    (``build_next``) the next level's histograms over ``plan.next_feats[:plan.next_n_feats]``
+    (the smaller child of each split by this process's row counts, ties left, its sibling by
+    exact subtraction).
+
+    Parameters
+    ----------
+    be : GPUBackend
+        Launches the partition and histogram kernels.
+    st : _GPUTree
+        The tree state of ``be.start_tree``, advanced in place to the next level.
+    plan : SplitPlan
+        The level's decisions (``decide_level``'s, of this process or of a cluster's driver).
+    build_next : bool
+        Build the histograms of the next level (False on the last level).
+
+    Returns
+    -------
+    ndarray of shape (n_split,), int64
+        Host: the rows each split sent left, in ``plan.split_slot`` order.
+    """
     ws = st.ws
     k = st.n_active
     slot = np.asarray(plan.split_slot, np.int64)
@@ -137,17 +155,55 @@ def advance_level(be, st, plan, build_next):
 
 
 def level_histograms(st):
-    """The current level's histograms of ``st`` on the device, (n_active, n_slots, 2) int64,
-    complete after ``start_tree`` and ``advance_level`` (after ``level_step`` only the built
-    children are there: their siblings are derived by the next search)."""
+    """The current level's histograms of ``st`` on the device.
+
+    Complete after ``start_tree`` and ``advance_level`` (after ``level_step`` only the built
+    children are there: their siblings are derived by the next search).
+
+    Parameters
+    ----------
+    st : _GPUTree
+        The tree state.
+
+    Returns
+    -------
+    ndarray of shape (n_active, n_slots, 2), int64
+        A view of the level's histogram buffer, in the tree's ``HistLayout``.
+    """
     ws = st.ws
     return ws.hist[ws.hist_index ^ (st.level & 1)][: st.n_active]
 
 
 def decide_level(be, st, penalty, allowed, used, budget, split):
-    """``CPUBackend.decide_level`` on the device, for a tree advanced by ``advance_level``
-    (its level's histograms complete): the search kernel's decisions (no subtraction), read
-    back as the CPU's (``LevelResult``, ``SplitPlan``); changes no state of ``st``."""
+    """``CPUBackend.decide_level`` on the device (``GPUBackend.decide_level``).
+
+    For a tree advanced by ``advance_level`` (its level's histograms complete): the search
+    kernel's decisions (no subtraction), read back as the CPU's; changes no state of ``st``.
+
+    Parameters
+    ----------
+    be : GPUBackend
+        Launches the search kernel.
+    st : _GPUTree
+        The tree state; not advanced.
+    penalty : ndarray of shape (n_features,), float64
+        Subtracted from a split's score on each feature.
+    allowed : ndarray of shape (n_features,), bool
+        Features a split may use.
+    used : ndarray of shape (n_features,), bool
+        Omega at the level's start.
+    budget : int
+        New features the level may still admit (< 0: no budget).
+    split : SplitParams
+        The split search's parameters.
+
+    Returns
+    -------
+    result : LevelResult
+        The level's decisions, one entry per active node.
+    plan : SplitPlan
+        What ``advance_level`` needs, a few numbers per split.
+    """
     ws = st.ws
     k, d = st.n_active, st.d
     a = st.level & 1
