@@ -1,4 +1,5 @@
-"""Every dtype gpufs uses, in one place.
+"""Every dtype gpufs uses, the GPU's host-kernel buffer layouts and the row-chunk sizes of
+the chunked array passes, each in one place.
 
 Both backends import their dtypes from here, so a binned matrix, a histogram or a tree array
 has the same dtype on the CPU and on the GPU.
@@ -48,6 +49,26 @@ COUNT_DTYPE = np.int64  # rows in the node
 
 #: Raw (margin) predictions.
 RAW_DTYPE = np.float64
+
+# ---------------------------------------------------------------------------------------------
+# Elements (rows x columns) per row chunk of the passes that sweep a data matrix in row chunks
+# (``gpufs.data._colstats.row_slices``), so that no temporary of the matrix's full size is
+# made. One per user, because each user's temporaries and what its size was chosen for differ:
+#: ``warm_start``'s column checksums (``gpufs.data._warm_key``): a few uint64 temporaries of
+#: 2M elements (16 MB each) stay at a few tens of MB. The checksum is a wrapping integer sum,
+#: so its value does not depend on the chunk size.
+CHUNK_ELEMENTS_WARM_KEY = 1 << 21
+#: ControlBurn's importance scale, the weighted variance of each tree's column
+#: (``gpufs.selectors.controlburn``): one float64 temporary of 32 MB; bounded memory, not
+#: tuned. The chunks fix the float64 summation order, so a change may change the last bits of
+#: the importances.
+CHUNK_ELEMENTS_COLUMN_SCALE = 1 << 22
+#: Forward stagewise's sweeps (``gpufs.selectors._stagewise_stages``), per device, a handful
+#: of float64 temporaries of this size alive at once. CPU: 1 MB each, so the dozen elementwise
+#: passes of a Newton sweep run in cache (measured 3x faster than 32 MB chunks,
+#: ``bench/bench_stagewise.py``). GPU: 256 MB each, so kernel-launch overhead stays small next
+#: to the work. Like the scale's, these fix the summation order of the sweeps' sums.
+CHUNK_ELEMENTS_STAGEWISE = {"cpu": 1 << 17, "gpu": 1 << 25}
 
 #: uint32 words of one category bitset (256 bins; ``gpufs.rules._categorical``'s bitsets).
 CAT_WORDS = 8

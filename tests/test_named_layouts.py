@@ -242,3 +242,29 @@ def test_the_workspace_allocates_the_named_sizes():
     assert shapes["bld"] == (T.N_BLD_ROWS, S + 1)  # a column past the last: its last task
     assert shapes["nodes"] == (T.N_NODE_ROWS, N)
     assert W._P0 == 8 * T.N_SCAL
+
+
+def test_chunk_sizes_are_defined_once():
+    """The row-chunk sizes of the chunked array passes live in ``gpufs._types`` only
+    (``CHUNK_ELEMENTS_*``, each with why it is what it is)."""
+    defined = []
+    for rel in _sources():
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        for node in tree.body:
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            for t in targets:
+                if isinstance(t, ast.Name) and "CHUNK_ELEMENTS" in t.id:
+                    defined.append((rel, t.id))
+    assert defined and all(rel == TYPES for rel, _ in defined), defined
+    assert {name for _, name in defined} == {
+        "CHUNK_ELEMENTS_WARM_KEY",
+        "CHUNK_ELEMENTS_COLUMN_SCALE",
+        "CHUNK_ELEMENTS_STAGEWISE",
+    }

@@ -27,6 +27,7 @@ from .._device import like, namespace_of, to_host
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
+from .._types import CHUNK_ELEMENTS_COLUMN_SCALE
 from .._warnings import SelectionWarning
 from ..data import _scales
 from ..data._colstats import column_mean_var, row_slices
@@ -101,9 +102,6 @@ def _lasso_progress(verbose):
     finally:
         bar.close()
 
-
-#: Elements per row chunk of the importance scale's variance pass.
-_CHUNK_ELEMENTS = 1 << 22
 
 _COVERAGE_REMEDY = (
     "Grow a more feature-diverse forest: max_features='sqrt' (or a fraction) subsamples the "
@@ -506,9 +504,8 @@ class _BaseControlBurn(SelectorBase):
         # Per-tree scale for importances: the (row-weighted) std of the tree's column.
         xp = namespace_of(A)
         rw = xp.ones(A.shape[0]) if w_l is None else xp.asarray(w_l, dtype=np.float64)
-        _, col_var = column_mean_var(
-            A, rw, float(rw.sum()), xp, row_slices(A.shape[0], A.shape[1], _CHUNK_ELEMENTS)
-        )
+        chunks = row_slices(A.shape[0], A.shape[1], CHUNK_ELEMENTS_COLUMN_SCALE)
+        _, col_var = column_mean_var(A, rw, float(rw.sum()), xp, chunks)
         col_std = to_host(xp.sqrt(xp.maximum(col_var, 0.0)))
         gains = forest.tree_gains()[trees]
         tot = gains.sum(axis=1, keepdims=True)
