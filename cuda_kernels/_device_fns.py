@@ -19,6 +19,7 @@ import os
 import numpy as np
 from numba import cuda, int64, uint32
 
+from gpufs._types import CTRL_TICKET
 from gpufs.rules import _categorical, _exactmath, _gain, _hist_layout, _level, _tasks
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
@@ -56,8 +57,6 @@ two_word = _fp.two_word
 
 #: Largest block of the one-block kernels (their shared scan arrays are this long).
 MAX_BLOCK = 1024
-#: ctrl's word counting the blocks of a fused launch that are done (zero between launches).
-TICKET = 7
 _LOW32 = 0xFFFFFFFF
 _TWO32 = 4294967296
 _TWO31 = 2147483648
@@ -67,19 +66,19 @@ _TWO31 = 2147483648
 def last_block_done(ctrl, last):
     """Whether this block is the last of its launch to finish, every block's results then
     visible to it (CUDA's threadFenceReduction pattern): each block fences its writes and takes
-    a ticket in ``ctrl[TICKET]``; the holder of the last one resets the counter for the level's
+    a ticket in ``ctrl[CTRL_TICKET]``; the holder of the last one resets the counter for the level's
     next fused launch. ``last`` is a (1,) int32 shared array. Every thread of a block must
     call it (it holds barriers)."""
     cuda.threadfence()
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
-        last[0] = 1 if cuda.atomic.add(ctrl, TICKET, 1) == cuda.gridDim.x - 1 else 0
+        last[0] = 1 if cuda.atomic.add(ctrl, CTRL_TICKET, 1) == cuda.gridDim.x - 1 else 0
     cuda.syncthreads()
     if last[0] == 0:
         return False
     cuda.threadfence()
     if cuda.threadIdx.x == 0:
-        ctrl[TICKET] = 0
+        ctrl[CTRL_TICKET] = 0
     return True
 
 

@@ -11,10 +11,12 @@ rows_per_task, out)``
   gh      (n, 2) int64 fixed-point (gradient, hessian) per row
   rows2   (2, n) int32: the two row-index buffers; rows2[cur] holds the build nodes' rows,
           one contiguous segment per node; with ``ident`` (the root) position j is row j
-  bld     (6, S) int64 build table, one column per node to build: segment start, count,
-          output slot, sibling slot, parent slot, first task (tasks of all nodes numbered
-          consecutively; node s has ceil(count / rows_per_task) of them)
-  ctrl    int64 control words on the device: ctrl[0] build nodes, ctrl[2] tasks
+  bld     (N_BLD_ROWS, S) int64 build table (``gpufs._types``' BLD_* rows), one column per
+          node to build: segment start, count, output slot, sibling slot, parent slot, first
+          task (tasks of all nodes numbered consecutively; node s has
+          ceil(count / rows_per_task) of them)
+  ctrl    int64 control words on the device: ctrl[CTRL_N_SEGMENTS] build nodes,
+          ctrl[CTRL_BUILD_TASKS] tasks
   fmask2  (2, d) uint8: fmask2[fcur, f] is 1 for the features to build
   offset  (d + 1,) int64 the histogram layout (``gpufs.rules._hist_layout``): feature f's bins at
           slots offset[f] .. offset[f + 1] - 1, value bins first, the missing bin last
@@ -72,6 +74,15 @@ Why the histogram kernel has this shape:
 
 import numpy as np
 from numba import cuda, int32, int64, uint32
+
+from gpufs._types import (
+    BLD_COUNT,
+    BLD_FIRST_TASK,
+    BLD_SLOT,
+    BLD_START,
+    CTRL_BUILD_TASKS,
+    CTRL_N_SEGMENTS,
+)
 
 from ._device_fns import add_split_word, find_segment, row_at, slot_of, split_word_value, task_range
 
@@ -171,7 +182,7 @@ def histogram_kernel(
     Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f, rows_per_task, out
 ):
     task = cuda.blockIdx.x
-    if task >= ctrl[2]:
+    if task >= ctrl[CTRL_BUILD_TASKS]:
         return  # the whole block leaves together, before any barrier
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
@@ -191,9 +202,11 @@ def histogram_kernel(
         sh[k] = 0
     cuda.syncthreads()
 
-    s = find_segment(bld[5], ctrl[0], task)
-    lo, hi = task_range(bld[0, s], bld[1, s], bld[5, s], rows_per_task, task)
-    slot = bld[2, s]
+    s = find_segment(bld[BLD_FIRST_TASK], ctrl[CTRL_N_SEGMENTS], task)
+    lo, hi = task_range(
+        bld[BLD_START, s], bld[BLD_COUNT, s], bld[BLD_FIRST_TASK, s], rows_per_task, task
+    )
+    slot = bld[BLD_SLOT, s]
     rows = rows2[cur]
     nf = fb - fa
     nfs = min(nf, nt)  # features in flight per row
@@ -226,7 +239,7 @@ def histogram_bounded_kernel(
     Xb, gh, rows2, cur, ident, bld, ctrl, fmask2, fcur, offset, tile_f, rows_per_task, out
 ):
     task = cuda.blockIdx.x
-    if task >= ctrl[2]:
+    if task >= ctrl[CTRL_BUILD_TASKS]:
         return  # the whole block leaves together, before any barrier
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
@@ -246,9 +259,11 @@ def histogram_bounded_kernel(
         sh[k] = 0
     cuda.syncthreads()
 
-    s = find_segment(bld[5], ctrl[0], task)
-    lo, hi = task_range(bld[0, s], bld[1, s], bld[5, s], rows_per_task, task)
-    slot = bld[2, s]
+    s = find_segment(bld[BLD_FIRST_TASK], ctrl[CTRL_N_SEGMENTS], task)
+    lo, hi = task_range(
+        bld[BLD_START, s], bld[BLD_COUNT, s], bld[BLD_FIRST_TASK, s], rows_per_task, task
+    )
+    slot = bld[BLD_SLOT, s]
     rows = rows2[cur]
     nf = fb - fa
     nfs = min(nf, nt)  # features in flight per row

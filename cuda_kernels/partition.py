@@ -6,8 +6,8 @@ follow. Two launches per level, all split nodes in each, sized by upper bounds (
 the device's task count skip the work):
 
   1. ``partition_count_kernel``  one block per task: rows of the task going left; then the
-                                 last block to finish (a ticket in ctrl[7], zero between
-                                 launches, after a ``threadfence``: CUDA's
+                                 last block to finish (a ticket in ctrl[CTRL_TICKET], zero
+                                 between launches, after a ``threadfence``: CUDA's
                                  threadFenceReduction pattern) plans (``_plan``):
      ``_plan``                   one block: a block-level exclusive scan of the task counts
                                  (each thread a contiguous run, one block-wide scan of the run
@@ -29,17 +29,42 @@ Shapes and dtypes:
             many rows; rows are in increasing order within a segment, so reads coalesce)
   rows2     (2, n) int32
   spl       (SPL_ROWS, S) int64 split table (``split.decide_kernel``; a categorical split's
-            bitset in rows 8 .. 8 + CAT_WORDS - 1, its flag in the next); ctrl[0] splits,
-            ctrl[1] tasks; the rows go left by ``gpufs.rules._categorical.split_goes_left``
+            bitset in rows SPL_CAT_BITS .., its flag in SPL_IS_CAT); ctrl[CTRL_N_SEGMENTS]
+            splits, ctrl[CTRL_SPLIT_TASKS] tasks; the rows go left by
+            ``gpufs.rules._categorical.split_goes_left``
   chunk_left (T + 1,) int64 left rows per task; chunk_off (T + 1,) their exclusive sums
-  nodes     (4, n_nodes) int64 node table: the children's start and count are written here
-  bld       (6, S) int64 build table (``histogram.histogram_kernel``); ctrl[2] its tasks
+  nodes     (N_NODE_ROWS, n_nodes) int64 node table: the children's start and count are
+            written here
+  bld       (N_BLD_ROWS, S) int64 build table (``histogram.histogram_kernel``);
+            ctrl[CTRL_BUILD_TASKS] its tasks
   out_i     the level's output buffer (``split.decide_kernel``), left counts at ``lc_base``
 """
 
 from numba import cuda, int32, int64
 
-from gpufs.rules._categorical import CAT_WORDS
+from gpufs._types import (
+    BLD_COUNT,
+    BLD_FIRST_TASK,
+    BLD_PARENT,
+    BLD_SIBLING,
+    BLD_SLOT,
+    BLD_START,
+    CTRL_BUILD_TASKS,
+    CTRL_N_SEGMENTS,
+    CTRL_SPLIT_TASKS,
+    NODE_COUNT,
+    NODE_START,
+    SPL_BIN,
+    SPL_CAT_BITS,
+    SPL_COUNT,
+    SPL_FEATURE,
+    SPL_FIRST_TASK,
+    SPL_IS_CAT,
+    SPL_MISSING_LEFT,
+    SPL_NODE,
+    SPL_SLOT,
+    SPL_START,
+)
 
 from ._device_fns import (
     MAX_BLOCK,
@@ -53,25 +78,24 @@ from ._device_fns import (
     task_range,
 )
 
-#: Row of the split table ``spl`` holding 1 for a categorical split (after the bitset words).
-_CAT_ROW = 8 + CAT_WORDS
-
 
 @cuda.jit(device=True)
 def _task_split(Xcols, spl, ctrl, rows_per_task, task):
     """Task ``task``'s split ``s`` and rows [lo, hi), and the split as ``split_goes_left``
     reads it: the feature's column, threshold bin, missing-left, categorical flag, bitset."""
-    s = find_segment(spl[7], ctrl[0], task)
-    lo, hi = task_range(spl[5, s], spl[6, s], spl[7, s], rows_per_task, task)
+    s = find_segment(spl[SPL_FIRST_TASK], ctrl[CTRL_N_SEGMENTS], task)
+    lo, hi = task_range(
+        spl[SPL_START, s], spl[SPL_COUNT, s], spl[SPL_FIRST_TASK, s], rows_per_task, task
+    )
     return (
         s,
         lo,
         hi,
-        Xcols[spl[2, s]],
-        spl[3, s],
-        spl[4, s],
-        spl[_CAT_ROW, s] != 0,
-        spl[8:_CAT_ROW, s],
+        Xcols[spl[SPL_FEATURE, s]],
+        spl[SPL_BIN, s],
+        spl[SPL_MISSING_LEFT, s],
+        spl[SPL_IS_CAT, s] != 0,
+        spl[SPL_CAT_BITS:SPL_IS_CAT, s],
     )
 
 
@@ -91,7 +115,9 @@ def partition_count_kernel(
     out_i,
     lc_base,
 ):
-    if cuda.blockIdx.x < ctrl[1]:  # the same for the whole block: its barriers are safe
+    if (
+        cuda.blockIdx.x < ctrl[CTRL_SPLIT_TASKS]
+    ):  # the same for the whole block: its barriers are safe
         _count(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_left)
     if not last_block_done(ctrl, cuda.shared.array(1, dtype=int32)):  # the last block plans
         return
@@ -124,49 +150,49 @@ def _plan(spl, ctrl, rows_per_task, chunk_left, chunk_off, nodes, bld, out_i, lc
     sh = cuda.shared.array(MAX_BLOCK, dtype=int64)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    n_split = ctrl[0]
-    block_exclusive_scan(chunk_left, chunk_off, ctrl[1], sh)
+    n_split = ctrl[CTRL_N_SEGMENTS]
+    block_exclusive_scan(chunk_left, chunk_off, ctrl[CTRL_SPLIT_TASKS], sh)
     for s in range(t, n_split, nt):
-        first = spl[7, s]
-        count = spl[6, s]
+        first = spl[SPL_FIRST_TASK, s]
+        count = spl[SPL_COUNT, s]
         n_t = gpu_task_count(count, rows_per_task)
         lc = chunk_off[first + n_t] - chunk_off[first]
-        node = spl[0, s]
-        start = spl[5, s]
+        node = spl[SPL_NODE, s]
+        start = spl[SPL_START, s]
         left = 2 * node + 1
-        nodes[0, left] = start
-        nodes[1, left] = lc
-        nodes[0, left + 1] = start + lc
-        nodes[1, left + 1] = count - lc
-        out_i[lc_base + spl[1, s]] = lc
+        nodes[NODE_START, left] = start
+        nodes[NODE_COUNT, left] = lc
+        nodes[NODE_START, left + 1] = start + lc
+        nodes[NODE_COUNT, left + 1] = count - lc
+        out_i[lc_base + spl[SPL_SLOT, s]] = lc
         if lc <= count - lc:  # build the smaller child (ties: the left), as the CPU
-            bld[0, s] = start
-            bld[1, s] = lc
-            bld[2, s] = 2 * s
-            bld[3, s] = 2 * s + 1
+            bld[BLD_START, s] = start
+            bld[BLD_COUNT, s] = lc
+            bld[BLD_SLOT, s] = 2 * s
+            bld[BLD_SIBLING, s] = 2 * s + 1
         else:
-            bld[0, s] = start + lc
-            bld[1, s] = count - lc
-            bld[2, s] = 2 * s + 1
-            bld[3, s] = 2 * s
-        bld[4, s] = spl[1, s]
-        chunk_left[s] = gpu_task_count(bld[1, s], rows_per_task)  # reused: tasks
+            bld[BLD_START, s] = start + lc
+            bld[BLD_COUNT, s] = count - lc
+            bld[BLD_SLOT, s] = 2 * s + 1
+            bld[BLD_SIBLING, s] = 2 * s
+        bld[BLD_PARENT, s] = spl[SPL_SLOT, s]
+        chunk_left[s] = gpu_task_count(bld[BLD_COUNT, s], rows_per_task)  # reused: tasks
     cuda.syncthreads()
-    block_exclusive_scan(chunk_left, bld[5], n_split, sh)
+    block_exclusive_scan(chunk_left, bld[BLD_FIRST_TASK], n_split, sh)
     if t == 0:
-        ctrl[2] = bld[5, n_split]
+        ctrl[CTRL_BUILD_TASKS] = bld[BLD_FIRST_TASK, n_split]
 
 
 @cuda.jit(cache=True)
 def partition_scatter_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task, chunk_off, nodes):
     task = cuda.blockIdx.x
-    if task >= ctrl[1]:
+    if task >= ctrl[CTRL_SPLIT_TASKS]:
         return
     sh = cuda.shared.array(MAX_BLOCK, dtype=int64)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     s, lo, hi, col, thr, ml, cat, bits = _task_split(Xcols, spl, ctrl, rows_per_task, task)
-    start = spl[5, s]
+    start = spl[SPL_START, s]
     src = rows2[cur]
     dst = rows2[1 - cur]
 
@@ -182,9 +208,16 @@ def partition_scatter_kernel(Xcols, rows2, cur, ident, spl, ctrl, rows_per_task,
     lefts_before = block_inclusive_scan(sh, t, nt, mine) - mine  # within the task
     rights_before = j0 - lefts_before
 
-    task_lefts = chunk_off[task] - chunk_off[spl[7, s]]  # lefts of the segment before the task
+    task_lefts = (
+        chunk_off[task] - chunk_off[spl[SPL_FIRST_TASK, s]]
+    )  # lefts of the segment before the task
     left_dst = start + task_lefts + lefts_before
-    right_dst = start + nodes[1, 2 * spl[0, s] + 1] + (lo - start - task_lefts) + rights_before
+    right_dst = (
+        start
+        + nodes[NODE_COUNT, 2 * spl[SPL_NODE, s] + 1]
+        + (lo - start - task_lefts)
+        + rights_before
+    )
     for j in range(lo + j0, lo + j1):
         r = row_at(src, j, ident)
         if split_goes_left(col[r], thr, ml, cat, bits):

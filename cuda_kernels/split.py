@@ -3,9 +3,9 @@
 ``search_kernel(hist, prev, bld, derive, nodes, active, n_active, feats2, fcur, ctrl, offset,
 n_bins, penalty, allowed, used, scal, cat_slot, cat_order, pf_f, pf_i, decide, fmask2,
 active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
-  scal (12,) float64: g_scale, h_scale, reg_lambda, gain_divisor, min_child_weight,
-  min_split_gain, max_cat_to_onehot, cat_smooth, cat_l2, min_data_per_group,
-  max_cat_threshold, the level's feature budget (-1: none) -- in device
+  scal (N_SCAL,) float64 (``gpufs._types.SEARCH_SCALARS``): g_scale, h_scale, reg_lambda,
+  gain_divisor, min_child_weight, min_split_gain, max_cat_to_onehot, cat_smooth, cat_l2,
+  min_data_per_group, max_cat_threshold, the level's feature budget (-1: none) -- in device
   memory, so a level's launch arguments are the same from tree to tree.
   One block per (slot, feature of the list): the best split of that feature at that node,
   the result of ``_gain``'s one bin scan (``scan_feature``: candidates, order, tie-break),
@@ -21,14 +21,15 @@ active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
   subtract neighbouring slots).
   hist (S, n_slots, 2) int64 in the layout of ``offset`` ((d + 1,) int64: feature f's bins at
   slots offset[f] .. offset[f + 1] - 1, ``gpufs.rules._hist_layout``; the subtraction and the scan
-  touch only those); nodes (4, n_nodes) int64 node table (start, count, G_q, H_q);
+  touch only those); nodes (N_NODE_ROWS, n_nodes) int64 node table (the NODE_* rows);
   active (n_active,) int64 the level's nodes in node order; feats2 (2, d) int32 and
-  ctrl[4 + fcur] the feature list; n_bins (d,) int32; penalty (d,) float64; allowed, used
-  (d,) bool. Writes pf_f (2, S, d) float64 [score, gain] and pf_i (4, S, d) int64 [bin,
-  missing_left, G_L, H_L] at the listed features. Launch: 1-D, any number of blocks (each
-  takes pairs block-stride), a power of two <= ``MAX_SEARCH_THREADS`` threads.
-  With ``decide`` set, the last block to finish (a ticket in ctrl[7], zero between launches,
-  after a ``threadfence``) then decides the level (``_decide``, below), so search and
+  ctrl[CTRL_N_FEATS + fcur] the feature list; n_bins (d,) int32; penalty (d,) float64;
+  allowed, used (d,) bool. Writes pf_f (2, S, d) float64 [score, gain] and pf_i (4, S, d)
+  int64 [bin, missing_left, G_L, H_L] (the PF_* rows) at the listed features. Launch: 1-D,
+  any number of blocks (each takes pairs block-stride), a power of two <=
+  ``MAX_SEARCH_THREADS`` threads.
+  With ``decide`` set, the last block to finish (a ticket in ctrl[CTRL_TICKET], zero between
+  launches, after a ``threadfence``) then decides the level (``_decide``, below), so search and
   decision are one launch.
 
 ``_decide`` (the same arguments; run by one block, any size)
@@ -37,8 +38,8 @@ active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
   and, in slot order, writes the level's results, the split table and the children's sums.
   Outputs:
     out_i / out_f  views of one int64 / float64 buffer (the level's one device -> host copy):
-                   [0] admitted count, [1] splits, [2] features of the next list,
-                   [3:3 + d] admitted features in order, then
+                   (the OUT_* words of ``gpufs._types``) admitted count, splits,
+                   features of the next list, d admitted features in order, then
                    n_active entries each of feature (-1: leaf), bin, missing_left, gain
                    (float64), left count (written by ``partition_plan_kernel``), G_L, H_L,
                    then CAT_WORDS fields: the bitset of a categorical split (``left_word``
@@ -48,10 +49,11 @@ active_next, admitted_now, rows_per_task, dec_f, dec_i, spl, out_i, out_f)``
                    categorical split's bitset, 1 for a categorical split (else 0)
     nodes          children's G_q, H_q (their start and count come from the partition)
     active_next    the next level's nodes: children of the splits, left then right
-    feats2[1 - fcur], ctrl[5 - fcur]  the next level's feature list: this one, or only
-                   Omega's once the budget is spent (the CPU's rule); fmask2[1 - fcur] (d,)
-                   uint8 the same list as a mask (``histogram.histogram_kernel`` reads it)
-    ctrl[0] splits, ctrl[1] partition tasks
+    feats2[1 - fcur], ctrl[CTRL_N_FEATS + 1 - fcur]  the next level's feature list: this
+                   one, or only Omega's once the budget is spent (the CPU's rule);
+                   fmask2[1 - fcur] (d,) uint8 the same list as a mask
+                   (``histogram.histogram_kernel`` reads it)
+    ctrl[CTRL_N_SEGMENTS] splits, ctrl[CTRL_SPLIT_TASKS] partition tasks
   dec_f (2, S) float64 / dec_i (3, S) int64 and admitted_now (d,) bool are scratch.
 """
 
@@ -59,7 +61,63 @@ import math
 
 from numba import cuda, float64, int32, int64
 
-from gpufs._types import CAT_WORDS, N_OUT, OUT_FIELDS, SPL_ROWS  # noqa: F401 (re-exported)
+from gpufs._types import (  # noqa: F401 (N_OUT, OUT_FIELDS, SPL_ROWS re-exported)
+    BLD_PARENT,
+    BLD_SIBLING,
+    BLD_SLOT,
+    CAT_WORDS,
+    CTRL_N_FEATS,
+    CTRL_N_SEGMENTS,
+    CTRL_NEW_LIST,
+    CTRL_SPLIT_TASKS,
+    N_OUT,
+    NODE_COUNT,
+    NODE_G,
+    NODE_H,
+    NODE_START,
+    OUT_ADMITTED,
+    OUT_BIN,
+    OUT_CAT_BITS,
+    OUT_FEATURE,
+    OUT_FIELDS,
+    OUT_G_LEFT,
+    OUT_GAIN,
+    OUT_H_LEFT,
+    OUT_LEFT_COUNT,
+    OUT_MISSING_LEFT,
+    OUT_N_ADMITTED,
+    OUT_N_NEXT,
+    OUT_N_SPLITS,
+    PF_BIN,
+    PF_G_LEFT,
+    PF_GAIN,
+    PF_H_LEFT,
+    PF_MISSING_LEFT,
+    PF_SCORE,
+    SCAL_BUDGET,
+    SCAL_CAT_L2,
+    SCAL_CAT_SMOOTH,
+    SCAL_G_SCALE,
+    SCAL_GAIN_DIVISOR,
+    SCAL_H_SCALE,
+    SCAL_MAX_CAT_THRESHOLD,
+    SCAL_MAX_CAT_TO_ONEHOT,
+    SCAL_MIN_CHILD_WEIGHT,
+    SCAL_MIN_DATA_PER_GROUP,
+    SCAL_MIN_SPLIT_GAIN,
+    SCAL_REG_LAMBDA,
+    SPL_BIN,
+    SPL_CAT_BITS,
+    SPL_COUNT,
+    SPL_FEATURE,
+    SPL_FIRST_TASK,
+    SPL_IS_CAT,
+    SPL_MISSING_LEFT,
+    SPL_NODE,
+    SPL_ROWS,
+    SPL_SLOT,
+    SPL_START,
+)
 
 from ._device_fns import (
     LEAF,
@@ -74,10 +132,9 @@ from ._device_fns import (
     scan_categorical,
 )
 
-# The layouts of the output buffer (OUT_FIELDS, N_OUT) and of the split table (SPL_ROWS) are
-# ``gpufs._types``', shared with the backend.
-_N_FIELDS = len(OUT_FIELDS)
-_LC = 4
+# The layouts of ``scal``, ``ctrl``, ``bld``, ``nodes``, ``pf_f`` / ``pf_i``, the output buffer
+# (OUT_FIELDS, N_OUT) and the split table (SPL_ROWS) are ``gpufs._types``', shared with the
+# backend.
 #: The most threads of a search block (its shared scratch's width); a power of two.
 MAX_SEARCH_THREADS = 128
 #: A candidate index past every real one (2 x bins + missing side).
@@ -133,20 +190,20 @@ def search_kernel(
         penalty,
         allowed,
         used,
-        scal[0],
-        scal[1],
-        scal[2],
-        scal[3],
-        scal[4],
+        scal[SCAL_G_SCALE],
+        scal[SCAL_H_SCALE],
+        scal[SCAL_REG_LAMBDA],
+        scal[SCAL_GAIN_DIVISOR],
+        scal[SCAL_MIN_CHILD_WEIGHT],
         cat_slot,
-        int64(scal[6]),
+        int64(scal[SCAL_MAX_CAT_TO_ONEHOT]),
         cat_order,
         pf_f,
         pf_i,
-        scal[7],
-        scal[8],
-        scal[9],
-        int64(scal[10]),
+        scal[SCAL_CAT_SMOOTH],
+        scal[SCAL_CAT_L2],
+        scal[SCAL_MIN_DATA_PER_GROUP],
+        int64(scal[SCAL_MAX_CAT_THRESHOLD]),
     )
     if not decide:
         return
@@ -167,8 +224,8 @@ def search_kernel(
         allowed,
         used,
         admitted_now,
-        int64(scal[11]),
-        scal[5],
+        int64(scal[SCAL_BUDGET]),
+        scal[SCAL_MIN_SPLIT_GAIN],
         rows_per_task,
         dec_f,
         dec_i,
@@ -214,7 +271,7 @@ def _search(
     max_cat_threshold,
 ):
     d = feats2.shape[1]
-    n_f = ctrl[4 + fcur]
+    n_f = ctrl[CTRL_N_FEATS + fcur]
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     sh_i = cuda.shared.array((3, MAX_SEARCH_THREADS), dtype=int64)
@@ -231,19 +288,19 @@ def _search(
             lo = offset[f]
             last = offset[f + 1] - 1
             s = k >> 1
-            if derive and bld[3, s] == k:
+            if derive and bld[BLD_SIBLING, s] == k:
                 # The sibling of a built child: parent - built, exact in int64, written out
                 # (the next level subtracts from it); neighbouring threads, neighbouring slots.
-                parent = bld[4, s]
-                built = bld[2, s]
+                parent = bld[BLD_PARENT, s]
+                built = bld[BLD_SLOT, s]
                 for w in range(lo + t, last + 1, nt):
                     hist[k, w, 0] = prev[parent, w, 0] - hist[built, w, 0]
                     hist[k, w, 1] = prev[parent, w, 1] - hist[built, w, 1]
                 cuda.syncthreads()
             if allowed[f] or used[f]:
                 node = active[k]
-                G_q = nodes[2, node]
-                H_q = nodes[3, node]
+                G_q = nodes[NODE_G, node]
+                H_q = nodes[NODE_H, node]
                 c = cat_slot[f]
                 if c >= 0:
                     # one thread: the scan sorts its categories in the scratch ``cat_order``
@@ -274,7 +331,7 @@ def _search(
                             penalty[f],
                             max_onehot,
                             cat_order[k, c],
-                            float64(nodes[1, node]),
+                            float64(nodes[NODE_COUNT, node]),
                             cat_smooth,
                             cat_l2,
                             min_data_per_group,
@@ -300,14 +357,14 @@ def _search(
                         sh_f,
                     )
                 if t == 0:
-                    pf_f[0, k, f] = score
-                    pf_f[1, k, f] = gain
-                    pf_i[0, k, f] = b
-                    pf_i[1, k, f] = ml
-                    pf_i[2, k, f] = gl
-                    pf_i[3, k, f] = hl
+                    pf_f[PF_SCORE, k, f] = score
+                    pf_f[PF_GAIN, k, f] = gain
+                    pf_i[PF_BIN, k, f] = b
+                    pf_i[PF_MISSING_LEFT, k, f] = ml
+                    pf_i[PF_G_LEFT, k, f] = gl
+                    pf_i[PF_H_LEFT, k, f] = hl
             elif t == 0:
-                pf_f[0, k, f] = -math.inf
+                pf_f[PF_SCORE, k, f] = -math.inf
         cuda.syncthreads()  # the shared scratch is free again
         p += cuda.gridDim.x
 
@@ -466,9 +523,9 @@ def _decide(
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     d = feats2.shape[1]
-    n_f = ctrl[4 + fcur]
+    n_f = ctrl[CTRL_N_FEATS + fcur]
     fe = feats2[fcur]
-    score = pf_f[0]
+    score = pf_f[PF_SCORE]
     for k in range(t, n_active, nt):
         bf, bs, uf, us = best_over_features(k, fe, n_f, allowed, used, score)
         dec_i[0, k] = bf
@@ -491,69 +548,69 @@ def _decide(
             budget,
             min_split_gain,
             dec_i[2],
-            out_i[3:],
+            out_i[OUT_ADMITTED:],
         )
-        base = 3 + d
+        base = OUT_ADMITTED + d
         n_split = 0
         n_tasks = 0
         for k in range(n_active):
             c = dec_i[2, k]
             if c == LEAF:
-                out_i[base + k] = -1
-                out_i[base + n_active + k] = 0
-                out_i[base + 2 * n_active + k] = 0
-                out_f[base + 3 * n_active + k] = 0.0
-                out_i[base + 4 * n_active + k] = 0
-                out_i[base + 5 * n_active + k] = 0
-                out_i[base + 6 * n_active + k] = 0
+                out_i[base + OUT_FEATURE * n_active + k] = -1
+                out_i[base + OUT_BIN * n_active + k] = 0
+                out_i[base + OUT_MISSING_LEFT * n_active + k] = 0
+                out_f[base + OUT_GAIN * n_active + k] = 0.0
+                out_i[base + OUT_LEFT_COUNT * n_active + k] = 0
+                out_i[base + OUT_G_LEFT * n_active + k] = 0
+                out_i[base + OUT_H_LEFT * n_active + k] = 0
                 for w in range(CAT_WORDS):
-                    out_i[base + (_N_FIELDS + w) * n_active + k] = 0
+                    out_i[base + (OUT_CAT_BITS + w) * n_active + k] = 0
                 continue
             f = dec_i[0, k] if c == TAKE_BEST else dec_i[1, k]
             node = active[k]
-            gl = pf_i[2, k, f]
-            hl = pf_i[3, k, f]
-            b = pf_i[0, k, f]
+            gl = pf_i[PF_G_LEFT, k, f]
+            hl = pf_i[PF_H_LEFT, k, f]
+            b = pf_i[PF_BIN, k, f]
             cs = cat_slot[f]
             for w in range(CAT_WORDS):  # a categorical split's left set: its bitset
                 word = 0
                 if cs >= 0:
                     word = left_word(cat_order[k, cs], b, w)
-                out_i[base + (_N_FIELDS + w) * n_active + k] = word
-                spl[8 + w, n_split] = word
+                out_i[base + (OUT_CAT_BITS + w) * n_active + k] = word
+                spl[SPL_CAT_BITS + w, n_split] = word
             if cs >= 0:
                 b = 0  # a categorical split has no bin threshold
-                spl[8 + CAT_WORDS, n_split] = 1
+                spl[SPL_IS_CAT, n_split] = 1
             else:
-                spl[8 + CAT_WORDS, n_split] = 0
-            out_i[base + k] = f
-            out_i[base + n_active + k] = b
-            out_i[base + 2 * n_active + k] = pf_i[1, k, f]
-            out_f[base + 3 * n_active + k] = pf_f[1, k, f]
-            out_i[base + 5 * n_active + k] = gl
-            out_i[base + 6 * n_active + k] = hl
-            count = nodes[1, node]
-            spl[0, n_split] = node
-            spl[1, n_split] = k
-            spl[2, n_split] = f
-            spl[3, n_split] = b
-            spl[4, n_split] = pf_i[1, k, f]
-            spl[5, n_split] = nodes[0, node]
-            spl[6, n_split] = count
-            spl[7, n_split] = n_tasks
+                spl[SPL_IS_CAT, n_split] = 0
+            out_i[base + OUT_FEATURE * n_active + k] = f
+            out_i[base + OUT_BIN * n_active + k] = b
+            out_i[base + OUT_MISSING_LEFT * n_active + k] = pf_i[PF_MISSING_LEFT, k, f]
+            out_f[base + OUT_GAIN * n_active + k] = pf_f[PF_GAIN, k, f]
+            out_i[base + OUT_G_LEFT * n_active + k] = gl
+            out_i[base + OUT_H_LEFT * n_active + k] = hl
+            count = nodes[NODE_COUNT, node]
+            spl[SPL_NODE, n_split] = node
+            spl[SPL_SLOT, n_split] = k
+            spl[SPL_FEATURE, n_split] = f
+            spl[SPL_BIN, n_split] = b
+            spl[SPL_MISSING_LEFT, n_split] = pf_i[PF_MISSING_LEFT, k, f]
+            spl[SPL_START, n_split] = nodes[NODE_START, node]
+            spl[SPL_COUNT, n_split] = count
+            spl[SPL_FIRST_TASK, n_split] = n_tasks
             n_tasks += gpu_task_count(count, rows_per_task)
             left = 2 * node + 1
-            nodes[2, left] = gl
-            nodes[3, left] = hl
-            nodes[2, left + 1] = nodes[2, node] - gl
-            nodes[3, left + 1] = nodes[3, node] - hl
+            nodes[NODE_G, left] = gl
+            nodes[NODE_H, left] = hl
+            nodes[NODE_G, left + 1] = nodes[NODE_G, node] - gl
+            nodes[NODE_H, left + 1] = nodes[NODE_H, node] - hl
             active_next[2 * n_split] = left
             active_next[2 * n_split + 1] = left + 1
             n_split += 1
-        out_i[0] = n_adm
-        out_i[1] = n_split
-        ctrl[0] = n_split
-        ctrl[1] = n_tasks
+        out_i[OUT_N_ADMITTED] = n_adm
+        out_i[OUT_N_SPLITS] = n_split
+        ctrl[CTRL_N_SEGMENTS] = n_split
+        ctrl[CTRL_SPLIT_TASKS] = n_tasks
         # The next level's features: all of today's, or only Omega's once the budget is spent.
         if budget >= 0 and n_adm >= budget:
             m = 0
@@ -563,14 +620,14 @@ def _decide(
                     feats2[nxt, m] = f
                     fmask2[nxt, f] = 1
                     m += 1
-            ctrl[4 + nxt] = m
-            ctrl[6] = 1
+            ctrl[CTRL_N_FEATS + nxt] = m
+            ctrl[CTRL_NEW_LIST] = 1
         else:
-            ctrl[4 + nxt] = n_f
-            ctrl[6] = 0
-        out_i[2] = ctrl[4 + nxt]
+            ctrl[CTRL_N_FEATS + nxt] = n_f
+            ctrl[CTRL_NEW_LIST] = 0
+        out_i[OUT_N_NEXT] = ctrl[CTRL_N_FEATS + nxt]
     cuda.syncthreads()
-    if ctrl[6] == 0:
+    if ctrl[CTRL_NEW_LIST] == 0:
         for i in range(t, n_f, nt):
             feats2[nxt, i] = fe[i]
         for f in range(t, d, nt):

@@ -17,6 +17,8 @@ leaf l's segment; any block size.
 
 from numba import cuda
 
+from gpufs._types import NODE_COUNT, NODE_START
+
 from ._device_fns import row_at
 
 
@@ -31,8 +33,8 @@ def update_leaves_kernel(raw, rows2, ident, nodes, leaf_nodes, leaf_values):
         m >>= 1
         depth += 1
     rows = rows2[depth & 1]
-    start = nodes[0, node]
-    count = nodes[1, node]
+    start = nodes[NODE_START, node]
+    count = nodes[NODE_COUNT, node]
     part = cuda.blockIdx.y
     parts = cuda.gridDim.y
     lo = start + (part * count) // parts

@@ -30,20 +30,10 @@ PROTOCOL_IMPLEMENTATIONS = (
 )
 
 
-#: The GPU host side's helpers: private modules (``backends/_gpu_*.py``) until the folder move
-#: gave them backends/cpu's names; their module docstrings say what they own, and the
-#: numpydoc sections of their methods are still owed (issue 38). ``backend`` is checked.
-GPU_HOST_HELPERS = tuple(
-    f"gpufs.backends.gpu.{m}" for m in ("device", "graphs", "group_testing", "level")
-)
-
-
 def _public_modules():
     names = ["gpufs"]
     for info in pkgutil.walk_packages(gpufs.__path__, "gpufs."):
         parts = info.name.split(".")[1:]
-        if info.name in GPU_HOST_HELPERS:
-            continue
         if not any(p.startswith("_") for p in parts) and info.name != "gpufs.cli":
             names.append(info.name)  # gpufs.cli: the command line documents its options
     return names
@@ -66,8 +56,6 @@ def _public_objects():
             if not (inspect.isclass(obj) or inspect.isfunction(obj)):
                 continue
             home = getattr(obj, "__module__", "")
-            if home in GPU_HOST_HELPERS:
-                continue
             if not home.startswith("gpufs") or (not _is_public_home(home) and n not in exported):
                 continue
             qual = f"{home}.{obj.__qualname__}"

@@ -238,7 +238,7 @@ def test_chunked_sweeps_match_single_chunk(monkeypatch):
     yc = (y > np.median(y)).astype(int)
     ref_r = StagewiseRegressor(5, device="cpu").fit(X, y)
     ref_c = StagewiseClassifier(5, device="cpu").fit(X, yc)
-    monkeypatch.setitem(stages._CHUNK_ELEMENTS, "cpu", 7 * 20)  # 7 rows per chunk
+    monkeypatch.setitem(stages.CHUNK_ELEMENTS_STAGEWISE, "cpu", 7 * 20)  # 7 rows per chunk
     assert len(stages._row_chunks(600, 20, "cpu")) == 86
     r = StagewiseRegressor(5, device="cpu").fit(X, y)
     c = StagewiseClassifier(5, device="cpu").fit(X, yc)

@@ -214,9 +214,8 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
                 forest,
             )
             times.update(result.times)
-            # fit -> _fit_context -> the caller: warnings point at the caller; the driver's
-            # lasso and forest decisions run on the CPU
-            self._set_fit_result(result, bin_mapper, key, reuse, "cpu", stacklevel=3)
+            # the driver's lasso and forest decisions run on the CPU
+            self._set_fit_result(result, bin_mapper, key, reuse, "cpu")
             cluster = {
                 "workers": list(group.addresses),
                 "partitions": [list(p) for p in group.parts],

@@ -14,13 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._device import namespace_of, to_host
+from .._types import CHUNK_ELEMENTS_WARM_KEY
 from ._colstats import row_slices
 from ._input import _frame
 
 __all__ = ["column_checksums", "data_fingerprint", "input_dtypes"]
 
-#: Elements per row chunk: the hash's uint64 temporaries stay at a few tens of MB.
-_CHUNK_ELEMENTS = 1 << 21
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio (Fibonacci hashing)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's multiplier
 
@@ -46,7 +45,7 @@ def column_checksums(X) -> tuple:
     n, d = A.shape
     width = {1: xp.uint8, 2: xp.uint16, 4: xp.uint32, 8: xp.uint64}[A.dtype.itemsize]
     total = xp.zeros(d, dtype=xp.uint64)
-    for sl in row_slices(n, d, _CHUNK_ELEMENTS):
+    for sl in row_slices(n, d, CHUNK_ELEMENTS_WARM_KEY):
         bits = xp.ascontiguousarray(A[sl]).view(width).astype(xp.uint64)
         rows = xp.arange(sl.start, sl.stop, dtype=xp.uint64).reshape(-1, 1)
         h = (bits + np.uint64(1)) * _MIX

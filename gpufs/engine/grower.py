@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.base import LevelResult, SplitParams
+from ..rules._gain import leaf_value
 from ..rules._hist_layout import layout_of
 from .quantize import PreparedGradients
 from .tree import Tree
@@ -223,8 +224,8 @@ def grow_tree_packed(
     node_g, node_h, node_count = backend.node_sums(state)
     G = node_g[reached] / g_scale
     H = node_h[reached] / h_scale
-    # ``_gain.leaf_value``'s formula on arrays: the same IEEE operations per node.
-    tree.value[reached] = (-G / (H + params.reg_lambda)) * params.learning_rate
+    # the one leaf rule, on arrays: the same IEEE operations per node as on a scalar
+    tree.value[reached] = leaf_value(G, H, params.reg_lambda, params.learning_rate)
     tree.cover[reached] = H
     tree.count[reached] = node_count[reached]
     leaf_nodes = np.sort(np.concatenate(leaves))

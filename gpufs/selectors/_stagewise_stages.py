@@ -12,16 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._device import namespace_of, to_host
+from .._types import CHUNK_ELEMENTS_STAGEWISE
 from ..data._colstats import column_mean_var, matvec_T, row_slices
 from ..engine.objectives import log_odds, sigmoid, softplus
 
 __all__ = ["LeastSquaresStage", "LogisticStage"]
 
-#: Elements (rows x features) of each row chunk in the chunked sweeps, per device. A handful of
-#: float64 temporaries of this size are alive at once. CPU: 1 MB each, so the dozen elementwise
-#: passes of a Newton sweep run in cache (measured 3x faster than 32 MB chunks). GPU: 256 MB
-#: each, so kernel-launch overhead stays small next to the work.
-_CHUNK_ELEMENTS = {"cpu": 1 << 17, "gpu": 1 << 25}
 #: Largest Newton step on one standardized weight (logit units per standard deviation).
 _MAX_NEWTON_STEP = 10.0
 
@@ -32,8 +28,10 @@ _MAX_NEWTON_STEP = 10.0
 
 
 def _row_chunks(n_rows: int, n_cols: int, device: str):
-    """Slices covering 0..n_rows in chunks of about ``_CHUNK_ELEMENTS[device]`` elements."""
-    return row_slices(n_rows, n_cols, _CHUNK_ELEMENTS.get(device, _CHUNK_ELEMENTS["cpu"]))
+    """Slices covering 0..n_rows in chunks of about ``CHUNK_ELEMENTS_STAGEWISE[device]``
+    elements."""
+    chunk = CHUNK_ELEMENTS_STAGEWISE.get(device, CHUNK_ELEMENTS_STAGEWISE["cpu"])
+    return row_slices(n_rows, n_cols, chunk)
 
 
 def _standardize_stats(X, w, W, xp, device):

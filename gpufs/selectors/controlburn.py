@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context, clone
@@ -27,7 +26,8 @@ from .._device import like, namespace_of, to_host
 from .._docstrings import INPUT_ATTRIBUTES_DOC, TREE_CATEGORICAL_FEATURES_DOC
 from .._params import DEVICE_CONSTRAINT, N_JOBS_CONSTRAINT, int_range, real_range
 from .._threading import honours_n_jobs
-from .._warnings import SelectionWarning
+from .._types import CHUNK_ELEMENTS_COLUMN_SCALE
+from .._warnings import SelectionWarning, warn_from_caller
 from ..data import _scales
 from ..data._colstats import column_mean_var, row_slices
 from ..data._input import as_array, check_costs, check_groups, check_X
@@ -101,9 +101,6 @@ def _lasso_progress(verbose):
     finally:
         bar.close()
 
-
-#: Elements per row chunk of the importance scale's variance pass.
-_CHUNK_ELEMENTS = 1 << 22
 
 _COVERAGE_REMEDY = (
     "Grow a more feature-diverse forest: max_features='sqrt' (or a fraction) subsamples the "
@@ -354,8 +351,7 @@ class _BaseControlBurn(SelectorBase):
             forest,
         )
         times.update(result.times)
-        # fit -> honours_n_jobs -> _fit_context -> the caller: warnings point at the caller
-        self._set_fit_result(result, bin_mapper, key, reused, device, stacklevel=4)
+        self._set_fit_result(result, bin_mapper, key, reused, device)
         t0 = time.perf_counter()
         self.refit_estimator_ = self._refit(X, data.y_input, w, seed)
         times["refit"] = _lap(t0, backend)
@@ -404,10 +400,10 @@ class _BaseControlBurn(SelectorBase):
         forest.drop_predictions()
         return BurnResult(forest, selection, times, messages)
 
-    def _set_fit_result(self, result, bin_mapper, forest_key, reused, device, stacklevel):
+    def _set_fit_result(self, result, bin_mapper, forest_key, reused, device):
         """Set the fitted attributes of the fit step's ``result`` (a :class:`BurnResult`), the
         cut points, the ``warm_start`` key and the device, in one place, and raise the
-        step's warnings at ``stacklevel`` as seen from the caller."""
+        step's warnings at the user's line (``warn_from_caller``)."""
         s = result.selection
         self.bin_mapper_, self._forest_key_ = bin_mapper, forest_key
         self.forest_reused_, self.device_, self.forest_ = reused, device, result.forest
@@ -419,7 +415,7 @@ class _BaseControlBurn(SelectorBase):
         self.feature_importances_ = s.feature_importances
         self.selection_path_ = s.path
         for message in result.warnings:
-            warnings.warn(message, SelectionWarning, stacklevel=stacklevel + 1)
+            warn_from_caller(message, SelectionWarning)
 
     def _forest_key(self, X_input, X, y_enc, w, costs, groups, device):
         """What the forest depends on, for ``warm_start``: its parameters, the device, the
@@ -506,9 +502,8 @@ class _BaseControlBurn(SelectorBase):
         # Per-tree scale for importances: the (row-weighted) std of the tree's column.
         xp = namespace_of(A)
         rw = xp.ones(A.shape[0]) if w_l is None else xp.asarray(w_l, dtype=np.float64)
-        _, col_var = column_mean_var(
-            A, rw, float(rw.sum()), xp, row_slices(A.shape[0], A.shape[1], _CHUNK_ELEMENTS)
-        )
+        chunks = row_slices(A.shape[0], A.shape[1], CHUNK_ELEMENTS_COLUMN_SCALE)
+        _, col_var = column_mean_var(A, rw, float(rw.sum()), xp, chunks)
         col_std = to_host(xp.sqrt(xp.maximum(col_var, 0.0)))
         gains = forest.tree_gains()[trees]
         tot = gains.sum(axis=1, keepdims=True)

@@ -20,8 +20,39 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._device import check_gpu_stack, get_namespace, to_host
-from ..._types import HIST_DTYPE, N_HIST_BINS, N_OUT, X_BINNED_DTYPE
-from ...rules._categorical import CAT_WORDS
+from ..._types import (
+    BLD_COUNT,
+    BLD_FIRST_TASK,
+    BLD_SLOT,
+    BLD_START,
+    CTRL_BUILD_TASKS,
+    CTRL_N_FEATS,
+    CTRL_N_SEGMENTS,
+    CTRL_SPLIT_TASKS,
+    HIST_DTYPE,
+    N_HIST_BINS,
+    N_OUT,
+    NODE_G,
+    NODE_H,
+    OUT_LEFT_COUNT,
+    PF_BIN,
+    PF_G_LEFT,
+    PF_GAIN,
+    PF_H_LEFT,
+    PF_MISSING_LEFT,
+    PF_SCORE,
+    SPL_BIN,
+    SPL_CAT_BITS,
+    SPL_COUNT,
+    SPL_FEATURE,
+    SPL_FIRST_TASK,
+    SPL_IS_CAT,
+    SPL_MISSING_LEFT,
+    SPL_NODE,
+    SPL_SLOT,
+    SPL_START,
+    X_BINNED_DTYPE,
+)
 from ...rules._hist_layout import split_input, tree_layout
 from ..base import best_splits, kernel_for
 from . import launch_rules
@@ -569,7 +600,9 @@ class GPUBackend(DeviceMixin):
         # grids: bounds from this tree's counts, or for a graph the tree shape's (the
         # same every tree, so the level replays)
         n_tasks = ws.max_tasks if graph else int(ws.tasks_for(counts).sum())
-        self._partition(ws, cur, n_tasks, lc_base=ws.field_base + 4 * k, ident=st.level == 0)
+        self._partition(
+            ws, cur, n_tasks, lc_base=ws.field_base + OUT_LEFT_COUNT * k, ident=st.level == 0
+        )
         if build_next:
             n_build = ws.max_tasks if graph else int(ws.tasks_for(counts // 2).sum())
             ws.zero_hist(hist ^ 1, 2 * k)
@@ -693,9 +726,11 @@ class GPUBackend(DeviceMixin):
             tasks = ws.tasks_for(counts)
             itab = ws.itab_host()
             bld = itab["bld"]
-            bld[0, :m], bld[1, :m], bld[2, :m] = starts, counts, np.arange(m)
-            bld[5, : m + 1] = np.concatenate([[0], np.cumsum(tasks)])
-            itab["ctrl"][[0, 2, 4]] = m, int(tasks.sum()), feats.shape[0]
+            bld[BLD_START, :m], bld[BLD_COUNT, :m], bld[BLD_SLOT, :m] = starts, counts, np.arange(m)
+            bld[BLD_FIRST_TASK, : m + 1] = np.concatenate([[0], np.cumsum(tasks)])
+            ctrl = itab["ctrl"]
+            ctrl[CTRL_N_SEGMENTS], ctrl[CTRL_BUILD_TASKS] = m, int(tasks.sum())
+            ctrl[CTRL_N_FEATS] = feats.shape[0]
             ws.upload_itab(itab)
             ws.set_feats(0, feats)
             ws.rows2[0] = xp.asarray(rows)
@@ -727,10 +762,10 @@ class GPUBackend(DeviceMixin):
         k, d = int(hist.shape[0]), layout.n_features
         ws = _Workspace(self, 1, d, 1, n_slots=k, hist=False, layout=layout)
         itab = ws.itab_host()
-        itab["nodes"][2, :k] = np.asarray(node_g, np.int64)
-        itab["nodes"][3, :k] = np.asarray(node_h, np.int64)
+        itab["nodes"][NODE_G, :k] = np.asarray(node_g, np.int64)
+        itab["nodes"][NODE_H, :k] = np.asarray(node_h, np.int64)
         itab["active0"][:k] = np.arange(k)
-        itab["ctrl"][4] = d
+        itab["ctrl"][CTRL_N_FEATS] = d
         ws.upload_itab(itab)
         ws.feats2[0] = xp.arange(d, dtype=np.int32)
         allowed = np.asarray(allowed, np.bool_)
@@ -781,9 +816,12 @@ class GPUBackend(DeviceMixin):
         order = self._to_host(ws.cat_order) if n_cat else None
         return best_splits(
             allowed,
-            pf_f[0, :k, :d],
-            pf_f[1, :k, :d],
-            *pf_i[:, :k, :d],
+            pf_f[PF_SCORE, :k, :d],
+            pf_f[PF_GAIN, :k, :d],
+            pf_i[PF_BIN, :k, :d],
+            pf_i[PF_MISSING_LEFT, :k, :d],
+            pf_i[PF_G_LEFT, :k, :d],
+            pf_i[PF_H_LEFT, :k, :d],
             cat_slot=cat_slot if n_cat else None,
             cat_order=order,
         )
@@ -817,16 +855,17 @@ class GPUBackend(DeviceMixin):
         tasks = ws.tasks_for(counts)
         itab = ws.itab_host()
         spl = itab["spl"]
-        spl[0, :m], spl[1, :m] = nodes, np.arange(m)
-        spl[2, :m] = np.asarray(to_host(split_feature), np.int64)
-        spl[3, :m] = np.asarray(to_host(split_bin), np.int64)
-        spl[4, :m] = np.asarray(to_host(missing_left), np.int64)
-        spl[5, :m], spl[6, :m] = starts, counts
-        spl[7, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]])
+        spl[SPL_NODE, :m], spl[SPL_SLOT, :m] = nodes, np.arange(m)
+        spl[SPL_FEATURE, :m] = np.asarray(to_host(split_feature), np.int64)
+        spl[SPL_BIN, :m] = np.asarray(to_host(split_bin), np.int64)
+        spl[SPL_MISSING_LEFT, :m] = np.asarray(to_host(missing_left), np.int64)
+        spl[SPL_START, :m], spl[SPL_COUNT, :m] = starts, counts
+        spl[SPL_FIRST_TASK, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]])
         if split_cat is not None:
-            spl[8 : 8 + CAT_WORDS, :m] = np.asarray(split_bits, np.int64).T
-            spl[8 + CAT_WORDS, :m] = np.asarray(split_cat, np.int64)
-        itab["ctrl"][[0, 1]] = m, int(tasks.sum())
+            spl[SPL_CAT_BITS:SPL_IS_CAT, :m] = np.asarray(split_bits, np.int64).T
+            spl[SPL_IS_CAT, :m] = np.asarray(split_cat, np.int64)
+        ctrl = itab["ctrl"]
+        ctrl[CTRL_N_SEGMENTS], ctrl[CTRL_SPLIT_TASKS] = m, int(tasks.sum())
         ws.upload_itab(itab)
         ws.rows2[0] = xp.asarray(rows)
         data = self.prepare_binned(xp.asarray(Xb))

@@ -217,19 +217,55 @@ class DeviceMixin:
             self.xp.cuda.runtime.deviceSynchronize()
 
     def owns(self, a):
-        """Whether ``a`` is an array of this backend's namespace (cupy; numpy under the
-        simulator)."""
+        """Whether ``a`` is an array of this backend's namespace (``Backend.owns``).
+
+        Parameters
+        ----------
+        a : object
+            Any value.
+
+        Returns
+        -------
+        bool
+            True for a cupy array (a numpy array under the simulator).
+        """
         return is_cupy_array(a) if self._cupy else isinstance(a, np.ndarray)
 
     def to_device(self, a):
-        """``a`` as an array of this backend's namespace (``a`` itself when it is one)."""
+        """``a`` as an array of this backend's namespace (``Backend.to_device``).
+
+        Parameters
+        ----------
+        a : array_like
+            Any array, of any shape and dtype.
+
+        Returns
+        -------
+        ndarray
+            ``a`` on the device (cupy; numpy under the simulator), same shape and dtype;
+            ``a`` itself when it is one already.
+        """
         return self.xp.asarray(a)
 
     def task_table(self, seg_start, seg_count):
-        """``Backend.task_table``: how the histogram and partition kernels cut segments into
-        tasks: a segment of ``c`` rows into ceil(c / rows_per_task) near-equal runs
-        (``gpufs.rules._tasks``), ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of the
-        fit's rows: here of the segments' total)."""
+        """How the histogram and partition kernels cut segments into tasks
+        (``Backend.task_table``).
+
+        A segment of ``c`` rows becomes ceil(c / rows_per_task) near-equal runs
+        (``gpufs.rules._tasks``), ``rows_per_task`` fixed per tree shape (``_rows_per_task`` of
+        the fit's rows: here of the segments' total).
+
+        Parameters
+        ----------
+        seg_start, seg_count : array_like of shape (n_segments,), int
+            First row position and row count of each segment.
+
+        Returns
+        -------
+        t_seg, t_lo, t_hi : ndarray of shape (n_tasks,), int64
+            Each task's segment, first row position and end (exclusive), tasks in segment
+            order.
+        """
         start = np.asarray(seg_start, np.int64)
         count = np.asarray(seg_count, np.int64)
         n_tasks = _tasks.gpu_task_count(count, self._rows_per_task(count.sum()))
@@ -358,9 +394,17 @@ class DeviceMixin:
         kernel[grid, block, stream, shared](*args)
 
     def kernel_times(self):
-        """Device milliseconds per kernel, summed over the launches since ``reset_timings``,
-        from the CUDA events recorded around each launch when ``kernel_events`` is true
-        (events do not synchronize the host; this waits for them)."""
+        """Device milliseconds per kernel since ``reset_timings``.
+
+        From the CUDA events recorded around each launch when ``kernel_events`` is true
+        (events do not synchronize the host; this waits for them).
+
+        Returns
+        -------
+        dict of str to float
+            Kernel phase name -> milliseconds summed over its launches; empty without events
+            (and under the simulator).
+        """
         out = {}
         if not self._events:
             return out
@@ -512,6 +556,11 @@ class DeviceMixin:
         ``profile=True``. ``pool_total``: bytes cupy's default pool holds now (it keeps its
         high-water mark unless freed). ``rmm_peak``: rmm's statistics peak, when the caller
         enabled ``rmm.statistics`` before fitting.
+
+        Returns
+        -------
+        dict of str to int
+            The keys above that are known, each in bytes.
         """
         out = {}
         if not self._cupy:

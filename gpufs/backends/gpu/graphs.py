@@ -23,7 +23,8 @@ class LevelGraphs:
     Parameters
     ----------
     backend : GPUBackend
-    capacity : int
+        Captures and launches the graphs.
+    capacity : int, default=64
         Graphs kept (least recently used dropped first); each holds its arguments' views.
     """
 
@@ -38,7 +39,19 @@ class LevelGraphs:
     def key(ops):
         """What makes two recordings the same graph: kernels, geometries, and each argument
         by value (scalars) or by identity (device views: kept objects, held by the cache, so
-        an identity cannot be reused by another array while its graph is cached)."""
+        an identity cannot be reused by another array while its graph is cached).
+
+        Parameters
+        ----------
+        ops : list of tuple
+            The recorded operations, in order: ("memset", address, bytes, array, slots) or
+            (phase, kernel, grid, block, shared bytes, arguments).
+
+        Returns
+        -------
+        tuple
+            Hashable; equal for two recordings that one graph replays.
+        """
         out = []
         for op in ops:
             if op[0] == "memset":  # ("memset", address, bytes, array, slots)
@@ -59,7 +72,13 @@ class LevelGraphs:
         return tuple(out)
 
     def run(self, ops):
-        """Run a recorded level: the cached graph of the same operations, else a new one."""
+        """Run a recorded level: the cached graph of the same operations, else a new one.
+
+        Parameters
+        ----------
+        ops : list of tuple
+            The level's recorded operations (``key``'s form).
+        """
         k = self.key(ops)
         got = self.graphs.pop(k, None)
         if got is None:

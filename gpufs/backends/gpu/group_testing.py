@@ -19,7 +19,23 @@ __all__ = ["DeviceSteps"]
 
 
 def _standardize_float32(X, block):
-    """``standardize`` in the matrix-product layout: float32 (n_samples, n_features)."""
+    """``gpufs.engine.group_testing.standardize`` in the matrix-product layout.
+
+    Each column scaled to the integers 0 .. STANDARDIZED_MAX over its finite range (NaN and
+    constant columns: 0), exact in float32.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float
+        The raw features, on the backend's device.
+    block : int
+        Columns standardized at a time (bounds the float64 scratch).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), float32
+        On the same device as ``X``.
+    """
     xp = namespace_of(X)
     n, d = X.shape
     out = xp.empty((n, d), np.float32)
@@ -43,7 +59,23 @@ class DeviceSteps:
     exact because every partial sum is an integer below 2**24), binned with array operations,
     histogrammed with the backend's histogram kernel, and scored on the host by the same
     compiled scan as the CPU's. Under the CUDA simulator the array module is numpy. The GPU
-    backend's ``group_test_steps()``."""
+    backend's ``group_test_steps()``; ``gpufs.engine.group_testing`` drives it.
+
+    Parameters
+    ----------
+    backend : GPUBackend
+        Its array module and histogram kernel are used.
+    Q : ndarray of shape (n_samples, n_features), float32
+        ``standardize``'s result, on the device.
+    gh : ndarray of shape (n_samples, 2), int64, or None
+        Fixed-point (gradient, hessian) of the rows, on the device; None when only
+        ``sums`` and ``bins`` are used (``FirstStep``).
+    p : int
+        The number of subsets searched.
+    scan : tuple
+        ``_group_scan.best_gains``'s scan parameters: (max_bins, G_q, H_q, 1 / g_scale,
+        1 / h_scale, reg_lambda, min_child_weight); only max_bins when ``gh`` is None.
+    """
 
     standardize = staticmethod(_standardize_float32)
 
@@ -59,7 +91,20 @@ class DeviceSteps:
         self.left = self.right = None
 
     def sums(self, subsets, groups):
-        """int64 (n, n_groups): the pseudo-feature of each group (sub, lo, hi)."""
+        """The pseudo-feature of each group: the sum of its columns of ``Q``.
+
+        Parameters
+        ----------
+        subsets : ndarray of shape (p, m), int64
+            The subsets' features, in search order.
+        groups : tuple of three ndarrays of shape (n_groups,), int64
+            (sub, lo, hi): group g is the features ``subsets[sub[g], lo[g]:hi[g]]``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_groups), int64
+            On the device; exact (every partial sum is an integer below 2**24).
+        """
         xp = self.xp
         sub, lo, hi = groups
         pos = np.arange(subsets.shape[1])
@@ -70,7 +115,19 @@ class DeviceSteps:
         return xp.matmul(self.Q, ind).astype(np.int64)
 
     def bins(self, both):
-        """uint8 (n, 2k): ``_bins_of``'s rule, elementwise (the same float64 operations)."""
+        """Each pseudo-feature's equal-width bins, by the CPU's rule (``_bins_of``) in the
+        same float64 operations, elementwise.
+
+        Parameters
+        ----------
+        both : ndarray of shape (n_samples, n_columns), int64
+            The step's pseudo-features (``sums``), on the device.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_columns), uint8
+            Bins 0 .. max_bins - 1, C order, on the device.
+        """
         xp = self.xp
         nb = self.scan[0]
         v_lo = both.min(axis=0)
@@ -78,6 +135,25 @@ class DeviceSteps:
         return xp.ascontiguousarray(((both - v_lo).astype(np.float64) * scale).astype(np.uint8))
 
     def step(self, subsets, active, left, right, first=None):
+        """Score one step of the subsets' binary searches: both halves of each active one.
+
+        Parameters
+        ----------
+        subsets : ndarray of shape (p, m), int64
+            The subsets' features.
+        active : ndarray of shape (k,), int64
+            The subsets still searching.
+        left, right : tuple of three ndarrays of shape (k,), int64
+            (sub, lo, hi) of each active subset's left and right half. ``right`` None: each
+            right half is the group kept at the last step (``keep``) minus its left half.
+        first : FirstStep or None, default=None
+            The first step's pseudo-features and bins, computed once per fit; used instead.
+
+        Returns
+        -------
+        gain_left, gain_right : ndarray of shape (k,), float64
+            The best split gain of each half's pseudo-feature on the rows of ``gh``.
+        """
         xp = self.xp
         k = active.shape[0]
         if first is not None:
@@ -104,6 +180,16 @@ class DeviceSteps:
         return gains[:k], gains[k:]
 
     def keep(self, active, keep_left):
+        """Keep the chosen half of each active subset's last step (the next step's right
+        halves are derived from it).
+
+        Parameters
+        ----------
+        active : ndarray of shape (k,), int64
+            The subsets of the last ``step``.
+        keep_left : ndarray of shape (k,), bool
+            True where the left half is kept.
+        """
         xp = self.xp
         a = xp.asarray(active)
         self.kept[:, a] = xp.where(xp.asarray(keep_left)[None, :], self.left, self.right)

@@ -14,8 +14,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._types import N_OUT, SPL_ROWS
-from ...rules._categorical import CAT_WORDS
+from ..._types import (
+    CTRL_N_FEATS,
+    CTRL_N_SEGMENTS,
+    CTRL_SPLIT_TASKS,
+    N_OUT,
+    NODE_SUMS,
+    OUT_BIN,
+    OUT_FEATURE,
+    OUT_G_LEFT,
+    OUT_H_LEFT,
+    OUT_MISSING_LEFT,
+    OUT_N_NEXT,
+    SPL_BIN,
+    SPL_CAT_BITS,
+    SPL_COUNT,
+    SPL_FEATURE,
+    SPL_FIRST_TASK,
+    SPL_IS_CAT,
+    SPL_MISSING_LEFT,
+    SPL_NODE,
+    SPL_ROWS,
+    SPL_SLOT,
+    SPL_START,
+)
 from ..base import SplitPlan
 
 __all__ = ["advance_level", "decide_level"]
@@ -31,25 +53,43 @@ def _split_table(st, plan, S):
     starts, counts = st.node_start[nodes], st.node_count[nodes]
     tasks = ws.tasks_for(counts)
     spl = np.zeros((SPL_ROWS, S), np.int64)
-    spl[0, :m], spl[1, :m] = nodes, slot
-    spl[2, :m] = np.asarray(plan.feature, np.int64)
-    spl[3, :m] = np.asarray(plan.bin, np.int64)
-    spl[4, :m] = np.asarray(plan.missing_left, np.int64)
-    spl[5, :m], spl[6, :m] = starts, counts
-    spl[7, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]]) if m else 0
+    spl[SPL_NODE, :m], spl[SPL_SLOT, :m] = nodes, slot
+    spl[SPL_FEATURE, :m] = np.asarray(plan.feature, np.int64)
+    spl[SPL_BIN, :m] = np.asarray(plan.bin, np.int64)
+    spl[SPL_MISSING_LEFT, :m] = np.asarray(plan.missing_left, np.int64)
+    spl[SPL_START, :m], spl[SPL_COUNT, :m] = starts, counts
+    spl[SPL_FIRST_TASK, :m] = np.concatenate([[0], np.cumsum(tasks)[:-1]]) if m else 0
     bits = np.asarray(plan.cat_bits)
     if bits.shape[-1]:  # without categorical features the plan has no bitset words
-        spl[8 : 8 + CAT_WORDS, :m] = bits.astype(np.int64).T
-        spl[8 + CAT_WORDS, :m] = np.asarray(plan.is_cat, np.int64)
+        spl[SPL_CAT_BITS:SPL_IS_CAT, :m] = bits.astype(np.int64).T
+        spl[SPL_IS_CAT, :m] = np.asarray(plan.is_cat, np.int64)
     return spl, int(tasks.sum())
 
 
 def advance_level(be, st, plan, build_next):
-    """``CPUBackend.advance_level`` on the device: partition ``st``'s rows by ``plan``, set
-    the children's segments and sums, and (``build_next``) the next level's histograms over
-    ``plan.next_feats[:plan.next_n_feats]`` (the smaller child of each split by this
-    process's row counts, ties left, its sibling by exact subtraction). Advances ``st``;
-    returns the rows each split sent left, (n_split,) int64 on the host."""
+    """``CPUBackend.advance_level`` on the device (``GPUBackend.advance_level``).
+
+    Partition ``st``'s rows by ``plan``, set the children's segments and sums, and
+    (``build_next``) the next level's histograms over ``plan.next_feats[:plan.next_n_feats]``
+    (the smaller child of each split by this process's row counts, ties left, its sibling by
+    exact subtraction).
+
+    Parameters
+    ----------
+    be : GPUBackend
+        Launches the partition and histogram kernels.
+    st : _GPUTree
+        The tree state of ``be.start_tree``, advanced in place to the next level.
+    plan : SplitPlan
+        The level's decisions (``decide_level``'s, of this process or of a cluster's driver).
+    build_next : bool
+        Build the histograms of the next level (False on the last level).
+
+    Returns
+    -------
+    ndarray of shape (n_split,), int64
+        Host: the rows each split sent left, in ``plan.split_slot`` order.
+    """
     ws = st.ws
     k = st.n_active
     slot = np.asarray(plan.split_slot, np.int64)
@@ -62,7 +102,8 @@ def advance_level(be, st, plan, build_next):
     if m:
         spl, n_tasks = _split_table(st, plan, ws.S)
         tab = ws.itab_host()
-        tab["ctrl"][[0, 1]] = m, n_tasks  # ctrl[7], the kernels' ticket, stays 0
+        ctrl = tab["ctrl"]  # CTRL_TICKET, the kernels' ticket, stays 0
+        ctrl[CTRL_N_SEGMENTS], ctrl[CTRL_SPLIT_TASKS] = m, n_tasks
         tab["spl"][...] = spl
         head = tab["ctrl"].shape[0] + spl.size  # ctrl then spl, the first two sections
         ws._set(ws.itab[:head], tab["_buf"][:head])
@@ -114,26 +155,64 @@ def advance_level(be, st, plan, build_next):
 
 
 def level_histograms(st):
-    """The current level's histograms of ``st`` on the device, (n_active, n_slots, 2) int64,
-    complete after ``start_tree`` and ``advance_level`` (after ``level_step`` only the built
-    children are there: their siblings are derived by the next search)."""
+    """The current level's histograms of ``st`` on the device.
+
+    Complete after ``start_tree`` and ``advance_level`` (after ``level_step`` only the built
+    children are there: their siblings are derived by the next search).
+
+    Parameters
+    ----------
+    st : _GPUTree
+        The tree state.
+
+    Returns
+    -------
+    ndarray of shape (n_active, n_slots, 2), int64
+        A view of the level's histogram buffer, in the tree's ``HistLayout``.
+    """
     ws = st.ws
     return ws.hist[ws.hist_index ^ (st.level & 1)][: st.n_active]
 
 
 def decide_level(be, st, penalty, allowed, used, budget, split):
-    """``CPUBackend.decide_level`` on the device, for a tree advanced by ``advance_level``
-    (its level's histograms complete): the search kernel's decisions (no subtraction), read
-    back as the CPU's (``LevelResult``, ``SplitPlan``); changes no state of ``st``."""
+    """``CPUBackend.decide_level`` on the device (``GPUBackend.decide_level``).
+
+    For a tree advanced by ``advance_level`` (its level's histograms complete): the search
+    kernel's decisions (no subtraction), read back as the CPU's; changes no state of ``st``.
+
+    Parameters
+    ----------
+    be : GPUBackend
+        Launches the search kernel.
+    st : _GPUTree
+        The tree state; not advanced.
+    penalty : ndarray of shape (n_features,), float64
+        Subtracted from a split's score on each feature.
+    allowed : ndarray of shape (n_features,), bool
+        Features a split may use.
+    used : ndarray of shape (n_features,), bool
+        Omega at the level's start.
+    budget : int
+        New features the level may still admit (< 0: no budget).
+    split : SplitParams
+        The split search's parameters.
+
+    Returns
+    -------
+    result : LevelResult
+        The level's decisions, one entry per active node.
+    plan : SplitPlan
+        What ``advance_level`` needs, a few numbers per split.
+    """
     ws = st.ws
     k, d = st.n_active, st.d
     a = st.level & 1
     hist = ws.hist_index ^ a
     # the level's tables as the search reads them (``advance_level`` keeps them on the host)
     ctrl = np.zeros(ws.arrays["ctrl"].shape[0], np.int64)
-    ctrl[4 + st.fcur] = st.n_feats
+    ctrl[CTRL_N_FEATS + st.fcur] = st.n_feats
     ws._set(ws.itab[: ctrl.shape[0]], ctrl)
-    ws._set(ws.arrays["nodes"][2:4], np.stack([st.node_g, st.node_h]))
+    ws._set(ws.arrays["nodes"][NODE_SUMS], np.stack([st.node_g, st.node_h]))  # one copy
     ws._set(ws.arrays[f"active{a}"][:k], st.active)
     ws.set_feats(st.fcur, st.feats[: st.n_feats])
     scal, pen, alw, usd = ws.set_params(penalty, allowed, used, split, int(budget))
@@ -178,12 +257,12 @@ def decide_level(be, st, penalty, allowed, used, budget, split):
         )
     out = be._to_host(ws.out[: ws.field_base + N_OUT * k])
     res, fields = st.level_result(out, n_cat > 0)
-    slot = np.flatnonzero(fields[0] >= 0).astype(np.int64)
-    sf = fields[0][slot]
+    slot = np.flatnonzero(fields[OUT_FEATURE] >= 0).astype(np.int64)
+    sf = fields[OUT_FEATURE][slot]
     is_cat = (np.asarray(cat_slot)[sf] >= 0) if n_cat else np.zeros(slot.shape[0], np.bool_)
     admitted_now = np.zeros(d, np.bool_)
     admitted_now[res.admitted] = True
-    n_next = int(out[2])
+    n_next = int(out[OUT_N_NEXT])
     if budget >= 0 and res.admitted.shape[0] >= budget:  # the kernel's rule: Omega's only
         nxt = np.flatnonzero(np.asarray(used, np.bool_) | admitted_now)
     else:
@@ -193,12 +272,12 @@ def decide_level(be, st, penalty, allowed, used, budget, split):
     plan = SplitPlan(
         slot,
         sf,
-        fields[1][slot],
-        fields[2][slot] == 1,
+        fields[OUT_BIN][slot],
+        fields[OUT_MISSING_LEFT][slot] == 1,
         is_cat,
         res.cat_bits[slot],
-        fields[5][slot],
-        fields[6][slot],
+        fields[OUT_G_LEFT][slot],
+        fields[OUT_H_LEFT][slot],
         int(res.admitted.shape[0]),
         admitted_now,
         np.ones(k, np.bool_),

@@ -5,8 +5,8 @@ views of them; its small tables in one int64 allocation so a tree starts with on
 level's scalars, penalty vector and masks uploaded only when they change), ``_GPUTree`` (the
 workspace a tree runs in and the host's copy of what the levels' copies brought back: the
 node table, the active nodes) and ``DeviceBinnedMatrix`` (the binned matrix by row and by
-column). The buffer layouts are ``gpufs._types``' (``N_OUT``, ``SPL_ROWS``), shared with the
-kernels.
+column). The buffer layouts are ``gpufs._types``' (``SEARCH_SCALARS``, ``N_CTRL``, ``N_BLD_ROWS``,
+``N_OUT``, ``SPL_ROWS``, ...), shared with the kernels.
 """
 
 from __future__ import annotations
@@ -14,9 +14,39 @@ from __future__ import annotations
 import numpy as np
 
 from ..._device import to_host
-from ..._types import HIST_DTYPE, N_HIST_BINS, N_OUT, SPL_ROWS
+from ..._types import (
+    BLD_COUNT,
+    BLD_FIRST_TASK,
+    CTRL_BUILD_TASKS,
+    CTRL_N_FEATS,
+    CTRL_N_SEGMENTS,
+    HIST_DTYPE,
+    N_BLD_ROWS,
+    N_CTRL,
+    N_HIST_BINS,
+    N_NODE_ROWS,
+    N_OUT,
+    N_SCAL,
+    NODE_COUNT,
+    NODE_G,
+    NODE_H,
+    OUT_ADMITTED,
+    OUT_BIN,
+    OUT_CAT_BITS,
+    OUT_FEATURE,
+    OUT_G_LEFT,
+    OUT_GAIN,
+    OUT_H_LEFT,
+    OUT_HEADER,
+    OUT_LEFT_COUNT,
+    OUT_MISSING_LEFT,
+    OUT_N_ADMITTED,
+    OUT_N_NEXT,
+    SCAL_BUDGET,
+    SEARCH_SCALARS,
+    SPL_ROWS,
+)
 from ...rules import _tasks
-from ...rules._categorical import CAT_WORDS
 from ...rules._hist_layout import tree_layout
 from ..base import LevelResult
 from .level import level_histograms
@@ -51,32 +81,15 @@ class DeviceBinnedMatrix:
         return self.by_row.shape
 
 
-#: The split search's scalars, in the order of ``split.search_kernel``'s ``scal`` (float64;
-#: max_cat_to_onehot, max_cat_threshold and the level's feature budget are small integers,
-#: exact as floats).
-_SCALARS = (
-    "g_scale",
-    "h_scale",
-    "reg_lambda",
-    "gain_divisor",
-    "min_child_weight",
-    "min_split_gain",
-    "max_cat_to_onehot",
-    "cat_smooth",
-    "cat_l2",
-    "min_data_per_group",
-    "max_cat_threshold",
-    "budget",
-)
-_P0 = 8 * len(_SCALARS)  # bytes of the scalars at the start of the workspace's params
+_P0 = 8 * N_SCAL  # bytes of the scalars at the start of the workspace's params
 
 #: Sections of the workspace's int64 table, in order: name -> shape as a function of
 #: (S = node slots of the widest level, n_nodes).
 _ITAB = (
-    ("ctrl", lambda S, N: (8,)),
+    ("ctrl", lambda S, N: (N_CTRL,)),
     ("spl", lambda S, N: (SPL_ROWS, S)),
-    ("bld", lambda S, N: (6, S + 1)),
-    ("nodes", lambda S, N: (4, N)),
+    ("bld", lambda S, N: (N_BLD_ROWS, S + 1)),
+    ("nodes", lambda S, N: (N_NODE_ROWS, N)),
     ("active0", lambda S, N: (2 * S,)),
     ("active1", lambda S, N: (2 * S,)),
 )
@@ -129,8 +142,8 @@ class _Workspace:
         self.feats2 = alloc((2, dd), np.int32, "the feature lists")
         self.fmask2 = alloc((2, dd), np.uint8, "the feature lists")
         chunk = alloc((2, T + 1), np.int64, "the partition's task counts")
-        self.out = alloc((3 + dd + N_OUT * S,), np.int64, "the level's results")
-        # the search's scalars (``_SCALARS``), the penalty vector and the feature masks
+        self.out = alloc((OUT_HEADER + dd + N_OUT * S,), np.int64, "the level's results")
+        # the search's scalars (``SEARCH_SCALARS``), the penalty vector and the feature masks
         self.params = alloc((_P0 + 10 * dd,), np.uint8, "the penalty vector and feature masks")
         self.leaves = alloc((2 * self.n_nodes,), np.int64, "the leaf values")
         views = {}
@@ -166,7 +179,7 @@ class _Workspace:
         self.arrays = views
         self.v = {k: be._view(a) for k, a in views.items()}
         self.hist_index = 0
-        self.field_base = 3 + dd  # the level's results: header, admitted, then fields
+        self.field_base = OUT_ADMITTED + dd  # the level's results: header, admitted, then fields
         self._params_host = None
         self._feats_host = None
         self._kept = {}
@@ -227,10 +240,16 @@ class _Workspace:
         n = st.n
         tab = self.itab_host()
         root_tasks = int(self.tasks_for(n))
-        tab["ctrl"][[0, 2, 4]] = 1, root_tasks, st.n_feats
-        tab["bld"][1, 0] = n
-        tab["bld"][5, 1] = root_tasks
-        tab["nodes"][:, 0] = 0, n, st.root_g, st.root_h
+        ctrl = tab["ctrl"]
+        ctrl[CTRL_N_SEGMENTS], ctrl[CTRL_BUILD_TASKS], ctrl[CTRL_N_FEATS] = (
+            1,
+            root_tasks,
+            st.n_feats,
+        )
+        tab["bld"][BLD_COUNT, 0] = n
+        tab["bld"][BLD_FIRST_TASK, 1] = root_tasks
+        nodes = tab["nodes"]  # the root: start 0, every row
+        nodes[NODE_COUNT, 0], nodes[NODE_G, 0], nodes[NODE_H, 0] = n, st.root_g, st.root_h
         self.upload_itab(tab)
         if st.n_feats and (
             self._feats_host is None or not np.array_equal(self._feats_host, st.feats)
@@ -263,7 +282,7 @@ class _Workspace:
             h[:n_slots] = 0
 
     def set_params(self, penalty, allowed, used, split=None, budget=-1):
-        """Upload the level's scalars (``_SCALARS`` from ``split`` and ``budget``), penalty
+        """Upload the level's scalars (``SEARCH_SCALARS`` from ``split`` and ``budget``), penalty
         vector and masks (one copy, only when they changed); returns the kernels' views
         (scalars float64, penalty float64, allowed bool, used bool). Scalars in device memory,
         not launch arguments: a level's launches are then the same from tree to tree (what a
@@ -272,9 +291,14 @@ class _Workspace:
         host = np.zeros(self.params.shape[0], np.uint8)
         dd = max(d, 1)
         if split is not None:
-            host[:_P0] = np.array(
-                [float(getattr(split, a)) for a in _SCALARS[:-1]] + [float(budget)], np.float64
-            ).view(np.uint8)
+            scal = np.array(
+                [
+                    float(budget) if i == SCAL_BUDGET else float(getattr(split, a))
+                    for i, a in enumerate(SEARCH_SCALARS)
+                ],
+                np.float64,
+            )
+            host[:_P0] = scal.view(np.uint8)
         host[_P0 : _P0 + 8 * d] = np.ascontiguousarray(penalty, np.float64).view(np.uint8)
         host[_P0 + 8 * dd : _P0 + 8 * dd + d] = np.asarray(allowed, np.bool_).view(np.uint8)
         host[_P0 + 9 * dd : _P0 + 9 * dd + d] = np.asarray(used, np.bool_).view(np.uint8)
@@ -331,22 +355,22 @@ class _GPUTree:
         """The ``LevelResult`` of the level's copy (``split._decide``'s layout) and its
         per-slot fields, (N_OUT, n_active) int64; changes nothing."""
         k = self.n_active
-        n_adm = int(out[0])
+        n_adm = int(out[OUT_N_ADMITTED])
         base = self.ws.field_base
         fields = out[base : base + N_OUT * k].reshape(N_OUT, k)
-        feature = fields[0].astype(np.int32)
+        feature = fields[OUT_FEATURE].astype(np.int32)
         bits = (
-            fields[N_OUT - CAT_WORDS :].T.astype(np.uint32)
+            fields[OUT_CAT_BITS:].T.astype(np.uint32)
             if categorical
             else np.zeros((k, 0), np.uint32)
         )
         res = LevelResult(
             nodes=self.active,
             feature=feature,
-            bin=fields[1].astype(np.int32),
-            missing_left=fields[2] == 1,
-            gain=fields[3].copy().view(np.float64),
-            admitted=out[3 : 3 + n_adm].copy(),
+            bin=fields[OUT_BIN].astype(np.int32),
+            missing_left=fields[OUT_MISSING_LEFT] == 1,
+            gain=fields[OUT_GAIN].copy().view(np.float64),
+            admitted=out[OUT_ADMITTED : OUT_ADMITTED + n_adm].copy(),
             cat_bits=bits,
         )
         return res, fields
@@ -354,12 +378,13 @@ class _GPUTree:
     def apply_level(self, out, categorical=False):
         """Read the level's copy (``split._decide``'s layout), update the host's node
         table and active nodes, and return the ``LevelResult``."""
-        n_next = int(out[2])
+        n_next = int(out[OUT_N_NEXT])
         res, fields = self.level_result(out, categorical)
         feature = res.feature
         split = feature >= 0
         nodes = self.active[split]
-        lc, gl, hl = fields[4][split], fields[5][split], fields[6][split]
+        lc = fields[OUT_LEFT_COUNT][split]
+        gl, hl = fields[OUT_G_LEFT][split], fields[OUT_H_LEFT][split]
         L, R = 2 * nodes + 1, 2 * nodes + 2
         self.node_start[L] = self.node_start[nodes]
         self.node_count[L] = lc
