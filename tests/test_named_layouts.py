@@ -268,3 +268,25 @@ def test_chunk_sizes_are_defined_once():
         "CHUNK_ELEMENTS_COLUMN_SCALE",
         "CHUNK_ELEMENTS_STAGEWISE",
     }
+
+
+def test_cpu_kernels_read_named_tuples_by_field():
+    """The CPU kernels read the named tuples of ``backends/cpu/_args`` by field
+    (``level.hist``), not unpacked by position (``active, hist, ... = level``), where a field
+    added or reordered in ``_args`` would silently shift every name after it. Short
+    unpackings of plain tuples (three names or fewer) stay allowed."""
+    found = []
+    for rel in _sources():
+        if not rel.startswith(os.path.join("gpufs", "backends", "cpu")):
+            continue
+        with open(os.path.join(ROOT, rel)) as fh:
+            tree = ast.parse(fh.read())
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Tuple)
+                and len(node.targets[0].elts) > 3
+                and isinstance(node.value, ast.Name)
+            ):
+                found.append(f"{rel}:{node.lineno}: ... = {node.value.id}")
+    assert not found, "\n".join(found)

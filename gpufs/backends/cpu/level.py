@@ -151,8 +151,16 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
     node_h = nodes.h
     node_s = nodes.s
     n = nodes.count[0]
-    active, hist, feats, n_feats, full, slot_full = level
-    penalty, allowed, used, budget = sel
+    active = level.active
+    hist = level.hist
+    feats = level.feats
+    n_feats = level.n_feats
+    full = level.full
+    slot_full = level.slot_full
+    penalty = sel.penalty
+    allowed = sel.allowed
+    used = sel.used
+    budget = sel.budget
     n_bins = sp.n_bins
     g_scale = sp.g_scale
     h_scale = sp.h_scale
@@ -161,7 +169,12 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
     min_split_gain = sp.min_split_gain
     cat_slot = sp.cat_slot
     n_cat = sp.n_cat
-    out_feature, out_bin, out_ml, out_gain, out_bits, admitted = out
+    out_feature = out.feature
+    out_bin = out.bin
+    out_ml = out.missing_left
+    out_gain = out.gain
+    out_bits = out.cat_bits
+    admitted = out.admitted
     n_slots = active.shape[0]
     d = n_bins.shape[0]
     slot_g = np.empty(n_slots, np.int64)
@@ -322,8 +335,15 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
     each split sent left; the others as ``_level_step``'s.
     """
     parallel, parallel_min_work = run.parallel, run.parallel_min_work
-    src, node_start, q, scratch, go_left = data
-    node_count, node_g, node_h, node_s = nodes
+    src = data.src
+    node_start = data.node_start
+    q = data.q
+    scratch = data.scratch
+    go_left = data.go_left
+    node_count = nodes.count
+    node_g = nodes.g
+    node_h = nodes.h
+    node_s = nodes.s
     active = level.active
     hist = level.hist
     g_scale = sp.g_scale
@@ -331,22 +351,20 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
     reg_lambda = sp.reg_lambda
     gain_divisor = sp.gain_divisor
     min_split_gain = sp.min_split_gain
-    (
-        split_slot,
-        sf,
-        sb,
-        sm,
-        sc,
-        sbits,
-        sgl,
-        shl,
-        n_adm,
-        admitted_now,
-        search_full,
-        next_feats,
-        next_n_feats,
-        next_full,
-    ) = dec
+    split_slot = dec.split_slot
+    sf = dec.feature
+    sb = dec.bin
+    sm = dec.missing_left
+    sc = dec.is_cat
+    sbits = dec.cat_bits
+    sgl = dec.left_g
+    shl = dec.left_h
+    n_adm = dec.n_admitted
+    admitted_now = dec.admitted_now
+    search_full = dec.search_full
+    next_feats = dec.next_feats
+    next_n_feats = dec.next_n_feats
+    next_full = dec.next_full
     Xb_cols = src.by_column
     rows = src.rows
     off = src.offset

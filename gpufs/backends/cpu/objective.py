@@ -97,7 +97,12 @@ def _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums):
     n = g.shape[0]
     n_chunks = sums.shape[0]
     has_w = w.shape[0] > 0
-    g_scale, h_scale, e1s, e2s, low_scales, divisor = fp
+    g_scale = fp.g_scale
+    h_scale = fp.h_scale
+    e1s = fp.e1s
+    e2s = fp.e2s
+    low_scales = fp.low_scales
+    divisor = fp.divisor
     acc = sums[c]
     acc[:] = 0
     for i in range((c * n) // n_chunks, ((c + 1) * n) // n_chunks):
