@@ -5,7 +5,8 @@ Why early: the simulator runs single-threaded Python for minutes while the rest 
 mostly uses one core too. When the test that owns a file is selected, ``conftest.py`` starts
 the selected files' processes as soon as collection ends, one after another in one background
 thread and at a lower CPU priority (``nice``), so they use the core the main suite leaves idle
-and never push it off its own. The owning test then waits for its file's result. A test run
+and never push it off its own. The owning tests run last (``conftest.py`` moves them), and
+wait for their files' results if those are not in yet. A test run
 on its own (nothing started) runs its file itself. Either way the test sees the same thing:
 the child pytest's exit status and output.
 """
