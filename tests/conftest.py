@@ -5,10 +5,18 @@ put it on ``sys.path`` so ``from _reference import ...`` works under any pytest 
 """
 
 import os
+import signal
 import sys
 import time
 
 _T0 = time.monotonic()  # the session's start, for the simulator files' timeline
+
+# A suite started as a background job (``pytest &`` in a script, no job control) inherits
+# SIGINT ignored, and so would every command the interrupt tests start: they would ignore the
+# Ctrl-C they test (5 of the 14 interrupt tests failed so). Python's own handler here becomes
+# the default disposition in each child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
