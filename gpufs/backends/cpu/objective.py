@@ -49,7 +49,6 @@ _em = _exactmath.make_exact_math(
 _logistic_grad_hess_loss = _em.logistic_grad_hess_loss
 _squared_error_loss = _em.squared_error_loss
 _softmax_grad_hess_loss_row = _em.softmax_grad_hess_loss_row
-_softmax_loss_row = _em.softmax_loss_row
 
 
 # The per-row fixed-point arithmetic, shared with the GPU's kernels (``gpufs.rules._exactmath``).
@@ -170,31 +169,11 @@ def _logistic_round_rows(lo, hi, z, y, g, h, loss):
         loss[i] = li
 
 
-@njit(inline="always")
-def _loss_row(kind, i, raw, y):
-    """The loss of row i under objective ``kind`` (``_ROUND_KINDS``); the logistic loss is
-    ``logistic_grad_hess_loss``'s (bit for bit ``logistic_loss``, from one exponential:
-    numba compiled the three-softplus form 4x slower)."""
-    if kind == 0:
-        return _squared_error_loss(raw[i, 0], y[i])
-    if kind == 1:
-        gi, hi, li = _logistic_grad_hess_loss(raw[i, 0], y[i])
-        return li
-    return _softmax_loss_row(raw, i, np.int64(y[i]))
-
-
-# One kernel per pass for every objective, the objective a runtime argument: a fit of a new
-# task then compiles nothing new (each specialisation of these kernels cost 4-20 s of the
-# first fit's compile). y is float64 for every task (class codes are exact in it), for the
-# same reason. The logistic branch sits outside the row loop, so its loop still vectorizes.
-
-
-@njit(parallel=True, cache=True, error_model="numpy")
-def _losses(kind, raw, y, out):
-    n = raw.shape[0]
-    for b in prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
-        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
-            out[i] = _loss_row(kind, i, raw, y)
+# One round kernel for every objective, the objective a runtime argument (the losses alone
+# are its third output): a fit of a new task then compiles nothing new (each specialisation
+# of a round or loss kernel cost 4-20 s of the first fit's compile). y is float64 for every
+# task (class codes are exact in it), for the same reason. The logistic branch sits outside
+# the row loop, so its loop still vectorizes.
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
