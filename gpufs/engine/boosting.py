@@ -294,6 +294,7 @@ class DeviceRows(BoostingRows):
         self.shape = tuple(Xb.shape)
         self.raw = None
         self._data = None
+        self._round_y = None
 
     def binned(self):
         if self._data is None:
@@ -314,7 +315,13 @@ class DeviceRows(BoostingRows):
         self.raw = self.backend.xp.array(snapshot, copy=True)
 
     def round_gradients(self, objective):
-        return self.backend.round_gradients(objective.name, self.raw, self.y)
+        if self._round_y is None:
+            # The labels as the backend's round kernel reads them, converted once per fit,
+            # not every round (the CPU's: class codes as float64). A backend without the
+            # method reads them as they are.
+            labels = getattr(self.backend, "round_labels", None)
+            self._round_y = self.y if labels is None else labels(self.y)
+        return self.backend.round_gradients(objective.name, self.raw, self._round_y)
 
     def mean(self, terms):
         return exact_mean(terms, self.w)

@@ -74,6 +74,8 @@ from .update import _update_raw_par, _update_raw_ser
 __all__ = ["BinnedMatrix", "CPUBackend"]
 
 _HIST_LOOPS = {"auto": AUTO, "rows": ROWS, "columns": COLUMNS}
+#: The objectives ``gradients`` takes: the round kernel's that have gradients to fit.
+_GRADIENT_KINDS = {name: _ROUND_KINDS[name] for name in ("logistic", "softmax")}
 #: Rows below which per-row kernels run on the calling thread only.
 PARALLEL_MIN_ROWS = 1 << 15
 
@@ -373,6 +375,22 @@ class CPUBackend:
         (_round_par if self._rows_parallel(n) else _round_ser)(kind, raw, _labels(y), g, h, loss)
         return g, h, loss
 
+    def round_labels(self, y):
+        """``y`` as ``round_gradients`` reads it (float64: ``_labels``), for a caller that
+        passes the same labels every round to convert them once (``boosting.DeviceRows``):
+        ``round_gradients`` takes float64 labels as they are, without a copy.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            Targets or class codes.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), float64
+        """
+        return _labels(y)
+
     def gradients(self, objective, raw, y):
         """Per-row gradients and hessians of ``objective`` ("logistic" or "softmax").
 
@@ -380,7 +398,7 @@ class CPUBackend:
         (n_outputs, n) float64: row k is output column k. The formulas are
         ``gpufs.rules._exactmath``'s, so the GPU backend returns the same bits.
         """
-        kernel_for({"logistic": 1, "softmax": 2}, objective)  # names the objectives it takes
+        kernel_for(_GRADIENT_KINDS, objective)  # names the objectives it takes
         g, h, _ = self.round_gradients(objective, raw, y)  # the round's kernel: nothing to compile
         return g, h
 
