@@ -172,6 +172,10 @@ def grow_tree_packed(
         )
         penalties.set_tree_candidates(cands)
     feats = penalties.candidate_features(d)
+    # Omega changes only when a level admits features (``penalties.admit``, below): the
+    # penalty vector, the allowed mask and the budget are recomputed only then.
+    penalty = penalties.penalty_vector()
+    allowed, budget = None, None
     state = backend.start_tree(
         Xb,
         prep.gh,
@@ -179,7 +183,7 @@ def grow_tree_packed(
         int(prep.H_q),
         depth_max,
         feats,
-        penalty=penalties.penalty_vector(),
+        penalty=penalty,
         groups=penalties.groups,
         split=split,
     )
@@ -187,11 +191,13 @@ def grow_tree_packed(
     leaves = []
     new_features: list[int] = []
     for depth in range(depth_max):
-        budget = penalties.budget_left()
+        if allowed is None:
+            budget = penalties.budget_left()
+            allowed = penalties.allowed_mask()
         res = backend.level_step(
             state,
-            penalties.penalty_vector(),
-            penalties.allowed_mask(),
+            penalty,
+            allowed,
             penalties.used,
             -1 if budget is None else budget,
             split,
@@ -200,17 +206,23 @@ def grow_tree_packed(
         split_mask = res.feature >= 0
         nodes = res.nodes[split_mask]
         leaves.append(res.nodes[~split_mask])
-        new_features += penalties.admit(res.admitted, tree_index)
+        admitted = penalties.admit(res.admitted, tree_index)
+        if admitted:
+            new_features += admitted
+            penalty = penalties.penalty_vector()
+            allowed = None
         if nodes.shape[0] == 0:
             break
         f = res.feature[split_mask]
         b = res.bin[split_mask]
         tree.feature[nodes] = f
         tree.bin_threshold[nodes] = b
-        # a categorical split has no threshold: its left set is its bitset
-        tree.threshold[nodes] = np.where(is_cat[f], 0.0, _thresholds(bin_mapper, f, b))
         if n_cat:
+            # a categorical split has no threshold: its left set is its bitset
+            tree.threshold[nodes] = np.where(is_cat[f], 0.0, _thresholds(bin_mapper, f, b))
             tree.cat_bits[nodes] = res.cat_bits[split_mask]
+        else:
+            tree.threshold[nodes] = _thresholds(bin_mapper, f, b)
         tree.missing_left[nodes] = res.missing_left[split_mask]
         tree.gain[nodes] = res.gain[split_mask]
         children = np.empty(2 * nodes.shape[0], np.int64)

@@ -167,6 +167,8 @@ class _CPUTree:
         "groups",
         "layout",
         "src",
+        "split",
+        "split_args",
     )
 
 
@@ -487,6 +489,7 @@ class CPUBackend:
         Xb = data.by_row
         n, d = Xb.shape
         st = _CPUTree()
+        st.split = st.split_args = None
         st.Xb = Xb
         st.Xb_cols = data.by_column
         st.gh = gh
@@ -615,13 +618,15 @@ class CPUBackend:
         decisions of this level's nodes and the features that entered Omega)."""
         out = _LevelOutputs(st.active, st.Xb.shape[1], split)
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
+        if st.split is not split:  # the tree's levels share one SplitParams: cast it once
+            st.split, st.split_args = split, split_args(split)
         n_adm, level, self._scratch["priv"] = _level_step(
             self._run(st.parallel),
             self._rows(st),
             priv,
             _nodes(st),
             _level(st),
-            split_args(split),
+            st.split_args,
             Selection(penalty, allowed, used, budget),
             st.groups,
             build_next,
