@@ -382,7 +382,9 @@ class _BaseControlBurn(SelectorBase):
             )
             times["forest"] = _lap(t0, data.backend)
         t0 = time.perf_counter()
-        with _lasso_progress(self.verbose):
+        # The lasso calls of one selection (the k search, the near-copy rule's pools, the
+        # path) share the solves they repeat: same solutions, fewer solves.
+        with _lasso_progress(self.verbose), _lasso_search._sharing():
             selection, messages = self._select(forest, data)
         times["select"] = _lap(t0, data.backend)
         if selection.selected_features.size == 0:
