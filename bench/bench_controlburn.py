@@ -25,6 +25,7 @@ Run::
     python bench/bench_controlburn.py                       # 20,000 x 50 here, all methods
     python bench/bench_controlburn.py --rows 200000 --rows 1000000 --skip-package  # GPU box
     python bench/bench_controlburn.py --lasso-ab --rows 100000 --splits 3   # issue 35's 9 fits
+    python bench/bench_controlburn.py --share-ab --rows 100000   # the k path's shared solves
 
 One JSON line per method and size goes to ``bench/results/controlburn_<machine>.jsonl``, each with
 the machine (CPU model, cores, load average, GPU), plus a ``summary`` line with the ratios
@@ -415,6 +416,77 @@ def lasso_ab(rows, features, splits, ks, out, log):
     log(f"  summary {summary}")
 
 
+def share_ab(rows, out, log):
+    """The k path's searches sharing their common solves or each solving alone (issue 35):
+    breast cancer with ``path_k_max=15`` and split 0 of ``lasso_ab``'s table with k = 10 and
+    ``path_k_max=10``, each fit on one forest (``warm_start``) once per arm, in one process;
+    records the solves, the selection seconds and whether the path is the same."""
+    import contextlib
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer, make_classification
+
+    from gpufs import ControlBurnClassifier
+    from gpufs.lasso import _search, _solver
+
+    n_solves = [0]
+    solve = _solver.TreeLasso.solve
+
+    def counted(self, lam, **kw):
+        n_solves[0] += 1
+        return solve(self, lam, **kw)
+
+    sharing = _search._sharing
+    Xb, yb = load_breast_cancer(return_X_y=True)
+    Xt, yt = make_classification(
+        n_samples=rows, n_features=12, n_informative=5, n_redundant=2, random_state=0
+    )
+    idx = np.random.RandomState(0).permutation(rows)[: int(0.7 * rows)]
+    cases = [
+        ("breast_cancer", Xb, yb, {"n_features_to_select": 5, "path_k_max": 15}),
+        (f"table_{rows}", Xt[idx], yt[idx], {"n_features_to_select": 10, "path_k_max": 10}),
+    ]
+    info = machine_info()
+    records = []
+    _solver.TreeLasso.solve = counted
+    try:
+        for name, X, y, params in cases:
+            est = ControlBurnClassifier(random_state=0, warm_start=True, **params)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X, y)  # grows the forest
+            paths = {}
+            for arm in ("alone", "shared"):
+                _search._sharing = sharing if arm == "shared" else contextlib.nullcontext
+                n_solves[0] = 0
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.fit(X, y)
+                p = est.selection_path_
+                keys = ("features", "lambda", "train_loss", "source", "unreachable")
+                paths[arm] = json.dumps([p[k] for k in keys], sort_keys=True, default=str)
+                records.append(
+                    {
+                        "bench": "controlburn_share_ab",
+                        "arm": arm,
+                        "data": name,
+                        **params,
+                        "solves": n_solves[0],
+                        "select_s": est.fit_times_["select"],
+                        "selected": sorted(int(f) for f in est.selected_features_),
+                        "source": {int(j): v for j, v in p["source"].items()},
+                        "loadavg_1m": os.getloadavg()[0],
+                        "machine": info,
+                    }
+                )
+                log(f"{name} {arm}: {n_solves[0]} solves, {est.fit_times_['select']:.1f} s")
+            records[-1]["same_path_as_alone"] = paths["alone"] == paths["shared"]
+    finally:
+        _solver.TreeLasso.solve = solve
+        _search._sharing = sharing
+    append_records(out, records)
+
+
 # --------------------------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------------------------
@@ -451,6 +523,12 @@ def main(argv=None):
         "--rows x 12 columns, --splits splits x k in 3, 5, 10",
     )
     ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument(
+        "--share-ab",
+        action="store_true",
+        help="the k path's searches sharing their common solves or not: breast cancer "
+        "(path_k_max=15) and --rows x 12 (path_k_max=10)",
+    )
     args = ap.parse_args(argv)
     rows_list = args.rows or [20000]
 
@@ -460,6 +538,10 @@ def main(argv=None):
     info = machine_info()
     out = args.out or os.path.join(HERE, "results", f"controlburn_{machine_tag(info)}.jsonl")
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    if args.share_ab:
+        for rows in rows_list:
+            share_ab(rows, out, log)
+        return
     if args.lasso_ab:
         for rows in rows_list:
             lasso_ab(rows, 12, args.splits, (3, 5, 10), out, log)

@@ -121,7 +121,8 @@ class SelectionsByK:
     n_selected : ndarray of shape (n_solved,), int64
         Feature counts there.
     n_solves : int
-        Lasso solves spent.
+        Lasso solves the searches used, each counted by every search that used it (the
+        searches for different k share the solves they repeat: fewer are computed).
     nearest : dict, default={}
         k -> (below, above) for every unreachable k: the selections with the most features
         below k and the fewest above it that its search found (as

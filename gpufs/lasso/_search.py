@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import dataclasses
 import math
 import numbers
@@ -41,6 +42,29 @@ def _n(count, noun="feature"):
 
 #: A callable ``(lam, n_selected)`` told of every lasso solve of a search (see :func:`reporting`).
 _LISTENER = contextvars.ContextVar("gpufs_lasso_listener", default=None)
+#: The solutions searches share within a :func:`_sharing` block (None: outside one).
+_SHARED = contextvars.ContextVar("gpufs_lasso_shared", default=None)
+
+
+@contextlib.contextmanager
+def _sharing():
+    """Within this block a search that repeats the steps of an earlier one takes that one's
+    solutions instead of solving again: a solve depends only on the problem, its costs, the
+    search's seed and the lambdas the search solved before (in order), which give its warm
+    start, so a search that begins with the same lambdas as an earlier search, on the same
+    problem and costs, gets the same solutions bit for bit. The searches for k = 1, 2, ...
+    of :func:`selections_by_k` all descend from lambda_max by the same halvings and bisect
+    the same brackets until their targets part, and the reweighting steps of the k that one
+    jump of the path steps over start from the same selection below it. An inner block
+    shares its outer block's solutions."""
+    if _SHARED.get() is not None:
+        yield
+        return
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 @contextlib.contextmanager
@@ -65,6 +89,35 @@ class _Search:
         self.not_converged = []
         self.seed = None  # a solution to start the first solve from (reweighting)
         self.lam_start = None  # where a search for k starts (reweighting; None: lambda_max)
+        self.history = []  # (lam, cold) of every solve, in order (the key of a shared one)
+        self._shared_key = None
+
+    def _shared(self):
+        """``(store, key of this search's next solve without its lambda)`` in a
+        :func:`_sharing` block, else None. The key holds what a solve depends on: the problem
+        (its prepared model, kept alive by the store), the costs, the seed, the solver's
+        settings, the threshold and the lambdas solved so far."""
+        store = _SHARED.get()
+        if store is None:
+            return None
+        if self._shared_key is None:
+            prob, seed = self.prob, self.seed
+            seed_key = None
+            if seed is not None:
+                w = np.asarray(to_host(seed.weights), np.float64)
+                seed_key = (w.tobytes(), float(seed.intercept))
+            model = getattr(prob, "_model", prob)
+            store.setdefault(("alive",), []).extend((model, self.masks))
+            self._shared_key = (
+                id(model),
+                id(self.masks),
+                np.asarray(prob.u_host, np.float64).tobytes(),
+                seed_key,
+                self.tol,
+                self.max_iter,
+                self.threshold,
+            )
+        return store, (*self._shared_key, tuple(self.history))
 
     def warn_if_needed(self):
         if self.not_converged:
@@ -91,13 +144,26 @@ class _Search:
             else:
                 near = min(self.points)  # lambda = 0: start from the densest solution
             warm = self.points[near][0]
-        with warnings.catch_warnings():
-            # One summary warning is issued by the caller instead of one per solve.
-            warnings.simplefilter("ignore")
-            res = self.prob.solve(lam, warm_start=warm, tol=self.tol, max_iter=self.max_iter)
+        shared = self._shared()
+        # A solve may compute the problem's Lipschitz constant, which later solves then use:
+        # whether it is known is part of the key, and a shared solution sets it as its solve did.
+        lip = getattr(self.prob, "_lip", None)
+        key = None if shared is None else (*shared[1], lam, bool(cold), lip)
+        if shared is not None and key in shared[0]:
+            res, feats, lip_after = shared[0][key]
+            if lip_after is not None:
+                self.prob._lip = lip_after
+        else:
+            with warnings.catch_warnings():
+                # One summary warning is issued by the caller instead of one per solve.
+                warnings.simplefilter("ignore")
+                res = self.prob.solve(lam, warm_start=warm, tol=self.tol, max_iter=self.max_iter)
+            feats = selected_features(res.weights, self.masks, self.threshold)
+            if shared is not None:
+                shared[0][key] = (res, feats, getattr(self.prob, "_lip", None))
+        self.history.append((lam, bool(cold)))
         if not res.converged:
             self.not_converged.append(lam)
-        feats = selected_features(res.weights, self.masks, self.threshold)
         self.points[lam] = (res, feats)
         self.n_solves += 1
         listener = _LISTENER.get()
@@ -217,6 +283,20 @@ def _prepare_selection(A, y, tree_feature_masks, costs, datafit, threshold):
         )
     if not (isinstance(threshold, numbers.Real) and threshold >= 0):
         raise ValueError(f"threshold must be a number >= 0, got {threshold!r}")
+    store = _SHARED.get()
+    if store is not None and (
+        datafit.sketch is None or isinstance(datafit.random_state, numbers.Integral)
+    ):
+        # In a _sharing block the same inputs give the same problem (its sketch, if any, is
+        # drawn from a fixed seed): each call gets a copy of one never-solved TreeLasso, as
+        # a fresh one would be, whose model the shared solutions are keyed on.
+        key = ("problem", id(A), id(y), id(tree_feature_masks), id(costs), id(datafit))
+        if key not in store:
+            u = tree_costs(masks, **_keywords(costs))
+            store[key] = (masks, TreeLasso(A, y, u, datafit=datafit))
+            store.setdefault(("alive",), []).extend((A, y, tree_feature_masks, costs, datafit))
+        masks, pristine = store[key]
+        return masks, copy.copy(pristine), int(masks.any(axis=0).sum())
     u = tree_costs(masks, **_keywords(costs))
     prob = TreeLasso(A, y, u, datafit=datafit)
     return masks, prob, int(masks.any(axis=0).sum())
@@ -630,6 +710,14 @@ def selections_by_k(
     _check_k(k_max, n_used, masks.shape[1], what="k_max")
     k_search = _record(search, KSearch, "search")
     reweighting = _ReweightSteps(prob, masks, costs, reweight, threshold, solver)
+    with _sharing():
+        return _selections_by_k(reweighting, k_max, n_lambdas, k_search)
+
+
+def _selections_by_k(reweighting, k_max, n_lambdas, k_search):
+    """:func:`selections_by_k` once its arguments are checked (in a :func:`_sharing` block:
+    the searches of different k share their common steps)."""
+    prob, masks, threshold = reweighting.prob, reweighting.masks, reweighting.threshold
     search = _Search(prob, masks, threshold, reweighting.solver)
     lmax = prob.lambda_max()
     selections, unreachable = {}, {}

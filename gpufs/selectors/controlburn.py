@@ -382,7 +382,9 @@ class _BaseControlBurn(SelectorBase):
             )
             times["forest"] = _lap(t0, data.backend)
         t0 = time.perf_counter()
-        with _lasso_progress(self.verbose):
+        # The lasso calls of one selection (the k search, the near-copy rule's pools, the
+        # path) share the solves they repeat: same solutions, fewer solves.
+        with _lasso_progress(self.verbose), _lasso_search._sharing():
             selection, messages = self._select(forest, data)
         times["select"] = _lap(t0, data.backend)
         if selection.selected_features.size == 0:
@@ -953,8 +955,11 @@ _PARAMS_DOC = (
         from: "lasso", the features of one lasso solution with exactly k; "completed", no
         lambda gives k: the solution below k filled up by ranking the new features of the
         one above; "near_copies", the near-copy rule's one per group from a larger lasso
-        pool), "val_loss" (None: ControlBurn has no validation data), "unreachable" (k -> why
-        no lambda gives exactly k) and "lambda_max" (of the undiscounted costs).
+        pool, taken where the k features hold near-copies: a lasso solution with k features
+        exists unless k is in "unreachable"), "val_loss" (None: ControlBurn has no
+        validation data), "unreachable" (k -> why no lambda gives exactly k: mostly the one
+        tree that enters between two neighbouring solved lambdas brings more new features
+        than k needs) and "lambda_max" (of the undiscounted costs).
         ``gpufs.path.selection_path`` and ``gpufs.plotting.plot_selection_path`` read it.
     refit_estimator_ : estimator
         The fitted refit model.
