@@ -23,6 +23,8 @@ _cudasim_patch.enter("tests/test_cuda_kernels_sim.py")  # skips unless the simul
 # simulated threads is slow.
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar add")
 
+from numba import cuda  # noqa: E402
+
 from _cudasim_checks import (  # noqa: E402
     CPU,
     Logistic,
@@ -63,6 +65,58 @@ def data():
 
 def test_simulator_is_on(gpu):
     assert gpu.xp is np and gpu.simulator
+
+
+def test_the_event_driven_block_manager_keeps_the_simulators_barrier_rules():
+    """``_cudasim_patch.apply_scheduler``'s block manager: a barrier holds every live thread
+    of a block until all arrive (a tree reduction in shared memory per block), threads that
+    returned do not hold it back, and a thread's exception reaches the launcher."""
+    from numba.cuda.simulator import kernel as simulator_kernel
+
+    assert simulator_kernel.BlockManager._gpufs_event_driven
+
+    @cuda.jit
+    def block_sums(x, out):
+        buf = cuda.shared.array(32, np.float64)
+        i = cuda.threadIdx.x
+        buf[i] = x[cuda.blockIdx.x * 32 + i]
+        cuda.syncthreads()
+        step = 16
+        while step > 0:
+            if i < step:
+                buf[i] += buf[i + step]
+            cuda.syncthreads()
+            step //= 2
+        if i == 0:
+            out[cuda.blockIdx.x] = buf[0]
+
+    x = np.random.default_rng(0).integers(0, 1000, 96).astype(np.float64)
+    out = np.zeros(3)
+    block_sums[3, 32](x, out)
+    assert out.tolist() == [x[:32].sum(), x[32:64].sum(), x[64:].sum()]
+
+    @cuda.jit
+    def some_return_early(seen, out):
+        i = cuda.threadIdx.x
+        if i >= 4:
+            return
+        seen[i] = 1.0
+        cuda.syncthreads()
+        out[i] = seen[0] + seen[1] + seen[2] + seen[3]
+
+    out = np.zeros(8)
+    some_return_early[1, 8](np.zeros(8), out)
+    assert out.tolist() == [4.0] * 4 + [0.0] * 4
+
+    @cuda.jit
+    def one_fails(out):
+        if cuda.threadIdx.x == 3:
+            out[100] = 1.0
+        cuda.syncthreads()
+        out[cuda.threadIdx.x] = 1.0
+
+    with pytest.raises(IndexError, match=r"tid=\[3, 0, 0\]"):
+        one_fails[1, 8](np.zeros(8))
 
 
 def test_bin_transform(gpu, data):
