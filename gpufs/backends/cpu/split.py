@@ -159,33 +159,21 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
                     min_data_per_group,
                     max_cat_threshold,
                 )
-            elif n_rows < COMPACT_ROWS_PER_BIN * n_bins[f]:
-                m = _compact_bins(hist, k, lo, last, n_bins[f], hist_c, kept)
-                score, gain, bn, ml, gl, hl = _scan_feature(
-                    hist_c,
-                    0,
-                    0,
-                    m,
-                    m,
-                    G_q,
-                    H_q,
-                    G,
-                    H,
-                    g_inv,
-                    h_inv,
-                    reg_lambda,
-                    gain_divisor,
-                    min_child_weight,
-                    pen,
-                )
-                bn = kept[bn]
             else:
+                # A node with fewer rows than the feature has bins scans a compacted copy of
+                # its bins (``_compact_bins``); either way one scan, one formula.
+                compact = n_rows < COMPACT_ROWS_PER_BIN * n_bins[f]
+                if compact:
+                    m = _compact_bins(hist, k, lo, last, n_bins[f], hist_c, kept)
+                    src, k_src, lo_src, last_src, nb_src = hist_c, 0, 0, m, m
+                else:
+                    src, k_src, lo_src, last_src, nb_src = hist, k, lo, last, n_bins[f]
                 score, gain, bn, ml, gl, hl = _scan_feature(
-                    hist,
-                    k,
-                    lo,
-                    last,
-                    n_bins[f],
+                    src,
+                    k_src,
+                    lo_src,
+                    last_src,
+                    nb_src,
                     G_q,
                     H_q,
                     G,
@@ -197,6 +185,8 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
                     min_child_weight,
                     pen,
                 )
+                if compact:
+                    bn = kept[bn]
             s_score[f] = score
             s_gain[f] = gain
             s_bin[f] = bn
