@@ -1,5 +1,6 @@
-"""Every dtype gpufs uses, the GPU's host-kernel buffer layouts and the row-chunk sizes of
-the chunked array passes, each in one place.
+"""Every dtype gpufs uses, the GPU's host-kernel buffer layouts, the row-chunk sizes of
+the chunked array passes and the one array type the CPU kernels read user input as, each in
+one place.
 
 Both backends import their dtypes from here, so a binned matrix, a histogram or a tree array
 has the same dtype on the CPU and on the GPU.
@@ -191,3 +192,27 @@ N_OUT = OUT_CAT_BITS + CAT_WORDS
 ) = range(9)
 SPL_IS_CAT = SPL_CAT_BITS + CAT_WORDS
 SPL_ROWS = SPL_IS_CAT + 1
+
+
+def read_only(a):
+    """The host array ``a`` as a read-only view (no copy), the one way the CPU kernels that
+    read user input (X, y) receive it.
+
+    numba compiles a kernel once per argument type, and a read-only array is a type of its own.
+    User arrays come both ways (a memmap, a frozen array, pandas' copy-on-write arrays,
+    scikit-learn's ``readonly_memmap`` checks), so without this a read-only X compiled the
+    binning, the NaN scan, the objective and the prediction kernels a second time.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Any shape and dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        A view of ``a`` with ``flags.writeable`` False.
+    """
+    view = a.view()
+    view.flags.writeable = False
+    return view

@@ -18,6 +18,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
 from .._device import input_float_dtype, is_cupy_array, like, namespace_of, to_device, to_host
+from .._types import read_only
 from .._warnings import warn_from_caller
 
 
@@ -515,7 +516,7 @@ def _nonfinite(arr, xp):
     if isinstance(arr, np.ndarray) and arr.dtype in (np.float32, np.float64):
         if arr.flags.f_contiguous and not arr.flags.c_contiguous:
             arr = arr.T  # the same values in C order: one compiled scan serves both orders
-        return _scan_nonfinite(arr)  # host memory: the compiled scan, no temporaries
+        return _scan_nonfinite(read_only(arr))  # host memory: the compiled scan, no temporaries
     finite = xp.isfinite(arr)
     if bool(finite.all()):
         return False, False

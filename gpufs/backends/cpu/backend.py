@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._device import to_host
 from ..._threading import current_limit
-from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE
+from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE, read_only
 from ...rules._categorical import CAT_WORDS
 from ...rules._hist_layout import split_input, tree_layout
 from ..base import LevelResult, SplitPlan, best_splits, kernel_for
@@ -353,7 +353,7 @@ class CPUBackend:
             X = X.astype(np.float64)
         X = np.ascontiguousarray(X)
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE)
-        _bin_transform(X, cuts_padded, np.asarray(n_cuts, np.int64), out)
+        _bin_transform(read_only(X), cuts_padded, np.asarray(n_cuts, np.int64), out)
         return out
 
     # --- gradients ------------------------------------------------------------------------
@@ -869,7 +869,7 @@ class CPUBackend:
         X = np.asarray(X)
         if X.dtype != np.float32 and X.dtype != np.float64:
             X = X.astype(np.float64)
-        X = np.ascontiguousarray(X)
+        X = read_only(np.ascontiguousarray(X))
         _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits)
         return out
 
@@ -883,5 +883,6 @@ def _no_weights(w):
 
 def _labels(y):
     """y (n,) as float64, the one label type of the objective kernels: targets, 0/1 labels
-    and class codes alike (codes are exact in it), so no task compiles its own kernels."""
-    return np.asarray(y, dtype=np.float64)
+    and class codes alike (codes are exact in it), so no task compiles its own kernels;
+    read-only (``read_only``), so a read-only y compiles nothing either."""
+    return read_only(np.asarray(y, dtype=np.float64))
