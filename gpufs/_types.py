@@ -70,6 +70,10 @@ CHUNK_ELEMENTS_COLUMN_SCALE = 1 << 22
 #: ``bench/bench_stagewise.py``). GPU: 256 MB each, so kernel-launch overhead stays small next
 #: to the work. Like the scale's, these fix the summation order of the sweeps' sums.
 CHUNK_ELEMENTS_STAGEWISE = {"cpu": 1 << 17, "gpu": 1 << 25}
+#: The NaN/inf scan of a strided X (neither C nor F order; ``gpufs.data._input``): each chunk
+#: is copied to C order (8 MB of float64), so the scan compiles for C order only and never
+#: copies the whole matrix.
+CHUNK_ELEMENTS_NONFINITE = 1 << 20
 
 #: uint32 words of one category bitset (256 bins; ``gpufs.rules._categorical``'s bitsets).
 CAT_WORDS = 8
@@ -211,8 +215,11 @@ def read_only(a):
     Returns
     -------
     numpy.ndarray
-        A view of ``a`` with ``flags.writeable`` False.
+        ``a`` itself if it is read-only already, else a view of it with ``flags.writeable``
+        False.
     """
+    if not a.flags.writeable:
+        return a
     view = a.view()
     view.flags.writeable = False
     return view

@@ -146,6 +146,27 @@ def test_inf_in_X(bad):
         GBFSRegressor(device="cpu").fit(Xb, Y_REG)
 
 
+def test_nan_and_inf_found_in_strided_X_chunk_by_chunk(monkeypatch):
+    """A strided X (neither C nor F order) is scanned in C-order chunks: a value in any
+    chunk, the last row's included, is found."""
+    import gpufs.data._input as door
+
+    monkeypatch.setattr(door, "CHUNK_ELEMENTS_NONFINITE", 8)  # chunks of 2 rows of 4 columns
+    wide = np.zeros((7, 8))
+    assert door._nonfinite(wide[:, ::2], np) == (False, False)
+    wide[6, 2] = np.inf
+    assert door._nonfinite(wide[:, ::2], np) == (False, True)
+    wide[3, 0] = np.nan
+    assert door._nonfinite(wide[:, ::2], np) == (True, True)
+    wide[3, 1] = np.nan  # a column the slice skips
+    wide[3, 0] = 0.0
+    assert door._nonfinite(wide[:, ::2], np) == (False, True)
+    Xb = np.repeat(X, 2, axis=1)
+    Xb[5, 4] = np.inf
+    with pytest.raises(ValueError, match="X contains infinity"):
+        GBFSRegressor(device="cpu").fit(Xb[:, ::2], Y_REG)
+
+
 def test_inf_in_X_at_predict(fitted):
     Xb = X.copy()
     Xb[0, 0] = np.inf

@@ -56,7 +56,10 @@ def test_class_codes_are_converted_once_per_fit():
 
 def test_round_labels_takes_float64_labels_without_a_copy():
     y = np.arange(10, dtype=np.float64)
-    assert CPUBackend().round_labels(y) is y
+    once = CPUBackend().round_labels(y)
+    # a read-only view (one kernel signature for every y: ``_types.read_only``), not a copy
+    assert np.shares_memory(once, y) and not once.flags.writeable
+    assert CPUBackend().round_labels(once) is once  # what the rounds pass back, as it is
 
 
 def test_gradients_objectives_are_the_round_kernels():

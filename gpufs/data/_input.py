@@ -18,8 +18,9 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_feature_names
 
 from .._device import input_float_dtype, is_cupy_array, like, namespace_of, to_device, to_host
-from .._types import read_only
+from .._types import CHUNK_ELEMENTS_NONFINITE, read_only
 from .._warnings import warn_from_caller
+from ._colstats import row_slices
 
 
 def _module_root(obj) -> str:
@@ -516,7 +517,15 @@ def _nonfinite(arr, xp):
     if isinstance(arr, np.ndarray) and arr.dtype in (np.float32, np.float64):
         if arr.flags.f_contiguous and not arr.flags.c_contiguous:
             arr = arr.T  # the same values in C order: one compiled scan serves both orders
-        return _scan_nonfinite(read_only(arr))  # host memory: the compiled scan, no temporaries
+        if arr.flags.c_contiguous:
+            return _scan_nonfinite(read_only(arr))  # the compiled scan, no temporaries
+        has_nan = has_inf = False  # strided: C-order chunks, one compiled signature still
+        for rows in row_slices(arr.shape[0], arr.shape[1], CHUNK_ELEMENTS_NONFINITE):
+            nan, inf = _scan_nonfinite(read_only(np.ascontiguousarray(arr[rows])))
+            has_nan, has_inf = has_nan or nan, has_inf or inf
+            if has_nan and has_inf:
+                break
+        return has_nan, has_inf
     finite = xp.isfinite(arr)
     if bool(finite.all()):
         return False, False
