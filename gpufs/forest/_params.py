@@ -88,9 +88,9 @@ class ForestParams:
         (columns of at most 4 categories are split one-vs-rest anyway). Unguarded (0, 0, 0,
         256), or with GBFS's 32, the forest's set splits over the sorted categories fit a
         many-level noise column, and ControlBurn's lasso, which sees the trees' training
-        fit, selected a 40- or 200-level random column over real signals (issue 35; GBFS
-        ranks its pool on held-out rows for this, the forest has no such ranking). No
-        effect on numeric columns.
+        fit, selected a 40- or 200-level random column over real signals (GBFS's answer,
+        ``pool_ranking="heldout"``, ranks on held-out rows; the forest has no such ranking).
+        No effect on numeric columns.
     verbose : bool, default=False
         tqdm progress bar over trees.
     """
