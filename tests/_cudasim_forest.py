@@ -3,9 +3,9 @@
 Needs ``NUMBA_ENABLE_CUDASIM=1`` before numba is imported, so it runs in a pytest process of
 its own, started early by ``tests/test_forest_algorithms.py`` (``_simulator_runs``). Each case
 grows the same forest (bagged boosting, plain bagging with feature subsets, single-feature
-trees, a classifier) on both backends and compares every tree, the per-tree feature masks and
-the out-of-bag improvements. Inputs are tiny: the simulator runs one Python thread per CUDA
-thread.
+trees, a classifier, a guarded categorical column) on both backends and compares every tree,
+the per-tree feature masks and the out-of-bag improvements. Inputs are tiny: the simulator
+runs one Python thread per CUDA thread.
 """
 
 import numpy as np
@@ -15,6 +15,7 @@ import _cudasim_patch
 
 _cudasim_patch.enter("tests/test_forest_algorithms.py")  # skips unless the simulator is on
 
+from _cudasim_checks import binned, make_cat_data  # noqa: E402
 from gpufs.backends import get_backend  # noqa: E402
 from gpufs.engine.binning import BinMapper  # noqa: E402
 from gpufs.forest import ForestParams, grow_forest  # noqa: E402
@@ -45,3 +46,25 @@ def test_forest_cpu_equals_simulated_gpu(task, kw):
     assert np.array_equal(fc.A, fg.A)
     assert np.array_equal(fc.feature_masks, fg.feature_masks)
     assert fc.oob_improvement == fg.oob_improvement
+
+
+def test_forest_with_a_guarded_categorical_column_cpu_equals_simulated_gpu():
+    """A 9-level categorical column split one category against the rest
+    (``max_cat_threshold=1``, the forest's default) with guards small enough for 60 rows."""
+    cpu, gpu = get_backend("cpu"), get_backend("gpu")
+    X, y = make_cat_data(n=60, d=3, levels=(9,), seed=1)
+    bm, Xb = binned(X, categorical=[0])
+    p = ForestParams(
+        method="bagboost",
+        max_depth=2,
+        max_trees_per_round=3,
+        cat_smooth=1.0,
+        min_data_per_group=2.0,
+    )
+    fc = grow_forest(cpu, Xb, y, None, "regression", 0, bm, p, random_state=0)
+    fg = grow_forest(gpu, Xb, y, None, "regression", 0, bm, p, random_state=0)
+    stacked_cpu, stacked_gpu = fc.ensemble.stacked(), fg.ensemble.stacked()
+    for k, v in stacked_cpu.items():
+        assert np.array_equal(v, stacked_gpu[k]), k
+    assert np.array_equal(fc.A, fg.A)
+    assert (stacked_cpu["feature"] == 0).any()  # the categorical column was split on

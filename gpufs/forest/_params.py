@@ -76,6 +76,21 @@ class ForestParams:
         Price of a feature new to a "sparse" tree (root-SSE scaling).
     min_child_weight : float >= 0, default=1.0
         Least sum of in-bag weights (scaled to mean 1) in a child.
+    cat_smooth, cat_l2 : float >= 0, default=10.0
+    min_data_per_group : float >= 0, default=20.0
+    max_cat_threshold : int in [1, 256], default=1
+        LightGBM's four guards of a split over sorted categories
+        (``gpufs.rules._categorical``; the first three are GBFS's defaults): a tree's split
+        of a categorical column of more than 4 categories at the node sorts only categories
+        of at least ``cat_smooth`` in-bag rows, by their smoothed mean, scores its children
+        with ``cat_l2`` more L2, needs ``min_data_per_group`` rows on each side, and sends
+        at most ``max_cat_threshold`` categories left: by default one, a one-vs-rest split
+        (columns of at most 4 categories are split one-vs-rest anyway). Unguarded (0, 0, 0,
+        256), or with GBFS's 32, the forest's set splits over the sorted categories fit a
+        many-level noise column, and ControlBurn's lasso, which sees the trees' training
+        fit, selected a 40- or 200-level random column over real signals (GBFS's answer,
+        ``pool_ranking="heldout"``, ranks on held-out rows; the forest has no such ranking).
+        No effect on numeric columns.
     verbose : bool, default=False
         tqdm progress bar over trees.
     """
@@ -90,6 +105,10 @@ class ForestParams:
     max_features: object = None
     sparse_mu: float = 0.1
     min_child_weight: float = 1.0
+    cat_smooth: float = 10.0
+    cat_l2: float = 10.0
+    min_data_per_group: float = 20.0
+    max_cat_threshold: int = 1
     verbose: bool = False
 
 
@@ -111,6 +130,10 @@ FOREST_PARAMETER_CONSTRAINTS = {
     ],
     "sparse_mu": [real_range(0)],
     "min_child_weight": [real_range(0)],
+    "cat_smooth": [real_range(0)],
+    "cat_l2": [real_range(0)],
+    "min_data_per_group": [real_range(0)],
+    "max_cat_threshold": [int_range(1, 256)],
     "verbose": ["verbose"],
 }
 

@@ -51,7 +51,8 @@ class ColumnBins:
 
 class TreeGrower:
     """Grows the forest's trees: least-squares regression trees fit to a residual, with unit
-    hessians times the bootstrap count weights, ``reg_lambda = 0`` and learning rate 1.
+    hessians times the bootstrap count weights, ``reg_lambda = 0``, learning rate 1 and the
+    categorical guards of ``ForestParams``.
 
     Parameters
     ----------
@@ -142,6 +143,10 @@ class TreeGrower:
             learning_rate=1.0,
             min_child_weight=float(self.params.min_child_weight),
             min_split_gain=0.0,
+            cat_smooth=float(self.params.cat_smooth),
+            cat_l2=float(self.params.cat_l2),
+            min_data_per_group=float(self.params.min_data_per_group),
+            max_cat_threshold=int(self.params.max_cat_threshold),
         )
         grown = grow_tree(
             backend,

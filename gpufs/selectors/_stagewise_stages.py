@@ -3,8 +3,9 @@
 Owns :class:`LeastSquaresStage` and :class:`LogisticStage` (targets, bias, cost and the
 round's best weight of every candidate column, Watt, Borhani, Katsaggelos, "Machine Learning
 Refined", 2nd ed., section 9.6), the chunked column statistics they sweep with, the column
-scaling that keeps float32 data in range, and the one-hot candidates of categorical columns.
-The fit loop and the estimators are ``selectors.stagewise``'s.
+scaling that keeps float32 data in range, and the one-hot candidates of categorical columns
+with the cross-fitted cost that ranks them. The fit loop and the estimators are
+``selectors.stagewise``'s.
 """
 
 from __future__ import annotations
@@ -447,3 +448,47 @@ def _category_candidates(stage, idx, n_codes, F, Y, w, W, xp, max_iter=50, tol=1
 # --------------------------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------------------------
+
+
+#: Folds of the cross-fitted cost that ranks a categorical column (scikit-learn's
+#: ``TargetEncoder`` cross-fits its encoding with 5 folds too).
+CATEGORY_FOLDS = 5
+
+
+def _category_folds(n, xp):
+    """int64 (n,) fold 0..CATEGORY_FOLDS-1 of every row for :func:`_category_heldout_cost`:
+    a fixed permutation (seed 0) of the rows dealt into the folds, so a fit's folds depend on
+    its number of rows only (no ``random_state``: the selection is repeatable)."""
+    folds = np.random.default_rng(0).permutation(n) % CATEGORY_FOLDS
+    return xp.asarray(folds.astype(np.int64))
+
+
+def _category_heldout_cost(stage, idx, n_codes, F, Y, w, W, folds, xp):
+    """The cross-fitted cost of a categorical column's group fit: each fold's rows scored
+    with the category weights fitted (``_category_candidates``) on the other folds' rows.
+
+    The training cost of a group fit falls with the number of categories even when they
+    carry nothing (a column of L random categories lowers the least-squares cost by about
+    L / n of the residual variance, a one-weight column by 1 / n), so a many-level noise
+    column would win a round over a real signal. Held out, a noise category's weights only
+    add error, and a real one's still help (CatBoost's ordered target statistics and
+    scikit-learn's ``TargetEncoder`` cross-fitting rest on the same idea). A category absent
+    from the other folds gets weight 0 there.
+
+    ``idx`` (n,) from ``_category_index``; F, Y (n, n_models); w (n,) with sum W; ``folds``
+    (n,) from :func:`_category_folds`. Returns the summed held-out cost over W (a float, in
+    the unit of ``stage.cost``)."""
+    K = F.shape[1]
+    total = 0.0
+    for f in range(CATEGORY_FOLDS):
+        out = folds == f
+        w_in = xp.where(out, 0.0, w)
+        W_in = float(w_in.sum())
+        rows = xp.flatnonzero(out)
+        if W_in > 0:
+            a, _ = _category_candidates(stage, idx, n_codes, F, Y, w_in, W_in, xp)
+            Fo = F[rows] + a[xp.arange(K)[None, :], idx[rows][:, None]]
+        else:
+            Fo = F[rows]
+        total += stage.cost(Fo, Y[rows], w[rows], 1.0, xp)
+    return total / W

@@ -863,6 +863,10 @@ _PARAMS_DOC = (
 """
     + TREE_CATEGORICAL_FEATURES_DOC
     + """\
+        The forest's trees split a column of more than 4 categories at a node one category
+        against the rest, with GBFS's ``cat_smooth``, ``cat_l2`` and ``min_data_per_group``
+        (``gpufs.forest.ForestParams``): set splits fit many-level noise columns, which the
+        lasso then selected over real signals.
     feature_groups : array-like of shape (n_features,) of int, default=None
         Group label of each feature; a tree pays once per group it uses.
     group_costs : array-like of shape (n_groups,) or dict, default=None

@@ -42,6 +42,8 @@ from ._stagewise_stages import (
     LeastSquaresStage,
     LogisticStage,
     _category_candidates,
+    _category_folds,
+    _category_heldout_cost,
     _category_index,
     _check_raw_units,
     _column,
@@ -242,6 +244,9 @@ class _StagewiseBase(SelectorBase):
             active[f] = bool(active[f]) or (
                 bool((miss_mask[f] & on).any()) and bool((~miss_mask[f] & on).any())
             )
+        # a categorical column is ranked by its cross-fitted cost (``_category_heldout_cost``:
+        # its training cost favours many categories), added with its fit on every row
+        folds = _category_folds(n, xp) if n_codes else None
         cat_coef, miss_coef = {}, {}
         coef_std = np.zeros((K, d), dtype=np.float64)
         costs = [stage.cost(F, Y, w, W, xp)]
@@ -266,20 +271,28 @@ class _StagewiseBase(SelectorBase):
                     break
                 a, cand_cost = stage.candidates(Xa, F, Y, w, W, mean, inv_std, active, xp, device)
                 total = cand_cost.sum(axis=0)
-                groups = {}
+                groups, held = {}, {}
                 for f in n_codes:  # a categorical column: its group fit's cost instead
                     if bool(active[f]):
                         groups[f] = _category_candidates(
                             stage, cat_idx[f], n_codes[f], F, Y, w, W, xp
                         )
                         total[f] = groups[f][1]
+                        held[f] = _category_heldout_cost(
+                            stage, cat_idx[f], n_codes[f], F, Y, w, W, folds, xp
+                        )
                 offsets = {}
                 for f in miss_cols:  # the column's weight and its missing offset together:
                     if bool(active[f]):  # they move disjoint rows, so their gains add
                         offsets[f] = _category_candidates(stage, miss_idx[f], 1, F, Y, w, W, xp)
                         total[f] = total[f] + offsets[f][1] - costs[-1]
                 total = xp.where(active, total, xp.inf)
-                j = int(xp.argmin(total))
+                rank = total
+                if held:  # the round's choice; its training cost (total) still ends the path
+                    rank = total.copy()
+                    for f, c in held.items():
+                        rank[f] = c
+                j = int(xp.argmin(rank))
                 new_cost = float(total[j])
                 if costs[-1] - new_cost <= _NO_GAIN * costs[0]:
                     fitted_exactly = True  # a feature would get a weight of rounding noise
@@ -485,10 +498,11 @@ _COMMON_PARAMS = """
             default="from_dtype"
         The categorical columns ("from_dtype": those of a categorical or string dtype of a
         table; else names, indices or a boolean mask; None: none). Each is one-hot encoded
-        internally and selected or dropped as one group (``docs/module_notes.rst``); missing
-        values are allowed in them. A column chosen by dtype with a value of its own on most
-        rows (a name, an id: ``gpufs.data._identifiers``) is refused; named, it is used with a
-        warning.
+        internally and selected or dropped as one group (``docs/module_notes.rst``); a round
+        ranks it by its 5-fold cross-fitted cost, so a many-level noise column does not win
+        over a real signal by its many weights; missing values are allowed in them. A column
+        chosen by dtype with a value of its own on most rows (a name, an id:
+        ``gpufs.data._identifiers``) is refused; named, it is used with a warning.
     device : {"auto", "cpu", "gpu"}, default="auto"
         Where ``fit`` computes ("auto": the GPU when one is usable). ``predict`` and
         ``transform`` compute where their input lives (cupy in, cupy out).
