@@ -160,6 +160,7 @@ class _CPUTree:
         "active",
         "_hist",
         "_root_build",
+        "step_args",
         "feats",
         "n_feats",
         "full",
@@ -519,7 +520,7 @@ class CPUBackend:
         Xb = data.by_row
         n, d = Xb.shape
         st = _CPUTree()
-        st.split = st.split_args = None
+        st.split = st.split_args = st.step_args = None
         st.Xb = Xb
         st.Xb_cols = data.by_column
         st.gh = gh
@@ -658,9 +659,10 @@ class CPUBackend:
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         if st.split is not split:  # the tree's levels share one SplitParams: cast it once
             st.split, st.split_args = split, split_args(split)
+        if st.step_args is None:  # the same every level of the tree: made once
+            st.step_args = (self._run(st.parallel, TINY_ROWS_PER_SLOT), self._rows(st))
         n_adm, level, self._scratch["priv"] = _level_step(
-            self._run(st.parallel, TINY_ROWS_PER_SLOT),
-            self._rows(st),
+            *st.step_args,
             priv,
             _nodes(st),
             _level(st, tiny_root=True),
