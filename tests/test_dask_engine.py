@@ -13,6 +13,7 @@ import pytest
 
 from gpufs.backends.base import SplitParams
 from gpufs.backends.cpu import CPUBackend
+from gpufs.backends.cpu.level import TINY_ROWS_PER_SLOT, _is_tiny
 from gpufs.engine.penalties import PenaltyState
 
 N_BINS = 12
@@ -68,7 +69,7 @@ def _tree_both_ways(seed, depth, budget_k, rows_per_task, mu):
         for be, p in ((fused, pens[0]), (halves, pens[1]))
     ]
     st1, st2 = sts
-    seen = {"splits": 0, "categorical": 0, "free_only": 0, "fewest": d}
+    seen = {"splits": 0, "categorical": 0, "free_only": 0, "fewest": d, "tiny": 0}
     for level in range(depth):
         args = [
             (
@@ -102,12 +103,18 @@ def _tree_both_ways(seed, depth, budget_k, rows_per_task, mu):
         assert st1.full == st2.full
         # a slot's histograms are defined on the features it covers (the rest is scratch)
         free = args[0][0] == 0.0
+        n_tiny = 0
         for k in range(st1.hist.shape[0]):
+            parent = max(int(st1.active[k]) - 1, 0) // 2
+            if _is_tiny(st1.node_count[parent], d, st1.layout.n_slots, TINY_ROWS_PER_SLOT):
+                n_tiny += 1  # a tiny node: the fused step reads its rows, builds no histogram
+                continue
             covered = st1.feats[: st1.n_feats].astype(np.int64)
             if not st1.slot_full[k]:
                 covered = covered[free[covered] | np.isin(groups[covered], groups[r1.admitted])]
             slots = st1.layout.slots_of(covered)
             assert np.array_equal(st1.hist[k, slots], st2.hist[k, slots]), (level, k)
+        seen["tiny"] += n_tiny
         for p, r in zip(pens, (r1, r2)):
             p.admit(r.admitted, 0)
         split_nodes = r1.feature >= 0
@@ -125,6 +132,7 @@ def test_halves_equal_the_fused_level_step(rows_per_task):
     assert seen["splits"] >= 8  # a real tree, not a stump
     assert seen["categorical"] >= 1  # with categorical splits
     assert seen["free_only"] >= 1  # and nodes whose bound skipped the paying features
+    assert seen["tiny"] >= 1  # and tiny nodes, searched from their rows in the fused step
 
 
 def test_halves_equal_the_fused_level_step_with_a_budget():

@@ -28,6 +28,9 @@ class Run(NamedTuple):
     rows_per_task: int
     parallel_min_work: int
     mode: int  # the histograms' loop (``histogram.use_columns``' modes)
+    #: a pair of children whose parent has fewer rows than ``tiny`` times the layout's slots
+    #: per feature gets no histograms: the search reads their rows (``level._is_tiny``); 0 off
+    tiny: float = 0.0
 
 
 class NodeSums(NamedTuple):
@@ -196,12 +199,37 @@ class SplitRule(NamedTuple):
     cat_bits: np.ndarray
 
 
+_NO_BOOL = np.zeros(0, np.bool_)
+_NO_COLUMNS = np.zeros((0, 0), np.uint8)
+_NO_GH = np.zeros((0, 2), np.int64)
+_NO_ROWS = np.zeros(0, np.int32)
+_NO_START = np.zeros(0, np.int64)
+
+
+class TinyRows(NamedTuple):
+    """What the split search reads of a level's tiny nodes (``level._is_tiny``): the factor
+    ``Run.tiny`` (0: no node is tiny), the binned matrix by column (d, n) uint8, the
+    gradients (n, 2) int64, the rows (n,) int32 and each node's segment start (n_nodes,)
+    int64."""
+
+    tiny: float
+    by_column: np.ndarray
+    gh: np.ndarray
+    rows: np.ndarray
+    node_start: np.ndarray
+
+
 class SearchSlots(NamedTuple):
     """The split search's slots: histograms (n_slots, layout.n_slots, 2) int64, the layout's
     offsets (n_features + 1,), each slot's sums G, H (n_slots,) int64, whether it is searched
     over the paying features (n_slots,) bool, the categorical scans' order scratch
     (n_slots, n_cat, 256) uint8, and each slot's row count (n_slots,) int64 (0: unknown; the
-    categorical guards then count hessian)."""
+    categorical guards then count hessian).
+
+    Tiny slots (``rowwise`` (n_slots,) bool; empty: none) have no histogram: their bins are
+    summed from their rows, ``rows[seg_start[k] : seg_start[k] + slot_n[k]]`` (int32, (n_slots,)
+    int64), of the binned matrix by column ``by_column`` (d, n) uint8 and the gradients ``gh``
+    (n, 2) int64 (``split._row_bins``)."""
 
     hist: np.ndarray
     off: np.ndarray
@@ -210,6 +238,11 @@ class SearchSlots(NamedTuple):
     slot_full: np.ndarray
     cat_order: np.ndarray
     slot_n: np.ndarray
+    rowwise: np.ndarray = _NO_BOOL
+    by_column: np.ndarray = _NO_COLUMNS
+    gh: np.ndarray = _NO_GH
+    rows: np.ndarray = _NO_ROWS
+    seg_start: np.ndarray = _NO_START
 
 
 class PerFeature(NamedTuple):

@@ -49,9 +49,11 @@ from .histogram import (
 )
 from .level import (
     PARALLEL_MIN_WORK,
+    TINY_ROWS_PER_SLOT,
     _bound_terms_par,
     _bound_terms_ser,
     _gain_bound_pays,
+    _is_tiny,
     _level_advance,
     _level_decide_entry,
     _level_step,
@@ -156,7 +158,9 @@ class _CPUTree:
         "node_g",
         "node_h",
         "active",
-        "hist",
+        "_hist",
+        "_root_build",
+        "step_args",
         "feats",
         "n_feats",
         "full",
@@ -170,6 +174,28 @@ class _CPUTree:
         "split",
         "split_args",
     )
+
+    # A tiny root (``level._is_tiny``) gets its histogram only when something other than
+    # ``level_step`` reads it (a cluster's shard, ``decide_level``, ``advance_level``).
+    @property
+    def hist(self):
+        """The level's histograms (n_slots, layout.n_slots, 2) int64."""
+        if self._hist is None:
+            self._hist = self._root_build()
+            self._root_build = None
+        return self._hist
+
+    @hist.setter
+    def hist(self, value):
+        self._hist = value
+        self._root_build = None
+
+    def level_hist(self):
+        """``hist``, or an empty (0, layout.n_slots, 2) when the root is tiny and unbuilt:
+        ``level_step``'s search reads the root's rows then."""
+        if self._hist is None:
+            return np.empty((0, self.layout.n_slots, 2), HIST_DTYPE)
+        return self._hist
 
 
 class _LevelOutputs:
@@ -211,9 +237,11 @@ def _nodes(st):
     return NodeSums(st.node_count, st.node_g, st.node_h, st.node_s)
 
 
-def _level(st):
-    """Tree state ``st``'s current level (a ``LevelState``)."""
-    return LevelState(st.active, st.hist, st.feats, st.n_feats, st.full, st.slot_full)
+def _level(st, tiny_root=False):
+    """Tree state ``st``'s current level (a ``LevelState``); with ``tiny_root``, an unbuilt
+    tiny root's histograms stay unbuilt (``_CPUTree.level_hist``)."""
+    hist = st.level_hist() if tiny_root else st.hist
+    return LevelState(st.active, hist, st.feats, st.n_feats, st.full, st.slot_full)
 
 
 def _advance_state(st, level):
@@ -293,14 +321,17 @@ class CPUBackend:
         n = current_limit()  # inside a fit: no lock per call
         return numba.get_num_threads() if n is None else n
 
-    def _run(self, parallel):
-        """How a compiled call runs (a ``Run``): on the thread pool when ``parallel``."""
+    def _run(self, parallel, tiny=0.0):
+        """How a compiled call runs (a ``Run``): on the thread pool when ``parallel``; tiny
+        nodes (``level._is_tiny``) with ``tiny`` > 0 (a level step in one call only: a
+        cluster's driver decides on histograms alone)."""
         return Run(
             bool(parallel),
             self._threads(),
             self.rows_per_task,
             self.parallel_min_work,
             _HIST_LOOPS[self.hist_loop],
+            float(tiny),
         )
 
     def _rows(self, st):
@@ -489,7 +520,7 @@ class CPUBackend:
         Xb = data.by_row
         n, d = Xb.shape
         st = _CPUTree()
-        st.split = st.split_args = None
+        st.split = st.split_args = st.step_args = None
         st.Xb = Xb
         st.Xb_cols = data.by_column
         st.gh = gh
@@ -546,17 +577,25 @@ class CPUBackend:
         st.full = st.n_feats == d
         cost = row_cost(st.src, st.n_feats, st.full)
         st.parallel = n_threads > 1 and n * max(cost, 1) >= self.parallel_min_work
-        priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
-        st.hist, self._scratch["priv"] = _root_histogram(
-            self._run(st.parallel),
-            st.src,
-            int(root_g),
-            int(root_h),
-            st.feats,
-            st.n_feats,
-            st.full,
-            priv,
-        )
+
+        def build():
+            priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
+            hist, self._scratch["priv"] = _root_histogram(
+                self._run(st.parallel),
+                st.src,
+                int(root_g),
+                int(root_h),
+                st.feats,
+                st.n_feats,
+                st.full,
+                priv,
+            )
+            return hist
+
+        if _is_tiny(n, d, st.layout.n_slots, TINY_ROWS_PER_SLOT):
+            st._hist, st._root_build = None, build
+        else:
+            st.hist = build()
         return st
 
     def _hist_source(self, data, gh, rows, layout):
@@ -620,12 +659,13 @@ class CPUBackend:
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         if st.split is not split:  # the tree's levels share one SplitParams: cast it once
             st.split, st.split_args = split, split_args(split)
+        if st.step_args is None:  # the same every level of the tree: made once
+            st.step_args = (self._run(st.parallel, TINY_ROWS_PER_SLOT), self._rows(st))
         n_adm, level, self._scratch["priv"] = _level_step(
-            self._run(st.parallel),
-            self._rows(st),
+            *st.step_args,
             priv,
             _nodes(st),
-            _level(st),
+            _level(st, tiny_root=True),
             st.split_args,
             Selection(penalty, allowed, used, budget),
             st.groups,

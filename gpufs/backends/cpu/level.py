@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from ..._types import HIST_DTYPE, N_HIST_BINS
 from ...rules import _level
-from ._args import Decisions, PerFeature, SearchSlots, Segments, SplitRule
+from ._args import Decisions, PerFeature, SearchSlots, Segments, SplitRule, TinyRows
 from ._device_fns import _best_over_features, _decide_level, _left_word
 from .histogram import build_histograms, row_cost, subtract_par, subtract_ser
 from .partition import _partition
@@ -24,6 +24,9 @@ from .split import SEARCH_PARALLEL_MIN_SLOTS, _search_par, _search_ser
 
 #: Row x feature updates below which a level runs on the calling thread only.
 PARALLEL_MIN_WORK = 1 << 18
+#: A split whose node has fewer rows than this many times the layout's slots per feature
+#: gives tiny children (``_is_tiny``): ``Run.tiny`` of ``CPUBackend.level_step``.
+TINY_ROWS_PER_SLOT = 1.0
 
 
 # cache=True as well: the backend also calls it from Python (see row_cost)
@@ -48,6 +51,18 @@ def _gain_bound_pays(
     parent = (g * g) / (h_q * h_inv + reg_lambda)
     bound = (s_node * (1.0 + 1e-9 + n_rows * 4.5e-16) - parent * (1.0 - 1e-12)) * 0.5
     return not (bound / gain_divisor - pay_min <= min_split_gain)
+
+
+# cache=True as well: the backend also calls it from Python (see row_cost)
+@njit(inline="always", cache=True)
+def _is_tiny(parent_rows, d, n_hist, tiny):
+    """Whether the children of a node of ``parent_rows`` rows are tiny: they get no
+    histograms (neither built nor subtracted), and the split search sums their bins from their
+    rows (``split._row_bins``), when the parent has fewer rows than ``tiny`` times the
+    layout's slots per feature (``n_hist / d``); the root is tiny by its own rows (its
+    histogram is then not built: ``CPUBackend.start_tree``). A tiny node's children are tiny
+    too. Which nodes are tiny changes no result (``tiny`` 0: none is)."""
+    return parent_rows * d < tiny * n_hist
 
 
 @njit(inline="always")
@@ -99,9 +114,9 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
         run.n_threads > 1
         and level.active.shape[0] * level.hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS
     )
-    dec = _level_decide(
-        par_search, data.src.offset, nodes, level, sp, sel, data.q.shape[0] > 0, out
-    )
+    src = data.src
+    rw = TinyRows(run.tiny, src.by_column, src.gh, src.rows, data.node_start)
+    dec = _level_decide(par_search, src.offset, nodes, level, sp, sel, data.q.shape[0] > 0, out, rw)
     next_level, _, priv = _level_advance(
         run, data, priv, nodes, level, sp, sel.penalty, groups, dec, build_next
     )
@@ -114,7 +129,14 @@ def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
     order. Compiled calls called from Python return no named tuple: numba boxes one by
     calling its class, Python code where a signal's handler can raise, and a Ctrl-C there
     killed the process with SIGSEGV (CLI test, 2026-11-26)."""
-    d = _level_decide(parallel, off, nodes, level, sp, sel, bounded, out)
+    rw = TinyRows(
+        0.0,
+        np.empty((0, 0), np.uint8),
+        np.empty((0, 2), np.int64),
+        np.empty(0, np.int32),
+        np.empty(0, np.int64),
+    )
+    d = _level_decide(parallel, off, nodes, level, sp, sel, bounded, out, rw)
     return (
         d.split_slot,
         d.feature,
@@ -134,8 +156,10 @@ def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
 
 
 @njit(cache=True)
-def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
-    """The first half of ``_level_step``: search and decide. Reads no rows.
+def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out, rw):
+    """The first half of ``_level_step``: search and decide. Reads no rows, but those of the
+    tiny nodes (``_is_tiny`` with ``rw.tiny``; ``rw`` a ``TinyRows``), which have no
+    histograms.
 
     ``parallel``: whether the search runs on the thread pool; ``off`` the layout's offsets
     (n_features + 1,); ``bounded`` whether the tree keeps gain bounds (``nodes.s``); the tree's
@@ -217,7 +241,28 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out):
     pf_hl = np.empty((n_slots, d), np.int64)
     # the categorical scan's order of each (slot, categorical feature): the left set first
     cat_order = np.empty((n_slots, n_cat, N_HIST_BINS), np.uint8)
-    slots = SearchSlots(hist, off, slot_g, slot_h, search_full, cat_order, slot_n)
+    rowwise = np.zeros(n_slots if rw.tiny > 0.0 else 0, np.bool_)
+    seg_start = np.zeros(rowwise.shape[0], np.int64)
+    for k in range(rowwise.shape[0]):
+        node = active[k]
+        parent = (node - 1) // 2 if node > 0 else 0  # the root: tiny by its own rows
+        if _is_tiny(nodes.count[parent], d, off[d], rw.tiny):
+            rowwise[k] = True
+            seg_start[k] = rw.node_start[node]
+    slots = SearchSlots(
+        hist,
+        off,
+        slot_g,
+        slot_h,
+        search_full,
+        cat_order,
+        slot_n,
+        rowwise,
+        rw.by_column,
+        rw.gh,
+        rw.rows,
+        seg_start,
+    )
     pf = PerFeature(pf_score, pf_gain, pf_bin, pf_ml, pf_gl, pf_hl)
     if parallel:
         _search_par(slots, feats, n_feats, penalty, wanted, sp, pf)
@@ -467,7 +512,14 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
             left,
             priv,
         )
-    nxt = np.empty((2 * n_split, n_hist, 2), HIST_DTYPE)
+    # Tiny pairs (``_is_tiny``) get no histograms: the search reads their rows.
+    tiny_pair = np.zeros(n_split, np.bool_)
+    n_tiny = 0
+    for i in range(n_split if run.tiny > 0.0 else 0):
+        if _is_tiny(node_count[active[split_slot[i]]], d, n_hist, run.tiny):
+            tiny_pair[i] = True
+            n_tiny += 1
+    nxt = np.empty((2 * n_split if n_tiny < n_split else 0, n_hist, 2), HIST_DTYPE)
     # Two groups of pairs: those built over every next feature, those over the free ones.
     free_feats = np.empty(next_n_feats, next_feats.dtype)
     n_free = 0
@@ -479,7 +531,7 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
         want_full = group == 0
         m = 0
         for i in range(n_split):
-            if next_slot_full[2 * i] == want_full:
+            if next_slot_full[2 * i] == want_full and not tiny_pair[i]:
                 m += 1
         if m == 0:
             continue
@@ -500,7 +552,7 @@ def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, buil
         work = 0
         j = 0
         for i in range(n_split):
-            if next_slot_full[2 * i] != want_full:
+            if next_slot_full[2 * i] != want_full or tiny_pair[i]:
                 continue
             L = next_active[2 * i]
             R = next_active[2 * i + 1]

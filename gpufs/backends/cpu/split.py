@@ -12,8 +12,9 @@ int64, ...), ``SplitArgs``, and ``PerFeature`` (n_slots, n_features) per-feature
 
 import numpy as np
 from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ..._types import HIST_DTYPE, N_HIST_BINS
+from ..._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS
 from ...rules._hist_layout import split_input
 from ._args import PerFeature, SearchSlots, split_args
 from ._device_fns import _scan_categorical, _scan_feature
@@ -61,6 +62,77 @@ def _compact_bins(hist, k, lo, last, nb, hist_c, kept):
     return m
 
 
+@njit(inline="always")
+def _row_bins(col, rr, rg, rh, m, nb, width, acc, bits, hist_c, kept, dense):
+    """One (tiny slot, feature) pair's bins from its ``m`` rows, without a histogram: the
+    rows ``rr[:m]`` (their gradients ``rg``, ``rh``) of the feature's column ``col`` summed
+    into ``acc`` (256, 2) int64 by raw bin (255: missing), the bins met marked in ``bits``
+    (4,) uint64; then read out in bin order and ``acc`` and ``bits`` left zero again.
+
+    ``dense`` False: ``hist_c[0]`` and ``kept`` get exactly what ``_compact_bins`` makes of
+    the pair's histogram (bin 0, the nonempty bins 1 .. nb - 2, bin nb - 1, the missing bin
+    last; the sums are int64, so the order the rows are added in changes nothing) and the
+    count ``m`` of its value bins is returned. ``dense`` True (a categorical feature):
+    ``hist_c[0, :width]`` is the feature's histogram in its layout (value bin t at t, the
+    missing bin at width - 1); returns width - 1.
+
+    Work in the rows and the bins met, not in the feature's bins: no branch per row, and
+    the bins met found a 64-bit word at a time (LightGBM and XGBoost build a histogram for
+    every node; XGBoost's exact method scans a node's rows sorted per feature instead).
+    """
+    for j in range(m):
+        b = np.int64(col[rr[j]])
+        acc[b, 0] += rg[j]
+        acc[b, 1] += rh[j]
+        bits[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    if dense:
+        for t in range(width):
+            hist_c[0, t, 0] = 0
+            hist_c[0, t, 1] = 0
+        for w in range(4):
+            word = bits[w]
+            bits[w] = 0
+            while word != 0:
+                t = 64 * w + np.int64(trailing_zeros(word))
+                word &= word - np.uint64(1)
+                s = t if t < width - 1 else width - 1
+                hist_c[0, s, 0] = acc[t, 0]
+                hist_c[0, s, 1] = acc[t, 1]
+                acc[t, 0] = 0
+                acc[t, 1] = 0
+        return width - 1
+    hist_c[0, 0, 0] = acc[0, 0]
+    hist_c[0, 0, 1] = acc[0, 1]
+    kept[0] = 0
+    c = 1
+    for w in range(4):
+        word = bits[w]
+        bits[w] = 0
+        while word != 0:
+            t = 64 * w + np.int64(trailing_zeros(word))
+            word &= word - np.uint64(1)
+            if 1 <= t and t < nb - 1:
+                g = acc[t, 0]
+                h = acc[t, 1]
+                hist_c[0, c, 0] = g
+                hist_c[0, c, 1] = h
+                kept[c] = t
+                c += np.int64((g | h) != 0)  # as ``_compact_bins``: an empty sum is dropped
+                acc[t, 0] = 0
+                acc[t, 1] = 0
+    if nb > 1:
+        hist_c[0, c, 0] = acc[nb - 1, 0]
+        hist_c[0, c, 1] = acc[nb - 1, 1]
+        kept[c] = nb - 1
+        c += 1
+    hist_c[0, c, 0] = acc[MISSING_BIN, 0]
+    hist_c[0, c, 1] = acc[MISSING_BIN, 1]
+    acc[0, :] = 0
+    acc[nb - 1, :] = 0
+    acc[MISSING_BIN, :] = 0
+    return c
+
+
 @njit(cache=True)
 def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
     """The best split of the (slot, feature) pairs a .. b - 1 (pair p: slot p // n_feats,
@@ -102,12 +174,36 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
     h_inv = 1.0 / h_scale
     if b <= a:
         return
-    # the compacted bins of one (slot, feature) pair (``_compact_bins``)
+    rowwise = slots.rowwise
+    by_column = slots.by_column
+    # the compacted bins of one (slot, feature) pair (``_compact_bins``, ``_row_bins``)
     hist_c = np.empty((1, N_HIST_BINS + 1, 2), HIST_DTYPE)
     kept = np.empty(N_HIST_BINS + 1, np.int64)
     k_first = a // n_feats
     k_last = (b - 1) // n_feats
+    any_tiny = False
+    m_max = 0
     for k in range(k_first, k_last + 1):
+        if rowwise.shape[0] > 0 and rowwise[k]:
+            any_tiny = True
+            m_max = max(m_max, slot_n[k])
+    # a tiny slot's rows and gradients, gathered once; the bins' sums (``_row_bins``)
+    rr = np.empty(m_max, np.int64)
+    rg = np.empty(m_max, np.int64)
+    rh = np.empty(m_max, np.int64)
+    acc = np.zeros((N_HIST_BINS if any_tiny else 0, 2), HIST_DTYPE)
+    bits = np.zeros(4, np.uint64)
+    for k in range(k_first, k_last + 1):
+        tiny_k = any_tiny and rowwise[k]
+        m_k = 0
+        if tiny_k:
+            m_k = slot_n[k]
+            s0 = slots.seg_start[k]
+            for j in range(m_k):
+                r = slots.rows[s0 + j]
+                rr[j] = r
+                rg[j] = slots.gh[r, 0]
+                rh[j] = slots.gh[r, 1]
         G_q = slot_g[k]
         H_q = slot_h[k]
         G = G_q / g_scale
@@ -135,11 +231,19 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
             lo = off[f]
             last = off[f + 1] - 1
             if c >= 0:  # categorical: ``_categorical``'s scan; pf_bin holds the left set's size
+                if tiny_k:
+                    w = last - lo + 1
+                    _row_bins(
+                        by_column[f], rr, rg, rh, m_k, n_bins[f], w, acc, bits, hist_c, kept, True
+                    )
+                    src, k_src, lo_src, last_src = hist_c, 0, 0, w - 1
+                else:
+                    src, k_src, lo_src, last_src = hist, k, lo, last
                 score, gain, bn, ml, gl, hl = _scan_categorical(
-                    hist,
-                    k,
-                    lo,
-                    last,
+                    src,
+                    k_src,
+                    lo_src,
+                    last_src,
                     n_bins[f],
                     G_q,
                     H_q,
@@ -162,8 +266,13 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
             else:
                 # A node with fewer rows than the feature has bins scans a compacted copy of
                 # its bins (``_compact_bins``); either way one scan, one formula.
-                compact = n_rows < COMPACT_ROWS_PER_BIN * n_bins[f]
-                if compact:
+                compact = tiny_k or n_rows < COMPACT_ROWS_PER_BIN * n_bins[f]
+                if tiny_k:
+                    m = _row_bins(
+                        by_column[f], rr, rg, rh, m_k, n_bins[f], 0, acc, bits, hist_c, kept, False
+                    )
+                    src, k_src, lo_src, last_src, nb_src = hist_c, 0, 0, m, m
+                elif compact:
                     m = _compact_bins(hist, k, lo, last, n_bins[f], hist_c, kept)
                     src, k_src, lo_src, last_src, nb_src = hist_c, 0, 0, m, m
                 else:
@@ -205,7 +314,7 @@ SEARCH_PARALLEL_MIN_SLOTS = 1 << 13
 
 @njit(parallel=True, cache=True)
 def _search_par(slots, feats, n_feats, penalty, wanted, sp, pf):
-    total = slots.hist.shape[0] * n_feats
+    total = slots.slot_g.shape[0] * n_feats
     n_tasks = max(1, min(SEARCH_TASKS_MAX, total // SEARCH_PAIRS_PER_TASK))
     for t in prange(n_tasks):
         _search_range(
@@ -225,7 +334,7 @@ def _search_par(slots, feats, n_feats, penalty, wanted, sp, pf):
 def _search_ser(slots, feats, n_feats, penalty, wanted, sp, pf):
     # np.int64(0), not 0: a literal would compile a second specialisation of _search_range
     _search_range(
-        np.int64(0), slots.hist.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted, sp, pf
+        np.int64(0), slots.slot_g.shape[0] * n_feats, slots, feats, n_feats, penalty, wanted, sp, pf
     )
 
 
