@@ -267,6 +267,7 @@ def test_chunk_sizes_are_defined_once():
         "CHUNK_ELEMENTS_WARM_KEY",
         "CHUNK_ELEMENTS_COLUMN_SCALE",
         "CHUNK_ELEMENTS_STAGEWISE",
+        "CHUNK_ELEMENTS_NONFINITE",
     }
 
 
