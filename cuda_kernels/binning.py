@@ -1,11 +1,10 @@
 """Bin transform: float features -> uint8 bins, the rule of ``gpufs.engine.binning``.
 
-``bin_transform_kernel(X, cuts, n_cuts, out)``
+``bin_transform_kernel(X, cuts, out)``
   X       (n, d) float32 or float64, any strides (NaN = missing). float32 values are widened to
           float64 before the comparison, exactly as the CPU's ``astype(float64)`` does, so
           float32 input needs no float64 copy of the matrix.
-  cuts    (d, 254) float64 cut points per feature, padded with +inf
-  n_cuts  (d,) int64 cut points in use per feature
+  cuts    (d, 254) float64 cut points per feature, padded with +inf (``CUT_COLUMNS``)
   out     (n, d) uint8: number of cuts of feature f that are < X[i, f]; NaN -> MISSING_BIN (255)
 
 Launch: 1-D grid-stride loop over the n * d elements in row-major order, so neighbouring
@@ -19,7 +18,7 @@ from ._device_fns import bin_of
 
 
 @cuda.jit(cache=True)
-def bin_transform_kernel(X, cuts, n_cuts, out):
+def bin_transform_kernel(X, cuts, out):
     n = X.shape[0]
     d = X.shape[1]
     total = n * d
@@ -28,5 +27,5 @@ def bin_transform_kernel(X, cuts, n_cuts, out):
     while e < total:
         i = e // d
         f = e - i * d
-        out[i, f] = bin_of(X[i, f], cuts, f, n_cuts[f])
+        out[i, f] = bin_of(X[i, f], cuts, f)
         e += stride

@@ -244,3 +244,53 @@ def test_to_dict_round_trip():
 def test_bad_max_bins(max_bins):
     with pytest.raises(ValueError, match=r"max_bins must be in \[2, 255\]"):
         BinMapper(max_bins=max_bins)
+
+
+def _every_cut_count():
+    """A cut matrix with every count of cut points, 0 .. 254 (feature f has f cuts), and
+    values on every cut, just below and above it, infinities and NaN."""
+    from gpufs.rules._gain import CUT_COLUMNS
+
+    rng = np.random.default_rng(7)
+    d = CUT_COLUMNS + 1
+    n_cuts = np.arange(d, dtype=np.int64)
+    cuts = np.full((d, CUT_COLUMNS), np.inf)
+    for f in range(d):
+        cuts[f, :f] = np.sort(rng.choice(np.arange(-400, 400) / 8.0, f, replace=False))
+    rows = []
+    for f in range(d):
+        c = cuts[f, :f]
+        col = np.r_[c, np.nextafter(c, -np.inf), np.nextafter(c, np.inf), -np.inf, np.inf, np.nan]
+        col = np.r_[col, rng.uniform(-60, 60, 3 * CUT_COLUMNS + 3 - col.shape[0])]
+        rows.append(col)
+    return cuts, n_cuts, np.stack(rows, axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bins_are_the_count_of_cuts_below_for_every_cut_count(dtype):
+    """The fixed-shape search (``rules._gain.bin_of``) against np.searchsorted on every count
+    of cut points a feature can have, on values on, beside and far from the cuts."""
+    cuts, n_cuts, X = _every_cut_count()
+    X = X.astype(dtype)
+    Xb = BACKEND.bin_transform(X, cuts, n_cuts)
+    for f in range(X.shape[1]):
+        x = X[:, f].astype(np.float64)
+        want = np.searchsorted(cuts[f, : n_cuts[f]], x, side="left")
+        want[np.isnan(x)] = MISSING_BIN
+        np.testing.assert_array_equal(Xb[:, f], want, err_msg=f"feature {f}")
+
+
+def test_a_cut_matrix_that_is_not_inf_padded_is_refused():
+    """``bin_of`` reads the whole row, so a row padded with anything but +inf would bin
+    wrongly without a word: the backend refuses it."""
+    cuts, n_cuts, X = _every_cut_count()
+    bad = cuts.copy()
+    bad[3, 200] = 1.0
+    with pytest.raises(ValueError, match="padded with \\+inf"):
+        BACKEND.bin_transform(X, bad, n_cuts)
+    with pytest.raises(ValueError, match="must be"):
+        BACKEND.bin_transform(X, cuts[:, :100], n_cuts)
+    unsorted = cuts.copy()
+    unsorted[9, :2] = unsorted[9, 1::-1]
+    with pytest.raises(ValueError, match="ascending"):
+        BACKEND.bin_transform(X, unsorted, n_cuts)

@@ -82,8 +82,8 @@ def _kernel_signatures():
     g1 = (A(f64, 1), A(f64, 1), A(f64, 1))  # g, h, w
     return {
         "bin_transform_kernel": [
-            (A(f32, 2, "A"), A(f64, 2), A(i64, 1), A(u8, 2)),
-            (A(f64, 2), A(f64, 2), A(i64, 1), A(u8, 2)),
+            (A(f32, 2, "A"), A(f64, 2), A(u8, 2)),
+            (A(f64, 2), A(f64, 2), A(u8, 2)),
         ],
         "histogram_kernel": [
             (

@@ -21,6 +21,7 @@ import numpy as np
 from .._device import to_host
 from ..rules import _categorical, _level
 from ..rules._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
+from ..rules._gain import CUT_COLUMNS
 from ..rules._hist_layout import HistLayout
 
 __all__ = [
@@ -80,6 +81,26 @@ def kernel_for(kernels, objective):
         raise ValueError(
             f"no kernel for objective {objective!r}; expected one of {sorted(kernels)}"
         ) from None
+
+
+def cut_matrix(cuts_padded, n_cuts):
+    """The cut matrix (n_features, ``CUT_COLUMNS``) float64 that ``rules._gain.bin_of`` reads,
+    checked: ``n_cuts[f]`` (n_features,) ascending cut points in row f, then +inf. The search
+    reads the whole row (no count per feature), so a row padded otherwise would bin wrongly
+    without a word; the check costs a pass over 254 numbers per feature."""
+    cuts = np.ascontiguousarray(to_host(cuts_padded), dtype=np.float64)
+    n_cuts = np.asarray(to_host(n_cuts), dtype=np.int64)
+    d = n_cuts.shape[0]
+    if cuts.shape != (d, CUT_COLUMNS):
+        raise ValueError(f"the cut matrix must be ({d}, {CUT_COLUMNS}), got {cuts.shape}")
+    used = np.arange(CUT_COLUMNS)[None, :] < n_cuts[:, None]
+    if np.any(n_cuts < 0) or np.any(n_cuts > CUT_COLUMNS):
+        raise ValueError(f"cut counts must be in [0, {CUT_COLUMNS}]")
+    if not np.all(np.isposinf(cuts[~used])):
+        raise ValueError("the cut matrix must be padded with +inf after each feature's cuts")
+    if np.any(np.isnan(cuts[used])) or np.any((cuts[:, 1:] < cuts[:, :-1]) & used[:, 1:]):
+        raise ValueError("each feature's cut points must be ascending numbers")
+    return cuts
 
 
 @dataclass(frozen=True)
@@ -393,7 +414,7 @@ class Backend(Protocol):
         X : ndarray of shape (n_samples, n_features), float32 or float64
             NaN marks a missing value (bin 255).
         cuts_padded : ndarray of shape (n_features, 254), float64
-            Each feature's sorted cut points, padded with +inf.
+            Each feature's sorted cut points, padded with +inf (``cut_matrix`` checks it).
         n_cuts : ndarray of shape (n_features,), int64
             Cut points of each feature.
 

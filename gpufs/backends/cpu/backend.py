@@ -17,7 +17,7 @@ from ..._threading import current_limit
 from ..._types import HIST_DTYPE, N_HIST_BINS, ROW_INDEX_DTYPE, X_BINNED_DTYPE, read_only
 from ...rules._categorical import CAT_WORDS
 from ...rules._hist_layout import split_input, tree_layout
-from ..base import LevelResult, SplitPlan, best_splits, kernel_for
+from ..base import LevelResult, SplitPlan, best_splits, cut_matrix, kernel_for
 from ._args import (
     Decisions,
     FixedScales,
@@ -384,7 +384,7 @@ class CPUBackend:
             X = X.astype(np.float64)
         X = np.ascontiguousarray(X)
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE)
-        _bin_transform(read_only(X), cuts_padded, np.asarray(n_cuts, np.int64), out)
+        _bin_transform(read_only(X), cut_matrix(cuts_padded, n_cuts), out)
         return out
 
     # --- gradients ------------------------------------------------------------------------

@@ -54,7 +54,7 @@ from ..._types import (
     X_BINNED_DTYPE,
 )
 from ...rules._hist_layout import split_input, tree_layout
-from ..base import best_splits, kernel_for
+from ..base import best_splits, cut_matrix, kernel_for
 from . import launch_rules
 from .device import (  # noqa: F401
     KERNEL_MAX_DYNAMIC_SHARED,
@@ -206,8 +206,7 @@ class GPUBackend(DeviceMixin):
         """Float X (n, d) -> uint8 bins (n, d) with the cut matrix (d, 254), +inf padded."""
         with self._phase("bin_transform"):
             X = self._float_input(X)
-            cuts = self._upload("cuts", cuts_padded, np.float64)
-            nc = self._upload("n_cuts", n_cuts, np.int64)
+            cuts = self._upload("cuts", cut_matrix(cuts_padded, n_cuts), np.float64)
             out = self._alloc(X.shape, X_BINNED_DTYPE, "the binned matrix")
             if X.size:
                 threads = 256 if self._cupy else 32
@@ -218,7 +217,6 @@ class GPUBackend(DeviceMixin):
                     threads,
                     X,
                     cuts,
-                    nc,
                     out,
                 )
             return out
