@@ -294,3 +294,15 @@ def test_a_cut_matrix_that_is_not_inf_padded_is_refused():
     unsorted[9, :2] = unsorted[9, 1::-1]
     with pytest.raises(ValueError, match="ascending"):
         BACKEND.bin_transform(X, unsorted, n_cuts)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (255, 7), (257, 300), (3000, 5)])
+def test_columns_of_is_the_transpose(shape):
+    """The column-major copy the partition and column-wise histograms read, at block edges
+    (``binning.COLUMN_ROWS`` rows a task) and on empty and one-cell matrices."""
+    from gpufs.backends.cpu.binning import _columns_of
+
+    Xb = np.random.default_rng(1).integers(0, 256, size=shape, dtype=np.uint8)
+    out = np.full(shape[::-1], 7, np.uint8)
+    _columns_of(Xb, out)
+    np.testing.assert_array_equal(out, Xb.T)
