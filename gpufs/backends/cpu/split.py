@@ -133,7 +133,11 @@ def _row_bins(col, rr, rg, rh, m, nb, width, acc, bits, hist_c, kept, dense):
     return c
 
 
-@njit(cache=True)
+# numpy's error model: a division by zero gives inf or NaN, as on the GPU, instead of raising.
+# The scans divide only by positive numbers (the validity checks come first), so no result
+# changes; the check before each division, a branch the compiler kept in the scan's inner
+# loop, is gone (8 x 56 features x 255 bins: 1.93 -> 1.76 ms).
+@njit(cache=True, error_model="numpy")
 def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
     """The best split of the (slot, feature) pairs a .. b - 1 (pair p: slot p // n_feats,
     feature feats[p % n_feats]) into ``pf`` (``PerFeature``, (n_slots, n_features) each).
