@@ -14,6 +14,7 @@ from gpufs.engine.quantize import (
     correctly_rounded_sum,
     exact_mean,
     exact_sum,
+    exact_sum_words,
     fixed_point_scale,
     pack,
     prepare_gradients,
@@ -221,3 +222,41 @@ def test_prepare_gradients_with_zero_gradients():
     prep = prepare_gradients(CPU, np.zeros(n), np.ones(n), None, divisor=True)
     assert prep.g_scale == 1.0 and prep.G_q == 0 and (prep.gh[:, 0] == 0).all()
     assert prep.gain_divisor == 1.0  # nothing to divide by: the gains are 0
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-9, 1.0, 1e9, 1e300])
+def test_host_word_sums_are_the_array_formula(scale):
+    """The compiled one-pass word sums of host arrays (``exact_sum_words``' numpy path) give
+    the words of the array formula it replaced, on magnitudes from tiny to huge, strided and
+    read-only input included."""
+    from gpufs.engine.quantize import _sum_factors
+
+    rng = np.random.default_rng(11)
+    a = rng.standard_cauchy(100_001) * scale
+    a[::7] = 0.0
+    a[3] = -a[5]
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    for x in (a, a[::3], frozen):
+        max_abs, n = float(np.abs(x).max()), x.shape[0]
+        f1, f2, low_scale, _, _ = _sum_factors(max_abs, n)
+        y = (x * f1) * f2
+        hi = np.rint(y)
+        lo = np.rint((y - hi) * low_scale)
+        want = (int(hi.astype(np.int64).sum()), int(lo.astype(np.int64).sum()))
+        assert exact_sum_words(x, max_abs, n) == want
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[0.0], [-0.0, 0.0], [1.0, -3.0, 2.0], [1.0, np.nan, 5.0], [np.inf, 1.0], [-np.inf, np.nan]],
+)
+def test_host_max_abs_is_numpys(values):
+    """``exact_sum``'s compiled largest magnitude on the host: numpy's ``abs(a).max()``, NaN
+    and infinities included (they decide ``exact_sum``'s non-finite result)."""
+    from gpufs.backends.cpu.objective import host_max_abs
+
+    a = np.array(values * 3)
+    want = float(np.abs(a).max())
+    got = host_max_abs(a)
+    assert (math.isnan(got) and math.isnan(want)) or got == want

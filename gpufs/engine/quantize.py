@@ -14,8 +14,11 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 from .._device import namespace_of, to_host
 from .._types import QGRAD_DTYPE
+from ..backends.cpu.objective import host_max_abs, host_word_sums
 
 _HEADROOM_BITS = 62
 
@@ -159,7 +162,7 @@ def exact_sum(a) -> float:
     n = int(a.shape[0])
     if n == 0:
         return 0.0
-    max_abs = float(xp.abs(a).max())
+    max_abs = host_max_abs(a) if xp is np else float(xp.abs(a).max())
     if not math.isfinite(max_abs):  # what any order of float additions gives
         return nonfinite_sum(
             bool(xp.isnan(a).any()), bool((a == math.inf).any()), bool((a == -math.inf).any())
@@ -193,6 +196,8 @@ def exact_sum_words(a, max_abs: float, n: int) -> tuple[int, int]:
     """
     xp = namespace_of(a)
     f1, f2, low_scale, _, _ = _sum_factors(max_abs, n)
+    if xp is np:  # the same words in one compiled pass (about 8x faster at 1M values)
+        return host_word_sums(a, f1, f2, low_scale)
     x = (a * f1) * f2
     hi = xp.rint(x)
     lo = xp.rint((x - hi) * low_scale)

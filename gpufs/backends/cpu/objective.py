@@ -12,6 +12,7 @@ from numba import njit, prange
 from numba.core import types
 from numba.extending import intrinsic
 
+from ..._types import read_only
 from ...rules import _exactmath
 from ._device_fns import ROW_BLOCK
 
@@ -135,6 +136,48 @@ def _quantize_par(g, h, w, unit_hessian, fp, gh, sums):
 def _quantize_ser(g, h, w, unit_hessian, fp, gh, sums):
     for c in range(sums.shape[0]):
         _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums)
+
+
+@njit(cache=True, error_model="numpy")
+def _word_sums(a, f1, f2, low_scale):
+    """``engine.quantize.exact_sum_words`` of a (n,) float64 on the host in one pass: the int64
+    sums of ``two_word((a[i] * f1) * f2, low_scale)``'s high and low words (the numpy form
+    made seven passes and four temporary arrays; integer sums, so the same result)."""
+    hi_sum = np.int64(0)
+    lo_sum = np.int64(0)
+    for i in range(a.shape[0]):
+        u, v = _two_word((a[i] * f1) * f2, low_scale)
+        hi_sum += u
+        lo_sum += v
+    return hi_sum, lo_sum
+
+
+@njit(cache=True, error_model="numpy")
+def _max_abs(a):
+    """max |a[i]| of a (n,) float64, NaN when a value is NaN (as numpy's ``abs(a).max()``)."""
+    m = 0.0
+    nan = False
+    for i in range(a.shape[0]):
+        x = abs(a[i])
+        m = x if x > m else m
+        nan |= x != x
+    return np.nan if nan else m
+
+
+def host_max_abs(a):
+    """``_max_abs`` of any host array of floats (flattened; one compiled signature)."""
+    return float(_max_abs(read_only(_host_vector(a))))
+
+
+def _host_vector(a):
+    return np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(-1))
+
+
+def host_word_sums(a, f1, f2, low_scale):
+    """``_word_sums`` of any host array of floats (flattened; one compiled signature: a
+    C-ordered, read-only float64 vector)."""
+    hi_sum, lo_sum = _word_sums(read_only(_host_vector(a)), float(f1), float(f2), float(low_scale))
+    return int(hi_sum), int(lo_sum)
 
 
 # --- one round's gradients and losses ------------------------------------------------------
