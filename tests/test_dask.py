@@ -34,6 +34,7 @@ pd = pytest.importorskip("pandas")
 
 from distributed import Client, LocalCluster  # noqa: E402
 
+from _forkserver_workers import workers_from_a_forkserver  # noqa: E402
 from gpufs import ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor
 from gpufs._device import gpu_available
 from gpufs.dask import (
@@ -52,26 +53,11 @@ from gpufs.engine.quantize import exact_sum, exact_sum_words
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _workers_from_a_forkserver_with_gpufs_imported():
-    """Worker processes forked from a forkserver that imported gpufs once, not spawned: each
-    spawned worker imported distributed, numba and gpufs itself, ~3 s of CPU a start, and this
-    module starts 14 (7 of them the nannies' restarts of killed workers). The forkserver is a
-    fresh interpreter (not a fork of pytest), its gpufs unused: what a worker holds of a fit
-    still comes to it only through Dask. Set for the whole module: a killed worker's restart
-    reads the setting then."""
-    import multiprocessing
-    import multiprocessing.forkserver
-
-    from distributed.utils import get_mp_context
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():  # Windows: spawn
-        yield
-        return
-    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
-        ctx = get_mp_context()  # distributed's own preload list (set on its first call)
-        server = multiprocessing.forkserver._forkserver
-        preload = list(getattr(server, "_preload_modules", None) or ["distributed"])
-        ctx.set_forkserver_preload(preload + ["gpufs", "gpufs.dask"])
+def _workers_from_a_forkserver():
+    """The module starts 14 workers (2 + 4 + 1, and 7 restarts of killed workers): each
+    forked from a forkserver that imported gpufs once (``_forkserver_workers``), not spawned
+    to import it again."""
+    with workers_from_a_forkserver():
         yield
 
 
