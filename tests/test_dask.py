@@ -560,8 +560,15 @@ def test_controlburn_near_copy_rule_on_the_cluster(client):
         ]
     )
     y = 3 * z[:, 0] + 0.7 * z[:, 1] + 0.3 * rng.randn(m)
+    # a small refit of the user's, on the driver: the rule is the forest's and the lasso's (the
+    # default refit, on the cluster, is test_controlburn_regressor_weights')
     kw = dict(
-        n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=1, reweight_steps=0
+        n_features_to_select=2,
+        max_depth=3,
+        max_trees_per_round=6,
+        random_state=1,
+        reweight_steps=0,
+        refit_estimator=GBFSRegressor(n_estimators=5, max_depth=2),
     )
     ref = ControlBurnRegressor(**kw).fit(X, y)
     est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, 200))
