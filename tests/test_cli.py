@@ -1,8 +1,11 @@
 """The ``gpufs`` command line: the demo, ``select`` on CSV and Parquet with each method,
 ``explain``, and the rules that it never destroys data and reports user errors in one line.
 
-The end-to-end cases run ``python -m gpufs`` in a subprocess, as a user would; the refusal
-rules, which never reach a fit, call ``gpufs.cli.main`` in this process.
+What needs a real process runs ``python -m gpufs`` in a subprocess, as a user would: the
+entry point, ``--debug``'s traceback, terminals and signals. The rest (``select`` end to end,
+``explain``, the refusal rules) calls ``gpufs.cli.main`` in this process, with its stdout and
+stderr captured: the same code from argument parsing to the exit status, without a fresh
+interpreter's start-up (imports and kernel loads, seconds each) per command.
 """
 
 import json
@@ -10,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -42,6 +46,25 @@ def _gpufs(*args, cwd, timeout=300):
         text=True,
         timeout=timeout,
     )
+
+
+class _Ran(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run_main(*args, cwd, monkeypatch, capsys):
+    """``gpufs ARGS`` run in this process in ``cwd``, as ``_gpufs`` runs it in a fresh one:
+    its status (argparse's exit too), stdout and stderr (captured, so not terminals)."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()  # what earlier steps printed is not this command's
+    try:
+        status = main(list(args))
+    except SystemExit as exc:
+        status = exc.code
+    out = capsys.readouterr()
+    return _Ran(status, out.out, out.err)
 
 
 def _planted(n=600, seed=0):
@@ -87,10 +110,12 @@ def test_version_comes_from_the_package_metadata(tmp_path):
 
 
 # --- select, end to end ---------------------------------------------------------------------
-def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tmp_path):
+def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(
+    tmp_path, monkeypatch, capsys
+):
     df = _planted()
     df.to_csv(tmp_path / "in.csv", index=False)
-    proc = _gpufs(
+    proc = _run_main(
         "select",
         "in.csv",
         "--target",
@@ -112,6 +137,8 @@ def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tm
         "--save-model",
         "model.json",
         cwd=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # not a terminal: no progress bar, no warnings
@@ -139,7 +166,9 @@ def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tm
     assert {"read", "fit", "write", "total"} <= set(timings)
     assert timings["total"] >= timings["fit"] > 0
 
-    explained = _gpufs("explain", "model.json", cwd=tmp_path)
+    explained = _run_main(
+        "explain", "model.json", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
     assert explained.returncode == 0, explained.stderr
     assert "GBFSClassifier, 6 features in, 2 selected" in explained.stdout
     assert _ranked(explained.stdout.split("selection record")[0]) == names
@@ -149,11 +178,11 @@ def test_select_csv_gbfs_writes_the_table_the_report_and_an_explainable_model(tm
 
 
 @pytest.mark.parametrize("method", ["controlburn", "stagewise"])
-def test_select_parquet_with_the_other_methods(tmp_path, method):
+def test_select_parquet_with_the_other_methods(tmp_path, monkeypatch, capsys, method):
     pytest.importorskip("pyarrow")
     df = _planted(seed=1).drop(columns=["note"])
     df.to_parquet(tmp_path / "in.parquet", index=False)
-    proc = _gpufs(
+    proc = _run_main(
         "select",
         "in.parquet",
         "--target",
@@ -173,6 +202,8 @@ def test_select_parquet_with_the_other_methods(tmp_path, method):
         "--save-model",
         "model.json",
         cwd=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
     )
     assert proc.returncode == 0, proc.stderr
     names = _ranked(proc.stdout)
@@ -181,7 +212,9 @@ def test_select_parquet_with_the_other_methods(tmp_path, method):
     pd.testing.assert_frame_equal(out, df[names + ["label"]])
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["method"] == method and [s["name"] for s in report["selected"]] == names
-    explained = _gpufs("explain", "model.json", cwd=tmp_path)
+    explained = _run_main(
+        "explain", "model.json", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
     assert explained.returncode == 0, explained.stderr
     assert _ranked(explained.stdout)[:2] == names
     if method == "controlburn":
@@ -193,12 +226,12 @@ def test_select_parquet_with_the_other_methods(tmp_path, method):
         assert all(s["score"] > 0 for s in report["selected"])
 
 
-def test_a_regression_target_is_detected(tmp_path):
+def test_a_regression_target_is_detected(tmp_path, monkeypatch, capsys):
     pytest.importorskip("pyarrow")
     df = _planted(seed=2).drop(columns=["note", "label", "id"])
     df["price"] = 3.0 * df["c1"] + 0.1 * np.random.default_rng(0).normal(size=len(df))
     df.to_parquet(tmp_path / "in.parquet", index=False)
-    proc = _gpufs(
+    proc = _run_main(
         "select",
         "in.parquet",
         "--target",
@@ -210,6 +243,8 @@ def test_a_regression_target_is_detected(tmp_path):
         "--device",
         "cpu",
         cwd=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("regression, stagewise: selected 1 of 6 columns")
@@ -908,14 +943,24 @@ def test_progress_needs_both_streams_on_a_terminal_and_no_flag(
 
 
 # --- issue 26: nothing silent, nothing half-said ---------------------------------------------
-def test_a_target_near_the_float64_limit_is_one_error_line(tmp_path):
+def test_a_target_near_the_float64_limit_is_one_error_line(tmp_path, monkeypatch, capsys):
     """The task detection's RuntimeWarnings (scikit-learn's type_of_target casting 1e308)
     used to print two lines each before the error."""
     rng = np.random.default_rng(0)
     df = pd.DataFrame(rng.normal(size=(60, 3)), columns=["a", "b", "c"])
     df["y"] = rng.uniform(-1, 1, 60) * 1.7e308
     df.to_csv(tmp_path / "big.csv", index=False)
-    proc = _gpufs("select", "big.csv", "--target", "y", "--device", "cpu", cwd=tmp_path)
+    proc = _run_main(
+        "select",
+        "big.csv",
+        "--target",
+        "y",
+        "--device",
+        "cpu",
+        cwd=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
     assert proc.returncode == 2, proc.stderr
     line = _one_error_line(proc.stderr)
     assert "overflow float64" in line and "y runs from" in line and " inf " not in line
@@ -1067,13 +1112,13 @@ def test_an_unwritable_output_folder_is_refused_before_the_fit(tmp_path, monkeyp
         assert f"{option} {name}: cannot write in the folder" in line and "Permission" in line
 
 
-def test_names_from_a_strangers_table_reach_the_terminal_escaped(tmp_path):
+def test_names_from_a_strangers_table_reach_the_terminal_escaped(tmp_path, monkeypatch, capsys):
     """Escape sequences in column names (a stranger's CSV, or model file) were printed as
     they are by select and explain: they could recolour, retitle or clear the terminal."""
     evil = "\x1b]0;pwned\x07\x1b[2J\x1b[31mc2\r\nfake line\u202e"
     df = _planted().rename(columns={"c2": evil})
     df.to_csv(tmp_path / "in.csv", index=False)
-    proc = _gpufs(
+    proc = _run_main(
         "select",
         "in.csv",
         "--target",
@@ -1089,11 +1134,13 @@ def test_names_from_a_strangers_table_reach_the_terminal_escaped(tmp_path):
         "--save-model",
         "m.json",
         cwd=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
     )
     assert proc.returncode == 0, proc.stderr
     shown = r"\x1b]0;pwned\x07\x1b[2J\x1b[31mc2\r\nfake line\u202e"
     assert shown in proc.stdout
-    proc2 = _gpufs("explain", "m.json", cwd=tmp_path)
+    proc2 = _run_main("explain", "m.json", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
     assert proc2.returncode == 0, proc2.stderr
     assert shown in proc2.stdout
     for out in (proc.stdout, proc.stderr, proc2.stdout, proc2.stderr):

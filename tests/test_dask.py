@@ -34,6 +34,7 @@ pd = pytest.importorskip("pandas")
 
 from distributed import Client, LocalCluster  # noqa: E402
 
+from _forkserver_workers import workers_from_a_forkserver  # noqa: E402
 from gpufs import ControlBurnClassifier, ControlBurnRegressor, GBFSClassifier, GBFSRegressor
 from gpufs._device import gpu_available
 from gpufs.dask import (
@@ -49,6 +50,15 @@ from gpufs.dask._reduce import children, depth
 from gpufs.dask._rows import ShardRows
 from gpufs.engine.binning import BinMapper
 from gpufs.engine.quantize import exact_sum, exact_sum_words
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers_from_a_forkserver():
+    """The module starts 14 workers (2 + 4 + 1, and 7 restarts of killed workers): each
+    forked from a forkserver that imported gpufs once (``_forkserver_workers``), not spawned
+    to import it again."""
+    with workers_from_a_forkserver():
+        yield
 
 
 def _cluster(n_workers):
@@ -550,8 +560,15 @@ def test_controlburn_near_copy_rule_on_the_cluster(client):
         ]
     )
     y = 3 * z[:, 0] + 0.7 * z[:, 1] + 0.3 * rng.randn(m)
+    # a small refit of the user's, on the driver: the rule is the forest's and the lasso's (the
+    # default refit, on the cluster, is test_controlburn_regressor_weights')
     kw = dict(
-        n_features_to_select=2, max_depth=3, max_trees_per_round=6, random_state=1, reweight_steps=0
+        n_features_to_select=2,
+        max_depth=3,
+        max_trees_per_round=6,
+        random_state=1,
+        reweight_steps=0,
+        refit_estimator=GBFSRegressor(n_estimators=5, max_depth=2),
     )
     ref = ControlBurnRegressor(**kw).fit(X, y)
     est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, 200))

@@ -12,6 +12,7 @@ The build is skipped only where the docs toolchain (Sphinx, numpydoc) is not ins
 ``test`` and ``docs`` extras install it, so CI builds the docs.
 """
 
+import contextlib
 import doctest
 import glob
 import importlib
@@ -233,13 +234,18 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
 def test_docs_page_examples(page, monkeypatch, tmp_path):
     pytest.importorskip("pandas")  # the examples load data sets as DataFrames
     monkeypatch.chdir(tmp_path)  # an example that writes a file writes it here
-    result = doctest.testfile(
-        os.path.join(DOCS, page),
-        module_relative=False,
-        optionflags=FLAGS,
-        verbose=False,
-        report=True,
-    )
+    with contextlib.ExitStack() as stack:
+        if page == os.path.join("guide", "dask.rst"):  # its Client() starts 2 workers
+            from _forkserver_workers import workers_from_a_forkserver
+
+            stack.enter_context(workers_from_a_forkserver())
+        result = doctest.testfile(
+            os.path.join(DOCS, page),
+            module_relative=False,
+            optionflags=FLAGS,
+            verbose=False,
+            report=True,
+        )
     assert result.failed == 0
     # then the page's shell examples, in the same folder (they may read what it wrote)
     for _, code in _named(_rst_blocks(os.path.join(DOCS, page)), page, "bash"):
