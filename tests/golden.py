@@ -64,6 +64,7 @@ def _gbfs_cases():
                 n_features_to_select=3,
                 n_estimators=25,
                 random_state=0,
+                pool_ranking="gain",  # the pinned trees are the training-gain rule's
             ),
             Xr,
             yr,
@@ -97,7 +98,13 @@ def _gbfs_cases():
             {},
         ),
         "gbfs_multiclass_k4": (
-            GBFSClassifier(n_features_to_select=4, n_estimators=10, max_depth=3, random_state=0),
+            GBFSClassifier(
+                n_features_to_select=4,
+                n_estimators=10,
+                max_depth=3,
+                random_state=0,
+                pool_ranking="gain",
+            ),
             Xm,
             ym,
             {},

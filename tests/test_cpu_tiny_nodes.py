@@ -167,6 +167,8 @@ def test_tiny_nodes_exact_k_and_categorical(monkeypatch):
     y = X["x0"].to_numpy() + (X["c"].cat.codes.to_numpy() % 3) + 0.1 * rng.normal(size=n)
 
     def make():
-        return GBFSRegressor(n_estimators=15, max_depth=4, n_features_to_select=3, device="cpu")
+        return GBFSRegressor(
+            n_estimators=15, max_depth=4, n_features_to_select=3, device="cpu", random_state=0
+        )
 
     _same_trees(*_fits(monkeypatch, make, X, y))

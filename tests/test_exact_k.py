@@ -117,7 +117,8 @@ def test_classifier_multiclass_exact_k_uses_exactly_the_chosen():
     assert len(chosen) == 4 and set(est.selected_features_.tolist()) == set(chosen)
     assert _split_features(est) == set(chosen) and {0, 1, 2} <= set(chosen)
     grown = est.selection_pool_["trees_grown"]
-    assert set(grown) == {"probes", "pool", "final"} and grown["final"] > 0
+    # the default held-out ranking adds its ranking fit (issue 35)
+    assert set(grown) == {"probes", "pool", "heldout", "final"} and grown["final"] > 0
 
 
 def test_selection_frequency_from_half_row_refits():

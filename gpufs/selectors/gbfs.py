@@ -111,7 +111,7 @@ class _BaseGBFS(SelectorBase):
         n_features_to_select=None,
         tol=None,
         stability_rounds=0,
-        pool_ranking="gain",
+        pool_ranking="heldout",
         split_search="exact",
         gt_s=None,
         gt_delta=0.05,
@@ -630,16 +630,20 @@ _PARAMS_DOC = (
         (stability selection, Meinshausen and Buhlmann, JRSS-B 2010). The k chosen are then
         those of the pool chosen most often (``selection_frequency_``; gain breaks ties).
         Costs B fits of half the rows; 0: no refits, ``selection_frequency_`` is None.
-    pool_ranking : {"gain", "heldout"}, default="gain"
-        With ``n_features_to_select``: how the pool is ranked. "gain": everything on all the
-        rows, ranked by the training gain (the final fit resumes from the pool fit).
-        "heldout" (for tables with many-level categorical or id-like columns, which training
-        gain favours; it costs one more fit, and on a planted GT-GBM table it chose a noise
-        column that "gain" did not, so it is not the default): the search and the
-        pool fit run on 70 % of the rows (a seeded draw) and each pool feature is ranked by
-        what it saves on the other 30 %, rows its splits did not see (the pool model's loss
-        there with the feature's column permuted, minus its loss as is); the final fit then
-        grows on all the rows. See ``docs/guide/gbfs.rst``.
+    pool_ranking : {"heldout", "gain"}, default="heldout"
+        With ``n_features_to_select``: how the pool is ranked. "heldout": by what each pool
+        feature saves on held-out rows: a ranking fit at the pool's price, on the pool's
+        features only and on a seeded 70 % of the rows, is scored on the other 30 % with
+        each feature's column permuted (the loss there minus the loss as is;
+        ``selection_pool_["heldout_gain"]`` and ``["heldout_se"]``), less 2 standard errors
+        of that saving (a lower confidence bound; equal bounds by training gain).
+        Training split gain favours columns with many cut points (many-level categories,
+        id-like integers, continuous noise), held-out savings do not (Strobl et al., BMC
+        Bioinformatics 2007). It costs the ranking fit (on ``2 * k`` columns) and the
+        permutations. "gain": by the total split gain of the pool fit (the default of
+        0.2.0; faster). The search, the pool fit and the final fit (resumed from the pool
+        fit) run on all the rows either way. The Dask estimators support "gain" only. See
+        ``docs/guide/gbfs.rst``.
     split_search : {"exact", "group_testing"}, default="exact"
         How a tree finds features not used yet. "exact": every split search scores every
         feature. "group_testing" (GT-GBM, Algorithm 2 of Han et al., AISTATS 2020): before
