@@ -18,7 +18,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._device import to_host
+from .._device import namespace_of, to_host
 from ..rules import _categorical, _level
 from ..rules._categorical import CAT_WORDS, MAX_CAT_TO_ONEHOT
 from ..rules._gain import CUT_COLUMNS
@@ -81,6 +81,51 @@ def kernel_for(kernels, objective):
         raise ValueError(
             f"no kernel for objective {objective!r}; expected one of {sorted(kernels)}"
         ) from None
+
+
+def largest_magnitude(a) -> float:
+    """max |a| of an array of floats (numpy or cupy, any shape), NaN when a value is NaN.
+
+    Parameters
+    ----------
+    a : ndarray, float64
+
+    Returns
+    -------
+    float
+    """
+    if isinstance(a, np.ndarray):  # one compiled pass, no temporary
+        from .cpu.objective import host_max_abs  # here: the CPU backend imports this module
+
+        return host_max_abs(a)
+    return float(namespace_of(a).abs(a).max())
+
+
+def word_sums(a, f1, f2, low_scale) -> tuple[int, int]:
+    """The int64 sums of the two words ``hi = rint(x)``, ``lo = rint((x - hi) * low_scale)``
+    of ``x = (a * f1) * f2`` (``engine.quantize.exact_sum_words``); integer sums, so the same
+    on every device and in any order.
+
+    Parameters
+    ----------
+    a : ndarray, float64
+        Finite values, numpy or cupy.
+    f1, f2, low_scale : float
+        Powers of two (``quantize._sum_factors``).
+
+    Returns
+    -------
+    hi_sum, lo_sum : int
+    """
+    if isinstance(a, np.ndarray):  # one compiled pass (the array form: seven, 14x slower)
+        from .cpu.objective import host_word_sums  # here: the CPU backend imports this module
+
+        return host_word_sums(a, f1, f2, low_scale)
+    xp = namespace_of(a)
+    x = (a * f1) * f2
+    hi = xp.rint(x)
+    lo = xp.rint((x - hi) * low_scale)
+    return int(hi.astype(np.int64).sum()), int(lo.astype(np.int64).sum())
 
 
 def cut_matrix(cuts_padded, n_cuts):

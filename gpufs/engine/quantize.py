@@ -14,11 +14,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numpy as np
-
 from .._device import namespace_of, to_host
 from .._types import QGRAD_DTYPE
-from ..backends.cpu.objective import host_max_abs, host_word_sums
+from ..backends.base import largest_magnitude, word_sums
 
 _HEADROOM_BITS = 62
 
@@ -162,7 +160,7 @@ def exact_sum(a) -> float:
     n = int(a.shape[0])
     if n == 0:
         return 0.0
-    max_abs = host_max_abs(a) if xp is np else float(xp.abs(a).max())
+    max_abs = largest_magnitude(a)
     if not math.isfinite(max_abs):  # what any order of float additions gives
         return nonfinite_sum(
             bool(xp.isnan(a).any()), bool((a == math.inf).any()), bool((a == -math.inf).any())
@@ -194,14 +192,8 @@ def exact_sum_words(a, max_abs: float, n: int) -> tuple[int, int]:
     hi_sum, lo_sum : int
         The sums of the high and the low words of ``a``'s values.
     """
-    xp = namespace_of(a)
     f1, f2, low_scale, _, _ = _sum_factors(max_abs, n)
-    if xp is np:  # the same words in one compiled pass (about 8x faster at 1M values)
-        return host_word_sums(a, f1, f2, low_scale)
-    x = (a * f1) * f2
-    hi = xp.rint(x)
-    lo = xp.rint((x - hi) * low_scale)
-    return int(hi.astype(QGRAD_DTYPE).sum()), int(lo.astype(QGRAD_DTYPE).sum())
+    return word_sums(a, f1, f2, low_scale)
 
 
 def exact_sum_from_words(hi_sum: int, lo_sum: int, max_abs: float, n: int) -> float:

@@ -3,18 +3,14 @@
 1. Price: the ``mu`` search (``_mu_search``) brackets the largest price at which 2 k features
    enter within half the rounds (steps of 8, at most four probes) and takes its lower end.
 2. Over-admit: the pool fit runs at that price over all rounds without a budget.
-3. Choose: the k pool features that save most on held-out rows, per unit of cost
-   (``pool_ranking="heldout"``, ``rank_by_heldout``): a ranking fit at the pool's price, on a
-   seeded 70 % of the rows and on the pool's features only, and ``heldout_permutation_gains``
-   on the other 30 %; the pool is ranked by the saving's lower bound, the saving minus
-   ``HELDOUT_Z`` standard errors (equal bounds by training gain). ``"gain"``: by training gain alone
-   (split gains on the rows that chose the splits favour many-valued columns). With
-   ``stability_rounds``, by selection frequency first.
-4. Refit at the same price on the k chosen only, resumed from the pool fit where the first
+3. Choose: by held-out saving (``pool_ranking="heldout"``, ``rank_by_heldout``: a ranking fit
+   on a seeded 70 % of the rows and the pool's features, permutations on the other 30 %, the
+   saving less ``HELDOUT_Z`` standard errors), or by training gain (``"gain"``), per unit of
+   cost; with ``stability_rounds``, by selection frequency first.
+4. Refit at the same price on the k chosen, resumed from the pool fit where the first
    left-out feature entered; again at ``mu = 0`` if a chosen one did not enter.
 5. Fill (``fill_candidates``): fewer than k in the model: the best remaining root splits.
-Why: the budget alone keeps the first k to enter, and a noise column that wins one split in a
-small deep node before a weak signal's turn keeps its slot (``docs/guide/gbfs.rst``).
+Why: see ``docs/guide/gbfs.rst`` (the budget alone keeps the first k to enter).
 """
 
 from __future__ import annotations

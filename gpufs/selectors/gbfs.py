@@ -633,7 +633,8 @@ _PARAMS_DOC = (
     pool_ranking : {"heldout", "gain"}, default="heldout"
         With ``n_features_to_select``: how the pool is ranked. "heldout": by what each pool
         feature saves on held-out rows: a ranking fit at the pool's price, on the pool's
-        features only and on a seeded 70 % of the rows, is scored on the other 30 % with
+        features only and on 70 % of the rows drawn from ``random_state`` (None: a new draw,
+        so possibly another selection, at every fit), is scored on the other 30 % with
         each feature's column permuted (the loss there minus the loss as is;
         ``selection_pool_["heldout_gain"]`` and ``["heldout_se"]``), less 2 standard errors
         of that saving (a lower confidence bound; equal bounds by training gain).

@@ -165,7 +165,16 @@ def _max_abs(a):
 
 
 def host_max_abs(a):
-    """``_max_abs`` of any host array of floats (flattened; one compiled signature)."""
+    """``_max_abs`` of any host array of floats (flattened; one compiled signature).
+
+    Parameters
+    ----------
+    a : ndarray, float
+
+    Returns
+    -------
+    float
+    """
     return float(_max_abs(read_only(_host_vector(a))))
 
 
@@ -175,7 +184,18 @@ def _host_vector(a):
 
 def host_word_sums(a, f1, f2, low_scale):
     """``_word_sums`` of any host array of floats (flattened; one compiled signature: a
-    C-ordered, read-only float64 vector)."""
+    C-ordered, read-only float64 vector).
+
+    Parameters
+    ----------
+    a : ndarray, float
+    f1, f2, low_scale : float
+        Powers of two (``engine.quantize._sum_factors``).
+
+    Returns
+    -------
+    hi_sum, lo_sum : int
+    """
     hi_sum, lo_sum = _word_sums(read_only(_host_vector(a)), float(f1), float(f2), float(low_scale))
     return int(hi_sum), int(lo_sum)
 
