@@ -116,6 +116,13 @@ def test_stacked_arrays_are_cached_until_the_next_append():
     s2 = ens.stacked()
     assert s2 is not s1 and s2["feature"].shape == (2, 7)
     assert ens.stacked(1)["feature"].shape == (1, 7)  # a slice is never the cached whole
+    # ``stop`` at the last tree is the whole ensemble: the cached arrays, not a new stack
+    # (exact k's permutations predict with stop=n_trees hundreds of times)
+    assert ens.stacked(0, 2) is s2 and ens.stacked(0, 5) is s2
+    assert ens.stacked(0, 1)["feature"].shape == (1, 7)
+    Xb = np.zeros((3, 2), np.uint8)
+    np.testing.assert_array_equal(ens.predict_binned(Xb, CPU, 0, 2), ens.predict_binned(Xb, CPU))
+    assert ens._arrays_for(CPU, 0, 2) is ens._arrays_for(CPU)
 
 
 def test_pickle_keeps_the_trees_and_drops_the_caches():

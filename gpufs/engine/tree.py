@@ -206,6 +206,7 @@ class TreeEnsemble:
             ``"tree_column"``, an int32 ndarray of shape (n_trees,). The whole ensemble's
             arrays are kept until the next ``append``.
         """
+        stop = _whole(self, stop)
         if start == 0 and stop is None and self._stacked is not None:
             return self._stacked
         trees = self.trees[start:stop]
@@ -226,6 +227,7 @@ class TreeEnsemble:
     def _arrays_for(self, backend, start=0, stop=None) -> dict:
         """The stacked arrays on ``backend``'s device; the whole ensemble's are kept per
         backend kind, so repeated predictions copy them to a device once."""
+        stop = _whole(self, stop)
         arrs = self.stacked(start, stop)
         if start or stop is not None:
             return {k: backend.to_device(v) for k, v in arrs.items()}
@@ -695,3 +697,10 @@ def _check_no_overflow(value, col, base, k_out, at):
         np.add.at(bound, col.astype(np.int64), np.abs(value).max(axis=1))
     if not np.isfinite(bound).all():
         at.fail("leaf values so large that a prediction would overflow float64.")
+
+
+def _whole(ensemble, stop):
+    """``stop``, or None when it reaches the last tree: ``trees[:n_trees]`` is the whole
+    ensemble, whose stacked arrays are kept (exact k's permutations predicted 700 trees 361
+    times with ``stop=n_trees`` and stacked them anew each time: 3.7 of an 11 s fit)."""
+    return None if stop is not None and stop >= len(ensemble.trees) else stop
