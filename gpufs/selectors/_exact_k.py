@@ -596,12 +596,13 @@ def heldout_permutation_gains(ensemble, rows, objective, features, seed):
     rng = np.random.default_rng([int(seed), 36])
     n_perm = max(1, min(N_PERMUTATIONS, PERMUTED_ROWS // max(n, 1)))
     perms = [xp.asarray(rng.permutation(n)) for _ in range(n_perm)]
+    Xp = xp.array(rows.Xb, copy=True)  # one copy; each feature's column is put back after
     for f in features:
-        Xp = xp.array(rows.Xb, copy=True)
         diff = np.zeros(n)
         for perm in perms:
             Xp[:, f] = rows.Xb[perm, f]
             diff += terms(DeviceRows(backend, Xp, rows.y, rows.w)) - t0
+        Xp[:, f] = rows.Xb[:, f]
         d = w * diff / len(perms)
         gains[f] = d.sum()
         se[f] = np.sqrt(n / max(n - 1, 1) * ((d - d.mean()) ** 2).sum()) if n > 1 else 0.0
