@@ -535,7 +535,6 @@ class TreeLasso:
         lam_u = lam * u_h
         z = model.image(w, b)
         f = model.value(w, z)
-        idx_all = xp.arange(n)
         n_iter = 0
         while True:
             gw, gb = model.grad(z)
@@ -543,7 +542,7 @@ class TreeLasso:
             if kkt <= tol or n_iter >= max_iter:
                 return w, b, n_iter, kkt <= tol, kkt, f
             n_iter += 1
-            H = np.asarray(to_host(model.hess_sub(idx_all, z)), dtype=np.float64)
+            H = np.asarray(to_host(model.hess_sub(None, z)), dtype=np.float64)
             g = np.asarray(to_host(gw), dtype=np.float64)
             w_h = np.asarray(to_host(w), dtype=np.float64)
             b_h = float(b) if has_b else 0.0
