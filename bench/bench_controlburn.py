@@ -351,11 +351,13 @@ def _lasso_arm(name):
     )
 
 
-def lasso_ab(rows, features, splits, ks, out, log):
+def lasso_ab(rows, features, splits, ks, out, log, arms=("old", "new"), label=None):
     """Issue 35's timing case: a binary ``make_classification`` table (5 informative, 2
     redundant columns), for each split (70 % of the rows) one ``warm_start`` estimator per arm
     and the fits for every k (``splits`` x ``len(ks)`` fits per arm, the forest grown by each
-    arm's first fit of a split), the arms alternating which goes first."""
+    arm's first fit of a split), the arms alternating which goes first. ``arms`` picks the
+    arms to run (one arm: a before/after of two checkouts, each run with its own code on
+    PYTHONPATH); ``label`` is recorded as ``code`` in every record."""
     import warnings
 
     from sklearn.datasets import make_classification
@@ -369,9 +371,9 @@ def lasso_ab(rows, features, splits, ks, out, log):
     records = []
     for s in range(splits):
         idx = np.random.RandomState(s).permutation(rows)[: int(0.7 * rows)]
-        ests = {a: ControlBurnClassifier(warm_start=True, random_state=0) for a in ("old", "new")}
+        ests = {a: ControlBurnClassifier(warm_start=True, random_state=0) for a in arms}
         for i, k in enumerate(ks):
-            for a in ("old", "new") if (i + s) % 2 == 0 else ("new", "old"):
+            for a in arms if (i + s) % 2 == 0 else arms[::-1]:
                 _lasso_arm(a)
                 t = time.perf_counter()
                 with warnings.catch_warnings():
@@ -380,6 +382,7 @@ def lasso_ab(rows, features, splits, ks, out, log):
                 rec = {
                     "bench": "controlburn_lasso_ab",
                     "arm": a,
+                    "code": label,
                     "rows": rows,
                     "features": features,
                     "split": s,
@@ -400,20 +403,92 @@ def lasso_ab(rows, features, splits, ks, out, log):
                     f"{rec['loadavg_1m']:.1f}"
                 )
     _lasso_arm("new")
-    summary = {"bench": "controlburn_lasso_ab", "arm": "summary", "rows": rows, "machine": info}
-    for a in ("old", "new"):
+    summary = {
+        "bench": "controlburn_lasso_ab",
+        "arm": "summary",
+        "code": label,
+        "rows": rows,
+        "machine": info,
+    }
+    for a in arms:
         mine = [r for r in records if r["arm"] == a]
         summary[f"fit_s_{a}"] = sum(r["fit_s"] for r in mine)
         summary[f"select_s_{a}"] = sum(r["fit_times"]["select"] for r in mine)
-    summary["same_selections"] = sum(
-        a["selected"] == b["selected"]
-        for a, b in zip(
-            [r for r in records if r["arm"] == "old"], [r for r in records if r["arm"] == "new"]
+        summary[f"select_share_{a}"] = summary[f"select_s_{a}"] / summary[f"fit_s_{a}"]
+        summary[f"loadavg_1m_mean_{a}"] = float(np.mean([r["loadavg_1m"] for r in mine]))
+    if len(arms) == 2:
+        summary["same_selections"] = sum(
+            a["selected"] == b["selected"]
+            for a, b in zip(
+                [r for r in records if r["arm"] == "old"], [r for r in records if r["arm"] == "new"]
+            )
         )
-    )
     records.append(summary)
     append_records(out, records)
     log(f"  summary {summary}")
+
+
+def sklearn_check(out, log, label=None):
+    """The slowest scikit-learn estimator check on ControlBurn in the suite (issue 38):
+    ``check_sample_weight_equivalence_on_dense_data`` on the test's small classifier, timed
+    after a warm-up fit (no compile inside), with the lasso solves and their iterations. The
+    check itself fails by design (an expected failure in the suite: bootstrap draws)."""
+    import warnings
+
+    from sklearn.datasets import make_classification
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    from gpufs import ControlBurnClassifier, GBFSClassifier
+    from gpufs.lasso import _solver
+
+    def make():
+        return ControlBurnClassifier(
+            max_depth=2,
+            max_trees_per_round=10,
+            random_state=0,
+            refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10),
+        )
+
+    X, y = make_classification(n_samples=60, n_features=5, n_classes=3, n_informative=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make().fit(X, y)
+    solves = []
+    solve = _solver.TreeLasso.solve
+
+    def counted(self, lam, **kw):
+        res = solve(self, lam, **kw)
+        solves.append((res.n_iter, bool(res.converged)))
+        return res
+
+    _solver.TreeLasso.solve = counted
+    try:
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                check_sample_weight_equivalence_on_dense_data("ControlBurnClassifier", make())
+            except AssertionError:
+                pass  # the expected failure
+        check_s = time.perf_counter() - t
+    finally:
+        _solver.TreeLasso.solve = solve
+    rec = {
+        "bench": "controlburn_sklearn_check",
+        "code": label,
+        "check": "check_sample_weight_equivalence_on_dense_data",
+        "check_s": check_s,
+        "solves": len(solves),
+        "iterations": sum(n for n, _ in solves),
+        "not_converged": sum(not c for _, c in solves),
+        "loadavg_1m": os.getloadavg()[0],
+        "machine": machine_info(),
+    }
+    append_records(out, [rec])
+    log(
+        f"sklearn check: {check_s:.1f} s, {rec['solves']} solves, {rec['iterations']} "
+        f"iterations, {rec['not_converged']} not converged, load {rec['loadavg_1m']:.1f}"
+    )
 
 
 def share_ab(rows, out, log):
@@ -524,10 +599,24 @@ def main(argv=None):
     )
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument(
+        "--arms",
+        nargs="+",
+        default=["old", "new"],
+        choices=["old", "new"],
+        help="--lasso-ab's arms to run (default: both)",
+    )
+    ap.add_argument("--label", default=None, help="--lasso-ab, --sklearn-check: recorded as 'code'")
+    ap.add_argument(
         "--share-ab",
         action="store_true",
         help="the k path's searches sharing their common solves or not: breast cancer "
         "(path_k_max=15) and --rows x 12 (path_k_max=10)",
+    )
+    ap.add_argument(
+        "--sklearn-check",
+        action="store_true",
+        help="time scikit-learn's check_sample_weight_equivalence_on_dense_data on the "
+        "suite's small ControlBurnClassifier, with its lasso solves and iterations",
     )
     args = ap.parse_args(argv)
     rows_list = args.rows or [20000]
@@ -538,13 +627,16 @@ def main(argv=None):
     info = machine_info()
     out = args.out or os.path.join(HERE, "results", f"controlburn_{machine_tag(info)}.jsonl")
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    if args.sklearn_check:
+        sklearn_check(out, log, args.label)
+        return
     if args.share_ab:
         for rows in rows_list:
             share_ab(rows, out, log)
         return
     if args.lasso_ab:
         for rows in rows_list:
-            lasso_ab(rows, 12, args.splits, (3, 5, 10), out, log)
+            lasso_ab(rows, 12, args.splits, (3, 5, 10), out, log, tuple(args.arms), args.label)
         return
     for rows in rows_list:
         X, y, group = make_data(rows, args.features, seed=args.seed)

@@ -89,3 +89,50 @@ def test_lipschitz_bounds_the_curvature(name):
     S = np.arange(model.n)
     top = np.linalg.eigvalsh(model.hess_sub(S, model.image(w, np.asarray(0.0))))[-1]
     assert model.lipschitz() >= top * (1 - 1e-12)
+
+
+def _logistic(seed=3, m=200, n=6, has_b=True):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, n))
+    r = rng.uniform(0.2, 2.0, m)
+    y = (A @ rng.normal(size=n) + rng.normal(size=m) > 0).astype(float)
+    return _DirectLogistic(np, A, y, r, float(r.sum()), has_b), A, y, r
+
+
+@pytest.mark.parametrize("has_b", [True, False])
+def test_logistic_working_sets_take_their_gram_block(has_b, monkeypatch):
+    """A working set's Lipschitz constant comes from its block of the forest's Gram matrix
+    (one pass over the rows for all working sets, not one per working set)."""
+    from gpufs.lasso import _models
+
+    model, A, y, r = _logistic(has_b=has_b)
+    passes = []
+    real = _models._gram_scaled
+    monkeypatch.setattr(_models, "_gram_scaled", lambda *a, **k: passes.append(1) or real(*a, **k))
+    subs = [model.restrict(np.array(idx)) for idx in ([0, 2, 5], [1, 2], [3])]
+    lips = [sub.lipschitz() for sub in subs]
+    assert len(passes) == 1
+    monkeypatch.setattr(_models, "_gram_scaled", real)
+    for idx, lip in zip(([0, 2, 5], [1, 2], [3]), lips):
+        fresh = _DirectLogistic(np, np.ascontiguousarray(A[:, idx]), y, r, float(r.sum()), has_b)
+        assert lip == pytest.approx(fresh.lipschitz(), rel=1e-12)
+
+
+def test_logistic_hessian_of_every_tree_and_repeated_points():
+    """``hess_sub(None)`` is the Hessian of every tree; a point asked again gives the same
+    image and gradient without a new pass, and a caller's later write to its ``w`` does not
+    reach the kept image."""
+    model, A, y, r = _logistic()
+    w, b = np.full(model.n, 0.1), np.asarray(0.2)
+    z = model.image(w, b)
+    np.testing.assert_allclose(
+        model.hess_sub(None, z), model.hess_sub(np.arange(model.n), z), rtol=1e-13, atol=1e-15
+    )
+    assert model.image(w.copy(), b) is z
+    assert model.grad(z) is model.grad(z)
+    w[0] = 0.5
+    z2 = model.image(w, b)
+    np.testing.assert_allclose(z2, A @ w + 0.2, rtol=1e-14)
+    p = 1.0 / (1.0 + np.exp(-z2))
+    np.testing.assert_allclose(model.grad(z2)[0], A.T @ (r * (p - y)) / r.sum(), rtol=1e-12)
+    assert model.image(w, np.asarray(0.3)) is not z2
