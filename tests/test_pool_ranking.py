@@ -123,3 +123,125 @@ def test_same_choice_same_model_as_gain():
     assert hp["features"] == gp["features"] and hp["resumed_round"] == gp["resumed_round"]
     assert hp["trees_grown"]["heldout"] > 0 and "heldout" not in gp["trees_grown"]
     np.testing.assert_array_equal(held.predict(X), gain.predict(X))
+
+
+def _plain_permutation_gains(ensemble, rows, objective, features, seed):
+    """``heldout_permutation_gains`` as it was: every tree predicted again for every
+    permutation of every feature (the reference the tree-skipping route must equal)."""
+    from gpufs._device import to_host
+
+    gains = np.zeros(ensemble.n_features)
+    se = np.zeros(ensemble.n_features)
+    base = np.asarray(ensemble.base_score, dtype=np.float64)
+    n = int(rows.shape[0])
+    backend = rows.backend
+    w = np.ones(n) if rows.w is None else np.asarray(to_host(rows.w), dtype=np.float64)
+    w = w * (n / w.sum())
+
+    def terms(r):
+        r.start_raw(base)
+        r.add_trees(ensemble, 0, ensemble.n_trees)
+        return np.asarray(to_host(backend.loss_terms(objective.name, r.raw, r.y)), np.float64)
+
+    t0 = terms(rows)
+    rng = np.random.default_rng([int(seed), 36])
+    n_perm = max(1, min(_exact_k.N_PERMUTATIONS, _exact_k.PERMUTED_ROWS // max(n, 1)))
+    perms = [rng.permutation(n) for _ in range(n_perm)]
+    Xp = np.array(rows.Xb, copy=True)
+    for f in features:
+        diff = np.zeros(n)
+        for perm in perms:
+            Xp[:, f] = rows.Xb[perm, f]
+            diff += terms(DeviceRows(backend, Xp, rows.y, rows.w)) - t0
+        Xp[:, f] = rows.Xb[:, f]
+        d = w * diff / len(perms)
+        gains[f] = d.sum()
+        se[f] = np.sqrt(n / max(n - 1, 1) * ((d - d.mean()) ** 2).sum()) if n > 1 else 0.0
+    return gains, se
+
+
+class _CountingBackend:
+    """The CPU backend, counting the tree walks of its predictions (rows x trees)."""
+
+    def __init__(self, backend):
+        self._backend, self.walks = backend, 0
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def predict_binned(self, Xb, feature, *rest):
+        self.walks += Xb.shape[0] * feature.shape[0]
+        return self._backend.predict_binned(Xb, feature, *rest)
+
+
+def _ranking_case(kind):
+    """(ensemble, held-out rows, objective, features): a small fit of each objective, scored
+    on other rows with weights; the features include one no tree splits on."""
+    from gpufs.backends import get_backend
+
+    rng = np.random.default_rng(7)
+    n_fit, n_held, d = 300, 97, 8
+    X = rng.normal(size=(n_fit + n_held, d))
+    X[:, 5] = np.round(X[:, 5])  # few distinct values: ties in the bins
+    X[:, 6] = 1.0  # no tree splits on a constant
+    signal = X[:, 0] + 0.8 * X[:, 1] - 0.6 * X[:, 2] + 0.4 * X[:, 3] * X[:, 4]
+    kw = dict(mu=0.0, n_estimators=12, max_depth=3, random_state=0, device="cpu")
+    if kind == "regression":
+        y = signal + 0.5 * rng.normal(size=len(X))
+        est = GBFSRegressor(**kw).fit(X[:n_fit, :7], y[:n_fit])
+        y_held = y[n_fit:]
+    else:
+        k = 2 if kind == "binary" else 4
+        y = np.digitize(signal + 0.5 * rng.normal(size=len(X)), np.linspace(-1.5, 1.5, k - 1))
+        est = GBFSClassifier(**kw).fit(X[:n_fit, :7], y[:n_fit])
+        y_held = np.searchsorted(est.classes_, y[n_fit:]).astype(np.int32)
+    backend = get_backend("cpu")
+    Xb = est.bin_mapper_.transform(X[n_fit:, :7], backend)
+    w = rng.uniform(0.2, 3.0, size=n_held)
+    rows = DeviceRows(backend, Xb, y_held, w)
+    ens = est.ensemble_
+    used = {int(f) for f in np.asarray(ens.stacked()["feature"]).ravel() if f >= 0}
+    unused = [f for f in range(7) if f not in used]
+    assert unused and len(used) >= 3, (used, unused)
+    return ens, rows, est._objective, sorted(used) + unused
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
+@pytest.mark.parametrize("cells", [None, 1])
+def test_permutations_walk_only_the_trees_on_the_feature_bit_for_bit(kind, cells, monkeypatch):
+    """The held-out savings and standard errors equal, bit for bit, those of predicting every
+    tree again for every permutation (weights, a feature no tree splits on, one block of
+    rows or one row at a time); the permutations walk only the trees that split on the
+    permuted feature (plus one walk of every tree)."""
+    ens, rows, objective, features = _ranking_case(kind)
+    if cells is not None:
+        monkeypatch.setattr(_exact_k, "TREE_VALUE_CELLS", cells)
+    want = _plain_permutation_gains(ens, rows, objective, features, 5)
+    counting = _CountingBackend(rows.backend)
+    got = _exact_k.heldout_permutation_gains(
+        ens, DeviceRows(counting, rows.Xb, rows.y, rows.w), objective, features, 5
+    )
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert np.all(want[0][features[:3]] != 0.0)
+    n = rows.shape[0]
+    n_perm = max(1, min(_exact_k.N_PERMUTATIONS, _exact_k.PERMUTED_ROWS // n))
+    feature = np.asarray(ens.stacked()["feature"])
+    on_f = sum(int((feature == f).any(axis=1).sum()) for f in features)
+    assert on_f < len(features) * ens.n_trees  # fewer walks than every tree each time
+    assert counting.walks == n * (ens.n_trees + n_perm * on_f)
+
+
+def test_running_sum_adds_in_order():
+    """The running sums (position by position, vectorised over the other axes) are
+    ``np.add.accumulate``'s, bit for bit and signed zeros kept, on values whose sum rounds
+    differently in another order."""
+    rng = np.random.default_rng(3)
+    s = rng.normal(size=(40, 5, 3)) * 10.0 ** rng.integers(-8, 9, size=(40, 5, 3))
+    s[:, 0, 0] = -0.0
+    s[5:, 1, 1] = -0.0
+    want = np.add.accumulate(s, axis=0)
+    got = _exact_k._running_sum(np, s.copy())
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    assert np.signbit(got[-1, 0, 0])
+    assert not np.array_equal(want[-1], np.add.accumulate(s[::-1], axis=0)[-1])  # order shows

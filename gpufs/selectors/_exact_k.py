@@ -559,6 +559,12 @@ def heldout_permutation_gains(ensemble, rows, objective, features, seed):
     A feature whose splits fitted noise saves nothing there (its permuted splits fit other
     noise, as badly); a real signal's column, permuted, loses what its splits explained.
 
+    Only the trees that split on the permuted feature can change: each tree's value on each
+    row is kept (``_TreeSums``, blocks of rows), those trees are walked again, and the raw
+    scores are summed again in tree order from the last sum before the first of them, with
+    the float64 additions of ``add_trees``, so the savings are those of predicting every tree
+    again, bit for bit.
+
     Parameters
     ----------
     ensemble : TreeEnsemble
@@ -574,36 +580,153 @@ def heldout_permutation_gains(ensemble, rows, objective, features, seed):
     -------
     saving, se : ndarray of shape (n_features,), float64
     """
-    from ..engine.boosting import DeviceRows
-
     gains = np.zeros(ensemble.n_features)
     se = np.zeros(ensemble.n_features)
     if not ensemble.n_trees:
         return gains, se
-    base = np.asarray(ensemble.base_score, dtype=np.float64)
     n = int(rows.shape[0])
     backend = rows.backend
     w = np.ones(n) if rows.w is None else np.asarray(to_host(rows.w), dtype=np.float64)
     w = w * (n / w.sum())  # the losses are weighted means: row i counts w_i / mean(w)
-
-    def terms(r):
-        r.start_raw(base)
-        r.add_trees(ensemble, 0, ensemble.n_trees)
-        return np.asarray(to_host(backend.loss_terms(objective.name, r.raw, r.y)), np.float64)
-
-    t0 = terms(rows)
     xp = backend.xp
     rng = np.random.default_rng([int(seed), 36])
     n_perm = max(1, min(N_PERMUTATIONS, PERMUTED_ROWS // max(n, 1)))
     perms = [xp.asarray(rng.permutation(n)) for _ in range(n_perm)]
-    Xp = xp.array(rows.Xb, copy=True)  # one copy; each feature's column is put back after
+    features = list(dict.fromkeys(int(f) for f in features))
+    sums = _TreeSums(ensemble, backend, features)
+    diffs = {f: np.zeros(n) for f in features}
+    step = max(1, TREE_VALUE_CELLS // sums.cells(n_perm, int(rows.shape[1])))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        m, y = hi - lo, rows.y[lo:hi]
+        t0 = _loss_terms(backend, objective, sums.start(rows.Xb[lo:hi]), y)
+        # the block once per permutation, one under another: each feature's column is
+        # permuted in every copy, its trees walked once for all, and put back after
+        Xp = xp.concatenate([rows.Xb[lo:hi]] * n_perm)
+        yp = xp.concatenate([y] * n_perm)
+        for f in features:
+            diff = diffs[f][lo:hi]
+            if not sums.uses(f):  # no tree splits on f: its predictions are the rows' own
+                for _ in perms:
+                    diff += t0 - t0
+                continue
+            for p, perm in enumerate(perms):
+                Xp[p * m : (p + 1) * m, f] = rows.Xb[perm[lo:hi], f]
+            tp = _loss_terms(backend, objective, sums.permuted(Xp, f), yp)
+            for p in range(n_perm):
+                diff += tp[p * m : (p + 1) * m] - t0
+                Xp[p * m : (p + 1) * m, f] = rows.Xb[lo:hi, f]
     for f in features:
-        diff = np.zeros(n)
-        for perm in perms:
-            Xp[:, f] = rows.Xb[perm, f]
-            diff += terms(DeviceRows(backend, Xp, rows.y, rows.w)) - t0
-        Xp[:, f] = rows.Xb[:, f]
-        d = w * diff / len(perms)
+        d = w * diffs[f] / len(perms)
         gains[f] = d.sum()
         se[f] = np.sqrt(n / max(n - 1, 1) * ((d - d.mean()) ** 2).sum()) if n > 1 else 0.0
     return gains, se
+
+
+def _loss_terms(backend, objective, raw, y):
+    return np.asarray(to_host(backend.loss_terms(objective.name, raw, y)), np.float64)
+
+
+#: Float64s kept at once for the held-out rows' per-tree values and running sums
+#: (``_TreeSums.cells``: 128 MiB); more rows are scored in blocks.
+TREE_VALUE_CELLS = 1 << 24
+
+
+class _TreeSums:
+    """Raw scores of an ensemble on a block of rows from each tree's value on each row, so
+    that rows with one feature's column changed are scored by walking only the trees that
+    split on it (``heldout_permutation_gains``).
+
+    ``add_trees`` (``predict_binned``, either device) starts row i's output c at
+    ``base_score[c]`` and adds the value of each tree of output c, in tree order, in float64.
+    That is repeated here with the same additions in the same order: the trees of each output
+    in a row of a grid (outputs, positions), padded with -0.0 (x + -0.0 is x, bit for bit),
+    summed position by position (``_running_sum``), and every running sum kept, so that a
+    change restarts from the sums before the first changed tree's position.
+    """
+
+    def __init__(self, ensemble, backend, features):
+        self.backend, self.xp = backend, backend.xp
+        a = self.a = ensemble.stacked()
+        self.is_cat = backend.to_device(a["is_categorical"])
+        column = np.asarray(a["tree_column"], dtype=np.int64)
+        n_trees = column.shape[0]
+        self.base = np.asarray(ensemble.base_score, dtype=np.float64)
+        per_output = [np.flatnonzero(column == c) for c in range(self.base.shape[0])]
+        self.width = max(t.shape[0] for t in per_output)
+        grid = np.full((self.width, len(per_output)), n_trees, dtype=np.int64)  # n_trees: -0.0
+        position = np.zeros(n_trees, dtype=np.int64)  # a tree's place among its output's
+        for c, trees in enumerate(per_output):
+            grid[: trees.shape[0], c] = trees
+            position[trees] = np.arange(trees.shape[0])
+        self.grid = backend.to_device(grid)
+        feature = np.asarray(a["feature"])
+        self.trees = {}
+        for f in features:
+            used = np.flatnonzero((feature == f).any(axis=1))
+            if used.size and f not in self.trees:
+                # its trees' places in the grid, and the first place any of them takes
+                where = [backend.to_device(position[used]), backend.to_device(column[used])]
+                self.trees[f] = (where, int(position[used].min()), self._arrays(used))
+        self.all = self._arrays(np.arange(n_trees))
+
+    def cells(self, copies, n_features):
+        """Float64s (about) kept per row of a block: its trees' values and running sums, and
+        ``copies`` copies of the row, binned and summed again."""
+        sums = (self.width + 1) * self.base.shape[0]
+        return 2 * sums + copies * (2 * sums + n_features // 8 + 1)
+
+    def _arrays(self, trees):
+        a, dev = self.a, self.backend.to_device
+        return [
+            dev(np.ascontiguousarray(a[k][trees]))
+            for k in ("feature", "bin_threshold", "missing_left", "value")
+        ] + [
+            dev(np.arange(trees.shape[0], dtype=np.int32)),
+            dev(np.ascontiguousarray(a["cat_bits"][trees])),
+        ]
+
+    def uses(self, f):
+        return f in self.trees
+
+    def _values(self, Xb, arrays, pad=0):
+        """(rows, trees + pad) each tree's value on each row (-0.0 + v is v), then -0.0."""
+        feature, threshold, missing_left, value, column, cat_bits = arrays
+        out = self.xp.full((Xb.shape[0], feature.shape[0] + pad), -0.0, dtype=np.float64)
+        self.backend.predict_binned(
+            Xb, feature, threshold, missing_left, value, column, out, self.is_cat, cat_bits
+        )
+        return out
+
+    def start(self, Xb):
+        """The raw scores of the rows ``Xb``, their trees' values and running sums kept."""
+        xp = self.xp
+        # (trees + 1, rows): each tree's values, then -0.0
+        self.values = xp.ascontiguousarray(self._values(Xb, self.all, pad=1).T)
+        s = xp.empty((self.width + 1, self.base.shape[0], Xb.shape[0]))
+        s[0] = xp.asarray(self.base)[:, None]
+        s[1:] = self.values[self.grid]
+        self.running = _running_sum(xp, s)  # (positions + 1, outputs, rows)
+        return xp.ascontiguousarray(s[-1].T)
+
+    def permuted(self, Xb, f):
+        """The raw scores of the rows ``Xb``: copies of ``start``'s rows, one under another,
+        that differ from them in column f only."""
+        xp = self.xp
+        (place, output), j, arrays = self.trees[f]
+        m = self.running.shape[2]
+        s = xp.empty((self.width + 1 - j, self.base.shape[0], Xb.shape[0] // m, m))
+        s[0] = self.running[j][:, None, :]
+        s[1:] = self.values[self.grid[j:]][:, :, None, :]
+        s = s.reshape(s.shape[:2] + (Xb.shape[0],))
+        s[place + (1 - j), output] = self._values(Xb, arrays).T  # the trees on f, again
+        return xp.ascontiguousarray(_running_sum(xp, s)[-1].T)
+
+
+def _running_sum(xp, s):
+    """``s`` (positions, ...) summed along its first axis in place, position by position: one
+    float64 addition per element and position, in order (``np.add.accumulate`` adds in the
+    same order, but one element at a time; a device's scan would add in another)."""
+    for j in range(1, s.shape[0]):
+        xp.add(s[j - 1], s[j], out=s[j])
+    return s
