@@ -1,7 +1,7 @@
 """ControlBurn's forests on the GPU backend under the numba CUDA simulator, against the CPU.
 
 Needs ``NUMBA_ENABLE_CUDASIM=1`` before numba is imported, so it runs in a pytest process of
-its own, started early by ``tests/test_forest_algorithms.py`` (``_simulator_runs``). Each case
+its own, started early by ``tests/test_forest_algorithms.py`` (``_background_files``). Each case
 grows the same forest (bagged boosting, plain bagging with feature subsets, single-feature
 trees, a classifier, a guarded categorical column) on both backends and compares every tree,
 the per-tree feature masks and the out-of-bag improvements. Inputs are tiny: the simulator

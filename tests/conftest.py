@@ -9,6 +9,8 @@ import signal
 import sys
 import time
 
+import pytest
+
 _T0 = time.monotonic()  # the session's start, for the simulator files' timeline
 
 # A suite started as a background job (``pytest &`` in a script, no job control) inherits
@@ -23,49 +25,113 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 
+def _relpath(item, root):
+    return os.path.relpath(str(item.path), str(root)).replace(os.sep, "/")
+
+
+def _heavy_target(item, root):
+    """The ``_background_files.HEAVY`` target ``item`` belongs to, or None."""
+    import _background_files
+
+    path = _relpath(item, root)
+    for target in _background_files.HEAVY:
+        file, _, name = target.partition("::")
+        if path == f"tests/{file}" and (not name or item.originalname == name):
+            return target
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(session, config, items):
-    """The tests that own a simulator file run last: their files run in the background
-    meanwhile, so none waits for its result (``test_simulator_suite``, reached early in file
-    order, waited 48 s of a 900 s suite for ``_cudasim_kernels.py``)."""
-    import _simulator_runs
+    """Hand heavy targets to child pytests, and run last what waits for the background.
 
-    root = str(config.rootpath)
-    owners = set(_simulator_runs.OWNERS)
+    A heavy target (``_background_files.HEAVY``) whose tests are all selected (counted here
+    before ``-k``, ``-m`` or ``--deselect`` drop any), in a run that selects other tests too,
+    leaves this process: one :class:`ChildPytest` item stands in for it. The simulator files'
+    owning tests and those stand-ins run last: their files run in the background meanwhile
+    (``test_simulator_suite``, reached early in file order, waited 48 s of a 900 s suite for
+    ``_cudasim_kernels.py``)."""
+    collected: dict[str, int] = {}
+    for item in items:
+        target = _heavy_target(item, config.rootpath)
+        if target:
+            collected[target] = collected.get(target, 0) + 1
+    result = yield  # the other plugins' selection
+    import _background_files
 
-    def is_owner(item):
-        path = os.path.relpath(str(item.path), root).replace(os.sep, "/")
-        return f"{path}::{item.name}" in owners
+    root = config.rootpath
+    by_target: dict[str, list] = {}
+    for item in items:
+        target = _heavy_target(item, root)
+        if target:
+            by_target.setdefault(target, []).append(item)
+    heavy = {
+        t for t, its in by_target.items() if len(its) == collected[t] and len(its) < len(items)
+    }
+    owners = set(_background_files.SIMULATOR_OWNERS)
+    own, waiting = [], []
+    for item in items:
+        target = _heavy_target(item, root)
+        if target in heavy:
+            if item is by_target[target][0]:
+                name = target.partition("::")[2] or "whole_file"
+                module = item.getparent(pytest.Module)
+                waiting.append(
+                    ChildPytest.from_parent(module, name=f"{name}[child pytest]", target=target)
+                )
+            continue
+        (waiting if f"{_relpath(item, root)}::{item.name}" in owners else own).append(item)
+    items[:] = own + waiting
+    return result
 
-    items[:] = [i for i in items if not is_owner(i)] + [i for i in items if is_owner(i)]
+
+class ChildPytest(pytest.Item):
+    """Stands in for a heavy target run by a child pytest (``_background_files``): passes
+    when the child passed, and fails with the child's report."""
+
+    def __init__(self, *, target, **kwargs):
+        super().__init__(**kwargs)
+        self.target = target
+
+    def runtest(self):
+        import _background_files
+
+        _background_files.assert_heavy_passed(self.target)
+
+    def repr_failure(self, excinfo):
+        return str(excinfo.value)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.target} in a child pytest"
 
 
 def pytest_collection_finish(session):
-    """Start the selected simulator files early (``_simulator_runs``: they use the core the
-    rest of the suite leaves idle)."""
-    import _simulator_runs
+    """Start the selected simulator files and the heavy targets handed to child pytests
+    early (``_background_files``: they use the core the rest of the suite leaves idle)."""
+    import _background_files
 
+    if session.config.option.collectonly:
+        return
     root = session.config.rootpath
-    selected = set()
-    for item in session.items:
-        path = os.path.relpath(str(item.path), str(root)).replace(os.sep, "/")
-        selected.add(f"{path}::{item.name}")
-    names = [f for owner, f in _simulator_runs.OWNERS.items() if owner in selected]
-    if names:
-        _simulator_runs.start(names)
+    selected = {f"{_relpath(i, root)}::{i.name}" for i in session.items}
+    targets = [f for owner, f in _background_files.SIMULATOR_OWNERS.items() if owner in selected]
+    targets += [i.target for i in session.items if isinstance(i, ChildPytest)]
+    if targets:
+        _background_files.start(targets)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    import _simulator_runs
+    import _background_files
 
-    _simulator_runs.stop()
+    _background_files.stop()
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The simulator files' timeline (where the background core's time went)."""
-    import _simulator_runs
+    """Where the background files' time went, and the heavy files' own counts."""
+    import _background_files
 
-    lines = _simulator_runs.timings(_T0)
+    lines = _background_files.timings(_T0)
     if lines:
-        terminalreporter.write_sep("-", "simulator files (background, serial)")
-        for line in lines:
+        terminalreporter.write_sep("-", "files run by child pytests")
+        for line in lines + _background_files.summaries():
             terminalreporter.write_line(line)

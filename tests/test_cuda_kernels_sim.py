@@ -22,7 +22,7 @@ import tempfile
 
 import pytest
 
-import _simulator_runs
+import _background_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
@@ -30,7 +30,7 @@ TESTS = os.path.join(ROOT, "tests")
 
 @pytest.mark.cudasim
 def test_simulator_suite():
-    code, out = _simulator_runs.result("_cudasim_kernels.py")
+    code, out = _background_files.result("_cudasim_kernels.py")
     tail = out[-6000:]
     print(tail)
     assert code == 0, f"simulator suite failed:\n{tail}"

@@ -227,9 +227,9 @@ def test_gpu_forest_equals_cpu_forest():
 @pytest.mark.cudasim
 def test_forest_on_simulated_gpu_kernels_equals_cpu():
     """The GPU backend's kernels (numba CUDA simulator, own process, started early by
-    ``_simulator_runs``) grow the CPU's forests: ``tests/_cudasim_forest.py``."""
-    import _simulator_runs
+    ``_background_files``) grow the CPU's forests: ``tests/_cudasim_forest.py``."""
+    import _background_files
 
-    code, out = _simulator_runs.result("_cudasim_forest.py")
+    code, out = _background_files.result("_cudasim_forest.py")
     assert code == 0, f"simulator forest check failed:\n{out[-4000:]}"
     assert re.search(r"5 passed", out), out[-2000:]

@@ -19,7 +19,7 @@ import pytest
 from scipy.stats import binomtest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import _simulator_runs
+import _background_files
 from _reference import RefOmega
 from _reference_group_testing import ref_candidates, ref_gt_tree, ref_standardize
 from gpufs import GBFSClassifier, GBFSRegressor
@@ -650,7 +650,7 @@ def test_caveat_opposite_effects_in_one_group_cancel():
 
 @pytest.mark.cudasim
 def test_group_testing_under_the_cuda_simulator():
-    code, out = _simulator_runs.result("_cudasim_group_testing.py")
+    code, out = _background_files.result("_cudasim_group_testing.py")
     tail = out[-4000:]
     assert code == 0, f"simulator group-testing check failed:\n{tail}"
     assert re.search(r"\d+ passed", out)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-import _simulator_runs
+import _background_files
 from gpufs import GBFSRegressor, MultiTaskGBFSClassifier, MultiTaskGBFSRegressor
 from gpufs.engine.multitask_boosting import MultiTaskPenaltyState
 from gpufs.io.model_io import ModelFileError
@@ -336,7 +336,7 @@ def test_load_refuses_inconsistent_selections(tmp_path):
 
 @pytest.mark.cudasim
 def test_multitask_under_the_cuda_simulator():
-    code, out = _simulator_runs.result("_cudasim_multitask.py")
+    code, out = _background_files.result("_cudasim_multitask.py")
     tail = out[-4000:]
     assert code == 0, f"simulator multitask check failed:\n{tail}"
     assert re.search(r"\d+ passed", out)
