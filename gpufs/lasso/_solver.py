@@ -552,8 +552,9 @@ class TreeLasso:
                 g = np.append(g, float(gb))
             x0 = np.append(w_h, b_h) if has_b else w_h
             # The step's quadratic is solved to 1 % of the current residual (10 % took 263
-            # Newton steps for 64 solves of issue 35's 100,000-row table, 1 % 229, 0.1 %
-            # 226): it is on the host and small, while each Newton step is passes over rows.
+            # Newton steps for 64 solves of bench_controlburn's 100,000-row table, 1 % 229,
+            # 0.1 % 226): it is on the host and small, while each Newton step is passes over
+            # rows.
             atol = max(_PN_INNER_RTOL * kkt, 0.1 * tol) * self._scale
             x = _quadratic_lasso(H, g, x0, lam_u, n, atol)
             d = x - x0
