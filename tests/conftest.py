@@ -118,6 +118,49 @@ def pytest_collection_finish(session):
     targets += [i.target for i in session.items if isinstance(i, ChildPytest)]
     if targets:
         _background_files.start(targets)
+        _watch_compiles()
+
+
+#: The second background lane starts once the suite's process has compiled this many seconds
+#: of numba kernels and then finished a test that compiled none (its common kernels are in
+#: the cache: a child started earlier would compile them too, on the same two cores), or
+#: this many seconds into the run, whichever comes first.
+_SECOND_LANE_AFTER_COMPILE_S = 20.0
+_SECOND_LANE_AT_THE_LATEST_S = 180.0
+_compiled = {"total": 0.0, "at_last_item": 0.0, "depth": 0, "began": 0.0, "lanes": 1}
+
+
+def _watch_compiles():
+    """Add up the seconds numba spends compiling in this process (top-level compiles)."""
+    from numba.core import event
+
+    class Compiles(event.Listener):
+        def on_start(self, ev):
+            if _compiled["depth"] == 0:
+                _compiled["began"] = time.monotonic()
+            _compiled["depth"] += 1
+
+        def on_end(self, ev):
+            _compiled["depth"] -= 1
+            if _compiled["depth"] == 0:
+                _compiled["total"] += time.monotonic() - _compiled["began"]
+
+    event.register("numba:compile", Compiles())
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """Start the later background lanes (``_background_files.LANES``) when it is time."""
+    import _background_files
+
+    if not _background_files._lanes or _compiled["lanes"] >= _background_files.LANES:
+        return
+    total, before = _compiled["total"], _compiled["at_last_item"]
+    _compiled["at_last_item"] = total
+    if (total >= _SECOND_LANE_AFTER_COMPILE_S and total == before) or (
+        time.monotonic() - _T0 >= _SECOND_LANE_AT_THE_LATEST_S
+    ):
+        _compiled["lanes"] += 1
+        _background_files.add_lane()
 
 
 def pytest_sessionfinish(session, exitstatus):
