@@ -847,3 +847,35 @@ def test_planted_categorical_problem_on_both_devices(gpu):
     )
     assert sorted(names[f] for f in pen.order) == sorted(PLANTED)
     assert ens.stacked()["cat_bits"].any()
+
+
+@pytest.mark.parametrize("multiclass", [False, True])
+def test_heldout_permutation_gains_equal_the_cpus(gpu, multiclass):
+    """Exact k's held-out savings and their standard errors (``heldout_permutation_gains``:
+    each tree's values kept, only the trees on the permuted feature walked again, the running
+    sums re-added in tree order) on the GPU backend equal the CPU's, bit for bit: weighted
+    rows, a constant feature no tree splits on, one and three outputs."""
+    from gpufs.engine.boosting import DeviceRows
+    from gpufs.selectors._exact_k import heldout_permutation_gains
+
+    X, y = make_data(96, 6, seed=13)
+    fit, held = slice(0, 64), slice(64, 96)
+    objective = SquaredError()
+    if multiclass:
+        objective = make_objective("classification", 3)
+        y = (np.nan_to_num(X[:, 0]) > 0).astype(np.int32) + (np.nan_to_num(X[:, 1]) > 0.5)
+        y = y.astype(np.int32)
+    ens, _, _ = check_fit_boosting(
+        gpu, X[fit], y[fit], objective=objective, mu=0.0, n_estimators=3, max_depth=3
+    )
+    bm, _ = binned(X[fit], 16)
+    Xb = CPU.bin_transform(X[held], bm.cuts_padded_, bm.n_bins_ - 1)
+    w = np.random.default_rng(2).uniform(0.2, 3.0, Xb.shape[0])
+    features = list(range(X.shape[1]))
+    want = heldout_permutation_gains(ens, DeviceRows(CPU, Xb, y[held], w), objective, features, 5)
+    dev = gpu.xp.asarray
+    rows = DeviceRows(gpu, dev(Xb), dev(y[held]), dev(w))
+    got = heldout_permutation_gains(ens, rows, objective, features, 5)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert np.count_nonzero(want[0]) >= 2 and want[0][5] == 0.0  # 5: constant, never split
