@@ -86,7 +86,7 @@ _queue: list[str] = []  # targets started by nobody yet, in ORDER
 _lock = threading.Lock()
 _current: list[subprocess.Popen] = []  # the children running now (to stop at exit)
 _stop = threading.Event()
-_lanes: list[None] = []  # one entry per background thread started
+_lanes: list[str] = []  # the background threads' names, in the order they started
 
 #: Background lanes in a full run. On the 2-core box the suite's process and one lane kept
 #: the cores 150 % busy (944 s of CPU in 629 s: the suite's process waits on its CLI
@@ -183,9 +183,14 @@ def add_lane() -> None:
     with _lock:
         if not _queue:
             return
-        _lanes.append(None)
-        name = f"background {len(_lanes)}"
+        name = f"background {len(_lanes) + 1}"
+        _lanes.append(name)
     threading.Thread(target=work, name=name, daemon=True).start()
+
+
+def lanes_started() -> int:
+    """Background threads started in this process (0: this run hands nothing to children)."""
+    return len(_lanes)
 
 
 def run_the_rest() -> None:

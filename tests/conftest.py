@@ -51,27 +51,25 @@ def pytest_collection_modifyitems(session, config, items):
     owning tests and those stand-ins run last: their files run in the background meanwhile
     (``test_simulator_suite``, reached early in file order, waited 48 s of a 900 s suite for
     ``_cudasim_kernels.py``)."""
-    collected: dict[str, int] = {}
-    for item in items:
-        target = _heavy_target(item, config.rootpath)
-        if target:
-            collected[target] = collected.get(target, 0) + 1
-    result = yield  # the other plugins' selection
     import _background_files
 
     root = config.rootpath
+    target_of = {item.nodeid: _heavy_target(item, root) for item in items}
+    collected: dict[str, int] = {}
+    for target in filter(None, target_of.values()):
+        collected[target] = collected.get(target, 0) + 1
+    result = yield  # the other plugins' selection
     by_target: dict[str, list] = {}
     for item in items:
-        target = _heavy_target(item, root)
-        if target:
-            by_target.setdefault(target, []).append(item)
+        if target_of[item.nodeid]:
+            by_target.setdefault(target_of[item.nodeid], []).append(item)
     heavy = {
         t for t, its in by_target.items() if len(its) == collected[t] and len(its) < len(items)
     }
     owners = set(_background_files.SIMULATOR_OWNERS)
     own, waiting = [], []
     for item in items:
-        target = _heavy_target(item, root)
+        target = target_of[item.nodeid]
         if target in heavy:
             if item is by_target[target][0]:
                 name = target.partition("::")[2] or "whole_file"
@@ -118,7 +116,9 @@ def pytest_collection_finish(session):
     targets += [i.target for i in session.items if isinstance(i, ChildPytest)]
     if targets:
         _background_files.start(targets)
-        _watch_compiles()
+        from gpufs.cli._compile_watch import install
+
+        install()  # this process's compile seconds, for the second lane's start
 
 
 #: The second background lane starts once the suite's process has compiled this many seconds
@@ -127,39 +127,22 @@ def pytest_collection_finish(session):
 #: this many seconds into the run, whichever comes first.
 _SECOND_LANE_AFTER_COMPILE_S = 20.0
 _SECOND_LANE_AT_THE_LATEST_S = 180.0
-_compiled = {"total": 0.0, "at_last_item": 0.0, "depth": 0, "began": 0.0, "lanes": 1}
-
-
-def _watch_compiles():
-    """Add up the seconds numba spends compiling in this process (top-level compiles)."""
-    from numba.core import event
-
-    class Compiles(event.Listener):
-        def on_start(self, ev):
-            if _compiled["depth"] == 0:
-                _compiled["began"] = time.monotonic()
-            _compiled["depth"] += 1
-
-        def on_end(self, ev):
-            _compiled["depth"] -= 1
-            if _compiled["depth"] == 0:
-                _compiled["total"] += time.monotonic() - _compiled["began"]
-
-    event.register("numba:compile", Compiles())
+_compiled_before_last_test = [0.0]
 
 
 def pytest_runtest_logfinish(nodeid, location):
     """Start the later background lanes (``_background_files.LANES``) when it is time."""
     import _background_files
 
-    if not _background_files._lanes or _compiled["lanes"] >= _background_files.LANES:
+    if not 0 < _background_files.lanes_started() < _background_files.LANES:
         return
-    total, before = _compiled["total"], _compiled["at_last_item"]
-    _compiled["at_last_item"] = total
+    from gpufs.cli._compile_watch import compile_seconds
+
+    total, before = compile_seconds(), _compiled_before_last_test[0]
+    _compiled_before_last_test[0] = total
     if (total >= _SECOND_LANE_AFTER_COMPILE_S and total == before) or (
         time.monotonic() - _T0 >= _SECOND_LANE_AT_THE_LATEST_S
     ):
-        _compiled["lanes"] += 1
         _background_files.add_lane()
 
 
