@@ -129,7 +129,7 @@ def _fits(monkeypatch, make_model, X, y):
     return off, on
 
 
-def _same_trees(a, b):
+def _assert_same_trees(a, b):
     sa, sb = a.ensemble_.stacked(), b.ensemble_.stacked()
     assert sorted(sa) == sorted(sb)
     for name in sa:
@@ -153,7 +153,7 @@ def test_tiny_nodes_grow_the_same_trees(monkeypatch, n_threads):
             n_estimators=12, max_depth=4, mu=0.02, device="cpu", random_state=0, n_jobs=n_threads
         )
 
-    _same_trees(*_fits(monkeypatch, make, X, y))
+    _assert_same_trees(*_fits(monkeypatch, make, X, y))
 
 
 def test_tiny_nodes_exact_k_and_categorical(monkeypatch):
@@ -171,4 +171,4 @@ def test_tiny_nodes_exact_k_and_categorical(monkeypatch):
             n_estimators=15, max_depth=4, n_features_to_select=3, device="cpu", random_state=0
         )
 
-    _same_trees(*_fits(monkeypatch, make, X, y))
+    _assert_same_trees(*_fits(monkeypatch, make, X, y))
