@@ -56,7 +56,7 @@ from ._boosted import (
     BoostedRegressorMixin,
     cat_guards,
 )
-from ._exact_k import fill_candidates, fit_exact_k, pool_size, split_heldout, total_gains
+from ._exact_k import fill_candidates, fit_exact_k, heldout_folds, pool_size, total_gains
 from ._gbfs_io import GBFSCodec
 from ._mu_search import known_outcomes
 from ._stability import selection_frequency
@@ -338,7 +338,7 @@ class _BaseGBFS(SelectorBase):
         if k is not None and not budget.needs_auto_fit:
             # exactly k by contribution: over-admit, choose, refit (selectors._exact_k)
             heldout = (
-                split_heldout(setup, seed)
+                heldout_folds(setup, seed)
                 if getattr(self, "pool_ranking", "gain") == "heldout"
                 else None
             )
@@ -637,14 +637,17 @@ _PARAMS_DOC = (
         so possibly another selection, at every fit), is scored on the other 30 % with
         each feature's column permuted (the loss there minus the loss as is;
         ``selection_pool_["heldout_gain"]`` and ``["heldout_se"]``), less 2 standard errors
-        of that saving (a lower confidence bound; equal bounds by training gain).
+        of that saving (a lower confidence bound; equal bounds by training gain). Where
+        30 % is fewer than 10,000 rows, the ranking is cross-fitted instead: 5 ranking
+        fits, each on four fifths of the rows and scored on the fifth left out, so every
+        row counts once (the savings and their variances add up).
         Training split gain favours columns with many cut points (many-level categories,
         id-like integers, continuous noise), held-out savings do not (Strobl et al., BMC
-        Bioinformatics 2007). It costs the ranking fit (on ``2 * k`` columns) and the
-        permutations. "gain": by the total split gain of the pool fit (the default of
-        0.2.0; faster). The search, the pool fit and the final fit (resumed from the pool
-        fit) run on all the rows either way. The Dask estimators support "gain" only. See
-        ``docs/guide/gbfs.rst``.
+        Bioinformatics 2007). It costs the ranking fit (on ``2 * k`` columns; five when
+        cross-fitted) and the permutations. "gain": by the total split gain of the pool
+        fit (the default of 0.2.0; faster). The search, the pool fit and the final fit
+        (resumed from the pool fit) run on all the rows either way. The Dask estimators
+        support "gain" only. See ``docs/guide/gbfs.rst``.
     split_search : {"exact", "group_testing"}, default="exact"
         How a tree finds features not used yet. "exact": every split search scores every
         feature. "group_testing" (GT-GBM, Algorithm 2 of Han et al., AISTATS 2020): before
