@@ -9,8 +9,9 @@ partition (``backend.update_raw``, which every backend has) and two ``bincount``
 leaves; the per-node work is on the host, over at most 2**17 - 1 nodes.
 
 Exact and device-independent: the sums are of fixed-point values (``gpufs.engine.quantize``,
-at most 2**15 each), so a leaf's sum is an integer below 2**52 whatever the order of its rows
-(cupy's ``bincount`` adds in any order): the CPU and the GPU give the same bits.
+at most 2**15 each), so a leaf's sum is an integer below 2**52 (for fewer than 2**37 rows),
+exact in float64 whatever the order of its rows (cupy's ``bincount`` adds in any order): the
+CPU and the GPU give the same bits.
 """
 
 from __future__ import annotations
