@@ -3,9 +3,9 @@
 Needs ``NUMBA_ENABLE_CUDASIM=1`` before numba is imported, so it runs in a pytest process of
 its own, started early by ``tests/test_forest_algorithms.py`` (``_background_files``). Each case
 grows the same forest (bagged boosting, plain bagging with feature subsets, single-feature
-trees, a classifier, a guarded categorical column) on both backends and compares every tree,
-the per-tree feature masks and the out-of-bag improvements. Inputs are tiny: the simulator
-runs one Python thread per CUDA thread.
+trees, a classifier, honest leaf values, a guarded categorical column) on both backends and
+compares every tree, the per-tree feature masks and the out-of-bag improvements. Inputs are
+tiny: the simulator runs one Python thread per CUDA thread.
 """
 
 import numpy as np
@@ -25,6 +25,9 @@ CASES = [
     ("regression", dict(method="bag", max_depth=2, max_trees_per_round=3, max_features=2)),
     ("regression", dict(method="bagboost", max_depth=1, tree_type="single", max_trees_per_round=3)),
     ("classification", dict(method="bagboost", max_depth=2, max_trees_per_round=3)),
+    # honest leaf values: the row -> leaf partition and the bincounts on the device
+    ("regression", dict(method="bagboost", max_depth=2, max_trees_per_round=3, honest_leaves=True)),
+    ("classification", dict(method="bag", max_depth=2, max_trees_per_round=3, honest_leaves=True)),
 ]
 
 

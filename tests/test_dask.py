@@ -426,6 +426,27 @@ def test_controlburn_single_feature_trees(client):
     assert len(set(ref.forest_.ensemble.stacked()["feature"].max(axis=1).tolist())) > 1
 
 
+def test_controlburn_honest_leaves(client):
+    # honest leaf values: the driver's forest re-estimates every tree's values from its
+    # out-of-bag rows, through the shards' row -> leaf assignment; weighted rows
+    X, y, rng = _data(n=800, seed=7)
+    w = rng.random(X.shape[0]) + 0.5
+    kw = dict(
+        n_features_to_select=2,
+        max_depth=3,
+        max_trees_per_round=6,
+        random_state=2,
+        honest_leaves=True,
+    )
+    ref = ControlBurnRegressor(**kw).fit(X, y, sample_weight=w)
+    est = DaskControlBurnRegressor(**kw).fit(**_chunked(X, y, (250, 0, 550), w))
+    _assert_same_controlburn(ref, est, X)
+    assert est.get_params()["honest_leaves"] is True
+    plain = ControlBurnRegressor(**{**kw, "honest_leaves": False}).fit(X, y, sample_weight=w)
+    values = ref.forest_.ensemble.stacked()["value"]
+    assert not np.array_equal(plain.forest_.ensemble.stacked()["value"], values)
+
+
 def test_controlburn_warm_start_reuses_the_forest(client):
     X, y, _ = _data(n=600, seed=25)
     kw = dict(

@@ -91,6 +91,12 @@ class ForestParams:
         fit, selected a 40- or 200-level random column over real signals (GBFS's answer,
         ``pool_ranking="heldout"``, ranks on held-out rows; the forest has no such ranking).
         No effect on numeric columns.
+    honest_leaves : bool, default=False
+        Honest leaf values (Wager and Athey, JASA 2018, section 2.4): a tree's splits are
+        chosen on its in-bag rows and its leaf values are the weighted mean residual over
+        out-of-bag rows (bagboost: one seeded half of them; the other half is the OOB
+        stopping rule's). A leaf without such rows takes its parent's honest value. The
+        trees' stored values and ``A`` both hold the honest values.
     verbose : bool, default=False
         tqdm progress bar over trees.
     """
@@ -109,6 +115,7 @@ class ForestParams:
     cat_l2: float = 10.0
     min_data_per_group: float = 20.0
     max_cat_threshold: int = 1
+    honest_leaves: bool = False
     verbose: bool = False
 
 
@@ -134,6 +141,7 @@ FOREST_PARAMETER_CONSTRAINTS = {
     "cat_l2": [real_range(0)],
     "min_data_per_group": [real_range(0)],
     "max_cat_threshold": [int_range(1, 256)],
+    "honest_leaves": ["boolean"],
     "verbose": ["verbose"],
 }
 

@@ -12,6 +12,7 @@ from ..engine.grower import TreeParams, grow_tree
 from ..engine.penalties import PenaltyState
 from ..engine.quantize import fixed_point_scale, quantize
 from ..engine.tree import Tree
+from ._honest import honest_leaf_values
 
 __all__ = ["TreeGrower"]
 
@@ -96,6 +97,7 @@ class TreeGrower:
         *,
         feature=None,
         subset=None,
+        value_weights=None,
     ):
         """Grow one tree and predict it on every row.
 
@@ -116,6 +118,9 @@ class TreeGrower:
             For a single-feature tree: the column of the whole matrix ``Xb`` holds.
         subset : ndarray of shape (n_features,), bool, or None
             The features this tree may split on.
+        value_weights : ndarray of shape (n_samples,), float64, or None
+            Honest leaf values (``_honest``): each row's weight in the re-estimated node
+            values, 0 on the in-bag rows. None: the in-bag means the grower gives.
 
         Returns
         -------
@@ -162,8 +167,11 @@ class TreeGrower:
             tree_index,
             gain_divisor=divisor,
         )
-        pred = xp.zeros(m, dtype=RAW_DTYPE)
-        grown.add_to(pred)
+        if value_weights is None:
+            pred = xp.zeros(m, dtype=RAW_DTYPE)
+            grown.add_to(pred)
+        else:
+            pred = honest_leaf_values(grown, residual, value_weights, xp)
         tree = grown.tree
         if feature is not None:
             f = tree.arrays["feature"]

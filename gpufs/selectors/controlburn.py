@@ -128,6 +128,7 @@ class _BaseControlBurn(SelectorBase):
         "min_rounds": _FOREST["min_rounds"],
         "max_bins": [int_range(2, 255)],
         "min_child_weight": _FOREST["min_child_weight"],
+        "honest_leaves": _FOREST["honest_leaves"],
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
@@ -160,6 +161,7 @@ class _BaseControlBurn(SelectorBase):
         min_rounds=1,
         max_bins=255,
         min_child_weight=1.0,
+        honest_leaves=False,
         feature_costs=None,
         feature_groups=None,
         categorical_features="from_dtype",
@@ -188,6 +190,7 @@ class _BaseControlBurn(SelectorBase):
         self.min_rounds = min_rounds
         self.max_bins = max_bins
         self.min_child_weight = min_child_weight
+        self.honest_leaves = honest_leaves
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
         self.categorical_features = categorical_features
@@ -216,6 +219,7 @@ class _BaseControlBurn(SelectorBase):
             max_features=self.max_features,
             sparse_mu=self.sparse_mu,
             min_child_weight=self.min_child_weight,
+            honest_leaves=self.honest_leaves,
             verbose=bool(self.verbose),
         )
 
@@ -856,6 +860,16 @@ _PARAMS_DOC = (
         Value bins per feature (one more bin holds NaN).
     min_child_weight : float >= 0, default=1.0
         Least in-bag weight (weights scaled to mean 1) in a child.
+    honest_leaves : bool, default=False
+        Honest trees (Wager and Athey, "Estimation and Inference of Heterogeneous Treatment
+        Effects using Random Forests", JASA 113(523), 2018, section 2.4): each tree's splits
+        are chosen on its bootstrap rows and its leaf values are re-estimated from its
+        out-of-bag rows (bagboost: one seeded half of them, the other half scores the
+        out-of-bag stopping rule); a leaf without such rows takes its parent's value. A deep
+        tree's splits on a noise column then no longer fit the rows they were chosen on, so
+        they look less useful to the lasso: fewer noise columns selected on planted tables,
+        but no better held-out scores on real ones (the ControlBurn guide has the numbers),
+        so off by default.
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
