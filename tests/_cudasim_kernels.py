@@ -879,3 +879,41 @@ def test_heldout_permutation_gains_equal_the_cpus(gpu, multiclass):
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     assert np.count_nonzero(want[0]) >= 2 and want[0][5] == 0.0  # 5: constant, never split
+
+
+def test_heldout_ranking_on_pool_columns_equals_the_cpus(gpu):
+    """Exact k's whole held-out ranking (``rank_by_heldout``): the cross-fitted folds drawn
+    on the device's rows (``heldout_folds``), the ranking fits on the pool's columns only
+    (``PoolBins``, column indexing on the device) and the permutations, on the GPU backend,
+    equal the CPU's bit for bit, with weights."""
+    from gpufs.engine.boosting import BoostingParams, DeviceRows
+    from gpufs.engine.grower import TreeParams
+    from gpufs.selectors import _exact_k
+    from gpufs.selectors._boost_setup import BoostSetup
+
+    X, y = make_data(60, 6, seed=21)
+    bm, Xb = binned(X, 16)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, X.shape[0])
+    params = BoostingParams(n_estimators=2, tree=TreeParams(max_depth=2, learning_rate=0.3))
+    pool = [4, 0, 2]
+    out = []
+    for backend in (CPU, gpu):
+        dev = backend.xp.asarray
+        setup = BoostSetup(
+            backend,
+            DeviceRows(backend, dev(Xb), dev(y), dev(w)),
+            SquaredError(),
+            bm,
+            params,
+            np.ones(6),
+            np.arange(6, dtype=np.int32),
+            "none",
+        )
+        folds = _exact_k.heldout_folds(setup, 3)
+        assert len(folds) == _exact_k.CROSS_FIT_FOLDS
+        out.append(_exact_k.rank_by_heldout(setup, folds, 0.0, pool, 3))
+    (want_s, want_se, want_n), (got_s, got_se, got_n) = out
+    np.testing.assert_array_equal(got_s, want_s)
+    np.testing.assert_array_equal(got_se, want_se)
+    assert got_n == want_n == 5 * 2
+    assert np.count_nonzero(want_s[pool]) >= 2 and not want_s[[1, 3, 5]].any()

@@ -296,3 +296,65 @@ def test_cross_fitting_keeps_noise_behind_a_weak_signal(monkeypatch):
     monkeypatch.setattr(_exact_k, "CROSS_FIT_ROWS", 0)  # one 30 % split, as before
     single, _ = select()
     assert pn.noise_ahead(single, planted), single
+
+
+def _ranking_on_every_column(setup, heldout, mu, pool, seed):
+    """``rank_by_heldout`` before its fits saw the pool's columns only: splits restricted to
+    the pool (``RestrictedPenalty``) on all the columns, kept here as the reference."""
+    d = setup.costs.shape[0]
+    saving, var, n_trees = np.zeros(d), np.zeros(d), 0
+    for fold, (fit_rows, held_rows) in enumerate(heldout):
+        pen = _exact_k.RestrictedPenalty(
+            mu, setup.costs, setup.groups, setup.scaling, len(pool), pool
+        )
+        ens, _, _ = setup._replace(rows=fit_rows, candidate_search=None).fit(pen)
+        s, se = _exact_k.heldout_permutation_gains(
+            ens, held_rows, setup.objective, pool, seed, stream=(fold,) if fold else ()
+        )
+        saving, var, n_trees = saving + s, var + se * se, n_trees + int(ens.n_trees)
+    return saving, np.sqrt(var), n_trees
+
+
+@pytest.mark.parametrize("case", ["churn_weighted_costs", "multiclass_wide", "single_split"])
+def test_ranking_fits_on_the_pool_columns_equal_every_column_bit_for_bit(case, monkeypatch):
+    """The ranking fits see only the pool's columns (``PoolBins``, ``_pool_columns``): their
+    savings, standard errors and tree counts equal, bit for bit, those of fits on every column
+    with splits restricted to the pool -- categorical columns, sample weights, feature costs
+    and groups, seven classes, the cross-fitted folds and the single split."""
+    from sklearn.datasets import make_classification
+
+    if case == "churn_weighted_costs":
+        X, y, _ = pn.churn(2, n=900)
+        w = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+        est = GBFSClassifier(
+            n_features_to_select=3,
+            n_estimators=30,
+            random_state=0,
+            device="cpu",
+            feature_costs=np.linspace(0.5, 2.0, X.shape[1]),
+            feature_groups=[0, 1, 2, 3, 4, 5, 5, 6],
+        )
+        fit_kw = {"sample_weight": w}
+    else:
+        X, y = make_classification(
+            150, 60, n_informative=8, n_classes=7, n_clusters_per_class=1, random_state=0
+        )
+        est = GBFSClassifier(n_features_to_select=3, n_estimators=15, random_state=0, device="cpu")
+        fit_kw = {}
+        if case == "single_split":
+            monkeypatch.setattr(_exact_k, "CROSS_FIT_ROWS", 1)
+    real, seen = _exact_k.rank_by_heldout, []
+
+    def both(setup, heldout, mu, pool, seed):
+        got = real(setup, heldout, mu, pool, seed)
+        seen.append((got, _ranking_on_every_column(setup, heldout, mu, pool, seed), heldout))
+        return got
+
+    monkeypatch.setattr(_exact_k, "rank_by_heldout", both)
+    est.fit(X, y, **fit_kw)
+    ((got, want, heldout),) = seen
+    assert len(heldout) == (1 if case == "single_split" else _exact_k.CROSS_FIT_FOLDS)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2] == want[2]
+    assert np.count_nonzero(got[0]) >= 2  # the pool's savings, not zeros on both sides
