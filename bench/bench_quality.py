@@ -75,7 +75,9 @@ the exact-k goal is measured against (neither a gpufs family nor a peer in the s
 ``--methods gbfs_stability`` runs GBFS with ``stability_rounds=10``, ``--methods gbfs_heldout``
 GBFS with ``pool_ranking="heldout"`` and ``--methods
 controlburn_rw0`` ControlBurn with ``reweight_steps=0`` the same way (how the defaults were
-chosen), and ``--methods controlburn_honest`` ControlBurn with ``honest_leaves=True``.
+chosen), ``--methods controlburn_honest`` ControlBurn with ``honest_leaves=True``, and
+``controlburn_cat<t>`` / ``controlburn_honest_cat<t>`` (t in 2, 4, 32) either of those with
+the forest's ``max_cat_threshold`` = t (the estimators' forest uses 1).
 
 Timing: gpufs and the peers run single-threaded (``NUMBA_NUM_THREADS=1`` unless set, LightGBM
 ``n_jobs=1``), in one process, after a warm-up fit (numba compiles on first call). For GBFS the
@@ -498,6 +500,43 @@ def sel_controlburn_honest(Xtr, ytr, task, k, state):
     return _controlburn_result(est)
 
 
+def _controlburn_cat(threshold, honest):
+    """ControlBurn with the forest's ``max_cat_threshold`` set to ``threshold`` (the most
+    categories a split of a categorical column sends left; the estimators' forest uses 1),
+    with or without ``honest_leaves``, as ``controlburn`` runs it (issue 35: may honest leaf
+    values let the forest split categories by sets? Neither a gpufs family nor a peer here).
+    A bench-only hook: a subclass whose forest parameters differ in that one field."""
+
+    def sel(Xtr, ytr, task, k, state):
+        import dataclasses
+
+        from gpufs import ControlBurnClassifier, ControlBurnRegressor
+
+        base = ControlBurnRegressor if task == "regression" else ControlBurnClassifier
+
+        class _CatThreshold(base):
+            def _forest_params(self):
+                return dataclasses.replace(super()._forest_params(), max_cat_threshold=threshold)
+
+        key = f"cb_cat{threshold}_{'honest' if honest else 'inbag'}"
+        est = state.setdefault(
+            key,
+            _CatThreshold(warm_start=True, random_state=SEED, honest_leaves=honest, **_cat(state)),
+        )
+        est.set_params(n_features_to_select=k).fit(Xtr, ytr)
+        return _controlburn_result(est)
+
+    return sel
+
+
+#: ``controlburn_cat<t>`` / ``controlburn_honest_cat<t>``: the forest's max_cat_threshold = t
+CAT_THRESHOLD_METHODS = {
+    f"controlburn{'_honest' if honest else ''}_cat{t}": _controlburn_cat(t, honest)
+    for honest in (False, True)
+    for t in (2, 4, 32)
+}
+
+
 def sel_stagewise(Xtr, ytr, task, k, state):
     from gpufs import StagewiseClassifier, StagewiseRegressor
 
@@ -558,6 +597,7 @@ SELECTORS = {
     "gbfs_heldout": sel_gbfs_heldout,
     "controlburn_rw0": sel_controlburn_rw0,
     "controlburn_honest": sel_controlburn_honest,
+    **CAT_THRESHOLD_METHODS,
 }
 #: the methods run only when named (settings measured beside a default)
 EXTRA_METHODS = (
@@ -566,6 +606,7 @@ EXTRA_METHODS = (
     "gbfs_heldout",
     "controlburn_rw0",
     "controlburn_honest",
+    *CAT_THRESHOLD_METHODS,
 )
 
 
