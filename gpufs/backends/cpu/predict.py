@@ -45,9 +45,27 @@ def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, i
 def predict_raw_rows(
     X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits
 ):
-    """``_predict_raw`` on X (n, d) of any float dtype and order, a ``float64_rows`` chunk at
-    a time (float32 -> float64 is exact: the same leaves as on a float64 copy of X, without
-    one); ``out`` (n, n_outputs) float64, C order, gets each chunk's rows. Returns ``out``."""
+    """``_predict_raw`` on X of any float dtype and order, a ``float64_rows`` chunk at a time
+    (float32 -> float64 is exact: the same leaves as on a float64 copy of X, without one).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        NaN marks a missing value.
+    feature, threshold, missing_left, value : ndarray of shape (n_trees, n_nodes)
+        The ensemble's stacked tree arrays (``TreeEnsemble.stacked``).
+    tree_column : ndarray of shape (n_trees,), int32
+        The output column each tree adds to.
+    out : ndarray of shape (n_samples, n_outputs), float64, C order
+        Scores the trees are added to, in place.
+    is_cat : ndarray of shape (n_features,), bool
+    cat_bits : ndarray of shape (n_trees, n_nodes, CAT_WORDS), uint32
+        The category bitsets of the categorical splits.
+
+    Returns
+    -------
+    out : ndarray of shape (n_samples, n_outputs), float64
+    """
     for rows, chunk in float64_rows(X):
         _predict_raw(
             chunk, feature, threshold, missing_left, value, tree_column, out[rows], is_cat, cat_bits
