@@ -16,6 +16,7 @@ from numba import njit, prange
 
 from ..._types import N_HIST_BINS, STANDARDIZED_MAX
 from ...rules._group_scan import _best_gain, best_gains, concat_groups  # noqa: F401 (re-exported)
+from .binning import float64_rows
 
 __all__ = [
     "best_gains",
@@ -42,13 +43,6 @@ def _standardize_columns(X, block):
     return standardize_with(X, *standardize_extremes(X))
 
 
-def _float_rows(X):
-    X = np.asarray(X)
-    if X.dtype != np.float32 and X.dtype != np.float64:
-        X = X.astype(np.float64)
-    return np.ascontiguousarray(X)
-
-
 def standardize_extremes(X):
     """Each column's minimum and maximum over its non-missing values, the extremes
     ``standardize`` scales by (a cluster's shards take the min and max of theirs).
@@ -62,10 +56,11 @@ def standardize_extremes(X):
     lo, hi : ndarray of shape (n_features,), float64
         inf and -inf for a column without values.
     """
-    X = _float_rows(X)
+    X = np.asarray(X)
     lo = np.full(X.shape[1], np.inf)
     hi = np.full(X.shape[1], -np.inf)
-    _column_extremes(X, lo, hi)
+    for _, chunk in float64_rows(X):  # float64 row chunks: no float64 copy of X
+        _column_extremes(chunk, lo, hi)
     return lo, hi
 
 
@@ -82,9 +77,16 @@ def standardize_with(X, lo, hi):
     -------
     ndarray of shape (n_features, n_samples), uint8
     """
-    X = _float_rows(X)
+    X = np.asarray(X)
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     out = np.empty((X.shape[1], X.shape[0]), np.uint8)
-    _standardize_cpu(X, np.asarray(lo, np.float64), np.asarray(hi, np.float64), out)
+    for rows, chunk in float64_rows(X):  # float64 row chunks: no float64 copy of X
+        if chunk.shape[0] == X.shape[0]:
+            _standardize_cpu(chunk, lo, hi, out)
+        else:
+            part = np.empty((X.shape[1], chunk.shape[0]), np.uint8)
+            _standardize_cpu(chunk, lo, hi, part)
+            out[:, rows] = part
     return out
 
 
@@ -105,7 +107,7 @@ def _column_extremes(X, lo, hi):
 
 @njit(parallel=True, cache=True)
 def _standardize_cpu(X, lo, hi, out):
-    """``standardize`` on the CPU: X (n, d) float32/float64 C order -> out (d, n) uint8 at
+    """``standardize`` on the CPU: X (n, d) float64 C order -> out (d, n) uint8 at
     the column extremes lo, hi, in blocks of 64 columns (each row's slice of a block is
     contiguous)."""
     n, d = X.shape
