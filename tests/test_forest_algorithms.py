@@ -232,4 +232,4 @@ def test_forest_on_simulated_gpu_kernels_equals_cpu():
 
     code, out = _background_files.result("_cudasim_forest.py")
     assert code == 0, f"simulator forest check failed:\n{out[-4000:]}"
-    assert re.search(r"5 passed", out), out[-2000:]
+    assert re.search(r"7 passed", out), out[-2000:]

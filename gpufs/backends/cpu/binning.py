@@ -10,7 +10,7 @@ The GPU's counterpart is ``cuda_kernels/binning.py``.
 import numpy as np
 from numba import njit, prange
 
-from ..._types import read_only
+from ..._types import CHUNK_ELEMENTS_FLOAT64, read_only
 from ._device_fns import _bin_of
 
 #: Rows per task of ``_columns_of``: a row is read whole and its bytes written to d columns,
@@ -49,12 +49,6 @@ def _bin_transform(X, cuts, out):
         for f in range(d):
             for i in range(b * BIN_ROWS, hi):
                 out[i, f] = _bin_of(X[i, f], cuts, f)
-
-
-#: Elements (rows x columns) of one float64 row chunk of ``float64_rows``: 2 MB, so a chunk
-#: converted from float32 (or gathered from F order) is still in L2 / L3 when the kernel
-#: reads it, and is a few dozen ``BIN_ROWS`` blocks, enough tasks for the threads.
-CHUNK_ELEMENTS_FLOAT64 = 1 << 18
 
 
 def float64_rows(X, chunk_elements=None):
