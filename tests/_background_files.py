@@ -68,15 +68,13 @@ SIMULATOR_OWNERS = dict(
 #: Heavy test files, or single tests (node ids relative to ``tests/``), that a full run hands
 #: to a child pytest: the real-compiler SASS check (about 35 s of compiling, no CPU kernel, so
 #: it goes first while the suite's process compiles the CPU kernels), then the two files of
-#: the most CPU (Dask clusters; ControlBurn's scikit-learn checks), then the two of GBFS's
-#: planted-noise selections (exact k with a cross-fitted ranking: about 40 and 20 s of the
-#: suite's process, which ended 60 s after both lanes without them).
+#: the most CPU (Dask clusters; ControlBurn's scikit-learn checks). Also handing over
+#: test_cat_guards.py and test_pool_ranking.py (exact k's cross-fitted ranking) did not
+#: shorten a cold run: 616 s against 610 s, the lanes then ending last.
 HEAVY = (
     "test_cuda_kernels_sim.py::test_kernels_compile_to_sass",
     "test_dask.py",
     "test_controlburn.py",
-    "test_cat_guards.py",
-    "test_pool_ranking.py",
 )
 
 #: The order the background starts files in: the SASS check, the simulator files in the
