@@ -139,33 +139,11 @@ def like(a, ref):
     return namespace_of(ref).asarray(a) if is_cupy_array(ref) else a
 
 
-def input_float_dtype(a, device: str = "cpu", host_float32: bool = False):
-    """The float dtype the input door gives table ``a``.
-
-    float32 stays float32 on the GPU (a cupy table: device memory), and on the host (``a``
-    a host table and ``device`` "cpu") when ``host_float32``: its reader takes float32 as it
-    is, because the host kernels that read raw X convert bounded row chunks to float64
-    (exact), so the bins are the same, the kernels compiled once for float64 serve every
-    input dtype, and a table that fits in memory once is never copied to float64. Anything
-    else is float64.
-
-    Parameters
-    ----------
-    a : ndarray (numpy or cupy) or numpy dtype
-        The table, or the dtype of a host table being built.
-    device : {"cpu", "gpu"}, default="cpu"
-        Where the table goes.
-    host_float32 : bool, default=False
-
-    Returns
-    -------
-    numpy dtype
-    """
-    dtype = a if isinstance(a, np.dtype) else a.dtype
-    if dtype != np.float32:
-        return np.dtype(np.float64)
-    keep = is_cupy_array(a) or (host_float32 and device == "cpu")
-    return dtype if keep else np.dtype(np.float64)
+def input_float_dtype(a):
+    """The float dtype the input door gives table ``a``: float64 on the host (float32 ->
+    float64 is exact, so the bins are the same and the kernels compiled once serve every
+    input dtype); a float32 table on the GPU keeps float32 (device memory)."""
+    return a.dtype if is_cupy_array(a) and a.dtype == np.float32 else np.float64
 
 
 def is_host_namespace(xp) -> bool:

@@ -74,11 +74,6 @@ CHUNK_ELEMENTS_STAGEWISE = {"cpu": 1 << 17, "gpu": 1 << 25}
 #: is copied to C order (8 MB of float64), so the scan compiles for C order only and never
 #: copies the whole matrix.
 CHUNK_ELEMENTS_NONFINITE = 1 << 20
-#: One float64 row chunk of ``backends.cpu.binning.float64_rows`` (the kernels that read raw
-#: X take a float32 or F-order table in such chunks): 2 MB, so a chunk converted from float32
-#: (or gathered from F order) is still in L2 / L3 when the kernel reads it, and is a few dozen
-#: ``BIN_ROWS`` blocks, enough tasks for the threads.
-CHUNK_ELEMENTS_FLOAT64 = 1 << 18
 
 #: uint32 words of one category bitset (256 bins; ``gpufs.rules._categorical``'s bitsets).
 CAT_WORDS = 8

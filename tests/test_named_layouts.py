@@ -268,7 +268,6 @@ def test_chunk_sizes_are_defined_once():
         "CHUNK_ELEMENTS_COLUMN_SCALE",
         "CHUNK_ELEMENTS_STAGEWISE",
         "CHUNK_ELEMENTS_NONFINITE",
-        "CHUNK_ELEMENTS_FLOAT64",
     }
 
 

@@ -163,13 +163,9 @@ def _fitted_mask(estimator, n_features):
     return codes.is_categorical
 
 
-def _dataframe_to_array(
-    estimator, frame, X, device, reset, categorical_features, max_categories, float32_kept
-):
+def _dataframe_to_array(estimator, frame, X, device, reset, categorical_features, max_categories):
     """A pandas / polars / pyarrow / cudf / modin table -> float array (categorical columns
-    as their category codes, NaN for missing), through narwhals: float32 when every numeric
-    column is float32 (with categorical columns, only when ``float32_kept``: the input door
-    keeps float32; codes and NaN are exact in it), else float64."""
+    as their category codes, NaN for missing), through narwhals."""
     import narwhals.stable.v1 as nw
 
     names = [str(c) for c in frame.columns]
@@ -199,7 +195,7 @@ def _dataframe_to_array(
         ints = [i for i in range(d) if not mask[i] and frame.schema[cols[i]].is_integer()]
         if ints:
             warn_integer_identifiers((names[i], frame.get_column(cols[i]).to_numpy()) for i in ints)
-    f32 = bool(num) and all(frame.schema[c] == nw.Float32 for c in num)
+    f32 = bool(num) and not mask.any() and all(frame.schema[c] == nw.Float32 for c in num)
     target = nw.Float32 if f32 else nw.Float64
     if not mask.any():  # numbers only: one conversion, no second copy
         if reset:
@@ -207,7 +203,7 @@ def _dataframe_to_array(
         if _module_root(X) == "cudf":
             return to_device(X.astype("float64").to_cupy(na_value=np.nan), device)
         return frame.select(nw.col(*num).cast(target)).to_numpy()
-    out = np.empty((len(frame), d), dtype=np.float32 if f32 and float32_kept else np.float64)
+    out = np.empty((len(frame), d), dtype=np.float64)
     if num:
         out[:, ~mask] = frame.select(nw.col(*num).cast(target)).to_numpy()
     columns = _frame_category_columns(frame, mask)
@@ -226,13 +222,9 @@ def _dataframe_to_array(
     return out
 
 
-def _encode_array_categories(
-    estimator, arr, reset, categorical_features, max_categories, float32_kept
-):
+def _encode_array_categories(estimator, arr, reset, categorical_features, max_categories):
     """Category codes of the categorical columns of a 2-D array (``categorical_features`` by
-    index or mask at fit; the fitted ones later): float32 for a float32 array when
-    ``float32_kept`` (the input door keeps float32; codes and NaN are exact in it), else
-    float64."""
+    index or mask at fit; the fitted ones later)."""
     d = arr.shape[1]
     mask = categorical_mask(categorical_features, d, None) if reset else _fitted_mask(estimator, d)
     if not mask.any():
@@ -244,11 +236,11 @@ def _encode_array_categories(
     codes = _learn_or_get_codes(
         estimator, reset, mask, columns, d, max_categories, None, categorical_features
     )
-    out = np.empty(host.shape, dtype=np.float32 if float32_kept else np.float64)
+    out = np.empty(host.shape, dtype=np.float64)
     num = ~mask
     if num.any():
         try:
-            out[:, num] = host[:, num].astype(out.dtype, copy=False)
+            out[:, num] = host[:, num].astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(
                 f"X has values that are not numbers in columns that are not categorical: {exc}"
@@ -420,14 +412,8 @@ def check_X(
     X : array-like (n_samples, n_features): numpy, pandas, cupy, cudf, polars or pyarrow.
     device : "cpu" (numpy out) or "gpu" (cupy out).
     reset : True in ``fit`` (remember names and width), False afterwards (check them).
-    dtype : "float" (default), "floating" or a numpy dtype to convert to.
-        "float": float32 stays float32 on the GPU, and on the host when ``estimator``
-        reads float32 as it is (its class attribute ``_host_float32``: GBFS and multitask
-        GBFS, whose host kernels that read raw X convert bounded row chunks to float64,
-        exactly, so the bins and trees are those of a float64 copy; a float32 table is never
-        copied to float64); anything else is float64. "floating": float32 stays float32 for
-        any estimator (a caller that only validates X). Category codes of a float32 table
-        kept as float32 are float32 too.
+    dtype : "float" (default: float64; a float32 table on the GPU keeps its dtype, the
+        binning reads it as it is) or a numpy dtype to convert to.
     allow_nan : NaN marks a missing value (routed by a learned default direction); inf never is.
         False refuses NaN in the numeric columns (categorical ones may always miss a value).
     categorical_features : "from_dtype", None, or column names / indices / a bool mask
@@ -445,25 +431,16 @@ def check_X(
     if X is None:
         raise ValueError("X is None; expected a 2-D array-like of shape (n_samples, n_features).")
     _check_feature_names(estimator, X, reset=reset)
-    reads_float32 = isinstance(dtype, str) and (
-        dtype == "floating" or (dtype == "float" and getattr(estimator, "_host_float32", False))
-    )
-    float32_kept = input_float_dtype(np.dtype(np.float32), device, reads_float32) == np.float32
     frame = _frame(X)
     if frame is not None:
         arr = _dataframe_to_array(
-            estimator, frame, X, device, reset, categorical_features, max_categories, float32_kept
+            estimator, frame, X, device, reset, categorical_features, max_categories
         )
     else:
         arr = as_array(X, device, "X")
         if arr.ndim == 2 and (reset or getattr(estimator, "category_codes_", None)):
             arr = _encode_array_categories(
-                estimator,
-                arr,
-                reset,
-                categorical_features,
-                max_categories,
-                float32_kept and arr.dtype == np.float32,
+                estimator, arr, reset, categorical_features, max_categories
             )
     if arr.ndim != 2:
         if arr.ndim == 1:
@@ -484,10 +461,10 @@ def check_X(
             f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
         )
     xp = namespace_of(arr)
-    if isinstance(dtype, str) and dtype in ("float", "floating"):
-        # float32 kept on the GPU, and on the host for an estimator that reads it as it is
-        # (``input_float_dtype``: its kernels convert row chunks to float64, exactly)
-        dtype = input_float_dtype(arr, device, reads_float32)
+    if isinstance(dtype, str) and dtype == "float":
+        # host tables are float64 (float32 -> float64 is exact: the same bins), so the kernels
+        # compiled once serve every input dtype; a GPU table keeps float32 (device memory)
+        dtype = input_float_dtype(arr)
     arr = xp.asarray(arr, dtype=dtype)
     if arr.dtype.kind == "f":
         has_nan, has_inf = _nonfinite(arr, xp)
@@ -540,14 +517,11 @@ def _nonfinite(arr, xp):
     if isinstance(arr, np.ndarray) and arr.dtype in (np.float32, np.float64):
         if arr.flags.f_contiguous and not arr.flags.c_contiguous:
             arr = arr.T  # the same values in C order: one compiled scan serves both orders
-        if arr.flags.c_contiguous and arr.dtype == np.float64:
+        if arr.flags.c_contiguous:
             return _scan_nonfinite(read_only(arr))  # the compiled scan, no temporaries
-        # float32 or strided: C-order float64 chunks (float32 -> float64 is exact), so the
-        # one compiled float64 scan serves every input and X is never copied whole
-        has_nan = has_inf = False
+        has_nan = has_inf = False  # strided: C-order chunks, one compiled signature still
         for rows in row_slices(arr.shape[0], arr.shape[1], CHUNK_ELEMENTS_NONFINITE):
-            chunk = np.ascontiguousarray(arr[rows], dtype=np.float64)
-            nan, inf = _scan_nonfinite(read_only(chunk))
+            nan, inf = _scan_nonfinite(read_only(np.ascontiguousarray(arr[rows])))
             has_nan, has_inf = has_nan or nan, has_inf or inf
             if has_nan and has_inf:
                 break

@@ -425,11 +425,6 @@ input_device = device_of
 class GPUFSSelectorMixin(SelectorMixin):
     """SelectorMixin whose ``transform`` keeps numpy/cupy/pandas/cudf as they came in."""
 
-    #: Whether fit and the predictions read a host float32 X as it is (``check_X``'s
-    #: dtype "float"): True for the boosted families, whose host kernels convert row chunks
-    #: to float64; False gives them float64 (code that computes in X's dtype).
-    _host_float32 = False
-
     def _get_support_mask(self):
         check_is_fitted(self, "selected_features_")
         support = getattr(self, "support_", None)
@@ -459,10 +454,7 @@ class GPUFSSelectorMixin(SelectorMixin):
         """
         check_is_fitted(self, "selected_features_")
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
-        # only checked: a float32 X is not converted ("floating"), whatever the estimator
-        checked = check_X(
-            self, X, device=device_of(X), reset=False, dtype="floating", allow_nan=allow_nan
-        )
+        checked = check_X(self, X, device=device_of(X), reset=False, allow_nan=allow_nan)
         idx = np.flatnonzero(self._get_support_mask())
         if idx.size == 0:
             # scikit-learn's SelectorMixin: an empty selection warns and gives (n_samples, 0).

@@ -46,8 +46,6 @@ def cat_guards(est):
 class BoostedRegressorMixin:
     """Squared error, boosted on the float64 target as it is."""
 
-    _host_float32 = True  # the input door keeps a float32 X (``check_X``)
-
     def _make_objective(self):
         return make_objective("regression")
 
@@ -57,8 +55,6 @@ class BoostedRegressorMixin:
 
 class BoostedClassifierMixin:
     """Binary log loss, or softmax over ``classes_`` (one tree per class per round)."""
-
-    _host_float32 = True  # the input door keeps a float32 X (``check_X``)
 
     def _make_objective(self):
         return make_objective("classification", len(self.classes_))

@@ -34,7 +34,7 @@ from ._args import (
     SplitRule,
     split_args,
 )
-from .binning import _columns_of, bin_rows
+from .binning import _bin_transform, _columns_of
 from .group_testing import CPUSteps
 from .histogram import (
     AUTO,
@@ -69,7 +69,7 @@ from .objective import (
     _round_ser,
 )
 from .partition import _partition
-from .predict import _predict_binned, predict_raw_rows
+from .predict import _predict_binned, _predict_raw
 from .split import SEARCH_PARALLEL_MIN_SLOTS, _search_ser
 from .update import _update_raw_par, _update_raw_ser
 
@@ -378,11 +378,14 @@ class CPUBackend:
     def bin_transform(self, X, cuts_padded, n_cuts):
         """Float X (n, d) -> uint8 bins (n, d) with the cut matrix (d, 254), +inf padded.
 
-        Any float dtype and order, float64 row chunks at a time (``binning.bin_rows``): no
-        float64 copy of a float32 or F-order X."""
+        float32 and float64 X are binned as they are (no float64 copy of float32 data)."""
         X = np.asarray(X)
+        if X.dtype != np.float32 and X.dtype != np.float64:
+            X = X.astype(np.float64)
+        X = np.ascontiguousarray(X)
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE)
-        return bin_rows(X, cut_matrix(cuts_padded, n_cuts), out)
+        _bin_transform(read_only(X), cut_matrix(cuts_padded, n_cuts), out)
+        return out
 
     # --- gradients ------------------------------------------------------------------------
     def _rows_parallel(self, n):
@@ -903,18 +906,12 @@ class CPUBackend:
     def predict_raw(
         self, X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits
     ):
-        # any float dtype and order, float64 row chunks at a time (no float64 copy of X)
-        return predict_raw_rows(
-            np.asarray(X),
-            feature,
-            threshold,
-            missing_left,
-            value,
-            tree_column,
-            out,
-            is_cat,
-            cat_bits,
-        )
+        X = np.asarray(X)
+        if X.dtype != np.float32 and X.dtype != np.float64:
+            X = X.astype(np.float64)
+        X = read_only(np.ascontiguousarray(X))
+        _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits)
+        return out
 
 
 _NO_WEIGHTS = np.empty(0, np.float64)

@@ -16,7 +16,6 @@ from numba import njit, prange
 
 from ..._types import N_HIST_BINS, STANDARDIZED_MAX
 from ...rules._group_scan import _best_gain, best_gains, concat_groups  # noqa: F401 (re-exported)
-from .binning import float64_rows
 
 __all__ = [
     "best_gains",
@@ -43,6 +42,13 @@ def _standardize_columns(X, block):
     return standardize_with(X, *standardize_extremes(X))
 
 
+def _float_rows(X):
+    X = np.asarray(X)
+    if X.dtype != np.float32 and X.dtype != np.float64:
+        X = X.astype(np.float64)
+    return np.ascontiguousarray(X)
+
+
 def standardize_extremes(X):
     """Each column's minimum and maximum over its non-missing values, the extremes
     ``standardize`` scales by (a cluster's shards take the min and max of theirs).
@@ -56,11 +62,10 @@ def standardize_extremes(X):
     lo, hi : ndarray of shape (n_features,), float64
         inf and -inf for a column without values.
     """
-    X = np.asarray(X)
+    X = _float_rows(X)
     lo = np.full(X.shape[1], np.inf)
     hi = np.full(X.shape[1], -np.inf)
-    for _, chunk in float64_rows(X):  # float64 row chunks: no float64 copy of X
-        _column_extremes(chunk, lo, hi)
+    _column_extremes(X, lo, hi)
     return lo, hi
 
 
@@ -77,16 +82,9 @@ def standardize_with(X, lo, hi):
     -------
     ndarray of shape (n_features, n_samples), uint8
     """
-    X = np.asarray(X)
-    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    X = _float_rows(X)
     out = np.empty((X.shape[1], X.shape[0]), np.uint8)
-    for rows, chunk in float64_rows(X):  # float64 row chunks: no float64 copy of X
-        if chunk.shape[0] == X.shape[0]:
-            _standardize_cpu(chunk, lo, hi, out)
-        else:
-            part = np.empty((X.shape[1], chunk.shape[0]), np.uint8)
-            _standardize_cpu(chunk, lo, hi, part)
-            out[:, rows] = part
+    _standardize_cpu(X, np.asarray(lo, np.float64), np.asarray(hi, np.float64), out)
     return out
 
 
@@ -107,7 +105,7 @@ def _column_extremes(X, lo, hi):
 
 @njit(parallel=True, cache=True)
 def _standardize_cpu(X, lo, hi, out):
-    """``standardize`` on the CPU: X (n, d) float64 C order -> out (d, n) uint8 at
+    """``standardize`` on the CPU: X (n, d) float32/float64 C order -> out (d, n) uint8 at
     the column extremes lo, hi, in blocks of 64 columns (each row's slice of a block is
     contiguous)."""
     n, d = X.shape
