@@ -250,7 +250,8 @@ def test_running_sum_adds_in_order():
 def test_cross_fitted_folds_hold_out_every_row_once(monkeypatch):
     """Below ``CROSS_FIT_ROWS`` held-out rows, ``heldout_folds`` deals the rows into
     ``CROSS_FIT_FOLDS`` folds: each row is held out by exactly one fold and fitted on by
-    the others, with its own target and weight. Above it, the one 70 / 30 split."""
+    the others; ``take_rows`` gives a fold its rows with their targets and weights. Above
+    it, the one 70 / 30 split."""
     from types import SimpleNamespace
 
     from gpufs.backends import get_backend
@@ -262,18 +263,21 @@ def test_cross_fitted_folds_hold_out_every_row_once(monkeypatch):
     setup = SimpleNamespace(rows=DeviceRows(backend, Xb, y, w), backend=backend)
     pairs = _exact_k.heldout_folds(setup, 7)
     assert len(pairs) == _exact_k.CROSS_FIT_FOLDS
-    held = np.concatenate([out.Xb[:, 0] for _, out in pairs]).astype(int)
+    held = np.concatenate([out for _, out in pairs])
     assert sorted(held.tolist()) == list(range(n))
-    for fit, out in pairs:
+    for fit_idx, out_idx in pairs:
+        fit = _exact_k.take_rows(backend, setup.rows, fit_idx)
+        out = _exact_k.take_rows(backend, setup.rows, out_idx)
         ids_fit, ids_out = fit.Xb[:, 0].astype(int), out.Xb[:, 0].astype(int)
+        np.testing.assert_array_equal(ids_fit, fit_idx)
         assert sorted(ids_fit.tolist() + ids_out.tolist()) == list(range(n))
         np.testing.assert_array_equal(fit.y, y[ids_fit])
         np.testing.assert_array_equal(out.w, w[ids_out])
     monkeypatch.setattr(_exact_k, "CROSS_FIT_ROWS", 30)  # round(0.3 * 103) = 31 rows held out
     (single,) = _exact_k.heldout_folds(setup, 7)
     fit, out = _exact_k.split_heldout(setup, 7)
-    np.testing.assert_array_equal(single[1].Xb, out.Xb)
-    np.testing.assert_array_equal(single[0].Xb, fit.Xb)
+    np.testing.assert_array_equal(single[1], out)
+    np.testing.assert_array_equal(single[0], fit)
 
 
 def test_cross_fitting_keeps_noise_behind_a_weak_signal(monkeypatch):
@@ -303,7 +307,9 @@ def _ranking_on_every_column(setup, heldout, mu, pool, seed):
     the pool (``RestrictedPenalty``) on all the columns, kept here as the reference."""
     d = setup.costs.shape[0]
     saving, var, n_trees = np.zeros(d), np.zeros(d), 0
-    for fold, (fit_rows, held_rows) in enumerate(heldout):
+    for fold, (fit_idx, held_idx) in enumerate(heldout):
+        fit_rows = _exact_k.take_rows(setup.backend, setup.rows, fit_idx)
+        held_rows = _exact_k.take_rows(setup.backend, setup.rows, held_idx)
         pen = _exact_k.RestrictedPenalty(
             mu, setup.costs, setup.groups, setup.scaling, len(pool), pool
         )

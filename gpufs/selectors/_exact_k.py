@@ -41,6 +41,7 @@ __all__ = [
     "pool_size",
     "rank_by_heldout",
     "split_heldout",
+    "take_rows",
     "total_gains",
 ]
 
@@ -256,12 +257,12 @@ def fit_exact_k(
         Filled with the wall seconds of the phases: "mu_search", "pool" (the pool fit),
         "stability" (the frequencies), "heldout" (the ranking fit and the held-out
         savings) and "boost" (the final fit).
-    heldout : list of (DeviceRows, DeviceRows) pairs, or None, default=None
-        (fit rows, held-out rows) of each fold (``heldout_folds``): the pool is ranked by
-        what its features save on the held-out rows (``rank_by_heldout``: a ranking fit on
-        each fold's fit rows, permutations drawn from ``heldout_seed``). The search, the
-        pool fit and the final fit run on all the rows either way. None: the pool ranked by
-        its training gain.
+    heldout : list of (ndarray, ndarray) pairs, or None, default=None
+        (fit rows, held-out rows) of each fold, as row indices (``heldout_folds``): the
+        pool is ranked by what its features save on the held-out rows (``rank_by_heldout``:
+        a ranking fit on each fold's fit rows, permutations drawn from ``heldout_seed``).
+        The search, the pool fit and the final fit run on all the rows either way. None:
+        the pool ranked by its training gain.
     heldout_seed : int, default=0
 
     Returns
@@ -474,7 +475,7 @@ HELDOUT_Z = 2.0
 
 def split_heldout(setup, seed, fraction=HELDOUT_FRACTION):
     """(fit rows, held-out rows) of ``setup.rows``: a seeded random ``fraction`` of the rows
-    held out (at least one row on each side), as :class:`DeviceRows` on the rows' device; None
+    held out (at least one row on each side), as sorted int64 row indices on the host; None
     for too few rows. Rows that are not in this process (a cluster's) are refused: the draw
     is made here, and a fit ranked by gain instead would differ from the one-process fit
     without a word (the Dask estimators refuse ``pool_ranking="heldout"`` first)."""
@@ -483,7 +484,7 @@ def split_heldout(setup, seed, fraction=HELDOUT_FRACTION):
     if n_out < 1 or n - n_out < 2:
         return None
     perm = np.random.default_rng([int(seed), 35]).permutation(n)
-    return _take_rows(setup, np.sort(perm[n_out:])), _take_rows(setup, np.sort(perm[:n_out]))
+    return np.sort(perm[n_out:]), np.sort(perm[:n_out])
 
 
 #: Held-out rows a single split should give the ranking: where 30 % of the rows are fewer, the
@@ -505,7 +506,9 @@ def heldout_folds(setup, seed):
 
     Returns
     -------
-    list of (DeviceRows, DeviceRows), or None
+    list of (ndarray, ndarray) of int64, or None
+        Sorted row indices; the rows themselves are taken by ``rank_by_heldout``, from the
+        pool's columns only.
     """
     n = _local_rows(setup)
     if round(HELDOUT_FRACTION * n) >= CROSS_FIT_ROWS or n < 2 * CROSS_FIT_FOLDS:
@@ -515,7 +518,7 @@ def heldout_folds(setup, seed):
     pairs = []
     for i, held in enumerate(folds):
         fit = np.sort(np.concatenate(folds[:i] + folds[i + 1 :]))
-        pairs.append((_take_rows(setup, fit), _take_rows(setup, np.sort(held))))
+        pairs.append((fit, np.sort(held)))
     return pairs
 
 
@@ -531,14 +534,12 @@ def _local_rows(setup) -> int:
     return int(setup.rows.shape[0])
 
 
-def _take_rows(setup, idx):
-    """The rows ``idx`` (sorted ndarray of int) of ``setup.rows`` as DeviceRows."""
+def take_rows(backend, rows, idx):
+    """The rows ``idx`` (sorted ndarray of int) of ``rows`` (DeviceRows) as DeviceRows."""
     from ..engine.boosting import DeviceRows
 
-    rows, ix = setup.rows, setup.backend.xp.asarray(idx)
-    return DeviceRows(
-        setup.backend, rows.Xb[ix], rows.y[ix], None if rows.w is None else rows.w[ix]
-    )
+    ix = backend.xp.asarray(idx)
+    return DeviceRows(backend, rows.Xb[ix], rows.y[ix], None if rows.w is None else rows.w[ix])
 
 
 def rank_by_heldout(setup, heldout, mu, pool, seed):
@@ -571,8 +572,8 @@ def rank_by_heldout(setup, heldout, mu, pool, seed):
     ----------
     setup : BoostSetup
         The pool fit's settings (all the rows).
-    heldout : list of (DeviceRows, DeviceRows)
-        (fit rows, held-out rows) of each fold, ``heldout_folds``'s.
+    heldout : list of (ndarray, ndarray)
+        (fit rows, held-out rows) of each fold, row indices, ``heldout_folds``'s.
     mu : float
         The pool's price.
     pool : sequence of int
@@ -600,15 +601,17 @@ def rank_by_heldout(setup, heldout, mu, pool, seed):
         candidate_search=None,
     )
     local = list(range(cols.shape[0]))
+    # the pool's columns once; each fold takes its rows from them
+    pool_rows = _pool_columns(setup, cols)
     saving, var = np.zeros(setup.costs.shape[0]), np.zeros(setup.costs.shape[0])
     n_trees = 0
-    for fold, (fit_rows, held_rows) in enumerate(heldout):
-        ens, _, _ = sub._replace(rows=_pool_columns(sub, fit_rows, cols)).fit(
+    for fold, (fit_idx, held_idx) in enumerate(heldout):
+        ens, _, _ = sub._replace(rows=take_rows(sub.backend, pool_rows, fit_idx)).fit(
             sub.penalties(mu, len(local))
         )
         s, se = heldout_permutation_gains(
             ens,
-            _pool_columns(sub, held_rows, cols),
+            take_rows(sub.backend, pool_rows, held_idx),
             setup.objective,
             local,
             seed,
@@ -663,10 +666,11 @@ class PoolBins:
         return self.bin_mapper.threshold_values(self.columns[np.asarray(features, np.int64)], bins)
 
 
-def _pool_columns(setup, rows, cols):
-    """``rows`` (DeviceRows) with the columns ``cols`` of their binned matrix only."""
+def _pool_columns(setup, cols):
+    """``setup.rows`` (DeviceRows) with the columns ``cols`` of their binned matrix only."""
     from ..engine.boosting import DeviceRows
 
+    rows = setup.rows
     Xb = rows.Xb[:, setup.backend.xp.asarray(cols)]
     return DeviceRows(setup.backend, Xb, rows.y, rows.w)
 
