@@ -189,6 +189,7 @@ def grow_tree_packed(
     )
     reached = [np.zeros(1, np.int64)]
     leaves = []
+    splits = []  # per level that split: (its LevelResult, which of its nodes split)
     new_features: list[int] = []
     for depth in range(depth_max):
         if allowed is None:
@@ -213,24 +214,17 @@ def grow_tree_packed(
             allowed = None
         if nodes.shape[0] == 0:
             break
-        f = res.feature[split_mask]
-        b = res.bin[split_mask]
-        tree.feature[nodes] = f
-        tree.bin_threshold[nodes] = b
-        if n_cat:
-            # a categorical split has no threshold: its left set is its bitset
-            tree.threshold[nodes] = np.where(is_cat[f], 0.0, _thresholds(bin_mapper, f, b))
-            tree.cat_bits[nodes] = res.cat_bits[split_mask]
-        else:
-            tree.threshold[nodes] = _thresholds(bin_mapper, f, b)
-        tree.missing_left[nodes] = res.missing_left[split_mask]
-        tree.gain[nodes] = res.gain[split_mask]
+        splits.append((res, split_mask))
         children = np.empty(2 * nodes.shape[0], np.int64)
         children[0::2] = 2 * nodes + 1
         children[1::2] = 2 * nodes + 2
         reached.append(children)
         if depth + 1 == depth_max:
             leaves.append(children)
+    if splits:
+        # the decisions of every level, written into the tree once (a tree of a few hundred
+        # rows spends more time in numpy calls per level than in its compiled level steps)
+        _record_splits(tree, splits, bin_mapper, is_cat, n_cat)
 
     reached = np.concatenate(reached)
     node_g, node_h, node_count = backend.node_sums(state)
@@ -298,6 +292,29 @@ def grow_tree(
         float(gain_divisor),
     )
     return grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params, tree_index)
+
+
+def _record_splits(tree, splits, bin_mapper, is_cat, n_cat):
+    """Write the splits of a tree's levels into ``tree``: ``splits`` holds, per level that
+    split, its ``LevelResult`` and the (n_slots,) bool mask of the slots that split."""
+
+    def taken(name):
+        parts = [getattr(res, name)[mask] for res, mask in splits]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    nodes = taken("nodes")
+    f = taken("feature")
+    b = taken("bin")
+    tree.feature[nodes] = f
+    tree.bin_threshold[nodes] = b
+    if n_cat:
+        # a categorical split has no threshold: its left set is its bitset
+        tree.threshold[nodes] = np.where(is_cat[f], 0.0, _thresholds(bin_mapper, f, b))
+        tree.cat_bits[nodes] = taken("cat_bits")
+    else:
+        tree.threshold[nodes] = _thresholds(bin_mapper, f, b)
+    tree.missing_left[nodes] = taken("missing_left")
+    tree.gain[nodes] = taken("gain")
 
 
 def _categorical_slots(bin_mapper, n_features):

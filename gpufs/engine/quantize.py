@@ -398,7 +398,7 @@ class QuantizedSums(NamedTuple):
         -------
         QuantizedSums
         """
-        return cls(*(int(v) for v in to_host(sums)))
+        return cls(*to_host(sums).tolist())  # int64 -> Python int, exactly
 
     def words(self, i: int) -> tuple[int, int]:
         """The (hi, lo) word sums of quantity i: 0 for g w, 1 for h w, 2 for q.
