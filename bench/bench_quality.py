@@ -481,7 +481,9 @@ def sel_controlburn_rw0(Xtr, ytr, task, k, state):
     from gpufs import ControlBurnClassifier, ControlBurnRegressor
 
     cls = ControlBurnRegressor if task == "regression" else ControlBurnClassifier
-    est = state.setdefault("cb_rw0", cls(warm_start=True, random_state=SEED, reweight_steps=0))
+    est = state.setdefault(
+        "cb_rw0", cls(warm_start=True, random_state=SEED, reweight_steps=0, **_cat(state))
+    )
     est.set_params(n_features_to_select=k).fit(Xtr, ytr)
     return _controlburn_result(est)
 
