@@ -189,7 +189,7 @@ def grow_tree_packed(
     )
     reached = [np.zeros(1, np.int64)]
     leaves = []
-    splits = []  # per level that split: (its LevelResult, which of its nodes split)
+    splits = []  # per level that split: (its LevelResult, its slots that split, their nodes)
     new_features: list[int] = []
     for depth in range(depth_max):
         if allowed is None:
@@ -214,7 +214,7 @@ def grow_tree_packed(
             allowed = None
         if nodes.shape[0] == 0:
             break
-        splits.append((res, split_mask))
+        splits.append((res, split_mask, nodes))
         children = np.empty(2 * nodes.shape[0], np.int64)
         children[0::2] = 2 * nodes + 1
         children[1::2] = 2 * nodes + 2
@@ -296,13 +296,16 @@ def grow_tree(
 
 def _record_splits(tree, splits, bin_mapper, is_cat, n_cat):
     """Write the splits of a tree's levels into ``tree``: ``splits`` holds, per level that
-    split, its ``LevelResult`` and the (n_slots,) bool mask of the slots that split."""
+    split, its ``LevelResult``, the (n_slots,) bool mask of the slots that split and their
+    nodes (int64, the loop's ``res.nodes[mask]``)."""
 
-    def taken(name):
-        parts = [getattr(res, name)[mask] for res, mask in splits]
+    def joined(parts):
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    nodes = taken("nodes")
+    def taken(name):
+        return joined([getattr(res, name)[mask] for res, mask, _ in splits])
+
+    nodes = joined([n for _, _, n in splits])
     f = taken("feature")
     b = taken("bin")
     tree.feature[nodes] = f
