@@ -133,12 +133,17 @@ def _gram(xp, B, v, r, abar):
     return K, c, yy
 
 
-def _gram_scaled(xp, A, cols, d, ones):
+def _gram_scaled(xp, A, cols, d, ones, dtype=np.float64):
     """``B^T B`` with ``B = d * [A[:, cols], 1]`` (the ones column only with ``ones``; ``cols``
     None: every column), in row chunks: the weighted Gram matrix ``[A 1]^T D^2 [A 1]`` of the
     logistic loss's Hessian and Lipschitz constant. ``B^T B`` of one buffer is a symmetric
     rank-k update (numpy's matmul calls BLAS syrk: half the flops of gemm), and the scaled
-    block is written once, with no copy of the selected columns or of the ones column."""
+    block is written once, with no copy of the selected columns or of the ones column.
+
+    ``dtype`` float32 forms each chunk's product in single precision (twice the flops per
+    second, half the bytes) and sums the chunks in float64: a proximal Newton step's model
+    (``TreeLasso._prox_newton``), which only has to point downhill, not the Lipschitz constant
+    or the polish, whose Newton steps must land on the solution."""
     m = A.shape[0]
     n = A.shape[1] if cols is None else int(cols.shape[0])
     p = n + int(bool(ones))
@@ -147,7 +152,7 @@ def _gram_scaled(xp, A, cols, d, ones):
     for lo in range(0, m, step):
         hi = min(m, lo + step)
         block = A[lo:hi] if cols is None else xp.take(A[lo:hi], cols, axis=1)
-        B = xp.empty((hi - lo, p))
+        B = xp.empty((hi - lo, p), dtype=dtype)
         xp.multiply(block, d[lo:hi, None], out=B[:, :n])
         if ones:
             B[:, n] = d[lo:hi]

@@ -544,7 +544,7 @@ class TreeLasso:
             if kkt <= tol or n_iter >= max_iter:
                 return w, b, n_iter, kkt <= tol, kkt, f
             n_iter += 1
-            H = np.asarray(to_host(model.hess_sub(None, z)), dtype=np.float64)
+            H = np.asarray(to_host(model.newton_hess(z)), dtype=np.float64)
             g = np.asarray(to_host(gw), dtype=np.float64)
             w_h = np.asarray(to_host(w), dtype=np.float64)
             b_h = float(b) if has_b else 0.0
