@@ -296,7 +296,8 @@ def test_cross_fitting_keeps_noise_behind_a_weak_signal(monkeypatch):
 
     sel, pool = select()
     assert set(sel) <= set(planted), sel
-    assert pool["trees_grown"]["heldout"] > 4 * pool["trees_grown"]["final"]  # five fits
+    # five ranking fits, each of half the pool fit's 100 rounds (``ranking_rounds``)
+    assert pool["trees_grown"]["heldout"] == 5 * 50 == 5 * _exact_k.ranking_rounds(100, 0.1)
     monkeypatch.setattr(_exact_k, "CROSS_FIT_ROWS", 0)  # one 30 % split, as before
     single, _ = select()
     assert pn.noise_ahead(single, planted), single
@@ -364,3 +365,12 @@ def test_ranking_fits_on_the_pool_columns_equal_every_column_bit_for_bit(case, m
     np.testing.assert_array_equal(got[1], want[1])
     assert got[2] == want[2]
     assert np.count_nonzero(got[0]) >= 2  # the pool's savings, not zeros on both sides
+
+
+def test_ranking_rounds_are_half_the_rounds_with_a_floor():
+    """Half the pool fit's rounds, but at least 5 / learning_rate of them (50 at 0.1) and at
+    most all of them: 30 of 60 rounds ranked the weakest planted sinusoid below noise
+    (``RANKING_MIN_STEP``)."""
+    rounds = _exact_k.ranking_rounds
+    assert [rounds(100, 0.1), rounds(200, 0.1), rounds(1000, 0.05)] == [50, 100, 500]
+    assert [rounds(60, 0.1), rounds(10, 0.1), rounds(40, 0.5), rounds(3, 1.0)] == [50, 10, 20, 3]
