@@ -278,12 +278,13 @@ def _churn_noise_ahead(seed, k, **kw):
 
 
 def test_churn_noise_columns_stay_out_at_k3():
-    """At k = 3 on three seeds the in-bag leaf values let a N(0, 1) column in ahead of a
-    planted signal in 2 of 3 (the deep trees' splits on it fit in-bag noise, and the lasso
-    weighs trees by their training fit); honest values in none. (At k = 4 and 5 seed 1
-    still picks a noise column over the weak 5-level region: bench/results/
-    quality_honest_after.jsonl.)"""
-    old = [_churn_noise_ahead(seed, 3) for seed in range(3)]
+    """At k = 3 on three seeds the in-bag leaf values of unpruned trees (``oob_prune=None``)
+    let a N(0, 1) column in ahead of a planted signal in 2 of 3 (the deep trees' splits on it
+    fit in-bag noise, and the lasso weighs trees by their training fit); honest values in
+    none. (At k = 4 and 5 seed 1 still picks a noise column over the weak 5-level region:
+    bench/results/quality_honest_after.jsonl. The default out-of-bag pruning:
+    ``tests/test_controlburn_prune.py``.)"""
+    old = [_churn_noise_ahead(seed, 3, oob_prune=None) for seed in range(3)]
     new = [_churn_noise_ahead(seed, 3, honest_leaves=True) for seed in range(3)]
     assert sum(old) >= 1  # the case is hard for the in-bag values
     assert sum(new) == 0

@@ -174,6 +174,9 @@ class _ForestAlgorithm:
                 rule, vw = oob, None
                 if params.honest_leaves:
                     rule, vw = self._honest_rows(rng, oob, m)
+                pw = None  # the rows out-of-bag pruning tests each split on
+                if params.oob_prune is not None and not params.honest_leaves:
+                    pw = oob.astype(RAW_DTYPE) if w is None else xp.where(oob, w, 0.0)
                 if single:
                     order = rng.permutation(d)
                 for k in range(K):
@@ -193,6 +196,7 @@ class _ForestAlgorithm:
                                 builder.n_trees,
                                 feature=f,
                                 value_weights=vw,
+                                prune_weights=pw,
                             )
                             r_cur = r_cur - p
                             pred = pred + p
@@ -214,6 +218,7 @@ class _ForestAlgorithm:
                             builder.n_trees,
                             subset=subset,
                             value_weights=vw,
+                            prune_weights=pw,
                         )
                         builder.add(tree, pred, column=k, depth=depth, round_index=rnd, member=j)
                         if bar is not None:

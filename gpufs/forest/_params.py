@@ -97,6 +97,13 @@ class ForestParams:
         out-of-bag rows (bagboost: one seeded half of them; the other half is the OOB
         stopping rule's). A leaf without such rows takes its parent's honest value. The
         trees' stored values and ``A`` both hold the honest values.
+    oob_prune : float >= 0 or None, default=None
+        Out-of-bag pruning of every tree (``_prune``; reduced-error pruning, Quinlan,
+        "Simplifying decision trees", Int. J. Man-Machine Studies 27(3), 1987): bottom up, a
+        split is kept only when it lowers the squared error of the tree's target on the rows
+        its bootstrap left out by more than ``oob_prune`` standard errors of that saving;
+        else its node becomes a leaf and the columns below it leave the tree. None: no
+        pruning. Not used with ``honest_leaves`` (whose leaf values come from those rows).
     verbose : bool, default=False
         tqdm progress bar over trees.
     """
@@ -116,6 +123,7 @@ class ForestParams:
     min_data_per_group: float = 20.0
     max_cat_threshold: int = 1
     honest_leaves: bool = False
+    oob_prune: object = None
     verbose: bool = False
 
 
@@ -142,6 +150,7 @@ FOREST_PARAMETER_CONSTRAINTS = {
     "min_data_per_group": [real_range(0)],
     "max_cat_threshold": [int_range(1, 256)],
     "honest_leaves": ["boolean"],
+    "oob_prune": [real_range(0), None],
     "verbose": ["verbose"],
 }
 

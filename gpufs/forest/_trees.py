@@ -13,6 +13,7 @@ from ..engine.penalties import PenaltyState
 from ..engine.quantize import fixed_point_scale, quantize
 from ..engine.tree import Tree
 from ._honest import honest_leaf_values
+from ._prune import prune_out_of_bag
 
 __all__ = ["TreeGrower"]
 
@@ -98,6 +99,7 @@ class TreeGrower:
         feature=None,
         subset=None,
         value_weights=None,
+        prune_weights=None,
     ):
         """Grow one tree and predict it on every row.
 
@@ -121,6 +123,10 @@ class TreeGrower:
         value_weights : ndarray of shape (n_samples,), float64, or None
             Honest leaf values (``_honest``): each row's weight in the re-estimated node
             values, 0 on the in-bag rows. None: the in-bag means the grower gives.
+        prune_weights : ndarray of shape (n_samples,), float64, or None
+            Out-of-bag pruning (``_prune``, ``ForestParams.oob_prune`` standard errors):
+            each row's weight in the test of a split, 0 on the in-bag rows. None: no
+            pruning.
 
         Returns
         -------
@@ -167,7 +173,11 @@ class TreeGrower:
             tree_index,
             gain_divisor=divisor,
         )
-        if value_weights is None:
+        if prune_weights is not None:
+            pred, _ = prune_out_of_bag(
+                grown, residual, prune_weights, float(self.params.oob_prune), xp
+            )
+        elif value_weights is None:
             pred = xp.zeros(m, dtype=RAW_DTYPE)
             grown.add_to(pred)
         else:

@@ -42,11 +42,18 @@ class ControlBurnCodec:
     binned = True
     #: parameters added after format 2 appeared: a file may lack them (they take defaults)
     params_since_format2 = frozenset(
-        {"categorical_features", "honest_leaves", "n_jobs", "reweight_steps", "warm_start"}
+        {
+            "categorical_features",
+            "honest_leaves",
+            "n_jobs",
+            "oob_prune",
+            "reweight_steps",
+            "warm_start",
+        }
     )
     #: the value of a later parameter that reproduces an older file's fit (whatever today's
-    #: default): a forest of in-bag leaf values
-    params_before = {"honest_leaves": False}
+    #: default): a forest of in-bag leaf values, unpruned
+    params_before = {"honest_leaves": False, "oob_prune": None}
 
     @staticmethod
     def check_fit_params(est, at):

@@ -106,7 +106,7 @@ _COVERAGE_REMEDY = (
     "Grow a more feature-diverse forest: max_features='sqrt' (or a fraction) subsamples the "
     "features of every tree, tree_type='single' gives every feature its own trees, "
     "tree_type='sparse' makes trees use few features each, and min_rounds / max_depth grow "
-    "more rounds of deeper trees."
+    "more rounds of deeper trees (with oob_prune, a smaller value or None keeps more splits)."
 )
 
 
@@ -129,6 +129,7 @@ class _BaseControlBurn(SelectorBase):
         "max_bins": [int_range(2, 255)],
         "min_child_weight": _FOREST["min_child_weight"],
         "honest_leaves": _FOREST["honest_leaves"],
+        "oob_prune": _FOREST["oob_prune"],
         "feature_costs": ["array-like", None],
         "feature_groups": ["array-like", None],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
@@ -162,6 +163,7 @@ class _BaseControlBurn(SelectorBase):
         max_bins=255,
         min_child_weight=1.0,
         honest_leaves=False,
+        oob_prune=None,
         feature_costs=None,
         feature_groups=None,
         categorical_features="from_dtype",
@@ -191,6 +193,7 @@ class _BaseControlBurn(SelectorBase):
         self.max_bins = max_bins
         self.min_child_weight = min_child_weight
         self.honest_leaves = honest_leaves
+        self.oob_prune = oob_prune
         self.feature_costs = feature_costs
         self.feature_groups = feature_groups
         self.categorical_features = categorical_features
@@ -220,6 +223,7 @@ class _BaseControlBurn(SelectorBase):
             sparse_mu=self.sparse_mu,
             min_child_weight=self.min_child_weight,
             honest_leaves=self.honest_leaves,
+            oob_prune=self.oob_prune,
             verbose=bool(self.verbose),
         )
 
@@ -870,6 +874,18 @@ _PARAMS_DOC = (
         they look less useful to the lasso: fewer noise columns selected on planted tables,
         but no better held-out scores on real ones (the ControlBurn guide has the numbers),
         so off by default.
+    oob_prune : float >= 0 or None, default=None
+        Out-of-bag pruning of every tree of the forest (reduced-error pruning: Quinlan,
+        "Simplifying decision trees", Int. J. Man-Machine Studies 27(3), 1987): bottom up, a
+        split stays only when it lowers the squared error of the tree's target on the rows its
+        bootstrap left out by more than ``oob_prune`` standard errors of that saving; else its
+        node becomes a leaf (of its in-bag value) and the columns split on below it leave the
+        tree. The lasso pays for every column a tree uses, so a deep tree's chance split on a
+        noise column otherwise brings that column in with the signal the tree carries (the
+        ControlBurn guide has the numbers). Pruned trees use fewer columns, so a small
+        forest may cover fewer than ``n_features_to_select`` (a warning says so): off by
+        default. 1.0 is the setting measured. Not used with ``honest_leaves=True``, whose
+        leaf values come from those same rows.
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected

@@ -1,0 +1,127 @@
+"""Out-of-bag pruning of a forest's tree: reduced-error pruning (Quinlan, "Simplifying decision
+trees", International Journal of Man-Machine Studies 27(3), 1987) on the rows the tree's
+bootstrap left out.
+
+A split is kept only when it lowers the squared error of the tree's target on its out-of-bag
+rows, with the values the split search gave (in-bag means): bottom up, a node whose subtree
+does no better out of bag than the node alone as a leaf becomes that leaf. A split on a noise
+column fits its in-bag rows only; out of bag its children's values are as good as guesses, so
+it goes, and with it the column from the tree's features. ControlBurn's lasso selects trees and
+pays for every feature a tree uses, so a deep tree with a stray noise split otherwise brings
+that column in with the signal the tree carries.
+
+Array code (``xp``: numpy or cupy) for the per-row sums (one ``bincount`` per sum over the
+leaves); the per-node work is on the host.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._device import to_host
+from .._types import RAW_DTYPE
+from ._honest import leaf_of_rows
+
+__all__ = ["prune_out_of_bag"]
+
+
+def _node_sums(leaf_nodes, leaf_sums, n_nodes):
+    """Every node's sum of its leaves' float sums (node i's children 2i+1 and 2i+2)."""
+    s = np.zeros(n_nodes, np.float64)
+    s[leaf_nodes] = leaf_sums
+    depth = int(np.log2(n_nodes + 1)) - 1
+    for level in range(depth - 1, -1, -1):
+        idx = np.arange(2**level - 1, 2 ** (level + 1) - 1)
+        s[idx] += s[2 * idx + 1] + s[2 * idx + 2]
+    return s
+
+
+def prune_out_of_bag(grown, residual, oob_weights, z, xp):
+    """Prune a grown tree in place by its out-of-bag squared error; its prediction on every row.
+
+    Parameters
+    ----------
+    grown : GrownTree
+        Its tree's arrays are rewritten in place: a pruned node becomes a leaf (its in-bag
+        value kept) and the nodes below it are cleared as unreached ones (``Tree.empty``).
+    residual : ndarray of shape (n_rows,), float64
+        The tree's target.
+    oob_weights : ndarray of shape (n_rows,), float64
+        Each row's weight in the out-of-bag error: 0 on the in-bag rows.
+    z : float >= 0
+        A split (with what is kept below it) stays when its out-of-bag saving is above ``z``
+        standard errors of that sum.
+    xp : module
+
+    Returns
+    -------
+    prediction : ndarray of shape (n_rows,), float64
+        The pruned tree's value on every row.
+    n_pruned : int
+        Splits removed.
+    """
+    arrays = grown.tree.arrays
+    feature = arrays["feature"]
+    value = np.asarray(arrays["value"], np.float64)
+    n_nodes = feature.shape[0]
+    leaves = np.asarray(grown.leaf_nodes, np.int64)
+    n_rows = residual.shape[0]
+    leaf = leaf_of_rows(grown, n_rows, xp)
+    wr = oob_weights * residual
+
+    def by_leaf(weights):
+        return np.asarray(to_host(xp.bincount(leaf, weights=weights, minlength=leaves.shape[0])))
+
+    n = _node_sums(leaves, by_leaf(oob_weights), n_nodes)
+    s1 = _node_sums(leaves, by_leaf(wr), n_nodes)
+    s2 = _node_sums(leaves, by_leaf(wr * residual), n_nodes)
+    # Bottom up: a split node's subtree (as pruned below it) against the node as a leaf.
+    # Row r under current leaf l saves d_r = (r - v_p)^2 - (r - v_l)^2 = a_l r + b_l, with
+    # a_l = 2 (v_l - v_p), b_l = v_p^2 - v_l^2: the subtree's saving and its spread come from
+    # the leaves' (n, S1, S2). Kept when the saving is above z standard errors of its sum.
+    under = {}  # split node kept -> the current leaves under it
+    pruned = np.zeros(n_nodes, bool)
+    depth = int(np.log2(n_nodes + 1)) - 1
+    for level in range(depth - 1, -1, -1):
+        idx = np.arange(2**level - 1, 2 ** (level + 1) - 1)
+        for p in idx[feature[idx] >= 0].tolist():
+            lv = np.concatenate([under.get(c, np.array([c])) for c in (2 * p + 1, 2 * p + 2)])
+            vp = value[p]
+            a = 2.0 * (value[lv] - vp)
+            b = vp * vp - value[lv] ** 2
+            saving = float((a * s1[lv] + b * n[lv]).sum())
+            sq = float((a * a * s2[lv] + 2.0 * a * b * s1[lv] + b * b * n[lv]).sum())
+            mass = float(n[p])
+            var = max(sq - (saving * saving / mass if mass > 0 else 0.0), 0.0)
+            if mass > 0 and saving > z * np.sqrt(var):
+                under[p] = lv
+            else:
+                pruned[p] = True
+    n_pruned_top = int(pruned.sum())
+    if n_pruned_top == 0:
+        pred = xp.zeros(n_rows, dtype=RAW_DTYPE)
+        grown.add_to(pred)
+        return pred, 0
+    # every node under a pruned one is cleared; each old leaf answers with its highest pruned
+    # ancestor (or itself)
+    gone = np.zeros(n_nodes, bool)
+    answer = np.arange(n_nodes)
+    for level in range(1, depth + 1):
+        idx = np.arange(2**level - 1, 2 ** (level + 1) - 1)
+        parent = (idx - 1) // 2
+        cut = gone[parent] | pruned[parent]
+        gone[idx] = cut
+        answer[idx] = np.where(cut, answer[parent], idx)
+    n_split_gone = int((feature[gone | pruned] >= 0).sum())
+    for name, a in arrays.items():
+        if name == "feature":
+            a[gone] = -1
+            a[pruned] = -1
+        elif name != "value" and name != "cover" and name != "count":
+            a[gone] = 0
+            a[pruned] = 0
+        else:
+            a[gone] = 0
+    leaf_value = value[answer[leaves]]
+    pred = xp.asarray(leaf_value)[leaf]
+    return pred, n_split_gone
