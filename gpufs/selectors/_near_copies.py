@@ -7,9 +7,17 @@ before a weaker group enters (the trees of the strong group are the ones that fi
 the lasso is asked for a pool of ``POOL_FACTOR * k`` features (3 k, at most the forest's
 coverage), the pool's near-copies are grouped (greedily, most important first: a feature joins
 the first group whose leader it is a near-copy of), and the k groups of largest total
-importance are kept, each by its most important feature; with fewer than k groups the rest are
-the most important remaining pool features. The pool is the plain lasso's (no reweighting:
-the grouping does its work), searched coarsely. Measured on planted groups in
+importance are kept, each by its most important feature. A group whose importance in the pool
+is below ``POOL_MIN_SHARE`` (1 %) of the pool's total is not kept on the pool's word: the
+lasso then gives it no more weight than it gives noise columns (a weak signal under logistic
+noise took 0 to 0.1 % of the pool, noise columns 0.1 to 0.5 %). The places left (fewer than k
+such groups) go to the forest's other features grouped the same way and ranked by the
+forest's importance (every tree at weight 1) summed over each group's near-copies: trees that
+may split on every column divide a variable's importance among its near-copies (Gregorutti,
+Michel and Saint-Pierre, "Correlation and variable importance in random forests", Statistics
+and Computing 27, 2017), so the sum is the variable's, comparable with a lone column's, where
+one copy's share ranked a weak group below noise. The pool is the plain lasso's (no
+reweighting: the grouping does its work), searched coarsely. Measured on planted groups in
 ``bench/results/quality_*`` (``docs/guide/controlburn.rst``).
 """
 
@@ -24,6 +32,7 @@ __all__ = [
     "POOL_BISECT_RTOL",
     "POOL_FACTOR",
     "POOL_LAMBDA_MIN_RATIO",
+    "POOL_MIN_SHARE",
     "abs_correlation",
     "choose_k",
     "column_correlation",
@@ -38,6 +47,8 @@ POOL_FACTOR = 3
 POOL_BISECT_RTOL = 1e-3
 #: The pool's descent stops below this fraction of lambda_max (the k search's is 1e-6).
 POOL_LAMBDA_MIN_RATIO = 1e-3
+#: A pool group below this share of the pool's total importance is not kept on the pool's word.
+POOL_MIN_SHARE = 0.01
 
 
 def abs_correlation(X, features):
@@ -100,15 +111,62 @@ def has_near_copies(corr) -> bool:
     return bool((c >= NEAR_COPY).any())
 
 
-def choose_k(features, importance, corr, k, n_pool=None):
+def pool_groups(features, importance, corr):
+    """The near-copy groups of a pool, greedily (most important first: a feature joins the
+    first group whose leader it is a near-copy of), largest total importance first.
+
+    Parameters
+    ----------
+    features : sequence of int
+    importance : ndarray of shape (n_features,)
+    corr : ndarray of shape (len(features), len(features))
+        ``abs_correlation`` of ``features``.
+
+    Returns
+    -------
+    list of [int, list of int, float]
+        Each group's leader position, member positions (in ``features``) and total importance.
+    """
+    order = sorted(range(len(features)), key=lambda i: (-importance[features[i]], features[i]))
+    groups = []
+    for i in order:
+        g = next((g for g in groups if corr[i, g[0]] >= NEAR_COPY), None)
+        if g is not None:
+            g[1].append(i)
+            g[2] += float(importance[features[i]])
+        else:
+            groups.append([i, [i], float(importance[features[i]])])
+    groups.sort(key=lambda g: (-g[2], features[g[0]]))
+    return groups
+
+
+def n_material_groups(features, importance, corr):
+    """How many groups of a pool (:func:`pool_groups`) hold at least ``POOL_MIN_SHARE`` of the
+    pool's total importance (and more than 0).
+
+    Parameters
+    ----------
+    features, importance, corr
+        As :func:`pool_groups`.
+
+    Returns
+    -------
+    int
+    """
+    groups = pool_groups([int(f) for f in features], importance, corr)
+    total = sum(g[2] for g in groups)
+    return sum(g[2] > 0 and g[2] >= POOL_MIN_SHARE * total for g in groups)
+
+
+def choose_k(features, importance, corr, k, n_pool=None, forest_importance=None):
     """The k features of a pool, one per group of near-copies (module docstring).
 
     Parameters
     ----------
     features : sequence of int
-        The pool, then (from position ``n_pool`` on) further candidates in the order they
-        are preferred: features the pool's lasso did not keep, taken only when the pool
-        holds fewer than k groups.
+        The pool, then (from position ``n_pool`` on) further candidates: features the pool's
+        lasso did not keep, taken only when the pool holds fewer than k groups of at least
+        ``POOL_MIN_SHARE`` of its importance.
     importance : ndarray of shape (n_features,)
         Every feature's importance in the pool's solution (ranks the pool).
     corr : ndarray of shape (len(features), len(features))
@@ -116,46 +174,58 @@ def choose_k(features, importance, corr, k, n_pool=None):
     k : int >= 1
     n_pool : int or None, default=None
         How many of ``features`` are the pool (None: all).
+    forest_importance : ndarray of shape (n_features,) or None, default=None
+        Every feature's importance in the forest (every tree at weight 1): ranks the
+        candidates for the places the pool's groups leave, summed over each group of
+        near-copies (None: ``importance``).
 
     Returns
     -------
     chosen : list of int
-        k features (fewer if there are fewer candidates), most important group first: one per
-        group while groups last; a second member of a group only when every group and every
-        candidate outside the groups is taken.
+        k features (fewer if there are fewer candidates): the pool's groups of at least
+        ``POOL_MIN_SHARE`` of its importance (most important first), then the other
+        candidates' groups by their summed forest importance, each by its leader; a second
+        member of a group only when every group is taken.
     merged : list of list of int
         The groups of more than one feature, each leader first.
     """
     features = [int(f) for f in features]
     n_pool = len(features) if n_pool is None else int(n_pool)
-    order = sorted(range(n_pool), key=lambda i: (-importance[features[i]], features[i]))
-    groups = []  # [leader position, member positions, total importance]
+    fimp = importance if forest_importance is None else forest_importance
+    groups = pool_groups(features[:n_pool], importance, corr)
+    total = sum(g[2] for g in groups)
+    kept = [g for g in groups if g[2] > 0 and g[2] >= POOL_MIN_SHARE * total][:k]
 
-    def group_of(i):
-        return next((g for g in groups if corr[i, g[0]] >= NEAR_COPY), None)
+    def group_of(i, among):
+        return next((g for g in among if corr[i, g[0]] >= NEAR_COPY), None)
 
-    for i in order:
-        g = group_of(i)
+    # The rest: every other candidate (the pool's small groups, then the features beyond it)
+    # unless it is a near-copy of a kept group (it then joins that group), grouped the same
+    # way by the forest's importance and ranked by the group's sum of it.
+    in_kept = {i for g in kept for i in g[1]}
+    others = []
+    for i in sorted(
+        (i for i in range(len(features)) if i not in in_kept),
+        key=lambda i: (-fimp[features[i]], features[i]),
+    ):
+        g = group_of(i, kept)
         if g is not None:
             g[1].append(i)
-            g[2] += float(importance[features[i]])
+            continue
+        g = group_of(i, others)
+        if g is not None:
+            g[1].append(i)
+            g[2] += float(fimp[features[i]])
         else:
-            groups.append([i, [i], float(importance[features[i]])])
-    groups.sort(key=lambda g: (-g[2], features[g[0]]))
-    chosen = [g[0] for g in groups[:k]]
-    # Fewer groups than k: the candidates outside the pool, each unless it is a near-copy
-    # of a group already there (it then joins that group).
-    for i in range(n_pool, len(features)):
-        g = group_of(i)
-        if g is not None:
-            g[1].append(i)
-        elif len(chosen) < k:
-            groups.append([i, [i], 0.0])
-            chosen.append(i)
-    # Only then a second member of a group (the most important first).
-    copies = [i for i in order + list(range(n_pool, len(features))) if i not in chosen]
+            others.append([i, [i], float(fimp[features[i]])])
+    others.sort(key=lambda g: (-g[2], features[g[0]]))
+    chosen = [g[0] for g in kept] + [g[0] for g in others[: k - len(kept)]]
+    # Only then a second member of a group (the pool's most important first).
+    pool_order = sorted(range(n_pool), key=lambda i: (-importance[features[i]], features[i]))
+    rest = sorted(range(n_pool, len(features)), key=lambda i: (-fimp[features[i]], features[i]))
+    copies = [i for i in pool_order + rest if i not in chosen]
     chosen += copies[: k - len(chosen)]
     return (
         [features[i] for i in chosen],
-        [[features[i] for i in g[1]] for g in groups if len(g[1]) > 1],
+        [[features[i] for i in g[1]] for g in kept + others if len(g[1]) > 1],
     )

@@ -53,6 +53,7 @@ from ._near_copies import (
     abs_correlation,
     choose_k,
     has_near_copies,
+    n_material_groups,
 )
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
@@ -576,34 +577,25 @@ class _BaseControlBurn(SelectorBase):
                 )
                 pool_feats = pool.features.tolist()
                 imp_pool = importance(pool.weights)
-                chosen, merged = choose_k(pool_feats, imp_pool, corr_of(pool_feats), k)
-                if len(chosen) == k and not has_near_copies(corr_of(chosen)):
-                    return pool, chosen, merged
-                # Fewer groups than k in the pool: the features a denser lasso solution adds
-                # (by their importance there), then the rest of the forest's features (by
-                # their trees' importance at weight 1) are the candidates for the rest.
-                fill = []
-                if pool.k < n_cov:
-                    dense = _lasso.select_k(
-                        A, y_l, masks, n_cov, strict=False, search=pool_search, **pool_kw
-                    )
-                    imp_dense = importance(dense.weights)
-                    fill = sorted(
-                        (f for f in dense.features.tolist() if f not in pool_feats),
-                        key=lambda f: (-imp_dense[f], f),
-                    )
-                imp_forest = importance(np.ones(len(trees)))
-                fill += sorted(
-                    (
-                        f
-                        for f in np.flatnonzero(covered).tolist()
-                        if f not in pool_feats and f not in fill
-                    ),
-                    key=lambda f: (-imp_forest[f], f),
-                )
-                cands = pool_feats + fill
+                corr_pool = corr_of(pool_feats)
+                if n_material_groups(pool_feats, imp_pool, corr_pool) >= k:
+                    chosen, merged = choose_k(pool_feats, imp_pool, corr_pool, k)
+                    if not has_near_copies(corr_of(chosen)):
+                        return pool, chosen, merged
+                # Fewer than k groups the pool's lasso weighs above noise: the rest of the
+                # forest's features are candidates too, and the places left go to the groups
+                # of largest forest importance (every tree at weight 1), summed over each
+                # group's near-copies (``_near_copies``).
+                cands = pool_feats + [
+                    f for f in np.flatnonzero(covered).tolist() if f not in pool_feats
+                ]
                 chosen, merged = choose_k(
-                    cands, imp_pool, corr_of(cands), k, n_pool=len(pool_feats)
+                    cands,
+                    imp_pool,
+                    corr_of(cands),
+                    k,
+                    n_pool=len(pool_feats),
+                    forest_importance=importance(np.ones(len(trees))),
                 )
                 return pool, chosen, merged
 
@@ -975,7 +967,9 @@ _PARAMS_DOC = (
     merged_near_copies_ : list of list of int
         The groups of near-copies (absolute correlation >= 0.9) the near-copy rule merged, the
         kept feature first (``docs/module_notes.rst``); empty when the lasso's k held no
-        near-copies.
+        near-copies. The rule keeps the groups of a 3 k lasso pool with at least 1 % of the
+        pool's importance, largest first, then fills the places left with the forest's other
+        groups ranked by their importance at tree weight 1 summed over each group's copies.
     selection_path_ : dict
         The selection for every k = 1..``path_k_max`` (without it: those the k search for
         ``n_features_to_select`` passed through; empty with ``alpha``) from the one forest:
