@@ -1,24 +1,16 @@
 """ControlBurn's near-copy rule: k different features, not copies of one.
 
 Owns what ControlBurn does when the k features of its lasso hold near-copies, two columns
-whose absolute Pearson correlation is at least ``NEAR_COPY`` (0.9). A near-copy of a kept
-feature brings almost nothing new, yet the lasso often keeps two copies of a strong group
-before a weaker group enters (the trees of the strong group are the ones that fit first). Then
-the lasso is asked for a pool of ``POOL_FACTOR * k`` features (3 k, at most the forest's
-coverage), the pool's near-copies are grouped (greedily, most important first: a feature joins
-the first group whose leader it is a near-copy of), and the k groups of largest total
-importance are kept, each by its most important feature. A group whose importance in the pool
-is below ``POOL_MIN_SHARE`` (1 %) of the pool's total is not kept on the pool's word: the
-lasso then gives it no more weight than it gives noise columns (a weak signal under logistic
-noise took 0 to 0.1 % of the pool, noise columns 0.1 to 0.5 %). The places left (fewer than k
-such groups) go to the forest's other features grouped the same way and ranked by the
-forest's importance (every tree at weight 1) summed over each group's near-copies: trees that
-may split on every column divide a variable's importance among its near-copies (Gregorutti,
-Michel and Saint-Pierre, "Correlation and variable importance in random forests", Statistics
-and Computing 27, 2017), so the sum is the variable's, comparable with a lone column's, where
-one copy's share ranked a weak group below noise. The pool is the plain lasso's (no
-reweighting: the grouping does its work), searched coarsely. Measured on planted groups in
-``bench/results/quality_*`` (``docs/guide/controlburn.rst``).
+whose absolute Pearson correlation is at least ``NEAR_COPY`` (0.9): the lasso is asked for a
+pool of ``POOL_FACTOR * k`` features (its plain lasso, searched coarsely), the pool's
+near-copies are grouped (greedily, most important first: a feature joins the first group
+whose leader it is a near-copy of), and the k groups of largest total importance with at
+least ``POOL_MIN_SHARE`` (1 %) of the pool's importance are kept, each by its most important
+feature. The places left go to the forest's other features grouped the same way and ranked
+by the forest's importance (every tree at weight 1) summed over each group's near-copies (a
+forest divides a variable's importance among its copies: Gregorutti, Michel and Saint-Pierre,
+"Correlation and variable importance in random forests", Statistics and Computing 27, 2017).
+Reasons and measurements: ``docs/module_notes.rst``, ``docs/guide/controlburn.rst``.
 """
 
 from __future__ import annotations
