@@ -56,16 +56,19 @@ def node_sums_from_leaves(leaf_nodes, leaf_sums, n_nodes: int) -> np.ndarray:
     Parameters
     ----------
     leaf_nodes : ndarray of shape (n_leaves,), int64
-    leaf_sums : ndarray of shape (n_leaves,), int64
+    leaf_sums : ndarray of shape (n_leaves,), int64 or float64
+        int64 for exact fixed-point sums (honest values); float64 for the out-of-bag
+        pruning's sums (``_prune``).
     n_nodes : int
         ``2 ** (depth + 1) - 1``.
 
     Returns
     -------
-    ndarray of shape (n_nodes,), int64
+    ndarray of shape (n_nodes,), the dtype of ``leaf_sums``
         0 for a node no leaf lies under.
     """
-    s = np.zeros(n_nodes, np.int64)
+    leaf_sums = np.asarray(leaf_sums)
+    s = np.zeros(n_nodes, leaf_sums.dtype)
     s[np.asarray(leaf_nodes, np.int64)] = leaf_sums
     depth = int(np.log2(n_nodes + 1)) - 1
     for level in range(depth - 1, -1, -1):

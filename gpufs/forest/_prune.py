@@ -19,21 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._device import to_host
-from .._types import RAW_DTYPE
-from ._honest import leaf_of_rows
+from ._honest import leaf_of_rows, node_sums_from_leaves
 
 __all__ = ["prune_out_of_bag"]
-
-
-def _node_sums(leaf_nodes, leaf_sums, n_nodes):
-    """Every node's sum of its leaves' float sums (node i's children 2i+1 and 2i+2)."""
-    s = np.zeros(n_nodes, np.float64)
-    s[leaf_nodes] = leaf_sums
-    depth = int(np.log2(n_nodes + 1)) - 1
-    for level in range(depth - 1, -1, -1):
-        idx = np.arange(2**level - 1, 2 ** (level + 1) - 1)
-        s[idx] += s[2 * idx + 1] + s[2 * idx + 2]
-    return s
 
 
 def prune_out_of_bag(grown, residual, oob_weights, z, xp):
@@ -72,9 +60,9 @@ def prune_out_of_bag(grown, residual, oob_weights, z, xp):
     def by_leaf(weights):
         return np.asarray(to_host(xp.bincount(leaf, weights=weights, minlength=leaves.shape[0])))
 
-    n = _node_sums(leaves, by_leaf(oob_weights), n_nodes)
-    s1 = _node_sums(leaves, by_leaf(wr), n_nodes)
-    s2 = _node_sums(leaves, by_leaf(wr * residual), n_nodes)
+    n = node_sums_from_leaves(leaves, by_leaf(oob_weights), n_nodes)
+    s1 = node_sums_from_leaves(leaves, by_leaf(wr), n_nodes)
+    s2 = node_sums_from_leaves(leaves, by_leaf(wr * residual), n_nodes)
     # Bottom up: a split node's subtree (as pruned below it) against the node as a leaf.
     # Row r under current leaf l saves d_r = (r - v_p)^2 - (r - v_l)^2 = a_l r + b_l, with
     # a_l = 2 (v_l - v_p), b_l = v_p^2 - v_l^2: the subtree's saving and its spread come from
@@ -97,11 +85,6 @@ def prune_out_of_bag(grown, residual, oob_weights, z, xp):
                 under[p] = lv
             else:
                 pruned[p] = True
-    n_pruned_top = int(pruned.sum())
-    if n_pruned_top == 0:
-        pred = xp.zeros(n_rows, dtype=RAW_DTYPE)
-        grown.add_to(pred)
-        return pred, 0
     # every node under a pruned one is cleared; each old leaf answers with its highest pruned
     # ancestor (or itself)
     gone = np.zeros(n_nodes, bool)
@@ -114,14 +97,10 @@ def prune_out_of_bag(grown, residual, oob_weights, z, xp):
         answer[idx] = np.where(cut, answer[parent], idx)
     n_split_gone = int((feature[gone | pruned] >= 0).sum())
     for name, a in arrays.items():
-        if name == "feature":
-            a[gone] = -1
-            a[pruned] = -1
-        elif name != "value" and name != "cover" and name != "count":
-            a[gone] = 0
-            a[pruned] = 0
-        else:
-            a[gone] = 0
+        cleared = -1 if name == "feature" else 0  # as ``Tree.empty`` leaves an unreached node
+        a[gone] = cleared
+        if name not in ("value", "cover", "count"):  # a pruned node is a leaf of its own value
+            a[pruned] = cleared
     leaf_value = value[answer[leaves]]
     pred = xp.asarray(leaf_value)[leaf]
     return pred, n_split_gone
