@@ -103,7 +103,7 @@ def has_near_copies(corr) -> bool:
     return bool((c >= NEAR_COPY).any())
 
 
-def pool_groups(features, importance, corr):
+def pool_groups(features, importance, corr, positions=None):
     """The near-copy groups of a pool, greedily (most important first: a feature joins the
     first group whose leader it is a near-copy of), largest total importance first.
 
@@ -113,13 +113,16 @@ def pool_groups(features, importance, corr):
     importance : ndarray of shape (n_features,)
     corr : ndarray of shape (len(features), len(features))
         ``abs_correlation`` of ``features``.
+    positions : iterable of int or None, default=None
+        The positions in ``features`` to group (None: all).
 
     Returns
     -------
     list of [int, list of int, float]
         Each group's leader position, member positions (in ``features``) and total importance.
     """
-    order = sorted(range(len(features)), key=lambda i: (-importance[features[i]], features[i]))
+    positions = range(len(features)) if positions is None else positions
+    order = sorted(positions, key=lambda i: (-importance[features[i]], features[i]))
     groups = []
     for i in order:
         g = next((g for g in groups if corr[i, g[0]] >= NEAR_COPY), None)
@@ -130,6 +133,13 @@ def pool_groups(features, importance, corr):
             groups.append([i, [i], float(importance[features[i]])])
     groups.sort(key=lambda g: (-g[2], features[g[0]]))
     return groups
+
+
+def _material(groups):
+    """The groups (:func:`pool_groups`) that hold at least ``POOL_MIN_SHARE`` of their total
+    importance (and more than 0), in their order."""
+    total = sum(g[2] for g in groups)
+    return [g for g in groups if g[2] > 0 and g[2] >= POOL_MIN_SHARE * total]
 
 
 def n_material_groups(features, importance, corr):
@@ -145,9 +155,7 @@ def n_material_groups(features, importance, corr):
     -------
     int
     """
-    groups = pool_groups([int(f) for f in features], importance, corr)
-    total = sum(g[2] for g in groups)
-    return sum(g[2] > 0 and g[2] >= POOL_MIN_SHARE * total for g in groups)
+    return len(_material(pool_groups([int(f) for f in features], importance, corr)))
 
 
 def choose_k(features, importance, corr, k, n_pool=None, forest_importance=None):
@@ -184,33 +192,22 @@ def choose_k(features, importance, corr, k, n_pool=None, forest_importance=None)
     features = [int(f) for f in features]
     n_pool = len(features) if n_pool is None else int(n_pool)
     fimp = importance if forest_importance is None else forest_importance
-    groups = pool_groups(features[:n_pool], importance, corr)
-    total = sum(g[2] for g in groups)
-    kept = [g for g in groups if g[2] > 0 and g[2] >= POOL_MIN_SHARE * total][:k]
-
-    def group_of(i, among):
-        return next((g for g in among if corr[i, g[0]] >= NEAR_COPY), None)
-
+    kept = _material(pool_groups(features, importance, corr, range(n_pool)))[:k]
     # The rest: every other candidate (the pool's small groups, then the features beyond it)
     # unless it is a near-copy of a kept group (it then joins that group), grouped the same
     # way by the forest's importance and ranked by the group's sum of it.
     in_kept = {i for g in kept for i in g[1]}
-    others = []
+    loose = []
     for i in sorted(
         (i for i in range(len(features)) if i not in in_kept),
         key=lambda i: (-fimp[features[i]], features[i]),
     ):
-        g = group_of(i, kept)
+        g = next((g for g in kept if corr[i, g[0]] >= NEAR_COPY), None)
         if g is not None:
             g[1].append(i)
-            continue
-        g = group_of(i, others)
-        if g is not None:
-            g[1].append(i)
-            g[2] += float(fimp[features[i]])
         else:
-            others.append([i, [i], float(fimp[features[i]])])
-    others.sort(key=lambda g: (-g[2], features[g[0]]))
+            loose.append(i)
+    others = pool_groups(features, fimp, corr, loose)
     chosen = [g[0] for g in kept] + [g[0] for g in others[: k - len(kept)]]
     # Only then a second member of a group (the pool's most important first).
     pool_order = sorted(range(n_pool), key=lambda i: (-importance[features[i]], features[i]))
