@@ -270,10 +270,10 @@ class _DirectLogistic:
     def value(self, w, z):
         return float((self.r * logistic_loss_terms(z, self.y)).sum() / self.W)
 
-    def hess_sub(self, S, z):
+    def hess_sub(self, S, z, dtype=np.float64):
         p = self._sigmoid(z)
         d = self.xp.sqrt(self.r * p * (1.0 - p))
-        return _gram_scaled(self.xp, self.A, S, d, self.has_b) / self.W
+        return _gram_scaled(self.xp, self.A, S, d, self.has_b, dtype=dtype) / self.W
 
     def newton_hess(self, z):
         """The Hessian on every tree (plus b) for a proximal Newton step: ``hess_sub(None,
@@ -287,9 +287,7 @@ class _DirectLogistic:
         -------
         ndarray of shape (n + has_b, n + has_b), float64
         """
-        p = self._sigmoid(z)
-        d = self.xp.sqrt(self.r * p * (1.0 - p))
-        return _gram_scaled(self.xp, self.A, None, d, self.has_b, dtype=np.float32) / self.W
+        return self.hess_sub(None, z, dtype=np.float32)
 
     def restrict(self, idx):
         gram = self._gram

@@ -568,9 +568,8 @@ def rank_by_heldout(setup, heldout, mu, pool, seed):
     standard error of that saving: the evidence ``pool_ranking="heldout"`` ranks the pool by.
 
     For each fold of ``heldout``, a ranking fit at the pool's price ``mu`` (the pool fit's
-    settings on ``RANKING_ROUNDS`` of its rounds, with the exact split search), on the fold's
-    fit rows and with splits on the
-    pool's features only, is scored on its held-out rows by
+    settings on ``ranking_rounds`` of its rounds, with the exact split search), on the fold's
+    fit rows and with splits on the pool's features only, is scored on its held-out rows by
     :func:`heldout_permutation_gains`; the folds' savings add up (each row's loss difference
     counted once), and so do their variances. The pool itself
     comes from all the rows (a pool grown on 70 % of them missed planted signals on a
