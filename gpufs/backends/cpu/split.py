@@ -1,10 +1,10 @@
 """The CPU's split search: the best split of every (node, feature) pair of a level.
 
 Owns ``_search_range`` (one run of (slot, feature) pairs, scanned by ``gpufs.rules._gain``'s bin
-scan or ``gpufs.rules._categorical``'s) and its two drivers, ``_search_par`` (``prange`` over tasks
-of pairs) and ``_search_ser``, with the sizes that choose between them. The decision over the
-per-feature results is ``gpufs.rules._level``'s, in ``level.py``. The GPU's counterpart is
-``cuda_kernels/split.py``.
+scan in its blocked form, ``make_scan_feature_blocked``, or by ``gpufs.rules._categorical``'s
+scan) and its two drivers, ``_search_par`` (``prange`` over tasks of pairs) and ``_search_ser``,
+with the sizes that choose between them. The decision over the per-feature results is
+``gpufs.rules._level``'s, in ``level.py``. The GPU's counterpart is ``cuda_kernels/split.py``.
 
 Arguments in named tuples (``_args``): ``SearchSlots`` (``hist`` (n_slots, layout.n_slots, 2)
 int64, ...), ``SplitArgs``, and ``PerFeature`` (n_slots, n_features) per-feature results.
@@ -17,7 +17,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from ..._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS
 from ...rules._hist_layout import split_input
 from ._args import PerFeature, SearchSlots, split_args
-from ._device_fns import _scan_categorical, _scan_feature
+from ._device_fns import _scan_categorical, _scan_feature_blocked
 
 #: A (slot, feature) pair whose node has fewer rows than this many times the feature's value
 #: bins is scanned over a compacted copy of its bins (``_compact_bins``): at least one of its
@@ -183,6 +183,9 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
     # the compacted bins of one (slot, feature) pair (``_compact_bins``, ``_row_bins``)
     hist_c = np.empty((1, N_HIST_BINS + 1, 2), HIST_DTYPE)
     kept = np.empty(N_HIST_BINS + 1, np.int64)
+    # the blocked scan's left sums and gains (``_gain.make_scan_feature_blocked``)
+    buf_q = np.empty((4, N_HIST_BINS + 1), np.int64)
+    buf_gain = np.empty((2, N_HIST_BINS + 1), np.float64)
     k_first = a // n_feats
     k_last = (b - 1) // n_feats
     any_tiny = False
@@ -281,7 +284,7 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
                     src, k_src, lo_src, last_src, nb_src = hist_c, 0, 0, m, m
                 else:
                     src, k_src, lo_src, last_src, nb_src = hist, k, lo, last, n_bins[f]
-                score, gain, bn, ml, gl, hl = _scan_feature(
+                score, gain, bn, ml, gl, hl = _scan_feature_blocked(
                     src,
                     k_src,
                     lo_src,
@@ -297,6 +300,8 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
                     gain_divisor,
                     min_child_weight,
                     pen,
+                    buf_q,
+                    buf_gain,
                 )
                 if compact:
                     bn = kept[bn]
