@@ -336,22 +336,29 @@ def make_scan_feature_blocked(candidate):
         (rows: left G, left H, and the same with the missing bin added), ``buf_gain``
         float64 (2, >= nb) (each candidate's gain, -inf when invalid: missing right, missing
         left)."""
+        # one-dimensional rows: the compiler vectorizes loops over them, not over 2-D indexing
+        gl = buf_q[0]
+        hl = buf_q[1]
+        gl_m = buf_q[2]
+        hl_m = buf_q[3]
+        gain_r = buf_gain[0]
+        gain_l = buf_gain[1]
         gn_q = hist[k, last, 0]
         hn_q = hist[k, last, 1]
         has_missing = gn_q != 0 or hn_q != 0
         parent = (G * G) / (H + reg_lambda)
         n_thr = nb if has_missing else nb - 1
-        gl_q = gn_q - gn_q  # int64 zero
-        hl_q = gl_q
+        acc_g = gn_q - gn_q  # int64 zero
+        acc_h = acc_g
         for t in range(n_thr):
-            gl_q += hist[k, lo + t, 0]
-            hl_q += hist[k, lo + t, 1]
-            buf_q[0, t] = gl_q
-            buf_q[1, t] = hl_q
+            acc_g += hist[k, lo + t, 0]
+            acc_h += hist[k, lo + t, 1]
+            gl[t] = acc_g
+            hl[t] = acc_h
         for t in range(n_thr):
-            _, buf_gain[0, t] = candidate(
-                buf_q[0, t],
-                buf_q[1, t],
+            _, gain_r[t] = candidate(
+                gl[t],
+                hl[t],
                 H_q,
                 G,
                 H,
@@ -363,27 +370,25 @@ def make_scan_feature_blocked(candidate):
                 min_child_weight,
                 0.0,
             )
-        n_ml = 0
-        if has_missing:
-            n_ml = nb - 1  # t = nb - 1 has no missing-left candidate
-            for t in range(n_ml):
-                buf_q[2, t] = buf_q[0, t] + gn_q
-                buf_q[3, t] = buf_q[1, t] + hn_q
-            for t in range(n_ml):
-                _, buf_gain[1, t] = candidate(
-                    buf_q[2, t],
-                    buf_q[3, t],
-                    H_q,
-                    G,
-                    H,
-                    parent,
-                    g_inv,
-                    h_inv,
-                    reg_lambda,
-                    1.0,
-                    min_child_weight,
-                    0.0,
-                )
+        n_ml = nb - 1 if has_missing else 0  # t = nb - 1 has no missing-left candidate
+        for t in range(n_ml):
+            gl_m[t] = gl[t] + gn_q
+            hl_m[t] = hl[t] + hn_q
+        for t in range(n_ml):
+            _, gain_l[t] = candidate(
+                gl_m[t],
+                hl_m[t],
+                H_q,
+                G,
+                H,
+                parent,
+                g_inv,
+                h_inv,
+                reg_lambda,
+                1.0,
+                min_child_weight,
+                0.0,
+            )
         b_score = -math.inf
         b_cmp = -math.inf
         b_gain = 0.0
@@ -392,14 +397,36 @@ def make_scan_feature_blocked(candidate):
         b_gl = gn_q - gn_q
         b_hl = b_gl
         for t in range(n_thr):
-            for ml in range(2 if t < n_ml else 1):
-                cmp = buf_gain[ml, t]
+            cmp = gain_r[t]
+            if cmp > b_cmp:
+                gain, score = candidate(
+                    gl[t],
+                    hl[t],
+                    H_q,
+                    G,
+                    H,
+                    parent,
+                    g_inv,
+                    h_inv,
+                    reg_lambda,
+                    gain_divisor,
+                    min_child_weight,
+                    pen,
+                )
+                if score > b_score:
+                    b_score = score
+                    b_cmp = cmp
+                    b_gain = gain
+                    b_bin = t
+                    b_ml = 0
+                    b_gl = gl[t]
+                    b_hl = hl[t]
+            if t < n_ml:
+                cmp = gain_l[t]
                 if cmp > b_cmp:
-                    cg = buf_q[2 * ml, t]
-                    ch = buf_q[2 * ml + 1, t]
                     gain, score = candidate(
-                        cg,
-                        ch,
+                        gl_m[t],
+                        hl_m[t],
                         H_q,
                         G,
                         H,
@@ -416,9 +443,9 @@ def make_scan_feature_blocked(candidate):
                         b_cmp = cmp
                         b_gain = gain
                         b_bin = t
-                        b_ml = ml
-                        b_gl = cg
-                        b_hl = ch
+                        b_ml = 1
+                        b_gl = gl_m[t]
+                        b_hl = hl_m[t]
         return b_score, b_gain, b_bin, b_ml, b_gl, b_hl
 
     return scan_feature_blocked
