@@ -1,10 +1,11 @@
 """The CPU's split search: the best split of every (node, feature) pair of a level.
 
 Owns ``_search_range`` (one run of (slot, feature) pairs, scanned by ``gpufs.rules._gain``'s bin
-scan in its blocked form, ``make_scan_feature_blocked``, or by ``gpufs.rules._categorical``'s
-scan) and its two drivers, ``_search_par`` (``prange`` over tasks of pairs) and ``_search_ser``,
-with the sizes that choose between them. The decision over the per-feature results is
-``gpufs.rules._level``'s, in ``level.py``. The GPU's counterpart is ``cuda_kernels/split.py``.
+scan, in its blocked form ``make_scan_feature_blocked`` for pairs of many bins, or by
+``gpufs.rules._categorical``'s scan) and its two drivers, ``_search_par`` (``prange`` over tasks
+of pairs) and ``_search_ser``, with the sizes that choose between them. The decision over the
+per-feature results is ``gpufs.rules._level``'s, in ``level.py``. The GPU's counterpart is
+``cuda_kernels/split.py``.
 
 Arguments in named tuples (``_args``): ``SearchSlots`` (``hist`` (n_slots, layout.n_slots, 2)
 int64, ...), ``SplitArgs``, and ``PerFeature`` (n_slots, n_features) per-feature results.
@@ -17,13 +18,19 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from ..._types import HIST_DTYPE, MISSING_BIN, N_HIST_BINS
 from ...rules._hist_layout import split_input
 from ._args import PerFeature, SearchSlots, split_args
-from ._device_fns import _scan_categorical, _scan_feature_blocked
+from ._device_fns import _scan_categorical, _scan_feature, _scan_feature_blocked
 
 #: A (slot, feature) pair whose node has fewer rows than this many times the feature's value
 #: bins is scanned over a compacted copy of its bins (``_compact_bins``): at least one of its
 #: bins is empty, and the copy skips empty bins without a branch, where the scan's own skip
 #: mispredicts about once per filled bin. Which pairs are compacted changes no result.
 COMPACT_ROWS_PER_BIN = 1.0
+#: Bins (of a pair, after compaction) from which the pair is scanned by the blocked scan
+#: (``_gain.make_scan_feature_blocked``); fewer go to the scalar scan, which returns the same
+#: bits. Below about 32 bins the blocked scan's three passes cost more per pair than its vector
+#: loops save (bench/bench_scan.py, this 2-core box, blocked / scalar time per pair: 2-16 bins
+#: 0.91-1.36, 32 bins 0.84-1.00, 64 bins 0.79-0.93, 255 bins 0.54-0.63).
+BLOCKED_SCAN_MIN_BINS = 32
 
 
 @njit(inline="always")
@@ -284,25 +291,44 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
                     src, k_src, lo_src, last_src, nb_src = hist_c, 0, 0, m, m
                 else:
                     src, k_src, lo_src, last_src, nb_src = hist, k, lo, last, n_bins[f]
-                score, gain, bn, ml, gl, hl = _scan_feature_blocked(
-                    src,
-                    k_src,
-                    lo_src,
-                    last_src,
-                    nb_src,
-                    G_q,
-                    H_q,
-                    G,
-                    H,
-                    g_inv,
-                    h_inv,
-                    reg_lambda,
-                    gain_divisor,
-                    min_child_weight,
-                    pen,
-                    buf_q,
-                    buf_gain,
-                )
+                if nb_src >= BLOCKED_SCAN_MIN_BINS:
+                    score, gain, bn, ml, gl, hl = _scan_feature_blocked(
+                        src,
+                        k_src,
+                        lo_src,
+                        last_src,
+                        nb_src,
+                        G_q,
+                        H_q,
+                        G,
+                        H,
+                        g_inv,
+                        h_inv,
+                        reg_lambda,
+                        gain_divisor,
+                        min_child_weight,
+                        pen,
+                        buf_q,
+                        buf_gain,
+                    )
+                else:
+                    score, gain, bn, ml, gl, hl = _scan_feature(
+                        src,
+                        k_src,
+                        lo_src,
+                        last_src,
+                        nb_src,
+                        G_q,
+                        H_q,
+                        G,
+                        H,
+                        g_inv,
+                        h_inv,
+                        reg_lambda,
+                        gain_divisor,
+                        min_child_weight,
+                        pen,
+                    )
                 if compact:
                     bn = kept[bn]
             s_score[f] = score
