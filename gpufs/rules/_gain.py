@@ -302,13 +302,14 @@ def make_scan_feature_blocked(candidate):
     The scalar scan's loop branches on every bin (the empty-bin skip, the validity tests and
     the best-so-far test), which keeps the compiler from using vector instructions: each
     candidate costs its two divisions one at a time. Here the left sums are accumulated first,
-    then every candidate's gain is computed by ``candidate`` in a loop with no other work (the
-    compiler turns its early returns into selects and runs several candidates per
-    instruction), and last the scalar scan's decision loop runs over the stored gains, with
-    ``candidate``'s full score only for a new best gain, exactly as there. Same operations on
-    the same operands, so the same bits; an empty bin's candidates equal the ones before them,
-    which cannot win the strict ``>`` (as the scalar scan's skip says). On the 2-core test
-    box, 8 nodes x 56 features x 255 bins: 6.3 -> 1.9 ns per bin.
+    then every candidate's gain is computed by ``candidate`` in a loop with no other work,
+    which the compiler can vectorize, and last the scalar scan's decision loop runs over the
+    stored gains, with ``candidate``'s full score only for a new best gain, exactly as there.
+    Same operations on the same operands, so the same bits; an empty bin's candidates equal
+    the ones before them, which cannot win the strict ``>`` (as the scalar scan's skip says).
+    The three passes cost more per pair than they save on features of few bins, so the CPU
+    search uses this form from ``backends.cpu.split.BLOCKED_SCAN_MIN_BINS`` bins
+    (bench/bench_scan.py: 255 bins 0.54-0.63x the scalar scan's time on the 2-core test box).
 
     The GPU keeps the scalar scan (one thread per feature, no per-thread buffers).
     """
