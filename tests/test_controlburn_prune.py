@@ -21,15 +21,15 @@ from test_controlburn_honest import _node_paths
 
 def _record_pruned_trees(monkeypatch):
     """Wrap ``TreeGrower.grow`` and ``prune_out_of_bag``: a list of (residual, prune weights,
-    z, splits before pruning, tree arrays, prediction, n_pruned) per pruned tree."""
+    z, tree arrays before pruning, tree arrays, prediction, PruneResult) per pruned tree."""
     seen, last = [], {}
     prune = _prune.prune_out_of_bag
 
     def recording_prune(grown, residual, oob_weights, z, xp):
-        before = int((grown.tree.arrays["feature"] >= 0).sum())
-        pred, n = prune(grown, residual, oob_weights, z, xp)
-        last.update(before=before, n=n)
-        return pred, n
+        before = {k: a.copy() for k, a in grown.tree.arrays.items()}
+        result = prune(grown, residual, oob_weights, z, xp)
+        last.update(before=before, result=result)
+        return result
 
     monkeypatch.setattr(_trees, "prune_out_of_bag", recording_prune)
     grow = _trees.TreeGrower.grow
@@ -47,7 +47,7 @@ def _record_pruned_trees(monkeypatch):
                     last["before"],
                     {k: a.copy() for k, a in tree.arrays.items()},
                     np.array(pred),
-                    last["n"],
+                    last["result"],
                 )
             )
         return tree, pred
@@ -75,13 +75,15 @@ def test_every_kept_split_passes_the_rule(monkeypatch, method, weighted, z):
     grow_forest(CPU, Xb, y, w, "regression", 0, bm, params, random_state=5)
     assert len(seen) >= 8
     n_pruned = 0
-    for residual, pw, z_seen, before, arrays, pred, n in seen:
+    for residual, pw, z_seen, before, arrays, pred, result in seen:
         assert z_seen == z
+        n = result.n_pruned
         feature, value = arrays["feature"], arrays["value"]
         on, leaf = _node_paths(arrays, Xb)
         # the prediction is the stored (pruned) tree's value at each row's leaf, bit for bit
         np.testing.assert_array_equal(pred, value[leaf])
-        assert before - int((feature >= 0).sum()) == n
+        np.testing.assert_array_equal(result.prediction, pred)
+        assert int((before["feature"] >= 0).sum()) - int((feature >= 0).sum()) == n
         n_pruned += n
         # a node under no split is cleared as an unreached one
         reached = on.any(axis=0)
@@ -95,6 +97,44 @@ def test_every_kept_split_passes_the_rule(monkeypatch, method, weighted, z):
             # the rule's own sums group the rows by leaf: a few ulps from these
             assert saving > z * se - 1e-9 * (abs(saving) + se + 1.0), (p, saving, se)
     assert n_pruned > 0  # the noise columns' splits go
+
+
+def test_removed_splits_report_their_own_out_of_bag_saving(monkeypatch):
+    """``PruneResult.removed_features`` / ``removed_saving``: the splits of the grown tree
+    that the pruned one lacks, each with the squared error it saved on its node's out-of-bag
+    rows (children as leaves), recomputed here from the rows; the forest sums them per
+    feature (``Forest.pruned_splits`` / ``pruned_saving``)."""
+    X, y = _noisy_regression(seed=3)
+    bm, Xb = _binned(X)
+    w = np.random.RandomState(2).uniform(0.5, 2.0, X.shape[0])
+    seen = _record_pruned_trees(monkeypatch)
+    params = ForestParams(max_depth=5, max_trees_per_round=4, tol=0.0, oob_prune=1.0)
+    forest = grow_forest(CPU, Xb, y, w, "regression", 0, bm, params, random_state=5)
+    n_splits, saving_sum = np.zeros(X.shape[1], np.int64), np.zeros(X.shape[1])
+    signs = set()
+    for residual, pw, _, before, arrays, _, result in seen:
+        gone = np.flatnonzero((before["feature"] >= 0) & (arrays["feature"] < 0))
+        assert result.removed_features.dtype == np.int64
+        assert result.n_pruned == gone.size == result.removed_saving.size
+        np.testing.assert_array_equal(result.removed_features, before["feature"][gone])
+        on, _ = _node_paths(before, Xb)
+        value = before["value"]
+        for p, got in zip(gone.tolist(), result.removed_saving.tolist()):
+            want = 0.0
+            for c in (2 * p + 1, 2 * p + 2):
+                rows = on[:, c] & (pw > 0)
+                r = residual[rows]
+                want += (pw[rows] * ((r - value[p]) ** 2 - (r - value[c]) ** 2)).sum()
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-9 * np.abs(residual).max())
+            signs.add(bool(got > 0))
+        np.add.at(n_splits, result.removed_features, 1)
+        np.add.at(saving_sum, result.removed_features, result.removed_saving)
+    assert n_splits.sum() > 0
+    np.testing.assert_array_equal(forest.pruned_splits, n_splits)
+    np.testing.assert_allclose(forest.pruned_saving, saving_sum, rtol=1e-12, atol=0)
+    unpruned = ForestParams(max_depth=5, max_trees_per_round=4, tol=0.0, oob_prune=None)
+    plain = grow_forest(CPU, Xb, y, w, "regression", 0, bm, unpruned, random_state=5)
+    assert plain.pruned_splits is None and plain.pruned_saving is None
 
 
 def test_pruned_forest_predicts_its_matrix(monkeypatch):
@@ -111,7 +151,7 @@ def test_pruned_forest_predicts_its_matrix(monkeypatch):
         "regression",
         0,
         bm,
-        ForestParams(max_depth=4, max_trees_per_round=4),
+        ForestParams(max_depth=4, max_trees_per_round=4, oob_prune=None),
         random_state=3,
     )
     # fewer noise columns per tree than the same forest unpruned
@@ -130,7 +170,8 @@ def test_none_passes_no_prune_rows(monkeypatch):
         return grow(self, *args, **kw)
 
     monkeypatch.setattr(_trees.TreeGrower, "grow", recording)
-    grow_forest(CPU, Xb, y, None, "regression", 0, bm, ForestParams(max_depth=2), random_state=1)
+    off = ForestParams(max_depth=2, oob_prune=None)
+    grow_forest(CPU, Xb, y, None, "regression", 0, bm, off, random_state=1)
     grow_forest(
         CPU,
         Xb,
@@ -168,7 +209,7 @@ def test_model_file_keeps_the_setting_and_older_files_load_without_it(tmp_path):
     assert loaded.oob_prune == 1.0
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     np.testing.assert_array_equal(loaded.selected_features_, est.selected_features_)
-    old = fit()
+    old = fit(oob_prune=None)
     doc = model_io.to_document(old)
     del doc["params"]["oob_prune"]
     loaded_old = model_io.from_document(json.loads(model_io.dumps(doc)))
@@ -204,10 +245,10 @@ def _churn_selections(seed, **kw):
 
 
 def test_churn_noise_columns_stay_out():
-    """Seeds 0-1, k = 3, 4, 5: unpruned, a N(0, 1) column comes in ahead of a planted signal
-    in 5 of 6 fits (seeds 0-5: 17 of 18); pruned at one standard error, in none (seeds 0-5:
-    0 of 18), each fit with its k features."""
-    old = [_churn_selections(seed) for seed in range(2)]
+    """Seeds 0-1, k = 3, 4, 5: unpruned (``oob_prune=None``), a N(0, 1) column comes in ahead
+    of a planted signal in 5 of 6 fits (seeds 0-5: 17 of 18); pruned at one standard error, in
+    none (seeds 0-5: 0 of 18), each fit with its k features."""
+    old = [_churn_selections(seed, oob_prune=None) for seed in range(2)]
     new = [_churn_selections(seed, oob_prune=1.0) for seed in range(2)]
     assert sum(bad for fits in old for bad, _ in fits.values()) >= 3
     assert [bad for fits in new for bad, _ in fits.values()] == [False] * 6

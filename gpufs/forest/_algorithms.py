@@ -152,6 +152,7 @@ class _ForestAlgorithm:
             col_nbins = [n_bins[f : f + 1] for f in range(d)]
             col_bins = [ColumnBins(bin_mapper, f) for f in range(d)]
         grower = TreeGrower(backend, params, costs, groups)
+        pruning = params.oob_prune is not None and not params.honest_leaves
         builder = ForestBuilder(d, getattr(bin_mapper, "is_categorical_", None))
         member_loss, round_stop = [], []
         bar = _progress(params.verbose, f"gpufs ControlBurn forest ({params.method})")
@@ -175,7 +176,7 @@ class _ForestAlgorithm:
                 if params.honest_leaves:
                     rule, vw = self._honest_rows(rng, oob, m)
                 pw = None  # the rows out-of-bag pruning tests each split on
-                if params.oob_prune is not None and not params.honest_leaves:
+                if pruning:
                     pw = oob.astype(RAW_DTYPE) if w is None else xp.where(oob, w, 0.0)
                 if single:
                     order = rng.permutation(d)
@@ -254,6 +255,8 @@ class _ForestAlgorithm:
             round_stop=round_stop,
             oob_improvement=self._oob_improvement(),
             stop_reason=stop_reason,
+            pruned_splits=grower.pruned_splits if pruning else None,
+            pruned_saving=grower.pruned_saving if pruning else None,
         )
 
     def _honest_rows(self, rng, oob, m):

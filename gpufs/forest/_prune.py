@@ -16,12 +16,38 @@ leaves); the per-node work is on the host.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._device import to_host
 from ._honest import leaf_of_rows, node_sums_from_leaves
 
-__all__ = ["prune_out_of_bag"]
+__all__ = ["PruneResult", "prune_out_of_bag"]
+
+
+class PruneResult(NamedTuple):
+    """What :func:`prune_out_of_bag` did to one tree.
+
+    Attributes
+    ----------
+    prediction : ndarray of shape (n_rows,), float64
+        The pruned tree's value on every row (on the device of the rows).
+    n_pruned : int
+        Splits removed.
+    removed_features : ndarray of shape (n_pruned,), int64
+        The feature of each removed split (as the tree numbers its columns).
+    removed_saving : ndarray of shape (n_pruned,), float64
+        Each removed split's own out-of-bag saving: the weighted squared error of its node
+        as a leaf minus that of its two children as leaves (the in-bag values), summed over
+        the node's out-of-bag rows. Negative when the split did worse out of bag. ControlBurn
+        fills a short selection by these (``ControlBurnClassifier``'s ``selection_filled_``).
+    """
+
+    prediction: object
+    n_pruned: int
+    removed_features: np.ndarray
+    removed_saving: np.ndarray
 
 
 def prune_out_of_bag(grown, residual, oob_weights, z, xp):
@@ -43,10 +69,7 @@ def prune_out_of_bag(grown, residual, oob_weights, z, xp):
 
     Returns
     -------
-    prediction : ndarray of shape (n_rows,), float64
-        The pruned tree's value on every row.
-    n_pruned : int
-        Splits removed.
+    PruneResult
     """
     arrays = grown.tree.arrays
     feature = arrays["feature"]
@@ -95,7 +118,13 @@ def prune_out_of_bag(grown, residual, oob_weights, z, xp):
         cut = gone[parent] | pruned[parent]
         gone[idx] = cut
         answer[idx] = np.where(cut, answer[parent], idx)
-    n_split_gone = int((feature[gone | pruned] >= 0).sum())
+    removed = np.flatnonzero((gone | pruned) & (feature >= 0))
+    removed_features = np.asarray(feature[removed], np.int64)
+    # each removed split's own saving: its node as a leaf against its children as leaves
+    vp = value[removed]
+    saving = np.zeros(removed.shape[0])
+    for c in (2 * removed + 1, 2 * removed + 2):
+        saving += 2.0 * (value[c] - vp) * s1[c] + (vp * vp - value[c] ** 2) * n[c]
     for name, a in arrays.items():
         cleared = -1 if name == "feature" else 0  # as ``Tree.empty`` leaves an unreached node
         a[gone] = cleared
@@ -103,4 +132,4 @@ def prune_out_of_bag(grown, residual, oob_weights, z, xp):
             a[pruned] = cleared
     leaf_value = value[answer[leaves]]
     pred = xp.asarray(leaf_value)[leaf]
-    return pred, n_split_gone
+    return PruneResult(pred, int(removed.shape[0]), removed_features, saving)

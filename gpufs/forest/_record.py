@@ -42,6 +42,12 @@ class Forest:
         The forest's own output on the training rows.
     method : str
         "bagboost" or "bag".
+    pruned_splits : ndarray of shape (n_features,), int64, or None
+        With out-of-bag pruning (``ForestParams.oob_prune``): the splits pruning removed
+        from the trees, per feature. None without pruning.
+    pruned_saving : ndarray of shape (n_features,), float64, or None
+        With out-of-bag pruning: the sum of those splits' own out-of-bag savings
+        (``gpufs.forest._prune.PruneResult``), per feature. None without pruning.
     """
 
     ensemble: TreeEnsemble
@@ -57,6 +63,8 @@ class Forest:
     base_score: np.ndarray | None = None
     train_raw: object = None
     method: str = "bagboost"
+    pruned_splits: np.ndarray | None = None
+    pruned_saving: np.ndarray | None = None
 
     @property
     def n_trees(self) -> int:
@@ -195,6 +203,8 @@ class ForestBuilder:
         round_stop,
         oob_improvement,
         stop_reason: str,
+        pruned_splits=None,
+        pruned_saving=None,
     ) -> Forest:
         """The :class:`Forest` of the trees added (every tree padded to the deepest one).
 
@@ -205,6 +215,7 @@ class ForestBuilder:
         n_samples : int
             Training rows (the height of ``A`` when no tree was added).
         base_score, train_raw, method, member_loss, round_stop, oob_improvement, stop_reason
+        pruned_splits, pruned_saving
             The :class:`Forest` fields of the same names.
 
         Returns
@@ -243,4 +254,6 @@ class ForestBuilder:
             base_score=np.asarray(base_score, np.float64),
             train_raw=train_raw,
             method=method,
+            pruned_splits=pruned_splits,
+            pruned_saving=pruned_saving,
         )

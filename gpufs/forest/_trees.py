@@ -69,6 +69,11 @@ class TreeGrower:
     def __init__(self, backend, params, costs, groups):
         self.backend, self.params = backend, params
         self.costs, self.groups = costs, groups
+        d = int(np.asarray(costs).shape[0])
+        #: Out-of-bag pruning's removed splits, per feature: how many, and the sum of their
+        #: own out-of-bag savings (``PruneResult.removed_saving``), over every tree grown.
+        self.pruned_splits = np.zeros(d, np.int64)
+        self.pruned_saving = np.zeros(d, np.float64)
 
     def _penalties(self, n_features, subset):
         p, d = self.params, self.costs.shape[0]
@@ -174,9 +179,15 @@ class TreeGrower:
             gain_divisor=divisor,
         )
         if prune_weights is not None:
-            pred, _ = prune_out_of_bag(
+            pruned = prune_out_of_bag(
                 grown, residual, prune_weights, float(self.params.oob_prune), xp
             )
+            pred = pruned.prediction
+            removed = pruned.removed_features
+            if feature is not None:
+                removed = np.full_like(removed, feature)
+            np.add.at(self.pruned_splits, removed, 1)
+            np.add.at(self.pruned_saving, removed, pruned.removed_saving)
         elif value_weights is None:
             pred = xp.zeros(m, dtype=RAW_DTYPE)
             grown.add_to(pred)
