@@ -142,7 +142,33 @@ def _linear_and_forest_cases():
     return {
         "stagewise_reg": (StagewiseRegressor(n_features_to_select=5), Xr0, yr, {}),
         "stagewise_clf": (StagewiseClassifier(n_features_to_select=4), Xb0, yb, {}),
+        # unpruned: the default up to 0.2, pinned since before out-of-bag pruning existed
         "controlburn_reg_k3": (
+            ControlBurnRegressor(
+                n_features_to_select=3,
+                max_depth=3,
+                max_trees_per_round=5,
+                oob_prune=None,
+                random_state=0,
+            ),
+            Xr,
+            yr,
+            {},
+        ),
+        "controlburn_clf_k3_single": (
+            ControlBurnClassifier(
+                n_features_to_select=3,
+                tree_type="single",
+                max_depth=2,
+                oob_prune=None,
+                random_state=0,
+            ),
+            Xb,
+            yb,
+            {},
+        ),
+        # the default since 0.3: trees pruned out of bag at one standard error
+        "controlburn_reg_k3_pruned": (
             ControlBurnRegressor(
                 n_features_to_select=3, max_depth=3, max_trees_per_round=5, random_state=0
             ),
@@ -150,7 +176,7 @@ def _linear_and_forest_cases():
             yr,
             {},
         ),
-        "controlburn_clf_k3_single": (
+        "controlburn_clf_k3_single_pruned": (
             ControlBurnClassifier(
                 n_features_to_select=3, tree_type="single", max_depth=2, random_state=0
             ),

@@ -14,11 +14,21 @@ from gpufs._device import gpu_available
 from gpufs.selectors.controlburn import ControlBurnClassifier, ControlBurnRegressor
 from gpufs.selectors.gbfs import GBFSClassifier, GBFSRegressor
 
+# Small unpruned forests (``oob_prune=None``): these tests pin the lasso's search, its
+# completions and its warnings on forests that cover every feature they were written for;
+# pruning (the default) and the fill of a short selection are tested in
+# ``test_controlburn_prune.py`` and ``test_controlburn_fill.py``.
 SMALL_C = dict(
-    max_depth=2, max_trees_per_round=10, refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10)
+    max_depth=2,
+    max_trees_per_round=10,
+    oob_prune=None,
+    refit_estimator=GBFSClassifier(mu=0.0, n_estimators=10),
 )
 SMALL_R = dict(
-    max_depth=2, max_trees_per_round=10, refit_estimator=GBFSRegressor(mu=0.0, n_estimators=10)
+    max_depth=2,
+    max_trees_per_round=10,
+    oob_prune=None,
+    refit_estimator=GBFSRegressor(mu=0.0, n_estimators=10),
 )
 
 
@@ -120,7 +130,9 @@ def test_default_keeps_one_feature_per_group_of_three_near_copies(kind, task):
         counts.append(np.bincount(groups[sel], minlength=9)[:3].tolist())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # some k = 3 are completions here
-            plain = Est(n_features_to_select=3, random_state=seed, reweight_steps=0).fit(X, y)
+            plain = Est(
+                n_features_to_select=3, random_state=seed, reweight_steps=0, oob_prune=None
+            ).fit(X, y)
         plain_counts.append(np.bincount(groups[plain.selected_features_], minlength=9)[:3].tolist())
         merged.append(plain.merged_near_copies_)
     assert counts == [[1, 1, 1]] * 5, counts
@@ -299,8 +311,9 @@ def test_zero_feature_costs_make_free_features():
 
 def test_coverage_and_completion_warnings_say_what_was_selected():
     """Issue 26, item 14: the forest covers 6 features and k = 8 was asked; no lambda gives
-    6 and none passes 4, so 4 are selected. One SelectionWarning says that (it said
-    "selecting all 6 covered features" and a second warning "completed them with []")."""
+    6 and none passes 4, so the lasso selects 4 and the fill (issue 35, item 3) adds the
+    forest's other 2. One SelectionWarning says that (it said "selecting all 6 covered
+    features" and a second warning "completed them with []")."""
     rng = np.random.default_rng(1)
     X = np.zeros((40, 10))
     X[:, :6] = rng.random((40, 6))
@@ -308,13 +321,19 @@ def test_coverage_and_completion_warnings_say_what_was_selected():
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         est = ControlBurnClassifier(
-            n_features_to_select=8, max_depth=4, random_state=0, device="cpu"
+            n_features_to_select=8, max_depth=4, random_state=0, device="cpu", oob_prune=None
         ).fit(X, y)
     (warning,) = [w for w in rec if w.category is SelectionWarning]
     message = str(warning.message)
     assert warning.filename == __file__  # it points at the line that called fit
     n_sel = est.selected_features_.size
-    assert est.forest_coverage_ == 6 and n_sel == 4 and not est.selection_exact_
+    # the lasso's 4, then the forest's 2 other features (selection_filled_): the 4 constant
+    # columns have no split, so 6 is all the table offers
+    assert est.forest_coverage_ == 6 and n_sel == 6 and not est.selection_exact_
+    filled = est.selection_filled_.tolist()
+    assert len(filled) == 2 and est.selected_features_[4:].tolist() == filled
+    assert sorted(est.selected_features_.tolist()) == list(range(6))
+    assert np.all(est.feature_importances_[filled] == 0)
     assert message.startswith(
         "the forest uses only 6 of the 10 features, fewer than "
         "n_features_to_select=8; no lambda selects exactly 6 features"
@@ -323,7 +342,12 @@ def test_coverage_and_completion_warnings_say_what_was_selected():
         "took the 4 features of the densest solution: no lambda, not even 0, selects more"
         in message
     )
-    assert "; selected 4 features. Grow a more feature-diverse forest" in message
+    names = ", ".join(f"x{f}" for f in filled)
+    assert (
+        f"; selected 4 features, then filled the selection with 2 features ({names}) by the "
+        "forest's other splits" in message
+    )
+    assert "(selection_filled_). Grow a more feature-diverse forest" in message
     assert "selecting all" not in message and "with []" not in message
 
 
@@ -466,6 +490,7 @@ def test_coverage_warning_and_remedies():
         max_depth=1,
         n_features_to_select=4,
         random_state=0,
+        oob_prune=None,
         refit_estimator=GBFSRegressor(mu=0.0, n_estimators=5),
     )
     with pytest.warns(UserWarning, match="max_features") as rec:
@@ -517,13 +542,17 @@ def test_binary_and_multiclass_k_features():
     X, y = regression_data()
     yb = np.where(y > 0, "yes", "no")
     with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
-        est = ControlBurnClassifier(n_features_to_select=2, random_state=0, max_depth=3).fit(X, yb)
+        est = ControlBurnClassifier(
+            n_features_to_select=2, random_state=0, max_depth=3, oob_prune=None
+        ).fit(X, yb)
     assert set(est.selected_features_.tolist()) == {0, 1} and not est.selection_exact_
     assert set(est.classes_) == {"no", "yes"}
     assert est.predict_proba(X).shape == (X.shape[0], 2)
     assert est.score(X, yb) > 0.8
     y3 = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
-    est = ControlBurnClassifier(n_features_to_select=3, random_state=0, max_depth=3).fit(X, y3)
+    est = ControlBurnClassifier(
+        n_features_to_select=3, random_state=0, max_depth=3, oob_prune=None
+    ).fit(X, y3)
     assert sorted(est.selected_features_.tolist()) == [0, 1, 2] and est.selection_exact_
     assert est.predict_proba(X).shape == (X.shape[0], 3)
     assert set(est.forest_.tree_column.tolist()) == {0, 1, 2}
@@ -561,6 +590,7 @@ def test_groups_with_costs_and_sketch():
         feature_groups=groups,
         feature_costs=np.arange(1, 9.0),
         max_depth=3,
+        oob_prune=None,
         random_state=0,
         sketch="count",
         sketch_size=300,
@@ -572,13 +602,19 @@ def test_groups_with_costs_and_sketch():
             feature_groups=groups,
             group_costs={0: 1, 1: 1, 2: 1, 3: 1, 4: 9, 5: 1},
             max_depth=3,
+            oob_prune=None,
             random_state=0,
         ).fit(X, y)
     assert sorted(est.selected_features_.tolist()) == [0, 1]
     yb = (y > 0).astype(int)
     with pytest.warns(UserWarning, match="no lambda selects exactly 2 features"):
         est = ControlBurnClassifier(
-            n_features_to_select=2, sketch="rows", sketch_size=400, max_depth=3, random_state=0
+            n_features_to_select=2,
+            sketch="rows",
+            sketch_size=400,
+            max_depth=3,
+            oob_prune=None,
+            random_state=0,
         ).fit(X, yb)
     assert sorted(est.selected_features_.tolist()) == [0, 1]
 

@@ -246,10 +246,10 @@ def _churn_selections(seed, **kw):
 
 def test_churn_noise_columns_stay_out():
     """Seeds 0-1, k = 3, 4, 5: unpruned (``oob_prune=None``), a N(0, 1) column comes in ahead
-    of a planted signal in 5 of 6 fits (seeds 0-5: 17 of 18); pruned at one standard error, in
-    none (seeds 0-5: 0 of 18), each fit with its k features."""
+    of a planted signal in 5 of 6 fits (seeds 0-5: 17 of 18); pruned at one standard error, the
+    default, in none (seeds 0-5: 0 of 18), each fit with its k features."""
     old = [_churn_selections(seed, oob_prune=None) for seed in range(2)]
-    new = [_churn_selections(seed, oob_prune=1.0) for seed in range(2)]
+    new = [_churn_selections(seed) for seed in range(2)]
     assert sum(bad for fits in old for bad, _ in fits.values()) >= 3
     assert [bad for fits in new for bad, _ in fits.values()] == [False] * 6
     assert [n for fits in new for _, n in fits.values()] == [3, 4, 5] * 2

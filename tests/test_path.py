@@ -65,8 +65,9 @@ def test_numpy_input_gets_scikit_learn_names(named):
 
 def test_controlburn_path_by_default_has_names_and_lasso_losses(named, tmp_path):
     X, y = named
+    # unpruned: the pruned forest of this small table covers 2 features, the third is filled
     est = ControlBurnRegressor(
-        n_features_to_select=3, max_depth=2, random_state=0, device="cpu"
+        n_features_to_select=3, max_depth=2, random_state=0, device="cpu", oob_prune=None
     ).fit(X, y.astype(float))
     sp = est.selection_path_
     assert sp["k"] and max(sp["k"]) == 3  # up to the selection's size
@@ -133,9 +134,9 @@ def test_plot_selection_path_all_families(named):
         device="cpu",
     ).fit(X, y)
     s = StagewiseClassifier(n_features_to_select=3).fit(X, y)
-    c = ControlBurnRegressor(n_features_to_select=3, max_depth=2, random_state=0, device="cpu").fit(
-        X, y.astype(float)
-    )
+    c = ControlBurnRegressor(
+        n_features_to_select=3, max_depth=2, random_state=0, device="cpu", oob_prune=None
+    ).fit(X, y.astype(float))
     from gpufs.plotting import plot_selection_path
 
     ax = plot_selection_path(g)

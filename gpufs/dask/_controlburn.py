@@ -78,7 +78,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
         max_bins=255,
         min_child_weight=1.0,
         honest_leaves=False,
-        oob_prune=None,
+        oob_prune=1.0,
         feature_costs=None,
         feature_groups=None,
         categorical_features="from_dtype",

@@ -97,7 +97,7 @@ class ForestParams:
         out-of-bag rows (bagboost: one seeded half of them; the other half is the OOB
         stopping rule's). A leaf without such rows takes its parent's honest value. The
         trees' stored values and ``A`` both hold the honest values.
-    oob_prune : float >= 0 or None, default=None
+    oob_prune : float >= 0 or None, default=1.0
         Out-of-bag pruning of every tree (``_prune``; reduced-error pruning, Quinlan,
         "Simplifying decision trees", Int. J. Man-Machine Studies 27(3), 1987): bottom up, a
         split is kept only when it lowers the squared error of the tree's target on the rows
@@ -123,7 +123,7 @@ class ForestParams:
     min_data_per_group: float = 20.0
     max_cat_threshold: int = 1
     honest_leaves: bool = False
-    oob_prune: object = None
+    oob_prune: object = 1.0
     verbose: bool = False
 
 

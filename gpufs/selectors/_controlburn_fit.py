@@ -80,6 +80,9 @@ class BurnSelection(NamedTuple):
     merged_near_copies : list of list of int
     path : dict
         ``selection_path_``.
+    filled : ndarray of shape (n_filled,), int64
+        ``selection_filled_``: the last entries of ``selected_features``, which fill a short
+        selection to k (``_controlburn_fill``); empty otherwise.
     """
 
     selected_features: np.ndarray
@@ -93,6 +96,7 @@ class BurnSelection(NamedTuple):
     exact: bool
     merged_near_copies: list
     path: dict
+    filled: np.ndarray
 
 
 class BurnResult(NamedTuple):

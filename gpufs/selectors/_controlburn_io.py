@@ -76,6 +76,8 @@ class ControlBurnCodec:
         "fit_times",
         "refit",
     ]
+    #: keys a file may lack (written before the attribute existed)
+    optional = ["selection_filled"]
 
     @staticmethod
     def write(est):
@@ -96,10 +98,14 @@ class ControlBurnCodec:
                 "gpufs models only. Save it with pickle or joblib instead (and load pickles "
                 "only from sources you trust: SECURITY.md)."
             )
+        filled = np.asarray(getattr(est, "selection_filled_", ()), dtype=np.int64)
+        selected = np.asarray(est.selected_features_)
         return {
             "device": str(est.device_),
             "bins": bins_to_dict(est.bin_mapper_),
-            "selected_features": np.asarray(est.selected_features_).tolist(),
+            # the lasso's selection; the fill to k is kept apart (``selection_filled``)
+            "selected_features": selected[: selected.size - filled.size].tolist(),
+            "selection_filled": filled.tolist(),
             "feature_importances": floats_out(est.feature_importances_),
             "forest_coverage": int(est.forest_coverage_),
             "forest_features": np.asarray(est.forest_features_).tolist(),
@@ -115,25 +121,35 @@ class ControlBurnCodec:
 
     @staticmethod
     def read(est, f, at):
-        read_obj(f, at, ControlBurnCodec.keys)
+        read_obj(f, at, ControlBurnCodec.keys, ControlBurnCodec.optional)
         d = est.n_features_in_
         est.device_ = read_device(f["device"], at["device"])
         bins = read_bins(f["bins"], at["bins"], d)
         est.bin_mapper_ = BinMapper._from_validated(*bins)
         est.category_codes_ = bins[4]
         sel = read_index_list(f["selected_features"], at["selected_features"], d)
+        filled = (
+            read_index_list(f["selection_filled"], at["selection_filled"], d)
+            if "selection_filled" in f
+            else np.zeros(0, np.int64)
+        )
+        if np.intersect1d(filled, sel).size:
+            at["selection_filled"].fail("a filled feature is also one the lasso selected.")
+        sel = np.concatenate([sel, filled])
         imp = read_float_array(f["feature_importances"], at["feature_importances"], (d,), lo=0.0)
         off = np.ones(d, dtype=bool)
         off[sel] = False
         if np.any(imp[off] != 0):
             at["feature_importances"].fail("a feature that was not selected has importance.")
+        if np.any(imp[filled] != 0):
+            at["feature_importances"].fail("a filled feature has importance.")
         cov = read_int(f["forest_coverage"], at["forest_coverage"], 0, d)
         forest_features = read_index_list(f["forest_features"], at["forest_features"], d)
         if forest_features.shape[0] != cov or np.any(np.diff(forest_features) <= 0):
             at["forest_features"].fail(
                 "expected the forest_coverage features, in increasing order."
             )
-        if not np.isin(sel, forest_features).all():
+        if not np.isin(sel[: sel.size - filled.size], forest_features).all():
             at["selected_features"].fail("a selected feature is not used by the forest.")
         n_trees = read_int(f["n_trees"], at["n_trees"], 0, MAX_NODES)
         weights = read_float_array(f["tree_weights"], at["tree_weights"], (n_trees,), lo=0.0)
@@ -144,6 +160,7 @@ class ControlBurnCodec:
         times = read_free_form(f["fit_times"], at["fit_times"])
         est.refit_estimator_ = ControlBurnCodec._read_refit(est, f["refit"], at["refit"], sel)
         est._set_support(sel)
+        est.selection_filled_ = filled
         est.feature_importances_ = imp
         est.forest_coverage_, est.forest_features_ = cov, forest_features
         est.n_trees_, est.tree_weights_ = n_trees, weights

@@ -44,6 +44,7 @@ from ._base import (
     feature_budget,
     input_device,
 )
+from ._controlburn_fill import fill_candidates
 from ._controlburn_fit import BurnResult, BurnSelection, ForestData
 from ._controlburn_io import ControlBurnCodec
 from ._near_copies import (
@@ -54,6 +55,7 @@ from ._near_copies import (
     choose_k,
     has_near_copies,
     n_material_groups,
+    pool_groups,
 )
 
 __all__ = ["ControlBurnClassifier", "ControlBurnRegressor"]
@@ -164,7 +166,7 @@ class _BaseControlBurn(SelectorBase):
         max_bins=255,
         min_child_weight=1.0,
         honest_leaves=False,
-        oob_prune=None,
+        oob_prune=1.0,
         feature_costs=None,
         feature_groups=None,
         categorical_features="from_dtype",
@@ -423,6 +425,7 @@ class _BaseControlBurn(SelectorBase):
         self.intercept_, self.lambda_ = s.intercept, s.lam
         self.selection_exact_, self.merged_near_copies_ = s.exact, s.merged_near_copies
         self._set_support(s.selected_features)
+        self.selection_filled_ = s.filled
         self.feature_importances_ = s.feature_importances
         self.selection_path_ = s.path
         for message in result.warnings:
@@ -464,7 +467,7 @@ class _BaseControlBurn(SelectorBase):
         n_cov = int(covered.sum())
         n_trees = int(masks_all.shape[0])
         tree_weights = np.zeros(n_trees)
-        exact, merged, messages = True, [], []
+        exact, merged, messages, filled = True, [], [], []
 
         def selection(order, imp, icpt, lam, path):
             return BurnSelection(
@@ -479,10 +482,29 @@ class _BaseControlBurn(SelectorBase):
                 exact,
                 merged,
                 path,
+                np.asarray(filled, dtype=np.int64),
             )
 
         if n_cov == 0:
-            return selection([], np.zeros(d), 0.0, None, self._k_path(0, None)), messages
+            k_req = self.n_features_to_select
+            k = None if k_req is None else feature_budget(k_req, None, d, warn=False).k
+            if k is not None:
+                # No split survived pruning (or none was made): the fill's rule alone.
+                filled = fill_candidates(
+                    [], k, covered, np.zeros(d), forest.pruned_splits, forest.pruned_saving, corr_of
+                )
+            if filled:
+                names = self._feature_names()
+                messages.append(
+                    f"the forest's trees split on no feature after out-of-bag pruning; filled "
+                    f"the selection with {_n(len(filled))} "
+                    f"({', '.join(str(names[f]) for f in filled)}) by the pruned splits' "
+                    "out-of-bag saving (selection_filled_)"
+                    + ("." if len(filled) == k else f", fewer than n_features_to_select={k}. ")
+                    + ("" if len(filled) == k else _COVERAGE_REMEDY)
+                )
+                exact = False
+            return selection(filled, np.zeros(d), 0.0, None, self._k_path(0, None)), messages
         problem = _lasso.forest_lasso_problem(
             forest.A, masks_all, forest.tree_column, y_enc, w, n_classes
         )
@@ -524,6 +546,26 @@ class _BaseControlBurn(SelectorBase):
             wv = np.asarray(to_host(weights), dtype=np.float64)
             return (wv * col_std) @ share
 
+        forest_imp = []  # computed once, when first asked for
+
+        def forest_importance():
+            """Every feature's importance with every tree at weight 1."""
+            if not forest_imp:
+                forest_imp.append(importance(np.ones(len(trees))))
+            return forest_imp[0]
+
+        def fill(selected, n_fill):
+            """The fill of a short selection (``_controlburn_fill``)."""
+            return fill_candidates(
+                selected,
+                n_fill,
+                covered,
+                forest_importance(),
+                forest.pruned_splits,
+                forest.pruned_saving,
+                corr_of,
+            )
+
         k_req = self.n_features_to_select
         if self.alpha is not None:
             sel = _lasso.select_at_lambda(A, y_l, masks, float(self.alpha), **kw)
@@ -563,7 +605,14 @@ class _BaseControlBurn(SelectorBase):
                     return None
                 k_pool = min(n_cov, POOL_FACTOR * k)
                 if k_pool <= k:
-                    return None
+                    # The forest covers too few features for a larger pool (a pruned forest
+                    # can keep one group's copies alone): the leader of each group of these
+                    # features, by forest importance; the fill (``_controlburn_fill``) takes
+                    # the places left. None for the pool: the lasso's solution stays.
+                    groups_ = pool_groups(features, forest_importance(), corr_of(features))
+                    chosen = [features[g[0]] for g in groups_]
+                    merged = [[features[i] for i in g[1]] for g in groups_ if len(g[1]) > 1]
+                    return None, chosen, merged
                 # A pool only proposes candidates and ranks them, so it is searched cheaply:
                 # the plain lasso (the grouping does what the reweighting would), a coarse
                 # bisection, and no lambda below 1e-3 lambda_max (where solves are slow);
@@ -595,7 +644,7 @@ class _BaseControlBurn(SelectorBase):
                     corr_of(cands),
                     k,
                     n_pool=len(pool_feats),
-                    forest_importance=importance(np.ones(len(trees))),
+                    forest_importance=forest_importance(),
                 )
                 return pool, chosen, merged
 
@@ -603,7 +652,8 @@ class _BaseControlBurn(SelectorBase):
             if rule is not None:
                 # The selection is the pool's choice: what was said of the k search no longer
                 # describes it (the coverage did not limit k, or the pool would be k).
-                sel, chosen, merged = rule
+                pool, chosen, merged = rule
+                sel = sel if pool is None else pool
                 feats, weights, lam, icpt = (
                     np.asarray(chosen, np.int64),
                     sel.weights,
@@ -611,20 +661,38 @@ class _BaseControlBurn(SelectorBase):
                     sel.intercept,
                 )
                 extra, notes, exact = [], [], False
+                if pool is None:
+                    names = self._feature_names()
+                    notes.append(
+                        f"the forest's trees split on {_n(n_cov)} only, near-copies among "
+                        "them (merged_near_copies_): kept "
+                        + ", ".join(str(names[f]) for f in chosen)
+                    )
             n_sel = len(feats) + len(extra)
             if n_sel < k_asked:
+                # Exact k means k where the table has k usable columns (``_controlburn_fill``).
+                filled = fill(feats.tolist() + list(extra), k_asked - n_sel)
+                exact = False
+                names = self._feature_names()
                 notes.append(
                     f"selected {'all ' if n_sel == n_cov > 1 else ''}{n_sel} "
                     f"feature{'s' if n_sel != 1 else ''}"
+                    + (
+                        f", then filled the selection with {_n(len(filled))} "
+                        f"({', '.join(str(names[f]) for f in filled)}) by the forest's other "
+                        "splits: the kept ones by importance, then the pruned ones by their "
+                        "out-of-bag saving (selection_filled_)"
+                        if filled
+                        else ""
+                    )
                 )
             if notes:
-                messages.append(
-                    "; ".join(notes) + "." + (" " + _COVERAGE_REMEDY if n_sel < k_asked else "")
-                )
+                short = n_sel + len(filled) < k_asked
+                messages.append("; ".join(notes) + "." + (" " + _COVERAGE_REMEDY if short else ""))
         w_host = np.asarray(to_host(weights), dtype=np.float64)
         tree_weights[trees] = w_host
         imp = importance(w_host)
-        order = sorted(feats.tolist(), key=lambda f: (-imp[f], f)) + list(extra)
+        order = sorted(feats.tolist(), key=lambda f: (-imp[f], f)) + list(extra) + filled
 
         # The k-path, with the lasso's training loss (its objective without the penalty):
         # every k up to path_k_max, searched; without path_k_max, the k up to the one asked
@@ -639,6 +707,7 @@ class _BaseControlBurn(SelectorBase):
                 masks,
                 complete=importance,
                 near=near_copy_rule,
+                fill=fill,
                 **kw,
             )
         elif self.alpha is None:
@@ -647,13 +716,15 @@ class _BaseControlBurn(SelectorBase):
             path = self._k_path(0, None)
         return selection(order, imp, float(icpt), float(lam), path), messages
 
-    def _k_path(self, k_max, path_of, *args, complete=None, near=None, **kw):
+    def _k_path(self, k_max, path_of, *args, complete=None, near=None, fill=None, **kw):
         """``selection_path_`` from ``path_of(*args, **kw)``, a lasso SelectionPath (none
         when ``path_of`` is None; with ``k_max`` >= 1, ``path_of`` is called with k_max).
         With ``complete`` (the importance of a weight vector), every unreachable k that its
         search bracketed is completed as ``fit`` completes it (``_complete``) and marked
         ``exact`` False; with ``near`` (``fit``'s near-copy rule, ``near(k, features)``) every
-        k whose features hold near-copies is the pool's choice, as ``fit`` makes it."""
+        k whose features hold near-copies is the pool's choice, as ``fit`` makes it, filled to
+        k by ``fill(features, n_fill)`` where the forest covered too few features for a pool
+        (``_controlburn_fill``)."""
         empty = {
             "k": [],
             "features": {},
@@ -681,7 +752,11 @@ class _BaseControlBurn(SelectorBase):
         for k in sorted(entries) if near is not None else ():
             rule = near(k, entries[k][0])
             if rule is not None:
-                entries[k] = (sorted(rule[1]), rule[0])
+                pool, chosen, _ = rule
+                chosen = list(chosen)
+                if len(chosen) < k and fill is not None:
+                    chosen += fill(chosen, k - len(chosen))
+                entries[k] = (sorted(chosen), entries[k][1] if pool is None else pool)
                 source[k] = "near_copies"
         exact = {k: source[k] == "lasso" for k in entries}
         names = self._feature_names()
@@ -827,7 +902,9 @@ _PARAMS_DOC = (
     n_features_to_select : int >= 1, float in (0, 1] or None, default=None
         Select exactly this many features (a float: that fraction of the columns, at least
         1): lambda is bisected (ControlBurn, section 4.2.1) until the lasso's solution uses k
-        features. None: half of the features (at most the forest's coverage).
+        features; where the forest covers fewer, or no lambda selects more, the selection is
+        filled to k (``selection_filled_``). None: half of the features (at most the
+        forest's coverage, no fill).
     alpha : float >= 0, default=None
         Solve the lasso at this lambda instead (the selection is then whatever it gives).
     forest_method : {"bagboost", "bag"}, default="bagboost"
@@ -866,7 +943,7 @@ _PARAMS_DOC = (
         they look less useful to the lasso: fewer noise columns selected on planted tables,
         but no better held-out scores on real ones (the ControlBurn guide has the numbers),
         so off by default.
-    oob_prune : float >= 0 or None, default=None
+    oob_prune : float >= 0 or None, default=1.0
         Out-of-bag pruning of every tree of the forest (reduced-error pruning: Quinlan,
         "Simplifying decision trees", Int. J. Man-Machine Studies 27(3), 1987): bottom up, a
         split stays only when it lowers the squared error of the tree's target on the rows its
@@ -875,9 +952,10 @@ _PARAMS_DOC = (
         tree. The lasso pays for every column a tree uses, so a deep tree's chance split on a
         noise column otherwise brings that column in with the signal the tree carries (the
         ControlBurn guide has the numbers). Pruned trees use fewer columns, so a small
-        forest may cover fewer than ``n_features_to_select`` (a warning says so): off by
-        default. 1.0 is the setting measured. Not used with ``honest_leaves=True``, whose
-        leaf values come from those same rows.
+        forest may cover fewer than ``n_features_to_select``: the selection is then filled
+        to k by the forest's other splits (``selection_filled_``; a warning says so). None:
+        no pruning (the default up to version 0.2). Not used with ``honest_leaves=True``,
+        whose leaf values come from those same rows.
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
@@ -964,6 +1042,15 @@ _PARAMS_DOC = (
         False when the selection is not the features of one lasso solution with exactly k:
         no lambda gave k (a completion, see ``docs/module_notes.rst``), or near-copies were
         merged (``merged_near_copies_``).
+    selection_filled_ : ndarray of shape (n_filled,), int64
+        With ``n_features_to_select = k``, when the lasso's selection holds fewer than k
+        features (the pruned forest covers fewer, or no lambda, not even 0, selects more; a
+        ``SelectionWarning`` says so): the features that fill it to k, the last entries of
+        ``selected_features_``, with importance 0. First the forest's other split features
+        by their importance with every tree at weight 1, then the features only pruned splits
+        used, by those splits' out-of-bag saving; a near-copy of a feature already chosen
+        goes last; a feature no tree split on, even before pruning, is never chosen. Empty
+        otherwise. Saved in model files.
     merged_near_copies_ : list of list of int
         The groups of near-copies (absolute correlation >= 0.9) the near-copy rule merged, the
         kept feature first (``docs/module_notes.rst``); empty when the lasso's k held no
