@@ -54,6 +54,30 @@ def test_environment_and_pinning():
     assert ab.pin_prefix(2, None, 2) == []
 
 
+def test_head_cache_is_keyed_by_the_sources_content(tmp_path):
+    """The head cache's name follows the package's sources (``source_digest``): numba checks
+    only a kernel's own file, so a cache kept across an edit of a file it inlines from would
+    serve a stale kernel."""
+    pkg = tmp_path / "gpufs" / "rules"
+    pkg.mkdir(parents=True)
+    (tmp_path / "cuda_kernels").mkdir()
+    (pkg / "_gain.py").write_text("A = 1\n")
+    (tmp_path / "cuda_kernels" / "k.py").write_text("B = 1\n")
+    (pkg / "notes.txt").write_text("not code\n")
+    first = ab.source_digest(str(tmp_path))
+    assert first == ab.source_digest(str(tmp_path))  # a pure function of the contents
+    os.utime(pkg / "_gain.py", (1, 1))
+    assert ab.source_digest(str(tmp_path)) == first  # time stamps do not count
+    (pkg / "notes.txt").write_text("still not code\n")
+    assert ab.source_digest(str(tmp_path)) == first  # only .py files count
+    (pkg / "_gain.py").write_text("A = 2\n")
+    changed = ab.source_digest(str(tmp_path))
+    assert changed != first
+    (pkg / "_gain.py").write_text("A = 1\n")
+    (tmp_path / "cuda_kernels" / "k.py").write_text("B = 2\n")
+    assert ab.source_digest(str(tmp_path)) not in (first, changed)
+
+
 def _runs(base, head, loads=None, lgb=None):
     runs = []
     for i, (b, h) in enumerate(zip(base, head)):
