@@ -280,6 +280,27 @@ def test_bins_are_the_count_of_cuts_below_for_every_cut_count(dtype):
         np.testing.assert_array_equal(Xb[:, f], want, err_msg=f"feature {f}")
 
 
+def test_short_searches_are_the_full_search_for_few_cuts():
+    """``bin_of_few`` (at most ``FEW_CUTS`` cut points) and ``bin_of_one`` (at most one), the
+    CPU's shorter searches, give ``bin_of``'s bin for every value of such a feature, run as
+    plain Python (the rule itself, not a compilation of it)."""
+    from gpufs.rules._gain import FEW_CUTS, bin_of, bin_of_few, bin_of_one
+
+    cuts, n_cuts, X = _every_cut_count()
+    checked = 0
+    for f in range(FEW_CUTS + 1):
+        for x in X[:, f].tolist():
+            want = bin_of(x, cuts, f)
+            assert bin_of_few(x, cuts, f) == want, (f, x)
+            if n_cuts[f] <= 1:
+                assert bin_of_one(x, cuts, f) == want, (f, x)
+            checked += 1
+    assert checked == (FEW_CUTS + 1) * X.shape[0]
+    # a 17th cut point is beyond the short search: it must go to the full one
+    x = float(cuts[FEW_CUTS + 1, FEW_CUTS]) + 1.0
+    assert bin_of(x, cuts, FEW_CUTS + 1) == FEW_CUTS + 1 != bin_of_few(x, cuts, FEW_CUTS + 1)
+
+
 def test_a_cut_matrix_that_is_not_inf_padded_is_refused():
     """``bin_of`` reads the whole row, so a row padded with anything but +inf would bin
     wrongly without a word: the backend refuses it."""

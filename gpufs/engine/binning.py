@@ -102,9 +102,7 @@ class BinMapper:
         for lo in range(0, d, width):
             block = X[:, lo : lo + width]
             sample = block if idx is None else block[idx]
-            cuts, sorted_, n_valid, counts = self._fit_block(
-                xp, xp.asarray(sample, dtype=np.float64)
-            )
+            cuts, sorted_, n_valid, counts = self._fit_block(xp, _sortable(xp, sample))
             for j in range(len(cuts)):
                 f = lo + j
                 if self.is_categorical_[f]:
@@ -179,12 +177,15 @@ class BinMapper:
             self.cuts_padded_[f, : c.shape[0]] = c
 
     def _fit_block(self, xp, sample):
-        """Cut points of the columns of ``sample`` (float64 rows of the subsample), the
-        columns sorted (NaN last; (columns, rows), each row of it contiguous), their counts
-        of non-missing values (host), and the rows per bin of the columns whose every
-        distinct value has a bin (None for the others)."""
+        """Cut points of the columns of ``sample`` (float32 or float64 rows of the subsample),
+        the columns sorted as float64 (NaN last; (columns, rows), each row of it contiguous),
+        their counts of non-missing values (host), and the rows per bin of the columns whose
+        every distinct value has a bin (None for the others)."""
         d = sample.shape[1]
-        sorted_ = xp.sort(xp.ascontiguousarray(sample.T), axis=1)  # NaN last (numpy, cupy)
+        # NaN last (numpy, cupy). float32 columns are sorted as float32 and then widened:
+        # widening is exact and keeps the order, so the values are those of sorting the
+        # float64 copy, for half the bytes moved and twice the values per vector.
+        sorted_ = xp.sort(xp.ascontiguousarray(sample.T), axis=1).astype(np.float64, copy=False)
         n_valid = (~xp.isnan(sorted_)).sum(axis=1).astype(np.int64)
         i = xp.arange(self.max_bins, dtype=np.int64)[None, :]
         pos = (i * xp.maximum(n_valid - 1, 0)[:, None]) // (self.max_bins - 1)
@@ -326,6 +327,15 @@ class BinMapper:
             self.is_categorical_ = np.zeros(len(self.cuts_), dtype=bool)
         if "cuts_" in state and "most_freq_bin_" not in state:
             self._no_most_freq()
+
+
+def _sortable(xp, sample):
+    """``sample`` as the cut search sorts it: float32 and float64 as they are, any other
+    dtype as float64."""
+    sample = xp.asarray(sample)
+    if sample.dtype == np.float32 or sample.dtype == np.float64:
+        return sample
+    return sample.astype(np.float64)
 
 
 def _most_frequent(xp, sorted_col, n_valid, cuts, counts=None):

@@ -163,6 +163,34 @@ def bin_of(x, cuts, f):
     return b if x == x else MISSING_BIN
 
 
+#: ``bin_of_few`` serves features of at most this many cut points.
+FEW_CUTS = 16
+
+
+def bin_of_few(x, cuts, f):
+    """``bin_of`` for a feature of at most ``FEW_CUTS`` (16) cut points: its last five probes.
+
+    From b = 0 the first four probes of ``bin_of`` read ``cuts[f, 127]``, ``[f, 63]``,
+    ``[f, 32]`` and ``[f, 16]``: pads (+inf) for such a feature, below no value, so they add
+    nothing and b is still 0 when the fifth probe comes; the rest is ``bin_of``'s, so the bin
+    is the same. Five dependent loads instead of nine.
+    """
+    b = 0
+    b += 8 * (cuts[f, b + 8] < x)
+    b += 4 * (cuts[f, b + 4] < x)
+    b += 2 * (cuts[f, b + 2] < x)
+    b += 1 * (cuts[f, b + 1] < x)
+    b += 1 * (cuts[f, b] < x)
+    return b if x == x else MISSING_BIN
+
+
+def bin_of_one(x, cuts, f):
+    """``bin_of`` for a feature of at most one cut point (a flag): its last probe. Every
+    earlier probe of ``bin_of`` reads a pad from b = 0 (``bin_of_few``'s reason)."""
+    b = 1 * (cuts[f, 0] < x)
+    return b if x == x else MISSING_BIN
+
+
 def make_scan_feature(candidate):
     """``scan_feature`` bound to a compiled ``candidate`` (a jitted function can only call
     jitted functions, so each backend passes its own compilation of ``candidate``)."""

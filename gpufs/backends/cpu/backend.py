@@ -384,7 +384,8 @@ class CPUBackend:
             X = X.astype(np.float64)
         X = np.ascontiguousarray(X)
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE)
-        _bin_transform(read_only(X), cut_matrix(cuts_padded, n_cuts), out)
+        cuts = cut_matrix(cuts_padded, n_cuts)
+        _bin_transform(read_only(X), cuts, np.asarray(to_host(n_cuts), np.int64), out)
         return out
 
     # --- gradients ------------------------------------------------------------------------
