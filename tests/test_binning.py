@@ -327,3 +327,56 @@ def test_columns_of_is_the_transpose(shape):
     out = np.full(shape[::-1], 7, np.uint8)
     _columns_of(Xb, out)
     np.testing.assert_array_equal(out, Xb.T)
+
+
+def test_blocks_fitted_on_threads_give_the_serial_cut_points():
+    """Inside a fit's thread limit the column blocks are fitted on Python threads
+    (``binning._map_blocks``): the cut points and most frequent bins are the serial ones, in
+    column order, with categorical columns and missing values among them, and at most T
+    blocks are in flight."""
+    import threading
+
+    from gpufs._threading import thread_limit
+    from gpufs.data._category_codes import CategoryCodes
+    from gpufs.engine import binning
+
+    rng = np.random.default_rng(11)
+    n, d = 3000, 1200  # width max(16, 2**20 // 3000) = 349 columns: 4 blocks
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[:, ::7] = rng.integers(0, 5, size=(n, X[:, ::7].shape[1]))
+    X[rng.random((n, d)) < 0.02] = np.nan
+    cat = np.zeros(d, bool)
+    cat[3::50] = True
+    X[:, cat] = rng.integers(0, 6, size=(n, int(cat.sum())))
+    feats = np.flatnonzero(cat).tolist()
+    codes = CategoryCodes(d, {f: list("abcdef") for f in feats}, {f: 6 for f in feats})
+    serial = BinMapper().fit(X, codes)
+    names, in_flight, most = set(), [0], [0]
+    lock = threading.Lock()
+    fit_block = BinMapper._fit_block
+
+    def watched(self, xp, sample):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+            names.add(threading.current_thread().name.split("_")[0])
+        try:
+            return fit_block(self, xp, sample)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    BinMapper._fit_block = watched
+    try:
+        with thread_limit(2):
+            threaded = BinMapper().fit(X, codes)
+    finally:
+        BinMapper._fit_block = fit_block
+    assert names == {"gpufs-bins"} and 1 <= most[0] <= 2
+    assert len(threaded.cuts_) == d
+    for a, b in zip(serial.cuts_, threaded.cuts_):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(serial.most_freq_bin_, threaded.most_freq_bin_)
+    np.testing.assert_array_equal(serial.most_freq_frac_, threaded.most_freq_frac_)
+    np.testing.assert_array_equal(serial.transform(X, BACKEND), threaded.transform(X, BACKEND))
+    assert list(binning._map_blocks(lambda lo: lo, 10, 3, np)) == [0, 3, 6, 9]

@@ -9,9 +9,13 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .._device import namespace_of, to_host
+from .._threading import current_limit
 from .._types import CUT_DTYPE, MAX_VALUE_BINS, MISSING_BIN
 from ..data._category_codes import categories_to_dict, read_categories
 from ..io._strict_json import (
@@ -76,7 +80,8 @@ class BinMapper:
 
         Columns are processed in blocks (``_COLUMN_BLOCK`` at a time, more when the subsample
         has few rows), so the float64 sorted copy of the subsample never holds more than a
-        block: the memory of a fit is not doubled by its binning.
+        few blocks (T + 1 on T threads, ``_map_blocks``): the memory of a fit is not doubled
+        by its binning.
 
         Parameters
         ----------
@@ -99,18 +104,31 @@ class BinMapper:
         self.most_freq_bin_ = np.zeros(d, np.int32)
         self.most_freq_frac_ = np.zeros(d, np.float64)
         width = max(_COLUMN_BLOCK, _BLOCK_VALUES // max(n if idx is None else len(idx), 1))
-        for lo in range(0, d, width):
+
+        def fit_block(lo):
+            """The cut points and most frequent bins of the columns lo .. lo + width - 1."""
             block = X[:, lo : lo + width]
             sample = block if idx is None else block[idx]
             cuts, sorted_, n_valid, counts = self._fit_block(xp, _sortable(xp, sample))
+            freq = []
             for j in range(len(cuts)):
                 f = lo + j
                 if self.is_categorical_[f]:
                     cuts[j] = category_cuts(categories.n_codes[int(f)])
                     counts[j] = None
-                self.most_freq_bin_[f], self.most_freq_frac_[f] = _most_frequent(
-                    xp, sorted_[j], int(n_valid[j]), cuts[j], counts[j]
-                )
+                freq.append(_most_frequent(xp, sorted_[j], int(n_valid[j]), cuts[j], counts[j]))
+            return cuts, freq, sorted_
+
+        held = None
+        for lo, (cuts, freq, sorted_) in zip(
+            range(0, d, width), _map_blocks(fit_block, d, width, xp)
+        ):
+            # A block's sorted copy is let go only once the next block's exists: freed
+            # first, its pages went back to the system (glibc) and the next block's copies
+            # faulted them in again (8,000 x 1,500 counts, one core: 136 -> 221 ms).
+            held = sorted_  # noqa: F841
+            for j, (b, frac) in enumerate(freq):
+                self.most_freq_bin_[lo + j], self.most_freq_frac_[lo + j] = b, frac
             self.cuts_ += cuts
         self._pad()
         return self
@@ -327,6 +345,27 @@ class BinMapper:
             self.is_categorical_ = np.zeros(len(self.cuts_), dtype=bool)
         if "cuts_" in state and "most_freq_bin_" not in state:
             self._no_most_freq()
+
+
+def _map_blocks(fit_block, d, width, xp):
+    """``fit_block(lo)`` for lo = 0, width, 2 width, ... < d, in order. On the host inside a
+    fit's thread limit (``gpufs._threading.thread_limit``) of T > 1 threads, the blocks run on
+    T Python threads, at most T at a time (numpy's sort and copies release the GIL), so the
+    memory held is T blocks; the results are the serial ones (8,000 x 1,500 counts on two
+    threads: 152 -> 114 ms; 200,000 x 100: 733 -> 376 ms)."""
+    starts = range(0, d, width)
+    threads = min(current_limit() or 1, len(starts))
+    if threads <= 1 or xp is not np:
+        yield from (fit_block(lo) for lo in starts)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="gpufs-bins") as pool:
+        pending = deque()
+        for lo in starts:
+            if len(pending) == threads:
+                yield pending.popleft().result()
+            pending.append(pool.submit(fit_block, lo))
+        while pending:
+            yield pending.popleft().result()
 
 
 def _sortable(xp, sample):
