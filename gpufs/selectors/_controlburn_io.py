@@ -29,7 +29,12 @@ from ..io._strict_json import (
     read_obj,
     read_str,
 )
-from ._fitted_checks import check_max_bins, read_device
+from ._fitted_checks import (
+    check_max_bins,
+    read_device,
+    read_selection_filled,
+    selection_and_fill,
+)
 from ._gbfs_io import GBFSCodec
 from .gbfs import _BaseGBFS
 
@@ -98,14 +103,13 @@ class ControlBurnCodec:
                 "gpufs models only. Save it with pickle or joblib instead (and load pickles "
                 "only from sources you trust: SECURITY.md)."
             )
-        filled = np.asarray(getattr(est, "selection_filled_", ()), dtype=np.int64)
-        selected = np.asarray(est.selected_features_)
+        selected, filled = selection_and_fill(est)
         return {
             "device": str(est.device_),
             "bins": bins_to_dict(est.bin_mapper_),
             # the lasso's selection; the fill to k is kept apart (``selection_filled``)
-            "selected_features": selected[: selected.size - filled.size].tolist(),
-            "selection_filled": filled.tolist(),
+            "selected_features": selected,
+            "selection_filled": filled,
             "feature_importances": floats_out(est.feature_importances_),
             "forest_coverage": int(est.forest_coverage_),
             "forest_features": np.asarray(est.forest_features_).tolist(),
@@ -128,13 +132,7 @@ class ControlBurnCodec:
         est.bin_mapper_ = BinMapper._from_validated(*bins)
         est.category_codes_ = bins[4]
         sel = read_index_list(f["selected_features"], at["selected_features"], d)
-        filled = (
-            read_index_list(f["selection_filled"], at["selection_filled"], d)
-            if "selection_filled" in f
-            else np.zeros(0, np.int64)
-        )
-        if np.intersect1d(filled, sel).size:
-            at["selection_filled"].fail("a filled feature is also one the lasso selected.")
+        filled = read_selection_filled(f, at, d, sel, "the lasso")
         sel = np.concatenate([sel, filled])
         imp = read_float_array(f["feature_importances"], at["feature_importances"], (d,), lo=0.0)
         off = np.ones(d, dtype=bool)

@@ -2,7 +2,8 @@
 
 Owns the invariants between a loaded ensemble and the selection a family reports (first use,
 positive split gains, importances as gain shares), the bins' ``max_bins``, the device and the
-per-round validation losses. Each family's codec (``_gbfs_io``, ``_stagewise_io``,
+per-round validation losses, and the exact-k fill kept apart from a selection
+(``selection_filled``). Each family's codec (``_gbfs_io``, ``_stagewise_io``,
 ``_controlburn_io``, ``_multitask_io``) calls them; the readers are ``gpufs.io._strict_json``'s.
 """
 
@@ -10,7 +11,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..io._strict_json import MAX_CLASSES, read_float_array, read_list, read_str
+from ..io._strict_json import (
+    MAX_CLASSES,
+    read_float_array,
+    read_index_list,
+    read_list,
+    read_str,
+)
+
+
+def selection_and_fill(est):
+    """``(selected, filled)`` lists of a fitted selector for its model file: the features it
+    selected itself, then ``selection_filled_`` (the last entries of ``selected_features_``,
+    empty when it has none), kept apart."""
+    filled = np.asarray(getattr(est, "selection_filled_", ()), dtype=np.int64)
+    selected = np.asarray(est.selected_features_)
+    return selected[: selected.size - filled.size].tolist(), filled.tolist()
+
+
+def read_selection_filled(f, at, n_features, selected, by):
+    """The ``selection_filled`` field of a fitted object (absent in files written before it:
+    none), checked to share no feature with ``selected``, which ``by`` (the model, the lasso)
+    chose itself.
+
+    Returns
+    -------
+    ndarray of shape (n_filled,), int64
+    """
+    if "selection_filled" not in f:
+        return np.zeros(0, np.int64)
+    filled = read_index_list(f["selection_filled"], at["selection_filled"], n_features)
+    if np.intersect1d(filled, selected).size:
+        at["selection_filled"].fail(f"a filled feature is also one {by} selected.")
+    return filled
 
 
 def check_first_use(ens, first, at):

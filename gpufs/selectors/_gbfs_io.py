@@ -35,6 +35,8 @@ from ._fitted_checks import (
     n_outputs,
     read_device,
     read_loss_lists,
+    read_selection_filled,
+    selection_and_fill,
 )
 
 
@@ -112,16 +114,15 @@ class GBFSCodec:
     @staticmethod
     def write(est):
         rec = est.selection_record_
-        filled = np.asarray(getattr(est, "selection_filled_", ()), dtype=np.int64)
-        selected = np.asarray(est.selected_features_)
+        selected, filled = selection_and_fill(est)
         return {
             "device": str(est.device_),
             "ensemble": ensemble_fields(est.ensemble_),
             "bins": bins_to_dict(est.bin_mapper_),
             "n_estimators": int(est.n_estimators_),
             # the model's selection; the exact-k fill is kept apart (``selection_filled``)
-            "selected_features": selected[: selected.size - filled.size].tolist(),
-            "selection_filled": filled.tolist(),
+            "selected_features": selected,
+            "selection_filled": filled,
             "first_use_tree": np.asarray(est.first_use_tree_).tolist(),
             "feature_importances": floats_out(est.feature_importances_),
             "selection_record": {
@@ -220,13 +221,7 @@ class GBFSCodec:
         check_importances(imp, [ens], at["feature_importances"])
         est.ensemble_ = ens
         est.n_estimators_ = rounds
-        filled = (
-            read_index_list(f["selection_filled"], at["selection_filled"], d)
-            if "selection_filled" in f
-            else np.zeros(0, np.int64)
-        )
-        if np.intersect1d(filled, selected).size:
-            at["selection_filled"].fail("a filled feature is also one the model selected.")
+        filled = read_selection_filled(f, at, d, selected, "the model")
         est._set_support(np.concatenate([selected, filled]))
         est.selection_filled_ = filled
         est.first_use_tree_ = first
