@@ -13,6 +13,7 @@ The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 
 import numpy as np
@@ -546,13 +547,10 @@ class _BaseControlBurn(SelectorBase):
             wv = np.asarray(to_host(weights), dtype=np.float64)
             return (wv * col_std) @ share
 
-        forest_imp = []  # computed once, when first asked for
-
+        @functools.cache  # computed once, when first asked for
         def forest_importance():
             """Every feature's importance with every tree at weight 1."""
-            if not forest_imp:
-                forest_imp.append(importance(np.ones(len(trees))))
-            return forest_imp[0]
+            return importance(np.ones(len(trees)))
 
         def fill(selected, n_fill):
             """The fill of a short selection (``_controlburn_fill``)."""
