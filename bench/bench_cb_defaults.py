@@ -40,19 +40,10 @@ SETTINGS = {"default": {}, "unpruned": {"oob_prune": None}}
 
 
 def _churn(seed, setting):
-    import pandas as pd
-    from sklearn.model_selection import train_test_split
-
     import _planted_noise as pn
     from gpufs import ControlBurnClassifier
 
-    X, y, planted = pn.churn(seed)
-    cols = list(X.columns)
-    text = [j for j, c in enumerate(cols) if not pd.api.types.is_numeric_dtype(X[c])]
-    X = X.assign(**{cols[j]: pd.factorize(X[cols[j]])[0].astype(np.float64) for j in text})
-    Xtr, _, ytr, _ = train_test_split(
-        X.to_numpy(np.float64), y, test_size=0.3, random_state=seed, stratify=y
-    )
+    Xtr, ytr, cols, text, planted = pn.churn_training_rows(seed)
     est = ControlBurnClassifier(
         warm_start=True, random_state=0, categorical_features=text, **SETTINGS[setting]
     )

@@ -14,6 +14,8 @@ column while it misses a planted one (:func:`noise_ahead`).
 * :func:`continuous_noise`: three binary signal columns beside eight continuous noise columns.
 * :func:`integer_ids`: three binary signals beside integer noise columns of many distinct
   values (a row ID, counts of up to 500).
+* :func:`churn_training_rows`: :func:`churn`'s training split as the ControlBurn checks fit
+  it (text columns as category codes).
 * :func:`exact_fill`: eight step signals and no noise in y, beside four noise columns: a
   short model splits on some of the eight only (exact k's fill).
 """
@@ -119,6 +121,23 @@ def exact_fill(seed, n=2000):
     for i in range(4):
         X[f"n{i}"] = rng.normal(size=n)
     return X, y, tuple(f"s{i}" for i in range(8))
+
+
+def churn_training_rows(seed):
+    """:func:`churn`'s table split as ``bench/bench_quality.py`` splits it (70 % for training,
+    stratified, seeded by ``seed``), its text columns as category codes: ``(X_train (float64),
+    y_train, column names, text column indices, planted)``."""
+    import pandas as pd
+    from sklearn.model_selection import train_test_split
+
+    X, y, planted = churn(seed)
+    cols = list(X.columns)
+    text = [j for j, c in enumerate(cols) if not pd.api.types.is_numeric_dtype(X[c])]
+    X = X.assign(**{cols[j]: pd.factorize(X[cols[j]])[0].astype(np.float64) for j in text})
+    Xtr, _, ytr, _ = train_test_split(
+        X.to_numpy(np.float64), y, test_size=0.3, random_state=seed, stratify=y
+    )
+    return Xtr, ytr, cols, text, planted
 
 
 def noise_ahead(selected, planted):

@@ -10,7 +10,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.model_selection import train_test_split
 
 from _forest_data import CPU, _binned, _data
 from gpufs import ControlBurnClassifier, ControlBurnRegressor
@@ -221,18 +220,10 @@ def _churn_selections(seed, **kw):
     """Issue 35's planted churn table (``tests/_planted_noise.py``), split as
     ``bench/bench_quality.py`` does, text columns as categorical codes: {k: (noise ahead,
     number selected)} for k = 3, 4, 5 from one warm-started estimator."""
-    import pandas as pd
-
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     import _planted_noise as pn
 
-    X, y, planted = pn.churn(seed)
-    cols = list(X.columns)
-    text = [j for j, c in enumerate(cols) if not pd.api.types.is_numeric_dtype(X[c])]
-    X = X.assign(**{cols[j]: pd.factorize(X[cols[j]])[0].astype(np.float64) for j in text})
-    Xtr, _, ytr, _ = train_test_split(
-        X.to_numpy(np.float64), y, test_size=0.3, random_state=seed, stratify=y
-    )
+    Xtr, ytr, cols, text, planted = pn.churn_training_rows(seed)
     est = ControlBurnClassifier(warm_start=True, random_state=0, categorical_features=text, **kw)
     out = {}
     for k in (3, 4, 5):
