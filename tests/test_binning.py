@@ -379,4 +379,95 @@ def test_blocks_fitted_on_threads_give_the_serial_cut_points():
     np.testing.assert_array_equal(serial.most_freq_bin_, threaded.most_freq_bin_)
     np.testing.assert_array_equal(serial.most_freq_frac_, threaded.most_freq_frac_)
     np.testing.assert_array_equal(serial.transform(X, BACKEND), threaded.transform(X, BACKEND))
-    assert list(binning._map_blocks(lambda lo: lo, 10, 3, np)) == [0, 3, 6, 9]
+    assert list(binning._map_blocks(lambda b: 2 * b, [0, 3, 6, 9], np)) == [0, 6, 12, 18]
+
+
+def _small_int_zoo(rng, n, dtype):
+    """Columns of small integers (``BinMapper._small_int_cuts`` counts them) beside columns
+    that look like them in their first rows but are not, and other columns."""
+    d = 16
+    X = rng.integers(0, 20, size=(n, d)).astype(dtype)
+    X[:, 1] = rng.integers(0, 2, n)  # flags
+    X[:, 2] = -0.0  # signed zeros beside ones
+    X[::3, 2] = 1
+    X[:, 3] = 255.0
+    X[::5, 3] = 0
+    X[:, 4] = rng.integers(0, 256, n)  # 256 values: more than max_bins
+    X[:, 5] = np.nan
+    X[:, 6] = 7.0
+    X[100:, 7] = 1.5  # not an integer, after the head
+    X[200:, 8] = 256.0  # out of range, after the head
+    X[300:, 9] = -1.0  # negative, after the head
+    X[:, 10] = rng.normal(size=n)
+    X[:, 11] = rng.integers(0, 40, n)  # 40 values: quantiles at max_bins=16
+    X[rng.random((n, d)) < 0.05] = np.nan
+    X[:, 12] = rng.integers(0, 6, n)  # categorical, 6 codes
+    X[:, 13] = rng.integers(0, 9, n)  # categorical, 5 codes: 5..8 in the last bin
+    X[:, 14] = np.where(rng.random(n) < 0.7, np.nan, 3.0)  # mostly missing
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "n, subsample, max_bins", [(3000, None, 255), (3000, 700, 16), (40, None, 255)]
+)
+def test_counted_small_integer_columns_get_the_sorted_cut_points(
+    monkeypatch, dtype, n, subsample, max_bins
+):
+    """Columns of small integers get their cut points and most frequent bins from counts
+    (``_small_int_cuts``), bit for bit those of the sort, on threads too; a column that only
+    starts like one, or has more values than bins, is sorted."""
+    from gpufs._threading import thread_limit
+    from gpufs.data._category_codes import CategoryCodes
+    from gpufs.engine import binning
+
+    X = _small_int_zoo(np.random.default_rng(n + max_bins), n, dtype)
+    codes = CategoryCodes(16, {12: list("abcdef"), 13: list("abcde")}, {12: 6, 13: 5})
+    counted = []
+    real = BinMapper._cuts_of_counts
+
+    def watched(self, cols, *a):
+        found = real(self, cols, *a)
+        counted.extend(found)
+        return found
+
+    monkeypatch.setattr(BinMapper, "_cuts_of_counts", watched)
+    fast = BinMapper(max_bins=max_bins, subsample=subsample).fit(X, codes)
+    with thread_limit(2):
+        fast2 = BinMapper(max_bins=max_bins, subsample=subsample).fit(X, codes)
+    monkeypatch.setattr(binning, "_counts_small_ints", lambda xp, X: False)
+    sort = BinMapper(max_bins=max_bins, subsample=subsample).fit(X, codes)
+    # counted: every column whose sampled rows are NaN or integers 0..255, of at most
+    # max_bins values, or categorical
+    rows = fast.sample_rows(n)
+    S = X if rows is None else X[rows]
+    with np.errstate(invalid="ignore"):
+        ints = np.isnan(S) | ((S >= 0) & (S <= 255) & (S == np.floor(S)))
+    n_values = [np.unique(S[~np.isnan(S[:, f]), f]).shape[0] for f in range(16)]
+    expected = {f for f in range(16) if ints[:, f].all() and n_values[f] <= max_bins}
+    assert set(counted) == expected | {12, 13}
+    assert {1, 2, 3, 5, 6, 14} <= expected and 10 not in expected
+    for m in (fast, fast2):
+        for f, (a, b) in enumerate(zip(m.cuts_, sort.cuts_)):
+            assert a.dtype == b.dtype and np.array_equal(a, b), f
+        np.testing.assert_array_equal(m.most_freq_bin_, sort.most_freq_bin_)
+        np.testing.assert_array_equal(m.most_freq_frac_, sort.most_freq_frac_)
+
+
+def test_small_int_counts_reads_the_listed_rows_and_columns():
+    """``small_int_counts``: rows per value 0..255, NaN rows, and whether a column holds
+    anything else; only the listed rows and columns are read."""
+    from gpufs.backends.cpu.binning import small_int_counts
+
+    X = np.array(
+        [[0, 1.0, np.nan, 5], [0, 2.5, 255, -1], [3, 1.0, 255, 7], [np.nan, 256, 0, 9]],
+        np.float64,
+    )
+    counts, n_nan, small = small_int_counts(X, None, np.array([0, 1, 2]))
+    assert counts.shape == (3, 256) and n_nan.tolist() == [1, 0, 1]
+    assert small.tolist() == [True, False, True]
+    assert counts[0, 0] == 2 and counts[0, 3] == 1 and counts[0].sum() == 3
+    assert counts[2, 255] == 2 and counts[2, 0] == 1
+    counts, n_nan, small = small_int_counts(X, np.array([0, 2]), np.array([1, 3]))
+    assert small.tolist() == [True, True]
+    assert counts[0, 1] == 2 and counts[1, 5] == 1 and counts[1, 7] == 1 and n_nan.sum() == 0

@@ -103,33 +103,38 @@ class BinMapper:
         self.cuts_ = []
         self.most_freq_bin_ = np.zeros(d, np.int32)
         self.most_freq_frac_ = np.zeros(d, np.float64)
-        width = max(_COLUMN_BLOCK, _BLOCK_VALUES // max(n if idx is None else len(idx), 1))
+        m = n if idx is None else len(idx)
+        width = max(_COLUMN_BLOCK, _BLOCK_VALUES // max(m, 1))
+        # Columns of small integers are counted, not sorted (``_small_int_cuts``).
+        found = self._small_int_cuts(X, idx, m) if _counts_small_ints(xp, X) else {}
+        rest = np.array([f for f in range(d) if f not in found], np.int64)
+        blocks = [rest[i : i + width] for i in range(0, rest.shape[0], width)]
 
-        def fit_block(lo):
-            """The cut points and most frequent bins of the columns lo .. lo + width - 1."""
-            block = X[:, lo : lo + width]
+        def fit_block(cols):
+            """The cut points and most frequent bins of the columns ``cols`` (increasing)."""
+            lo, hi = int(cols[0]), int(cols[-1]) + 1
+            block = X[:, lo:hi] if hi - lo == cols.shape[0] else X[:, cols]
             sample = block if idx is None else block[idx]
             cuts, sorted_, n_valid, counts = self._fit_block(xp, _sortable(xp, sample))
             freq = []
-            for j in range(len(cuts)):
-                f = lo + j
+            for j, f in enumerate(cols):
                 if self.is_categorical_[f]:
                     cuts[j] = category_cuts(categories.n_codes[int(f)])
                     counts[j] = None
                 freq.append(_most_frequent(xp, sorted_[j], int(n_valid[j]), cuts[j], counts[j]))
-            return cuts, freq, sorted_
+            return cols, cuts, freq, sorted_
 
         held = None
-        for lo, (cuts, freq, sorted_) in zip(
-            range(0, d, width), _map_blocks(fit_block, d, width, xp)
-        ):
+        for cols, cuts, freq, sorted_ in _map_blocks(fit_block, blocks, xp):
             # A block's sorted copy is let go only once the next block's exists: freed
             # first, its pages went back to the system (glibc) and the next block's copies
             # faulted them in again (8,000 x 1,500 counts, one core: 136 -> 221 ms).
             held = sorted_  # noqa: F841
-            for j, (b, frac) in enumerate(freq):
-                self.most_freq_bin_[lo + j], self.most_freq_frac_[lo + j] = b, frac
-            self.cuts_ += cuts
+            for f, c, fr in zip(cols, cuts, freq):
+                found[int(f)] = (c, fr)
+        for f in range(d):
+            self.cuts_.append(found[f][0])
+            self.most_freq_bin_[f], self.most_freq_frac_[f] = found[f][1]
         self._pad()
         return self
 
@@ -193,6 +198,77 @@ class BinMapper:
         self.cuts_padded_ = np.full((d, MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
         for f, c in enumerate(self.cuts_):
             self.cuts_padded_[f, : c.shape[0]] = c
+
+    #: Rows of X's head that pick the columns ``_small_int_cuts`` counts.
+    SMALL_INT_HEAD = 64
+    #: Columns counted in one pass of ``_small_int_cuts`` (their counts: 8 MiB).
+    SMALL_INT_CHUNK = 4096
+
+    def _small_int_cuts(self, X, idx, m):
+        """{column: (cuts, (most frequent bin, its fraction))} of the columns of host X whose
+        ``m`` rows of the subsample (``idx``) hold only NaN and integers 0 .. 255 in at most
+        ``max_bins`` distinct values, and of the categorical ones among them: the cut points
+        and bins ``_fit_block`` finds by sorting, from the rows per value
+        (``backends.cpu.binning.small_int_counts``): one pass, no sort, no copy. Only the
+        columns whose first ``SMALL_INT_HEAD`` rows are of that kind are counted, so a table
+        of other values pays for no pass."""
+        from ..backends.cpu.binning import SMALL_INT_VALUES, small_int_counts
+
+        rows = slice(self.SMALL_INT_HEAD) if idx is None else idx[: self.SMALL_INT_HEAD]
+        head = X[rows]
+        with np.errstate(invalid="ignore"):
+            ok = (head >= 0) & (head < SMALL_INT_VALUES) & (head == np.floor(head))
+        cand = np.flatnonzero((ok | np.isnan(head)).all(axis=0))
+        if cand.shape[0] == 0:
+            return {}
+        # one chunk per thread: a wide chunk reads whole rows (8,000 x 1,500 counts, one
+        # thread: 16 columns a pass 112 ms, 131 55 ms, 1,500 31 ms)
+        threads = current_limit() or 1
+        size = min(self.SMALL_INT_CHUNK, -(-cand.shape[0] // threads))
+        chunks = [cand[i : i + size] for i in range(0, cand.shape[0], size)]
+        found = {}
+        for cols, (counts, n_nan, small) in _map_blocks(
+            lambda cols: (cols, small_int_counts(X, idx, cols)), chunks, np
+        ):
+            found.update(self._cuts_of_counts(cols[small], counts[small], n_nan[small], m))
+        return found
+
+    def _cuts_of_counts(self, cols, counts, n_nan, m):
+        """``_small_int_cuts``'s result for ``cols`` (w,) from their rows per value
+        ``counts`` (w, 256) and NaN rows ``n_nan`` (w,), out of ``m``; vectorized over the
+        columns but for the categorical ones."""
+        n_valid = m - n_nan
+        present = counts > 0
+        n_distinct = present.sum(axis=1)
+        # the most frequent value's bin: the values present below it (first of equals)
+        best = counts.argmax(axis=1)
+        best_rows = counts[np.arange(cols.shape[0]), best]
+        best_bin = np.cumsum(present, axis=1)[np.arange(cols.shape[0]), best] - 1
+        col_of, values = np.nonzero(present)  # row-major: each column's values ascending
+        values = values.astype(np.float64)
+        mids = (0.5 * values[:-1] + 0.5 * values[1:]).astype(CUT_DTYPE)
+        starts = np.concatenate([[0], np.cumsum(n_distinct)])
+        found = {}
+        for j in range(cols.shape[0]):
+            f = int(cols[j])
+            if self.is_categorical_[f]:
+                # code k in bin k, the codes from the last cut point on in the last bin
+                cuts = category_cuts(self.categories_.n_codes[f])
+                c = counts[j]
+                per_bin = np.append(c[: cuts.shape[0]], c[cuts.shape[0] :].sum())
+                found[f] = (cuts, _most_frequent_of_counts(m, int(n_valid[j]), per_bin))
+                continue
+            if n_distinct[j] > self.max_bins:
+                continue  # quantile cut points: the sort's
+            cuts = mids[starts[j] : starts[j] + max(n_distinct[j] - 1, 0)].copy()
+            if n_valid[j] == 0:
+                freq = _most_frequent_of_counts(m, 0, np.zeros(1, np.int64))
+            elif m - n_valid[j] > best_rows[j]:
+                freq = (MISSING_BIN, (m - int(n_valid[j])) / m)
+            else:
+                freq = (int(best_bin[j]), int(best_rows[j]) / m)
+            found[f] = (cuts, freq)
+        return found
 
     def _fit_block(self, xp, sample):
         """Cut points of the columns of ``sample`` (float32 or float64 rows of the subsample),
@@ -347,23 +423,22 @@ class BinMapper:
             self._no_most_freq()
 
 
-def _map_blocks(fit_block, d, width, xp):
-    """``fit_block(lo)`` for lo = 0, width, 2 width, ... < d, in order. On the host inside a
-    fit's thread limit (``gpufs._threading.thread_limit``) of T > 1 threads, the blocks run on
-    T Python threads, at most T at a time (numpy's sort and copies release the GIL), so the
-    memory held is T blocks; the results are the serial ones (8,000 x 1,500 counts on two
-    threads: 152 -> 114 ms; 200,000 x 100: 733 -> 376 ms)."""
-    starts = range(0, d, width)
-    threads = min(current_limit() or 1, len(starts))
+def _map_blocks(fit_block, blocks, xp):
+    """``fit_block(block)`` for each of ``blocks``, in order. On the host inside a fit's
+    thread limit (``gpufs._threading.thread_limit``) of T > 1 threads, the blocks run on T
+    Python threads, at most T at a time (numpy's sort and copies, and the compiled counts,
+    release the GIL), so the memory held is T blocks; the results are the serial ones (8,000
+    x 1,500 counts on two threads: 152 -> 114 ms; 200,000 x 100: 733 -> 376 ms)."""
+    threads = min(current_limit() or 1, len(blocks))
     if threads <= 1 or not is_host_namespace(xp):
-        yield from (fit_block(lo) for lo in starts)
+        yield from (fit_block(b) for b in blocks)
         return
     with ThreadPoolExecutor(threads, thread_name_prefix="gpufs-bins") as pool:
         pending = deque()
-        for lo in starts:
+        for b in blocks:
             if len(pending) == threads:
                 yield pending.popleft().result()
-            pending.append(pool.submit(fit_block, lo))
+            pending.append(pool.submit(fit_block, b))
         while pending:
             yield pending.popleft().result()
 
@@ -394,10 +469,32 @@ def _most_frequent(xp, sorted_col, n_valid, cuts, counts=None):
             )
         pos[-1] = n_valid
         counts = np.diff(pos)
+    return _most_frequent_of_counts(m, n_valid, counts)
+
+
+def _most_frequent_of_counts(m, n_valid, counts):
+    """(bin, fraction of the ``m`` rows) of the most frequent bin given the rows per value
+    bin ``counts`` (host) and ``n_valid`` rows not missing: the first of equals, the missing
+    bin (255) last."""
+    if m == 0:
+        return 0, 0.0
     b = int(np.argmax(counts))
     if m - n_valid > counts[b]:
         return MISSING_BIN, (m - n_valid) / m
     return b, counts[b] / m
+
+
+def _counts_small_ints(xp, X) -> bool:
+    """Whether ``BinMapper.fit`` looks for columns of small integers in X
+    (``_small_int_cuts``): a host, C-ordered float32 or float64 X (what the input door
+    makes)."""
+    return (
+        is_host_namespace(xp)
+        and isinstance(X, np.ndarray)
+        and X.dtype in (np.float32, np.float64)
+        and X.flags.c_contiguous
+        and X.ndim == 2
+    )
 
 
 def category_cuts(n_codes):

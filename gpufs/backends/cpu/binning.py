@@ -1,11 +1,13 @@
 """The CPU's binning: float features to uint8 bins, and the binned matrix by column.
 
 Owns ``_bin_transform`` (``gpufs.rules._gain.bin_of``, the cut rule both devices compile, and
-its shorter forms ``bin_of_few`` / ``bin_of_one`` for features of few cut points) and
-``_columns_of`` (the column-major copy the partition and the column-wise histograms read).
-The GPU's counterpart is ``cuda_kernels/binning.py``.
+its shorter forms ``bin_of_few`` / ``bin_of_one`` for features of few cut points),
+``_columns_of`` (the column-major copy the partition and the column-wise histograms read) and
+``small_int_counts`` (the value counts that let ``BinMapper.fit`` skip sorting columns of small
+integers). The GPU's counterpart is ``cuda_kernels/binning.py``.
 """
 
+import numpy as np
 from numba import njit, prange
 
 from ...rules._gain import FEW_CUTS
@@ -70,3 +72,64 @@ def _bin_transform(X, cuts, n_cuts, out):
             else:
                 for i in range(lo, hi):
                     out[i, f] = _bin_of(X[i, f], cuts, f)
+
+
+#: Values 0 .. SMALL_INT_VALUES - 1 are counted by ``small_int_counts``; any other value
+#: (but NaN) sends its column to the sort.
+SMALL_INT_VALUES = 256
+
+
+@njit(cache=True, nogil=True)
+def _count_small_ints(X, rows, cols, counts, n_nan, other):
+    """``counts[j, v]`` += rows of X[:, cols[j]] equal to v (0 <= v < SMALL_INT_VALUES),
+    ``n_nan[j]`` += its NaN rows, ``other[j]`` = True when it holds any other value. ``rows``
+    (m,) int64: the rows read (empty: all). Row by row, the columns of a row read in order:
+    X (n, d) C-ordered float32 or float64, so a row's columns share cache lines.
+    No GIL: ``BinMapper.fit`` runs column blocks on Python threads."""
+    m = rows.shape[0] if rows.shape[0] > 0 else X.shape[0]
+    w = cols.shape[0]
+    for ii in range(m):
+        i = rows[ii] if rows.shape[0] > 0 else ii
+        for j in range(w):
+            x = X[i, cols[j]]
+            if x != x:
+                n_nan[j] += 1
+            elif x >= 0.0 and x < SMALL_INT_VALUES:
+                v = np.int64(x)  # in range, not NaN: the conversion is defined
+                if v == x:
+                    counts[j, v] += 1
+                else:
+                    other[j] = True
+            else:
+                other[j] = True
+
+
+def small_int_counts(X, rows, cols):
+    """How many rows of each listed column hold each small integer, when that is all they
+    hold (the rest NaN).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float32 or float64, C-ordered
+    rows : ndarray of shape (m,), int64, or None
+        The rows counted (None: all).
+    cols : ndarray of shape (w,), int64
+        The columns counted.
+
+    Returns
+    -------
+    counts : ndarray of shape (w, SMALL_INT_VALUES), int64
+        Rows per value 0 .. SMALL_INT_VALUES - 1 (exact: -0.0 counts as 0).
+    n_nan : ndarray of shape (w,), int64
+        NaN rows.
+    small : ndarray of shape (w,), bool
+        Whether the column holds nothing but NaN and those values (else its counts are
+        partial and mean nothing).
+    """
+    w = cols.shape[0]
+    counts = np.zeros((w, SMALL_INT_VALUES), np.int64)
+    n_nan = np.zeros(w, np.int64)
+    other = np.zeros(w, np.bool_)
+    rows = np.empty(0, np.int64) if rows is None else np.ascontiguousarray(rows, np.int64)
+    _count_small_ints(X, rows, np.ascontiguousarray(cols, np.int64), counts, n_nan, other)
+    return counts, n_nan, ~other
