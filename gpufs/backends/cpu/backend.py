@@ -20,7 +20,6 @@ from ...rules._hist_layout import split_input, tree_layout
 from ..base import LevelResult, SplitPlan, best_splits, cut_matrix, kernel_for
 from ._args import (
     Decisions,
-    FixedScales,
     HistSource,
     LevelOut,
     LevelState,
@@ -50,13 +49,14 @@ from .histogram import (
 from .level import (
     PARALLEL_MIN_WORK,
     TINY_ROWS_PER_SLOT,
+    _bound_sample_sum,
     _bound_terms_par,
     _bound_terms_ser,
     _gain_bound_pays,
     _is_tiny,
     _level_advance,
     _level_decide_entry,
-    _level_step,
+    _level_step_flat,
     _root_histogram,
 )
 from .objective import (
@@ -173,6 +173,7 @@ class _CPUTree:
         "src",
         "split",
         "split_args",
+        "split_flat",
     )
 
     # A tiny root (``level._is_tiny``) gets its histogram only when something other than
@@ -469,7 +470,7 @@ class CPUBackend:
             _no_weights(h),
             _no_weights(w),
             bool(unit_hessian),
-            FixedScales(
+            (  # a plain tuple in ``FixedScales``' field order (``objective._quantize_ser``)
                 float(g_scale),
                 float(h_scale),
                 np.asarray(e1s, np.float64),
@@ -521,7 +522,7 @@ class CPUBackend:
         Xb = data.by_row
         n, d = Xb.shape
         st = _CPUTree()
-        st.split = st.split_args = st.step_args = None
+        st.split = st.split_args = st.split_flat = st.step_args = None
         st.Xb = Xb
         st.Xb_cols = data.by_column
         st.gh = gh
@@ -582,8 +583,8 @@ class CPUBackend:
         def build():
             priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
             hist, self._scratch["priv"] = _root_histogram(
-                self._run(st.parallel),
-                st.src,
+                tuple(self._run(st.parallel)),
+                tuple(st.src),
                 int(root_g),
                 int(root_h),
                 st.feats,
@@ -629,12 +630,8 @@ class CPUBackend:
             return False
         if self.gain_bounds == "always":
             return True
-        n = gh.shape[0]
-        step = max(1, n // self.BOUND_SAMPLE_ROWS)
-        g = gh[::step, 0] / split.g_scale
-        h = gh[::step, 1] / split.h_scale
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s_est = float(np.where(g == 0, 0.0, g * g / h).sum()) * step
+        step = max(1, gh.shape[0] // self.BOUND_SAMPLE_ROWS)
+        s_est = step * _bound_sample_sum(gh, step, 1.0 / split.g_scale, 1.0 / split.h_scale)
         G, H = root_g / split.g_scale, root_h / split.h_scale
         root_bound = 0.5 * (s_est - G * G / (H + split.reg_lambda))
         deepest = root_bound / 2.0 ** max(0, max_depth - 1) / split.gain_divisor
@@ -660,18 +657,25 @@ class CPUBackend:
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         if st.split is not split:  # the tree's levels share one SplitParams: cast it once
             st.split, st.split_args = split, split_args(split)
+            st.split_flat = tuple(st.split_args)
         if st.step_args is None:  # the same every level of the tree: made once
-            st.step_args = (self._run(st.parallel, TINY_ROWS_PER_SLOT), self._rows(st))
-        n_adm, level, self._scratch["priv"] = _level_step(
+            rows = self._rows(st)
+            st.step_args = (
+                tuple(self._run(st.parallel, TINY_ROWS_PER_SLOT)),
+                (tuple(rows.src),) + tuple(rows[1:]),
+            )
+        # plain tuples in the named tuples' field order (``level._level_step_flat``)
+        hist = st.level_hist()
+        n_adm, level, self._scratch["priv"] = _level_step_flat(
             *st.step_args,
             priv,
-            _nodes(st),
-            _level(st, tiny_root=True),
-            st.split_args,
-            Selection(penalty, allowed, used, budget),
+            (st.node_count, st.node_g, st.node_h, st.node_s),
+            (st.active, hist, st.feats, st.n_feats, st.full, st.slot_full),
+            st.split_flat,
+            (penalty, allowed, used, budget),
             st.groups,
             build_next,
-            out.args(),
+            (out.feature, out.bin, out.missing_left, out.gain, out.cat_bits, out.admitted),
         )
         result = out.result(n_adm)
         _advance_state(st, level)
