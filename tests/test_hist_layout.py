@@ -256,3 +256,42 @@ def test_full_width_row_loops_match_the_compact_loop(threads, rows_per_task):
     hmod._rows_into_all_full(Xb, gh, rows, 0, n, H2)
     np.testing.assert_array_equal(H2, H)
     np.testing.assert_array_equal(H2.reshape(-1, 2), want[0])
+
+
+def test_sparse_builds_of_few_dense_features_run_column_wise():
+    """``use_columns``: a build that takes the sparse features from the sparse rows list and
+    reads at most 1 / COLUMN_SPARSE_SHARE of the features densely runs column-wise in the
+    rule's range of rows; and on such a table (one-hot flags beside a few numeric columns)
+    the automatic loop gives the histograms of both forced loops and of a numpy sum."""
+    from gpufs.backends.cpu import histogram as hmod
+
+    auto = hmod.AUTO
+    assert hmod.use_columns(auto, 8000, 1000, True)
+    assert not hmod.use_columns(auto, 8000, 1000, False)
+    assert not hmod.use_columns(auto, hmod.COLUMN_MIN_ROWS - 1, 1000, True)
+    assert not hmod.use_columns(auto, hmod.COLUMN_MAX_ROWS + 1, 1000, True)
+    assert not hmod.use_columns(hmod.ROWS, 8000, 1000, True)
+
+    rng = np.random.default_rng(8)
+    n, levels = 3000, [12] * 12
+    codes = [rng.zipf(2.0, size=n) % k for k in levels]
+    X = np.hstack([np.eye(k)[c] for k, c in zip(levels, codes)] + [rng.normal(size=(n, 2))])
+    d = X.shape[1]
+    bm = BinMapper().fit(X)
+    lay = bm.hist_layout()
+    dense = int((lay.most_freq < 0).sum())
+    assert lay.has_most_freq and hmod.COLUMN_SPARSE_SHARE * dense <= d
+    Xb = bm.transform(X, CPUBackend())
+    gh = np.stack([rng.integers(-500, 500, n), rng.integers(1, 500, n)], axis=1)
+    rows = rng.permutation(n).astype(np.int32)
+    start, count, nodes = np.array([0, 0, 1700]), np.array([n, 1700, 1300]), np.array([0, 1, 2])
+    ref = np.zeros((3, d, 256, 2), np.int64)
+    for k in range(3):
+        r = rows[start[k] : start[k] + count[k]]
+        for f in range(d):
+            np.add.at(ref[k, f], Xb[r, f], gh[r])
+    for loop in ("auto", "rows", "columns"):
+        for threads in (1, 2):
+            be = CPUBackend(n_threads=threads, hist_loop=loop)
+            got = be.histograms(Xb, gh, rows, start, count, nodes, layout=lay)
+            np.testing.assert_array_equal(lay.dense(got), ref.reshape(3, d, 256, 2))
