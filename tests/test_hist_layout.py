@@ -259,10 +259,11 @@ def test_full_width_row_loops_match_the_compact_loop(threads, rows_per_task):
 
 
 def test_sparse_builds_of_few_dense_features_run_column_wise():
-    """``use_columns``: a build that takes the sparse features from the sparse rows list and
-    reads at most 1 / COLUMN_SPARSE_SHARE of the features densely runs column-wise in the
-    rule's range of rows; and on such a table (one-hot flags beside a few numeric columns)
-    the automatic loop gives the histograms of both forced loops and of a numpy sum."""
+    """``use_columns``: a build that takes the sparse features from the sparse rows list,
+    reads at most 1 / COLUMN_SPARSE_SHARE of the features densely and has no more sparse
+    updates than dense ones runs column-wise in the rule's range of rows; and on such a
+    table (one-hot flags beside a few numeric columns) the automatic loop gives the
+    histograms of both forced loops and of a numpy sum."""
     from gpufs.backends.cpu import histogram as hmod
 
     auto = hmod.AUTO
@@ -282,6 +283,8 @@ def test_sparse_builds_of_few_dense_features_run_column_wise():
     dense = int((lay.most_freq < 0).sum())
     assert lay.has_most_freq and hmod.COLUMN_SPARSE_SHARE * dense <= d
     Xb = bm.transform(X, CPUBackend())
+    _, sparse_slots, _, _ = hmod.sparse_rows(np.ascontiguousarray(Xb.T), lay)
+    assert dense * n >= sparse_slots.shape[0]  # at least as many dense updates as sparse
     gh = np.stack([rng.integers(-500, 500, n), rng.integers(1, 500, n)], axis=1)
     rows = rng.permutation(n).astype(np.int32)
     start, count, nodes = np.array([0, 0, 1700]), np.array([n, 1700, 1300]), np.array([0, 1, 2])
