@@ -240,34 +240,23 @@ class BinMapper:
         n_valid = m - n_nan
         present = counts > 0
         n_distinct = present.sum(axis=1)
-        # the most frequent value's bin: the values present below it (first of equals)
-        best = counts.argmax(axis=1)
-        best_rows = counts[np.arange(cols.shape[0]), best]
-        best_bin = np.cumsum(present, axis=1)[np.arange(cols.shape[0]), best] - 1
-        col_of, values = np.nonzero(present)  # row-major: each column's values ascending
+        _, values = np.nonzero(present)  # row-major: each column's values ascending
         values = values.astype(np.float64)
         mids = (0.5 * values[:-1] + 0.5 * values[1:]).astype(CUT_DTYPE)
         starts = np.concatenate([[0], np.cumsum(n_distinct)])
         found = {}
         for j in range(cols.shape[0]):
-            f = int(cols[j])
+            f, c = int(cols[j]), counts[j]
             if self.is_categorical_[f]:
                 # code k in bin k, the codes from the last cut point on in the last bin
                 cuts = category_cuts(self.categories_.n_codes[f])
-                c = counts[j]
                 per_bin = np.append(c[: cuts.shape[0]], c[cuts.shape[0] :].sum())
-                found[f] = (cuts, _most_frequent_of_counts(m, int(n_valid[j]), per_bin))
-                continue
-            if n_distinct[j] > self.max_bins:
+            elif n_distinct[j] > self.max_bins:
                 continue  # quantile cut points: the sort's
-            cuts = mids[starts[j] : starts[j] + max(n_distinct[j] - 1, 0)].copy()
-            if n_valid[j] == 0:
-                freq = _most_frequent_of_counts(m, 0, np.zeros(1, np.int64))
-            elif m - n_valid[j] > best_rows[j]:
-                freq = (MISSING_BIN, (m - int(n_valid[j])) / m)
-            else:
-                freq = (int(best_bin[j]), int(best_rows[j]) / m)
-            found[f] = (cuts, freq)
+            else:  # one bin per value present (none: one empty bin)
+                cuts = mids[starts[j] : starts[j] + max(n_distinct[j] - 1, 0)].copy()
+                per_bin = c[present[j]] if n_distinct[j] else np.zeros(1, np.int64)
+            found[f] = (cuts, _most_frequent_of_counts(m, int(n_valid[j]), per_bin))
         return found
 
     def _fit_block(self, xp, sample):
@@ -486,14 +475,10 @@ def _most_frequent_of_counts(m, n_valid, counts):
 
 def _counts_small_ints(xp, X) -> bool:
     """Whether ``BinMapper.fit`` looks for columns of small integers in X
-    (``_small_int_cuts``): a host, C-ordered float32 or float64 X (what the input door
-    makes)."""
+    (``_small_int_cuts``): a host (numpy), C-ordered float32 or float64 X (what the input
+    door makes)."""
     return (
-        is_host_namespace(xp)
-        and isinstance(X, np.ndarray)
-        and X.dtype in (np.float32, np.float64)
-        and X.flags.c_contiguous
-        and X.ndim == 2
+        isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64) and X.flags.c_contiguous
     )
 
 

@@ -20,6 +20,7 @@ from ...rules._hist_layout import split_input, tree_layout
 from ..base import LevelResult, SplitPlan, best_splits, cut_matrix, kernel_for
 from ._args import (
     Decisions,
+    FixedScales,
     HistSource,
     LevelOut,
     LevelState,
@@ -172,7 +173,6 @@ class _CPUTree:
         "layout",
         "src",
         "split",
-        "split_args",
         "split_flat",
     )
 
@@ -470,13 +470,15 @@ class CPUBackend:
             _no_weights(h),
             _no_weights(w),
             bool(unit_hessian),
-            (  # a plain tuple in ``FixedScales``' field order (``objective._quantize_ser``)
-                float(g_scale),
-                float(h_scale),
-                np.asarray(e1s, np.float64),
-                np.asarray(e2s, np.float64),
-                np.asarray(low_scales, np.float64),
-                bool(divisor),
+            tuple(  # a plain tuple (``objective._quantize_ser``)
+                FixedScales(
+                    float(g_scale),
+                    float(h_scale),
+                    np.asarray(e1s, np.float64),
+                    np.asarray(e2s, np.float64),
+                    np.asarray(low_scales, np.float64),
+                    bool(divisor),
+                )
             ),
             gh,
             sums,
@@ -522,7 +524,7 @@ class CPUBackend:
         Xb = data.by_row
         n, d = Xb.shape
         st = _CPUTree()
-        st.split = st.split_args = st.split_flat = st.step_args = None
+        st.split = st.split_flat = st.step_args = None
         st.Xb = Xb
         st.Xb_cols = data.by_column
         st.gh = gh
@@ -656,26 +658,24 @@ class CPUBackend:
         out = _LevelOutputs(st.active, st.Xb.shape[1], split)
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         if st.split is not split:  # the tree's levels share one SplitParams: cast it once
-            st.split, st.split_args = split, split_args(split)
-            st.split_flat = tuple(st.split_args)
+            st.split, st.split_flat = split, tuple(split_args(split))
         if st.step_args is None:  # the same every level of the tree: made once
             rows = self._rows(st)
             st.step_args = (
                 tuple(self._run(st.parallel, TINY_ROWS_PER_SLOT)),
                 (tuple(rows.src),) + tuple(rows[1:]),
             )
-        # plain tuples in the named tuples' field order (``level._level_step_flat``)
-        hist = st.level_hist()
+        # the named tuples as plain tuples (``level._level_step_flat`` says why)
         n_adm, level, self._scratch["priv"] = _level_step_flat(
             *st.step_args,
             priv,
-            (st.node_count, st.node_g, st.node_h, st.node_s),
-            (st.active, hist, st.feats, st.n_feats, st.full, st.slot_full),
+            tuple(_nodes(st)),
+            tuple(_level(st, tiny_root=True)),
             st.split_flat,
-            (penalty, allowed, used, budget),
+            tuple(Selection(penalty, allowed, used, budget)),
             st.groups,
             build_next,
-            (out.feature, out.bin, out.missing_left, out.gain, out.cat_bits, out.admitted),
+            tuple(out.args()),
         )
         result = out.result(n_adm)
         _advance_state(st, level)

@@ -659,14 +659,12 @@ def _bound_chunk(c, n_chunks, gh, g_inv, h_inv, out, sums):
 
 @njit(cache=True, error_model="numpy")
 def _bound_sample_sum(gh, step, g_inv, h_inv):
-    """sum of g^2 / h over the rows 0, step, 2 step, ... of ``gh`` (n, 2) int64 fixed point
-    (0 for g = 0, inf for h = 0): ``CPUBackend._bounds_may_skip``'s estimate, once numpy
-    calls costing more than the sum on a tree of a few hundred rows."""
+    """The sum of ``_bound_term`` over the rows 0, step, 2 step, ... of ``gh`` (n, 2) int64
+    fixed point: ``CPUBackend._bounds_may_skip``'s estimate, once numpy calls costing more
+    than the sum on a tree of a few hundred rows."""
     acc = 0.0
     for i in range(0, gh.shape[0], step):
-        if gh[i, 0] != 0:
-            g = gh[i, 0] * g_inv
-            acc += (g * g) / (gh[i, 1] * h_inv)
+        acc += _bound_term(gh[i, 0], gh[i, 1], g_inv, h_inv)
     return acc
 
 
