@@ -247,6 +247,36 @@ print("OK")
     assert "OK" in r.stdout
 
 
+def test_every_compiled_cpu_entry_point_releases_the_gil():
+    """Fits in several Python threads (joblib's threading backend, Dask's threaded scheduler,
+    ``test_two_threads_fit_at_once``) run their kernels at the same time only if every compiled
+    function Python calls releases the GIL (``nogil=True``); functions inlined into others
+    (``inline="always"``) are never called from Python."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    import gpufs.backends.cpu as cpu
+
+    names = [f"gpufs.backends.cpu.{m.name}" for m in pkgutil.iter_modules(cpu.__path__)]
+    names += ["gpufs.rules._group_scan", "gpufs.data._input"]
+    checked, holding = [], []
+    for mod in map(importlib.import_module, names):
+        for name, obj in vars(mod).items():
+            if not isinstance(obj, CPUDispatcher) or obj.py_func.__module__ != mod.__name__:
+                continue
+            if obj.targetoptions.get("inline") == "always":
+                continue
+            checked.append(name)
+            if not obj.targetoptions.get("nogil"):
+                holding.append(f"{mod.__name__}.{name}")
+    assert not holding, holding
+    assert {"_level_step_flat", "_root_histogram", "_predict_binned", "_scan_nonfinite"} <= set(
+        checked
+    )
+
+
 def test_fit_completes_beside_cpu_burners():
     burner = "import time\nend = time.time() + %d\nwhile time.time() < end: pass\n" % TIMEOUT
     burners = [subprocess.Popen([sys.executable, "-c", burner]) for _ in range(2)]

@@ -496,7 +496,7 @@ def check_X(
     return to_device(arr, device)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scan_nonfinite(a):
     """(any NaN, any +-inf) of a 2-D float array, without an n x d temporary."""
     has_nan = False

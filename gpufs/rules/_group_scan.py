@@ -43,7 +43,7 @@ def _best_gain(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _best_gains_of_histograms(hist, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
     """``_best_gain`` of every column of one node's histograms (n_cols, 256, 2) int64."""
     for c in range(hist.shape[0]):

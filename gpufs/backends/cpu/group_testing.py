@@ -88,7 +88,7 @@ def standardize_with(X, lo, hi):
     return out
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _column_extremes(X, lo, hi):
     """lo[f], hi[f] = min and max of column f's non-NaN values, in blocks of 64 columns."""
     n, d = X.shape
@@ -103,7 +103,7 @@ def _column_extremes(X, lo, hi):
                     hi[f] = max(hi[f], x)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _standardize_cpu(X, lo, hi, out):
     """``standardize`` on the CPU: X (n, d) float32/float64 C order -> out (d, n) uint8 at
     the column extremes lo, hi, in blocks of 64 columns (each row's slice of a block is
@@ -170,14 +170,14 @@ def _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out):
         k += 1
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _sums_par(Qc, subsets, g_sub, g_lo, g_hi, out):
     n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
     for task in prange(g_sub.shape[0] * n_blocks):
         _sums_task(task, Qc, subsets, g_sub, g_lo, g_hi, out)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sums_ser(Qc, subsets, g_sub, g_lo, g_hi, out):
     n_blocks = (Qc.shape[1] + _ROW_BLOCK - 1) // _ROW_BLOCK
     for task in range(g_sub.shape[0] * n_blocks):
@@ -228,26 +228,26 @@ def _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_
     out[c] = _histogram_gain(bins, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _scan_par(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
     for c in prange(out.shape[0]):
         _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scan_ser(P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out):
     for c in range(out.shape[0]):
         _scan_column(c, P, B, gh, nb, G_q, H_q, g_inv, h_inv, reg_lambda, min_child_weight, out)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bin_columns(P, nb, B):
     """B[c] = the bins of pseudo-feature P[c] (the per-fit first step, ``FirstStep``)."""
     for c in prange(P.shape[0]):
         _bins_of(P[c], nb, B[c])
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _pseudo_extremes(P, out):
     for c in prange(P.shape[0]):
         lo = np.int32(2147483647)
@@ -259,13 +259,13 @@ def _pseudo_extremes(P, out):
         out[c, 1] = hi
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bin_columns_at(P, nb, v_lo, v_hi, B):
     for c in prange(P.shape[0]):
         _bins_at(P[c], nb, v_lo[c], v_hi[c], B[c])
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _pseudo_histograms(B, gh, out):
     for c in prange(B.shape[0]):
         for r in range(B.shape[1]):
@@ -338,7 +338,7 @@ def pseudo_feature_bins(P, max_bins, v_lo, v_hi):
 _NO_BINS = np.zeros((0, 0), np.uint8)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _rest_par(prev, rows, both):
     """both[k + j] = prev[rows[j]] - both[j], j < k: the right halves, exactly."""
     k = rows.shape[0]

@@ -102,7 +102,7 @@ def prefetch(typingctx, a, i, j):
     return types.void(a, i, j), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
     """Cut segments into tasks by ``gpufs.rules._tasks``' CPU rule (about ``rows_per_task`` rows,
     at most ``n_tasks_max`` per segment, one per empty or small segment). Returns (t_seg,
@@ -133,7 +133,7 @@ def task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
 
 # cache=True as well: the backend also calls it from Python, where an uncached dispatcher
 # compiles in every process (a warm cache's run then printed the compile notice)
-@njit(inline="always", cache=True)
+@njit(inline="always", cache=True, nogil=True)
 def row_cost(src, n_feats, full):
     """Histogram updates per row of a build over ``n_feats`` features (every feature when
     ``full``): the listed features, or the dense ones and the row's share of the sparse
@@ -185,7 +185,7 @@ def _row_sparse(r, g, h, sp_ptr, sp_slot, H):
         H[s + 1] += h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rows_into_all(Xb, gh, rows, lo, hi, off32, H):
     """``_rows_into`` for every feature, in order: no feature list to read, each feature's
     first slot carried from the previous one's end (the narrow dense tables' loop)."""
@@ -227,7 +227,7 @@ def _rows_into_all(Xb, gh, rows, lo, hi, off32, H):
             H[s + 1] += h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rows_into_all_full(Xb, gh, rows, lo, hi, H):
     """``_rows_into_all`` for a layout whose every feature has all 256 slots (a dense table of
     255-bin features): the slot is ``256 f + bin`` at a constant stride, no offset read and no
@@ -273,7 +273,7 @@ def _rows_into_all_full(Xb, gh, rows, lo, hi, H):
             base += _FULL_WORDS
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rows_into_full(Xb, gh, rows, lo, hi, feats, n_feats, H):
     """``_rows_into`` (no sparse rows list) for a layout whose every feature has all 256
     slots: the listed features' slots at ``256 f + bin`` (``_rows_into_all_full``)."""
@@ -314,7 +314,7 @@ def _rows_into_full(Xb, gh, rows, lo, hi, feats, n_feats, H):
             H[w + 1] += h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rows_into(Xb, gh, rows, lo, hi, feats, n_feats, off32, sparse, sp_ptr, sp_slot, H):
     """Add rows[lo:hi] into H (flat (2 n_slots,)): every bin of the listed features, and with
     ``sparse`` each row's slots of the sparse rows list.
@@ -386,7 +386,7 @@ def _derive_most_freq(H, sparse_f, off, most_freq, g_tot, h_tot):
         H[m + 1] = h_tot - sh
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _column_into(col, ghs, rows, seg_start, seg_count, slot_of_seg, a, z, out2):
     """One feature's column (its slots a..z) into every segment's histogram: zeroed, then
     read at the segment's rows; ``ghs`` the gradients gathered by position."""
@@ -401,7 +401,7 @@ def _column_into(col, ghs, rows, seg_start, seg_count, slot_of_seg, a, z, out2):
             out2[k, w + 1] += ghs[j, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _segment_sparse(H, rows, ghs, lo, hi, off, sparse_f, sp_ptr, sp_slot):
     """One segment's sparse rows list into its histogram H (the sparse features' slots
     zeroed first)."""
@@ -449,13 +449,13 @@ def _row_task(t, src, tasks, feats, n_feats, full, sparse, wide, out2, priv2):
         )
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _row_tasks_par(src, tasks, feats, n_feats, full, sparse, wide, out2, priv2):
     for t in prange(tasks.slot.shape[0]):
         _row_task(t, src, tasks, feats, n_feats, full, sparse, wide, out2, priv2)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_tasks_ser(src, tasks, feats, n_feats, full, sparse, wide, out2, priv2):
     for t in range(tasks.slot.shape[0]):
         _row_task(t, src, tasks, feats, n_feats, full, sparse, wide, out2, priv2)
@@ -474,13 +474,13 @@ def _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2):
                 dst[w] += src[w]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _reduce_par(r_lo, r_hi, t_slot, t_priv, out2, priv2):
     for i in prange(r_lo.shape[0]):
         _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _reduce_ser(r_lo, r_hi, t_slot, t_priv, out2, priv2):
     for i in range(r_lo.shape[0]):
         _reduce_range(i, r_lo, r_hi, t_slot, t_priv, out2, priv2)
@@ -518,7 +518,7 @@ def _col_task(
         )
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _col_tasks_par(
     n_tasks,
     Xb_cols,
@@ -554,7 +554,7 @@ def _col_tasks_par(
         )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _col_tasks_ser(
     n_tasks,
     Xb_cols,
@@ -590,7 +590,7 @@ def _col_tasks_ser(
         )
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _gather_par(gh, rows, seg_start, seg_count, ghs):
     for s in prange(seg_start.shape[0]):
         for j in range(seg_start[s], seg_start[s] + seg_count[s]):
@@ -599,7 +599,7 @@ def _gather_par(gh, rows, seg_start, seg_count, ghs):
             ghs[j, 1] = gh[r, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gather_ser(gh, rows, seg_start, seg_count, ghs):
     for s in range(seg_start.shape[0]):
         for j in range(seg_start[s], seg_start[s] + seg_count[s]):
@@ -608,7 +608,7 @@ def _gather_ser(gh, rows, seg_start, seg_count, ghs):
             ghs[j, 1] = gh[r, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build_histograms(parallel, run, src, segs, feats, n_feats, full, out, priv):
     """Histograms of the segments ``segs`` (``Segments``) into ``out[segs.slot[s]]`` (only
     the listed features' slots; every slot when ``full``), on the thread pool when
@@ -747,7 +747,7 @@ SUBTRACT_ITEMS_PER_TASK = 256
 SUBTRACT_TASKS_MAX = 64
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _subtract_range(a, b, feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
     """nxt[sib] = hist[parent] - nxt[built] on the slots of items a .. b - 1 (item p: pair
     p // n_feats, feature feats[p % n_feats]).
@@ -777,7 +777,7 @@ def _subtract_range(a, b, feats, n_feats, off, parent_slot, built_slot, sib_slot
                 C[w, 1] = A[w, 1] - B[w, 1]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def subtract_par(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
     """Siblings by exact subtraction, ``nxt[sib_slot[s]] = hist[parent_slot[s]] -
     nxt[built_slot[s]]`` on the listed features' slots (hist, nxt (n, n_slots, 2) int64)."""
@@ -798,7 +798,7 @@ def subtract_par(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, n
         )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def subtract_ser(feats, n_feats, off, parent_slot, built_slot, sib_slot, hist, nxt):
     """``subtract_par`` on the calling thread."""
     _subtract_range(
@@ -841,7 +841,7 @@ def _column_rows(col, m, n, act, r_ptr, cnt, slots, slot_base, z):
                 r_ptr[r] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sparse_build(Xb_cols, off, most_freq, sparse_f):
     """(ptr, slots) of ``sparse_rows`` from the binned matrix by column: one pass to count each
     row's entries, one to write them (features in order, so each row's slots are sorted)."""

@@ -45,7 +45,7 @@ TINY_ROWS_PER_SLOT = 1.0
 
 
 # cache=True as well: the backend also calls it from Python (see row_cost)
-@njit(inline="always", cache=True)
+@njit(inline="always", cache=True, nogil=True)
 def _gain_bound_pays(
     s_node, g_q, h_q, g_inv, h_inv, reg_lambda, n_rows, gain_divisor, pay_min, min_split_gain
 ):
@@ -69,7 +69,7 @@ def _gain_bound_pays(
 
 
 # cache=True as well: the backend also calls it from Python (see row_cost)
-@njit(inline="always", cache=True)
+@njit(inline="always", cache=True, nogil=True)
 def _is_tiny(parent_rows, d, n_hist, tiny):
     """Whether the children of a node of ``parent_rows`` rows are tiny: they get no
     histograms (neither built nor subtracted), and the split search sums their bins from their
@@ -91,7 +91,7 @@ def _paying_min(penalty, feats, n_feats, free):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out):
     """One tree level: search -> decide -> partition -> children's sums -> next histograms.
 
@@ -138,7 +138,7 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
     return dec.n_admitted, next_level, priv
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _level_step_flat(run, data, priv, nodes, level, sp, sel, groups, build_next, out):
     """``_level_step`` called from Python with plain tuples in the named tuples' field order
     (``data``'s first field a plain ``HistSource`` too): numba types a named tuple argument in
@@ -158,7 +158,7 @@ def _level_step_flat(run, data, priv, nodes, level, sp, sel, groups, build_next,
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
     """``_level_decide`` for a call from Python: its ``Decisions`` as a plain tuple, in that
     order. Compiled calls called from Python return no named tuple: numba boxes one by
@@ -190,7 +190,7 @@ def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out, rw):
     """The first half of ``_level_step``: search and decide. Reads no rows, but those of the
     tiny nodes (``_is_tiny`` with ``rw.tiny``; ``rw`` a ``TinyRows``), which have no
@@ -400,7 +400,7 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out, rw):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _level_advance(run, data, priv, nodes, level, sp, penalty, groups, dec, build_next):
     """The second half of ``_level_step``: partition the rows by ``_level_decide``'s
     decisions (and sum the children's bound terms when ``q`` is not empty), set the
@@ -657,7 +657,7 @@ def _bound_chunk(c, n_chunks, gh, g_inv, h_inv, out, sums):
     sums[c] = acc
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _bound_sample_sum(gh, step, g_inv, h_inv):
     """The sum of ``_bound_term`` over the rows 0, step, 2 step, ... of ``gh`` (n, 2) int64
     fixed point: ``CPUBackend._bounds_may_skip``'s estimate, once numpy calls costing more
@@ -668,19 +668,19 @@ def _bound_sample_sum(gh, step, g_inv, h_inv):
     return acc
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bound_terms_par(gh, g_inv, h_inv, out, sums):
     for c in prange(sums.shape[0]):
         _bound_chunk(c, sums.shape[0], gh, g_inv, h_inv, out, sums)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _bound_terms_ser(gh, g_inv, h_inv, out, sums):
     for c in range(sums.shape[0]):
         _bound_chunk(c, sums.shape[0], gh, g_inv, h_inv, out, sums)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _root_histogram(run, src, root_g, root_h, feats, n_feats, full, priv):
     """The root's histogram (1, n_slots, 2) int64 over the listed features (every row);
     ``run`` and ``src`` plain tuples in ``Run``'s and ``HistSource``'s field order (as

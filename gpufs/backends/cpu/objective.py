@@ -78,13 +78,13 @@ def _extremes_chunk(c, n_chunks, g, h, w, unit_hessian, divisor, out):
     out[c, 2] = mq
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _extremes_par(g, h, w, unit_hessian, divisor, out):
     for c in prange(out.shape[0]):
         _extremes_chunk(c, out.shape[0], g, h, w, unit_hessian, divisor, out)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _extremes_ser(g, h, w, unit_hessian, divisor, out):
     for c in range(out.shape[0]):
         _extremes_chunk(c, out.shape[0], g, h, w, unit_hessian, divisor, out)
@@ -129,21 +129,21 @@ def _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums):
 
 # ``fp`` arrives as a plain tuple in ``FixedScales``' field order: numba types a named tuple
 # argument in Python, about 10 us a call (``level._level_step_flat``).
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _quantize_par(g, h, w, unit_hessian, fp, gh, sums):
     fp = FixedScales(*fp)
     for c in prange(sums.shape[0]):
         _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _quantize_ser(g, h, w, unit_hessian, fp, gh, sums):
     fp = FixedScales(*fp)
     for c in range(sums.shape[0]):
         _quantize_chunk(c, g, h, w, unit_hessian, fp, gh, sums)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _word_sums(a, f1, f2, low_scale):
     """``engine.quantize.exact_sum_words`` of a (n,) float64 on the host in one pass: the int64
     sums of ``two_word((a[i] * f1) * f2, low_scale)``'s high and low words (the numpy form
@@ -157,7 +157,7 @@ def _word_sums(a, f1, f2, low_scale):
     return hi_sum, lo_sum
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _max_abs(a):
     """max |a[i]| of a (n,) float64, NaN when a value is NaN (as numpy's ``abs(a).max()``)."""
     m = 0.0
@@ -244,7 +244,7 @@ def _logistic_round_rows(lo, hi, z, y, g, h, loss):
 # the row loop, so its loop still vectorizes.
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=True, cache=True, nogil=True, error_model="numpy")
 def _round_par(kind, raw, y, g, h, loss):
     n = raw.shape[0]
     n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
@@ -260,7 +260,7 @@ def _round_par(kind, raw, y, g, h, loss):
                 _round_row(kind, i, raw, y, g, h, loss)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _round_ser(kind, raw, y, g, h, loss):
     n = raw.shape[0]
     if kind == 1 and raw.shape[1] == 1:

@@ -52,13 +52,13 @@ def _part_count_task(t, Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q):
 
 # The tasks' outputs (go_left, t_left, t_q) are plain arguments: numba's prange loses a write
 # through a named tuple's field in the loop body (numba 0.68, checked).
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _part_count_par(Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q):
     for t in prange(tasks[0].shape[0]):
         _part_count_task(t, Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _part_count_ser(Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q):
     for t in range(tasks[0].shape[0]):
         _part_count_task(t, Xb_cols, rows, tasks, rule, go_left, t_left, q, t_q)
@@ -81,7 +81,7 @@ def _part_scatter_task(t, rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst,
             b += 1
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _part_scatter_par(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out):
     for t in prange(t_seg.shape[0]):
         _part_scatter_task(t, rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out)
@@ -90,7 +90,7 @@ def _part_scatter_par(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out
             rows[j] = out[j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _part_scatter_ser(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out):
     for t in range(t_seg.shape[0]):
         _part_scatter_task(t, rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out)
@@ -99,7 +99,7 @@ def _part_scatter_ser(rows, go_left, t_seg, t_lo, t_hi, left_dst, right_dst, out
             rows[j] = out[j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _partition(run, Xb_cols, rows, scratch, go_left, seg_start, seg_count, rule, q, seg_q):
     """Stable in-place partition of each segment by its split (``rule``, a ``SplitRule``);
     returns left counts (m,). ``run`` (a ``Run``) says whether it runs on the thread pool.

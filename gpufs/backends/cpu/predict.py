@@ -9,7 +9,7 @@ from numba import njit, prange
 from ._device_fns import ROW_BLOCK, _leaf_binned, _leaf_raw
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _predict_binned(
     Xb, feature, bin_threshold, missing_left, value, tree_column, out, is_cat, cat_bits
 ):
@@ -27,7 +27,7 @@ def _predict_binned(
                 out[i, tree_column[t]] += value[t, node]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _predict_raw(X, feature, threshold, missing_left, value, tree_column, out, is_cat, cat_bits):
     """As ``_predict_binned`` on raw float features: left iff x <= threshold (NaN by default)."""
     n = X.shape[0]

@@ -17,14 +17,14 @@ def _update_leaf(s, raw, rows, node_start, node_count, leaf_nodes, leaf_values):
         raw[rows[j]] += v
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _update_raw_par(raw, rows, node_start, node_count, leaf_nodes, leaf_values):
     """raw[row] += value of the leaf whose segment holds the row (leaves hold disjoint rows)."""
     for s in prange(leaf_nodes.shape[0]):
         _update_leaf(s, raw, rows, node_start, node_count, leaf_nodes, leaf_values)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _update_raw_ser(raw, rows, node_start, node_count, leaf_nodes, leaf_values):
     for s in range(leaf_nodes.shape[0]):
         _update_leaf(s, raw, rows, node_start, node_count, leaf_nodes, leaf_values)
