@@ -723,7 +723,9 @@ _PARAMS_DOC = (
     n_jobs : int, default=None
         CPU threads of the fit (scikit-learn's meaning: None or -1 all cores, -2 all but one,
         k at most k). Threads come from Intel TBB, which is safe in forked processes and when
-        several Python threads fit at once; small fits run on the calling thread only.
+        several Python threads fit at once; small fits run on the calling thread only. The CPU
+        kernels release the GIL, so fits run from several Python threads (joblib's threading
+        backend, with ``n_jobs=1`` each) overlap.
     random_state : int, RandomState instance or None, default=None
         Seeds the binning subsample, the ``validation_fraction`` split and GT-GBM's subsets.
     verbose : bool, default=False
