@@ -32,11 +32,20 @@ class CountingBackend(CPUBackend):
             self.free_only_at_admission += 1
         return res
 
+    #: no compiled run of levels (``CPUBackend.grow_levels``): the grower calls
+    #: ``level_step`` once per level, so every level is counted
+    grow_levels = None
+
 
 # Node gain bounds in every tree with penalties, so the skipping is checked against the oracle.
 BACKEND = CountingBackend(gain_bounds="always")
 #: Parallel drivers on tiny tasks: chunked histograms, partitions and reductions.
 CHUNKY = CountingBackend(n_threads=3, rows_per_task=5, parallel_min_work=0, gain_bounds="always")
+#: The same two growing each run of levels in one compiled call (``CPUBackend.grow_levels``).
+FUSED = CPUBackend(gain_bounds="always")
+FUSED_CHUNKY = CPUBackend(n_threads=3, rows_per_task=5, parallel_min_work=0, gain_bounds="always")
+#: The oracle's random cases take turns: level by level (counted), then in compiled runs.
+TAKING_TURNS = (BACKEND, CHUNKY, FUSED, FUSED_CHUNKY)
 
 
 def _stub_mapper(n_bins, is_cat=None):
@@ -370,7 +379,7 @@ def test_grower_matches_reference(name, nan, hessian, penalty, costs, groups, bu
             used0,
             params,
             scaling,
-            backend=CHUNKY if case % 2 else BACKEND,
+            backend=TAKING_TURNS[case % 4],
         )
         _assert_same_tree(grown, ref, ps, ro, f"{name} case {case}", n_bins)
         n_missingness += int(((ref["feature"] >= 0) & top_bin(ref, n_bins)).sum())
@@ -621,7 +630,7 @@ def test_grower_matches_reference_categorical(name, nan, hessian, penalty, budge
             k,
             used0,
             params,
-            backend=CHUNKY if case % 2 else BACKEND,
+            backend=TAKING_TURNS[case % 4],
             is_cat=is_cat,
         )
         _assert_same_tree(grown, ref, ps, ro, f"{name} case {case}", n_bins, is_cat)
@@ -743,3 +752,66 @@ def test_one_vs_rest_below_max_cat_to_onehot():
         if n_cat <= onehot:
             assert n_left == 1
         np.testing.assert_allclose(res.gain[0], ref["gain"], rtol=1e-12)
+
+
+def _fits_for_the_compiled_runs():
+    """Fits that admit features at many levels: a feature budget (exact k), feature groups,
+    a categorical column, GT-GBM's group tests, several classes."""
+    import pandas as pd
+
+    import gpufs
+
+    rng = np.random.default_rng(5)
+    n, d = 400, 10
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.05] = np.nan
+    region = rng.integers(0, 12, n)
+    y = (np.nan_to_num(X[:, 0]) + 0.6 * np.nan_to_num(X[:, 3]) * (region % 3) > 0.2).astype(int)
+    y += np.nan_to_num(X[:, 5]) > 1.0
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(d)])
+    frame["region"] = pd.Categorical(region)
+    common = dict(n_estimators=12, max_depth=4, device="cpu", random_state=0)
+    return [
+        (gpufs.GBFSClassifier(n_features_to_select=3, **common), frame, y),
+        (
+            gpufs.GBFSClassifier(
+                mu=0.02, feature_groups=[0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5], **common
+            ),
+            frame,
+            y,
+        ),
+        (
+            gpufs.GBFSRegressor(mu=0.01, split_search="group_testing", **common),
+            X,
+            np.nan_to_num(X[:, 0]) ** 2,
+        ),
+        (gpufs.MultiTaskGBFSRegressor(mu_G=0.02, mu_t=0.01, **common), [X, X[::-1]], [y, y]),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_compiled_runs_of_levels_grow_the_trees_of_level_by_level(case, monkeypatch):
+    """A whole fit grows the same trees, bit for bit, whether the CPU grows each run of
+    levels between admissions in one compiled call (``CPUBackend.grow_levels``) or the grower
+    calls ``level_step`` once per level (the other backends' loop)."""
+    from sklearn.base import clone
+
+    est, X, y = _fits_for_the_compiled_runs()[case]
+    fused = clone(est).fit(X, y)
+    monkeypatch.setattr(CPUBackend, "grow_levels", None)
+    stepped = clone(est).fit(X, y)
+    n_splits = 0
+    for ens_a, ens_b in zip(
+        *(getattr(e, "ensembles_", None) or [e.ensemble_] for e in (fused, stepped)), strict=True
+    ):
+        a, b = ens_a.stacked(), ens_b.stacked()
+        assert a.keys() == b.keys()
+        for k in a:
+            assert a[k].tobytes() == b[k].tobytes(), f"tree field {k} differs"
+        n_splits += int((a["feature"] >= 0).sum())
+    assert n_splits > 20  # real trees, not stumps
+    assert np.array_equal(fused.selected_features_, stepped.selected_features_)
+    # repr of a float is its shortest round-trip form: equal reprs are equal bits
+    assert repr(getattr(fused, "selection_record_", None)) == repr(
+        getattr(stepped, "selection_record_", None)
+    )

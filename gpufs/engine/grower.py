@@ -187,46 +187,40 @@ def grow_tree_packed(
         groups=penalties.groups,
         split=split,
     )
-    reached = [np.zeros(1, np.int64)]
-    leaves = []
-    splits = []  # per level that split: (its LevelResult, its slots that split, their nodes)
+    # Levels run in runs: a backend with ``grow_levels`` (the CPU's) grows every level up to
+    # the next admission in one compiled call; others go one ``level_step`` at a time.
+    grow_levels = getattr(backend, "grow_levels", None) or _levels_one_at_a_time(backend)
     new_features: list[int] = []
-    for depth in range(depth_max):
+    depth, done = 0, depth_max == 0
+    while not done:
         if allowed is None:
             budget = penalties.budget_left()
             allowed = penalties.allowed_mask()
-        res = backend.level_step(
+        depth, done, admitted = grow_levels(
             state,
             penalty,
             allowed,
             penalties.used,
             -1 if budget is None else budget,
             split,
-            depth + 1 < depth_max,
+            depth,
+            depth_max,
+            tree,
         )
-        split_mask = res.feature >= 0
-        nodes = res.nodes[split_mask]
-        leaves.append(res.nodes[~split_mask])
-        admitted = penalties.admit(res.admitted, tree_index)
+        admitted = penalties.admit(admitted, tree_index)
         if admitted:
             new_features += admitted
             penalty = penalties.penalty_vector()
             allowed = None
-        if nodes.shape[0] == 0:
-            break
-        splits.append((res, split_mask, nodes))
-        children = np.empty(2 * nodes.shape[0], np.int64)
-        children[0::2] = 2 * nodes + 1
-        children[1::2] = 2 * nodes + 2
-        reached.append(children)
-        if depth + 1 == depth_max:
-            leaves.append(children)
-    if splits:
-        # the decisions of every level, written into the tree once (a tree of a few hundred
-        # rows spends more time in numpy calls per level than in its compiled level steps)
-        _record_splits(tree, splits, bin_mapper, is_cat, n_cat)
+    split_nodes = np.flatnonzero(tree.feature >= 0)
+    if split_nodes.shape[0]:
+        f = tree.feature[split_nodes]
+        thresholds = _thresholds(bin_mapper, f, tree.bin_threshold[split_nodes])
+        # a categorical split has no threshold: its left set is its bitset
+        tree.threshold[split_nodes] = np.where(is_cat[f], 0.0, thresholds) if n_cat else thresholds
 
-    reached = np.concatenate(reached)
+    # the nodes the rows reached: the root and every child of a split
+    reached = np.flatnonzero(np.concatenate(([True], tree.feature[_PARENT[depth_max]] >= 0)))
     node_g, node_h, node_count = backend.node_sums(state)
     G = node_g[reached] / g_scale
     H = node_h[reached] / h_scale
@@ -234,7 +228,7 @@ def grow_tree_packed(
     tree.value[reached] = leaf_value(G, H, params.reg_lambda, params.learning_rate)
     tree.cover[reached] = H
     tree.count[reached] = node_count[reached]
-    leaf_nodes = np.sort(np.concatenate(leaves))
+    leaf_nodes = reached[tree.feature[reached] < 0]
     return GrownTree(
         tree=tree,
         state=state,
@@ -294,30 +288,39 @@ def grow_tree(
     return grow_tree_packed(backend, Xb, prep, n_bins, bin_mapper, penalties, params, tree_index)
 
 
-def _record_splits(tree, splits, bin_mapper, is_cat, n_cat):
-    """Write the splits of a tree's levels into ``tree``: ``splits`` holds, per level that
-    split, its ``LevelResult``, the (n_slots,) bool mask of the slots that split and their
-    nodes (int64, the loop's ``res.nodes[mask]``)."""
+def _levels_one_at_a_time(backend):
+    """``grow_levels`` (``CPUBackend.grow_levels``' contract) for a backend that has only
+    ``level_step``: one level per call, each split's decision written into the tree at its
+    node."""
 
-    def joined(parts):
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    def grow_levels(state, penalty, allowed, used, budget, split, depth, max_depth, tree):
+        res = backend.level_step(
+            state, penalty, allowed, used, budget, split, depth + 1 < max_depth
+        )
+        mask = res.feature >= 0
+        nodes = res.nodes[mask]
+        tree.feature[nodes] = res.feature[mask]
+        tree.bin_threshold[nodes] = res.bin[mask]
+        tree.missing_left[nodes] = res.missing_left[mask]
+        tree.gain[nodes] = res.gain[mask]
+        if tree.cat_bits.shape[1]:
+            tree.cat_bits[nodes] = res.cat_bits[mask]
+        done = nodes.shape[0] == 0 or depth + 1 >= max_depth
+        return depth + 1, done, res.admitted
 
-    def taken(name):
-        return joined([getattr(res, name)[mask] for res, mask, _ in splits])
+    return grow_levels
 
-    nodes = joined([n for _, _, n in splits])
-    f = taken("feature")
-    b = taken("bin")
-    tree.feature[nodes] = f
-    tree.bin_threshold[nodes] = b
-    if n_cat:
-        # a categorical split has no threshold: its left set is its bitset
-        tree.threshold[nodes] = np.where(is_cat[f], 0.0, _thresholds(bin_mapper, f, b))
-        tree.cat_bits[nodes] = taken("cat_bits")
-    else:
-        tree.threshold[nodes] = _thresholds(bin_mapper, f, b)
-    tree.missing_left[nodes] = taken("missing_left")
-    tree.gain[nodes] = taken("gain")
+
+class _Parents(dict):
+    """Depth -> the parent of every node but the root of a complete tree of that depth,
+    (n_nodes - 1,) int64."""
+
+    def __missing__(self, depth):
+        parents = self[depth] = (np.arange(1, 2 ** (depth + 1) - 1) - 1) // 2
+        return parents
+
+
+_PARENT = _Parents()
 
 
 def _categorical_slots(bin_mapper, n_features):

@@ -54,6 +54,7 @@ from .level import (
     _bound_terms_par,
     _bound_terms_ser,
     _gain_bound_pays,
+    _grow_levels_flat,
     _is_tiny,
     _level_advance,
     _level_decide_entry,
@@ -656,6 +657,41 @@ class CPUBackend:
         ``split`` is a ``SplitParams``. Returns a ``LevelResult`` of host arrays (the
         decisions of this level's nodes and the features that entered Omega)."""
         out = _LevelOutputs(st.active, st.Xb.shape[1], split)
+        # the named tuples as plain tuples (``level._level_step_flat`` says why)
+        n_adm, level, self._scratch["priv"] = _level_step_flat(
+            *self._step_args(st, split),
+            tuple(Selection(penalty, allowed, used, budget)),
+            st.groups,
+            build_next,
+            tuple(out.args()),
+        )
+        result = out.result(n_adm)
+        _advance_state(st, level)
+        return result
+
+    def grow_levels(self, st, penalty, allowed, used, budget, split, depth, max_depth, tree):
+        """``level_step`` for levels ``depth``, ``depth + 1``, ... of tree state ``st`` in one
+        compiled call (``level._grow_levels_flat``), until a level admits a feature, no node
+        splits or the tree reaches ``max_depth``. Writes each split's feature, bin, missing
+        side, gain and bitset into ``tree`` (a ``Tree``) at its node.
+
+        Returns (depth reached, whether the tree is done, the admitted features (n,) int64 in
+        order): the caller admits them and calls again with the new penalties."""
+        depth, done, admitted, level, self._scratch["priv"] = _grow_levels_flat(
+            *self._step_args(st, split),
+            tuple(Selection(penalty, allowed, used, budget)),
+            st.groups,
+            int(depth),
+            int(max_depth),
+            (tree.feature, tree.bin_threshold, tree.missing_left, tree.gain, tree.cat_bits),
+        )
+        _advance_state(st, level)
+        return depth, done, admitted
+
+    def _step_args(self, st, split):
+        """The level step's first six arguments as plain tuples: the run, the rows, the
+        histogram scratch, the node sums, the level (an unbuilt tiny root left unbuilt) and the
+        split parameters."""
         priv = self._scratch.get("priv", np.empty((0, 0), HIST_DTYPE))
         if st.split is not split:  # the tree's levels share one SplitParams: cast it once
             st.split, st.split_flat = split, tuple(split_args(split))
@@ -665,21 +701,13 @@ class CPUBackend:
                 tuple(self._run(st.parallel, TINY_ROWS_PER_SLOT)),
                 (tuple(rows.src),) + tuple(rows[1:]),
             )
-        # the named tuples as plain tuples (``level._level_step_flat`` says why)
-        n_adm, level, self._scratch["priv"] = _level_step_flat(
+        return (
             *st.step_args,
             priv,
             tuple(_nodes(st)),
             tuple(_level(st, tiny_root=True)),
             st.split_flat,
-            tuple(Selection(penalty, allowed, used, budget)),
-            st.groups,
-            build_next,
-            tuple(out.args()),
         )
-        result = out.result(n_adm)
-        _advance_state(st, level)
-        return result
 
     # --- the level step in two halves, for a cluster (``gpufs.dask``) ---------------------
     # ``level_step`` runs ``_level_decide`` then ``_level_advance`` in one compiled call. A

@@ -159,6 +159,65 @@ def _level_step_flat(run, data, priv, nodes, level, sp, sel, groups, build_next,
 
 
 @njit(cache=True, nogil=True)
+def _grow_levels_flat(run, data, priv, nodes, level, sp, sel, groups, depth, max_depth, tree):
+    """Levels ``depth``, ``depth + 1``, ... of one tree in one call (``_level_step`` each, the
+    arguments as ``_level_step_flat``'s), until a level admits a feature into Omega (the
+    caller then updates the penalties: ``sel`` holds only between admissions), no node
+    splits, or the tree reaches ``max_depth``. A tree of a few hundred rows spent more time
+    in Python between its level steps than in them.
+
+    ``tree`` is (feature int32, bin uint8, missing_left bool, gain float64, cat_bits uint32
+    (n_nodes, W)), the tree's per-node arrays: each split's decision is written at its node;
+    leaves are left as they are. Returns (depth reached, done, admitted (n_admitted,) int64
+    in order, the level state as ``_level_step``'s, priv).
+    """
+    run = Run(*run)
+    rows = Rows(HistSource(*data[0]), data[1], data[2], data[3], data[4])
+    nodes = NodeSums(*nodes)
+    lv = LevelState(*level)
+    sp = SplitArgs(*sp)
+    sel = Selection(*sel)
+    t_feature, t_bin, t_ml, t_gain, t_bits = tree
+    admitted = np.empty(sp.n_bins.shape[0], np.int64)
+    n_words = t_bits.shape[1]
+    n_adm = 0
+    n_split = 0
+    while depth < max_depth:
+        active = lv.active
+        n_slots = active.shape[0]
+        out = LevelOut(
+            np.empty(n_slots, np.int32),
+            np.empty(n_slots, np.int32),
+            np.empty(n_slots, np.bool_),
+            np.empty(n_slots, np.float64),
+            np.empty((n_slots, n_words), np.uint32),
+            admitted,
+        )
+        n_adm, nxt, priv = _level_step(
+            run, rows, priv, nodes, lv, sp, sel, groups, depth + 1 < max_depth, out
+        )
+        lv = LevelState(*nxt)
+        depth += 1
+        n_split = 0
+        for k in range(n_slots):
+            if out.feature[k] < 0:
+                continue
+            node = active[k]
+            t_feature[node] = out.feature[k]
+            t_bin[node] = out.bin[k]
+            t_ml[node] = out.missing_left[k]
+            t_gain[node] = out.gain[k]
+            for w in range(n_words):
+                t_bits[node, w] = out.cat_bits[k, w]
+            n_split += 1
+        if n_adm > 0 or n_split == 0:
+            break
+    done = n_split == 0 or depth >= max_depth
+    state = (lv.active, lv.hist, lv.feats, lv.n_feats, lv.full, lv.slot_full)
+    return depth, done, admitted[:n_adm].copy(), state, priv
+
+
+@njit(cache=True, nogil=True)
 def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
     """``_level_decide`` for a call from Python: its ``Decisions`` as a plain tuple, in that
     order. Compiled calls called from Python return no named tuple: numba boxes one by
