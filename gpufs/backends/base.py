@@ -414,10 +414,14 @@ class Backend(Protocol):
     xp : module
         The array namespace of its arrays (numpy for the CPU; cupy on a GPU, numpy under the
         CUDA simulator).
+    grow_levels : callable or None
+        ``CPUBackend.grow_levels``: the levels of a tree up to the next admission into Omega
+        in one call. None: the grower calls ``level_step`` once per level.
     """
 
     name: str
     xp: object
+    grow_levels: object
 
     # --- arrays and the device -------------------------------------------------------------
     def owns(self, a) -> bool:

@@ -179,6 +179,8 @@ class ClusterBackend:
 
     name = "dask"
     xp = _HostArrays()
+    #: one ``level_step`` per level: the driver decides, the shards advance
+    grow_levels = None
     #: the fitted estimator's ``device_`` (``selectors.gbfs.fitted_device``): the driver's
     #: trees and predictions are the CPU's
     fitted_device = "cpu"

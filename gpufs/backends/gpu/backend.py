@@ -123,6 +123,8 @@ class GPUBackend(DeviceMixin):
     """
 
     name = "gpu"
+    #: one ``level_step`` per level (a level is a fixed sequence of kernels and one copy)
+    grow_levels = None
 
     def __init__(
         self,
