@@ -1,12 +1,12 @@
 """Depth-wise growth of one tree on binned data: a loop over levels, one backend call each.
 
-Owns the tree loop and the bookkeeping a user sees; the backend owns the work. Per level,
-``backend.level_step`` runs the whole level in one compiled call on the CPU (or a fixed
-sequence of kernels and one small device -> host copy on the GPU): penalized split search of
-every node, the decisions (``gpufs.rules._level``: feature budget, Omega-only fallback, leaf or
-split), the partition of the rows, the children's sums, and the next level's histograms (the
-smaller child of each split built, its sibling by exact subtraction). No Python runs per node
-and nothing here branches on the device.
+Owns the tree loop and the bookkeeping a user sees; the backend owns the work. A level is
+``backend.level_step``: penalized split search of every node, the decisions
+(``gpufs.rules._level``: feature budget, Omega-only fallback, leaf or split), the partition of
+the rows, the children's sums, and the next level's histograms (the smaller child of each
+split built, its sibling by exact subtraction). The CPU runs every level up to the next
+admission into Omega in one compiled call (``backend.grow_levels``); the GPU runs a level as
+a fixed sequence of kernels and one small device -> host copy. No Python runs per node.
 
 The grower keeps: the ``Tree`` arrays (filled from each level's decisions), the penalty state
 (``gpufs.engine.penalties``: Omega grows between levels), and the leaf values, computed at the end

@@ -166,6 +166,18 @@ class LevelOut(NamedTuple):
     admitted: np.ndarray
 
 
+class TreeArrays(NamedTuple):
+    """A tree's per-node decision arrays (``Tree``'s fields), (n_nodes,) each: split feature
+    int32 (-1: leaf), bin uint8, missing-left bool, gain float64; bitsets (n_nodes, W)
+    uint32."""
+
+    feature: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    gain: np.ndarray
+    cat_bits: np.ndarray
+
+
 class Decisions(NamedTuple):
     """One level's decisions, per split in node order (``backends.base.SplitPlan``'s first
     fields, in its order): slot, feature, bin (int64), missing-left, categorical (bool), bitset

@@ -32,6 +32,7 @@ from ._args import (
     Segments,
     Selection,
     SplitRule,
+    TreeArrays,
     split_args,
 )
 from .binning import _bin_transform, _columns_of
@@ -683,7 +684,11 @@ class CPUBackend:
             st.groups,
             int(depth),
             int(max_depth),
-            (tree.feature, tree.bin_threshold, tree.missing_left, tree.gain, tree.cat_bits),
+            tuple(
+                TreeArrays(
+                    tree.feature, tree.bin_threshold, tree.missing_left, tree.gain, tree.cat_bits
+                )
+            ),
         )
         _advance_state(st, level)
         return depth, done, admitted

@@ -31,6 +31,7 @@ from ._args import (
     SplitArgs,
     SplitRule,
     TinyRows,
+    TreeArrays,
 )
 from ._device_fns import _best_over_features, _decide_level, _left_word
 from .histogram import build_histograms, row_cost, subtract_par, subtract_ser
@@ -166,10 +167,9 @@ def _grow_levels_flat(run, data, priv, nodes, level, sp, sel, groups, depth, max
     splits, or the tree reaches ``max_depth``. A tree of a few hundred rows spent more time
     in Python between its level steps than in them.
 
-    ``tree`` is (feature int32, bin uint8, missing_left bool, gain float64, cat_bits uint32
-    (n_nodes, W)), the tree's per-node arrays: each split's decision is written at its node;
-    leaves are left as they are. Returns (depth reached, done, admitted (n_admitted,) int64
-    in order, the level state as ``_level_step``'s, priv).
+    ``tree`` is a ``TreeArrays`` (plain tuple), the tree's per-node arrays: each split's
+    decision is written at its node; leaves are left as they are. Returns (depth reached,
+    done, admitted (n_admitted,) int64 in order, the level state as ``_level_step``'s, priv).
     """
     run = Run(*run)
     rows = Rows(HistSource(*data[0]), data[1], data[2], data[3], data[4])
@@ -177,9 +177,9 @@ def _grow_levels_flat(run, data, priv, nodes, level, sp, sel, groups, depth, max
     lv = LevelState(*level)
     sp = SplitArgs(*sp)
     sel = Selection(*sel)
-    t_feature, t_bin, t_ml, t_gain, t_bits = tree
+    tree = TreeArrays(*tree)
     admitted = np.empty(sp.n_bins.shape[0], np.int64)
-    n_words = t_bits.shape[1]
+    n_words = tree.cat_bits.shape[1]
     n_adm = 0
     n_split = 0
     while depth < max_depth:
@@ -203,12 +203,12 @@ def _grow_levels_flat(run, data, priv, nodes, level, sp, sel, groups, depth, max
             if out.feature[k] < 0:
                 continue
             node = active[k]
-            t_feature[node] = out.feature[k]
-            t_bin[node] = out.bin[k]
-            t_ml[node] = out.missing_left[k]
-            t_gain[node] = out.gain[k]
+            tree.feature[node] = out.feature[k]
+            tree.bin[node] = out.bin[k]
+            tree.missing_left[node] = out.missing_left[k]
+            tree.gain[node] = out.gain[k]
             for w in range(n_words):
-                t_bits[node, w] = out.cat_bits[k, w]
+                tree.cat_bits[node, w] = out.cat_bits[k, w]
             n_split += 1
         if n_adm > 0 or n_split == 0:
             break
