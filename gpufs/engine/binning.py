@@ -160,6 +160,7 @@ class BinMapper:
         return np.sort(rng.choice(n, self.subsample, replace=False))
 
     def _set_categories(self, categories, d):
+        self.__dict__.pop("_categorical_slots", None)
         self.categories_ = categories
         self.is_categorical_ = np.zeros(d, dtype=bool)
         if categories is not None:
@@ -191,8 +192,26 @@ class BinMapper:
             self._hist_layout = layout
         return layout
 
+    def categorical_slots(self):
+        """(cat_slot, n_cat) of the fitted features (``backends.base.categorical_slots``).
+        Made once per fit.
+
+        Returns
+        -------
+        cat_slot : ndarray of shape (n_features,), int32
+        n_cat : int
+        """
+        slots = self.__dict__.get("_categorical_slots")
+        if slots is None:
+            from ..backends.base import categorical_slots
+
+            slots = categorical_slots(getattr(self, "is_categorical_", None), len(self.cuts_))
+            self._categorical_slots = slots
+        return slots
+
     def _pad(self):
         self.__dict__.pop("_hist_layout", None)
+        self.__dict__.pop("_categorical_slots", None)
         d = len(self.cuts_)
         self.n_bins_ = np.array([c.shape[0] + 1 for c in self.cuts_], dtype=np.int32)
         self.cuts_padded_ = np.full((d, MAX_VALUE_BINS - 1), np.inf, dtype=CUT_DTYPE)
@@ -354,11 +373,11 @@ class BinMapper:
         """
         features = np.asarray(features, np.int64)
         bins = np.asarray(bins, np.int64)
-        n_cuts = self.n_bins_[features].astype(np.int64) - 1
-        inner = bins < n_cuts
-        out = np.full(features.shape[0], np.inf)
-        out[inner] = self.cuts_padded_[features[inner], bins[inner]]
-        return out
+        cuts = self.cuts_padded_
+        # a bin past the feature's last cut has no threshold (inf); the clip only keeps the
+        # gather inside the padded table for those
+        inner = bins < self.n_bins_[features] - 1
+        return np.where(inner, cuts[features, np.minimum(bins, cuts.shape[1] - 1)], np.inf)
 
     # --- persistence (the JSON form: bins_to_dict / read_bins below) ---------------------
     def to_dict(self) -> dict:

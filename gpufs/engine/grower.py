@@ -324,8 +324,13 @@ _PARENT = _Parents()
 
 
 def _categorical_slots(bin_mapper, n_features):
-    """(cat_slot, n_cat) of the mapper's categorical features (``is_categorical_``; mappers
-    without it have none)."""
+    """(cat_slot, n_cat) of the mapper's categorical features (``BinMapper.categorical_slots``,
+    made once per fit; from ``is_categorical_`` for other mappers, none without it)."""
+    get = getattr(bin_mapper, "categorical_slots", None)
+    if get is not None:
+        cat_slot, n_cat = get()
+        if cat_slot.shape[0] == n_features:
+            return cat_slot, n_cat
     from ..backends.base import categorical_slots
 
     return categorical_slots(getattr(bin_mapper, "is_categorical_", None), n_features)
