@@ -36,7 +36,7 @@ from ._args import (
 from ._device_fns import _best_over_features, _decide_level, _left_word
 from .histogram import build_histograms, row_cost, subtract_par, subtract_ser
 from .partition import _partition
-from .split import SEARCH_PARALLEL_MIN_SLOTS, _search_par, _search_ser
+from .split import SEARCH_PAIRS_PER_TASK, SEARCH_PARALLEL_MIN_SLOTS, _search_par, _search_ser
 
 #: Row x feature updates below which a level runs on the calling thread only.
 PARALLEL_MIN_WORK = 1 << 18
@@ -126,11 +126,10 @@ def _level_step(run, data, priv, nodes, level, sp, sel, groups, build_next, out)
     run them apart (``gpufs.dask``): ``_level_decide`` reads only the histograms and the
     nodes' sums, ``_level_advance`` only the decisions and the rows.
     """
-    par_search = (
-        run.n_threads > 1
-        and level.active.shape[0] * level.hist.shape[1] >= SEARCH_PARALLEL_MIN_SLOTS
-    )
     src = data.src
+    par_search = run.n_threads > 1 and _search_pays_threads(
+        level, nodes.count, src.offset, run.tiny
+    )
     rw = TinyRows(run.tiny, src.by_column, src.gh, src.rows, data.node_start)
     dec = _level_decide(par_search, src.offset, nodes, level, sp, sel, data.q.shape[0] > 0, out, rw)
     next_level, _, priv = _level_advance(
@@ -157,6 +156,28 @@ def _level_step_flat(run, data, priv, nodes, level, sp, sel, groups, build_next,
         build_next,
         LevelOut(*out),
     )
+
+
+@njit(inline="always")
+def _search_pays_threads(level, count, off, tiny):
+    """Whether a level's split search has the work to pay for waking the thread pool: at
+    least ``SEARCH_PARALLEL_MIN_SLOTS`` units of about 10 ns (a histogram slot of a searched
+    feature; a (row, feature) of a tiny node, whose bins the search sums from its rows), and
+    two tasks of pairs (``split._search_par``). Which driver runs changes no result."""
+    d = off.shape[0] - 1
+    n_hist = off[d]
+    n_slots = level.active.shape[0]
+    if n_slots * level.n_feats < 2 * SEARCH_PAIRS_PER_TASK:
+        return False
+    work = 0
+    for k in range(n_slots):
+        node = level.active[k]
+        parent = (node - 1) // 2 if node > 0 else 0  # the root: tiny by its own rows
+        if tiny > 0.0 and _is_tiny(count[parent], d, n_hist, tiny):
+            work += count[node] * level.n_feats
+        else:
+            work += n_hist * level.n_feats // d
+    return work >= SEARCH_PARALLEL_MIN_SLOTS
 
 
 @njit(cache=True, nogil=True)
