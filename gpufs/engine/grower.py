@@ -1,4 +1,4 @@
-"""Depth-wise growth of one tree on binned data: a loop over levels, one backend call each.
+"""Depth-wise growth of one tree on binned data: a loop over runs of levels.
 
 Owns the tree loop and the bookkeeping a user sees; the backend owns the work. A level is
 ``backend.level_step``: penalized split search of every node, the decisions
