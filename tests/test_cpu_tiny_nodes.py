@@ -2,7 +2,8 @@
 reads a tiny node's rows and sums its bins itself. Every per-feature result (score, gain, bin,
 missing side, left sums) must be the histogram scan's, bit for bit, numeric and categorical,
 with missing values or none, one-bin and 255-bin features, in the compact and the full layout;
-and whole fits must grow the same trees with tiny nodes on and off."""
+and whole fits must grow the same trees with tiny nodes on and off. Also the cost rule that
+sends a level's search, tiny nodes counted by their rows, to the thread pool."""
 
 import numpy as np
 import pytest
@@ -172,3 +173,43 @@ def test_tiny_nodes_exact_k_and_categorical(monkeypatch):
         )
 
     _assert_same_trees(*_fits(monkeypatch, make, X, y))
+
+
+def test_the_search_wakes_the_pool_only_for_work_that_pays():
+    """``level._search_pays_threads``: a level's search work is a histogram slot of a
+    searched feature per node, or a (row, feature) per tiny node (about 10 ns each), and it
+    goes to the thread pool only at ``SEARCH_PARALLEL_MIN_SLOTS`` of work with two tasks of
+    (slot, feature) pairs. (Which driver runs changes no result; this guards the cost rule.)"""
+    from gpufs.backends.cpu._args import LevelState
+    from gpufs.backends.cpu.level import TINY_ROWS_PER_SLOT, _search_pays_threads
+    from gpufs.backends.cpu.split import SEARCH_PAIRS_PER_TASK, SEARCH_PARALLEL_MIN_SLOTS
+
+    def pays(d, slots_per_feature, active, count, n_feats, tiny=TINY_ROWS_PER_SLOT):
+        off = np.arange(d + 1, dtype=np.int64) * slots_per_feature
+        level = LevelState(
+            np.asarray(active, np.int64),
+            np.empty((0, int(off[-1]), 2), np.int64),
+            np.arange(n_feats, dtype=np.int32),
+            n_feats,
+            n_feats == d,
+            np.ones(len(active), np.bool_),
+        )
+        return bool(_search_pays_threads(level, np.asarray(count, np.int64), off, tiny))
+
+    big = SEARCH_PARALLEL_MIN_SLOTS
+    # the root of many rows (not tiny): its histogram's slots are the work
+    assert pays(500, 256, [0], [10**6], 500)
+    assert not pays(500, 256, [0], [10**6], 5)  # 5 features: 1,280 slots, one task
+    # a tiny root (fewer rows than slots): rows x features; 189 x 500 pays, 189 x 6 does not
+    assert pays(500, 256, [0], [189], 500)
+    count = np.zeros(31, np.int64)
+    count[[0, 1, 2]] = 189, 100, 89
+    assert not pays(500, 256, [1, 2], count, 6)  # 2 x 6 pairs: one task
+    # enough pairs but little work: 60 tiny nodes of 2 rows x 30 features
+    count = np.zeros(127, np.int64)
+    count[:63] = 120
+    count[63:] = 2
+    assert 60 * 30 >= 2 * SEARCH_PAIRS_PER_TASK and 60 * 2 * 30 < big
+    assert not pays(30, 256, np.arange(63, 123), count, 30)
+    # without tiny nodes (``Run.tiny`` 0) the same level counts histogram slots and pays
+    assert pays(30, 256, np.arange(63, 123), count, 30, tiny=0.0)
