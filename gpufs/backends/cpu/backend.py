@@ -73,7 +73,7 @@ from .objective import (
 )
 from .partition import _partition
 from .predict import _predict_binned, _predict_raw
-from .split import SEARCH_PARALLEL_MIN_SLOTS, _search_ser
+from .split import _search_ser
 from .update import _update_raw_par, _update_raw_ser
 
 __all__ = ["BinnedMatrix", "CPUBackend"]
@@ -724,7 +724,7 @@ class CPUBackend:
         reads no rows.
 
         ``st`` needs ``active``, ``hist``, ``layout``, ``node_g``, ``node_h``, ``node_count``,
-        ``node_s``, ``q``, ``slot_full``, ``feats``, ``n_feats``, ``full`` and ``parallel`` (a
+        ``node_s``, ``q``, ``slot_full``, ``feats``, ``n_feats`` and ``full`` (a
         ``start_tree`` state, or a driver's state without rows, whose ``q`` is empty). The
         arguments are ``level_step``'s. Returns (``LevelResult``, ``SplitPlan``): the plan is
         what ``advance_level`` needs, a few numbers per split.
@@ -734,7 +734,7 @@ class CPUBackend:
         penalty = np.asarray(penalty, np.float64)
         dec = Decisions(
             *_level_decide_entry(
-                self._search_parallel(st),
+                self._threads(),
                 st.layout.offset,
                 _nodes(st),
                 _level(st),
@@ -747,14 +747,6 @@ class CPUBackend:
         result = out.result(dec.n_admitted)
         plan = SplitPlan(*dec, penalty, split)
         return result, plan
-
-    def _search_parallel(self, st):
-        """Whether the split search of ``st``'s level runs on the thread pool
-        (``SEARCH_PARALLEL_MIN_SLOTS``)."""
-        return (
-            self._threads() > 1
-            and st.active.shape[0] * st.layout.n_slots >= SEARCH_PARALLEL_MIN_SLOTS
-        )
 
     def advance_level(self, st, plan, build_next):
         """The rows' half of ``level_step``: partition ``st``'s rows by ``plan``

@@ -82,6 +82,14 @@ def _is_tiny(parent_rows, d, n_hist, tiny):
 
 
 @njit(inline="always")
+def _node_is_tiny(node, count, d, n_hist, tiny):
+    """Whether ``node`` is tiny (``_is_tiny`` of its parent's rows, ``count`` the per-node
+    row counts; the root is tiny by its own rows): the search sums its bins from its rows."""
+    parent = (node - 1) // 2 if node > 0 else 0
+    return tiny > 0.0 and _is_tiny(count[parent], d, n_hist, tiny)
+
+
+@njit(inline="always")
 def _paying_min(penalty, feats, n_feats, free):
     """The smallest penalty of the listed features that are not ``free`` (inf: none pays)."""
     m = np.inf
@@ -169,14 +177,14 @@ def _search_pays_threads(level, count, off, tiny):
     n_slots = level.active.shape[0]
     if n_slots * level.n_feats < 2 * SEARCH_PAIRS_PER_TASK:
         return False
+    hist_work = n_hist * level.n_feats // d  # the searched features' slots of one node
     work = 0
     for k in range(n_slots):
         node = level.active[k]
-        parent = (node - 1) // 2 if node > 0 else 0  # the root: tiny by its own rows
-        if tiny > 0.0 and _is_tiny(count[parent], d, n_hist, tiny):
+        if _node_is_tiny(node, count, d, n_hist, tiny):
             work += count[node] * level.n_feats
         else:
-            work += n_hist * level.n_feats // d
+            work += hist_work
     return work >= SEARCH_PARALLEL_MIN_SLOTS
 
 
@@ -235,15 +243,17 @@ def _grow_levels_flat(run, data, priv, nodes, level, sp, sel, groups, depth, max
             break
     done = n_split == 0 or depth >= max_depth
     state = (lv.active, lv.hist, lv.feats, lv.n_feats, lv.full, lv.slot_full)
-    return depth, done, admitted[:n_adm].copy(), state, priv
+    return depth, done, admitted[:n_adm], state, priv
 
 
 @njit(cache=True, nogil=True)
-def _level_decide_entry(parallel, off, nodes, level, sp, sel, bounded, out):
-    """``_level_decide`` for a call from Python: its ``Decisions`` as a plain tuple, in that
-    order. Compiled calls called from Python return no named tuple: numba boxes one by
-    calling its class, Python code where a signal's handler can raise, and a Ctrl-C there
-    killed the process with SIGSEGV (CLI test, 2026-11-26)."""
+def _level_decide_entry(n_threads, off, nodes, level, sp, sel, bounded, out):
+    """``_level_decide`` for a call from Python (a cluster's driver, which has no rows, so no
+    tiny nodes), its search on the pool by ``_search_pays_threads``' rule: its ``Decisions``
+    as a plain tuple, in that order. Compiled calls called from Python return no named tuple:
+    numba boxes one by calling its class, Python code where a signal's handler can raise, and
+    a Ctrl-C there killed the process with SIGSEGV (CLI test, 2026-11-26)."""
+    parallel = n_threads > 1 and _search_pays_threads(level, nodes.count, off, 0.0)
     rw = TinyRows(
         0.0,
         np.empty((0, 0), np.uint8),
@@ -359,11 +369,9 @@ def _level_decide(parallel, off, nodes, level, sp, sel, bounded, out, rw):
     rowwise = np.zeros(n_slots if rw.tiny > 0.0 else 0, np.bool_)
     seg_start = np.zeros(rowwise.shape[0], np.int64)
     for k in range(rowwise.shape[0]):
-        node = active[k]
-        parent = (node - 1) // 2 if node > 0 else 0  # the root: tiny by its own rows
-        if _is_tiny(nodes.count[parent], d, off[d], rw.tiny):
+        if _node_is_tiny(active[k], nodes.count, d, off[d], rw.tiny):
             rowwise[k] = True
-            seg_start[k] = rw.node_start[node]
+            seg_start[k] = rw.node_start[active[k]]
     slots = SearchSlots(
         hist,
         off,

@@ -342,8 +342,9 @@ def _search_range(a, b, slots, feats, n_feats, penalty, wanted, sp, pf):
 #: (slot, feature) pairs per task of the parallel split search, at least; tasks at most.
 SEARCH_PAIRS_PER_TASK = 64
 SEARCH_TASKS_MAX = 64
-#: Histogram slots (nodes x layout slots) of a level from which its split search runs on the
-#: thread pool: about 10 us of scanning per 1,000 slots, against a wake-up of the pool.
+#: Work of a level's split search from which it runs on the thread pool
+#: (``level._search_pays_threads``), in units of about 10 ns: a histogram slot of a searched
+#: feature, or a (row, feature) of a tiny node; 8,192 units against a wake-up of the pool.
 SEARCH_PARALLEL_MIN_SLOTS = 1 << 13
 
 
