@@ -102,6 +102,17 @@ def prefetch(typingctx, a, i, j):
     return types.void(a, i, j), codegen
 
 
+@njit(inline="always")
+def _prefetch_row(Xb, q, d):
+    """Prefetch every cache line of row q's first d bins (Xb (n, d) uint8): a row of 100 bins
+    spans two or three 64-byte lines, and a prefetch of its first byte alone left the loops
+    of a node's scattered rows waiting on the rest (1,000,000 x 100, one thread, an eighth of
+    the rows: 2.14 against 0.91 ns per update; every row: 0.86 against 0.81)."""
+    for k in range(0, d, 64):
+        prefetch(Xb, q, k)
+    prefetch(Xb, q, d - 1)
+
+
 @njit(cache=True, nogil=True)
 def task_table(seg_start, seg_count, n_tasks_max, rows_per_task):
     """Cut segments into tasks by ``gpufs.rules._tasks``' CPU rule (about ``rows_per_task`` rows,
@@ -196,8 +207,8 @@ def _rows_into_all(Xb, gh, rows, lo, hi, off32, H):
         if j < ahead:
             q0 = rows[j + PREFETCH_ROWS]
             q1 = rows[j + PREFETCH_ROWS + 1]
-            prefetch(Xb, q0, 0)
-            prefetch(Xb, q1, 0)
+            _prefetch_row(Xb, q0, d)
+            _prefetch_row(Xb, q1, d)
             prefetch(gh, q0, 0)
             prefetch(gh, q1, 0)
         r0 = rows[j]
@@ -241,8 +252,8 @@ def _rows_into_all_full(Xb, gh, rows, lo, hi, H):
         if j < ahead:
             q0 = rows[j + PREFETCH_ROWS]
             q1 = rows[j + PREFETCH_ROWS + 1]
-            prefetch(Xb, q0, 0)
-            prefetch(Xb, q1, 0)
+            _prefetch_row(Xb, q0, d)
+            _prefetch_row(Xb, q1, d)
             prefetch(gh, q0, 0)
             prefetch(gh, q1, 0)
         r0 = rows[j]
