@@ -35,6 +35,9 @@ ROWS_PER_TASK = 16384
 TASKS_PER_THREAD = 4
 #: How many rows ahead a row-wise task prefetches the rows it will read (``_rows_into``).
 PREFETCH_ROWS = 16
+#: A row-wise build of at most 1 / PREFETCH_LIST_SHARE of a row's features prefetches each
+#: listed feature's byte of the rows ahead, a larger one the whole row (``_prefetch_listed``).
+PREFETCH_LIST_SHARE = 8
 #: int64 words per block of the reduction of private histograms (over every slot).
 REDUCE_WORDS = 4096
 #: Histogram updates per row-wise task, about, when a build has fewer than one task per
@@ -111,6 +114,20 @@ def _prefetch_row(Xb, q, d):
     for k in range(0, d, 64):
         prefetch(Xb, q, k)
     prefetch(Xb, q, d - 1)
+
+
+@njit(inline="always")
+def _prefetch_listed(Xb, q, feats, n_feats, d):
+    """Prefetch the bins of row q that a build of the listed features reads: each listed
+    feature's byte when they are few (at most d / PREFETCH_LIST_SHARE), else every line of the
+    row (``_prefetch_row``). 1,000,000 x 100, one thread, ns per update, a sixteenth of the
+    rows, the row's first line / these: 3 features 21.5 / 13.6, 5 features 5.96 / 4.21,
+    34 features 2.93 / 1.66."""
+    if n_feats * PREFETCH_LIST_SHARE <= d:
+        for i in range(n_feats):
+            prefetch(Xb, q, feats[i])
+    else:
+        _prefetch_row(Xb, q, d)
 
 
 @njit(cache=True, nogil=True)
@@ -288,14 +305,15 @@ def _rows_into_all_full(Xb, gh, rows, lo, hi, H):
 def _rows_into_full(Xb, gh, rows, lo, hi, feats, n_feats, H):
     """``_rows_into`` (no sparse rows list) for a layout whose every feature has all 256
     slots: the listed features' slots at ``256 f + bin`` (``_rows_into_all_full``)."""
+    d = Xb.shape[1]
     j = lo
     ahead = hi - PREFETCH_ROWS - 1
     while j + 1 < hi:
         if j < ahead:
             q0 = rows[j + PREFETCH_ROWS]
             q1 = rows[j + PREFETCH_ROWS + 1]
-            prefetch(Xb, q0, 0)
-            prefetch(Xb, q1, 0)
+            _prefetch_listed(Xb, q0, feats, n_feats, d)
+            _prefetch_listed(Xb, q1, feats, n_feats, d)
             prefetch(gh, q0, 0)
             prefetch(gh, q1, 0)
         r0 = rows[j]
@@ -337,14 +355,15 @@ def _rows_into(Xb, gh, rows, lo, hi, feats, n_feats, off32, sparse, sp_ptr, sp_s
     prefetched (their bins and gradients), measured 15-20% faster on subsets of a quarter of
     the rows or fewer.
     """
+    d = Xb.shape[1]
     j = lo
     ahead = hi - PREFETCH_ROWS - 1
     while j + 1 < hi:
         if j < ahead:
             q0 = rows[j + PREFETCH_ROWS]
             q1 = rows[j + PREFETCH_ROWS + 1]
-            prefetch(Xb, q0, 0)
-            prefetch(Xb, q1, 0)
+            _prefetch_listed(Xb, q0, feats, n_feats, d)
+            _prefetch_listed(Xb, q1, feats, n_feats, d)
             prefetch(gh, q0, 0)
             prefetch(gh, q1, 0)
         r0 = rows[j]
