@@ -41,3 +41,50 @@ def test_chunked_partition_is_the_stable_partition(min_rows, threads):
     np.testing.assert_array_equal(got_left, expect_left)
     # every split sends rows both ways, so the chunks really interleave lefts and rights
     assert all(0 < nl < c for nl, c in zip(expect_left, node_count[[0, 1, 3]]))
+
+
+@pytest.mark.parametrize("min_rows, threads", [(1 << 30, 1), (7, 3)])
+def test_partition_sums_the_bound_terms_of_each_side_in_row_order(min_rows, threads):
+    # The count pass adds each row's gain-bound term to its side's sum without a branch on
+    # the side: the sums must be those of adding the side's terms one by one, in row order
+    # within each task and task after task, bit for bit.
+    from gpufs.backends.cpu._args import Run, SplitRule
+    from gpufs.backends.cpu.histogram import TASKS_PER_THREAD, task_table
+    from gpufs.backends.cpu.partition import _partition
+
+    rng = np.random.default_rng(5)
+    n, d = 400, 3
+    Xb = rng.integers(0, 30, size=(n, d)).astype(np.uint8)
+    Xb[rng.random((n, d)) < 0.1] = MISSING_BIN
+    rows = rng.permutation(n).astype(np.int32)
+    q = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)  # magnitudes that round
+    seg_start = np.array([0, 150], np.int64)
+    seg_count = np.array([150, 250], np.int64)
+    feature, bins, ml = np.array([0, 2]), np.array([12, 4]), np.array([False, True])
+    rule = SplitRule(feature, bins, ml, np.zeros(2, np.bool_), np.zeros((2, 0), np.uint32))
+    run = Run(threads > 1, threads, min_rows, 0, 0)
+    n_tasks = TASKS_PER_THREAD * threads if threads > 1 else 1
+    t_seg, t_lo, t_hi, _ = task_table(seg_start, seg_count, n_tasks, min_rows)
+    expect = np.zeros((2, 2))
+    for t in range(t_seg.shape[0]):
+        side_sums = [0.0, 0.0]
+        for j in range(t_lo[t], t_hi[t]):
+            b, s = Xb[rows[j], feature[t_seg[t]]], t_seg[t]
+            left = bool(ml[s]) if b == MISSING_BIN else b <= bins[s]
+            side_sums[0 if left else 1] += q[rows[j]]
+        expect[t_seg[t]] += side_sums
+    seg_q = np.full((2, 2), np.nan)
+    _partition(
+        run,
+        np.ascontiguousarray(Xb.T),
+        rows,
+        np.empty_like(rows),
+        np.empty(n, np.uint8),
+        seg_start,
+        seg_count,
+        rule,
+        q,
+        seg_q,
+    )
+    assert t_seg.shape[0] > (2 if threads > 1 else 1) or threads == 1
+    np.testing.assert_array_equal(seg_q.view(np.int64), expect.view(np.int64))
