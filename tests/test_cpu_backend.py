@@ -106,3 +106,24 @@ def test_histograms_row_order_invariant():
         np.array([0]),
     )
     np.testing.assert_array_equal(a, b)
+
+
+def test_add_pair_adds_two_words_and_refuses_a_strided_array():
+    # ``_add_pair`` adds (g, h) to H[i], H[i + 1] as one two-lane vector: right only when the
+    # two words are adjacent, so it must not compile for a strided view (a silent wrong sum).
+    import numba
+    from numba.core.errors import TypingError
+
+    from gpufs.backends.cpu.histogram import _add_pair
+
+    @numba.njit
+    def add(H, i, g, h):
+        _add_pair(H, i, g, h)
+
+    H = np.array([1, 2, 3, 4, 5, 6], np.int64)
+    big = np.int64(2**62)
+    add(H, 2, big, np.int64(-7))
+    add(H, 2, big, np.int64(-7))  # wraps as int64 addition does: the sums stay exact mod 2**64
+    np.testing.assert_array_equal(H, [1, 2, 3 + 2 * 2**62 - 2**64, 4 - 14, 5, 6])
+    with pytest.raises(TypingError):
+        add(np.zeros(12, np.int64)[::2], 0, np.int64(1), np.int64(1))
