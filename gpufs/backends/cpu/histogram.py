@@ -441,14 +441,12 @@ def _column_into(col, ghs, rows, seg_start, seg_count, slot_of_seg, a, z, out2):
     """One feature's column (its slots a..z) into every segment's histogram: zeroed, then
     read at the segment's rows; ``ghs`` the gradients gathered by position."""
     for s in range(seg_start.shape[0]):
-        k = slot_of_seg[s]
+        H = out2[slot_of_seg[s]]
         for w in range(2 * a, 2 * z + 2):
-            out2[k, w] = 0
+            H[w] = 0
         lo = seg_start[s]
         for j in range(lo, lo + seg_count[s]):
-            w = 2 * _slot(np.int64(col[rows[j]]), a, z)
-            out2[k, w] += ghs[j, 0]
-            out2[k, w + 1] += ghs[j, 1]
+            _add_pair(H, 2 * _slot(np.int64(col[rows[j]]), a, z), ghs[j, 0], ghs[j, 1])
 
 
 @njit(cache=True, nogil=True)
