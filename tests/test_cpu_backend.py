@@ -127,3 +127,5 @@ def test_add_pair_adds_two_words_and_refuses_a_strided_array():
     np.testing.assert_array_equal(H, [1, 2, 3 + 2 * 2**62 - 2**64, 4 - 14, 5, 6])
     with pytest.raises(TypingError):
         add(np.zeros(12, np.int64)[::2], 0, np.int64(1), np.int64(1))
+    with pytest.raises(TypingError):  # a float would be truncated into the sum
+        add(np.zeros(4, np.int64), 0, 1.5, np.int64(1))

@@ -107,16 +107,17 @@ def prefetch(typingctx, a, i, j):
 
 @intrinsic
 def _add_pair(typingctx, H, i, g, h):
-    """H[i] += g and H[i + 1] += h (H a C-contiguous 1-D int64 array) as one two-lane vector
-    load, add and store: half the memory operations of two scalar read-modify-writes, and
-    the same integer sums. The row-wise loops ran 20-30 % faster with it (1,000,000 x 100,
-    one thread, every row: 0.91 against 0.67 ns per update; an eighth: 0.95 against 0.79)."""
+    """H[i] += g and H[i + 1] += h (H a C-contiguous 1-D int64 array; i, g, h integers) as
+    one two-lane vector load, add and store: half the memory operations of two scalar
+    read-modify-writes, and the same integer sums. The row-wise loops ran 20-30 % faster
+    with it (1,000,000 x 100, one thread, every row: 0.91 against 0.67 ns per update; an
+    eighth: 0.95 against 0.79)."""
     if not (
         isinstance(H, types.Array)
         and H.ndim == 1
         and H.layout == "C"
         and H.dtype == types.int64
-        and isinstance(i, types.Integer)
+        and all(isinstance(x, types.Integer) for x in (i, g, h))
     ):
         return None
 
