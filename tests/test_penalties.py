@@ -293,3 +293,44 @@ def test_gain_divisor_is_row_order_free():
     pos = h > 0
     want = 0.5 * (math.fsum(g[pos] ** 2 / h[pos]) - math.fsum(g) ** 2 / math.fsum(h))
     assert d == pytest.approx(want, rel=1e-15)
+
+
+def _fresh_answers(ps, d):
+    """The penalty vector, allowed mask and candidate features computed anew (no memo)."""
+    fresh = PenaltyState.__new__(type(ps))
+    fresh.__dict__.update(ps.__dict__)
+    fresh._changed()
+    return fresh.penalty_vector(), fresh.allowed_mask(), fresh.candidate_features(d)
+
+
+def test_memoized_answers_follow_every_change_of_omega():
+    # penalty_vector, allowed_mask and candidate_features are computed once per change of
+    # Omega or of the candidates: each change below must show in all three, as a fresh
+    # computation gives them.
+    d = 6
+    ps = PenaltyState(2.0, np.arange(1.0, d + 1), np.array([0, 0, 1, 2, 3, 3]), "none", 3)
+
+    def check():
+        for got, want in zip(
+            (ps.penalty_vector(), ps.allowed_mask(), ps.candidate_features(d)),
+            _fresh_answers(ps, d),
+        ):
+            np.testing.assert_array_equal(got, want)
+
+    check()
+    before = ps.penalty_vector()
+    snap = ps.snapshot()
+    assert ps.admit([0], 0) == [0]
+    check()
+    assert ps.penalty_vector()[1] == 0.0 and before[1] == 4.0  # feature 1 shares 0's group
+    assert ps.admit([0], 1) == []  # nothing new: the same answers
+    check()
+    ps.set_tree_candidates([4])
+    check()
+    assert list(ps.candidate_features(d)) == [0, 1, 4, 5]  # 5 is in 4's group
+    ps.admit([2, 4], 2)  # the budget of 3 is spent: only Omega may be split on
+    check()
+    assert list(ps.candidate_features(d)) == [0, 2, 4]
+    ps.restore(snap)
+    check()
+    np.testing.assert_array_equal(ps.penalty_vector(), before)

@@ -56,6 +56,15 @@ class PenaltyState:
         self.order: list[int] = []
         self.candidates = None  # the current tree's candidates (None: all features)
         self.candidates_by_tree: list[np.ndarray] = []
+        self._changed()
+
+    def _changed(self) -> None:
+        """Forget the answers derived from Omega and the candidates: every method that changes
+        them calls this. The grower asks for the penalty vector, the allowed mask and the
+        candidate features at every tree, and Omega changes in a few trees of a fit: computed
+        once per change, not per tree (a tree of 151 rows spent 15 us in them). The arrays
+        handed out are shared: callers read them and never write into them."""
+        self._memo: dict = {}
 
     def penalty_vector(self) -> np.ndarray:
         """The penalty of a split on each feature now.
@@ -65,8 +74,11 @@ class PenaltyState:
         ndarray of shape (n_features,), float64
             ``mu * cost`` for the features of groups not yet used, else 0.
         """
-        pays = ~self.group_used[self.groups]
-        return np.where(pays, self.mu * self.costs, 0.0)
+        v = self._memo.get("penalty")
+        if v is None:
+            pays = ~self.group_used[self.groups]
+            v = self._memo["penalty"] = np.where(pays, self.mu * self.costs, 0.0)
+        return v
 
     def budget_left(self):
         """How many more features may enter Omega.
@@ -88,13 +100,17 @@ class PenaltyState:
         ndarray of shape (n_features,), bool
             Every feature, or only Omega's once the budget is spent.
         """
-        if self.budget_left() == 0:
-            return self.used.copy()
-        if self.candidates is not None:
-            mask = self.group_used[self.groups]
-            mask[self.candidates] = True
-            return mask
-        return np.ones_like(self.used)
+        mask = self._memo.get("allowed")
+        if mask is None:
+            if self.budget_left() == 0:
+                mask = self.used.copy()
+            elif self.candidates is not None:
+                mask = self.group_used[self.groups]
+                mask[self.candidates] = True
+            else:
+                mask = np.ones_like(self.used)
+            self._memo["allowed"] = mask
+        return mask
 
     def set_tree_candidates(self, candidates) -> None:
         """Record the candidates of the tree about to grow (GT-GBM's group tests).
@@ -109,6 +125,7 @@ class PenaltyState:
         """
         self.candidates = np.asarray(candidates, np.int64)
         self.candidates_by_tree.append(self.candidates)
+        self._changed()
 
     def candidate_features(self, n_features: int) -> np.ndarray:
         """The features whose histograms can matter in the next tree.
@@ -125,10 +142,13 @@ class PenaltyState:
             other members of their groups, which become free within the tree when a
             candidate enters.
         """
-        mask = self.allowed_mask() | self.used
-        if self.candidates is not None and self.budget_left() != 0:
-            mask |= np.isin(self.groups, self.groups[self.candidates])
-        return np.flatnonzero(mask).astype(np.int32)
+        feats = self._memo.get("candidates")
+        if feats is None:
+            mask = self.allowed_mask() | self.used
+            if self.candidates is not None and self.budget_left() != 0:
+                mask |= np.isin(self.groups, self.groups[self.candidates])
+            feats = self._memo["candidates"] = np.flatnonzero(mask).astype(np.int32)
+        return feats
 
     def admit(self, features, tree_index: int) -> list[int]:
         """Put features into Omega, in the given order.
@@ -153,6 +173,8 @@ class PenaltyState:
                 self.first_use_tree[f] = tree_index
                 self.order.append(f)
                 new.append(f)
+        if new:
+            self._changed()
         return new
 
     def snapshot(self, n_trees=None) -> dict:
@@ -208,6 +230,7 @@ class PenaltyState:
         self.first_use_tree = snap["first_use_tree"].copy()
         self.order = list(snap["order"])
         self.candidates_by_tree = list(snap.get("candidates_by_tree", []))
+        self._changed()
 
     def gain_divisor(self, g, h) -> float:
         """The divisor of every gain of a tree grown on these gradients.
