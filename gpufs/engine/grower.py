@@ -220,7 +220,9 @@ def grow_tree_packed(
         tree.threshold[split_nodes] = np.where(is_cat[f], 0.0, thresholds) if n_cat else thresholds
 
     # the nodes the rows reached: the root and every child of a split
-    reached = np.flatnonzero(np.concatenate(([True], tree.feature[_PARENT[depth_max]] >= 0)))
+    is_reached = np.ones(tree.feature.shape[0], np.bool_)
+    np.greater_equal(tree.feature[_PARENT[depth_max]], 0, out=is_reached[1:])
+    reached = np.flatnonzero(is_reached)
     node_g, node_h, node_count = backend.node_sums(state)
     G = node_g[reached] / g_scale
     H = node_h[reached] / h_scale

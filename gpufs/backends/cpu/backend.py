@@ -457,7 +457,8 @@ class CPUBackend:
         (_extremes_par if out.shape[0] > 1 else _extremes_ser)(
             g, _no_weights(h), _no_weights(w), bool(unit_hessian), bool(divisor), out
         )
-        m = out.max(axis=0)
+        # one chunk (a serial pass): its row is the answer, without numpy's reduction set-up
+        m = out[0] if out.shape[0] == 1 else out.max(axis=0)
         return float(m[0]), float(m[1]), float(m[2])
 
     def quantize_gradients(
@@ -485,7 +486,7 @@ class CPUBackend:
             gh,
             sums,
         )
-        return gh, sums.sum(axis=0)
+        return gh, (sums[0] if sums.shape[0] == 1 else sums.sum(axis=0))
 
     # --- trees ----------------------------------------------------------------------------
     def prepare_binned(self, Xb):
@@ -555,15 +556,14 @@ class CPUBackend:
         )
         st.slot_full = np.ones(1, np.bool_)
         n_threads = self._threads()
-        if (
-            penalty is not None
-            and split is not None
-            and n
-            and self._bounds_may_skip(gh, root_g, root_h, max_depth, feats, penalty, split)
-        ):
+        bounded = False
+        if penalty is not None and split is not None and n:
+            feat_pen = np.asarray(penalty)[feats]  # the listed features' penalties
+            bounded = self._bounds_may_skip(gh, root_g, root_h, max_depth, feat_pen, split)
+        if bounded:
             st.q, st.node_s[0] = self._bound_terms(gh, split, n_threads)
-            free = np.asarray(penalty) == 0.0
-            pay_min = float(np.asarray(penalty)[feats][~free[feats]].min())
+            free = feat_pen == 0.0
+            pay_min = float(feat_pen[~free].min())
             if not _gain_bound_pays(
                 st.node_s[0],
                 int(root_g),
@@ -577,11 +577,12 @@ class CPUBackend:
                 float(split.min_split_gain),
             ):
                 st.slot_full[0] = False
-                feats = feats[free[feats]]
+                feats = feats[free]
         st.feats = feats
         st.n_feats = int(st.feats.shape[0])
         st.full = st.n_feats == d
-        cost = row_cost(st.src, st.n_feats, st.full)
+        # the compiled rule's own Python: a call from Python would box ``src`` field by field
+        cost = row_cost.py_func(st.src, st.n_feats, st.full)
         st.parallel = n_threads > 1 and n * max(cost, 1) >= self.parallel_min_work
 
         def build():
@@ -618,18 +619,17 @@ class CPUBackend:
     #: Rows of the sample that estimates a tree's root gain bound (``_bounds_may_skip``).
     BOUND_SAMPLE_ROWS = 4096
 
-    def _bounds_may_skip(self, gh, root_g, root_h, max_depth, feats, penalty, split):
+    def _bounds_may_skip(self, gh, root_g, root_h, max_depth, feat_penalty, split):
         """Whether keeping node gain bounds in this tree may let some node skip the paying
         features (a cost/benefit guess only: the decisions never depend on it).
 
         The bounds cost a pass over the rows and a gather per row and level. They can only
         pay off when a node at the deepest histogram level, holding about 2**-(depth - 1) of
         the rows, may have a bound below the cheapest penalty: estimated from the root's bound
-        over a strided sample of the rows.
+        over a strided sample of the rows. ``feat_penalty``: the penalties of the tree's
+        listed features, (n_feats,) float64.
         """
-        penalty = np.asarray(penalty)
-        paying = penalty[feats]
-        paying = paying[paying > 0]
+        paying = feat_penalty[feat_penalty > 0]
         if paying.size == 0 or self.gain_bounds == "never":
             return False
         if self.gain_bounds == "always":
@@ -650,7 +650,7 @@ class CPUBackend:
         (_bound_terms_par if chunks > 1 else _bound_terms_ser)(
             gh, 1.0 / split.g_scale, 1.0 / split.h_scale, q, sums
         )
-        return q, float(sums.sum())
+        return q, float(sums[0] if sums.shape[0] == 1 else sums.sum())
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
