@@ -457,8 +457,7 @@ class CPUBackend:
         (_extremes_par if out.shape[0] > 1 else _extremes_ser)(
             g, _no_weights(h), _no_weights(w), bool(unit_hessian), bool(divisor), out
         )
-        # one chunk (a serial pass): its row is the answer, without numpy's reduction set-up
-        m = out[0] if out.shape[0] == 1 else out.max(axis=0)
+        m = _over_chunks(np.maximum, out)
         return float(m[0]), float(m[1]), float(m[2])
 
     def quantize_gradients(
@@ -486,7 +485,7 @@ class CPUBackend:
             gh,
             sums,
         )
-        return gh, (sums[0] if sums.shape[0] == 1 else sums.sum(axis=0))
+        return gh, _over_chunks(np.add, sums)
 
     # --- trees ----------------------------------------------------------------------------
     def prepare_binned(self, Xb):
@@ -650,7 +649,7 @@ class CPUBackend:
         (_bound_terms_par if chunks > 1 else _bound_terms_ser)(
             gh, 1.0 / split.g_scale, 1.0 / split.h_scale, q, sums
         )
-        return q, float(sums[0] if sums.shape[0] == 1 else sums.sum())
+        return q, float(_over_chunks(np.add, sums))
 
     def level_step(self, st, penalty, allowed, used, budget, split, build_next):
         """Decide, partition and prepare the next level of tree state ``st``.
@@ -949,6 +948,13 @@ _NO_WEIGHTS = np.empty(0, np.float64)
 
 def _no_weights(w):
     return _NO_WEIGHTS if w is None else w
+
+
+def _over_chunks(ufunc, per_chunk):
+    """``ufunc`` (np.add, np.maximum) reduced over the first axis of a kernel's per-chunk
+    results: a serial pass's one chunk is the answer as it is, without numpy's reduction
+    set-up (a few microseconds, paid by every tree)."""
+    return per_chunk[0] if per_chunk.shape[0] == 1 else ufunc.reduce(per_chunk, axis=0)
 
 
 def _labels(y):
