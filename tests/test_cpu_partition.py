@@ -14,6 +14,15 @@ def _goes_left(Xb, rows, f, thr, ml):
     return np.where(b == MISSING_BIN, ml, b <= thr)
 
 
+def _binned_rows(seed, n, d, n_bins):
+    """A (n, d) uint8 table of bins 0..n_bins - 1 with about 10 % missing, and a random row
+    order (n,) int32."""
+    rng = np.random.default_rng(seed)
+    Xb = rng.integers(0, n_bins, size=(n, d)).astype(np.uint8)
+    Xb[rng.random((n, d)) < 0.1] = MISSING_BIN
+    return Xb, rng.permutation(n).astype(np.int32), rng
+
+
 def _stable_partition(Xb, rows, start, count, f, thr, ml):
     seg = rows[start : start + count]
     left = _goes_left(Xb, seg, f, thr, ml)
@@ -22,11 +31,8 @@ def _stable_partition(Xb, rows, start, count, f, thr, ml):
 
 @pytest.mark.parametrize("min_rows, threads", [(1 << 30, 1), (4, 2), (3, 7), (1, 64)])
 def test_chunked_partition_is_the_stable_partition(min_rows, threads):
-    rng = np.random.default_rng(3)
-    n, d = 500, 4
-    Xb = rng.integers(0, 20, size=(n, d)).astype(np.uint8)
-    Xb[rng.random((n, d)) < 0.1] = MISSING_BIN
-    rows = rng.permutation(n).astype(np.int32)
+    n = 500
+    Xb, rows, _ = _binned_rows(3, n, 4, 20)
     # three segments split, one (rows 300..359) left alone
     node_start = np.array([0, 120, 300, 360], np.int64)
     node_count = np.array([120, 180, 60, 140], np.int64)
@@ -57,11 +63,8 @@ def test_partition_sums_the_bound_terms_of_each_side_in_row_order(min_rows, thre
     from gpufs.backends.cpu.histogram import TASKS_PER_THREAD, task_table
     from gpufs.backends.cpu.partition import _partition
 
-    rng = np.random.default_rng(5)
-    n, d = 400, 3
-    Xb = rng.integers(0, 30, size=(n, d)).astype(np.uint8)
-    Xb[rng.random((n, d)) < 0.1] = MISSING_BIN
-    rows = rng.permutation(n).astype(np.int32)
+    n = 400
+    Xb, rows, rng = _binned_rows(5, n, 3, 30)
     q = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)  # magnitudes that round
     seg_start = np.array([0, 150], np.int64)
     seg_count = np.array([150, 250], np.int64)
