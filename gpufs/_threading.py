@@ -1,7 +1,8 @@
 """The threads gpufs's CPU kernels run on: numba's threading layer and ``n_jobs``.
 
-Owns the choice of numba's threading layer (made once, before the first parallel kernel runs)
-and the per-fit thread limit that implements the estimators' ``n_jobs``.
+Owns the choice of numba's threading layer (made once, before the first parallel kernel runs),
+the per-fit thread limit that implements the estimators' ``n_jobs``, and independent fits of
+one selection run side by side on Python threads (``run_side_by_side``).
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
@@ -14,6 +15,7 @@ import functools
 import os
 import sys
 import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 from ._warnings import warn_from_caller
 
@@ -147,6 +149,90 @@ def thread_limit(n_jobs):
         _active.depth -= 1
         numba.set_num_threads(old_n)
         numba.set_parallel_chunksize(old_chunk)
+
+
+#: Layers that let several Python threads launch parallel kernels at once (numba's
+#: "threadsafe" and "forksafe" choose TBB or OpenMP; its workqueue layer aborts the process).
+_THREAD_SAFE_LAYERS = ("tbb", "omp", "safe", "threadsafe", "forksafe")
+
+
+def layer_is_thread_safe() -> bool:
+    """Whether numba's threading layer lets Python threads launch parallel kernels at once:
+    the one asked for (``configure``), or the one numba took (where it chose among all,
+    known only once a parallel kernel has run: until then, False)."""
+    import numba
+
+    configure()
+    if str(numba.config.THREADING_LAYER) in _THREAD_SAFE_LAYERS:
+        return True
+    try:
+        return numba.threading_layer() in ("tbb", "omp")
+    except ValueError:  # no parallel kernel yet: the layer is not chosen
+        return False
+
+
+class Stopped(Exception):
+    """Raised inside a task of ``run_side_by_side`` to end it early, because another task
+    failed or the caller was interrupted."""
+
+
+def run_side_by_side(tasks, n_threads):
+    """``[task(stop) for task in tasks]``, the tasks run side by side on Python threads.
+
+    For independent fits too small to keep the thread pool busy (exact k's cross-fitted
+    ranking fits): their per-tree Python and their compiled levels (which release the GIL)
+    overlap, where one fit at a time would leave all threads but one idle.
+
+    Parameters
+    ----------
+    tasks : sequence of callable
+        Each takes ``stop``, a ``threading.Event`` set when the others fail or the caller is
+        interrupted: a task checks it at safe points (``stop.is_set()``) and raises
+        :class:`Stopped`. A task must not share mutable state with another (a backend's
+        scratch buffers: give each its own backend).
+    n_threads : int
+        Threads of the whole run: ``min(n_threads, len(tasks))`` tasks at a time, each under
+        ``thread_limit`` of ``n_threads // that``. One task at a time, on the calling thread
+        and its limit, for ``n_threads`` 1 or a threading layer that is not thread-safe.
+
+    Returns
+    -------
+    list
+        The tasks' results, in their order. The first task's exception (in task order,
+        :class:`Stopped` aside) is raised once every running task has ended.
+    """
+    stop = threading.Event()
+    workers = min(int(n_threads), len(tasks))
+    if workers <= 1 or not layer_is_thread_safe():
+        return [task(stop) for task in tasks]
+    inner = max(1, int(n_threads) // workers)
+
+    def run(task):
+        with thread_limit(inner):
+            return task(stop)
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="gpufs-side") as pool:
+        futures = [pool.submit(run, task) for task in tasks]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+        except BaseException:  # the caller interrupted: end the tasks at their next check
+            _stop_all(stop, futures)
+            raise
+        if any(f.done() and f.exception() is not None for f in futures):
+            _stop_all(stop, futures)
+            wait(futures)
+            errors = [
+                f.exception() for f in futures if not f.cancelled() and f.exception() is not None
+            ]
+            raise next((e for e in errors if not isinstance(e, Stopped)), errors[0])
+        return [f.result() for f in futures]
+
+
+def _stop_all(stop, futures):
+    """Tasks not started never start; running ones end at their next check of ``stop``."""
+    stop.set()
+    for f in futures:
+        f.cancel()
 
 
 def honours_n_jobs(fit):

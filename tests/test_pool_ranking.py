@@ -8,11 +8,12 @@ ranks by what each feature saves on rows its ranking fit did not see
 bound; equal bounds by training gain).
 """
 
+import numba
 import numpy as np
 import pytest
 
 import _planted_noise as pn
-from gpufs import GBFSClassifier, GBFSRegressor
+from gpufs import GBFSClassifier, GBFSRegressor, _threading
 from gpufs.engine.boosting import DeviceRows
 from gpufs.selectors import _exact_k
 
@@ -374,3 +375,51 @@ def test_ranking_rounds_are_half_the_rounds_with_a_floor():
     rounds = _exact_k.ranking_rounds
     assert [rounds(100, 0.1), rounds(200, 0.1), rounds(1000, 0.05)] == [50, 100, 500]
     assert [rounds(60, 0.1), rounds(10, 0.1), rounds(40, 0.5), rounds(3, 1.0)] == [50, 10, 20, 3]
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
+def test_folds_side_by_side_rank_as_one_fold_at_a_time_bit_for_bit(monkeypatch):
+    """On two threads the five cross-fitted ranking fits run side by side
+    (``_threading.run_side_by_side``), each with its own backend on one thread; their
+    savings, standard errors and tree counts equal, bit for bit, one fold at a time on the
+    calling thread (a threading layer that is not thread-safe)."""
+    import threading
+
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        150, 60, n_informative=8, n_classes=7, n_clusters_per_class=1, random_state=0
+    )
+    real_rank, real_gains = _exact_k.rank_by_heldout, _exact_k.heldout_permutation_gains
+    results, threads = [], []
+
+    def rank(*args):
+        results.append(real_rank(*args))
+        return results[-1]
+
+    def gains(ens, rows, *args, **kwargs):
+        threads.append((threading.current_thread().name, id(rows.backend)))
+        return real_gains(ens, rows, *args, **kwargs)
+
+    monkeypatch.setattr(_exact_k, "rank_by_heldout", rank)
+    monkeypatch.setattr(_exact_k, "heldout_permutation_gains", gains)
+
+    def fit():
+        est = GBFSClassifier(
+            n_features_to_select=3, n_estimators=15, random_state=0, device="cpu", n_jobs=2
+        )
+        return est.fit(X, y).selected_features_
+
+    side = fit()
+    assert len(threads) == _exact_k.CROSS_FIT_FOLDS
+    assert all(name.startswith("gpufs-side") for name, _ in threads), threads
+    assert len({b for _, b in threads}) == _exact_k.CROSS_FIT_FOLDS  # a backend per fold
+    threads.clear()
+    monkeypatch.setattr(_threading, "layer_is_thread_safe", lambda: False)
+    serial = fit()
+    assert {name for name, _ in threads} == {threading.current_thread().name}
+    (s_side, se_side, n_side), (s_one, se_one, n_one) = results
+    np.testing.assert_array_equal(s_side, s_one)
+    np.testing.assert_array_equal(se_side, se_one)
+    assert n_side == n_one > 0 and np.count_nonzero(s_side) >= 2
+    np.testing.assert_array_equal(side, serial)

@@ -330,3 +330,93 @@ def test_current_limit_follows_the_blocks_and_the_backend_reads_it(monkeypatch):
     if outside is None:
         assert be._threads() == numba.get_num_threads()
     assert CPUBackend(n_threads=3)._threads() == 3
+
+
+# --- independent fits side by side (``run_side_by_side``) -------------------------------------
+def _recording_task(i, seen):
+    import threading
+
+    def task(stop):
+        seen.append((i, threading.current_thread().name, _threading.current_limit()))
+        return i * i
+
+    return task
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
+def test_side_by_side_runs_tasks_on_worker_threads_with_a_share_of_the_threads():
+    """Two threads, five tasks: the results in task order, every task on a worker thread
+    under a limit of one thread (2 // 2), none on the calling thread."""
+    seen = []
+    got = _threading.run_side_by_side([_recording_task(i, seen) for i in range(5)], 2)
+    assert got == [0, 1, 4, 9, 16]
+    assert sorted(i for i, _, _ in seen) == list(range(5))
+    assert all(name.startswith("gpufs-side") and n == 1 for _, name, n in seen), seen
+
+
+@pytest.mark.parametrize("why", ["one_thread", "unsafe_layer"])
+def test_side_by_side_is_serial_on_one_thread_or_an_unsafe_layer(why, monkeypatch):
+    """One thread, or a threading layer that aborts when two Python threads launch parallel
+    kernels (workqueue): the tasks run one at a time on the calling thread, in order."""
+    import threading
+
+    n_threads = 1 if why == "one_thread" else 2
+    if why == "unsafe_layer":
+        monkeypatch.setattr(_threading, "layer_is_thread_safe", lambda: False)
+    seen = []
+    got = _threading.run_side_by_side([_recording_task(i, seen) for i in range(3)], n_threads)
+    assert got == [0, 1, 4]
+    assert [i for i, _, _ in seen] == [0, 1, 2]
+    assert {name for _, name, _ in seen} == {threading.current_thread().name}
+
+
+def test_layer_safety_follows_the_layer_asked_for(monkeypatch):
+    """TBB and OpenMP (and numba's names for a choice between them) are thread-safe;
+    workqueue is not, nor is a default choice numba has not made yet."""
+    for layer, safe in [("tbb", True), ("omp", True), ("threadsafe", True), ("workqueue", False)]:
+        monkeypatch.setattr(numba.config, "THREADING_LAYER", layer)
+        monkeypatch.setattr(numba, "threading_layer", lambda: "workqueue")
+        assert _threading.layer_is_thread_safe() is safe, layer
+    monkeypatch.setattr(numba.config, "THREADING_LAYER", "default")
+
+    def not_chosen():
+        raise ValueError("Threading layer is not initialized.")
+
+    monkeypatch.setattr(numba, "threading_layer", not_chosen)
+    assert _threading.layer_is_thread_safe() is False
+    monkeypatch.setattr(numba, "threading_layer", lambda: "omp")
+    assert _threading.layer_is_thread_safe() is True
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
+def test_a_failing_task_stops_the_others_and_its_error_is_raised():
+    """Task 1 fails while task 0 loops until told to stop: task 0 sees ``stop`` and raises
+    ``Stopped``; the caller gets task 1's error (not ``Stopped``), after both ended."""
+    import threading
+    import time
+
+    started, ended = threading.Event(), []
+
+    def looping(stop):
+        started.set()
+        deadline = time.monotonic() + 60.0
+        while not stop.is_set():
+            if time.monotonic() > deadline:
+                return "never told to stop"
+            time.sleep(0.001)
+        ended.append(0)
+        raise _threading.Stopped
+
+    def failing(stop):
+        started.wait(10.0)
+        raise ValueError("fold 1 failed")
+
+    def later(stop):
+        if stop.is_set():
+            raise _threading.Stopped
+        ended.append(2)
+        return 2
+
+    with pytest.raises(ValueError, match="fold 1 failed"):
+        _threading.run_side_by_side([looping, failing, later], 2)
+    assert 0 in ended  # the loop saw ``stop`` before the error reached the caller

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._device import to_host
+from .._threading import Stopped, run_side_by_side, thread_limit
 from ..cli._compile_watch import clock
 from ..engine.boosting import BoostingCheckpoint
 from ..engine.penalties import PenaltyState
@@ -626,23 +627,51 @@ def rank_by_heldout(setup, heldout, mu, pool, seed):
     local = list(range(cols.shape[0]))
     # the pool's columns once; each fold takes its rows from them
     pool_rows = _pool_columns(setup, cols)
+    # The folds are independent fits: on the host they run side by side, each with its own
+    # backend (a backend's scratch is reused across a fit's trees) and an equal share of the
+    # threads. Cross-fitted folds are small (under CROSS_FIT_ROWS / HELDOUT_FRACTION rows), so
+    # one fold's levels are mostly too little work for the thread pool (189 x 500, seven
+    # classes, k = 3, two threads: the ranking's 1,750 trees took 0.85 s, now 0.58-0.70 s;
+    # not half, as the folds' per-tree Python holds the GIL).
+    side_by_side = len(heldout) > 1 and hasattr(sub.backend, "independent")
+
+    def rank_fold(fold, fit_idx, held_idx):
+        def task(stop):
+            backend, fold_setup = sub.backend, sub
+            if side_by_side:  # the fit's threads are the worker's (``run_side_by_side``)
+                backend = sub.backend.independent()
+                fold_setup = sub._replace(
+                    backend=backend, params=dataclasses.replace(sub.params, n_jobs=None)
+                )
+
+            def check(_checkpoint):
+                if stop.is_set():
+                    raise Stopped
+
+            ens, _, _ = fold_setup._replace(rows=take_rows(backend, pool_rows, fit_idx)).fit(
+                fold_setup.penalties(mu, len(local)), on_round_start=check
+            )
+            s, se = heldout_permutation_gains(
+                ens,
+                take_rows(backend, pool_rows, held_idx),
+                setup.objective,
+                local,
+                seed,
+                stream=(fold,) if fold else (),
+            )
+            return s, se, int(ens.n_trees)
+
+        return task
+
+    tasks = [rank_fold(fold, fit, held) for fold, (fit, held) in enumerate(heldout)]
+    with thread_limit(setup.params.n_jobs) as n_threads:
+        folds = run_side_by_side(tasks, n_threads if side_by_side else 1)
     saving, var = np.zeros(setup.costs.shape[0]), np.zeros(setup.costs.shape[0])
     n_trees = 0
-    for fold, (fit_idx, held_idx) in enumerate(heldout):
-        ens, _, _ = sub._replace(rows=take_rows(sub.backend, pool_rows, fit_idx)).fit(
-            sub.penalties(mu, len(local))
-        )
-        s, se = heldout_permutation_gains(
-            ens,
-            take_rows(sub.backend, pool_rows, held_idx),
-            setup.objective,
-            local,
-            seed,
-            stream=(fold,) if fold else (),
-        )
+    for s, se, trees in folds:  # in fold order: the sums of a serial run, bit for bit
         saving[cols] += s
         var[cols] += se * se
-        n_trees += int(ens.n_trees)
+        n_trees += trees
     return saving, np.sqrt(var), n_trees
 
 

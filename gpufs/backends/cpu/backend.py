@@ -311,6 +311,18 @@ class CPUBackend:
         self.most_freq = bool(most_freq)
         self._scratch = {}
 
+    def independent(self):
+        """A backend of the same settings with its own scratch buffers: for a fit that runs
+        on another Python thread beside this backend's (``_threading.run_side_by_side``)."""
+        return CPUBackend(
+            self.n_threads,
+            self.rows_per_task,
+            self.parallel_min_work,
+            self.gain_bounds,
+            self.hist_loop,
+            self.most_freq,
+        )
+
     # --- scratch buffers reused across trees of one fit ----------------------------------
     def _buffer(self, name, shape, dtype):
         buf = self._scratch.get(name)
