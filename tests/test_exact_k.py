@@ -3,6 +3,7 @@
 features, the price still mattering, selection frequencies and their plot. Quality numbers
 live in ``bench/bench_quality.py``, not here."""
 
+import numba
 import numpy as np
 import pytest
 
@@ -295,3 +296,55 @@ def test_the_heldout_split_refuses_rows_that_are_not_in_this_process():
     assert (fit.shape[0], out.shape[0]) == (35, 15)
     tiny = SimpleNamespace(rows=DeviceRows(backend, Xb[:2], np.zeros(2), None), backend=backend)
     assert split_heldout(tiny, 0) is None
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
+def test_stability_refits_side_by_side_equal_one_at_a_time(monkeypatch):
+    """On two threads the small half-row refits run side by side (``run_side_by_side``):
+    each refit's total gains, and so the frequencies, equal bit for bit those of one refit
+    after another on the calling thread; refits above ``SIDE_BY_SIDE_MAX_CELLS`` (here: all)
+    run one at a time."""
+    import threading
+
+    from gpufs.selectors import _exact_k, _stability
+
+    X, y, _ = sinusoids(0, n=600, d=30)
+    kw = dict(n_estimators=20, max_depth=3, n_features_to_select=4, random_state=0)
+    real_gains, real_run = _exact_k.total_gains, _stability.run_side_by_side
+    in_refit, seen = threading.local(), []
+
+    def gains(ensemble):
+        g = real_gains(ensemble)
+        if getattr(in_refit, "on", False):
+            seen.append((threading.current_thread().name, g.tobytes()))
+        return g
+
+    def run(tasks, n_threads):
+        def marked(task):
+            def inner(stop):
+                in_refit.on = True
+                try:
+                    return task(stop)
+                finally:
+                    in_refit.on = False
+
+            return inner
+
+        return real_run([marked(t) for t in tasks], n_threads)
+
+    monkeypatch.setattr(_exact_k, "total_gains", gains)
+    monkeypatch.setattr(_stability, "run_side_by_side", run)
+
+    def fit():
+        seen.clear()
+        est = GBFSRegressor(stability_rounds=5, device="cpu", n_jobs=2, **kw).fit(X, y)
+        return est.selection_frequency_, list(seen)
+
+    freq_side, side = fit()
+    assert len(side) == 5 and all(name.startswith("gpufs-side") for name, _ in side)
+    monkeypatch.setattr(_stability, "SIDE_BY_SIDE_MAX_CELLS", 0)
+    freq_one, one = fit()
+    assert len(one) == 5 and {name for name, _ in one} == {threading.current_thread().name}
+    np.testing.assert_array_equal(freq_side, freq_one)
+    assert sorted(g for _, g in side) == sorted(g for _, g in one)
+    assert len({g for _, g in one}) == 5  # five different refits, not one repeated

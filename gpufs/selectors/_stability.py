@@ -11,11 +11,19 @@ split search (GT-GBM's group tests are standardized over all rows) and no valida
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from .._threading import Stopped, run_side_by_side, thread_limit
 from ..engine.boosting import DeviceRows
 
 __all__ = ["selection_frequency"]
+
+#: Refits of at most this many (row, feature) cells (half the rows x the features) run side
+#: by side on the host's threads (``selection_frequency``): 16 Mi cells, 16 MiB of binned
+#: rows a refit.
+SIDE_BY_SIDE_MAX_CELLS = 1 << 24
 
 
 def selection_frequency(setup, mu, k, n_refits, seed):
@@ -53,17 +61,46 @@ def selection_frequency(setup, mu, k, n_refits, seed):
     xp = backend.xp
     n, d = rows.shape
     half = max(1, n // 2)
-    counts, n_trees = np.zeros(d), 0
-    for b in range(int(n_refits)):
-        rng = np.random.default_rng([int(seed), b])
-        idx = xp.asarray(np.sort(rng.choice(n, half, replace=False)))
-        sub = DeviceRows(
-            backend, rows.Xb[idx], rows.y[idx], None if rows.w is None else rows.w[idx]
+    # Small refits run side by side on the host (``_threading.run_side_by_side``), each with
+    # its own backend; the cap keeps the refits held at once (their rows, gradients and raw
+    # scores) small beside the table.
+    side_by_side = hasattr(backend, "independent") and half * d <= SIDE_BY_SIDE_MAX_CELLS
+
+    def refit(b):
+        def task(stop):
+            fit_setup = setup._replace(candidate_search=None)
+            if side_by_side:  # the fit's threads are the worker's
+                fit_setup = fit_setup._replace(
+                    backend=backend.independent(),
+                    params=dataclasses.replace(setup.params, n_jobs=None),
+                )
+            rng = np.random.default_rng([int(seed), b])
+            idx = xp.asarray(np.sort(rng.choice(n, half, replace=False)))
+            sub = DeviceRows(
+                fit_setup.backend,
+                rows.Xb[idx],
+                rows.y[idx],
+                None if rows.w is None else rows.w[idx],
+            )
+
+            def check(_checkpoint):
+                if stop.is_set():
+                    raise Stopped
+
+            pen = fit_setup.penalties(mu)
+            ensemble = fit_setup._replace(rows=sub).fit(pen, on_round_start=check).ensemble
+            gains = total_gains(ensemble)
+            chosen = sorted(pen.order, key=lambda f: (-gains[f], pen.order.index(f)))[:k]
+            return chosen, int(ensemble.n_trees)
+
+        return task
+
+    with thread_limit(setup.params.n_jobs) as n_threads:
+        refits = run_side_by_side(
+            [refit(b) for b in range(int(n_refits))], n_threads if side_by_side else 1
         )
-        pen = setup.penalties(mu)
-        ensemble = setup._replace(rows=sub, candidate_search=None).fit(pen).ensemble
-        n_trees += ensemble.n_trees
-        gains = total_gains(ensemble)
-        chosen = sorted(pen.order, key=lambda f: (-gains[f], pen.order.index(f)))[:k]
+    counts, n_trees = np.zeros(d), 0
+    for chosen, trees in refits:
         counts[chosen] += 1
+        n_trees += trees
     return counts / int(n_refits), n_trees
