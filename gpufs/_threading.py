@@ -171,6 +171,12 @@ def layer_is_thread_safe() -> bool:
         return False
 
 
+#: Independent fits of at most this many (row, feature) cells each run side by side
+#: (``run_side_by_side``; exact k's ranking folds, ``stability_rounds``' refits): 16 Mi cells,
+#: 16 MiB of binned rows a fit, so the fits held at once stay small beside the table.
+SIDE_BY_SIDE_MAX_CELLS = 1 << 24
+
+
 class Stopped(Exception):
     """Raised inside a task of ``run_side_by_side`` to end it early, because another task
     failed or the caller was interrupted."""

@@ -306,6 +306,7 @@ def test_stability_refits_side_by_side_equal_one_at_a_time(monkeypatch):
     run one at a time."""
     import threading
 
+    from gpufs import _threading
     from gpufs.selectors import _exact_k, _stability
 
     X, y, _ = sinusoids(0, n=600, d=30)
@@ -342,7 +343,7 @@ def test_stability_refits_side_by_side_equal_one_at_a_time(monkeypatch):
 
     freq_side, side = fit()
     assert len(side) == 5 and all(name.startswith("gpufs-side") for name, _ in side)
-    monkeypatch.setattr(_stability, "SIDE_BY_SIDE_MAX_CELLS", 0)
+    monkeypatch.setattr(_threading, "SIDE_BY_SIDE_MAX_CELLS", 0)
     freq_one, one = fit()
     assert len(one) == 5 and {name for name, _ in one} == {threading.current_thread().name}
     np.testing.assert_array_equal(freq_side, freq_one)

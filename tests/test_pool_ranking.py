@@ -382,7 +382,8 @@ def test_folds_side_by_side_rank_as_one_fold_at_a_time_bit_for_bit(monkeypatch):
     """On two threads the five cross-fitted ranking fits run side by side
     (``_threading.run_side_by_side``), each with its own backend on one thread; their
     savings, standard errors and tree counts equal, bit for bit, one fold at a time on the
-    calling thread (a threading layer that is not thread-safe)."""
+    calling thread (a threading layer that is not thread-safe, or folds above
+    ``SIDE_BY_SIDE_MAX_CELLS``)."""
     import threading
 
     from sklearn.datasets import make_classification
@@ -414,12 +415,19 @@ def test_folds_side_by_side_rank_as_one_fold_at_a_time_bit_for_bit(monkeypatch):
     assert len(threads) == _exact_k.CROSS_FIT_FOLDS
     assert all(name.startswith("gpufs-side") for name, _ in threads), threads
     assert len({b for _, b in threads}) == _exact_k.CROSS_FIT_FOLDS  # a backend per fold
-    threads.clear()
-    monkeypatch.setattr(_threading, "layer_is_thread_safe", lambda: False)
-    serial = fit()
-    assert {name for name, _ in threads} == {threading.current_thread().name}
-    (s_side, se_side, n_side), (s_one, se_one, n_one) = results
-    np.testing.assert_array_equal(s_side, s_one)
-    np.testing.assert_array_equal(se_side, se_one)
-    assert n_side == n_one > 0 and np.count_nonzero(s_side) >= 2
-    np.testing.assert_array_equal(side, serial)
+    # one fold at a time: on a layer that is not thread-safe, or folds above the cells cap
+    for why in ("layer", "cells"):
+        threads.clear()
+        with monkeypatch.context() as m:
+            if why == "layer":
+                m.setattr(_threading, "layer_is_thread_safe", lambda: False)
+            else:
+                m.setattr(_threading, "SIDE_BY_SIDE_MAX_CELLS", 100)  # 120 rows x the pool
+            serial = fit()
+        assert {name for name, _ in threads} == {threading.current_thread().name}, why
+        np.testing.assert_array_equal(side, serial)
+    (s_side, se_side, n_side), *serial_runs = results
+    for s_one, se_one, n_one in serial_runs:
+        np.testing.assert_array_equal(s_side, s_one)
+        np.testing.assert_array_equal(se_side, se_one)
+        assert n_side == n_one > 0 and np.count_nonzero(s_side) >= 2

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _threading
 from .._device import to_host
 from .._threading import Stopped, run_side_by_side, thread_limit
 from ..cli._compile_watch import clock
@@ -632,8 +633,15 @@ def rank_by_heldout(setup, heldout, mu, pool, seed):
     # threads. Cross-fitted folds are small (under CROSS_FIT_ROWS / HELDOUT_FRACTION rows), so
     # one fold's levels are mostly too little work for the thread pool (189 x 500, seven
     # classes, k = 3, two threads: the ranking's 1,750 trees took 0.85 s, now 0.58-0.70 s;
-    # not half, as the folds' per-tree Python holds the GIL).
-    side_by_side = len(heldout) > 1 and hasattr(sub.backend, "independent")
+    # not half, as the folds' per-tree Python holds the GIL). Folds of more cells than
+    # SIDE_BY_SIDE_MAX_CELLS (a wide pool) run one at a time: the folds held at once stay
+    # small beside the table.
+    side_by_side = (
+        len(heldout) > 1
+        and hasattr(sub.backend, "independent")
+        and max(int(fit_idx.shape[0]) for fit_idx, _ in heldout) * cols.shape[0]
+        <= _threading.SIDE_BY_SIDE_MAX_CELLS
+    )
 
     def rank_fold(fold, fit_idx, held_idx):
         def task(stop):

@@ -15,15 +15,11 @@ import dataclasses
 
 import numpy as np
 
+from .. import _threading
 from .._threading import Stopped, run_side_by_side, thread_limit
 from ..engine.boosting import DeviceRows
 
 __all__ = ["selection_frequency"]
-
-#: Refits of at most this many (row, feature) cells (half the rows x the features) run side
-#: by side on the host's threads (``selection_frequency``): 16 Mi cells, 16 MiB of binned
-#: rows a refit.
-SIDE_BY_SIDE_MAX_CELLS = 1 << 24
 
 
 def selection_frequency(setup, mu, k, n_refits, seed):
@@ -62,9 +58,9 @@ def selection_frequency(setup, mu, k, n_refits, seed):
     n, d = rows.shape
     half = max(1, n // 2)
     # Small refits run side by side on the host (``_threading.run_side_by_side``), each with
-    # its own backend; the cap keeps the refits held at once (their rows, gradients and raw
-    # scores) small beside the table.
-    side_by_side = hasattr(backend, "independent") and half * d <= SIDE_BY_SIDE_MAX_CELLS
+    # its own backend.
+    cap = _threading.SIDE_BY_SIDE_MAX_CELLS
+    side_by_side = hasattr(backend, "independent") and half * d <= cap
 
     def refit(b):
         def task(stop):
