@@ -7,6 +7,8 @@ the fit's seed and the refit's index), runs at the pool fit's price without a bu
 (``_exact_k``), and chooses its k features by total split gain, as the full fit does; a
 feature's frequency is the fraction of the B choices that hold it. The refits use the exact
 split search (GT-GBM's group tests are standardized over all rows) and no validation data.
+On the host, refits of up to ``_threading.SIDE_BY_SIDE_MAX_CELLS`` cells run side by side on
+the fit's threads (``_threading.run_side_by_side``), with the frequencies of one at a time.
 """
 
 from __future__ import annotations
