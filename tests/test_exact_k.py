@@ -307,11 +307,11 @@ def test_stability_refits_side_by_side_equal_one_at_a_time(monkeypatch):
     import threading
 
     from gpufs import _threading
-    from gpufs.selectors import _exact_k, _stability
+    from gpufs.selectors import _exact_k
 
     X, y, _ = sinusoids(0, n=600, d=30)
     kw = dict(n_estimators=20, max_depth=3, n_features_to_select=4, random_state=0)
-    real_gains, real_run = _exact_k.total_gains, _stability.run_side_by_side
+    real_gains, real_run = _exact_k.total_gains, _threading.run_side_by_side
     in_refit, seen = threading.local(), []
 
     def gains(ensemble):
@@ -334,7 +334,7 @@ def test_stability_refits_side_by_side_equal_one_at_a_time(monkeypatch):
         return real_run([marked(t) for t in tasks], n_threads)
 
     monkeypatch.setattr(_exact_k, "total_gains", gains)
-    monkeypatch.setattr(_stability, "run_side_by_side", run)
+    monkeypatch.setattr(_threading, "run_side_by_side", run)
 
     def fit():
         seen.clear()

@@ -23,9 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _threading
 from .._device import to_host
-from .._threading import Stopped, run_side_by_side, thread_limit
 from ..cli._compile_watch import clock
 from ..engine.boosting import BoostingCheckpoint
 from ..engine.penalties import PenaltyState
@@ -628,36 +626,16 @@ def rank_by_heldout(setup, heldout, mu, pool, seed):
     local = list(range(cols.shape[0]))
     # the pool's columns once; each fold takes its rows from them
     pool_rows = _pool_columns(setup, cols)
-    # The folds are independent fits: on the host they run side by side, each with its own
-    # backend (a backend's scratch is reused across a fit's trees) and an equal share of the
-    # threads. Cross-fitted folds are small (under CROSS_FIT_ROWS / HELDOUT_FRACTION rows), so
-    # one fold's levels are mostly too little work for the thread pool (189 x 500, seven
+
+    # The folds are independent fits, side by side on the host (``fit_independent``): one
+    # fold's levels are mostly too little work for the thread pool (189 x 500, seven
     # classes, k = 3, two threads: the ranking's 1,750 trees took 0.85 s, now 0.58-0.70 s;
-    # not half, as the folds' per-tree Python holds the GIL). Folds of more cells than
-    # SIDE_BY_SIDE_MAX_CELLS (a wide pool) run one at a time: the folds held at once stay
-    # small beside the table.
-    side_by_side = (
-        len(heldout) > 1
-        and hasattr(sub.backend, "independent")
-        and max(int(fit_idx.shape[0]) for fit_idx, _ in heldout) * cols.shape[0]
-        <= _threading.SIDE_BY_SIDE_MAX_CELLS
-    )
-
+    # not half, as the folds' per-tree Python holds the GIL).
     def rank_fold(fold, fit_idx, held_idx):
-        def task(stop):
-            backend, fold_setup = sub.backend, sub
-            if side_by_side:  # the fit's threads are the worker's (``run_side_by_side``)
-                backend = sub.backend.independent()
-                fold_setup = sub._replace(
-                    backend=backend, params=dataclasses.replace(sub.params, n_jobs=None)
-                )
-
-            def check(_checkpoint):
-                if stop.is_set():
-                    raise Stopped
-
+        def fit(fold_setup, on_round_start):
+            backend = fold_setup.backend
             ens, _, _ = fold_setup._replace(rows=take_rows(backend, pool_rows, fit_idx)).fit(
-                fold_setup.penalties(mu, len(local)), on_round_start=check
+                fold_setup.penalties(mu, len(local)), on_round_start=on_round_start
             )
             s, se = heldout_permutation_gains(
                 ens,
@@ -669,11 +647,12 @@ def rank_by_heldout(setup, heldout, mu, pool, seed):
             )
             return s, se, int(ens.n_trees)
 
-        return task
+        return fit
 
-    tasks = [rank_fold(fold, fit, held) for fold, (fit, held) in enumerate(heldout)]
-    with thread_limit(setup.params.n_jobs) as n_threads:
-        folds = run_side_by_side(tasks, n_threads if side_by_side else 1)
+    folds = sub.fit_independent(
+        [rank_fold(fold, fit, held) for fold, (fit, held) in enumerate(heldout)],
+        max(int(fit_idx.shape[0]) for fit_idx, _ in heldout) * cols.shape[0],
+    )
     saving, var = np.zeros(setup.costs.shape[0]), np.zeros(setup.costs.shape[0])
     n_trees = 0
     for s, se, trees in folds:  # in fold order: the sums of a serial run, bit for bit
