@@ -353,3 +353,35 @@ def test_every_family_selects_exactly_k_on_real_tables(family, table, ks, seeds)
             assert sel.size == k and np.unique(sel).size == k, (family, table, seed, k)
             assert est.transform(Xt).shape == (Xt.shape[0], k)
             assert list(est.selected_feature_names_) == [Xt.columns[j] for j in sel]
+
+
+# --- the door puts y and the weights where X goes ----------------------------------------------
+
+
+class _Moved(np.ndarray):
+    """A host array marked as moved by ``_MarkingBackend.to_device``."""
+
+
+def test_fit_data_y_and_weights_go_through_the_backends_to_device(monkeypatch):
+    """A host y beside a device X broke the GPU (exact k's folds index y with a device row
+    index: cupy refuses; the simulator's device arrays are numpy, so only a GPU saw it): the
+    door now sends y, the weights and the eval_set's through ``backend.to_device``."""
+    import gpufs.selectors._base as base
+    from gpufs.backends import get_backend
+
+    cpu = get_backend("cpu")
+
+    class _MarkingBackend:
+        def __getattr__(self, name):
+            return getattr(cpu, name)
+
+        def to_device(self, a):
+            return np.asarray(a).view(_Moved)
+
+    monkeypatch.setattr(base, "get_backend", lambda device: _MarkingBackend())
+    for est, y in ((GBFSClassifier(), Y_CLS), (GBFSRegressor(), Y_REG)):
+        data = est._prepare_fit(X, y, np.ones(X.shape[0]))
+        assert isinstance(data.y, _Moved) and isinstance(data.sample_weight, _Moved)
+        assert est._prepare_fit(X, y, None).sample_weight is None
+        ((_, yv, wv),) = est._eval_sets((X[:50], y[:50]), [np.ones(50)], data)
+        assert isinstance(yv, _Moved) and isinstance(wv, _Moved)

@@ -181,6 +181,11 @@ class ClassifierTargetMixin:
 # --------------------------------------------------------------------------------------------
 
 
+def _on_device(backend, a):
+    """``a`` (an array or None) on ``backend``'s device."""
+    return None if a is None else backend.to_device(a)
+
+
 def validation_split(n_samples, validation_fraction, seed, stratify=None):
     """Held-out rows for ``validation_fraction``: the one rule of every gpufs estimator.
 
@@ -542,8 +547,11 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         )
         n = Xc.shape[0]
         y_input = check_y(y, n, device=device)
-        yc = self._encode_target(y_input)
-        w = check_sample_weight(sample_weight, n, device=device)
+        # The target and the weights go where X went (a host y beside a device X): the fit
+        # indexes all three with one device row index (exact k's folds, validation rows), and
+        # the GPU's round kernel would otherwise copy a host y to the device every round.
+        yc = backend.to_device(self._encode_target(y_input))
+        w = _on_device(backend, check_sample_weight(sample_weight, n, device=device))
         rng = check_random_state(getattr(self, "random_state", None))
         seed = int(rng.randint(np.iinfo(np.int32).max))
         return FitData(
@@ -583,7 +591,8 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
                 self, Xv, device=data.device, reset=False, dtype=dtype, allow_nan=allow_nan
             )
             yc = self._encode_validation_target(check_y(yv, Xc.shape[0], device=data.device), what)
-            wc = check_sample_weight(wv, Xc.shape[0], device=data.device)
+            yc = data.backend.to_device(yc)
+            wc = _on_device(data.backend, check_sample_weight(wv, Xc.shape[0], device=data.device))
             out.append((Xc, yc, wc))
         return out
 
