@@ -46,6 +46,7 @@ def run_gpufs(X, y, args):
         min_child_weight=1e-3,
         device="cpu",
         random_state=0,
+        n_jobs=args.threads,
     )
     rec, model = time_gpufs(GBFSClassifier, X, y, params, args.trees, "cpu")
     rec["selected"] = rec["selected"][:20]
@@ -53,9 +54,10 @@ def run_gpufs(X, y, args):
 
 
 def run_lightgbm(X, y, args):
-    return time_lightgbm(
-        X, y, lightgbm_cegb_params("binary", args.depth, X.shape[1], args.mu), args.trees
-    )
+    params = lightgbm_cegb_params("binary", args.depth, X.shape[1], args.mu)
+    if args.threads:
+        params["num_threads"] = args.threads
+    return time_lightgbm(X, y, params, args.trees)
 
 
 def main():
@@ -65,6 +67,12 @@ def main():
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--mu", type=float, default=50.0)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for both (LightGBM num_threads; gpufs n_jobs); default: every core",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     X, y = make_data(args.rows, args.features, seed=0)
@@ -76,9 +84,13 @@ def main():
         depth=args.depth,
         bins=256,
         mu=args.mu,
+        threads=args.threads or os.cpu_count(),
         machine=machine_info(),
     )
     results = [run_gpufs(X, y, args), run_lightgbm(X, y, args)]
+    import numba
+
+    common["numba_threading_layer"] = numba.threading_layer()
     ratio = results[0]["per_tree_s"] / results[1]["per_tree_s"]
     out = args.out or os.path.join(os.path.dirname(__file__), "results", "cpu_gbfs.jsonl")
     records = [{**common, **r, "gpufs_over_lightgbm_per_tree": ratio} for r in results]

@@ -3,8 +3,9 @@
 On the GPU machine (the device tool runs commands in the repository root; what is written
 under $OUT comes back), with the peers' wheels carried in ``.whl/`` (git-ignored; the GPU
 machine cannot download: ``pip download --no-deps --only-binary=:all: --python-version 3.12
---platform manylinux_2_28_x86_64 -d .whl xgboost-cu13==3.3.0 lightgbm platformdirs tbb``;
-xgboost alone is 59 MB of a call's 64 MiB, so rmm goes in another call):
+--platform manylinux_2_28_x86_64 -d .whl numpy==2.4.6 lightgbm platformdirs tbb tcmlib``;
+numpy below 2.5 for numba-cuda 0.30.4; xgboost-cu13's 59 MB does not fit in one call beside
+the working tree, so it travels split over two calls; rmm in another):
 
     python bench/bench_gpu_session.py --quick --out "$OUT"     # one call, under 8 minutes
     python bench/bench_gpu_session.py --out "$OUT"              # everything, several calls
@@ -109,41 +110,25 @@ def _env(extra_path=None):
 
 
 def _bring_wheels(log):
-    """Install the carried wheels (``.whl/`` and ``.whl-*/``: xgboost, lightgbm, tbb, ...) into a
-    temporary target (the GPU machine cannot download); returns the target or None."""
+    """Install the carried wheels (``.whl/`` and ``.whl-*/``: numpy, lightgbm, tbb, ...) under a
+    temporary prefix (the GPU machine cannot download); returns (site-packages, lib) or None.
+
+    ``--prefix``, not ``--target``: pip's ``--target`` keeps only the importable part of a
+    wheel, so tbb's shared libraries (the wheel's data files, ``lib/libtbb.so.12``) were lost
+    and numba fell back to another threading layer."""
     wheels = sorted(
         glob.glob(os.path.join(ROOT, ".whl", "*.whl"))
         + glob.glob(os.path.join(ROOT, ".whl-*", "*.whl"))
     )
     if not wheels:
         return None
-    target = "/tmp/gpufs-site"
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-index",
-            "--no-deps",
-            "--target",
-            target,
-        ]
-        + wheels,
-        log,
-    )
-    return target
-
-
-def importlib_find(env, name):
-    """Whether ``name`` imports with ``env``'s PYTHONPATH (the carried wheels)."""
-    return (
-        subprocess.run(
-            [sys.executable, "-c", f"import {name}"], env=env, capture_output=True
-        ).returncode
-        == 0
-    )
+    prefix = "/tmp/gpufs-prefix"
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps"]
+    # --ignore-installed: the machine's own numpy 2.5 stays, the carried 2.4 goes first on
+    # PYTHONPATH (numba-cuda 0.30.4 needs numpy < 2.5: gpufs/_device.py)
+    _run(cmd + ["--ignore-installed", "--no-compile", "--prefix", prefix] + wheels, log)
+    ver = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    return os.path.join(prefix, "lib", ver, "site-packages"), os.path.join(prefix, "lib")
 
 
 def main(argv=None):
@@ -162,19 +147,39 @@ def main(argv=None):
     ap.add_argument(
         "--trees", type=int, default=None, help="trees per timed fit (default 50; 20 with --quick)"
     )
+    ap.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="STEP=SECONDS",
+        help="a step's time limit (repeatable), over --quick's",
+    )
+    ap.add_argument("--e2e-sizes", default="1000000x100,10000000x100")
+    ap.add_argument(
+        "--cpu-threads",
+        default="",
+        help="comma-separated thread counts for the cpu step (gpufs's n_jobs and LightGBM's "
+        "num_threads alike); default: every core",
+    )
     args = ap.parse_args(argv)
     default = QUICK_STEPS if args.quick else DEFAULT_STEPS
     steps = [s for s in (args.steps or ",".join(default)).split(",") if s]
     trees = args.trees or (20 if args.quick else 50)
-    limits = QUICK_LIMITS if args.quick else {}
+    limits = dict(QUICK_LIMITS) if args.quick else {}
+    for item in args.limit:
+        name, _, seconds = item.partition("=")
+        limits[name] = float(seconds)
     bad = set(steps) - set(STEPS)
     if bad:
         ap.error(f"unknown steps {sorted(bad)}")
     os.makedirs(args.out, exist_ok=True)
     log = os.path.join(args.out, "session.log")
-    site = _bring_wheels(log)
-    env = _env(site)
-    if site and importlib_find(env, "tbb"):
+    carried = _bring_wheels(log)
+    env = _env(carried[0] if carried else None)
+    if carried and glob.glob(os.path.join(carried[1], "libtbb.so*")):
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            [carried[1]] + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else [])
+        )
         env.setdefault("NUMBA_THREADING_LAYER", "tbb")
     py = sys.executable
     summary = {}
@@ -222,7 +227,8 @@ def main(argv=None):
                     py,
                     "-m",
                     "pytest",
-                    "-q",
+                    "-v",  # one line per test as it ends: a step cut by its limit keeps them
+                    "--durations=15",
                     "-p",
                     "no:cacheprovider",
                     "-m",
@@ -275,7 +281,7 @@ def main(argv=None):
                     py,
                     os.path.join(HERE, "bench_gpu_e2e.py"),
                     "--sizes",
-                    "1000000x100,10000000x100",
+                    args.e2e_sizes,
                     "--out",
                     os.path.join(args.out, "gpu_e2e.jsonl"),
                 ],
@@ -284,19 +290,25 @@ def main(argv=None):
                 timeout=limit,
             )
         elif step == "cpu":
-            rc = _run(
-                [
-                    py,
-                    os.path.join(HERE, "bench_cpu_gbfs.py"),
-                    "--trees",
-                    str(trees),
-                    "--out",
-                    os.path.join(args.out, "cpu_gbfs.jsonl"),
-                ],
-                log,
-                env,
-                timeout=limit,
-            )
+            rc = 0
+            for threads in [t for t in args.cpu_threads.split(",") if t] or [None]:
+                rc = (
+                    _run(
+                        [
+                            py,
+                            os.path.join(HERE, "bench_cpu_gbfs.py"),
+                            "--trees",
+                            str(trees),
+                            "--out",
+                            os.path.join(args.out, "cpu_gbfs.jsonl"),
+                        ]
+                        + (["--threads", threads] if threads else []),
+                        log,
+                        env,
+                        timeout=limit,
+                    )
+                    or rc
+                )  # every thread count runs; the step fails if any did
         elif step in ("stack", "cudf"):
             name = "gpu_stack.jsonl" if step == "stack" else "gpu_cudf.jsonl"
             rc = _run(
@@ -328,7 +340,7 @@ def main(argv=None):
             out = os.path.join(args.out, "controlburn_gpu.jsonl")
             rc = 0
             for device in ("gpu", "cpu"):
-                rc = rc or _run(
+                rc = _run(
                     [
                         py,
                         os.path.join(HERE, "bench_controlburn.py"),
