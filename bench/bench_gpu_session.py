@@ -7,15 +7,17 @@ machine cannot download: ``pip download --no-deps --only-binary=:all: --python-v
 numpy below 2.5 for numba-cuda 0.30.4; xgboost-cu13's 59 MB does not fit in one call beside
 the working tree, so it travels split over two calls; rmm in another):
 
-    python bench/bench_gpu_session.py --quick --out "$OUT"     # one call, under 8 minutes
+    python bench/bench_gpu_session.py --quick --out "$OUT"     # one call, under 10 minutes
     python bench/bench_gpu_session.py --out "$OUT"              # everything, several calls
 
 ``--quick`` runs, in this order, each step writing its records as it goes: ``smoke`` (a small
 GBFS fit on the GPU against the CPU; the session stops there with the error if it fails),
+``door`` (``gpu_door_check.py``: numpy X and y with ``device="gpu"`` through every family),
 ``tests``, ``xgboost`` (the three sizes, fewer trees), ``e2e`` (``bench_gpu_e2e.py``: exact k
 = 10 end to end on 1M x 100 and 10M x 100 cupy tables) and ``cpu`` (``bench_cpu_gbfs.py``
 against LightGBM on the machine's cores, with the tbb wheel's threading layer when carried),
-each under its own time limit so the whole stays under 8 minutes.
+each under its own time limit (a fresh machine compiles every kernel first: ``smoke`` took
+108 s on an H200) so the whole stays under 10 minutes; ``--limit`` changes one.
 
 Steps (``--steps`` picks some, in this order, to split the work over several device calls of
 at most 10 minutes each; every step appends its JSON to ``$OUT`` and its log to
@@ -34,6 +36,7 @@ at most 10 minutes each; every step appends its JSON to ``$OUT`` and its log to
             selection checked -> gpu_gbfs.jsonl
   controlburn  ControlBurn on the GPU and the CPU -> controlburn_gpu.jsonl
   smoke     a 20,000 x 20 GBFS fit (k = 3) on the GPU and the CPU: same selection -> smoke.json
+  door      ``gpu_door_check.py``: host X and y with device="gpu", every family -> door.jsonl
   e2e       ``bench_gpu_e2e.py`` -> gpu_e2e.jsonl
   cpu       ``bench_cpu_gbfs.py`` (1M x 100, depth 4) vs LightGBM CEGB -> cpu_gbfs.jsonl
   stack     ``bench_gpu_stack.py``: ControlBurn 1M x 100, GT-GBM 100k x 5,000, stagewise
@@ -58,11 +61,31 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "gbfs", "controlburn", "cpu", "stack", "cudf")
+STEPS = (
+    "env",
+    "smoke",
+    "door",
+    "tests",
+    "xgboost",
+    "e2e",
+    "gbfs",
+    "controlburn",
+    "cpu",
+    "stack",
+    "cudf",
+)
 DEFAULT_STEPS = ("env", "tests", "xgboost", "gbfs", "controlburn")
-QUICK_STEPS = ("env", "smoke", "tests", "xgboost", "e2e", "cpu")
-#: seconds per step in --quick (the whole under 8 minutes, a start included)
-QUICK_LIMITS = {"env": 30, "smoke": 90, "tests": 120, "xgboost": 110, "e2e": 60, "cpu": 60}
+QUICK_STEPS = ("env", "smoke", "door", "tests", "xgboost", "e2e", "cpu")
+#: seconds per step in --quick (570 s in all: one call of at most 10 minutes)
+QUICK_LIMITS = {
+    "env": 30,
+    "smoke": 120,  # the kernels' cold compile: 108 s on an H200 (2026-11-29)
+    "door": 40,
+    "tests": 150,  # 98 s of tests and their compiles after the smoke fit, same machine
+    "xgboost": 110,
+    "e2e": 60,
+    "cpu": 60,
+}
 
 SMOKE = """
 import json, sys, numpy as np
@@ -142,7 +165,7 @@ def main(argv=None):
     ap.add_argument(
         "--quick",
         action="store_true",
-        help=f"{','.join(QUICK_STEPS)}, each with a time limit: under 8 minutes",
+        help=f"{','.join(QUICK_STEPS)}, each with a time limit: under 10 minutes",
     )
     ap.add_argument(
         "--trees", type=int, default=None, help="trees per timed fit (default 50; 20 with --quick)"
@@ -220,6 +243,13 @@ def main(argv=None):
             with open(os.path.join(args.out, "env.json"), "w") as fh:
                 json.dump({"nvidia_smi": smi.stdout.strip(), "packages": versions}, fh, indent=1)
             rc = smi.returncode
+        elif step == "door":
+            rc = _run(
+                [py, os.path.join(HERE, "gpu_door_check.py"), os.path.join(args.out, "door.jsonl")],
+                log,
+                env,
+                timeout=limit,
+            )
         elif step == "tests":
             junit = os.path.join(args.out, "tests_junit.xml")
             rc = _run(

@@ -1,6 +1,10 @@
 """GPU check: host (numpy) y and weights beside device="gpu" through every family's fit,
 with exact k's held-out folds, stability refits, validation_fraction and eval_set; the
-selection must equal the CPU's. Prints one JSON line per case; exits 1 on any mismatch."""
+selection must equal the CPU's. Prints one JSON line per case (and appends it to the file
+named as the first argument, if any); exits 1 on any mismatch or error.
+
+    python bench/gpu_door_check.py "$OUT/gpu_door_check.jsonl"     # on the GPU machine
+"""
 
 import json
 import sys
@@ -63,4 +67,7 @@ for name, Est, kw, y, fit_kw in cases:
         rec.update(error=f"{type(exc).__name__}: {exc}", tb=traceback.format_exc()[-1500:])
     bad += not rec.get("same", False)
     print(json.dumps(rec), flush=True)
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "a") as fh:
+            fh.write(json.dumps(rec) + "\n")
 sys.exit(1 if bad else 0)
