@@ -5,7 +5,8 @@ under $OUT comes back), with the peers' wheels carried in ``.whl/`` (git-ignored
 machine cannot download: ``pip download --no-deps --only-binary=:all: --python-version 3.12
 --platform manylinux_2_28_x86_64 -d .whl numpy==2.4.6 lightgbm platformdirs tbb tcmlib``;
 numpy below 2.5 for numba-cuda 0.30.4; xgboost-cu13's 59 MB does not fit in one call beside
-the working tree, so it travels split over two calls; rmm in another):
+the working tree, so it travels in parts over back-to-back calls, ``wheel_parts.py``, and
+is joined here before the install; rmm likewise):
 
     python bench/bench_gpu_session.py --quick --out "$OUT"     # one call, under 10 minutes
     python bench/bench_gpu_session.py --out "$OUT"              # everything, several calls
@@ -143,6 +144,14 @@ def _bring_wheels(log):
         glob.glob(os.path.join(ROOT, ".whl", "*.whl"))
         + glob.glob(os.path.join(ROOT, ".whl-*", "*.whl"))
     )
+    # a wheel too large for one call, carried in parts over several (``wheel_parts.py``)
+    from wheel_parts import join
+
+    try:
+        wheels += join(ROOT, "/tmp/gpufs-joined")
+    except ValueError as exc:  # the other wheels still install; the log says what is missing
+        with open(log, "a") as fh:
+            fh.write(f"wheel parts: {exc}\n")
     if not wheels:
         return None
     prefix = "/tmp/gpufs-prefix"
