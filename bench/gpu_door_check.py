@@ -111,35 +111,38 @@ def _cli(tmp):
     return cols
 
 
-bad = 0
-for name, Est, kw, y, fit_kw in cases:
+def _case(name, check):
+    """Run ``check() -> dict`` (with "same") as case ``name``: print and append its record;
+    returns whether it failed. An exception is the record, and the next case runs."""
     rec = {"case": name}
     try:
-        sel, fitted = {}, {}
-        for side, device in (("cpu", "cpu"), ("gpu", SECOND)):
-            est = fitted[side] = Est(device=device, random_state=0, **kw).fit(X, y, **fit_kw)
-            sel[side] = [int(f) for f in est.selected_features_]
-        same_pred = name.startswith("multitask") or _same_predictions(fitted["cpu"], fitted["gpu"])
-        numpy_out = isinstance(fitted["gpu"].transform(X), np.ndarray)
-        rec.update(sel, same_predictions=same_pred, transform_numpy=numpy_out)
-        rec["same"] = sel["cpu"] == sel["gpu"] and same_pred and numpy_out
+        rec.update(check())
     except Exception as exc:  # noqa: BLE001 - every case runs; the error is the record
         rec.update(error=f"{type(exc).__name__}: {exc}", tb=traceback.format_exc()[-1500:])
-    bad += not rec.get("same", False)
     print(json.dumps(rec), flush=True)
     if len(sys.argv) > 1:
         with open(sys.argv[1], "a") as fh:
             fh.write(json.dumps(rec) + "\n")
-rec = {"case": "cli_text_column"}
-try:
+    return not rec.get("same", False)
+
+
+def _fit_both(name, Est, kw, y, fit_kw):
+    sel, fitted = {}, {}
+    for side, device in (("cpu", "cpu"), ("gpu", SECOND)):
+        est = fitted[side] = Est(device=device, random_state=0, **kw).fit(X, y, **fit_kw)
+        sel[side] = [int(f) for f in est.selected_features_]
+    same_pred = name.startswith("multitask") or _same_predictions(fitted["cpu"], fitted["gpu"])
+    numpy_out = isinstance(fitted["gpu"].transform(X), np.ndarray)
+    same = sel["cpu"] == sel["gpu"] and same_pred and numpy_out
+    return {**sel, "same_predictions": same_pred, "transform_numpy": numpy_out, "same": same}
+
+
+def _cli_both():
     with tempfile.TemporaryDirectory() as tmp:
         cols = _cli(tmp)
-    rec.update(cols, same=cols["cpu"] == cols["gpu"])
-except Exception as exc:  # noqa: BLE001
-    rec.update(error=f"{type(exc).__name__}: {exc}", tb=traceback.format_exc()[-1500:])
-bad += not rec.get("same", False)
-print(json.dumps(rec), flush=True)
-if len(sys.argv) > 1:
-    with open(sys.argv[1], "a") as fh:
-        fh.write(json.dumps(rec) + "\n")
+    return {**cols, "same": cols["cpu"] == cols["gpu"]}
+
+
+bad = sum(_case(c[0], lambda c=c: _fit_both(*c)) for c in cases)
+bad += _case("cli_text_column", _cli_both)
 sys.exit(1 if bad else 0)
