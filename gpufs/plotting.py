@@ -11,7 +11,12 @@ import numpy as np
 
 from ._path_figure import draw_paths, set_tick_labels, short_label
 
-__all__ = ["plot_selection_frequency", "plot_selection_path", "plot_stagewise"]
+__all__ = [
+    "plot_pool_ranking",
+    "plot_selection_frequency",
+    "plot_selection_path",
+    "plot_stagewise",
+]
 
 
 def _feature_labels(estimator):
@@ -219,4 +224,82 @@ def plot_selection_frequency(estimator, ax=None, top=None):
     ax.set_ylabel("selection frequency")
     n_refits = getattr(estimator, "stability_rounds", None)
     ax.set_title(f"selected in how many of {n_refits} half-row refits (k = {k} in colour)")
+    return ax
+
+
+def plot_pool_ranking(estimator, ax=None, top=None):
+    """Exact k's held-out evidence, for a GBFS model fitted with ``n_features_to_select``.
+
+    One point per pool feature (``selection_pool_``), in the order exact k ranked the pool:
+    what the feature saves on rows the ranking fits did not see (its column permuted; the
+    model's loss there rises by that much: ``selection_pool_["heldout_gain"]``), with a bar
+    of two standard errors below and above. The ranking reads each bar's lower end, the
+    lower confidence bound, per unit of ``feature_costs``. The k chosen in colour and the
+    rest grey, a line after rank k, and the zero line: a bar across it is no evidence that
+    the feature saves anything on new rows, and among such features the bound prefers the
+    ones whose saving is steady (few cut points) over the ones whose saving swings. See the
+    user guide's section on exact k.
+
+    Parameters
+    ----------
+    estimator : fitted ``GBFSClassifier`` or ``GBFSRegressor``
+        Fitted with ``n_features_to_select`` and ``pool_ranking="heldout"`` (the default).
+    ax : matplotlib Axes or None
+        None: a new figure with ``constrained_layout``.
+    top : int or None, default=None
+        Points to draw: the ``top`` best ranked; None: every pool feature.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    from .selectors._exact_k import HELDOUT_Z, per_cost
+
+    name = type(estimator).__name__
+    pool = getattr(estimator, "selection_pool_", None)
+    if pool is None:
+        raise ValueError(
+            f"{name} has no ranked pool: it comes from a fit with n_features_to_select set "
+            "to a number (exact k)."
+        )
+    if pool.get("heldout_gain") is None:
+        raise ValueError(
+            f"{name}'s pool was ranked by training gain (pool_ranking='gain'): there are no "
+            "held-out savings to draw. selection_pool_['gain'] holds the gains."
+        )
+    feats = np.asarray(pool["features"], dtype=np.int64)
+    saving = np.asarray(pool["heldout_gain"], dtype=np.float64)
+    se = np.asarray(pool["heldout_se"], dtype=np.float64)
+    gain = np.asarray(pool["gain"], dtype=np.float64)
+    costs = getattr(estimator, "feature_costs", None)
+    cost = np.ones(feats.shape[0]) if costs is None else np.asarray(costs, np.float64)[feats]
+    bound = per_cost(saving - HELDOUT_Z * se, cost)
+    chosen = [int(f) for f in pool["chosen"]]
+    place = {f: i for i, f in enumerate(feats.tolist())}
+    rest = sorted(
+        (i for i, f in enumerate(feats.tolist()) if f not in chosen),
+        key=lambda i: (-bound[i], -per_cost(gain[i : i + 1], cost[i : i + 1])[0], i),
+    )
+    order = [place[f] for f in chosen] + rest
+    order = order[: max(1, int(top))] if top is not None else order
+    labels = _feature_labels(estimator)
+    if ax is None:
+        _, ax = plt.subplots(
+            figsize=(max(5.0, 0.35 * len(order) + 2.0), 3.6), constrained_layout=True
+        )
+    x = np.arange(1, len(order) + 1)
+    k = len(chosen)
+    for xi, i in zip(x, order):
+        color = "tab:blue" if int(feats[i]) in chosen else "0.6"
+        ax.errorbar(xi, saving[i], yerr=HELDOUT_Z * se[i], fmt="o", color=color, capsize=3)
+    ax.axhline(0.0, color="k", linewidth=0.8)
+    if k < len(order):
+        ax.axvline(k + 0.5, color="k", linestyle="--", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([short_label(labels[int(feats[i])]) for i in order], rotation=90, fontsize=8)
+    ax.set_xlabel("rank")
+    ax.set_ylabel("held-out saving")
+    ax.set_title(f"held-out saving, +/- {HELDOUT_Z:g} s.e. (k = {k} in colour)")
     return ax

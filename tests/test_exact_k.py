@@ -349,3 +349,38 @@ def test_stability_refits_side_by_side_equal_one_at_a_time(monkeypatch):
     np.testing.assert_array_equal(freq_side, freq_one)
     assert sorted(g for _, g in side) == sorted(g for _, g in one)
     assert len({g for _, g in one}) == 5  # five different refits, not one repeated
+
+
+def test_plot_pool_ranking_draws_the_heldout_evidence_in_ranking_order():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from gpufs.plotting import plot_pool_ranking
+    from gpufs.selectors._exact_k import HELDOUT_Z
+
+    X, y, planted = sinusoids(2, n=800, d=40)
+    est = GBFSRegressor(
+        n_estimators=30, max_depth=3, n_features_to_select=3, random_state=0, device="cpu"
+    ).fit(X, y)
+    pool = est.selection_pool_
+    ax = plot_pool_ranking(est)
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == len(pool["features"])
+    # the chosen first, in their order, then the rest by the lower bound
+    assert labels[:3] == [f"x{j}" for j in pool["chosen"]]
+    at = {f: i for i, f in enumerate(pool["features"])}
+    drawn = [line.get_ydata()[0] for line in ax.lines if line.get_marker() == "o"]
+    names = [int(t[1:]) for t in labels]
+    assert drawn == [pool["heldout_gain"][at[f]] for f in names]
+    bounds = [
+        pool["heldout_gain"][at[f]] - HELDOUT_Z * pool["heldout_se"][at[f]] for f in names[3:]
+    ]
+    assert bounds == sorted(bounds, reverse=True)
+    assert len(plot_pool_ranking(est, top=2).get_xticklabels()) == 2
+    with pytest.raises(ValueError, match="pool_ranking='gain'"):
+        plot_pool_ranking(
+            GBFSRegressor(
+                n_estimators=5, n_features_to_select=2, pool_ranking="gain", device="cpu"
+            ).fit(X, y)
+        )
+    with pytest.raises(ValueError, match="n_features_to_select"):
+        plot_pool_ranking(GBFSRegressor(n_estimators=5, device="cpu").fit(X, y))
