@@ -44,28 +44,21 @@ def selection_frequency(setup, mu, k, n_refits, seed):
     n_trees : int
         Trees the refits grew.
     """
-    from ._exact_k import total_gains
+    from ._exact_k import take_rows, total_gains
 
-    backend, rows = setup.backend, setup.rows
+    rows = setup.rows
     if not isinstance(rows, DeviceRows):
         raise ValueError(
             "stability_rounds needs the rows in this process (not supported by "
             "the Dask estimators)."
         )
-    xp = backend.xp
     n, d = rows.shape
     half = max(1, n // 2)
 
     def refit(b):
         def fit(refit_setup, on_round_start):
             rng = np.random.default_rng([int(seed), b])
-            idx = xp.asarray(np.sort(rng.choice(n, half, replace=False)))
-            sub = DeviceRows(
-                refit_setup.backend,
-                rows.Xb[idx],
-                rows.y[idx],
-                None if rows.w is None else rows.w[idx],
-            )
+            sub = take_rows(refit_setup.backend, rows, np.sort(rng.choice(n, half, replace=False)))
             pen = refit_setup.penalties(mu)
             fitted = refit_setup._replace(rows=sub).fit(pen, on_round_start=on_round_start)
             gains = total_gains(fitted.ensemble)
