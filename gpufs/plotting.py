@@ -255,7 +255,7 @@ def plot_pool_ranking(estimator, ax=None, top=None):
     """
     import matplotlib.pyplot as plt
 
-    from .selectors._exact_k import HELDOUT_Z, per_cost
+    from .selectors._exact_k import HELDOUT_Z
 
     name = type(estimator).__name__
     pool = getattr(estimator, "selection_pool_", None)
@@ -272,17 +272,9 @@ def plot_pool_ranking(estimator, ax=None, top=None):
     feats = np.asarray(pool["features"], dtype=np.int64)
     saving = np.asarray(pool["heldout_gain"], dtype=np.float64)
     se = np.asarray(pool["heldout_se"], dtype=np.float64)
-    gain = np.asarray(pool["gain"], dtype=np.float64)
-    costs = getattr(estimator, "feature_costs", None)
-    cost = np.ones(feats.shape[0]) if costs is None else np.asarray(costs, np.float64)[feats]
-    bound = per_cost(saving - HELDOUT_Z * se, cost)
-    chosen = [int(f) for f in pool["chosen"]]
+    chosen = {int(f) for f in pool["chosen"]}
     place = {f: i for i, f in enumerate(feats.tolist())}
-    rest = sorted(
-        (i for i, f in enumerate(feats.tolist()) if f not in chosen),
-        key=lambda i: (-bound[i], -per_cost(gain[i : i + 1], cost[i : i + 1])[0], i),
-    )
-    order = [place[f] for f in chosen] + rest
+    order = [place[int(f)] for f in pool["ranked"]]  # as the fit ranked them
     order = order[: max(1, int(top))] if top is not None else order
     labels = _feature_labels(estimator)
     if ax is None:

@@ -362,6 +362,9 @@ def test_plot_pool_ranking_draws_the_heldout_evidence_in_ranking_order():
         n_estimators=30, max_depth=3, n_features_to_select=3, random_state=0, device="cpu"
     ).fit(X, y)
     pool = est.selection_pool_
+    assert pool["ranked"][:3] == pool["chosen"] and sorted(pool["ranked"]) == sorted(
+        pool["features"]
+    )
     ax = plot_pool_ranking(est)
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert len(labels) == len(pool["features"])

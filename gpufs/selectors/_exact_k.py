@@ -156,6 +156,8 @@ class Pool:
     heldout_se : list of float or None, the standard errors of those savings, or None
     frequency : list of float or None, their ``selection_frequency_``, or None
     chosen : list of int, the k, best first
+    ranked : list of int, the whole pool in the order it was ranked (``chosen`` is its first
+        k)
     resumed_round : int, where the final fit started from the pool fit's trees (0: from the
         first round)
     refit_mu : float, the final fit's price
@@ -169,6 +171,7 @@ class Pool:
     heldout_se: list | None
     frequency: list | None
     chosen: list
+    ranked: list
     resumed_round: int
     refit_mu: float
     trees_grown: dict
@@ -356,6 +359,7 @@ def fit_exact_k(
         heldout_se=None if se is None else [float(se[f]) for f in pool],
         frequency=None if freq is None else [float(freq[f]) for f in pool],
         chosen=chosen,
+        ranked=list(rank),
         resumed_round=rounds,
         refit_mu=mu,
         trees_grown=grown,

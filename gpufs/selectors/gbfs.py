@@ -759,10 +759,11 @@ _PARAMS_DOC = (
         With ``n_features_to_select``: "features" (the pool: every feature the unbudgeted
         fit at the searched price admitted, in the order they entered), "gain" (their total
         split gain in it), "frequency" (their ``selection_frequency_``, or None), "chosen"
-        (the k, best first), "resumed_round" (the final fit took the pool fit's first rounds,
-        up to the entry of the first pool feature left out), "refit_mu" and "trees_grown"
-        (trees grown by the "probes", the "pool" fit, the "stability" refits and the
-        "final" fit). Not saved in model files.
+        (the k, best first), "ranked" (the whole pool in ranking order: "chosen" is its
+        first k; ``gpufs.plotting.plot_pool_ranking`` draws it), "resumed_round" (the final
+        fit took the pool fit's first rounds, up to the entry of the first pool feature left
+        out), "refit_mu" and "trees_grown" (trees grown by the "probes", the "pool" fit, the
+        "stability" refits and the "final" fit). Not saved in model files.
     selection_filled_ : ndarray of shape (n_filled,), int64
         With ``n_features_to_select = k``, when fewer than k features entered the model even
         at ``mu = 0`` (a ``SelectionWarning`` says so): the features that fill the selection
