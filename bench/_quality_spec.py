@@ -27,3 +27,8 @@ PLANTED_KS = {
     "noise_integers": (2, 3),
     "exact_fill": (10,),
 }
+#: The phases of GBFS's ``fit_times_`` that make up an exact-k fit, summed for the bench's
+#: ``search_time_ratio`` (``mu_probes`` breaks ``mu_search`` down, ``compile`` is outside the
+#: phases). Before 2026-11-30 the ratio left out ``heldout`` (the ranking's fits and
+#: permutations), so earlier records understate exact k's cost.
+EXACT_K_PHASES = ("bin", "mu_search", "pool", "heldout", "stability", "boost")

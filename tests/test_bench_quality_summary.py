@@ -71,3 +71,28 @@ def test_verdict_and_merge(qs, tmp_path):
     assert "met in 1 of 1 real-table cells" in qs.markdown(
         [row], ["gbfs", "controlburn", "rf_topk"]
     )
+
+
+def test_exact_k_cost_counts_every_phase_gbfs_reports():
+    """bench_quality's search_time_ratio sums EXACT_K_PHASES: every wall-time phase of an
+    exact-k fit with the held-out ranking and stability refits must be among them (the ratio
+    once left out the held-out ranking, the largest phase on the real tables)."""
+    import numpy as np
+
+    from gpufs import GBFSClassifier
+
+    sys.path.insert(0, BENCH)
+    try:
+        from _quality_spec import EXACT_K_PHASES
+    finally:
+        sys.path.remove(BENCH)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    est = GBFSClassifier(
+        n_features_to_select=2, stability_rounds=2, n_estimators=20, random_state=0
+    ).fit(X, y)
+    # not phases: the search's per-probe list, and compilation (outside every phase)
+    phases = set(est.fit_times_) - {"mu_probes", "compile"}
+    assert {"heldout", "stability"} <= phases
+    assert phases <= set(EXACT_K_PHASES)
