@@ -779,8 +779,9 @@ _PARAMS_DOC = (
         Wall seconds of the fit's phases, each without the time numba spent compiling kernels
         in it (that is ``compile``, the fit's compile seconds): bin, mu_search (0 without
         ``n_features_to_select``), mu_probes (a list: each probe of the search, in order),
-        pool (the unbudgeted fit at the searched price) and
-        stability (the refits of ``stability_rounds``) with ``n_features_to_select``,
+        pool (the unbudgeted fit at the searched price), heldout (the ranking fits and their
+        permutations, with ``pool_ranking="heldout"``) and stability (the refits of
+        ``stability_rounds``) with ``n_features_to_select``,
         auto_fit (the unbudgeted fit that "auto" reads its number of features from; only with
         "auto" and ``tol``), boost (the final fit); with ``split_search="group_testing"`` also
         standardize (the standardized columns) and group_test (the group tests of every
