@@ -201,7 +201,11 @@ import gpufs
 def fit():
     est = gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
                                random_state=0, n_jobs=-1).fit(X, y)
-    return [int(f) for f in est.selected_features_]
+    # exact k: its cross-fitted ranking folds and stability refits run on worker threads
+    k = gpufs.GBFSClassifier(n_features_to_select=2, stability_rounds=2, n_estimators=10,
+                             max_depth=3, device="cpu", random_state=0, n_jobs=-1)
+    k.fit(X[:3000], y[:3000])
+    return [int(f) for f in est.selected_features_], [int(f) for f in k.selected_features_]
 def child(q):
     q.put(fit())
 parent = fit()
@@ -230,7 +234,14 @@ import gpufs
 def fit(out, i):
     est = gpufs.GBFSClassifier(mu=0.01, n_estimators=6, max_depth=3, device="cpu",
                                random_state=0, n_jobs=-1).fit(X, y)
-    out[i] = (list(est.selected_features_), est.predict_proba(X[:500]).tobytes())
+    # exact k: its cross-fitted ranking folds and stability refits start worker threads of
+    # their own inside each of these threads
+    k = gpufs.GBFSClassifier(n_features_to_select=2, stability_rounds=2, n_estimators=10,
+                             max_depth=3, device="cpu", random_state=0, n_jobs=-1)
+    k.fit(X[:3000], y[:3000])
+    out[i] = (list(est.selected_features_), est.predict_proba(X[:500]).tobytes(),
+              list(k.selected_features_), k.selection_pool_["frequency"],
+              k.predict_proba(X[:500]).tobytes())
 alone = {}
 fit(alone, 0)
 out = {}
