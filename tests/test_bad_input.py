@@ -303,6 +303,17 @@ def test_bad_sample_weight(w, match):
         GBFSRegressor(device="cpu").fit(X, Y_REG, sample_weight=w)
 
 
+@pytest.mark.parametrize("cls", [GBFSRegressor, StagewiseRegressor])
+def test_validation_fraction_drawing_rows_that_weigh_nothing(cls):
+    """Weights on two rows only: the validation rows drawn weigh nothing (a validation loss
+    of 0 / 0; it was a ZeroDivisionError), so the split is refused with what to do."""
+    w = np.zeros(40)
+    w[:2] = 1.0
+    est = cls(device="cpu", validation_fraction=0.25, n_iter_no_change=2, random_state=0)
+    with pytest.raises(ValueError, match="validation rows it drew all have sample weight 0"):
+        est.fit(X, Y_REG, sample_weight=w)
+
+
 # --- hyperparameters (each one alone: tests/test_params.py) ---------------------------------
 
 

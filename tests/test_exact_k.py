@@ -387,3 +387,46 @@ def test_plot_pool_ranking_draws_the_heldout_evidence_in_ranking_order():
         )
     with pytest.raises(ValueError, match="n_features_to_select"):
         plot_pool_ranking(GBFSRegressor(n_estimators=5, device="cpu").fit(X, y))
+
+
+def _two_rows_weighted(n=60, d=8):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] > 0).astype(int)
+    w = np.zeros(n)
+    # the last row of each class, at a mean weight of 1 (so reg_lambda does not swamp them);
+    # with random_state=0, the fourth half-row refit draws neither
+    w[[int(np.flatnonzero(y == 0)[-1]), int(np.flatnonzero(y == 1)[-1])]] = n / 2
+    return X, y, w
+
+
+def test_heldout_ranking_without_weight_on_a_side_ranks_by_gain():
+    """Sample weights on two of 60 rows: some cross-fitted fold holds no weight on one side
+    (no mean to start a fit from: a ZeroDivisionError before). The pool is ranked by training
+    gain instead, with a warning, and the fit is the gain-ranked one."""
+    X, y, w = _two_rows_weighted()
+    kw = dict(n_features_to_select=3, n_estimators=10, random_state=0, device="cpu")
+    with pytest.warns(UserWarning, match="ranked by training gain"):
+        est = GBFSClassifier(**kw).fit(X, y, sample_weight=w)
+    assert est.selection_pool_["heldout_gain"] is None
+    gain = GBFSClassifier(pool_ranking="gain", **kw).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(est.selected_features_, gain.selected_features_)
+    assert len(est.selected_features_) == 3
+
+
+def test_stability_refit_drawing_rows_that_weigh_nothing_chooses_nothing():
+    """A half-row refit whose rows all weigh 0 holds no evidence: it chooses no feature
+    (counted as 0 in every frequency), with a warning, instead of failing the fit."""
+    X, y, w = _two_rows_weighted()
+    B = 8
+    with pytest.warns(UserWarning, match=f"stability_rounds={B}: [1-9]"):
+        est = GBFSClassifier(
+            n_features_to_select=3,
+            stability_rounds=B,
+            pool_ranking="gain",
+            n_estimators=10,
+            random_state=0,
+            device="cpu",
+        ).fit(X, y, sample_weight=w)
+    assert est.selection_frequency_.max() <= 1 - 1 / B
+    assert len(est.selected_features_) == 3

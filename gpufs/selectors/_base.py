@@ -597,9 +597,22 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         return out
 
     def _validation_rows(self, data):
-        """``(train, validation)`` host row indices for ``validation_fraction``."""
+        """``(train, validation)`` host row indices for ``validation_fraction``; a ValueError
+        where either side holds no sample weight (no mean to start from, or a validation loss
+        of 0 / 0)."""
         strat = data.y if self._stratify_validation else None
-        return validation_split(data.X.shape[0], self.validation_fraction, data.seed, strat)
+        tr, va = validation_split(data.X.shape[0], self.validation_fraction, data.seed, strat)
+        if data.sample_weight is not None:
+            w = np.asarray(to_host(data.sample_weight), dtype=np.float64)
+            for rows, side in ((tr, "training"), (va, "validation")):
+                if not w[rows].sum() > 0:
+                    raise ValueError(
+                        f"validation_fraction={self.validation_fraction}: the {rows.shape[0]} "
+                        f"{side} rows it drew all have sample weight 0 (only "
+                        f"{np.count_nonzero(w)} of {w.shape[0]} rows weigh anything); pass "
+                        "eval_set=(X_val, y_val) instead, or give more rows a weight."
+                    )
+        return tr, va
 
     def _check_validation_params(self, eval_set):
         """The rules shared by every family for ``eval_set``, ``validation_fraction`` and

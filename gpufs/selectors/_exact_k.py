@@ -527,7 +527,8 @@ def heldout_folds(setup, seed):
     :func:`split_heldout`'s, where its held-out share has at least ``CROSS_FIT_ROWS`` rows;
     else ``CROSS_FIT_FOLDS`` pairs that hold out each row once (cross-fitting: the folds are
     consecutive slices of a seeded permutation, each fitted on the other folds' rows). None
-    for too few rows. Rows not in this process are refused (``split_heldout``).
+    for too few rows, or (with a warning) where a side of a pair holds no sample weight.
+    Rows not in this process are refused (``split_heldout``).
 
     Returns
     -------
@@ -538,13 +539,34 @@ def heldout_folds(setup, seed):
     n = _local_rows(setup)
     if round(HELDOUT_FRACTION * n) >= CROSS_FIT_ROWS or n < 2 * CROSS_FIT_FOLDS:
         single = split_heldout(setup, seed)
-        return None if single is None else [single]
+        return None if single is None else _weighed([single], setup.rows.w)
     folds = np.array_split(np.random.default_rng([int(seed), 35]).permutation(n), CROSS_FIT_FOLDS)
     pairs = []
     for i, held in enumerate(folds):
         fit = np.sort(np.concatenate(folds[:i] + folds[i + 1 :]))
         pairs.append((fit, np.sort(held)))
-    return pairs
+    return _weighed(pairs, setup.rows.w)
+
+
+def _weighed(pairs, w):
+    """``pairs``, or None with a warning where a side of one holds no sample weight: a fit
+    there has no mean to start from, and held-out rows that weigh nothing measure nothing.
+    Only sample weights that put (almost) all the weight on a few rows do this."""
+    if w is None:
+        return pairs
+    w = np.asarray(to_host(w), dtype=np.float64)
+    if all(w[fit].sum() > 0 and w[held].sum() > 0 for fit, held in pairs):
+        return pairs
+    from .._warnings import warn_from_caller
+
+    nz = int(np.count_nonzero(w))
+    warn_from_caller(
+        f"pool_ranking='heldout': {nz} of {w.shape[0]} rows {'has' if nz == 1 else 'have'} a "
+        f"sample weight above 0, too few for the held-out ranking's {len(pairs)} "
+        f"split{'s' if len(pairs) > 1 else ''} to give every side some weight; the pool is "
+        "ranked by training gain (pool_ranking='gain') instead."
+    )
+    return None
 
 
 def _local_rows(setup) -> int:

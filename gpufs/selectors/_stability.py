@@ -6,7 +6,8 @@ rows. Here each of B refits draws half of the training rows without replacement 
 the fit's seed and the refit's index), runs at the pool fit's price without a budget
 (``_exact_k``), and chooses its k features by total split gain, as the full fit does; a
 feature's frequency is the fraction of the B choices that hold it. The refits use the exact
-split search (GT-GBM's group tests are standardized over all rows) and no validation data.
+split search (GT-GBM's group tests are standardized over all rows) and no validation data. A
+refit that draws only rows of sample weight 0 chooses nothing (a warning says how many did).
 Small refits run side by side on the host's threads (``BoostSetup.fit_independent``), with
 the frequencies of one at a time.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._device import to_host
 from ..engine.boosting import DeviceRows
 
 __all__ = ["selection_frequency"]
@@ -54,11 +56,16 @@ def selection_frequency(setup, mu, k, n_refits, seed):
         )
     n, d = rows.shape
     half = max(1, n // 2)
+    w = None if rows.w is None else np.asarray(to_host(rows.w), dtype=np.float64)
 
     def refit(b):
         def fit(refit_setup, on_round_start):
             rng = np.random.default_rng([int(seed), b])
-            sub = take_rows(refit_setup.backend, rows, np.sort(rng.choice(n, half, replace=False)))
+            idx = np.sort(rng.choice(n, half, replace=False))
+            if w is not None and not w[idx].sum() > 0:
+                # rows that weigh nothing hold no evidence (and no mean to start from)
+                return [], 0
+            sub = take_rows(refit_setup.backend, rows, idx)
             pen = refit_setup.penalties(mu)
             fitted = refit_setup._replace(rows=sub).fit(pen, on_round_start=on_round_start)
             gains = total_gains(fitted.ensemble)
@@ -75,4 +82,13 @@ def selection_frequency(setup, mu, k, n_refits, seed):
     for chosen, trees in refits:
         counts[chosen] += 1
         n_trees += trees
+    empty = sum(trees == 0 for _, trees in refits)
+    if empty:
+        from .._warnings import warn_from_caller
+
+        warn_from_caller(
+            f"stability_rounds={int(n_refits)}: {empty} of the half-row refits drew only rows "
+            f"of sample weight 0 ({np.count_nonzero(w)} of {n} rows weigh anything); they "
+            "choose no feature, so every frequency counts them as 0."
+        )
     return counts / int(n_refits), n_trees

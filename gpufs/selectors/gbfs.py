@@ -643,8 +643,10 @@ _PARAMS_DOC = (
         row counts once (the savings and their variances add up).
         Training split gain favours columns with many cut points (many-level categories,
         id-like integers, continuous noise), held-out savings do not (Strobl et al., BMC
-        Bioinformatics 2007). It costs the ranking fit (on ``2 * k`` columns; five when
-        cross-fitted) and the permutations. "gain": by the total split gain of the pool
+        Bioinformatics 2007). It costs the ranking fit (on the pool's columns; five when
+        cross-fitted) and the permutations. Where a fold's rows would weigh nothing (sample
+        weights on a few rows only), the pool is ranked by gain, with a warning.
+        "gain": by the total split gain of the pool
         fit (the default of 0.2.0; faster). The search, the pool fit and the final fit
         (resumed from the pool fit) run on all the rows either way. The Dask estimators
         support "gain" only. See ``docs/guide/gbfs.rst``.
