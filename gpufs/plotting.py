@@ -19,6 +19,15 @@ __all__ = [
 ]
 
 
+def _check_fitted(estimator, plot):
+    """sklearn's NotFittedError (a ValueError) for an estimator that was never fitted."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(
+        estimator, msg=f"{plot} needs a fitted %(name)s: call fit first (it was never fitted)."
+    )
+
+
 def _feature_labels(estimator):
     from .path import feature_names
 
@@ -92,6 +101,7 @@ def plot_stagewise(estimator, ax=None):
     """
     import matplotlib.pyplot as plt
 
+    _check_fitted(estimator, "plot_stagewise")
     for attr in ("cost_history_", "selected_features_", "standardized_coef_"):
         if not hasattr(estimator, attr):
             raise ValueError(
@@ -179,6 +189,7 @@ def plot_selection_frequency(estimator, ax=None, top=None):
     """
     import matplotlib.pyplot as plt
 
+    _check_fitted(estimator, "plot_selection_frequency")
     freq = getattr(estimator, "selection_frequency_", None)
     if freq is None:
         name = type(estimator).__name__
@@ -257,6 +268,7 @@ def plot_pool_ranking(estimator, ax=None, top=None):
 
     from .selectors._exact_k import HELDOUT_Z
 
+    _check_fitted(estimator, "plot_pool_ranking")
     name = type(estimator).__name__
     pool = getattr(estimator, "selection_pool_", None)
     if pool is None:
@@ -265,9 +277,15 @@ def plot_pool_ranking(estimator, ax=None, top=None):
             "to a number (exact k)."
         )
     if pool.get("heldout_gain") is None:
+        why = (
+            "pool_ranking='gain'"
+            if getattr(estimator, "pool_ranking", "gain") == "gain"
+            else "the held-out ranking could not run: too few rows, or folds whose rows all "
+            "weigh 0, as the fit warned"
+        )
         raise ValueError(
-            f"{name}'s pool was ranked by training gain (pool_ranking='gain'): there are no "
-            "held-out savings to draw. selection_pool_['gain'] holds the gains."
+            f"{name}'s pool was ranked by training gain ({why}): there are no held-out "
+            "savings to draw. selection_pool_['gain'] holds the gains."
         )
     feats = np.asarray(pool["features"], dtype=np.int64)
     saving = np.asarray(pool["heldout_gain"], dtype=np.float64)

@@ -389,6 +389,17 @@ def test_plot_pool_ranking_draws_the_heldout_evidence_in_ranking_order():
         plot_pool_ranking(GBFSRegressor(n_estimators=5, device="cpu").fit(X, y))
 
 
+@pytest.mark.parametrize("plot", ["plot_pool_ranking", "plot_selection_frequency"])
+def test_plots_of_an_unfitted_gbfs_say_not_fitted(plot):
+    pytest.importorskip("matplotlib")
+    from sklearn.exceptions import NotFittedError
+
+    import gpufs.plotting
+
+    with pytest.raises(NotFittedError, match="call fit first"):
+        getattr(gpufs.plotting, plot)(GBFSRegressor(n_features_to_select=2))
+
+
 def _two_rows_weighted(n=60, d=8):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, d))
@@ -412,6 +423,11 @@ def test_heldout_ranking_without_weight_on_a_side_ranks_by_gain():
     gain = GBFSClassifier(pool_ranking="gain", **kw).fit(X, y, sample_weight=w)
     np.testing.assert_array_equal(est.selected_features_, gain.selected_features_)
     assert len(est.selected_features_) == 3
+    pytest.importorskip("matplotlib")
+    from gpufs.plotting import plot_pool_ranking
+
+    with pytest.raises(ValueError, match="the held-out ranking could not run"):
+        plot_pool_ranking(est)
 
 
 def test_stability_refit_drawing_rows_that_weigh_nothing_chooses_nothing():

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gpufs._device import gpu_available
@@ -473,7 +474,7 @@ def test_plot_stagewise():
     axes = plot_stagewise(c)
     assert len(axes[1].patches) == 3 * 2  # one bar per class per feature
     assert len(axes[0].lines) == 2  # training and validation cost
-    with pytest.raises(ValueError, match="call fit first"):
+    with pytest.raises(NotFittedError, match="call fit first"):
         plot_stagewise(StagewiseRegressor())
     plt.close("all")
 
