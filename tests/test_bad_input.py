@@ -303,6 +303,18 @@ def test_bad_sample_weight(w, match):
         GBFSRegressor(device="cpu").fit(X, Y_REG, sample_weight=w)
 
 
+@pytest.mark.parametrize(
+    "scale,match", [(1e-310, "would underflow float64"), (1e300, "would overflow float64")]
+)
+def test_controlburn_classifier_weights_beyond_float64(scale, match):
+    """ControlBurn's forest sums weighted gradients: denormal weights made every split NaN
+    and selected nothing (no error), huge ones ended in the lasso's LinAlgError."""
+    with pytest.raises(ValueError, match=match):
+        ControlBurnClassifier(device="cpu", random_state=0).fit(
+            X, Y_CLS, sample_weight=np.full(40, scale)
+        )
+
+
 @pytest.mark.parametrize("cls", [GBFSRegressor, StagewiseRegressor])
 def test_validation_fraction_drawing_rows_that_weigh_nothing(cls):
     """Weights on two rows only: the validation rows drawn weigh nothing (a validation loss

@@ -183,6 +183,7 @@ class _DaskControlBurnMixin(DaskEstimatorBase):
             )
             y_enc, w = self._gather_target(group, loaded.n, sample_weight is not None)
             _scales.check_target_scale(self, y_enc, w)
+            _scales.check_classifier_weights(self, w)
             times = {}
             if reuse:
                 # warm_start on the same data (its Dask token) and forest parameters: the

@@ -3,8 +3,8 @@ warned about before a fit.
 
 Owns the checks the estimators run at the start of ``fit`` on the target ``y`` and the sample
 weights ``w`` (one call each: :func:`check_boosting_scales` for GBFS, :func:`check_target_scale`
-for the other regressors), and the documentation of how weights interact with ``reg_lambda``
-and ``min_child_weight``.
+for the other regressors, :func:`check_classifier_weights` for ControlBurn's classifier), and
+the documentation of how weights interact with ``reg_lambda`` and ``min_child_weight``.
 
 The rules in full, the reasons and the measurements: ``docs/module_notes.rst``.
 """
@@ -101,6 +101,25 @@ def check_target_scale(est, y, sample_weight=None):
     R = _target_range(y)
     W, w_max = _weights(sample_weight, y.shape[0])
     _check_overflow(R, W, w_max, _span(y, R))
+
+
+def check_classifier_weights(est, sample_weight):
+    """For a classifier whose trees sum weighted gradients (at most 1 each: ControlBurn's
+    forest): ValueError when the weights would take those sums, or their squares, out of
+    float64's range (denormal weights made every split NaN and selected nothing). Nothing for
+    a regressor (:func:`check_target_scale`) or without weights.
+
+    Parameters
+    ----------
+    est : the estimator about to fit
+    sample_weight : ndarray of shape (n_samples,) or None
+    """
+    from sklearn.base import is_classifier
+
+    if sample_weight is None or not is_classifier(est):
+        return
+    W, w_max = _weights(sample_weight, sample_weight.shape[0])
+    _check_overflow(1.0, W, w_max, "a classifier's gradients are at most 1", _RESCALE)
 
 
 def check_boosting_scales(est, y, sample_weight=None):

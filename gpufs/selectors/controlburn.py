@@ -317,6 +317,7 @@ class _BaseControlBurn(SelectorBase):
         groups_forest = check_groups(self.feature_groups, d)
         y_enc = data.y
         _scales.check_target_scale(self, y_enc, w)
+        _scales.check_classifier_weights(self, w)
         n_classes = len(self.classes_) if self._task == "classification" else 0
         if self.sketch not in (None, "rows") and n_classes == 2:
             raise ValueError(
