@@ -303,6 +303,24 @@ def test_bad_sample_weight(w, match):
         GBFSRegressor(device="cpu").fit(X, Y_REG, sample_weight=w)
 
 
+@pytest.mark.parametrize("cls", [GBFSClassifier, ControlBurnClassifier])
+@pytest.mark.parametrize(
+    "costs", [np.full(4, 1e-200), np.r_[1e300, np.ones(3)]], ids=["all_tiny", "one_huge"]
+)
+def test_feature_costs_beyond_the_range_the_lasso_solves(cls, costs):
+    """ControlBurn's lambda search failed on such costs (a math domain error, a
+    ZeroDivisionError); every family refuses them at the door, with the rescaling to do."""
+    with pytest.raises(ValueError, match=r"positive costs must lie between 1e-100 and 1e\+100"):
+        cls(device="cpu", feature_costs=costs).fit(X, Y_CLS)
+
+
+def test_group_costs_beyond_the_range_the_lasso_solves():
+    with pytest.raises(ValueError, match="group_costs runs from 1e-300 to 1"):
+        ControlBurnClassifier(
+            device="cpu", feature_groups=[0, 0, 1, 1], group_costs=[1e-300, 1.0]
+        ).fit(X, Y_CLS)
+
+
 @pytest.mark.parametrize(
     "scale,match", [(1e-310, "would underflow float64"), (1e300, "would overflow float64")]
 )

@@ -795,7 +795,29 @@ def check_costs(costs, n_features: int):
     if (c < 0).any():
         bad = np.flatnonzero(c < 0)[:5].tolist()
         raise ValueError(f"feature_costs must be >= 0; negative at feature indices {bad}.")
+    check_cost_range(c, "feature_costs")
     return c
+
+
+#: Positive costs must lie within these bounds (0 is a free feature). Costs count only
+#: relative to ``mu`` (GBFS) and to one another (ControlBurn's lasso, where a scale of all
+#: costs is a scale of lambda), so any sensible costs fit; ControlBurn's lambda search failed
+#: beyond them (all costs 1e-200: a math domain error; 1e200: a ZeroDivisionError; one cost
+#: 1e300 among ones: a ZeroDivisionError), and worked from 1e-100 to 1e100 (mixed as well).
+COST_RANGE = (1e-100, 1e100)
+
+
+def check_cost_range(costs, name):
+    """ValueError where a positive cost in ``costs`` (float64, finite, >= 0) lies outside
+    ``COST_RANGE``."""
+    lo, hi = COST_RANGE
+    pos = costs[costs > 0]
+    if pos.size and (pos.min() < lo or pos.max() > hi):
+        raise ValueError(
+            f"{name} runs from {pos.min():.3g} to {pos.max():.3g}; positive costs must lie "
+            f"between {lo:g} and {hi:g}. Only their ratios to each other (and to mu) count: "
+            "rescale them, for example to a mean of 1, or give what is free the cost 0."
+        )
 
 
 def check_groups(groups, n_features: int):

@@ -31,7 +31,7 @@ from .._types import CHUNK_ELEMENTS_COLUMN_SCALE
 from .._warnings import SelectionWarning, warn_from_caller
 from ..data import _scales
 from ..data._colstats import column_mean_var, row_slices
-from ..data._input import as_array, check_costs, check_groups, check_X
+from ..data._input import as_array, check_cost_range, check_costs, check_groups, check_X
 from ..data._warm_key import data_fingerprint
 from ..engine.binning import BinMapper
 from ..forest import FOREST_PARAMETER_CONSTRAINTS as _FOREST
@@ -276,6 +276,7 @@ class _BaseControlBurn(SelectorBase):
                 )
         if not np.isfinite(gc).all() or (gc < 0).any():
             raise ValueError("group_costs must be finite and >= 0.")
+        check_cost_range(gc, "group_costs")
         return inv.astype(np.int64), gc
 
     # --- fit ----------------------------------------------------------------------------
@@ -958,7 +959,8 @@ _PARAMS_DOC = (
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (None: all 1). A tree costs the sum over the features
         it uses; a feature of cost 0 is free: its trees are never penalized, so it is selected
-        at every lambda and counts toward ``n_features_to_select``.
+        at every lambda and counts toward ``n_features_to_select``. Positive costs lie in
+        [1e-100, 1e100].
 """
     + TREE_CATEGORICAL_FEATURES_DOC
     + """\

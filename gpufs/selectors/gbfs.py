@@ -602,7 +602,7 @@ _PARAMS_DOC = (
         et al., KDD 2014): ``mu`` is in the units of the raw loss reduction.
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature (the first use of feature f pays ``mu * cost[f]``);
-        None: every feature costs 1.
+        None: every feature costs 1. Positive costs lie in [1e-100, 1e100].
 """
     + TREE_CATEGORICAL_FEATURES_DOC
     + """\

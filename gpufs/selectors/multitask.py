@@ -521,7 +521,7 @@ _PARAMS_DOC = (
         prices are in the units of the raw loss reduction.
     feature_costs : array-like of shape (n_features,), default=None
         Non-negative cost of each feature, multiplying both prices; None: every feature costs
-        1.
+        1. Positive costs lie in [1e-100, 1e100].
 """
     + TREE_CATEGORICAL_FEATURES_DOC
     + """\
