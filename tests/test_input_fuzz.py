@@ -5,8 +5,8 @@ Hypothesis draws a table (1 to 40 rows, 1 to 5 columns; columns of float64, floa
 bool, category or text, at magnitudes from 1e-300 to 1e300, with missing values, constant
 columns, integer, text, repeated or escape-laden names; pandas, polars or numpy), a target
 (numbers at several scales, constant, labels as integers or text, one class), sample weights
-(sometimes, with zeros, at extreme scales) and an estimator of each family with small
-settings; the fitted model also predicts new rows (shuffled, with holes and an unseen
+(sometimes, with zeros, at extreme scales), feature costs (sometimes, some free, from 1e-150
+to 1e150) and an estimator of each family with small settings; the fitted model also predicts new rows (shuffled, with holes and an unseen
 category).
 
 Acceptable outcomes:
@@ -138,6 +138,17 @@ def _estimators():
             random_state=0,
             device="cpu",
         ),
+        # a held-out split that sparse weights can leave without weight (a ZeroDivisionError
+        # in November 2026), beside exact k's folds
+        "gbfs_validation": lambda c: (gpufs.GBFSClassifier if c else gpufs.GBFSRegressor)(
+            n_estimators=3,
+            max_depth=2,
+            n_features_to_select=1,
+            validation_fraction=0.3,
+            n_iter_no_change=2,
+            random_state=0,
+            device="cpu",
+        ),
         "stagewise": lambda c: (gpufs.StagewiseClassifier if c else gpufs.StagewiseRegressor)(
             n_features_to_select=2, device="cpu"
         ),
@@ -251,6 +262,12 @@ def run_case(src, seed, family, tmpdir):
         else _estimators()[family](classify)
     )
     kw = {} if task is None else {"task": task}
+    if "feature_costs" in est.get_params() and src.int(0, 3) == 0:
+        # costs: some free, at scales from tiny to huge (beyond [1e-100, 1e100]: refused)
+        d = X.shape[1]
+        costs = rng.random(d) * src.pick([1.0, 1e-150, 1e-90, 1e90, 1e150])
+        costs[rng.random(d) < 0.3] = 0.0
+        est.set_params(feature_costs=costs)
     if src.int(0, 3) == 0:  # weights: some zero, or all but one row
         w = rng.random(n) * src.pick([1.0, 1e-200, 1e200])
         w[rng.random(n) < src.pick([0.3, 0.99])] = 0.0
@@ -280,7 +297,15 @@ def run_case(src, seed, family, tmpdir):
 
 
 ACCEPTABLE = ("ok", "error")
-FAMILIES = ["gbfs", "gbfs_k", "gbfs_stability", "stagewise", "controlburn", "multitask"]
+FAMILIES = [
+    "gbfs",
+    "gbfs_k",
+    "gbfs_stability",
+    "gbfs_validation",
+    "stagewise",
+    "controlburn",
+    "multitask",
+]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
