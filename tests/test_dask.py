@@ -503,6 +503,21 @@ def test_validation_fraction_holds_out_the_single_process_rows(client):
     assert est.cluster_["validation_split_bytes"] == 0
 
 
+def test_validation_fraction_drawing_rows_that_weigh_nothing_is_refused_as_one_process(client):
+    """Weights on two rows: the validation rows drawn weigh nothing. One process refuses the
+    split (a ZeroDivisionError before); the cluster gives the same error from the partitions'
+    counts of weighted rows."""
+    X, y, _ = _data(n=200, seed=28)
+    w = np.zeros(200)
+    w[:2] = 100.0
+    kw = dict(n_estimators=3, max_depth=2, validation_fraction=0.25, random_state=0)
+    with pytest.raises(ValueError, match="validation rows it drew all have sample weight 0") as one:
+        GBFSRegressor(**kw).fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError, match="validation rows it drew all have sample weight 0") as c:
+        DaskGBFSRegressor(**kw).fit(**_chunked(X, y, 50, w))
+    assert str(c.value) == str(one.value)
+
+
 def test_warm_start_keyed_on_the_dask_token(client):
     X, _, rng = _data(n=800, seed=27)
     Xz = np.nan_to_num(X)

@@ -25,7 +25,7 @@ from .._params import real_range
 from ..data._input import check_costs, check_groups, encode_known_classes
 from ..data._scales import check_boosting_scale_values
 from ..engine.binning import BinMapper
-from ..selectors._base import eval_triples, feature_budget
+from ..selectors._base import check_weighted_sides, eval_triples, feature_budget
 from ..selectors.gbfs import _PARAMS_DOC, GBFSClassifier, GBFSRegressor
 from ._backend import ClusterBackend
 from ._data import classes_of, load
@@ -288,6 +288,11 @@ class _DaskGBFSMixin(DaskEstimatorBase):
                 self.classes_ if classify else None,
                 timeout,
             )
+            if weighted:
+                check_weighted_sides(
+                    self.validation_fraction,
+                    [(part.n, sum(p.n_pos for p in part.summaries)) for part in (loaded, held)],
+                )
             evals_loaded = [(held, weighted, "the validation_fraction rows")]
         # warm_start on the same data (its Dask token) and parameters (all but
         # n_features_to_select and tol): the cut points and earlier mu probes are reused

@@ -48,6 +48,7 @@ __all__ = [
     "SelectorBase",
     "FeatureBudget",
     "auto_k",
+    "check_weighted_sides",
     "feature_budget",
     "input_device",
     "int_range",
@@ -184,6 +185,26 @@ class ClassifierTargetMixin:
 def _on_device(backend, a):
     """``a`` (an array or None) on ``backend``'s device."""
     return None if a is None else backend.to_device(a)
+
+
+def check_weighted_sides(validation_fraction, sides):
+    """ValueError where a side of the ``validation_fraction`` split holds no row of positive
+    sample weight: a fit there has no mean to start from, a validation loss is 0 / 0.
+
+    Parameters
+    ----------
+    validation_fraction : float
+    sides : [(n_training, n_weighted_training), (n_validation, n_weighted_validation)]
+    """
+    total = sum(int(k) for _, k in sides)
+    for (n, k), side in zip(sides, ("training", "validation")):
+        if int(k) == 0:
+            raise ValueError(
+                f"validation_fraction={validation_fraction}: the {int(n)} {side} rows it drew "
+                f"all have sample weight 0 (only {total} of {sum(int(m) for m, _ in sides)} "
+                "rows weigh anything); pass eval_set=(X_val, y_val) instead, or give more "
+                "rows a weight."
+            )
 
 
 def validation_split(n_samples, validation_fraction, seed, stratify=None):
@@ -604,14 +625,10 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         tr, va = validation_split(data.X.shape[0], self.validation_fraction, data.seed, strat)
         if data.sample_weight is not None:
             w = np.asarray(to_host(data.sample_weight), dtype=np.float64)
-            for rows, side in ((tr, "training"), (va, "validation")):
-                if not w[rows].sum() > 0:
-                    raise ValueError(
-                        f"validation_fraction={self.validation_fraction}: the {rows.shape[0]} "
-                        f"{side} rows it drew all have sample weight 0 (only "
-                        f"{np.count_nonzero(w)} of {w.shape[0]} rows weigh anything); pass "
-                        "eval_set=(X_val, y_val) instead, or give more rows a weight."
-                    )
+            check_weighted_sides(
+                self.validation_fraction,
+                [(tr.shape[0], np.count_nonzero(w[tr])), (va.shape[0], np.count_nonzero(w[va]))],
+            )
         return tr, va
 
     def _check_validation_params(self, eval_set):
