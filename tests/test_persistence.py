@@ -390,6 +390,32 @@ def test_files_written_before_evals_result_load():
         np.testing.assert_array_equal(loaded.evals_result_[0], est.evals_result_[0])
 
 
+def test_exact_k_pool_and_frequencies_survive_and_older_files_load_without():
+    """selection_pool_ and selection_frequency_ (what plot_pool_ranking and
+    plot_selection_frequency draw) are saved; a loaded model lacked the attribute before.
+    Files written before then load with None, as a fit without them."""
+    X, y = _data("binary", nan=False)
+    est = GBFSClassifier(
+        n_estimators=8, n_features_to_select=2, stability_rounds=2, random_state=0, device="cpu"
+    ).fit(X, y)
+    doc = model_io.to_document(est)
+    loaded = model_io.from_document(json.loads(model_io.dumps(doc)))
+    assert loaded.selection_pool_ == est.selection_pool_
+    assert loaded.selection_pool_["heldout_gain"] is not None
+    np.testing.assert_array_equal(loaded.selection_frequency_, est.selection_frequency_)
+    for key in ("selection_pool", "selection_frequency"):
+        del doc["fitted"][key]
+    older = model_io.from_document(json.loads(model_io.dumps(doc)))
+    assert older.selection_pool_ is None and older.selection_frequency_ is None
+    doc = model_io.to_document(est)
+    doc["fitted"]["selection_frequency"][0] = 1.5
+    with pytest.raises(model_io.ModelFileError, match="selection_frequency: a frequency above 1"):
+        model_io.from_document(json.loads(model_io.dumps(doc)))
+    doc["fitted"]["selection_frequency"] = [0.5]
+    with pytest.raises(model_io.ModelFileError, match=r"^fitted\.selection_frequency"):
+        model_io.from_document(json.loads(model_io.dumps(doc)))
+
+
 @pytest.mark.parametrize("multitask", [False, True])
 def test_files_written_before_the_categorical_guards_load_as_fitted(multitask):
     """A file that predates a parameter whose default changes the fit loads with the value

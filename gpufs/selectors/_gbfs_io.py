@@ -109,7 +109,7 @@ class GBFSCodec:
         "selection_path",
     ]
     #: keys a file may lack (written before the attribute existed)
-    optional = ["evals_result", "selection_filled"]
+    optional = ["evals_result", "selection_filled", "selection_pool", "selection_frequency"]
 
     @staticmethod
     def write(est):
@@ -135,6 +135,13 @@ class GBFSCodec:
             "mu_search": free_form_out(est.mu_search_, "mu_search_"),
             "fit_times": free_form_out(est.fit_times_, "fit_times_"),
             "selection_path": free_form_out(est.selection_path_, "selection_path_"),
+            # exact k's ranked pool and stability frequencies (None without them)
+            "selection_pool": free_form_out(est.selection_pool_, "selection_pool_"),
+            "selection_frequency": (
+                None
+                if est.selection_frequency_ is None
+                else floats_out(np.asarray(est.selection_frequency_, dtype=np.float64))
+            ),
             "evals_result": [floats_out(r) for r in est.evals_result_],
             **(
                 {}
@@ -247,6 +254,23 @@ class GBFSCodec:
             value = read_free_form(f[key], at[key])
             if value is not None:  # absent from files of the first format
                 setattr(est, key + "_", value)
+        # absent from files written before they were saved: None, as a fit without them
+        pool = (
+            read_free_form(f["selection_pool"], at["selection_pool"])
+            if "selection_pool" in f
+            else None
+        )
+        if pool is not None and not isinstance(pool, dict):
+            at["selection_pool"].fail("expected a mapping or null.")
+        est.selection_pool_ = pool
+        freq = f.get("selection_frequency")
+        est.selection_frequency_ = (
+            None
+            if freq is None
+            else read_float_array(freq, at["selection_frequency"], (est.n_features_in_,), lo=0.0)
+        )
+        if est.selection_frequency_ is not None and (est.selection_frequency_ > 1).any():
+            at["selection_frequency"].fail("a frequency above 1.")
         est._objective = est._make_objective()
 
 
