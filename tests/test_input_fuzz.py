@@ -6,8 +6,8 @@ bool, category or text, at magnitudes from 1e-300 to 1e300, with missing values,
 columns, integer, text, repeated or escape-laden names; pandas, polars or numpy), a target
 (numbers at several scales, constant, labels as integers or text, one class), sample weights
 (sometimes, with zeros, at extreme scales), feature costs (sometimes, some free, from 1e-150
-to 1e150) and an estimator of each family with small settings; the fitted model also predicts new rows (shuffled, with holes and an unseen
-category).
+to 1e150) and an estimator of each family with small settings; the fitted model also
+predicts new rows (shuffled, with holes and an unseen category).
 
 Acceptable outcomes:
 * ``fit`` raises ``ValueError`` or ``TypeError`` (scikit-learn's input errors) with a message,
