@@ -64,7 +64,7 @@ def selection_frequency(setup, mu, k, n_refits, seed):
             idx = np.sort(rng.choice(n, half, replace=False))
             if w is not None and not w[idx].sum() > 0:
                 # rows that weigh nothing hold no evidence (and no mean to start from)
-                return [], 0
+                return None, 0
             sub = take_rows(refit_setup.backend, rows, idx)
             pen = refit_setup.penalties(mu)
             fitted = refit_setup._replace(rows=sub).fit(pen, on_round_start=on_round_start)
@@ -80,9 +80,10 @@ def selection_frequency(setup, mu, k, n_refits, seed):
     )
     counts, n_trees = np.zeros(d), 0
     for chosen, trees in refits:
-        counts[chosen] += 1
+        if chosen is not None:
+            counts[chosen] += 1
         n_trees += trees
-    empty = sum(trees == 0 for _, trees in refits)
+    empty = sum(chosen is None for chosen, _ in refits)
     if empty:
         from .._warnings import warn_from_caller
 
