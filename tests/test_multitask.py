@@ -391,3 +391,15 @@ def test_a_constant_target_warns_that_nothing_was_selected():
         MultiTaskGBFSRegressor(n_estimators=5, mu_G=0.9, mu_t=0.05, device="cpu").fit(
             X, y, task=np.arange(150) % 3
         )
+
+
+def test_a_task_whose_rows_all_weigh_nothing_is_named_plainly():
+    """The error names the task as the user wrote it ("task 1"), not numpy's repr."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    task = np.arange(60) % 2
+    w = (task == 0).astype(float)
+    with pytest.raises(ValueError, match=r"every sample weight of task 1 is 0"):
+        MultiTaskGBFSRegressor(n_estimators=2, device="cpu").fit(
+            X, X[:, 0], task=task, sample_weight=w
+        )

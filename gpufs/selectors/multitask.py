@@ -381,7 +381,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
         for t, w in enumerate(ws):
             if w is not None and not bool((w > 0).any()):
                 raise ValueError(
-                    f"every sample weight of task {tasks[t]!r} is 0: a task needs rows to fit."
+                    f"every sample weight of task {_plain(tasks[t])!r} is 0: a task needs rows "
+                    "to fit."
                 )
         params = BoostingParams(
             n_estimators=self.n_estimators,
