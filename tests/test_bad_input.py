@@ -333,6 +333,22 @@ def test_controlburn_classifier_weights_beyond_float64(scale, match):
         )
 
 
+@pytest.mark.parametrize("cls", [GBFSClassifier, StagewiseClassifier, ControlBurnClassifier])
+def test_a_class_whose_rows_all_weigh_nothing_is_said_once(cls):
+    """The fit is sound, but the class is never predicted: one warning (ControlBurn's refit
+    does not repeat it)."""
+    y = np.array(["a", "b", "c", "d"])[np.arange(40) % 4]
+    w = np.where(y == "c", 0.0, 1.0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est = cls(device="cpu", random_state=0, n_features_to_select=1).fit(X, y, sample_weight=w)
+    said = [str(m.message) for m in seen if "sample_weight is 0 on every row" in str(m.message)]
+    assert said == [
+        "sample_weight is 0 on every row of class 'c': the model never predicts it (probability 0)."
+    ]
+    assert "c" not in set(est.predict(X))
+
+
 @pytest.mark.parametrize("cls", [GBFSRegressor, StagewiseRegressor])
 def test_validation_fraction_drawing_rows_that_weigh_nothing(cls):
     """Weights on two rows only: the validation rows drawn weigh nothing (a validation loss

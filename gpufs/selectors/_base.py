@@ -187,6 +187,21 @@ def _on_device(backend, a):
     return None if a is None else backend.to_device(a)
 
 
+def _warn_weightless_classes(classes, codes, w, xp):
+    """Say when every row of a class weighs 0: the fit is sound, but it never predicts that
+    class (its probability is 0), which a user who zeroed weights by mistake should hear."""
+    per = to_host(xp.bincount(codes.astype(xp.int64), weights=w, minlength=len(classes)))
+    empty = [c.item() if isinstance(c, np.generic) else c for c in classes[per == 0]]
+    if empty:
+        many = len(empty) > 1
+        warn_from_caller(
+            f"sample_weight is 0 on every row of class{'es' if many else ''} "
+            f"{', '.join(repr(c) for c in empty[:5])}{' ...' if len(empty) > 5 else ''}: "
+            f"the model never predicts {'them' if many else 'it'} (probability 0).",
+            UserWarning,
+        )
+
+
 def check_weighted_sides(validation_fraction, sides):
     """ValueError where a side of the ``validation_fraction`` split holds no row of positive
     sample weight: a fit there has no mean to start from, a validation loss is 0 / 0.
@@ -573,6 +588,8 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         # the GPU's round kernel would otherwise copy a host y to the device every round.
         yc = backend.to_device(self._encode_target(y_input))
         w = _on_device(backend, check_sample_weight(sample_weight, n, device=device))
+        if w is not None and isinstance(self, ClassifierTargetMixin):
+            _warn_weightless_classes(self.classes_, yc, w, backend.xp)
         rng = check_random_state(getattr(self, "random_state", None))
         seed = int(rng.randint(np.iinfo(np.int32).max))
         return FitData(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context, clone
@@ -851,10 +852,13 @@ class _BaseControlBurn(SelectorBase):
         if not gpufs_refit:
             Xs, ys = to_host(Xs), to_host(y)
             w = to_host(w)
-        if w is not None and has_fit_parameter(est, "sample_weight"):
-            est.fit(Xs, ys, sample_weight=w)
-        else:
-            est.fit(Xs, ys)
+        with warnings.catch_warnings():
+            # said once already, by this fit's own input door
+            warnings.filterwarnings("ignore", message="sample_weight is 0 on every row of class")
+            if w is not None and has_fit_parameter(est, "sample_weight"):
+                est.fit(Xs, ys, sample_weight=w)
+            else:
+                est.fit(Xs, ys)
         return est
 
     def _refit_X(self, X):
