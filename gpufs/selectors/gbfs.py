@@ -765,7 +765,8 @@ _PARAMS_DOC = (
         first k; ``gpufs.plotting.plot_pool_ranking`` draws it), "resumed_round" (the final
         fit took the pool fit's first rounds, up to the entry of the first pool feature left
         out), "refit_mu" and "trees_grown" (trees grown by the "probes", the "pool" fit, the
-        "stability" refits and the "final" fit). Not saved in model files.
+        "stability" refits and the "final" fit). Saved in model files (None when loaded from
+        a file written before 2026-11-30).
     selection_filled_ : ndarray of shape (n_filled,), int64
         With ``n_features_to_select = k``, when fewer than k features entered the model even
         at ``mu = 0`` (a ``SelectionWarning`` says so): the features that fill the selection
@@ -775,7 +776,8 @@ _PARAMS_DOC = (
         The model does not split on them. Empty otherwise. Saved in model files.
     selection_frequency_ : ndarray of shape (n_features,), float64, or None
         With ``stability_rounds``: the fraction of the refits on half of the rows whose k
-        chosen features held each feature; None without. Not saved in model files.
+        chosen features held each feature; None without. Saved in model files (None when
+        loaded from a file written before 2026-11-30).
         ``gpufs.plotting.plot_selection_frequency`` draws it.
     fit_times_ : dict
         Wall seconds of the fit's phases, each without the time numba spent compiling kernels
