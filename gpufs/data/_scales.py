@@ -104,10 +104,10 @@ def check_target_scale(est, y, sample_weight=None):
 
 
 def check_classifier_weights(est, sample_weight):
-    """For a classifier whose trees sum weighted gradients (at most 1 each: ControlBurn's
-    forest): ValueError when the weights would take those sums, or their squares, out of
-    float64's range (denormal weights made every split NaN and selected nothing). Nothing for
-    a regressor (:func:`check_target_scale`) or without weights.
+    """For a classifier whose trees sum weighted log-loss gradients (at most 1 each:
+    ControlBurn's forest): ValueError when the weights would take those sums, or their
+    squares, out of float64's range (denormal weights made every split NaN and selected
+    nothing). Nothing for a regressor (:func:`check_target_scale`) or without weights.
 
     Parameters
     ----------
@@ -118,8 +118,12 @@ def check_classifier_weights(est, sample_weight):
 
     if sample_weight is None or not is_classifier(est):
         return
-    W, w_max = _weights(sample_weight, sample_weight.shape[0])
-    _check_overflow(1.0, W, w_max, "a classifier's gradients are at most 1", _RESCALE)
+    _check_log_loss_weights(*_weights(sample_weight, sample_weight.shape[0]))
+
+
+def _check_log_loss_weights(W, w_max):
+    """The weight bounds of a classifier's trees: gradients of the log loss are at most 1."""
+    _check_overflow(1.0, W, w_max, "the gradients of the log loss are at most 1", _RESCALE)
 
 
 def check_boosting_scales(est, y, sample_weight=None):
@@ -160,7 +164,7 @@ def check_boosting_scale_values(est, n, W, w_max, R=None, _span_text=None):
 
     if is_classifier(est):
         h_max = 0.25 if est.hessian else 1.0
-        _check_overflow(1.0, W, w_max, "the gradients of the log loss are at most 1", _RESCALE)
+        _check_log_loss_weights(W, w_max)
     else:
         h_max = 1.0
         _check_overflow(
