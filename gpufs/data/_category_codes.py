@@ -28,8 +28,9 @@ from ..io._strict_json import (
 COVERAGE = 0.99
 
 
-def _plain(v):
-    """A category value as a plain Python scalar (numpy scalars unwrapped)."""
+def plain_scalar(v):
+    """A value as a plain Python scalar (numpy scalars unwrapped): category values, and the
+    class and task labels that messages name."""
     return v.item() if isinstance(v, np.generic) else v
 
 
@@ -50,7 +51,7 @@ class CategoryCodes:
 
     def __init__(self, n_features, values, n_codes):
         self.n_features = int(n_features)
-        self.values = {int(f): [_plain(v) for v in vals] for f, vals in values.items()}
+        self.values = {int(f): [plain_scalar(v) for v in vals] for f, vals in values.items()}
         self.n_codes = {int(f): int(n) for f, n in n_codes.items()}
         self._lookup = None
 
@@ -124,10 +125,10 @@ class CategoryCodes:
             uniq, inverse = np.unique(vals, return_inverse=True)
         except TypeError:  # values of mixed types cannot be sorted: look each one up
             self._check_kind(f, vals, name)
-            out[present] = [table.get(_plain(v), np.nan) for v in vals]
+            out[present] = [table.get(plain_scalar(v), np.nan) for v in vals]
             return out
         self._check_kind(f, uniq, name)
-        codes = np.array([table.get(_plain(v), np.nan) for v in uniq], dtype=np.float64)
+        codes = np.array([table.get(plain_scalar(v), np.nan) for v in uniq], dtype=np.float64)
         out[present] = codes[inverse.reshape(-1)]
         return out
 
@@ -142,7 +143,7 @@ class CategoryCodes:
         elif vals.dtype.kind in "US":
             other = None if want == "text" else "text"
         else:
-            kinds = {_kind(_plain(v)) for v in vals}
+            kinds = {_kind(plain_scalar(v)) for v in vals}
             other = next((k for k in sorted(kinds) if k != want), None)
         if other is None:
             return
@@ -225,7 +226,7 @@ def merge_counts(parts, name):
             f"ordered: {exc}; convert it to one type (for example .astype(str)) "
             "first."
         ) from None
-    return [_plain(v) for v in uniq], np.bincount(
+    return [plain_scalar(v) for v in uniq], np.bincount(
         inverse.reshape(-1), weights=cnts, minlength=len(uniq)
     ).astype(np.int64)
 
@@ -242,7 +243,7 @@ def _unique_counts(col, f):
         ) from None
     if uniq.dtype.kind == "f" and not np.isfinite(uniq).all():
         raise ValueError(f"categorical column {f} holds infinity; categories must be finite.")
-    return [_plain(v) for v in uniq], counts
+    return [plain_scalar(v) for v in uniq], counts
 
 
 # --- the JSON form of the category maps (model files) ---------------------------------------

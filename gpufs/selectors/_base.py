@@ -25,6 +25,7 @@ from .._device import device_of, is_cupy_array, like, namespace_of, resolve_devi
 from .._params import DEVICE_CONSTRAINT, int_range, real_range
 from .._warnings import warn_from_caller
 from ..backends import get_backend
+from ..data._category_codes import plain_scalar
 from ..data._input import (
     _frame,
     check_classification_labels,
@@ -191,7 +192,7 @@ def _warn_weightless_classes(classes, codes, w, xp):
     """Say when every row of a class weighs 0: the fit is sound, but it never predicts that
     class (its probability is 0), which a user who zeroed weights by mistake should hear."""
     per = to_host(xp.bincount(codes.astype(xp.int64), weights=w, minlength=len(classes)))
-    empty = [c.item() if isinstance(c, np.generic) else c for c in classes[per == 0]]
+    empty = [plain_scalar(c) for c in classes[per == 0]]
     if empty:
         many = len(empty) > 1
         warn_from_caller(

@@ -28,6 +28,7 @@ from .._threading import honours_n_jobs
 from .._warnings import warn_from_caller
 from ..backends import get_backend
 from ..data import _scales
+from ..data._category_codes import plain_scalar
 from ..data._input import check_costs, check_groups, check_sample_weight, check_X, check_y
 from ..engine.binning import BinMapper
 from ..engine.boosting import BoostingParams
@@ -323,7 +324,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
                 f"with penalty_scaling='root_sse' the scaled gain of a split is at most 1, so "
                 f"mu_G + mu_t must be < 1 (Algorithm 1's condition) or no new feature can ever "
                 f"enter: mu_G={float(self.mu_G):g} + mu_t={mu_t[t]:g} for task "
-                f"{_plain(self.tasks_[t])!r}."
+                f"{plain_scalar(self.tasks_[t])!r}."
             )
         return mu_t
 
@@ -381,8 +382,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
         for t, w in enumerate(ws):
             if w is not None and not bool((w > 0).any()):
                 raise ValueError(
-                    f"every sample weight of task {_plain(tasks[t])!r} is 0: a task needs rows "
-                    "to fit."
+                    f"every sample weight of task {plain_scalar(tasks[t])!r} is 0: a task "
+                    "needs rows to fit."
                 )
         params = BoostingParams(
             n_estimators=self.n_estimators,
@@ -439,7 +440,7 @@ class _BaseMultiTaskGBFS(SelectorBase):
             "features": self.selected_features_.tolist(),
             "names": [str(n) for n in self._feature_names()[self.selected_features_]],
             "entry_round": rounds,
-            "entry_task": [_plain(self.tasks_[i]) for i in task_idx],
+            "entry_task": [plain_scalar(self.tasks_[i]) for i in task_idx],
         }
 
     # --- predict ------------------------------------------------------------------------
@@ -464,8 +465,8 @@ class _BaseMultiTaskGBFS(SelectorBase):
         if not ok.all():
             bad = labels[~ok][0]
             raise ValueError(
-                f"task {_plain(bad)!r} was not seen in fit; the tasks are "
-                f"{[_plain(t) for t in known]}."
+                f"task {plain_scalar(bad)!r} was not seen in fit; the tasks are "
+                f"{[plain_scalar(t) for t in known]}."
             )
         return idx.astype(np.int64)
 
@@ -494,10 +495,6 @@ class _BaseMultiTaskGBFS(SelectorBase):
             r = xp.asarray(np.flatnonzero(codes == t))
             out[r] = self.ensembles_[int(t)].predict_raw(X[r], backend)
         return out
-
-
-def _plain(x):
-    return x.item() if isinstance(x, np.generic) else x
 
 
 _PARAMS_DOC = (
