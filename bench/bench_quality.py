@@ -127,10 +127,10 @@ from _quality_spec import (  # noqa: E402
     PEERS,
     PLANTED_FAMILIES,
     PLANTED_KS,
+    SEED,
     TOL,
 )
 
-SEED = 0
 KS = (3, 5, 10)
 
 

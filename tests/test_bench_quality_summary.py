@@ -96,3 +96,67 @@ def test_exact_k_cost_counts_every_phase_gbfs_reports():
     phases = set(est.fit_times_) - {"mu_probes", "compile"}
     assert {"heldout", "stability"} <= phases
     assert phases <= set(EXACT_K_PHASES)
+
+
+@pytest.fixture(scope="module")
+def qj():
+    sys.path.insert(0, BENCH)
+    try:
+        import quality_judges
+
+        yield quality_judges
+    finally:
+        sys.path.remove(BENCH)
+
+
+def test_judges_import_no_runner_and_score_what_they_are_given(qj):
+    """quality_judges.judge_scores: each judge refits the columns it is given (a signal
+    column scores above a noise column under both), nothing selected scores NaN."""
+    import math
+
+    import numpy as np
+
+    pytest.importorskip("lightgbm")
+    assert "bench_quality" not in sys.modules
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = (X[:, 0] + 0.3 * rng.normal(size=600) > 0).astype(int)
+    args = (X[:400], y[:400], X[400:], y[400:], "classification")
+    signal, noise = qj.judge_scores(*args, [0]), qj.judge_scores(*args, [1])
+    assert set(signal) == set(qj.JUDGES)
+    for judge in qj.JUDGES:
+        assert signal[judge] > 0.9 and abs(noise[judge] - 0.5) < 0.15
+    assert all(math.isnan(v) for v in qj.judge_scores(*args, []).values())
+
+
+def test_judges_write_records_the_summary_reads(qs, tmp_path):
+    """quality_judges.py (in a child: it loads tables through the runner) rescores stored
+    selections of a real table into one file per judge that quality_summary tabulates alone;
+    planted-family records are left out."""
+    import subprocess
+
+    pytest.importorskip("lightgbm")
+    records = tmp_path / "runs.jsonl"
+    with open(records, "w") as f:
+        for split in (0, 1):
+            for method, features in (("gbfs", [0, 7]), ("rf_topk", ["mean radius", 22])):
+                run = {"kind": "run", "table": "breast_cancer", "k": 2, "split": split}
+                f.write(json.dumps({**run, "method": method, "features": features, "score": 0.9}))
+                f.write("\n")
+        f.write(json.dumps({**run, "table": "copies_clf", "method": "gbfs", "features": [0]}))
+        f.write("\n")
+    script = os.path.join(BENCH, "quality_judges.py")
+    subprocess.run(
+        [sys.executable, script, str(records), "--tag", "t", "--out-dir", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
+    for judge in ("lgbm_d4", "lgbm_default"):
+        path = tmp_path / f"quality_t_{judge}.jsonl"
+        with open(path) as f:
+            runs = [json.loads(line) for line in f]
+        assert len(runs) == 4 and {r["judge"] for r in runs} == {judge}
+        assert {tuple(r["features"]) for r in runs} == {(0, 7), (0, 22)}  # names to indices
+        assert all(0.8 < r["score"] < 1.0 and r["rf_score"] == 0.9 for r in runs)
+        (row,) = qs.summarize(qs.load_runs([path]))
+        assert (row["table"], row["k"], row["splits"]) == ("breast_cancer", 2, 2)
