@@ -423,6 +423,21 @@ def test_eval_set_unseen_labels():
         GBFSClassifier(device="cpu").fit(X, Y_CLS, eval_set=(X[:10], yv))
 
 
+@pytest.mark.parametrize("cls", [GBFSRegressor, StagewiseRegressor])
+def test_eval_set_checks_name_the_pair(cls):
+    """The input door's messages about a validation pair say which pair: an empty one read
+    as scikit-learn's bare "Found array with 0 sample(s)"."""
+    est = cls(device="cpu")
+    with pytest.raises(ValueError, match=r"^eval_set: Found array with 0 sample\(s\)"):
+        est.fit(X, Y_REG, eval_set=(X[:0], Y_REG[:0]))
+    with pytest.raises(ValueError, match=r"^eval_set\[1\]: X has 3 features, but"):
+        est.fit(X, Y_REG, eval_set=[(X[:10], Y_REG[:10]), (X[:10, :3], Y_REG[:10])])
+    with pytest.raises(ValueError, match=r"^eval_set: .*inconsistent numbers of samples"):
+        est.fit(X, Y_REG, eval_set=(X[:10], Y_REG[:9]))
+    with pytest.raises(ValueError, match=r"^eval_set: sample_weight must have shape \(10,\)"):
+        est.fit(X, Y_REG, eval_set=[(X[:10], Y_REG[:10])], sample_weight_eval_set=[np.ones(9)])
+
+
 def test_eval_set_malformed():
     with pytest.raises(
         ValueError,

@@ -626,13 +626,18 @@ class SelectorBase(GPUFSSelectorMixin, BaseEstimator):
         out = []
         for i, (Xv, yv, wv) in enumerate(pairs):
             what = "eval_set" if len(pairs) == 1 else f"eval_set[{i}]"
-            Xc = check_X(
-                self, Xv, device=data.device, reset=False, dtype=dtype, allow_nan=allow_nan
-            )
-            yc = self._encode_validation_target(check_y(yv, Xc.shape[0], device=data.device), what)
-            yc = data.backend.to_device(yc)
-            wc = _on_device(data.backend, check_sample_weight(wv, Xc.shape[0], device=data.device))
-            out.append((Xc, yc, wc))
+            try:
+                Xc = check_X(
+                    self, Xv, device=data.device, reset=False, dtype=dtype, allow_nan=allow_nan
+                )
+                yv = check_y(yv, Xc.shape[0], device=data.device)
+                wc = check_sample_weight(wv, Xc.shape[0], device=data.device)
+            except ValueError as e:
+                # the input door's messages name no argument: say which pair it was (an empty
+                # one otherwise reads as scikit-learn's "Found array with 0 sample(s)")
+                raise ValueError(f"{what}: {e}") from e
+            yc = data.backend.to_device(self._encode_validation_target(yv, what))
+            out.append((Xc, yc, _on_device(data.backend, wc)))
         return out
 
     def _validation_rows(self, data):
