@@ -273,6 +273,25 @@ def load_family(name, seed):
     raise ValueError(f"unknown planted family {name!r}")
 
 
+def integer_coded(X):
+    """(X as float64 ndarray, the positions of its text columns): every text column replaced
+    by its ``pandas.factorize`` codes, as every method of the bench sees it."""
+    import pandas as pd
+
+    text = [j for j, c in enumerate(X.columns) if not pd.api.types.is_numeric_dtype(X[c])]
+    if text:
+        X = X.assign(**{c: pd.factorize(X[c])[0].astype(np.float64) for c in X.columns[text]})
+    return X.to_numpy(dtype=np.float64), text
+
+
+def split_rows(Xa, y, task, split):
+    """(Xtr, Xte, ytr, yte) of one split: 30 % held out, stratified for a classification."""
+    from sklearn.model_selection import train_test_split
+
+    strat = y if task == "classification" else None
+    return train_test_split(Xa, y, test_size=0.3, random_state=SEED + split, stratify=strat)
+
+
 # --- refit -----------------------------------------------------------------------------------
 class Refit:
     """Held-out score of a RandomForest refit on a set of columns (cached by the set)."""
@@ -626,8 +645,6 @@ def run_table(name, ks, methods, machine, out, splits=1):
     of the gap (the best peer's score minus the best gpufs family's, per split) when there are
     several splits.
     """
-    from sklearn.model_selection import train_test_split
-
     family = name in FAMILIES
     if family:  # planted: new data per split, k the number of planted signals
         ks = list(PLANTED_KS.get(name, (FAMILIES[name],)))
@@ -640,16 +657,9 @@ def run_table(name, ks, methods, machine, out, splits=1):
         if family:
             X, y, task, groups = load_family(name, split)
         cols = [str(c) for c in X.columns]
-        import pandas as pd
-
-        text = [j for j, c in enumerate(X.columns) if not pd.api.types.is_numeric_dtype(X[c])]
-        if text:  # integer codes for every method; gpufs is told they are categorical
-            X = X.assign(**{c: pd.factorize(X[c])[0].astype(np.float64) for c in X.columns[text]})
-        Xa = X.to_numpy(dtype=np.float64)
-        strat = y if task == "classification" else None
-        Xtr, Xte, ytr, yte = train_test_split(
-            Xa, y, test_size=0.3, random_state=SEED + split, stratify=strat
-        )
+        # integer codes for every method; gpufs is told the text columns are categorical
+        Xa, text = integer_coded(X)
+        Xtr, Xte, ytr, yte = split_rows(Xa, y, task, split)
         state = {"categorical": text} if text else {}
         if name == "exact_fill":  # a short model: it splits on 6 of the 8 signals
             state["gbfs_params"] = {"n_estimators": 30, "max_depth": 2}

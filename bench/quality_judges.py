@@ -22,8 +22,6 @@ import argparse
 import json
 import os
 
-import numpy as np
-
 # Not bench_quality at import: importing the runner sets NUMBA_NUM_THREADS and sys.path.
 from _quality_spec import GPUFS, PEERS, PLANTED_FAMILIES, SEED
 from quality_summary import load_runs
@@ -35,17 +33,11 @@ JUDGES = {
 
 
 def _table(name):
-    """(X ndarray float64, y, task, column names) as ``bench_quality.run`` builds them."""
-    import pandas as pd
-
-    from bench_quality import load
+    """(X ndarray float64, y, task, column names) as ``bench_quality.run_table`` builds them."""
+    from bench_quality import integer_coded, load
 
     X, y, task = load(name)
-    cols = [str(c) for c in X.columns]
-    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
-    if text:
-        X = X.assign(**{c: pd.factorize(X[c])[0].astype(np.float64) for c in text})
-    return X.to_numpy(dtype=np.float64), y, task, cols
+    return integer_coded(X)[0], y, task, [str(c) for c in X.columns]
 
 
 def judge_scores(Xtr, ytr, Xte, yte, task, columns):
@@ -68,7 +60,7 @@ def judge_scores(Xtr, ytr, Xte, yte, task, columns):
 
 
 def main(argv=None):
-    from sklearn.model_selection import train_test_split
+    from bench_quality import split_rows
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("records", nargs="+", help="bench_quality.py records (later files win)")
@@ -87,10 +79,7 @@ def main(argv=None):
         for table in sorted({key[0] for key in runs}):
             Xa, y, task, cols = _table(table)
             for split in sorted({key[2] for key in runs if key[0] == table}):
-                strat = y if task == "classification" else None
-                Xtr, Xte, ytr, yte = train_test_split(
-                    Xa, y, test_size=0.3, random_state=SEED + split, stratify=strat
-                )
+                Xtr, Xte, ytr, yte = split_rows(Xa, y, task, split)
                 cache = {}  # by the set of columns: methods often agree
                 for (t, k, s, method), rec in sorted(runs.items()):
                     if (t, s) != (table, split):

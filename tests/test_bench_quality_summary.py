@@ -1,6 +1,7 @@
 """bench/quality_summary.py: the verdict per (table, k) from bench_quality records, and a later
 file's runs replacing an earlier one's (how one family is re-measured)."""
 
+import importlib
 import json
 import os
 import sys
@@ -10,17 +11,20 @@ import pytest
 BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "bench")
 
 
-@pytest.fixture(scope="module")
-def qs():
-    # quality_summary imports no runner (bench_quality sets NUMBA_NUM_THREADS on import,
-    # which would break every later numba test in this process)
+def _bench_module(name):
+    """Import bench/<name>.py with bench/ on the path while the fixture lives. Only modules
+    that import no runner: bench_quality sets NUMBA_NUM_THREADS on import, which would break
+    every later numba test in this process."""
     sys.path.insert(0, BENCH)
     try:
-        import quality_summary
-
-        yield quality_summary
+        yield importlib.import_module(name)
     finally:
         sys.path.remove(BENCH)
+
+
+@pytest.fixture(scope="module")
+def qs():
+    yield from _bench_module("quality_summary")
 
 
 def _write(path, scores):
@@ -100,13 +104,7 @@ def test_exact_k_cost_counts_every_phase_gbfs_reports():
 
 @pytest.fixture(scope="module")
 def qj():
-    sys.path.insert(0, BENCH)
-    try:
-        import quality_judges
-
-        yield quality_judges
-    finally:
-        sys.path.remove(BENCH)
+    yield from _bench_module("quality_judges")
 
 
 def test_judges_import_no_runner_and_score_what_they_are_given(qj):
