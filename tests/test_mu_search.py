@@ -434,7 +434,11 @@ def test_gbfs_warm_start_keeps_the_bins_and_the_probes_for_a_new_k():
             n_estimators=30, n_features_to_select=k, random_state=0, device="cpu"
         ).fit(X, y)
         assert est.bin_mapper_ is bins and est.selected_features_.size == k
-        assert len(est.mu_search_) < len(cold.mu_search_)
+        # fewer probe trees than a cold search (a probe given up halfway leaves some prices
+        # unknown to the next k, so the count of probes alone need not fall)
+        assert sum(p["n_trees"] for p in est.mu_search_) < sum(
+            p["n_trees"] for p in cold.mu_search_
+        )
         # the probes this fit ran are new prices, not ones an earlier fit already tried
         assert not {p["mu"] for p in est.mu_search_} & {p["mu"] for p in cold.mu_search_[:1]}
     # another parameter, or an unseeded estimator: everything again
@@ -445,3 +449,67 @@ def test_gbfs_warm_start_keeps_the_bins_and_the_probes_for_a_new_k():
     ).fit(X, y)
     first = unseeded.bin_mapper_
     assert unseeded.fit(X, y).bin_mapper_ is not first
+
+
+def test_a_probe_is_given_up_when_its_pace_cannot_reach_k():
+    """``gives_up``: checked once, at ``abandon_round`` of the horizon; short when the
+    features entered so far, at their pace, stay under k by the horizon."""
+    from gpufs.selectors._mu_search import abandon_round, gives_up, short_from
+
+    assert abandon_round(50) == 25 and abandon_round(15) == 8 and abandon_round(1) == 1
+    assert gives_up(4, 25, 50, 10)  # 4 in 25 rounds: 8 by round 50, short of 10
+    assert not gives_up(5, 25, 50, 10)  # 5 in 25: 10 by round 50 (the pace reaches k)
+    assert not gives_up(0, 24, 50, 10) and not gives_up(0, 26, 50, 10)  # only at round 25
+    # short_from: the smallest k the same probe would be given up for
+    for n, r, h in [(4, 25, 50), (3, 8, 15), (0, 25, 50), (7, 10, 20)]:
+        k0 = short_from(n, r, h)
+        assert gives_up(n, r, h, k0) and not gives_up(n, r, h, k0 - 1)
+
+
+def _given_up(est):
+    return [p for p in est.mu_search_ if p.get("short_from") is not None]
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_giving_up_probes_changes_no_outcome_and_grows_fewer_trees(monkeypatch, task):
+    """Exact k on a table with fewer signals than its pool (2 k): the probes above the price
+    that admits the pool are given up at half their horizon, not grown to it, and the fit
+    (search outcomes, mu_, selection, trees) is the one without the rule. A probe at mu = 0
+    runs its horizon."""
+    import gpufs.selectors._mu_search as ms
+
+    X, y = _planted(4, n=600, d=40, task=task)
+    cls = GBFSRegressor if task == "regression" else GBFSClassifier
+    kw = dict(n_features_to_select=5, n_estimators=40, device="cpu", random_state=0)
+    est = cls(**kw).fit(X, y)
+    gave_up = _given_up(est)
+    assert gave_up, est.mu_search_  # the case must exercise the rule
+    horizon = 20  # HORIZON of 40 rounds
+    for p in gave_up:
+        assert p["mu"] > 0 and not p["reached"] and p["short_from"] <= 10  # the pool's k
+        assert p["n_trees"] == ms.abandon_round(horizon)  # one output: a tree per round
+        assert p["short_from"] == ms.short_from(p["n_features"], p["n_trees"], horizon)
+    monkeypatch.setattr(ms, "gives_up", lambda *a: False)
+    full = cls(**kw).fit(X, y)
+    assert not _given_up(full)
+    assert [(p["mu"], p["reached"]) for p in est.mu_search_] == [
+        (p["mu"], p["reached"]) for p in full.mu_search_
+    ]
+    assert sum(p["n_trees"] for p in est.mu_search_) < sum(p["n_trees"] for p in full.mu_search_)
+    assert est.mu_ == full.mu_
+    assert est.selected_features_.tolist() == full.selected_features_.tolist()
+    np.testing.assert_array_equal(est.predict(X), full.predict(X))
+
+
+def test_known_outcomes_of_a_probe_given_up():
+    """A probe given up with f features: reached for k <= f, short for k >= short_from,
+    unknown between (a probe for such a k might have gone on and reached it)."""
+    records = [dict(mu=0.05, reached=False, n_features=3, n_trees=25, seconds=0.0)]
+    records[0]["short_from"] = 7
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 3)] == [(0.05, True)]
+    assert known_outcomes(records, 4) == known_outcomes(records, 6) == []
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 7)] == [(0.05, False)]
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 12)] == [(0.05, False)]
+    # records of fits before the rule (no key) keep their meaning
+    del records[0]["short_from"]
+    assert [(p.mu, p.reached) for p in known_outcomes(records, 4)] == [(0.05, False)]

@@ -282,8 +282,8 @@ def fit_exact_k(
     if k_pool < d:
         # A bracket is enough: the pool is over-admitted anyway, so its lower end (at most
         # POOL_STEP times below the largest price that admits k_pool) needs no bisection. At
-        # most MAX_PROBES probes of half a fit each, the pool fit and the final fit: at most
-        # four fits' trees in all.
+        # most MAX_PROBES probes of half a fit each (a quarter where one is given up), the pool
+        # fit and the final fit: at most four fits' trees in all.
         search = gbfs_mu_search(
             setup,
             k_pool,

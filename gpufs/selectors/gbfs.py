@@ -754,9 +754,10 @@ _PARAMS_DOC = (
         The price the final fit ran at (``mu`` unless it was searched; 0 when a chosen
         feature did not enter at the searched price and the final fit ran again at 0).
     mu_search_ : list of dict or None
-        The search's probes in order (mu, reached, n_features, n_trees, seconds); None
-        without ``n_features_to_select``. With ``warm_start``, only the probes this fit ran
-        (outcomes known from earlier fits are not probed again).
+        The search's probes in order (mu, reached, n_features, n_trees, seconds, and
+        short_from: for a probe given up halfway, the smallest k it falls short of, else
+        None); None without ``n_features_to_select``. With ``warm_start``, only the probes
+        this fit ran (outcomes known from earlier fits are not probed again).
     selection_pool_ : dict or None
         With ``n_features_to_select``: "features" (the pool: every feature the unbudgeted
         fit at the searched price admitted, in the order they entered), "gain" (their total
