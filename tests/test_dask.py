@@ -219,7 +219,10 @@ def test_gbfs_binary_subsampled_cut_points_and_k_search(client, monkeypatch):
     assert est.selected_features_.shape == (2,)
     assert len(ref.mu_search_) > 1 and _probes(ref) == _probes(est)
     assert ref.mu_ == est.mu_
-    assert len(resumed) == 1  # the final fit resumed from the winning probe's checkpoint
+    # no probe reached the pool (2 k), not even at mu = 0: the pool fit resumed from that
+    # probe's last round, the final fit from the pool fit
+    assert ref.mu_search_[-1]["mu"] == 0.0 and not ref.mu_search_[-1]["reached"]
+    assert len(resumed) == 2
 
 
 def test_gbfs_k_search_multiclass_eval_set_root_sse(client, monkeypatch):
@@ -242,7 +245,9 @@ def test_gbfs_k_search_multiclass_eval_set_root_sse(client, monkeypatch):
     _assert_same_model(ref, est)
     assert len(ref.classes_) == 4 and est.selected_features_.shape == (3,)
     assert _probes(ref) == _probes(est) and ref.mu_ == est.mu_
-    assert len(resumed) == 1
+    # the pool fit resumed from the probe at mu = 0 (short of the pool), the final fit from it
+    assert ref.mu_search_[-1]["mu"] == 0.0 and not ref.mu_search_[-1]["reached"]
+    assert len(resumed) == 2
     assert np.array_equal(ref.evals_result_[0], est.evals_result_[0])
 
 

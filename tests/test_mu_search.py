@@ -513,3 +513,38 @@ def test_known_outcomes_of_a_probe_given_up():
     # records of fits before the rule (no key) keep their meaning
     del records[0]["short_from"]
     assert [(p.mu, p.reached) for p in known_outcomes(records, 4)] == [(0.05, False)]
+
+
+@pytest.mark.parametrize("pool_ranking", ["gain", "heldout"])
+def test_pool_fit_resumes_from_a_short_probe_at_mu_zero(monkeypatch, pool_ranking):
+    """When even the probe at mu = 0 falls short of the pool (2 k), the pool fit runs at
+    mu = 0, unbudgeted: it resumes from that probe's last round start instead of growing
+    those rounds again, and the fit is the one grown from scratch."""
+    import gpufs.selectors._exact_k as ek
+
+    rng = np.random.default_rng(27)
+    X = rng.normal(size=(800, 6))
+    y = 2.0 * X[:, 0] - X[:, 3] + 0.7 * X[:, 1] + 0.3 * rng.normal(size=800)
+    kw = dict(n_features_to_select=2, n_estimators=12, max_depth=3, random_state=10)
+    est = GBFSRegressor(pool_ranking=pool_ranking, device="cpu", **kw).fit(X, y)
+    last = est.mu_search_[-1]
+    assert last["mu"] == 0.0 and not last["reached"] and last["n_features"] < 4  # the case
+    horizon = 6
+    assert est.selection_pool_["trees_grown"]["pool"] == 12 - (horizon - 1)
+
+    search = ek.gbfs_mu_search
+
+    def from_scratch(*a, **k):
+        s = search(*a, **k)
+        if s.mu is None:
+            s.checkpoint = None
+        return s
+
+    monkeypatch.setattr(ek, "gbfs_mu_search", from_scratch)
+    ref = GBFSRegressor(pool_ranking=pool_ranking, device="cpu", **kw).fit(X, y)
+    assert ref.selection_pool_["trees_grown"]["pool"] == 12
+    assert est.mu_ == ref.mu_
+    assert est.selected_features_.tolist() == ref.selected_features_.tolist()
+    for key in ("features", "gain", "chosen", "heldout_gain"):
+        assert est.selection_pool_[key] == ref.selection_pool_[key]
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))

@@ -69,7 +69,9 @@ class MuSearch:
 
     ``checkpoint``: the state of the probe at ``mu`` at the start of the round in which its
     k-th feature entered (``boosting.BoostingCheckpoint``), or None; the final fit resumes
-    from it instead of growing those rounds again.
+    from it instead of growing those rounds again. With ``mu`` None, the state of the probe
+    at ``mu = 0`` at the start of its last round, where that probe ran (an unbudgeted fit at
+    ``mu = 0`` grows the same trees until then).
     """
 
     mu: float | None
@@ -295,6 +297,9 @@ def gbfs_mu_search(
     )
     scaling = setup.scaling
     kept = {}  # mu -> checkpoint, only for the largest mu that reached k so far
+    # the mu = 0 probe's last round start when it fell short: the pool fit runs at mu = 0 then
+    # (fit_exact_k), unbudgeted, and grows the same trees until there
+    short_at_zero = []
     n_probes = []
 
     def probe(mu):
@@ -310,7 +315,7 @@ def gbfs_mu_search(
             rounds = len(started)  # a probe starts at round 0
             started.append(rounds)
             # Not at mu = 0: there the pool fit runs whatever the outcome, and resumes from
-            # the probe when it reaches (at 300,000 x 100 its last features entered late)
+            # the probe (at 300,000 x 100 its last features entered late)
             if mu > 0 and gives_up(len(pen.order), rounds, horizon, k):
                 n = len(pen.order)
                 raise _GaveUp(len(make_checkpoint().trees), short_from(n, rounds, horizon))
@@ -327,6 +332,8 @@ def gbfs_mu_search(
                 result = Probe(
                     float(mu), False, len(pen.order), int(ensemble.n_trees), clock() - t0
                 )
+                if mu == 0.0 and latest:
+                    short_at_zero[:] = latest
             except _GaveUp as gave_up:
                 result = Probe(
                     float(mu),
@@ -361,5 +368,8 @@ def gbfs_mu_search(
         known=known,
         step=step,
     )
-    search.checkpoint = kept.get(search.mu) if search.mu is not None else None
+    if search.mu is not None:
+        search.checkpoint = kept.get(search.mu)
+    else:
+        search.checkpoint = short_at_zero[0] if short_at_zero else None
     return search
