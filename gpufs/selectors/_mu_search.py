@@ -97,11 +97,11 @@ def known_outcomes(records, k: int) -> list:
     out = []
     for r in records or ():
         f = int(r["n_features"])
-        short_from = r.get("short_from")  # absent from records older than the rule
+        bound = r.get("short_from")  # absent from records older than the rule
         if f >= k:
             out.append(Probe(float(r["mu"]), True, f, int(r["n_trees"]), 0.0))
-        elif not r["reached"] and (short_from is None or k >= int(short_from)):
-            out.append(Probe(float(r["mu"]), False, f, int(r["n_trees"]), 0.0, short_from))
+        elif not r["reached"] and (bound is None or k >= int(bound)):
+            out.append(Probe(float(r["mu"]), False, f, int(r["n_trees"]), 0.0, bound))
     return out
 
 
@@ -312,18 +312,15 @@ def gbfs_mu_search(
         )
 
         def on_round_start(make_checkpoint):
-            rounds = len(started)  # a probe starts at round 0
-            started.append(rounds)
+            latest[:] = [make_checkpoint()]
+            rounds, n = latest[0].rounds, len(pen.order)
             # Not at mu = 0: there the pool fit runs whatever the outcome, and resumes from
             # the probe (at 300,000 x 100 its last features entered late)
-            if mu > 0 and gives_up(len(pen.order), rounds, horizon, k):
-                n = len(pen.order)
-                raise _GaveUp(len(make_checkpoint().trees), short_from(n, rounds, horizon))
-            latest[:] = [make_checkpoint()]
-            if bar is not None and latest[0].rounds:
+            if mu > 0 and gives_up(n, rounds, horizon, k):
+                raise _GaveUp(len(latest[0].trees), short_from(n, rounds, horizon))
+            if bar is not None and rounds:
                 bar.update(1)
 
-        started = []
         t0 = clock()
         result = None
         try:
