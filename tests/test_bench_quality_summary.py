@@ -109,7 +109,8 @@ def qj():
 
 def test_judges_import_no_runner_and_score_what_they_are_given(qj):
     """quality_judges.judge_scores: each judge refits the columns it is given (a signal
-    column scores above a noise column under both), nothing selected scores NaN."""
+    column scores above a noise column under every judge), nothing selected scores NaN; a
+    subset of judges is scored alone."""
     import math
 
     import numpy as np
@@ -125,6 +126,7 @@ def test_judges_import_no_runner_and_score_what_they_are_given(qj):
     for judge in qj.JUDGES:
         assert signal[judge] > 0.9 and abs(noise[judge] - 0.5) < 0.15
     assert all(math.isnan(v) for v in qj.judge_scores(*args, []).values())
+    assert set(qj.judge_scores(*args, [0], ["rf_all"])) == {"rf_all"}
 
 
 def test_judges_write_records_the_summary_reads(qs, tmp_path):
@@ -149,7 +151,7 @@ def test_judges_write_records_the_summary_reads(qs, tmp_path):
         check=True,
         capture_output=True,
     )
-    for judge in ("lgbm_d4", "lgbm_default"):
+    for judge in ("lgbm_d4", "lgbm_default", "rf_leaf5", "rf_all"):
         path = tmp_path / f"quality_t_{judge}.jsonl"
         with open(path) as f:
             runs = [json.loads(line) for line in f]
