@@ -160,3 +160,48 @@ def test_judges_write_records_the_summary_reads(qs, tmp_path):
         assert all(0.8 < r["score"] < 1.0 and r["rf_score"] == 0.9 for r in runs)
         (row,) = qs.summarize(qs.load_runs([path]))
         assert (row["table"], row["k"], row["splits"]) == ("breast_cancer", 2, 2)
+
+
+@pytest.fixture(scope="module")
+def qf():
+    yield from _bench_module("quality_forward")
+
+
+def test_forward_order_adds_the_signals_first(qf):
+    """quality_forward.forward_order: of a strong signal, a weaker one and four noise columns,
+    the strong enters first and the weaker second; given candidates, only they are chosen.
+    (Greedy, so a pure interaction whose columns are useless alone would not be found: that
+    is the yardstick's known blind spot.)"""
+    import numpy as np
+
+    pytest.importorskip("lightgbm")
+    assert "bench_quality" not in sys.modules
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(900, 6))
+    y = (2 * X[:, 1] + X[:, 4] + 0.3 * rng.normal(size=900) > 0).astype(int)
+    order = qf.forward_order(X, y, "classification", 3)
+    assert len(order) == 3 and len(set(order)) == 3
+    assert order[:2] == [1, 4]
+    among = qf.forward_order(X, y, "classification", 2, [0, 4, 5])  # the strong one left out
+    assert among[0] == 4 and len(among) == 2 and set(among) <= {0, 4, 5}
+    assert qf.cv_loss(X, y, "classification", [1, 4]) < qf.cv_loss(X, y, "classification", [0])
+
+
+def test_forward_compare_counts_cells_per_judge(qf, tmp_path, capsys):
+    """quality_forward.compare: forward's mean over the splits is set against the best peer of
+    each judge's records, within the goal's tolerance; GBFS's verdict is the summary's."""
+
+    def write(path, runs):
+        with open(path, "w") as f:
+            for method, split, extra in runs:
+                rec = {"kind": "run", "table": "t", "k": 3, "split": split, "method": method}
+                f.write(json.dumps({**rec, **extra}) + "\n")
+
+    rf, d4, fwd = tmp_path / "rf.jsonl", tmp_path / "d4.jsonl", tmp_path / "fwd.jsonl"
+    write(rf, [(m, s, {"score": v}) for s in (0, 1) for m, v in (("gbfs", 0.70), ("l1", 0.80))])
+    write(d4, [(m, s, {"score": v}) for s in (0, 1) for m, v in (("gbfs", 0.90), ("l1", 0.80))])
+    write(fwd, [("forward_d4", s, {"score": 0.797 + 0.002 * s, "d4_score": 0.7}) for s in (0, 1)])
+    met = qf.compare(str(fwd), [str(rf)], [str(d4)])
+    assert met["rf"] == {"forward": 1, "gbfs": 0, "cells": 1}  # 0.798 is within 0.005 of 0.80
+    assert met["lgbm_d4"] == {"forward": 0, "gbfs": 1, "cells": 1}
+    assert "| t | 3 | rf | 0.7980 | 0.7000 | 0.8000 |" in capsys.readouterr().out
