@@ -205,3 +205,38 @@ def test_forward_compare_counts_cells_per_judge(qf, tmp_path, capsys):
     assert met["rf"] == {"forward": 1, "gbfs": 0, "cells": 1}  # 0.798 is within 0.005 of 0.80
     assert met["lgbm_d4"] == {"forward": 0, "gbfs": 1, "cells": 1}
     assert "| t | 3 | rf | 0.7980 | 0.7000 | 0.8000 |" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def qe():
+    yield from _bench_module("quality_elimination")
+
+
+def test_elimination_ranks_fewer_rivals_each_step(qe):
+    """quality_elimination.eliminating: keep the best half by saving - z se, rank again, stop
+    once k remain; survivors keep the savings of the last ranking they were in, eliminated
+    features rank below them (the later step higher), trees add up over the rankings."""
+    import numpy as np
+
+    value = np.array([8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0, 0.0])  # feature 8: not in pool
+    se = np.array([1.0, 10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    calls = []
+
+    def rank(current):
+        calls.append(list(current))
+        scale = 1.0 + 0.1 * len(calls)  # a later ranking gives other savings
+        return value * scale, se * scale, len(current)
+
+    saving, out_se, trees = qe.eliminating(rank, k=2, keep=0.5, z=1.0)(range(8))
+    assert calls == [list(range(8)), [0, 2, 3, 4]]  # feature 1's bound 7 - 10 < 0: out first
+    assert trees == 12
+    assert saving[0] == pytest.approx(8 * 1.2) and saving[2] == pytest.approx(6 * 1.2)
+    assert out_se[0] == pytest.approx(1.2) and out_se[3] == 0.0
+    assert saving[3] == saving[4] == -1e12 * 99 and saving[1] == saving[5] == -1e12 * 100
+    assert saving[8] == 0.0
+    ranking = np.argsort(-saving[:8], kind="stable")
+    assert list(ranking[:4]) == [0, 2, 3, 4]
+
+    calls.clear()
+    qe.eliminating(rank, k=2, keep=0.5, z=0.0)(range(8))
+    assert calls[1] == [0, 1, 2, 3]  # without the bound, feature 1 survives the first step
