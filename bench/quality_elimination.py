@@ -85,23 +85,16 @@ def install(keep, z):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    ours, rest = (
-        (argv[: argv.index("--")], argv[argv.index("--") + 1 :])
-        if "--" in argv
-        else (
-            argv,
-            [],
-        )
-    )
+    cut = argv.index("--") if "--" in argv else len(argv)  # ours before it, the runner's after
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keep", type=float, default=0.5, help="share kept at each step")
     ap.add_argument("--z", type=float, default=2.0, help="standard errors off the saving")
-    args = ap.parse_args(ours)
+    args = ap.parse_args(argv[:cut])
     import bench_quality
     import gpufs.selectors.gbfs  # noqa: F401  (imports fit_exact_k by name: patched below)
 
     install(args.keep, args.z)
-    bench_quality.main(rest)
+    bench_quality.main(argv[cut + 1 :])
 
 
 if __name__ == "__main__":

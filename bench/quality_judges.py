@@ -41,7 +41,7 @@ JUDGES = {
 }
 
 
-def _model(family, params, task):
+def judge_model(family, params, task):
     """An unfitted judge: LightGBM or the bench's RandomForest (200 trees) with ``params``."""
     if family == "lgbm":
         import lightgbm as lgb
@@ -72,7 +72,7 @@ def judge_scores(Xtr, ytr, Xte, yte, task, columns, judges=None):
         return {judge: float("nan") for judge in judges}
     out = {}
     for judge in judges:
-        model = _model(*JUDGES[judge], task)
+        model = judge_model(*JUDGES[judge], task)
         model.fit(Xtr[:, columns], ytr)
         if task == "regression":
             out[judge] = float(r2_score(yte, model.predict(Xte[:, columns])))
